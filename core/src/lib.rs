@@ -1,0 +1,1 @@
+//! xpuprof host library (being written).
