@@ -64,6 +64,10 @@ pub type Nanos = u64;
 /// A correlation id is only meaningful inside its backend and process: CUPTI's id 42 in
 /// process 7 has nothing to do with roctracer's id 42 there.
 pub mod backend {
+    /// No backend correlation id: the record is not joinable (for example a launch stack
+    /// captured by a plain uprobe on `cudaLaunchKernel`). The host counts such launch sites and
+    /// shows them as CPU stacks, never joins them by guessing.
+    pub const UNCORRELATED: u32 = 0;
     /// NVIDIA CUDA via CUPTI.
     pub const CUDA: u32 = 1;
     /// AMD ROCm / HIP via roctracer or rocprofiler.
