@@ -1,1 +1,3 @@
-//! Placeholder: being written.
+//! xpuprof's native trace archive (being written).
+
+pub mod sample;

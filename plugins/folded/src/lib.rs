@@ -1,1 +1,17 @@
-//! Placeholder: being written.
+//! # `folded` sink
+//!
+//! Writes `<out>/profile.folded`: one line per distinct stack, `frame;frame;...;frame weight`,
+//! root frame first, readable by flamegraph.pl, inferno and speedscope. GPU work hangs under the
+//! CPU stack that launched it (`...;cudaLaunchKernel;[GPU_Kernel]name`), weighted by device time
+//! in microseconds; CPU samples are weighted by their period (or blocked time) in microseconds.
+//! The format and every option are described in `docs/formats.md`.
+//!
+//! The stack-building code lives in [`fold`], which the `flamegraph` sink compiles in too.
+
+pub mod fold;
+mod sink;
+
+pub use fold::{FoldedBuilder, FoldedOptions, KernelNames, View};
+pub use sink::FoldedSink;
+
+xpuprof_sdk::export_plugin!(sink: FoldedSink);

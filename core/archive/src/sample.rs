@@ -1,0 +1,319 @@
+//! Realistic record streams for the tests and benchmarks of sinks.
+//!
+//! [`session`] mirrors what the host hands sinks after a short CUDA run: definitions first,
+//! session-wide ids, launches joined to their device work, a graph launch that ran three kernels,
+//! copies both ways, a memset, a kernel nobody launched (as far as the correlator knows), on- and
+//! off-CPU samples, a marker, a range, a counter and a loss. [`launches`] generates a long run of
+//! kernel launches for throughput and size measurements.
+
+use xpuprof_sdk::model::*;
+
+/// Process id used by the sample session.
+pub const PID: u32 = 4242;
+/// Main thread id.
+pub const TID: u32 = 4242;
+/// Worker thread id.
+pub const WORKER: u32 = 4250;
+/// Session start time (ns).
+pub const T0: u64 = 1_000_000_000;
+
+const STRINGS: &[&str] = &[
+    "python3 train.py --epochs 1",          // 1
+    "python3",                              // 2
+    "pt_worker",                            // 3
+    "NVIDIA H100 80GB HBM3",                // 4
+    "/usr/bin/python3.12",                  // 5
+    "/usr/lib/libtorch_cuda.so",            // 6
+    "main",                                 // 7
+    "train_step",                           // 8
+    "at::native::launch_vectorized_kernel", // 9
+    "c10::cuda::CUDAStream::launch",        // 10
+    "cudaLaunchKernel",                     // 11
+    "cudaMemcpyAsync",                      // 12
+    "cudaMemsetAsync",                      // 13
+    "cudaGraphLaunch",                      // 14
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, float*)", // 15
+    "_Z10add_kernelPfS_i",                  // 16
+    "ampere_sgemm_128x64_nn",               // 17
+    "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", // 18
+    "forward",                              // 19
+    "epoch",                                // 20
+    "device memory in use",                 // 21
+    "cupti dropped records",                // 22
+    "nvtx",                                 // 23
+    "stream 7 (default)",                   // 24
+    "read;weird\nname",                     // 25
+    "cudaStreamSynchronize",                // 26
+];
+
+fn s(i: u32) -> StrId {
+    StrId(i)
+}
+
+fn defs() -> Vec<Record> {
+    let mut r: Vec<Record> = STRINGS
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Record::Str(StrDef { id: StrId(i as u32 + 1), text: (*t).to_owned() }))
+        .collect();
+    r.push(Record::Process(ProcessDef { pid: PID, ppid: 1, command: s(1) }));
+    r.push(Record::Thread(ThreadDef { pid: PID, tid: TID, name: s(2) }));
+    r.push(Record::Thread(ThreadDef { pid: PID, tid: WORKER, name: s(3) }));
+    r.push(Record::Device(DeviceDef {
+        id: DeviceId(1),
+        vendor: Vendor::Nvidia,
+        index: 0,
+        name: s(4),
+        uuid: [7; 16],
+        compute_units: 132,
+        memory_bytes: 80 << 30,
+    }));
+    r.push(Record::Stream(StreamDef {
+        id: StreamId(1),
+        device: DeviceId(1),
+        pid: PID,
+        native_id: 7,
+        name: s(24),
+    }));
+    r.push(Record::Stream(StreamDef {
+        id: StreamId(2),
+        device: DeviceId(1),
+        pid: PID,
+        native_id: 13,
+        name: StrId::NONE,
+    }));
+    r.push(Record::Module(ModuleDef { id: ModuleId(1), path: s(5), build_id: vec![0xab, 0xcd] }));
+    r.push(Record::Module(ModuleDef { id: ModuleId(2), path: s(6), build_id: vec![] }));
+    r.extend(frames());
+    r
+}
+
+fn frame(id: u32, module: u32, address: u64, name: u32, inlined: Vec<StrId>) -> Record {
+    Record::Frame(FrameDef {
+        id: FrameId(id),
+        kind: FrameKind::FileOffset,
+        module: ModuleId(module),
+        address,
+        pid: PID,
+        name: StrId(name),
+        inlined,
+    })
+}
+
+fn frames() -> Vec<Record> {
+    vec![
+        frame(1, 1, 0x1000, 7, vec![]),
+        frame(2, 1, 0x2000, 8, vec![s(19)]), // train_step with forward inlined into it
+        frame(3, 2, 0x3000, 9, vec![]),
+        frame(4, 2, 0x4000, 10, vec![]),
+        frame(5, 2, 0x1a2b, 0, vec![]),  // unsymbolised: libtorch_cuda.so+0x1a2b
+        frame(6, 1, 0x6000, 25, vec![]), // a name with a `;` and a newline
+        // Stacks are innermost first.
+        Record::Stack(StackDef {
+            id: StackId(1),
+            frames: vec![FrameId(4), FrameId(3), FrameId(2), FrameId(1)],
+        }),
+        Record::Stack(StackDef { id: StackId(2), frames: vec![FrameId(5), FrameId(2), FrameId(1)] }),
+        Record::Stack(StackDef { id: StackId(3), frames: vec![FrameId(6), FrameId(1)] }),
+    ]
+}
+
+fn api(tid: u32, start: u64, dur: u64, name: u32, corr: u64) -> Record {
+    Record::ApiCall(ApiCall {
+        pid: PID,
+        tid,
+        start,
+        end: start + dur,
+        name: s(name),
+        correlation: Some(Correlation { backend: backend::CUDA, id: corr }),
+        external: None,
+        result: 0,
+    })
+}
+
+fn site(tid: u32, time: u64, api: u32, corr: u64, stack: u32) -> Record {
+    Record::LaunchSite(LaunchSite {
+        pid: PID,
+        tid,
+        time,
+        correlation: Correlation { backend: backend::CUDA, id: corr },
+        api: s(api),
+        stack: StackId(stack),
+    })
+}
+
+/// A device op on stream `stream` (1 or 2) joined to the launch at `launch` (`None`: unmatched).
+fn op(
+    kind: DeviceOpKind,
+    stream: u32,
+    start: u64,
+    dur: u64,
+    name: u32,
+    corr: u64,
+    launch: Option<LaunchRef>,
+) -> DeviceOp {
+    DeviceOp {
+        kind,
+        pid: PID,
+        device: DeviceId(1),
+        stream: StreamId(stream),
+        start,
+        end: start + dur,
+        clock: ClockDomain::SESSION,
+        name: s(name),
+        bytes: 0,
+        copy: CopyKind::Unknown,
+        correlation: Some(Correlation { backend: backend::CUDA, id: corr }),
+        kernel: (kind == DeviceOpKind::Kernel).then_some(KernelInfo {
+            grid: [128, 1, 1],
+            block: [256, 1, 1],
+            shared_memory: 0,
+            registers: 32,
+        }),
+        graph: None,
+        launch,
+    }
+}
+
+fn lref(tid: u32, stack: u32, api: u32, time: u64) -> Option<LaunchRef> {
+    Some(LaunchRef { tid, stack: StackId(stack), api: s(api), time })
+}
+
+fn events() -> Vec<Record> {
+    let t = T0;
+    let mut r = vec![
+        // A kernel launch from the main thread.
+        api(TID, t + 1_000, 4_000, 11, 1),
+        site(TID, t + 1_000, 11, 1, 1),
+        Record::DeviceOp(op(
+            DeviceOpKind::Kernel,
+            1,
+            t + 10_000,
+            120_000,
+            15,
+            1,
+            lref(TID, 1, 11, t + 1_000),
+        )),
+        // A mangled kernel launched from an unsymbolised frame.
+        api(TID, t + 6_000, 3_000, 11, 2),
+        site(TID, t + 6_000, 11, 2, 2),
+        Record::DeviceOp(op(
+            DeviceOpKind::Kernel,
+            1,
+            t + 131_000,
+            45_500,
+            16,
+            2,
+            lref(TID, 2, 11, t + 6_000),
+        )),
+        // Copies both ways and a memset.
+        api(TID, t + 10_000, 8_000, 12, 3),
+        site(TID, t + 10_000, 12, 3, 1),
+    ];
+    let mut h2d = op(DeviceOpKind::Memcpy, 2, t + 12_000, 30_000, 12, 3, lref(TID, 1, 12, t + 10_000));
+    h2d.bytes = 1 << 20;
+    h2d.copy = CopyKind::HostToDevice;
+    r.push(Record::DeviceOp(h2d));
+    r.push(api(TID, t + 20_000, 2_000, 13, 4));
+    r.push(site(TID, t + 20_000, 13, 4, 1));
+    let mut set = op(DeviceOpKind::Memset, 2, t + 43_000, 2_400, 13, 4, lref(TID, 1, 13, t + 20_000));
+    set.bytes = 4096;
+    r.push(Record::DeviceOp(set));
+    // A graph launch from the worker thread: one call, three kernels.
+    r.push(api(WORKER, t + 30_000, 5_000, 14, 5));
+    r.push(site(WORKER, t + 30_000, 14, 5, 1));
+    for (i, (start, dur, name)) in
+        [(180_000, 200_000, 17), (380_500, 60_000, 18), (441_000, 9_999, 16)].iter().enumerate()
+    {
+        let mut k = op(DeviceOpKind::Kernel, 1, t + start, *dur, *name, 5, lref(WORKER, 1, 14, t + 30_000));
+        k.graph = Some(GraphInfo { graph: 3, node: i as u64 + 1 });
+        r.push(Record::DeviceOp(k));
+    }
+    // A kernel the correlator could not join.
+    r.push(Record::DeviceOp(op(DeviceOpKind::Kernel, 2, t + 460_000, 15_000, 17, 99, None)));
+    // Copy back, then a synchronize that blocks the main thread.
+    r.push(api(TID, t + 470_000, 9_000, 12, 6));
+    r.push(site(TID, t + 470_000, 12, 6, 2));
+    let mut d2h = op(DeviceOpKind::Memcpy, 2, t + 476_000, 20_000, 12, 6, lref(TID, 2, 12, t + 470_000));
+    d2h.bytes = 1 << 16;
+    d2h.copy = CopyKind::DeviceToHost;
+    r.push(Record::DeviceOp(d2h));
+    r.push(api(TID, t + 480_000, 20_000, 26, 7));
+    r.extend(cpu_and_annotations());
+    r
+}
+
+fn cpu_and_annotations() -> Vec<Record> {
+    let t = T0;
+    let sample = |time: u64, kind: SampleKind, weight: u64, stack: u32, tid: u32| {
+        Record::CpuSample(CpuSample { pid: PID, tid, time, kind, weight, stack: StackId(stack) })
+    };
+    vec![
+        sample(t + 2_000, SampleKind::OnCpu, 10_101_010, 1, TID),
+        sample(t + 12_000, SampleKind::OnCpu, 10_101_010, 1, TID),
+        sample(t + 22_000, SampleKind::OnCpu, 10_101_010, 2, WORKER),
+        sample(t + 500_000, SampleKind::OffCpu, 19_500, 3, TID),
+        Record::Marker(Annotation {
+            pid: PID,
+            tid: TID,
+            start: t + 500,
+            end: t + 500,
+            name: s(20),
+            domain: s(23),
+        }),
+        Record::Range(Annotation {
+            pid: PID,
+            tid: TID,
+            start: t + 900,
+            end: t + 29_000,
+            name: s(19),
+            domain: s(23),
+        }),
+        Record::Counter(Counter {
+            pid: PID,
+            device: DeviceId(1),
+            time: t + 10_000,
+            name: s(21),
+            value: 1048576.0,
+        }),
+        Record::Counter(Counter {
+            pid: PID,
+            device: DeviceId(1),
+            time: t + 480_000,
+            name: s(21),
+            value: 65536.0,
+        }),
+        Record::Loss(Loss { pid: PID, time: t + 499_000, cause: s(22), count: 3 }),
+    ]
+}
+
+/// The sample session: definitions, then events in the order the host would deliver them.
+pub fn session() -> Vec<Record> {
+    let mut r = defs();
+    r.extend(events());
+    r
+}
+
+/// A long run of `n` kernel launches on the sample session's definitions, in the steady-state
+/// order the host delivers them: per launch an API call, its launch site and its kernel, with
+/// realistic gaps (≈5 µs between launches, kernels of a few µs on two streams).
+pub fn launches(n: usize) -> Vec<Record> {
+    let mut r = defs();
+    r.reserve(n * 3);
+    let mut t = T0;
+    let mut gpu = T0 + 20_000;
+    for i in 0..n as u64 {
+        let corr = 1000 + i;
+        let stack = 1 + (i % 3) as u32;
+        let name = [15, 16, 17][(i % 3) as usize];
+        r.push(api(TID, t, 2_000 + i % 700, 11, corr));
+        r.push(site(TID, t, 11, corr, stack));
+        let dur = 3_000 + (i * 37) % 2_000;
+        gpu = gpu.max(t + 8_000) + 300;
+        let k = op(DeviceOpKind::Kernel, 1 + (i % 2) as u32, gpu, dur, name, corr, lref(TID, stack, 11, t));
+        r.push(Record::DeviceOp(k));
+        gpu += dur;
+        t += 5_000 + i % 900;
+    }
+    r
+}

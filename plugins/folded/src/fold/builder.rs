@@ -1,0 +1,293 @@
+//! Aggregates records into weighted stacks and renders them as folded lines.
+//!
+//! Events are only hashed into small fixed-size keys while recording (no allocation per
+//! event); text is built once per distinct key when the lines are rendered, with the rendered
+//! CPU stacks cached per stack id.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use xpuprof_sdk::model::*;
+
+use super::defs::Defs;
+use super::names::{basename, demangle, sanitize_frame, shorten_kernel_name};
+use super::options::{FoldedOptions, KernelNames};
+
+/// Root frame of device work the correlator could not join to a launch.
+pub const UNKNOWN_LAUNCH: &str = "[unknown launch site]";
+/// Root frame of device work whose launch API call was found but no stack.
+pub const NO_STACK: &str = "[no launch stack]";
+/// Root frame of off-CPU samples.
+pub const OFF_CPU: &str = "[off-cpu]";
+
+/// Which stacks a folded file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// CPU samples and GPU work.
+    All,
+    /// CPU samples only.
+    Cpu,
+    /// GPU work only (under launch stacks).
+    Gpu,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct GpuKey {
+    pid: u32,
+    launch: Option<(StackId, StrId)>,
+    kind: DeviceOpKind,
+    name: StrId,
+    copy: CopyKind,
+    device: DeviceId,
+    stream: StreamId,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct CpuKey {
+    pid: u32,
+    stack: StackId,
+    off_cpu: bool,
+}
+
+/// Builds the folded view of a session, record by record.
+#[derive(Debug)]
+pub struct FoldedBuilder {
+    opts: FoldedOptions,
+    defs: Defs,
+    gpu: HashMap<GpuKey, u64>,
+    cpu: HashMap<CpuKey, u64>,
+    unmatched: u64,
+}
+
+impl FoldedBuilder {
+    /// An empty builder.
+    pub fn new(opts: FoldedOptions) -> Self {
+        Self { opts, defs: Defs::default(), gpu: HashMap::new(), cpu: HashMap::new(), unmatched: 0 }
+    }
+
+    /// Device operations seen without a launch (shown under `[unknown launch site]`).
+    pub fn unmatched(&self) -> u64 {
+        self.unmatched
+    }
+
+    /// Adds one record.
+    pub fn add(&mut self, r: &Record) {
+        if self.defs.add(r) {
+            return;
+        }
+        match r {
+            Record::DeviceOp(op) => self.add_device_op(op),
+            Record::CpuSample(s) => self.add_sample(s),
+            _ => {}
+        }
+    }
+
+    fn pid(&self, pid: u32) -> u32 {
+        if self.opts.process_frame {
+            pid
+        } else {
+            0
+        }
+    }
+
+    fn add_device_op(&mut self, op: &DeviceOp) {
+        if op.launch.is_none() {
+            self.unmatched += 1;
+        }
+        let key = GpuKey {
+            pid: self.pid(op.pid),
+            launch: op.launch.map(|l| (l.stack, l.api)),
+            kind: op.kind,
+            name: if matches!(op.kind, DeviceOpKind::Kernel | DeviceOpKind::Other) {
+                op.name
+            } else {
+                StrId::NONE
+            },
+            copy: op.copy,
+            device: if self.opts.gpu_device { op.device } else { DeviceId::NONE },
+            stream: if self.opts.gpu_stream { op.stream } else { StreamId::NONE },
+        };
+        *self.gpu.entry(key).or_default() += op.end.saturating_sub(op.start);
+    }
+
+    fn add_sample(&mut self, s: &CpuSample) {
+        let off_cpu = s.kind == SampleKind::OffCpu;
+        if off_cpu && !self.opts.off_cpu {
+            return;
+        }
+        let key = CpuKey { pid: self.pid(s.pid), stack: s.stack, off_cpu };
+        *self.cpu.entry(key).or_default() += s.weight;
+    }
+
+    /// The folded lines of `view`: `(stack, weight in µs)`, sorted by stack, identical stacks
+    /// merged, lines under `min_weight` dropped.
+    pub fn lines(&self, view: View) -> Vec<(String, u64)> {
+        let mut r = Renderer { b: self, stacks: HashMap::new(), kernels: HashMap::new() };
+        let mut merged: HashMap<String, u64> = HashMap::new();
+        if view != View::Gpu {
+            for (k, ns) in &self.cpu {
+                *merged.entry(r.cpu_line(k)).or_default() += ns;
+            }
+        }
+        if view != View::Cpu {
+            for (k, ns) in &self.gpu {
+                *merged.entry(r.gpu_line(k)).or_default() += ns;
+            }
+        }
+        let mut lines: Vec<(String, u64)> = merged
+            .into_iter()
+            .map(|(s, ns)| (s, (ns + 500) / 1000))
+            .filter(|(_, us)| *us >= self.opts.min_weight.max(1))
+            .collect();
+        lines.sort_unstable();
+        lines
+    }
+
+    /// Writes the folded lines of `view` to `out`.
+    pub fn write(&self, view: View, out: &mut dyn Write) -> io::Result<()> {
+        for (stack, weight) in self.lines(view) {
+            writeln!(out, "{stack} {weight}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Renders keys to text, caching per stack and per kernel name.
+struct Renderer<'a> {
+    b: &'a FoldedBuilder,
+    stacks: HashMap<StackId, String>,
+    kernels: HashMap<StrId, String>,
+}
+
+impl Renderer<'_> {
+    fn cpu_line(&mut self, k: &CpuKey) -> String {
+        let mut line = self.process_prefix(k.pid);
+        if k.off_cpu {
+            push_frame(&mut line, OFF_CPU);
+        }
+        let stack = self.stack(k.stack);
+        push_frame(&mut line, &stack);
+        line
+    }
+
+    fn gpu_line(&mut self, k: &GpuKey) -> String {
+        let mut line = self.process_prefix(k.pid);
+        match k.launch {
+            None => push_frame(&mut line, UNKNOWN_LAUNCH),
+            Some((stack, api)) => {
+                let stack_text = if stack.is_none() { NO_STACK.to_owned() } else { self.stack(stack) };
+                push_frame(&mut line, &stack_text);
+                if let Some(api) = self.b.defs.str(api) {
+                    let api = sanitize_frame(api);
+                    // Skip the API frame when the captured stack already ends in it.
+                    if stack_text.rsplit(';').next().is_none_or(|leaf| leaf != api) {
+                        push_frame(&mut line, &api);
+                    }
+                }
+            }
+        }
+        let frame = self.gpu_frame(k);
+        push_frame(&mut line, &frame);
+        line
+    }
+
+    fn process_prefix(&self, pid: u32) -> String {
+        if !self.b.opts.process_frame {
+            return String::new();
+        }
+        let cmd = self.b.defs.processes.get(&pid).and_then(|c| self.b.defs.str(*c)).unwrap_or("[unknown]");
+        let exe = basename(cmd.split_whitespace().next().unwrap_or(cmd));
+        format!("{} ({pid})", sanitize_frame(exe))
+    }
+
+    /// The frames of stack `id`, root first, joined with `;`.
+    fn stack(&mut self, id: StackId) -> String {
+        if let Some(s) = self.stacks.get(&id) {
+            return s.clone();
+        }
+        let mut out = String::new();
+        match self.b.defs.stacks.get(id.0) {
+            None => push_frame(&mut out, "[unknown stack]"),
+            Some(frames) => {
+                for f in frames.iter().rev() {
+                    self.push_frame_text(&mut out, *f);
+                }
+            }
+        }
+        if out.is_empty() {
+            push_frame(&mut out, "[empty stack]");
+        }
+        self.stacks.insert(id, out.clone());
+        out
+    }
+
+    /// Appends frame `id`: its function, then the functions inlined into it, outermost first.
+    fn push_frame_text(&self, out: &mut String, id: FrameId) {
+        let defs = &self.b.defs;
+        let Some(f) = defs.frames.get(id.0) else {
+            push_frame(out, "[unknown frame]");
+            return;
+        };
+        match defs.str(f.name) {
+            Some(name) => push_frame(out, &sanitize_frame(name)),
+            None => {
+                let module = match (f.kind, defs.modules.get(f.module.0).and_then(|p| defs.str(*p))) {
+                    (_, Some(path)) => basename(path),
+                    (FrameKind::Kernel, None) => "[kernel]",
+                    (_, None) => "[unknown module]",
+                };
+                push_frame(out, &format!("{}+{:#x}", sanitize_frame(module), f.address));
+            }
+        }
+        for inl in &f.inlined {
+            push_frame(out, &sanitize_frame(defs.str(*inl).unwrap_or("[unknown inlined]")));
+        }
+    }
+
+    fn gpu_frame(&mut self, k: &GpuKey) -> String {
+        let mut tag = String::from("[GPU");
+        if let Some(index) = (!k.device.is_none()).then(|| self.b.defs.devices.get(k.device.0)).flatten() {
+            tag.push_str(&index.to_string());
+        }
+        if let Some(native) = (!k.stream.is_none()).then(|| self.b.defs.streams.get(k.stream.0)).flatten() {
+            tag.push_str(&format!("_S{native}"));
+        }
+        let (kind, detail) = match k.kind {
+            DeviceOpKind::Kernel => ("Kernel", self.kernel_name(k.name)),
+            DeviceOpKind::Memcpy => ("Memcpy", k.copy.short_name().to_owned()),
+            DeviceOpKind::Memset => ("Memset", String::new()),
+            DeviceOpKind::Sync => ("Sync", String::new()),
+            DeviceOpKind::Alloc => ("Alloc", String::new()),
+            DeviceOpKind::Free => ("Free", String::new()),
+            DeviceOpKind::Other => ("Other", self.kernel_name(k.name)),
+        };
+        format!("{tag}_{kind}]{detail}")
+    }
+
+    fn kernel_name(&mut self, id: StrId) -> String {
+        if let Some(s) = self.kernels.get(&id) {
+            return s.clone();
+        }
+        let opts = &self.b.opts;
+        let raw = self.b.defs.str(id).unwrap_or("[unknown kernel]");
+        let full = if opts.demangle { demangle(raw) } else { None }.unwrap_or_else(|| raw.to_owned());
+        let name = match opts.kernel_names {
+            KernelNames::Full => full,
+            KernelNames::Short => shorten_kernel_name(&full),
+        };
+        let name = sanitize_frame(&name).into_owned();
+        self.kernels.insert(id, name.clone());
+        name
+    }
+}
+
+/// Appends `frames` (one frame or several joined by `;`) to a stack being built.
+fn push_frame(line: &mut String, frames: &str) {
+    if frames.is_empty() {
+        return;
+    }
+    if !line.is_empty() {
+        line.push(';');
+    }
+    line.push_str(frames);
+}

@@ -1,0 +1,118 @@
+//! Integration tests of the folded sink: golden files from the sample session, options, and
+//! properties every folded file must have.
+
+use std::path::{Path, PathBuf};
+
+use xpuprof_archive::sample;
+use xpuprof_plugin_folded::{FoldedBuilder, FoldedOptions, FoldedSink, KernelNames, View};
+use xpuprof_sdk::{Logger, Sink};
+
+/// Compares `actual` with `tests/golden/<name>`; `XPUPROF_BLESS=1` rewrites the golden file.
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("XPUPROF_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("failed to read {}: {e} (run with XPUPROF_BLESS=1)", path.display()));
+    assert_eq!(actual, expected, "{name} differs from the golden file; XPUPROF_BLESS=1 regenerates it");
+}
+
+fn render(opts: FoldedOptions, view: View) -> String {
+    let mut b = FoldedBuilder::new(opts);
+    for r in sample::session() {
+        b.add(&r);
+    }
+    let mut out = Vec::new();
+    b.write(view, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+fn run_sink(split: bool) -> (tempfile::TempDir, Vec<PathBuf>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink = FoldedSink::new(FoldedOptions::default(), split, dir.path().to_owned(), Logger::stderr());
+    let records = sample::session();
+    for batch in records.chunks(7) {
+        sink.consume(batch).unwrap();
+    }
+    let files = sink.finish().unwrap();
+    (dir, files)
+}
+
+#[test]
+fn default_output_matches_golden() {
+    let (_dir, files) = run_sink(false);
+    assert_eq!(files.len(), 1);
+    assert!(files[0].ends_with("profile.folded"));
+    golden("profile.folded", &std::fs::read_to_string(&files[0]).unwrap());
+}
+
+#[test]
+fn split_views_add_cpu_and_gpu_files() {
+    let (_dir, files) = run_sink(true);
+    let names: Vec<_> = files.iter().map(|f| f.file_name().unwrap().to_str().unwrap().to_owned()).collect();
+    assert_eq!(names, ["profile.folded", "profile.cpu.folded", "profile.gpu.folded"]);
+    let cpu = std::fs::read_to_string(&files[1]).unwrap();
+    let gpu = std::fs::read_to_string(&files[2]).unwrap();
+    assert!(!cpu.contains("[GPU_"), "{cpu}");
+    assert!(gpu.lines().all(|l| l.contains("[GPU_")), "{gpu}");
+    golden("profile.cpu.folded", &cpu);
+    golden("profile.gpu.folded", &gpu);
+}
+
+#[test]
+fn options_change_gpu_frames_and_process_frame() {
+    let opts = FoldedOptions {
+        kernel_names: KernelNames::Short,
+        gpu_device: true,
+        gpu_stream: true,
+        process_frame: true,
+        ..FoldedOptions::default()
+    };
+    golden("profile.options.folded", &render(opts, View::All));
+}
+
+#[test]
+fn demangle_off_keeps_mangled_kernel_names() {
+    let text = render(FoldedOptions { demangle: false, ..FoldedOptions::default() }, View::Gpu);
+    assert!(text.contains("[GPU_Kernel]_Z10add_kernelPfS_i "), "{text}");
+    let text = render(FoldedOptions::default(), View::Gpu);
+    assert!(text.contains("[GPU_Kernel]add_kernel(float*, float*, int) "), "{text}");
+}
+
+#[test]
+fn every_line_is_well_formed_and_sorted() {
+    let text = render(FoldedOptions::default(), View::All);
+    let mut prev = "";
+    for line in text.lines() {
+        let (stack, weight) = line.rsplit_once(' ').unwrap();
+        assert!(weight.parse::<u64>().unwrap() >= 1, "{line}");
+        assert!(!stack.split(';').any(str::is_empty), "empty frame in {line}");
+        assert!(stack > prev, "not sorted or not merged: {line}");
+        prev = stack;
+    }
+    assert!(!text.contains("0x") || text.contains("libtorch_cuda.so+0x1a2b"), "{text}");
+}
+
+#[test]
+fn gpu_work_hangs_under_its_launch_stack() {
+    let text = render(FoldedOptions::default(), View::All);
+    // 120 µs kernel launched by cudaLaunchKernel from main;train_step;forward;...
+    assert!(text.contains(
+        "main;train_step;forward;at::native::launch_vectorized_kernel;c10::cuda::CUDAStream::launch;\
+         cudaLaunchKernel;[GPU_Kernel]void at::native::vectorized_elementwise_kernel<4, \
+         at::native::FillFunctor<float>>(int, float*) 120\n"
+    ));
+    assert!(text.contains("cudaMemcpyAsync;[GPU_Memcpy]HtoD 30\n"), "{text}");
+    assert!(text.contains("cudaMemsetAsync;[GPU_Memset] 2\n"), "{text}");
+    assert!(text.contains("[unknown launch site];[GPU_Kernel]ampere_sgemm_128x64_nn 15\n"), "{text}");
+    assert!(text.contains("[off-cpu];main;read:weird name 20\n"), "{text}");
+}
+
+#[test]
+fn min_weight_drops_light_stacks() {
+    let text = render(FoldedOptions { min_weight: 50, ..FoldedOptions::default() }, View::All);
+    assert!(text.lines().all(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap() >= 50), "{text}");
+    assert!(text.contains("ampere_sgemm_128x64_nn 200\n"), "{text}");
+}
