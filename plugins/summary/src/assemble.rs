@@ -1,0 +1,333 @@
+//! Turns the aggregates into the [`Summary`] report: resolves ids to names, computes shares and
+//! rates, and sorts every table deterministically (largest first, ties by name).
+
+use std::collections::BTreeMap;
+
+use xpuprof_sdk::model::{backend, DeviceId, DeviceOpKind};
+use xpuprof_sdk::SessionInfo;
+
+use crate::collect::{Collector, KernelAgg, RECORD_KINDS};
+use crate::cpu::{CpuProfile as CpuAggProfile, SampleRef};
+use crate::quantile::DurSummary;
+use crate::report::*;
+use crate::timeline::Timeline;
+
+/// CPU hot functions kept in the JSON per profile.
+const MAX_HOT_FUNCTIONS: usize = 200;
+
+/// Rounds to two decimals (percentages).
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+/// `part / whole` in percent, two decimals; 0 when `whole` is 0.
+pub fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        round2(part as f64 * 100.0 / whole as f64)
+    }
+}
+
+fn time(s: DurSummary) -> Time {
+    Time {
+        total_ns: s.total,
+        mean_ns: s.mean,
+        min_ns: s.min,
+        max_ns: s.max,
+        p50_ns: s.p50,
+        p99_ns: s.p99,
+        exact: s.exact,
+    }
+}
+
+/// Builds the report (consumes the collector's kept durations for sorting).
+pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
+    c.finish();
+    let (start, end) = c.span.unwrap_or((0, 0));
+    let session_ns = end - start;
+    Summary {
+        schema_version: SCHEMA_VERSION,
+        generator: format!("xpuprof-plugin-summary {}", env!("CARGO_PKG_VERSION")),
+        session: Session {
+            command: session.command.clone(),
+            sources: session.sources.clone(),
+            start_ns: start,
+            end_ns: end,
+            duration_ns: session_ns,
+        },
+        percentiles: PercentileMethod {
+            definition: "nearest-rank",
+            exact_samples_cap: c.cfg.exact_samples as u64,
+            histogram_relative_error: 1.0 / 256.0,
+        },
+        api: api_rows(c),
+        kernels: kernel_rows(c),
+        transfers: transfer_rows(c),
+        memory: memory(c),
+        devices: device_rows(c, session_ns),
+        threads: thread_rows(c),
+        cpu: Cpu { on_cpu: cpu_profile(c, &c.cpu.on_cpu), off_cpu: cpu_profile(c, &c.cpu.off_cpu) },
+        xpuprof: own(c),
+    }
+}
+
+fn api_rows(c: &mut Collector) -> Vec<ApiRow> {
+    let defs = &c.defs;
+    let mut rows: Vec<ApiRow> = c
+        .api
+        .iter_mut()
+        .map(|(name, agg)| {
+            let mut errors: Vec<ErrorCount> =
+                agg.errors.iter().map(|&(code, count)| ErrorCount { code, count }).collect();
+            errors.sort_by_key(|e| e.code);
+            ApiRow {
+                name: defs.str_or(*name, "[unnamed API]").to_owned(),
+                calls: agg.time.count(),
+                errors: errors.iter().map(|e| e.count).sum(),
+                errors_by_code: errors,
+                time: time(agg.time.summary()),
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| b.time.total_ns.cmp(&a.time.total_ns).then_with(|| a.name.cmp(&b.name)));
+    rows
+}
+
+/// The most used configuration; ties go to the smallest (grid, block, shared, registers).
+fn typical(agg: &KernelAgg) -> LaunchConfig {
+    let key = |k: &xpuprof_sdk::model::KernelInfo| (k.grid, k.block, k.shared_memory, k.registers);
+    let (k, n) = agg
+        .configs
+        .iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| key(&b.0).cmp(&key(&a.0))))
+        .copied()
+        .unwrap_or_default();
+    LaunchConfig {
+        grid: k.grid,
+        block: k.block,
+        shared_memory_bytes: k.shared_memory,
+        registers_per_thread: k.registers,
+        launches: n,
+    }
+}
+
+fn kernel_rows(c: &mut Collector) -> Vec<KernelRow> {
+    let all: u64 = c.kernels.values().map(|k| k.time.total()).sum();
+    let by_site = c.cfg.by_launch_site;
+    let defs = &c.defs;
+    let mut rows: Vec<KernelRow> = c
+        .kernels
+        .iter_mut()
+        .map(|((name, stack), agg)| KernelRow {
+            name: defs.str_or(*name, "[unnamed kernel]").to_owned(),
+            launch_site: by_site.then(|| defs.stack_names(*stack)),
+            launches: agg.time.count(),
+            gpu_time_pct: pct(agg.time.total(), all),
+            typical: typical(agg),
+            distinct_configs: agg.configs.len() as u64 + u64::from(agg.other_configs > 0),
+            time: time(agg.time.summary()),
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.time
+            .total_ns
+            .cmp(&a.time.total_ns)
+            .then_with(|| (&a.name, &a.launch_site).cmp(&(&b.name, &b.launch_site)))
+    });
+    rows
+}
+
+fn transfer_rows(c: &Collector) -> Vec<TransferRow> {
+    let mut rows: Vec<TransferRow> = c
+        .memory
+        .transfers
+        .iter()
+        .map(|(&(kind, copy, device), t)| {
+            let (device_index, name) = c.defs.device(device);
+            let memcpy = kind == DeviceOpKind::Memcpy;
+            TransferRow {
+                op: if memcpy { "memcpy" } else { "memset" },
+                direction: if memcpy { copy.short_name() } else { "-" },
+                device_index,
+                device: name,
+                count: t.count,
+                bytes: t.bytes,
+                time_ns: t.time,
+                gb_per_s: if t.time == 0 {
+                    0.0
+                } else {
+                    (t.bytes as f64 / t.time as f64 * 1000.0).round() / 1000.0
+                },
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| (a.op, a.device_index, a.direction).cmp(&(b.op, b.device_index, b.direction)));
+    rows
+}
+
+fn memory(c: &Collector) -> Memory {
+    let mut devices: Vec<DeviceMemoryRow> = c
+        .memory
+        .devices
+        .iter()
+        .map(|(id, m)| {
+            let (device_index, device) = c.defs.device(*id);
+            DeviceMemoryRow {
+                device_index,
+                device,
+                allocations: m.allocations,
+                allocated_bytes: m.allocated_bytes,
+                frees: m.frees,
+                freed_bytes: m.freed_bytes,
+                peak_in_use_bytes: m.peak,
+                in_use_at_exit_bytes: m.in_use,
+            }
+        })
+        .collect();
+    devices.sort_by(|a, b| (a.device_index, &a.device).cmp(&(b.device_index, &b.device)));
+    let leaks = c
+        .memory
+        .leaks()
+        .into_iter()
+        .map(|l| {
+            let (device_index, device) = c.defs.device(l.device);
+            LeakRow {
+                device_index,
+                device,
+                pid: l.pid,
+                allocations: l.count,
+                bytes: l.bytes,
+                stack: c.defs.stack_names(l.stack),
+            }
+        })
+        .collect();
+    Memory { devices, leaks, unmatched_frees: c.memory.unmatched_frees, leak_matching: "fifo-by-size" }
+}
+
+fn cpu_before(c: &Collector, s: Option<SampleRef>) -> Option<CpuBefore> {
+    s.map(|s| CpuBefore { pid: s.pid, tid: s.tid, time_ns: s.time, stack: c.defs.stack_names(s.stack) })
+}
+
+fn device_row(c: &Collector, id: DeviceId, t: &Timeline, session_ns: u64) -> DeviceRow {
+    let (device_index, device) = c.defs.device(id);
+    DeviceRow {
+        device_index,
+        device,
+        kernels: t.kernels,
+        kernel_busy_ns: t.busy,
+        session_ns,
+        busy_pct: pct(t.busy, session_ns),
+        idle_gap_threshold_ns: c.cfg.idle_gap_threshold_ns,
+        idle_gaps: t.gaps_over,
+        idle_gap_total_ns: t.gap_total,
+        largest_gaps: t
+            .top
+            .iter()
+            .map(|g| GapRow {
+                start_ns: g.start,
+                end_ns: g.end,
+                duration_ns: g.duration(),
+                cpu_before: cpu_before(c, g.cpu_before),
+            })
+            .collect(),
+        late_ops: t.late_ops,
+    }
+}
+
+fn device_rows(c: &Collector, session_ns: u64) -> Vec<DeviceRow> {
+    let mut rows: Vec<DeviceRow> =
+        c.timelines.iter().map(|(id, t)| device_row(c, *id, t, session_ns)).collect();
+    rows.sort_by(|a, b| (a.device_index, &a.device).cmp(&(b.device_index, &b.device)));
+    rows
+}
+
+fn thread_rows(c: &Collector) -> Vec<ThreadRow> {
+    let mut rows: Vec<ThreadRow> = c
+        .threads
+        .iter()
+        .map(|(&(pid, tid), t)| ThreadRow {
+            pid,
+            tid,
+            name: c.defs.thread_name(pid, tid).to_owned(),
+            launches: t.launch_api_calls.max(t.launch_sites),
+            launch_sites: t.launch_sites,
+            launch_api_calls: t.launch_api_calls,
+            launch_api_ns: t.launch_api_ns,
+            sync_api_calls: t.sync_api_calls,
+            sync_api_ns: t.sync_api_ns,
+            sync_ops: t.sync_ops,
+            sync_op_ns: t.sync_op_ns,
+            api_calls: t.api_calls,
+            api_ns: t.api_ns,
+        })
+        .collect();
+    rows.sort_by_key(|r| (r.pid, r.tid));
+    rows
+}
+
+fn cpu_profile(c: &Collector, p: &CpuAggProfile) -> CpuProfile {
+    let hot = p.hot_functions(&c.defs);
+    CpuProfile {
+        samples: p.samples,
+        weight_ns: p.weight,
+        hot_functions: hot
+            .into_iter()
+            .take(MAX_HOT_FUNCTIONS)
+            .map(|h| HotFunctionRow {
+                self_pct: pct(h.self_ns, p.weight),
+                function: h.name,
+                self_ns: h.self_ns,
+                total_ns: h.total_ns,
+                self_samples: h.self_samples,
+            })
+            .collect(),
+    }
+}
+
+/// Display name of a correlation backend.
+pub fn backend_name(b: u32) -> String {
+    match b {
+        backend::UNCORRELATED => "uncorrelated".to_owned(),
+        backend::CUDA => "cuda".to_owned(),
+        backend::ROCM => "rocm".to_owned(),
+        backend::LEVEL_ZERO => "level-zero".to_owned(),
+        backend::TEST => "test".to_owned(),
+        n => format!("backend-{n}"),
+    }
+}
+
+fn own(c: &Collector) -> Own {
+    let o = &c.own;
+    let records_by_kind: BTreeMap<String, u64> = RECORD_KINDS
+        .iter()
+        .zip(o.by_kind)
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| ((*k).to_owned(), n))
+        .collect();
+    let events_by_backend = o.by_backend.iter().map(|(b, n)| (backend_name(*b), *n)).collect();
+    let mut losses: Vec<LossRow> = o
+        .losses
+        .iter()
+        .map(|(cause, &(count, reports))| LossRow {
+            cause: c.defs.str_or(*cause, "[unnamed cause]").to_owned(),
+            count,
+            reports,
+        })
+        .collect();
+    losses.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cause.cmp(&b.cause)));
+    let mut overhead: Vec<OverheadRow> = o
+        .overhead
+        .iter()
+        .map(|(name, &(count, total))| OverheadRow { name: c.defs.str(*name).to_owned(), count, total })
+        .collect();
+    overhead.sort_by(|a, b| a.name.cmp(&b.name));
+    Own {
+        records_by_kind,
+        events_by_backend,
+        lost_total: losses.iter().map(|l| l.count).sum(),
+        losses,
+        overhead,
+        unmatched_device_ops: o.unmatched_device_ops,
+    }
+}

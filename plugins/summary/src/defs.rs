@@ -1,0 +1,115 @@
+//! The definitions seen so far (strings, threads, devices, modules, frames, stacks), kept to
+//! name things when the report is written. Events are aggregated by id; names are only looked
+//! up at the end.
+
+use std::collections::HashMap;
+
+use xpuprof_sdk::model::*;
+
+/// Session-wide definitions, by id.
+#[derive(Debug, Default)]
+pub struct Defs {
+    strings: HashMap<StrId, String>,
+    threads: HashMap<(u32, u32), StrId>,
+    processes: HashMap<u32, StrId>,
+    devices: HashMap<DeviceId, DeviceDef>,
+    modules: HashMap<ModuleId, StrId>,
+    frames: HashMap<FrameId, FrameDef>,
+    stacks: HashMap<StackId, Vec<FrameId>>,
+}
+
+impl Defs {
+    /// Stores `record` if it is a definition; returns false for events.
+    pub fn add(&mut self, record: &Record) -> bool {
+        match record {
+            Record::Str(s) => drop(self.strings.insert(s.id, s.text.clone())),
+            Record::Process(p) => drop(self.processes.insert(p.pid, p.command)),
+            Record::Thread(t) => drop(self.threads.insert((t.pid, t.tid), t.name)),
+            Record::Device(d) => drop(self.devices.insert(d.id, d.clone())),
+            Record::Module(m) => drop(self.modules.insert(m.id, m.path)),
+            Record::Frame(f) => drop(self.frames.insert(f.id, f.clone())),
+            Record::Stack(s) => drop(self.stacks.insert(s.id, s.frames.clone())),
+            Record::Stream(_) => {}
+            _ => return false,
+        }
+        true
+    }
+
+    /// The text of string `id`, or `""`.
+    pub fn str(&self, id: StrId) -> &str {
+        self.strings.get(&id).map_or("", String::as_str)
+    }
+
+    /// The text of string `id`, or `fallback` when it is none or unknown.
+    pub fn str_or<'a>(&'a self, id: StrId, fallback: &'a str) -> &'a str {
+        match self.str(id) {
+            "" => fallback,
+            s => s,
+        }
+    }
+
+    /// Thread name (`comm`), or `""`.
+    pub fn thread_name(&self, pid: u32, tid: u32) -> &str {
+        self.threads.get(&(pid, tid)).map_or("", |id| self.str(*id))
+    }
+
+    /// Process command, or `""`.
+    pub fn process_command(&self, pid: u32) -> &str {
+        self.processes.get(&pid).map_or("", |id| self.str(*id))
+    }
+
+    /// Device index and display name (`"GPU0"` style fallbacks when not defined).
+    pub fn device(&self, id: DeviceId) -> (i64, String) {
+        match self.devices.get(&id) {
+            Some(d) => (i64::from(d.index), self.str(d.name).to_owned()),
+            None => (-1, format!("[unknown device {}]", id.0)),
+        }
+    }
+
+    /// Display label of a device: `"0 NVIDIA H100"`.
+    pub fn device_label(&self, id: DeviceId) -> String {
+        match self.device(id) {
+            (-1, name) => name,
+            (i, name) if name.is_empty() => format!("{i}"),
+            (i, name) => format!("{i} {name}"),
+        }
+    }
+
+    /// The function names of frame `id`, innermost last (inlined functions included).
+    pub fn frame_names(&self, id: FrameId) -> Vec<String> {
+        let Some(f) = self.frames.get(&id) else {
+            return vec![format!("[unknown frame {}]", id.0)];
+        };
+        let mut names = Vec::with_capacity(1 + f.inlined.len());
+        names.push(self.frame_base_name(f));
+        names.extend(f.inlined.iter().map(|s| self.str(*s).to_owned()).filter(|s| !s.is_empty()));
+        names
+    }
+
+    /// The symbol of a frame, or `module+0xoffset` when it has none.
+    fn frame_base_name(&self, f: &FrameDef) -> String {
+        if !f.name.is_none() && !self.str(f.name).is_empty() {
+            return self.str(f.name).to_owned();
+        }
+        let module = self.modules.get(&f.module).map_or("", |p| self.str(*p));
+        let base = module.rsplit('/').next().unwrap_or(module);
+        if base.is_empty() {
+            format!("0x{:x}", f.address)
+        } else {
+            format!("{base}+0x{:x}", f.address)
+        }
+    }
+
+    /// The frames of a stack as function names, innermost first (inlined functions expanded,
+    /// innermost first too). Empty for [`StackId::NONE`] or an unknown stack.
+    pub fn stack_names(&self, id: StackId) -> Vec<String> {
+        let Some(frames) = self.stacks.get(&id) else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(frames.len());
+        for f in frames {
+            out.extend(self.frame_names(*f).into_iter().rev());
+        }
+        out
+    }
+}

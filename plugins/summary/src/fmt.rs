@@ -1,0 +1,121 @@
+//! Formatting helpers for the text report: human units and aligned tables.
+
+/// A duration in ns with a unit that keeps 3–4 significant digits (`"912 ns"`, `"1.50 ms"`).
+pub fn ns(v: u64) -> String {
+    let f = v as f64;
+    match v {
+        0..=999 => format!("{v} ns"),
+        1_000..=999_999 => format!("{:.2} µs", f / 1e3),
+        1_000_000..=999_999_999 => format!("{:.2} ms", f / 1e6),
+        _ => format!("{:.3} s", f / 1e9),
+    }
+}
+
+/// A byte count in binary units (`"512 B"`, `"4.00 MiB"`).
+pub fn bytes(v: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if v < 1024 {
+        return format!("{v} B");
+    }
+    let mut f = v as f64 / 1024.0;
+    let mut unit = 0;
+    while f >= 1024.0 && unit + 1 < UNITS.len() {
+        f /= 1024.0;
+        unit += 1;
+    }
+    format!("{f:.2} {}", UNITS[unit])
+}
+
+/// A percentage with one decimal (`"78.5%"`).
+pub fn pct(v: f64) -> String {
+    format!("{v:.1}%")
+}
+
+/// A stack as `leaf < caller < ...`, at most `depth` frames.
+pub fn stack(frames: &[String], depth: usize) -> String {
+    if frames.is_empty() {
+        return "[unknown stack]".to_owned();
+    }
+    let mut s = frames.iter().take(depth).map(String::as_str).collect::<Vec<_>>().join(" < ");
+    if frames.len() > depth {
+        s.push_str(" < ...");
+    }
+    s
+}
+
+/// A text table: first column left-aligned, the others right-aligned unless marked.
+#[derive(Debug)]
+pub struct Table {
+    headers: Vec<&'static str>,
+    left: Vec<bool>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these column headers; columns whose header starts with `<` are
+    /// left-aligned (the `<` is not printed). The first column is always left-aligned.
+    pub fn new(headers: &[&'static str]) -> Self {
+        let left = headers.iter().enumerate().map(|(i, h)| i == 0 || h.starts_with('<')).collect();
+        let headers = headers.iter().map(|h| h.trim_start_matches('<')).collect();
+        Self { headers, left, rows: Vec::new() }
+    }
+
+    /// Adds a row (as many cells as headers).
+    pub fn row(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(cells.len(), self.headers.len());
+        self.rows.push(cells);
+    }
+
+    /// Renders the table, each line indented by two spaces, with trailing spaces trimmed.
+    pub fn render(&self, out: &mut String) {
+        let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
+        for r in &self.rows {
+            for (w, c) in widths.iter_mut().zip(r) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let header: Vec<String> = self.headers.iter().map(|h| (*h).to_owned()).collect();
+        for r in std::iter::once(&header).chain(&self.rows) {
+            let mut line = String::from(" ");
+            for ((c, w), left) in r.iter().zip(&widths).zip(&self.left) {
+                let pad = w - c.chars().count();
+                line.push(' ');
+                if *left {
+                    line.push_str(c);
+                    line.extend(std::iter::repeat_n(' ', pad));
+                } else {
+                    line.extend(std::iter::repeat_n(' ', pad));
+                    line.push_str(c);
+                }
+                line.push(' ');
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(ns(999), "999 ns");
+        assert_eq!(ns(1500), "1.50 µs");
+        assert_eq!(ns(15_300_000), "15.30 ms");
+        assert_eq!(ns(2_000_000_000), "2.000 s");
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(4 << 20), "4.00 MiB");
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let mut t = Table::new(&["Name", "Calls", "<Note"]);
+        t.row(vec!["cudaMalloc".into(), "3".into(), "x".into()]);
+        t.row(vec!["f".into(), "100".into(), "long".into()]);
+        let mut s = String::new();
+        t.render(&mut s);
+        assert_eq!(s, "  Name        Calls  Note\n  cudaMalloc      3  x\n  f             100  long\n");
+    }
+}

@@ -1,0 +1,308 @@
+//! `summary.txt`: the report as aligned tables for a terminal. Each table shows at most
+//! `text_rows` rows (the JSON has them all); empty sections are left out.
+
+use std::fmt::Write;
+
+use crate::fmt::{bytes, ns, pct, stack, Table};
+use crate::report::*;
+
+/// Frames shown per stack in the text report.
+const STACK_DEPTH: usize = 4;
+
+/// Renders the whole report.
+pub fn render(s: &Summary, rows: usize) -> String {
+    let mut out = String::new();
+    header(s, &mut out);
+    api(s, rows, &mut out);
+    kernels(s, rows, &mut out);
+    transfers(s, rows, &mut out);
+    memory(s, rows, &mut out);
+    devices(s, &mut out);
+    threads(s, rows, &mut out);
+    cpu("CPU hot functions (on-CPU samples)", &s.cpu.on_cpu, rows, &mut out);
+    cpu("Off-CPU time (blocked, by function)", &s.cpu.off_cpu, rows, &mut out);
+    own(s, &mut out);
+    out
+}
+
+fn section(out: &mut String, title: &str, shown: usize, total: usize) {
+    out.push('\n');
+    out.push_str(title);
+    if shown < total {
+        let _ = write!(out, " (top {shown} of {total})");
+    }
+    out.push('\n');
+}
+
+fn header(s: &Summary, out: &mut String) {
+    let _ = writeln!(out, "xpuprof summary (schema {})", s.schema_version);
+    if !s.session.command.is_empty() {
+        let _ = writeln!(out, "command:  {}", s.session.command.join(" "));
+    }
+    if !s.session.sources.is_empty() {
+        let _ = writeln!(out, "sources:  {}", s.session.sources.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "session:  {} (events from {} to {} ns)",
+        ns(s.session.duration_ns),
+        s.session.start_ns,
+        s.session.end_ns
+    );
+}
+
+fn times(t: &Time) -> [String; 6] {
+    [ns(t.total_ns), ns(t.mean_ns), ns(t.min_ns), ns(t.max_ns), ns(t.p50_ns), ns(t.p99_ns)]
+}
+
+fn api(s: &Summary, rows: usize, out: &mut String) {
+    if s.api.is_empty() {
+        return;
+    }
+    section(out, "API calls (host time)", rows.min(s.api.len()), s.api.len());
+    let mut t = Table::new(&[
+        "Function",
+        "Calls",
+        "Errors",
+        "Total",
+        "Mean",
+        "Min",
+        "Max",
+        "p50",
+        "p99",
+        "<Error codes",
+    ]);
+    for r in s.api.iter().take(rows) {
+        let codes: Vec<String> = r.errors_by_code.iter().map(|e| format!("{}x{}", e.code, e.count)).collect();
+        let mut cells = vec![r.name.clone(), r.calls.to_string(), r.errors.to_string()];
+        cells.extend(times(&r.time));
+        cells.push(codes.join(" "));
+        t.row(cells);
+    }
+    t.render(out);
+}
+
+fn kernels(s: &Summary, rows: usize, out: &mut String) {
+    if s.kernels.is_empty() {
+        return;
+    }
+    section(out, "Kernels (device time)", rows.min(s.kernels.len()), s.kernels.len());
+    let by_site = s.kernels.iter().any(|r| r.launch_site.is_some());
+    let mut headers = vec![
+        "Kernel", "Launches", "Total", "GPU%", "Mean", "Min", "Max", "p50", "p99", "<Grid", "<Block",
+        "Shared", "Regs",
+    ];
+    if by_site {
+        headers.push("<Launched from");
+    }
+    let mut t = Table::new(&headers);
+    for r in s.kernels.iter().take(rows) {
+        let [total, mean, min, max, p50, p99] = times(&r.time);
+        let c = &r.typical;
+        let dim = |d: [u32; 3]| format!("{}x{}x{}", d[0], d[1], d[2]);
+        let mut cells = vec![
+            r.name.clone(),
+            r.launches.to_string(),
+            total,
+            pct(r.gpu_time_pct),
+            mean,
+            min,
+            max,
+            p50,
+            p99,
+            dim(c.grid),
+            dim(c.block),
+            bytes(u64::from(c.shared_memory_bytes)),
+            c.registers_per_thread.to_string(),
+        ];
+        if by_site {
+            cells.push(r.launch_site.as_deref().map_or(String::new(), |f| stack(f, STACK_DEPTH)));
+        }
+        t.row(cells);
+    }
+    t.render(out);
+}
+
+fn transfers(s: &Summary, rows: usize, out: &mut String) {
+    if s.transfers.is_empty() {
+        return;
+    }
+    section(out, "Memory transfers (device time)", rows.min(s.transfers.len()), s.transfers.len());
+    let mut t = Table::new(&["Operation", "<Direction", "<Device", "Count", "Bytes", "Time", "GB/s"]);
+    for r in s.transfers.iter().take(rows) {
+        t.row(vec![
+            r.op.to_owned(),
+            r.direction.to_owned(),
+            device(r.device_index, &r.device),
+            r.count.to_string(),
+            bytes(r.bytes),
+            ns(r.time_ns),
+            format!("{:.2}", r.gb_per_s),
+        ]);
+    }
+    t.render(out);
+}
+
+fn device(index: i64, name: &str) -> String {
+    if index < 0 {
+        name.to_owned()
+    } else {
+        format!("{index} {name}").trim_end().to_owned()
+    }
+}
+
+fn memory(s: &Summary, rows: usize, out: &mut String) {
+    let m = &s.memory;
+    if !m.devices.is_empty() {
+        section(out, "Device memory", m.devices.len(), m.devices.len());
+        let mut t =
+            Table::new(&["Device", "Allocs", "Allocated", "Frees", "Freed", "Peak in use", "At exit"]);
+        for r in &m.devices {
+            t.row(vec![
+                device(r.device_index, &r.device),
+                r.allocations.to_string(),
+                bytes(r.allocated_bytes),
+                r.frees.to_string(),
+                bytes(r.freed_bytes),
+                bytes(r.peak_in_use_bytes),
+                bytes(r.in_use_at_exit_bytes),
+            ]);
+        }
+        t.render(out);
+        if m.unmatched_frees > 0 {
+            let _ = writeln!(out, "  {} frees matched no allocation of the same size", m.unmatched_frees);
+        }
+    }
+    if !m.leaks.is_empty() {
+        section(out, "Still allocated at exit (leaks)", rows.min(m.leaks.len()), m.leaks.len());
+        let mut t = Table::new(&["Device", "PID", "Allocs", "Bytes", "<Allocated at"]);
+        for r in m.leaks.iter().take(rows) {
+            t.row(vec![
+                device(r.device_index, &r.device),
+                r.pid.to_string(),
+                r.allocations.to_string(),
+                bytes(r.bytes),
+                stack(&r.stack, STACK_DEPTH),
+            ]);
+        }
+        t.render(out);
+    }
+}
+
+fn devices(s: &Summary, out: &mut String) {
+    if s.devices.is_empty() {
+        return;
+    }
+    section(out, "Devices (kernel occupancy of the session)", s.devices.len(), s.devices.len());
+    let mut t =
+        Table::new(&["Device", "Kernels", "Busy", "Session", "Busy%", "Idle gaps", "Idle total", "Late"]);
+    for r in &s.devices {
+        t.row(vec![
+            device(r.device_index, &r.device),
+            r.kernels.to_string(),
+            ns(r.kernel_busy_ns),
+            ns(r.session_ns),
+            pct(r.busy_pct),
+            format!("{} >= {}", r.idle_gaps, ns(r.idle_gap_threshold_ns)),
+            ns(r.idle_gap_total_ns),
+            r.late_ops.to_string(),
+        ]);
+    }
+    t.render(out);
+    for r in s.devices.iter().filter(|r| !r.largest_gaps.is_empty()) {
+        let _ = writeln!(out, "  largest idle gaps on {}:", device(r.device_index, &r.device));
+        let mut t = Table::new(&["  Gap", "From (ns)", "To (ns)", "<CPU before the gap"]);
+        for g in &r.largest_gaps {
+            let cpu = g.cpu_before.as_ref().map_or("[no CPU samples]".to_owned(), |c| {
+                format!("tid {} at {}: {}", c.tid, c.time_ns, stack(&c.stack, STACK_DEPTH))
+            });
+            t.row(vec![
+                format!("  {}", ns(g.duration_ns)),
+                g.start_ns.to_string(),
+                g.end_ns.to_string(),
+                cpu,
+            ]);
+        }
+        t.render(out);
+    }
+}
+
+fn threads(s: &Summary, rows: usize, out: &mut String) {
+    if s.threads.is_empty() {
+        return;
+    }
+    section(out, "Threads (launches and synchronisation)", rows.min(s.threads.len()), s.threads.len());
+    let mut t = Table::new(&[
+        "PID",
+        "TID",
+        "<Name",
+        "Launches",
+        "Launch API",
+        "Sync calls",
+        "Sync API",
+        "Sync ops",
+        "Sync op time",
+        "API calls",
+        "API time",
+    ]);
+    for r in s.threads.iter().take(rows) {
+        t.row(vec![
+            r.pid.to_string(),
+            r.tid.to_string(),
+            r.name.clone(),
+            r.launches.to_string(),
+            ns(r.launch_api_ns),
+            r.sync_api_calls.to_string(),
+            ns(r.sync_api_ns),
+            r.sync_ops.to_string(),
+            ns(r.sync_op_ns),
+            r.api_calls.to_string(),
+            ns(r.api_ns),
+        ]);
+    }
+    t.render(out);
+}
+
+fn cpu(title: &str, p: &CpuProfile, rows: usize, out: &mut String) {
+    if p.samples == 0 {
+        return;
+    }
+    section(out, title, rows.min(p.hot_functions.len()), p.hot_functions.len());
+    let _ = writeln!(out, "  {} samples, {} in all", p.samples, ns(p.weight_ns));
+    let mut t = Table::new(&["Function", "Self", "Self%", "Total", "Samples"]);
+    for r in p.hot_functions.iter().take(rows) {
+        t.row(vec![
+            r.function.clone(),
+            ns(r.self_ns),
+            pct(r.self_pct),
+            ns(r.total_ns),
+            r.self_samples.to_string(),
+        ]);
+    }
+    t.render(out);
+}
+
+fn own(s: &Summary, out: &mut String) {
+    let o = &s.xpuprof;
+    section(out, "xpuprof's own record", 1, 1);
+    let kinds: Vec<String> = o.records_by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let _ = writeln!(out, "  records:   {}", kinds.join(", "));
+    let backends: Vec<String> = o.events_by_backend.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    if !backends.is_empty() {
+        let _ = writeln!(out, "  backends:  {}", backends.join(", "));
+    }
+    let _ = writeln!(out, "  unmatched device operations: {}", o.unmatched_device_ops);
+    if o.losses.is_empty() {
+        let _ = writeln!(out, "  losses:    none");
+    } else {
+        let _ = writeln!(out, "  losses:    {} items", o.lost_total);
+        let mut t = Table::new(&["  Cause", "Lost", "Reports"]);
+        for l in &o.losses {
+            t.row(vec![format!("  {}", l.cause), l.count.to_string(), l.reports.to_string()]);
+        }
+        t.render(out);
+    }
+    for r in &o.overhead {
+        let _ = writeln!(out, "  overhead:  {} x{} total {}", r.name, r.count, r.total);
+    }
+}
