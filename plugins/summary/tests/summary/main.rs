@@ -1,0 +1,6 @@
+//! Integration tests of the `summary` sink: a hand-built session with hand-computed statistics,
+//! golden files (`XPUPROF_BLESS=1` regenerates them), and the digest.
+
+mod golden;
+mod session;
+mod sink;
