@@ -1,1 +1,28 @@
-//! Placeholder: being written.
+//! # `chrome` sink
+//!
+//! Writes `<out>/trace.json` in the Chrome Trace Event format, which both the Perfetto UI and
+//! chrome://tracing open: host API calls as complete events on their pid/tid, one track per
+//! device stream, flow arrows from each launch to the device work it caused, CPU samples,
+//! markers, ranges, counters and losses, and a metadata block at the end. The file is streamed
+//! while recording; memory does not grow with the run's length. `docs/formats.md` describes the
+//! layout.
+
+mod json;
+mod leaves;
+mod sink;
+mod tracks;
+mod writer;
+
+pub use sink::ChromeSink;
+pub use tracks::DEVICE_BASE;
+pub use writer::{TraceOptions, TraceWriter};
+
+/// Demangles an Itanium C++ name (`_Z...`); `None` when `name` is not one.
+fn demangle(name: &str) -> Option<String> {
+    if !name.starts_with("_Z") {
+        return None;
+    }
+    cpp_demangle::Symbol::new(name).ok()?.demangle().ok()
+}
+
+xpuprof_sdk::export_plugin!(sink: ChromeSink);

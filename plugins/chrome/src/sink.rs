@@ -1,0 +1,110 @@
+//! The `chrome` sink: streams `trace.json` while the session runs.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use xpuprof_sdk::prelude::*;
+
+use crate::writer::{TraceOptions, TraceWriter};
+
+/// chrome://tracing refuses files past about this size.
+const DEFAULT_WARN_MB: i64 = 256;
+
+/// The `chrome` sink plugin.
+#[derive(Debug)]
+pub struct ChromeSink {
+    writer: Option<TraceWriter<BufWriter<File>>>,
+    path: PathBuf,
+    session: SessionInfo,
+    log: Logger,
+    warn_bytes: u64,
+    warned: bool,
+}
+
+impl ChromeSink {
+    /// A sink writing `<session.output_dir>/trace.json`, warning once the file passes
+    /// `warn_bytes`.
+    pub fn new(opts: TraceOptions, session: SessionInfo, warn_bytes: u64, log: Logger) -> PluginResult<Self> {
+        let dir = &session.output_dir;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| PluginError::new(format!("failed to create {}: {e}", dir.display())))?;
+        let path = dir.join("trace.json");
+        let file = File::create(&path)
+            .map_err(|e| PluginError::new(format!("failed to create {}: {e}", path.display())))?;
+        let writer = TraceWriter::new(BufWriter::with_capacity(256 * 1024, file), opts)
+            .map_err(|e| PluginError::new(format!("failed to write {}: {e}", path.display())))?;
+        Ok(Self { writer: Some(writer), path, session, log, warn_bytes, warned: false })
+    }
+
+    fn fail(&self, e: std::io::Error) -> PluginError {
+        PluginError::new(format!("failed to write {}: {e}", self.path.display()))
+    }
+
+    fn check_size(&mut self, bytes: u64) {
+        if !self.warned && bytes > self.warn_bytes {
+            self.warned = true;
+            self.log.warn(&format!(
+                "{} passed {} MB: chrome://tracing cannot open files this large; open it in the \
+                 Perfetto UI, or record with `--sink archive` and replay parts of it with `xpuprof report`",
+                self.path.display(),
+                self.warn_bytes >> 20
+            ));
+        }
+    }
+}
+
+impl Sink for ChromeSink {
+    fn info() -> PluginInfo {
+        use ConfigType::*;
+        PluginInfo {
+            name: "chrome",
+            version: env!("CARGO_PKG_VERSION"),
+            description: "Chrome Trace Event JSON (trace.json) for Perfetto and chrome://tracing",
+            config_keys: vec![
+                ConfigKey::new("demangle", Bool, "true", "demangle names that arrive mangled (_Z...)"),
+                ConfigKey::new("cpu_samples", Bool, "true", "write CPU samples as instant events"),
+                ConfigKey::new("warn_mb", Integer, "256", "warn when trace.json grows past this many MB"),
+            ],
+            capabilities: vec![],
+        }
+    }
+
+    fn create(ctx: CreateContext) -> PluginResult<Self> {
+        let opts = TraceOptions {
+            demangle: ctx.config.bool("demangle", true)?,
+            cpu_samples: ctx.config.bool("cpu_samples", true)?,
+        };
+        let warn_mb = ctx.config.integer("warn_mb", DEFAULT_WARN_MB)?.max(0) as u64;
+        Self::new(opts, ctx.session, warn_mb << 20, ctx.log)
+    }
+
+    fn consume(&mut self, records: &[Record]) -> PluginResult<()> {
+        let Some(w) = self.writer.as_mut() else {
+            return Err(PluginError::new("failed to write trace.json: the sink was already finished"));
+        };
+        let mut result = Ok(());
+        for r in records {
+            if let Err(e) = w.record(r) {
+                result = Err(e);
+                break;
+            }
+        }
+        let bytes = w.bytes();
+        result.map_err(|e| self.fail(e))?;
+        self.check_size(bytes);
+        Ok(())
+    }
+
+    fn finish(&mut self) -> PluginResult<Vec<PathBuf>> {
+        let Some(w) = self.writer.take() else {
+            return Ok(vec![self.path.clone()]);
+        };
+        let overlaps = w.overlaps();
+        if overlaps > 0 {
+            self.log.warn(&format!("{overlaps} device operations overlapped on every lane of their stream"));
+        }
+        w.finish(&self.session).map_err(|e| self.fail(e))?;
+        Ok(vec![self.path.clone()])
+    }
+}

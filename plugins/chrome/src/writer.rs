@@ -1,0 +1,315 @@
+//! Streams records out as Trace Event JSON.
+//!
+//! Layout: `{"traceEvents":[` + one event per line + `],"displayTimeUnit":"ns","metadata":{..}}`.
+//! Events are written as records arrive; only names, per-stream lane ends and loss totals are
+//! kept, so memory does not grow with the length of the run.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use xpuprof_sdk::model::*;
+use xpuprof_sdk::SessionInfo;
+
+use crate::json::{quoted, write_us};
+use crate::leaves::Leaves;
+use crate::tracks::{Naming, Tracks};
+
+/// Flow events (launch → device work) all use this category and name; Perfetto pairs them by
+/// id, category and name.
+pub const FLOW: &str = r#""cat":"flow","name":"launch""#;
+
+/// Counts the bytes written through it.
+#[derive(Debug)]
+struct Counting<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Options of the trace writer.
+#[derive(Debug, Clone)]
+pub struct TraceOptions {
+    /// Demangle `_Z...` names.
+    pub demangle: bool,
+    /// Write CPU samples as instant events.
+    pub cpu_samples: bool,
+}
+
+/// Writes one trace.
+#[derive(Debug)]
+pub struct TraceWriter<W: Write> {
+    out: Counting<W>,
+    opts: TraceOptions,
+    tracks: Tracks,
+    leaves: Leaves,
+    namings: Vec<Naming>,
+    first: bool,
+    next_flow: u64,
+    next_range: u64,
+    losses: BTreeMap<String, u64>,
+}
+
+impl<W: Write> TraceWriter<W> {
+    /// Starts a trace on `out`.
+    pub fn new(mut out: W, opts: TraceOptions) -> io::Result<Self> {
+        out.write_all(b"{\"traceEvents\":[")?;
+        Ok(Self {
+            out: Counting { inner: out, bytes: 16 },
+            tracks: Tracks::new(opts.demangle),
+            opts,
+            leaves: Leaves::default(),
+            namings: Vec::new(),
+            first: true,
+            next_flow: 1,
+            next_range: 1,
+            losses: BTreeMap::new(),
+        })
+    }
+
+    /// Bytes written so far.
+    pub fn bytes(&self) -> u64 {
+        self.out.bytes
+    }
+
+    /// Device operations that overlapped work on every lane of their stream.
+    pub fn overlaps(&self) -> u64 {
+        self.tracks.overlaps
+    }
+
+    /// Starts the next event: a separator and a newline.
+    fn begin(&mut self) -> io::Result<()> {
+        let sep: &[u8] = if self.first { b"\n" } else { b",\n" };
+        self.first = false;
+        self.out.write_all(sep)
+    }
+
+    fn flush_namings(&mut self) -> io::Result<()> {
+        let namings = std::mem::take(&mut self.namings);
+        for n in &namings {
+            self.begin()?;
+            match n {
+                Naming::Process(pid, name) => write!(
+                    self.out,
+                    r#"{{"ph":"M","pid":{pid},"tid":0,"name":"process_name","args":{{"name":{name}}}}}"#
+                )?,
+                Naming::Thread((pid, tid), name) => write!(
+                    self.out,
+                    r#"{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_name","args":{{"name":{name}}}}}"#
+                )?,
+            }
+        }
+        self.namings = namings;
+        self.namings.clear();
+        Ok(())
+    }
+
+    /// Writes the events of one record.
+    pub fn record(&mut self, r: &Record) -> io::Result<()> {
+        if r.is_definition() {
+            self.tracks.define(r, &mut self.namings);
+            self.leaves.define(r);
+            return self.flush_namings();
+        }
+        match r {
+            Record::ApiCall(c) => self.api_call(c),
+            Record::DeviceOp(op) => self.device_op(op),
+            Record::CpuSample(s) if self.opts.cpu_samples => self.sample(s),
+            Record::Marker(a) => self.marker(a),
+            Record::Range(a) => self.range(a),
+            Record::Counter(c) => self.counter(c),
+            Record::Loss(l) => self.loss(l),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes `,"ts":T` (and `,"dur":D` when `dur` is given).
+    fn times(&mut self, ts: u64, dur: Option<u64>) -> io::Result<()> {
+        self.out.write_all(b",\"ts\":")?;
+        write_us(&mut self.out, ts)?;
+        if let Some(d) = dur {
+            self.out.write_all(b",\"dur\":")?;
+            write_us(&mut self.out, d)?;
+        }
+        Ok(())
+    }
+
+    fn api_call(&mut self, c: &ApiCall) -> io::Result<()> {
+        let (pid, tid) = self.tracks.host_track(c.pid, c.tid, &mut self.namings);
+        self.flush_namings()?;
+        self.begin()?;
+        write!(self.out, r#"{{"ph":"X","pid":{pid},"tid":{tid}"#)?;
+        self.times(c.start, Some(c.end.saturating_sub(c.start)))?;
+        write!(self.out, r#","cat":"api","name":{},"args":{{"#, self.tracks.name(c.name))?;
+        let mut sep = "";
+        if let Some(corr) = c.correlation {
+            write!(self.out, r#""correlation":{}"#, corr.id)?;
+            sep = ",";
+        }
+        if c.result != 0 {
+            write!(self.out, r#"{sep}"result":{}"#, c.result)?;
+        }
+        self.out.write_all(b"}}")
+    }
+
+    fn device_op(&mut self, op: &DeviceOp) -> io::Result<()> {
+        let (pid, tid) = self.tracks.device_track(op, &mut self.namings);
+        let host = op.launch.map(|l| self.tracks.host_track(op.pid, l.tid, &mut self.namings));
+        self.flush_namings()?;
+        self.begin()?;
+        write!(self.out, r#"{{"ph":"X","pid":{pid},"tid":{tid}"#)?;
+        self.times(op.start, Some(op.end.saturating_sub(op.start)))?;
+        let (cat, name) = self.op_name(op);
+        write!(self.out, r#","cat":"{cat}","name":{name},"args":{{"pid":{}"#, op.pid)?;
+        self.op_args(op)?;
+        self.out.write_all(b"}}")?;
+        if let (Some(l), Some((hpid, htid))) = (op.launch, host) {
+            let id = self.next_flow;
+            self.next_flow += 1;
+            self.begin()?;
+            write!(self.out, r#"{{"ph":"s","id":{id},{FLOW},"pid":{hpid},"tid":{htid}"#)?;
+            self.times(l.time, None)?;
+            self.out.write_all(b"}")?;
+            self.begin()?;
+            write!(self.out, r#"{{"ph":"f","bp":"e","id":{id},{FLOW},"pid":{pid},"tid":{tid}"#)?;
+            self.times(op.start, None)?;
+            self.out.write_all(b"}")?;
+        }
+        Ok(())
+    }
+
+    fn op_name(&self, op: &DeviceOp) -> (&'static str, String) {
+        match op.kind {
+            DeviceOpKind::Kernel => ("kernel", self.tracks.name(op.name).to_owned()),
+            DeviceOpKind::Memcpy => ("memcpy", format!("\"Memcpy {}\"", op.copy.short_name())),
+            DeviceOpKind::Memset => ("memset", "\"Memset\"".to_owned()),
+            DeviceOpKind::Sync => ("sync", "\"Sync\"".to_owned()),
+            DeviceOpKind::Alloc => ("alloc", "\"Alloc\"".to_owned()),
+            DeviceOpKind::Free => ("free", "\"Free\"".to_owned()),
+            DeviceOpKind::Other => ("other", self.tracks.name(op.name).to_owned()),
+        }
+    }
+
+    fn op_args(&mut self, op: &DeviceOp) -> io::Result<()> {
+        if let Some(c) = op.correlation {
+            write!(self.out, r#","correlation":{}"#, c.id)?;
+        }
+        if op.bytes != 0 {
+            write!(self.out, r#","bytes":{}"#, op.bytes)?;
+        }
+        if let Some(k) = &op.kernel {
+            let [gx, gy, gz] = k.grid;
+            let [bx, by, bz] = k.block;
+            write!(
+                self.out,
+                r#","grid":[{gx},{gy},{gz}],"block":[{bx},{by},{bz}],"shared_memory":{},"registers":{}"#,
+                k.shared_memory, k.registers
+            )?;
+        }
+        if let Some(g) = &op.graph {
+            write!(self.out, r#","graph":{},"graph_node":{}"#, g.graph, g.node)?;
+        }
+        if op.launch.is_none() {
+            self.out.write_all(br#","launch":"unknown launch site""#)?;
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self, s: &CpuSample) -> io::Result<()> {
+        let (pid, tid) = self.tracks.host_track(s.pid, s.tid, &mut self.namings);
+        self.flush_namings()?;
+        self.begin()?;
+        let kind = if s.kind == SampleKind::OffCpu { "off-cpu" } else { "cpu" };
+        let name = self.leaves.leaf(s.stack, &self.tracks);
+        write!(self.out, r#"{{"ph":"i","s":"t","pid":{pid},"tid":{tid},"cat":"{kind}","name":{name}"#)?;
+        self.times(s.time, None)?;
+        write!(self.out, r#","args":{{"weight_ns":{},"stack":{}}}}}"#, s.weight, s.stack.0)
+    }
+
+    fn marker(&mut self, a: &Annotation) -> io::Result<()> {
+        let (pid, tid) = self.tracks.host_track(a.pid, a.tid, &mut self.namings);
+        self.flush_namings()?;
+        self.begin()?;
+        let cat = if a.domain.is_none() { "\"marker\"" } else { self.tracks.name(a.domain) };
+        write!(
+            self.out,
+            r#"{{"ph":"i","s":"t","pid":{pid},"tid":{tid},"cat":{cat},"name":{}"#,
+            self.tracks.name(a.name)
+        )?;
+        self.times(a.start, None)?;
+        self.out.write_all(b"}")
+    }
+
+    /// Ranges are async slices ("b"/"e"): user ranges may overlap API calls without nesting.
+    fn range(&mut self, a: &Annotation) -> io::Result<()> {
+        let (pid, tid) = self.tracks.host_track(a.pid, a.tid, &mut self.namings);
+        self.flush_namings()?;
+        let id = self.next_range;
+        self.next_range += 1;
+        let cat = if a.domain.is_none() { "\"range\"" } else { self.tracks.name(a.domain) }.to_owned();
+        let name = self.tracks.name(a.name).to_owned();
+        for (ph, ts) in [("b", a.start), ("e", a.end)] {
+            self.begin()?;
+            write!(self.out, r#"{{"ph":"{ph}","id":{id},"cat":{cat},"name":{name},"pid":{pid},"tid":{tid}"#)?;
+            self.times(ts, None)?;
+            self.out.write_all(b"}")?;
+        }
+        Ok(())
+    }
+
+    fn counter(&mut self, c: &Counter) -> io::Result<()> {
+        if !c.value.is_finite() {
+            return Ok(());
+        }
+        let pid = if c.device.is_none() {
+            self.tracks.host_track(c.pid, c.pid, &mut self.namings).0
+        } else {
+            self.tracks.device_pid(c.device, &mut self.namings)
+        };
+        self.flush_namings()?;
+        self.begin()?;
+        write!(self.out, r#"{{"ph":"C","pid":{pid},"name":{}"#, self.tracks.name(c.name))?;
+        self.times(c.time, None)?;
+        write!(self.out, r#","args":{{"value":{}}}}}"#, c.value)
+    }
+
+    fn loss(&mut self, l: &Loss) -> io::Result<()> {
+        let cause = self.tracks.text(l.cause).unwrap_or("unknown cause").to_owned();
+        *self.losses.entry(cause.clone()).or_default() += l.count;
+        let (pid, tid) = self.tracks.host_track(l.pid, l.pid, &mut self.namings);
+        self.flush_namings()?;
+        self.begin()?;
+        let name = quoted(&format!("lost {}: {cause}", l.count));
+        write!(self.out, r#"{{"ph":"i","s":"p","pid":{pid},"tid":{tid},"cat":"loss","name":{name}"#)?;
+        self.times(l.time, None)?;
+        self.out.write_all(b"}")
+    }
+
+    /// Closes the event array and writes the metadata block; returns the inner writer.
+    pub fn finish(mut self, session: &SessionInfo) -> io::Result<W> {
+        let list = |v: &[String]| v.iter().map(|s| quoted(s)).collect::<Vec<_>>().join(",");
+        let losses =
+            self.losses.iter().map(|(k, v)| format!("{}:{v}", quoted(k))).collect::<Vec<_>>().join(",");
+        write!(
+            self.out,
+            "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{{\"tool\":\"xpuprof\",\"command\":[{}],\
+             \"sources\":[{}],\"start_time_ns\":{},\"losses\":{{{losses}}},\"device_overlaps\":{}}}}}\n",
+            list(&session.command),
+            list(&session.sources),
+            session.start_time,
+            self.tracks.overlaps,
+        )?;
+        self.out.flush()?;
+        Ok(self.out.inner)
+    }
+}
