@@ -1,1 +1,28 @@
-//! xpuprof host library (being written).
+//! # xpuprof-core: the xpuprof host
+//!
+//! The small core that every profile goes through (design.md §2–§7):
+//!
+//! - [`host`]: finds plugin libraries, loads them through the SDK's ABI with layout and version
+//!   checks, and wraps live instances;
+//! - [`config`]: the strict `xpuprof.toml` with file/line/column errors, and validation of each
+//!   plugin's table against the keys it declares;
+//! - [`target`] and [`signals`]: the profiled command, held before `exec` until the sources are
+//!   attached, its exit code, Ctrl+C forwarding;
+//! - [`pipeline`]: session-wide interning, clock conversion, symbolization (blazesym) and the
+//!   exact-key correlator, streaming records to the sinks as they become final;
+//! - [`session`]: the recording lifecycle; [`report`]: replay of an archive through any sinks;
+//! - [`doctor`], [`summary`], [`diff`]: what the CLI prints.
+//!
+//! The `xpuprof` binary only turns command-line arguments into the plain option structs here.
+
+pub mod config;
+pub mod diff;
+pub mod doctor;
+pub mod host;
+pub mod pipeline;
+#[cfg(any())] // enabled once xpuprof-archive has its reader (being written)
+pub mod report;
+pub mod session;
+pub mod signals;
+pub mod summary;
+pub mod target;

@@ -1,1 +1,293 @@
-fn main() {}
+//! The `xpuprof` command line: parses arguments into the core's plain option structs and maps
+//! outcomes to exit codes. Everything else lives in `xpuprof_core`.
+
+// Printing reports to stdout is this binary's job.
+#![allow(clippy::print_stdout)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::{Args, Parser, Subcommand};
+use xpuprof_core::config::FileConfig;
+use xpuprof_core::host::{Registry, SearchPath};
+use xpuprof_core::session::RecordOptions;
+use xpuprof_core::{diff, doctor, session, summary};
+
+/// Exit code for xpuprof's own failures.
+const EXIT_INTERNAL: u8 = 125;
+/// Exit code for usage and config errors.
+const EXIT_USAGE: u8 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "xpuprof",
+    version,
+    about = "GPU time under the exact CPU stacks that launched it, next to where the CPU spent its own time",
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  xpuprof --source ebpf,cupti --sink folded,chrome -- python train.py\n  xpuprof report xpuprof-out --sink chrome\n  xpuprof plugins\n  xpuprof doctor"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    record: RecordArgs,
+    #[command(flatten)]
+    global: GlobalArgs,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+struct GlobalArgs {
+    /// Also look for plugins in DIR (repeatable; before XPUPROF_PLUGIN_PATH and the config).
+    #[arg(long = "plugin-dir", value_name = "DIR", global = true)]
+    plugin_dirs: Vec<PathBuf>,
+    /// Config file (default: ./xpuprof.toml when it exists).
+    #[arg(short = 'c', long = "config", value_name = "FILE", global = true)]
+    config: Option<PathBuf>,
+    /// More output on stderr (-v info, -vv debug).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+struct RecordArgs {
+    /// Source plugins, comma separated (default: the config's, else ebpf and cupti where usable).
+    #[arg(long = "source", value_delimiter = ',', value_name = "A,B")]
+    sources: Option<Vec<String>>,
+    /// Sink plugins, comma separated (default: the config's, else folded and summary).
+    #[arg(long = "sink", value_delimiter = ',', value_name = "C,D")]
+    sinks: Option<Vec<String>>,
+    /// Output directory (default: the config's, else xpuprof-out).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// No status line while recording.
+    #[arg(long)]
+    quiet: bool,
+    /// The command to profile, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Record a command (the default when no subcommand is given).
+    Record(RecordArgs),
+    /// Replay an archive through sinks.
+    Report {
+        /// The archive directory or the output directory containing it.
+        archive: PathBuf,
+        /// Sinks, comma separated (default: those of the recorded session).
+        #[arg(long = "sink", value_delimiter = ',', value_name = "C,D")]
+        sinks: Option<Vec<String>>,
+        /// Output directory (default: <archive dir>/report).
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: Option<PathBuf>,
+    },
+    /// List every plugin found, with its ABI and path, and why some cannot load.
+    Plugins,
+    /// Check what each source needs and whether this machine has it.
+    Doctor,
+    /// Compare two runs (summary.json, output dir or archive); exit 1 on regression.
+    Diff {
+        /// Baseline.
+        base: PathBuf,
+        /// Current run.
+        current: PathBuf,
+        /// Regression threshold, e.g. 5% (default: the config's [diff] threshold, else 5%).
+        #[arg(long)]
+        threshold: Option<String>,
+        /// Metric that counts: total, mean, p50, p99 or count.
+        #[arg(long)]
+        metric: Option<String>,
+        /// Output format: text, json or markdown.
+        #[arg(long, default_value = "text")]
+        format: String,
+    },
+}
+
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("XPUPROF_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .init();
+}
+
+fn load_config(global: &GlobalArgs) -> anyhow::Result<Option<FileConfig>> {
+    let path = match &global.config {
+        Some(p) => p.clone(),
+        None if PathBuf::from("xpuprof.toml").is_file() => PathBuf::from("xpuprof.toml"),
+        None => return Ok(None),
+    };
+    Ok(Some(FileConfig::load(&path)?))
+}
+
+fn search_path(global: &GlobalArgs, cfg: Option<&FileConfig>) -> SearchPath {
+    let env = std::env::var("XPUPROF_PLUGIN_PATH").ok();
+    SearchPath::new(&global.plugin_dirs, env.as_deref(), cfg.map(|c| c.plugin_dirs.as_slice()).unwrap_or(&[]))
+}
+
+fn check_list(flag: &str, v: &Option<Vec<String>>) -> anyhow::Result<()> {
+    if let Some(v) = v {
+        if v.is_empty() || v.iter().any(|s| s.trim().is_empty()) {
+            bail!("--{flag} needs a comma-separated list of plugin names, got an empty name");
+        }
+    }
+    Ok(())
+}
+
+/// Usage and config errors carry this marker so `main` maps them to exit code 2.
+#[derive(Debug)]
+struct Usage;
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("usage")
+    }
+}
+impl std::error::Error for Usage {}
+
+fn record(args: RecordArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
+    check_list("source", &args.sources).context(Usage)?;
+    check_list("sink", &args.sinks).context(Usage)?;
+    if args.command.is_empty() {
+        return Err(anyhow::anyhow!(
+            "no command given: xpuprof [record] [--source ...] [--sink ...] -- <command> [args]"
+        ))
+        .context(Usage);
+    }
+    let cfg = load_config(global).context(Usage)?;
+    let search = search_path(global, cfg.as_ref());
+    let sources = match args.sources.or_else(|| cfg.as_ref().and_then(|c| c.sources.clone())) {
+        Some(s) => s,
+        None => {
+            let d = doctor::default_sources(&Registry::discover(&search));
+            if d.is_empty() {
+                return Err(anyhow::anyhow!(
+                    "no usable source found for this machine; name one with --source (see `xpuprof doctor`)"
+                ))
+                .context(Usage);
+            }
+            d
+        }
+    };
+    let sinks = args
+        .sinks
+        .or_else(|| cfg.as_ref().and_then(|c| c.sinks.clone()))
+        .unwrap_or_else(|| vec!["folded".into(), "summary".into()]);
+    let output_dir = args
+        .output
+        .or_else(|| cfg.as_ref().and_then(|c| c.output.clone()))
+        .unwrap_or_else(|| PathBuf::from("xpuprof-out"));
+    let opts = RecordOptions {
+        command: args.command,
+        sources,
+        sinks,
+        output_dir,
+        config: cfg,
+        search,
+        verbosity: global.verbose,
+        status_line: !args.quiet,
+    };
+    match session::record(&opts) {
+        Ok(outcome) => {
+            summary::print(&outcome);
+            Ok(outcome.exit_code().clamp(0, 255) as u8)
+        }
+        Err(e) => {
+            eprintln!("xpuprof: {e}");
+            Ok(e.exit_code() as u8)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    let global = cli.global;
+    match cli.command {
+        None => record(cli.record, &global),
+        Some(Command::Record(args)) => record(args, &global),
+        Some(Command::Report { archive, sinks, output }) => {
+            check_list("sink", &sinks).context(Usage)?;
+            let cfg = load_config(&global).context(Usage)?;
+            let search = search_path(&global, cfg.as_ref());
+            let base = if archive.file_name().is_some_and(|n| n == "archive") {
+                archive.parent().map(PathBuf::from).unwrap_or_default()
+            } else {
+                archive.clone()
+            };
+            let _ = (base, sinks, output, search);
+            bail!("xpuprof report is not available in this build yet")
+        }
+        Some(Command::Plugins) => {
+            let cfg = load_config(&global).context(Usage)?;
+            let reg = Registry::discover(&search_path(&global, cfg.as_ref()));
+            print!("{}", doctor::plugins_report(&reg));
+            Ok(0)
+        }
+        Some(Command::Doctor) => {
+            let cfg = load_config(&global).context(Usage)?;
+            let reg = Registry::discover(&search_path(&global, cfg.as_ref()));
+            print!("{}", doctor::doctor_report(&reg));
+            Ok(0)
+        }
+        Some(Command::Diff { base, current, threshold, metric, format }) => {
+            let cfg = load_config(&global).context(Usage)?;
+            let cfg_str = |k: &str| {
+                cfg.as_ref().and_then(|c| c.diff.get(k)).and_then(|v| v.as_str()).map(str::to_owned)
+            };
+            let threshold = threshold.or_else(|| cfg_str("threshold")).unwrap_or_else(|| "5%".into());
+            let threshold_pct = threshold
+                .trim()
+                .trim_end_matches('%')
+                .parse::<f64>()
+                .with_context(|| format!("--threshold must be a percentage like 5%, got {threshold:?}"))
+                .context(Usage)?;
+            let opts = diff::DiffOptions {
+                base,
+                current,
+                threshold_pct,
+                metric: metric.or_else(|| cfg_str("metric")).unwrap_or_else(|| "total".into()),
+                format,
+            };
+            let mut out = std::io::stdout().lock();
+            match diff::run(&opts, &mut out) {
+                Ok(regressed) => Ok(u8::from(regressed)),
+                Err(e) => {
+                    eprintln!("xpuprof diff: {e}");
+                    Ok(EXIT_USAGE)
+                }
+            }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("xpuprof: internal error: {info}; please report this");
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    init_logging(cli.global.verbose);
+    match std::panic::catch_unwind(|| run(cli)) {
+        Ok(Ok(code)) => ExitCode::from(code),
+        Ok(Err(e)) => {
+            eprintln!("xpuprof: {e:#}");
+            let usage = e.chain().any(|c| c.is::<Usage>());
+            ExitCode::from(if usage { EXIT_USAGE } else { EXIT_INTERNAL })
+        }
+        Err(_) => ExitCode::from(EXIT_INTERNAL),
+    }
+}

@@ -1,0 +1,332 @@
+//! `xpuprof.toml`: strict parsing with file, line and column in every error, and validation of
+//! each plugin's table against the keys the plugin declared.
+//!
+//! ```toml
+//! sources = ["ebpf", "cupti"]
+//! sinks = ["folded", "chrome"]
+//! output = "xpuprof-out"
+//! plugin_dirs = ["/opt/xpuprof/plugins"]
+//!
+//! [source.ebpf]
+//! sample_hz = 99
+//!
+//! [sink.folded]
+//! min_weight = 1
+//! ```
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use toml::de::{DeTable, DeValue};
+use xpuprof_sdk::{ConfigType, PluginKind};
+
+use crate::host::KeySpec;
+
+/// A configuration error: what is wrong and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", location.as_ref().map(|l| format!("{l}: ")).unwrap_or_default())]
+pub struct ConfigError {
+    /// `file:line:column`, when the error is in a file.
+    pub location: Option<String>,
+    /// What is wrong, and the fix when known.
+    pub message: String,
+}
+
+impl ConfigError {
+    fn plain(message: impl Into<String>) -> Self {
+        Self { location: None, message: message.into() }
+    }
+}
+
+/// Top-level keys of the config file.
+const TOP_KEYS: &[&str] = &["sources", "sinks", "output", "plugin_dirs", "source", "sink", "diff"];
+
+/// The parsed config file.
+#[derive(Debug, Clone, Default)]
+pub struct FileConfig {
+    /// The file's path.
+    pub path: PathBuf,
+    text: String,
+    /// `sources = [...]`.
+    pub sources: Option<Vec<String>>,
+    /// `sinks = [...]`.
+    pub sinks: Option<Vec<String>>,
+    /// `output = "..."`.
+    pub output: Option<PathBuf>,
+    /// `plugin_dirs = [...]`.
+    pub plugin_dirs: Vec<PathBuf>,
+    /// `[diff]` table: `threshold`, `metric`.
+    pub diff: toml::Table,
+    /// `[source.NAME]` tables with the span of their name.
+    source_tables: BTreeMap<String, (toml::Table, Range<usize>)>,
+    /// `[sink.NAME]` tables with the span of their name.
+    sink_tables: BTreeMap<String, (toml::Table, Range<usize>)>,
+    /// Spans of every key, by dotted path (`source.ebpf.sample_hz`).
+    spans: BTreeMap<String, Range<usize>>,
+}
+
+impl FileConfig {
+    /// Reads and parses `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::plain(format!("failed to read config file {}: {e}", path.display())))?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses `text`, read from `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        let mut cfg = FileConfig { path: path.to_path_buf(), text: text.to_owned(), ..Default::default() };
+        let doc = DeTable::parse(text).map_err(|e| {
+            let loc = e.span().map(|s| cfg.location(&s));
+            ConfigError { location: loc, message: format!("invalid TOML: {}", e.message()) }
+        })?;
+        collect_spans(doc.get_ref(), "", &mut cfg.spans);
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            ConfigError::plain(format!("invalid TOML in {}: {e}", path.display()))
+        })?;
+        for (key, value) in table {
+            cfg.top_level(&key, value)?;
+        }
+        Ok(cfg)
+    }
+
+    fn top_level(&mut self, key: &str, value: toml::Value) -> Result<(), ConfigError> {
+        match key {
+            "sources" => self.sources = Some(self.string_list(key, value)?),
+            "sinks" => self.sinks = Some(self.string_list(key, value)?),
+            "output" => match value {
+                toml::Value::String(s) => self.output = Some(PathBuf::from(s)),
+                _ => return Err(self.error(key, "`output` must be a string (a directory path)")),
+            },
+            "plugin_dirs" => {
+                self.plugin_dirs = self.string_list(key, value)?.into_iter().map(PathBuf::from).collect()
+            }
+            "diff" => match value {
+                toml::Value::Table(t) => self.diff = t,
+                _ => return Err(self.error(key, "`diff` must be a table")),
+            },
+            "source" | "sink" => {
+                let toml::Value::Table(t) = value else {
+                    return Err(
+                        self.error(key, &format!("`{key}` must be a table of plugin tables ([{key}.NAME])"))
+                    );
+                };
+                for (name, v) in t {
+                    let path = format!("{key}.{name}");
+                    let toml::Value::Table(pt) = v else {
+                        return Err(self.error(&path, &format!("`{path}` must be a table")));
+                    };
+                    let span = self.spans.get(&path).cloned().unwrap_or(0..0);
+                    let dest = if key == "source" { &mut self.source_tables } else { &mut self.sink_tables };
+                    dest.insert(name, (pt, span));
+                }
+            }
+            other => {
+                return Err(self.error(
+                    other,
+                    &format!("unknown key `{other}`; expected one of: {}", TOP_KEYS.join(", ")),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    fn string_list(&self, key: &str, value: toml::Value) -> Result<Vec<String>, ConfigError> {
+        value
+            .as_array()
+            .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>())
+            .ok_or_else(|| self.error(key, &format!("`{key}` must be an array of strings")))
+    }
+
+    /// `file:line:column` of a byte span.
+    fn location(&self, span: &Range<usize>) -> String {
+        let upto = &self.text[..span.start.min(self.text.len())];
+        let line = upto.matches('\n').count() + 1;
+        let col = upto.rfind('\n').map_or(upto.len(), |i| upto.len() - i - 1) + 1;
+        format!("{}:{line}:{col}", self.path.display())
+    }
+
+    /// An error located at the key with dotted path `path`.
+    fn error(&self, path: &str, message: &str) -> ConfigError {
+        ConfigError { location: self.spans.get(path).map(|s| self.location(s)), message: message.to_owned() }
+    }
+
+    /// Names of the `[source.NAME]` or `[sink.NAME]` tables.
+    pub fn plugin_tables(&self, kind: PluginKind) -> Vec<String> {
+        self.tables(kind).keys().cloned().collect()
+    }
+
+    fn tables(&self, kind: PluginKind) -> &BTreeMap<String, (toml::Table, Range<usize>)> {
+        match kind {
+            PluginKind::Source => &self.source_tables,
+            PluginKind::Sink => &self.sink_tables,
+        }
+    }
+
+    /// Errors for a `[source.NAME]` / `[sink.NAME]` table that names no known plugin.
+    pub fn check_known(&self, kind: PluginKind, known: &[String]) -> Result<(), ConfigError> {
+        for (name, (_, span)) in self.tables(kind) {
+            if !known.contains(name) {
+                return Err(ConfigError {
+                    location: Some(self.location(span)),
+                    message: format!(
+                        "unknown {} plugin `{name}` in [{}.{name}]; available: {}",
+                        kind.as_str(),
+                        kind.as_str(),
+                        if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn collect_spans(t: &DeTable<'_>, prefix: &str, out: &mut BTreeMap<String, Range<usize>>) {
+    for (k, v) in t.iter() {
+        let path =
+            if prefix.is_empty() { k.get_ref().to_string() } else { format!("{prefix}.{}", k.get_ref()) };
+        out.insert(path.clone(), k.span());
+        if let DeValue::Table(inner) = v.get_ref() {
+            collect_spans(inner, &path, out);
+        }
+    }
+}
+
+/// Checks a plugin's table (from the file, or empty) against the plugin's declared keys, and
+/// returns it with every default filled in.
+pub fn plugin_table(
+    file: Option<&FileConfig>,
+    kind: PluginKind,
+    name: &str,
+    keys: &[KeySpec],
+) -> Result<toml::Table, ConfigError> {
+    let mut table = file.and_then(|f| f.tables(kind).get(name)).map(|(t, _)| t.clone()).unwrap_or_default();
+    let at = |key: &str, msg: String| -> ConfigError {
+        match file {
+            Some(f) => f.error(&format!("{}.{name}.{key}", kind.as_str()), &msg),
+            None => ConfigError::plain(msg),
+        }
+    };
+    for (key, value) in &table {
+        let Some(spec) = keys.iter().find(|k| k.name == *key) else {
+            let known: Vec<&str> = keys.iter().map(|k| k.name.as_str()).collect();
+            return Err(at(
+                key,
+                format!(
+                    "unknown key `{key}` for {} `{name}`; it accepts: {}",
+                    kind.as_str(),
+                    if known.is_empty() { "no keys".to_owned() } else { known.join(", ") }
+                ),
+            ));
+        };
+        if !type_matches(spec.ty, value) {
+            return Err(at(
+                key,
+                format!(
+                    "`{key}` of {} `{name}` must be {}, found {}",
+                    kind.as_str(),
+                    spec.ty.name(),
+                    value.type_str()
+                ),
+            ));
+        }
+    }
+    for spec in keys {
+        if table.contains_key(&spec.name) || spec.default.is_empty() {
+            continue;
+        }
+        let v: toml::Value = toml::from_str::<toml::Table>(&format!("v = {}", spec.default))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .ok_or_else(|| {
+                ConfigError::plain(format!(
+                    "{} `{name}` declares an invalid default for `{}`: {}",
+                    kind.as_str(),
+                    spec.name,
+                    spec.default
+                ))
+            })?;
+        table.insert(spec.name.clone(), v);
+    }
+    Ok(table)
+}
+
+fn type_matches(ty: ConfigType, v: &toml::Value) -> bool {
+    match ty {
+        ConfigType::Bool => v.is_bool(),
+        ConfigType::Integer => v.is_integer(),
+        ConfigType::Float => v.is_float() || v.is_integer(),
+        ConfigType::String => v.is_str(),
+        ConfigType::StringList => v.as_array().is_some_and(|a| a.iter().all(|x| x.is_str())),
+    }
+}
+
+/// Every value of a (possibly `Spanned`) config. Kept for tests of the span bookkeeping.
+#[doc(hidden)]
+pub fn span_of(cfg: &FileConfig, path: &str) -> Option<String> {
+    cfg.spans.get(path).map(|s| cfg.location(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<FileConfig, ConfigError> {
+        FileConfig::parse(Path::new("x.toml"), text)
+    }
+
+    #[test]
+    fn unknown_top_level_key_names_line_and_column() {
+        let err = parse("sources = [\"ebpf\"]\n  bogus = 1\n").unwrap_err();
+        assert_eq!(err.location.as_deref(), Some("x.toml:2:3"));
+        assert!(err.message.contains("unknown key `bogus`"), "{err}");
+    }
+
+    #[test]
+    fn malformed_toml_is_located() {
+        let err = parse("sources = [\"ebpf\"\n").unwrap_err();
+        assert!(err.location.as_deref().unwrap().starts_with("x.toml:"), "{err}");
+        assert!(err.message.starts_with("invalid TOML"), "{err}");
+    }
+
+    #[test]
+    fn plugin_table_checks_keys_types_and_fills_defaults() {
+        let cfg = parse("[source.ebpf]\nsample_hz = \"fast\"\n").unwrap();
+        let keys = vec![
+            KeySpec {
+                name: "sample_hz".into(),
+                ty: ConfigType::Integer,
+                default: "99".into(),
+                doc: String::new(),
+            },
+            KeySpec {
+                name: "offcpu".into(),
+                ty: ConfigType::Bool,
+                default: "false".into(),
+                doc: String::new(),
+            },
+        ];
+        let err = plugin_table(Some(&cfg), PluginKind::Source, "ebpf", &keys).unwrap_err();
+        assert_eq!(err.location.as_deref(), Some("x.toml:2:1"));
+        assert!(err.message.contains("must be an integer"), "{err}");
+
+        let cfg = parse("[source.ebpf]\nsample_hz = 49\n").unwrap();
+        let t = plugin_table(Some(&cfg), PluginKind::Source, "ebpf", &keys).unwrap();
+        assert_eq!(t["sample_hz"].as_integer(), Some(49));
+        assert_eq!(t["offcpu"].as_bool(), Some(false));
+
+        let cfg = parse("[source.ebpf]\nsample_hz = 49\nnope = 1\n").unwrap();
+        let err = plugin_table(Some(&cfg), PluginKind::Source, "ebpf", &keys).unwrap_err();
+        assert_eq!(err.location.as_deref(), Some("x.toml:3:1"));
+    }
+
+    #[test]
+    fn unknown_plugin_table_is_located() {
+        let cfg = parse("\n[sink.nosuch]\nx = 1\n").unwrap();
+        let err = cfg.check_known(PluginKind::Sink, &["folded".into()]).unwrap_err();
+        assert_eq!(err.location.as_deref(), Some("x.toml:2:7"));
+        assert!(err.message.contains("unknown sink plugin `nosuch`"), "{err}");
+    }
+}

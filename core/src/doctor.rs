@@ -1,0 +1,176 @@
+//! `xpuprof plugins` and `xpuprof doctor`: what was found, and what this machine offers.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use xpuprof_sdk::abi::ABI_VERSION;
+use xpuprof_sdk::PluginKind;
+
+use crate::host::Registry;
+
+/// The `xpuprof plugins` listing.
+pub fn plugins_report(reg: &Registry) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "xpuprof {} speaks plugin ABI {ABI_VERSION}", env!("CARGO_PKG_VERSION"));
+    for kind in [PluginKind::Source, PluginKind::Sink] {
+        let _ = writeln!(s, "\n{}s:", kind.as_str());
+        let mut any = false;
+        for p in reg.plugins.iter().filter(|p| p.meta.kind == kind) {
+            any = true;
+            let _ = writeln!(
+                s,
+                "  {:<12} {:<8} ABI {ABI_VERSION}  {}\n  {:<12} {}",
+                p.meta.name,
+                p.meta.version,
+                p.path.display(),
+                "",
+                p.meta.description
+            );
+            if !p.meta.capabilities.is_empty() {
+                let _ = writeln!(s, "  {:<12} needs: {}", "", p.meta.capabilities.join(", "));
+            }
+            for k in &p.meta.keys {
+                let d = if k.default.is_empty() { String::new() } else { format!(" = {}", k.default) };
+                let _ = writeln!(s, "  {:<12}   {}{d}  ({}) {}", "", k.name, k.ty.name(), k.doc);
+            }
+        }
+        if !any {
+            let _ = writeln!(s, "  (none)");
+        }
+    }
+    for p in &reg.shadowed {
+        let _ = writeln!(
+            s,
+            "\nshadowed (an earlier plugin has the same name): {} at {}",
+            p.meta.name,
+            p.path.display()
+        );
+    }
+    if !reg.failures.is_empty() {
+        let _ = writeln!(s, "\nnot loadable:");
+        for f in &reg.failures {
+            let _ = writeln!(s, "  {}: {}", f.path.display(), f.reason);
+        }
+    }
+    s
+}
+
+fn cap_eff() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("CapEff:")).map(|l| l[7..].trim().to_owned()))
+        .and_then(|h| u64::from_str_radix(&h, 16).ok())
+        .unwrap_or(0)
+}
+
+fn can_dlopen(name: &str) -> bool {
+    // SAFETY: loading a system library by name to see whether it exists; it is unloaded at once.
+    unsafe { libloading::Library::new(name) }.is_ok()
+}
+
+/// One doctor check.
+#[derive(Debug, Clone)]
+pub struct Check {
+    /// Capability name (as plugins declare it).
+    pub capability: &'static str,
+    /// Whether this machine has it.
+    pub ok: bool,
+    /// What was found, or what to do.
+    pub detail: String,
+}
+
+/// Runs every machine check.
+pub fn checks() -> Vec<Check> {
+    let caps = cap_eff();
+    let has = |bit: u32| caps & (1u64 << bit) != 0;
+    let bpf_perf = has(21) || (has(39) && has(38));
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default();
+    let btf = Path::new("/sys/kernel/btf/vmlinux").exists();
+    let uprobes = Path::new("/sys/bus/event_source/devices/uprobe").exists();
+    let cuda = can_dlopen("libcuda.so.1");
+    let nvdev = Path::new("/dev/nvidia0").exists() || Path::new("/dev/nvidiactl").exists();
+    vec![
+        Check {
+            capability: "bpf-perf",
+            ok: bpf_perf,
+            detail: if bpf_perf {
+                format!(
+                    "CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN present; perf_event_paranoid = {}",
+                    paranoid.trim()
+                )
+            } else {
+                "missing: run as root (sudo) or grant CAP_BPF and CAP_PERFMON".into()
+            },
+        },
+        Check {
+            capability: "kernel-btf",
+            ok: btf && uprobes,
+            detail: match (btf, uprobes) {
+                (true, true) => "/sys/kernel/btf/vmlinux present; uprobes supported".into(),
+                (false, _) => {
+                    "missing /sys/kernel/btf/vmlinux: use a kernel built with CONFIG_DEBUG_INFO_BTF=y".into()
+                }
+                (true, false) => "no uprobe PMU: use a kernel built with CONFIG_UPROBE_EVENTS=y".into(),
+            },
+        },
+        Check {
+            capability: "cuda",
+            ok: cuda,
+            detail: match (cuda, nvdev) {
+                (true, true) => "NVIDIA driver (libcuda.so.1) and device nodes found".into(),
+                (true, false) => "libcuda.so.1 found but no /dev/nvidia* device nodes".into(),
+                _ => "no NVIDIA driver (libcuda.so.1 not loadable): install the NVIDIA driver".into(),
+            },
+        },
+        Check {
+            capability: "rocm",
+            ok: can_dlopen("libamdhip64.so"),
+            detail: "HIP runtime libamdhip64.so (ROCm)".into(),
+        },
+        Check {
+            capability: "level-zero",
+            ok: can_dlopen("libze_loader.so.1"),
+            detail: "Level Zero loader libze_loader.so.1".into(),
+        },
+    ]
+}
+
+/// The `xpuprof doctor` report.
+pub fn doctor_report(reg: &Registry) -> String {
+    let checks = checks();
+    let mut s = String::from("machine:\n");
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    let _ = writeln!(s, "  running as uid {euid}{}", if euid == 0 { " (root)" } else { "" });
+    for c in &checks {
+        let _ = writeln!(s, "  [{}] {:<11} {}", if c.ok { " ok " } else { "MISS" }, c.capability, c.detail);
+    }
+    let _ = writeln!(s, "\nsources:");
+    for p in reg.plugins.iter().filter(|p| p.meta.kind == PluginKind::Source) {
+        let missing: Vec<&str> = p
+            .meta
+            .capabilities
+            .iter()
+            .filter(|c| !checks.iter().any(|k| k.capability == c.as_str() && k.ok))
+            .map(String::as_str)
+            .collect();
+        let verdict =
+            if missing.is_empty() { "ready".to_owned() } else { format!("missing: {}", missing.join(", ")) };
+        let _ = writeln!(s, "  {:<12} {verdict}", p.meta.name);
+    }
+    s
+}
+
+/// Names of the real (non-test) sources whose needs this machine meets: the default when no
+/// `--source` is given.
+pub fn default_sources(reg: &Registry) -> Vec<String> {
+    let checks = checks();
+    ["ebpf", "cupti"]
+        .iter()
+        .filter_map(|n| reg.find(PluginKind::Source, n))
+        .filter(|p| {
+            p.meta.capabilities.iter().all(|c| checks.iter().any(|k| k.capability == c.as_str() && k.ok))
+        })
+        .map(|p| p.meta.name.clone())
+        .collect()
+}

@@ -1,0 +1,124 @@
+//! Finding plugin files: `--plugin-dir`, `XPUPROF_PLUGIN_PATH`, the config file, then the
+//! directories the `xpuprof` binary was installed with.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Plugin libraries are named `libxpuprof_plugin_<name>.so`.
+pub const FILE_PREFIX: &str = "libxpuprof_plugin_";
+/// Plugin library extension.
+pub const FILE_SUFFIX: &str = ".so";
+
+/// Where to look for plugins, in priority order.
+#[derive(Debug, Clone, Default)]
+pub struct SearchPath {
+    /// Directories, highest priority first, each with where it came from.
+    pub dirs: Vec<(PathBuf, &'static str)>,
+}
+
+impl SearchPath {
+    /// Builds the search path from the command line, the environment, the config file and the
+    /// install location, in that order.
+    pub fn new(cli_dirs: &[PathBuf], env: Option<&str>, config_dirs: &[PathBuf]) -> Self {
+        let mut dirs: Vec<(PathBuf, &'static str)> = Vec::new();
+        dirs.extend(cli_dirs.iter().map(|d| (d.clone(), "--plugin-dir")));
+        if let Some(env) = env {
+            dirs.extend(
+                env.split(':').filter(|s| !s.is_empty()).map(|d| (PathBuf::from(d), "XPUPROF_PLUGIN_PATH")),
+            );
+        }
+        dirs.extend(config_dirs.iter().map(|d| (d.clone(), "config file")));
+        dirs.extend(install_dirs().into_iter().map(|d| (d, "install directory")));
+        let mut seen = std::collections::HashSet::new();
+        dirs.retain(|(d, _)| seen.insert(d.clone()));
+        Self { dirs }
+    }
+}
+
+/// The directories that ship with the binary: next to it (a cargo `target/<profile>` layout)
+/// and `<prefix>/lib/xpuprof/plugins` for an installed `<prefix>/bin/xpuprof`.
+pub fn install_dirs() -> Vec<PathBuf> {
+    let Ok(exe) = std::env::current_exe() else { return Vec::new() };
+    let Some(bin) = exe.parent() else { return Vec::new() };
+    let mut out = vec![bin.to_path_buf()];
+    if let Some(prefix) = bin.parent() {
+        out.push(prefix.join("lib/xpuprof/plugins"));
+    }
+    out
+}
+
+/// A plugin file that was found, or a directory problem.
+#[derive(Debug, Clone)]
+pub enum Found {
+    /// A candidate plugin library.
+    File(PathBuf),
+    /// A directory that was named explicitly but cannot be read.
+    BadDir {
+        /// The directory.
+        dir: PathBuf,
+        /// Where it was named.
+        origin: &'static str,
+        /// Why it cannot be used.
+        reason: String,
+    },
+}
+
+/// Lists candidate plugin files in every directory of `path`. Directories named explicitly
+/// (command line, environment, config) that are missing are reported; a missing install
+/// directory is not.
+pub fn scan(path: &SearchPath) -> Vec<Found> {
+    let mut out = Vec::new();
+    for (dir, origin) in &path.dirs {
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => {
+                if *origin != "install directory" {
+                    out.push(Found::BadDir { dir: dir.clone(), origin, reason: e.to_string() });
+                }
+                continue;
+            }
+        };
+        let mut files: Vec<PathBuf> =
+            entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| is_plugin_file_name(p)).collect();
+        files.sort();
+        out.extend(files.into_iter().map(Found::File));
+    }
+    out
+}
+
+/// True for `libxpuprof_plugin_*.so`.
+pub fn is_plugin_file_name(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(FILE_PREFIX) && n.ends_with(FILE_SUFFIX))
+}
+
+/// When running as root, refuses plugin files that another user could have written: writable
+/// by group or others, or owned by someone other than root or the invoking user (`SUDO_UID`).
+pub fn check_ownership(path: &Path) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if euid != 0 {
+        return Ok(());
+    }
+    let meta = fs::metadata(path).map_err(|e| format!("cannot read file metadata: {e}"))?;
+    let invoking: Option<u32> = std::env::var("SUDO_UID").ok().and_then(|s| s.parse().ok());
+    let owner = meta.uid();
+    if owner != 0 && Some(owner) != invoking {
+        return Err(format!(
+            "refused while running as root: the file is owned by uid {owner}, not by root or the invoking user; \
+             fix with `chown root {}`",
+            path.display()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "refused while running as root: the file is writable by group or others (mode {:o}); \
+             fix with `chmod go-w {}`",
+            meta.mode() & 0o777,
+            path.display()
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,314 @@
+//! Joins device work to the launch that caused it, on exact correlation keys only
+//! (design.md §6). One launch may cause many device operations (a graph launch); device work
+//! that arrives before its launch stack waits a bounded time; nothing is matched by time
+//! windows, and everything unmatched is counted.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use xpuprof_sdk::model::*;
+
+/// How long device work waits for its launch stack before it is passed on without one.
+const PENDING_GRACE: Duration = Duration::from_secs(2);
+/// How long a launch stays joinable after its last use (more graph nodes may follow).
+const USED_LIFETIME: Duration = Duration::from_secs(5);
+/// How long a launch that nothing used yet stays joinable (deep GPU queues, slow buffers).
+const UNUSED_LIFETIME: Duration = Duration::from_secs(60);
+
+/// What the correlator counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CorrelationStats {
+    /// Device operations seen.
+    pub device_ops: u64,
+    /// Joined to a launch stack.
+    pub joined_with_stack: u64,
+    /// Joined to the launch API call only (no stack was recorded for it).
+    pub joined_api_only: u64,
+    /// Carrying a correlation id that matched nothing.
+    pub unmatched: u64,
+    /// Carrying no correlation id at all.
+    pub uncorrelated: u64,
+    /// Launch sites seen.
+    pub launch_sites: u64,
+    /// Launch sites no device work was joined to.
+    pub launch_sites_unused: u64,
+    /// Launch stacks without a correlation id (plain uprobes): shown as CPU stacks, not joined.
+    pub uncorrelated_launch_sites: u64,
+}
+
+#[derive(Debug)]
+struct Launch {
+    r: LaunchRef,
+    has_stack: bool,
+    inserted: Instant,
+    last_use: Option<Instant>,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    ops: Vec<DeviceOp>,
+}
+
+/// The correlator's state; memory is bounded by the work in flight.
+#[derive(Debug, Default)]
+pub struct Correlator {
+    launches: HashMap<CorrelationKey, Launch>,
+    launch_order: VecDeque<CorrelationKey>,
+    pending: HashMap<CorrelationKey, Pending>,
+    pending_order: VecDeque<(Instant, CorrelationKey)>,
+    /// (backend, pid) pairs that send launch stacks: their device work waits for them.
+    stacks_expected: HashSet<(u32, u32)>,
+    stats: CorrelationStats,
+}
+
+impl Correlator {
+    /// Counters so far.
+    pub fn stats(&self) -> &CorrelationStats {
+        &self.stats
+    }
+
+    /// Device operations waiting for their launch.
+    pub fn pending_len(&self) -> usize {
+        self.pending.values().map(|p| p.ops.len()).sum()
+    }
+
+    /// Registers a launch stack; returns device work that was waiting for it.
+    pub fn launch_site(&mut self, s: &LaunchSite, now: Instant) -> Vec<DeviceOp> {
+        if s.correlation.backend == backend::UNCORRELATED {
+            self.stats.uncorrelated_launch_sites += 1;
+            return Vec::new();
+        }
+        self.stats.launch_sites += 1;
+        let key = CorrelationKey::new(s.pid, s.correlation);
+        self.stacks_expected.insert((key.backend, key.pid));
+        let r = LaunchRef { tid: s.tid, stack: s.stack, api: s.api, time: s.time };
+        let entry = self.launches.entry(key).or_insert_with(|| {
+            self.launch_order.push_back(key);
+            Launch { r, has_stack: false, inserted: now, last_use: None }
+        });
+        // A stack wins over an API-call-only entry; the API name is kept if the site has none.
+        let api = if s.api.is_none() { entry.r.api } else { s.api };
+        entry.r = LaunchRef { api, ..r };
+        entry.has_stack = true;
+        self.release(key, now)
+    }
+
+    /// Registers a launch API call; returns device work released by it.
+    pub fn api_call(&mut self, c: &ApiCall, now: Instant) -> Vec<DeviceOp> {
+        let Some(corr) = c.correlation else { return Vec::new() };
+        let key = CorrelationKey::new(c.pid, corr);
+        match self.launches.get_mut(&key) {
+            Some(l) => {
+                if l.r.api.is_none() {
+                    l.r.api = c.name;
+                }
+            }
+            None => {
+                let r = LaunchRef { tid: c.tid, stack: StackId::NONE, api: c.name, time: c.start };
+                self.launches.insert(key, Launch { r, has_stack: false, inserted: now, last_use: None });
+                self.launch_order.push_back(key);
+            }
+        }
+        if self.stacks_expected.contains(&(key.backend, key.pid)) {
+            Vec::new()
+        } else {
+            self.release(key, now)
+        }
+    }
+
+    /// Joins one device operation; returns it when ready, or keeps it until its launch arrives.
+    pub fn device_op(&mut self, mut op: DeviceOp, now: Instant) -> Option<DeviceOp> {
+        self.stats.device_ops += 1;
+        let Some(corr) = op.correlation else {
+            self.stats.uncorrelated += 1;
+            return Some(op);
+        };
+        let key = CorrelationKey::new(op.pid, corr);
+        if let Some(l) = self.launches.get_mut(&key) {
+            let ready = l.has_stack || !self.stacks_expected.contains(&(key.backend, key.pid));
+            if ready {
+                l.last_use = Some(now);
+                op.launch = Some(l.r);
+                let has_stack = l.has_stack;
+                self.count_join(has_stack);
+                return Some(op);
+            }
+        }
+        let p = self.pending.entry(key).or_default();
+        if p.ops.is_empty() {
+            self.pending_order.push_back((now + PENDING_GRACE, key));
+        }
+        p.ops.push(op);
+        None
+    }
+
+    fn count_join(&mut self, has_stack: bool) {
+        if has_stack {
+            self.stats.joined_with_stack += 1;
+        } else {
+            self.stats.joined_api_only += 1;
+        }
+    }
+
+    fn release(&mut self, key: CorrelationKey, now: Instant) -> Vec<DeviceOp> {
+        let Some(p) = self.pending.remove(&key) else { return Vec::new() };
+        let mut ops = p.ops;
+        let l = self.launches.get_mut(&key);
+        let (r, has_stack) = match l {
+            Some(l) => {
+                l.last_use = Some(now);
+                (Some(l.r), l.has_stack)
+            }
+            None => (None, false),
+        };
+        for op in &mut ops {
+            op.launch = r;
+            match r {
+                Some(_) => self.count_join(has_stack),
+                None => self.stats.unmatched += 1,
+            }
+        }
+        ops
+    }
+
+    /// Releases device work whose grace period passed and forgets expired launches.
+    pub fn expire(&mut self, now: Instant) -> Vec<DeviceOp> {
+        let mut out = Vec::new();
+        while let Some(&(deadline, key)) = self.pending_order.front() {
+            if deadline > now {
+                break;
+            }
+            self.pending_order.pop_front();
+            out.extend(self.release(key, now));
+        }
+        while let Some(key) = self.launch_order.front().copied() {
+            let Some(l) = self.launches.get(&key) else {
+                self.launch_order.pop_front();
+                continue;
+            };
+            let expired = match l.last_use {
+                Some(t) => now.duration_since(t) > USED_LIFETIME,
+                None => now.duration_since(l.inserted) > UNUSED_LIFETIME,
+            };
+            if !expired {
+                break;
+            }
+            self.forget(key);
+        }
+        out
+    }
+
+    fn forget(&mut self, key: CorrelationKey) {
+        self.launch_order.pop_front();
+        if let Some(l) = self.launches.remove(&key) {
+            if l.last_use.is_none() && l.has_stack {
+                self.stats.launch_sites_unused += 1;
+            }
+        }
+    }
+
+    /// End of the session: releases everything, in arrival order.
+    pub fn finish(&mut self, now: Instant) -> Vec<DeviceOp> {
+        let mut out = Vec::new();
+        while let Some((_, key)) = self.pending_order.pop_front() {
+            out.extend(self.release(key, now));
+        }
+        while !self.launch_order.is_empty() {
+            let key = self.launch_order[0];
+            self.forget(key);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(id: u64) -> DeviceOp {
+        DeviceOp {
+            kind: DeviceOpKind::Kernel,
+            pid: 1,
+            device: DeviceId(1),
+            stream: StreamId(1),
+            start: 10,
+            end: 20,
+            clock: ClockDomain::SESSION,
+            name: StrId(1),
+            bytes: 0,
+            copy: CopyKind::Unknown,
+            correlation: Some(Correlation { backend: backend::CUDA, id }),
+            kernel: None,
+            graph: None,
+            launch: None,
+        }
+    }
+
+    fn site(id: u64) -> LaunchSite {
+        LaunchSite {
+            pid: 1,
+            tid: 2,
+            time: 5,
+            correlation: Correlation { backend: backend::CUDA, id },
+            api: StrId(3),
+            stack: StackId(4),
+        }
+    }
+
+    #[test]
+    fn joins_one_to_many_and_waits_for_late_sites() {
+        let now = Instant::now();
+        let mut c = Correlator::default();
+        assert!(c.launch_site(&site(7), now).is_empty());
+        let a = c.device_op(op(7), now).unwrap();
+        let b = c.device_op(op(7), now).unwrap();
+        assert_eq!(a.launch.unwrap().stack, StackId(4));
+        assert_eq!(b.launch.unwrap().tid, 2);
+        // Device work before its site waits, then joins.
+        assert!(c.device_op(op(8), now).is_none());
+        let released = c.launch_site(&site(8), now);
+        assert_eq!(released.len(), 1);
+        assert_eq!(released[0].launch.unwrap().stack, StackId(4));
+        // Never-matched work is released unjoined at the end and counted.
+        assert!(c.device_op(op(9), now).is_none());
+        let rest = c.finish(now);
+        assert_eq!(rest.len(), 1);
+        assert!(rest[0].launch.is_none());
+        let s = c.stats();
+        assert_eq!((s.joined_with_stack, s.unmatched, s.device_ops), (3, 1, 4));
+    }
+
+    #[test]
+    fn pending_work_is_released_after_grace() {
+        let now = Instant::now();
+        let mut c = Correlator::default();
+        c.launch_site(&site(1), now);
+        assert!(c.device_op(op(2), now).is_none());
+        assert!(c.expire(now).is_empty());
+        let out = c.expire(now + PENDING_GRACE + Duration::from_millis(1));
+        assert_eq!(out.len(), 1);
+        assert_eq!(c.stats().unmatched, 1);
+        assert_eq!(c.pending_len(), 0);
+    }
+
+    #[test]
+    fn api_call_only_joins_when_no_stacks_are_sent() {
+        let now = Instant::now();
+        let mut c = Correlator::default();
+        let call = ApiCall {
+            pid: 1,
+            tid: 2,
+            start: 1,
+            end: 2,
+            name: StrId(9),
+            correlation: Some(Correlation { backend: backend::CUDA, id: 5 }),
+            external: None,
+            result: 0,
+        };
+        assert!(c.device_op(op(5), now).is_none());
+        let out = c.api_call(&call, now);
+        assert_eq!(out[0].launch.unwrap().api, StrId(9));
+        assert_eq!(out[0].launch.unwrap().stack, StackId::NONE);
+        assert_eq!(c.stats().joined_api_only, 1);
+    }
+}

@@ -1,0 +1,237 @@
+//! Session-wide interning: sources number their definitions in their own id spaces; the host
+//! maps them to one session-wide numbering, deduplicating identical definitions across sources
+//! and processes, and symbolises each distinct frame once.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use xpuprof_sdk::codec;
+use xpuprof_sdk::model::*;
+
+use super::symbolizer::Symbolizer;
+
+/// Maps one source's ids to session ids.
+#[derive(Debug, Default)]
+pub struct SourceIds {
+    strs: HashMap<u32, StrId>,
+    modules: HashMap<u32, ModuleId>,
+    frames: HashMap<u32, FrameId>,
+    stacks: HashMap<u32, StackId>,
+    devices: HashMap<u32, DeviceId>,
+    streams: HashMap<u32, StreamId>,
+    /// References to ids the source never defined.
+    pub dangling: u64,
+}
+
+macro_rules! lookup {
+    ($fn:ident, $field:ident, $ty:ident) => {
+        /// Maps a source id to the session id ([`$ty::NONE`] stays none; unknown ids are
+        /// counted as dangling and become none).
+        pub fn $fn(&mut self, id: $ty) -> $ty {
+            if id.is_none() {
+                return id;
+            }
+            match self.$field.get(&id.0) {
+                Some(g) => *g,
+                None => {
+                    self.dangling += 1;
+                    $ty::NONE
+                }
+            }
+        }
+    };
+}
+
+impl SourceIds {
+    lookup!(str, strs, StrId);
+    lookup!(module, modules, ModuleId);
+    lookup!(frame, frames, FrameId);
+    lookup!(stack, stacks, StackId);
+    lookup!(device, devices, DeviceId);
+    lookup!(stream, streams, StreamId);
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FrameKey {
+    kind: FrameKind,
+    module: ModuleId,
+    address: u64,
+    pid: u32,
+    name: StrId,
+    inlined: Vec<StrId>,
+}
+
+/// The session-wide definitions. Every new definition is encoded into the output buffer the
+/// moment it is created, so it always precedes its first use.
+#[derive(Debug, Default)]
+pub struct Globals {
+    strs: HashMap<Box<str>, StrId>,
+    str_text: Vec<Box<str>>,
+    modules: HashMap<(StrId, Vec<u8>), ModuleId>,
+    module_paths: Vec<StrId>,
+    frames: HashMap<FrameKey, FrameId>,
+    stacks: HashMap<Vec<FrameId>, StackId>,
+    devices: HashMap<(u8, u32, [u8; 16], StrId), DeviceId>,
+    streams: HashMap<(u32, DeviceId, u64), StreamId>,
+    processes: HashMap<u32, StrId>,
+    threads: HashMap<(u32, u32), StrId>,
+    /// Symbolizer for new frames.
+    pub symbolizer: Symbolizer,
+    /// Whether to symbolise (off in tests of the renumbering).
+    pub symbolize: bool,
+}
+
+impl Globals {
+    /// Interns a string, emitting its definition into `out` the first time.
+    pub fn intern(&mut self, text: &str, out: &mut Vec<u8>) -> StrId {
+        if let Some(id) = self.strs.get(text) {
+            return *id;
+        }
+        let id = StrId(self.str_text.len() as u32 + 1);
+        self.str_text.push(text.into());
+        self.strs.insert(text.into(), id);
+        codec::encode(&Record::Str(StrDef { id, text: text.to_owned() }), out);
+        id
+    }
+
+    /// Text of a session string.
+    pub fn text(&self, id: StrId) -> &str {
+        if id.is_none() {
+            return "";
+        }
+        self.str_text.get(id.0 as usize - 1).map_or("", |s| s)
+    }
+
+    /// Handles a definition from source `ids`, emitting session definitions into `out`.
+    pub fn define(&mut self, ids: &mut SourceIds, rec: &Record, out: &mut Vec<u8>) {
+        match rec {
+            Record::Str(d) => {
+                let g = self.intern(&d.text, out);
+                ids.strs.insert(d.id.0, g);
+            }
+            Record::Process(d) => {
+                let command = ids.str(d.command);
+                let known = self.processes.get(&d.pid).copied();
+                if known.is_none() || (known == Some(StrId::NONE) && !command.is_none()) {
+                    self.processes.insert(d.pid, command);
+                    codec::encode(&Record::Process(ProcessDef { command, ..d.clone() }), out);
+                }
+            }
+            Record::Thread(d) => {
+                let name = ids.str(d.name);
+                let known = self.threads.get(&(d.pid, d.tid)).copied();
+                if known.is_none() || (known == Some(StrId::NONE) && !name.is_none()) {
+                    self.threads.insert((d.pid, d.tid), name);
+                    codec::encode(&Record::Thread(ThreadDef { name, ..d.clone() }), out);
+                }
+            }
+            Record::Device(d) => {
+                let name = ids.str(d.name);
+                let key = (d.vendor as u8, d.index, d.uuid, name);
+                let next = DeviceId(self.devices.len() as u32 + 1);
+                let g = *self.devices.entry(key).or_insert_with(|| {
+                    codec::encode(&Record::Device(DeviceDef { id: next, name, ..d.clone() }), out);
+                    next
+                });
+                ids.devices.insert(d.id.0, g);
+            }
+            Record::Stream(d) => {
+                let device = ids.device(d.device);
+                let name = ids.str(d.name);
+                let next = StreamId(self.streams.len() as u32 + 1);
+                let g = *self.streams.entry((d.pid, device, d.native_id)).or_insert_with(|| {
+                    codec::encode(&Record::Stream(StreamDef { id: next, device, name, ..d.clone() }), out);
+                    next
+                });
+                ids.streams.insert(d.id.0, g);
+            }
+            Record::Module(d) => {
+                let path = ids.str(d.path);
+                let next = ModuleId(self.module_paths.len() as u32 + 1);
+                let g = match self.modules.get(&(path, d.build_id.clone())) {
+                    Some(g) => *g,
+                    None => {
+                        self.modules.insert((path, d.build_id.clone()), next);
+                        self.module_paths.push(path);
+                        codec::encode(
+                            &Record::Module(ModuleDef { id: next, path, build_id: d.build_id.clone() }),
+                            out,
+                        );
+                        next
+                    }
+                };
+                ids.modules.insert(d.id.0, g);
+            }
+            Record::Frame(d) => {
+                let g = self.frame(ids, d, out);
+                ids.frames.insert(d.id.0, g);
+            }
+            Record::Stack(d) => {
+                let frames: Vec<FrameId> = d.frames.iter().map(|f| ids.frame(*f)).collect();
+                let next = StackId(self.stacks.len() as u32 + 1);
+                let g = match self.stacks.get(&frames) {
+                    Some(g) => *g,
+                    None => {
+                        codec::encode(&Record::Stack(StackDef { id: next, frames: frames.clone() }), out);
+                        self.stacks.insert(frames, next);
+                        next
+                    }
+                };
+                ids.stacks.insert(d.id.0, g);
+            }
+            _ => {}
+        }
+    }
+
+    fn frame(&mut self, ids: &mut SourceIds, d: &FrameDef, out: &mut Vec<u8>) -> FrameId {
+        let key = FrameKey {
+            kind: d.kind,
+            module: ids.module(d.module),
+            address: d.address,
+            pid: if d.kind == FrameKind::Virtual { d.pid } else { 0 },
+            name: ids.str(d.name),
+            inlined: d.inlined.iter().map(|s| ids.str(*s)).collect(),
+        };
+        if let Some(g) = self.frames.get(&key) {
+            return *g;
+        }
+        let id = FrameId(self.frames.len() as u32 + 1);
+        let (name, inlined) =
+            if key.name.is_none() { self.resolve(&key, out) } else { (key.name, key.inlined.clone()) };
+        let def = FrameDef {
+            id,
+            kind: key.kind,
+            module: key.module,
+            address: key.address,
+            pid: key.pid,
+            name,
+            inlined,
+        };
+        codec::encode(&Record::Frame(def), out);
+        self.frames.insert(key, id);
+        id
+    }
+
+    fn resolve(&mut self, key: &FrameKey, out: &mut Vec<u8>) -> (StrId, Vec<StrId>) {
+        if !self.symbolize {
+            return (StrId::NONE, Vec::new());
+        }
+        let resolved = match key.kind {
+            FrameKind::FileOffset if !key.module.is_none() => {
+                let path = self.module_paths[key.module.0 as usize - 1];
+                let path = self.text(path).to_owned();
+                self.symbolizer.file_offset(Path::new(&path), key.address)
+            }
+            FrameKind::Kernel => self.symbolizer.kernel(key.address),
+            _ => None,
+        };
+        match resolved {
+            Some(r) => {
+                let name = self.intern(&r.name, out);
+                let inlined = r.inlined.iter().map(|n| self.intern(n, out)).collect();
+                (name, inlined)
+            }
+            None => (StrId::NONE, Vec::new()),
+        }
+    }
+}

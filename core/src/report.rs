@@ -1,0 +1,116 @@
+//! `xpuprof report`: replays an archive through any sinks. The archive holds the exact record
+//! stream the live sinks received, so a replay reproduces their outputs byte for byte.
+
+use std::path::{Path, PathBuf};
+
+use xpuprof_sdk::PluginKind;
+
+use crate::config::FileConfig;
+use crate::host::{Registry, SearchPath};
+use crate::session::{self, SessionError};
+
+/// What `xpuprof report` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// The archive directory, or the output directory that contains it.
+    pub archive: PathBuf,
+    /// Sinks to replay into; empty = the sinks of the recorded session, except `archive`.
+    pub sinks: Vec<String>,
+    /// Output directory.
+    pub output_dir: PathBuf,
+    /// The config file, if any.
+    pub config: Option<FileConfig>,
+    /// Where plugins are looked for.
+    pub search: SearchPath,
+    /// Verbosity.
+    pub verbosity: u8,
+}
+
+/// What a replay produced.
+#[derive(Debug, Clone, Default)]
+pub struct ReportOutcome {
+    /// Records replayed.
+    pub records: u64,
+    /// Files written.
+    pub files: Vec<String>,
+    /// Corruption met (everything before it was replayed).
+    pub corruption: Option<String>,
+    /// Plugin failures.
+    pub plugin_failures: Vec<String>,
+}
+
+impl ReportOutcome {
+    /// 0 on a clean replay; 1 when the archive was damaged (what came before it is written);
+    /// 125 when a sink failed.
+    pub fn exit_code(&self) -> i32 {
+        if !self.plugin_failures.is_empty() {
+            125
+        } else if self.corruption.is_some() {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+/// Replays `opts.archive` through the chosen sinks.
+pub fn report(opts: &ReportOptions) -> Result<ReportOutcome, SessionError> {
+    let mut reader = xpuprof_archive::open(&opts.archive).map_err(|e| {
+        SessionError::Config(crate::config::ConfigError {
+            location: None,
+            message: format!("failed to open archive {}: {e}", opts.archive.display()),
+        })
+    })?;
+    let meta = reader.meta().clone();
+    let sinks: Vec<String> = if opts.sinks.is_empty() {
+        meta.sinks.iter().filter(|s| s.as_str() != "archive").cloned().collect()
+    } else {
+        opts.sinks.clone()
+    };
+    let reg = Registry::discover(&opts.search);
+    if let Some(file) = &opts.config {
+        file.check_known(PluginKind::Sink, &reg.names(PluginKind::Sink))?;
+    }
+    std::fs::create_dir_all(&opts.output_dir).map_err(|e| {
+        SessionError::Internal(format!(
+            "failed to create output directory {}: {e}",
+            opts.output_dir.display()
+        ))
+    })?;
+    let table = session::session_table(
+        &opts.output_dir,
+        &meta.command,
+        &meta.sources,
+        &sinks,
+        meta.start_time,
+        opts.verbosity,
+    );
+    let mut failures = Vec::new();
+    let mut instances = session::create_sinks(&reg, &sinks, opts.config.as_ref(), &table, &mut failures)?;
+    let mut alive = vec![true; instances.len()];
+    let stats = reader.replay(&mut |batch: &[u8]| {
+        for (s, ok) in instances.iter_mut().zip(alive.iter_mut()) {
+            if *ok {
+                if let Err(e) = s.consume(batch) {
+                    tracing::error!("plugin `{}` failed in consume: {e}", s.name());
+                    failures.push(format!("plugin `{}` failed in consume: {e}", s.name()));
+                    *ok = false;
+                }
+            }
+        }
+    });
+    let stats = stats
+        .map_err(|e| SessionError::Internal(format!("failed to replay {}: {e}", opts.archive.display())))?;
+    let files = session::finish_sinks(&mut instances, &alive, &mut failures);
+    Ok(ReportOutcome {
+        records: stats.records,
+        files,
+        corruption: stats.corruption.map(|e| e.to_string()),
+        plugin_failures: failures,
+    })
+}
+
+/// True when `path` looks like an archive or an output directory holding one.
+pub fn looks_like_archive(path: &Path) -> bool {
+    path.join("archive").is_dir() || path.is_dir()
+}

@@ -1,0 +1,424 @@
+//! A recording session: load plugins, prepare the target's environment, spawn it held, start
+//! the sources, run, stop the sources, finish the sinks, summarise.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use xpuprof_sdk::PluginKind;
+
+use crate::config::{self, ConfigError, FileConfig};
+use crate::host::{Instance, Registry, SearchPath, SourceBatch};
+use crate::pipeline::{Pipeline, PipelineStats};
+use crate::target::{self, SpawnError};
+use crate::{signals, summary};
+
+/// Everything a recording needs, already resolved from flags and the config file.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// The command and its arguments.
+    pub command: Vec<String>,
+    /// Source plugin names.
+    pub sources: Vec<String>,
+    /// Sink plugin names.
+    pub sinks: Vec<String>,
+    /// Output directory.
+    pub output_dir: PathBuf,
+    /// The config file, if any.
+    pub config: Option<FileConfig>,
+    /// Where plugins are looked for.
+    pub search: SearchPath,
+    /// 0 = warnings, 1 = info, 2 = debug.
+    pub verbosity: u8,
+    /// Show a status line on stderr (when it is a terminal).
+    pub status_line: bool,
+}
+
+/// Why a session could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// Bad configuration or plugin selection (exit code 2).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The command could not be started (exit code 126/127/125).
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// xpuprof itself failed (exit code 125).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl SessionError {
+    /// The exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Self::Config(_) => 2,
+            Self::Spawn(e) => e.exit_code(),
+            Self::Internal(_) => 125,
+        }
+    }
+}
+
+/// What a finished session reports.
+#[derive(Debug, Clone, Default)]
+pub struct SessionOutcome {
+    /// The target's exit code (128+N for signal N).
+    pub target_exit: i32,
+    /// Files written by the sinks.
+    pub files: Vec<String>,
+    /// Source names, in session order.
+    pub sources: Vec<String>,
+    /// Pipeline counters.
+    pub stats: PipelineStats,
+    /// Plugins that failed, with the message.
+    pub plugin_failures: Vec<String>,
+    /// Wall-clock duration.
+    pub elapsed: Duration,
+}
+
+impl SessionOutcome {
+    /// xpuprof's exit code: the target's, or 125 when it succeeded but a plugin failed.
+    pub fn exit_code(&self) -> i32 {
+        if self.target_exit == 0 && !self.plugin_failures.is_empty() {
+            125
+        } else {
+            self.target_exit
+        }
+    }
+}
+
+/// Resolves plugin names against the registry, with helpful errors.
+pub fn select<'r>(
+    reg: &'r Registry,
+    kind: PluginKind,
+    names: &[String],
+) -> Result<Vec<&'r crate::host::LoadedPlugin>, ConfigError> {
+    if names.is_empty() {
+        return Err(ConfigError {
+            location: None,
+            message: format!("no {} plugin given; name at least one with --{}", kind.as_str(), kind.as_str()),
+        });
+    }
+    let mut out = Vec::new();
+    for name in names {
+        if let Some(p) = reg.find(kind, name) {
+            out.push(p);
+            continue;
+        }
+        let message = match reg.failure_for(name) {
+            Some(f) => format!(
+                "{} `{name}` was found at {} but cannot be loaded: {}",
+                kind.as_str(),
+                f.path.display(),
+                f.reason
+            ),
+            None => {
+                let avail = reg.names(kind);
+                format!(
+                    "unknown {} `{name}`; available: {} (run `xpuprof plugins` to see every plugin found and why \
+                     some cannot load)",
+                    kind.as_str(),
+                    if avail.is_empty() { "none".to_owned() } else { avail.join(", ") }
+                )
+            }
+        };
+        return Err(ConfigError { location: None, message });
+    }
+    Ok(out)
+}
+
+/// Builds the `create` arguments of a plugin: its table and the session facts.
+pub fn create_args(table: toml::Table, session: &toml::Table) -> String {
+    let mut doc = toml::Table::new();
+    doc.insert("plugin".into(), toml::Value::Table(table));
+    doc.insert("session".into(), toml::Value::Table(session.clone()));
+    toml::to_string(&doc).unwrap_or_default()
+}
+
+/// The `[session]` table handed to every plugin.
+pub fn session_table(
+    out: &std::path::Path,
+    command: &[String],
+    sources: &[String],
+    sinks: &[String],
+    start: u64,
+    verbosity: u8,
+) -> toml::Table {
+    let list = |v: &[String]| toml::Value::Array(v.iter().map(|s| toml::Value::String(s.clone())).collect());
+    let mut t = toml::Table::new();
+    t.insert("output_dir".into(), toml::Value::String(out.display().to_string()));
+    t.insert("command".into(), list(command));
+    t.insert("sources".into(), list(sources));
+    t.insert("sinks".into(), list(sinks));
+    t.insert("start_time".into(), toml::Value::Integer(start as i64));
+    t.insert("verbosity".into(), toml::Value::Integer(i64::from(verbosity)));
+    t
+}
+
+/// Creates sink instances, reporting failures instead of stopping.
+pub fn create_sinks(
+    reg: &Registry,
+    names: &[String],
+    file: Option<&FileConfig>,
+    session: &toml::Table,
+    failures: &mut Vec<String>,
+) -> Result<Vec<Instance>, SessionError> {
+    let mut sinks = Vec::new();
+    for p in select(reg, PluginKind::Sink, names)? {
+        let table = config::plugin_table(file, PluginKind::Sink, &p.meta.name, &p.meta.keys)?;
+        match Instance::create(p, &create_args(table, session), 0, None) {
+            Ok(i) => sinks.push(i),
+            Err(e) => fail(failures, &p.meta.name, "create", &e),
+        }
+    }
+    Ok(sinks)
+}
+
+fn fail(failures: &mut Vec<String>, name: &str, what: &str, e: &str) {
+    let msg = format!("plugin `{name}` failed in {what}: {e}");
+    tracing::error!("{msg}; continuing without it");
+    failures.push(msg);
+}
+
+/// Runs a recording session.
+pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
+    let started = Instant::now();
+    let reg = Registry::discover(&opts.search);
+    for f in &reg.failures {
+        tracing::debug!("plugin file {} not usable: {}", f.path.display(), f.reason);
+    }
+    if let Some(file) = &opts.config {
+        file.check_known(PluginKind::Source, &reg.names(PluginKind::Source))?;
+        file.check_known(PluginKind::Sink, &reg.names(PluginKind::Sink))?;
+    }
+    let source_plugins = select(&reg, PluginKind::Source, &opts.sources)?;
+    let mut source_tables = Vec::new();
+    for p in &source_plugins {
+        source_tables.push(config::plugin_table(
+            opts.config.as_ref(),
+            PluginKind::Source,
+            &p.meta.name,
+            &p.meta.keys,
+        )?);
+    }
+    select(&reg, PluginKind::Sink, &opts.sinks)?;
+    let program = target::resolve(&opts.command[0])?;
+    std::fs::create_dir_all(&opts.output_dir).map_err(|e| {
+        SessionError::Internal(format!(
+            "failed to create output directory {}: {e}",
+            opts.output_dir.display()
+        ))
+    })?;
+    let start = xpuprof_sdk::clock::now_ns();
+    let session =
+        session_table(&opts.output_dir, &opts.command, &opts.sources, &opts.sinks, start, opts.verbosity);
+    let mut failures = Vec::new();
+    let sinks = create_sinks(&reg, &opts.sinks, opts.config.as_ref(), &session, &mut failures)?;
+
+    let (tx, rx) = mpsc::sync_channel::<SourceBatch>(1024);
+    let mut sources: Vec<Option<Instance>> = Vec::new();
+    for (i, (p, table)) in source_plugins.iter().zip(source_tables).enumerate() {
+        match Instance::create(p, &create_args(table, &session), i, Some(tx.clone())) {
+            Ok(inst) => sources.push(Some(inst)),
+            Err(e) => {
+                fail(&mut failures, &p.meta.name, "create", &e);
+                sources.push(None);
+            }
+        }
+    }
+    drop(tx);
+    let env = prepare_all(&mut sources, &mut failures);
+    let counters: Arc<Vec<AtomicU64>> = Arc::new((0..sources.len()).map(|_| AtomicU64::new(0)).collect());
+    let worker = spawn_pipeline(rx, sinks, sources.len(), Arc::clone(&counters));
+
+    signals::install();
+    target::become_subreaper();
+    let held = target::spawn_held(&program, &opts.command, &env)?;
+    signals::set_target(held.pid);
+    for s in sources.iter_mut() {
+        if let Some(inst) = s {
+            if let Err(e) = inst.start(held.pid) {
+                fail(&mut failures, inst.name(), "start", &e);
+                *s = None;
+            }
+        }
+    }
+    let pid = match held.release() {
+        Ok(pid) => pid,
+        Err(e) => {
+            stop_all(&mut sources, &mut failures);
+            drop(sources);
+            let _ = worker.join();
+            return Err(e.into());
+        }
+    };
+    let names: Vec<String> = opts.sources.clone();
+    let target_exit = wait_for_target(pid, opts.status_line, started, &names, &counters);
+    stop_all(&mut sources, &mut failures);
+    drop(sources);
+    let (stats, files, sink_failures) =
+        worker.join().map_err(|_| SessionError::Internal("the event pipeline thread panicked".into()))?;
+    failures.extend(sink_failures);
+    Ok(SessionOutcome {
+        target_exit,
+        files,
+        sources: names,
+        stats,
+        plugin_failures: failures,
+        elapsed: started.elapsed(),
+    })
+}
+
+fn prepare_all(sources: &mut [Option<Instance>], failures: &mut Vec<String>) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    for s in sources.iter_mut() {
+        let Some(inst) = s else { continue };
+        match inst.prepare() {
+            Ok(vars) => {
+                for (k, v) in vars {
+                    if let Some(old) = env.iter_mut().find(|(ek, _)| *ek == k) {
+                        tracing::warn!("{}: overrides {k}={} with {v}", inst.name(), old.1);
+                        old.1 = v;
+                    } else {
+                        env.push((k, v));
+                    }
+                }
+            }
+            Err(e) => {
+                fail(failures, inst.name(), "prepare", &e);
+                *s = None;
+            }
+        }
+    }
+    env
+}
+
+fn stop_all(sources: &mut [Option<Instance>], failures: &mut Vec<String>) {
+    for s in sources.iter_mut().flatten() {
+        if let Err(e) = s.stop() {
+            fail(failures, s.name(), "stop", &e);
+        }
+        s.disconnect();
+    }
+}
+
+type WorkerResult = (PipelineStats, Vec<String>, Vec<String>);
+
+/// Runs the pipeline and the sinks on their own thread until every source is gone.
+fn spawn_pipeline(
+    rx: Receiver<SourceBatch>,
+    mut sinks: Vec<Instance>,
+    n_sources: usize,
+    counters: Arc<Vec<AtomicU64>>,
+) -> std::thread::JoinHandle<WorkerResult> {
+    std::thread::Builder::new()
+        .name("xpuprof-pipeline".into())
+        .spawn(move || {
+            let mut pipeline = Pipeline::new(n_sources, true);
+            let mut failures = Vec::new();
+            let mut alive: Vec<bool> = vec![true; sinks.len()];
+            let mut deliver = |batch: &[u8]| deliver(&mut sinks, &mut alive, &mut failures, batch);
+            loop {
+                match rx.recv_timeout(Duration::from_millis(200)) {
+                    Ok(b) => {
+                        pipeline.push(b.source, &b.bytes, &mut deliver);
+                        if let Some(c) = counters.get(b.source) {
+                            c.store(pipeline.stats().records_per_source[b.source], Ordering::Relaxed);
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => pipeline.tick(&mut deliver),
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            }
+            pipeline.finish(&mut deliver);
+            let files = finish_sinks(&mut sinks, &alive, &mut failures);
+            (pipeline.stats(), files, failures)
+        })
+        .expect("failed to spawn the pipeline thread")
+}
+
+fn deliver(sinks: &mut [Instance], alive: &mut [bool], failures: &mut Vec<String>, batch: &[u8]) {
+    for (s, ok) in sinks.iter_mut().zip(alive.iter_mut()) {
+        if *ok {
+            if let Err(e) = s.consume(batch) {
+                fail(failures, s.name(), "consume", &e);
+                *ok = false;
+            }
+        }
+    }
+}
+
+/// Finishes every live sink and collects the files they wrote.
+pub fn finish_sinks(sinks: &mut [Instance], alive: &[bool], failures: &mut Vec<String>) -> Vec<String> {
+    let mut files = Vec::new();
+    for (s, ok) in sinks.iter_mut().zip(alive) {
+        if !ok {
+            continue;
+        }
+        match s.finish() {
+            Ok(f) => files.extend(f),
+            Err(e) => fail(failures, s.name(), "finish", &e),
+        }
+    }
+    files
+}
+
+/// Waits for the target and then for any descendants it left behind; returns the target's
+/// exit code.
+fn wait_for_target(
+    pid: u32,
+    status_line: bool,
+    started: Instant,
+    names: &[String],
+    counters: &[AtomicU64],
+) -> i32 {
+    let tty = status_line && std::io::stderr().is_terminal();
+    let mut target_exit = None;
+    let mut last_status = Instant::now();
+    let mut signals_at_exit = 0;
+    let mut exited_at = Instant::now();
+    let mut warned = false;
+    loop {
+        let mut status = 0;
+        // SAFETY: reaping any of our children (the target and orphans we are subreaper of).
+        let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if r == pid as i32 {
+            target_exit = Some(target::exit_code_of(status));
+            signals_at_exit = signals::received();
+            exited_at = Instant::now();
+            continue;
+        }
+        if r > 0 {
+            continue;
+        }
+        if r < 0 {
+            break; // ECHILD: nobody left.
+        }
+        if target_exit.is_some() {
+            if signals::received() > signals_at_exit {
+                tracing::warn!("not waiting for the target's remaining child processes");
+                break;
+            }
+            if !warned && exited_at.elapsed() > Duration::from_secs(2) {
+                eprintln!(
+                    "xpuprof: the target exited; waiting for its child processes (Ctrl+C to stop waiting)"
+                );
+                warned = true;
+            }
+        }
+        if tty && last_status.elapsed() > Duration::from_millis(500) {
+            summary::status_line(started.elapsed(), names, counters);
+            last_status = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if tty {
+        eprint!("\r\x1b[K");
+        let _ = std::io::stderr().flush();
+    }
+    target_exit.unwrap_or(125)
+}

@@ -1,0 +1,80 @@
+//! What xpuprof tells the user on stderr: a status line while recording, a short summary at the
+//! end (files written, events per source, correlation, losses).
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::session::SessionOutcome;
+
+/// `1234`, `12.3k`, `4.5M`.
+pub fn human(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=9_999_999 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+/// Rewrites the status line in place.
+pub fn status_line(elapsed: Duration, names: &[String], counters: &[AtomicU64]) {
+    let mut line = format!("xpuprof: recording {:.1}s", elapsed.as_secs_f64());
+    for (n, c) in names.iter().zip(counters) {
+        line.push_str(&format!(" | {n}: {} records", human(c.load(Ordering::Relaxed))));
+    }
+    let mut e = std::io::stderr();
+    let _ = write!(e, "\r\x1b[K{line}");
+    let _ = e.flush();
+}
+
+/// Prints the end-of-session summary.
+pub fn print(o: &SessionOutcome) {
+    let mut lines = Vec::new();
+    lines.push(format!(
+        "xpuprof: target exited with code {} after {:.2}s",
+        o.target_exit,
+        o.elapsed.as_secs_f64()
+    ));
+    let per: Vec<String> = o
+        .sources
+        .iter()
+        .zip(&o.stats.records_per_source)
+        .map(|(n, c)| format!("{n}: {}", human(*c)))
+        .collect();
+    if !per.is_empty() {
+        lines.push(format!("  records: {}", per.join(", ")));
+    }
+    let c = &o.stats.correlation;
+    if c.device_ops > 0 || c.launch_sites > 0 {
+        lines.push(format!(
+            "  device ops: {} ({} with launch stack, {} with API call only, {} unmatched, {} without correlation id)",
+            human(c.device_ops),
+            human(c.joined_with_stack),
+            human(c.joined_api_only),
+            human(c.unmatched),
+            human(c.uncorrelated)
+        ));
+    }
+    if c.uncorrelated_launch_sites > 0 {
+        lines.push(format!(
+            "  launch stacks without correlation id (plain uprobes): {}",
+            human(c.uncorrelated_launch_sites)
+        ));
+    }
+    if o.stats.losses.is_empty() {
+        lines.push("  losses: none".to_owned());
+    } else {
+        let l: Vec<String> = o.stats.losses.iter().map(|(k, v)| format!("{k}: {}", human(*v))).collect();
+        lines.push(format!("  losses: {}", l.join(", ")));
+    }
+    if o.stats.dangling > 0 {
+        lines.push(format!("  references to undefined ids (a source bug): {}", o.stats.dangling));
+    }
+    for f in &o.files {
+        lines.push(format!("  wrote {f}"));
+    }
+    for f in &o.plugin_failures {
+        lines.push(format!("  FAILED: {f}"));
+    }
+    eprintln!("{}", lines.join("\n"));
+}
