@@ -1,0 +1,180 @@
+//! The agent's settings, read from the environment the host plugin prepared.
+//!
+//! - `XPUPROF_CUPTI_SOCKET`: Unix socket path of the host plugin.
+//! - `XPUPROF_CUPTI_DUMP`: a directory; the stream is also written to `<dir>/cupti-<pid>.bin`
+//!   (how fixtures are captured; works without a host).
+//! - `XPUPROF_CUPTI_OPTS`: comma-separated `key=value` (see [`Config::parse_opts`]).
+
+/// Which API records CUPTI writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiMode {
+    /// Only launch-class calls.
+    Launches,
+    /// Every runtime and driver call (costly: about a microsecond per call).
+    All,
+    /// None.
+    Off,
+}
+
+/// Where launch stacks come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StackMode {
+    /// The agent walks the stack itself.
+    Agent,
+    /// Only the trampoline is called; the eBPF source captures the stack.
+    Ebpf,
+    /// Both.
+    Both,
+    /// No launch sites.
+    Off,
+}
+
+/// Agent settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Host socket.
+    pub socket: Option<String>,
+    /// Dump directory.
+    pub dump_dir: Option<String>,
+    /// Kernel records.
+    pub kernels: bool,
+    /// Memcpy records.
+    pub memcpy: bool,
+    /// Memset records.
+    pub memset: bool,
+    /// Synchronization records.
+    pub sync: bool,
+    /// Memory allocation/free records.
+    pub memory: bool,
+    /// NVTX markers and ranges.
+    pub nvtx: bool,
+    /// Device and context records.
+    pub devices: bool,
+    /// CUPTI overhead records.
+    pub overhead: bool,
+    /// API records.
+    pub api: ApiMode,
+    /// Launch stacks.
+    pub stacks: StackMode,
+    /// Most frames per stack.
+    pub max_depth: usize,
+    /// Size of one CUPTI activity buffer.
+    pub buffer_bytes: usize,
+    /// Print a summary line to stderr at exit.
+    pub verbose: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            socket: None,
+            dump_dir: None,
+            kernels: true,
+            memcpy: true,
+            memset: true,
+            sync: true,
+            memory: true,
+            nvtx: true,
+            devices: true,
+            overhead: true,
+            api: ApiMode::Launches,
+            stacks: StackMode::Agent,
+            max_depth: 64,
+            buffer_bytes: 8 << 20,
+            verbose: false,
+        }
+    }
+}
+
+impl Config {
+    /// Reads the environment.
+    pub fn from_env() -> Result<Self, String> {
+        let mut c = Self {
+            socket: std::env::var("XPUPROF_CUPTI_SOCKET").ok().filter(|s| !s.is_empty()),
+            dump_dir: std::env::var("XPUPROF_CUPTI_DUMP").ok().filter(|s| !s.is_empty()),
+            ..Self::default()
+        };
+        if let Ok(opts) = std::env::var("XPUPROF_CUPTI_OPTS") {
+            c.parse_opts(&opts)?;
+        }
+        Ok(c)
+    }
+
+    /// Applies `key=value,...`: booleans `kernels memcpy memset sync memory nvtx devices
+    /// overhead verbose` (0/1), `api=launches|all|off`, `stacks=agent|ebpf|both|off`,
+    /// `depth=N`, `buffer_kib=N`.
+    pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
+        for item in opts.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, v) = item.split_once('=').ok_or_else(|| format!("option `{item}` is not key=value"))?;
+            let flag = || match v {
+                "1" | "true" => Ok(true),
+                "0" | "false" => Ok(false),
+                _ => Err(format!("option `{k}` must be 0 or 1, got `{v}`")),
+            };
+            match k {
+                "kernels" => self.kernels = flag()?,
+                "memcpy" => self.memcpy = flag()?,
+                "memset" => self.memset = flag()?,
+                "sync" => self.sync = flag()?,
+                "memory" => self.memory = flag()?,
+                "nvtx" => self.nvtx = flag()?,
+                "devices" => self.devices = flag()?,
+                "overhead" => self.overhead = flag()?,
+                "verbose" => self.verbose = flag()?,
+                "api" => {
+                    self.api = match v {
+                        "launches" => ApiMode::Launches,
+                        "all" => ApiMode::All,
+                        "off" => ApiMode::Off,
+                        _ => return Err(format!("option api must be launches, all or off, got `{v}`")),
+                    }
+                }
+                "stacks" => {
+                    self.stacks = match v {
+                        "agent" => StackMode::Agent,
+                        "ebpf" => StackMode::Ebpf,
+                        "both" => StackMode::Both,
+                        "off" => StackMode::Off,
+                        _ => return Err(format!("option stacks must be agent, ebpf, both or off, got `{v}`")),
+                    }
+                }
+                "depth" => self.max_depth = v.parse().map_err(|_| format!("option depth: bad number `{v}`"))?,
+                "buffer_kib" => {
+                    let kib: usize = v.parse().map_err(|_| format!("option buffer_kib: bad number `{v}`"))?;
+                    self.buffer_bytes = kib.clamp(64, 1 << 20) * 1024;
+                }
+                _ => return Err(format!("unknown option `{k}`")),
+            }
+        }
+        self.max_depth = self.max_depth.clamp(1, 255);
+        Ok(())
+    }
+
+    /// True when the agent itself walks launch stacks.
+    pub fn agent_stacks(&self) -> bool {
+        matches!(self.stacks, StackMode::Agent | StackMode::Both)
+    }
+
+    /// True when the trampoline is called at launches.
+    pub fn trampoline(&self) -> bool {
+        matches!(self.stacks, StackMode::Ebpf | StackMode::Both)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_options() {
+        let mut c = Config::default();
+        c.parse_opts("api=all,stacks=both,nvtx=0,depth=300,buffer_kib=1024").unwrap();
+        assert_eq!(c.api, ApiMode::All);
+        assert_eq!(c.stacks, StackMode::Both);
+        assert!(!c.nvtx);
+        assert_eq!(c.max_depth, 255);
+        assert_eq!(c.buffer_bytes, 1 << 20);
+        assert!(c.parse_opts("api=some").unwrap_err().contains("api"));
+        assert!(c.parse_opts("bogus=1").unwrap_err().contains("unknown option"));
+    }
+}

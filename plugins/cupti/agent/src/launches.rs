@@ -1,0 +1,161 @@
+//! Launch sites, recorded on application threads at the entry of launch-class APIs.
+//!
+//! Per launch the calling thread reads the clock, walks its stack into a fixed array, hashes
+//! it, and appends a 32-byte entry to its own buffer (plus the stack itself the first time this
+//! thread sees it). Buffers are drained by the buffer-completion thread right before it queues
+//! activity records, so every launch site reaches the host before the device work it caused,
+//! and by the sender thread every 100 ms.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::{unwind, wire};
+
+/// Stacks are already hashed: use the hash as is.
+#[derive(Default)]
+struct Identity(u64);
+
+impl Hasher for Identity {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only u64 keys")
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type StackSet = HashSet<u64, BuildHasherDefault<Identity>>;
+
+/// A thread's launch buffer, shared with the drainers.
+#[derive(Debug)]
+struct Shared {
+    tid: u32,
+    bytes: Vec<u8>,
+}
+
+/// Per-thread state.
+struct Local {
+    shared: Arc<Mutex<Shared>>,
+    seen: StackSet,
+    lo: usize,
+    hi: usize,
+    /// Launch-class calls active on this thread (an inner driver call inside a runtime call).
+    depth: u32,
+    last_stack: u64,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+}
+
+/// Every thread's buffer.
+#[derive(Debug, Default)]
+pub struct Registry {
+    threads: Mutex<Vec<Arc<Mutex<Shared>>>>,
+    /// Launch entries recorded.
+    pub launches: AtomicU64,
+    /// Distinct stacks sent (per thread).
+    pub stacks: AtomicU64,
+}
+
+const MAX_FRAMES: usize = 256;
+
+impl Registry {
+    fn local(&self) -> Local {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
+        let shared = Arc::new(Mutex::new(Shared { tid, bytes: Vec::with_capacity(64 * 1024) }));
+        if let Ok(mut t) = self.threads.lock() {
+            t.push(shared.clone());
+        }
+        let (lo, hi) = unwind::thread_stack_bounds();
+        Local { shared, seen: StackSet::default(), lo, hi, depth: 0, last_stack: 0 }
+    }
+
+    /// API entry. `fp`/`sp` are the registers at the callback's entry. Returns true when this is
+    /// the outermost launch-class call on the thread (the one that gets a stack).
+    pub fn enter(&self, agent: &crate::Agent, domain: u8, cbid: u32, correlation: u32, fp: usize, sp: usize) -> bool {
+        let time = xpuprof_sdk::clock::now_ns();
+        LOCAL.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            let l = cell.get_or_insert_with(|| self.local());
+            let nested = l.depth > 0;
+            l.depth += 1;
+            let mut stack = if nested { l.last_stack } else { 0 };
+            let Ok(mut sh) = l.shared.lock() else { return !nested };
+            if !nested && agent.config.agent_stacks() {
+                let mut frames = [0u64; MAX_FRAMES];
+                let depth = agent.config.max_depth.min(MAX_FRAMES);
+                let n = unwind::walk(fp, l.lo.max(sp), l.hi, &mut frames[..depth]);
+                stack = unwind::hash(&frames[..n]);
+                if l.seen.len() > 1 << 16 {
+                    l.seen.clear();
+                }
+                if l.seen.insert(stack) {
+                    agent.known.check(&frames[..n]);
+                    put_stack(&mut sh.bytes, stack, &frames[..n]);
+                    self.stacks.fetch_add(1, Ordering::Relaxed);
+                }
+                l.last_stack = stack;
+            }
+            put_launch(&mut sh.bytes, domain, cbid, correlation, time, stack, nested);
+            self.launches.fetch_add(1, Ordering::Relaxed);
+            !nested
+        })
+    }
+
+    /// API exit.
+    pub fn exit(&self) {
+        LOCAL.with(|cell| {
+            if let Some(l) = cell.borrow_mut().as_mut() {
+                l.depth = l.depth.saturating_sub(1);
+            }
+        });
+    }
+
+    /// Takes every thread's pending entries as `MSG_LAUNCHES` messages appended to `out`.
+    pub fn drain(&self, out: &mut Vec<u8>) {
+        let Ok(mut threads) = self.threads.lock() else { return };
+        threads.retain(|t| {
+            if let Ok(mut sh) = t.lock() {
+                if !sh.bytes.is_empty() {
+                    let at = wire::begin_message(out, wire::MSG_LAUNCHES);
+                    out.extend_from_slice(&sh.tid.to_le_bytes());
+                    out.extend_from_slice(&0u32.to_le_bytes());
+                    out.extend_from_slice(&sh.bytes);
+                    wire::end_message(out, at);
+                    sh.bytes.clear();
+                }
+            }
+            // Keep live threads; a finished thread's buffer is dropped once drained.
+            Arc::strong_count(t) > 1
+        });
+    }
+}
+
+fn put_stack(b: &mut Vec<u8>, hash: u64, frames: &[u64]) {
+    b.extend_from_slice(&[wire::ENTRY_STACK, frames.len() as u8, 0, 0, 0, 0, 0, 0]);
+    b.extend_from_slice(&hash.to_le_bytes());
+    for f in frames {
+        b.extend_from_slice(&f.to_le_bytes());
+    }
+}
+
+fn put_launch(b: &mut Vec<u8>, domain: u8, cbid: u32, corr: u32, time: u64, stack: u64, nested: bool) {
+    let flags = if nested { wire::LAUNCH_NESTED } else { 0 };
+    let mut e = [0u8; wire::LAUNCH_ENTRY_BYTES];
+    e[0] = wire::ENTRY_LAUNCH;
+    e[1] = domain;
+    e[2..4].copy_from_slice(&flags.to_le_bytes());
+    e[4..8].copy_from_slice(&cbid.to_le_bytes());
+    e[8..12].copy_from_slice(&corr.to_le_bytes());
+    e[16..24].copy_from_slice(&time.to_le_bytes());
+    e[24..32].copy_from_slice(&stack.to_le_bytes());
+    b.extend_from_slice(&e);
+}

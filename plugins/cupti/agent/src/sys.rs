@@ -1,0 +1,262 @@
+//! The one place the agent calls CUPTI: the loaded function table and [`check`], which turns
+//! every `CUptiResult` into a `Result`.
+
+use std::ffi::CStr;
+
+pub use cupti_sys as ffi;
+use cupti_sys::{CUptiResult, Cupti};
+
+/// A failed CUPTI call: which call, its result code and CUPTI's text for it.
+#[derive(Debug, Clone)]
+pub struct CuptiError {
+    /// The call.
+    pub call: &'static str,
+    /// The `CUptiResult`.
+    pub code: u32,
+    /// CUPTI's description.
+    pub text: String,
+}
+
+impl std::fmt::Display for CuptiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed: {} (CUPTI error {})", self.call, self.text, self.code)?;
+        if let Some(hint) = hint(self.code) {
+            write!(f, "; {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A hint for the result codes whose fix is known.
+fn hint(code: u32) -> Option<&'static str> {
+    use cupti_sys::CUptiResult::{
+        CUPTI_ERROR_CUDA_COMPILER_NOT_COMPATIBLE, CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, CUPTI_ERROR_INVALID_DEVICE,
+        CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_ERROR_NOT_COMPATIBLE,
+    };
+    Some(match code {
+        CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => {
+            "another CUPTI client is already subscribed in this process (torch.profiler, Nsight Systems, \
+             another injection); stop it or run without the cupti source"
+        }
+        CUPTI_ERROR_INVALID_DEVICE => "no usable NVIDIA GPU is visible to this process",
+        CUPTI_ERROR_CUDA_COMPILER_NOT_COMPATIBLE | CUPTI_ERROR_NOT_COMPATIBLE => {
+            "the CUPTI library does not match the CUDA driver; install a CUPTI matching the CUDA runtime"
+        }
+        CUPTI_ERROR_INSUFFICIENT_PRIVILEGES => "profiling is restricted to admin users (NVreg_RestrictProfilingToAdminUsers)",
+        _ => return None,
+    })
+}
+
+/// CUPTI's NVTX injection entry point.
+type NvtxInit = unsafe extern "C" fn(*const std::os::raw::c_void) -> std::os::raw::c_int;
+
+/// The loaded CUPTI library.
+pub struct Lib {
+    /// Function table.
+    pub api: Cupti,
+    /// Where it was loaded from.
+    pub path: String,
+    nvtx: Option<NvtxInit>,
+    _lib: libloading::Library,
+}
+
+impl std::fmt::Debug for Lib {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lib").field("path", &self.path).finish()
+    }
+}
+
+impl Lib {
+    /// Loads libcupti from `path`.
+    ///
+    /// # Safety
+    /// Loading a library runs its initialisers; `path` must be a CUPTI library.
+    pub unsafe fn load(path: &str) -> Result<Self, String> {
+        // SAFETY: the caller guarantees `path` names a CUPTI library, whose initialisers are
+        // safe to run in a CUDA process.
+        let api = unsafe { Cupti::new(path) }.map_err(|e| format!("failed to load {path}: {e}"))?;
+        // SAFETY: as above; loading the same file again only takes another reference.
+        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("failed to load {path}: {e}"))?;
+        // SAFETY: CUPTI exports `InitializeInjectionNvtx2` with the `NvtxInit` signature.
+        let nvtx = unsafe { lib.get::<NvtxInit>(b"InitializeInjectionNvtx2\0") }.ok().map(|s| *s);
+        Ok(Self { api, path: path.to_owned(), nvtx, _lib: lib })
+    }
+
+    /// Hands NVTX's export table to CUPTI's NVTX handler; 0 when CUPTI has none.
+    ///
+    /// # Safety
+    /// `get_export_table` must be the function NVTX passes to `InitializeInjectionNvtx2`.
+    pub unsafe fn forward_nvtx(&self, get_export_table: *const std::os::raw::c_void) -> std::os::raw::c_int {
+        match self.nvtx {
+            // SAFETY: forwarded unchanged from NVTX, as the caller guarantees.
+            Some(f) => unsafe { f(get_export_table) },
+            None => 0,
+        }
+    }
+
+    /// Turns a `CUptiResult` into a `Result`, naming the call.
+    pub fn check(&self, call: &'static str, code: CUptiResult::Type) -> Result<(), CuptiError> {
+        if code == CUptiResult::CUPTI_SUCCESS {
+            return Ok(());
+        }
+        let mut text: *const std::os::raw::c_char = std::ptr::null();
+        let text = match &self.api.cuptiGetResultString {
+            // SAFETY: cuptiGetResultString writes a pointer to a static string into `text`.
+            Ok(f) => match unsafe { f(code, &mut text) } {
+                0 if !text.is_null() => {
+                    // SAFETY: CUPTI returned a valid, static, NUL-terminated string.
+                    unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+                }
+                _ => "unknown error".to_owned(),
+            },
+            Err(_) => "unknown error".to_owned(),
+        };
+        Err(CuptiError { call, code, text })
+    }
+}
+
+/// A C string pointer from CUPTI as text, or `""` for null.
+///
+/// # Safety
+/// `p` must be null or point to a NUL-terminated string that lives for the call.
+pub unsafe fn c_str<'a>(p: *const std::os::raw::c_char) -> &'a [u8] {
+    if p.is_null() {
+        return b"";
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { CStr::from_ptr(p) }.to_bytes()
+}
+
+/// Activity buffer callbacks.
+pub type RequestFn = unsafe extern "C" fn(*mut *mut u8, *mut usize, *mut usize);
+/// Activity buffer completion callback.
+pub type CompleteFn = unsafe extern "C" fn(ffi::CUcontext, u32, *mut u8, usize, usize);
+/// API callback.
+pub type CallbackFn = unsafe extern "C" fn(*mut std::os::raw::c_void, u32, u32, *const std::os::raw::c_void);
+/// Timestamp callback.
+pub type TimestampFn = unsafe extern "C" fn() -> u64;
+
+macro_rules! call {
+    ($self:ident, $name:ident ( $($arg:expr),* )) => {{
+        match &$self.api.$name {
+            // SAFETY: every argument is valid for the call as documented in the CUPTI headers
+            // (checked by each wrapper below), and the function pointer comes from libcupti.
+            Ok(f) => $self.check(stringify!($name), unsafe { f($($arg),*) }),
+            Err(_) => Err(CuptiError {
+                call: stringify!($name),
+                code: CUptiResult::CUPTI_ERROR_NOT_SUPPORTED,
+                text: format!("{} is missing from {}", stringify!($name), $self.path),
+            }),
+        }
+    }};
+}
+
+impl Lib {
+    /// `cuptiGetVersion`.
+    pub fn version(&self) -> Result<u32, CuptiError> {
+        let mut v = 0u32;
+        call!(self, cuptiGetVersion(&mut v))?;
+        Ok(v)
+    }
+
+    /// `cuptiSubscribe` with `cb` and no user data.
+    pub fn subscribe(&self, cb: CallbackFn) -> Result<ffi::CUpti_SubscriberHandle, CuptiError> {
+        let mut h: ffi::CUpti_SubscriberHandle = std::ptr::null_mut();
+        call!(self, cuptiSubscribe(&mut h, Some(cb), std::ptr::null_mut()))?;
+        Ok(h)
+    }
+
+    /// `cuptiUnsubscribe`.
+    pub fn unsubscribe(&self, h: ffi::CUpti_SubscriberHandle) -> Result<(), CuptiError> {
+        call!(self, cuptiUnsubscribe(h))
+    }
+
+    /// `cuptiEnableCallback(1, h, domain, cbid)`.
+    pub fn enable_callback(&self, h: ffi::CUpti_SubscriberHandle, domain: u32, cbid: u32) -> Result<(), CuptiError> {
+        call!(self, cuptiEnableCallback(1, h, domain, cbid))
+    }
+
+    /// `cuptiActivityEnable`.
+    pub fn activity_enable(&self, kind: u32) -> Result<(), CuptiError> {
+        call!(self, cuptiActivityEnable(kind))
+    }
+
+    /// `cuptiActivityEnableRuntimeApi(cbid, 1)`.
+    pub fn enable_runtime_api(&self, cbid: u32) -> Result<(), CuptiError> {
+        call!(self, cuptiActivityEnableRuntimeApi(cbid, 1))
+    }
+
+    /// `cuptiActivityEnableDriverApi(cbid, 1)`.
+    pub fn enable_driver_api(&self, cbid: u32) -> Result<(), CuptiError> {
+        call!(self, cuptiActivityEnableDriverApi(cbid, 1))
+    }
+
+    /// `cuptiActivityRegisterCallbacks`.
+    pub fn register_buffers(&self, req: RequestFn, done: CompleteFn) -> Result<(), CuptiError> {
+        call!(self, cuptiActivityRegisterCallbacks(Some(req), Some(done)))
+    }
+
+    /// `cuptiActivityRegisterTimestampCallback`.
+    pub fn register_timestamp(&self, ts: TimestampFn) -> Result<(), CuptiError> {
+        call!(self, cuptiActivityRegisterTimestampCallback(Some(ts)))
+    }
+
+    /// `cuptiActivitySetAttribute` for a `size_t` attribute.
+    pub fn set_size_attribute(&self, attr: u32, value: usize) -> Result<(), CuptiError> {
+        let mut v = value;
+        let mut size = std::mem::size_of::<usize>();
+        call!(self, cuptiActivitySetAttribute(attr, &mut size, (&mut v as *mut usize).cast()))
+    }
+
+    /// `cuptiActivityFlushAll(flag)`.
+    pub fn flush_all(&self, flag: u32) -> Result<(), CuptiError> {
+        call!(self, cuptiActivityFlushAll(flag))
+    }
+
+    /// `cuptiActivityGetNumDroppedRecords(ctx, stream)`.
+    pub fn dropped(&self, ctx: ffi::CUcontext, stream: u32) -> Result<usize, CuptiError> {
+        let mut n = 0usize;
+        call!(self, cuptiActivityGetNumDroppedRecords(ctx, stream, &mut n))?;
+        Ok(n)
+    }
+
+    /// `cuptiGetTimestamp`.
+    pub fn timestamp(&self) -> Result<u64, CuptiError> {
+        let mut t = 0u64;
+        call!(self, cuptiGetTimestamp(&mut t))?;
+        Ok(t)
+    }
+
+    /// `cuptiGetCallbackName`: the API function's name.
+    pub fn callback_name(&self, domain: u32, cbid: u32) -> Option<String> {
+        let mut name: *const std::os::raw::c_char = std::ptr::null();
+        call!(self, cuptiGetCallbackName(domain, cbid, &mut name)).ok()?;
+        // SAFETY: CUPTI returned a static NUL-terminated string (or null).
+        Some(String::from_utf8_lossy(unsafe { c_str(name) }).into_owned())
+    }
+
+    /// Walks the records of a completed buffer: calls `f(record)` for each, with the record's
+    /// bytes (its size is the distance to the next record, or to the end of the valid data).
+    ///
+    /// # Safety
+    /// `buf` must be a buffer CUPTI completed, with `valid` bytes of records.
+    pub unsafe fn for_each_record(&self, buf: *mut u8, valid: usize, mut f: impl FnMut(&[u8])) {
+        let Ok(next) = &self.api.cuptiActivityGetNextRecord else { return };
+        let mut rec: *mut ffi::CUpti_Activity = std::ptr::null_mut();
+        let mut prev: Option<usize> = None;
+        loop {
+            // SAFETY: `buf`/`valid` describe a completed buffer (caller), `rec` is CUPTI's cursor.
+            let r = unsafe { next(buf, valid, &mut rec) };
+            let at = if r == CUptiResult::CUPTI_SUCCESS { Some(rec as usize - buf as usize) } else { None };
+            if let Some(p) = prev {
+                let end = at.unwrap_or(valid).min(valid);
+                // SAFETY: `p..end` lies inside the valid part of the buffer.
+                f(unsafe { std::slice::from_raw_parts(buf.add(p), end - p) });
+            }
+            match at {
+                Some(a) => prev = Some(a),
+                None => break,
+            }
+        }
+    }
+}
