@@ -98,7 +98,7 @@ mod tests {
         let mut out = [0u64; 8];
         let n = walk(at(0), base, base + 16 * 8, &mut out);
         assert_eq!(&out[..n], &[0x40_1000, 0x40_2000, 0x40_3000]);
-        let n = walk(at(0), base, at(6), &mut out);
+        let n = walk(at(0), base, at(5), &mut out);
         assert_eq!(n, 1, "a frame past the stack top is not read");
         assert_eq!(walk(at(0) + 3, base, base + 128, &mut out), 0, "misaligned frame pointer");
     }
