@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use clap::{Args, Parser, Subcommand};
 use xpuprof_core::config::FileConfig;
 use xpuprof_core::host::{Registry, SearchPath};
@@ -24,7 +24,6 @@ const EXIT_USAGE: u8 = 2;
     name = "xpuprof",
     version,
     about = "GPU time under the exact CPU stacks that launched it, next to where the CPU spent its own time",
-    args_conflicts_with_subcommands = true,
     after_help = "Examples:\n  xpuprof --source ebpf,cupti --sink folded,chrome -- python train.py\n  xpuprof report xpuprof-out --sink chrome\n  xpuprof plugins\n  xpuprof doctor"
 )]
 struct Cli {
@@ -144,36 +143,41 @@ fn check_list(flag: &str, v: &Option<Vec<String>>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Usage and config errors carry this marker so `main` maps them to exit code 2.
+/// A usage or config error: `main` maps it to exit code 2.
 #[derive(Debug)]
-struct Usage;
+struct Usage(String);
+
 impl std::fmt::Display for Usage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("usage")
+        f.write_str(&self.0)
     }
 }
+
 impl std::error::Error for Usage {}
 
+/// Turns any error into a usage error (exit code 2).
+fn usage(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::Error::new(Usage(format!("{e:#}")))
+}
+
 fn record(args: RecordArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
-    check_list("source", &args.sources).context(Usage)?;
-    check_list("sink", &args.sinks).context(Usage)?;
+    check_list("source", &args.sources).map_err(usage)?;
+    check_list("sink", &args.sinks).map_err(usage)?;
     if args.command.is_empty() {
-        return Err(anyhow::anyhow!(
-            "no command given: xpuprof [record] [--source ...] [--sink ...] -- <command> [args]"
-        ))
-        .context(Usage);
+        return Err(usage(
+            "no command given: xpuprof [record] [--source ...] [--sink ...] -- <command> [args]",
+        ));
     }
-    let cfg = load_config(global).context(Usage)?;
+    let cfg = load_config(global).map_err(usage)?;
     let search = search_path(global, cfg.as_ref());
     let sources = match args.sources.or_else(|| cfg.as_ref().and_then(|c| c.sources.clone())) {
         Some(s) => s,
         None => {
             let d = doctor::default_sources(&Registry::discover(&search));
             if d.is_empty() {
-                return Err(anyhow::anyhow!(
-                    "no usable source found for this machine; name one with --source (see `xpuprof doctor`)"
-                ))
-                .context(Usage);
+                return Err(usage(
+                    "no usable source found for this machine; name one with --source (see `xpuprof doctor`)",
+                ));
             }
             d
         }
@@ -214,8 +218,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         None => record(cli.record, &global),
         Some(Command::Record(args)) => record(args, &global),
         Some(Command::Report { archive, sinks, output }) => {
-            check_list("sink", &sinks).context(Usage)?;
-            let cfg = load_config(&global).context(Usage)?;
+            check_list("sink", &sinks).map_err(usage)?;
+            let cfg = load_config(&global).map_err(usage)?;
             let search = search_path(&global, cfg.as_ref());
             let base = if archive.file_name().is_some_and(|n| n == "archive") {
                 archive.parent().map(PathBuf::from).unwrap_or_default()
@@ -226,29 +230,27 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             bail!("xpuprof report is not available in this build yet")
         }
         Some(Command::Plugins) => {
-            let cfg = load_config(&global).context(Usage)?;
+            let cfg = load_config(&global).map_err(usage)?;
             let reg = Registry::discover(&search_path(&global, cfg.as_ref()));
             print!("{}", doctor::plugins_report(&reg));
             Ok(0)
         }
         Some(Command::Doctor) => {
-            let cfg = load_config(&global).context(Usage)?;
+            let cfg = load_config(&global).map_err(usage)?;
             let reg = Registry::discover(&search_path(&global, cfg.as_ref()));
             print!("{}", doctor::doctor_report(&reg));
             Ok(0)
         }
         Some(Command::Diff { base, current, threshold, metric, format }) => {
-            let cfg = load_config(&global).context(Usage)?;
+            let cfg = load_config(&global).map_err(usage)?;
             let cfg_str = |k: &str| {
                 cfg.as_ref().and_then(|c| c.diff.get(k)).and_then(|v| v.as_str()).map(str::to_owned)
             };
             let threshold = threshold.or_else(|| cfg_str("threshold")).unwrap_or_else(|| "5%".into());
-            let threshold_pct = threshold
-                .trim()
-                .trim_end_matches('%')
-                .parse::<f64>()
-                .with_context(|| format!("--threshold must be a percentage like 5%, got {threshold:?}"))
-                .context(Usage)?;
+            let threshold_pct =
+                threshold.trim().trim_end_matches('%').parse::<f64>().map_err(|_| {
+                    usage(format!("--threshold must be a percentage like 5%, got {threshold:?}"))
+                })?;
             let opts = diff::DiffOptions {
                 base,
                 current,
@@ -285,8 +287,8 @@ fn main() -> ExitCode {
         Ok(Ok(code)) => ExitCode::from(code),
         Ok(Err(e)) => {
             eprintln!("xpuprof: {e:#}");
-            let usage = e.chain().any(|c| c.is::<Usage>());
-            ExitCode::from(if usage { EXIT_USAGE } else { EXIT_INTERNAL })
+            let is_usage = e.downcast_ref::<Usage>().is_some();
+            ExitCode::from(if is_usage { EXIT_USAGE } else { EXIT_INTERNAL })
         }
         Err(_) => ExitCode::from(EXIT_INTERNAL),
     }

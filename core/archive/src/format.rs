@@ -1,0 +1,165 @@
+//! The archive file layout: header, chunks, checksums (see `docs/formats.md`).
+//!
+//! ```text
+//! file   = header chunk* end-chunk
+//! header = "XPUARCH\0" version:u32le meta_len:u32le meta crc32(meta):u32le
+//! chunk  = "XPCK" location:u32le first_seq:u64le records:u32le payload_len:u32le
+//!          crc32(location..payload_len ++ payload):u32le payload
+//! ```
+//! The end chunk has location [`END_LOCATION`] and no records; its absence means the recording
+//! was cut short.
+
+use xpuprof_sdk::codec::{put_bytes, put_varint, Cursor};
+
+/// File magic.
+pub const MAGIC: &[u8; 8] = b"XPUARCH\0";
+/// Format version written by this crate; the reader accepts exactly this one.
+pub const VERSION: u32 = 1;
+/// Chunk magic.
+pub const CHUNK_MAGIC: &[u8; 4] = b"XPCK";
+/// Chunk header size in bytes.
+pub const CHUNK_HEADER: usize = 28;
+/// Location of the end-of-archive chunk.
+pub const END_LOCATION: u32 = u32::MAX;
+/// Largest payload a reader accepts (a writer flushes far below this).
+pub const MAX_PAYLOAD: u32 = 64 << 20;
+/// File name of the trace inside the archive directory.
+pub const FILE_NAME: &str = "trace.xpa";
+
+/// Session facts stored in the archive header, so `xpuprof report` can give sinks the same
+/// session information as the live run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// The profiled command and its arguments.
+    pub command: Vec<String>,
+    /// Names of the session's sources.
+    pub sources: Vec<String>,
+    /// Names of the session's sinks.
+    pub sinks: Vec<String>,
+    /// Session start, session clock ns.
+    pub start_time: u64,
+    /// `xpuprof_sdk::codec::CODEC_VERSION` of the writer.
+    pub codec_version: u32,
+    /// Version of the crate that wrote the archive.
+    pub writer: String,
+}
+
+fn put_list(out: &mut Vec<u8>, l: &[String]) {
+    put_varint(out, l.len() as u64);
+    for s in l {
+        put_bytes(out, s.as_bytes());
+    }
+}
+
+fn get_list(c: &mut Cursor<'_>) -> Vec<String> {
+    let n = c.varint();
+    let mut v = Vec::new();
+    for _ in 0..n {
+        if c.at_end() {
+            break;
+        }
+        v.push(String::from_utf8_lossy(c.bytes()).into_owned());
+    }
+    v
+}
+
+impl Meta {
+    /// Encodes the meta block.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_list(&mut out, &self.command);
+        put_list(&mut out, &self.sources);
+        put_list(&mut out, &self.sinks);
+        put_varint(&mut out, self.start_time);
+        put_varint(&mut out, self.codec_version.into());
+        put_bytes(&mut out, self.writer.as_bytes());
+        out
+    }
+
+    /// Decodes a meta block; `None` when it is malformed.
+    pub fn decode(b: &[u8]) -> Option<Self> {
+        let mut c = Cursor::new(b);
+        let m = Self {
+            command: get_list(&mut c),
+            sources: get_list(&mut c),
+            sinks: get_list(&mut c),
+            start_time: c.varint(),
+            codec_version: c.u32(),
+            writer: String::from_utf8_lossy(c.bytes()).into_owned(),
+        };
+        (!c.is_bad()).then_some(m)
+    }
+}
+
+/// The header of the file holding `meta`.
+pub fn file_header(meta: &Meta) -> Vec<u8> {
+    let m = meta.encode();
+    let mut out = Vec::with_capacity(m.len() + 20);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&(m.len() as u32).to_le_bytes());
+    out.extend_from_slice(&m);
+    out.extend_from_slice(&crc32fast::hash(&m).to_le_bytes());
+    out
+}
+
+/// A decoded chunk header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkHeader {
+    /// Location the chunk belongs to.
+    pub location: u32,
+    /// Sequence number of its first record.
+    pub first_seq: u64,
+    /// Number of records.
+    pub records: u32,
+    /// Payload length.
+    pub payload_len: u32,
+    /// Expected CRC-32 of the header fields and payload.
+    pub crc: u32,
+}
+
+impl ChunkHeader {
+    /// Appends the header and `payload` to `out`.
+    pub fn write(location: u32, first_seq: u64, records: u32, payload: &[u8], out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(CHUNK_MAGIC);
+        out.extend_from_slice(&location.to_le_bytes());
+        out.extend_from_slice(&first_seq.to_le_bytes());
+        out.extend_from_slice(&records.to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        let mut h = crc32fast::Hasher::new();
+        h.update(&out[start + 4..]);
+        h.update(payload);
+        out.extend_from_slice(&h.finalize().to_le_bytes());
+        out.extend_from_slice(payload);
+    }
+
+    /// Parses a header; `Err` names what is wrong.
+    pub fn parse(b: &[u8; CHUNK_HEADER]) -> Result<Self, &'static str> {
+        if &b[..4] != CHUNK_MAGIC {
+            return Err("bad chunk magic");
+        }
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let mut seq = [0u8; 8];
+        seq.copy_from_slice(&b[8..16]);
+        let h = Self {
+            location: u32_at(4),
+            first_seq: u64::from_le_bytes(seq),
+            records: u32_at(16),
+            payload_len: u32_at(20),
+            crc: u32_at(24),
+        };
+        if h.payload_len > MAX_PAYLOAD {
+            return Err("chunk payload length is implausibly large");
+        }
+        Ok(h)
+    }
+
+    /// True when `payload` matches the header's checksum.
+    pub fn check(&self, raw_header: &[u8; CHUNK_HEADER], payload: &[u8]) -> bool {
+        let mut h = crc32fast::Hasher::new();
+        h.update(&raw_header[4..24]);
+        h.update(payload);
+        h.finalize() == self.crc
+    }
+}

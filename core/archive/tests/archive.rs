@@ -1,0 +1,151 @@
+//! Integration tests of the archive: exact replay, size per launch, and damage handling.
+
+use std::path::Path;
+
+use proptest::prelude::*;
+use xpuprof_archive::{open, sample, ArchiveError, Meta, Writer};
+use xpuprof_sdk::codec;
+use xpuprof_sdk::model::Record;
+
+fn meta() -> Meta {
+    Meta {
+        command: vec!["python3".into(), "train.py".into()],
+        sources: vec!["scripted".into()],
+        sinks: vec!["archive".into(), "folded".into()],
+        start_time: sample::T0,
+        codec_version: codec::CODEC_VERSION,
+        writer: "test".into(),
+    }
+}
+
+/// Writes `records` in batches of `batch` and returns the archive directory's parent.
+fn write(dir: &Path, records: &[Record], batch: usize) -> u64 {
+    let mut w = Writer::create(&dir.join("archive"), &meta()).unwrap();
+    for b in records.chunks(batch) {
+        for r in b {
+            w.write(r).unwrap();
+        }
+        w.end_batch().unwrap();
+    }
+    w.finish().unwrap().bytes
+}
+
+fn encoded(records: &[Record]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in records {
+        codec::encode(r, &mut out);
+    }
+    out
+}
+
+/// Replays everything at `path`; returns the bytes delivered and the damage reported.
+fn replay(path: &Path) -> Result<(Vec<u8>, u64, Option<ArchiveError>), ArchiveError> {
+    let mut reader = open(path)?;
+    let mut got = Vec::new();
+    let stats = reader.replay(&mut |b| got.extend_from_slice(b))?;
+    Ok((got, stats.records, stats.corruption))
+}
+
+#[test]
+fn replay_reproduces_the_records_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = sample::session();
+    write(dir.path(), &records, 3);
+    // Accepts the output directory, the archive directory and the file.
+    for p in [dir.path().to_owned(), dir.path().join("archive"), dir.path().join("archive/trace.xpa")] {
+        let (got, n, damage) = replay(&p).unwrap();
+        assert!(damage.is_none(), "{damage:?}");
+        assert_eq!(n, records.len() as u64);
+        assert_eq!(got, encoded(&records));
+    }
+    assert_eq!(open(dir.path()).unwrap().meta(), &meta());
+}
+
+#[test]
+fn long_run_replays_exactly_and_stays_under_32_bytes_per_launch() {
+    let n = 100_000;
+    let dir = tempfile::tempdir().unwrap();
+    let records = sample::launches(n);
+    let bytes = write(dir.path(), &records, 1000);
+    let per_launch = bytes as f64 / n as f64;
+    eprintln!("archive: {bytes} bytes for {n} launches (API call + launch site + kernel): {per_launch:.2} bytes/launch");
+    assert!(per_launch <= 32.0, "{per_launch:.2} bytes per launch");
+    let (got, count, damage) = replay(dir.path()).unwrap();
+    assert!(damage.is_none(), "{damage:?}");
+    assert_eq!(count, records.len() as u64);
+    assert!(got == encoded(&records), "replayed bytes differ");
+}
+
+#[test]
+fn missing_archive_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = open(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("--sink archive"), "{err}");
+}
+
+#[test]
+fn a_crash_leaves_the_flushed_prefix_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = sample::launches(30_000);
+    let mut w = Writer::create(&dir.path().join("archive"), &meta()).unwrap();
+    for b in records.chunks(1000) {
+        for r in b {
+            w.write(r).unwrap();
+        }
+        w.end_batch().unwrap();
+    }
+    drop(w); // no finish: the process died
+    let (got, n, damage) = replay(dir.path()).unwrap();
+    let err = damage.expect("a cut-short archive is reported").to_string();
+    assert!(err.contains("cut short") && err.contains("trace.xpa"), "{err}");
+    assert!(n > 0 && n < records.len() as u64, "{n}");
+    assert_eq!(got, encoded(&records[..n as usize]));
+}
+
+fn damaged_replay(bytes: &[u8], original: &[Record]) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.xpa");
+    std::fs::write(&file, bytes).unwrap();
+    match replay(&file) {
+        Err(e) => assert!(e.to_string().contains("trace.xpa"), "{e}"),
+        Ok((got, n, damage)) => {
+            let all = encoded(original);
+            assert!(got.len() <= all.len() && got == all[..got.len()], "delivered records are not a prefix");
+            assert_eq!(codec::decode_all(&got).unwrap().len() as u64, n);
+            if bytes.len() != all.len() {
+                let e = damage.expect("damage must be reported");
+                assert!(matches!(e, ArchiveError::Corrupt { offset, .. } if offset <= bytes.len() as u64), "{e}");
+            }
+        }
+    }
+}
+
+fn archive_bytes(records: &[Record]) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), records, 4);
+    std::fs::read(dir.path().join("archive/trace.xpa")).unwrap()
+}
+
+#[test]
+fn every_truncation_delivers_a_prefix_and_reports_where() {
+    let records = sample::session();
+    let bytes = archive_bytes(&records);
+    for cut in 0..bytes.len() {
+        damaged_replay(&bytes[..cut], &records);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn corrupted_bytes_never_panic(flips in proptest::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 1..6)) {
+        let records = sample::session();
+        let mut bytes = archive_bytes(&records);
+        for (at, x) in flips {
+            let i = at.index(bytes.len());
+            bytes[i] ^= x;
+        }
+        damaged_replay(&bytes, &records);
+    }
+}

@@ -1,0 +1,10 @@
+//! Integration tests of the host: the CLI contract, plugin loading failures, and the
+//! correlated record stream of the scripted source through the real plugin ABI.
+//!
+//! The plugins are cdylibs of the workspace: run `cargo build --workspace` before
+//! `cargo test --workspace` (the README's test command does both).
+
+mod abi;
+mod cli;
+mod common;
+mod correlation;
