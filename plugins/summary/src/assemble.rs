@@ -68,7 +68,8 @@ pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
         devices: device_rows(c, session_ns),
         threads: thread_rows(c),
         cpu: Cpu { on_cpu: cpu_profile(c, &c.cpu.on_cpu), off_cpu: cpu_profile(c, &c.cpu.off_cpu) },
-        xpuprof: own(c),
+        counters: counter_rows(c),
+        xpuprof: own(c, session_ns),
     }
 }
 
@@ -285,6 +286,29 @@ fn cpu_profile(c: &Collector, p: &CpuAggProfile) -> CpuProfile {
     }
 }
 
+fn counter_rows(c: &Collector) -> Vec<CounterRow> {
+    let mut rows: Vec<CounterRow> = c
+        .counters
+        .iter()
+        .map(|(&(name, device), a)| {
+            let (device_index, device) =
+                if device.is_none() { (-1, String::new()) } else { c.defs.device(device) };
+            CounterRow {
+                name: c.defs.str_or(name, "[unnamed counter]").to_owned(),
+                device_index,
+                device,
+                count: a.count,
+                min: a.min,
+                max: a.max,
+                mean: a.sum / a.count as f64,
+                last: a.last,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| (&a.name, a.device_index).cmp(&(&b.name, b.device_index)));
+    rows
+}
+
 /// Display name of a correlation backend.
 pub fn backend_name(b: u32) -> String {
     match b {
@@ -297,7 +321,7 @@ pub fn backend_name(b: u32) -> String {
     }
 }
 
-fn own(c: &Collector) -> Own {
+fn own(c: &Collector, session_ns: u64) -> Own {
     let o = &c.own;
     let records_by_kind: BTreeMap<String, u64> = RECORD_KINDS
         .iter()
@@ -319,7 +343,12 @@ fn own(c: &Collector) -> Own {
     let mut overhead: Vec<OverheadRow> = o
         .overhead
         .iter()
-        .map(|(name, &(count, total))| OverheadRow { name: c.defs.str(*name).to_owned(), count, total })
+        .map(|(name, &(count, total_ns))| OverheadRow {
+            name: c.defs.str(*name).to_owned(),
+            count,
+            total_ns,
+            session_pct: pct(total_ns, session_ns),
+        })
         .collect();
     overhead.sort_by(|a, b| a.name.cmp(&b.name));
     Own {

@@ -87,6 +87,23 @@ enum ApiClass {
     Other,
 }
 
+/// One counter series (by name and device).
+#[derive(Debug, Clone, Copy)]
+pub struct CounterAgg {
+    /// Points.
+    pub count: u64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Sum of values (for the mean).
+    pub sum: f64,
+    /// Value with the latest time.
+    pub last: f64,
+    /// Time of `last`.
+    pub last_time: u64,
+}
+
 /// xpuprof's own record: what came in and what was lost.
 #[derive(Debug, Default)]
 pub struct OwnAgg {
@@ -96,7 +113,7 @@ pub struct OwnAgg {
     pub by_backend: HashMap<u32, u64>,
     /// Loss per cause: items lost, Loss records.
     pub losses: HashMap<StrId, (u64, u64)>,
-    /// Overhead records per name: count, total ns (or summed counter values).
+    /// Overhead records (ranges and device operations) per name: count, total ns.
     pub overhead: HashMap<StrId, (u64, u64)>,
     /// Device operations the host could not join to a launch.
     pub unmatched_device_ops: u64,
@@ -123,6 +140,8 @@ pub struct Collector {
     pub cpu: CpuAgg,
     /// Own record.
     pub own: OwnAgg,
+    /// Counter series per (name, device).
+    pub counters: HashMap<(StrId, DeviceId), CounterAgg>,
     /// Earliest and latest event time seen.
     pub span: Option<(u64, u64)>,
     api_class: HashMap<StrId, ApiClass>,
@@ -291,8 +310,15 @@ impl Collector {
 
     fn counter(&mut self, c: &Counter) {
         self.seen(c.time, c.time);
-        if self.is_overhead(c.name) {
-            self.overhead(c.name, c.value.max(0.0) as u64);
+        let v = c.value;
+        let first = CounterAgg { count: 0, min: v, max: v, sum: 0.0, last: v, last_time: c.time };
+        let a = self.counters.entry((c.name, c.device)).or_insert(first);
+        a.count += 1;
+        a.min = a.min.min(v);
+        a.max = a.max.max(v);
+        a.sum += v;
+        if c.time >= a.last_time {
+            (a.last, a.last_time) = (v, c.time);
         }
     }
 

@@ -36,6 +36,8 @@ pub struct Summary {
     pub threads: Vec<ThreadRow>,
     /// CPU samples.
     pub cpu: Cpu,
+    /// Counter series (memory in use, utilisation, hardware metrics a source records).
+    pub counters: Vec<CounterRow>,
     /// xpuprof's own record.
     pub xpuprof: Own,
 }
@@ -335,6 +337,27 @@ pub struct HotFunctionRow {
     pub self_samples: u64,
 }
 
+/// One counter series.
+#[derive(Debug, Clone, Serialize)]
+pub struct CounterRow {
+    /// Series name.
+    pub name: String,
+    /// Device index, -1 for a series of no device.
+    pub device_index: i64,
+    /// Device name (empty for a series of no device).
+    pub device: String,
+    /// Points.
+    pub count: u64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Mean of the points.
+    pub mean: f64,
+    /// The latest value.
+    pub last: f64,
+}
+
 /// xpuprof's own record.
 #[derive(Debug, Clone, Serialize)]
 pub struct Own {
@@ -371,6 +394,8 @@ pub struct OverheadRow {
     pub name: String,
     /// Records.
     pub count: u64,
-    /// Summed duration (ranges, device operations) or value (counters).
-    pub total: u64,
+    /// Summed duration.
+    pub total_ns: u64,
+    /// `total_ns / session.duration_ns`, percent.
+    pub session_pct: f64,
 }

@@ -21,6 +21,7 @@ pub fn render(s: &Summary, rows: usize) -> String {
     threads(s, rows, &mut out);
     cpu("CPU hot functions (on-CPU samples)", &s.cpu.on_cpu, rows, &mut out);
     cpu("Off-CPU time (blocked, by function)", &s.cpu.off_cpu, rows, &mut out);
+    counters(s, rows, &mut out);
     own(s, &mut out);
     out
 }
@@ -282,6 +283,27 @@ fn cpu(title: &str, p: &CpuProfile, rows: usize, out: &mut String) {
     t.render(out);
 }
 
+fn counters(s: &Summary, rows: usize, out: &mut String) {
+    if s.counters.is_empty() {
+        return;
+    }
+    section(out, "Counters", rows.min(s.counters.len()), s.counters.len());
+    let mut t = Table::new(&["Series", "<Device", "Points", "Min", "Mean", "Max", "Last"]);
+    let num = |v: f64| format!("{v:.6}").trim_end_matches('0').trim_end_matches('.').to_owned();
+    for r in s.counters.iter().take(rows) {
+        t.row(vec![
+            r.name.clone(),
+            device(r.device_index, &r.device),
+            r.count.to_string(),
+            num(r.min),
+            num(r.mean),
+            num(r.max),
+            num(r.last),
+        ]);
+    }
+    t.render(out);
+}
+
 fn own(s: &Summary, out: &mut String) {
     let o = &s.xpuprof;
     section(out, "xpuprof's own record", 1, 1);
@@ -303,6 +325,13 @@ fn own(s: &Summary, out: &mut String) {
         t.render(out);
     }
     for r in &o.overhead {
-        let _ = writeln!(out, "  overhead:  {} x{} total {}", r.name, r.count, r.total);
+        let _ = writeln!(
+            out,
+            "  overhead:  {} x{}, {} ({} of the session)",
+            r.name,
+            r.count,
+            ns(r.total_ns),
+            pct(r.session_pct)
+        );
     }
 }

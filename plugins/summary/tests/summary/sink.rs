@@ -200,8 +200,16 @@ fn own_record_counts_losses_and_overhead() {
                {"cause": "ring buffer full", "count": 3, "reports": 1}])
     );
     assert_eq!(o["lost_total"], 15);
-    assert_eq!(o["overhead"], json!([{"name": "cupti overhead", "count": 2, "total": 40000}]));
+    assert_eq!(
+        o["overhead"],
+        json!([{"name": "cupti overhead", "count": 2, "total_ns": 40000, "session_pct": 1.43}])
+    );
     assert_eq!(o["unmatched_device_ops"], 3);
+    assert_eq!(
+        j["counters"],
+        json!([{"name": "device memory in use", "device_index": 0, "device": "GPU Test 0", "count": 1,
+                "min": 2101248.0, "max": 2101248.0, "mean": 2101248.0, "last": 2101248.0}])
+    );
 }
 
 #[test]
