@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what building and testing xpuprof needs on a fresh Debian machine with Rust:
+# - clang/llvm, bpftool, libelf, zlib, pkg-config: the eBPF plugin's skeleton and libbpf;
+# - libclang-dev: bindgen for the CUPTI bindings;
+# - the CUDA 13.0 header wheels (nvidia-cuda-cupti, -runtime, -crt): CUPTI headers without a
+#   CUDA toolkit (CUDA_HOME wins when set).
+# Idempotent: skips what is already there. Needs root (or sudo) for apt.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool)
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: apt-get install ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PIP_PKGS=("nvidia-cuda-cupti==13.0.*" "nvidia-cuda-runtime==13.0.*" "nvidia-cuda-crt==13.0.*")
+if [ -z "${CUDA_HOME:-}" ]; then
+  if ! python3 -c 'import importlib.metadata as m; [m.version(p) for p in ("nvidia-cuda-cupti","nvidia-cuda-runtime","nvidia-cuda-crt")]' 2>/dev/null; then
+    echo "install-deps: pip install ${PIP_PKGS[*]}"
+    python3 -m pip install -q "${PIP_PKGS[@]}"
+  fi
+fi
+
+command -v cargo >/dev/null || { echo "install-deps: cargo not found: install Rust with rustup first" >&2; exit 1; }
+echo "install-deps: all build dependencies present"
