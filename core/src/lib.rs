@@ -20,7 +20,6 @@ pub mod diff;
 pub mod doctor;
 pub mod host;
 pub mod pipeline;
-#[cfg(any())] // enabled once xpuprof-archive has its reader (being written)
 pub mod report;
 pub mod session;
 pub mod signals;

@@ -11,8 +11,9 @@ use anyhow::bail;
 use clap::{Args, Parser, Subcommand};
 use xpuprof_core::config::FileConfig;
 use xpuprof_core::host::{Registry, SearchPath};
+use xpuprof_core::report::ReportOptions;
 use xpuprof_core::session::RecordOptions;
-use xpuprof_core::{diff, doctor, session, summary};
+use xpuprof_core::{diff, doctor, report, session, summary};
 
 /// Exit code for xpuprof's own failures.
 const EXIT_INTERNAL: u8 = 125;
@@ -226,8 +227,33 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             } else {
                 archive.clone()
             };
-            let _ = (base, sinks, output, search);
-            bail!("xpuprof report is not available in this build yet")
+            let opts = ReportOptions {
+                output_dir: output.unwrap_or_else(|| base.join("report")),
+                archive,
+                sinks: sinks.unwrap_or_default(),
+                config: cfg,
+                search,
+                verbosity: global.verbose,
+            };
+            match report::report(&opts) {
+                Ok(o) => {
+                    eprintln!("xpuprof: replayed {} records", summary::human(o.records));
+                    if let Some(c) = &o.corruption {
+                        eprintln!("xpuprof: the archive is damaged: {c}; everything before it was replayed");
+                    }
+                    for f in &o.files {
+                        eprintln!("  wrote {f}");
+                    }
+                    for f in &o.plugin_failures {
+                        eprintln!("  FAILED: {f}");
+                    }
+                    Ok(o.exit_code() as u8)
+                }
+                Err(e) => {
+                    eprintln!("xpuprof: {e}");
+                    Ok(e.exit_code() as u8)
+                }
+            }
         }
         Some(Command::Plugins) => {
             let cfg = load_config(&global).map_err(usage)?;
