@@ -54,9 +54,9 @@ impl LocState {
 
     fn remember(&mut self, kind: Kind, f: &Fields) {
         self.last_time = f[0];
-        for i in 0..kind.len() {
+        for (i, v) in f.iter().enumerate().take(kind.len()) {
             if predictor(kind, i) == Predict::Correlation {
-                self.last_corr = f[i];
+                self.last_corr = *v;
             }
         }
         self.prev[kind as usize] = *f;

@@ -108,14 +108,30 @@ pub fn flatten(r: &Record, f: &mut Fields) -> Option<Kind> {
             let bits = cp | (u64::from(c.external.is_some()) << 1);
             let dur = c.end.wrapping_sub(c.start);
             f[..11].copy_from_slice(&[
-                c.start, dur, ci, c.name.0.into(), c.tid.into(), c.pid.into(), zz(c.result), bits, cb, xk, xi,
+                c.start,
+                dur,
+                ci,
+                c.name.0.into(),
+                c.tid.into(),
+                c.pid.into(),
+                zz(c.result),
+                bits,
+                cb,
+                xk,
+                xi,
             ]);
             Kind::Api
         }
         Record::LaunchSite(s) => {
             let c = s.correlation;
             f[..7].copy_from_slice(&[
-                s.time, c.id, s.stack.0.into(), s.api.0.into(), s.tid.into(), s.pid.into(), c.backend.into(),
+                s.time,
+                c.id,
+                s.stack.0.into(),
+                s.api.0.into(),
+                s.tid.into(),
+                s.pid.into(),
+                c.backend.into(),
             ]);
             Kind::Site
         }
@@ -124,12 +140,26 @@ pub fn flatten(r: &Record, f: &mut Fields) -> Option<Kind> {
             Kind::Op
         }
         Record::CpuSample(s) => {
-            f[..6].copy_from_slice(&[s.time, s.stack.0.into(), s.weight, s.kind as u64, s.tid.into(), s.pid.into()]);
+            f[..6].copy_from_slice(&[
+                s.time,
+                s.stack.0.into(),
+                s.weight,
+                s.kind as u64,
+                s.tid.into(),
+                s.pid.into(),
+            ]);
             Kind::Sample
         }
         Record::Marker(a) | Record::Range(a) => {
             let dur = a.end.wrapping_sub(a.start);
-            f[..6].copy_from_slice(&[a.start, dur, a.name.0.into(), a.domain.0.into(), a.tid.into(), a.pid.into()]);
+            f[..6].copy_from_slice(&[
+                a.start,
+                dur,
+                a.name.0.into(),
+                a.domain.0.into(),
+                a.tid.into(),
+                a.pid.into(),
+            ]);
             if matches!(r, Record::Marker(_)) {
                 Kind::Marker
             } else {

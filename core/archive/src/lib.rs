@@ -29,5 +29,5 @@ mod writer;
 
 pub use error::ArchiveError;
 pub use format::{Meta, FILE_NAME, VERSION};
-pub use reader::{open, ReplayStats, Reader};
+pub use reader::{open, Reader, ReplayStats};
 pub use writer::{WriteStats, Writer};

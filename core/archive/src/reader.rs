@@ -139,10 +139,14 @@ impl Reader {
                 return Ok(());
             }
             let mut raw = [0u8; CHUNK_HEADER];
-            let n = read_full(&mut self.file, &mut raw).map_err(|e| ArchiveError::io("read", &self.path, e))?;
-            let header = if n < CHUNK_HEADER { Err("truncated chunk header") } else { ChunkHeader::parse(&raw) };
+            let n =
+                read_full(&mut self.file, &mut raw).map_err(|e| ArchiveError::io("read", &self.path, e))?;
+            let header =
+                if n < CHUNK_HEADER { Err("truncated chunk header") } else { ChunkHeader::parse(&raw) };
             let header = match header {
-                Ok(h) if offset + (CHUNK_HEADER as u64) + u64::from(h.payload_len) > len => Err("truncated chunk"),
+                Ok(h) if offset + (CHUNK_HEADER as u64) + u64::from(h.payload_len) > len => {
+                    Err("truncated chunk")
+                }
                 other => other,
             };
             let h = match header {
@@ -217,7 +221,11 @@ impl<'a> Merge<'a> {
     }
 
     fn damaged(&mut self, offset: u64, why: &str) {
-        if self.damage.as_ref().is_none_or(|d| matches!(d, ArchiveError::Corrupt { offset: o, .. } if offset < *o)) {
+        if self
+            .damage
+            .as_ref()
+            .is_none_or(|d| matches!(d, ArchiveError::Corrupt { offset: o, .. } if offset < *o))
+        {
             self.damage = Some(ArchiveError::corrupt(&self.reader.path, offset, why));
         }
     }
@@ -300,7 +308,11 @@ impl<'a> Merge<'a> {
                 return Some(ArchiveError::corrupt(&self.reader.path, at, why));
             }
             if s.left == 0 && s.pos != s.payload.len() {
-                return Some(ArchiveError::corrupt(&self.reader.path, at, "chunk has bytes after its last record"));
+                return Some(ArchiveError::corrupt(
+                    &self.reader.path,
+                    at,
+                    "chunk has bytes after its last record",
+                ));
             }
             self.delivered += 1;
             if out.len() >= BATCH_BYTES {
