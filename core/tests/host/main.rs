@@ -8,3 +8,4 @@ mod abi;
 mod cli;
 mod common;
 mod correlation;
+mod lifecycle;
