@@ -103,7 +103,23 @@ impl FileConfig {
                 self.plugin_dirs = self.string_list(key, value)?.into_iter().map(PathBuf::from).collect()
             }
             "diff" => match value {
-                toml::Value::Table(t) => self.diff = t,
+                toml::Value::Table(t) => {
+                    for (k, v) in &t {
+                        if !["threshold", "metric"].contains(&k.as_str()) {
+                            return Err(self.error(
+                                &format!("diff.{k}"),
+                                &format!("unknown key `{k}` in [diff]; expected threshold or metric"),
+                            ));
+                        }
+                        if !v.is_str() {
+                            return Err(self.error(
+                                &format!("diff.{k}"),
+                                &format!("`diff.{k}` must be a string (\"5%\", \"total\")"),
+                            ));
+                        }
+                    }
+                    self.diff = t;
+                }
                 _ => return Err(self.error(key, "`diff` must be a table")),
             },
             "source" | "sink" => {

@@ -84,7 +84,11 @@ enum Command {
         output: Option<PathBuf>,
     },
     /// List every plugin found, with its ABI and path, and why some cannot load.
-    Plugins,
+    Plugins {
+        /// Print an example config file documenting every key instead.
+        #[arg(long)]
+        config_example: bool,
+    },
     /// Check what each source needs and whether this machine has it.
     Doctor,
     /// Compare two runs (summary.json, output dir or archive); exit 1 on regression.
@@ -255,10 +259,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 }
             }
         }
-        Some(Command::Plugins) => {
+        Some(Command::Plugins { config_example }) => {
             let cfg = load_config(&global).map_err(usage)?;
             let reg = Registry::discover(&search_path(&global, cfg.as_ref()));
-            print!("{}", doctor::plugins_report(&reg));
+            if config_example {
+                print!("{}", doctor::example_config(&reg));
+            } else {
+                print!("{}", doctor::plugins_report(&reg));
+            }
             Ok(0)
         }
         Some(Command::Doctor) => {
