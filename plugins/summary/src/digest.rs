@@ -8,6 +8,18 @@ use crate::report::Summary;
 
 /// Items listed per digest line.
 const TOP: usize = 3;
+/// Longest name shown in the digest (longer ones are cut with `...`).
+const NAME_CHARS: usize = 40;
+
+/// `name`, cut to [`NAME_CHARS`] characters.
+fn short(name: &str) -> String {
+    if name.chars().count() <= NAME_CHARS {
+        return name.to_owned();
+    }
+    let mut s: String = name.chars().take(NAME_CHARS - 3).collect();
+    s.push_str("...");
+    s
+}
 
 /// The digest, exactly five lines (no trailing newlines).
 pub fn lines(s: &Summary, files: &[PathBuf]) -> [String; 5] {
@@ -43,8 +55,12 @@ fn busy(s: &Summary) -> String {
 
 fn top(s: &Summary) -> String {
     if !s.kernels.is_empty() {
-        let parts: Vec<String> =
-            s.kernels.iter().take(TOP).map(|k| format!("{} {}", k.name, pct(k.gpu_time_pct))).collect();
+        let parts: Vec<String> = s
+            .kernels
+            .iter()
+            .take(TOP)
+            .map(|k| format!("{} {}", short(&k.name), pct(k.gpu_time_pct)))
+            .collect();
         return format!("top kernels: {}", parts.join(", "));
     }
     let cpu = &s.cpu.on_cpu;
@@ -53,7 +69,7 @@ fn top(s: &Summary) -> String {
             .hot_functions
             .iter()
             .take(TOP)
-            .map(|f| format!("{} {}", f.function, pct(f.self_pct)))
+            .map(|f| format!("{} {}", short(&f.function), pct(f.self_pct)))
             .collect();
         return format!("top CPU functions (self): {}", parts.join(", "));
     }

@@ -214,7 +214,7 @@ fn devices(s: &Summary, out: &mut String) {
         let _ = writeln!(out, "  largest idle gaps on {}:", device(r.device_index, &r.device));
         let mut t = Table::new(&["  Gap", "From (ns)", "To (ns)", "<CPU before the gap"]);
         for g in &r.largest_gaps {
-            let cpu = g.cpu_before.as_ref().map_or("[no CPU samples]".to_owned(), |c| {
+            let cpu = g.cpu_before.as_ref().map_or("[no CPU sample before the gap]".to_owned(), |c| {
                 format!("tid {} at {}: {}", c.tid, c.time_ns, stack(&c.stack, STACK_DEPTH))
             });
             t.row(vec![
@@ -289,7 +289,7 @@ fn counters(s: &Summary, rows: usize, out: &mut String) {
     }
     section(out, "Counters", rows.min(s.counters.len()), s.counters.len());
     let mut t = Table::new(&["Series", "<Device", "Points", "Min", "Mean", "Max", "Last"]);
-    let num = |v: f64| format!("{v:.6}").trim_end_matches('0').trim_end_matches('.').to_owned();
+    let num = |v: f64| format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_owned();
     for r in s.counters.iter().take(rows) {
         t.row(vec![
             r.name.clone(),
