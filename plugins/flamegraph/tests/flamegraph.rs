@@ -1,0 +1,68 @@
+//! The flamegraph sink: golden SVG from the sample session, GPU colours, empty sessions.
+
+use std::path::Path;
+
+use xpuprof_archive::sample;
+use xpuprof_plugin_flamegraph::fold::FoldedOptions;
+use xpuprof_plugin_flamegraph::{FlamegraphSink, RenderOptions};
+use xpuprof_sdk::{Logger, Sink};
+
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("XPUPROF_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("failed to read {}: {e} (run with XPUPROF_BLESS=1)", path.display()));
+    assert!(actual == expected, "{name} differs from the golden file; XPUPROF_BLESS=1 regenerates it");
+}
+
+fn run(records: &[xpuprof_sdk::model::Record]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let ro = RenderOptions {
+        title: "xpuprof test".into(),
+        subtitle: Some("python3 train.py".into()),
+        width: 1200,
+    };
+    let mut sink = FlamegraphSink::new(FoldedOptions::default(), ro, dir.path().to_owned(), Logger::stderr());
+    for b in records.chunks(9) {
+        sink.consume(b).unwrap();
+    }
+    let files = sink.finish().unwrap();
+    assert_eq!(files, [dir.path().join("flamegraph.svg")]);
+    std::fs::read_to_string(&files[0]).unwrap()
+}
+
+#[test]
+fn sample_session_matches_golden() {
+    let svg = run(&sample::session());
+    assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
+    golden("flamegraph.svg", &svg);
+}
+
+#[test]
+fn gpu_frames_are_green_and_interactive() {
+    let svg = run(&sample::session());
+    assert!(svg.contains("<script"), "interactive SVG has its script");
+    // Each frame is a <g><title>NAME (N µs, P%)</title><rect ... fill="rgb(...)"/>...
+    let frame = svg.split("<g>").find(|g| g.contains("<title>[GPU_Kernel]ampere_sgemm_128x64_nn")).unwrap();
+    let fill = frame.split("fill=\"rgb(").nth(1).unwrap().split(')').next().unwrap();
+    let rgb: Vec<u8> = fill.split(',').map(|c| c.trim().parse().unwrap()).collect();
+    assert!(rgb[1] > rgb[0] && rgb[1] > rgb[2], "GPU kernel colour {rgb:?} is not green");
+    assert!(svg.contains("[GPU_Memcpy]HtoD"));
+}
+
+#[test]
+fn empty_session_still_writes_an_svg() {
+    let svg = run(&[]);
+    assert!(svg.contains("No valid input"), "{svg}");
+}
+
+/// Used by `tests/screenshot.sh`: writes the sample session's SVG to `$XPUPROF_SCREENSHOT_DIR`.
+#[test]
+#[ignore = "run by tests/screenshot.sh"]
+fn write_sample_svg_for_screenshot() {
+    let dir = std::env::var("XPUPROF_SCREENSHOT_DIR").expect("XPUPROF_SCREENSHOT_DIR");
+    std::fs::write(Path::new(&dir).join("flamegraph.svg"), run(&sample::session())).unwrap();
+}
