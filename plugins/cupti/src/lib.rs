@@ -1,1 +1,57 @@
-//! Placeholder: being written.
+//! # `cupti`: the NVIDIA GPU source (CUDA's reference backend)
+//!
+//! Two parts (design.md §3): the in-target agent (`xpuprof-cupti-agent`, injected with
+//! `CUDA_INJECTION64_PATH`) and this host plugin, which
+//!
+//! - **prepare**: finds the agent next to this plugin, opens a Unix socket, and sets
+//!   `CUDA_INJECTION64_PATH`, `NVTX_INJECTION64_PATH`, `XPUPROF_CUPTI_SOCKET` and
+//!   `XPUPROF_CUPTI_OPTS` for the target (children inherit them, so every CUDA process of the
+//!   job connects);
+//! - **start/stop**: accepts one connection per CUDA process and decodes each stream
+//!   ([`wire`] framing, [`decode`] for launch sites and stacks, [`activity`] for CUPTI records,
+//!   by record version via [`layout`]); `stop` waits for every connection to end.
+//!
+//! Everything is keyed by CUPTI's correlation id (`backend::CUDA`), so the host joins kernels
+//! (all nodes of a graph launch too) to their launch site exactly.
+
+pub mod activity;
+pub mod config;
+pub mod decode;
+pub mod elf;
+pub mod layout;
+pub mod source;
+pub mod wire;
+
+use xpuprof_sdk::prelude::*;
+
+pub use source::Cupti;
+
+impl Source for Cupti {
+    fn info() -> PluginInfo {
+        PluginInfo {
+            name: "cupti",
+            version: env!("CARGO_PKG_VERSION"),
+            description: "NVIDIA GPUs via CUPTI: kernels, copies, memory, NVTX, API calls and exact launch stacks",
+            config_keys: config::keys(),
+            capabilities: vec![Capability::CudaRuntime],
+        }
+    }
+
+    fn create(ctx: CreateContext) -> PluginResult<Self> {
+        Cupti::new(ctx)
+    }
+
+    fn prepare(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
+        self.prepare_env(env)
+    }
+
+    fn start(&mut self, _pid: u32) -> PluginResult<()> {
+        self.start_threads()
+    }
+
+    fn stop(&mut self) -> PluginResult<()> {
+        self.stop_threads()
+    }
+}
+
+xpuprof_sdk::export_plugin!(source: Cupti);

@@ -48,6 +48,8 @@ struct Local {
     /// Launch-class calls active on this thread (an inner driver call inside a runtime call).
     depth: u32,
     last_stack: u64,
+    /// Correlation id of the outermost active call.
+    outer_id: u32,
 }
 
 thread_local! {
@@ -75,21 +77,32 @@ impl Registry {
             t.push(shared.clone());
         }
         let (lo, hi) = unwind::thread_stack_bounds();
-        Local { shared, seen: StackSet::default(), lo, hi, depth: 0, last_stack: 0 }
+        Local { shared, seen: StackSet::default(), lo, hi, depth: 0, last_stack: 0, outer_id: 0 }
     }
 
     /// API entry. `fp`/`sp` are the registers at the callback's entry. Returns true when this is
     /// the outermost launch-class call on the thread (the one that gets a stack).
     pub fn enter(&self, agent: &crate::Agent, domain: u8, cbid: u32, correlation: u32, fp: usize, sp: usize) -> bool {
+        if !agent.config.agent_stacks() {
+            return self.enter_untracked();
+        }
         let time = xpuprof_sdk::clock::now_ns();
         LOCAL.with(|cell| {
             let mut cell = cell.borrow_mut();
             let l = cell.get_or_insert_with(|| self.local());
             let nested = l.depth > 0;
             l.depth += 1;
+            if nested && correlation == l.outer_id {
+                // The driver call inside a runtime call shares its correlation id: the outer
+                // launch site already stands for it.
+                return false;
+            }
+            if !nested {
+                l.outer_id = correlation;
+            }
             let mut stack = if nested { l.last_stack } else { 0 };
             let Ok(mut sh) = l.shared.lock() else { return !nested };
-            if !nested && agent.config.agent_stacks() {
+            if !nested {
                 let mut frames = [0u64; MAX_FRAMES];
                 let depth = agent.config.max_depth.min(MAX_FRAMES);
                 let n = unwind::walk(fp, l.lo.max(sp), l.hi, &mut frames[..depth]);
@@ -107,6 +120,17 @@ impl Registry {
             put_launch(&mut sh.bytes, domain, cbid, correlation, time, stack, nested);
             self.launches.fetch_add(1, Ordering::Relaxed);
             !nested
+        })
+    }
+
+    /// API entry when the agent records no launch sites (the eBPF source does): only the
+    /// nesting depth is tracked, so the trampoline fires once per outermost call.
+    fn enter_untracked(&self) -> bool {
+        LOCAL.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            let l = cell.get_or_insert_with(|| self.local());
+            l.depth += 1;
+            l.depth == 1
         })
     }
 

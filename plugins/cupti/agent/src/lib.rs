@@ -304,9 +304,12 @@ pub fn is_launch_api(name: &str) -> bool {
 fn enable(a: &Agent) -> Result<(), sys::CuptiError> {
     let lib = &a.lib;
     lib.register_buffers(buffer_requested, buffer_completed)?;
+    lib.use_system_thread_ids()?;
     let _ = lib.set_size_attribute(ffi::CUpti_ActivityAttribute::CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, 32 << 20);
     let sub = lib.subscribe(on_api)?;
     let c = &a.config;
+    let mut names = Vec::new();
+    let mut nnames = 0u32;
     for (domain, size) in [
         (wire::DOMAIN_RUNTIME, ffi::CUpti_runtime_api_trace_cbid_enum::CUPTI_RUNTIME_TRACE_CBID_SIZE),
         (wire::DOMAIN_DRIVER, ffi::CUpti_driver_api_trace_cbid_enum::CUPTI_DRIVER_TRACE_CBID_SIZE),
@@ -316,6 +319,8 @@ fn enable(a: &Agent) -> Result<(), sys::CuptiError> {
             if !is_launch_api(&name) {
                 continue;
             }
+            activity::put_api_name(&mut names, domain as u32, cbid, &name);
+            nnames += 1;
             if c.stacks != config::StackMode::Off {
                 lib.enable_callback(sub, domain as u32, cbid)?;
             }
@@ -324,6 +329,12 @@ fn enable(a: &Agent) -> Result<(), sys::CuptiError> {
             }
         }
     }
+    let mut m = Vec::new();
+    let at = wire::begin_message(&mut m, wire::MSG_API_NAMES);
+    m.extend_from_slice(&nnames.to_le_bytes());
+    m.extend_from_slice(&names);
+    wire::end_message(&mut m, at);
+    a.channel.push(Chunk::Bytes(m));
     let kinds = [
         (c.kernels, K::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
         (c.memcpy, K::CUPTI_ACTIVITY_KIND_MEMCPY),

@@ -208,6 +208,12 @@ impl Lib {
         call!(self, cuptiActivitySetAttribute(attr, &mut size, (&mut v as *mut usize).cast()))
     }
 
+    /// `cuptiSetThreadIdType(SYSTEM)`: activity records carry kernel thread ids (gettid), not
+    /// pthread handles, so they match launch sites and the eBPF source.
+    pub fn use_system_thread_ids(&self) -> Result<(), CuptiError> {
+        call!(self, cuptiSetThreadIdType(ffi::CUpti_ActivityThreadIdType::CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM))
+    }
+
     /// `cuptiActivityFlushAll(flag)`.
     pub fn flush_all(&self, flag: u32) -> Result<(), CuptiError> {
         call!(self, cuptiActivityFlushAll(flag))

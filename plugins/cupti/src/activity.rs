@@ -1,0 +1,366 @@
+//! CUPTI activity records → SDK events. Each record is read with the layout of its version
+//! ([`crate::layout`]); strings behind pointer fields come from the agent's `MSG_STRINGS`.
+
+use xpuprof_sdk::model::*;
+use xpuprof_sdk::Emitter;
+
+use crate::decode::Decoder;
+use crate::layout::{self, pick};
+
+/// Clock domain of CUPTI's own timestamps (when the timestamp callback was unavailable).
+pub const CUPTI_CLOCK: ClockDomain = ClockDomain(0x0C00_0001);
+
+// CUpti_ActivityKind values (stable across CUPTI versions).
+const KIND_MEMCPY: u32 = 1;
+const KIND_MEMSET: u32 = 2;
+const KIND_KERNEL: u32 = 3;
+const KIND_DRIVER: u32 = 4;
+const KIND_RUNTIME: u32 = 5;
+const KIND_DEVICE: u32 = 8;
+const KIND_CONTEXT: u32 = 9;
+const KIND_CONCURRENT_KERNEL: u32 = 10;
+const KIND_MARKER: u32 = 12;
+const KIND_OVERHEAD: u32 = 17;
+const KIND_MEMCPY2: u32 = 22;
+const KIND_SYNCHRONIZATION: u32 = 38;
+const KIND_MEMORY2: u32 = 49;
+
+fn u8_at(b: &[u8], at: usize) -> u8 {
+    b.get(at).copied().unwrap_or(0)
+}
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    b.get(at..at + 2).and_then(|s| s.try_into().ok()).map(u16::from_le_bytes).unwrap_or(0)
+}
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes).unwrap_or(0)
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8).and_then(|s| s.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0)
+}
+
+/// Maps `CUpti_ActivityMemcpyKind` to the SDK's copy direction.
+pub fn copy_kind(k: u8) -> CopyKind {
+    match k {
+        1 => CopyKind::HostToDevice,
+        2 | 4 => CopyKind::DeviceToHost,
+        3 => CopyKind::HostToDevice,
+        5..=8 => CopyKind::DeviceToDevice,
+        9 => CopyKind::HostToHost,
+        10 => CopyKind::PeerToPeer,
+        _ => CopyKind::Unknown,
+    }
+}
+
+/// Decodes one record of connection `conn`.
+pub fn record(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
+    match u32_at(rec, 0) {
+        KIND_KERNEL | KIND_CONCURRENT_KERNEL => kernel(d, conn, rec, out),
+        KIND_MEMCPY => memcpy(d, conn, rec, false, out),
+        KIND_MEMCPY2 => memcpy(d, conn, rec, true, out),
+        KIND_MEMSET => memset(d, conn, rec, out),
+        KIND_SYNCHRONIZATION => sync(d, conn, rec, out),
+        KIND_MEMORY2 => memory(d, conn, rec, out),
+        KIND_MARKER => marker(d, conn, rec, out),
+        KIND_DEVICE => device(d, conn, rec, out),
+        KIND_CONTEXT => context(d, conn, rec),
+        KIND_OVERHEAD => overhead(d, conn, rec, out),
+        KIND_RUNTIME | KIND_DRIVER => api(d, conn, rec, out),
+        _ => d.stats.skipped_kinds += 1,
+    }
+}
+
+/// The connection's clock for device times, and the offset for host times.
+fn clock(d: &Decoder, conn: u64) -> (ClockDomain, i64, u32) {
+    match d.conns.get(&conn) {
+        Some(c) if c.monotonic || c.cupti_version == 0 => (ClockDomain::SESSION, 0, c.pid),
+        Some(c) => (CUPTI_CLOCK, c.clock_offset, c.pid),
+        None => (ClockDomain::SESSION, 0, 0),
+    }
+}
+
+fn host_time(t: u64, offset: i64) -> u64 {
+    (t as i64).saturating_add(offset).max(0) as u64
+}
+
+fn text(d: &mut Decoder, conn: u64, ptr: u64, out: &mut Emitter) -> StrId {
+    if ptr == 0 {
+        return StrId::NONE;
+    }
+    let s = d.conns.get(&conn).and_then(|c| c.strings.get(&ptr)).cloned().unwrap_or_else(|| "[unnamed]".to_owned());
+    d.strs.intern(out, &s)
+}
+
+fn stream(d: &mut Decoder, conn: u64, device: DeviceId, ordinal: u32, native: u32, out: &mut Emitter) -> StreamId {
+    let next = &mut d.next_stream;
+    let c = d.conns.entry(conn).or_default();
+    if let Some(s) = c.streams.get(&(ordinal, native)) {
+        return *s;
+    }
+    let id = StreamId(*next);
+    *next += 1;
+    c.streams.insert((ordinal, native), id);
+    out.emit(&Record::Stream(StreamDef { id, device, pid: c.pid, native_id: native as u64, name: StrId::NONE }));
+    id
+}
+
+/// Emits a device op, or parks it until its device's definition arrives.
+fn emit_op(d: &mut Decoder, conn: u64, ordinal: u32, native_stream: Option<u32>, mut op: DeviceOp, out: &mut Emitter) {
+    let dev = d.conns.get(&conn).and_then(|c| c.devices.get(&ordinal).copied());
+    let Some(dev) = dev else {
+        d.conns.entry(conn).or_default().pending.push((ordinal, native_stream, op));
+        return;
+    };
+    op.device = dev;
+    if let Some(s) = native_stream {
+        op.stream = stream(d, conn, dev, ordinal, s, out);
+    }
+    d.stats.device_ops += 1;
+    if op.kind == DeviceOpKind::Kernel {
+        d.stats.kernels += 1;
+    }
+    out.emit(&Record::DeviceOp(op));
+}
+
+fn base_op(kind: DeviceOpKind, pid: u32, clock: ClockDomain, start: u64, end: u64, corr: u32) -> DeviceOp {
+    DeviceOp {
+        kind,
+        pid,
+        device: DeviceId::NONE,
+        stream: StreamId::NONE,
+        start,
+        end,
+        clock,
+        name: StrId::NONE,
+        bytes: 0,
+        copy: CopyKind::Unknown,
+        correlation: (corr != 0).then_some(Correlation { backend: backend::CUDA, id: corr as u64 }),
+        kernel: None,
+        graph: None,
+        launch: None,
+    }
+}
+
+fn graph(id: u32, node: u64) -> Option<GraphInfo> {
+    (id != 0 || node != 0).then_some(GraphInfo { graph: id as u64, node })
+}
+
+fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
+    let Some(l) = pick(&layout::KERNELS, rec.len()) else {
+        d.stats.unknown_versions += 1;
+        return;
+    };
+    let (clk, _, pid) = clock(d, conn);
+    let mut op = base_op(DeviceOpKind::Kernel, pid, clk, u64_at(rec, l.start), u64_at(rec, l.end), u32_at(rec, l.correlation));
+    op.name = text(d, conn, u64_at(rec, l.name), out);
+    let dims = |at: usize| [u32_at(rec, at), u32_at(rec, at + 4), u32_at(rec, at + 8)];
+    op.kernel = Some(KernelInfo {
+        grid: dims(l.grid),
+        block: dims(l.block),
+        shared_memory: u32_at(rec, l.static_shared).saturating_add(u32_at(rec, l.dynamic_shared)),
+        registers: u16_at(rec, l.registers) as u32,
+    });
+    op.graph = graph(u32_at(rec, l.graph), u64_at(rec, l.graph_node));
+    emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), op, out);
+}
+
+fn memcpy(d: &mut Decoder, conn: u64, rec: &[u8], peer: bool, out: &mut Emitter) {
+    let versions: &[(usize, layout::Memcpy)] = if peer { &layout::PEER_COPIES } else { &layout::MEMCPYS };
+    let Some(l) = pick(versions, rec.len()) else {
+        d.stats.unknown_versions += 1;
+        return;
+    };
+    let (clk, _, pid) = clock(d, conn);
+    let mut op = base_op(DeviceOpKind::Memcpy, pid, clk, u64_at(rec, l.start), u64_at(rec, l.end), u32_at(rec, l.correlation));
+    op.bytes = u64_at(rec, l.bytes);
+    op.copy = if peer { CopyKind::PeerToPeer } else { copy_kind(u8_at(rec, l.copy_kind)) };
+    op.graph = graph(u32_at(rec, l.graph), u64_at(rec, l.graph_node));
+    emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), op, out);
+}
+
+fn memset(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
+    let Some(l) = pick(&layout::MEMSETS, rec.len()) else {
+        d.stats.unknown_versions += 1;
+        return;
+    };
+    let (clk, _, pid) = clock(d, conn);
+    let mut op = base_op(DeviceOpKind::Memset, pid, clk, u64_at(rec, l.start), u64_at(rec, l.end), u32_at(rec, l.correlation));
+    op.bytes = u64_at(rec, l.bytes);
+    op.graph = graph(u32_at(rec, l.graph), u64_at(rec, l.graph_node));
+    emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), op, out);
+}
+
+const SYNC_NAMES: [&str; 5] =
+    ["sync: unknown", "sync: cudaEventSynchronize", "sync: cudaStreamWaitEvent", "sync: cudaStreamSynchronize", "sync: cudaDeviceSynchronize"];
+
+fn sync(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
+    if rec.len() < layout::SYNC_MIN {
+        d.stats.unknown_versions += 1;
+        return;
+    }
+    let [ty, start, end, corr, ctx, stream] = layout::SYNC;
+    let (clk, _, pid) = clock(d, conn);
+    let mut op = base_op(DeviceOpKind::Sync, pid, clk, u64_at(rec, start), u64_at(rec, end), u32_at(rec, corr));
+    op.name = d.strs.intern(out, SYNC_NAMES.get(u32_at(rec, ty) as usize).copied().unwrap_or(SYNC_NAMES[0]));
+    let ordinal = d.conns.get(&conn).and_then(|c| c.ctx_device.get(&u32_at(rec, ctx)).copied()).unwrap_or(0);
+    let s = u32_at(rec, stream);
+    emit_op(d, conn, ordinal, (s != u32::MAX).then_some(s), op, out);
+}
+
+fn memory(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
+    if rec.len() < layout::MEMORY_MIN {
+        d.stats.unknown_versions += 1;
+        return;
+    }
+    let [oper, corr, bytes, ts, _pid, device, _ctx, stream] = layout::MEMORY;
+    let kind = match u32_at(rec, oper) {
+        1 => DeviceOpKind::Alloc,
+        2 => DeviceOpKind::Free,
+        _ => return,
+    };
+    let (clk, _, pid) = clock(d, conn);
+    let t = u64_at(rec, ts);
+    let mut op = base_op(kind, pid, clk, t, t, u32_at(rec, corr));
+    op.bytes = u64_at(rec, bytes);
+    let s = u32_at(rec, stream);
+    emit_op(d, conn, u32_at(rec, device), (s != 0 && s != u32::MAX).then_some(s), op, out);
+}
+
+fn marker(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
+    if rec.len() < layout::MARKER_MIN {
+        d.stats.unknown_versions += 1;
+        return;
+    }
+    let [flags, ts, id, _okind, oid, name, domain] = layout::MARKER;
+    let (_, offset, pid) = clock(d, conn);
+    let (flags, t, id, tid) = (u32_at(rec, flags), host_time(u64_at(rec, ts), offset), u32_at(rec, id), u32_at(rec, oid + 4));
+    d.thread(pid, tid, out);
+    let (name, domain) = (text(d, conn, u64_at(rec, name), out), text(d, conn, u64_at(rec, domain), out));
+    if flags & 2 != 0 {
+        d.conns.entry(conn).or_default().open_ranges.insert(id, (t, name, domain, tid));
+    } else if flags & 4 != 0 {
+        if let Some((start, name, domain, tid)) = d.conns.entry(conn).or_default().open_ranges.remove(&id) {
+            out.emit(&Record::Range(Annotation { pid, tid, start, end: t, name, domain }));
+        }
+    } else {
+        out.emit(&Record::Marker(Annotation { pid, tid, start: t, end: t, name, domain }));
+    }
+}
+
+fn device(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
+    if rec.len() < layout::DEVICE_MIN {
+        d.stats.unknown_versions += 1;
+        return;
+    }
+    let [mem, sms, id, uuid, name] = layout::DEVICE;
+    let ordinal = u32_at(rec, id);
+    let mut u = [0u8; 16];
+    u.copy_from_slice(rec.get(uuid..uuid + 16).unwrap_or(&[0; 16]));
+    let existing = d.devices_by_uuid.get(&u).copied().filter(|_| u != [0; 16]);
+    let dev = match existing {
+        Some(dev) => dev,
+        None => {
+            let dev = DeviceId(d.next_device);
+            d.next_device += 1;
+            let name = text(d, conn, u64_at(rec, name), out);
+            out.emit(&Record::Device(DeviceDef {
+                id: dev,
+                vendor: Vendor::Nvidia,
+                index: ordinal,
+                name,
+                uuid: u,
+                compute_units: u32_at(rec, sms),
+                memory_bytes: u64_at(rec, mem),
+            }));
+            d.devices_by_uuid.insert(u, dev);
+            dev
+        }
+    };
+    d.conns.entry(conn).or_default().devices.insert(ordinal, dev);
+    release_pending(d, conn, Some(ordinal), out);
+}
+
+fn release_pending(d: &mut Decoder, conn: u64, ordinal: Option<u32>, out: &mut Emitter) {
+    let Some(c) = d.conns.get_mut(&conn) else { return };
+    let (ready, keep): (Vec<_>, Vec<_>) =
+        std::mem::take(&mut c.pending).into_iter().partition(|(o, _, _)| ordinal.is_none_or(|x| x == *o));
+    c.pending = keep;
+    for (o, s, op) in ready {
+        emit_op(d, conn, o, s, op, out);
+    }
+}
+
+/// At the end of a connection: device work whose device was never described gets a minimal
+/// device definition (ordinal only) instead of being dropped.
+pub fn flush_pending(d: &mut Decoder, conn: u64, out: &mut Emitter) {
+    let ordinals: Vec<u32> = d.conns.get(&conn).map(|c| c.pending.iter().map(|(o, _, _)| *o).collect()).unwrap_or_default();
+    for o in ordinals {
+        if d.conns.get(&conn).is_some_and(|c| c.devices.contains_key(&o)) {
+            continue;
+        }
+        let dev = DeviceId(d.next_device);
+        d.next_device += 1;
+        let name = d.strs.intern(out, &format!("CUDA device {o}"));
+        out.emit(&Record::Device(DeviceDef { id: dev, vendor: Vendor::Nvidia, index: o, name, uuid: [0; 16], compute_units: 0, memory_bytes: 0 }));
+        d.conns.entry(conn).or_default().devices.insert(o, dev);
+    }
+    release_pending(d, conn, None, out);
+}
+
+fn context(d: &mut Decoder, conn: u64, rec: &[u8]) {
+    if rec.len() < layout::CONTEXT_MIN {
+        return;
+    }
+    let [ctx, dev] = layout::CONTEXT;
+    d.conns.entry(conn).or_default().ctx_device.insert(u32_at(rec, ctx), u32_at(rec, dev));
+}
+
+fn overhead(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
+    if rec.len() < layout::OVERHEAD_MIN {
+        d.stats.unknown_versions += 1;
+        return;
+    }
+    let [kind, okind, oid, start, end] = layout::OVERHEAD;
+    let (_, offset, pid) = clock(d, conn);
+    let tid = if u32_at(rec, okind) == 2 { u32_at(rec, oid + 4) } else { 0 };
+    d.thread(pid, tid, out);
+    let what = match u32_at(rec, kind) {
+        1 => "driver compiler",
+        0x10000 => "buffer flush",
+        0x20000 => "instrumentation",
+        0x30000 => "resource",
+        0x40000 => "module loading",
+        0x50000 => "lazy function loading",
+        0x60000 => "command buffer full",
+        0x70000 => "activity buffer request",
+        _ => "other",
+    };
+    let name = d.strs.intern(out, &format!("CUPTI overhead: {what}"));
+    let domain = d.strs.intern(out, "cupti");
+    let (s, e) = (host_time(u64_at(rec, start), offset), host_time(u64_at(rec, end), offset));
+    out.emit(&Record::Range(Annotation { pid, tid, start: s, end: e, name, domain }));
+}
+
+fn api(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
+    if rec.len() < layout::API_MIN {
+        d.stats.unknown_versions += 1;
+        return;
+    }
+    let [cbid, start, end, _pid, tid, corr, result] = layout::API;
+    let domain = if u32_at(rec, 0) == KIND_RUNTIME { crate::wire::DOMAIN_RUNTIME } else { crate::wire::DOMAIN_DRIVER };
+    let (_, offset, pid) = clock(d, conn);
+    let tid = u32_at(rec, tid);
+    d.thread(pid, tid, out);
+    let name = d.api_name(conn, domain, u32_at(rec, cbid), out);
+    let corr = u32_at(rec, corr);
+    out.emit(&Record::ApiCall(ApiCall {
+        pid,
+        tid,
+        start: host_time(u64_at(rec, start), offset),
+        end: host_time(u64_at(rec, end), offset),
+        name,
+        correlation: (corr != 0).then_some(Correlation { backend: backend::CUDA, id: corr as u64 }),
+        external: None,
+        result: u32_at(rec, result) as i64,
+    }));
+    d.stats.api_calls += 1;
+}

@@ -1,0 +1,403 @@
+//! Decodes the agents' streams ([`crate::wire`]) into SDK records.
+//!
+//! One [`Decoder`] serves every connection of a session (one per CUDA process), so all
+//! definitions share one id space. Launch stacks arrive as raw return addresses plus the
+//! process's module map; they become `ModuleDef` + `FrameDef { kind: FileOffset }` (address =
+//! return address − 1, the call instruction, − mapping start + mapping file offset) so the host
+//! can symbolise them after the process is gone. Activity records are decoded in
+//! [`crate::activity`].
+
+use std::collections::{HashMap, HashSet};
+
+use xpuprof_sdk::model::*;
+use xpuprof_sdk::{Emitter, Logger, StringInterner};
+
+use crate::wire::{self, Reader};
+
+/// Counters a user sees in the log at the end.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Stats {
+    /// Processes that connected.
+    pub processes: u64,
+    /// Device operations emitted.
+    pub device_ops: u64,
+    /// Kernels among them.
+    pub kernels: u64,
+    /// Launch sites emitted.
+    pub launch_sites: u64,
+    /// API calls emitted.
+    pub api_calls: u64,
+    /// Records of a kind this decoder does not use.
+    pub skipped_kinds: u64,
+    /// Records smaller than every known version of their kind.
+    pub unknown_versions: u64,
+    /// Records CUPTI dropped.
+    pub dropped: u64,
+    /// Connections that ended without the agent's final message.
+    pub unfinished: u64,
+    /// Agents that reported an error instead of tracing.
+    pub agent_errors: u64,
+}
+
+/// One executable mapping of a traced process.
+#[derive(Debug, Clone)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    offset: u64,
+    path: String,
+}
+
+/// An API name, interned on first use.
+#[derive(Debug, Clone)]
+pub(crate) enum ApiName {
+    Text(String),
+    Id(StrId),
+}
+
+/// Per-connection (per-process) state.
+#[derive(Debug, Default)]
+pub(crate) struct Conn {
+    pub(crate) pid: u32,
+    pub(crate) cupti_version: u32,
+    pub(crate) monotonic: bool,
+    maps: Vec<Mapping>,
+    pub(crate) strings: HashMap<u64, String>,
+    pub(crate) api_names: HashMap<(u8, u32), ApiName>,
+    pub(crate) devices: HashMap<u32, DeviceId>,
+    pub(crate) ctx_device: HashMap<u32, u32>,
+    pub(crate) streams: HashMap<(u32, u32), StreamId>,
+    /// Device ops waiting for their device's definition.
+    pub(crate) pending: Vec<(u32, Option<u32>, DeviceOp)>,
+    pub(crate) open_ranges: HashMap<u32, (u64, StrId, StrId, u32)>,
+    /// session − CUPTI clock, when the timestamp callback could not be installed.
+    pub(crate) clock_offset: i64,
+    bye: bool,
+    hello: bool,
+}
+
+/// Decoder state shared by all connections.
+#[derive(Debug)]
+pub struct Decoder {
+    pub(crate) strs: StringInterner,
+    modules: HashMap<String, ModuleId>,
+    frames: HashMap<(u32, u64, u32), FrameId>,
+    stacks: HashMap<(u32, u64), StackId>,
+    pub(crate) devices_by_uuid: HashMap<[u8; 16], DeviceId>,
+    pub(crate) next_device: u32,
+    pub(crate) next_stream: u32,
+    threads: HashSet<(u32, u32)>,
+    pub(crate) conns: HashMap<u64, Conn>,
+    /// Counters.
+    pub stats: Stats,
+    pub(crate) log: Logger,
+}
+
+/// Cause strings of the losses this plugin reports.
+pub const LOSS_DROPPED: &str = "cupti dropped records";
+/// Records of a version this decoder does not know.
+pub const LOSS_UNKNOWN_VERSION: &str = "cupti records of an unknown version";
+
+impl Decoder {
+    /// A decoder logging through `log`.
+    pub fn new(log: Logger) -> Self {
+        Self {
+            strs: StringInterner::default(),
+            modules: HashMap::new(),
+            frames: HashMap::new(),
+            stacks: HashMap::new(),
+            devices_by_uuid: HashMap::new(),
+            next_device: 1,
+            next_stream: 1,
+            threads: HashSet::new(),
+            conns: HashMap::new(),
+            stats: Stats::default(),
+            log,
+        }
+    }
+
+    /// Decodes every complete message at the front of `buf` for connection `conn`; returns the
+    /// number of bytes consumed (a partial message at the end is left for the next call).
+    pub fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
+        let (msgs, used) = wire::split_messages(buf);
+        for m in msgs {
+            self.message(conn, m, out);
+        }
+        used
+    }
+
+    fn message(&mut self, conn: u64, m: wire::Message<'_>, out: &mut Emitter) {
+        let mut r = Reader::new(m.payload);
+        match m.ty {
+            wire::MSG_HELLO => self.hello(conn, &mut r, out),
+            wire::MSG_MODULES => self.modules_msg(conn, &mut r),
+            wire::MSG_LAUNCHES => self.launches(conn, &mut r, out),
+            wire::MSG_ACTIVITY => self.activity(conn, &mut r, out),
+            wire::MSG_STRINGS => self.strings_msg(conn, &mut r),
+            wire::MSG_API_NAMES => self.api_names_msg(conn, &mut r),
+            wire::MSG_DROPPED => {
+                let (count, time) = (r.u64(), r.u64());
+                let c = self.conns.entry(conn).or_default();
+                let pid = c.pid;
+                self.stats.dropped += count;
+                let cause = self.strs.intern(out, LOSS_DROPPED);
+                out.emit(&Record::Loss(Loss { pid, time, cause, count }));
+            }
+            wire::MSG_CLOCK => {
+                let (cupti, session) = (r.u64(), r.u64());
+                let c = self.conns.entry(conn).or_default();
+                c.clock_offset = session as i64 - cupti as i64;
+                out.emit(&Record::ClockSync(ClockSync {
+                    domain: crate::activity::CUPTI_CLOCK,
+                    source_time: cupti,
+                    session_time: session,
+                }));
+            }
+            wire::MSG_ERROR => {
+                self.stats.agent_errors += 1;
+                let pid = self.conns.get(&conn).map(|c| c.pid).unwrap_or(0);
+                self.log.error(&format!("process {pid}: {}", String::from_utf8_lossy(m.payload)));
+            }
+            wire::MSG_BYE => {
+                self.conns.entry(conn).or_default().bye = true;
+            }
+            _ => {}
+        }
+    }
+
+    fn hello(&mut self, conn: u64, r: &mut Reader<'_>, out: &mut Emitter) {
+        let (pid, version, _protocol, flags) = (r.u32(), r.u32(), r.u32(), r.u32());
+        let cmd = String::from_utf8_lossy(r.bytes(r.remaining())).into_owned();
+        let c = self.conns.entry(conn).or_default();
+        c.pid = pid;
+        c.cupti_version = version;
+        c.monotonic = flags & wire::FLAG_MONOTONIC_TIMESTAMPS != 0;
+        c.hello = true;
+        self.stats.processes += 1;
+        let command = self.strs.intern(out, &cmd);
+        out.emit(&Record::Process(ProcessDef { pid, ppid: parent_of(pid), command }));
+        if version != 0 && !c.monotonic {
+            self.log.info(&format!(
+                "process {pid}: CUPTI timestamp callback unavailable; GPU times converted from paired clock samples"
+            ));
+        }
+    }
+
+    fn modules_msg(&mut self, conn: u64, r: &mut Reader<'_>) {
+        let n = r.u32();
+        let mut maps = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let (start, end, offset, len) = (r.u64(), r.u64(), r.u64(), r.u32());
+            let path = String::from_utf8_lossy(r.bytes(len as usize)).into_owned();
+            if r.short {
+                break;
+            }
+            maps.push(Mapping { start, end, offset, path });
+        }
+        maps.sort_by_key(|m| m.start);
+        self.conns.entry(conn).or_default().maps = maps;
+    }
+
+    fn strings_msg(&mut self, conn: u64, r: &mut Reader<'_>) {
+        let n = r.u32();
+        let c = self.conns.entry(conn).or_default();
+        for _ in 0..n {
+            let (p, len) = (r.u64(), r.u32());
+            let text = String::from_utf8_lossy(r.bytes(len as usize)).into_owned();
+            if r.short {
+                break;
+            }
+            c.strings.insert(p, text);
+        }
+    }
+
+    fn api_names_msg(&mut self, conn: u64, r: &mut Reader<'_>) {
+        let n = r.u32();
+        for _ in 0..n {
+            let (domain, cbid, len) = (r.u32(), r.u32(), r.u32());
+            let name = String::from_utf8_lossy(r.bytes(len as usize)).into_owned();
+            if r.short {
+                break;
+            }
+            let name = api_display_name(&name).to_owned();
+            self.conns.entry(conn).or_default().api_names.insert((domain as u8, cbid), ApiName::Text(name));
+        }
+    }
+
+    /// The interned name of API `cbid` of `domain`, or none if the agent never named it.
+    pub(crate) fn api_name(&mut self, conn: u64, domain: u8, cbid: u32, out: &mut Emitter) -> StrId {
+        let Some(c) = self.conns.get_mut(&conn) else { return StrId::NONE };
+        match c.api_names.get(&(domain, cbid)) {
+            Some(ApiName::Id(id)) => *id,
+            Some(ApiName::Text(t)) => {
+                let t = t.clone();
+                let id = self.strs.intern(out, &t);
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.api_names.insert((domain, cbid), ApiName::Id(id));
+                }
+                id
+            }
+            None => StrId::NONE,
+        }
+    }
+
+    pub(crate) fn thread(&mut self, pid: u32, tid: u32, out: &mut Emitter) {
+        if tid != 0 && self.threads.insert((pid, tid)) {
+            out.emit(&Record::Thread(ThreadDef { pid, tid, name: StrId::NONE }));
+        }
+    }
+
+    fn launches(&mut self, conn: u64, r: &mut Reader<'_>, out: &mut Emitter) {
+        let tid = r.u32();
+        r.u32();
+        let pid = self.conns.entry(conn).or_default().pid;
+        self.thread(pid, tid, out);
+        while r.remaining() >= 8 && !r.short {
+            match r.u8() {
+                wire::ENTRY_STACK => {
+                    let n = r.u8() as usize;
+                    r.bytes(6);
+                    let hash = r.u64();
+                    let frames: Vec<u64> = (0..n).map(|_| r.u64()).collect();
+                    if !r.short && !self.stacks.contains_key(&(pid, hash)) {
+                        let ids: Vec<FrameId> = frames.iter().map(|&a| self.frame(conn, a, out)).collect();
+                        let id = StackId(self.stacks.len() as u32 + 1);
+                        out.emit(&Record::Stack(StackDef { id, frames: ids }));
+                        self.stacks.insert((pid, hash), id);
+                    }
+                }
+                wire::ENTRY_LAUNCH => {
+                    let domain = r.u8();
+                    let _flags = r.u16();
+                    let (cbid, corr) = (r.u32(), r.u32());
+                    r.u32();
+                    let (time, hash) = (r.u64(), r.u64());
+                    if r.short {
+                        break;
+                    }
+                    let api = self.api_name(conn, domain, cbid, out);
+                    let stack = self.stacks.get(&(pid, hash)).copied().unwrap_or(StackId::NONE);
+                    out.emit(&Record::LaunchSite(LaunchSite {
+                        pid,
+                        tid,
+                        time,
+                        correlation: Correlation { backend: backend::CUDA, id: corr as u64 },
+                        api,
+                        stack,
+                    }));
+                    self.stats.launch_sites += 1;
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// The frame of return address `ra` in connection `conn`'s process.
+    fn frame(&mut self, conn: u64, ra: u64, out: &mut Emitter) -> FrameId {
+        let c = self.conns.entry(conn).or_default();
+        let pid = c.pid;
+        let addr = ra.saturating_sub(1);
+        let i = c.maps.partition_point(|m| m.start <= addr);
+        let hit = i.checked_sub(1).map(|i| &c.maps[i]).filter(|m| addr < m.end && !m.path.is_empty());
+        let (kind, module_path, address) = match hit {
+            Some(m) => (FrameKind::FileOffset, Some(m.path.clone()), addr - m.start + m.offset),
+            None => (FrameKind::Virtual, None, addr),
+        };
+        let module = match module_path {
+            Some(p) => self.module(&p, out),
+            None => ModuleId::NONE,
+        };
+        let key_pid = if kind == FrameKind::Virtual { pid } else { 0 };
+        if let Some(f) = self.frames.get(&(module.0, address, key_pid)) {
+            return *f;
+        }
+        let id = FrameId(self.frames.len() as u32 + 1);
+        out.emit(&Record::Frame(FrameDef { id, kind, module, address, pid, name: StrId::NONE, inlined: Vec::new() }));
+        self.frames.insert((module.0, address, key_pid), id);
+        id
+    }
+
+    fn module(&mut self, path: &str, out: &mut Emitter) -> ModuleId {
+        if let Some(m) = self.modules.get(path) {
+            return *m;
+        }
+        let id = ModuleId(self.modules.len() as u32 + 1);
+        let p = self.strs.intern(out, path);
+        out.emit(&Record::Module(ModuleDef { id, path: p, build_id: crate::elf::build_id(path).unwrap_or_default() }));
+        self.modules.insert(path.to_owned(), id);
+        id
+    }
+
+    fn activity(&mut self, conn: u64, r: &mut Reader<'_>, out: &mut Emitter) {
+        let n = r.u32() as usize;
+        r.u32();
+        let sizes: Vec<u16> = (0..n).map(|_| r.u16()).collect();
+        r.align8();
+        for s in sizes {
+            let rec = r.bytes(s as usize);
+            if r.short {
+                break;
+            }
+            crate::activity::record(self, conn, rec, out);
+        }
+    }
+
+    /// Ends connection `conn`: flushes device work still waiting for its device and reports
+    /// an agent that did not finish cleanly.
+    pub fn finish(&mut self, conn: u64, out: &mut Emitter) {
+        crate::activity::flush_pending(self, conn, out);
+        let Some(c) = self.conns.remove(&conn) else { return };
+        if c.hello && !c.bye && c.cupti_version != 0 {
+            self.stats.unfinished += 1;
+            self.log.warn(&format!(
+                "process {} ended without flushing its CUPTI buffers (killed, or exited through _exit); \
+                 device work of its last moments may be missing",
+                c.pid
+            ));
+        }
+        for (_, (start, name, domain, tid)) in c.open_ranges {
+            out.emit(&Record::Range(Annotation { pid: c.pid, tid, start, end: start, name, domain }));
+        }
+    }
+
+    /// Emits the end-of-session losses (unknown record versions).
+    pub fn finish_all(&mut self, out: &mut Emitter) {
+        let conns: Vec<u64> = self.conns.keys().copied().collect();
+        for c in conns {
+            self.finish(c, out);
+        }
+        if self.stats.unknown_versions > 0 {
+            let cause = self.strs.intern(out, LOSS_UNKNOWN_VERSION);
+            let time = xpuprof_sdk::clock::now_ns();
+            out.emit(&Record::Loss(Loss { pid: 0, time, cause, count: self.stats.unknown_versions }));
+            self.stats.unknown_versions = 0;
+        }
+    }
+}
+
+/// `cudaLaunchKernel_v7000` → `cudaLaunchKernel` (CUPTI's callback names carry a version).
+pub fn api_display_name(name: &str) -> &str {
+    match name.rfind("_v") {
+        Some(i) if i > 0 && name[i + 2..].bytes().all(|b| b.is_ascii_digit()) && name.len() > i + 2 => &name[..i],
+        _ => name,
+    }
+}
+
+fn parent_of(pid: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)).and_then(|p| p.parse().ok()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_cupti_version_suffix() {
+        assert_eq!(api_display_name("cudaLaunchKernel_v7000"), "cudaLaunchKernel");
+        assert_eq!(api_display_name("cudaLaunchKernel_ptsz_v7000"), "cudaLaunchKernel_ptsz");
+        assert_eq!(api_display_name("cuLaunchKernel"), "cuLaunchKernel");
+        assert_eq!(api_display_name("cuMemcpyHtoD_v2"), "cuMemcpyHtoD");
+        assert_eq!(api_display_name("x_v"), "x_v");
+    }
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The one device script: builds the CUDA test programs, captures CUPTI fixtures, runs every
+# program under `xpuprof --source cupti --sink folded,chrome` with exact checks, and runs the
+# launch-bound benchmark. Run from the repository root on the GPU machine:
+#
+#   scripts/gpu/run-all.sh [capture] [test] [bench]      (default: all three)
+#
+# Needs: nvcc and CUPTI (CUDA_HOME, default /usr/local/cuda-13.0), python3, and the Rust parts
+# built on the development machine and carried in .device-carry/ (xpuprof, the plugins and
+# libxpuprof_cupti_agent.so; see docs/gpu-test-notes.md). Logs go to $OUT (or /tmp/xpuprof-gpu);
+# a summary table is printed last.
+set -u
+ROOT=$(pwd)
+OUT=${OUT:-/tmp/xpuprof-gpu-out}
+W=/tmp/xpuprof-gpu
+CARRY=$ROOT/.device-carry
+export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda-13.0}
+INC=$CUDA_HOME/targets/x86_64-linux/include
+LIB=$CUDA_HOME/targets/x86_64-linux/lib
+AGENT=$CARRY/libxpuprof_cupti_agent.so
+BENCH_N=${BENCH_N:-200000}
+ROUNDS=${ROUNDS:-3}
+STEPS=${*:-capture test bench}
+mkdir -p "$OUT" "$W/bin" "$W/fixtures" "$W/logs"
+SUMMARY=$W/summary.txt
+: >"$SUMMARY"
+row() { printf '%-34s %s\n' "$1" "$2" | tee -a "$SUMMARY"; }
+
+echo "== machine" | tee "$W/logs/machine.txt"
+{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; "$CUDA_HOME/bin/nvcc" --version | tail -2; ls "$LIB"/libcupti.so*; } 2>&1 | tee -a "$W/logs/machine.txt"
+
+# ---- build ---------------------------------------------------------------------------------
+NVCC="$CUDA_HOME/bin/nvcc -g -O2 -std=c++17 -arch=sm_90 -Xcompiler -fno-omit-frame-pointer -I$INC"
+PROGS="basic multi_stream multi_thread driver_launch graph_launch launch_bench"
+for p in $PROGS; do
+  extra=""
+  [ "$p" = driver_launch ] && extra="-lcuda"
+  $NVCC -o "$W/bin/$p" "tests/workloads/cuda/$p.cu" $extra -ldl -lpthread >"$W/logs/build-$p.log" 2>&1 \
+    && row "build $p" ok || { row "build $p" FAILED; cat "$W/logs/build-$p.log"; }
+done
+g++ -O2 -shared -fPIC -o "$W/bin/libcupti_alone.so" tests/workloads/cuda/cupti_alone.cpp -I"$INC" -L"$LIB" -lcupti \
+  -Wl,-rpath,"$LIB" >"$W/logs/build-cupti_alone.log" 2>&1 && row "build cupti_alone" ok || row "build cupti_alone" FAILED
+
+# Small sizes for fixtures, larger ones for the checks.
+declare -A SMALL=([basic]=3 [multi_stream]=4 [multi_thread]=4 [driver_launch]=3 [graph_launch]=2 [launch_bench]=50)
+declare -A SIZE=([basic]=50 [multi_stream]=200 [multi_thread]=500 [driver_launch]=100 [graph_launch]=100 [launch_bench]=20000)
+
+# ---- capture: raw agent streams for the CI decoder tests ---------------------------------------
+if [[ " $STEPS " == *" capture "* ]]; then
+  for p in basic multi_stream multi_thread driver_launch graph_launch; do
+    d=$W/fixtures/$p; rm -rf "$d"; mkdir -p "$d"
+    opts="verbose=1"; [ "$p" = basic ] && opts="verbose=1,api=all"
+    CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$d XPUPROF_CUPTI_OPTS=$opts \
+      "$W/bin/$p" "${SMALL[$p]}" >"$d/stdout.txt" 2>"$d/stderr.txt"
+    rc=$?
+    n=$(ls "$d"/cupti-*.bin 2>/dev/null | wc -l)
+    row "capture $p" "rc=$rc dumps=$n $(grep -h 'launch sites' "$d/stderr.txt" | sed 's/.*): //' | head -1)"
+    cp "$W/bin/$p" "$d/" 2>/dev/null
+  done
+  (cd "$W" && tar czf "$OUT/fixtures.tar.gz" fixtures)
+fi
+
+# ---- test: every program under xpuprof, checked ------------------------------------------------
+if [[ " $STEPS " == *" test "* ]]; then
+  if [ -x "$CARRY/xpuprof" ]; then
+    for p in basic multi_stream multi_thread driver_launch graph_launch launch_bench; do
+      o=$W/out/$p; rm -rf "$o"
+      "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded,chrome -o "$o" -- "$W/bin/$p" "${SIZE[$p]}" \
+        >"$W/logs/test-$p.out" 2>"$W/logs/test-$p.err"
+      rc=$?
+      res=$(python3 scripts/gpu/check_profile.py "$o" "$W/logs/test-$p.out" "$W/logs/test-$p.err" 2>&1 | tail -1)
+      row "test $p" "rc=$rc $res"
+    done
+    (cd "$W" && tar czf "$OUT/profiles.tar.gz" out)
+  else
+    row "test" "skipped: no $CARRY/xpuprof"
+  fi
+fi
+
+# ---- bench: launch-bound, configurations interleaved, medians ----------------------------------
+if [[ " $STEPS " == *" bench "* ]]; then
+  B=$W/bin/launch_bench
+  : >"$W/logs/bench.txt"
+  run_cfg() {
+    case $1 in
+      unprofiled) "$B" "$BENCH_N" ;;
+      cupti_alone) CUDA_INJECTION64_PATH=$W/bin/libcupti_alone.so "$B" "$BENCH_N" ;;
+      agent_dump) rm -rf "$W/dump" && mkdir -p "$W/dump" && CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump "$B" "$BENCH_N" ;;
+      xpuprof) "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded -o "$W/bench-out" -- "$B" "$BENCH_N" ;;
+    esac
+  }
+  CFGS="unprofiled cupti_alone agent_dump"
+  [ -x "$CARRY/xpuprof" ] && CFGS="$CFGS xpuprof"
+  for r in $(seq 1 "$ROUNDS"); do
+    for c in $CFGS; do
+      s=$(run_cfg "$c" 2>>"$W/logs/bench-$c.err" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')
+      echo "$r $c ${s:-nan}" | tee -a "$W/logs/bench.txt"
+    done
+  done
+  python3 - "$W/logs/bench.txt" <<'PY' | tee -a "$SUMMARY"
+import sys, statistics, collections
+t = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    r, c, s = line.split()
+    if s != "nan": t[c].append(float(s))
+med = {c: statistics.median(v) for c, v in t.items() if v}
+base = med.get("unprofiled"); alone = med.get("cupti_alone")
+for c, m in med.items():
+    a = f"{m/base:.3f}x unprofiled" if base else ""
+    b = f"{m/alone:.3f}x cupti_alone" if alone else ""
+    rounds = " ".join(f"{x:.4f}" for x in t[c])
+    print(f"bench {c:<27} median {m:.4f} s  {a}  {b}  (rounds {rounds})")
+PY
+fi
+
+(cd "$W" && tar czf "$OUT/logs.tar.gz" logs summary.txt)
+echo "================ summary"
+cat "$SUMMARY"

@@ -1,0 +1,26 @@
+// Launch-bound microbenchmark: N empty kernels from one thread; prints the launch loop's wall
+// time (from the first launch to the end of the final synchronize), excluding CUDA start-up.
+#include "common.h"
+#include <chrono>
+
+__global__ void empty_kernel() {}
+
+NOINLINE void launch_empty() {
+  empty_kernel<<<1, 1>>>();
+}
+
+int main(int argc, char** argv) {
+  int n = arg_int(argc, argv, 1, 200000);
+  CHECK(cudaFree(nullptr));
+  for (int i = 0; i < 100; i++) launch_empty();  // warm-up: module load, first-launch costs
+  CHECK(cudaDeviceSynchronize());
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; i++) launch_empty();
+  CHECK(cudaDeviceSynchronize());
+  auto t1 = std::chrono::steady_clock::now();
+  CHECK_LAUNCH();
+  double s = std::chrono::duration<double>(t1 - t0).count();
+  std::printf("BENCH launches=%d seconds=%.6f us_per_launch=%.4f\n", n, s, s * 1e6 / n);
+  std::printf("EXPECT kernels=%d launchers=launch_empty\n", n + 100);
+  return 0;
+}
