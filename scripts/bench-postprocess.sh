@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# B3/B4 without a GPU: records a large scripted session (the test double source, same record
+# shapes as a CUDA run: API call + launch stack + device op per launch) into an archive, then
+# replays it into folded+chrome on one core. Prints launches/s, peak memory, and bytes per launch
+# of the archive next to the chrome JSON. Usage: scripts/bench-postprocess.sh [ROUNDS]
+# (each round = 6 launches causing 8 device operations).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-170000}
+cargo build -q --release -p xpuprof-core -p xpuprof-plugin-scripted -p xpuprof-plugin-archive \
+  -p xpuprof-plugin-folded -p xpuprof-plugin-chrome
+X=target/release/xpuprof
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+cat > "$D/xpuprof.toml" <<TOML
+[source.scripted]
+repeat = $ROUNDS
+TOML
+LAUNCHES=$((ROUNDS * 6))
+peak() { python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+t = time.perf_counter()
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+dt = time.perf_counter() - t
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{dt:.3f} {ru.ru_maxrss}")
+sys.exit(r.returncode)
+PY
+}
+read -r rec_s rec_kb < <(cd "$D" && peak taskset -c 0 "$OLDPWD/$X" --quiet --source scripted --sink archive -o rec -- true)
+read -r rep_s rep_kb < <(peak taskset -c 0 "$X" report "$D/rec" --sink folded,chrome -o "$D/rep")
+arch=$(du -b "$D/rec/archive" | tail -1 | cut -f1)
+chrome=$(stat -c %s "$D/rep/trace.json")
+python3 - "$LAUNCHES" "$rec_s" "$rec_kb" "$rep_s" "$rep_kb" "$arch" "$chrome" <<'PY'
+import sys
+n, rec_s, rec_kb, rep_s, rep_kb, arch, chrome = sys.argv[1:]
+n = int(n)
+print(f"launches                       {n}")
+print(f"record (pipeline + archive)    {float(rec_s):.2f} s  {n/float(rec_s)/1e6:.2f} M launches/s  peak {int(rec_kb)/1024:.0f} MiB")
+print(f"B3 replay -> folded+chrome     {float(rep_s):.2f} s  {n/float(rep_s)/1e6:.2f} M launches/s  peak {int(rep_kb)/1024:.0f} MiB (one core)")
+print(f"B4 archive                     {int(arch)/n:.1f} bytes/launch")
+print(f"B4 chrome JSON                 {int(chrome)/n:.1f} bytes/launch")
+PY
