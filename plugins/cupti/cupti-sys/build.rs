@@ -85,5 +85,6 @@ fn main() {
         .unwrap_or_else(|e| panic!("failed to generate CUPTI bindings from {}: {e}", cupti_dir.display()));
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     bindings.write_to_file(out.join("bindings.rs")).expect("failed to write bindings.rs");
-    std::fs::write(out.join("include_dir.txt"), cupti_dir.display().to_string()).expect("failed to write include_dir.txt");
+    std::fs::write(out.join("include_dir.txt"), cupti_dir.display().to_string())
+        .expect("failed to write include_dir.txt");
 }

@@ -86,11 +86,23 @@ fn text(d: &mut Decoder, conn: u64, ptr: u64, out: &mut Emitter) -> StrId {
     if ptr == 0 {
         return StrId::NONE;
     }
-    let s = d.conns.get(&conn).and_then(|c| c.strings.get(&ptr)).cloned().unwrap_or_else(|| "[unnamed]".to_owned());
+    let s = d
+        .conns
+        .get(&conn)
+        .and_then(|c| c.strings.get(&ptr))
+        .cloned()
+        .unwrap_or_else(|| "[unnamed]".to_owned());
     d.strs.intern(out, &s)
 }
 
-fn stream(d: &mut Decoder, conn: u64, device: DeviceId, ordinal: u32, native: u32, out: &mut Emitter) -> StreamId {
+fn stream(
+    d: &mut Decoder,
+    conn: u64,
+    device: DeviceId,
+    ordinal: u32,
+    native: u32,
+    out: &mut Emitter,
+) -> StreamId {
     let next = &mut d.next_stream;
     let c = d.conns.entry(conn).or_default();
     if let Some(s) = c.streams.get(&(ordinal, native)) {
@@ -99,12 +111,25 @@ fn stream(d: &mut Decoder, conn: u64, device: DeviceId, ordinal: u32, native: u3
     let id = StreamId(*next);
     *next += 1;
     c.streams.insert((ordinal, native), id);
-    out.emit(&Record::Stream(StreamDef { id, device, pid: c.pid, native_id: native as u64, name: StrId::NONE }));
+    out.emit(&Record::Stream(StreamDef {
+        id,
+        device,
+        pid: c.pid,
+        native_id: native as u64,
+        name: StrId::NONE,
+    }));
     id
 }
 
 /// Emits a device op, or parks it until its device's definition arrives.
-fn emit_op(d: &mut Decoder, conn: u64, ordinal: u32, native_stream: Option<u32>, mut op: DeviceOp, out: &mut Emitter) {
+fn emit_op(
+    d: &mut Decoder,
+    conn: u64,
+    ordinal: u32,
+    native_stream: Option<u32>,
+    mut op: DeviceOp,
+    out: &mut Emitter,
+) {
     let dev = d.conns.get(&conn).and_then(|c| c.devices.get(&ordinal).copied());
     let Some(dev) = dev else {
         d.conns.entry(conn).or_default().pending.push((ordinal, native_stream, op));
@@ -150,7 +175,14 @@ fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         return;
     };
     let (clk, _, pid) = clock(d, conn);
-    let mut op = base_op(DeviceOpKind::Kernel, pid, clk, u64_at(rec, l.start), u64_at(rec, l.end), u32_at(rec, l.correlation));
+    let mut op = base_op(
+        DeviceOpKind::Kernel,
+        pid,
+        clk,
+        u64_at(rec, l.start),
+        u64_at(rec, l.end),
+        u32_at(rec, l.correlation),
+    );
     op.name = text(d, conn, u64_at(rec, l.name), out);
     let dims = |at: usize| [u32_at(rec, at), u32_at(rec, at + 4), u32_at(rec, at + 8)];
     op.kernel = Some(KernelInfo {
@@ -170,7 +202,14 @@ fn memcpy(d: &mut Decoder, conn: u64, rec: &[u8], peer: bool, out: &mut Emitter)
         return;
     };
     let (clk, _, pid) = clock(d, conn);
-    let mut op = base_op(DeviceOpKind::Memcpy, pid, clk, u64_at(rec, l.start), u64_at(rec, l.end), u32_at(rec, l.correlation));
+    let mut op = base_op(
+        DeviceOpKind::Memcpy,
+        pid,
+        clk,
+        u64_at(rec, l.start),
+        u64_at(rec, l.end),
+        u32_at(rec, l.correlation),
+    );
     op.bytes = u64_at(rec, l.bytes);
     op.copy = if peer { CopyKind::PeerToPeer } else { copy_kind(u8_at(rec, l.copy_kind)) };
     op.graph = graph(u32_at(rec, l.graph), u64_at(rec, l.graph_node));
@@ -183,14 +222,26 @@ fn memset(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         return;
     };
     let (clk, _, pid) = clock(d, conn);
-    let mut op = base_op(DeviceOpKind::Memset, pid, clk, u64_at(rec, l.start), u64_at(rec, l.end), u32_at(rec, l.correlation));
+    let mut op = base_op(
+        DeviceOpKind::Memset,
+        pid,
+        clk,
+        u64_at(rec, l.start),
+        u64_at(rec, l.end),
+        u32_at(rec, l.correlation),
+    );
     op.bytes = u64_at(rec, l.bytes);
     op.graph = graph(u32_at(rec, l.graph), u64_at(rec, l.graph_node));
     emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), op, out);
 }
 
-const SYNC_NAMES: [&str; 5] =
-    ["sync: unknown", "sync: cudaEventSynchronize", "sync: cudaStreamWaitEvent", "sync: cudaStreamSynchronize", "sync: cudaDeviceSynchronize"];
+const SYNC_NAMES: [&str; 5] = [
+    "sync: unknown",
+    "sync: cudaEventSynchronize",
+    "sync: cudaStreamWaitEvent",
+    "sync: cudaStreamSynchronize",
+    "sync: cudaDeviceSynchronize",
+];
 
 fn sync(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     if rec.len() < layout::SYNC_MIN {
@@ -199,7 +250,8 @@ fn sync(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     }
     let [ty, start, end, corr, ctx, stream] = layout::SYNC;
     let (clk, _, pid) = clock(d, conn);
-    let mut op = base_op(DeviceOpKind::Sync, pid, clk, u64_at(rec, start), u64_at(rec, end), u32_at(rec, corr));
+    let mut op =
+        base_op(DeviceOpKind::Sync, pid, clk, u64_at(rec, start), u64_at(rec, end), u32_at(rec, corr));
     op.name = d.strs.intern(out, SYNC_NAMES.get(u32_at(rec, ty) as usize).copied().unwrap_or(SYNC_NAMES[0]));
     let ordinal = d.conns.get(&conn).and_then(|c| c.ctx_device.get(&u32_at(rec, ctx)).copied()).unwrap_or(0);
     let s = u32_at(rec, stream);
@@ -232,7 +284,8 @@ fn marker(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     }
     let [flags, ts, id, _okind, oid, name, domain] = layout::MARKER;
     let (_, offset, pid) = clock(d, conn);
-    let (flags, t, id, tid) = (u32_at(rec, flags), host_time(u64_at(rec, ts), offset), u32_at(rec, id), u32_at(rec, oid + 4));
+    let (flags, t, id, tid) =
+        (u32_at(rec, flags), host_time(u64_at(rec, ts), offset), u32_at(rec, id), u32_at(rec, oid + 4));
     d.thread(pid, tid, out);
     let (name, domain) = (text(d, conn, u64_at(rec, name), out), text(d, conn, u64_at(rec, domain), out));
     if flags & 2 != 0 {
@@ -292,7 +345,8 @@ fn release_pending(d: &mut Decoder, conn: u64, ordinal: Option<u32>, out: &mut E
 /// At the end of a connection: device work whose device was never described gets a minimal
 /// device definition (ordinal only) instead of being dropped.
 pub fn flush_pending(d: &mut Decoder, conn: u64, out: &mut Emitter) {
-    let ordinals: Vec<u32> = d.conns.get(&conn).map(|c| c.pending.iter().map(|(o, _, _)| *o).collect()).unwrap_or_default();
+    let ordinals: Vec<u32> =
+        d.conns.get(&conn).map(|c| c.pending.iter().map(|(o, _, _)| *o).collect()).unwrap_or_default();
     for o in ordinals {
         if d.conns.get(&conn).is_some_and(|c| c.devices.contains_key(&o)) {
             continue;
@@ -300,7 +354,15 @@ pub fn flush_pending(d: &mut Decoder, conn: u64, out: &mut Emitter) {
         let dev = DeviceId(d.next_device);
         d.next_device += 1;
         let name = d.strs.intern(out, &format!("CUDA device {o}"));
-        out.emit(&Record::Device(DeviceDef { id: dev, vendor: Vendor::Nvidia, index: o, name, uuid: [0; 16], compute_units: 0, memory_bytes: 0 }));
+        out.emit(&Record::Device(DeviceDef {
+            id: dev,
+            vendor: Vendor::Nvidia,
+            index: o,
+            name,
+            uuid: [0; 16],
+            compute_units: 0,
+            memory_bytes: 0,
+        }));
         d.conns.entry(conn).or_default().devices.insert(o, dev);
     }
     release_pending(d, conn, None, out);
@@ -346,7 +408,8 @@ fn api(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         return;
     }
     let [cbid, start, end, _pid, tid, corr, result] = layout::API;
-    let domain = if u32_at(rec, 0) == KIND_RUNTIME { crate::wire::DOMAIN_RUNTIME } else { crate::wire::DOMAIN_DRIVER };
+    let domain =
+        if u32_at(rec, 0) == KIND_RUNTIME { crate::wire::DOMAIN_RUNTIME } else { crate::wire::DOMAIN_DRIVER };
     let (_, offset, pid) = clock(d, conn);
     let tid = u32_at(rec, tid);
     d.thread(pid, tid, out);

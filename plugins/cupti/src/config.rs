@@ -32,7 +32,8 @@ const KINDS: [(&str, &str); 8] = [
 
 /// The keys `[source.cupti]` accepts.
 pub fn keys() -> Vec<ConfigKey> {
-    let mut k: Vec<ConfigKey> = KINDS.iter().map(|(n, d)| ConfigKey::new(n, ConfigType::Bool, "true", d)).collect();
+    let mut k: Vec<ConfigKey> =
+        KINDS.iter().map(|(n, d)| ConfigKey::new(n, ConfigType::Bool, "true", d)).collect();
     k.push(ConfigKey::new(
         "api",
         ConfigType::String,
@@ -46,8 +47,18 @@ pub fn keys() -> Vec<ConfigKey> {
         "who captures launch stacks: \"agent\" (no root needed), \"ebpf\" (uprobe on the trampoline), \"both\", \"off\"",
     ));
     k.push(ConfigKey::new("max_depth", ConfigType::Integer, "64", "most frames per launch stack (1-255)"));
-    k.push(ConfigKey::new("buffer_kib", ConfigType::Integer, "8192", "size of one CUPTI activity buffer in KiB"));
-    k.push(ConfigKey::new("agent", ConfigType::String, "\"\"", "path of libxpuprof_cupti_agent.so (default: next to this plugin)"));
+    k.push(ConfigKey::new(
+        "buffer_kib",
+        ConfigType::Integer,
+        "8192",
+        "size of one CUPTI activity buffer in KiB",
+    ));
+    k.push(ConfigKey::new(
+        "agent",
+        ConfigType::String,
+        "\"\"",
+        "path of libxpuprof_cupti_agent.so (default: next to this plugin)",
+    ));
     k
 }
 
@@ -67,10 +78,16 @@ impl Config {
             agent: c.string("agent", "")?,
         };
         if !(1..=255).contains(&cfg.max_depth) {
-            return Err(PluginError::new(format!("config key `max_depth` must be 1 to 255, got {}", cfg.max_depth)));
+            return Err(PluginError::new(format!(
+                "config key `max_depth` must be 1 to 255, got {}",
+                cfg.max_depth
+            )));
         }
         if !(64..=1 << 20).contains(&cfg.buffer_kib) {
-            return Err(PluginError::new(format!("config key `buffer_kib` must be 64 to 1048576, got {}", cfg.buffer_kib)));
+            return Err(PluginError::new(format!(
+                "config key `buffer_kib` must be 64 to 1048576, got {}",
+                cfg.buffer_kib
+            )));
         }
         Ok(cfg)
     }
@@ -102,7 +119,10 @@ mod tests {
             c.agent_opts(),
             "kernels=1,memcpy=1,memset=1,sync=1,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent,depth=64,buffer_kib=8192"
         );
-        let c = Config::from_plugin(&PluginConfig::parse("nvtx = false\napi = \"all\"\nlaunch_stacks = \"both\"").unwrap()).unwrap();
+        let c = Config::from_plugin(
+            &PluginConfig::parse("nvtx = false\napi = \"all\"\nlaunch_stacks = \"both\"").unwrap(),
+        )
+        .unwrap();
         assert!(!c.nvtx());
         assert!(c.agent_opts().contains("api=all,stacks=both"));
         let e = Config::from_plugin(&PluginConfig::parse("api = \"some\"").unwrap()).unwrap_err();

@@ -61,6 +61,8 @@ pub(crate) struct Conn {
     pub(crate) pid: u32,
     pub(crate) cupti_version: u32,
     pub(crate) monotonic: bool,
+    agent_stacks: bool,
+    api_from_callbacks: bool,
     maps: Vec<Mapping>,
     pub(crate) strings: HashMap<u64, String>,
     pub(crate) api_names: HashMap<(u8, u32), ApiName>,
@@ -172,6 +174,8 @@ impl Decoder {
         c.pid = pid;
         c.cupti_version = version;
         c.monotonic = flags & wire::FLAG_MONOTONIC_TIMESTAMPS != 0;
+        c.agent_stacks = flags & wire::FLAG_AGENT_STACKS != 0;
+        c.api_from_callbacks = flags & wire::FLAG_API_FROM_CALLBACKS != 0;
         c.hello = true;
         self.stats.processes += 1;
         let command = self.strs.intern(out, &cmd);
@@ -269,26 +273,55 @@ impl Decoder {
                 wire::ENTRY_LAUNCH => {
                     let domain = r.u8();
                     let _flags = r.u16();
-                    let (cbid, corr) = (r.u32(), r.u32());
-                    r.u32();
-                    let (time, hash) = (r.u64(), r.u64());
+                    let (cbid, corr, result) = (r.u32(), r.u32(), r.u32());
+                    let (time, hash, end) = (r.u64(), r.u64(), r.u64());
                     if r.short {
                         break;
                     }
-                    let api = self.api_name(conn, domain, cbid, out);
-                    let stack = self.stacks.get(&(pid, hash)).copied().unwrap_or(StackId::NONE);
-                    out.emit(&Record::LaunchSite(LaunchSite {
-                        pid,
-                        tid,
-                        time,
-                        correlation: Correlation { backend: backend::CUDA, id: corr as u64 },
-                        api,
-                        stack,
-                    }));
-                    self.stats.launch_sites += 1;
+                    self.launch_entry(conn, pid, tid, domain, cbid, corr, result, time, hash, end, out);
                 }
                 _ => break,
             }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch_entry(
+        &mut self,
+        conn: u64,
+        pid: u32,
+        tid: u32,
+        domain: u8,
+        cbid: u32,
+        corr: u32,
+        result: u32,
+        time: u64,
+        hash: u64,
+        end: u64,
+        out: &mut Emitter,
+    ) {
+        let api = self.api_name(conn, domain, cbid, out);
+        let correlation = Correlation { backend: backend::CUDA, id: corr as u64 };
+        let (stacks, calls) =
+            self.conns.get(&conn).map(|c| (c.agent_stacks, c.api_from_callbacks)).unwrap_or((true, false));
+        if calls {
+            let end = if end < time { time } else { end };
+            out.emit(&Record::ApiCall(ApiCall {
+                pid,
+                tid,
+                start: time,
+                end,
+                name: api,
+                correlation: Some(correlation),
+                external: None,
+                result: result as i64,
+            }));
+            self.stats.api_calls += 1;
+        }
+        if stacks {
+            let stack = self.stacks.get(&(pid, hash)).copied().unwrap_or(StackId::NONE);
+            out.emit(&Record::LaunchSite(LaunchSite { pid, tid, time, correlation, api, stack }));
+            self.stats.launch_sites += 1;
         }
     }
 
@@ -312,7 +345,15 @@ impl Decoder {
             return *f;
         }
         let id = FrameId(self.frames.len() as u32 + 1);
-        out.emit(&Record::Frame(FrameDef { id, kind, module, address, pid, name: StrId::NONE, inlined: Vec::new() }));
+        out.emit(&Record::Frame(FrameDef {
+            id,
+            kind,
+            module,
+            address,
+            pid,
+            name: StrId::NONE,
+            inlined: Vec::new(),
+        }));
         self.frames.insert((module.0, address, key_pid), id);
         id
     }
@@ -323,7 +364,11 @@ impl Decoder {
         }
         let id = ModuleId(self.modules.len() as u32 + 1);
         let p = self.strs.intern(out, path);
-        out.emit(&Record::Module(ModuleDef { id, path: p, build_id: crate::elf::build_id(path).unwrap_or_default() }));
+        out.emit(&Record::Module(ModuleDef {
+            id,
+            path: p,
+            build_id: crate::elf::build_id(path).unwrap_or_default(),
+        }));
         self.modules.insert(path.to_owned(), id);
         id
     }
@@ -378,14 +423,19 @@ impl Decoder {
 /// `cudaLaunchKernel_v7000` → `cudaLaunchKernel` (CUPTI's callback names carry a version).
 pub fn api_display_name(name: &str) -> &str {
     match name.rfind("_v") {
-        Some(i) if i > 0 && name[i + 2..].bytes().all(|b| b.is_ascii_digit()) && name.len() > i + 2 => &name[..i],
+        Some(i) if i > 0 && name[i + 2..].bytes().all(|b| b.is_ascii_digit()) && name.len() > i + 2 => {
+            &name[..i]
+        }
         _ => name,
     }
 }
 
 fn parent_of(pid: u32) -> u32 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)).and_then(|p| p.parse().ok()).unwrap_or(0)
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

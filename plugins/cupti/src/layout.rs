@@ -99,8 +99,11 @@ macro_rules! memcpy {
 }
 
 /// Memcpy record versions.
-pub const MEMCPYS: [(usize, Memcpy); 3] =
-    [memcpy!(ffi::CUpti_ActivityMemcpy5), memcpy!(ffi::CUpti_ActivityMemcpy6), memcpy!(ffi::CUpti_ActivityMemcpy7)];
+pub const MEMCPYS: [(usize, Memcpy); 3] = [
+    memcpy!(ffi::CUpti_ActivityMemcpy5),
+    memcpy!(ffi::CUpti_ActivityMemcpy6),
+    memcpy!(ffi::CUpti_ActivityMemcpy7),
+];
 
 /// Peer-to-peer memcpy record versions (`MEMCPY2`): same leading fields as memcpy except the
 /// correlation id, which follows the source/destination device fields.
@@ -141,7 +144,8 @@ macro_rules! memset {
 }
 
 /// Memset record versions.
-pub const MEMSETS: [(usize, Memset); 2] = [memset!(ffi::CUpti_ActivityMemset4), memset!(ffi::CUpti_ActivityMemset5)];
+pub const MEMSETS: [(usize, Memset); 2] =
+    [memset!(ffi::CUpti_ActivityMemset4), memset!(ffi::CUpti_ActivityMemset5)];
 
 /// Synchronization record: `type, start, end, correlation, context, stream` (both versions).
 pub const SYNC_MIN: usize = size_of::<ffi::CUpti_ActivitySynchronization>();

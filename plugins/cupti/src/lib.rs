@@ -31,7 +31,8 @@ impl Source for Cupti {
         PluginInfo {
             name: "cupti",
             version: env!("CARGO_PKG_VERSION"),
-            description: "NVIDIA GPUs via CUPTI: kernels, copies, memory, NVTX, API calls and exact launch stacks",
+            description:
+                "NVIDIA GPUs via CUPTI: kernels, copies, memory, NVTX, API calls and exact launch stacks",
             config_keys: config::keys(),
             capabilities: vec![Capability::CudaRuntime],
         }

@@ -60,7 +60,12 @@ fn own_dir() -> Option<PathBuf> {
 }
 
 fn unsafe_zeroed_dl_info() -> libc::Dl_info {
-    libc::Dl_info { dli_fname: std::ptr::null(), dli_fbase: std::ptr::null_mut(), dli_sname: std::ptr::null(), dli_saddr: std::ptr::null_mut() }
+    libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    }
 }
 
 /// Finds the agent: the `agent` key, `XPUPROF_CUPTI_AGENT`, next to this plugin, next to the
@@ -111,7 +116,9 @@ fn check_machine(log: &Logger) {
         log.warn("no NVIDIA GPU device node (/dev/nvidia0): CUDA programs will fail to initialise, so the cupti source will record nothing");
     }
     if let Ok(v) = std::env::var("CUDA_INJECTION64_PATH") {
-        log.warn(&format!("CUDA_INJECTION64_PATH was already set to {v}; the target gets the xpuprof agent instead"));
+        log.warn(&format!(
+            "CUDA_INJECTION64_PATH was already set to {v}; the target gets the xpuprof agent instead"
+        ));
     }
 }
 
@@ -135,11 +142,16 @@ impl Cupti {
     pub fn prepare_env(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
         let agent = find_agent(&self.config.agent)?;
         check_machine(&self.log);
-        let dir = std::env::temp_dir().join(format!("xpuprof-cupti-{}-{}", std::process::id(), xpuprof_sdk::clock::now_ns() % 1_000_000_007));
-        std::fs::create_dir_all(&dir).map_err(|e| PluginError::new(format!("failed to create {}: {e}", dir.display())))?;
+        let dir = std::env::temp_dir().join(format!(
+            "xpuprof-cupti-{}-{}",
+            std::process::id(),
+            xpuprof_sdk::clock::now_ns() % 1_000_000_007
+        ));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| PluginError::new(format!("failed to create {}: {e}", dir.display())))?;
         let sock = dir.join("agent.sock");
-        let listener =
-            UnixListener::bind(&sock).map_err(|e| PluginError::new(format!("failed to listen on {}: {e}", sock.display())))?;
+        let listener = UnixListener::bind(&sock)
+            .map_err(|e| PluginError::new(format!("failed to listen on {}: {e}", sock.display())))?;
         // The target may run as another user (sudo): let it connect; the folder's name is not
         // guessable and only lives for the session.
         let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711));
@@ -159,7 +171,8 @@ impl Cupti {
 
     /// Starts accepting agents and decoding.
     pub fn start_threads(&mut self) -> PluginResult<()> {
-        let listener = self.listener.take().ok_or_else(|| PluginError::new("cupti: start called before prepare"))?;
+        let listener =
+            self.listener.take().ok_or_else(|| PluginError::new("cupti: start called before prepare"))?;
         let (tx, rx) = mpsc::channel();
         let emitter = self.emitter.take().ok_or_else(|| PluginError::new("cupti: started twice"))?;
         let log = self.log;
@@ -227,10 +240,14 @@ impl Cupti {
             s.processes, s.device_ops, s.kernels, s.launch_sites, s.api_calls
         ));
         if s.dropped > 0 {
-            self.log.warn(&format!("CUPTI dropped {} records (buffers full); raise [source.cupti] buffer_kib", s.dropped));
+            self.log.warn(&format!(
+                "CUPTI dropped {} records (buffers full); raise [source.cupti] buffer_kib",
+                s.dropped
+            ));
         }
         if s.unknown_versions > 0 {
-            self.log.warn(&format!("{} CUPTI records of an unknown version were skipped", s.unknown_versions));
+            self.log
+                .warn(&format!("{} CUPTI records of an unknown version were skipped", s.unknown_versions));
         }
     }
 }
@@ -244,7 +261,10 @@ fn accept_loop(listener: UnixListener, stop: Arc<AtomicBool>, tx: Sender<Event>)
                 let id = next;
                 next += 1;
                 let tx = tx.clone();
-                if let Ok(h) = std::thread::Builder::new().name(format!("cupti-conn-{id}")).spawn(move || read_loop(id, s, tx)) {
+                if let Ok(h) = std::thread::Builder::new()
+                    .name(format!("cupti-conn-{id}"))
+                    .spawn(move || read_loop(id, s, tx))
+                {
                     readers.push(h);
                 }
                 continue;

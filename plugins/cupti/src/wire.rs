@@ -14,8 +14,8 @@
 //!   path_len u32, path bytes` (executable mappings of the process, from `/proc/self/maps`).
 //! - [`MSG_LAUNCHES`]: `tid u32, pad u32`, then entries: a stack definition
 //!   `ENTRY_STACK u8, frames u8, pad u16, pad u32, hash u64, frames × u64 return address`
-//!   or a launch `ENTRY_LAUNCH u8, domain u8, flags u16, cbid u32, correlation u32, pad u32,
-//!   time u64, stack hash u64`.
+//!   or a launch `ENTRY_LAUNCH u8, domain u8, flags u16, cbid u32, correlation u32, result u32,
+//!   entry time u64, stack hash u64 (0: none), exit time u64 (0: still running at the drain)`.
 //! - [`MSG_ACTIVITY`]: `count u32, pad u32`, `count × u16` record sizes, zero padding to 8
 //!   bytes, then the records exactly as CUPTI wrote them back to back.
 //! - [`MSG_DROPPED`]: `count u64, time u64`: records CUPTI dropped (no buffer space).
@@ -62,15 +62,18 @@ pub const DOMAIN_DRIVER: u8 = 1;
 
 /// HELLO flag: CUPTI timestamps are CLOCK_MONOTONIC (timestamp callback installed).
 pub const FLAG_MONOTONIC_TIMESTAMPS: u32 = 1;
-/// HELLO flag: launch stacks are captured by the agent.
+/// HELLO flag: launch stacks are captured by the agent (launch entries become `LaunchSite`s).
 pub const FLAG_AGENT_STACKS: u32 = 2;
+/// HELLO flag: `api = "launches"`: launch entries also stand for the API calls (`ApiCall`s),
+/// timed by the agent's entry/exit callbacks instead of CUPTI API records.
+pub const FLAG_API_FROM_CALLBACKS: u32 = 4;
 
 /// Launch entry tag.
 pub const ENTRY_LAUNCH: u8 = 2;
 /// Stack entry tag.
 pub const ENTRY_STACK: u8 = 1;
 /// Size of a launch entry.
-pub const LAUNCH_ENTRY_BYTES: usize = 32;
+pub const LAUNCH_ENTRY_BYTES: usize = 40;
 /// Launch flag: an inner launch-class call made while another one was active on the thread.
 pub const LAUNCH_NESTED: u16 = 1;
 

@@ -43,14 +43,15 @@ fn text_hash(b: &[u8]) -> u64 {
 
 impl Framer {
     /// Frames one completed buffer: queues strings, API names, then the activity message.
-    pub fn frame(&mut self, agent: &crate::Agent, buf: Buffer, ptr: *mut u8) {
+    pub fn frame(&mut self, agent: &crate::Agent, buf: Buffer) {
+        let ptr = buf.as_mut_ptr();
         let valid = buf.valid_bytes().len();
         let mut sizes: Vec<u16> = Vec::with_capacity(valid / 64);
         let mut strings = Vec::new();
         let mut nstrings = 0u32;
         let mut names = Vec::new();
         let mut nnames = 0u32;
-        // SAFETY: `ptr`/`valid` is the buffer CUPTI just completed (owned by `buf`).
+        // SAFETY: `ptr`/`valid` is the buffer CUPTI just completed, owned by `buf` for the call.
         unsafe {
             agent.lib.for_each_record(ptr, valid, |rec| {
                 sizes.push(rec.len().min(u16::MAX as usize) as u16);
@@ -72,7 +73,11 @@ impl Framer {
                     }
                 }
                 if kind == K::CUPTI_ACTIVITY_KIND_RUNTIME || kind == K::CUPTI_ACTIVITY_KIND_DRIVER {
-                    let domain = if kind == K::CUPTI_ACTIVITY_KIND_RUNTIME { wire::DOMAIN_RUNTIME } else { wire::DOMAIN_DRIVER };
+                    let domain = if kind == K::CUPTI_ACTIVITY_KIND_RUNTIME {
+                        wire::DOMAIN_RUNTIME
+                    } else {
+                        wire::DOMAIN_DRIVER
+                    };
                     let cbid = read_u32(rec, 4);
                     if self.api_names.insert((domain as u32, cbid)) {
                         let name = agent.lib.callback_name(domain as u32, cbid).unwrap_or_default();

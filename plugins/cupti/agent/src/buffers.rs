@@ -25,6 +25,11 @@ impl Buffer {
         Self { ptr, cap, valid: valid.min(cap) }
     }
 
+    /// The buffer's address (for CUPTI's record iterator).
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
     /// The records CUPTI wrote.
     pub fn valid_bytes(&self) -> &[u8] {
         // SAFETY: `ptr` holds `cap >= valid` bytes, the first `valid` written by CUPTI.

@@ -103,7 +103,9 @@ fn install_signals() {
         // SAFETY: zeroed sigaction is a valid "query" argument; the out-pointer is a local.
         let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
         // SAFETY: querying the current action.
-        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0 || old.sa_sigaction == libc::SIG_IGN {
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0
+            || old.sa_sigaction == libc::SIG_IGN
+        {
             continue;
         }
         // SAFETY: single-threaded with respect to OLD: written here before our handler exists.

@@ -37,6 +37,8 @@ type StackSet = HashSet<u64, BuildHasherDefault<Identity>>;
 struct Shared {
     tid: u32,
     bytes: Vec<u8>,
+    /// Bumped at every drain, so an exit can tell whether its entry is still in `bytes`.
+    generation: u64,
 }
 
 /// Per-thread state.
@@ -50,6 +52,8 @@ struct Local {
     last_stack: u64,
     /// Correlation id of the outermost active call.
     outer_id: u32,
+    /// Where the outermost call's entry sits in the buffer (to fill in its exit), if still there.
+    outer_at: Option<(u64, usize)>,
 }
 
 thread_local! {
@@ -72,18 +76,36 @@ impl Registry {
     fn local(&self) -> Local {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
-        let shared = Arc::new(Mutex::new(Shared { tid, bytes: Vec::with_capacity(64 * 1024) }));
+        let shared =
+            Arc::new(Mutex::new(Shared { tid, bytes: Vec::with_capacity(64 * 1024), generation: 0 }));
         if let Ok(mut t) = self.threads.lock() {
             t.push(shared.clone());
         }
         let (lo, hi) = unwind::thread_stack_bounds();
-        Local { shared, seen: StackSet::default(), lo, hi, depth: 0, last_stack: 0, outer_id: 0 }
+        Local {
+            shared,
+            seen: StackSet::default(),
+            lo,
+            hi,
+            depth: 0,
+            last_stack: 0,
+            outer_id: 0,
+            outer_at: None,
+        }
     }
 
     /// API entry. `fp`/`sp` are the registers at the callback's entry. Returns true when this is
     /// the outermost launch-class call on the thread (the one that gets a stack).
-    pub fn enter(&self, agent: &crate::Agent, domain: u8, cbid: u32, correlation: u32, fp: usize, sp: usize) -> bool {
-        if !agent.config.agent_stacks() {
+    pub fn enter(
+        &self,
+        agent: &crate::Agent,
+        domain: u8,
+        cbid: u32,
+        correlation: u32,
+        fp: usize,
+        sp: usize,
+    ) -> bool {
+        if !agent.record_entries {
             return self.enter_untracked();
         }
         let time = xpuprof_sdk::clock::now_ns();
@@ -97,12 +119,9 @@ impl Registry {
                 // launch site already stands for it.
                 return false;
             }
-            if !nested {
-                l.outer_id = correlation;
-            }
-            let mut stack = if nested { l.last_stack } else { 0 };
             let Ok(mut sh) = l.shared.lock() else { return !nested };
-            if !nested {
+            let mut stack = if nested { l.last_stack } else { 0 };
+            if !nested && agent.config.agent_stacks() {
                 let mut frames = [0u64; MAX_FRAMES];
                 let depth = agent.config.max_depth.min(MAX_FRAMES);
                 let n = unwind::walk(fp, l.lo.max(sp), l.hi, &mut frames[..depth]);
@@ -116,6 +135,10 @@ impl Registry {
                     self.stacks.fetch_add(1, Ordering::Relaxed);
                 }
                 l.last_stack = stack;
+            }
+            if !nested {
+                l.outer_id = correlation;
+                l.outer_at = Some((sh.generation, sh.bytes.len()));
             }
             put_launch(&mut sh.bytes, domain, cbid, correlation, time, stack, nested);
             self.launches.fetch_add(1, Ordering::Relaxed);
@@ -134,11 +157,22 @@ impl Registry {
         })
     }
 
-    /// API exit.
-    pub fn exit(&self) {
+    /// API exit: closes the nesting level; for the outermost call, records its exit time and
+    /// result in its entry (if the entry was not drained in the meantime).
+    pub fn exit(&self, result: u32) {
         LOCAL.with(|cell| {
-            if let Some(l) = cell.borrow_mut().as_mut() {
-                l.depth = l.depth.saturating_sub(1);
+            let mut cell = cell.borrow_mut();
+            let Some(l) = cell.as_mut() else { return };
+            l.depth = l.depth.saturating_sub(1);
+            if l.depth > 0 {
+                return;
+            }
+            let Some((generation, at)) = l.outer_at.take() else { return };
+            let time = xpuprof_sdk::clock::now_ns();
+            let Ok(mut sh) = l.shared.lock() else { return };
+            if sh.generation == generation && sh.bytes.len() >= at + wire::LAUNCH_ENTRY_BYTES {
+                sh.bytes[at + 12..at + 16].copy_from_slice(&result.to_le_bytes());
+                sh.bytes[at + 32..at + 40].copy_from_slice(&time.to_le_bytes());
             }
         });
     }
@@ -155,6 +189,7 @@ impl Registry {
                     out.extend_from_slice(&sh.bytes);
                     wire::end_message(out, at);
                     sh.bytes.clear();
+                    sh.generation += 1;
                 }
             }
             // Keep live threads; a finished thread's buffer is dropped once drained.

@@ -62,6 +62,8 @@ pub struct Agent {
     pub known: maps::Known,
     /// Records CUPTI reported dropped.
     pub dropped: AtomicU64,
+    /// Launch entries are recorded (agent stacks, or API calls from callbacks).
+    pub record_entries: bool,
     sender: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -129,7 +131,10 @@ fn connect(config: &Config) -> Result<Outputs, String> {
     let dump = match &config.dump_dir {
         Some(d) => {
             let path = std::path::Path::new(d).join(format!("cupti-{}.bin", std::process::id()));
-            Some(std::fs::File::create(&path).map_err(|e| format!("failed to create dump file {}: {e}", path.display()))?)
+            Some(
+                std::fs::File::create(&path)
+                    .map_err(|e| format!("failed to create dump file {}: {e}", path.display()))?,
+            )
         }
         None => None,
     };
@@ -183,6 +188,10 @@ fn start() -> Result<Option<Agent>, String> {
     if config.agent_stacks() {
         hello_flags |= wire::FLAG_AGENT_STACKS;
     }
+    if config.api == ApiMode::Launches {
+        hello_flags |= wire::FLAG_API_FROM_CALLBACKS;
+    }
+    let record_entries = hello_flags & (wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS) != 0;
     let a = Agent {
         pool: Pool::new(config.buffer_bytes),
         config,
@@ -191,6 +200,7 @@ fn start() -> Result<Option<Agent>, String> {
         launches: launches::Registry::default(),
         known: maps::Known::default(),
         dropped: AtomicU64::new(0),
+        record_entries,
         sender: std::sync::Mutex::new(None),
     };
     let mut first = hello(version, hello_flags);
@@ -295,8 +305,16 @@ fn clock_pair(a: &Agent, out: &mut Vec<u8>) {
 /// True for launch-class API names (the calls that get a launch site).
 pub fn is_launch_api(name: &str) -> bool {
     const PREFIXES: [&str; 10] = [
-        "cudaLaunch", "__cudaLaunch", "cudaGraphLaunch", "cuLaunch", "cuGraphLaunch", "cudaMemcpy", "cudaMemset",
-        "cuMemcpy", "cuMemset", "cudaMemPrefetch",
+        "cudaLaunch",
+        "__cudaLaunch",
+        "cudaGraphLaunch",
+        "cuLaunch",
+        "cuGraphLaunch",
+        "cudaMemcpy",
+        "cudaMemset",
+        "cuMemcpy",
+        "cuMemset",
+        "cudaMemPrefetch",
     ];
     PREFIXES.iter().any(|p| name.starts_with(p)) && !name.contains("HostFunc")
 }
@@ -305,7 +323,8 @@ fn enable(a: &Agent) -> Result<(), sys::CuptiError> {
     let lib = &a.lib;
     lib.register_buffers(buffer_requested, buffer_completed)?;
     lib.use_system_thread_ids()?;
-    let _ = lib.set_size_attribute(ffi::CUpti_ActivityAttribute::CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, 32 << 20);
+    let _ = lib
+        .set_size_attribute(ffi::CUpti_ActivityAttribute::CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, 32 << 20);
     let sub = lib.subscribe(on_api)?;
     let c = &a.config;
     let mut names = Vec::new();
@@ -321,11 +340,10 @@ fn enable(a: &Agent) -> Result<(), sys::CuptiError> {
             }
             activity::put_api_name(&mut names, domain as u32, cbid, &name);
             nnames += 1;
-            if c.stacks != config::StackMode::Off {
+            // Launch-class calls get the entry/exit callback (launch sites, the trampoline, and
+            // with api = "launches" the API call itself): no CUPTI API records are needed.
+            if c.stacks != config::StackMode::Off || c.api == ApiMode::Launches {
                 lib.enable_callback(sub, domain as u32, cbid)?;
-            }
-            if c.api == ApiMode::Launches {
-                let _ = if domain == wire::DOMAIN_RUNTIME { lib.enable_runtime_api(cbid) } else { lib.enable_driver_api(cbid) };
             }
         }
     }
@@ -375,7 +393,13 @@ unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, ma
 
 /// # Safety
 /// Called by CUPTI with a buffer from [`buffer_requested`] holding `valid` bytes of records.
-unsafe extern "C" fn buffer_completed(ctx: ffi::CUcontext, stream: u32, buf: *mut u8, size: usize, valid: usize) {
+unsafe extern "C" fn buffer_completed(
+    ctx: ffi::CUcontext,
+    stream: u32,
+    buf: *mut u8,
+    size: usize,
+    valid: usize,
+) {
     let Some(a) = agent() else { return };
     if buf.is_null() {
         return;
@@ -386,7 +410,7 @@ unsafe extern "C" fn buffer_completed(ctx: ffi::CUcontext, stream: u32, buf: *mu
         let owned = unsafe { Buffer::from_raw(buf, size, valid) };
         if valid > 0 {
             if let Ok(mut f) = activity::FRAMER.lock() {
-                f.get_or_insert_with(Default::default).frame(a, owned, buf);
+                f.get_or_insert_with(Default::default).frame(a, owned);
             }
         } else {
             a.pool.put(owned);
@@ -423,6 +447,13 @@ unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u32, data: *c
             xpuprof_agent_launch(xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);
         }
     } else {
-        a.launches.exit();
+        let result = if d.functionReturnValue.is_null() {
+            0
+        } else {
+            // SAFETY: at API exit CUPTI points functionReturnValue at the call's result
+            // (cudaError_t / CUresult, both 32-bit enums).
+            unsafe { *(d.functionReturnValue as *const u32) }
+        };
+        a.launches.exit(result);
     }
 }

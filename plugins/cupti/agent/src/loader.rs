@@ -44,7 +44,8 @@ fn push_unique(v: &mut Vec<PathBuf>, p: PathBuf) {
 }
 
 fn toolkit_dirs() -> Vec<PathBuf> {
-    let mut roots: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"].iter().filter_map(std::env::var_os).map(PathBuf::from).collect();
+    let mut roots: Vec<PathBuf> =
+        ["CUDA_HOME", "CUDA_PATH"].iter().filter_map(std::env::var_os).map(PathBuf::from).collect();
     let mut local: Vec<PathBuf> = std::fs::read_dir("/usr/local")
         .map(|rd| {
             rd.filter_map(|e| e.ok())
@@ -56,7 +57,12 @@ fn toolkit_dirs() -> Vec<PathBuf> {
     // `cuda` (the default link) first, then versions newest first.
     local.sort_by_key(|p| {
         let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("").to_owned();
-        let ver: Vec<u32> = n.trim_start_matches("cuda").trim_start_matches('-').split('.').filter_map(|x| x.parse().ok()).collect();
+        let ver: Vec<u32> = n
+            .trim_start_matches("cuda")
+            .trim_start_matches('-')
+            .split('.')
+            .filter_map(|x| x.parse().ok())
+            .collect();
         (n != "cuda", std::cmp::Reverse(ver))
     });
     roots.extend(local);

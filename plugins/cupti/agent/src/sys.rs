@@ -30,8 +30,9 @@ impl std::fmt::Display for CuptiError {
 /// A hint for the result codes whose fix is known.
 fn hint(code: u32) -> Option<&'static str> {
     use cupti_sys::CUptiResult::{
-        CUPTI_ERROR_CUDA_COMPILER_NOT_COMPATIBLE, CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, CUPTI_ERROR_INVALID_DEVICE,
-        CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, CUPTI_ERROR_NOT_COMPATIBLE,
+        CUPTI_ERROR_CUDA_COMPILER_NOT_COMPATIBLE, CUPTI_ERROR_INSUFFICIENT_PRIVILEGES,
+        CUPTI_ERROR_INVALID_DEVICE, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
+        CUPTI_ERROR_NOT_COMPATIBLE,
     };
     Some(match code {
         CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => {
@@ -42,7 +43,9 @@ fn hint(code: u32) -> Option<&'static str> {
         CUPTI_ERROR_CUDA_COMPILER_NOT_COMPATIBLE | CUPTI_ERROR_NOT_COMPATIBLE => {
             "the CUPTI library does not match the CUDA driver; install a CUPTI matching the CUDA runtime"
         }
-        CUPTI_ERROR_INSUFFICIENT_PRIVILEGES => "profiling is restricted to admin users (NVreg_RestrictProfilingToAdminUsers)",
+        CUPTI_ERROR_INSUFFICIENT_PRIVILEGES => {
+            "profiling is restricted to admin users (NVreg_RestrictProfilingToAdminUsers)"
+        }
         _ => return None,
     })
 }
@@ -76,7 +79,8 @@ impl Lib {
         // safe to run in a CUDA process.
         let api = unsafe { Cupti::new(path) }.map_err(|e| format!("failed to load {path}: {e}"))?;
         // SAFETY: as above; loading the same file again only takes another reference.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("failed to load {path}: {e}"))?;
+        let lib =
+            unsafe { libloading::Library::new(path) }.map_err(|e| format!("failed to load {path}: {e}"))?;
         // SAFETY: CUPTI exports `InitializeInjectionNvtx2` with the `NvtxInit` signature.
         let nvtx = unsafe { lib.get::<NvtxInit>(b"InitializeInjectionNvtx2\0") }.ok().map(|s| *s);
         Ok(Self { api, path: path.to_owned(), nvtx, _lib: lib })
@@ -172,7 +176,12 @@ impl Lib {
     }
 
     /// `cuptiEnableCallback(1, h, domain, cbid)`.
-    pub fn enable_callback(&self, h: ffi::CUpti_SubscriberHandle, domain: u32, cbid: u32) -> Result<(), CuptiError> {
+    pub fn enable_callback(
+        &self,
+        h: ffi::CUpti_SubscriberHandle,
+        domain: u32,
+        cbid: u32,
+    ) -> Result<(), CuptiError> {
         call!(self, cuptiEnableCallback(1, h, domain, cbid))
     }
 
@@ -211,7 +220,10 @@ impl Lib {
     /// `cuptiSetThreadIdType(SYSTEM)`: activity records carry kernel thread ids (gettid), not
     /// pthread handles, so they match launch sites and the eBPF source.
     pub fn use_system_thread_ids(&self) -> Result<(), CuptiError> {
-        call!(self, cuptiSetThreadIdType(ffi::CUpti_ActivityThreadIdType::CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM))
+        call!(
+            self,
+            cuptiSetThreadIdType(ffi::CUpti_ActivityThreadIdType::CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+        )
     }
 
     /// `cuptiActivityFlushAll(flag)`.

@@ -95,6 +95,7 @@ mod tests {
         stack[5] = 0x40_2000;
         stack[8] = 0; // chain end: next < fp
         stack[9] = 0x40_3000;
+        std::hint::black_box(&mut stack);
         let mut out = [0u64; 8];
         let n = walk(at(0), base, base + 16 * 8, &mut out);
         assert_eq!(&out[..n], &[0x40_1000, 0x40_2000, 0x40_3000]);
