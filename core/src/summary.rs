@@ -61,6 +61,18 @@ pub fn print(o: &SessionOutcome) {
             human(c.uncorrelated_launch_sites)
         ));
     }
+    let a = &o.stats.agreement;
+    if a.compared > 0 {
+        lines.push(format!(
+            "  launch stacks from two sources: {} compared, {} agree, {} differ",
+            human(a.compared),
+            human(a.agreed),
+            human(a.compared - a.agreed)
+        ));
+        if let Some((x, y)) = &a.first_disagreement {
+            lines.push(format!("    first difference: [{}] vs [{}]", x.join(", "), y.join(", ")));
+        }
+    }
     if o.stats.losses.is_empty() {
         lines.push("  losses: none".to_owned());
     } else {

@@ -40,6 +40,8 @@ pub struct CorrelationStats {
 struct Launch {
     r: LaunchRef,
     has_stack: bool,
+    /// The source whose stack `r.stack` is.
+    stack_source: usize,
     inserted: Instant,
     last_use: Option<Instant>,
 }
@@ -72,11 +74,18 @@ impl Correlator {
         self.pending.values().map(|p| p.ops.len()).sum()
     }
 
-    /// Registers a launch stack; returns device work that was waiting for it.
-    pub fn launch_site(&mut self, s: &LaunchSite, now: Instant) -> Vec<DeviceOp> {
+    /// Registers a launch stack from source `source`; returns device work that was waiting for
+    /// it, and the stack another source already gave for the same launch (the first stack stays
+    /// the one joins use; the second is only for the agreement check).
+    pub fn launch_site(
+        &mut self,
+        s: &LaunchSite,
+        source: usize,
+        now: Instant,
+    ) -> (Vec<DeviceOp>, Option<StackId>) {
         if s.correlation.backend == backend::UNCORRELATED {
             self.stats.uncorrelated_launch_sites += 1;
-            return Vec::new();
+            return (Vec::new(), None);
         }
         self.stats.launch_sites += 1;
         let key = CorrelationKey::new(s.pid, s.correlation);
@@ -84,13 +93,21 @@ impl Correlator {
         let r = LaunchRef { tid: s.tid, stack: s.stack, api: s.api, time: s.time };
         let entry = self.launches.entry(key).or_insert_with(|| {
             self.launch_order.push_back(key);
-            Launch { r, has_stack: false, inserted: now, last_use: None }
+            Launch { r, has_stack: false, stack_source: source, inserted: now, last_use: None }
         });
+        if entry.has_stack {
+            let other = (entry.stack_source != source).then_some(entry.r.stack);
+            if entry.r.api.is_none() {
+                entry.r.api = s.api;
+            }
+            return (Vec::new(), other);
+        }
         // A stack wins over an API-call-only entry; the API name is kept if the site has none.
         let api = if s.api.is_none() { entry.r.api } else { s.api };
         entry.r = LaunchRef { api, ..r };
         entry.has_stack = true;
-        self.release(key, now)
+        entry.stack_source = source;
+        (self.release(key, now), None)
     }
 
     /// Registers a launch API call; returns device work released by it.
@@ -105,7 +122,10 @@ impl Correlator {
             }
             None => {
                 let r = LaunchRef { tid: c.tid, stack: StackId::NONE, api: c.name, time: c.start };
-                self.launches.insert(key, Launch { r, has_stack: false, inserted: now, last_use: None });
+                self.launches.insert(
+                    key,
+                    Launch { r, has_stack: false, stack_source: usize::MAX, inserted: now, last_use: None },
+                );
                 self.launch_order.push_back(key);
             }
         }
@@ -259,14 +279,14 @@ mod tests {
     fn joins_one_to_many_and_waits_for_late_sites() {
         let now = Instant::now();
         let mut c = Correlator::default();
-        assert!(c.launch_site(&site(7), now).is_empty());
+        assert!(c.launch_site(&site(7), 0, now).0.is_empty());
         let a = c.device_op(op(7), now).unwrap();
         let b = c.device_op(op(7), now).unwrap();
         assert_eq!(a.launch.unwrap().stack, StackId(4));
         assert_eq!(b.launch.unwrap().tid, 2);
         // Device work before its site waits, then joins.
         assert!(c.device_op(op(8), now).is_none());
-        let released = c.launch_site(&site(8), now);
+        let released = c.launch_site(&site(8), 0, now).0;
         assert_eq!(released.len(), 1);
         assert_eq!(released[0].launch.unwrap().stack, StackId(4));
         // Never-matched work is released unjoined at the end and counted.
@@ -282,13 +302,26 @@ mod tests {
     fn pending_work_is_released_after_grace() {
         let now = Instant::now();
         let mut c = Correlator::default();
-        c.launch_site(&site(1), now);
+        c.launch_site(&site(1), 0, now);
         assert!(c.device_op(op(2), now).is_none());
         assert!(c.expire(now).is_empty());
         let out = c.expire(now + PENDING_GRACE + Duration::from_millis(1));
         assert_eq!(out.len(), 1);
         assert_eq!(c.stats().unmatched, 1);
         assert_eq!(c.pending_len(), 0);
+    }
+
+    #[test]
+    fn second_stack_from_another_source_is_returned_for_comparison() {
+        let now = Instant::now();
+        let mut c = Correlator::default();
+        c.launch_site(&site(3), 0, now);
+        let mut again = site(3);
+        again.stack = StackId(9);
+        assert_eq!(c.launch_site(&again, 0, now).1, None, "same source: no comparison");
+        assert_eq!(c.launch_site(&again, 1, now).1, Some(StackId(4)));
+        let op = c.device_op(op(3), now).unwrap();
+        assert_eq!(op.launch.unwrap().stack, StackId(4), "the first stack is used for joins");
     }
 
     #[test]

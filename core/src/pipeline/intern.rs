@@ -70,7 +70,11 @@ pub struct Globals {
     modules: HashMap<(StrId, Vec<u8>), ModuleId>,
     module_paths: Vec<StrId>,
     frames: HashMap<FrameKey, FrameId>,
+    /// Frame keys by session id (index = id - 1), for the agreement check.
+    frame_keys: Vec<FrameKey>,
     stacks: HashMap<Vec<FrameId>, StackId>,
+    /// Stack frames by session id (index = id - 1).
+    stack_frames: Vec<Vec<FrameId>>,
     devices: HashMap<(u8, u32, [u8; 16], StrId), DeviceId>,
     streams: HashMap<(u32, DeviceId, u64), StreamId>,
     processes: HashMap<u32, StrId>,
@@ -173,6 +177,7 @@ impl Globals {
                     Some(g) => *g,
                     None => {
                         codec::encode(&Record::Stack(StackDef { id: next, frames: frames.clone() }), out);
+                        self.stack_frames.push(frames.clone());
                         self.stacks.insert(frames, next);
                         next
                     }
@@ -208,8 +213,41 @@ impl Globals {
             inlined,
         };
         codec::encode(&Record::Frame(def), out);
+        self.frame_keys.push(key.clone());
         self.frames.insert(key, id);
         id
+    }
+
+    /// The frames of `stack` as comparable identities (module path + file offset, or name),
+    /// innermost first, leaving out frames inside xpuprof's agents and the vendor tracing library
+    /// (where the two capture paths necessarily differ).
+    pub fn comparable_stack(&self, stack: StackId) -> Vec<String> {
+        let Some(frames) = stack.0.checked_sub(1).and_then(|i| self.stack_frames.get(i as usize)) else {
+            return Vec::new();
+        };
+        frames
+            .iter()
+            .filter_map(|f| self.frame_keys.get((f.0 as usize).checked_sub(1)?))
+            .filter_map(|k| {
+                let name = self.text(k.name);
+                let path = if k.module.is_none() {
+                    ""
+                } else {
+                    self.text(self.module_paths[k.module.0 as usize - 1])
+                };
+                let file = path.rsplit('/').next().unwrap_or("");
+                let internal = file.starts_with("libxpuprof_")
+                    || file.starts_with("libcupti")
+                    || name == xpuprof_sdk::trampoline::SYMBOL;
+                (!internal).then(|| {
+                    if path.is_empty() {
+                        name.to_owned()
+                    } else {
+                        format!("{path}+{:#x}", k.address)
+                    }
+                })
+            })
+            .collect()
     }
 
     fn resolve(&mut self, key: &FrameKey, out: &mut Vec<u8>) -> (StrId, Vec<StrId>) {

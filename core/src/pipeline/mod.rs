@@ -28,6 +28,17 @@ struct SourceState {
     malformed: u64,
 }
 
+/// Launches whose stack two sources captured, and whether the stacks agreed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Agreement {
+    /// Launches with stacks from two sources.
+    pub compared: u64,
+    /// Of those, with identical stacks (frames inside the agent left out).
+    pub agreed: u64,
+    /// The first pair that differed (innermost first), for diagnosis.
+    pub first_disagreement: Option<(Vec<String>, Vec<String>)>,
+}
+
 /// Counters the end summary shows.
 #[derive(Debug, Clone, Default)]
 pub struct PipelineStats {
@@ -45,6 +56,8 @@ pub struct PipelineStats {
     pub unsymbolized: u64,
     /// Records handed to sinks.
     pub records_out: u64,
+    /// The stack agreement check.
+    pub agreement: Agreement,
 }
 
 /// The pipeline. Not thread-safe: one thread owns it and calls the sinks.
@@ -58,6 +71,7 @@ pub struct Pipeline {
     losses: BTreeMap<String, u64>,
     /// Latest event time seen (session clock), for records made at the end.
     last_time: u64,
+    agreement: Agreement,
 }
 
 impl Pipeline {
@@ -73,6 +87,7 @@ impl Pipeline {
             out_records: 0,
             losses: BTreeMap::new(),
             last_time: 0,
+            agreement: Agreement::default(),
         }
     }
 
@@ -111,12 +126,12 @@ impl Pipeline {
         if r.is_definition() {
             self.globals.define(&mut st.ids, &r, &mut self.out);
         } else {
-            self.event(&mut st, r, now);
+            self.event(&mut st, source, r, now);
         }
         self.sources[source] = st;
     }
 
-    fn event(&mut self, st: &mut SourceState, r: Record, now: Instant) {
+    fn event(&mut self, st: &mut SourceState, source: usize, r: Record, now: Instant) {
         let ids = &mut st.ids;
         match r {
             Record::ApiCall(mut c) => {
@@ -129,7 +144,10 @@ impl Pipeline {
             Record::LaunchSite(mut s) => {
                 s.api = ids.str(s.api);
                 s.stack = ids.stack(s.stack);
-                let ops = self.correlator.launch_site(&s, now);
+                let (ops, other) = self.correlator.launch_site(&s, source, now);
+                if let Some(other) = other {
+                    self.compare_stacks(other, s.stack);
+                }
                 self.emit(&Record::LaunchSite(s));
                 self.emit_ops(ops);
             }
@@ -177,6 +195,19 @@ impl Pipeline {
         }
     }
 
+    /// The agreement check: the same launch's stack from two sources (the CUPTI agent and the
+    /// eBPF trampoline) must be the same once frames inside the agent are left out.
+    fn compare_stacks(&mut self, first: StackId, second: StackId) {
+        let a = self.globals.comparable_stack(first);
+        let b = self.globals.comparable_stack(second);
+        self.agreement.compared += 1;
+        if a == b {
+            self.agreement.agreed += 1;
+        } else if self.agreement.first_disagreement.is_none() {
+            self.agreement.first_disagreement = Some((a, b));
+        }
+    }
+
     /// Periodic work: releases device work whose launch did not arrive in time.
     pub fn tick(&mut self, sink: &mut dyn FnMut(&[u8])) {
         let ops = self.correlator.expire(Instant::now());
@@ -215,6 +246,71 @@ impl Pipeline {
             dangling: self.sources.iter().map(|s| s.ids.dangling).sum(),
             unsymbolized: self.globals.symbolizer.failures,
             records_out: self.out_records,
+            agreement: self.agreement.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xpuprof_sdk::emit::{Emitter, StringInterner};
+
+    /// One source's batch: a launch site for CUDA correlation id 5 with the given frames
+    /// (names, innermost first), the first one inside the agent's library.
+    fn site_batch(frames: &[&str]) -> Vec<u8> {
+        let mut e = Emitter::detached();
+        let mut s = StringInterner::default();
+        let agent = s.intern(&mut e, "/opt/x/libxpuprof_cupti_agent.so");
+        e.emit(&Record::Module(ModuleDef { id: ModuleId(1), path: agent, build_id: vec![] }));
+        e.emit(&Record::Frame(FrameDef {
+            id: FrameId(1),
+            kind: FrameKind::FileOffset,
+            module: ModuleId(1),
+            address: 0x10,
+            pid: 1,
+            name: StrId::NONE,
+            inlined: vec![],
+        }));
+        let mut ids = vec![FrameId(1)];
+        for (i, f) in frames.iter().enumerate() {
+            let name = s.intern(&mut e, f);
+            let id = FrameId(i as u32 + 2);
+            e.emit(&Record::Frame(FrameDef {
+                id,
+                kind: FrameKind::Synthetic,
+                module: ModuleId::NONE,
+                address: 0,
+                pid: 1,
+                name,
+                inlined: vec![],
+            }));
+            ids.push(id);
+        }
+        e.emit(&Record::Stack(StackDef { id: StackId(1), frames: ids }));
+        e.emit(&Record::LaunchSite(LaunchSite {
+            pid: 1,
+            tid: 1,
+            time: 1,
+            correlation: Correlation { backend: backend::CUDA, id: 5 },
+            api: StrId::NONE,
+            stack: StackId(1),
+        }));
+        e.take_buffer()
+    }
+
+    #[test]
+    fn stacks_from_two_sources_are_compared_without_agent_frames() {
+        let mut p = Pipeline::new(2, false);
+        p.push(0, &site_batch(&["launch", "main"]), &mut |_| {});
+        // The second source's stack has a different agent frame id but the same user frames.
+        let mut b = site_batch(&["launch", "main"]);
+        b.extend(site_batch(&["other", "main"]));
+        p.push(1, &b, &mut |_| {});
+        let a = p.stats().agreement;
+        assert_eq!((a.compared, a.agreed), (2, 1));
+        let (x, y) = a.first_disagreement.unwrap();
+        assert_eq!(x, ["launch", "main"]);
+        assert_eq!(y, ["other", "main"]);
     }
 }
