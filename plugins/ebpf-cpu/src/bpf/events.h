@@ -1,0 +1,61 @@
+/* Layout of the records the BPF programs send to user space through the ring buffer.
+ * Mirrored by `src/decode.rs` (`#[repr(C)]`, decoded with `plain`); the unit tests there pin
+ * sizes and offsets against the skeleton's generated types. */
+#ifndef XPUPROF_EVENTS_H
+#define XPUPROF_EVENTS_H
+
+#define MAX_USTACK 127 /* PERF_MAX_STACK_DEPTH */
+#define MAX_KSTACK 48
+#define COMM_LEN 16
+
+/* Record kinds (first u32 of every record). */
+enum xp_event_kind {
+	EV_SAMPLE = 1,     /* on-CPU sample: struct xp_stack_event */
+	EV_OFFCPU = 2,     /* blocked interval ended: struct xp_stack_event */
+	EV_LAUNCH = 3,     /* uprobe on a launch symbol: struct xp_stack_event, cookie = probe index */
+	EV_TRAMPOLINE = 4, /* uprobe on xpuprof_agent_launch: struct xp_stack_event */
+	EV_FORK = 5,       /* tracked process forked a new process: struct xp_proc_event */
+	EV_EXEC = 6,       /* tracked process exec'd: struct xp_proc_event */
+	EV_EXIT = 7,       /* tracked process exited: struct xp_proc_event */
+};
+
+/* Loss counters (index into the per-CPU `losses` array). */
+enum xp_loss_cause {
+	LOSS_RINGBUF_SAMPLE = 0,
+	LOSS_RINGBUF_OFFCPU = 1,
+	LOSS_RINGBUF_LAUNCH = 2,
+	LOSS_RINGBUF_PROC = 3,
+	LOSS_LAUNCH_SAMPLED_OUT = 4,
+	LOSS_LAUNCH_RATE_LIMITED = 5,
+	LOSS_OFFCPU_MAP_FULL = 6,
+	LOSS_TRACKED_MAP_FULL = 7,
+	LOSS_COUNT = 8,
+};
+
+struct xp_stack_event {
+	__u32 kind;
+	__u32 pid;
+	__u32 tid;
+	__u32 backend;      /* EV_TRAMPOLINE: first argument */
+	__u64 time;         /* bpf_ktime_get_ns */
+	__u64 weight;       /* EV_SAMPLE: period ns; EV_OFFCPU: blocked ns */
+	__u64 correlation;  /* EV_TRAMPOLINE: second argument */
+	__u64 cookie;       /* EV_LAUNCH: index of the probed symbol */
+	__u64 ret_addr;     /* word at the user stack pointer (return address at function entry) */
+	__s32 ustack_bytes; /* bytes of ustack filled, or a negative errno */
+	__s32 kstack_bytes; /* bytes of kstack filled, or a negative errno, 0 when not captured */
+	char comm[COMM_LEN];
+	__u64 ustack[MAX_USTACK];
+	__u64 kstack[MAX_KSTACK];
+};
+
+struct xp_proc_event {
+	__u32 kind;
+	__u32 pid;
+	__u32 ppid;
+	__u32 tid;
+	__u64 time;
+	char comm[COMM_LEN];
+};
+
+#endif

@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/* xpuprof eBPF CPU source: on-CPU samples, off-CPU intervals and launch-site uprobes for one
+ * process tree. The host seeds `tracked` with the target pid; fork keeps the set up to date. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "events.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Set by the host before load. */
+const volatile __u64 min_offcpu_ns = 1000000;
+const volatile bool kernel_stacks = false;
+const volatile __u64 launch_sample_every = 1;
+const volatile __u64 launch_max_per_sec = 0;
+
+/* Referenced so the skeleton generates the types; the host pins its mirror against them. */
+struct xp_stack_event _stack_event_layout = {};
+struct xp_proc_event _proc_event_layout = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* resized by the host */
+} events SEC(".maps");
+
+/* Processes (tgids) of the profiled tree. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} tracked SEC(".maps");
+
+struct offcpu_start {
+	__u64 ts;
+	__u64 ret_addr;
+	__s32 ustack_bytes;
+	__s32 kstack_bytes;
+	__u64 ustack[MAX_USTACK];
+	__u64 kstack[MAX_KSTACK];
+};
+
+/* Threads that went off CPU, with their stack at that moment. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct offcpu_start);
+} offcpu SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_start);
+} offcpu_scratch SEC(".maps");
+
+struct launch_state {
+	__u64 calls;
+	__u64 window_start;
+	__u64 window_count;
+};
+
+/* Per-thread state for launch-probe sampling and rate limiting. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct launch_state);
+} launch_threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LOSS_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} losses SEC(".maps");
+
+static __always_inline void count_loss(__u32 cause)
+{
+	__u64 *v = bpf_map_lookup_elem(&losses, &cause);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline bool is_tracked(__u32 tgid)
+{
+	return tgid && bpf_map_lookup_elem(&tracked, &tgid);
+}
+
+static __always_inline void fill_header(struct xp_stack_event *e, __u32 kind, __u64 pid_tgid)
+{
+	e->kind = kind;
+	e->pid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	e->backend = 0;
+	e->time = bpf_ktime_get_ns();
+	e->weight = 0;
+	e->correlation = 0;
+	e->cookie = 0;
+	e->ret_addr = 0;
+	e->kstack_bytes = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct xp_stack_event *e;
+
+	if (!is_tracked(id >> 32))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_loss(LOSS_RINGBUF_SAMPLE);
+		return 0;
+	}
+	fill_header(e, EV_SAMPLE, id);
+	e->weight = ctx->sample_period;
+	e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack), BPF_F_USER_STACK);
+	if (kernel_stacks)
+		e->kstack_bytes = bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid, __u32 tid)
+{
+	struct xp_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count_loss(LOSS_RINGBUF_PROC);
+		return;
+	}
+	e->kind = kind;
+	e->pid = pid;
+	e->ppid = ppid;
+	e->tid = tid;
+	e->time = bpf_ktime_get_ns();
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = parent->tgid;
+	__u32 pid = child->tgid;
+	__u32 one = 1;
+
+	if (pid == ppid || !is_tracked(ppid))
+		return 0;
+	if (bpf_map_update_elem(&tracked, &pid, &one, BPF_ANY)) {
+		count_loss(LOSS_TRACKED_MAP_FULL);
+		return 0;
+	}
+	send_proc_event(EV_FORK, pid, ppid, child->pid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p)
+{
+	__u32 pid = p->tgid;
+
+	if (is_tracked(pid))
+		send_proc_event(EV_EXEC, pid, 0, p->pid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 pid = p->tgid;
+	__u32 tid = p->pid;
+
+	bpf_map_delete_elem(&offcpu, &tid);
+	if (!is_tracked(pid) || BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	bpf_map_delete_elem(&tracked, &pid);
+	send_proc_event(EV_EXIT, pid, 0, tid);
+	return 0;
+}
+
+/* The word at the user stack pointer of `task` (its return address when it stopped at a
+ * function entry or in a frameless leaf such as a libc syscall wrapper). */
+static __always_inline __u64 user_sp_word(struct task_struct *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	__u64 sp = BPF_CORE_READ(regs, sp);
+	__u64 word = 0;
+
+	bpf_probe_read_user(&word, sizeof(word), (void *)sp);
+	return word;
+}
+
+static __always_inline void offcpu_begin(void *ctx, struct task_struct *prev)
+{
+	__u32 zero = 0, tid = prev->pid;
+	struct offcpu_start *s = bpf_map_lookup_elem(&offcpu_scratch, &zero);
+
+	if (!s)
+		return;
+	s->ts = bpf_ktime_get_ns();
+	s->ret_addr = user_sp_word(prev);
+	s->ustack_bytes = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
+	s->kstack_bytes = 0;
+	if (kernel_stacks)
+		s->kstack_bytes = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);
+	if (bpf_map_update_elem(&offcpu, &tid, s, BPF_ANY))
+		count_loss(LOSS_OFFCPU_MAP_FULL);
+}
+
+static __always_inline void offcpu_end(struct task_struct *next)
+{
+	__u32 tid = next->pid;
+	struct offcpu_start *s = bpf_map_lookup_elem(&offcpu, &tid);
+	struct xp_stack_event *e;
+	__u64 now, blocked;
+
+	if (!s)
+		return;
+	now = bpf_ktime_get_ns();
+	blocked = now - s->ts;
+	if (blocked < min_offcpu_ns)
+		goto out;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_loss(LOSS_RINGBUF_OFFCPU);
+		goto out;
+	}
+	e->kind = EV_OFFCPU;
+	e->pid = next->tgid;
+	e->tid = tid;
+	e->backend = 0;
+	e->time = now;
+	e->weight = blocked;
+	e->correlation = 0;
+	e->cookie = 0;
+	e->ret_addr = s->ret_addr;
+	e->ustack_bytes = s->ustack_bytes;
+	e->kstack_bytes = s->kstack_bytes;
+	BPF_CORE_READ_STR_INTO(&e->comm, next, comm);
+	bpf_probe_read_kernel(e->ustack, sizeof(e->ustack), s->ustack);
+	bpf_probe_read_kernel(e->kstack, sizeof(e->kstack), s->kstack);
+	bpf_ringbuf_submit(e, 0);
+out:
+	bpf_map_delete_elem(&offcpu, &tid);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	/* Only blocked threads count as off-CPU; preempted ones are still runnable. */
+	if (prev_state != 0 && is_tracked(prev->tgid))
+		offcpu_begin(ctx, prev);
+	offcpu_end(next);
+	return 0;
+}
+
+/* Sampling and per-thread rate limiting of launch probes; false = skip this hit. */
+static __always_inline bool launch_admit(__u32 tid)
+{
+	struct launch_state init = {}, *s;
+	__u64 calls, now;
+
+	s = bpf_map_lookup_elem(&launch_threads, &tid);
+	if (!s) {
+		bpf_map_update_elem(&launch_threads, &tid, &init, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&launch_threads, &tid);
+		if (!s)
+			return true;
+	}
+	calls = s->calls++;
+	if (launch_sample_every > 1 && calls % launch_sample_every != 0) {
+		count_loss(LOSS_LAUNCH_SAMPLED_OUT);
+		return false;
+	}
+	if (launch_max_per_sec) {
+		now = bpf_ktime_get_ns();
+		if (now - s->window_start >= 1000000000ULL) {
+			s->window_start = now;
+			s->window_count = 0;
+		}
+		if (s->window_count >= launch_max_per_sec) {
+			count_loss(LOSS_LAUNCH_RATE_LIMITED);
+			return false;
+		}
+		s->window_count++;
+	}
+	return true;
+}
+
+static __always_inline int launch_event(struct pt_regs *ctx, __u32 kind, __u32 backend, __u64 corr)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct xp_stack_event *e;
+
+	if (!is_tracked(id >> 32) || !launch_admit((__u32)id))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_loss(LOSS_RINGBUF_LAUNCH);
+		return 0;
+	}
+	fill_header(e, kind, id);
+	e->backend = backend;
+	e->correlation = corr;
+	e->cookie = bpf_get_attach_cookie(ctx);
+	/* At function entry the return address sits at the stack pointer: the frame-pointer walk
+	 * would skip the direct caller without it. */
+	bpf_probe_read_user(&e->ret_addr, sizeof(e->ret_addr), (void *)PT_REGS_SP(ctx));
+	e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack), BPF_F_USER_STACK);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int on_launch(struct pt_regs *ctx)
+{
+	return launch_event(ctx, EV_LAUNCH, 0, 0);
+}
+
+SEC("uprobe")
+int on_trampoline(struct pt_regs *ctx)
+{
+	return launch_event(ctx, EV_TRAMPOLINE, (__u32)PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx));
+}

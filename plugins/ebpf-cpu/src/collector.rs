@@ -1,0 +1,196 @@
+//! The recording thread: owns the loaded BPF object, polls the ring buffer, rescans the
+//! target's maps for new libraries, and at the end drains everything and reports losses.
+
+use std::cell::RefCell;
+use std::mem::MaybeUninit;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use libbpf_rs::RingBufferBuilder;
+use xpuprof_sdk::model::{Loss, Record};
+use xpuprof_sdk::{Emitter, Logger};
+
+use crate::bpf::{self, ProfileSkel};
+use crate::config::Config;
+use crate::handler::Handler;
+use crate::procmaps::ProcMaps;
+use crate::uprobes::{ProbeSet, Programs};
+
+/// Delays after an exec at which the new image's maps are scanned again, so that libraries the
+/// dynamic loader maps right after exec get their probes before `main` runs far.
+const RESCANS_AFTER_EXEC: [Duration; 4] =
+    [Duration::from_millis(1), Duration::from_millis(5), Duration::from_millis(20), Duration::from_millis(60)];
+
+/// Causes of the BPF-side loss counters, indexed like `enum xp_loss_cause`.
+const BPF_LOSS_CAUSES: [&str; bpf::LOSS_COUNT as usize] = [
+    "ring buffer full: on-CPU samples dropped",
+    "ring buffer full: off-CPU intervals dropped",
+    "ring buffer full: launch stacks dropped",
+    "ring buffer full: process events dropped",
+    "launch stacks skipped by sampling",
+    "launch stacks skipped by rate limit",
+    "off-CPU intervals dropped: too many blocked threads",
+    "processes not tracked: pid table full",
+];
+
+/// Everything the thread needs.
+#[derive(Debug)]
+pub struct Job {
+    /// Configuration.
+    pub cfg: Config,
+    /// Root of the process tree.
+    pub pid: u32,
+    /// The profiled command (for pre-attaching probes to its executable and libraries).
+    pub command: Vec<String>,
+    /// Emits records.
+    pub emitter: Emitter,
+    /// Logs.
+    pub log: Logger,
+    /// Set by `stop`.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Runs a recording; `ready` receives `Ok` once everything is attached, or the fatal error.
+pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
+    let mut storage = MaybeUninit::uninit();
+    let mut skel = match bpf::open_load(&job.cfg, &mut storage) {
+        Ok(s) => s,
+        Err(e) => return fail(&ready, e, job.emitter),
+    };
+    let _attachments = match bpf::attach(&mut skel, &job.cfg, job.pid) {
+        Ok(a) => a,
+        Err(e) => return fail(&ready, e, job.emitter),
+    };
+    let Job { cfg, pid, command, emitter, log, stop } = job;
+    let progs = Programs { launch: &skel.progs.on_launch, trampoline: &skel.progs.on_trampoline };
+    let mut probes = ProbeSet::new(cfg.launch_probes.clone(), cfg.trampoline);
+    pre_attach(&mut probes, progs, &command, &log);
+    let handler = RefCell::new(Handler::new(emitter, log, pid, &command, cfg.launch_probes.clone()));
+    let mut rb = RingBufferBuilder::new();
+    let added = rb
+        .add(&skel.maps.events, |data: &[u8]| {
+            handler.borrow_mut().handle(data);
+            0
+        })
+        .map(|_| ());
+    let rb = match added.and_then(|()| rb.build()) {
+        Ok(rb) => rb,
+        Err(e) => {
+            let _ = ready.send(Err(format!("failed to open the BPF ring buffer: {e}")));
+            return None;
+        }
+    };
+    let _ = ready.send(Ok(()));
+    let mut scans = Scans::new(cfg.maps_scan_ms);
+    while !stop.load(Ordering::Acquire) {
+        let _ = rb.poll(Duration::from_millis(10));
+        scans.run(&mut handler.borrow_mut(), &mut probes, progs);
+    }
+    let _ = rb.consume();
+    drop(rb);
+    let mut handler = handler.into_inner();
+    finish(&skel, &mut handler, &probes);
+    Some(handler.emitter)
+}
+
+fn fail(ready: &SyncSender<Result<(), String>>, msg: String, emitter: Emitter) -> Option<Emitter> {
+    let _ = ready.send(Err(msg));
+    Some(emitter)
+}
+
+/// Probes in the command's executable and the libraries it links, before it runs.
+fn pre_attach(probes: &mut ProbeSet, progs: Programs<'_, '_>, command: &[String], log: &Logger) {
+    if probes.is_empty() {
+        return;
+    }
+    let Some(exe) = command.first().and_then(|c| resolve_in_path(c)) else { return };
+    probes.scan_file(progs, &exe, log);
+    for lib in linked_libraries(&exe) {
+        probes.scan_file(progs, &lib, log);
+    }
+}
+
+fn resolve_in_path(cmd: &str) -> Option<PathBuf> {
+    if cmd.contains('/') {
+        return Some(PathBuf::from(cmd));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(cmd)).find(|p| p.is_file())
+}
+
+/// The shared libraries `exe` links, as the dynamic loader resolves them (`ldd`).
+fn linked_libraries(exe: &std::path::Path) -> Vec<PathBuf> {
+    let Ok(out) = std::process::Command::new("ldd").arg(exe).output() else { return Vec::new() };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once("=> ").map(|(_, r)| r))
+        .filter_map(|r| r.split_whitespace().next())
+        .filter(|p| p.starts_with('/'))
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// Periodic and exec-triggered rescans of the tree's maps.
+struct Scans {
+    every: Duration,
+    next_periodic: Instant,
+    due: Vec<(Instant, u32)>,
+}
+
+impl Scans {
+    fn new(every_ms: u64) -> Self {
+        let every = Duration::from_millis(every_ms);
+        Self { every, next_periodic: Instant::now() + every, due: Vec::new() }
+    }
+
+    fn run(&mut self, h: &mut Handler, probes: &mut ProbeSet, progs: Programs<'_, '_>) {
+        let now = Instant::now();
+        for pid in h.take_execs() {
+            scan(h, probes, progs, pid);
+            self.due.extend(RESCANS_AFTER_EXEC.iter().map(|d| (now + *d, pid)));
+        }
+        let (ready, later): (Vec<_>, Vec<_>) = self.due.drain(..).partition(|(t, _)| *t <= now);
+        self.due = later;
+        for (_, pid) in ready {
+            scan(h, probes, progs, pid);
+        }
+        if now >= self.next_periodic {
+            self.next_periodic = now + self.every;
+            let live: Vec<u32> = h.live.iter().copied().collect();
+            for pid in live {
+                scan(h, probes, progs, pid);
+            }
+        }
+    }
+}
+
+/// Refreshes the maps snapshot of `pid` and probes new files in it.
+fn scan(h: &mut Handler, probes: &mut ProbeSet, progs: Programs<'_, '_>, pid: u32) {
+    if !h.maps.refresh(pid) || probes.is_empty() {
+        return;
+    }
+    let maps: ProcMaps = h.maps.get(pid).cloned().unwrap_or_default();
+    probes.scan_maps(progs, pid, &maps, &h.log);
+}
+
+/// Emits the loss records and flushes.
+fn finish(skel: &ProfileSkel<'_>, h: &mut Handler, probes: &ProbeSet) {
+    probes.report_missing(&h.log);
+    let stats = h.stack_stats();
+    let mut losses: Vec<(&str, u64)> =
+        (0..bpf::LOSS_COUNT).map(|i| (BPF_LOSS_CAUSES[i as usize], bpf::read_loss(skel, i))).collect();
+    losses.push(("launch probes not attached", probes.attach_failures));
+    losses.push(("user frames not normalised: process exited before its maps were read", stats.unmapped_frames));
+    losses.push(("user stacks not captured by the kernel", stats.missing_user_stacks));
+    losses.push(("ring buffer records not decoded", h.bad_records));
+    let time = xpuprof_sdk::clock::now_ns();
+    for (cause, count) in losses.into_iter().filter(|(_, n)| *n > 0) {
+        h.log.info(&format!("lost {count}: {cause}"));
+        let cause = h.intern_string(cause);
+        h.emitter.emit(&Record::Loss(Loss { pid: 0, time, cause, count }));
+    }
+    h.emitter.flush();
+}

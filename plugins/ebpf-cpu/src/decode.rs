@@ -1,0 +1,179 @@
+//! Decoding the ring-buffer records of `src/bpf/events.h` with `plain` (no pointer casts).
+
+/// Frames in a user stack (PERF_MAX_STACK_DEPTH).
+pub const MAX_USTACK: usize = 127;
+/// Frames in a kernel stack.
+pub const MAX_KSTACK: usize = 48;
+
+/// On-CPU sample.
+pub const EV_SAMPLE: u32 = 1;
+/// End of a blocked interval.
+pub const EV_OFFCPU: u32 = 2;
+/// Uprobe hit on a launch symbol.
+pub const EV_LAUNCH: u32 = 3;
+/// Uprobe hit on the correlation trampoline.
+pub const EV_TRAMPOLINE: u32 = 4;
+/// A tracked process forked a new process.
+pub const EV_FORK: u32 = 5;
+/// A tracked process called exec.
+pub const EV_EXEC: u32 = 6;
+/// A tracked process exited.
+pub const EV_EXIT: u32 = 7;
+
+/// Mirror of `struct xp_stack_event`.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct StackEvent {
+    pub kind: u32,
+    pub pid: u32,
+    pub tid: u32,
+    pub backend: u32,
+    pub time: u64,
+    pub weight: u64,
+    pub correlation: u64,
+    pub cookie: u64,
+    pub ret_addr: u64,
+    pub ustack_bytes: i32,
+    pub kstack_bytes: i32,
+    pub comm: [u8; 16],
+    pub ustack: [u64; MAX_USTACK],
+    pub kstack: [u64; MAX_KSTACK],
+}
+
+// SAFETY: `StackEvent` is `repr(C)`, made only of integers and arrays of integers, so every bit
+// pattern is a valid value and it has no padding-dependent invariants.
+unsafe impl plain::Plain for StackEvent {}
+
+/// Mirror of `struct xp_proc_event`.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct ProcEvent {
+    pub kind: u32,
+    pub pid: u32,
+    pub ppid: u32,
+    pub tid: u32,
+    pub time: u64,
+    pub comm: [u8; 16],
+}
+
+// SAFETY: as for `StackEvent`: `repr(C)`, integers only, every bit pattern valid.
+unsafe impl plain::Plain for ProcEvent {}
+
+/// One decoded ring-buffer record, borrowing the ring buffer's bytes.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// Sample, off-CPU interval or launch probe.
+    Stack(&'a StackEvent),
+    /// Fork, exec or exit.
+    Proc(&'a ProcEvent),
+}
+
+/// Decodes one record; `None` for a record that is too short or of an unknown kind.
+pub fn decode(data: &[u8]) -> Option<Event<'_>> {
+    let kind = u32::from_ne_bytes(data.get(..4)?.try_into().ok()?);
+    match kind {
+        EV_SAMPLE | EV_OFFCPU | EV_LAUNCH | EV_TRAMPOLINE => plain::from_bytes(data).ok().map(Event::Stack),
+        EV_FORK | EV_EXEC | EV_EXIT => plain::from_bytes(data).ok().map(Event::Proc),
+        _ => None,
+    }
+}
+
+impl StackEvent {
+    /// The captured user frames, innermost first (empty when capture failed).
+    pub fn user_frames(&self) -> &[u64] {
+        frames(&self.ustack, self.ustack_bytes)
+    }
+
+    /// The captured kernel frames, innermost first.
+    pub fn kernel_frames(&self) -> &[u64] {
+        frames(&self.kstack, self.kstack_bytes)
+    }
+
+    /// The thread's name.
+    pub fn comm(&self) -> &str {
+        comm_str(&self.comm)
+    }
+}
+
+impl ProcEvent {
+    /// The process's name.
+    pub fn comm(&self) -> &str {
+        comm_str(&self.comm)
+    }
+}
+
+fn frames(buf: &[u64], bytes: i32) -> &[u64] {
+    let n = (bytes.max(0) as usize / 8).min(buf.len());
+    let f = &buf[..n];
+    // bpf_get_stack fills whole words; trailing zero entries are padding.
+    let end = f.iter().rposition(|&a| a != 0).map_or(0, |i| i + 1);
+    &f[..end]
+}
+
+fn comm_str(c: &[u8; 16]) -> &str {
+    let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
+    std::str::from_utf8(&c[..end]).unwrap_or("?")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::{offset_of, size_of};
+
+    use super::*;
+    use crate::bpf::types;
+
+    #[test]
+    fn layouts_match_the_bpf_side() {
+        assert_eq!(size_of::<StackEvent>(), size_of::<types::xp_stack_event>());
+        assert_eq!(size_of::<ProcEvent>(), size_of::<types::xp_proc_event>());
+        assert_eq!(offset_of!(StackEvent, ustack), offset_of!(types::xp_stack_event, ustack));
+        assert_eq!(offset_of!(StackEvent, kstack), offset_of!(types::xp_stack_event, kstack));
+        assert_eq!(offset_of!(StackEvent, comm), offset_of!(types::xp_stack_event, comm));
+        assert_eq!(offset_of!(StackEvent, ret_addr), offset_of!(types::xp_stack_event, ret_addr));
+        assert_eq!(offset_of!(ProcEvent, comm), offset_of!(types::xp_proc_event, comm));
+        assert_eq!(offset_of!(ProcEvent, time), offset_of!(types::xp_proc_event, time));
+    }
+
+    #[test]
+    fn decodes_a_proc_event_and_rejects_short_records() {
+        // Ring-buffer records are 8-byte aligned; so is this buffer.
+        let mut words = vec![0u64; size_of::<ProcEvent>() / 8];
+        // SAFETY: viewing initialised u64s as bytes; the length is the same memory.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) };
+        bytes[..4].copy_from_slice(&EV_FORK.to_ne_bytes());
+        bytes[4..8].copy_from_slice(&42u32.to_ne_bytes());
+        bytes[24..27].copy_from_slice(b"abc");
+        match decode(bytes) {
+            Some(Event::Proc(p)) => {
+                assert_eq!((p.kind, p.pid, p.comm()), (EV_FORK, 42, "abc"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(decode(&bytes[..10]).is_none());
+        assert!(decode(&[9, 0, 0, 0]).is_none());
+    }
+
+    #[test]
+    fn stack_frames_stop_at_the_reported_length() {
+        let ustack = [0u64; MAX_USTACK];
+        let mut e = StackEvent {
+            kind: EV_SAMPLE,
+            pid: 1,
+            tid: 1,
+            backend: 0,
+            time: 0,
+            weight: 0,
+            correlation: 0,
+            cookie: 0,
+            ret_addr: 0,
+            ustack_bytes: 24,
+            kstack_bytes: -14,
+            comm: [0; 16],
+            ustack,
+            kstack: [0; MAX_KSTACK],
+        };
+        e.ustack[..4].copy_from_slice(&[1, 2, 3, 4]);
+        assert_eq!(e.user_frames(), &[1, 2, 3]);
+        assert!(e.kernel_frames().is_empty());
+    }
+}

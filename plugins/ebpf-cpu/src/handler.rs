@@ -1,0 +1,154 @@
+//! Turning decoded ring-buffer events into SDK records.
+
+use std::collections::{HashMap, HashSet};
+
+use xpuprof_sdk::model::{backend, Correlation, CpuSample, LaunchSite, Record, SampleKind, StrId};
+use xpuprof_sdk::{Emitter, Logger};
+
+use crate::decode::{self, Event, ProcEvent, StackEvent};
+use crate::intern::Interner;
+use crate::procmaps::MapsCache;
+use crate::stacks::{Splice, StackBuilder};
+
+/// What is known about a process of the tree.
+#[derive(Debug, Clone, Default)]
+struct ProcInfo {
+    ppid: u32,
+    command: String,
+}
+
+/// State of one recording: the process tree, maps, interned definitions.
+#[derive(Debug)]
+pub struct Handler {
+    /// Emits the records.
+    pub emitter: Emitter,
+    /// Logs.
+    pub log: Logger,
+    /// Processes of the tree still alive.
+    pub live: HashSet<u32>,
+    /// Maps snapshots.
+    pub maps: MapsCache,
+    /// Processes that exec'd since the last call to [`Handler::take_execs`].
+    execs: Vec<u32>,
+    procs: HashMap<u32, ProcInfo>,
+    interner: Interner,
+    stacks: StackBuilder,
+    launch_symbols: Vec<String>,
+    next_uncorrelated: u64,
+    /// Records that could not be decoded.
+    pub bad_records: u64,
+}
+
+impl Handler {
+    /// A handler for the tree rooted at `pid`, started by `command`.
+    pub fn new(emitter: Emitter, log: Logger, pid: u32, command: &[String], launch_symbols: Vec<String>) -> Self {
+        let mut h = Self {
+            emitter,
+            log,
+            live: HashSet::from([pid]),
+            maps: MapsCache::default(),
+            execs: Vec::new(),
+            procs: HashMap::new(),
+            interner: Interner::default(),
+            stacks: StackBuilder::default(),
+            launch_symbols,
+            next_uncorrelated: 1,
+            bad_records: 0,
+        };
+        let info = ProcInfo { ppid: std::process::id(), command: command.join(" ") };
+        h.procs.insert(pid, info);
+        h
+    }
+
+    /// Handles one ring-buffer record.
+    pub fn handle(&mut self, data: &[u8]) {
+        match decode::decode(data) {
+            Some(Event::Proc(p)) => self.on_proc(p),
+            Some(Event::Stack(e)) => self.on_stack(e),
+            None => self.bad_records += 1,
+        }
+    }
+
+    /// Processes that exec'd since the last call: their new libraries need scanning.
+    pub fn take_execs(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.execs)
+    }
+
+    /// The id of `text` (emitting its definition the first time).
+    pub fn intern_string(&mut self, text: &str) -> StrId {
+        self.interner.string(&mut self.emitter, text)
+    }
+
+    /// Counts of frames and stacks that could not be normalised.
+    pub fn stack_stats(&self) -> crate::stacks::StackStats {
+        self.stacks.stats
+    }
+
+    fn on_proc(&mut self, p: &ProcEvent) {
+        match p.kind {
+            decode::EV_FORK => {
+                self.live.insert(p.pid);
+                self.procs.insert(p.pid, ProcInfo { ppid: p.ppid, command: p.comm().to_owned() });
+                // Until it execs, the child runs its parent's image.
+                self.maps.refresh(p.pid);
+            }
+            decode::EV_EXEC => {
+                let command = read_cmdline(p.pid).unwrap_or_else(|| p.comm().to_owned());
+                self.procs.entry(p.pid).or_default().command = command;
+                self.maps.exec(p.pid, p.time);
+                self.execs.push(p.pid);
+            }
+            decode::EV_EXIT => {
+                self.live.remove(&p.pid);
+            }
+            _ => self.bad_records += 1,
+        }
+    }
+
+    fn define_task(&mut self, e: &StackEvent) {
+        let info = self.procs.get(&e.pid).cloned().unwrap_or_default();
+        let command = if info.command.is_empty() { e.comm() } else { info.command.as_str() };
+        self.interner.process(&mut self.emitter, e.pid, info.ppid, command);
+        self.interner.thread(&mut self.emitter, e.pid, e.tid, e.comm());
+    }
+
+    fn on_stack(&mut self, e: &StackEvent) {
+        self.define_task(e);
+        let splice = match e.kind {
+            decode::EV_LAUNCH | decode::EV_TRAMPOLINE => Splice::Always,
+            decode::EV_OFFCPU => Splice::IfCode,
+            _ => Splice::Never,
+        };
+        let stack = self.stacks.build(e, splice, &mut self.maps, &mut self.interner, &mut self.emitter);
+        let record = match e.kind {
+            decode::EV_SAMPLE | decode::EV_OFFCPU => {
+                let kind = if e.kind == decode::EV_SAMPLE { SampleKind::OnCpu } else { SampleKind::OffCpu };
+                Record::CpuSample(CpuSample { pid: e.pid, tid: e.tid, time: e.time, kind, weight: e.weight, stack })
+            }
+            decode::EV_LAUNCH => {
+                let api = match self.launch_symbols.get(e.cookie as usize) {
+                    Some(sym) => self.interner.string(&mut self.emitter, sym),
+                    None => StrId::NONE,
+                };
+                let id = self.next_uncorrelated;
+                self.next_uncorrelated += 1;
+                let correlation = Correlation { backend: backend::UNCORRELATED, id };
+                Record::LaunchSite(LaunchSite { pid: e.pid, tid: e.tid, time: e.time, correlation, api, stack })
+            }
+            _ => {
+                let correlation = Correlation { backend: e.backend, id: e.correlation };
+                let api = StrId::NONE;
+                Record::LaunchSite(LaunchSite { pid: e.pid, tid: e.tid, time: e.time, correlation, api, stack })
+            }
+        };
+        self.emitter.emit(&record);
+    }
+}
+
+/// `/proc/<pid>/cmdline` with arguments joined by spaces.
+fn read_cmdline(pid: u32) -> Option<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let parts: Vec<String> =
+        raw.split(|&b| b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
+}

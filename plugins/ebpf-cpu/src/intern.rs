@@ -1,0 +1,178 @@
+//! Interning of definitions: every string, process, thread, module, frame and stack is emitted
+//! once, before the first event that uses it.
+
+use std::collections::{HashMap, HashSet};
+
+use xpuprof_sdk::model::{
+    FrameDef, FrameId, FrameKind, ModuleDef, ModuleId, ProcessDef, Record, StackDef, StackId, StrId, ThreadDef,
+};
+use xpuprof_sdk::{Emitter, StringInterner};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum FrameKey {
+    File(ModuleId, u64),
+    Kernel(u64),
+    Virtual(u32, u64),
+    Synthetic(StrId),
+}
+
+/// Emits definitions on first use and hands out their ids.
+#[derive(Debug)]
+pub struct Interner {
+    strings: StringInterner,
+    modules: HashMap<String, ModuleId>,
+    frames: HashMap<FrameKey, FrameId>,
+    stacks: HashMap<Vec<FrameId>, StackId>,
+    processes: HashSet<u32>,
+    threads: HashSet<u32>,
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        Self {
+            strings: StringInterner::default(),
+            modules: HashMap::new(),
+            frames: HashMap::new(),
+            stacks: HashMap::new(),
+            processes: HashSet::new(),
+            threads: HashSet::new(),
+        }
+    }
+}
+
+impl Interner {
+    /// The id of `text`.
+    pub fn string(&mut self, em: &mut Emitter, text: &str) -> StrId {
+        self.strings.intern(em, text)
+    }
+
+    /// The module mapped from `path`; `build_id` is called once, on first use.
+    pub fn module(&mut self, em: &mut Emitter, path: &str, build_id: impl FnOnce() -> Vec<u8>) -> ModuleId {
+        if let Some(id) = self.modules.get(path) {
+            return *id;
+        }
+        let id = ModuleId(self.modules.len() as u32 + 1);
+        let path_id = self.string(em, path);
+        em.emit(&Record::Module(ModuleDef { id, path: path_id, build_id: build_id() }));
+        self.modules.insert(path.to_owned(), id);
+        id
+    }
+
+    /// A user frame at file offset `offset` of `module`.
+    pub fn file_frame(&mut self, em: &mut Emitter, module: ModuleId, offset: u64) -> FrameId {
+        self.frame(em, FrameKey::File(module, offset), |id| FrameDef {
+            id,
+            kind: FrameKind::FileOffset,
+            module,
+            address: offset,
+            pid: 0,
+            name: StrId::NONE,
+            inlined: Vec::new(),
+        })
+    }
+
+    /// A kernel frame at `addr`.
+    pub fn kernel_frame(&mut self, em: &mut Emitter, addr: u64) -> FrameId {
+        self.frame(em, FrameKey::Kernel(addr), |id| FrameDef {
+            id,
+            kind: FrameKind::Kernel,
+            module: ModuleId::NONE,
+            address: addr,
+            pid: 0,
+            name: StrId::NONE,
+            inlined: Vec::new(),
+        })
+    }
+
+    /// A user address that no file mapping covers (JIT code, or a process whose maps are gone).
+    pub fn virtual_frame(&mut self, em: &mut Emitter, pid: u32, addr: u64) -> FrameId {
+        self.frame(em, FrameKey::Virtual(pid, addr), |id| FrameDef {
+            id,
+            kind: FrameKind::Virtual,
+            module: ModuleId::NONE,
+            address: addr,
+            pid,
+            name: StrId::NONE,
+            inlined: Vec::new(),
+        })
+    }
+
+    /// A frame that is only a name (`[vdso]`).
+    pub fn named_frame(&mut self, em: &mut Emitter, name: &str) -> FrameId {
+        let name = self.string(em, name);
+        self.frame(em, FrameKey::Synthetic(name), |id| FrameDef {
+            id,
+            kind: FrameKind::Synthetic,
+            module: ModuleId::NONE,
+            address: 0,
+            pid: 0,
+            name,
+            inlined: Vec::new(),
+        })
+    }
+
+    fn frame(&mut self, em: &mut Emitter, key: FrameKey, def: impl FnOnce(FrameId) -> FrameDef) -> FrameId {
+        if let Some(id) = self.frames.get(&key) {
+            return *id;
+        }
+        let id = FrameId(self.frames.len() as u32 + 1);
+        em.emit(&Record::Frame(def(id)));
+        self.frames.insert(key, id);
+        id
+    }
+
+    /// The stack made of `frames`, innermost first.
+    pub fn stack(&mut self, em: &mut Emitter, frames: &[FrameId]) -> StackId {
+        if let Some(id) = self.stacks.get(frames) {
+            return *id;
+        }
+        let id = StackId(self.stacks.len() as u32 + 1);
+        em.emit(&Record::Stack(StackDef { id, frames: frames.to_vec() }));
+        self.stacks.insert(frames.to_vec(), id);
+        id
+    }
+
+    /// Defines process `pid` the first time it is seen; true if it was new.
+    pub fn process(&mut self, em: &mut Emitter, pid: u32, ppid: u32, command: &str) -> bool {
+        if !self.processes.insert(pid) {
+            return false;
+        }
+        let command = self.string(em, command);
+        em.emit(&Record::Process(ProcessDef { pid, ppid, command }));
+        true
+    }
+
+    /// Defines thread `tid` of `pid` the first time it is seen.
+    pub fn thread(&mut self, em: &mut Emitter, pid: u32, tid: u32, name: &str) {
+        if self.threads.insert(tid) {
+            let name = self.string(em, name);
+            em.emit(&Record::Thread(ThreadDef { pid, tid, name }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use xpuprof_sdk::codec::decode_all;
+
+    use super::*;
+
+    #[test]
+    fn definitions_are_emitted_once() {
+        let mut em = Emitter::detached();
+        let mut int = Interner::default();
+        let m = int.module(&mut em, "/lib/x.so", || vec![1, 2]);
+        assert_eq!(int.module(&mut em, "/lib/x.so", || unreachable!()), m);
+        let a = int.file_frame(&mut em, m, 0x10);
+        let b = int.kernel_frame(&mut em, 0xffff_ffff_8100_0000);
+        assert_eq!(int.file_frame(&mut em, m, 0x10), a);
+        let s = int.stack(&mut em, &[a, b]);
+        assert_eq!(int.stack(&mut em, &[a, b]), s);
+        assert_ne!(int.stack(&mut em, &[b, a]), s);
+        let records = decode_all(&em.take_buffer()).unwrap();
+        let stacks = records.iter().filter(|r| matches!(r, Record::Stack(_))).count();
+        let frames = records.iter().filter(|r| matches!(r, Record::Frame(_))).count();
+        let modules = records.iter().filter(|r| matches!(r, Record::Module(_))).count();
+        assert_eq!((stacks, frames, modules), (2, 2, 1));
+    }
+}

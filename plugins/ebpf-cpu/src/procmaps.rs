@@ -1,0 +1,197 @@
+//! Memory maps of the target's processes, read from `/proc/<pid>/maps` while they are alive and
+//! cached so that samples of a process that has exited still normalise.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One file-backed or anonymous mapping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// File offset of `start`.
+    pub offset: u64,
+    /// Executable.
+    pub exec: bool,
+    /// Path as the kernel shows it (`/usr/lib/libc.so.6`, `[vdso]`), empty for anonymous memory.
+    pub path: Arc<str>,
+}
+
+impl Mapping {
+    /// True for a mapping of a regular file (not `[vdso]`, `[heap]`, anonymous, memfd).
+    pub fn is_file(&self) -> bool {
+        self.path.starts_with('/') && !self.path.starts_with("/memfd:") && !self.path.starts_with("/dev/")
+    }
+
+    /// File offset of `addr`, which must lie inside the mapping.
+    pub fn file_offset(&self, addr: u64) -> u64 {
+        addr - self.start + self.offset
+    }
+}
+
+/// A snapshot of one process's maps, sorted by address.
+#[derive(Debug, Clone, Default)]
+pub struct ProcMaps {
+    mappings: Vec<Mapping>,
+}
+
+impl ProcMaps {
+    /// Reads `/proc/<pid>/maps`.
+    pub fn read(pid: u32) -> io::Result<Self> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
+        if text.is_empty() {
+            // A zombie (exited, not yet reaped) shows no maps.
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(Self::parse(&text))
+    }
+
+    /// Parses the text of a maps file; malformed lines are skipped.
+    pub fn parse(text: &str) -> Self {
+        let mut mappings: Vec<Mapping> = text.lines().filter_map(parse_line).collect();
+        mappings.sort_by_key(|m| m.start);
+        Self { mappings }
+    }
+
+    /// The mapping containing `addr`.
+    pub fn find(&self, addr: u64) -> Option<&Mapping> {
+        let i = self.mappings.partition_point(|m| m.start <= addr);
+        self.mappings[..i].last().filter(|m| addr < m.end)
+    }
+
+    /// Executable mappings of regular files, one per distinct path.
+    pub fn exec_files(&self) -> impl Iterator<Item = &Mapping> {
+        let mut seen = std::collections::HashSet::new();
+        self.mappings.iter().filter(move |m| m.exec && m.is_file() && seen.insert(m.path.clone()))
+    }
+}
+
+fn parse_line(line: &str) -> Option<Mapping> {
+    // start-end perms offset dev inode path
+    let mut it = line.splitn(6, ' ');
+    let (range, perms, offset) = (it.next()?, it.next()?, it.next()?);
+    let _dev = it.next()?;
+    let _inode = it.next()?;
+    let path = it.next().unwrap_or("").trim_start();
+    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+    let (start, end) = range.split_once('-')?;
+    Some(Mapping {
+        start: u64::from_str_radix(start, 16).ok()?,
+        end: u64::from_str_radix(end, 16).ok()?,
+        offset: u64::from_str_radix(offset, 16).ok()?,
+        exec: perms.as_bytes().get(2) == Some(&b'x'),
+        path: Arc::from(path),
+    })
+}
+
+/// Snapshots of one process: the current image and, after an exec, the one before it.
+#[derive(Debug, Default)]
+struct PidMaps {
+    current: ProcMaps,
+    /// Session-clock time the snapshot was read.
+    read_at: u64,
+    /// Maps before the last exec, and when that exec happened.
+    before_exec: Option<(u64, ProcMaps)>,
+}
+
+/// Per-process cache of maps snapshots.
+#[derive(Debug, Default)]
+pub struct MapsCache {
+    pids: HashMap<u32, PidMaps>,
+}
+
+impl MapsCache {
+    /// Reads the maps of `pid` now, replacing the cached snapshot; false if the process is gone.
+    pub fn refresh(&mut self, pid: u32) -> bool {
+        let now = xpuprof_sdk::clock::now_ns();
+        match ProcMaps::read(pid) {
+            Ok(maps) => {
+                let e = self.pids.entry(pid).or_default();
+                e.current = maps;
+                e.read_at = now;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Notes that `pid` called exec at `time`: later events use fresh maps.
+    pub fn exec(&mut self, pid: u32, time: u64) {
+        let e = self.pids.entry(pid).or_default();
+        let old = std::mem::take(&mut e.current);
+        e.before_exec = Some((time, old));
+        e.read_at = 0;
+        self.refresh(pid);
+    }
+
+    /// The cached snapshot of `pid`, if any.
+    pub fn get(&self, pid: u32) -> Option<&ProcMaps> {
+        self.pids.get(&pid).map(|e| &e.current)
+    }
+
+    /// The mapping that contained `addr` in `pid` at session time `time`.
+    ///
+    /// On a miss the maps are read again, but only when the snapshot is older than the event
+    /// (a library mapped since), so unmapped addresses (JIT code) cost no extra reads.
+    pub fn find(&mut self, pid: u32, time: u64, addr: u64) -> Option<&Mapping> {
+        let before_exec =
+            self.pids.get(&pid).is_some_and(|e| e.before_exec.as_ref().is_some_and(|(t, _)| time < *t));
+        if before_exec {
+            return self.pids.get(&pid)?.before_exec.as_ref()?.1.find(addr);
+        }
+        let stale = self.pids.get(&pid).is_none_or(|e| e.current.find(addr).is_none() && e.read_at < time);
+        if stale {
+            self.refresh(pid);
+        }
+        self.pids.get(&pid)?.current.find(addr)
+    }
+}
+
+/// The path to open for a file that `pid` maps: through `/proc/<pid>/root` so that files of
+/// processes in other mount namespaces (containers) are found, falling back to the plain path.
+pub fn openable_path(pid: u32, path: &str) -> PathBuf {
+    let via_root = PathBuf::from(format!("/proc/{pid}/root{path}"));
+    if via_root.exists() {
+        via_root
+    } else {
+        Path::new(path).to_path_buf()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAPS: &str = "\
+55d0c0a00000-55d0c0a01000 r--p 00000000 08:01 123 /usr/bin/work
+55d0c0a01000-55d0c0a02000 r-xp 00001000 08:01 123 /usr/bin/work
+7f0000000000-7f0000100000 r-xp 00028000 08:01 456                        /usr/lib/libc.so.6
+7f0000200000-7f0000201000 rw-p 00000000 00:00 0
+7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0                          [vdso]
+7f0000300000-7f0000301000 r-xp 00000000 08:01 789 /tmp/gone.so (deleted)
+";
+
+    #[test]
+    fn finds_mappings_and_file_offsets() {
+        let m = ProcMaps::parse(MAPS);
+        let libc = m.find(0x7f0000000010).unwrap();
+        assert_eq!(&*libc.path, "/usr/lib/libc.so.6");
+        assert_eq!(libc.file_offset(0x7f0000000010), 0x28010);
+        assert!(m.find(0x7f0000100000).is_none());
+        assert!(!m.find(0x7ffd00000001).unwrap().is_file());
+        assert_eq!(&*m.find(0x7f0000300000).unwrap().path, "/tmp/gone.so");
+        let files: Vec<_> = m.exec_files().map(|m| m.path.to_string()).collect();
+        assert_eq!(files, ["/usr/bin/work", "/usr/lib/libc.so.6", "/tmp/gone.so"]);
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let m = ProcMaps::read(std::process::id()).unwrap();
+        let f = reads_this_process as fn() as usize as u64;
+        assert!(m.find(f).unwrap().exec);
+    }
+}

@@ -1,0 +1,147 @@
+//! Launch-site uprobes: finding the launch symbols (and the correlation trampoline) in whatever
+//! files the target maps, and attaching to each file once.
+//!
+//! Uprobes attach to a file's inode for every process (pid -1); the BPF side keeps only hits
+//! from tracked processes. So one attachment per distinct file covers every process of the
+//! tree, including ones that map the file later.
+
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use blazesym::inspect::source::{Elf, Source};
+use blazesym::inspect::Inspector;
+use blazesym::SymType;
+use libbpf_rs::{Link, ProgramMut, UprobeOpts};
+use xpuprof_sdk::trampoline;
+use xpuprof_sdk::Logger;
+
+use crate::procmaps::{openable_path, ProcMaps};
+
+/// The two uprobe programs.
+#[derive(Debug, Clone, Copy)]
+pub struct Programs<'a, 'obj> {
+    /// `on_launch`: plain launch probe (cookie = symbol index).
+    pub launch: &'a ProgramMut<'obj>,
+    /// `on_trampoline`: reads (backend, correlation id) from the arguments.
+    pub trampoline: &'a ProgramMut<'obj>,
+}
+
+/// The probes of one session.
+#[derive(Debug)]
+pub struct ProbeSet {
+    symbols: Vec<String>,
+    trampoline: bool,
+    inspector: Inspector,
+    scanned: HashSet<(u64, u64)>,
+    links: Vec<Link>,
+    attached: Vec<u64>,
+    trampoline_attached: u64,
+    /// Attachments that failed (reported as a loss).
+    pub attach_failures: u64,
+}
+
+impl ProbeSet {
+    /// Probes for `symbols` (and the trampoline when `trampoline`).
+    pub fn new(symbols: Vec<String>, trampoline: bool) -> Self {
+        let n = symbols.len();
+        Self {
+            symbols,
+            trampoline,
+            inspector: Inspector::new(),
+            scanned: HashSet::new(),
+            links: Vec::new(),
+            attached: vec![0; n],
+            trampoline_attached: 0,
+            attach_failures: 0,
+        }
+    }
+
+    /// True when there is nothing to probe.
+    pub fn is_empty(&self) -> bool {
+        self.symbols.is_empty() && !self.trampoline
+    }
+
+    /// Attaches in every executable file of `maps` not scanned before.
+    pub fn scan_maps(&mut self, progs: Programs<'_, '_>, pid: u32, maps: &ProcMaps, log: &Logger) {
+        for m in maps.exec_files() {
+            let file = openable_path(pid, &m.path);
+            self.scan_file(progs, &file, log);
+        }
+    }
+
+    /// Attaches in `file` if it defines any of the symbols; each file (inode) is scanned once.
+    pub fn scan_file(&mut self, progs: Programs<'_, '_>, file: &Path, log: &Logger) {
+        if self.is_empty() {
+            return;
+        }
+        let Ok(meta) = std::fs::metadata(file) else { return };
+        if !self.scanned.insert((meta.dev(), meta.ino())) {
+            return;
+        }
+        let mut names: Vec<String> = self.symbols.clone();
+        if self.trampoline {
+            names.push(trampoline::SYMBOL.to_owned());
+        }
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let src = Source::Elf(Elf { debug_syms: false, ..Elf::new(file) });
+        let Ok(found) = self.inspector.lookup(&src, &names) else { return };
+        let offsets: Vec<Option<u64>> = found.iter().map(|syms| function_offset(syms)).collect();
+        for (i, offset) in offsets.into_iter().enumerate() {
+            let Some(offset) = offset else { continue };
+            let is_trampoline = i == self.symbols.len();
+            let prog = if is_trampoline { progs.trampoline } else { progs.launch };
+            self.attach(prog, file, names[i], offset, i as u64, log);
+        }
+    }
+
+    fn attach(&mut self, prog: &ProgramMut<'_>, file: &Path, name: &str, offset: u64, idx: u64, log: &Logger) {
+        let opts = UprobeOpts { cookie: idx, retprobe: false, ..Default::default() };
+        match prog.attach_uprobe_with_opts(-1, file, offset as usize, opts) {
+            Ok(link) => {
+                self.links.push(link);
+                match self.attached.get_mut(idx as usize) {
+                    Some(n) => *n += 1,
+                    None => self.trampoline_attached += 1,
+                }
+                log.debug(&format!("uprobe on {name} in {} at file offset {offset:#x}", file.display()));
+            }
+            Err(e) => {
+                self.attach_failures += 1;
+                log.warn(&format!(
+                    "failed to attach a uprobe to {name} in {}: {e}\nhint: the kernel needs \
+                     CONFIG_UPROBES and the file must be on a filesystem that supports them",
+                    file.display()
+                ));
+            }
+        }
+    }
+
+    /// Warns about every symbol that was found in no file the target mapped.
+    pub fn report_missing(&self, log: &Logger) {
+        for (sym, n) in self.symbols.iter().zip(&self.attached) {
+            if *n == 0 {
+                log.warn(&format!(
+                    "failed to find launch symbol `{sym}` in any of the {} files the target mapped: \
+                     no launch stacks for it\nhint: check the spelling in `launch_probes`; the symbol \
+                     must be in the dynamic or static symbol table of a library or the executable",
+                    self.scanned.len()
+                ));
+            }
+        }
+        if self.trampoline && self.trampoline_attached == 0 {
+            log.warn(&format!(
+                "failed to find `{}` in any file the target mapped: no trampoline launch stacks\n\
+                 hint: the trampoline is exported by xpuprof's in-target agents (e.g. --source cupti)",
+                trampoline::SYMBOL
+            ));
+        }
+    }
+}
+
+/// The file offset of the defined function among `syms`.
+fn function_offset(syms: &[blazesym::inspect::SymInfo<'_>]) -> Option<u64> {
+    syms.iter()
+        .find(|s| s.sym_type != SymType::Variable && s.addr != 0 && s.file_offset.is_some_and(|o| o != 0))
+        .and_then(|s| s.file_offset)
+}

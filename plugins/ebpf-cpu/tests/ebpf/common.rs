@@ -1,0 +1,195 @@
+//! Shared helpers: building the C workloads, running one under the plugin, reading the result.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ffi::CString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::OnceLock;
+
+use blazesym::symbolize::source::{Elf, Source as SymSource};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+use xpuprof_plugin_ebpf::EbpfSource;
+use xpuprof_sdk::codec::decode_all;
+use xpuprof_sdk::model::*;
+use xpuprof_sdk::{CreateContext, Emitter, Logger, PluginConfig, SessionInfo, Source};
+
+/// True when the test can run; prints why not otherwise (the eBPF source needs root).
+pub fn root_or_skip(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    eprintln!("SKIPPED {test}: the eBPF source needs root (run the tests as root, as CI does)");
+    false
+}
+
+/// Directory holding the compiled workloads (built once per test run).
+pub fn workloads() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/workloads/cpu");
+        let out = tempfile::Builder::new().prefix("xpuprof-workloads").tempdir().unwrap().keep();
+        let flags = ["-O1", "-fno-omit-frame-pointer", "-g"];
+        let cc = |args: &[&str]| {
+            let st = Command::new("cc").args(flags).args(args).current_dir(&out).status().expect("run cc");
+            assert!(st.success(), "cc {args:?} failed");
+        };
+        let s = |f: &str| src.join(f).to_string_lossy().into_owned();
+        cc(&[&s("burn.c"), "-o", "burn"]);
+        cc(&[&s("block.c"), "-o", "block"]);
+        cc(&["-shared", "-fPIC", &s("launchlib.c"), "-o", "liblaunchtest.so"]);
+        cc(&[&s("launch.c"), "-o", "launch", "-L.", "-llaunchtest", "-Wl,-rpath,$ORIGIN"]);
+        out
+    })
+}
+
+/// Path of workload `name`.
+pub fn workload(name: &str) -> String {
+    workloads().join(name).to_string_lossy().into_owned()
+}
+
+/// Runs `argv` under the plugin configured by `config` (TOML), the way the host does: the
+/// child is held before exec until `start(pid)` returned. Returns the records and exit status.
+pub fn profile(config: &str, argv: &[&str]) -> (Vec<Record>, ExitStatus) {
+    let ctx = CreateContext {
+        config: PluginConfig::parse(config).unwrap(),
+        session: SessionInfo { command: argv.iter().map(|s| s.to_string()).collect(), ..Default::default() },
+        emitter: Emitter::detached(),
+        log: Logger::stderr(),
+    };
+    let mut src = EbpfSource::create(ctx).expect("create the ebpf source");
+    let (read_end, write_end) = pipe();
+    let pid = fork_held(argv, &read_end);
+    drop(read_end);
+    src.start(pid).expect("start the ebpf source");
+    std::fs::File::from(write_end).write_all(b"x").unwrap();
+    let mut raw = 0;
+    // SAFETY: `pid` is our child; `raw` is a valid place for its status.
+    assert_eq!(unsafe { libc::waitpid(pid as i32, &mut raw, 0) }, pid as i32);
+    let status = ExitStatus::from_raw(raw);
+    src.stop().expect("stop the ebpf source");
+    (decode_all(&src.take_buffer()).expect("decode the emitted records"), status)
+}
+
+/// Forks a child that waits for one byte on `hold` before exec'ing `argv` (what the host does).
+fn fork_held(argv: &[&str], hold: &OwnedFd) -> u32 {
+    let args: Vec<CString> = argv.iter().map(|a| CString::new(*a).unwrap()).collect();
+    let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let fd = hold.as_raw_fd();
+    // SAFETY: after fork the child only calls async-signal-safe functions (read, execv, _exit)
+    // on data prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // SAFETY: as above; `ptrs` is a null-terminated array of valid C strings.
+        unsafe {
+            let mut b = 0u8;
+            libc::read(fd, (&mut b as *mut u8).cast(), 1);
+            libc::execv(ptrs[0], ptrs.as_ptr());
+            libc::_exit(127);
+        }
+    }
+    pid as u32
+}
+
+fn pipe() -> (OwnedFd, OwnedFd) {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: pipe2 succeeded, so both descriptors are new and owned by nobody else.
+    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+}
+
+/// Definitions of a recording, with frames symbolised by blazesym (as the host will).
+pub struct Session {
+    pub records: Vec<Record>,
+    strings: HashMap<StrId, String>,
+    frames: HashMap<FrameId, String>,
+    stacks: HashMap<StackId, Vec<FrameId>>,
+}
+
+impl Session {
+    pub fn new(records: Vec<Record>) -> Self {
+        let mut strings = HashMap::new();
+        let mut modules = HashMap::new();
+        let mut stacks = HashMap::new();
+        let mut frame_defs = Vec::new();
+        for r in &records {
+            match r {
+                Record::Str(s) => drop(strings.insert(s.id, s.text.clone())),
+                Record::Module(m) => drop(modules.insert(m.id, m.path)),
+                Record::Stack(s) => drop(stacks.insert(s.id, s.frames.clone())),
+                Record::Frame(f) => frame_defs.push(f.clone()),
+                _ => {}
+            }
+        }
+        let symbolizer = Symbolizer::new();
+        let frames = frame_defs
+            .iter()
+            .map(|f| (f.id, frame_name(&symbolizer, f, |id| strings[&modules[&id]].clone(), &strings)))
+            .collect();
+        Self { records, strings, frames, stacks }
+    }
+
+    pub fn string(&self, id: StrId) -> &str {
+        self.strings.get(&id).map_or("", String::as_str)
+    }
+
+    /// Frame names of `stack`, outermost (root) first.
+    pub fn names(&self, stack: StackId) -> Vec<String> {
+        self.stacks[&stack].iter().rev().map(|f| self.frames[f].clone()).collect()
+    }
+
+    /// Folded `root;...;leaf` lines of CPU samples of `kind`, with summed weights.
+    pub fn folded(&self, kind: SampleKind) -> HashMap<String, u64> {
+        let mut out = HashMap::new();
+        for r in &self.records {
+            if let Record::CpuSample(s) = r {
+                if s.kind == kind {
+                    *out.entry(self.names(s.stack).join(";")).or_default() += s.weight;
+                }
+            }
+        }
+        out
+    }
+
+    /// Total weight of samples of `kind` whose stack contains frame `name`.
+    pub fn weight_with(&self, kind: SampleKind, name: &str) -> u64 {
+        let needle = |line: &String| line.split(';').any(|f| f == name);
+        self.folded(kind).iter().filter(|(l, _)| needle(l)).map(|(_, w)| w).sum()
+    }
+
+    pub fn launch_sites(&self) -> Vec<&LaunchSite> {
+        self.records.iter().filter_map(|r| if let Record::LaunchSite(l) = r { Some(l) } else { None }).collect()
+    }
+
+    pub fn losses(&self) -> Vec<(String, u64)> {
+        let f = |r: &Record| if let Record::Loss(l) = r { Some((self.string(l.cause).to_owned(), l.count)) } else { None };
+        self.records.iter().filter_map(f).collect()
+    }
+}
+
+fn frame_name(
+    sym: &Symbolizer,
+    f: &FrameDef,
+    module_path: impl Fn(ModuleId) -> String,
+    strings: &HashMap<StrId, String>,
+) -> String {
+    match f.kind {
+        FrameKind::FileOffset => {
+            let path = module_path(f.module);
+            let src = SymSource::Elf(Elf::new(&path));
+            match sym.symbolize(&src, Input::FileOffset(&[f.address])).ok().and_then(|v| v.into_iter().next()) {
+                Some(Symbolized::Sym(s)) => s.name.to_string(),
+                _ => format!("{}+{:#x}", path.rsplit('/').next().unwrap_or(""), f.address),
+            }
+        }
+        FrameKind::Synthetic => strings.get(&f.name).cloned().unwrap_or_default(),
+        FrameKind::Kernel => format!("[k]{:#x}", f.address),
+        FrameKind::Virtual => format!("[unknown]{:#x}", f.address),
+    }
+}

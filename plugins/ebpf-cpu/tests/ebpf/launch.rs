@@ -1,0 +1,64 @@
+//! Launch-site uprobes: exact stacks once per call; the trampoline's exact ids.
+
+use xpuprof_sdk::model::backend;
+
+use crate::common::{profile, root_or_skip, workload, Session};
+
+#[test]
+fn uprobe_captures_each_launch_with_its_call_path() {
+    if !root_or_skip("uprobe_captures_each_launch_with_its_call_path") {
+        return;
+    }
+    let cfg = "sample_hz = 0\nlaunch_probes = [\"testLaunchKernel\"]";
+    let (records, status) = profile(cfg, &[&workload("launch")]);
+    assert!(status.success());
+    let s = Session::new(records);
+    let sites = s.launch_sites();
+    let stacks: Vec<String> = sites.iter().map(|l| s.names(l.stack).join(";")).collect();
+    eprintln!("launch stacks: {stacks:#?}");
+    assert_eq!(sites.len(), 5, "one launch site per call");
+    let count = |tail: &str| stacks.iter().filter(|l| l.ends_with(tail)).count();
+    assert_eq!(count("main;path_a;testLaunchKernel"), 3);
+    assert_eq!(count("main;path_b;testLaunchKernel"), 2);
+    for l in &sites {
+        assert_eq!(l.correlation.backend, backend::UNCORRELATED);
+        assert_eq!(s.string(l.api), "testLaunchKernel");
+    }
+    let mut ids: Vec<u64> = sites.iter().map(|l| l.correlation.id).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 5, "each uncorrelated launch gets its own id");
+}
+
+#[test]
+fn trampoline_returns_the_exact_correlation_ids() {
+    if !root_or_skip("trampoline_returns_the_exact_correlation_ids") {
+        return;
+    }
+    let cfg = "sample_hz = 0\nlaunch_stacks_from_trampoline = true";
+    let (records, status) = profile(cfg, &[&workload("launch")]);
+    assert!(status.success());
+    let s = Session::new(records);
+    let sites = s.launch_sites();
+    let got: Vec<(u32, u64)> = sites.iter().map(|l| (l.correlation.backend, l.correlation.id)).collect();
+    assert_eq!(got, [(0x1234, 1001), (0x1234, 1002), (0x1234, 1003)]);
+    for l in &sites {
+        let stack = s.names(l.stack).join(";");
+        assert!(stack.ends_with("main;agent_api_entry;xpuprof_agent_launch"), "stack {stack}");
+    }
+}
+
+#[test]
+fn launch_sampling_reports_what_it_skipped() {
+    if !root_or_skip("launch_sampling_reports_what_it_skipped") {
+        return;
+    }
+    let cfg = "sample_hz = 0\nlaunch_probes = [\"testLaunchKernel\"]\nlaunch_sample_every = 2";
+    let (records, status) = profile(cfg, &[&workload("launch")]);
+    assert!(status.success());
+    let s = Session::new(records);
+    // 5 calls on one thread, every 2nd kept: calls 0, 2, 4.
+    assert_eq!(s.launch_sites().len(), 3);
+    let skipped: u64 =
+        s.losses().iter().filter(|(c, _)| c == "launch stacks skipped by sampling").map(|(_, n)| n).sum();
+    assert_eq!(skipped, 2, "losses: {:?}", s.losses());
+}

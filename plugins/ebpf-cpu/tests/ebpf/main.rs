@@ -1,0 +1,7 @@
+//! End-to-end tests of the eBPF source: real workloads, real BPF programs (needs root; skipped
+//! with a printed reason otherwise).
+
+mod common;
+mod launch;
+mod offcpu;
+mod sampling;

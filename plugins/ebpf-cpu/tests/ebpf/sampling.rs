@@ -1,0 +1,49 @@
+//! On-CPU sampling: known functions in a known ratio; short-lived children.
+
+use xpuprof_sdk::model::{Record, SampleKind};
+
+use crate::common::{profile, root_or_skip, workload, Session};
+
+#[test]
+fn cpu_samples_show_known_functions_in_their_ratio() {
+    if !root_or_skip("cpu_samples_show_known_functions_in_their_ratio") {
+        return;
+    }
+    let burn = workload("burn");
+    let (records, status) = profile("sample_hz = 199", &[&burn, "2"]);
+    assert!(status.success());
+    let s = Session::new(records);
+    let three = s.weight_with(SampleKind::OnCpu, "burn_three");
+    let one = s.weight_with(SampleKind::OnCpu, "burn_one");
+    let folded = s.folded(SampleKind::OnCpu);
+    eprintln!("folded: {folded:#?}");
+    // About 2 s of CPU at 199 Hz: ~400 samples, ~300 vs ~100. Accept 3:1 within +-30%.
+    assert!(one > 0, "no samples in burn_one");
+    let ratio = three as f64 / one as f64;
+    assert!((2.1..=3.9).contains(&ratio), "burn_three:burn_one = {ratio:.2}, expected about 3");
+    // The samples have the full call path: main calls both.
+    assert!(folded.keys().any(|l| l.ends_with("main;burn_three")), "no main;burn_three stack");
+    // Weights are the sampling period in ns; their sum is close to the CPU time (~2 s).
+    let total: u64 = folded.values().sum();
+    assert!((1.4e9..2.6e9).contains(&(total as f64)), "total on-CPU weight {total} ns");
+}
+
+#[test]
+fn short_lived_child_of_a_shell_is_sampled_and_symbolised() {
+    if !root_or_skip("short_lived_child_of_a_shell_is_sampled_and_symbolised") {
+        return;
+    }
+    let cmd = format!("{} 0.5; true", workload("burn"));
+    let (records, status) = profile("sample_hz = 199", &["/bin/sh", "-c", &cmd]);
+    assert!(status.success());
+    let s = Session::new(records);
+    let child_pids: Vec<u32> = s
+        .records
+        .iter()
+        .filter_map(|r| if let Record::Process(p) = r { Some(p.pid) } else { None })
+        .collect();
+    let three = s.weight_with(SampleKind::OnCpu, "burn_three");
+    assert!(three > 0, "the child was not sampled; processes seen: {child_pids:?}");
+    let burn_proc = s.records.iter().any(|r| matches!(r, Record::Process(p) if s.string(p.command).contains("burn")));
+    assert!(burn_proc, "no ProcessDef names the burn child");
+}
