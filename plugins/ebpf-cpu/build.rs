@@ -38,10 +38,8 @@ fn generate_vmlinux_h(out: &Path) -> Result<(), String> {
              hint: build on a kernel with BTF (most distribution kernels since 5.8 have it)"
         ));
     }
-    let output = Command::new("bpftool")
-        .args(["btf", "dump", "file", BTF, "format", "c"])
-        .output()
-        .map_err(|e| {
+    let output =
+        Command::new("bpftool").args(["btf", "dump", "file", BTF, "format", "c"]).output().map_err(|e| {
             format!("failed to run bpftool: {e}\nhint: install bpftool (apt-get install bpftool)")
         })?;
     if !output.status.success() {

@@ -58,10 +58,14 @@ fn hint_for(e: &libbpf_rs::Error) -> &'static str {
 }
 
 /// Opens and loads the BPF object configured from `cfg`.
-pub fn open_load<'obj>(cfg: &Config, storage: &'obj mut MaybeUninit<OpenObject>) -> Result<ProfileSkel<'obj>, String> {
+pub fn open_load<'obj>(
+    cfg: &Config,
+    storage: &'obj mut MaybeUninit<OpenObject>,
+) -> Result<ProfileSkel<'obj>, String> {
     libbpf_rs::set_print(Some((PrintLevel::Info, collect_libbpf_log)));
     let builder = skel::ProfileSkelBuilder::default();
-    let mut open = builder.open(storage).map_err(|e| format!("failed to open the BPF object: {e}{}", hint_for(&e)))?;
+    let mut open =
+        builder.open(storage).map_err(|e| format!("failed to open the BPF object: {e}{}", hint_for(&e)))?;
     open.maps
         .events
         .set_max_entries(cfg.ring_buffer_bytes)
@@ -77,11 +81,7 @@ pub fn open_load<'obj>(cfg: &Config, storage: &'obj mut MaybeUninit<OpenObject>)
     open.progs.on_launch.set_autoload(!cfg.launch_probes.is_empty());
     open.progs.on_trampoline.set_autoload(cfg.trampoline);
     open.load().map_err(|e| {
-        format!(
-            "failed to load the BPF programs: {e}{}\nlibbpf said:\n{}",
-            hint_for(&e),
-            libbpf_log_tail()
-        )
+        format!("failed to load the BPF programs: {e}{}\nlibbpf said:\n{}", hint_for(&e), libbpf_log_tail())
     })
 }
 
@@ -106,7 +106,10 @@ pub fn attach(skel: &mut ProfileSkel<'_>, cfg: &Config, pid: u32) -> Result<Atta
     }
     for (name, prog) in fixed {
         let link = prog.attach().map_err(|e| {
-            format!("failed to attach to the {name} tracepoint: {e}{}\nhint: needs kernel BTF (5.5+)", hint_for(&e))
+            format!(
+                "failed to attach to the {name} tracepoint: {e}{}\nhint: needs kernel BTF (5.5+)",
+                hint_for(&e)
+            )
         })?;
         att.links.push(link);
     }
@@ -124,7 +127,9 @@ fn attach_sampling(prog: &libbpf_rs::ProgramMut<'_>, hz: u64, att: &mut Attachme
                 Some(libc::EACCES) | Some(libc::EPERM) => {
                     "\nhint: run as root or grant CAP_PERFMON (or lower kernel.perf_event_paranoid)"
                 }
-                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => "\nhint: this kernel lacks software perf events",
+                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => {
+                    "\nhint: this kernel lacks software perf events"
+                }
                 _ => "",
             };
             format!("failed to open a cpu-clock perf event on CPU {cpu}: {e}{hint}")

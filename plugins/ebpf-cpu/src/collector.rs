@@ -21,8 +21,12 @@ use crate::uprobes::{ProbeSet, Programs};
 
 /// Delays after an exec at which the new image's maps are scanned again, so that libraries the
 /// dynamic loader maps right after exec get their probes before `main` runs far.
-const RESCANS_AFTER_EXEC: [Duration; 4] =
-    [Duration::from_millis(1), Duration::from_millis(5), Duration::from_millis(20), Duration::from_millis(60)];
+const RESCANS_AFTER_EXEC: [Duration; 4] = [
+    Duration::from_millis(1),
+    Duration::from_millis(5),
+    Duration::from_millis(20),
+    Duration::from_millis(60),
+];
 
 /// Causes of the BPF-side loss counters, indexed like `enum xp_loss_cause`.
 const BPF_LOSS_CAUSES: [&str; bpf::LOSS_COUNT as usize] = [
@@ -183,7 +187,10 @@ fn finish(skel: &ProfileSkel<'_>, h: &mut Handler, probes: &ProbeSet) {
     let mut losses: Vec<(&str, u64)> =
         (0..bpf::LOSS_COUNT).map(|i| (BPF_LOSS_CAUSES[i as usize], bpf::read_loss(skel, i))).collect();
     losses.push(("launch probes not attached", probes.attach_failures));
-    losses.push(("user frames not normalised: process exited before its maps were read", stats.unmapped_frames));
+    losses.push((
+        "user frames not normalised: process exited before its maps were read",
+        stats.unmapped_frames,
+    ));
     losses.push(("user stacks not captured by the kernel", stats.missing_user_stacks));
     losses.push(("ring buffer records not decoded", h.bad_records));
     let time = xpuprof_sdk::clock::now_ns();

@@ -86,8 +86,11 @@ impl Config {
                 cfg.sample_hz
             )));
         }
-        if let Some(bad) = cfg.launch_probes.iter().find(|s| s.is_empty() || s.contains(char::is_whitespace)) {
-            return Err(PluginError::new(format!("config key `launch_probes` has an invalid symbol name {bad:?}")));
+        if let Some(bad) = cfg.launch_probes.iter().find(|s| s.is_empty() || s.contains(char::is_whitespace))
+        {
+            return Err(PluginError::new(format!(
+                "config key `launch_probes` has an invalid symbol name {bad:?}"
+            )));
         }
         Ok(cfg)
     }
@@ -100,7 +103,8 @@ impl Config {
 
 fn non_negative(c: &PluginConfig, key: &str, default: i64) -> PluginResult<u64> {
     let v = c.integer(key, default)?;
-    u64::try_from(v).map_err(|_| PluginError::new(format!("config key `{key}` must not be negative (got {v})")))
+    u64::try_from(v)
+        .map_err(|_| PluginError::new(format!("config key `{key}` must not be negative (got {v})")))
 }
 
 fn ring_buffer_bytes(mib: u64) -> PluginResult<u32> {

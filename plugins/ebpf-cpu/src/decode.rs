@@ -4,6 +4,8 @@
 pub const MAX_USTACK: usize = 127;
 /// Frames in a kernel stack.
 pub const MAX_KSTACK: usize = 48;
+/// Words copied from the user stack pointer up.
+pub const SP_WORDS: usize = 32;
 
 /// On-CPU sample.
 pub const EV_SAMPLE: u32 = 1;
@@ -32,10 +34,12 @@ pub struct StackEvent {
     pub weight: u64,
     pub correlation: u64,
     pub cookie: u64,
-    pub ret_addr: u64,
+    pub user_sp: u64,
+    pub user_bp: u64,
     pub ustack_bytes: i32,
     pub kstack_bytes: i32,
     pub comm: [u8; 16],
+    pub sp_words: [u64; SP_WORDS],
     pub ustack: [u64; MAX_USTACK],
     pub kstack: [u64; MAX_KSTACK],
 }
@@ -129,7 +133,7 @@ mod tests {
         assert_eq!(offset_of!(StackEvent, ustack), offset_of!(types::xp_stack_event, ustack));
         assert_eq!(offset_of!(StackEvent, kstack), offset_of!(types::xp_stack_event, kstack));
         assert_eq!(offset_of!(StackEvent, comm), offset_of!(types::xp_stack_event, comm));
-        assert_eq!(offset_of!(StackEvent, ret_addr), offset_of!(types::xp_stack_event, ret_addr));
+        assert_eq!(offset_of!(StackEvent, sp_words), offset_of!(types::xp_stack_event, sp_words));
         assert_eq!(offset_of!(ProcEvent, comm), offset_of!(types::xp_proc_event, comm));
         assert_eq!(offset_of!(ProcEvent, time), offset_of!(types::xp_proc_event, time));
     }
@@ -139,7 +143,8 @@ mod tests {
         // Ring-buffer records are 8-byte aligned; so is this buffer.
         let mut words = vec![0u64; size_of::<ProcEvent>() / 8];
         // SAFETY: viewing initialised u64s as bytes; the length is the same memory.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) };
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) };
         bytes[..4].copy_from_slice(&EV_FORK.to_ne_bytes());
         bytes[4..8].copy_from_slice(&42u32.to_ne_bytes());
         bytes[24..27].copy_from_slice(b"abc");
@@ -165,10 +170,12 @@ mod tests {
             weight: 0,
             correlation: 0,
             cookie: 0,
-            ret_addr: 0,
+            user_sp: 0,
+            user_bp: 0,
             ustack_bytes: 24,
             kstack_bytes: -14,
             comm: [0; 16],
+            sp_words: [0; SP_WORDS],
             ustack,
             kstack: [0; MAX_KSTACK],
         };

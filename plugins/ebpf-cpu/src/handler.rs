@@ -8,7 +8,7 @@ use xpuprof_sdk::{Emitter, Logger};
 use crate::decode::{self, Event, ProcEvent, StackEvent};
 use crate::intern::Interner;
 use crate::procmaps::MapsCache;
-use crate::stacks::{Splice, StackBuilder};
+use crate::stacks::StackBuilder;
 
 /// What is known about a process of the tree.
 #[derive(Debug, Clone, Default)]
@@ -41,7 +41,13 @@ pub struct Handler {
 
 impl Handler {
     /// A handler for the tree rooted at `pid`, started by `command`.
-    pub fn new(emitter: Emitter, log: Logger, pid: u32, command: &[String], launch_symbols: Vec<String>) -> Self {
+    pub fn new(
+        emitter: Emitter,
+        log: Logger,
+        pid: u32,
+        command: &[String],
+        launch_symbols: Vec<String>,
+    ) -> Self {
         let mut h = Self {
             emitter,
             log,
@@ -114,16 +120,18 @@ impl Handler {
 
     fn on_stack(&mut self, e: &StackEvent) {
         self.define_task(e);
-        let splice = match e.kind {
-            decode::EV_LAUNCH | decode::EV_TRAMPOLINE => Splice::Always,
-            decode::EV_OFFCPU => Splice::IfCode,
-            _ => Splice::Never,
-        };
-        let stack = self.stacks.build(e, splice, &mut self.maps, &mut self.interner, &mut self.emitter);
+        let stack = self.stacks.build(e, &mut self.maps, &mut self.interner, &mut self.emitter);
         let record = match e.kind {
             decode::EV_SAMPLE | decode::EV_OFFCPU => {
                 let kind = if e.kind == decode::EV_SAMPLE { SampleKind::OnCpu } else { SampleKind::OffCpu };
-                Record::CpuSample(CpuSample { pid: e.pid, tid: e.tid, time: e.time, kind, weight: e.weight, stack })
+                Record::CpuSample(CpuSample {
+                    pid: e.pid,
+                    tid: e.tid,
+                    time: e.time,
+                    kind,
+                    weight: e.weight,
+                    stack,
+                })
             }
             decode::EV_LAUNCH => {
                 let api = match self.launch_symbols.get(e.cookie as usize) {
@@ -133,12 +141,26 @@ impl Handler {
                 let id = self.next_uncorrelated;
                 self.next_uncorrelated += 1;
                 let correlation = Correlation { backend: backend::UNCORRELATED, id };
-                Record::LaunchSite(LaunchSite { pid: e.pid, tid: e.tid, time: e.time, correlation, api, stack })
+                Record::LaunchSite(LaunchSite {
+                    pid: e.pid,
+                    tid: e.tid,
+                    time: e.time,
+                    correlation,
+                    api,
+                    stack,
+                })
             }
             _ => {
                 let correlation = Correlation { backend: e.backend, id: e.correlation };
                 let api = StrId::NONE;
-                Record::LaunchSite(LaunchSite { pid: e.pid, tid: e.tid, time: e.time, correlation, api, stack })
+                Record::LaunchSite(LaunchSite {
+                    pid: e.pid,
+                    tid: e.tid,
+                    time: e.time,
+                    correlation,
+                    api,
+                    stack,
+                })
             }
         };
         self.emitter.emit(&record);
@@ -148,7 +170,10 @@ impl Handler {
 /// `/proc/<pid>/cmdline` with arguments joined by spaces.
 fn read_cmdline(pid: u32) -> Option<String> {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let parts: Vec<String> =
-        raw.split(|&b| b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect();
+    let parts: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
     (!parts.is_empty()).then(|| parts.join(" "))
 }

@@ -4,7 +4,8 @@
 use std::collections::{HashMap, HashSet};
 
 use xpuprof_sdk::model::{
-    FrameDef, FrameId, FrameKind, ModuleDef, ModuleId, ProcessDef, Record, StackDef, StackId, StrId, ThreadDef,
+    FrameDef, FrameId, FrameKind, ModuleDef, ModuleId, ProcessDef, Record, StackDef, StackId, StrId,
+    ThreadDef,
 };
 use xpuprof_sdk::{Emitter, StringInterner};
 
@@ -17,7 +18,7 @@ enum FrameKey {
 }
 
 /// Emits definitions on first use and hands out their ids.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Interner {
     strings: StringInterner,
     modules: HashMap<String, ModuleId>,
@@ -25,19 +26,6 @@ pub struct Interner {
     stacks: HashMap<Vec<FrameId>, StackId>,
     processes: HashSet<u32>,
     threads: HashSet<u32>,
-}
-
-impl Default for Interner {
-    fn default() -> Self {
-        Self {
-            strings: StringInterner::default(),
-            modules: HashMap::new(),
-            frames: HashMap::new(),
-            stacks: HashMap::new(),
-            processes: HashSet::new(),
-            threads: HashSet::new(),
-        }
-    }
 }
 
 impl Interner {

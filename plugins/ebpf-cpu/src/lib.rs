@@ -14,6 +14,7 @@
 //! Design notes and measured costs: `docs/ebpf.md`.
 
 mod bpf;
+mod callsite;
 mod collector;
 pub mod config;
 pub mod decode;

@@ -4,27 +4,16 @@
 use xpuprof_sdk::model::{FrameId, StackId};
 use xpuprof_sdk::Emitter;
 
-use crate::decode::StackEvent;
+use crate::callsite::CallSites;
+use crate::decode::{StackEvent, SP_WORDS};
 use crate::intern::Interner;
 use crate::procmaps::{openable_path, MapsCache};
-
-/// What to do with the word at the user stack pointer (`StackEvent::ret_addr`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Splice {
-    /// Ignore it (samples can land anywhere in a function).
-    Never,
-    /// Insert it after the leaf: the event was taken at a function entry, where the frame-pointer
-    /// walk would otherwise skip the direct caller (uprobes).
-    Always,
-    /// Insert it when it points into executable file-backed code: a thread blocked inside a
-    /// frameless leaf such as a libc syscall wrapper (off-CPU).
-    IfCode,
-}
 
 /// Counts of frames that could not be normalised.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct StackStats {
-    /// User addresses in no mapping of a process whose maps were never read (it exited first).
+    /// User addresses in no mapping the process was seen with (it exited before its maps were
+    /// read after it mapped the file).
     pub unmapped_frames: u64,
     /// Events whose user stack the kernel could not capture.
     pub missing_user_stacks: u64,
@@ -35,6 +24,7 @@ pub struct StackStats {
 pub struct StackBuilder {
     frames: Vec<FrameId>,
     addrs: Vec<u64>,
+    calls: CallSites,
     /// What could not be normalised so far.
     pub stats: StackStats,
 }
@@ -44,7 +34,6 @@ impl StackBuilder {
     pub fn build(
         &mut self,
         ev: &StackEvent,
-        splice: Splice,
         maps: &mut MapsCache,
         int: &mut Interner,
         em: &mut Emitter,
@@ -56,7 +45,7 @@ impl StackBuilder {
         if ev.ustack_bytes < 0 {
             self.stats.missing_user_stacks += 1;
         }
-        self.user_addresses(ev, splice, maps);
+        self.user_addresses(ev, maps);
         for i in 0..self.addrs.len() {
             // Non-leaf frames hold return addresses: step back into the call instruction so the
             // symboliser names the caller's line, not the next one.
@@ -67,22 +56,47 @@ impl StackBuilder {
         int.stack(em, &self.frames)
     }
 
-    fn user_addresses(&mut self, ev: &StackEvent, splice: Splice, maps: &mut MapsCache) {
+    /// The user frames: the frame-pointer chain, with the return addresses of frameless callers
+    /// (found in the words between the stack pointer and the frame pointer) after the leaf.
+    fn user_addresses(&mut self, ev: &StackEvent, maps: &mut MapsCache) {
         self.addrs.clear();
         let user = ev.user_frames();
         self.addrs.extend_from_slice(user);
-        let ret = ev.ret_addr;
-        if user.is_empty() || ret == 0 || user.get(1) == Some(&ret) {
+        if user.is_empty() {
             return;
         }
-        let insert = match splice {
-            Splice::Never => false,
-            Splice::Always => true,
-            Splice::IfCode => maps.find(ev.pid, ev.time, ret).is_some_and(|m| m.exec && m.is_file()),
-        };
-        if insert {
-            self.addrs.insert(1, ret);
+        let (sp, bp) = (ev.user_sp, ev.user_bp);
+        // A frame pointer above the stack pointer bounds the leaf's frame; anything else is not a
+        // frame pointer and the whole copied window is searched.
+        let words = if bp > sp { ((bp - sp) / 8).min(SP_WORDS as u64) as usize } else { SP_WORDS };
+        let next = user.get(1).copied();
+        let mut at = 1;
+        for &w in &ev.sp_words[..words] {
+            if Some(w) == next {
+                break;
+            }
+            if let Some(has_frame) = self.return_address(ev.pid, ev.time, w, maps) {
+                self.addrs.insert(at, w);
+                at += 1;
+                if has_frame {
+                    break;
+                }
+            }
         }
+    }
+
+    /// `Some(owner sets up a frame pointer)` when `addr` is a return address, else `None`.
+    fn return_address(&mut self, pid: u32, time: u64, addr: u64, maps: &mut MapsCache) -> Option<bool> {
+        let m = maps.find(pid, time, addr)?;
+        if !m.exec || !m.is_file() {
+            return None;
+        }
+        let (path, offset) = (m.path.clone(), m.file_offset(addr));
+        let open = openable_path(pid, &path);
+        if !self.calls.follows_call(&path, || open.clone(), offset) {
+            return None;
+        }
+        Some(self.calls.in_function_with_frame(&path, &open, offset))
     }
 
     fn user_frame(
@@ -94,7 +108,6 @@ impl StackBuilder {
         int: &mut Interner,
         em: &mut Emitter,
     ) -> FrameId {
-        let had_maps = maps.get(pid).is_some();
         match maps.find(pid, time, addr) {
             Some(m) if m.is_file() => {
                 let offset = m.file_offset(addr);
@@ -107,7 +120,7 @@ impl StackBuilder {
                 int.named_frame(em, &name)
             }
             found => {
-                if found.is_none() && !had_maps && maps.get(pid).is_none() {
+                if found.is_none() {
                     self.stats.unmapped_frames += 1;
                 }
                 int.virtual_frame(em, pid, addr)

@@ -95,7 +95,15 @@ impl ProbeSet {
         }
     }
 
-    fn attach(&mut self, prog: &ProgramMut<'_>, file: &Path, name: &str, offset: u64, idx: u64, log: &Logger) {
+    fn attach(
+        &mut self,
+        prog: &ProgramMut<'_>,
+        file: &Path,
+        name: &str,
+        offset: u64,
+        idx: u64,
+        log: &Logger,
+    ) {
         let opts = UprobeOpts { cookie: idx, retprobe: false, ..Default::default() };
         match prog.attach_uprobe_with_opts(-1, file, offset as usize, opts) {
             Ok(link) => {

@@ -7,6 +7,7 @@
 #define MAX_USTACK 127 /* PERF_MAX_STACK_DEPTH */
 #define MAX_KSTACK 48
 #define COMM_LEN 16
+#define SP_WORDS 32 /* words copied from the user stack pointer up */
 
 /* Record kinds (first u32 of every record). */
 enum xp_event_kind {
@@ -41,10 +42,12 @@ struct xp_stack_event {
 	__u64 weight;       /* EV_SAMPLE: period ns; EV_OFFCPU: blocked ns */
 	__u64 correlation;  /* EV_TRAMPOLINE: second argument */
 	__u64 cookie;       /* EV_LAUNCH: index of the probed symbol */
-	__u64 ret_addr;     /* word at the user stack pointer (return address at function entry) */
+	__u64 user_sp;      /* user stack pointer */
+	__u64 user_bp;      /* user frame pointer */
 	__s32 ustack_bytes; /* bytes of ustack filled, or a negative errno */
 	__s32 kstack_bytes; /* bytes of kstack filled, or a negative errno, 0 when not captured */
 	char comm[COMM_LEN];
+	__u64 sp_words[SP_WORDS]; /* the user stack from user_sp up: return addresses of frameless callers */
 	__u64 ustack[MAX_USTACK];
 	__u64 kstack[MAX_KSTACK];
 };

@@ -34,7 +34,9 @@ struct {
 
 struct offcpu_start {
 	__u64 ts;
-	__u64 ret_addr;
+	__u64 user_sp;
+	__u64 user_bp;
+	__u64 sp_words[SP_WORDS];
 	__s32 ustack_bytes;
 	__s32 kstack_bytes;
 	__u64 ustack[MAX_USTACK];
@@ -100,9 +102,23 @@ static __always_inline void fill_header(struct xp_stack_event *e, __u32 kind, __
 	e->weight = 0;
 	e->correlation = 0;
 	e->cookie = 0;
-	e->ret_addr = 0;
 	e->kstack_bytes = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
+}
+
+/* The user registers of `task` and the top of its user stack. The frame-pointer walk skips
+ * callers that have not set up a frame (a function entry seen by a uprobe, a libc syscall
+ * wrapper): the host finds their return addresses among these words. */
+static __always_inline void read_user_top(struct task_struct *task, __u64 *sp_out, __u64 *bp_out,
+					  __u64 *words)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	__u64 sp = BPF_CORE_READ(regs, sp);
+
+	*sp_out = sp;
+	*bp_out = BPF_CORE_READ(regs, bp);
+	if (bpf_probe_read_user(words, SP_WORDS * sizeof(__u64), (void *)sp))
+		__builtin_memset(words, 0, SP_WORDS * sizeof(__u64));
 }
 
 SEC("perf_event")
@@ -120,6 +136,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 	fill_header(e, EV_SAMPLE, id);
 	e->weight = ctx->sample_period;
+	read_user_top(bpf_get_current_task_btf(), &e->user_sp, &e->user_bp, e->sp_words);
 	e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack), BPF_F_USER_STACK);
 	if (kernel_stacks)
 		e->kstack_bytes = bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
@@ -185,18 +202,6 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	return 0;
 }
 
-/* The word at the user stack pointer of `task` (its return address when it stopped at a
- * function entry or in a frameless leaf such as a libc syscall wrapper). */
-static __always_inline __u64 user_sp_word(struct task_struct *task)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	__u64 sp = BPF_CORE_READ(regs, sp);
-	__u64 word = 0;
-
-	bpf_probe_read_user(&word, sizeof(word), (void *)sp);
-	return word;
-}
-
 static __always_inline void offcpu_begin(void *ctx, struct task_struct *prev)
 {
 	__u32 zero = 0, tid = prev->pid;
@@ -205,7 +210,7 @@ static __always_inline void offcpu_begin(void *ctx, struct task_struct *prev)
 	if (!s)
 		return;
 	s->ts = bpf_ktime_get_ns();
-	s->ret_addr = user_sp_word(prev);
+	read_user_top(prev, &s->user_sp, &s->user_bp, s->sp_words);
 	s->ustack_bytes = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
 	s->kstack_bytes = 0;
 	if (kernel_stacks)
@@ -240,10 +245,12 @@ static __always_inline void offcpu_end(struct task_struct *next)
 	e->weight = blocked;
 	e->correlation = 0;
 	e->cookie = 0;
-	e->ret_addr = s->ret_addr;
+	e->user_sp = s->user_sp;
+	e->user_bp = s->user_bp;
 	e->ustack_bytes = s->ustack_bytes;
 	e->kstack_bytes = s->kstack_bytes;
 	BPF_CORE_READ_STR_INTO(&e->comm, next, comm);
+	bpf_probe_read_kernel(e->sp_words, sizeof(e->sp_words), s->sp_words);
 	bpf_probe_read_kernel(e->ustack, sizeof(e->ustack), s->ustack);
 	bpf_probe_read_kernel(e->kstack, sizeof(e->kstack), s->kstack);
 	bpf_ringbuf_submit(e, 0);
@@ -311,9 +318,8 @@ static __always_inline int launch_event(struct pt_regs *ctx, __u32 kind, __u32 b
 	e->backend = backend;
 	e->correlation = corr;
 	e->cookie = bpf_get_attach_cookie(ctx);
-	/* At function entry the return address sits at the stack pointer: the frame-pointer walk
-	 * would skip the direct caller without it. */
-	bpf_probe_read_user(&e->ret_addr, sizeof(e->ret_addr), (void *)PT_REGS_SP(ctx));
+	/* At function entry the return address sits at the stack pointer. */
+	read_user_top(bpf_get_current_task_btf(), &e->user_sp, &e->user_bp, e->sp_words);
 	e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack), BPF_F_USER_STACK);
 	bpf_ringbuf_submit(e, 0);
 	return 0;

@@ -1,9 +1,9 @@
 //! Shared helpers: building the C workloads, running one under the plugin, reading the result.
 
 use std::collections::HashMap;
+use std::ffi::CString;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::ffi::CString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -54,6 +54,12 @@ pub fn workload(name: &str) -> String {
 /// Runs `argv` under the plugin configured by `config` (TOML), the way the host does: the
 /// child is held before exec until `start(pid)` returned. Returns the records and exit status.
 pub fn profile(config: &str, argv: &[&str]) -> (Vec<Record>, ExitStatus) {
+    let (records, status, _) = profile_with_cpu_time(config, argv);
+    (records, status)
+}
+
+/// As [`profile`], plus the CPU time (user + system, ns) of the child and its descendants.
+pub fn profile_with_cpu_time(config: &str, argv: &[&str]) -> (Vec<Record>, ExitStatus, u64) {
     let ctx = CreateContext {
         config: PluginConfig::parse(config).unwrap(),
         session: SessionInfo { command: argv.iter().map(|s| s.to_string()).collect(), ..Default::default() },
@@ -67,11 +73,15 @@ pub fn profile(config: &str, argv: &[&str]) -> (Vec<Record>, ExitStatus) {
     src.start(pid).expect("start the ebpf source");
     std::fs::File::from(write_end).write_all(b"x").unwrap();
     let mut raw = 0;
-    // SAFETY: `pid` is our child; `raw` is a valid place for its status.
-    assert_eq!(unsafe { libc::waitpid(pid as i32, &mut raw, 0) }, pid as i32);
+    // SAFETY: an all-zero rusage is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child; `raw` and `usage` are valid places for the results.
+    assert_eq!(unsafe { libc::wait4(pid as i32, &mut raw, 0, &mut usage) }, pid as i32);
     let status = ExitStatus::from_raw(raw);
     src.stop().expect("stop the ebpf source");
-    (decode_all(&src.take_buffer()).expect("decode the emitted records"), status)
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
+    (decode_all(&src.take_buffer()).expect("decode the emitted records"), status, cpu)
 }
 
 /// Forks a child that waits for one byte on `hold` before exec'ing `argv` (what the host does).
@@ -164,11 +174,20 @@ impl Session {
     }
 
     pub fn launch_sites(&self) -> Vec<&LaunchSite> {
-        self.records.iter().filter_map(|r| if let Record::LaunchSite(l) = r { Some(l) } else { None }).collect()
+        self.records
+            .iter()
+            .filter_map(|r| if let Record::LaunchSite(l) = r { Some(l) } else { None })
+            .collect()
     }
 
     pub fn losses(&self) -> Vec<(String, u64)> {
-        let f = |r: &Record| if let Record::Loss(l) = r { Some((self.string(l.cause).to_owned(), l.count)) } else { None };
+        let f = |r: &Record| {
+            if let Record::Loss(l) = r {
+                Some((self.string(l.cause).to_owned(), l.count))
+            } else {
+                None
+            }
+        };
         self.records.iter().filter_map(f).collect()
     }
 }
@@ -183,7 +202,8 @@ fn frame_name(
         FrameKind::FileOffset => {
             let path = module_path(f.module);
             let src = SymSource::Elf(Elf::new(&path));
-            match sym.symbolize(&src, Input::FileOffset(&[f.address])).ok().and_then(|v| v.into_iter().next()) {
+            match sym.symbolize(&src, Input::FileOffset(&[f.address])).ok().and_then(|v| v.into_iter().next())
+            {
                 Some(Symbolized::Sym(s)) => s.name.to_string(),
                 _ => format!("{}+{:#x}", path.rsplit('/').next().unwrap_or(""), f.address),
             }

@@ -4,13 +4,18 @@ use xpuprof_sdk::model::backend;
 
 use crate::common::{profile, root_or_skip, workload, Session};
 
+/// The workload waits this long (ms) before its first call. Its libraries are mapped by then and
+/// the maps rescans after exec (at 1, 5, 20, 60 ms) have read them; a process that exits within
+/// a few ms of exec may leave its user frames unnormalised (counted as a loss; docs/ebpf.md).
+const LIVE_MS: &str = "100";
+
 #[test]
 fn uprobe_captures_each_launch_with_its_call_path() {
     if !root_or_skip("uprobe_captures_each_launch_with_its_call_path") {
         return;
     }
     let cfg = "sample_hz = 0\nlaunch_probes = [\"testLaunchKernel\"]";
-    let (records, status) = profile(cfg, &[&workload("launch")]);
+    let (records, status) = profile(cfg, &[&workload("launch"), LIVE_MS]);
     assert!(status.success());
     let s = Session::new(records);
     let sites = s.launch_sites();
@@ -35,7 +40,7 @@ fn trampoline_returns_the_exact_correlation_ids() {
         return;
     }
     let cfg = "sample_hz = 0\nlaunch_stacks_from_trampoline = true";
-    let (records, status) = profile(cfg, &[&workload("launch")]);
+    let (records, status) = profile(cfg, &[&workload("launch"), LIVE_MS]);
     assert!(status.success());
     let s = Session::new(records);
     let sites = s.launch_sites();
@@ -53,7 +58,7 @@ fn launch_sampling_reports_what_it_skipped() {
         return;
     }
     let cfg = "sample_hz = 0\nlaunch_probes = [\"testLaunchKernel\"]\nlaunch_sample_every = 2";
-    let (records, status) = profile(cfg, &[&workload("launch")]);
+    let (records, status) = profile(cfg, &[&workload("launch"), LIVE_MS]);
     assert!(status.success());
     let s = Session::new(records);
     // 5 calls on one thread, every 2nd kept: calls 0, 2, 4.

@@ -9,7 +9,8 @@ fn offcpu_shows_the_blocking_paths_with_their_blocked_time() {
     if !root_or_skip("offcpu_shows_the_blocking_paths_with_their_blocked_time") {
         return;
     }
-    let (records, status) = profile("offcpu = true\noffcpu_min_us = 5000\nsample_hz = 0", &[&workload("block")]);
+    let (records, status) =
+        profile("offcpu = true\noffcpu_min_us = 5000\nsample_hz = 0", &[&workload("block")]);
     assert!(status.success());
     let s = Session::new(records);
     eprintln!("off-CPU folded: {:#?}", s.folded(SampleKind::OffCpu));

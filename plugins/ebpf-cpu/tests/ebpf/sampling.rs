@@ -2,7 +2,7 @@
 
 use xpuprof_sdk::model::{Record, SampleKind};
 
-use crate::common::{profile, root_or_skip, workload, Session};
+use crate::common::{profile, profile_with_cpu_time, root_or_skip, workload, Session};
 
 #[test]
 fn cpu_samples_show_known_functions_in_their_ratio() {
@@ -10,7 +10,7 @@ fn cpu_samples_show_known_functions_in_their_ratio() {
         return;
     }
     let burn = workload("burn");
-    let (records, status) = profile("sample_hz = 199", &[&burn, "2"]);
+    let (records, status, cpu_ns) = profile_with_cpu_time("sample_hz = 199", &[&burn, "2"]);
     assert!(status.success());
     let s = Session::new(records);
     let three = s.weight_with(SampleKind::OnCpu, "burn_three");
@@ -23,9 +23,11 @@ fn cpu_samples_show_known_functions_in_their_ratio() {
     assert!((2.1..=3.9).contains(&ratio), "burn_three:burn_one = {ratio:.2}, expected about 3");
     // The samples have the full call path: main calls both.
     assert!(folded.keys().any(|l| l.ends_with("main;burn_three")), "no main;burn_three stack");
-    // Weights are the sampling period in ns; their sum is close to the CPU time (~2 s).
-    let total: u64 = folded.values().sum();
-    assert!((1.4e9..2.6e9).contains(&(total as f64)), "total on-CPU weight {total} ns");
+    // Weights are the sampling period in ns; their sum is the CPU time the kernel accounted
+    // (up to 2 s; less when the machine is busy).
+    let total = folded.values().sum::<u64>() as f64;
+    let cpu = cpu_ns as f64;
+    assert!((0.75 * cpu..=1.25 * cpu).contains(&total), "on-CPU weight {total} ns vs CPU time {cpu} ns");
 }
 
 #[test]
@@ -44,6 +46,7 @@ fn short_lived_child_of_a_shell_is_sampled_and_symbolised() {
         .collect();
     let three = s.weight_with(SampleKind::OnCpu, "burn_three");
     assert!(three > 0, "the child was not sampled; processes seen: {child_pids:?}");
-    let burn_proc = s.records.iter().any(|r| matches!(r, Record::Process(p) if s.string(p.command).contains("burn")));
+    let burn_proc =
+        s.records.iter().any(|r| matches!(r, Record::Process(p) if s.string(p.command).contains("burn")));
     assert!(burn_proc, "no ProcessDef names the burn child");
 }
