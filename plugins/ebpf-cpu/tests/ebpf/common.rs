@@ -42,6 +42,8 @@ pub fn workloads() -> &'static Path {
         cc(&[&s("block.c"), "-o", "block"]);
         cc(&["-shared", "-fPIC", &s("launchlib.c"), "-o", "liblaunchtest.so"]);
         cc(&[&s("launch.c"), "-o", "launch", "-L.", "-llaunchtest", "-Wl,-rpath,$ORIGIN"]);
+        cc(&[&s("launch.c"), &s("launchlib.c"), "-o", "launch_static"]);
+        cc(&[&s("launch_dlopen.c"), "-o", "launch_dlopen", "-ldl"]);
         out
     })
 }

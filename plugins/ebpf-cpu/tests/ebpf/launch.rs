@@ -67,3 +67,44 @@ fn launch_sampling_reports_what_it_skipped() {
         s.losses().iter().filter(|(c, _)| c == "launch stacks skipped by sampling").map(|(_, n)| n).sum();
     assert_eq!(skipped, 2, "losses: {:?}", s.losses());
 }
+
+#[test]
+fn uprobe_finds_the_symbol_in_the_executable_itself() {
+    if !root_or_skip("uprobe_finds_the_symbol_in_the_executable_itself") {
+        return;
+    }
+    // launch_static has testLaunchKernel linked in (no shared library), like a program that
+    // links the CUDA runtime statically.
+    let cfg = "sample_hz = 0\nlaunch_probes = [\"testLaunchKernel\"]";
+    let (records, status) = profile(cfg, &[&workload("launch_static"), LIVE_MS]);
+    assert!(status.success());
+    let s = Session::new(records);
+    let stacks: Vec<String> = s.launch_sites().iter().map(|l| s.names(l.stack).join(";")).collect();
+    assert_eq!(
+        stacks.iter().filter(|l| l.ends_with("main;path_a;testLaunchKernel")).count(),
+        3,
+        "{stacks:#?}"
+    );
+    assert_eq!(
+        stacks.iter().filter(|l| l.ends_with("main;path_b;testLaunchKernel")).count(),
+        2,
+        "{stacks:#?}"
+    );
+}
+
+#[test]
+fn uprobe_follows_a_library_loaded_later_with_dlopen() {
+    if !root_or_skip("uprobe_follows_a_library_loaded_later_with_dlopen") {
+        return;
+    }
+    // The library is not linked: the probe is attached when a maps rescan (every 100 ms) sees
+    // the dlopen'ed file; the workload waits 400 ms before calling.
+    let lib = workload("liblaunchtest.so");
+    let cfg = "sample_hz = 0\nlaunch_probes = [\"testLaunchKernel\"]";
+    let (records, status) = profile(cfg, &[&workload("launch_dlopen"), &lib, "400"]);
+    assert!(status.success());
+    let s = Session::new(records);
+    let stacks: Vec<String> = s.launch_sites().iter().map(|l| s.names(l.stack).join(";")).collect();
+    assert_eq!(stacks.len(), 4, "{stacks:#?}");
+    assert!(stacks.iter().all(|l| l.ends_with("main;dl_path;testLaunchKernel")), "{stacks:#?}");
+}
