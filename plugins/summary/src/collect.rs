@@ -1,7 +1,7 @@
 //! Aggregation of the event stream: everything the report needs, keyed by ids, updated per
 //! record without allocating (maps only grow with distinct names, stacks, threads and devices).
 
-use std::collections::HashMap;
+use crate::hash::IdMap;
 
 use xpuprof_sdk::model::*;
 
@@ -110,11 +110,11 @@ pub struct OwnAgg {
     /// Records per kind, [`RECORD_KINDS`] order.
     pub by_kind: [u64; 17],
     /// Correlated events (API calls, device ops, launch sites) per backend.
-    pub by_backend: HashMap<u32, u64>,
+    pub by_backend: IdMap<u32, u64>,
     /// Loss per cause: items lost, Loss records.
-    pub losses: HashMap<StrId, (u64, u64)>,
+    pub losses: IdMap<StrId, (u64, u64)>,
     /// Overhead records (ranges and device operations) per name: count, total ns.
-    pub overhead: HashMap<StrId, (u64, u64)>,
+    pub overhead: IdMap<StrId, (u64, u64)>,
     /// Device operations the host could not join to a launch.
     pub unmatched_device_ops: u64,
 }
@@ -127,25 +127,25 @@ pub struct Collector {
     /// Definitions.
     pub defs: Defs,
     /// Per API function name.
-    pub api: HashMap<StrId, ApiAgg>,
+    pub api: IdMap<StrId, ApiAgg>,
     /// Per kernel (name, launch stack or NONE).
-    pub kernels: HashMap<(StrId, StackId), KernelAgg>,
+    pub kernels: IdMap<(StrId, StackId), KernelAgg>,
     /// Memory and transfers.
     pub memory: MemoryAgg,
     /// Kernel timelines per device.
-    pub timelines: HashMap<DeviceId, Timeline>,
+    pub timelines: IdMap<DeviceId, Timeline>,
     /// Per (pid, tid).
-    pub threads: HashMap<(u32, u32), ThreadAgg>,
+    pub threads: IdMap<(u32, u32), ThreadAgg>,
     /// CPU samples.
     pub cpu: CpuAgg,
     /// Own record.
     pub own: OwnAgg,
     /// Counter series per (name, device).
-    pub counters: HashMap<(StrId, DeviceId), CounterAgg>,
+    pub counters: IdMap<(StrId, DeviceId), CounterAgg>,
     /// Earliest and latest event time seen.
     pub span: Option<(u64, u64)>,
-    api_class: HashMap<StrId, ApiClass>,
-    overhead_name: HashMap<StrId, bool>,
+    api_class: IdMap<StrId, ApiClass>,
+    overhead_name: IdMap<StrId, bool>,
 }
 
 /// Index of a record kind in [`RECORD_KINDS`].

@@ -9,6 +9,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::hash::IdMap;
+
 use xpuprof_sdk::model::{CpuSample, SampleKind, StackId};
 
 use crate::defs::Defs;
@@ -57,7 +59,7 @@ impl SampleRing {
 /// Weight and count of samples of one kind.
 #[derive(Debug, Default)]
 pub struct CpuProfile {
-    by_stack: HashMap<StackId, (u64, u64)>,
+    by_stack: IdMap<StackId, (u64, u64)>,
     /// Samples.
     pub samples: u64,
     /// Sum of weights, ns.

@@ -2,20 +2,20 @@
 //! name things when the report is written. Events are aggregated by id; names are only looked
 //! up at the end.
 
-use std::collections::HashMap;
+use crate::hash::IdMap;
 
 use xpuprof_sdk::model::*;
 
 /// Session-wide definitions, by id.
 #[derive(Debug, Default)]
 pub struct Defs {
-    strings: HashMap<StrId, String>,
-    threads: HashMap<(u32, u32), StrId>,
-    processes: HashMap<u32, StrId>,
-    devices: HashMap<DeviceId, DeviceDef>,
-    modules: HashMap<ModuleId, StrId>,
-    frames: HashMap<FrameId, FrameDef>,
-    stacks: HashMap<StackId, Vec<FrameId>>,
+    strings: IdMap<StrId, String>,
+    threads: IdMap<(u32, u32), StrId>,
+    processes: IdMap<u32, StrId>,
+    devices: IdMap<DeviceId, DeviceDef>,
+    modules: IdMap<ModuleId, StrId>,
+    frames: IdMap<FrameId, FrameDef>,
+    stacks: IdMap<StackId, Vec<FrameId>>,
 }
 
 impl Defs {

@@ -9,7 +9,9 @@
 //! allocation is counted in `unmatched_frees`. Peak in use follows the order operations arrive
 //! in, which is time order per process for the GPU sources.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use crate::hash::IdMap;
 
 use xpuprof_sdk::model::{CopyKind, DeviceId, DeviceOp, DeviceOpKind, StackId};
 
@@ -63,12 +65,12 @@ pub type TransferKey = (DeviceOpKind, CopyKind, DeviceId);
 #[derive(Debug, Default)]
 pub struct MemoryAgg {
     /// Per device.
-    pub devices: HashMap<DeviceId, DeviceMemory>,
-    outstanding: HashMap<(u32, DeviceId, u64), VecDeque<StackId>>,
+    pub devices: IdMap<DeviceId, DeviceMemory>,
+    outstanding: IdMap<(u32, DeviceId, u64), VecDeque<StackId>>,
     /// Frees that matched no allocation.
     pub unmatched_frees: u64,
     /// memcpy/memset rows.
-    pub transfers: HashMap<TransferKey, Transfer>,
+    pub transfers: IdMap<TransferKey, Transfer>,
 }
 
 impl MemoryAgg {
@@ -118,7 +120,7 @@ impl MemoryAgg {
 
     /// What is still allocated, grouped by device, process and stack; largest first.
     pub fn leaks(&self) -> Vec<Leak> {
-        let mut by_site: HashMap<(DeviceId, u32, StackId), (u64, u64)> = HashMap::new();
+        let mut by_site: IdMap<(DeviceId, u32, StackId), (u64, u64)> = IdMap::default();
         for ((pid, device, bytes), stacks) in &self.outstanding {
             for stack in stacks {
                 let e = by_site.entry((*device, *pid, *stack)).or_default();

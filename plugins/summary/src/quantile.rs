@@ -16,7 +16,7 @@
 //! Percentiles use the nearest-rank definition: the p-th percentile of n sorted values is the
 //! value at 1-based rank `ceil(p/100 * n)` (at least 1).
 
-use std::collections::HashMap;
+use crate::hash::IdMap;
 
 /// Mantissa bits of the log-linear histogram: 2^7 = 128 buckets per power of two.
 const PRECISION_BITS: u32 = 7;
@@ -31,7 +31,7 @@ pub struct DurStats {
     min: u64,
     max: u64,
     exact: Vec<u64>,
-    hist: Option<HashMap<u16, u64>>,
+    hist: Option<IdMap<u16, u64>>,
 }
 
 impl Default for DurStats {
@@ -78,7 +78,7 @@ impl DurStats {
 
     /// Moves the exact values into the histogram (the cap was reached) and adds `v`.
     fn spill(&mut self, v: u64) {
-        let mut h = HashMap::new();
+        let mut h = IdMap::default();
         for x in self.exact.drain(..).chain(std::iter::once(v)) {
             *h.entry(bucket_of(x)).or_insert(0) += 1;
         }
