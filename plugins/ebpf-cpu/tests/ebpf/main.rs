@@ -2,6 +2,7 @@
 //! with a printed reason otherwise).
 
 mod common;
+mod e2e;
 mod launch;
 mod offcpu;
 mod sampling;

@@ -1,0 +1,101 @@
+//! Through the real host: `xpuprof --source ebpf --sink folded -- <workload>`, with the host's
+//! plugin loading and symboliser (skipped when the binary has not been built).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::common::{root_or_skip, workload};
+
+/// `target/<profile>/xpuprof` next to this test binary's `deps/` directory, when it exists with
+/// the folded sink beside it.
+fn xpuprof() -> Option<PathBuf> {
+    let dir = std::env::current_exe().ok()?.parent()?.parent()?.to_path_buf();
+    let bin = dir.join("xpuprof");
+    let folded = dir.join("libxpuprof_plugin_folded.so");
+    if bin.is_file() && folded.is_file() {
+        return Some(bin);
+    }
+    eprintln!("SKIPPED: {} or the folded sink is not built (cargo build --workspace first)", bin.display());
+    None
+}
+
+/// Sums of folded weights of lines whose frames include `name`.
+fn weight_with(folded: &str, name: &str) -> u64 {
+    folded
+        .lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(|(stack, _)| stack.split(';').any(|f| f == name))
+        .map(|(_, w)| w.parse::<u64>().unwrap())
+        .sum()
+}
+
+#[test]
+fn xpuprof_folded_shows_the_shell_child_in_the_known_ratio() {
+    if !root_or_skip("xpuprof_folded_shows_the_shell_child_in_the_known_ratio") {
+        return;
+    }
+    let Some(bin) = xpuprof() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let cmd = format!("{} 2", workload("burn"));
+    let status = Command::new(&bin)
+        .args(["--quiet", "--source", "ebpf", "--sink", "folded", "-o"])
+        .arg(out.path())
+        .args(["--", "/bin/sh", "-c", &cmd])
+        .status()
+        .expect("run xpuprof");
+    assert!(status.success(), "xpuprof exited with {status}");
+    let folded = std::fs::read_to_string(out.path().join("profile.folded")).expect("profile.folded");
+    let (three, one) = (weight_with(&folded, "burn_three"), weight_with(&folded, "burn_one"));
+    assert!(one > 0, "no burn_one samples in:\n{folded}");
+    let ratio = three as f64 / one as f64;
+    assert!((2.1..=3.9).contains(&ratio), "burn_three:burn_one = {ratio:.2} in:\n{folded}");
+    assert!(folded.lines().any(|l| l.contains("main;burn_three ")), "host did not symbolise:\n{folded}");
+}
+
+#[test]
+fn without_privileges_the_session_goes_on_and_says_what_is_missing() {
+    if !root_or_skip("without_privileges_the_session_goes_on_and_says_what_is_missing") {
+        return;
+    }
+    let Some(bin) = xpuprof() else { return };
+    if !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("SKIPPED: setpriv (util-linux) is not installed");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(out.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    // Drop to `nobody` with no capabilities, as an ordinary user would run it.
+    let run = Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+        .arg(&bin)
+        .args(["--source", "ebpf", "--sink", "folded", "-o"])
+        .arg(out.path().join("o"))
+        .args(["--", "/bin/sh", "-c", "exit 3"])
+        .output()
+        .expect("run xpuprof through setpriv");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("CAP_BPF + CAP_PERFMON") && stderr.contains("sudo"), "stderr:\n{stderr}");
+    assert_eq!(run.status.code(), Some(3), "the target still ran; stderr:\n{stderr}");
+}
+
+#[test]
+fn a_launch_symbol_found_nowhere_is_named_in_a_warning() {
+    if !root_or_skip("a_launch_symbol_found_nowhere_is_named_in_a_warning") {
+        return;
+    }
+    let Some(bin) = xpuprof() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let cfg = out.path().join("xpuprof.toml");
+    std::fs::write(&cfg, "[source.ebpf]\nsample_hz = 0\nlaunch_probes = [\"noSuchLaunchKernel\"]\n").unwrap();
+    let run = Command::new(&bin)
+        .args(["--source", "ebpf", "--sink", "folded", "-c"])
+        .arg(&cfg)
+        .arg("-o")
+        .arg(out.path().join("o"))
+        .args(["--", &workload("launch")])
+        .output()
+        .expect("run xpuprof");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "stderr:\n{stderr}");
+    assert!(stderr.contains("failed to find launch symbol `noSuchLaunchKernel`"), "stderr:\n{stderr}");
+}
