@@ -1,8 +1,10 @@
 //! `xpuprof diff BASE CURRENT`: compares two summaries and gates CI on regressions.
 //!
-//! Each input is a `summary.json` written by the `summary` sink, or an output directory that
-//! contains one. (An archive is not read directly yet: replay it first with
-//! `xpuprof report ARCHIVE --sink summary -o DIR` and compare `DIR`; the error says so.)
+//! Each input is a `summary.json` written by the `summary` sink, an output directory that
+//! contains one, or an archive (the archive file, its directory, or an output directory holding
+//! an archive but no `summary.json`): an archive is replayed through the `summary` sink into a
+//! temporary directory first ([`crate::report`]), which needs the sink's plugin library on the
+//! usual plugin search path.
 //!
 //! Every kernel row (by name, and by launch site when the summary was split by launch site) and
 //! every API function is matched by name between the two runs, plus two aggregate rows,
@@ -60,16 +62,23 @@ pub enum DiffError {
         #[source]
         source: std::io::Error,
     },
-    /// A directory without `summary.json`.
+    /// A directory with neither `summary.json` nor an archive.
     #[error(
-        "failed to find {}/summary.json: the run was not recorded with the summary sink; hint: \
-         `xpuprof report {} --sink summary -o DIR` writes one from an archive, then diff DIR",
-        path.display(),
+        "failed to find a summary in {}: it holds neither summary.json nor an archive \
+         (trace.xpa); record with `--sink summary` or `--sink archive`",
         path.display()
     )]
     NoSummary {
         /// The directory.
         path: PathBuf,
+    },
+    /// An archive could not be replayed through the `summary` sink.
+    #[error("failed to replay archive {} through the summary sink: {message}", path.display())]
+    Replay {
+        /// The archive.
+        path: PathBuf,
+        /// Why.
+        message: String,
     },
     /// A file that is not JSON.
     #[error("failed to parse {}: malformed JSON at line {line}, column {column}: {message}", path.display())]
@@ -236,23 +245,91 @@ struct SummaryIn {
     kernels: Vec<KernelIn>,
 }
 
-/// Where the summary of `path` is: the file itself, or `summary.json` in a directory.
-fn locate(path: &Path) -> Result<PathBuf, DiffError> {
+/// What an input path holds.
+#[derive(Debug)]
+enum Input {
+    /// A summary file.
+    Summary(PathBuf),
+    /// An archive to replay.
+    Archive(PathBuf),
+}
+
+/// True when `path` is a file starting with the archive magic.
+fn is_archive_file(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 8];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == b"XPUARCH\0"
+}
+
+/// Finds the summary or archive `path` names.
+fn locate(path: &Path) -> Result<Input, DiffError> {
     let meta = std::fs::metadata(path).map_err(|source| DiffError::Read { path: path.to_owned(), source })?;
     if !meta.is_dir() {
-        return Ok(path.to_owned());
+        return Ok(if is_archive_file(path) {
+            Input::Archive(path.to_owned())
+        } else {
+            Input::Summary(path.to_owned())
+        });
     }
     let file = path.join("summary.json");
     if file.is_file() {
-        Ok(file)
-    } else {
-        Err(DiffError::NoSummary { path: path.to_owned() })
+        return Ok(Input::Summary(file));
+    }
+    let archive = ["trace.xpa", "archive/trace.xpa"].iter().map(|f| path.join(f)).find(|f| f.is_file());
+    match archive {
+        Some(a) => Ok(Input::Archive(a)),
+        None => Err(DiffError::NoSummary { path: path.to_owned() }),
     }
 }
 
-/// Reads and checks one summary.
-fn load(path: &Path) -> Result<(PathBuf, SummaryIn), DiffError> {
-    let file = locate(path)?;
+/// Replays `archive` through the `summary` sink (digest off) into a temporary directory and
+/// returns that directory.
+fn replay(archive: &Path, which: &str) -> Result<PathBuf, DiffError> {
+    let fail = |message: String| DiffError::Replay { path: archive.to_owned(), message };
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("xpuprof-diff-{}-{nanos}-{which}", std::process::id()));
+    let config =
+        crate::config::FileConfig::parse(Path::new("<xpuprof diff>"), "[sink.summary]\ndigest = false\n")
+            .map_err(|e| fail(e.to_string()))?;
+    let env = std::env::var("XPUPROF_PLUGIN_PATH").ok();
+    let opts = crate::report::ReportOptions {
+        archive: archive.to_owned(),
+        sinks: vec!["summary".to_owned()],
+        output_dir: dir.clone(),
+        config: Some(config),
+        search: crate::host::SearchPath::new(&[], env.as_deref(), &[]),
+        verbosity: 0,
+    };
+    let outcome = crate::report::report(&opts).map_err(|e| fail(e.to_string()));
+    let problem = match &outcome {
+        Err(_) => None,
+        Ok(o) if !o.plugin_failures.is_empty() => Some(o.plugin_failures.join("; ")),
+        Ok(o) => o.corruption.as_ref().map(|c| format!("the archive is damaged: {c}")),
+    };
+    if outcome.is_err() || problem.is_some() {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(problem.map_or_else(|| outcome.unwrap_err(), fail));
+    }
+    Ok(dir)
+}
+
+/// Reads one input: a summary directly, an archive by replaying it first.
+fn load(path: &Path, which: &str) -> Result<(PathBuf, SummaryIn), DiffError> {
+    match locate(path)? {
+        Input::Summary(file) => Ok((file.clone(), read_summary(&file)?)),
+        Input::Archive(archive) => {
+            let dir = replay(&archive, which)?;
+            let summary = read_summary(&dir.join("summary.json"));
+            let _ = std::fs::remove_dir_all(&dir);
+            Ok((archive, summary?))
+        }
+    }
+}
+
+/// Reads and checks one summary file.
+fn read_summary(file: &Path) -> Result<SummaryIn, DiffError> {
+    let file = file.to_owned();
     let text =
         std::fs::read_to_string(&file).map_err(|source| DiffError::Read { path: file.clone(), source })?;
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| DiffError::MalformedJson {
@@ -275,8 +352,7 @@ fn load(path: &Path) -> Result<(PathBuf, SummaryIn), DiffError> {
             supported: SUPPORTED_SCHEMA_VERSION,
         });
     }
-    let summary = serde_json::from_value(value).map_err(|e| not_summary(e.to_string()))?;
-    Ok((file, summary))
+    serde_json::from_value(value).map_err(|e| not_summary(e.to_string()))
 }
 
 // ---- comparing ----------------------------------------------------------------------------
@@ -481,8 +557,8 @@ pub fn compare_files(opts: &DiffOptions) -> Result<Comparison, DiffError> {
     if !(threshold.is_finite() && threshold >= 0.0) {
         return Err(DiffError::BadThreshold { value: format!("{threshold}%") });
     }
-    let (base_path, base) = load(&opts.base)?;
-    let (cur_path, cur) = load(&opts.current)?;
+    let (base_path, base) = load(&opts.base, "base")?;
+    let (cur_path, cur) = load(&opts.current, "current")?;
     let entries = compare(&base, &cur, metric, threshold);
     let mut counts = BTreeMap::new();
     for e in &entries {

@@ -97,16 +97,19 @@ impl Timeline {
         self.busy += ce - cs;
         self.current = Some((start, end));
         if start - ce >= threshold {
-            self.record_gap(Gap { start: ce, end: start, cpu_before: ring.latest_at_or_before(ce) });
+            self.record_gap(ce, start, ring);
         }
     }
 
-    fn record_gap(&mut self, gap: Gap) {
+    /// Counts a gap; keeps it (looking up the CPU sample before it) only if it is among the
+    /// largest, so the sample search runs a few times per device, not once per gap.
+    fn record_gap(&mut self, start: u64, end: u64, ring: &SampleRing) {
+        let len = end - start;
         self.gaps_over += 1;
-        self.gap_total += gap.duration();
-        let pos = self.top.iter().position(|g| g.duration() < gap.duration()).unwrap_or(self.top.len());
+        self.gap_total += len;
+        let pos = self.top.iter().position(|g| g.duration() < len).unwrap_or(self.top.len());
         if pos < TOP_GAPS {
-            self.top.insert(pos, gap);
+            self.top.insert(pos, Gap { start, end, cpu_before: ring.latest_at_or_before(start) });
             self.top.truncate(TOP_GAPS);
         }
     }

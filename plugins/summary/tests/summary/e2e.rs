@@ -16,6 +16,11 @@ fn target_dir() -> PathBuf {
 
 /// Runs a recording into a fresh directory, or says why it cannot.
 fn record() -> Option<(tempfile::TempDir, Output)> {
+    record_with("summary")
+}
+
+/// Runs a recording with these sinks.
+fn record_with(sinks: &str) -> Option<(tempfile::TempDir, Output)> {
     let dir = target_dir();
     let xpuprof = dir.join("xpuprof");
     for needed in
@@ -31,7 +36,7 @@ fn record() -> Option<(tempfile::TempDir, Output)> {
     }
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(&xpuprof)
-        .args(["--source", "scripted", "--sink", "summary", "-o"])
+        .args(["--source", "scripted", "--sink", sinks, "-o"])
         .arg(out.path())
         .args(["--", "true"])
         .output()
@@ -93,4 +98,23 @@ fn diff_of_a_run_against_itself_passes() {
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn diff_reads_an_archive_by_replaying_it() {
+    let Some((dir, _)) = record_with("summary,archive") else { return };
+    if !target_dir().join("libxpuprof_plugin_archive.so").exists() {
+        eprintln!("skipped: the archive sink is not built");
+        return;
+    }
+    let out = Command::new(target_dir().join("xpuprof"))
+        .args(["diff", "--format", "json"])
+        .arg(dir.path().join("archive"))
+        .arg(dir.path().join("summary.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["base"].as_str().unwrap().ends_with("trace.xpa"), "{v}");
+    assert_eq!(v["counts"], json!({"unchanged": 14}));
 }
