@@ -23,9 +23,15 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+mod compare;
+mod input;
+mod render;
+
+pub use compare::{Entry, RowStats, Status};
 
 /// The `summary.json` schema version this comparison reads (the `summary` sink's
 /// `SCHEMA_VERSION`).
@@ -211,324 +217,6 @@ impl Format {
     }
 }
 
-// ---- reading summaries --------------------------------------------------------------------
-
-#[derive(Debug, Deserialize)]
-struct TimeIn {
-    total_ns: u64,
-    mean_ns: u64,
-    p50_ns: u64,
-    p99_ns: u64,
-}
-
-#[derive(Debug, Deserialize)]
-struct ApiIn {
-    name: String,
-    calls: u64,
-    time: TimeIn,
-}
-
-#[derive(Debug, Deserialize)]
-struct KernelIn {
-    name: String,
-    #[serde(default)]
-    launch_site: Option<Vec<String>>,
-    launches: u64,
-    time: TimeIn,
-}
-
-#[derive(Debug, Deserialize)]
-struct SummaryIn {
-    #[serde(default)]
-    api: Vec<ApiIn>,
-    #[serde(default)]
-    kernels: Vec<KernelIn>,
-}
-
-/// What an input path holds.
-#[derive(Debug)]
-enum Input {
-    /// A summary file.
-    Summary(PathBuf),
-    /// An archive to replay.
-    Archive(PathBuf),
-}
-
-/// True when `path` is a file starting with the archive magic.
-fn is_archive_file(path: &Path) -> bool {
-    use std::io::Read;
-    let mut magic = [0u8; 8];
-    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && &magic == b"XPUARCH\0"
-}
-
-/// Finds the summary or archive `path` names.
-fn locate(path: &Path) -> Result<Input, DiffError> {
-    let meta = std::fs::metadata(path).map_err(|source| DiffError::Read { path: path.to_owned(), source })?;
-    if !meta.is_dir() {
-        return Ok(if is_archive_file(path) {
-            Input::Archive(path.to_owned())
-        } else {
-            Input::Summary(path.to_owned())
-        });
-    }
-    let file = path.join("summary.json");
-    if file.is_file() {
-        return Ok(Input::Summary(file));
-    }
-    let archive = ["trace.xpa", "archive/trace.xpa"].iter().map(|f| path.join(f)).find(|f| f.is_file());
-    match archive {
-        Some(a) => Ok(Input::Archive(a)),
-        None => Err(DiffError::NoSummary { path: path.to_owned() }),
-    }
-}
-
-/// Replays `archive` through the `summary` sink (digest off) into a temporary directory and
-/// returns that directory.
-fn replay(archive: &Path, which: &str) -> Result<PathBuf, DiffError> {
-    let fail = |message: String| DiffError::Replay { path: archive.to_owned(), message };
-    let nanos =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let dir = std::env::temp_dir().join(format!("xpuprof-diff-{}-{nanos}-{which}", std::process::id()));
-    let config =
-        crate::config::FileConfig::parse(Path::new("<xpuprof diff>"), "[sink.summary]\ndigest = false\n")
-            .map_err(|e| fail(e.to_string()))?;
-    let env = std::env::var("XPUPROF_PLUGIN_PATH").ok();
-    let opts = crate::report::ReportOptions {
-        archive: archive.to_owned(),
-        sinks: vec!["summary".to_owned()],
-        output_dir: dir.clone(),
-        config: Some(config),
-        search: crate::host::SearchPath::new(&[], env.as_deref(), &[]),
-        verbosity: 0,
-    };
-    let outcome = crate::report::report(&opts).map_err(|e| fail(e.to_string()));
-    let problem = match &outcome {
-        Err(_) => None,
-        Ok(o) if !o.plugin_failures.is_empty() => Some(o.plugin_failures.join("; ")),
-        Ok(o) => o.corruption.as_ref().map(|c| format!("the archive is damaged: {c}")),
-    };
-    if outcome.is_err() || problem.is_some() {
-        let _ = std::fs::remove_dir_all(&dir);
-        return Err(problem.map_or_else(|| outcome.unwrap_err(), fail));
-    }
-    Ok(dir)
-}
-
-/// Reads one input: a summary directly, an archive by replaying it first.
-fn load(path: &Path, which: &str) -> Result<(PathBuf, SummaryIn), DiffError> {
-    match locate(path)? {
-        Input::Summary(file) => Ok((file.clone(), read_summary(&file)?)),
-        Input::Archive(archive) => {
-            let dir = replay(&archive, which)?;
-            let summary = read_summary(&dir.join("summary.json"));
-            let _ = std::fs::remove_dir_all(&dir);
-            Ok((archive, summary?))
-        }
-    }
-}
-
-/// Reads and checks one summary file.
-fn read_summary(file: &Path) -> Result<SummaryIn, DiffError> {
-    let file = file.to_owned();
-    let text =
-        std::fs::read_to_string(&file).map_err(|source| DiffError::Read { path: file.clone(), source })?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| DiffError::MalformedJson {
-        path: file.clone(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string().split(" at line ").next().unwrap_or_default().to_owned(),
-    })?;
-    let not_summary = |reason: String| DiffError::NotASummary { path: file.clone(), reason };
-    let version = match value.get("schema_version") {
-        None => return Err(not_summary("it has no `schema_version` field".into())),
-        Some(v) => {
-            v.as_u64().ok_or_else(|| not_summary(format!("`schema_version` is {v}, not an integer")))?
-        }
-    };
-    if version != SUPPORTED_SCHEMA_VERSION {
-        return Err(DiffError::SchemaMismatch {
-            path: file,
-            found: version,
-            supported: SUPPORTED_SCHEMA_VERSION,
-        });
-    }
-    serde_json::from_value(value).map_err(|e| not_summary(e.to_string()))
-}
-
-// ---- comparing ----------------------------------------------------------------------------
-
-/// The numbers of one row in one run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct RowStats {
-    /// Launches or calls.
-    pub count: u64,
-    /// Total time, ns.
-    pub total_ns: u64,
-    /// Mean time, ns.
-    pub mean_ns: u64,
-    /// Median, ns (absent for aggregate rows).
-    pub p50_ns: Option<u64>,
-    /// 99th percentile, ns (absent for aggregate rows).
-    pub p99_ns: Option<u64>,
-}
-
-impl RowStats {
-    fn of(count: u64, t: &TimeIn) -> Self {
-        Self {
-            count,
-            total_ns: t.total_ns,
-            mean_ns: t.mean_ns,
-            p50_ns: Some(t.p50_ns),
-            p99_ns: Some(t.p99_ns),
-        }
-    }
-
-    fn aggregate(rows: impl Iterator<Item = Self>) -> Self {
-        let (count, total) = rows.fold((0, 0), |(c, t), r| (c + r.count, t + r.total_ns));
-        Self {
-            count,
-            total_ns: total,
-            mean_ns: total.checked_div(count).unwrap_or(0),
-            p50_ns: None,
-            p99_ns: None,
-        }
-    }
-
-    /// The value of `metric`, if this row has it.
-    pub fn metric(&self, metric: Metric) -> Option<u64> {
-        match metric {
-            Metric::Total => Some(self.total_ns),
-            Metric::Mean => Some(self.mean_ns),
-            Metric::P50 => self.p50_ns,
-            Metric::P99 => self.p99_ns,
-            Metric::Count => Some(self.count),
-        }
-    }
-}
-
-/// How a row compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// The metric grew by more than the threshold.
-    Regressed,
-    /// The metric shrank by more than the threshold.
-    Improved,
-    /// Within the threshold.
-    Unchanged,
-    /// Only in the current run.
-    Added,
-    /// Only in the baseline.
-    Removed,
-    /// Not judged (aggregate row with a percentile metric).
-    NotCompared,
-}
-
-/// One compared row.
-#[derive(Debug, Clone, Serialize)]
-pub struct Entry {
-    /// `kernel`, `api`, or `total` for the aggregate rows.
-    pub kind: &'static str,
-    /// Kernel or function name.
-    pub name: String,
-    /// Launch site (innermost first) when the summaries were split by launch site.
-    pub launch_site: Option<Vec<String>>,
-    /// Verdict.
-    pub status: Status,
-    /// Baseline numbers.
-    pub base: Option<RowStats>,
-    /// Current numbers.
-    pub current: Option<RowStats>,
-    /// Relative change of the metric, percent (absent when not comparable; `null` in JSON
-    /// also for growth from zero).
-    pub change_pct: Option<f64>,
-}
-
-type Key = (&'static str, String, Option<Vec<String>>);
-
-fn rows(s: &SummaryIn) -> BTreeMap<Key, RowStats> {
-    let mut m = BTreeMap::new();
-    for k in &s.kernels {
-        m.insert(("kernel", k.name.clone(), k.launch_site.clone()), RowStats::of(k.launches, &k.time));
-    }
-    for a in &s.api {
-        m.insert(("api", a.name.clone(), None), RowStats::of(a.calls, &a.time));
-    }
-    let kernels = RowStats::aggregate(s.kernels.iter().map(|k| RowStats::of(k.launches, &k.time)));
-    let api = RowStats::aggregate(s.api.iter().map(|a| RowStats::of(a.calls, &a.time)));
-    m.insert(("total", "[all kernels]".into(), None), kernels);
-    m.insert(("total", "[all API calls]".into(), None), api);
-    m
-}
-
-fn judge(
-    base: Option<RowStats>,
-    cur: Option<RowStats>,
-    metric: Metric,
-    threshold: f64,
-) -> (Status, Option<f64>) {
-    let (b, c) = match (base, cur) {
-        (None, _) => return (Status::Added, None),
-        (_, None) => return (Status::Removed, None),
-        (Some(b), Some(c)) => (b.metric(metric), c.metric(metric)),
-    };
-    let (Some(b), Some(c)) = (b, c) else { return (Status::NotCompared, None) };
-    if b == 0 {
-        return if c == 0 { (Status::Unchanged, Some(0.0)) } else { (Status::Regressed, None) };
-    }
-    let change = (c as f64 - b as f64) * 100.0 / b as f64;
-    let status = if change > threshold {
-        Status::Regressed
-    } else if -change > threshold {
-        Status::Improved
-    } else {
-        Status::Unchanged
-    };
-    (status, Some((change * 100.0).round() / 100.0))
-}
-
-/// Compares two summaries row by row; regressions first (largest change first), then the rest
-/// by kind and name.
-fn compare(base: &SummaryIn, cur: &SummaryIn, metric: Metric, threshold: f64) -> Vec<Entry> {
-    let (b, mut c) = (rows(base), rows(cur));
-    let mut out = Vec::new();
-    for (key, bs) in b {
-        let cs = c.remove(&key);
-        out.push(entry(key, Some(bs), cs, metric, threshold));
-    }
-    for (key, cs) in c {
-        out.push(entry(key, None, Some(cs), metric, threshold));
-    }
-    out.sort_by(|x, y| {
-        let change = |e: &Entry| -e.change_pct.unwrap_or(f64::INFINITY);
-        x.status
-            .cmp(&y.status)
-            .then_with(|| {
-                if x.status == Status::Regressed {
-                    change(x).total_cmp(&change(y))
-                } else {
-                    std::cmp::Ordering::Equal
-                }
-            })
-            .then_with(|| kind_rank(x.kind).cmp(&kind_rank(y.kind)))
-            .then_with(|| (&x.name, &x.launch_site).cmp(&(&y.name, &y.launch_site)))
-    });
-    out
-}
-
-fn kind_rank(kind: &str) -> u8 {
-    match kind {
-        "total" => 0,
-        "kernel" => 1,
-        _ => 2,
-    }
-}
-
-fn entry(key: Key, base: Option<RowStats>, cur: Option<RowStats>, metric: Metric, threshold: f64) -> Entry {
-    let (status, change_pct) = judge(base, cur, metric, threshold);
-    Entry { kind: key.0, name: key.1, launch_site: key.2, status, base, current: cur, change_pct }
-}
-
 /// The outcome of a comparison, as written by `--format json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
@@ -557,12 +245,12 @@ pub fn compare_files(opts: &DiffOptions) -> Result<Comparison, DiffError> {
     if !(threshold.is_finite() && threshold >= 0.0) {
         return Err(DiffError::BadThreshold { value: format!("{threshold}%") });
     }
-    let (base_path, base) = load(&opts.base, "base")?;
-    let (cur_path, cur) = load(&opts.current, "current")?;
-    let entries = compare(&base, &cur, metric, threshold);
+    let (base_path, base) = input::load(&opts.base, "base")?;
+    let (cur_path, cur) = input::load(&opts.current, "current")?;
+    let entries = compare::compare(&base, &cur, metric, threshold);
     let mut counts = BTreeMap::new();
     for e in &entries {
-        *counts.entry(status_name(e.status)).or_insert(0) += 1;
+        *counts.entry(render::status_name(e.status)).or_insert(0) += 1;
     }
     Ok(Comparison {
         schema_version: DIFF_SCHEMA_VERSION,
@@ -581,8 +269,8 @@ pub fn run(opts: &DiffOptions, out: &mut dyn Write) -> Result<bool, DiffError> {
     let format = Format::parse(&opts.format)?;
     let cmp = compare_files(opts)?;
     let text = match format {
-        Format::Text => render_text(&cmp),
-        Format::Markdown => render_markdown(&cmp),
+        Format::Text => render::render_text(&cmp),
+        Format::Markdown => render::render_markdown(&cmp),
         Format::Json => {
             serde_json::to_string_pretty(&cmp).map_err(|e| DiffError::Write(std::io::Error::other(e)))? + "\n"
         }
@@ -592,150 +280,9 @@ pub fn run(opts: &DiffOptions, out: &mut dyn Write) -> Result<bool, DiffError> {
     Ok(cmp.regressed)
 }
 
-// ---- rendering ----------------------------------------------------------------------------
-
-fn status_name(s: Status) -> &'static str {
-    match s {
-        Status::Regressed => "regressed",
-        Status::Improved => "improved",
-        Status::Unchanged => "unchanged",
-        Status::Added => "added",
-        Status::Removed => "removed",
-        Status::NotCompared => "not_compared",
-    }
-}
-
-fn ns(v: u64) -> String {
-    let f = v as f64;
-    match v {
-        0..=999 => format!("{v} ns"),
-        1_000..=999_999 => format!("{:.2} µs", f / 1e3),
-        1_000_000..=999_999_999 => format!("{:.2} ms", f / 1e6),
-        _ => format!("{:.3} s", f / 1e9),
-    }
-}
-
-/// The time metric shown next to the counts (`total` when judging counts).
-fn time_metric(cmp: &Comparison) -> Metric {
-    match Metric::parse(cmp.metric) {
-        Ok(Metric::Count) | Err(_) => Metric::Total,
-        Ok(m) => m,
-    }
-}
-
-/// The cells of one row: kind, name, count base/current/change, time base/current/change, status.
-fn cells(e: &Entry, time: Metric) -> [String; 9] {
-    let count = |s: Option<RowStats>| s.map_or("-".to_owned(), |s| s.count.to_string());
-    let t = |s: Option<RowStats>| s.and_then(|s| s.metric(time)).map_or("-".to_owned(), ns);
-    let count_change = match (e.base, e.current) {
-        (Some(b), Some(c)) => format!("{:+}", c.count as i128 - b.count as i128),
-        _ => "-".to_owned(),
-    };
-    let time_change = match (e.base.and_then(|b| b.metric(time)), e.current.and_then(|c| c.metric(time))) {
-        (Some(0), Some(0)) => "+0.0%".to_owned(),
-        (Some(0), Some(_)) => "new".to_owned(),
-        (Some(b), Some(c)) => format!("{:+.1}%", (c as f64 - b as f64) * 100.0 / b as f64),
-        _ => "-".to_owned(),
-    };
-    let mut name = e.name.clone();
-    if let Some(site) = &e.launch_site {
-        name = format!(
-            "{name} @ {}",
-            if site.is_empty() { "[unknown launch site]".into() } else { site.join(" < ") }
-        );
-    }
-    [
-        e.kind.to_owned(),
-        name,
-        count(e.base),
-        count(e.current),
-        count_change,
-        t(e.base),
-        t(e.current),
-        time_change,
-        status_name(e.status).replace('_', " "),
-    ]
-}
-
-fn headline(cmp: &Comparison) -> String {
-    let n = |s: &str| cmp.counts.get(s).copied().unwrap_or(0);
-    format!(
-        "{} regressed, {} improved, {} unchanged, {} added, {} removed (metric {}, threshold {}%)",
-        n("regressed"),
-        n("improved"),
-        n("unchanged"),
-        n("added"),
-        n("removed"),
-        cmp.metric,
-        cmp.threshold_pct
-    )
-}
-
-fn render_text(cmp: &Comparison) -> String {
-    let time = time_metric(cmp);
-    let t = time.name();
-    let headers = [
-        "Kind",
-        "Name",
-        "Count base",
-        "Count now",
-        "Change",
-        &format!("{t} base"),
-        &format!("{t} now"),
-        "Change",
-        "Status",
-    ]
-    .map(str::to_owned);
-    let rows: Vec<[String; 9]> = cmp.entries.iter().map(|e| cells(e, time)).collect();
-    let mut widths = headers.clone().map(|h| h.chars().count());
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut out = format!("xpuprof diff: {} -> {}\n", cmp.base.display(), cmp.current.display());
-    for r in std::iter::once(&headers).chain(&rows) {
-        let mut line = String::new();
-        for (i, (c, w)) in r.iter().zip(widths).enumerate() {
-            let pad = " ".repeat(w - c.chars().count());
-            let cell = if i < 2 || i == 8 { format!("{c}{pad}") } else { format!("{pad}{c}") };
-            line.push_str("  ");
-            line.push_str(&cell);
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out.push_str(&headline(cmp));
-    out.push('\n');
-    out
-}
-
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|").replace('`', "'")
-}
-
-fn render_markdown(cmp: &Comparison) -> String {
-    let time = time_metric(cmp);
-    let t = time.name();
-    let verdict = if cmp.regressed { ":x: regression" } else { ":white_check_mark: no regression" };
-    let mut out = format!("### xpuprof diff: {verdict}\n\n{}\n\n", headline(cmp));
-    out.push_str(&format!(
-        "| Kind | Name | Count base | Count now | Change | {t} base | {t} now | Change | Status |\n"
-    ));
-    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---|\n");
-    for e in &cmp.entries {
-        let mut c = cells(e, time);
-        c[1] = format!("`{}`", md_escape(&c[1]));
-        if e.status == Status::Regressed {
-            c[8] = format!("**{}**", c[8]);
-        }
-        out.push_str(&format!("| {} |\n", c.join(" | ")));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
+    use super::compare::judge;
     use super::*;
 
     #[test]
