@@ -1,6 +1,7 @@
 //! Integration tests of the `summary` sink: a hand-built session with hand-computed statistics,
 //! golden files (`XPUPROF_BLESS=1` regenerates them), and the digest.
 
+mod bounded;
 mod e2e;
 mod golden;
 mod session;
