@@ -1,9 +1,10 @@
 //! The five-line digest printed to stderr when the sink finishes: totals, GPU busy share, top
-//! kernels (or CPU functions for a CPU-only run), losses, and the files written.
+//! kernels (or CPU functions for a CPU-only run), losses, and device memory left allocated at
+//! exit with where the full report is.
 
 use std::path::PathBuf;
 
-use crate::fmt::{ns, pct};
+use crate::fmt::{bytes, ns, pct};
 use crate::report::Summary;
 
 /// Items listed per digest line.
@@ -23,7 +24,7 @@ fn short(name: &str) -> String {
 
 /// The digest, exactly five lines (no trailing newlines).
 pub fn lines(s: &Summary, files: &[PathBuf]) -> [String; 5] {
-    [totals(s), busy(s), top(s), losses(s), written(files)]
+    [totals(s), busy(s), top(s), losses(s), leaks(s, files)]
 }
 
 fn totals(s: &Summary) -> String {
@@ -86,7 +87,16 @@ fn losses(s: &Summary) -> String {
     format!("losses: {} ({}){unmatched}", o.lost_total, parts.join(", "))
 }
 
-fn written(files: &[PathBuf]) -> String {
-    let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
-    format!("written: {}", names.join(", "))
+fn leaks(s: &Summary, files: &[PathBuf]) -> String {
+    let count: u64 = s.memory.leaks.iter().map(|l| l.allocations).sum();
+    let held: u64 = s.memory.leaks.iter().map(|l| l.bytes).sum();
+    let leaks = if count == 0 {
+        "none".to_owned()
+    } else {
+        format!("{} in {count} allocations still held at exit", bytes(held))
+    };
+    match files.first() {
+        Some(f) => format!("leaks: {leaks}; full report: {}", f.display()),
+        None => format!("leaks: {leaks}"),
+    }
 }

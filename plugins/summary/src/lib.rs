@@ -1,7 +1,9 @@
 //! # xpuprof sink `summary`: the statistics report and the input of `xpuprof diff`
 //!
 //! `xpuprof --sink summary -- CMD` (the default sink when none is given) writes two files into
-//! the output directory and prints a five-line digest to stderr when the run ends:
+//! the output directory and prints a five-line digest to stderr when the run ends (totals, GPU
+//! busy share, top kernels or CPU functions, losses, memory left allocated and where the report
+//! is):
 //!
 //! - `summary.txt`: aligned tables for a terminal (at most `text_rows` rows each);
 //! - `summary.json`: the same report, complete, in a versioned schema ([`SCHEMA_VERSION`],

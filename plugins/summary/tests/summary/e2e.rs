@@ -76,13 +76,18 @@ fn scripted_session_summary() {
 
     // The digest: five lines on stderr, in order.
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let prefixes = ["summary: ", "GPU busy: ", "top kernels: ", "losses: ", "written: "];
+    let prefixes = ["summary: ", "GPU busy: ", "top kernels: ", "losses: ", "leaks: "];
     let start = stderr.lines().position(|l| l.starts_with("summary: ")).expect("digest on stderr");
     let digest: Vec<&str> = stderr.lines().skip(start).take(5).collect();
     for (line, prefix) in digest.iter().zip(prefixes) {
         assert!(line.starts_with(prefix), "digest line {line:?} should start with {prefix:?}\n{stderr}");
     }
     assert_eq!(digest[1], "GPU busy: device 0 1.8% (1 idle gaps)");
+    assert!(
+        digest[4].starts_with("leaks: 64.00 MiB in 1 allocations still held at exit; full report: "),
+        "{}",
+        digest[4]
+    );
 
     golden::check("e2e-summary.txt", &text);
     golden::check("e2e-summary.json", &raw);
