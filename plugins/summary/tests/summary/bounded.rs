@@ -97,3 +97,19 @@ fn long_runs_switch_to_the_histogram_within_its_error_bound() {
     assert!(near(t.p99_ns, 19_800_000.0), "p99 {}", t.p99_ns);
     assert_eq!(r.devices[0].late_ops, 0);
 }
+
+#[test]
+fn an_empty_run_still_writes_both_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let info = SessionInfo { output_dir: dir.path().to_owned(), ..SessionInfo::default() };
+    let mut s =
+        SummarySink::new(SummaryConfig { digest: false, ..SummaryConfig::default() }, info, Logger::stderr());
+    let r = s.report();
+    let files = s.write(&r, dir.path()).unwrap();
+    assert_eq!(files.len(), 2);
+    let lines = digest::lines(&r, &files);
+    assert_eq!(lines[2], "top kernels: none recorded");
+    assert_eq!(lines[3], "losses: none; unmatched device ops: 0");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files[1]).unwrap()).unwrap();
+    assert_eq!(json["session"]["duration_ns"], 0);
+}
