@@ -224,9 +224,13 @@ impl Collector {
         t.api_ns += dur;
         match class {
             ApiClass::Launch => {
-                (t.launch_api_calls, t.launch_api_ns) = (t.launch_api_calls + 1, t.launch_api_ns + dur)
+                t.launch_api_calls += 1;
+                t.launch_api_ns += dur;
             }
-            ApiClass::Sync => (t.sync_api_calls, t.sync_api_ns) = (t.sync_api_calls + 1, t.sync_api_ns + dur),
+            ApiClass::Sync => {
+                t.sync_api_calls += 1;
+                t.sync_api_ns += dur;
+            }
             ApiClass::Other => {}
         }
     }
