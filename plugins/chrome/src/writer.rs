@@ -18,6 +18,18 @@ use crate::tracks::{Naming, Tracks};
 /// id, category and name.
 pub const FLOW: &str = r#""cat":"flow","name":"launch""#;
 
+/// The JSON name of a copy of kind `k`.
+fn memcpy_name(k: CopyKind) -> &'static str {
+    match k {
+        CopyKind::Unknown => "\"Memcpy Unknown\"",
+        CopyKind::HostToDevice => "\"Memcpy HtoD\"",
+        CopyKind::DeviceToHost => "\"Memcpy DtoH\"",
+        CopyKind::DeviceToDevice => "\"Memcpy DtoD\"",
+        CopyKind::HostToHost => "\"Memcpy HtoH\"",
+        CopyKind::PeerToPeer => "\"Memcpy PtoP\"",
+    }
+}
+
 /// Counts the bytes written through it.
 #[derive(Debug)]
 struct Counting<W> {
@@ -50,6 +62,8 @@ pub struct TraceOptions {
 #[derive(Debug)]
 pub struct TraceWriter<W: Write> {
     out: Counting<W>,
+    /// The events of the record being written, handed to `out` in one call.
+    line: Vec<u8>,
     opts: TraceOptions,
     tracks: Tracks,
     leaves: Leaves,
@@ -66,6 +80,7 @@ impl<W: Write> TraceWriter<W> {
         out.write_all(b"{\"traceEvents\":[")?;
         Ok(Self {
             out: Counting { inner: out, bytes: 16 },
+            line: Vec::with_capacity(4096),
             tracks: Tracks::new(opts.demangle),
             opts,
             leaves: Leaves::default(),
@@ -82,6 +97,13 @@ impl<W: Write> TraceWriter<W> {
         self.out.bytes
     }
 
+    /// Hands the buffered events to the output.
+    fn emit(&mut self) -> io::Result<()> {
+        let r = self.out.write_all(&self.line);
+        self.line.clear();
+        r
+    }
+
     /// Device operations that overlapped work on every lane of their stream.
     pub fn overlaps(&self) -> u64 {
         self.tracks.overlaps
@@ -91,7 +113,7 @@ impl<W: Write> TraceWriter<W> {
     fn begin(&mut self) -> io::Result<()> {
         let sep: &[u8] = if self.first { b"\n" } else { b",\n" };
         self.first = false;
-        self.out.write_all(sep)
+        self.line.write_all(sep)
     }
 
     fn flush_namings(&mut self) -> io::Result<()> {
@@ -100,11 +122,11 @@ impl<W: Write> TraceWriter<W> {
             self.begin()?;
             match n {
                 Naming::Process(pid, name) => write!(
-                    self.out,
+                    self.line,
                     r#"{{"ph":"M","pid":{pid},"tid":0,"name":"process_name","args":{{"name":{name}}}}}"#
                 )?,
                 Naming::Thread((pid, tid), name) => write!(
-                    self.out,
+                    self.line,
                     r#"{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_name","args":{{"name":{name}}}}}"#
                 )?,
             }
@@ -116,6 +138,11 @@ impl<W: Write> TraceWriter<W> {
 
     /// Writes the events of one record.
     pub fn record(&mut self, r: &Record) -> io::Result<()> {
+        self.events(r)?;
+        self.emit()
+    }
+
+    fn events(&mut self, r: &Record) -> io::Result<()> {
         if r.is_definition() {
             self.tracks.define(r, &mut self.namings);
             self.leaves.define(r);
@@ -135,11 +162,11 @@ impl<W: Write> TraceWriter<W> {
 
     /// Writes `,"ts":T` (and `,"dur":D` when `dur` is given).
     fn times(&mut self, ts: u64, dur: Option<u64>) -> io::Result<()> {
-        self.out.write_all(b",\"ts\":")?;
-        write_us(&mut self.out, ts)?;
+        self.line.write_all(b",\"ts\":")?;
+        write_us(&mut self.line, ts)?;
         if let Some(d) = dur {
-            self.out.write_all(b",\"dur\":")?;
-            write_us(&mut self.out, d)?;
+            self.line.write_all(b",\"dur\":")?;
+            write_us(&mut self.line, d)?;
         }
         Ok(())
     }
@@ -148,18 +175,18 @@ impl<W: Write> TraceWriter<W> {
         let (pid, tid) = self.tracks.host_track(c.pid, c.tid, &mut self.namings);
         self.flush_namings()?;
         self.begin()?;
-        write!(self.out, r#"{{"ph":"X","pid":{pid},"tid":{tid}"#)?;
+        write!(self.line, r#"{{"ph":"X","pid":{pid},"tid":{tid}"#)?;
         self.times(c.start, Some(c.end.saturating_sub(c.start)))?;
-        write!(self.out, r#","cat":"api","name":{},"args":{{"#, self.tracks.name(c.name))?;
+        write!(self.line, r#","cat":"api","name":{},"args":{{"#, self.tracks.name(c.name))?;
         let mut sep = "";
         if let Some(corr) = c.correlation {
-            write!(self.out, r#""correlation":{}"#, corr.id)?;
+            write!(self.line, r#""correlation":{}"#, corr.id)?;
             sep = ",";
         }
         if c.result != 0 {
-            write!(self.out, r#"{sep}"result":{}"#, c.result)?;
+            write!(self.line, r#"{sep}"result":{}"#, c.result)?;
         }
-        self.out.write_all(b"}}")
+        self.line.write_all(b"}}")
     }
 
     fn device_op(&mut self, op: &DeviceOp) -> io::Result<()> {
@@ -167,60 +194,60 @@ impl<W: Write> TraceWriter<W> {
         let host = op.launch.map(|l| self.tracks.host_track(op.pid, l.tid, &mut self.namings));
         self.flush_namings()?;
         self.begin()?;
-        write!(self.out, r#"{{"ph":"X","pid":{pid},"tid":{tid}"#)?;
+        write!(self.line, r#"{{"ph":"X","pid":{pid},"tid":{tid}"#)?;
         self.times(op.start, Some(op.end.saturating_sub(op.start)))?;
-        let (cat, name) = self.op_name(op);
-        write!(self.out, r#","cat":"{cat}","name":{name},"args":{{"pid":{}"#, op.pid)?;
+        let (cat, name) = Self::op_name(&self.tracks, op);
+        write!(self.line, r#","cat":"{cat}","name":{name},"args":{{"pid":{}"#, op.pid)?;
         self.op_args(op)?;
-        self.out.write_all(b"}}")?;
+        self.line.write_all(b"}}")?;
         if let (Some(l), Some((hpid, htid))) = (op.launch, host) {
             let id = self.next_flow;
             self.next_flow += 1;
             self.begin()?;
-            write!(self.out, r#"{{"ph":"s","id":{id},{FLOW},"pid":{hpid},"tid":{htid}"#)?;
+            write!(self.line, r#"{{"ph":"s","id":{id},{FLOW},"pid":{hpid},"tid":{htid}"#)?;
             self.times(l.time, None)?;
-            self.out.write_all(b"}")?;
+            self.line.write_all(b"}")?;
             self.begin()?;
-            write!(self.out, r#"{{"ph":"f","bp":"e","id":{id},{FLOW},"pid":{pid},"tid":{tid}"#)?;
+            write!(self.line, r#"{{"ph":"f","bp":"e","id":{id},{FLOW},"pid":{pid},"tid":{tid}"#)?;
             self.times(op.start, None)?;
-            self.out.write_all(b"}")?;
+            self.line.write_all(b"}")?;
         }
         Ok(())
     }
 
-    fn op_name(&self, op: &DeviceOp) -> (&'static str, String) {
+    fn op_name<'t>(tracks: &'t Tracks, op: &DeviceOp) -> (&'static str, &'t str) {
         match op.kind {
-            DeviceOpKind::Kernel => ("kernel", self.tracks.name(op.name).to_owned()),
-            DeviceOpKind::Memcpy => ("memcpy", format!("\"Memcpy {}\"", op.copy.short_name())),
-            DeviceOpKind::Memset => ("memset", "\"Memset\"".to_owned()),
-            DeviceOpKind::Sync => ("sync", "\"Sync\"".to_owned()),
-            DeviceOpKind::Alloc => ("alloc", "\"Alloc\"".to_owned()),
-            DeviceOpKind::Free => ("free", "\"Free\"".to_owned()),
-            DeviceOpKind::Other => ("other", self.tracks.name(op.name).to_owned()),
+            DeviceOpKind::Kernel => ("kernel", tracks.name(op.name)),
+            DeviceOpKind::Memcpy => ("memcpy", memcpy_name(op.copy)),
+            DeviceOpKind::Memset => ("memset", "\"Memset\""),
+            DeviceOpKind::Sync => ("sync", "\"Sync\""),
+            DeviceOpKind::Alloc => ("alloc", "\"Alloc\""),
+            DeviceOpKind::Free => ("free", "\"Free\""),
+            DeviceOpKind::Other => ("other", tracks.name(op.name)),
         }
     }
 
     fn op_args(&mut self, op: &DeviceOp) -> io::Result<()> {
         if let Some(c) = op.correlation {
-            write!(self.out, r#","correlation":{}"#, c.id)?;
+            write!(self.line, r#","correlation":{}"#, c.id)?;
         }
         if op.bytes != 0 {
-            write!(self.out, r#","bytes":{}"#, op.bytes)?;
+            write!(self.line, r#","bytes":{}"#, op.bytes)?;
         }
         if let Some(k) = &op.kernel {
             let [gx, gy, gz] = k.grid;
             let [bx, by, bz] = k.block;
             write!(
-                self.out,
+                self.line,
                 r#","grid":[{gx},{gy},{gz}],"block":[{bx},{by},{bz}],"shared_memory":{},"registers":{}"#,
                 k.shared_memory, k.registers
             )?;
         }
         if let Some(g) = &op.graph {
-            write!(self.out, r#","graph":{},"graph_node":{}"#, g.graph, g.node)?;
+            write!(self.line, r#","graph":{},"graph_node":{}"#, g.graph, g.node)?;
         }
         if op.launch.is_none() {
-            self.out.write_all(br#","launch":"unknown launch site""#)?;
+            self.line.write_all(br#","launch":"unknown launch site""#)?;
         }
         Ok(())
     }
@@ -231,9 +258,9 @@ impl<W: Write> TraceWriter<W> {
         self.begin()?;
         let kind = if s.kind == SampleKind::OffCpu { "off-cpu" } else { "cpu" };
         let name = self.leaves.leaf(s.stack, &self.tracks);
-        write!(self.out, r#"{{"ph":"i","s":"t","pid":{pid},"tid":{tid},"cat":"{kind}","name":{name}"#)?;
+        write!(self.line, r#"{{"ph":"i","s":"t","pid":{pid},"tid":{tid},"cat":"{kind}","name":{name}"#)?;
         self.times(s.time, None)?;
-        write!(self.out, r#","args":{{"weight_ns":{},"stack":{}}}}}"#, s.weight, s.stack.0)
+        write!(self.line, r#","args":{{"weight_ns":{},"stack":{}}}}}"#, s.weight, s.stack.0)
     }
 
     fn marker(&mut self, a: &Annotation) -> io::Result<()> {
@@ -242,12 +269,12 @@ impl<W: Write> TraceWriter<W> {
         self.begin()?;
         let cat = if a.domain.is_none() { "\"marker\"" } else { self.tracks.name(a.domain) };
         write!(
-            self.out,
+            self.line,
             r#"{{"ph":"i","s":"t","pid":{pid},"tid":{tid},"cat":{cat},"name":{}"#,
             self.tracks.name(a.name)
         )?;
         self.times(a.start, None)?;
-        self.out.write_all(b"}")
+        self.line.write_all(b"}")
     }
 
     /// Ranges are async slices ("b"/"e"): user ranges may overlap API calls without nesting.
@@ -260,9 +287,12 @@ impl<W: Write> TraceWriter<W> {
         let name = self.tracks.name(a.name).to_owned();
         for (ph, ts) in [("b", a.start), ("e", a.end)] {
             self.begin()?;
-            write!(self.out, r#"{{"ph":"{ph}","id":{id},"cat":{cat},"name":{name},"pid":{pid},"tid":{tid}"#)?;
+            write!(
+                self.line,
+                r#"{{"ph":"{ph}","id":{id},"cat":{cat},"name":{name},"pid":{pid},"tid":{tid}"#
+            )?;
             self.times(ts, None)?;
-            self.out.write_all(b"}")?;
+            self.line.write_all(b"}")?;
         }
         Ok(())
     }
@@ -278,9 +308,9 @@ impl<W: Write> TraceWriter<W> {
         };
         self.flush_namings()?;
         self.begin()?;
-        write!(self.out, r#"{{"ph":"C","pid":{pid},"name":{}"#, self.tracks.name(c.name))?;
+        write!(self.line, r#"{{"ph":"C","pid":{pid},"name":{}"#, self.tracks.name(c.name))?;
         self.times(c.time, None)?;
-        write!(self.out, r#","args":{{"value":{}}}}}"#, c.value)
+        write!(self.line, r#","args":{{"value":{}}}}}"#, c.value)
     }
 
     fn loss(&mut self, l: &Loss) -> io::Result<()> {
@@ -290,9 +320,9 @@ impl<W: Write> TraceWriter<W> {
         self.flush_namings()?;
         self.begin()?;
         let name = quoted(&format!("lost {}: {cause}", l.count));
-        write!(self.out, r#"{{"ph":"i","s":"p","pid":{pid},"tid":{tid},"cat":"loss","name":{name}"#)?;
+        write!(self.line, r#"{{"ph":"i","s":"p","pid":{pid},"tid":{tid},"cat":"loss","name":{name}"#)?;
         self.times(l.time, None)?;
-        self.out.write_all(b"}")
+        self.line.write_all(b"}")
     }
 
     /// Closes the event array and writes the metadata block; returns the inner writer.
@@ -301,7 +331,7 @@ impl<W: Write> TraceWriter<W> {
         let losses =
             self.losses.iter().map(|(k, v)| format!("{}:{v}", quoted(k))).collect::<Vec<_>>().join(",");
         write!(
-            self.out,
+            self.line,
             "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{{\"tool\":\"xpuprof\",\"command\":[{}],\
              \"sources\":[{}],\"start_time_ns\":{},\"losses\":{{{losses}}},\"device_overlaps\":{}}}}}\n",
             list(&session.command),
@@ -309,6 +339,7 @@ impl<W: Write> TraceWriter<W> {
             session.start_time,
             self.tracks.overlaps,
         )?;
+        self.emit()?;
         self.out.flush()?;
         Ok(self.out.inner)
     }
