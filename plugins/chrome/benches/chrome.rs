@@ -3,7 +3,6 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use xpuprof_archive::sample;
 use xpuprof_plugin_chrome::{TraceOptions, TraceWriter};
-use xpuprof_sdk::SessionInfo;
 
 fn bench(c: &mut Criterion) {
     let records = sample::launches(100_000);
