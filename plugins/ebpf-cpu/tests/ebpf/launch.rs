@@ -108,3 +108,20 @@ fn uprobe_follows_a_library_loaded_later_with_dlopen() {
     assert_eq!(stacks.len(), 4, "{stacks:#?}");
     assert!(stacks.iter().all(|l| l.ends_with("main;dl_path;testLaunchKernel")), "{stacks:#?}");
 }
+
+#[test]
+fn launch_rate_limit_keeps_the_first_per_second_and_counts_the_rest() {
+    if !root_or_skip("launch_rate_limit_keeps_the_first_per_second_and_counts_the_rest") {
+        return;
+    }
+    // 1000 calls on one thread take well under a second even with the probe (~10 us a hit).
+    let cfg = "sample_hz = 0\nlaunch_probes = [\"testLaunchKernel\"]\nlaunch_max_per_sec_per_thread = 10";
+    let (records, status) = profile(cfg, &[&workload("launch_loop"), "1000"]);
+    assert!(status.success());
+    let s = Session::new(records);
+    let kept = s.launch_sites().len() as u64;
+    let skipped: u64 =
+        s.losses().iter().filter(|(c, _)| c == "launch stacks skipped by rate limit").map(|(_, n)| n).sum();
+    assert!((10..=20).contains(&kept), "kept {kept} launch stacks");
+    assert_eq!(kept + skipped, 1000, "every hit is either kept or counted; losses: {:?}", s.losses());
+}
