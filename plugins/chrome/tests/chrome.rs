@@ -153,3 +153,23 @@ fn long_run_streams_and_stays_valid() {
     let text = std::fs::read_to_string(dir.path().join("trace.json")).unwrap();
     assert_eq!(check_structure(&text), 20_000);
 }
+
+mod host;
+
+/// The session start is the real clock at record time: masked for the comparison.
+fn mask_start_time(text: &str) -> String {
+    let Some(i) = text.rfind("\"start_time_ns\":") else { return text.to_owned() };
+    let rest = &text[i + 16..];
+    let end = rest.find(',').unwrap_or(rest.len());
+    format!("{}\"start_time_ns\":0{}", &text[..i], &rest[end..])
+}
+
+#[test]
+fn scripted_session_through_the_host_matches_golden_and_is_valid() {
+    let Some(bin) = host::xpuprof(&["scripted", "chrome"]) else { return };
+    let out = tempfile::tempdir().unwrap();
+    host::record(&bin, "chrome", out.path());
+    let text = std::fs::read_to_string(out.path().join("trace.json")).unwrap();
+    assert!(check_structure(&text) > 0);
+    golden("scripted.trace.json", &mask_start_time(&text));
+}

@@ -66,3 +66,13 @@ fn write_sample_svg_for_screenshot() {
     let dir = std::env::var("XPUPROF_SCREENSHOT_DIR").expect("XPUPROF_SCREENSHOT_DIR");
     std::fs::write(Path::new(&dir).join("flamegraph.svg"), run(&sample::session())).unwrap();
 }
+
+mod host;
+
+#[test]
+fn scripted_session_through_the_host_matches_golden() {
+    let Some(bin) = host::xpuprof(&["scripted", "flamegraph"]) else { return };
+    let out = tempfile::tempdir().unwrap();
+    host::record(&bin, "flamegraph", out.path());
+    golden("scripted.svg", &std::fs::read_to_string(out.path().join("flamegraph.svg")).unwrap());
+}

@@ -116,3 +116,13 @@ fn min_weight_drops_light_stacks() {
     assert!(text.lines().all(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap() >= 50), "{text}");
     assert!(text.contains("ampere_sgemm_128x64_nn 200\n"), "{text}");
 }
+
+mod host;
+
+#[test]
+fn scripted_session_through_the_host_matches_golden() {
+    let Some(bin) = host::xpuprof(&["scripted", "folded"]) else { return };
+    let out = tempfile::tempdir().unwrap();
+    host::record(&bin, "folded", out.path());
+    golden("scripted.folded", &std::fs::read_to_string(out.path().join("profile.folded")).unwrap());
+}
