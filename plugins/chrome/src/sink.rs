@@ -37,6 +37,11 @@ impl ChromeSink {
         Ok(Self { writer: Some(writer), path, session, log, warn_bytes, warned: false })
     }
 
+    /// Whether the file passed the warning size and the user was told.
+    pub fn size_warning_given(&self) -> bool {
+        self.warned
+    }
+
     fn fail(&self, e: std::io::Error) -> PluginError {
         PluginError::new(format!("failed to write {}: {e}", self.path.display()))
     }

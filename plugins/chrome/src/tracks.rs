@@ -83,16 +83,17 @@ impl Tracks {
                 let cmd = self.raw(d.command).unwrap_or_default();
                 let exe = cmd.split_whitespace().next().unwrap_or("process");
                 let exe = exe.rsplit('/').next().unwrap_or(exe);
-                self.name_process(d.pid, &format!("{exe} ({})", d.pid), out);
+                self.rename_process(d.pid, &format!("{exe} ({})", d.pid), out);
             }
             Record::Thread(d) => {
                 let name = self.raw(d.name).unwrap_or_else(|| format!("thread {}", d.tid));
-                self.name_thread((d.pid, d.tid), &name, out);
+                self.named_threads.insert((d.pid, d.tid));
+                out.push(Naming::Thread((d.pid, d.tid), crate::json::quoted(&name)));
             }
             Record::Device(d) => {
                 self.devices.insert(d.id, (d.index, d.name));
                 let name = self.raw(d.name).unwrap_or_else(|| "device".into());
-                self.name_process(DEVICE_BASE + d.id.0, &format!("GPU {} ({name})", d.index), out);
+                self.rename_process(DEVICE_BASE + d.id.0, &format!("GPU {} ({name})", d.index), out);
             }
             Record::Stream(d) => {
                 self.streams.insert(d.id, Stream { device: d.device, native_id: d.native_id, name: d.name });
@@ -105,6 +106,12 @@ impl Tracks {
         if self.named_pids.insert(pid) {
             out.push(Naming::Process(pid, crate::json::quoted(name)));
         }
+    }
+
+    /// Names `pid` even if it already had a (placeholder) name: the last name wins.
+    fn rename_process(&mut self, pid: u32, name: &str, out: &mut Vec<Naming>) {
+        self.named_pids.insert(pid);
+        out.push(Naming::Process(pid, crate::json::quoted(name)));
     }
 
     fn name_thread(&mut self, track: Track, name: &str, out: &mut Vec<Naming>) {

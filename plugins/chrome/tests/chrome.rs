@@ -154,6 +154,21 @@ fn long_run_streams_and_stays_valid() {
     assert_eq!(check_structure(&text), 20_000);
 }
 
+#[test]
+fn warns_once_the_file_passes_the_size_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = TraceOptions { demangle: true, cpu_samples: true };
+    let mut sink = ChromeSink::new(opts, session_info(dir.path()), 1 << 20, Logger::stderr()).unwrap();
+    let records = sample::launches(5_000);
+    sink.consume(&records[..200]).unwrap();
+    assert!(!sink.size_warning_given());
+    for b in records[200..].chunks(500) {
+        sink.consume(b).unwrap();
+    }
+    assert!(sink.size_warning_given(), "no warning past 1 MB");
+    sink.finish().unwrap();
+}
+
 mod host;
 
 /// The session start is the real clock at record time: masked for the comparison.
