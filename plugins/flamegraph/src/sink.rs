@@ -13,15 +13,22 @@ use crate::render::{render, RenderOptions};
 #[derive(Debug)]
 pub struct FlamegraphSink {
     builder: FoldedBuilder,
+    view: View,
     render: RenderOptions,
     path: PathBuf,
     log: Logger,
 }
 
 impl FlamegraphSink {
-    /// A sink writing `<out_dir>/flamegraph.svg`.
-    pub fn new(opts: FoldedOptions, render: RenderOptions, out_dir: PathBuf, log: Logger) -> Self {
-        Self { builder: FoldedBuilder::new(opts), render, path: out_dir.join("flamegraph.svg"), log }
+    /// A sink writing `<out_dir>/flamegraph.svg` of `view`.
+    pub fn new(
+        opts: FoldedOptions,
+        view: View,
+        render: RenderOptions,
+        out_dir: PathBuf,
+        log: Logger,
+    ) -> Self {
+        Self { builder: FoldedBuilder::new(opts), view, render, path: out_dir.join("flamegraph.svg"), log }
     }
 
     fn write(&self) -> std::io::Result<bool> {
@@ -29,7 +36,7 @@ impl FlamegraphSink {
             std::fs::create_dir_all(dir)?;
         }
         let lines: Vec<String> =
-            self.builder.lines(View::All).into_iter().map(|(stack, w)| format!("{stack} {w}")).collect();
+            self.builder.lines(self.view).into_iter().map(|(stack, w)| format!("{stack} {w}")).collect();
         let mut out = BufWriter::new(File::create(&self.path)?);
         let drawn = render(&lines, &self.render, &mut out)?;
         out.flush()?;
@@ -49,6 +56,12 @@ impl Sink for FlamegraphSink {
                 "title of the flame graph",
             ),
             ConfigKey::new("width", Integer, "1200", "image width in pixels"),
+            ConfigKey::new(
+                "view",
+                String,
+                "\"all\"",
+                "\"all\" (CPU samples and GPU work), \"cpu\" (CPU samples only) or \"gpu\" (GPU work under launch stacks)",
+            ),
         ]);
         PluginInfo {
             name: "flamegraph",
@@ -70,7 +83,12 @@ impl Sink for FlamegraphSink {
                 PluginError::new(format!("config key `width` is {width}; it must be at least 100"))
             })?,
         };
-        Ok(Self::new(opts, render, ctx.session.output_dir, ctx.log))
+        let view = match ctx.config.choice("view", &["all", "cpu", "gpu"], "all")?.as_str() {
+            "cpu" => View::Cpu,
+            "gpu" => View::Gpu,
+            _ => View::All,
+        };
+        Ok(Self::new(opts, view, render, ctx.session.output_dir, ctx.log))
     }
 
     fn consume(&mut self, records: &[Record]) -> PluginResult<()> {

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use xpuprof_archive::sample;
-use xpuprof_plugin_flamegraph::fold::FoldedOptions;
+use xpuprof_plugin_flamegraph::fold::{FoldedOptions, View};
 use xpuprof_plugin_flamegraph::{FlamegraphSink, RenderOptions};
 use xpuprof_sdk::{Logger, Sink};
 
@@ -18,20 +18,32 @@ fn golden(name: &str, actual: &str) {
     assert!(actual == expected, "{name} differs from the golden file; XPUPROF_BLESS=1 regenerates it");
 }
 
-fn run(records: &[xpuprof_sdk::model::Record]) -> String {
+fn run_view(records: &[xpuprof_sdk::model::Record], view: View) -> String {
     let dir = tempfile::tempdir().unwrap();
     let ro = RenderOptions {
         title: "xpuprof test".into(),
         subtitle: Some("python3 train.py".into()),
         width: 1200,
     };
-    let mut sink = FlamegraphSink::new(FoldedOptions::default(), ro, dir.path().to_owned(), Logger::stderr());
+    let mut sink =
+        FlamegraphSink::new(FoldedOptions::default(), view, ro, dir.path().to_owned(), Logger::stderr());
     for b in records.chunks(9) {
         sink.consume(b).unwrap();
     }
     let files = sink.finish().unwrap();
     assert_eq!(files, [dir.path().join("flamegraph.svg")]);
     std::fs::read_to_string(&files[0]).unwrap()
+}
+
+fn run(records: &[xpuprof_sdk::model::Record]) -> String {
+    run_view(records, View::All)
+}
+
+#[test]
+fn gpu_view_shows_only_gpu_work() {
+    let svg = run_view(&sample::session(), View::Gpu);
+    assert!(svg.contains("[GPU_Kernel]ampere_sgemm_128x64_nn"));
+    assert!(!svg.contains("[off-cpu]"), "CPU samples in the GPU view");
 }
 
 #[test]
