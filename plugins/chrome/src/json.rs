@@ -36,6 +36,45 @@ pub fn write_us(w: &mut dyn Write, ns: u64) -> io::Result<()> {
     write!(w, "{}.{:03}", ns / 1000, ns % 1000)
 }
 
+/// Appends JSON text to a byte buffer without going through `core::fmt` (the hot path writes
+/// several events per launch).
+pub trait Push {
+    /// Appends literal text.
+    fn s(&mut self, s: &str) -> &mut Self;
+    /// Appends an unsigned integer.
+    fn n(&mut self, v: u64) -> &mut Self;
+    /// Appends nanoseconds as microseconds with three decimals (see [`write_us`]).
+    fn us(&mut self, ns: u64) -> &mut Self;
+}
+
+impl Push for Vec<u8> {
+    #[inline]
+    fn s(&mut self, s: &str) -> &mut Self {
+        self.extend_from_slice(s.as_bytes());
+        self
+    }
+
+    #[inline]
+    fn n(&mut self, v: u64) -> &mut Self {
+        let mut b = itoa::Buffer::new();
+        self.extend_from_slice(b.format(v).as_bytes());
+        self
+    }
+
+    #[inline]
+    fn us(&mut self, ns: u64) -> &mut Self {
+        self.n(ns / 1000);
+        let f = ns % 1000;
+        self.extend_from_slice(&[
+            b'.',
+            b'0' + (f / 100) as u8,
+            b'0' + (f / 10 % 10) as u8,
+            b'0' + (f % 10) as u8,
+        ]);
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,6 +82,16 @@ mod tests {
     #[test]
     fn escapes_quotes_backslashes_and_controls() {
         assert_eq!(quoted("a\"b\\c\nd\u{1}"), r#""a\"b\\c\nd\u0001""#);
+    }
+
+    #[test]
+    fn push_writes_what_write_us_writes() {
+        for ns in [0, 7, 999, 1000, 1_000_000_007, u64::MAX] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            write_us(&mut a, ns).unwrap();
+            b.us(ns);
+            assert_eq!(a, b);
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::SessionInfo;
 
-use crate::json::{quoted, write_us};
+use crate::json::{quoted, write_us, Push};
 use crate::leaves::Leaves;
 use crate::tracks::{Naming, Tracks};
 
@@ -27,6 +27,27 @@ fn memcpy_name(k: CopyKind) -> &'static str {
         CopyKind::DeviceToDevice => "\"Memcpy DtoD\"",
         CopyKind::HostToHost => "\"Memcpy HtoH\"",
         CopyKind::PeerToPeer => "\"Memcpy PtoP\"",
+    }
+}
+
+/// Appends the `args` of device operation `op` after its `pid`.
+fn op_args(l: &mut Vec<u8>, op: &DeviceOp) {
+    if let Some(c) = op.correlation {
+        l.s(r#","correlation":"#).n(c.id);
+    }
+    if op.bytes != 0 {
+        l.s(r#","bytes":"#).n(op.bytes);
+    }
+    if let Some(k) = &op.kernel {
+        l.s(r#","grid":["#).n(k.grid[0].into()).s(",").n(k.grid[1].into()).s(",").n(k.grid[2].into());
+        l.s(r#"],"block":["#).n(k.block[0].into()).s(",").n(k.block[1].into()).s(",").n(k.block[2].into());
+        l.s(r#"],"shared_memory":"#).n(k.shared_memory.into()).s(r#","registers":"#).n(k.registers.into());
+    }
+    if let Some(g) = &op.graph {
+        l.s(r#","graph":"#).n(g.graph).s(r#","graph_node":"#).n(g.node);
+    }
+    if op.launch.is_none() {
+        l.s(r#","launch":"unknown launch site""#);
     }
 }
 
@@ -175,18 +196,20 @@ impl<W: Write> TraceWriter<W> {
         let (pid, tid) = self.tracks.host_track(c.pid, c.tid, &mut self.namings);
         self.flush_namings()?;
         self.begin()?;
-        write!(self.line, r#"{{"ph":"X","pid":{pid},"tid":{tid}"#)?;
-        self.times(c.start, Some(c.end.saturating_sub(c.start)))?;
-        write!(self.line, r#","cat":"api","name":{},"args":{{"#, self.tracks.name(c.name))?;
+        let l = &mut self.line;
+        l.s(r#"{"ph":"X","pid":"#).n(pid.into()).s(r#","tid":"#).n(tid.into());
+        l.s(r#","ts":"#).us(c.start).s(r#","dur":"#).us(c.end.saturating_sub(c.start));
+        l.s(r#","cat":"api","name":"#).s(self.tracks.name(c.name)).s(r#","args":{"#);
         let mut sep = "";
         if let Some(corr) = c.correlation {
-            write!(self.line, r#""correlation":{}"#, corr.id)?;
+            l.s(r#""correlation":"#).n(corr.id);
             sep = ",";
         }
         if c.result != 0 {
-            write!(self.line, r#"{sep}"result":{}"#, c.result)?;
+            write!(l, r#"{sep}"result":{}"#, c.result)?;
         }
-        self.line.write_all(b"}}")
+        l.s("}}");
+        Ok(())
     }
 
     fn device_op(&mut self, op: &DeviceOp) -> io::Result<()> {
@@ -194,23 +217,27 @@ impl<W: Write> TraceWriter<W> {
         let host = op.launch.map(|l| self.tracks.host_track(op.pid, l.tid, &mut self.namings));
         self.flush_namings()?;
         self.begin()?;
-        write!(self.line, r#"{{"ph":"X","pid":{pid},"tid":{tid}"#)?;
-        self.times(op.start, Some(op.end.saturating_sub(op.start)))?;
         let (cat, name) = Self::op_name(&self.tracks, op);
-        write!(self.line, r#","cat":"{cat}","name":{name},"args":{{"pid":{}"#, op.pid)?;
-        self.op_args(op)?;
-        self.line.write_all(b"}}")?;
-        if let (Some(l), Some((hpid, htid))) = (op.launch, host) {
+        let l = &mut self.line;
+        l.s(r#"{"ph":"X","pid":"#).n(pid.into()).s(r#","tid":"#).n(tid.into());
+        l.s(r#","ts":"#).us(op.start).s(r#","dur":"#).us(op.end.saturating_sub(op.start));
+        l.s(r#","cat":""#).s(cat).s(r#"","name":"#).s(name).s(r#","args":{"pid":"#).n(op.pid.into());
+        op_args(l, op);
+        l.s("}}");
+        if let (Some(launch), Some((hpid, htid))) = (op.launch, host) {
             let id = self.next_flow;
             self.next_flow += 1;
-            self.begin()?;
-            write!(self.line, r#"{{"ph":"s","id":{id},{FLOW},"pid":{hpid},"tid":{htid}"#)?;
-            self.times(l.time, None)?;
-            self.line.write_all(b"}")?;
-            self.begin()?;
-            write!(self.line, r#"{{"ph":"f","bp":"e","id":{id},{FLOW},"pid":{pid},"tid":{tid}"#)?;
-            self.times(op.start, None)?;
-            self.line.write_all(b"}")?;
+            let l = &mut self.line;
+            l.s(",\n").s(r#"{"ph":"s","id":"#).n(id).s(",").s(FLOW);
+            l.s(r#","pid":"#)
+                .n(hpid.into())
+                .s(r#","tid":"#)
+                .n(htid.into())
+                .s(r#","ts":"#)
+                .us(launch.time)
+                .s("}");
+            l.s(",\n").s(r#"{"ph":"f","bp":"e","id":"#).n(id).s(",").s(FLOW);
+            l.s(r#","pid":"#).n(pid.into()).s(r#","tid":"#).n(tid.into()).s(r#","ts":"#).us(op.start).s("}");
         }
         Ok(())
     }
@@ -225,31 +252,6 @@ impl<W: Write> TraceWriter<W> {
             DeviceOpKind::Free => ("free", "\"Free\""),
             DeviceOpKind::Other => ("other", tracks.name(op.name)),
         }
-    }
-
-    fn op_args(&mut self, op: &DeviceOp) -> io::Result<()> {
-        if let Some(c) = op.correlation {
-            write!(self.line, r#","correlation":{}"#, c.id)?;
-        }
-        if op.bytes != 0 {
-            write!(self.line, r#","bytes":{}"#, op.bytes)?;
-        }
-        if let Some(k) = &op.kernel {
-            let [gx, gy, gz] = k.grid;
-            let [bx, by, bz] = k.block;
-            write!(
-                self.line,
-                r#","grid":[{gx},{gy},{gz}],"block":[{bx},{by},{bz}],"shared_memory":{},"registers":{}"#,
-                k.shared_memory, k.registers
-            )?;
-        }
-        if let Some(g) = &op.graph {
-            write!(self.line, r#","graph":{},"graph_node":{}"#, g.graph, g.node)?;
-        }
-        if op.launch.is_none() {
-            self.line.write_all(br#","launch":"unknown launch site""#)?;
-        }
-        Ok(())
     }
 
     fn sample(&mut self, s: &CpuSample) -> io::Result<()> {
