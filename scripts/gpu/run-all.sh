@@ -19,7 +19,7 @@ INC=$CUDA_HOME/targets/x86_64-linux/include
 LIB=$CUDA_HOME/targets/x86_64-linux/lib
 AGENT=$CARRY/libxpuprof_cupti_agent.so
 BENCH_N=${BENCH_N:-200000}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 STEPS=${*:-capture test bench}
 mkdir -p "$OUT" "$W/bin" "$W/fixtures" "$W/logs"
 SUMMARY=$W/summary.txt
@@ -47,7 +47,7 @@ declare -A SIZE=([basic]=50 [multi_stream]=200 [multi_thread]=500 [driver_launch
 
 # ---- capture: raw agent streams for the CI decoder tests ---------------------------------------
 if [[ " $STEPS " == *" capture "* ]]; then
-  for p in basic multi_stream multi_thread driver_launch graph_launch; do
+  for p in basic multi_stream multi_thread driver_launch graph_launch launch_bench; do
     d=$W/fixtures/$p; rm -rf "$d"; mkdir -p "$d"
     opts="verbose=1"; [ "$p" = basic ] && opts="verbose=1,api=all"
     CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$d XPUPROF_CUPTI_OPTS=$opts \
@@ -74,7 +74,18 @@ if [[ " $STEPS " == *" test "* ]]; then
       res=$(python3 scripts/gpu/check_profile.py "$o" "$W/logs/test-$p.out" "$W/logs/test-$p.err" 2>&1 | tail -1)
       row "test $p" "rc=$rc $res"
     done
-    (cd "$W" && tar czf "$OUT/profiles.tar.gz" out)
+    # Ctrl+C: the agent flushes on SIGINT, so an interrupted run still has its kernels.
+    o=$W/out/sigint; rm -rf "$o"
+    timeout -s INT 4 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded,chrome -o "$o" -- \
+      "$W/bin/launch_bench" 100000000 >"$W/logs/test-sigint.out" 2>"$W/logs/test-sigint.err"
+    rc=$?
+    k=$(grep -c '\[GPU_Kernel\]' "$o/profile.folded" 2>/dev/null)
+    u=$(grep -c 'unknown launch site' "$o/profile.folded" 2>/dev/null)
+    row "test sigint (Ctrl+C after 4 s)" "rc=$rc folded_kernel_lines=${k:-0} unknown_site_lines=${u:-0} $(grep -o '[0-9]* kernels' "$W/logs/test-sigint.err" | head -1)"
+    # No xpuprof host listening: the agent must switch itself off and the program run unharmed.
+    CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_SOCKET=/nonexistent/sock "$W/bin/basic" 2 >"$W/logs/test-nohost.out" 2>"$W/logs/test-nohost.err"
+    row "test no host" "rc=$? $(head -c 200 "$W/logs/test-nohost.err" | tr '\n' ' ')"
+    (cd "$W" && tar czf "$OUT/profiles.tar.gz" --exclude=out/sigint/trace.json --exclude=out/launch_bench/trace.json out)
   else
     row "test" "skipped: no $CARRY/xpuprof"
   fi
@@ -89,10 +100,16 @@ if [[ " $STEPS " == *" bench "* ]]; then
       unprofiled) "$B" "$BENCH_N" ;;
       cupti_alone) CUDA_INJECTION64_PATH=$W/bin/libcupti_alone.so "$B" "$BENCH_N" ;;
       agent_dump) rm -rf "$W/dump" && mkdir -p "$W/dump" && CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump "$B" "$BENCH_N" ;;
+      agent_runtime_cb) rm -rf "$W/dump" && mkdir -p "$W/dump" && CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump \
+        XPUPROF_CUPTI_OPTS=runtime_callbacks=1 "$B" "$BENCH_N" ;;
+      agent_nostacks) rm -rf "$W/dump" && mkdir -p "$W/dump" && CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump \
+        XPUPROF_CUPTI_OPTS=stacks=off "$B" "$BENCH_N" ;;
+      agent_nocallbacks) rm -rf "$W/dump" && mkdir -p "$W/dump" && CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump \
+        XPUPROF_CUPTI_OPTS=stacks=off,api=off "$B" "$BENCH_N" ;;
       xpuprof) "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded -o "$W/bench-out" -- "$B" "$BENCH_N" ;;
     esac
   }
-  CFGS="unprofiled cupti_alone agent_dump"
+  CFGS="unprofiled cupti_alone agent_nocallbacks agent_nostacks agent_runtime_cb agent_dump"
   [ -x "$CARRY/xpuprof" ] && CFGS="$CFGS xpuprof"
   for r in $(seq 1 "$ROUNDS"); do
     for c in $CFGS; do

@@ -62,6 +62,10 @@ pub struct Config {
     pub buffer_bytes: usize,
     /// Print a summary line to stderr at exit.
     pub verbose: bool,
+    /// Also take callbacks on runtime-API launches. Off by default: every runtime launch runs
+    /// through a driver launch call with the same correlation id, so the driver callbacks alone
+    /// see every launch (runtime and driver API) at half the callback cost.
+    pub runtime_callbacks: bool,
 }
 
 impl Default for Config {
@@ -82,6 +86,7 @@ impl Default for Config {
             max_depth: 64,
             buffer_bytes: 8 << 20,
             verbose: false,
+            runtime_callbacks: false,
         }
     }
 }
@@ -101,7 +106,7 @@ impl Config {
     }
 
     /// Applies `key=value,...`: booleans `kernels memcpy memset sync memory nvtx devices
-    /// overhead verbose` (0/1), `api=launches|all|off`, `stacks=agent|ebpf|both|off`,
+    /// overhead verbose runtime_callbacks` (0/1), `api=launches|all|off`, `stacks=agent|ebpf|both|off`,
     /// `depth=N`, `buffer_kib=N`.
     pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
         for item in opts.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -121,6 +126,7 @@ impl Config {
                 "devices" => self.devices = flag()?,
                 "overhead" => self.overhead = flag()?,
                 "verbose" => self.verbose = flag()?,
+                "runtime_callbacks" => self.runtime_callbacks = flag()?,
                 "api" => {
                     self.api = match v {
                         "launches" => ApiMode::Launches,

@@ -302,9 +302,12 @@ fn clock_pair(a: &Agent, out: &mut Vec<u8>) {
     wire::end_message(out, at);
 }
 
-/// True for launch-class API names (the calls that get a launch site).
+/// True for the API names that get a launch site: calls that put work on a device (kernel and
+/// graph launches, copies, sets, prefetches) and the calls whose device-side records (memory
+/// allocation/free, synchronization) carry their correlation id, so every device record joins a
+/// call site.
 pub fn is_launch_api(name: &str) -> bool {
-    const PREFIXES: [&str; 10] = [
+    const PREFIXES: [&str; 26] = [
         "cudaLaunch",
         "__cudaLaunch",
         "cudaGraphLaunch",
@@ -315,6 +318,22 @@ pub fn is_launch_api(name: &str) -> bool {
         "cuMemcpy",
         "cuMemset",
         "cudaMemPrefetch",
+        "cuMemPrefetch",
+        "cudaMalloc",
+        "cudaFree",
+        "cuMemAlloc",
+        "cuMemFree",
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaStreamWaitEvent",
+        "cudaDeviceReset",
+        "cuCtxSynchronize",
+        "cuStreamSynchronize",
+        "cuEventSynchronize",
+        "cuStreamWaitEvent",
+        "cudaMemPoolTrim",
+        "cuMemPoolTrim",
     ];
     PREFIXES.iter().any(|p| name.starts_with(p)) && !name.contains("HostFunc")
 }
@@ -329,10 +348,14 @@ fn enable(a: &Agent) -> Result<(), sys::CuptiError> {
     let c = &a.config;
     let mut names = Vec::new();
     let mut nnames = 0u32;
+    let runtime_cb = c.runtime_callbacks;
     for (domain, size) in [
         (wire::DOMAIN_RUNTIME, ffi::CUpti_runtime_api_trace_cbid_enum::CUPTI_RUNTIME_TRACE_CBID_SIZE),
         (wire::DOMAIN_DRIVER, ffi::CUpti_driver_api_trace_cbid_enum::CUPTI_DRIVER_TRACE_CBID_SIZE),
     ] {
+        if domain == wire::DOMAIN_RUNTIME && !runtime_cb {
+            continue;
+        }
         for cbid in 1..size {
             let Some(name) = lib.callback_name(domain as u32, cbid) else { continue };
             if !is_launch_api(&name) {
