@@ -14,7 +14,7 @@ mod tracks;
 mod writer;
 
 pub use sink::ChromeSink;
-pub use tracks::DEVICE_BASE;
+pub use tracks::{DEVICE_BASE, STREAM_BASE};
 pub use writer::{TraceOptions, TraceWriter};
 
 /// Demangles an Itanium C++ name (`_Z...`); `None` when `name` is not one.

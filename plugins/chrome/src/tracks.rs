@@ -3,7 +3,7 @@
 //!
 //! Host events use the real pid/tid. Each device is a process with pid
 //! [`DEVICE_BASE`] + device id, and each of its streams a thread with tid
-//! [`DEVICE_BASE`] + stream id (+ `lane << 20` for overflow lanes), above any Linux pid or tid
+//! [`STREAM_BASE`] + stream id (+ `lane << 20` for overflow lanes), above any Linux pid or tid
 //! (at most 2^22), so device tracks never collide with host ones. Device work that overlaps the
 //! previous operation of its stream goes to an overflow lane, so slices always nest.
 
@@ -12,7 +12,10 @@ use std::collections::{HashMap, HashSet};
 use xpuprof_sdk::model::*;
 
 /// First pid/tid used for device tracks.
-pub const DEVICE_BASE: u32 = 1 << 30;
+pub const DEVICE_BASE: u32 = 0x4000_0000;
+/// First tid used for device stream tracks: apart from device pids, because Perfetto keys
+/// threads by tid and a process's metadata event also names its thread `tid == pid`.
+pub const STREAM_BASE: u32 = 0x6000_0000;
 /// Overflow lanes per stream; beyond this, overlapping work shares the last lane.
 const MAX_LANES: u32 = 16;
 
@@ -157,7 +160,7 @@ impl Tracks {
             }
         };
         lanes[lane] = lanes[lane].max(op.end);
-        let tid = DEVICE_BASE + op.stream.0 + ((lane as u32) << 20);
+        let tid = STREAM_BASE + (op.stream.0 & 0xf_ffff) + ((lane as u32) << 20);
         if !self.named_threads.contains(&(pid, tid)) {
             let name = self.stream_name(op.stream, lane);
             self.name_thread((pid, tid), &name, out);

@@ -144,7 +144,7 @@ impl<W: Write> TraceWriter<W> {
             match n {
                 Naming::Process(pid, name) => write!(
                     self.line,
-                    r#"{{"ph":"M","pid":{pid},"tid":0,"name":"process_name","args":{{"name":{name}}}}}"#
+                    r#"{{"ph":"M","pid":{pid},"name":"process_name","args":{{"name":{name}}}}}"#
                 )?,
                 Naming::Thread((pid, tid), name) => write!(
                     self.line,

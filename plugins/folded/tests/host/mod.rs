@@ -1,12 +1,42 @@
 //! Runs the real `xpuprof` binary with the scripted source plugin, for end-to-end tests.
 //!
-//! The tests need `target/debug/xpuprof` and the plugin libraries next to it; build them with
-//! `cargo build -p xpuprof-core -p xpuprof-plugin-scripted -p xpuprof-plugin-folded
-//! -p xpuprof-plugin-chrome -p xpuprof-plugin-archive -p xpuprof-plugin-flamegraph`. Without
-//! them the tests are skipped with that reason printed.
+//! `cargo test` builds a plugin crate only as an rlib, so the helper first runs `cargo build`
+//! for the host, the scripted source and the sinks (a no-op when they are fresh): the plugin
+//! libraries the host loads are then the code under test, not a stale build. If that build
+//! fails (another crate of the workspace is broken), the tests are skipped with the reason.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
+
+const PACKAGES: &[&str] = &[
+    "xpuprof-core",
+    "xpuprof-plugin-scripted",
+    "xpuprof-plugin-folded",
+    "xpuprof-plugin-chrome",
+    "xpuprof-plugin-archive",
+    "xpuprof-plugin-flamegraph",
+];
+
+/// Builds the host and the plugins once per test binary; `Err` says why not.
+fn build() -> &'static Result<(), String> {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let mut cmd = Command::new(option_env!("CARGO").unwrap_or("cargo"));
+        cmd.arg("build").current_dir(env!("CARGO_MANIFEST_DIR"));
+        if target_dir().ends_with("release") {
+            cmd.arg("--release");
+        }
+        for p in PACKAGES {
+            cmd.args(["-p", p]);
+        }
+        match cmd.output() {
+            Ok(o) if o.status.success() => Ok(()),
+            Ok(o) => Err(format!("cargo build failed:\n{}", String::from_utf8_lossy(&o.stderr))),
+            Err(e) => Err(format!("failed to run cargo: {e}")),
+        }
+    })
+}
 
 /// `target/<profile>/`, where cargo put this test binary's parent directory.
 fn target_dir() -> PathBuf {
@@ -17,6 +47,10 @@ fn target_dir() -> PathBuf {
 /// The `xpuprof` binary, or `None` (with the reason printed) when it or a needed plugin is
 /// not built.
 pub fn xpuprof(plugins: &[&str]) -> Option<PathBuf> {
+    if let Err(why) = build() {
+        eprintln!("SKIPPED: end-to-end test could not build the host and plugins: {why}");
+        return None;
+    }
     let dir = target_dir();
     let bin = dir.join("xpuprof");
     let mut missing: Vec<String> = Vec::new();
