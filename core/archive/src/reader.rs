@@ -157,7 +157,11 @@ impl Reader {
                 }
             };
             if h.location == END_LOCATION {
-                self.total = Some(h.first_seq);
+                if h.payload_len != 0 || h.records != 0 || !h.check(&raw, &[]) {
+                    self.scan_error = Some((offset, "damaged end marker"));
+                } else {
+                    self.total = Some(h.first_seq);
+                }
                 return Ok(());
             }
             self.chunks.push(Indexed { offset, header: h });

@@ -102,7 +102,10 @@ fn a_crash_leaves_the_flushed_prefix_readable() {
     assert_eq!(got, encoded(&records[..n as usize]));
 }
 
-fn damaged_replay(bytes: &[u8], original: &[Record]) {
+/// Replays `bytes`, a damaged copy of `archive` (the archive of `original`): the records
+/// delivered must be a prefix of the original ones, and any change must be reported with the
+/// file and a byte offset inside it.
+fn damaged_replay(bytes: &[u8], archive: &[u8], original: &[Record]) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("trace.xpa");
     std::fs::write(&file, bytes).unwrap();
@@ -112,8 +115,9 @@ fn damaged_replay(bytes: &[u8], original: &[Record]) {
             let all = encoded(original);
             assert!(got.len() <= all.len() && got == all[..got.len()], "delivered records are not a prefix");
             assert_eq!(codec::decode_all(&got).unwrap().len() as u64, n);
-            if bytes.len() != all.len() {
+            if bytes != archive {
                 let e = damage.expect("damage must be reported");
+                assert!(e.to_string().contains("trace.xpa"), "{e}");
                 assert!(
                     matches!(e, ArchiveError::Corrupt { offset, .. } if offset <= bytes.len() as u64),
                     "{e}"
@@ -134,23 +138,50 @@ fn every_truncation_delivers_a_prefix_and_reports_where() {
     let records = sample::session();
     let bytes = archive_bytes(&records);
     for cut in 0..bytes.len() {
-        damaged_replay(&bytes[..cut], &records);
+        damaged_replay(&bytes[..cut], &bytes, &records);
     }
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn corrupted_bytes_never_panic(flips in proptest::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 1..6)) {
         let records = sample::session();
-        let mut bytes = archive_bytes(&records);
+        let archive = archive_bytes(&records);
+        let mut bytes = archive.clone();
         for (at, x) in flips {
             let i = at.index(bytes.len());
             bytes[i] ^= x;
         }
-        damaged_replay(&bytes, &records);
+        damaged_replay(&bytes, &archive, &records);
     }
+
+    /// A run long enough for several chunks per location, damaged and cut anywhere.
+    #[test]
+    fn damaged_multi_chunk_archives_deliver_a_prefix(
+        at in any::<prop::sample::Index>(),
+        x in 1u8..=255,
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let records = sample::launches(12_000);
+        let whole = big_archive(&records);
+        let mut bytes = whole.clone();
+        let i = at.index(bytes.len());
+        bytes[i] ^= x;
+        damaged_replay(&bytes, whole, &records);
+        damaged_replay(&whole[..cut.index(whole.len())], whole, &records);
+    }
+}
+
+/// The archive of `records` written in batches of 1000, built once per test binary.
+fn big_archive(records: &[Record]) -> &'static Vec<u8> {
+    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BYTES.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), records, 1000);
+        std::fs::read(dir.path().join("archive/trace.xpa")).unwrap()
+    })
 }
 
 #[test]
