@@ -1,4 +1,5 @@
-//! The archive sink stores the session facts and every record it received, in order.
+//! The archive sink stores the session facts and every record it received, in order; end to
+//! end, `xpuprof report` of a recorded archive reproduces the live outputs byte for byte.
 
 use xpuprof_archive::sample;
 use xpuprof_plugin_archive::ArchiveSink;
@@ -33,4 +34,51 @@ fn sink_archive_replays_what_it_received() {
     let stats = reader.replay(&mut |b| got.extend_from_slice(b)).unwrap();
     assert!(stats.corruption.is_none());
     assert_eq!(codec::decode_all(&got).unwrap(), records);
+}
+
+mod host;
+
+#[test]
+fn report_reproduces_live_outputs_byte_for_byte() {
+    let Some(bin) = host::xpuprof(&["scripted", "archive", "folded", "chrome", "flamegraph"]) else { return };
+    let live = tempfile::tempdir().unwrap();
+    host::record(&bin, "folded,chrome,flamegraph,archive", live.path());
+    assert!(live.path().join("archive/trace.xpa").is_file());
+    let replay = tempfile::tempdir().unwrap();
+    let out = replay.path().join("out");
+    host::run(
+        &bin,
+        &[
+            "report",
+            live.path().to_str().unwrap(),
+            "--sink",
+            "folded,chrome,flamegraph",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    for f in ["profile.folded", "trace.json", "flamegraph.svg"] {
+        let a = std::fs::read(live.path().join(f)).unwrap();
+        let b = std::fs::read(out.join(f)).unwrap();
+        assert!(!a.is_empty());
+        assert!(a == b, "{f} from `xpuprof report` differs from the live run's");
+    }
+}
+
+#[test]
+fn report_of_a_damaged_archive_says_where_and_keeps_the_prefix() {
+    let Some(bin) = host::xpuprof(&["scripted", "archive", "folded"]) else { return };
+    let live = tempfile::tempdir().unwrap();
+    host::record(&bin, "archive", live.path());
+    let file = live.path().join("archive/trace.xpa");
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..bytes.len() - 40]).unwrap();
+    let out = live.path().join("replayed");
+    let output = std::process::Command::new(&bin)
+        .args(["report", live.path().to_str().unwrap(), "--sink", "folded", "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("trace.xpa") && stderr.contains("byte"), "{stderr}");
+    assert!(out.join("profile.folded").is_file(), "the readable prefix is still replayed:\n{stderr}");
 }
