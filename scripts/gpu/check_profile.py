@@ -38,9 +38,11 @@ def main():
     kernels = [e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"]
     unknown = [e for e in kernels if e.get("args", {}).get("launch") == "unknown launch site"]
     losses = [e for e in events if e.get("cat") == "loss"]
-    want = int(expect["kernels"])
-    if len(kernels) != want:
-        fails.append(f"kernels {len(kernels)} != expected {want}")
+    if expect["kernels"] == "any":
+        if not kernels:
+            fails.append("no kernels recorded")
+    elif len(kernels) != int(expect["kernels"]):
+        fails.append(f"kernels {len(kernels)} != expected {expect['kernels']}")
     if unknown:
         fails.append(f"{len(unknown)} kernels without launch site")
     if losses:

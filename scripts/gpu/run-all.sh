@@ -19,7 +19,7 @@ INC=$CUDA_HOME/targets/x86_64-linux/include
 LIB=$CUDA_HOME/targets/x86_64-linux/lib
 AGENT=$CARRY/libxpuprof_cupti_agent.so
 BENCH_N=${BENCH_N:-200000}
-ROUNDS=${ROUNDS:-5}
+ROUNDS=${ROUNDS:-7}
 STEPS=${*:-capture test bench}
 mkdir -p "$OUT" "$W/bin" "$W/fixtures" "$W/logs"
 SUMMARY=$W/summary.txt
@@ -74,6 +74,13 @@ if [[ " $STEPS " == *" test "* ]]; then
       res=$(python3 scripts/gpu/check_profile.py "$o" "$W/logs/test-$p.out" "$W/logs/test-$p.err" 2>&1 | tail -1)
       row "test $p" "rc=$rc $res"
     done
+    # PyTorch (dynamically linked libcudart from the wheel: the agent finds the wheel's CUPTI).
+    o=$W/out/torch; rm -rf "$o"
+    "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded,chrome -o "$o" -- python3 tests/workloads/cuda/torch_smoke.py \
+      >"$W/logs/test-torch.out" 2>"$W/logs/test-torch.err"
+    rc=$?
+    res=$(python3 scripts/gpu/check_profile.py "$o" "$W/logs/test-torch.out" "$W/logs/test-torch.err" 2>&1 | tail -1)
+    row "test torch" "rc=$rc $res"
     # Ctrl+C: the agent flushes on SIGINT, so an interrupted run still has its kernels.
     o=$W/out/sigint; rm -rf "$o"
     timeout -s INT 4 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded,chrome -o "$o" -- \
@@ -85,31 +92,31 @@ if [[ " $STEPS " == *" test "* ]]; then
     # No xpuprof host listening: the agent must switch itself off and the program run unharmed.
     CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_SOCKET=/nonexistent/sock "$W/bin/basic" 2 >"$W/logs/test-nohost.out" 2>"$W/logs/test-nohost.err"
     row "test no host" "rc=$? $(head -c 200 "$W/logs/test-nohost.err" | tr '\n' ' ')"
-    (cd "$W" && tar czf "$OUT/profiles.tar.gz" --exclude=out/sigint/trace.json --exclude=out/launch_bench/trace.json out)
+    (cd "$W" && tar czf "$OUT/profiles.tar.gz" --exclude=out/sigint/trace.json --exclude=out/launch_bench/trace.json --exclude=out/torch/trace.json out)
   else
     row "test" "skipped: no $CARRY/xpuprof"
   fi
 fi
 
-# ---- bench: launch-bound, configurations interleaved, medians ----------------------------------
+# ---- bench: launch-bound, configurations interleaved, medians and per-round ratios ------------
+# Every configuration runs the same binary on the same CPU set (taskset, when present); the
+# program times its own launch loop (first launch to final synchronize), so start-up and the
+# host's post-processing are not in the figure.
 if [[ " $STEPS " == *" bench "* ]]; then
   B=$W/bin/launch_bench
+  PIN=""; command -v taskset >/dev/null && PIN="taskset -c 2-9"
   : >"$W/logs/bench.txt"
+  dump() { rm -rf "$W/dump" && mkdir -p "$W/dump"; }
   run_cfg() {
     case $1 in
-      unprofiled) "$B" "$BENCH_N" ;;
-      cupti_alone) CUDA_INJECTION64_PATH=$W/bin/libcupti_alone.so "$B" "$BENCH_N" ;;
-      agent_dump) rm -rf "$W/dump" && mkdir -p "$W/dump" && CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump "$B" "$BENCH_N" ;;
-      agent_runtime_cb) rm -rf "$W/dump" && mkdir -p "$W/dump" && CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump \
-        XPUPROF_CUPTI_OPTS=runtime_callbacks=1 "$B" "$BENCH_N" ;;
-      agent_nostacks) rm -rf "$W/dump" && mkdir -p "$W/dump" && CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump \
-        XPUPROF_CUPTI_OPTS=stacks=off "$B" "$BENCH_N" ;;
-      agent_nocallbacks) rm -rf "$W/dump" && mkdir -p "$W/dump" && CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump \
-        XPUPROF_CUPTI_OPTS=stacks=off,api=off "$B" "$BENCH_N" ;;
-      xpuprof) "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded -o "$W/bench-out" -- "$B" "$BENCH_N" ;;
+      unprofiled) $PIN "$B" "$BENCH_N" ;;
+      cupti_alone) CUDA_INJECTION64_PATH=$W/bin/libcupti_alone.so $PIN "$B" "$BENCH_N" ;;
+      agent_nocallbacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump XPUPROF_CUPTI_OPTS=stacks=off,api=off $PIN "$B" "$BENCH_N" ;;
+      agent_nostacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump XPUPROF_CUPTI_OPTS=stacks=off $PIN "$B" "$BENCH_N" ;;
+      xpuprof) $PIN "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded -o "$W/bench-out" -- "$B" "$BENCH_N" ;;
     esac
   }
-  CFGS="unprofiled cupti_alone agent_nocallbacks agent_nostacks agent_runtime_cb agent_dump"
+  CFGS=${BENCH_CFGS:-"unprofiled cupti_alone agent_nocallbacks agent_nostacks"}
   [ -x "$CARRY/xpuprof" ] && CFGS="$CFGS xpuprof"
   for r in $(seq 1 "$ROUNDS"); do
     for c in $CFGS; do
@@ -117,19 +124,27 @@ if [[ " $STEPS " == *" bench "* ]]; then
       echo "$r $c ${s:-nan}" | tee -a "$W/logs/bench.txt"
     done
   done
-  python3 - "$W/logs/bench.txt" <<'PY' | tee -a "$SUMMARY"
+  python3 - "$W/logs/bench.txt" "$BENCH_N" <<'PY' | tee -a "$SUMMARY"
 import sys, statistics, collections
-t = collections.defaultdict(list)
+t = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
     r, c, s = line.split()
-    if s != "nan": t[c].append(float(s))
-med = {c: statistics.median(v) for c, v in t.items() if v}
-base = med.get("unprofiled"); alone = med.get("cupti_alone")
+    if s != "nan": t[c][int(r)] = float(s)
+n = int(sys.argv[2])
+med = {c: statistics.median(v.values()) for c, v in t.items() if v}
+base, alone = med.get("unprofiled"), med.get("cupti_alone")
 for c, m in med.items():
     a = f"{m/base:.3f}x unprofiled" if base else ""
     b = f"{m/alone:.3f}x cupti_alone" if alone else ""
-    rounds = " ".join(f"{x:.4f}" for x in t[c])
-    print(f"bench {c:<27} median {m:.4f} s  {a}  {b}  (rounds {rounds})")
+    print(f"bench {c:<21} median {m*1e6/n:6.3f} us/launch  {a}  {b}")
+for c in [c for c in med if c not in ("unprofiled", "cupti_alone")]:
+    rs = sorted(set(t[c]) & set(t.get("unprofiled", {})) & set(t.get("cupti_alone", {})))
+    ra = [t[c][r] / t["unprofiled"][r] for r in rs]
+    rb = [t[c][r] / t["cupti_alone"][r] for r in rs]
+    if rs:
+        print(f"bench per-round {c}: vs unprofiled " + " ".join(f"{x:.2f}" for x in ra)
+              + f" (median {statistics.median(ra):.3f}); vs cupti_alone " + " ".join(f"{x:.2f}" for x in rb)
+              + f" (median {statistics.median(rb):.3f})")
 PY
 fi
 

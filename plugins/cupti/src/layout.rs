@@ -236,3 +236,47 @@ pub fn pick<T: Copy>(versions: &[(usize, T)], len: usize) -> Option<T> {
     }
     versions.iter().filter(|(s, _)| *s < len).max_by_key(|(s, _)| *s).map(|(_, t)| *t)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sizes and offsets as the C compiler sees them in the CUDA 13 headers (clang,
+    /// `sizeof`/`offsetof`); bindgen's packed(8) structs must agree, since records are read
+    /// by these offsets.
+    #[test]
+    fn pinned_sizes_and_offsets() {
+        let (size, k) = KERNELS[1];
+        assert_eq!(size, 216, "CUpti_ActivityKernel10");
+        assert_eq!((k.start, k.end, k.device, k.stream, k.grid), (16, 24, 40, 48, 52));
+        assert_eq!((k.correlation, k.name, k.graph_node, k.graph), (92, 104, 144, 156));
+        assert_eq!([KERNELS[2].0, KERNELS[3].0, KERNELS[4].0], [224, 232, 248], "Kernel11..13");
+        assert_eq!([MEMCPYS[0].0, MEMCPYS[1].0, MEMCPYS[2].0], [88, 96, 112], "Memcpy5..7");
+        assert_eq!([PEER_COPIES[0].0, PEER_COPIES[1].0], [88, 96], "MemcpyPtoP3..4");
+        assert_eq!([MEMSETS[0].0, MEMSETS[1].0], [88, 104], "Memset4..5");
+        assert_eq!(
+            [SYNC_MIN, MEMORY_MIN, MARKER_MIN, DEVICE_MIN, OVERHEAD_MIN, API_MIN],
+            [40, 120, 56, 184, 48, 40]
+        );
+    }
+
+    /// Newer versions only append: every field read sits at the same offset in all versions.
+    #[test]
+    fn versions_share_their_leading_fields() {
+        for (_, k) in &KERNELS[1..] {
+            assert_eq!(*k, KERNELS[0].1);
+        }
+        for (_, m) in &MEMCPYS[1..] {
+            assert_eq!(*m, MEMCPYS[0].1);
+        }
+        assert_eq!(PEER_COPIES[1].1, PEER_COPIES[0].1);
+        assert_eq!(MEMSETS[1].1, MEMSETS[0].1);
+    }
+
+    #[test]
+    fn picks_exact_then_largest_smaller_version() {
+        assert_eq!(pick(&KERNELS, 216), Some(KERNELS[1].1));
+        assert_eq!(pick(&KERNELS, 300), Some(KERNELS[4].1), "a newer, larger record");
+        assert_eq!(pick(&KERNELS, 100), None, "older than every known version");
+    }
+}

@@ -125,13 +125,18 @@ impl Registry {
                 let mut frames = [0u64; MAX_FRAMES];
                 let depth = agent.config.max_depth.min(MAX_FRAMES);
                 let n = unwind::walk(fp, l.lo.max(sp), l.hi, &mut frames[..depth]);
-                stack = unwind::hash(&frames[..n]);
+                let skip = frames[..n]
+                    .iter()
+                    .take_while(|&&a| agent.own_code.iter().any(|&(s, e)| a >= s && a < e))
+                    .count();
+                let frames = &frames[skip..n];
+                stack = unwind::hash(frames);
                 if l.seen.len() > 1 << 16 {
                     l.seen.clear();
                 }
                 if l.seen.insert(stack) {
-                    agent.known.check(&frames[..n]);
-                    put_stack(&mut sh.bytes, stack, &frames[..n]);
+                    agent.known.check(frames);
+                    put_stack(&mut sh.bytes, stack, frames);
                     self.stacks.fetch_add(1, Ordering::Relaxed);
                 }
                 l.last_stack = stack;

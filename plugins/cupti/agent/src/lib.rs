@@ -64,6 +64,9 @@ pub struct Agent {
     pub dropped: AtomicU64,
     /// Launch entries are recorded (agent stacks, or API calls from callbacks).
     pub record_entries: bool,
+    /// Code of the profiler itself (libcupti, this agent): leading launch-stack frames inside
+    /// it are the instrumentation, not the program, and are left out.
+    pub own_code: Vec<(u64, u64)>,
     sender: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -192,6 +195,7 @@ fn start() -> Result<Option<Agent>, String> {
         hello_flags |= wire::FLAG_API_FROM_CALLBACKS;
     }
     let record_entries = hello_flags & (wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS) != 0;
+    let lib_path = lib.path.clone();
     let a = Agent {
         pool: Pool::new(config.buffer_bytes),
         config,
@@ -201,6 +205,7 @@ fn start() -> Result<Option<Agent>, String> {
         known: maps::Known::default(),
         dropped: AtomicU64::new(0),
         record_entries,
+        own_code: own_code(&lib_path),
         sender: std::sync::Mutex::new(None),
     };
     let mut first = hello(version, hello_flags);
@@ -220,6 +225,21 @@ fn start() -> Result<Option<Agent>, String> {
     }
     *a.sender.lock().map_err(|_| "poisoned")? = Some(spawn_sender(channel, outputs));
     Ok(Some(a))
+}
+
+/// Executable ranges of libcupti (as loaded from `cupti_path`) and of this agent.
+fn own_code(cupti_path: &str) -> Vec<(u64, u64)> {
+    let cupti = std::fs::canonicalize(cupti_path).ok();
+    let me = std::fs::canonicalize(sys::own_path().unwrap_or_default()).ok();
+    let text = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    maps::parse(&text)
+        .into_iter()
+        .filter(|m| {
+            let p = std::fs::canonicalize(&m.path).ok();
+            p.is_some() && (p == cupti || p == me)
+        })
+        .map(|m| (m.start, m.end))
+        .collect()
 }
 
 fn hello(version: u32, flags: u32) -> Vec<u8> {
@@ -307,7 +327,7 @@ fn clock_pair(a: &Agent, out: &mut Vec<u8>) {
 /// allocation/free, synchronization) carry their correlation id, so every device record joins a
 /// call site.
 pub fn is_launch_api(name: &str) -> bool {
-    const PREFIXES: [&str; 26] = [
+    const PREFIXES: [&str; 31] = [
         "cudaLaunch",
         "__cudaLaunch",
         "cudaGraphLaunch",
@@ -334,6 +354,11 @@ pub fn is_launch_api(name: &str) -> bool {
         "cuStreamWaitEvent",
         "cudaMemPoolTrim",
         "cuMemPoolTrim",
+        "cudaHostAlloc",
+        "cuMemHostAlloc",
+        "cuMemCreate",
+        "cuMemRelease",
+        "cuMemMap",
     ];
     PREFIXES.iter().any(|p| name.starts_with(p)) && !name.contains("HostFunc")
 }
