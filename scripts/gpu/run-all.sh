@@ -92,7 +92,7 @@ if [[ " $STEPS " == *" test "* ]]; then
     # No xpuprof host listening: the agent must switch itself off and the program run unharmed.
     CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_SOCKET=/nonexistent/sock "$W/bin/basic" 2 >"$W/logs/test-nohost.out" 2>"$W/logs/test-nohost.err"
     row "test no host" "rc=$? $(head -c 200 "$W/logs/test-nohost.err" | tr '\n' ' ')"
-    (cd "$W" && tar czf "$OUT/profiles.tar.gz" --exclude=out/sigint/trace.json --exclude=out/launch_bench/trace.json --exclude=out/torch/trace.json out)
+    (cd "$W" && tar czf "$OUT/profiles.tar.gz" --exclude=out/sigint/trace.json --exclude=out/launch_bench/trace.json out)
   else
     row "test" "skipped: no $CARRY/xpuprof"
   fi
@@ -105,12 +105,24 @@ fi
 if [[ " $STEPS " == *" bench "* ]]; then
   B=$W/bin/launch_bench
   PIN=""; command -v taskset >/dev/null && PIN="taskset -c 2-9"
-  : >"$W/logs/bench.txt"
+  : >"$W/logs/bench.txt"; : >"$W/logs/bench-batch.txt"
   dump() { rm -rf "$W/dump" && mkdir -p "$W/dump"; }
   run_cfg() {
     case $1 in
       unprofiled) $PIN "$B" "$BENCH_N" ;;
       cupti_alone) CUDA_INJECTION64_PATH=$W/bin/libcupti_alone.so $PIN "$B" "$BENCH_N" ;;
+      agent_kernels_only) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump $PIN env \
+        XPUPROF_CUPTI_OPTS=stacks=off,api=off,memcpy=0,memset=0,sync=0,memory=0,nvtx=0,devices=0,overhead=0,monotonic=0 "$B" "$BENCH_N" ;;
+      agent_kernels_mono) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump $PIN env \
+        XPUPROF_CUPTI_OPTS=stacks=off,api=off,memcpy=0,memset=0,sync=0,memory=0,nvtx=0,devices=0,overhead=0 "$B" "$BENCH_N" ;;
+      k_overhead|k_copies|k_syncmem|k_nvtxdev|cb_noop)
+        local o=stacks=off,api=off,memcpy=0,memset=0,sync=0,memory=0,nvtx=0,devices=0,overhead=0
+        case $1 in
+          k_overhead) o="$o,overhead=1" ;; k_copies) o="$o,memcpy=1,memset=1" ;;
+          k_syncmem) o="$o,sync=1,memory=1" ;; k_nvtxdev) o="$o,nvtx=1,devices=1" ;;
+          cb_noop) o="api=launches,stacks=off,callback_noop=1" ;;
+        esac
+        dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump $PIN env XPUPROF_CUPTI_OPTS=$o "$B" "$BENCH_N" ;;
       agent_nocallbacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump XPUPROF_CUPTI_OPTS=stacks=off,api=off $PIN "$B" "$BENCH_N" ;;
       agent_nostacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump XPUPROF_CUPTI_OPTS=stacks=off $PIN "$B" "$BENCH_N" ;;
       xpuprof) $PIN "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded -o "$W/bench-out" -- "$B" "$BENCH_N" ;;
@@ -120,32 +132,37 @@ if [[ " $STEPS " == *" bench "* ]]; then
   [ -x "$CARRY/xpuprof" ] && CFGS="$CFGS xpuprof"
   for r in $(seq 1 "$ROUNDS"); do
     for c in $CFGS; do
-      s=$(run_cfg "$c" 2>>"$W/logs/bench-$c.err" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')
+      line=$(run_cfg "$c" 2>>"$W/logs/bench-$c.err" | grep '^BENCH')
+      s=$(echo "$line" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')
+      b=$(echo "$line" | sed -n 's/.*batch_median_us=\([0-9.]*\).*/\1/p')
       echo "$r $c ${s:-nan}" | tee -a "$W/logs/bench.txt"
+      echo "$r $c ${b:-nan}" >>"$W/logs/bench-batch.txt"
     done
   done
-  python3 - "$W/logs/bench.txt" "$BENCH_N" <<'PY' | tee -a "$SUMMARY"
+  cat >"$W/bench_summary.py" <<'PY'
 import sys, statistics, collections
+path, n, label = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 t = collections.defaultdict(dict)
-for line in open(sys.argv[1]):
+for line in open(path):
     r, c, s = line.split()
     if s != "nan": t[c][int(r)] = float(s)
-n = int(sys.argv[2])
 med = {c: statistics.median(v.values()) for c, v in t.items() if v}
 base, alone = med.get("unprofiled"), med.get("cupti_alone")
 for c, m in med.items():
     a = f"{m/base:.3f}x unprofiled" if base else ""
     b = f"{m/alone:.3f}x cupti_alone" if alone else ""
-    print(f"bench {c:<21} median {m*1e6/n:6.3f} us/launch  {a}  {b}")
+    print(f"bench[{label}] {c:<19} median {m*1e6/n:6.3f} us/launch  {a}  {b}")
 for c in [c for c in med if c not in ("unprofiled", "cupti_alone")]:
     rs = sorted(set(t[c]) & set(t.get("unprofiled", {})) & set(t.get("cupti_alone", {})))
     ra = [t[c][r] / t["unprofiled"][r] for r in rs]
     rb = [t[c][r] / t["cupti_alone"][r] for r in rs]
     if rs:
-        print(f"bench per-round {c}: vs unprofiled " + " ".join(f"{x:.2f}" for x in ra)
+        print(f"bench[{label}] per-round {c}: vs unprofiled " + " ".join(f"{x:.2f}" for x in ra)
               + f" (median {statistics.median(ra):.3f}); vs cupti_alone " + " ".join(f"{x:.2f}" for x in rb)
               + f" (median {statistics.median(rb):.3f})")
 PY
+  python3 "$W/bench_summary.py" "$W/logs/bench.txt" "$BENCH_N" total | tee -a "$SUMMARY"
+  python3 "$W/bench_summary.py" "$W/logs/bench-batch.txt" 1000000 batch | tee -a "$SUMMARY"
 fi
 
 (cd "$W" && tar czf "$OUT/logs.tar.gz" logs summary.txt)

@@ -271,8 +271,14 @@ fn memory(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     };
     let (clk, _, pid) = clock(d, conn);
     let t = u64_at(rec, ts);
-    let mut op = base_op(kind, pid, clk, t, t, u32_at(rec, corr));
+    let corr = u32_at(rec, corr);
+    let mut op = base_op(kind, pid, clk, t, t, corr);
     op.bytes = u64_at(rec, bytes);
+    if corr == 0 {
+        // Not caused by an API call of the program (the driver's own allocations, e.g. when it
+        // loads a module lazily): say so instead of leaving it nameless.
+        op.name = d.strs.intern(out, "driver-internal");
+    }
     let s = u32_at(rec, stream);
     emit_op(d, conn, u32_at(rec, device), (s != 0 && s != u32::MAX).then_some(s), op, out);
 }

@@ -66,6 +66,12 @@ pub struct Config {
     /// through a driver launch call with the same correlation id, so the driver callbacks alone
     /// see every launch (runtime and driver API) at half the callback cost.
     pub runtime_callbacks: bool,
+    /// Install the timestamp callback (CLOCK_MONOTONIC). Off only for measurements: GPU times
+    /// then come in CUPTI's clock with paired samples.
+    pub monotonic: bool,
+    /// Measurement aid: take the launch callbacks but return at once (CUPTI's own callback
+    /// cost, without the agent's work).
+    pub callback_noop: bool,
 }
 
 impl Default for Config {
@@ -87,6 +93,8 @@ impl Default for Config {
             buffer_bytes: 8 << 20,
             verbose: false,
             runtime_callbacks: false,
+            monotonic: true,
+            callback_noop: false,
         }
     }
 }
@@ -106,7 +114,7 @@ impl Config {
     }
 
     /// Applies `key=value,...`: booleans `kernels memcpy memset sync memory nvtx devices
-    /// overhead verbose runtime_callbacks` (0/1), `api=launches|all|off`, `stacks=agent|ebpf|both|off`,
+    /// overhead verbose runtime_callbacks monotonic callback_noop` (0/1), `api=launches|all|off`, `stacks=agent|ebpf|both|off`,
     /// `depth=N`, `buffer_kib=N`.
     pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
         for item in opts.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -127,6 +135,8 @@ impl Config {
                 "overhead" => self.overhead = flag()?,
                 "verbose" => self.verbose = flag()?,
                 "runtime_callbacks" => self.runtime_callbacks = flag()?,
+                "monotonic" => self.monotonic = flag()?,
+                "callback_noop" => self.callback_noop = flag()?,
                 "api" => {
                     self.api = match v {
                         "launches" => ApiMode::Launches,

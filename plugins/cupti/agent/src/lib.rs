@@ -185,7 +185,7 @@ fn start() -> Result<Option<Agent>, String> {
         send_error_now(outputs, &e);
         return Err(e);
     }
-    if lib.register_timestamp(monotonic_ns).is_ok() {
+    if config.monotonic && lib.register_timestamp(monotonic_ns).is_ok() {
         hello_flags |= wire::FLAG_MONOTONIC_TIMESTAMPS;
     }
     if config.agent_stacks() {
@@ -484,6 +484,9 @@ unsafe extern "C" fn buffer_completed(
 unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
     let (fp, sp) = unwind::registers();
     let Some(a) = agent() else { return };
+    if a.config.callback_noop {
+        return;
+    }
     if data.is_null() || (domain != wire::DOMAIN_RUNTIME as u32 && domain != wire::DOMAIN_DRIVER as u32) {
         return;
     }
