@@ -38,6 +38,8 @@ for p in $PROGS; do
   $NVCC -o "$W/bin/$p" "tests/workloads/cuda/$p.cu" $extra -ldl -lpthread >"$W/logs/build-$p.log" 2>&1 \
     && row "build $p" ok || { row "build $p" FAILED; cat "$W/logs/build-$p.log"; }
 done
+$NVCC -o "$W/bin/other_subscriber" tests/workloads/cuda/other_subscriber.cu -L"$LIB" -lcupti -Xlinker -rpath,"$LIB" \
+  >"$W/logs/build-other_subscriber.log" 2>&1 && row "build other_subscriber" ok || row "build other_subscriber" FAILED
 g++ -O2 -shared -fPIC -o "$W/bin/libcupti_alone.so" tests/workloads/cuda/cupti_alone.cpp -I"$INC" -L"$LIB" -lcupti \
   -Wl,-rpath,"$LIB" >"$W/logs/build-cupti_alone.log" 2>&1 && row "build cupti_alone" ok || row "build cupti_alone" FAILED
 
@@ -89,6 +91,11 @@ if [[ " $STEPS " == *" test "* ]]; then
     k=$(grep -c '\[GPU_Kernel\]' "$o/profile.folded" 2>/dev/null)
     u=$(grep -c 'unknown launch site' "$o/profile.folded" 2>/dev/null)
     row "test sigint (Ctrl+C after 4 s)" "rc=$rc folded_kernel_lines=${k:-0} unknown_site_lines=${u:-0} $(grep -o '[0-9]* kernels' "$W/logs/test-sigint.err" | head -1)"
+    # Another CUPTI client in the process: one clear message, the program unharmed.
+    "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded -o "$W/out/other" -- "$W/bin/other_subscriber" \
+      >"$W/logs/test-other.out" 2>"$W/logs/test-other.err"
+    rc=$?
+    row "test other CUPTI client" "rc=$rc $(grep -o 'cuptiSubscribe failed[^;]*; another CUPTI client' "$W/logs/test-other.err" | head -1) | $(cat "$W/logs/test-other.out")"
     # No xpuprof host listening: the agent must switch itself off and the program run unharmed.
     CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_SOCKET=/nonexistent/sock "$W/bin/basic" 2 >"$W/logs/test-nohost.out" 2>"$W/logs/test-nohost.err"
     row "test no host" "rc=$? $(head -c 200 "$W/logs/test-nohost.err" | tr '\n' ' ')"

@@ -2,10 +2,34 @@
 //! connects to the socket the plugin prepared (`XPUPROF_CUPTI_SOCKET`) and replays a stream
 //! captured on the H100, as the agent would. Checks that the environment is prepared, the
 //! connection is accepted and drained at stop, and the kernels reach the sinks joined to their
-//! launch sites. Skipped, with the reason printed, when the host binary or python3 is missing.
+//! launch sites. Skipped, with the reason printed, when the host cannot be built or python3 is
+//! missing.
+//!
+//! `cargo test` builds this crate only as an rlib, so the test first runs `cargo build` for the
+//! host, this plugin, the agent and the folded sink (a no-op when fresh): the libraries the host
+//! loads are then the code under test, not a stale build.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+const PACKAGES: &[&str] =
+    &["xpuprof-core", "xpuprof-plugin-cupti", "xpuprof-cupti-agent", "xpuprof-plugin-folded"];
+
+fn build() -> Result<(), String> {
+    let mut cmd = Command::new(option_env!("CARGO").unwrap_or("cargo"));
+    cmd.arg("build").current_dir(env!("CARGO_MANIFEST_DIR"));
+    if target_dir().ends_with("release") {
+        cmd.arg("--release");
+    }
+    for p in PACKAGES {
+        cmd.args(["-p", p]);
+    }
+    match cmd.output() {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!("cargo build failed:\n{}", String::from_utf8_lossy(&o.stderr))),
+        Err(e) => Err(format!("failed to run cargo: {e}")),
+    }
+}
 
 fn target_dir() -> PathBuf {
     // tests run from target/<profile>/deps
@@ -27,18 +51,22 @@ s.close()
 
 #[test]
 fn replayed_agent_stream_reaches_the_sinks() {
+    if let Err(why) = build() {
+        eprintln!("SKIPPED: could not build the host and plugins: {why}");
+        return;
+    }
     let dir = target_dir();
     let xpuprof = dir.join("xpuprof");
     let plugin = dir.join("libxpuprof_plugin_cupti.so");
     let agent = dir.join("libxpuprof_cupti_agent.so");
     for p in [&xpuprof, &plugin, &agent, &dir.join("libxpuprof_plugin_folded.so")] {
         if !p.exists() {
-            eprintln!("skipped: {} not built (cargo build --workspace first)", p.display());
+            eprintln!("SKIPPED: {} not built", p.display());
             return;
         }
     }
     if Command::new("python3").arg("-c").arg("pass").status().map(|s| !s.success()).unwrap_or(true) {
-        eprintln!("skipped: python3 not available");
+        eprintln!("SKIPPED: python3 not available");
         return;
     }
     let fixture =

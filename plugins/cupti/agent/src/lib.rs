@@ -185,6 +185,16 @@ fn start() -> Result<Option<Agent>, String> {
         send_error_now(outputs, &e);
         return Err(e);
     }
+    // Subscribe before touching any global CUPTI setting, so that when another CUPTI client
+    // (torch.profiler, Nsight Systems) already owns the process, it is left working.
+    let sub = match lib.subscribe(on_api) {
+        Ok(s) => s,
+        Err(e) => {
+            let e = format!("cannot trace this process: {e}");
+            send_error_now(outputs, &e);
+            return Err(e);
+        }
+    };
     if config.monotonic && lib.register_timestamp(monotonic_ns).is_ok() {
         hello_flags |= wire::FLAG_MONOTONIC_TIMESTAMPS;
     }
@@ -214,7 +224,7 @@ fn start() -> Result<Option<Agent>, String> {
         clock_pair(&a, &mut first);
     }
     channel.push(Chunk::Bytes(first));
-    if let Err(e) = enable(&a) {
+    if let Err(e) = enable(&a, sub) {
         let msg = e.to_string();
         let mut m = Vec::new();
         put_error(&mut m, &msg);
@@ -363,13 +373,12 @@ pub fn is_launch_api(name: &str) -> bool {
     PREFIXES.iter().any(|p| name.starts_with(p)) && !name.contains("HostFunc")
 }
 
-fn enable(a: &Agent) -> Result<(), sys::CuptiError> {
+fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiError> {
     let lib = &a.lib;
     lib.register_buffers(buffer_requested, buffer_completed)?;
     lib.use_system_thread_ids()?;
     let _ = lib
         .set_size_attribute(ffi::CUpti_ActivityAttribute::CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, 32 << 20);
-    let sub = lib.subscribe(on_api)?;
     let c = &a.config;
     let mut names = Vec::new();
     let mut nnames = 0u32;
@@ -506,5 +515,28 @@ unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u32, data: *c
             unsafe { *(d.functionReturnValue as *const u32) }
         };
         a.launches.exit(result);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_launch_api;
+
+    #[test]
+    fn launch_class_calls() {
+        for n in [
+            "cuLaunchKernel",
+            "cuLaunchKernelEx_ptsz",
+            "cuGraphLaunch",
+            "cudaLaunchKernel_v7000",
+            "cuMemcpyHtoDAsync_v2",
+            "cuMemAlloc_v2",
+            "cuCtxSynchronize",
+        ] {
+            assert!(is_launch_api(n), "{n}");
+        }
+        for n in ["cuLaunchHostFunc", "cuCtxGetDevice", "cuModuleLoadData", "cudaGetLastError"] {
+            assert!(!is_launch_api(n), "{n}");
+        }
     }
 }
