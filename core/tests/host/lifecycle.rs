@@ -11,7 +11,7 @@ use super::common::*;
 fn sigint_reaches_the_target_and_outputs_are_still_written() {
     require_plugin("scripted");
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(xpuprof())
+    let child = Command::new(xpuprof())
         .args(["--source", "scripted", "--sink", "folded", "-o", "out", "--", "sleep", "30"])
         .current_dir(dir.path())
         .stderr(Stdio::piped())
