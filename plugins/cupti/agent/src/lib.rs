@@ -111,11 +111,16 @@ pub unsafe extern "C" fn InitializeInjectionNvtx2(get_export_table: *const c_voi
     unsafe { a.lib.forward_nvtx(get_export_table) }
 }
 
+/// Set when a start-up error went to the host, which shows it: stderr stays quiet then.
+static REPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn ensure_started() {
     AGENT.get_or_init(|| match start() {
         Ok(a) => a,
         Err(e) => {
-            say(&e);
+            if !REPORTED.load(Ordering::Relaxed) {
+                say(&e);
+            }
             None
         }
     });
@@ -230,6 +235,9 @@ fn start() -> Result<Option<Agent>, String> {
         put_error(&mut m, &msg);
         channel.push(Chunk::Bytes(m));
         channel.close();
+        if outputs.socket.is_some() {
+            REPORTED.store(true, Ordering::Relaxed);
+        }
         run_sender_inline(&a, outputs);
         return Err(msg);
     }
@@ -274,6 +282,9 @@ fn put_error(out: &mut Vec<u8>, msg: &str) {
 
 /// Tells the host about a start-up failure before CUPTI was usable.
 fn send_error_now(outputs: Outputs, msg: &str) {
+    if outputs.socket.is_some() {
+        REPORTED.store(true, Ordering::Relaxed);
+    }
     let ch = Channel::default();
     let mut m = hello(0, 0);
     put_error(&mut m, msg);
