@@ -1,0 +1,115 @@
+//! The functions CUPTI calls: the timestamp source, the activity buffer request/completion
+//! pair, and the API entry/exit callback on launch-class calls.
+
+use std::os::raw::c_void;
+use std::sync::atomic::Ordering;
+
+use crate::buffers::Buffer;
+use crate::channel::Chunk;
+use crate::sys::ffi;
+use crate::{activity, agent, unwind, wire, xpuprof_agent_launch, Agent};
+
+/// Queues every thread's pending launch sites (and a fresh module map first when a stack used
+/// an address outside the known modules).
+pub(crate) fn drain_launches(a: &Agent) {
+    let mut out = Vec::new();
+    a.launches.drain(&mut out);
+    if a.known.take_stale() {
+        let mut m = a.known.refresh();
+        m.extend_from_slice(&out);
+        out = m;
+    }
+    if !out.is_empty() {
+        a.channel.push(Chunk::Bytes(out));
+    }
+}
+
+pub(crate) unsafe extern "C" fn monotonic_ns() -> u64 {
+    xpuprof_sdk::clock::now_ns()
+}
+
+/// # Safety
+/// Called by CUPTI with valid out-pointers.
+pub(crate) unsafe extern "C" fn buffer_requested(
+    buffer: *mut *mut u8,
+    size: *mut usize,
+    max_records: *mut usize,
+) {
+    let (p, n) = agent().map(|a| a.pool.get()).unwrap_or((std::ptr::null_mut(), 0));
+    // SAFETY: CUPTI passes valid pointers to write the buffer, its size and the record limit.
+    unsafe {
+        *buffer = p;
+        *size = n;
+        *max_records = 0;
+    }
+}
+
+/// # Safety
+/// Called by CUPTI with a buffer from [`buffer_requested`] holding `valid` bytes of records.
+pub(crate) unsafe extern "C" fn buffer_completed(
+    ctx: ffi::CUcontext,
+    stream: u32,
+    buf: *mut u8,
+    size: usize,
+    valid: usize,
+) {
+    let Some(a) = agent() else { return };
+    if buf.is_null() {
+        return;
+    }
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drain_launches(a);
+        // SAFETY: `buf` came from our pool with capacity `size`; CUPTI filled `valid` bytes.
+        let owned = unsafe { Buffer::from_raw(buf, size, valid) };
+        if valid > 0 {
+            if let Ok(mut f) = activity::FRAMER.lock() {
+                f.get_or_insert_with(Default::default).frame(a, owned);
+            }
+        } else {
+            a.pool.put(owned);
+        }
+        if let Ok(n) = a.lib.dropped(ctx, stream) {
+            if n > 0 {
+                a.dropped.fetch_add(n as u64, Ordering::Relaxed);
+                let mut m = Vec::new();
+                let at = wire::begin_message(&mut m, wire::MSG_DROPPED);
+                m.extend_from_slice(&(n as u64).to_le_bytes());
+                m.extend_from_slice(&xpuprof_sdk::clock::now_ns().to_le_bytes());
+                wire::end_message(&mut m, at);
+                a.channel.push(Chunk::Bytes(m));
+            }
+        }
+    }));
+}
+
+/// The API-entry/exit callback, enabled only for launch-class calls.
+///
+/// # Safety
+/// Called by CUPTI; for the runtime and driver domains `data` points to a `CUpti_CallbackData`.
+pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
+    let (fp, sp) = unwind::registers();
+    let Some(a) = agent() else { return };
+    if a.config.callback_noop {
+        return;
+    }
+    if data.is_null() || (domain != wire::DOMAIN_RUNTIME as u32 && domain != wire::DOMAIN_DRIVER as u32) {
+        return;
+    }
+    // SAFETY: for API domains CUPTI passes a valid CUpti_CallbackData for the call's duration.
+    let d = unsafe { &*(data as *const ffi::CUpti_CallbackData) };
+    if d.callbackSite == ffi::CUpti_ApiCallbackSite::CUPTI_API_ENTER {
+        let outer = a.launches.enter(a, domain as u8, cbid, d.correlationId, fp, sp);
+        if outer && a.config.trampoline() {
+            xpuprof_agent_launch(xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);
+        }
+    } else {
+        let result = if d.functionReturnValue.is_null() {
+            0
+        } else {
+            // SAFETY: at API exit CUPTI points functionReturnValue at the call's result
+            // (cudaError_t / CUresult, both 32-bit enums).
+            unsafe { *(d.functionReturnValue as *const u32) }
+        };
+        a.launches.exit(result);
+    }
+}

@@ -1,0 +1,343 @@
+//! Starting the agent: connect to the host, load and check CUPTI, subscribe, turn on the
+//! record kinds and the launch callbacks. Every failure is one message, sent to the host when it
+//! is reachable (which shows it) and otherwise printed once on stderr.
+
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::buffers::Pool;
+use crate::callbacks::{buffer_completed, buffer_requested, monotonic_ns, on_api};
+use crate::channel::{Channel, Chunk, Outputs};
+use crate::config::{self, ApiMode, Config};
+use crate::sys::ffi::{self, CUpti_ActivityKind as K};
+use crate::sys::{self, Lib};
+use crate::{activity, drain_launches, launches, loader, maps, wire, Agent, AGENT};
+
+/// Oldest CUPTI API version the decoder knows (CUDA 12.0).
+const MIN_CUPTI_VERSION: u32 = 19;
+
+/// Set when a start-up error went to the host, which shows it: stderr stays quiet then.
+pub(crate) static REPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn connect(config: &Config) -> Result<Outputs, String> {
+    let socket = match &config.socket {
+        Some(p) => Some(UnixStream::connect(p).map_err(|e| {
+            format!("cannot reach the xpuprof host at {p} ({e}); tracing is off for this process, which runs unharmed")
+        })?),
+        None => None,
+    };
+    let dump = match &config.dump_dir {
+        Some(d) => {
+            let path = std::path::Path::new(d).join(format!("cupti-{}.bin", std::process::id()));
+            Some(
+                std::fs::File::create(&path)
+                    .map_err(|e| format!("failed to create dump file {}: {e}", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    if socket.is_none() && dump.is_none() {
+        return Err("XPUPROF_CUPTI_SOCKET is not set (run the program under `xpuprof --source cupti`); tracing is off".into());
+    }
+    Ok(Outputs { socket, dump })
+}
+
+fn load_cupti() -> Result<Lib, String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut errors = Vec::new();
+    for path in loader::candidates(&maps) {
+        let p = path.display().to_string();
+        // SAFETY: the candidates are libcupti files found in CUDA install locations.
+        match unsafe { Lib::load(&p) } {
+            Ok(lib) if lib.api.cuptiActivityEnable.is_ok() => return Ok(lib),
+            Ok(_) => errors.push(format!("{p} is not a CUPTI library")),
+            Err(e) => errors.push(e),
+        }
+    }
+    let dirs: Vec<String> = loader::searched_dirs(&maps).iter().map(|d| d.display().to_string()).collect();
+    Err(format!(
+        "libcupti not found (looked in {}{}); install CUPTI for this CUDA version (pip install nvidia-cuda-cupti, or the toolkit's extras/CUPTI) or set XPUPROF_CUPTI_LIB",
+        dirs.join(", "),
+        if errors.is_empty() { String::new() } else { format!("; {}", errors.join("; ")) }
+    ))
+}
+
+pub(crate) fn start() -> Result<Option<Agent>, String> {
+    let config = Config::from_env().map_err(|e| format!("bad XPUPROF_CUPTI_OPTS: {e}"))?;
+    let outputs = connect(&config)?;
+    let channel = Arc::new(Channel::default());
+    let mut hello_flags = 0;
+    let lib = match load_cupti() {
+        Ok(l) => l,
+        Err(e) => {
+            send_error_now(outputs, &e);
+            return Err(e);
+        }
+    };
+    let version = lib.version().map_err(|e| e.to_string())?;
+    if version < MIN_CUPTI_VERSION {
+        let e = format!("CUPTI API version {version} at {} is older than CUDA 12.0 (version {MIN_CUPTI_VERSION}); xpuprof needs CUDA 12.0 or newer", lib.path);
+        send_error_now(outputs, &e);
+        return Err(e);
+    }
+    // Subscribe before touching any global CUPTI setting, so that when another CUPTI client
+    // (torch.profiler, Nsight Systems) already owns the process, it is left working.
+    let sub = match lib.subscribe(on_api) {
+        Ok(s) => s,
+        Err(e) => {
+            let e = format!("cannot trace this process: {e}");
+            send_error_now(outputs, &e);
+            return Err(e);
+        }
+    };
+    if config.monotonic && lib.register_timestamp(monotonic_ns).is_ok() {
+        hello_flags |= wire::FLAG_MONOTONIC_TIMESTAMPS;
+    }
+    if config.agent_stacks() {
+        hello_flags |= wire::FLAG_AGENT_STACKS;
+    }
+    if config.api == ApiMode::Launches {
+        hello_flags |= wire::FLAG_API_FROM_CALLBACKS;
+    }
+    let record_entries = hello_flags & (wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS) != 0;
+    let lib_path = lib.path.clone();
+    let a = Agent {
+        pool: Pool::new(config.buffer_bytes),
+        config,
+        lib,
+        channel: channel.clone(),
+        launches: launches::Registry::default(),
+        known: maps::Known::default(),
+        dropped: AtomicU64::new(0),
+        record_entries,
+        own_code: own_code(&lib_path),
+        sender: std::sync::Mutex::new(None),
+    };
+    let mut first = hello(version, hello_flags);
+    first.extend_from_slice(&a.known.refresh());
+    if hello_flags & wire::FLAG_MONOTONIC_TIMESTAMPS == 0 {
+        clock_pair(&a, &mut first);
+    }
+    channel.push(Chunk::Bytes(first));
+    if let Err(e) = enable(&a, sub) {
+        let msg = e.to_string();
+        let mut m = Vec::new();
+        put_error(&mut m, &msg);
+        channel.push(Chunk::Bytes(m));
+        channel.close();
+        if outputs.socket.is_some() {
+            REPORTED.store(true, Ordering::Relaxed);
+        }
+        run_sender_inline(&a, outputs);
+        return Err(msg);
+    }
+    *a.sender.lock().map_err(|_| "poisoned")? = Some(spawn_sender(channel, outputs));
+    Ok(Some(a))
+}
+
+/// Executable ranges of libcupti (as loaded from `cupti_path`) and of this agent.
+fn own_code(cupti_path: &str) -> Vec<(u64, u64)> {
+    let cupti = std::fs::canonicalize(cupti_path).ok();
+    let me = std::fs::canonicalize(sys::own_path().unwrap_or_default()).ok();
+    let text = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    maps::parse(&text)
+        .into_iter()
+        .filter(|m| {
+            let p = std::fs::canonicalize(&m.path).ok();
+            p.is_some() && (p == cupti || p == me)
+        })
+        .map(|m| (m.start, m.end))
+        .collect()
+}
+
+fn hello(version: u32, flags: u32) -> Vec<u8> {
+    let mut b = Vec::new();
+    let at = wire::begin_message(&mut b, wire::MSG_HELLO);
+    b.extend_from_slice(&std::process::id().to_le_bytes());
+    b.extend_from_slice(&version.to_le_bytes());
+    b.extend_from_slice(&wire::PROTOCOL.to_le_bytes());
+    b.extend_from_slice(&flags.to_le_bytes());
+    let cmd = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+    let cmd: Vec<u8> = cmd.iter().map(|&c| if c == 0 { b' ' } else { c }).collect();
+    b.extend_from_slice(cmd.trim_ascii_end());
+    wire::end_message(&mut b, at);
+    b
+}
+
+fn put_error(out: &mut Vec<u8>, msg: &str) {
+    let at = wire::begin_message(out, wire::MSG_ERROR);
+    out.extend_from_slice(msg.as_bytes());
+    wire::end_message(out, at);
+}
+
+/// Tells the host about a start-up failure before CUPTI was usable.
+fn send_error_now(outputs: Outputs, msg: &str) {
+    if outputs.socket.is_some() {
+        REPORTED.store(true, Ordering::Relaxed);
+    }
+    let ch = Channel::default();
+    let mut m = hello(0, 0);
+    put_error(&mut m, msg);
+    ch.push(Chunk::Bytes(m));
+    ch.close();
+    ch.run(outputs, &Pool::new(64 * 1024), || {});
+}
+
+fn run_sender_inline(a: &Agent, outputs: Outputs) {
+    a.channel.run(outputs, &a.pool, || {});
+}
+
+fn spawn_sender(channel: Arc<Channel>, outputs: Outputs) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("xpuprof-cupti".into())
+        .spawn(move || {
+            let Some(a) = agent_wait() else { return };
+            channel.run(outputs, &a.pool, || drain_launches(a));
+        })
+        .expect("failed to spawn the xpuprof sender thread")
+}
+
+/// The sender may start before `AGENT` is set: wait for it.
+fn agent_wait() -> Option<&'static Agent> {
+    for _ in 0..1000 {
+        if let Some(s) = AGENT.get() {
+            return s.as_ref();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    None
+}
+
+fn clock_pair(a: &Agent, out: &mut Vec<u8>) {
+    let before = xpuprof_sdk::clock::now_ns();
+    let Ok(cupti) = a.lib.timestamp() else { return };
+    let after = xpuprof_sdk::clock::now_ns();
+    let at = wire::begin_message(out, wire::MSG_CLOCK);
+    out.extend_from_slice(&cupti.to_le_bytes());
+    out.extend_from_slice(&(before / 2 + after / 2).to_le_bytes());
+    wire::end_message(out, at);
+}
+
+/// True for the API names that get a launch site: calls that put work on a device (kernel and
+/// graph launches, copies, sets, prefetches) and the calls whose device-side records (memory
+/// allocation/free, synchronization) carry their correlation id, so every device record joins a
+/// call site.
+pub fn is_launch_api(name: &str) -> bool {
+    const PREFIXES: [&str; 31] = [
+        "cudaLaunch",
+        "__cudaLaunch",
+        "cudaGraphLaunch",
+        "cuLaunch",
+        "cuGraphLaunch",
+        "cudaMemcpy",
+        "cudaMemset",
+        "cuMemcpy",
+        "cuMemset",
+        "cudaMemPrefetch",
+        "cuMemPrefetch",
+        "cudaMalloc",
+        "cudaFree",
+        "cuMemAlloc",
+        "cuMemFree",
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaStreamWaitEvent",
+        "cudaDeviceReset",
+        "cuCtxSynchronize",
+        "cuStreamSynchronize",
+        "cuEventSynchronize",
+        "cuStreamWaitEvent",
+        "cudaMemPoolTrim",
+        "cuMemPoolTrim",
+        "cudaHostAlloc",
+        "cuMemHostAlloc",
+        "cuMemCreate",
+        "cuMemRelease",
+        "cuMemMap",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p)) && !name.contains("HostFunc")
+}
+
+fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiError> {
+    let lib = &a.lib;
+    lib.register_buffers(buffer_requested, buffer_completed)?;
+    lib.use_system_thread_ids()?;
+    let _ = lib
+        .set_size_attribute(ffi::CUpti_ActivityAttribute::CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, 32 << 20);
+    let c = &a.config;
+    let mut names = Vec::new();
+    let mut nnames = 0u32;
+    let runtime_cb = c.runtime_callbacks;
+    for (domain, size) in [
+        (wire::DOMAIN_RUNTIME, ffi::CUpti_runtime_api_trace_cbid_enum::CUPTI_RUNTIME_TRACE_CBID_SIZE),
+        (wire::DOMAIN_DRIVER, ffi::CUpti_driver_api_trace_cbid_enum::CUPTI_DRIVER_TRACE_CBID_SIZE),
+    ] {
+        if domain == wire::DOMAIN_RUNTIME && !runtime_cb {
+            continue;
+        }
+        for cbid in 1..size {
+            let Some(name) = lib.callback_name(domain as u32, cbid) else { continue };
+            if !is_launch_api(&name) {
+                continue;
+            }
+            activity::put_api_name(&mut names, domain as u32, cbid, &name);
+            nnames += 1;
+            // Launch-class calls get the entry/exit callback (launch sites, the trampoline, and
+            // with api = "launches" the API call itself): no CUPTI API records are needed.
+            if c.stacks != config::StackMode::Off || c.api == ApiMode::Launches {
+                lib.enable_callback(sub, domain as u32, cbid)?;
+            }
+        }
+    }
+    let mut m = Vec::new();
+    let at = wire::begin_message(&mut m, wire::MSG_API_NAMES);
+    m.extend_from_slice(&nnames.to_le_bytes());
+    m.extend_from_slice(&names);
+    wire::end_message(&mut m, at);
+    a.channel.push(Chunk::Bytes(m));
+    let kinds = [
+        (c.kernels, K::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+        (c.memcpy, K::CUPTI_ACTIVITY_KIND_MEMCPY),
+        (c.memcpy, K::CUPTI_ACTIVITY_KIND_MEMCPY2),
+        (c.memset, K::CUPTI_ACTIVITY_KIND_MEMSET),
+        (c.sync, K::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION),
+        (c.memory, K::CUPTI_ACTIVITY_KIND_MEMORY2),
+        (c.nvtx, K::CUPTI_ACTIVITY_KIND_MARKER),
+        (c.devices, K::CUPTI_ACTIVITY_KIND_DEVICE),
+        (c.devices, K::CUPTI_ACTIVITY_KIND_CONTEXT),
+        (c.overhead, K::CUPTI_ACTIVITY_KIND_OVERHEAD),
+        (c.api == ApiMode::All, K::CUPTI_ACTIVITY_KIND_RUNTIME),
+        (c.api == ApiMode::All, K::CUPTI_ACTIVITY_KIND_DRIVER),
+    ];
+    for (on, kind) in kinds {
+        if on {
+            lib.activity_enable(kind)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_launch_api;
+
+    #[test]
+    fn launch_class_calls() {
+        for n in [
+            "cuLaunchKernel",
+            "cuLaunchKernelEx_ptsz",
+            "cuGraphLaunch",
+            "cudaLaunchKernel_v7000",
+            "cuMemcpyHtoDAsync_v2",
+            "cuMemAlloc_v2",
+            "cuCtxSynchronize",
+        ] {
+            assert!(is_launch_api(n), "{n}");
+        }
+        for n in ["cuLaunchHostFunc", "cuCtxGetDevice", "cuModuleLoadData", "cudaGetLastError"] {
+            assert!(!is_launch_api(n), "{n}");
+        }
+    }
+}
