@@ -76,6 +76,15 @@ if [[ " $STEPS " == *" test "* ]]; then
       res=$(python3 scripts/gpu/check_profile.py "$o" "$W/logs/test-$p.out" "$W/logs/test-$p.err" 2>&1 | tail -1)
       row "test $p" "rc=$rc $res"
     done
+    # Two CUDA processes in one job (bash starts both): one agent connection each.
+    o=$W/out/twoproc; rm -rf "$o"
+    "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded,chrome -o "$o" -- \
+      bash -c "'$W/bin/multi_stream' 50 & '$W/bin/graph_launch' 20; wait" >"$W/logs/test-twoproc.out" 2>"$W/logs/test-twoproc.err"
+    rc=$?
+    echo "EXPECT kernels=160 launchers=launch_on_streams,launch_graph" >"$W/logs/test-twoproc.expect"
+    res=$(python3 scripts/gpu/check_profile.py "$o" "$W/logs/test-twoproc.expect" "$W/logs/test-twoproc.err" 2>&1 | tail -1)
+    pids=$(python3 -c "import json,sys; e=json.load(open('$o/trace.json')); e=e.get('traceEvents',e) if isinstance(e,dict) else e; print(len({x['args']['pid'] for x in e if x.get('cat')=='kernel'}))" 2>/dev/null)
+    row "test two processes" "rc=$rc kernel_pids=${pids:-?} $res"
     # PyTorch (dynamically linked libcudart from the wheel: the agent finds the wheel's CUPTI).
     o=$W/out/torch; rm -rf "$o"
     "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded,chrome -o "$o" -- python3 tests/workloads/cuda/torch_smoke.py \
