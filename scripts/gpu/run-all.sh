@@ -3,7 +3,7 @@
 # program under `xpuprof --source cupti --sink folded,chrome` with exact checks, and runs the
 # launch-bound benchmark. Run from the repository root on the GPU machine:
 #
-#   scripts/gpu/run-all.sh [capture] [test] [bench]      (default: all three)
+#   scripts/gpu/run-all.sh [capture] [test] [agree] [bench]      (default: all)
 #
 # Needs: nvcc and CUPTI (CUDA_HOME, default /usr/local/cuda-13.0), python3, and the Rust parts
 # built on the development machine and carried in .device-carry/ (xpuprof, the plugins and
@@ -20,7 +20,7 @@ LIB=$CUDA_HOME/targets/x86_64-linux/lib
 AGENT=$CARRY/libxpuprof_cupti_agent.so
 BENCH_N=${BENCH_N:-200000}
 ROUNDS=${ROUNDS:-7}
-STEPS=${*:-capture test bench}
+STEPS=${*:-capture test agree bench}
 mkdir -p "$OUT" "$W/bin" "$W/fixtures" "$W/logs"
 SUMMARY=$W/summary.txt
 : >"$SUMMARY"
@@ -111,6 +111,26 @@ if [[ " $STEPS " == *" test "* ]]; then
     (cd "$W" && tar czf "$OUT/profiles.tar.gz" --exclude=out/sigint/trace.json --exclude=out/launch_bench/trace.json out)
   else
     row "test" "skipped: no $CARRY/xpuprof"
+  fi
+fi
+
+# ---- agree: agent stacks vs eBPF trampoline stacks for the same launches (needs root) ----------
+# Carried: libxpuprof_plugin_ebpf.so, libxpuprof_plugin_archive.so and the `agreement` example
+# (cargo build --release -p xpuprof-plugin-cupti --example agreement).
+if [[ " $STEPS " == *" agree "* ]]; then
+  if [ -f "$CARRY/libxpuprof_plugin_ebpf.so" ] && [ -x "$CARRY/agreement" ]; then
+    printf '[source.cupti]\nlaunch_stacks = "both"\n[source.ebpf]\nlaunch_stacks_from_trampoline = true\nsample_hz = 0\n' >"$W/both.toml"
+    for p in basic multi_stream multi_thread driver_launch graph_launch; do
+      o=$W/agree/$p; rm -rf "$o"
+      "$CARRY/xpuprof" --plugin-dir "$CARRY" --source ebpf,cupti --sink archive,folded -c "$W/both.toml" -o "$o" -- \
+        "$W/bin/$p" "${SMALL[$p]}" >"$W/logs/agree-$p.out" 2>"$W/logs/agree-$p.err"
+      rc=$?
+      "$CARRY/agreement" "$o" >"$W/logs/agree-$p.txt" 2>&1
+      row "agree $p" "rc=$rc $(tail -1 "$W/logs/agree-$p.txt")"
+    done
+    grep -h -i "error\|warn" "$W"/logs/agree-*.err | sort | uniq -c | head -5
+  else
+    row "agree" "skipped: carry libxpuprof_plugin_ebpf.so and the agreement example"
   fi
 fi
 
