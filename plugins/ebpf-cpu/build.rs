@@ -23,7 +23,7 @@ fn main() {
     if let Err(e) = SkeletonBuilder::new().source(SRC).clang_args(clang_args).build_and_generate(&skel) {
         panic!(
             "\n\nxpuprof-plugin-ebpf build: failed to compile {SRC}: {e:#}\n\
-             hint: install clang (apt-get install clang)\n\n"
+             hint: clang must be installed (apt-get install clang); errors above are from compiling the BPF C code\n\n"
         );
     }
     println!("cargo:rerun-if-changed=src/bpf");

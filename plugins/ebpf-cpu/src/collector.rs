@@ -96,6 +96,7 @@ pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
     let _ = rb.consume();
     drop(rb);
     let mut handler = handler.into_inner();
+    handler.flush_parked();
     finish(&skel, &mut handler, &probes);
     Some(handler.emitter)
 }

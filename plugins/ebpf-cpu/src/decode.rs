@@ -21,6 +21,12 @@ pub const EV_FORK: u32 = 5;
 pub const EV_EXEC: u32 = 6;
 /// A tracked process exited.
 pub const EV_EXIT: u32 = 7;
+/// An executable file mapping of an exiting process.
+pub const EV_MAPPING: u32 = 8;
+/// Path components in a mapping record.
+pub const PATH_DEPTH: usize = 16;
+/// Bytes per path component slot.
+pub const NAME_LEN: usize = 64;
 
 /// Mirror of `struct xp_stack_event`.
 #[derive(Clone, Copy, Debug)]
@@ -63,6 +69,43 @@ pub struct ProcEvent {
 // SAFETY: as for `StackEvent`: `repr(C)`, integers only, every bit pattern valid.
 unsafe impl plain::Plain for ProcEvent {}
 
+/// Mirror of `struct xp_mapping_event`.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct MappingEvent {
+    pub kind: u32,
+    pub pid: u32,
+    pub time: u64,
+    pub start: u64,
+    pub end: u64,
+    pub pgoff: u64,
+    pub depth: u32,
+    pub complete: u32,
+    pub names: [u8; PATH_DEPTH * NAME_LEN],
+}
+
+// SAFETY: as for `StackEvent`: `repr(C)`, integers only, every bit pattern valid.
+unsafe impl plain::Plain for MappingEvent {}
+
+impl MappingEvent {
+    /// The mapped file's path, rebuilt from its components (`None` when the walk did not reach
+    /// the root, so the path would be relative to some mount).
+    pub fn path(&self) -> Option<String> {
+        if self.complete == 0 || self.depth == 0 {
+            return None;
+        }
+        let n = (self.depth as usize).min(PATH_DEPTH);
+        let mut path = String::new();
+        for i in (0..n).rev() {
+            let slot = &self.names[i * NAME_LEN..(i + 1) * NAME_LEN];
+            let end = slot.iter().position(|&b| b == 0).unwrap_or(NAME_LEN);
+            path.push('/');
+            path.push_str(&String::from_utf8_lossy(&slot[..end]));
+        }
+        Some(path)
+    }
+}
+
 /// One decoded ring-buffer record, borrowing the ring buffer's bytes.
 #[derive(Debug)]
 pub enum Event<'a> {
@@ -70,6 +113,8 @@ pub enum Event<'a> {
     Stack(&'a StackEvent),
     /// Fork, exec or exit.
     Proc(&'a ProcEvent),
+    /// A mapping of an exiting process.
+    Mapping(&'a MappingEvent),
 }
 
 /// Decodes one record; `None` for a record that is too short or of an unknown kind.
@@ -78,6 +123,7 @@ pub fn decode(data: &[u8]) -> Option<Event<'_>> {
     match kind {
         EV_SAMPLE | EV_OFFCPU | EV_LAUNCH | EV_TRAMPOLINE => plain::from_bytes(data).ok().map(Event::Stack),
         EV_FORK | EV_EXEC | EV_EXIT => plain::from_bytes(data).ok().map(Event::Proc),
+        EV_MAPPING => plain::from_bytes(data).ok().map(Event::Mapping),
         _ => None,
     }
 }
@@ -136,6 +182,9 @@ mod tests {
         assert_eq!(offset_of!(StackEvent, sp_words), offset_of!(types::xp_stack_event, sp_words));
         assert_eq!(offset_of!(ProcEvent, comm), offset_of!(types::xp_proc_event, comm));
         assert_eq!(offset_of!(ProcEvent, time), offset_of!(types::xp_proc_event, time));
+        assert_eq!(size_of::<MappingEvent>(), size_of::<types::xp_mapping_event>());
+        assert_eq!(offset_of!(MappingEvent, names), offset_of!(types::xp_mapping_event, names));
+        assert_eq!(offset_of!(MappingEvent, depth), offset_of!(types::xp_mapping_event, depth));
     }
 
     #[test]
@@ -156,6 +205,27 @@ mod tests {
         }
         assert!(decode(&bytes[..10]).is_none());
         assert!(decode(&[9, 0, 0, 0]).is_none());
+    }
+
+    #[test]
+    fn mapping_paths_are_rebuilt_root_first() {
+        let mut e = MappingEvent {
+            kind: EV_MAPPING,
+            pid: 1,
+            time: 0,
+            start: 0,
+            end: 0,
+            pgoff: 0,
+            depth: 3,
+            complete: 1,
+            names: [0; PATH_DEPTH * NAME_LEN],
+        };
+        for (i, name) in ["libc.so.6", "lib", "usr"].iter().enumerate() {
+            e.names[i * NAME_LEN..i * NAME_LEN + name.len()].copy_from_slice(name.as_bytes());
+        }
+        assert_eq!(e.path().as_deref(), Some("/usr/lib/libc.so.6"));
+        e.complete = 0;
+        assert_eq!(e.path(), None);
     }
 
     #[test]

@@ -5,9 +5,14 @@ use std::collections::{HashMap, HashSet};
 use xpuprof_sdk::model::{backend, Correlation, CpuSample, LaunchSite, Record, SampleKind, StrId};
 use xpuprof_sdk::{Emitter, Logger};
 
-use crate::decode::{self, Event, ProcEvent, StackEvent};
+use crate::decode::{self, Event, MappingEvent, ProcEvent, StackEvent};
 use crate::intern::Interner;
-use crate::procmaps::MapsCache;
+use crate::procmaps::{Mapping, MapsCache};
+
+/// `vm_pgoff` unit (4 KiB pages on x86-64).
+const PAGE_SIZE: u64 = 4096;
+/// Most events of one exited process held back until its final mappings arrive.
+const MAX_PARKED_PER_PROCESS: usize = 4096;
 use crate::stacks::StackBuilder;
 
 /// What is known about a process of the tree.
@@ -30,6 +35,10 @@ pub struct Handler {
     pub maps: MapsCache,
     /// Processes that exec'd since the last call to [`Handler::take_execs`].
     execs: Vec<u32>,
+    /// Processes whose exit was seen.
+    exited: HashSet<u32>,
+    /// Events of exited processes waiting for their final mappings.
+    parked: HashMap<u32, Vec<StackEvent>>,
     procs: HashMap<u32, ProcInfo>,
     interner: Interner,
     stacks: StackBuilder,
@@ -54,6 +63,8 @@ impl Handler {
             live: HashSet::from([pid]),
             maps: MapsCache::default(),
             execs: Vec::new(),
+            exited: HashSet::new(),
+            parked: HashMap::new(),
             procs: HashMap::new(),
             interner: Interner::default(),
             stacks: StackBuilder::default(),
@@ -70,6 +81,7 @@ impl Handler {
     pub fn handle(&mut self, data: &[u8]) {
         match decode::decode(data) {
             Some(Event::Proc(p)) => self.on_proc(p),
+            Some(Event::Mapping(m)) => self.on_mapping(m),
             Some(Event::Stack(e)) => self.on_stack(e),
             None => self.bad_records += 1,
         }
@@ -106,6 +118,11 @@ impl Handler {
             }
             decode::EV_EXIT => {
                 self.live.remove(&p.pid);
+                self.exited.insert(p.pid);
+                // Its final mappings arrived just before: the parked events normalise now.
+                for e in self.parked.remove(&p.pid).unwrap_or_default() {
+                    self.emit_stack_event(&e);
+                }
             }
             _ => self.bad_records += 1,
         }
@@ -118,7 +135,42 @@ impl Handler {
         self.interner.thread(&mut self.emitter, e.pid, e.tid, e.comm());
     }
 
+    fn on_mapping(&mut self, m: &MappingEvent) {
+        let Some(path) = m.path() else { return };
+        let offset = m.pgoff.saturating_mul(PAGE_SIZE);
+        let mapping = Mapping { start: m.start, end: m.end, offset, exec: true, path: path.as_str().into() };
+        self.maps.add_final(m.pid, mapping);
+    }
+
+    /// Emits the events still parked (their processes' exits were not seen).
+    pub fn flush_parked(&mut self) {
+        let parked: Vec<StackEvent> = self.parked.drain().flat_map(|(_, v)| v).collect();
+        for e in parked {
+            self.emit_stack_event(&e);
+        }
+    }
+
+    /// True when `e` has a user address no known mapping covers while its process has already
+    /// exited: its final mappings are on their way (sent at exit), so the event waits for them.
+    fn should_park(&mut self, e: &StackEvent) -> bool {
+        if self.exited.contains(&e.pid) {
+            return false;
+        }
+        let (pid, time) = (e.pid, e.time);
+        let missing = e.user_frames().iter().any(|&a| self.maps.find(pid, time, a).is_none());
+        let parked = self.parked.get(&pid).map_or(0, Vec::len);
+        missing && self.maps.is_gone(pid) && parked < MAX_PARKED_PER_PROCESS
+    }
+
     fn on_stack(&mut self, e: &StackEvent) {
+        if self.should_park(e) {
+            self.parked.entry(e.pid).or_default().push(*e);
+            return;
+        }
+        self.emit_stack_event(e);
+    }
+
+    fn emit_stack_event(&mut self, e: &StackEvent) {
         self.define_task(e);
         let stack = self.stacks.build(e, &mut self.maps, &mut self.interner, &mut self.emitter);
         let record = match e.kind {

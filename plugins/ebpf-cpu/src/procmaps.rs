@@ -63,6 +63,13 @@ impl ProcMaps {
         self.mappings[..i].last().filter(|m| addr < m.end)
     }
 
+    /// Adds `m`, replacing the mappings it overlaps.
+    pub fn insert(&mut self, m: Mapping) {
+        self.mappings.retain(|o| o.end <= m.start || o.start >= m.end);
+        let at = self.mappings.partition_point(|o| o.start < m.start);
+        self.mappings.insert(at, m);
+    }
+
     /// Executable mappings of regular files, one per distinct path.
     pub fn exec_files(&self) -> impl Iterator<Item = &Mapping> {
         let mut seen = std::collections::HashSet::new();
@@ -96,6 +103,8 @@ struct PidMaps {
     read_at: u64,
     /// Maps before the last exec, and when that exec happened.
     before_exec: Option<(u64, ProcMaps)>,
+    /// The last attempt to read the maps failed: the process has exited.
+    gone: bool,
 }
 
 /// Per-process cache of maps snapshots.
@@ -113,9 +122,13 @@ impl MapsCache {
                 let e = self.pids.entry(pid).or_default();
                 e.current = maps;
                 e.read_at = now;
+                e.gone = false;
                 true
             }
-            Err(_) => false,
+            Err(_) => {
+                self.pids.entry(pid).or_default().gone = true;
+                false
+            }
         }
     }
 
@@ -126,6 +139,16 @@ impl MapsCache {
         e.before_exec = Some((time, old));
         e.read_at = 0;
         self.refresh(pid);
+    }
+
+    /// Adds a mapping the kernel reported for `pid` as it exited (its final image).
+    pub fn add_final(&mut self, pid: u32, m: Mapping) {
+        self.pids.entry(pid).or_default().current.insert(m);
+    }
+
+    /// True when the maps of `pid` could not be read the last time (it has exited).
+    pub fn is_gone(&self, pid: u32) -> bool {
+        self.pids.get(&pid).is_some_and(|e| e.gone)
     }
 
     /// The cached snapshot of `pid`, if any.
@@ -186,6 +209,30 @@ mod tests {
         assert_eq!(&*m.find(0x7f0000300000).unwrap().path, "/tmp/gone.so");
         let files: Vec<_> = m.exec_files().map(|m| m.path.to_string()).collect();
         assert_eq!(files, ["/usr/bin/work", "/usr/lib/libc.so.6", "/tmp/gone.so"]);
+    }
+
+    #[test]
+    fn inserted_mappings_replace_what_they_overlap() {
+        let mut m = ProcMaps::parse(MAPS);
+        let new =
+            Mapping { start: 0x7f0000080000, end: 0x7f0000090000, offset: 0, exec: true, path: "/x".into() };
+        m.insert(new);
+        assert_eq!(&*m.find(0x7f0000080010).unwrap().path, "/x");
+        assert!(m.find(0x7f0000000010).is_none(), "the overlapped libc mapping is gone");
+        assert_eq!(&*m.find(0x55d0c0a01000).unwrap().path, "/usr/bin/work");
+    }
+
+    #[test]
+    fn a_process_that_cannot_be_read_is_gone_and_keeps_reported_mappings() {
+        let mut c = MapsCache::default();
+        let pid = 999_999_999; // no such process
+        assert!(c.find(pid, 1, 0x1800).is_none());
+        assert!(c.is_gone(pid));
+        c.add_final(
+            pid,
+            Mapping { start: 0x1000, end: 0x2000, offset: 0x3000, exec: true, path: "/lib".into() },
+        );
+        assert_eq!(c.find(pid, 2, 0x1800).map(|m| m.file_offset(0x1800)), Some(0x3800));
     }
 
     #[test]

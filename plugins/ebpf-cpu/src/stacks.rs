@@ -120,7 +120,9 @@ impl StackBuilder {
                 int.named_frame(em, &name)
             }
             found => {
-                if found.is_none() {
+                // An address outside every mapping of a live process is a broken frame-pointer
+                // chain (shown as an unknown frame); of an exited one, a mapping never seen.
+                if found.is_none() && maps.is_gone(pid) {
                     self.stats.unmapped_frames += 1;
                 }
                 int.virtual_frame(em, pid, addr)

@@ -18,6 +18,7 @@ enum xp_event_kind {
 	EV_FORK = 5,       /* tracked process forked a new process: struct xp_proc_event */
 	EV_EXEC = 6,       /* tracked process exec'd: struct xp_proc_event */
 	EV_EXIT = 7,       /* tracked process exited: struct xp_proc_event */
+	EV_MAPPING = 8,    /* executable file mapping of an exiting process: struct xp_mapping_event */
 };
 
 /* Loss counters (index into the per-CPU `losses` array). */
@@ -59,6 +60,24 @@ struct xp_proc_event {
 	__u32 tid;
 	__u64 time;
 	char comm[COMM_LEN];
+};
+
+#define PATH_DEPTH 16
+#define NAME_LEN 64
+
+/* One executable file mapping of a process, sent when its last thread exits (while the
+ * address space still exists) so that processes that exit quickly still normalise. The path is
+ * rebuilt from the dentry chain, crossing mount points. */
+struct xp_mapping_event {
+	__u32 kind;
+	__u32 pid;
+	__u64 time;
+	__u64 start;
+	__u64 end;
+	__u64 pgoff;    /* in pages */
+	__u32 depth;    /* path components in names */
+	__u32 complete; /* 1 when the walk reached the root */
+	char names[PATH_DEPTH * NAME_LEN]; /* NAME_LEN-byte slots: file name first, then directories */
 };
 
 #endif

@@ -18,6 +18,13 @@ const volatile __u64 launch_max_per_sec = 0;
 /* Referenced so the skeleton generates the types; the host pins its mirror against them. */
 struct xp_stack_event _stack_event_layout = {};
 struct xp_proc_event _proc_event_layout = {};
+struct xp_mapping_event _mapping_event_layout = {};
+
+/* Open-coded VMA iterator (kernel 6.7+); weak so that older kernels still load the object. */
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task,
+				 __u64 addr) __weak __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __weak __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __weak __ksym;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -188,6 +195,111 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	return 0;
 }
 
+#define VM_EXEC_FLAG 0x4
+
+/* Scratch space for building a mapping record outside the ring buffer. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xp_mapping_event);
+} mapping_scratch SEC(".maps");
+
+/* State of the walk from a file's dentry up to the root (all plain numbers: the walk reads
+ * kernel memory with bpf_probe_read_kernel). */
+struct walk_ctx {
+	__u64 dentry;
+	__u64 vfsmount;
+	__u64 mount;
+	__u64 mnt_off; /* offsetof(struct mount, mnt) */
+	__u32 n;
+	__u32 complete;
+};
+
+/* One step of the walk (a bpf_loop callback, so the verifier checks it once): records the
+ * dentry's name in the scratch record and moves to its parent, or crosses a mount point. */
+static long walk_step(__u64 i, void *data)
+{
+	struct walk_ctx *c = data;
+	struct dentry *d = (void *)c->dentry;
+	struct mount *mnt = (void *)c->mount;
+	struct vfsmount *vfs = (void *)c->vfsmount;
+	struct dentry *root = BPF_CORE_READ(vfs, mnt_root);
+	struct dentry *parent = BPF_CORE_READ(d, d_parent);
+	struct xp_mapping_event *e;
+	__u32 zero = 0;
+
+	if (d == root || d == parent) {
+		struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
+
+		if (up == mnt || d != root) {
+			c->complete = 1;
+			return 1;
+		}
+		c->dentry = (__u64)BPF_CORE_READ(mnt, mnt_mountpoint);
+		c->mount = (__u64)up;
+		c->vfsmount = (__u64)up + c->mnt_off;
+		return 0;
+	}
+	e = bpf_map_lookup_elem(&mapping_scratch, &zero);
+	if (!e || c->n >= PATH_DEPTH)
+		return 1;
+	bpf_probe_read_kernel_str(&e->names[(c->n & (PATH_DEPTH - 1)) * NAME_LEN], NAME_LEN,
+				  BPF_CORE_READ(d, d_name.name));
+	c->n++;
+	c->dentry = (__u64)parent;
+	return 0;
+}
+
+/* Fills e's path from `file` (a struct file * as a number), file name first. */
+static __always_inline void fill_path(struct xp_mapping_event *e, __u64 file)
+{
+	struct walk_ctx c = {};
+
+	c.mnt_off = bpf_core_field_offset(struct mount, mnt);
+	c.dentry = (__u64)BPF_CORE_READ((struct file *)file, f_path.dentry);
+	c.vfsmount = (__u64)BPF_CORE_READ((struct file *)file, f_path.mnt);
+	c.mount = c.vfsmount - c.mnt_off;
+	bpf_loop(PATH_DEPTH * 2, walk_step, &c, 0);
+	e->depth = c.n;
+	e->complete = c.complete;
+}
+
+/* Sends the executable file mappings of exiting process `p` (its address space still exists at
+ * this tracepoint on recent kernels; nothing is sent where it is already gone). */
+static __always_inline void send_exit_mappings(struct task_struct *p)
+{
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	__u32 zero = 0;
+
+	if (!bpf_ksym_exists(bpf_iter_task_vma_new) || !p->mm)
+		return;
+	bpf_iter_task_vma_new(&it, p, 0);
+	while ((vma = bpf_iter_task_vma_next(&it))) {
+		struct xp_mapping_event *e;
+		__u64 file = 0;
+
+		/* Read as a plain number: the global function takes scalars only. */
+		bpf_probe_read_kernel(&file, sizeof(file), &vma->vm_file);
+		if (!file || !(vma->vm_flags & VM_EXEC_FLAG))
+			continue;
+		e = bpf_map_lookup_elem(&mapping_scratch, &zero);
+		if (!e)
+			break;
+		e->kind = EV_MAPPING;
+		e->pid = p->tgid;
+		e->time = bpf_ktime_get_ns();
+		e->start = vma->vm_start;
+		e->end = vma->vm_end;
+		e->pgoff = vma->vm_pgoff;
+		fill_path(e, file);
+		if (bpf_ringbuf_output(&events, e, sizeof(*e), 0))
+			count_loss(LOSS_RINGBUF_PROC);
+	}
+	bpf_iter_task_vma_destroy(&it);
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
@@ -197,6 +309,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	bpf_map_delete_elem(&offcpu, &tid);
 	if (!is_tracked(pid) || BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
+	send_exit_mappings(p);
 	bpf_map_delete_elem(&tracked, &pid);
 	send_proc_event(EV_EXIT, pid, 0, tid);
 	return 0;

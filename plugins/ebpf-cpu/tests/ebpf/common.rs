@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use blazesym::symbolize::source::{Elf, Source as SymSource};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
@@ -70,11 +70,23 @@ pub fn profile_with_cpu_time(config: &str, argv: &[&str]) -> (Vec<Record>, ExitS
         log: Logger::stderr(),
     };
     let mut src = EbpfSource::create(ctx).expect("create the ebpf source");
+    // One held child at a time, so that no child inherits another test's pipe (a held child
+    // that inherited it would keep that pipe open).
+    static FORK: Mutex<()> = Mutex::new(());
+    let guard = FORK.lock().unwrap_or_else(|e| e.into_inner());
     let (read_end, write_end) = pipe();
     let pid = fork_held(argv, &read_end);
     drop(read_end);
-    src.start(pid).expect("start the ebpf source");
+    if let Err(e) = src.start(pid) {
+        // SAFETY: `pid` is our held child; killing and reaping it has no other effect.
+        unsafe {
+            libc::kill(pid as i32, libc::SIGKILL);
+            libc::waitpid(pid as i32, std::ptr::null_mut(), 0);
+        }
+        panic!("failed to start the ebpf source: {e}");
+    }
     std::fs::File::from(write_end).write_all(b"x").unwrap();
+    drop(guard);
     let mut raw = 0;
     // SAFETY: an all-zero rusage is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };

@@ -12,11 +12,27 @@ fn xpuprof() -> Option<PathBuf> {
     let dir = std::env::current_exe().ok()?.parent()?.parent()?.to_path_buf();
     let bin = dir.join("xpuprof");
     let folded = dir.join("libxpuprof_plugin_folded.so");
-    if bin.is_file() && folded.is_file() {
-        return Some(bin);
+    if !bin.is_file() || !folded.is_file() {
+        eprintln!(
+            "SKIPPED: {} or the folded sink is not built (cargo build --workspace first)",
+            bin.display()
+        );
+        return None;
     }
-    eprintln!("SKIPPED: {} or the folded sink is not built (cargo build --workspace first)", bin.display());
-    None
+    // The plugin next to the binary must be the one these tests were built with.
+    let modified = |p: PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let (loaded, built) = (
+        modified(dir.join("libxpuprof_plugin_ebpf.so")),
+        modified(dir.join("deps/libxpuprof_plugin_ebpf.so")),
+    );
+    if loaded < built {
+        eprintln!(
+            "SKIPPED: {}/libxpuprof_plugin_ebpf.so is older than this build (cargo build first)",
+            dir.display()
+        );
+        return None;
+    }
+    Some(bin)
 }
 
 /// Sums of folded weights of lines whose frames include `name`.
