@@ -9,7 +9,7 @@ use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use libbpf_rs::RingBufferBuilder;
+use libbpf_rs::{RingBuffer, RingBufferBuilder};
 use xpuprof_sdk::model::{Loss, Record};
 use xpuprof_sdk::{Emitter, Logger};
 
@@ -83,22 +83,39 @@ pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
     let rb = match added.and_then(|()| rb.build()) {
         Ok(rb) => rb,
         Err(e) => {
-            let _ = ready.send(Err(format!("failed to open the BPF ring buffer: {e}")));
-            return None;
+            let msg = format!("failed to open the BPF ring buffer: {e}");
+            let emitter = std::mem::replace(&mut handler.borrow_mut().emitter, Emitter::detached());
+            return fail(&ready, msg, emitter);
         }
     };
     let _ = ready.send(Ok(()));
-    let mut scans = Scans::new(cfg.maps_scan_ms);
-    while !stop.load(Ordering::Acquire) {
-        let _ = rb.poll(Duration::from_millis(10));
-        scans.run(&mut handler.borrow_mut(), &mut probes, progs);
-    }
-    let _ = rb.consume();
+    record_until_stopped(&rb, &handler, &mut probes, progs, &cfg, &stop);
     drop(rb);
     let mut handler = handler.into_inner();
     handler.flush_parked();
     finish(&skel, &mut handler, &probes);
     Some(handler.emitter)
+}
+
+/// Polls the ring buffer and runs the maps scans until `stop`, then drains the ring buffer.
+fn record_until_stopped(
+    rb: &RingBuffer<'_>,
+    handler: &RefCell<Handler>,
+    probes: &mut ProbeSet,
+    progs: Programs<'_, '_>,
+    cfg: &Config,
+    stop: &AtomicBool,
+) {
+    let mut scans = Scans::new(cfg.maps_scan_ms);
+    while !stop.load(Ordering::Acquire) {
+        if let Err(e) = rb.poll(Duration::from_millis(10)) {
+            handler.borrow().log.debug(&format!("ring buffer poll: {e}"));
+        }
+        scans.run(&mut handler.borrow_mut(), probes, progs);
+    }
+    if let Err(e) = rb.consume() {
+        handler.borrow().log.warn(&format!("failed to drain the BPF ring buffer: {e}"));
+    }
 }
 
 fn fail(ready: &SyncSender<Result<(), String>>, msg: String, emitter: Emitter) -> Option<Emitter> {

@@ -106,6 +106,7 @@ impl Handler {
         match p.kind {
             decode::EV_FORK => {
                 self.live.insert(p.pid);
+                self.exited.remove(&p.pid);
                 self.procs.insert(p.pid, ProcInfo { ppid: p.ppid, command: p.comm().to_owned() });
                 // Until it execs, the child runs its parent's image.
                 self.maps.refresh(p.pid);

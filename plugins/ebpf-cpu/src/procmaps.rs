@@ -166,7 +166,9 @@ impl MapsCache {
         if before_exec {
             return self.pids.get(&pid)?.before_exec.as_ref()?.1.find(addr);
         }
-        let stale = self.pids.get(&pid).is_none_or(|e| e.current.find(addr).is_none() && e.read_at < time);
+        // A process whose maps could not be read has exited: reading again will not help.
+        let stale =
+            self.pids.get(&pid).is_none_or(|e| !e.gone && e.current.find(addr).is_none() && e.read_at < time);
         if stale {
             self.refresh(pid);
         }

@@ -1,7 +1,7 @@
 /* CPU-bound workload with a known profile: burn_three() does three times the work of
  * burn_one(), both called from main's loop, for the number of seconds given (default 1).
  * `burn -n ROUNDS` instead runs a fixed number of rounds and writes the loop's elapsed
- * nanoseconds to the file named by $WORKLOAD_RESULT (for the overhead benchmark).
+ * and CPU nanoseconds to the file named by $WORKLOAD_RESULT (for the overhead benchmark).
  * Build: cc -O1 -fno-omit-frame-pointer -g burn.c -o burn */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +29,16 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static int fixed_rounds(long rounds)
 {
-	double start = now();
+	double start = now(), cpu_start = cpu_now();
 	const char *out = getenv("WORKLOAD_RESULT");
 
 	for (long i = 0; i < rounds; i++) {
@@ -42,7 +49,7 @@ static int fixed_rounds(long rounds)
 		FILE *f = fopen(out, "w");
 		if (!f)
 			return 1;
-		fprintf(f, "%.0f\n", (now() - start) * 1e9);
+		fprintf(f, "%.0f %.0f\n", (now() - start) * 1e9, (cpu_now() - cpu_start) * 1e9);
 		fclose(f);
 	}
 	return 0;
