@@ -130,9 +130,11 @@ impl Handler {
     }
 
     fn define_task(&mut self, e: &StackEvent) {
-        let info = self.procs.get(&e.pid).cloned().unwrap_or_default();
-        let command = if info.command.is_empty() { e.comm() } else { info.command.as_str() };
-        self.interner.process(&mut self.emitter, e.pid, info.ppid, command);
+        if !self.interner.has_process(e.pid) {
+            let info = self.procs.get(&e.pid).cloned().unwrap_or_default();
+            let command = if info.command.is_empty() { e.comm() } else { info.command.as_str() };
+            self.interner.process(&mut self.emitter, e.pid, info.ppid, command);
+        }
         self.interner.thread(&mut self.emitter, e.pid, e.tid, e.comm());
     }
 

@@ -120,6 +120,11 @@ impl Interner {
         id
     }
 
+    /// True when process `pid` has been defined.
+    pub fn has_process(&self, pid: u32) -> bool {
+        self.processes.contains(&pid)
+    }
+
     /// Defines process `pid` the first time it is seen; true if it was new.
     pub fn process(&mut self, em: &mut Emitter, pid: u32, ppid: u32, command: &str) -> bool {
         if !self.processes.insert(pid) {

@@ -44,6 +44,7 @@ pub fn workloads() -> &'static Path {
         cc(&[&s("launch.c"), "-o", "launch", "-L.", "-llaunchtest", "-Wl,-rpath,$ORIGIN"]);
         cc(&[&s("launch.c"), &s("launchlib.c"), "-o", "launch_static"]);
         cc(&[&s("launch_dlopen.c"), "-o", "launch_dlopen", "-ldl"]);
+        cc(&[&s("threads.c"), "-o", "threads", "-pthread"]);
         cc(&[&s("launch_loop.c"), "-o", "launch_loop", "-L.", "-llaunchtest", "-Wl,-rpath,$ORIGIN"]);
         out
     })

@@ -51,3 +51,23 @@ fn short_lived_child_of_a_shell_is_sampled_and_symbolised() {
         s.records.iter().any(|r| matches!(r, Record::Process(p) if s.string(p.command).contains("burn")));
     assert!(burn_proc, "no ProcessDef names the burn child");
 }
+
+#[test]
+fn every_thread_is_sampled_with_its_own_name_and_stack() {
+    if !root_or_skip("every_thread_is_sampled_with_its_own_name_and_stack") {
+        return;
+    }
+    let (records, status) = profile("sample_hz = 199", &[&workload("threads"), "1"]);
+    assert!(status.success());
+    let s = Session::new(records);
+    let tids_in = |f: &str| -> std::collections::HashSet<u32> {
+        let has = |r: &&Record| matches!(r, Record::CpuSample(c) if s.names(c.stack).iter().any(|n| n == f));
+        s.records.iter().filter(has).map(|r| if let Record::CpuSample(c) = r { c.tid } else { 0 }).collect()
+    };
+    let (a, b) = (tids_in("worker_a"), tids_in("worker_b"));
+    assert_eq!((a.len(), b.len()), (1, 1), "each worker runs on its own thread: {a:?} {b:?}");
+    assert_ne!(a, b);
+    let defined: Vec<u32> =
+        s.records.iter().filter_map(|r| if let Record::Thread(t) = r { Some(t.tid) } else { None }).collect();
+    assert!(a.union(&b).all(|t| defined.contains(t)), "ThreadDef for each sampled thread");
+}
