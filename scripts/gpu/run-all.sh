@@ -119,8 +119,11 @@ fi
 # (cargo build --release -p xpuprof-plugin-cupti --example agreement).
 if [[ " $STEPS " == *" agree "* ]]; then
   if [ -f "$CARRY/libxpuprof_plugin_ebpf.so" ] && [ -x "$CARRY/agreement" ]; then
+    # The eBPF plugin links libelf; use the carried copy where the machine has none.
+    ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    uname -r >"$W/logs/kernel.txt"; ls -la /sys/kernel/btf/vmlinux >>"$W/logs/kernel.txt" 2>&1
     printf '[source.cupti]\nlaunch_stacks = "both"\n[source.ebpf]\nlaunch_stacks_from_trampoline = true\nsample_hz = 0\n' >"$W/both.toml"
-    for p in basic multi_stream multi_thread driver_launch graph_launch; do
+    for p in basic multi_stream multi_thread driver_launch graph_launch launch_bench; do
       o=$W/agree/$p; rm -rf "$o"
       "$CARRY/xpuprof" --plugin-dir "$CARRY" --source ebpf,cupti --sink archive,folded -c "$W/both.toml" -o "$o" -- \
         "$W/bin/$p" "${SMALL[$p]}" >"$W/logs/agree-$p.out" 2>"$W/logs/agree-$p.err"

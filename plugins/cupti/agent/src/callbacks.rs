@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use crate::buffers::Buffer;
 use crate::channel::Chunk;
 use crate::sys::ffi;
-use crate::{activity, agent, unwind, wire, xpuprof_agent_launch, Agent};
+use crate::{activity, agent, unwind, wire, Agent};
 
 /// Queues every thread's pending launch sites (and a fresh module map first when a stack used
 /// an address outside the known modules).
@@ -100,7 +100,7 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
     if d.callbackSite == ffi::CUpti_ApiCallbackSite::CUPTI_API_ENTER {
         let outer = a.launches.enter(a, domain as u8, cbid, d.correlationId, fp, sp);
         if outer && a.config.trampoline() {
-            xpuprof_agent_launch(xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);
+            unwind::call_trampoline(fp, xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);
         }
     } else {
         let result = if d.functionReturnValue.is_null() {

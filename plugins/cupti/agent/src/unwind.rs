@@ -44,6 +44,38 @@ pub fn registers() -> (usize, usize) {
     (fp, sp)
 }
 
+/// Calls the correlation trampoline `xpuprof_agent_launch(backend, id)` with the frame pointer
+/// register set to `fp`, the frame the agent's own walk starts from. The eBPF source's uprobe
+/// unwinds from the registers at the trampoline's entry; with `rbp = fp` its walk starts where
+/// the agent's does, whatever this Rust code (built without frame pointers) kept in `rbp`.
+#[inline(always)]
+pub fn call_trampoline(fp: usize, backend: u32, id: u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: rbp is saved and restored around the call; the stack stays 16-byte aligned at the
+    // call (push + sub 8); the callee is an `extern "C" fn(u32, u64)` that touches no memory of
+    // ours, and every register the C ABI lets it clobber is declared clobbered.
+    unsafe {
+        std::arch::asm!(
+            "push rbp",
+            "mov rbp, {fp}",
+            "sub rsp, 8",
+            "call {f}",
+            "add rsp, 8",
+            "pop rbp",
+            fp = in(reg) fp,
+            f = sym crate::xpuprof_agent_launch,
+            in("edi") backend,
+            in("rsi") id,
+            clobber_abi("C"),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = fp;
+        crate::xpuprof_agent_launch(backend, id);
+    }
+}
+
 /// Walks the frame-pointer chain from `fp`, writing return addresses into `out`.
 ///
 /// Only addresses inside `[lo, hi)` are read (`lo` is at most the current stack pointer, so the
@@ -102,6 +134,16 @@ mod tests {
         let n = walk(at(0), base, at(5), &mut out);
         assert_eq!(n, 1, "a frame past the stack top is not read");
         assert_eq!(walk(at(0) + 3, base, base + 128, &mut out), 0, "misaligned frame pointer");
+    }
+
+    #[test]
+    fn trampoline_call_restores_registers() {
+        let (fp, _) = registers();
+        let before = std::hint::black_box(0x1234_5678_u64);
+        call_trampoline(fp, 1, 42);
+        call_trampoline(0, 0, 0);
+        assert_eq!(std::hint::black_box(before), 0x1234_5678);
+        assert_eq!(registers().0, fp, "rbp is restored");
     }
 
     #[test]
