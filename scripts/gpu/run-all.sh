@@ -20,7 +20,7 @@ LIB=$CUDA_HOME/targets/x86_64-linux/lib
 AGENT=$CARRY/libxpuprof_cupti_agent.so
 BENCH_N=${BENCH_N:-200000}
 ROUNDS=${ROUNDS:-7}
-STEPS=${*:-capture test agree bench}
+STEPS=${*:-capture test agree bench}   # e2e: issue 6 benchmarks (run it on its own)
 mkdir -p "$OUT" "$W/bin" "$W/fixtures" "$W/logs"
 SUMMARY=$W/summary.txt
 : >"$SUMMARY"
@@ -28,6 +28,32 @@ row() { printf '%-34s %s\n' "$1" "$2" | tee -a "$SUMMARY"; }
 
 echo "== machine" | tee "$W/logs/machine.txt"
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; "$CUDA_HOME/bin/nvcc" --version | tail -2; ls "$LIB"/libcupti.so*; } 2>&1 | tee -a "$W/logs/machine.txt"
+
+# Medians and per-round ratios of "round config value" lines: bench_summary FILE N LABEL.
+cat >"$W/bench_summary.py" <<'PY'
+import sys, statistics, collections
+path, n, label = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+unit = sys.argv[4] if len(sys.argv) > 4 else "us/launch"
+t = collections.defaultdict(dict)
+for line in open(path):
+    r, c, s = line.split()
+    if s != "nan": t[c][int(r)] = float(s)
+med = {c: statistics.median(v.values()) for c, v in t.items() if v}
+base, alone = med.get("unprofiled"), med.get("cupti_alone")
+for c, m in med.items():
+    a = f"{m/base:.3f}x unprofiled" if base else ""
+    b = f"{m/alone:.3f}x cupti_alone" if alone else ""
+    print(f"bench[{label}] {c:<20} median {m*1e6/n:7.3f} {unit}  {a}  {b}")
+for c in [c for c in med if c not in ("unprofiled", "cupti_alone")]:
+    rs = sorted(set(t[c]) & set(t.get("unprofiled", {})) & set(t.get("cupti_alone", {})))
+    ra = [t[c][r] / t["unprofiled"][r] for r in rs]
+    rb = [t[c][r] / t["cupti_alone"][r] for r in rs]
+    if rs:
+        print(f"bench[{label}] per-round {c}: vs unprofiled " + " ".join(f"{x:.2f}" for x in ra)
+              + f" (median {statistics.median(ra):.3f}); vs cupti_alone " + " ".join(f"{x:.2f}" for x in rb)
+              + f" (median {statistics.median(rb):.3f})")
+PY
+bench_summary() { python3 "$W/bench_summary.py" "$@"; }
 
 # ---- build ---------------------------------------------------------------------------------
 NVCC="$CUDA_HOME/bin/nvcc -g -O2 -std=c++17 -arch=sm_90 -Xcompiler -fno-omit-frame-pointer -I$INC"
@@ -178,30 +204,61 @@ if [[ " $STEPS " == *" bench "* ]]; then
       echo "$r $c ${b:-nan}" >>"$W/logs/bench-batch.txt"
     done
   done
-  cat >"$W/bench_summary.py" <<'PY'
-import sys, statistics, collections
-path, n, label = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-t = collections.defaultdict(dict)
-for line in open(path):
-    r, c, s = line.split()
-    if s != "nan": t[c][int(r)] = float(s)
-med = {c: statistics.median(v.values()) for c, v in t.items() if v}
-base, alone = med.get("unprofiled"), med.get("cupti_alone")
-for c, m in med.items():
-    a = f"{m/base:.3f}x unprofiled" if base else ""
-    b = f"{m/alone:.3f}x cupti_alone" if alone else ""
-    print(f"bench[{label}] {c:<19} median {m*1e6/n:6.3f} us/launch  {a}  {b}")
-for c in [c for c in med if c not in ("unprofiled", "cupti_alone")]:
-    rs = sorted(set(t[c]) & set(t.get("unprofiled", {})) & set(t.get("cupti_alone", {})))
-    ra = [t[c][r] / t["unprofiled"][r] for r in rs]
-    rb = [t[c][r] / t["cupti_alone"][r] for r in rs]
-    if rs:
-        print(f"bench[{label}] per-round {c}: vs unprofiled " + " ".join(f"{x:.2f}" for x in ra)
-              + f" (median {statistics.median(ra):.3f}); vs cupti_alone " + " ".join(f"{x:.2f}" for x in rb)
-              + f" (median {statistics.median(rb):.3f})")
-PY
-  python3 "$W/bench_summary.py" "$W/logs/bench.txt" "$BENCH_N" total | tee -a "$SUMMARY"
-  python3 "$W/bench_summary.py" "$W/logs/bench-batch.txt" 1000000 batch | tee -a "$SUMMARY"
+  bench_summary "$W/logs/bench.txt" "$BENCH_N" total | tee -a "$SUMMARY"
+  bench_summary "$W/logs/bench-batch.txt" 1000000 batch | tee -a "$SUMMARY"
+fi
+
+# ---- e2e: issue 6 on this machine: B1 with the eBPF source, B5 losses, B4 sizes, B2 PyTorch --------
+if [[ " $STEPS " == *" e2e "* ]]; then
+  ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  B=$W/bin/launch_bench
+  PIN=""; command -v taskset >/dev/null && PIN="taskset -c 2-9"
+  printf '[source.cupti]\nlaunch_stacks = "ebpf"\n[source.ebpf]\nlaunch_stacks_from_trampoline = true\n' >"$W/ebpf-stacks.toml"
+  X="$CARRY/xpuprof --plugin-dir $CARRY"
+  e2e_cfg() {  # config, program + args...
+    local c=$1; shift
+    case $c in
+      unprofiled) $PIN "$@" ;;
+      cupti_alone) CUDA_INJECTION64_PATH=$W/bin/libcupti_alone.so $PIN "$@" ;;
+      xpuprof_cupti) $PIN $X --source cupti --sink folded -o "$W/e2e-out/$c" -- "$@" ;;
+      xpuprof_default) $PIN $X --source ebpf,cupti --sink folded -o "$W/e2e-out/$c" -- "$@" ;;
+      xpuprof_uprobe) $PIN $X --source ebpf,cupti -c "$W/ebpf-stacks.toml" --sink folded -o "$W/e2e-out/$c" -- "$@" ;;
+      torch_profiler|torch_profiler_stack) $PIN "$@" ;;
+    esac
+  }
+  # B1 + B5
+  : >"$W/logs/b1.txt"; : >"$W/logs/b1-batch.txt"
+  for r in $(seq 1 "${ROUNDS_E2E:-5}"); do
+    for c in unprofiled cupti_alone xpuprof_cupti xpuprof_default xpuprof_uprobe; do
+      line=$(e2e_cfg $c "$B" "$BENCH_N" 2>"$W/logs/b1-$c.err" | grep '^BENCH')
+      echo "$r $c $(echo "$line" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')" >>"$W/logs/b1.txt"
+      echo "$r $c $(echo "$line" | sed -n 's/.*batch_median_us=\([0-9.]*\).*/\1/p')" >>"$W/logs/b1-batch.txt"
+    done
+  done
+  bench_summary "$W/logs/b1.txt" "$BENCH_N" B1-total | grep -v per-round | tee -a "$SUMMARY"
+  bench_summary "$W/logs/b1-batch.txt" 1000000 B1-batch | tee -a "$SUMMARY"
+  for c in xpuprof_cupti xpuprof_default xpuprof_uprobe; do
+    row "B5 $c (last round)" "$(grep -h 'device ops:\|losses:' "$W/logs/b1-$c.err" | tr -s ' ' | tr '\n' ' ')"
+  done
+  # B4: archive and chrome bytes per launch for the B1 program
+  rm -rf "$W/e2e-out/b4"
+  $X --source cupti --sink archive,chrome -o "$W/e2e-out/b4" -- "$B" "$BENCH_N" >/dev/null 2>"$W/logs/b4.err"
+  a=$(du -cb "$W/e2e-out/b4/archive" | tail -1 | cut -f1); j=$(stat -c %s "$W/e2e-out/b4/trace.json" 2>/dev/null)
+  row "B4 bytes per launch (N=$BENCH_N+100)" "archive $(python3 -c "print(round($a/($BENCH_N+100),1))") chrome $(python3 -c "print(round(${j:-0}/($BENCH_N+100),1))")"
+  # B2: PyTorch inference, small and large
+  T=tests/workloads/cuda/transformer_bench.py
+  : >"$W/logs/b2-small.txt"; : >"$W/logs/b2-large.txt"
+  for r in $(seq 1 "${ROUNDS_B2:-2}"); do
+    for size in small large; do
+      for c in unprofiled torch_profiler torch_profiler_stack cupti_alone xpuprof_cupti xpuprof_default; do
+        mode=plain; [ $c = torch_profiler ] && mode=profiler; [ $c = torch_profiler_stack ] && mode=profiler_stack
+        v=$(e2e_cfg $c python3 "$T" $mode $size 2>>"$W/logs/b2-$c.err" | sed -n 's/.*ms_per_step=\([0-9.]*\).*/\1/p')
+        echo "$r $c ${v:-nan}" >>"$W/logs/b2-$size.txt"
+      done
+    done
+  done
+  bench_summary "$W/logs/b2-small.txt" 1000000 B2-small ms/step | tee -a "$SUMMARY"
+  bench_summary "$W/logs/b2-large.txt" 1000000 B2-large ms/step | tee -a "$SUMMARY"
 fi
 
 (cd "$W" && tar czf "$OUT/logs.tar.gz" logs summary.txt)
