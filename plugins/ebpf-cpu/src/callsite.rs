@@ -3,7 +3,6 @@
 //! search stops at the first caller that sets up a frame pointer (its frame is the one the
 //! walk starts from, and older words above are stale).
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -12,12 +11,14 @@ use std::sync::Arc;
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 
+use crate::fxhash::FxHashMap;
+
 /// Caches files and answers per (file, offset).
 #[derive(Debug)]
 pub struct CallSites {
-    files: HashMap<Arc<str>, Option<File>>,
-    answers: HashMap<(Arc<str>, u64), bool>,
-    has_frame: HashMap<(Arc<str>, u64), bool>,
+    files: FxHashMap<Arc<str>, Option<File>>,
+    answers: FxHashMap<(Arc<str>, u64), bool>,
+    has_frame: FxHashMap<(Arc<str>, u64), bool>,
     symbolizer: Symbolizer,
 }
 
@@ -28,7 +29,12 @@ impl Default for CallSites {
             .enable_inlined_fns(false)
             .enable_demangling(false)
             .build();
-        Self { files: HashMap::new(), answers: HashMap::new(), has_frame: HashMap::new(), symbolizer }
+        Self {
+            files: FxHashMap::default(),
+            answers: FxHashMap::default(),
+            has_frame: FxHashMap::default(),
+            symbolizer,
+        }
     }
 }
 

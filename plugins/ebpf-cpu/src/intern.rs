@@ -1,13 +1,13 @@
 //! Interning of definitions: every string, process, thread, module, frame and stack is emitted
 //! once, before the first event that uses it.
 
-use std::collections::{HashMap, HashSet};
-
 use xpuprof_sdk::model::{
     FrameDef, FrameId, FrameKind, ModuleDef, ModuleId, ProcessDef, Record, StackDef, StackId, StrId,
     ThreadDef,
 };
 use xpuprof_sdk::{Emitter, StringInterner};
+
+use crate::fxhash::{FxHashMap, FxHashSet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum FrameKey {
@@ -21,11 +21,11 @@ enum FrameKey {
 #[derive(Debug, Default)]
 pub struct Interner {
     strings: StringInterner,
-    modules: HashMap<String, ModuleId>,
-    frames: HashMap<FrameKey, FrameId>,
-    stacks: HashMap<Vec<FrameId>, StackId>,
-    processes: HashSet<u32>,
-    threads: HashSet<u32>,
+    modules: FxHashMap<String, ModuleId>,
+    frames: FxHashMap<FrameKey, FrameId>,
+    stacks: FxHashMap<Vec<FrameId>, StackId>,
+    processes: FxHashSet<u32>,
+    threads: FxHashSet<u32>,
 }
 
 impl Interner {

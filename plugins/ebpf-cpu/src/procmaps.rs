@@ -1,10 +1,12 @@
 //! Memory maps of the target's processes, read from `/proc/<pid>/maps` while they are alive and
 //! cached so that samples of a process that has exited still normalise.
 
-use std::collections::HashMap;
+use std::cell::Cell;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use crate::fxhash::FxHashMap;
 
 /// One file-backed or anonymous mapping.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +39,8 @@ impl Mapping {
 #[derive(Debug, Clone, Default)]
 pub struct ProcMaps {
     mappings: Vec<Mapping>,
+    /// Index of the last mapping found: consecutive frames are mostly in the same file.
+    hint: Cell<usize>,
 }
 
 impl ProcMaps {
@@ -54,13 +58,22 @@ impl ProcMaps {
     pub fn parse(text: &str) -> Self {
         let mut mappings: Vec<Mapping> = text.lines().filter_map(parse_line).collect();
         mappings.sort_by_key(|m| m.start);
-        Self { mappings }
+        Self { mappings, hint: Cell::new(0) }
     }
 
     /// The mapping containing `addr`.
     pub fn find(&self, addr: u64) -> Option<&Mapping> {
+        if let Some(m) = self.mappings.get(self.hint.get()) {
+            if m.start <= addr && addr < m.end {
+                return Some(m);
+            }
+        }
         let i = self.mappings.partition_point(|m| m.start <= addr);
-        self.mappings[..i].last().filter(|m| addr < m.end)
+        let found = self.mappings[..i].last().filter(|m| addr < m.end);
+        if found.is_some() {
+            self.hint.set(i - 1);
+        }
+        found
     }
 
     /// Adds `m`, replacing the mappings it overlaps.
@@ -110,7 +123,7 @@ struct PidMaps {
 /// Per-process cache of maps snapshots.
 #[derive(Debug, Default)]
 pub struct MapsCache {
-    pids: HashMap<u32, PidMaps>,
+    pids: FxHashMap<u32, PidMaps>,
 }
 
 impl MapsCache {
@@ -161,18 +174,22 @@ impl MapsCache {
     /// On a miss the maps are read again, but only when the snapshot is older than the event
     /// (a library mapped since), so unmapped addresses (JIT code) cost no extra reads.
     pub fn find(&mut self, pid: u32, time: u64, addr: u64) -> Option<&Mapping> {
-        let before_exec =
-            self.pids.get(&pid).is_some_and(|e| e.before_exec.as_ref().is_some_and(|(t, _)| time < *t));
-        if before_exec {
-            return self.pids.get(&pid)?.before_exec.as_ref()?.1.find(addr);
-        }
-        // A process whose maps could not be read has exited: reading again will not help.
-        let stale =
-            self.pids.get(&pid).is_none_or(|e| !e.gone && e.current.find(addr).is_none() && e.read_at < time);
+        let stale = match self.pids.get(&pid) {
+            None => true,
+            Some(e) => match &e.before_exec {
+                Some((exec_time, _)) if time < *exec_time => false,
+                // A process whose maps could not be read has exited: reading again won't help.
+                _ => !e.gone && e.read_at < time && e.current.find(addr).is_none(),
+            },
+        };
         if stale {
             self.refresh(pid);
         }
-        self.pids.get(&pid)?.current.find(addr)
+        let e = self.pids.get(&pid)?;
+        match &e.before_exec {
+            Some((exec_time, old)) if time < *exec_time => old.find(addr),
+            _ => e.current.find(addr),
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! Turning captured addresses into interned frames and stacks: user addresses are normalised to
 //! (module, file offset) with the process's maps; the host symbolises them later.
 
-use xpuprof_sdk::model::{FrameId, StackId};
+use std::sync::Arc;
+
+use xpuprof_sdk::model::{FrameId, ModuleId, StackId};
 use xpuprof_sdk::Emitter;
 
 use crate::callsite::CallSites;
@@ -25,6 +27,8 @@ pub struct StackBuilder {
     frames: Vec<FrameId>,
     addrs: Vec<u64>,
     calls: CallSites,
+    /// The module of the last user frame, by its path (consecutive frames share modules).
+    last_module: Option<(Arc<str>, ModuleId)>,
     /// What could not be normalised so far.
     pub stats: StackStats,
 }
@@ -75,6 +79,9 @@ impl StackBuilder {
             if Some(w) == next {
                 break;
             }
+            if w < 0x1000 {
+                continue; // small integers and null: not code addresses
+            }
             if let Some(has_frame) = self.return_address(ev.pid, ev.time, w, maps) {
                 self.addrs.insert(at, w);
                 at += 1;
@@ -111,8 +118,15 @@ impl StackBuilder {
         match maps.find(pid, time, addr) {
             Some(m) if m.is_file() => {
                 let offset = m.file_offset(addr);
-                let path = m.path.clone();
-                let module = int.module(em, &path, || read_build_id(pid, &path));
+                let module = match &self.last_module {
+                    Some((path, id)) if Arc::ptr_eq(path, &m.path) => *id,
+                    _ => {
+                        let path = m.path.clone();
+                        let id = int.module(em, &path, || read_build_id(pid, &path));
+                        self.last_module = Some((path, id));
+                        id
+                    }
+                };
                 int.file_frame(em, module, offset)
             }
             Some(m) if m.path.starts_with('[') && &*m.path != "[heap]" && &*m.path != "[stack]" => {
