@@ -64,7 +64,7 @@ impl StackBuilder {
     /// (found in the words between the stack pointer and the frame pointer) after the leaf.
     fn user_addresses(&mut self, ev: &StackEvent, maps: &mut MapsCache) {
         self.addrs.clear();
-        let user = ev.user_frames();
+        let user = cut_self_loop(ev.user_frames(), |a| maps.find(ev.pid, ev.time, a).is_some());
         self.addrs.extend_from_slice(user);
         if user.is_empty() {
             return;
@@ -145,11 +145,32 @@ impl StackBuilder {
     }
 }
 
+/// `frames` up to a frame pointer that points at itself: the kernel's walk then repeats one
+/// address outside every mapping until its depth limit. Recursion repeats addresses too, but
+/// inside code (`mapped` is true), so it is kept.
+fn cut_self_loop(frames: &[u64], mut mapped: impl FnMut(u64) -> bool) -> &[u64] {
+    let end = frames.windows(2).position(|w| w[0] == w[1] && !mapped(w[0])).map_or(frames.len(), |i| i + 1);
+    &frames[..end]
+}
+
 /// The GNU build id of a file `pid` maps, empty when it has none or cannot be read.
 pub fn read_build_id(pid: u32, path: &str) -> Vec<u8> {
     let file = openable_path(pid, path);
     match blazesym::helper::read_elf_build_id(&file) {
         Ok(Some(id)) => id.to_vec(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_self_loop;
+
+    #[test]
+    fn a_self_referencing_frame_pointer_is_cut_but_recursion_kept() {
+        let mapped = |a: u64| a < 100;
+        assert_eq!(cut_self_loop(&[1, 500, 500, 500, 500], mapped), &[1, 500]);
+        assert_eq!(cut_self_loop(&[1, 7, 7, 7, 2], mapped), &[1, 7, 7, 7, 2]);
+        assert_eq!(cut_self_loop(&[], mapped), &[] as &[u64]);
     }
 }
