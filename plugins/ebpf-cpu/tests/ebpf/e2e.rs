@@ -1,7 +1,7 @@
 //! Through the real host: `xpuprof --source ebpf --sink folded -- <workload>`, with the host's
 //! plugin loading and symboliser (skipped when the binary has not been built).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::{root_or_skip, workload};
@@ -19,20 +19,29 @@ fn xpuprof() -> Option<PathBuf> {
         );
         return None;
     }
-    // The plugin next to the binary must be the one these tests were built with.
-    let modified = |p: PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let (loaded, built) = (
-        modified(dir.join("libxpuprof_plugin_ebpf.so")),
-        modified(dir.join("deps/libxpuprof_plugin_ebpf.so")),
-    );
-    if loaded < built {
+    // The plugin next to the binary must have been built from the current sources.
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let plugin = modified(&dir.join("libxpuprof_plugin_ebpf.so"));
+    let sources = newest(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    if plugin < sources {
         eprintln!(
-            "SKIPPED: {}/libxpuprof_plugin_ebpf.so is older than this build (cargo build first)",
+            "SKIPPED: {}/libxpuprof_plugin_ebpf.so is older than its sources (cargo build first)",
             dir.display()
         );
         return None;
     }
     Some(bin)
+}
+
+/// The newest modification time of the files under `dir`.
+fn newest(dir: &Path) -> Option<std::time::SystemTime> {
+    let mut latest = None;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        let t = if path.is_dir() { newest(&path) } else { entry.metadata().and_then(|m| m.modified()).ok() };
+        latest = latest.max(t);
+    }
+    latest
 }
 
 /// Sums of folded weights of lines whose frames include `name`.
@@ -114,4 +123,31 @@ fn a_launch_symbol_found_nowhere_is_named_in_a_warning() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "stderr:\n{stderr}");
     assert!(stderr.contains("failed to find launch symbol `noSuchLaunchKernel`"), "stderr:\n{stderr}");
+}
+
+#[test]
+fn xpuprof_folded_shows_where_threads_blocked_and_for_how_long() {
+    if !root_or_skip("xpuprof_folded_shows_where_threads_blocked_and_for_how_long") {
+        return;
+    }
+    let Some(bin) = xpuprof() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let cfg = out.path().join("xpuprof.toml");
+    std::fs::write(&cfg, "[source.ebpf]\nsample_hz = 0\noffcpu = true\noffcpu_min_us = 5000\n").unwrap();
+    let status = Command::new(&bin)
+        .args(["--quiet", "--source", "ebpf", "--sink", "folded", "-c"])
+        .arg(&cfg)
+        .arg("-o")
+        .arg(out.path().join("o"))
+        .args(["--", &workload("block")])
+        .status()
+        .expect("run xpuprof");
+    assert!(status.success());
+    let folded = std::fs::read_to_string(out.path().join("o/profile.folded")).expect("profile.folded");
+    // Folded weights are µs: 20 waits of 25 ms on each path.
+    for path in ["sleep_path", "futex_path"] {
+        let us = weight_with(&folded, path);
+        assert!((450_000..=700_000).contains(&us), "{path}: {us} us off-CPU in:\n{folded}");
+    }
+    assert!(folded.lines().all(|l| l.starts_with("[off-cpu];")), "only off-CPU lines expected:\n{folded}");
 }
