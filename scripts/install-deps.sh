@@ -2,8 +2,9 @@
 # Installs what building and testing xpuprof needs on a fresh Debian machine with Rust:
 # - clang/llvm, bpftool, libelf, zlib, pkg-config: the eBPF plugin's skeleton and libbpf;
 # - libclang-dev: bindgen for the CUPTI bindings;
-# - the CUDA 13.0 header wheels (nvidia-cuda-cupti, -runtime, -crt): CUPTI headers without a
-#   CUDA toolkit (CUDA_HOME wins when set).
+# - the CUDA 13 header wheels (nvidia-cuda-cupti, -runtime, -crt), pinned: CUPTI headers without
+#   a CUDA toolkit (CUDA_HOME wins when set). 13.5 headers declare every record version from
+#   CUDA 13.0 on; the decoder picks the one matching the runtime it meets.
 # Idempotent: skips what is already there. Needs root (or sudo) for apt.
 set -euo pipefail
 
@@ -21,9 +22,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-PIP_PKGS=("nvidia-cuda-cupti==13.0.*" "nvidia-cuda-runtime==13.0.*" "nvidia-cuda-crt==13.0.*")
+PIP_PKGS=("nvidia-cuda-cupti==13.5.25" "nvidia-cuda-runtime==13.5.37" "nvidia-cuda-crt==13.5.37")
 if [ -z "${CUDA_HOME:-}" ]; then
-  if ! python3 -c 'import importlib.metadata as m; [m.version(p) for p in ("nvidia-cuda-cupti","nvidia-cuda-runtime","nvidia-cuda-crt")]' 2>/dev/null; then
+  have=$(python3 -c 'import importlib.metadata as m; print(" ".join(f"{p}=={m.version(p)}" for p in ("nvidia-cuda-cupti","nvidia-cuda-runtime","nvidia-cuda-crt")))' 2>/dev/null || true)
+  if [ "$have" != "${PIP_PKGS[*]}" ]; then
     echo "install-deps: pip install ${PIP_PKGS[*]}"
     python3 -m pip install -q "${PIP_PKGS[@]}"
   fi
