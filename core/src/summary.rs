@@ -64,10 +64,11 @@ pub fn print(o: &SessionOutcome) {
     let a = &o.stats.agreement;
     if a.compared > 0 {
         lines.push(format!(
-            "  launch stacks from two sources: {} compared, {} agree, {} differ",
+            "  launch stacks from two sources: {} compared, {} agree, {} differ ({} compared to the shorter depth)",
             human(a.compared),
             human(a.agreed),
-            human(a.compared - a.agreed)
+            human(a.compared - a.agreed),
+            human(a.depth_limited)
         ));
         if let Some((x, y)) = &a.first_disagreement {
             lines.push(format!("    first difference: [{}] vs [{}]", x.join(", "), y.join(", ")));
@@ -78,6 +79,12 @@ pub fn print(o: &SessionOutcome) {
     } else {
         let l: Vec<String> = o.stats.losses.iter().map(|(k, v)| format!("{k}: {}", human(*v))).collect();
         lines.push(format!("  losses: {}", l.join(", ")));
+    }
+    if o.stats.frames_cut > 0 {
+        lines.push(format!(
+            "  stack frames outside any module cut from stack roots (frame-pointer walks into code without frame pointers): {}",
+            human(o.stats.frames_cut)
+        ));
     }
     if o.stats.dangling > 0 {
         lines.push(format!("  references to undefined ids (a source bug): {}", o.stats.dangling));

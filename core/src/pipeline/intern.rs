@@ -83,6 +83,8 @@ pub struct Globals {
     pub symbolizer: Symbolizer,
     /// Whether to symbolise (off in tests of the renumbering).
     pub symbolize: bool,
+    /// Root-end frames cut because they lie outside every module (see `cut_outside_modules`).
+    pub frames_cut: u64,
 }
 
 impl Globals {
@@ -171,7 +173,8 @@ impl Globals {
                 ids.frames.insert(d.id.0, g);
             }
             Record::Stack(d) => {
-                let frames: Vec<FrameId> = d.frames.iter().map(|f| ids.frame(*f)).collect();
+                let mut frames: Vec<FrameId> = d.frames.iter().map(|f| ids.frame(*f)).collect();
+                self.cut_outside_modules(&mut frames);
                 let next = StackId(self.stacks.len() as u32 + 1);
                 let g = match self.stacks.get(&frames) {
                     Some(g) => *g,
@@ -216,6 +219,23 @@ impl Globals {
         self.frame_keys.push(key.clone());
         self.frames.insert(key, id);
         id
+    }
+
+    /// Removes frames at the root end of a stack that lie outside every mapped module and have
+    /// no name: a frame-pointer walk that climbs into code built without frame pointers ends on
+    /// such addresses, which are noise (and would split flame graph roots). Counted.
+    fn cut_outside_modules(&mut self, frames: &mut Vec<FrameId>) {
+        while let Some(&last) = frames.last() {
+            let Some(k) = (last.0 as usize).checked_sub(1).and_then(|i| self.frame_keys.get(i)) else {
+                break;
+            };
+            let address_only = k.module.is_none() && k.name.is_none() && k.kind != FrameKind::Synthetic;
+            if !address_only || frames.len() == 1 {
+                break;
+            }
+            frames.pop();
+            self.frames_cut += 1;
+        }
     }
 
     /// The frames of `stack` as comparable identities (module path + file offset, or name),

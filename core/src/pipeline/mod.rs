@@ -33,8 +33,11 @@ struct SourceState {
 pub struct Agreement {
     /// Launches with stacks from two sources.
     pub compared: u64,
-    /// Of those, with identical stacks (frames inside the agent left out).
+    /// Of those, with identical stacks (frames inside the agent left out), compared up to the
+    /// depth both stacks reached.
     pub agreed: u64,
+    /// Compared pairs whose depths differed (one capture path stopped earlier).
+    pub depth_limited: u64,
     /// The first pair that differed (innermost first), for diagnosis.
     pub first_disagreement: Option<(Vec<String>, Vec<String>)>,
 }
@@ -54,6 +57,8 @@ pub struct PipelineStats {
     pub dangling: u64,
     /// Frames that could not be symbolised.
     pub unsymbolized: u64,
+    /// Root-end frames outside every module, cut from stacks.
+    pub frames_cut: u64,
     /// Records handed to sinks.
     pub records_out: u64,
     /// The stack agreement check.
@@ -198,8 +203,15 @@ impl Pipeline {
     /// The agreement check: the same launch's stack from two sources (the CUPTI agent and the
     /// eBPF trampoline) must be the same once frames inside the agent are left out.
     fn compare_stacks(&mut self, first: StackId, second: StackId) {
-        let a = self.globals.comparable_stack(first);
-        let b = self.globals.comparable_stack(second);
+        let mut a = self.globals.comparable_stack(first);
+        let mut b = self.globals.comparable_stack(second);
+        // The capture paths have different depth limits: compare the depth both reached.
+        let depth = a.len().min(b.len());
+        if a.len() != b.len() {
+            self.agreement.depth_limited += 1;
+        }
+        a.truncate(depth);
+        b.truncate(depth);
         self.agreement.compared += 1;
         if a == b {
             self.agreement.agreed += 1;
@@ -245,6 +257,7 @@ impl Pipeline {
             correlation: self.correlator.stats().clone(),
             dangling: self.sources.iter().map(|s| s.ids.dangling).sum(),
             unsymbolized: self.globals.symbolizer.failures,
+            frames_cut: self.globals.frames_cut,
             records_out: self.out_records,
             agreement: self.agreement.clone(),
         }
@@ -312,5 +325,47 @@ mod tests {
         let (x, y) = a.first_disagreement.unwrap();
         assert_eq!(x, ["launch", "main"]);
         assert_eq!(y, ["other", "main"]);
+    }
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::*;
+    use xpuprof_sdk::emit::Emitter;
+
+    #[test]
+    fn address_only_frames_at_the_root_end_are_cut() {
+        let mut e = Emitter::detached();
+        e.emit(&Record::Str(StrDef { id: StrId(1), text: "/lib/libx.so".into() }));
+        e.emit(&Record::Module(ModuleDef { id: ModuleId(1), path: StrId(1), build_id: vec![] }));
+        let frame = |id: u32, module: u32, address: u64| {
+            Record::Frame(FrameDef {
+                id: FrameId(id),
+                kind: FrameKind::FileOffset,
+                module: ModuleId(module),
+                address,
+                pid: 1,
+                name: StrId::NONE,
+                inlined: vec![],
+            })
+        };
+        e.emit(&frame(1, 1, 0x10));
+        e.emit(&frame(2, 1, 0x20));
+        e.emit(&frame(3, 0, 0xdead));
+        e.emit(&Record::Stack(StackDef { id: StackId(1), frames: vec![FrameId(1), FrameId(2), FrameId(3)] }));
+        let mut p = Pipeline::new(1, false);
+        let mut out = Vec::new();
+        p.push(0, &e.take_buffer(), &mut |b| out.extend_from_slice(b));
+        p.finish(&mut |b| out.extend_from_slice(b));
+        let stack = xpuprof_sdk::codec::decode_all(&out)
+            .unwrap()
+            .into_iter()
+            .find_map(|r| match r {
+                Record::Stack(s) => Some(s),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(stack.frames.len(), 2);
+        assert_eq!(p.stats().frames_cut, 1);
     }
 }
