@@ -45,10 +45,14 @@ pub struct ProcMaps {
 
 impl ProcMaps {
     /// Reads `/proc/<pid>/maps`.
+    ///
+    /// Fails for a process that has started to exit: while its address space is torn down a
+    /// read can see only part of it (recent kernels read maps without the mmap lock), so such a
+    /// snapshot would be wrong; the mappings the kernel sends at exit are used instead.
     pub fn read(pid: u32) -> io::Result<Self> {
         let text = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
-        if text.is_empty() {
-            // A zombie (exited, not yet reaped) shows no maps.
+        // A zombie (exited, not yet reaped) shows no maps.
+        if text.is_empty() || is_exiting(pid) {
             return Err(io::Error::from_raw_os_error(libc::ESRCH));
         }
         Ok(Self::parse(&text))
@@ -88,6 +92,18 @@ impl ProcMaps {
         let mut seen = std::collections::HashSet::new();
         self.mappings.iter().filter(move |m| m.exec && m.is_file() && seen.insert(m.path.clone()))
     }
+}
+
+/// `PF_EXITING` in the task flags: set when `do_exit` starts, before the address space goes.
+const PF_EXITING: u64 = 0x4;
+
+/// True when `pid` has started to exit or is gone (flags are field 9 of `/proc/<pid>/stat`).
+fn is_exiting(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return true };
+    // The command name (field 2) is in parentheses and may contain spaces: skip past it.
+    let fields = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let flags = fields.split_whitespace().nth(6).and_then(|f| f.parse::<u64>().ok());
+    flags.is_none_or(|f| f & PF_EXITING != 0)
 }
 
 fn parse_line(line: &str) -> Option<Mapping> {
@@ -252,6 +268,12 @@ mod tests {
             Mapping { start: 0x1000, end: 0x2000, offset: 0x3000, exec: true, path: "/lib".into() },
         );
         assert_eq!(c.find(pid, 2, 0x1800).map(|m| m.file_offset(0x1800)), Some(0x3800));
+    }
+
+    #[test]
+    fn a_running_process_is_not_exiting() {
+        assert!(!is_exiting(std::process::id()));
+        assert!(is_exiting(999_999_999));
     }
 
     #[test]
