@@ -19,6 +19,8 @@ SUMMARY=$OUT/summary-table.txt
 : >"$SUMMARY"
 row() { printf '%-28s %s\n' "$1" "$2" | tee -a "$SUMMARY"; }
 
+# The eBPF plugin links libelf; use the carried copy where the machine has none.
+ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$C/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi -L | tee "$OUT/gpus.txt"
 NGPU=$(nvidia-smi -L | grep -c '^GPU')
 cat >"$W/xpuprof.toml" <<'TOML'
