@@ -99,10 +99,11 @@ fn uprobe_follows_a_library_loaded_later_with_dlopen() {
         return;
     }
     // The library is not linked: the probe is attached when a maps rescan (every 100 ms) sees
-    // the dlopen'ed file; the workload waits 400 ms before calling.
+    // the dlopen'ed file; the workload waits 1.5 s before calling (generous: CI runs every test
+    // at once on two cores).
     let lib = workload("liblaunchtest.so");
     let cfg = "sample_hz = 0\nlaunch_probes = [\"testLaunchKernel\"]";
-    let (records, status) = profile(cfg, &[&workload("launch_dlopen"), &lib, "400"]);
+    let (records, status) = profile(cfg, &[&workload("launch_dlopen"), &lib, "1500"]);
     assert!(status.success());
     let s = Session::new(records);
     let stacks: Vec<String> = s.launch_sites().iter().map(|l| s.names(l.stack).join(";")).collect();
