@@ -31,7 +31,9 @@ pub fn workloads() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/workloads/cpu");
-        let out = tempfile::Builder::new().prefix("xpuprof-workloads").tempdir().unwrap().keep();
+        // Under target/tmp (cleaned with the build), one directory per test process.
+        let tmp = tempfile::Builder::new().prefix("ebpf-workloads").tempdir_in(env!("CARGO_TARGET_TMPDIR"));
+        let out = tmp.unwrap().keep();
         let flags = ["-O1", "-fno-omit-frame-pointer", "-g"];
         let cc = |args: &[&str]| {
             let st = Command::new("cc").args(flags).args(args).current_dir(&out).status().expect("run cc");
