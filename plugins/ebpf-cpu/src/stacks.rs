@@ -7,7 +7,7 @@ use xpuprof_sdk::model::{FrameId, ModuleId, StackId};
 use xpuprof_sdk::Emitter;
 
 use crate::callsite::CallSites;
-use crate::decode::{StackEvent, SP_WORDS};
+use crate::decode::{StackEvent, EV_LAUNCH, EV_TRAMPOLINE, SP_WORDS};
 use crate::intern::Interner;
 use crate::procmaps::{openable_path, MapsCache};
 
@@ -70,9 +70,19 @@ impl StackBuilder {
             return;
         }
         let (sp, bp) = (ev.user_sp, ev.user_bp);
-        // A frame pointer above the stack pointer bounds the leaf's frame; anything else is not a
-        // frame pointer and the whole copied window is searched.
-        let words = if bp > sp { ((bp - sp) / 8).min(SP_WORDS as u64) as usize } else { SP_WORDS };
+        // At a uprobe (a function's first instruction) the direct caller's return address is
+        // exactly the word at the stack pointer: take it alone. (The in-target agents call the
+        // trampoline with the frame pointer set to the application's frame, so the words above
+        // belong to the agent and the vendor library, not to the stack the agent reports.)
+        // Elsewhere a frame pointer above the stack pointer bounds the leaf's frame; anything
+        // else is not a frame pointer and the whole copied window is searched.
+        let words = if matches!(ev.kind, EV_LAUNCH | EV_TRAMPOLINE) {
+            1
+        } else if bp > sp {
+            ((bp - sp) / 8).min(SP_WORDS as u64) as usize
+        } else {
+            SP_WORDS
+        };
         let next = user.get(1).copied();
         let mut at = 1;
         for &w in &ev.sp_words[..words] {
