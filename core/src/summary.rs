@@ -64,11 +64,13 @@ pub fn print(o: &SessionOutcome) {
     let a = &o.stats.agreement;
     if a.compared > 0 {
         lines.push(format!(
-            "  launch stacks from two sources: {} compared, {} agree, {} differ ({} compared to the shorter depth)",
+            "  launch stacks from two sources: {} compared, {} agree, {} differ ({} compared to the shorter depth, \
+             {} after skipping a loader/driver leaf frame)",
             human(a.compared),
             human(a.agreed),
             human(a.compared - a.agreed),
-            human(a.depth_limited)
+            human(a.depth_limited),
+            human(a.loader_leaf_skipped)
         ));
         if let Some((x, y)) = &a.first_disagreement {
             lines.push(format!("    first difference: [{}] vs [{}]", x.join(", "), y.join(", ")));

@@ -38,8 +38,27 @@ pub struct Agreement {
     pub agreed: u64,
     /// Compared pairs whose depths differed (one capture path stopped earlier).
     pub depth_limited: u64,
+    /// Compared pairs where one stack had extra leaf frames in the dynamic loader or the GPU
+    /// driver (`ld-linux*`, `libcuda*`) that the other did not, skipped before comparing.
+    pub loader_leaf_skipped: u64,
     /// The first pair that differed (innermost first), for diagnosis.
     pub first_disagreement: Option<(Vec<String>, Vec<String>)>,
+}
+
+/// Drops up to two leading (leaf) frames of `a` that lie in the dynamic loader or the GPU
+/// driver when, without them, `a` starts at the same frame as `b`. Returns whether it did.
+fn skip_loader_leaf(a: &mut Vec<String>, b: &[String]) -> bool {
+    let internal = |f: &str| {
+        let file = f.rsplit('/').next().unwrap_or("");
+        file.starts_with("ld-linux") || file.starts_with("libcuda.so")
+    };
+    for n in 1..=2usize {
+        if a.len() > n && a[..n].iter().all(|f| internal(f)) && b.first() == a.get(n) {
+            a.drain(..n);
+            return true;
+        }
+    }
+    false
 }
 
 /// Counters the end summary shows.
@@ -205,6 +224,11 @@ impl Pipeline {
     fn compare_stacks(&mut self, first: StackId, second: StackId) {
         let mut a = self.globals.comparable_stack(first);
         let mut b = self.globals.comparable_stack(second);
+        // A walk may see a leaf frame of the dynamic loader (lazy binding on a first call) or of
+        // the driver's callback dispatch that the other misses; align past such frames only.
+        if skip_loader_leaf(&mut a, &b) || skip_loader_leaf(&mut b, &a) {
+            self.agreement.loader_leaf_skipped += 1;
+        }
         // The capture paths have different depth limits: compare the depth both reached.
         let depth = a.len().min(b.len());
         if a.len() != b.len() {
@@ -367,5 +391,27 @@ mod cut_tests {
             .unwrap();
         assert_eq!(stack.frames.len(), 2);
         assert_eq!(p.stats().frames_cut, 1);
+    }
+}
+
+#[cfg(test)]
+mod align_tests {
+    use super::skip_loader_leaf;
+
+    fn v(x: &[&str]) -> Vec<String> {
+        x.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn loader_and_driver_leaf_frames_are_skipped_only_when_they_align() {
+        let mut a = v(&["/lib/ld-linux-x86-64.so.2+0xa8c8", "/usr/lib/libcudart.so+0x10", "/app+0x20"]);
+        assert!(skip_loader_leaf(&mut a, &v(&["/usr/lib/libcudart.so+0x10", "/app+0x20"])));
+        assert_eq!(a.len(), 2);
+        // A user frame is never skipped.
+        let mut b = v(&["/app+0x99", "/usr/lib/libcudart.so+0x10"]);
+        assert!(!skip_loader_leaf(&mut b, &v(&["/usr/lib/libcudart.so+0x10"])));
+        // Nor are driver frames that do not lead to the other stack's leaf.
+        let mut c = v(&["/usr/lib/libcuda.so.1+0x5", "/app+0x1"]);
+        assert!(!skip_loader_leaf(&mut c, &v(&["/app+0x2"])));
     }
 }
