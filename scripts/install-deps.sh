@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing xpuprof needs on a fresh Debian machine with Rust:
-# - clang/llvm, bpftool, libelf, zlib, pkg-config: the eBPF plugin's skeleton and libbpf;
+# - clang/llvm, bpftool, libelf, zlib, pkg-config, make, gcc: the eBPF plugin's skeleton, libbpf
+#   (built from source by libbpf-sys) and the C workloads the tests compile;
 # - libclang-dev: bindgen for the CUPTI bindings;
 # - the CUDA 13 header wheels (nvidia-cuda-cupti, -runtime, -crt), pinned: CUPTI headers without
 #   a CUDA toolkit (CUDA_HOME wins when set). 13.5 headers declare every record version from
@@ -11,7 +12,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool)
+APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

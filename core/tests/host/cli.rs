@@ -157,3 +157,25 @@ fn end_summary_shows_sources_losses_and_files() {
     assert!(e.contains("wrote ") && e.contains("profile.folded"), "{e}");
     assert!(d.path().join("out/profile.folded").exists());
 }
+
+#[test]
+fn example_config_documents_every_plugin_key() {
+    // The committed example is generated from the plugins' declared keys; regenerate it with
+    // XPUPROF_BLESS=1 (or `xpuprof plugins --config-example > xpuprof.toml.example`).
+    for p in ["ebpf", "cupti", "folded", "chrome", "archive", "flamegraph", "summary"] {
+        require_plugin(p);
+    }
+    let (o, _d) = run(&["plugins", "--config-example"]);
+    let generated = String::from_utf8(o.stdout).unwrap();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../xpuprof.toml.example");
+    if std::env::var_os("XPUPROF_BLESS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(committed, generated, "xpuprof.toml.example is stale: regenerate it with XPUPROF_BLESS=1");
+    // And it parses as a config xpuprof accepts.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("xpuprof.toml"), &committed).unwrap();
+    let o = run_in(dir.path(), &["--source", "scripted", "--sink", "folded", "--", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
