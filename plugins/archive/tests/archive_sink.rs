@@ -36,6 +36,7 @@ fn sink_archive_replays_what_it_received() {
     assert_eq!(codec::decode_all(&got).unwrap(), records);
 }
 
+#[path = "../../../tests/support/host.rs"]
 mod host;
 
 #[test]

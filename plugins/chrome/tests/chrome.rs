@@ -169,6 +169,7 @@ fn warns_once_the_file_passes_the_size_limit() {
     sink.finish().unwrap();
 }
 
+#[path = "../../../tests/support/host.rs"]
 mod host;
 
 /// The session start is the real clock at record time: masked for the comparison.

@@ -79,6 +79,7 @@ fn write_sample_svg_for_screenshot() {
     std::fs::write(Path::new(&dir).join("flamegraph.svg"), run(&sample::session())).unwrap();
 }
 
+#[path = "../../../tests/support/host.rs"]
 mod host;
 
 #[test]

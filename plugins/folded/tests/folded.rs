@@ -117,6 +117,7 @@ fn min_weight_drops_light_stacks() {
     assert!(text.contains("ampere_sgemm_128x64_nn 200\n"), "{text}");
 }
 
+#[path = "../../../tests/support/host.rs"]
 mod host;
 
 #[test]

@@ -1,4 +1,5 @@
-//! Runs the real `xpuprof` binary with the scripted source plugin, for end-to-end tests.
+//! Runs the real `xpuprof` binary with the scripted source plugin, for the sink crates' end-to-end
+//! tests (each includes this one file with `#[path]`).
 //!
 //! `cargo test` builds a plugin crate only as an rlib, so the helper first runs `cargo build`
 //! for the host, the scripted source and the sinks (a no-op when they are fresh): the plugin
