@@ -121,7 +121,7 @@ fn kernel_rows(c: &mut Collector) -> Vec<KernelRow> {
         .kernels
         .iter_mut()
         .map(|((name, stack), agg)| KernelRow {
-            name: defs.str_or(*name, "[unnamed kernel]").to_owned(),
+            name: demangle(defs.str_or(*name, "[unnamed kernel]")),
             launch_site: by_site.then(|| defs.stack_names(*stack)),
             launches: agg.time.count(),
             gpu_time_pct: pct(agg.time.total(), all),
@@ -358,5 +358,23 @@ fn own(c: &Collector, session_ns: u64) -> Own {
         losses,
         overhead,
         unmatched_device_ops: o.unmatched_device_ops,
+    }
+}
+
+/// Kernel names arrive as the runtime reports them, often Itanium-mangled (`_Z...`); the
+/// report shows them demangled, as the folded and chrome outputs do.
+fn demangle(name: &str) -> String {
+    if !name.starts_with("_Z") {
+        return name.to_owned();
+    }
+    cpp_demangle::Symbol::new(name).ok().and_then(|s| s.demangle().ok()).unwrap_or_else(|| name.to_owned())
+}
+
+#[cfg(test)]
+mod demangle_tests {
+    #[test]
+    fn mangled_kernel_names_are_shown_demangled() {
+        assert_eq!(super::demangle("_Z6kernelPfi"), "kernel(float*, int)");
+        assert_eq!(super::demangle("relu_kernel"), "relu_kernel");
     }
 }
