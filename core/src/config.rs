@@ -279,12 +279,6 @@ fn type_matches(ty: ConfigType, v: &toml::Value) -> bool {
     }
 }
 
-/// Every value of a (possibly `Spanned`) config. Kept for tests of the span bookkeeping.
-#[doc(hidden)]
-pub fn span_of(cfg: &FileConfig, path: &str) -> Option<String> {
-    cfg.spans.get(path).map(|s| cfg.location(s))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

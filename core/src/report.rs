@@ -1,7 +1,7 @@
 //! `xpuprof report`: replays an archive through any sinks. The archive holds the exact record
 //! stream the live sinks received, so a replay reproduces their outputs byte for byte.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use xpuprof_sdk::PluginKind;
 
@@ -108,9 +108,4 @@ pub fn report(opts: &ReportOptions) -> Result<ReportOutcome, SessionError> {
         corruption: stats.corruption.map(|e| e.to_string()),
         plugin_failures: failures,
     })
-}
-
-/// True when `path` looks like an archive or an output directory holding one.
-pub fn looks_like_archive(path: &Path) -> bool {
-    path.join("archive").is_dir() || path.is_dir()
 }
