@@ -1,8 +1,10 @@
-//! Runs the real `xpuprof` binary with the scripted source plugin, for the sink crates' end-to-end
-//! tests (each includes this one file with `#[path]`).
+//! Runs the real `xpuprof` binary for the plugin crates' end-to-end tests (the sinks with the
+//! scripted source, the cupti source with a replayed agent stream); each includes this one file
+//! with `#[path]`.
 //!
 //! `cargo test` builds a plugin crate only as an rlib, so the helper first runs `cargo build`
-//! for the host, the scripted source and the sinks (a no-op when they are fresh): the plugin
+//! for the host, the scripted source, the sinks and the cupti plugin and agent (a no-op when
+//! they are fresh): the plugin
 //! libraries the host loads are then the code under test, not a stale build. If that build
 //! fails (another crate of the workspace is broken), the tests are skipped with the reason.
 
@@ -17,6 +19,8 @@ const PACKAGES: &[&str] = &[
     "xpuprof-plugin-chrome",
     "xpuprof-plugin-archive",
     "xpuprof-plugin-flamegraph",
+    "xpuprof-plugin-cupti",
+    "xpuprof-cupti-agent",
 ];
 
 /// Builds the host and the plugins once per test binary; `Err` says why not.
@@ -40,7 +44,7 @@ fn build() -> &'static Result<(), String> {
 }
 
 /// `target/<profile>/`, where cargo put this test binary's parent directory.
-fn target_dir() -> PathBuf {
+pub fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     exe.parent().and_then(Path::parent).expect("target/<profile>/deps").to_owned()
 }

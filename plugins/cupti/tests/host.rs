@@ -5,37 +5,16 @@
 //! launch sites. Skipped, with the reason printed, when the host cannot be built or python3 is
 //! missing.
 //!
-//! `cargo test` builds this crate only as an rlib, so the test first runs `cargo build` for the
-//! host, this plugin, the agent and the folded sink (a no-op when fresh): the libraries the host
-//! loads are then the code under test, not a stale build.
+//! The host and plugins are built first by the shared end-to-end harness
+//! (`tests/support/host.rs`), so the libraries the host loads are the code under test.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-const PACKAGES: &[&str] =
-    &["xpuprof-core", "xpuprof-plugin-cupti", "xpuprof-cupti-agent", "xpuprof-plugin-folded"];
-
-fn build() -> Result<(), String> {
-    let mut cmd = Command::new(option_env!("CARGO").unwrap_or("cargo"));
-    cmd.arg("build").current_dir(env!("CARGO_MANIFEST_DIR"));
-    if target_dir().ends_with("release") {
-        cmd.arg("--release");
-    }
-    for p in PACKAGES {
-        cmd.args(["-p", p]);
-    }
-    match cmd.output() {
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(format!("cargo build failed:\n{}", String::from_utf8_lossy(&o.stderr))),
-        Err(e) => Err(format!("failed to run cargo: {e}")),
-    }
-}
-
-fn target_dir() -> PathBuf {
-    // tests run from target/<profile>/deps
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
-}
+// The shared harness; this test uses only part of it.
+#[allow(dead_code)]
+#[path = "../../../tests/support/host.rs"]
+mod host;
 
 const REPLAY: &str = r#"
 import os, socket, sys
@@ -51,19 +30,12 @@ s.close()
 
 #[test]
 fn replayed_agent_stream_reaches_the_sinks() {
-    if let Err(why) = build() {
-        eprintln!("SKIPPED: could not build the host and plugins: {why}");
-        return;
-    }
-    let dir = target_dir();
-    let xpuprof = dir.join("xpuprof");
-    let plugin = dir.join("libxpuprof_plugin_cupti.so");
+    let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
+    let dir = host::target_dir();
     let agent = dir.join("libxpuprof_cupti_agent.so");
-    for p in [&xpuprof, &plugin, &agent, &dir.join("libxpuprof_plugin_folded.so")] {
-        if !p.exists() {
-            eprintln!("SKIPPED: {} not built", p.display());
-            return;
-        }
+    if !agent.exists() {
+        eprintln!("SKIPPED: {} not built", agent.display());
+        return;
     }
     if Command::new("python3").arg("-c").arg("pass").status().map(|s| !s.success()).unwrap_or(true) {
         eprintln!("SKIPPED: python3 not available");
