@@ -88,6 +88,14 @@ pub struct PipelineStats {
 #[derive(Debug)]
 pub struct Pipeline {
     sources: Vec<SourceState>,
+    /// Everything but the per-source state, kept apart so a record can borrow its source's
+    /// state and the session state at once.
+    session: SessionState,
+}
+
+/// Session-wide state: definitions, correlation, output.
+#[derive(Debug)]
+struct SessionState {
     globals: Globals,
     correlator: Correlator,
     out: Vec<u8>,
@@ -105,13 +113,15 @@ impl Pipeline {
         globals.symbolize = symbolize;
         Self {
             sources: (0..n_sources).map(|_| SourceState::default()).collect(),
-            globals,
-            correlator: Correlator::default(),
-            out: Vec::with_capacity(OUT_FLUSH_BYTES * 2),
-            out_records: 0,
-            losses: BTreeMap::new(),
-            last_time: 0,
-            agreement: Agreement::default(),
+            session: SessionState {
+                globals,
+                correlator: Correlator::default(),
+                out: Vec::with_capacity(OUT_FLUSH_BYTES * 2),
+                out_records: 0,
+                losses: BTreeMap::new(),
+                last_time: 0,
+                agreement: Agreement::default(),
+            },
         }
     }
 
@@ -126,12 +136,73 @@ impl Pipeline {
                     tracing::warn!("source #{source} sent a malformed batch, rest of it dropped: {e}");
                 }
             }
-            if self.out.len() >= OUT_FLUSH_BYTES {
+            if self.session.out.len() >= OUT_FLUSH_BYTES {
                 self.flush(sink);
             }
         }
     }
 
+    fn record(&mut self, source: usize, r: Record, now: Instant) {
+        let st = &mut self.sources[source];
+        st.records += 1;
+        if r.is_definition() {
+            self.session.globals.define(&mut st.ids, &r, &mut self.session.out);
+        } else {
+            self.session.event(st, source, r, now);
+        }
+    }
+
+    /// Periodic work: releases device work whose launch did not arrive in time.
+    pub fn tick(&mut self, sink: &mut dyn FnMut(&[u8])) {
+        let ops = self.session.correlator.expire(Instant::now());
+        self.session.emit_ops(ops);
+        self.flush(sink);
+    }
+
+    /// Hands buffered output to the sinks.
+    pub fn flush(&mut self, sink: &mut dyn FnMut(&[u8])) {
+        if !self.session.out.is_empty() {
+            sink(&self.session.out);
+            self.session.out.clear();
+        }
+    }
+
+    /// End of the session: releases everything still waiting and reports unmatched device
+    /// work as a loss record, so every sink shows it.
+    pub fn finish(&mut self, sink: &mut dyn FnMut(&[u8])) {
+        let ops = self.session.correlator.finish(Instant::now());
+        self.session.emit_ops(ops);
+        let unmatched = self.session.correlator.stats().unmatched;
+        if unmatched > 0 {
+            let cause =
+                self.session.globals.intern("device work without a launch site", &mut self.session.out);
+            self.session.emit(&Record::Loss(Loss {
+                pid: 0,
+                time: self.session.last_time,
+                cause,
+                count: unmatched,
+            }));
+        }
+        self.flush(sink);
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> PipelineStats {
+        PipelineStats {
+            records_per_source: self.sources.iter().map(|s| s.records).collect(),
+            malformed_per_source: self.sources.iter().map(|s| s.malformed).collect(),
+            losses: self.session.losses.clone(),
+            correlation: self.session.correlator.stats().clone(),
+            dangling: self.sources.iter().map(|s| s.ids.dangling).sum(),
+            unsymbolized: self.session.globals.symbolizer.failures,
+            frames_cut: self.session.globals.frames_cut,
+            records_out: self.session.out_records,
+            agreement: self.session.agreement.clone(),
+        }
+    }
+}
+
+impl SessionState {
     fn emit(&mut self, r: &Record) {
         codec::encode(r, &mut self.out);
         self.out_records += 1;
@@ -141,18 +212,6 @@ impl Pipeline {
         for op in ops {
             self.emit(&Record::DeviceOp(op));
         }
-    }
-
-    fn record(&mut self, source: usize, r: Record, now: Instant) {
-        // Take the source's state out so `self` stays free for emitting.
-        let mut st = std::mem::take(&mut self.sources[source]);
-        st.records += 1;
-        if r.is_definition() {
-            self.globals.define(&mut st.ids, &r, &mut self.out);
-        } else {
-            self.event(&mut st, source, r, now);
-        }
-        self.sources[source] = st;
     }
 
     fn event(&mut self, st: &mut SourceState, source: usize, r: Record, now: Instant) {
@@ -241,49 +300,6 @@ impl Pipeline {
             self.agreement.agreed += 1;
         } else if self.agreement.first_disagreement.is_none() {
             self.agreement.first_disagreement = Some((a, b));
-        }
-    }
-
-    /// Periodic work: releases device work whose launch did not arrive in time.
-    pub fn tick(&mut self, sink: &mut dyn FnMut(&[u8])) {
-        let ops = self.correlator.expire(Instant::now());
-        self.emit_ops(ops);
-        self.flush(sink);
-    }
-
-    /// Hands buffered output to the sinks.
-    pub fn flush(&mut self, sink: &mut dyn FnMut(&[u8])) {
-        if !self.out.is_empty() {
-            sink(&self.out);
-            self.out.clear();
-        }
-    }
-
-    /// End of the session: releases everything still waiting and reports unmatched device
-    /// work as a loss record, so every sink shows it.
-    pub fn finish(&mut self, sink: &mut dyn FnMut(&[u8])) {
-        let ops = self.correlator.finish(Instant::now());
-        self.emit_ops(ops);
-        let unmatched = self.correlator.stats().unmatched;
-        if unmatched > 0 {
-            let cause = self.globals.intern("device work without a launch site", &mut self.out);
-            self.emit(&Record::Loss(Loss { pid: 0, time: self.last_time, cause, count: unmatched }));
-        }
-        self.flush(sink);
-    }
-
-    /// Counters so far.
-    pub fn stats(&self) -> PipelineStats {
-        PipelineStats {
-            records_per_source: self.sources.iter().map(|s| s.records).collect(),
-            malformed_per_source: self.sources.iter().map(|s| s.malformed).collect(),
-            losses: self.losses.clone(),
-            correlation: self.correlator.stats().clone(),
-            dangling: self.sources.iter().map(|s| s.ids.dangling).sum(),
-            unsymbolized: self.globals.symbolizer.failures,
-            frames_cut: self.globals.frames_cut,
-            records_out: self.out_records,
-            agreement: self.agreement.clone(),
         }
     }
 }
