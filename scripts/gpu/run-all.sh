@@ -27,7 +27,7 @@ SUMMARY=$W/summary.txt
 row() { printf '%-34s %s\n' "$1" "$2" | tee -a "$SUMMARY"; }
 
 echo "== machine" | tee "$W/logs/machine.txt"
-{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; "$CUDA_HOME/bin/nvcc" --version | tail -2; ls "$LIB"/libcupti.so*; } 2>&1 | tee -a "$W/logs/machine.txt"
+{ date -u; echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; "$CUDA_HOME/bin/nvcc" --version | tail -2; ls "$LIB"/libcupti.so*; } 2>&1 | tee -a "$W/logs/machine.txt"
 
 # Medians and per-round ratios of "round config value" lines: bench_summary FILE N LABEL.
 cat >"$W/bench_summary.py" <<'PY'
@@ -169,18 +169,26 @@ fi
 if [[ " $STEPS " == *" bench "* ]]; then
   B=$W/bin/launch_bench
   PIN=""; command -v taskset >/dev/null && PIN="taskset -c 2-9"
-  : >"$W/logs/bench.txt"; : >"$W/logs/bench-batch.txt"
+  : >"$W/logs/bench.txt"; : >"$W/logs/bench-batch.txt"; : >"$W/logs/bench-min.txt"
   dump() { rm -rf "$W/dump" && mkdir -p "$W/dump"; }
+  KONLY=stacks=off,api=off,memcpy=0,memset=0,sync=0,memory=0,nvtx=0,devices=0,overhead=0
+  printf '[source.cupti]\nmemcpy = false\nmemset = false\n' >"$W/no-copies.toml"
   run_cfg() {
     case $1 in
       unprofiled) $PIN "$B" "$BENCH_N" ;;
       cupti_alone) CUDA_INJECTION64_PATH=$W/bin/libcupti_alone.so $PIN "$B" "$BENCH_N" ;;
+      # CUPTI kernel tracing plus no-op callbacks on the driver's launch calls: CUPTI's own cost
+      # of the callbacks any launch-site tracer needs.
+      cupti_alone_cb) CUDA_INJECTION64_PATH=$W/bin/libcupti_alone.so CUPTI_ALONE_CALLBACKS=1 $PIN "$B" "$BENCH_N" ;;
       agent_kernels_only) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump $PIN env \
-        XPUPROF_CUPTI_OPTS=stacks=off,api=off,memcpy=0,memset=0,sync=0,memory=0,nvtx=0,devices=0,overhead=0,monotonic=0 "$B" "$BENCH_N" ;;
+        XPUPROF_CUPTI_OPTS=$KONLY,monotonic=0 "$B" "$BENCH_N" ;;
       agent_kernels_mono) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump $PIN env \
-        XPUPROF_CUPTI_OPTS=stacks=off,api=off,memcpy=0,memset=0,sync=0,memory=0,nvtx=0,devices=0,overhead=0 "$B" "$BENCH_N" ;;
+        XPUPROF_CUPTI_OPTS=$KONLY "$B" "$BENCH_N" ;;
+      # Kernel records with launch sites, every other kind off.
+      agent_kernels_stacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump $PIN env \
+        XPUPROF_CUPTI_OPTS=${KONLY/stacks=off,api=off/stacks=agent,api=launches} "$B" "$BENCH_N" ;;
       k_overhead|k_copies|k_syncmem|k_nvtxdev|cb_noop)
-        local o=stacks=off,api=off,memcpy=0,memset=0,sync=0,memory=0,nvtx=0,devices=0,overhead=0
+        local o=$KONLY
         case $1 in
           k_overhead) o="$o,overhead=1" ;; k_copies) o="$o,memcpy=1,memset=1" ;;
           k_syncmem) o="$o,sync=1,memory=1" ;; k_nvtxdev) o="$o,nvtx=1,devices=1" ;;
@@ -190,21 +198,26 @@ if [[ " $STEPS " == *" bench "* ]]; then
       agent_nocallbacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump XPUPROF_CUPTI_OPTS=stacks=off,api=off $PIN "$B" "$BENCH_N" ;;
       agent_nostacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump XPUPROF_CUPTI_OPTS=stacks=off $PIN "$B" "$BENCH_N" ;;
       xpuprof) $PIN "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded -o "$W/bench-out" -- "$B" "$BENCH_N" ;;
+      xpuprof_no_copies) $PIN "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$W/no-copies.toml" --sink folded \
+        -o "$W/bench-out" -- "$B" "$BENCH_N" ;;
     esac
   }
-  CFGS=${BENCH_CFGS:-"unprofiled cupti_alone agent_nocallbacks agent_nostacks"}
-  [ -x "$CARRY/xpuprof" ] && CFGS="$CFGS xpuprof"
+  CFGS=${BENCH_CFGS:-"unprofiled cupti_alone cupti_alone_cb agent_nocallbacks agent_nostacks"}
+  [ -x "$CARRY/xpuprof" ] && [ -z "${BENCH_CFGS:-}" ] && CFGS="$CFGS xpuprof"
   for r in $(seq 1 "$ROUNDS"); do
     for c in $CFGS; do
       line=$(run_cfg "$c" 2>>"$W/logs/bench-$c.err" | grep '^BENCH')
       s=$(echo "$line" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')
       b=$(echo "$line" | sed -n 's/.*batch_median_us=\([0-9.]*\).*/\1/p')
+      m=$(echo "$line" | sed -n 's/.*batch_min_us=\([0-9.]*\).*/\1/p')
       echo "$r $c ${s:-nan}" | tee -a "$W/logs/bench.txt"
       echo "$r $c ${b:-nan}" >>"$W/logs/bench-batch.txt"
+      echo "$r $c ${m:-nan}" >>"$W/logs/bench-min.txt"
     done
   done
   bench_summary "$W/logs/bench.txt" "$BENCH_N" total | tee -a "$SUMMARY"
   bench_summary "$W/logs/bench-batch.txt" 1000000 batch | tee -a "$SUMMARY"
+  bench_summary "$W/logs/bench-min.txt" 1000000 fastest-batch | tee -a "$SUMMARY"
 fi
 
 # ---- e2e: issue 6 on this machine: B1 with the eBPF source, B5 losses, B4 sizes, B2 PyTorch --------

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the Rust parts in release mode on the development machine and copies them, without
+# debug info, into .device-carry/ (git-ignored) for the GPU machine: pass `carry: [".device-carry"]`
+# to the device `run`, then run scripts/gpu/run-all.sh there. Each package is built on its own
+# line so a failed build stops here instead of carrying a stale binary.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+for p in xpuprof-core xpuprof-plugin-cupti xpuprof-cupti-agent xpuprof-plugin-ebpf xpuprof-plugin-folded \
+         xpuprof-plugin-chrome xpuprof-plugin-flamegraph xpuprof-plugin-summary xpuprof-plugin-archive; do
+  cargo build --release -q -p "$p"
+done
+mkdir -p .device-carry/lib
+for f in xpuprof libxpuprof_plugin_cupti.so libxpuprof_cupti_agent.so libxpuprof_plugin_ebpf.so \
+         libxpuprof_plugin_folded.so libxpuprof_plugin_chrome.so libxpuprof_plugin_flamegraph.so \
+         libxpuprof_plugin_summary.so libxpuprof_plugin_archive.so; do
+  objcopy --strip-debug "target/release/$f" ".device-carry/$f"
+done
+# The eBPF plugin links libelf, which the GPU machine may lack.
+lib=$(ldconfig -p | awk '/libelf.so.1 / {print $NF; exit}')
+[ -n "$lib" ] && cp -L "$lib" .device-carry/lib/libelf.so.1
+ls -la .device-carry
