@@ -30,10 +30,14 @@ static void CUPTIAPI on_complete(CUcontext, uint32_t, uint8_t* buf, size_t, size
 
 static void at_exit() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  std::fprintf(stderr, "cupti_alone: %llu activity records\n", g_records.load());
+  std::fprintf(stderr, "cupti_alone: %llu activity records, %llu callbacks\n", g_records.load(), g_callbacks.load());
 }
 
-static void CUPTIAPI on_api(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+static std::atomic<unsigned long long> g_callbacks{0};
+
+static void CUPTIAPI on_api(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {
+  g_callbacks.fetch_add(1, std::memory_order_relaxed);
+}
 
 // Enables the no-op callback on every driver call named like a launch; returns how many.
 static int enable_launch_callbacks() {

@@ -4,6 +4,30 @@
 #include <algorithm>
 #include <chrono>
 #include <vector>
+#include <cstring>
+#include <ctime>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// Instructions retired by the calling thread (user and kernel), or -1 where the machine has no
+// counter for it: unlike time, the count does not move with what else runs on the machine.
+static int open_instruction_counter() {
+  perf_event_attr a;
+  std::memset(&a, 0, sizeof a);
+  a.size = sizeof a;
+  a.type = PERF_TYPE_HARDWARE;
+  a.config = PERF_COUNT_HW_INSTRUCTIONS;
+  a.disabled = 1;
+  return static_cast<int>(syscall(SYS_perf_event_open, &a, 0, -1, -1, 0));
+}
+
+static double thread_cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
 
 __global__ void empty_kernel() {}
 
@@ -24,6 +48,9 @@ int main(int argc, char** argv) {
   // cost of a launch with no disturbance at all.
   const int batch = 10000;
   std::vector<double> per_launch;
+  int counter = open_instruction_counter();
+  if (counter >= 0) ioctl(counter, PERF_EVENT_IOC_ENABLE, 0);
+  double cpu0 = thread_cpu_seconds();
   auto t0 = std::chrono::steady_clock::now();
   auto tb = t0;
   for (int i = 0; i < n; i++) {
@@ -33,6 +60,13 @@ int main(int argc, char** argv) {
       per_launch.push_back(std::chrono::duration<double>(now - tb).count() * 1e6 / batch);
       tb = now;
     }
+  }
+  double cpu1 = thread_cpu_seconds();
+  long long instructions = -1;
+  if (counter >= 0) {
+    ioctl(counter, PERF_EVENT_IOC_DISABLE, 0);
+    if (read(counter, &instructions, sizeof instructions) != sizeof instructions) instructions = -1;
+    close(counter);
   }
   CHECK(cudaDeviceSynchronize());
   auto t1 = std::chrono::steady_clock::now();
@@ -44,8 +78,10 @@ int main(int argc, char** argv) {
     med = per_launch[per_launch.size() / 2];
     best = per_launch.front();
   }
-  std::printf("BENCH launches=%d seconds=%.6f us_per_launch=%.4f batch_median_us=%.4f batch_min_us=%.4f\n", n, s,
-              s * 1e6 / n, med, best);
+  std::printf(
+      "BENCH launches=%d seconds=%.6f us_per_launch=%.4f batch_median_us=%.4f batch_min_us=%.4f "
+      "thread_cpu_us=%.4f instructions_per_launch=%.1f\n",
+      n, s, s * 1e6 / n, med, best, (cpu1 - cpu0) * 1e6 / n, instructions < 0 ? -1.0 : double(instructions) / n);
   std::printf("EXPECT kernels=%d launchers=launch_empty\n", n + 100);
   return 0;
 }
