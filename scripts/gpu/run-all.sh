@@ -191,11 +191,12 @@ if [[ " $STEPS " == *" bench "* ]]; then
       # Kernel records with launch sites, every other kind off.
       agent_kernels_stacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump $PIN env \
         XPUPROF_CUPTI_OPTS=${KONLY/stacks=off,api=off/stacks=agent,api=launches} "$B" "$BENCH_N" ;;
-      k_overhead|k_copies|k_syncmem|k_nvtxdev|cb_noop|kernels_cb_noop)
+      # k_<kind>[+<kind>...]: kernel records plus the named record kinds (memcpy, memset, sync,
+      # memory, nvtx, devices, overhead), no callbacks.
+      k_*|cb_noop|kernels_cb_noop)
         local o=$KONLY
         case $1 in
-          k_overhead) o="$o,overhead=1" ;; k_copies) o="$o,memcpy=1,memset=1" ;;
-          k_syncmem) o="$o,sync=1,memory=1" ;; k_nvtxdev) o="$o,nvtx=1,devices=1" ;;
+          k_*) for k in ${1#k_}; do o="$o,${k//+/=1,}=1"; done ;;
           cb_noop) o="api=launches,stacks=off,callback_noop=1" ;;
           kernels_cb_noop) o="${KONLY/api=off/api=launches},callback_noop=1" ;;
         esac
@@ -207,6 +208,10 @@ if [[ " $STEPS " == *" bench "* ]]; then
         -o "$W/bench-out" -- "$B" "$BENCH_N" ;;
     esac
   }
+  if [ ! -f "$W/bin/libcupti_alone.so" ] || [ ! -x "$B" ]; then
+    row "bench" "not run: the baseline injection or launch_bench did not build (see logs/build-*.log)"
+    ROUNDS=0
+  fi
   CFGS=${BENCH_CFGS:-"unprofiled cupti_alone cupti_alone_cb agent_nocallbacks agent_nostacks"}
   [ -x "$CARRY/xpuprof" ] && [ -z "${BENCH_CFGS:-}" ] && CFGS="$CFGS xpuprof"
   for r in $(seq 1 "$ROUNDS"); do

@@ -12,6 +12,7 @@
 #include <atomic>
 
 static std::atomic<unsigned long long> g_records{0};
+static std::atomic<unsigned long long> g_callbacks{0};
 static const size_t kBufSize = 8 << 20;
 
 static void CUPTIAPI on_request(uint8_t** buf, size_t* size, size_t* max) {
@@ -32,8 +33,6 @@ static void at_exit() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::fprintf(stderr, "cupti_alone: %llu activity records, %llu callbacks\n", g_records.load(), g_callbacks.load());
 }
-
-static std::atomic<unsigned long long> g_callbacks{0};
 
 static void CUPTIAPI on_api(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {
   g_callbacks.fetch_add(1, std::memory_order_relaxed);
