@@ -78,6 +78,8 @@ pub struct SessionOutcome {
     pub plugin_failures: Vec<String>,
     /// Wall-clock duration.
     pub elapsed: Duration,
+    /// xpuprof's own CPU time (all its threads, user + system) while the target ran, and in all.
+    pub own_cpu: (Duration, Duration),
 }
 
 impl SessionOutcome {
@@ -257,7 +259,7 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
         }
     };
     let names: Vec<String> = opts.sources.clone();
-    let target_exit = wait_for_target(pid, opts.status_line, started, &names, &counters);
+    let (target_exit, cpu_during) = wait_for_target(pid, opts.status_line, started, &names, &counters);
     stop_all(&mut sources, &mut failures);
     drop(sources);
     let (stats, files, sink_failures) =
@@ -270,6 +272,7 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
         stats,
         plugin_failures: failures,
         elapsed: started.elapsed(),
+        own_cpu: (cpu_during, own_cpu_time()),
     })
 }
 
@@ -367,19 +370,32 @@ pub fn finish_sinks(sinks: &mut [Instance], alive: &[bool], failures: &mut Vec<S
     files
 }
 
+/// This process's CPU time so far, all threads, user + system.
+fn own_cpu_time() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    Duration::from_micros(us(ru.ru_utime) + us(ru.ru_stime))
+}
+
 /// Waits for the target and then for any descendants it left behind; returns the target's
-/// exit code.
+/// exit code and xpuprof's own CPU time when the target exited.
 fn wait_for_target(
     pid: u32,
     status_line: bool,
     started: Instant,
     names: &[String],
     counters: &[AtomicU64],
-) -> i32 {
+) -> (i32, Duration) {
     let tty = status_line && std::io::stderr().is_terminal();
     let mut target_exit = None;
     let mut last_status = Instant::now();
     let mut signals_at_exit = 0;
+    let mut cpu_at_exit = Duration::ZERO;
     let mut exited_at = Instant::now();
     let mut warned = false;
     loop {
@@ -388,6 +404,7 @@ fn wait_for_target(
         let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
         if r == pid as i32 {
             target_exit = Some(target::exit_code_of(status));
+            cpu_at_exit = own_cpu_time();
             signals_at_exit = signals::received();
             exited_at = Instant::now();
             continue;
@@ -420,5 +437,8 @@ fn wait_for_target(
         eprint!("\r\x1b[K");
         let _ = std::io::stderr().flush();
     }
-    target_exit.unwrap_or(125)
+    if target_exit.is_none() {
+        cpu_at_exit = own_cpu_time();
+    }
+    (target_exit.unwrap_or(125), cpu_at_exit)
 }

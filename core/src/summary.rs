@@ -88,6 +88,12 @@ pub fn print(o: &SessionOutcome) {
             human(o.stats.frames_cut)
         ));
     }
+    let (during, total) = o.own_cpu;
+    lines.push(format!(
+        "  xpuprof's own CPU time: {:.2}s while the target ran, {:.2}s after",
+        during.as_secs_f64(),
+        total.saturating_sub(during).as_secs_f64()
+    ));
     if o.stats.dangling > 0 {
         lines.push(format!("  references to undefined ids (a source bug): {}", o.stats.dangling));
     }

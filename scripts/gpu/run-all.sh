@@ -27,7 +27,7 @@ SUMMARY=$W/summary.txt
 row() { printf '%-34s %s\n' "$1" "$2" | tee -a "$SUMMARY"; }
 
 echo "== machine" | tee "$W/logs/machine.txt"
-{ date -u; echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; "$CUDA_HOME/bin/nvcc" --version | tail -2; ls "$LIB"/libcupti.so*; } 2>&1 | tee -a "$W/logs/machine.txt"
+{ date -u; echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; "$CUDA_HOME/bin/nvcc" --version | tail -2; ls "$LIB"/libcupti.so*; lscpu -e 2>/dev/null | head -20; } 2>&1 | tee -a "$W/logs/machine.txt"
 
 # Medians and per-round ratios of "round config value" lines: bench_summary FILE N LABEL.
 cat >"$W/bench_summary.py" <<'PY'

@@ -44,8 +44,7 @@ pub fn finish(a: &Agent) {
                     wire::end_message(&mut m, at);
                 }
             }
-            let launches = a.launches.launches.load(Ordering::Relaxed);
-            let stacks = a.launches.stacks.load(Ordering::Relaxed);
+            let (launches, stacks) = a.launches.totals();
             let at = wire::begin_message(&mut m, wire::MSG_BYE);
             m.extend_from_slice(&launches.to_le_bytes());
             m.extend_from_slice(&stacks.to_le_bytes());

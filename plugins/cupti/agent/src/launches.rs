@@ -1,10 +1,13 @@
 //! Launch sites, recorded on application threads at the entry of launch-class APIs.
 //!
 //! Per launch the calling thread reads the clock, walks its stack into a fixed array, hashes
-//! it, and appends a 32-byte entry to its own buffer (plus the stack itself the first time this
-//! thread sees it). Buffers are drained by the buffer-completion thread right before it queues
-//! activity records, so every launch site reaches the host before the device work it caused,
-//! and by the sender thread every 100 ms.
+//! it, and writes a 40-byte entry (plus the stack itself the first time this thread sees it)
+//! into a thread-local scratch buffer; no lock and no shared cache line is touched at entry. At
+//! the outermost call's exit it fills in the exit time and result and moves the scratch into the
+//! thread's shared buffer under that buffer's lock, once per launch. Shared buffers are drained
+//! by the buffer-completion thread right before it queues activity records, so a launch site
+//! reaches the host before the device work it caused (a kernel record can only exist after its
+//! launch call returned), and by the sender thread every 100 ms.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -37,8 +40,9 @@ type StackSet = HashSet<u64, BuildHasherDefault<Identity>>;
 struct Shared {
     tid: u32,
     bytes: Vec<u8>,
-    /// Bumped at every drain, so an exit can tell whether its entry is still in `bytes`.
-    generation: u64,
+    /// Launch entries and distinct stacks this thread published.
+    launches: u64,
+    stacks: u64,
 }
 
 /// Per-thread state.
@@ -52,8 +56,13 @@ struct Local {
     last_stack: u64,
     /// Correlation id of the outermost active call.
     outer_id: u32,
-    /// Where the outermost call's entry sits in the buffer (to fill in its exit), if still there.
-    outer_at: Option<(u64, usize)>,
+    /// Entries of the active outermost call (its stack when new, its launch entry, entries of
+    /// nested calls with their own correlation id), published at its exit.
+    scratch: Vec<u8>,
+    /// Where the outermost call's launch entry sits in `scratch`.
+    outer_at: usize,
+    launches: u64,
+    stacks: u64,
 }
 
 thread_local! {
@@ -64,10 +73,8 @@ thread_local! {
 #[derive(Debug, Default)]
 pub struct Registry {
     threads: Mutex<Vec<Arc<Mutex<Shared>>>>,
-    /// Launch entries recorded.
-    pub launches: AtomicU64,
-    /// Distinct stacks sent (per thread).
-    pub stacks: AtomicU64,
+    /// Totals of threads that ended and were drained: launch entries, distinct stacks.
+    retired: (AtomicU64, AtomicU64),
 }
 
 const MAX_FRAMES: usize = 256;
@@ -76,8 +83,12 @@ impl Registry {
     fn local(&self) -> Local {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
-        let shared =
-            Arc::new(Mutex::new(Shared { tid, bytes: Vec::with_capacity(64 * 1024), generation: 0 }));
+        let shared = Arc::new(Mutex::new(Shared {
+            tid,
+            bytes: Vec::with_capacity(64 * 1024),
+            launches: 0,
+            stacks: 0,
+        }));
         if let Ok(mut t) = self.threads.lock() {
             t.push(shared.clone());
         }
@@ -90,7 +101,10 @@ impl Registry {
             depth: 0,
             last_stack: 0,
             outer_id: 0,
-            outer_at: None,
+            scratch: Vec::with_capacity(1024),
+            outer_at: 0,
+            launches: 0,
+            stacks: 0,
         }
     }
 
@@ -119,7 +133,6 @@ impl Registry {
                 // launch site already stands for it.
                 return false;
             }
-            let Ok(mut sh) = l.shared.lock() else { return !nested };
             let mut stack = if nested { l.last_stack } else { 0 };
             if !nested && agent.config.agent_stacks() {
                 let mut frames = [0u64; MAX_FRAMES];
@@ -136,17 +149,17 @@ impl Registry {
                 }
                 if l.seen.insert(stack) {
                     agent.known.check(frames);
-                    put_stack(&mut sh.bytes, stack, frames);
-                    self.stacks.fetch_add(1, Ordering::Relaxed);
+                    put_stack(&mut l.scratch, stack, frames);
+                    l.stacks += 1;
                 }
                 l.last_stack = stack;
             }
             if !nested {
                 l.outer_id = correlation;
-                l.outer_at = Some((sh.generation, sh.bytes.len()));
+                l.outer_at = l.scratch.len();
             }
-            put_launch(&mut sh.bytes, domain, cbid, correlation, time, stack, nested);
-            self.launches.fetch_add(1, Ordering::Relaxed);
+            put_launch(&mut l.scratch, domain, cbid, correlation, time, stack, nested);
+            l.launches += 1;
             !nested
         })
     }
@@ -162,23 +175,28 @@ impl Registry {
         })
     }
 
-    /// API exit: closes the nesting level; for the outermost call, records its exit time and
-    /// result in its entry (if the entry was not drained in the meantime).
+    /// API exit: closes the nesting level; at the outermost call's exit, records its exit time
+    /// and result in its entry and publishes the call's entries to the thread's shared buffer.
     pub fn exit(&self, result: u32) {
         LOCAL.with(|cell| {
             let mut cell = cell.borrow_mut();
             let Some(l) = cell.as_mut() else { return };
             l.depth = l.depth.saturating_sub(1);
-            if l.depth > 0 {
+            if l.depth > 0 || l.scratch.is_empty() {
                 return;
             }
-            let Some((generation, at)) = l.outer_at.take() else { return };
             let time = xpuprof_sdk::clock::now_ns();
-            let Ok(mut sh) = l.shared.lock() else { return };
-            if sh.generation == generation && sh.bytes.len() >= at + wire::LAUNCH_ENTRY_BYTES {
-                sh.bytes[at + 12..at + 16].copy_from_slice(&result.to_le_bytes());
-                sh.bytes[at + 32..at + 40].copy_from_slice(&time.to_le_bytes());
+            let at = l.outer_at;
+            if l.scratch.len() >= at + wire::LAUNCH_ENTRY_BYTES {
+                l.scratch[at + 12..at + 16].copy_from_slice(&result.to_le_bytes());
+                l.scratch[at + 32..at + 40].copy_from_slice(&time.to_le_bytes());
             }
+            if let Ok(mut sh) = l.shared.lock() {
+                sh.bytes.extend_from_slice(&l.scratch);
+                sh.launches = l.launches;
+                sh.stacks = l.stacks;
+            }
+            l.scratch.clear();
         });
     }
 
@@ -186,6 +204,7 @@ impl Registry {
     pub fn drain(&self, out: &mut Vec<u8>) {
         let Ok(mut threads) = self.threads.lock() else { return };
         threads.retain(|t| {
+            let live = Arc::strong_count(t) > 1;
             if let Ok(mut sh) = t.lock() {
                 if !sh.bytes.is_empty() {
                     let at = wire::begin_message(out, wire::MSG_LAUNCHES);
@@ -194,12 +213,30 @@ impl Registry {
                     out.extend_from_slice(&sh.bytes);
                     wire::end_message(out, at);
                     sh.bytes.clear();
-                    sh.generation += 1;
+                }
+                if !live {
+                    self.retired.0.fetch_add(sh.launches, Ordering::Relaxed);
+                    self.retired.1.fetch_add(sh.stacks, Ordering::Relaxed);
                 }
             }
             // Keep live threads; a finished thread's buffer is dropped once drained.
-            Arc::strong_count(t) > 1
+            live
         });
+    }
+
+    /// Launch entries and distinct stacks published so far, all threads.
+    pub fn totals(&self) -> (u64, u64) {
+        let mut launches = self.retired.0.load(Ordering::Relaxed);
+        let mut stacks = self.retired.1.load(Ordering::Relaxed);
+        if let Ok(threads) = self.threads.lock() {
+            for t in threads.iter() {
+                if let Ok(sh) = t.lock() {
+                    launches += sh.launches;
+                    stacks += sh.stacks;
+                }
+            }
+        }
+        (launches, stacks)
     }
 }
 
