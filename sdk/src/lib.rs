@@ -84,6 +84,7 @@ pub mod config;
 pub mod emit;
 #[doc(hidden)]
 pub mod export;
+pub mod hash;
 pub mod model;
 pub mod plugin;
 pub mod trampoline;

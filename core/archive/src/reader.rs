@@ -2,10 +2,11 @@
 //! sequence order.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::codec::Cursor;
 
@@ -204,7 +205,7 @@ struct Merge<'a> {
 
 impl<'a> Merge<'a> {
     fn new(reader: &'a mut Reader) -> Self {
-        let mut by_loc: HashMap<u32, VecDeque<Indexed>> = HashMap::new();
+        let mut by_loc: IdMap<u32, VecDeque<Indexed>> = IdMap::default();
         for c in &reader.chunks {
             by_loc.entry(c.header.location).or_default().push_back(*c);
         }

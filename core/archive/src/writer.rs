@@ -1,10 +1,10 @@
 //! Writing an archive while the session records.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::Record;
 
@@ -64,7 +64,7 @@ pub struct Writer {
     path: PathBuf,
     file: File,
     seq: u64,
-    locations: HashMap<LocKey, u32>,
+    locations: IdMap<LocKey, u32>,
     chunks: Vec<OpenChunk>,
     out: Vec<u8>,
     bytes: u64,
@@ -84,7 +84,7 @@ impl Writer {
             path,
             file,
             seq: 0,
-            locations: HashMap::new(),
+            locations: IdMap::default(),
             chunks: Vec::new(),
             out: Vec::with_capacity(CHUNK_TARGET + 1024),
             bytes: header.len() as u64,

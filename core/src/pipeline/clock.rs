@@ -1,7 +1,7 @@
 //! Clock conversion: turns timestamps of a source's own clock domain into the session clock
 //! (`CLOCK_MONOTONIC` ns) from the paired readings the source reports ([`ClockSync`]).
 
-use std::collections::HashMap;
+use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::{ClockDomain, ClockSync};
 
@@ -12,7 +12,7 @@ type Pair = (u64, u64);
 #[derive(Debug, Default)]
 pub struct ClockMap {
     /// Per domain: the first and the latest pairing (source time, session time).
-    pairs: HashMap<u32, (Pair, Pair)>,
+    pairs: IdMap<u32, (Pair, Pair)>,
     /// Timestamps that could not be converted (no pairing yet for their domain).
     pub unconvertible: u64,
 }

@@ -3,8 +3,9 @@
 //! that arrives before its launch stack waits a bounded time; nothing is matched by time
 //! windows, and everything unmatched is counted.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+use xpuprof_sdk::hash::{IdMap, IdSet};
 
 use xpuprof_sdk::model::*;
 
@@ -54,12 +55,12 @@ struct Pending {
 /// The correlator's state; memory is bounded by the work in flight.
 #[derive(Debug, Default)]
 pub struct Correlator {
-    launches: HashMap<CorrelationKey, Launch>,
+    launches: IdMap<CorrelationKey, Launch>,
     launch_order: VecDeque<CorrelationKey>,
-    pending: HashMap<CorrelationKey, Pending>,
+    pending: IdMap<CorrelationKey, Pending>,
     pending_order: VecDeque<(Instant, CorrelationKey)>,
     /// (backend, pid) pairs that send launch stacks: their device work waits for them.
-    stacks_expected: HashSet<(u32, u32)>,
+    stacks_expected: IdSet<(u32, u32)>,
     stats: CorrelationStats,
 }
 

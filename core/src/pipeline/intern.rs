@@ -2,8 +2,8 @@
 //! maps them to one session-wide numbering, deduplicating identical definitions across sources
 //! and processes, and symbolises each distinct frame once.
 
-use std::collections::HashMap;
 use std::path::Path;
+use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::codec;
 use xpuprof_sdk::model::*;
@@ -13,12 +13,12 @@ use super::symbolizer::Symbolizer;
 /// Maps one source's ids to session ids.
 #[derive(Debug, Default)]
 pub struct SourceIds {
-    strs: HashMap<u32, StrId>,
-    modules: HashMap<u32, ModuleId>,
-    frames: HashMap<u32, FrameId>,
-    stacks: HashMap<u32, StackId>,
-    devices: HashMap<u32, DeviceId>,
-    streams: HashMap<u32, StreamId>,
+    strs: IdMap<u32, StrId>,
+    modules: IdMap<u32, ModuleId>,
+    frames: IdMap<u32, FrameId>,
+    stacks: IdMap<u32, StackId>,
+    devices: IdMap<u32, DeviceId>,
+    streams: IdMap<u32, StreamId>,
     /// References to ids the source never defined.
     pub dangling: u64,
 }
@@ -65,20 +65,20 @@ struct FrameKey {
 /// moment it is created, so it always precedes its first use.
 #[derive(Debug, Default)]
 pub struct Globals {
-    strs: HashMap<Box<str>, StrId>,
+    strs: IdMap<Box<str>, StrId>,
     str_text: Vec<Box<str>>,
-    modules: HashMap<(StrId, Vec<u8>), ModuleId>,
+    modules: IdMap<(StrId, Vec<u8>), ModuleId>,
     module_paths: Vec<StrId>,
-    frames: HashMap<FrameKey, FrameId>,
+    frames: IdMap<FrameKey, FrameId>,
     /// Frame keys by session id (index = id - 1), for the agreement check.
     frame_keys: Vec<FrameKey>,
-    stacks: HashMap<Vec<FrameId>, StackId>,
+    stacks: IdMap<Vec<FrameId>, StackId>,
     /// Stack frames by session id (index = id - 1).
     stack_frames: Vec<Vec<FrameId>>,
-    devices: HashMap<(u8, u32, [u8; 16], StrId), DeviceId>,
-    streams: HashMap<(u32, DeviceId, u64), StreamId>,
-    processes: HashMap<u32, StrId>,
-    threads: HashMap<(u32, u32), StrId>,
+    devices: IdMap<(u8, u32, [u8; 16], StrId), DeviceId>,
+    streams: IdMap<(u32, DeviceId, u64), StreamId>,
+    processes: IdMap<u32, StrId>,
+    threads: IdMap<(u32, u32), StrId>,
     /// Symbolizer for new frames.
     pub symbolizer: Symbolizer,
     /// Whether to symbolise (off in tests of the renumbering).

@@ -1,6 +1,6 @@
 //! The leaf function of each CPU stack: what a CPU sample's instant event is called.
 
-use std::collections::HashMap;
+use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::*;
 
@@ -17,10 +17,10 @@ struct Frame {
 /// Frames, modules and stacks, reduced to what naming a sample needs.
 #[derive(Debug, Default)]
 pub struct Leaves {
-    modules: HashMap<ModuleId, StrId>,
-    frames: HashMap<FrameId, Frame>,
-    stacks: HashMap<StackId, FrameId>,
-    cache: HashMap<StackId, String>,
+    modules: IdMap<ModuleId, StrId>,
+    frames: IdMap<FrameId, Frame>,
+    stacks: IdMap<StackId, FrameId>,
+    cache: IdMap<StackId, String>,
 }
 
 impl Leaves {

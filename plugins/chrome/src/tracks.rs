@@ -7,7 +7,7 @@
 //! (at most 2^22), so device tracks never collide with host ones. Device work that overlaps the
 //! previous operation of its stream goes to an overflow lane, so slices always nest.
 
-use std::collections::{HashMap, HashSet};
+use xpuprof_sdk::hash::{IdMap, IdSet};
 
 use xpuprof_sdk::model::*;
 
@@ -42,13 +42,13 @@ struct Stream {
 #[derive(Debug, Default)]
 pub struct Tracks {
     /// Text and JSON literal of every string.
-    strings: HashMap<StrId, (String, String)>,
+    strings: IdMap<StrId, (String, String)>,
     demangle: bool,
-    devices: HashMap<DeviceId, (u32, StrId)>,
-    streams: HashMap<StreamId, Stream>,
-    lanes: HashMap<StreamId, Vec<u64>>,
-    named_pids: HashSet<u32>,
-    named_threads: HashSet<Track>,
+    devices: IdMap<DeviceId, (u32, StrId)>,
+    streams: IdMap<StreamId, Stream>,
+    lanes: IdMap<StreamId, Vec<u64>>,
+    named_pids: IdSet<u32>,
+    named_threads: IdSet<Track>,
     /// Device operations that overlapped work on every lane of their stream.
     pub overlaps: u64,
 }

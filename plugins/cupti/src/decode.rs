@@ -7,7 +7,7 @@
 //! can symbolise them after the process is gone. Activity records are decoded in
 //! [`crate::activity`].
 
-use std::collections::{HashMap, HashSet};
+use xpuprof_sdk::hash::{IdMap, IdSet};
 
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger, StringInterner};
@@ -64,14 +64,14 @@ pub(crate) struct Conn {
     agent_stacks: bool,
     api_from_callbacks: bool,
     maps: Vec<Mapping>,
-    pub(crate) strings: HashMap<u64, String>,
-    pub(crate) api_names: HashMap<(u8, u32), ApiName>,
-    pub(crate) devices: HashMap<u32, DeviceId>,
-    pub(crate) ctx_device: HashMap<u32, u32>,
-    pub(crate) streams: HashMap<(u32, u32), StreamId>,
+    pub(crate) strings: IdMap<u64, String>,
+    pub(crate) api_names: IdMap<(u8, u32), ApiName>,
+    pub(crate) devices: IdMap<u32, DeviceId>,
+    pub(crate) ctx_device: IdMap<u32, u32>,
+    pub(crate) streams: IdMap<(u32, u32), StreamId>,
     /// Device ops waiting for their device's definition.
     pub(crate) pending: Vec<(u32, Option<u32>, DeviceOp)>,
-    pub(crate) open_ranges: HashMap<u32, (u64, StrId, StrId, u32)>,
+    pub(crate) open_ranges: IdMap<u32, (u64, StrId, StrId, u32)>,
     /// session − CUPTI clock, when the timestamp callback could not be installed.
     pub(crate) clock_offset: i64,
     bye: bool,
@@ -82,14 +82,14 @@ pub(crate) struct Conn {
 #[derive(Debug)]
 pub struct Decoder {
     pub(crate) strs: StringInterner,
-    modules: HashMap<String, ModuleId>,
-    frames: HashMap<(u32, u64, u32), FrameId>,
-    stacks: HashMap<(u32, u64), StackId>,
-    pub(crate) devices_by_uuid: HashMap<[u8; 16], DeviceId>,
+    modules: IdMap<String, ModuleId>,
+    frames: IdMap<(u32, u64, u32), FrameId>,
+    stacks: IdMap<(u32, u64), StackId>,
+    pub(crate) devices_by_uuid: IdMap<[u8; 16], DeviceId>,
     pub(crate) next_device: u32,
     pub(crate) next_stream: u32,
-    threads: HashSet<(u32, u32)>,
-    pub(crate) conns: HashMap<u64, Conn>,
+    threads: IdSet<(u32, u32)>,
+    pub(crate) conns: IdMap<u64, Conn>,
     /// Counters.
     pub stats: Stats,
     pub(crate) log: Logger,
@@ -105,14 +105,14 @@ impl Decoder {
     pub fn new(log: Logger) -> Self {
         Self {
             strs: StringInterner::default(),
-            modules: HashMap::new(),
-            frames: HashMap::new(),
-            stacks: HashMap::new(),
-            devices_by_uuid: HashMap::new(),
+            modules: IdMap::default(),
+            frames: IdMap::default(),
+            stacks: IdMap::default(),
+            devices_by_uuid: IdMap::default(),
             next_device: 1,
             next_stream: 1,
-            threads: HashSet::new(),
-            conns: HashMap::new(),
+            threads: IdSet::default(),
+            conns: IdMap::default(),
             stats: Stats::default(),
             log,
         }

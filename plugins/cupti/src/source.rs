@@ -1,7 +1,6 @@
 //! The `cupti` source: prepares the target's environment (agent injection, socket), accepts one
 //! connection per CUDA process of the session, and decodes the streams on one thread.
 
-use std::collections::HashMap;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -11,6 +10,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::prelude::*;
 
@@ -297,7 +297,7 @@ fn read_loop(id: u64, mut s: UnixStream, tx: Sender<Event>) {
 
 fn decode_loop(rx: Receiver<Event>, mut out: Emitter, log: Logger) -> Stats {
     let mut d = Decoder::new(log);
-    let mut pending: HashMap<u64, Vec<u8>> = HashMap::new();
+    let mut pending: IdMap<u64, Vec<u8>> = IdMap::default();
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(Event::Data(id, bytes)) => {

@@ -1,7 +1,7 @@
 //! Aggregation of the event stream: everything the report needs, keyed by ids, updated per
 //! record without allocating (maps only grow with distinct names, stacks, threads and devices).
 
-use crate::hash::IdMap;
+use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::*;
 

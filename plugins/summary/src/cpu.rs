@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::hash::IdMap;
+use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::{CpuSample, SampleKind, StackId};
 

@@ -2,7 +2,7 @@
 //! name things when the report is written. Events are aggregated by id; names are only looked
 //! up at the end.
 
-use crate::hash::IdMap;
+use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::*;
 

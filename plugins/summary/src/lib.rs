@@ -92,7 +92,6 @@ pub mod cpu;
 pub mod defs;
 pub mod digest;
 pub mod fmt;
-pub mod hash;
 pub mod memory;
 pub mod quantile;
 pub mod report;

@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 
-use crate::hash::IdMap;
+use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::{CopyKind, DeviceId, DeviceOp, DeviceOpKind, StackId};
 

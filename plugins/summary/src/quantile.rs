@@ -16,7 +16,7 @@
 //! Percentiles use the nearest-rank definition: the p-th percentile of n sorted values is the
 //! value at 1-based rank `ceil(p/100 * n)` (at least 1).
 
-use crate::hash::IdMap;
+use xpuprof_sdk::hash::IdMap;
 
 /// Mantissa bits of the log-linear histogram: 2^7 = 128 buckets per power of two.
 const PRECISION_BITS: u32 = 7;

@@ -4,8 +4,8 @@
 //! event); text is built once per distinct key when the lines are rendered, with the rendered
 //! CPU stacks cached per stack id.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
+use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::*;
 
@@ -54,15 +54,15 @@ struct CpuKey {
 pub struct FoldedBuilder {
     opts: FoldedOptions,
     defs: Defs,
-    gpu: HashMap<GpuKey, u64>,
-    cpu: HashMap<CpuKey, u64>,
+    gpu: IdMap<GpuKey, u64>,
+    cpu: IdMap<CpuKey, u64>,
     unmatched: u64,
 }
 
 impl FoldedBuilder {
     /// An empty builder.
     pub fn new(opts: FoldedOptions) -> Self {
-        Self { opts, defs: Defs::default(), gpu: HashMap::new(), cpu: HashMap::new(), unmatched: 0 }
+        Self { opts, defs: Defs::default(), gpu: IdMap::default(), cpu: IdMap::default(), unmatched: 0 }
     }
 
     /// Device operations seen without a launch (shown under `[unknown launch site]`).
@@ -122,8 +122,8 @@ impl FoldedBuilder {
     /// The folded lines of `view`: `(stack, weight in µs)`, sorted by stack, identical stacks
     /// merged, lines under `min_weight` dropped.
     pub fn lines(&self, view: View) -> Vec<(String, u64)> {
-        let mut r = Renderer { b: self, stacks: HashMap::new(), kernels: HashMap::new() };
-        let mut merged: HashMap<String, u64> = HashMap::new();
+        let mut r = Renderer { b: self, stacks: IdMap::default(), kernels: IdMap::default() };
+        let mut merged: IdMap<String, u64> = IdMap::default();
         if view != View::Gpu {
             for (k, ns) in &self.cpu {
                 *merged.entry(r.cpu_line(k)).or_default() += ns;
@@ -155,8 +155,8 @@ impl FoldedBuilder {
 /// Renders keys to text, caching per stack and per kernel name.
 struct Renderer<'a> {
     b: &'a FoldedBuilder,
-    stacks: HashMap<StackId, String>,
-    kernels: HashMap<StrId, String>,
+    stacks: IdMap<StackId, String>,
+    kernels: IdMap<StrId, String>,
 }
 
 impl Renderer<'_> {

@@ -1,6 +1,6 @@
 //! Definition tables: what the ids in events refer to.
 
-use std::collections::HashMap;
+use xpuprof_sdk::hash;
 
 use xpuprof_sdk::model::*;
 
@@ -11,12 +11,12 @@ const DENSE_LIMIT: u32 = 1 << 24;
 #[derive(Debug)]
 pub(crate) struct IdMap<T> {
     dense: Vec<Option<T>>,
-    sparse: HashMap<u32, T>,
+    sparse: hash::IdMap<u32, T>,
 }
 
 impl<T> Default for IdMap<T> {
     fn default() -> Self {
-        Self { dense: Vec::new(), sparse: HashMap::new() }
+        Self { dense: Vec::new(), sparse: hash::IdMap::default() }
     }
 }
 
@@ -48,7 +48,7 @@ impl<T> IdMap<T> {
 #[derive(Debug, Default)]
 pub(crate) struct Defs {
     pub(crate) strings: IdMap<String>,
-    pub(crate) processes: HashMap<u32, StrId>,
+    pub(crate) processes: hash::IdMap<u32, StrId>,
     pub(crate) devices: IdMap<u32>,
     pub(crate) streams: IdMap<u64>,
     pub(crate) modules: IdMap<StrId>,
