@@ -125,7 +125,7 @@ if [[ " $STEPS " == *" test "* ]]; then
     rc=$?
     k=$(grep -c '\[GPU_Kernel\]' "$o/profile.folded" 2>/dev/null)
     u=$(grep -c 'unknown launch site' "$o/profile.folded" 2>/dev/null)
-    row "test sigint (Ctrl+C after 4 s)" "rc=$rc folded_kernel_lines=${k:-0} unknown_site_lines=${u:-0} $(grep -o '[0-9]* kernels' "$W/logs/test-sigint.err" | head -1)"
+    row "test sigint (Ctrl+C after 4 s)" "rc=$rc folded_kernel_lines=${k:-0} unknown_site_lines=${u:-0} $(grep -o 'device ops: .*' "$W/logs/test-sigint.err" | head -1)"
     # Another CUPTI client in the process: one clear message, the program unharmed.
     "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded -o "$W/out/other" -- "$W/bin/other_subscriber" \
       >"$W/logs/test-other.out" 2>"$W/logs/test-other.err"
