@@ -6,6 +6,7 @@
 #include <vector>
 #include <cstring>
 #include <ctime>
+#include <sched.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -46,6 +47,15 @@ int main(int argc, char** argv) {
   // Also time batches of 10k launches: the median batch is robust to short disturbances (other
   // processes, the profiler's own threads) that move the total, and the fastest batch is the
   // cost of a launch with no disturbance at all.
+  // BENCH_CPU=N pins this thread, and only it, to CPU N for the loop (threads started earlier,
+  // CUPTI's and the profiler agent's, keep the process's CPU set): a launch loop that shares its
+  // CPU with nothing, the same in every configuration.
+  if (const char* cpu = std::getenv("BENCH_CPU")) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(std::atoi(cpu), &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) std::perror("BENCH_CPU: sched_setaffinity");
+  }
   const int batch = 10000;
   std::vector<double> per_launch;
   int counter = open_instruction_counter();
