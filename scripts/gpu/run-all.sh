@@ -179,6 +179,7 @@ if [[ " $STEPS " == *" bench "* ]]; then
   dump() { rm -rf "$W/dump" && mkdir -p "$W/dump"; }
   KONLY=stacks=off,api=off,memcpy=0,memset=0,sync=0,memory=0,nvtx=0,devices=0,overhead=0
   printf '[source.cupti]\nmemcpy = false\nmemset = false\n' >"$W/no-copies.toml"
+  printf '[source.cupti]\nmemcpy = false\nmemset = false\nmemory = false\nnvtx = false\ndevices = false\noverhead = false\n' >"$W/kernels-only.toml"
   run_cfg() {
     case $1 in
       unprofiled) $PIN "$B" "$BENCH_N" ;;
@@ -206,6 +207,9 @@ if [[ " $STEPS " == *" bench "* ]]; then
       agent_nocallbacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump XPUPROF_CUPTI_OPTS=stacks=off,api=off $PIN "$B" "$BENCH_N" ;;
       agent_nostacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump XPUPROF_CUPTI_OPTS=stacks=off $PIN "$B" "$BENCH_N" ;;
       xpuprof) $PIN "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded -o "$W/bench-out" -- "$B" "$BENCH_N" ;;
+      # Kernel records and launch sites only, through the host: what the other kinds cost.
+      xpuprof_kernels_only) $PIN "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$W/kernels-only.toml" --sink folded \
+        -o "$W/bench-out" -- "$B" "$BENCH_N" ;;
       xpuprof_no_copies) $PIN "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$W/no-copies.toml" --sink folded \
         -o "$W/bench-out" -- "$B" "$BENCH_N" ;;
     esac
@@ -237,7 +241,8 @@ fi
 if [[ " $STEPS " == *" e2e "* ]]; then
   ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   B=$W/bin/launch_bench
-  PIN=""; command -v taskset >/dev/null && PIN="taskset -c 2-9"
+  # As in `bench`: every process on CPUs 3-9, the launch loop alone on CPU 2.
+  PIN=""; command -v taskset >/dev/null && PIN="taskset -c 3-9"
   printf '[source.cupti]\nlaunch_stacks = "ebpf"\n[source.ebpf]\nlaunch_stacks_from_trampoline = true\n' >"$W/ebpf-stacks.toml"
   X="$CARRY/xpuprof --plugin-dir $CARRY"
   e2e_cfg() {  # config, program + args...
@@ -255,12 +260,12 @@ if [[ " $STEPS " == *" e2e "* ]]; then
   : >"$W/logs/b1.txt"; : >"$W/logs/b1-batch.txt"
   for r in $(seq 1 "${ROUNDS_E2E:-5}"); do
     for c in unprofiled cupti_alone xpuprof_cupti xpuprof_default xpuprof_uprobe; do
-      line=$(e2e_cfg $c "$B" "$BENCH_N" 2>"$W/logs/b1-$c.err" | grep '^BENCH')
+      line=$(BENCH_CPU=${PIN:+2} e2e_cfg $c "$B" "$BENCH_N" 2>"$W/logs/b1-$c.err" | grep '^BENCH')
       echo "$r $c $(echo "$line" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')" >>"$W/logs/b1.txt"
       echo "$r $c $(echo "$line" | sed -n 's/.*batch_median_us=\([0-9.]*\).*/\1/p')" >>"$W/logs/b1-batch.txt"
     done
   done
-  bench_summary "$W/logs/b1.txt" "$BENCH_N" B1-total | grep -v per-round | tee -a "$SUMMARY"
+  bench_summary "$W/logs/b1.txt" "$BENCH_N" B1-total | tee -a "$SUMMARY"
   bench_summary "$W/logs/b1-batch.txt" 1000000 B1-batch | tee -a "$SUMMARY"
   for c in xpuprof_cupti xpuprof_default xpuprof_uprobe; do
     row "B5 $c (last round)" "$(grep -h 'device ops:\|losses:' "$W/logs/b1-$c.err" | tr -s ' ' | tr '\n' ' ')"

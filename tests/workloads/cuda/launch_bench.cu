@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   // BENCH_CPU=N pins this thread, and only it, to CPU N for the loop (threads started earlier,
   // CUPTI's and the profiler agent's, keep the process's CPU set): a launch loop that shares its
   // CPU with nothing, the same in every configuration.
-  if (const char* cpu = std::getenv("BENCH_CPU")) {
+  if (const char* cpu = std::getenv("BENCH_CPU"); cpu && *cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(std::atoi(cpu), &set);

@@ -61,6 +61,8 @@ struct Local {
     scratch: Vec<u8>,
     /// Where the outermost call's launch entry sits in `scratch`.
     outer_at: usize,
+    /// The stack walk's output, reused (not zeroed again at every launch).
+    frames: Box<[u64; MAX_FRAMES]>,
     launches: u64,
     stacks: u64,
 }
@@ -103,6 +105,7 @@ impl Registry {
             outer_id: 0,
             scratch: Vec::with_capacity(1024),
             outer_at: 0,
+            frames: Box::new([0; MAX_FRAMES]),
             launches: 0,
             stacks: 0,
         }
@@ -135,9 +138,8 @@ impl Registry {
             }
             let mut stack = if nested { l.last_stack } else { 0 };
             if !nested && agent.config.agent_stacks() {
-                let mut frames = [0u64; MAX_FRAMES];
-                let depth = agent.config.max_depth.min(MAX_FRAMES);
-                let n = unwind::walk(fp, l.lo.max(sp), l.hi, &mut frames[..depth]);
+                let frames = &mut l.frames[..agent.config.max_depth.min(MAX_FRAMES)];
+                let n = unwind::walk(fp, l.lo.max(sp), l.hi, frames);
                 let skip = frames[..n]
                     .iter()
                     .take_while(|&&a| agent.own_code.iter().any(|&(s, e)| a >= s && a < e))
