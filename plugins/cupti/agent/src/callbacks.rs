@@ -13,7 +13,7 @@ use crate::{activity, agent, unwind, wire, Agent};
 /// an address outside the known modules).
 pub(crate) fn drain_launches(a: &Agent) {
     let mut out = Vec::new();
-    a.launches.drain(&mut out);
+    a.launches.drain(&mut out, &a.clock);
     if a.known.take_stale() {
         let mut m = a.known.refresh();
         m.extend_from_slice(&out);
@@ -98,7 +98,7 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
     // SAFETY: for API domains CUPTI passes a valid CUpti_CallbackData for the call's duration.
     let d = unsafe { &*(data as *const ffi::CUpti_CallbackData) };
     if d.callbackSite == ffi::CUpti_ApiCallbackSite::CUPTI_API_ENTER {
-        let outer = a.launches.enter(a, domain as u8, cbid, d.correlationId, fp, sp);
+        let outer = a.launches.enter(&a.sites(), domain as u8, cbid, d.correlationId, fp, sp);
         if outer && a.config.trampoline() {
             unwind::call_trampoline(fp, xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);
         }

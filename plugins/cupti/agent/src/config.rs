@@ -69,6 +69,9 @@ pub struct Config {
     /// Install the timestamp callback (CLOCK_MONOTONIC). Off only for measurements: GPU times
     /// then come in CUPTI's clock with paired samples.
     pub monotonic: bool,
+    /// Launch timestamps from the TSC where the kernel's clock runs on it (converted to the
+    /// session clock before sending); off: `clock_gettime` at every launch.
+    pub tsc: bool,
     /// Measurement aid: take the launch callbacks but return at once (CUPTI's own callback
     /// cost, without the agent's work).
     pub callback_noop: bool,
@@ -94,6 +97,7 @@ impl Default for Config {
             verbose: false,
             runtime_callbacks: false,
             monotonic: true,
+            tsc: true,
             callback_noop: false,
         }
     }
@@ -114,7 +118,7 @@ impl Config {
     }
 
     /// Applies `key=value,...`: booleans `kernels memcpy memset sync memory nvtx devices
-    /// overhead verbose runtime_callbacks monotonic callback_noop` (0/1), `api=launches|all|off`, `stacks=agent|ebpf|both|off`,
+    /// overhead verbose runtime_callbacks monotonic tsc callback_noop` (0/1), `api=launches|all|off`, `stacks=agent|ebpf|both|off`,
     /// `depth=N`, `buffer_kib=N`.
     pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
         for item in opts.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -136,6 +140,7 @@ impl Config {
                 "verbose" => self.verbose = flag()?,
                 "runtime_callbacks" => self.runtime_callbacks = flag()?,
                 "monotonic" => self.monotonic = flag()?,
+                "tsc" => self.tsc = flag()?,
                 "callback_noop" => self.callback_noop = flag()?,
                 "api" => {
                     self.api = match v {

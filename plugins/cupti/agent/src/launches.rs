@@ -15,7 +15,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::{unwind, wire};
+use crate::{stamp, unwind, wire};
 
 /// Stacks are already hashed: use the hash as is.
 #[derive(Default)]
@@ -81,6 +81,21 @@ pub struct Registry {
 
 const MAX_FRAMES: usize = 256;
 
+/// What the launch-site path needs from the agent's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Sites<'a> {
+    /// Launch entries are recorded at all (agent stacks, or API calls from callbacks).
+    pub record_entries: bool,
+    /// The agent walks the stack.
+    pub stacks: bool,
+    /// Most frames per stack.
+    pub max_depth: usize,
+    /// Code of the profiler itself: leading frames inside it are left out.
+    pub own_code: &'a [(u64, u64)],
+    /// Module ranges known to the host.
+    pub known: &'a crate::maps::Known,
+}
+
 impl Registry {
     fn local(&self) -> Local {
         // SAFETY: gettid has no preconditions.
@@ -115,17 +130,17 @@ impl Registry {
     /// the outermost launch-class call on the thread (the one that gets a stack).
     pub fn enter(
         &self,
-        agent: &crate::Agent,
+        sites: &Sites<'_>,
         domain: u8,
         cbid: u32,
         correlation: u32,
         fp: usize,
         sp: usize,
     ) -> bool {
-        if !agent.record_entries {
+        if !sites.record_entries {
             return self.enter_untracked();
         }
-        let time = xpuprof_sdk::clock::now_ns();
+        let time = stamp::raw();
         LOCAL.with(|cell| {
             let mut cell = cell.borrow_mut();
             let l = cell.get_or_insert_with(|| self.local());
@@ -137,12 +152,12 @@ impl Registry {
                 return false;
             }
             let mut stack = if nested { l.last_stack } else { 0 };
-            if !nested && agent.config.agent_stacks() {
-                let frames = &mut l.frames[..agent.config.max_depth.min(MAX_FRAMES)];
+            if !nested && sites.stacks {
+                let frames = &mut l.frames[..sites.max_depth.min(MAX_FRAMES)];
                 let n = unwind::walk(fp, l.lo.max(sp), l.hi, frames);
                 let skip = frames[..n]
                     .iter()
-                    .take_while(|&&a| agent.own_code.iter().any(|&(s, e)| a >= s && a < e))
+                    .take_while(|&&a| sites.own_code.iter().any(|&(s, e)| a >= s && a < e))
                     .count();
                 let frames = &frames[skip..n];
                 stack = unwind::hash(frames);
@@ -150,7 +165,7 @@ impl Registry {
                     l.seen.clear();
                 }
                 if l.seen.insert(stack) {
-                    agent.known.check(frames);
+                    sites.known.check(frames);
                     put_stack(&mut l.scratch, stack, frames);
                     l.stacks += 1;
                 }
@@ -187,7 +202,7 @@ impl Registry {
             if l.depth > 0 || l.scratch.is_empty() {
                 return;
             }
-            let time = xpuprof_sdk::clock::now_ns();
+            let time = stamp::raw();
             let at = l.outer_at;
             if l.scratch.len() >= at + wire::LAUNCH_ENTRY_BYTES {
                 l.scratch[at + 12..at + 16].copy_from_slice(&result.to_le_bytes());
@@ -202,28 +217,37 @@ impl Registry {
         });
     }
 
-    /// Takes every thread's pending entries as `MSG_LAUNCHES` messages appended to `out`.
-    pub fn drain(&self, out: &mut Vec<u8>) {
-        let Ok(mut threads) = self.threads.lock() else { return };
-        threads.retain(|t| {
-            let live = Arc::strong_count(t) > 1;
-            if let Ok(mut sh) = t.lock() {
-                if !sh.bytes.is_empty() {
-                    let at = wire::begin_message(out, wire::MSG_LAUNCHES);
-                    out.extend_from_slice(&sh.tid.to_le_bytes());
-                    out.extend_from_slice(&0u32.to_le_bytes());
-                    out.extend_from_slice(&sh.bytes);
-                    wire::end_message(out, at);
-                    sh.bytes.clear();
+    /// Takes every thread's pending entries as `MSG_LAUNCHES` messages appended to `out`, their
+    /// timestamps converted to session-clock nanoseconds by `clock`.
+    pub fn drain(&self, out: &mut Vec<u8>, clock: &stamp::Clock) {
+        let mut ranges = Vec::new();
+        if let Ok(mut threads) = self.threads.lock() {
+            threads.retain(|t| {
+                let live = Arc::strong_count(t) > 1;
+                if let Ok(mut sh) = t.lock() {
+                    if !sh.bytes.is_empty() {
+                        let at = wire::begin_message(out, wire::MSG_LAUNCHES);
+                        out.extend_from_slice(&sh.tid.to_le_bytes());
+                        out.extend_from_slice(&0u32.to_le_bytes());
+                        ranges.push(out.len()..out.len() + sh.bytes.len());
+                        out.extend_from_slice(&sh.bytes);
+                        wire::end_message(out, at);
+                        sh.bytes.clear();
+                    }
+                    if !live {
+                        self.retired.0.fetch_add(sh.launches, Ordering::Relaxed);
+                        self.retired.1.fetch_add(sh.stacks, Ordering::Relaxed);
+                    }
                 }
-                if !live {
-                    self.retired.0.fetch_add(sh.launches, Ordering::Relaxed);
-                    self.retired.1.fetch_add(sh.stacks, Ordering::Relaxed);
-                }
-            }
-            // Keep live threads; a finished thread's buffer is dropped once drained.
-            live
-        });
+                // Keep live threads; a finished thread's buffer is dropped once drained.
+                live
+            });
+        }
+        // Every entry taken was stamped before this pair: conversion only interpolates.
+        clock.calibrate();
+        for r in ranges {
+            clock.convert_entries(&mut out[r]);
+        }
     }
 
     /// Launch entries and distinct stacks published so far, all threads.

@@ -25,6 +25,7 @@ mod exit;
 pub mod launches;
 pub mod loader;
 pub mod maps;
+pub mod stamp;
 mod start;
 pub mod sys;
 pub mod unwind;
@@ -59,6 +60,8 @@ pub struct Agent {
     pub launches: launches::Registry,
     /// Module ranges known to the host.
     pub known: maps::Known,
+    /// Converts launch-entry timestamps to the session clock.
+    pub clock: stamp::Clock,
     /// Records CUPTI reported dropped.
     pub dropped: AtomicU64,
     /// Launch entries are recorded (agent stacks, or API calls from callbacks).
@@ -67,6 +70,19 @@ pub struct Agent {
     /// it are the instrumentation, not the program, and are left out.
     pub own_code: Vec<(u64, u64)>,
     pub(crate) sender: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Agent {
+    /// The launch-site path's view of the settings.
+    pub fn sites(&self) -> launches::Sites<'_> {
+        launches::Sites {
+            record_entries: self.record_entries,
+            stacks: self.config.agent_stacks(),
+            max_depth: self.config.max_depth,
+            own_code: &self.own_code,
+            known: &self.known,
+        }
+    }
 }
 
 pub(crate) static AGENT: OnceLock<Option<Agent>> = OnceLock::new();

@@ -102,6 +102,7 @@ pub(crate) fn start() -> Result<Option<Agent>, String> {
     }
     let record_entries = hello_flags & (wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS) != 0;
     let lib_path = lib.path.clone();
+    let tsc = config.tsc;
     let a = Agent {
         pool: Pool::new(config.buffer_bytes),
         config,
@@ -109,6 +110,7 @@ pub(crate) fn start() -> Result<Option<Agent>, String> {
         channel: channel.clone(),
         launches: launches::Registry::default(),
         known: maps::Known::default(),
+        clock: crate::stamp::Clock::new(tsc),
         dropped: AtomicU64::new(0),
         record_entries,
         own_code: own_code(&lib_path),
