@@ -6,8 +6,9 @@
 //! the outermost call's exit it fills in the exit time and result and moves the scratch into the
 //! thread's shared buffer under that buffer's lock, once per launch. Shared buffers are drained
 //! by the buffer-completion thread right before it queues activity records, so a launch site
-//! reaches the host before the device work it caused (a kernel record can only exist after its
-//! launch call returned), and by the sender thread every 100 ms.
+//! reaches the host before the device work it caused (except when a buffer completes while the
+//! launch call is still returning; the host waits up to 2 s for a late launch site), and by the
+//! sender thread every 100 ms.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
