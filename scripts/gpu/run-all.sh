@@ -204,6 +204,10 @@ if [[ " $STEPS " == *" bench "* ]]; then
           kernels_cb_noop) o="${KONLY/api=off/api=launches},callback_noop=1" ;;
         esac
         dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump $PIN env XPUPROF_CUPTI_OPTS=$o "$B" "$BENCH_N" ;;
+      # The agent exactly as `xpuprof --source cupti` configures it, writing to files instead
+      # of the host's socket: what the host costs the program.
+      agent_default) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump $PIN env \
+        XPUPROF_CUPTI_OPTS=kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent "$B" "$BENCH_N" ;;
       agent_nocallbacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump XPUPROF_CUPTI_OPTS=stacks=off,api=off $PIN "$B" "$BENCH_N" ;;
       agent_nostacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump XPUPROF_CUPTI_OPTS=stacks=off $PIN "$B" "$BENCH_N" ;;
       xpuprof) $PIN "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded -o "$W/bench-out" -- "$B" "$BENCH_N" ;;
