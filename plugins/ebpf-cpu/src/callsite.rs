@@ -11,14 +11,14 @@ use std::sync::Arc;
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 
-use crate::fxhash::FxHashMap;
+use xpuprof_sdk::hash::IdMap;
 
 /// Caches files and answers per (file, offset).
 #[derive(Debug)]
 pub struct CallSites {
-    files: FxHashMap<Arc<str>, Option<File>>,
-    answers: FxHashMap<(Arc<str>, u64), bool>,
-    has_frame: FxHashMap<(Arc<str>, u64), bool>,
+    files: IdMap<Arc<str>, Option<File>>,
+    answers: IdMap<(Arc<str>, u64), bool>,
+    has_frame: IdMap<(Arc<str>, u64), bool>,
     symbolizer: Symbolizer,
 }
 
@@ -29,12 +29,7 @@ impl Default for CallSites {
             .enable_inlined_fns(false)
             .enable_demangling(false)
             .build();
-        Self {
-            files: FxHashMap::default(),
-            answers: FxHashMap::default(),
-            has_frame: FxHashMap::default(),
-            symbolizer,
-        }
+        Self { files: IdMap::default(), answers: IdMap::default(), has_frame: IdMap::default(), symbolizer }
     }
 }
 

@@ -7,7 +7,7 @@ use xpuprof_sdk::model::{
 };
 use xpuprof_sdk::{Emitter, StringInterner};
 
-use crate::fxhash::{FxHashMap, FxHashSet};
+use xpuprof_sdk::hash::{IdMap, IdSet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum FrameKey {
@@ -21,11 +21,11 @@ enum FrameKey {
 #[derive(Debug, Default)]
 pub struct Interner {
     strings: StringInterner,
-    modules: FxHashMap<String, ModuleId>,
-    frames: FxHashMap<FrameKey, FrameId>,
-    stacks: FxHashMap<Vec<FrameId>, StackId>,
-    processes: FxHashSet<u32>,
-    threads: FxHashSet<u32>,
+    modules: IdMap<String, ModuleId>,
+    frames: IdMap<FrameKey, FrameId>,
+    stacks: IdMap<Vec<FrameId>, StackId>,
+    processes: IdSet<u32>,
+    threads: IdSet<u32>,
 }
 
 impl Interner {

@@ -18,7 +18,6 @@ mod callsite;
 mod collector;
 pub mod config;
 pub mod decode;
-mod fxhash;
 pub mod handler;
 mod intern;
 pub mod procmaps;

@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::fxhash::FxHashMap;
+use xpuprof_sdk::hash::IdMap;
 
 /// One file-backed or anonymous mapping.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,7 +139,7 @@ struct PidMaps {
 /// Per-process cache of maps snapshots.
 #[derive(Debug, Default)]
 pub struct MapsCache {
-    pids: FxHashMap<u32, PidMaps>,
+    pids: IdMap<u32, PidMaps>,
 }
 
 impl MapsCache {
