@@ -148,7 +148,8 @@ if [[ " $STEPS " == *" agree "* ]]; then
     # The eBPF plugin links libelf; use the carried copy where the machine has none.
     ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     uname -r >"$W/logs/kernel.txt"; ls -la /sys/kernel/btf/vmlinux >>"$W/logs/kernel.txt" 2>&1
-    printf '[source.cupti]\nlaunch_stacks = "both"\n[source.ebpf]\nlaunch_stacks_from_trampoline = true\nsample_hz = 0\n' >"$W/both.toml"
+    # No launch_stacks_from_trampoline: the eBPF source's default finds the agent's trampoline.
+    printf '[source.cupti]\nlaunch_stacks = "both"\n[source.ebpf]\nsample_hz = 0\n' >"$W/both.toml"
     for p in basic multi_stream multi_thread driver_launch graph_launch launch_bench; do
       o=$W/agree/$p; rm -rf "$o"
       "$CARRY/xpuprof" --plugin-dir "$CARRY" --source ebpf,cupti --sink folded -c "$W/both.toml" -o "$o" -- \
@@ -247,7 +248,7 @@ if [[ " $STEPS " == *" e2e "* ]]; then
   B=$W/bin/launch_bench
   # As in `bench`: every process on CPUs 3-9, the launch loop alone on CPU 2.
   PIN=""; command -v taskset >/dev/null && PIN="taskset -c 3-9"
-  printf '[source.cupti]\nlaunch_stacks = "ebpf"\n[source.ebpf]\nlaunch_stacks_from_trampoline = true\n' >"$W/ebpf-stacks.toml"
+  printf '[source.cupti]\nlaunch_stacks = "ebpf"\n' >"$W/ebpf-stacks.toml"
   X="$CARRY/xpuprof --plugin-dir $CARRY"
   e2e_cfg() {  # config, program + args...
     local c=$1; shift

@@ -125,8 +125,19 @@ fn check_machine(log: &Logger) {
 impl Cupti {
     /// Creates the instance.
     pub fn new(ctx: CreateContext) -> PluginResult<Self> {
+        let config = Config::from_plugin(&ctx.config)?;
+        if matches!(config.launch_stacks.as_str(), "ebpf" | "both")
+            && !ctx.session.sources.iter().any(|s| s == "ebpf")
+        {
+            ctx.log.warn(&format!(
+                "launch_stacks = \"{}\" takes launch stacks from the eBPF source, which is not in this session: {}\n\
+                 hint: run with --source ebpf,cupti (root), or set launch_stacks = \"agent\"",
+                config.launch_stacks,
+                if config.launch_stacks == "ebpf" { "kernels get no launch stacks" } else { "only the agent's stacks are recorded" }
+            ));
+        }
         Ok(Self {
-            config: Config::from_plugin(&ctx.config)?,
+            config,
             emitter: Some(ctx.emitter),
             log: ctx.log,
             dir: None,

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, PrintLevel};
 
-use crate::config::Config;
+use crate::config::{Config, Trampoline};
 use crate::sys;
 
 #[allow(
@@ -79,7 +79,7 @@ pub fn open_load<'obj>(
     open.progs.on_sample.set_autoload(cfg.sample_hz > 0);
     open.progs.on_switch.set_autoload(cfg.offcpu);
     open.progs.on_launch.set_autoload(!cfg.launch_probes.is_empty());
-    open.progs.on_trampoline.set_autoload(cfg.trampoline);
+    open.progs.on_trampoline.set_autoload(cfg.trampoline != Trampoline::Off);
     open.load().map_err(|e| {
         format!("failed to load the BPF programs: {e}{}\nlibbpf said:\n{}", hint_for(&e), libbpf_log_tail())
     })

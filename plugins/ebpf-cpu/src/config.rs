@@ -19,8 +19,12 @@ pub fn keys() -> Vec<ConfigKey> {
         ConfigKey::new(
             "launch_stacks_from_trampoline",
             Bool,
-            "false",
-            "uprobe xpuprof_agent_launch (called by in-target agents) for exactly correlated launch stacks",
+            "true",
+            "uprobe xpuprof_agent_launch, which xpuprof's in-target agents call when another source asks for \
+             eBPF launch stacks ([source.cupti] launch_stacks = \"ebpf\" or \"both\"): exactly correlated launch \
+             stacks. Unset: on whenever another source is in the session, looking only in xpuprof's agent \
+             libraries (libxpuprof_*), at no cost until an agent calls it; true: also in every other library the \
+             target maps (third-party agents); false: off",
         ),
         ConfigKey::new("launch_sample_every", Integer, "1", "capture one launch-probe stack every N hits per thread"),
         ConfigKey::new(
@@ -32,6 +36,17 @@ pub fn keys() -> Vec<ConfigKey> {
         ConfigKey::new("maps_scan_ms", Integer, "100", "how often to rescan the target's memory maps for new libraries"),
         ConfigKey::new("ring_buffer_mib", Integer, "16", "size of the kernel-to-host ring buffer (MiB, power of two)"),
     ]
+}
+
+/// Where the correlation trampoline `xpuprof_agent_launch` is looked for and uprobed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trampoline {
+    /// Not at all.
+    Off,
+    /// In xpuprof's own agent libraries (`libxpuprof_*`) only: no symbol scan of other files.
+    Agents,
+    /// In every file the target maps.
+    Everywhere,
 }
 
 /// The validated configuration.
@@ -47,8 +62,8 @@ pub struct Config {
     pub offcpu_min_ns: u64,
     /// Symbols to uprobe.
     pub launch_probes: Vec<String>,
-    /// Uprobe the correlation trampoline.
-    pub trampoline: bool,
+    /// Where to uprobe the correlation trampoline.
+    pub trampoline: Trampoline,
     /// Keep one launch stack every N hits per thread.
     pub launch_sample_every: u64,
     /// Launch stacks per second per thread, 0 = unlimited.
@@ -61,20 +76,32 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self::from_plugin_config(&PluginConfig::default()).expect("defaults are valid")
+        Self::from_plugin_config(&PluginConfig::default(), &[]).expect("defaults are valid")
     }
 }
 
 impl Config {
-    /// Reads and checks the configuration.
-    pub fn from_plugin_config(c: &PluginConfig) -> PluginResult<Self> {
+    /// Reads and checks the configuration; `sources` are the session's sources (an unset
+    /// `launch_stacks_from_trampoline` follows them).
+    pub fn from_plugin_config(c: &PluginConfig, sources: &[String]) -> PluginResult<Self> {
+        let trampoline = if c.table().contains_key("launch_stacks_from_trampoline") {
+            if c.bool("launch_stacks_from_trampoline", true)? {
+                Trampoline::Everywhere
+            } else {
+                Trampoline::Off
+            }
+        } else if sources.iter().any(|s| s != crate::NAME) {
+            Trampoline::Agents
+        } else {
+            Trampoline::Off
+        };
         let cfg = Self {
             sample_hz: non_negative(c, "sample_hz", 99)?,
             kernel_stacks: c.bool("kernel_stacks", false)?,
             offcpu: c.bool("offcpu", false)?,
             offcpu_min_ns: non_negative(c, "offcpu_min_us", 1000)?.saturating_mul(1000),
             launch_probes: c.string_list("launch_probes", &[])?,
-            trampoline: c.bool("launch_stacks_from_trampoline", false)?,
+            trampoline,
             launch_sample_every: non_negative(c, "launch_sample_every", 1)?.max(1),
             launch_max_per_sec: non_negative(c, "launch_max_per_sec_per_thread", 0)?,
             maps_scan_ms: non_negative(c, "maps_scan_ms", 100)?.max(1),
@@ -97,7 +124,7 @@ impl Config {
 
     /// True when any uprobe is wanted.
     pub fn wants_uprobes(&self) -> bool {
-        self.trampoline || !self.launch_probes.is_empty()
+        self.trampoline != Trampoline::Off || !self.launch_probes.is_empty()
     }
 }
 
@@ -124,7 +151,8 @@ mod tests {
     fn defaults_match_the_declared_keys() {
         let c = Config::default();
         assert_eq!(c.sample_hz, 99);
-        assert!(!c.offcpu && !c.kernel_stacks && !c.trampoline);
+        assert!(!c.offcpu && !c.kernel_stacks);
+        assert_eq!(c.trampoline, Trampoline::Off, "no other source: no trampoline");
         assert_eq!(c.offcpu_min_ns, 1_000_000);
         assert_eq!(c.ring_buffer_bytes, 16 << 20);
         for k in keys() {
@@ -133,8 +161,20 @@ mod tests {
     }
 
     #[test]
+    fn trampoline_follows_the_session_unless_set() {
+        let mode = |text: &str, sources: &[&str]| {
+            let sources: Vec<String> = sources.iter().map(|s| s.to_string()).collect();
+            Config::from_plugin_config(&PluginConfig::parse(text).unwrap(), &sources).unwrap().trampoline
+        };
+        assert_eq!(mode("", &["ebpf"]), Trampoline::Off);
+        assert_eq!(mode("", &["ebpf", "cupti"]), Trampoline::Agents);
+        assert_eq!(mode("launch_stacks_from_trampoline = true", &["ebpf"]), Trampoline::Everywhere);
+        assert_eq!(mode("launch_stacks_from_trampoline = false", &["ebpf", "cupti"]), Trampoline::Off);
+    }
+
+    #[test]
     fn rejects_bad_values_with_the_key_name() {
-        let err = |t: &str| Config::from_plugin_config(&PluginConfig::parse(t).unwrap()).unwrap_err().0;
+        let err = |t: &str| Config::from_plugin_config(&PluginConfig::parse(t).unwrap(), &[]).unwrap_err().0;
         assert!(err("sample_hz = -1").contains("sample_hz"));
         assert!(err("ring_buffer_mib = 3").contains("power of two"));
         assert!(err("launch_probes = [\"a b\"]").contains("launch_probes"));

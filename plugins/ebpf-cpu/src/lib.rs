@@ -30,9 +30,12 @@ pub use source::EbpfSource;
 use xpuprof_sdk::{Capability, PluginInfo};
 
 /// The plugin's declaration.
+/// The plugin's name (`--source ebpf`, `[source.ebpf]`).
+pub const NAME: &str = "ebpf";
+
 pub fn info() -> PluginInfo {
     PluginInfo {
-        name: "ebpf",
+        name: NAME,
         version: env!("CARGO_PKG_VERSION"),
         description: "CPU stacks from eBPF: on-CPU samples, off-CPU time, launch-site uprobes (needs root)",
         config_keys: config::keys(),

@@ -71,7 +71,7 @@ impl Source for EbpfSource {
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
         Ok(Self {
-            cfg: Config::from_plugin_config(&ctx.config)?,
+            cfg: Config::from_plugin_config(&ctx.config, &ctx.session.sources)?,
             command: ctx.session.command.clone(),
             log: ctx.log,
             emitter: Some(ctx.emitter),

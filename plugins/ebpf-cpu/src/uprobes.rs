@@ -16,6 +16,7 @@ use libbpf_rs::{Link, ProgramMut, UprobeOpts};
 use xpuprof_sdk::trampoline;
 use xpuprof_sdk::Logger;
 
+use crate::config::Trampoline;
 use crate::procmaps::{openable_path, ProcMaps};
 
 /// The two uprobe programs.
@@ -31,7 +32,7 @@ pub struct Programs<'a, 'obj> {
 #[derive(Debug)]
 pub struct ProbeSet {
     symbols: Vec<String>,
-    trampoline: bool,
+    trampoline: Trampoline,
     inspector: Inspector,
     scanned: HashSet<(u64, u64)>,
     links: Vec<Link>,
@@ -42,8 +43,8 @@ pub struct ProbeSet {
 }
 
 impl ProbeSet {
-    /// Probes for `symbols` (and the trampoline when `trampoline`).
-    pub fn new(symbols: Vec<String>, trampoline: bool) -> Self {
+    /// Probes for `symbols`, and for the trampoline where `trampoline` says.
+    pub fn new(symbols: Vec<String>, trampoline: Trampoline) -> Self {
         let n = symbols.len();
         Self {
             symbols,
@@ -59,7 +60,7 @@ impl ProbeSet {
 
     /// True when there is nothing to probe.
     pub fn is_empty(&self) -> bool {
-        self.symbols.is_empty() && !self.trampoline
+        self.symbols.is_empty() && self.trampoline == Trampoline::Off
     }
 
     /// Attaches in every executable file of `maps` not scanned before.
@@ -80,8 +81,16 @@ impl ProbeSet {
             return;
         }
         let mut names: Vec<String> = self.symbols.clone();
-        if self.trampoline {
+        let with_trampoline = match self.trampoline {
+            Trampoline::Off => false,
+            Trampoline::Agents => is_agent_library(file),
+            Trampoline::Everywhere => true,
+        };
+        if with_trampoline {
             names.push(trampoline::SYMBOL.to_owned());
+        }
+        if names.is_empty() {
+            return;
         }
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let src = Source::Elf(Elf { debug_syms: false, ..Elf::new(file) });
@@ -137,7 +146,9 @@ impl ProbeSet {
                 ));
             }
         }
-        if self.trampoline && self.trampoline_attached == 0 {
+        // Only when asked for explicitly: by default the trampoline is looked for whenever another
+        // source runs, which may well use no agent.
+        if self.trampoline == Trampoline::Everywhere && self.trampoline_attached == 0 {
             log.warn(&format!(
                 "failed to find `{}` in any file the target mapped: no trampoline launch stacks\n\
                  hint: the trampoline is exported by xpuprof's in-target agents (e.g. --source cupti)",
@@ -147,9 +158,30 @@ impl ProbeSet {
     }
 }
 
+/// xpuprof's own in-target agents are named `libxpuprof_<...>.so`.
+fn is_agent_library(file: &Path) -> bool {
+    file.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("libxpuprof_") && n.contains(".so"))
+}
+
 /// The file offset of the defined function among `syms`.
 fn function_offset(syms: &[blazesym::inspect::SymInfo<'_>]) -> Option<u64> {
     syms.iter()
         .find(|s| s.sym_type != SymType::Variable && s.addr != 0 && s.file_offset.is_some_and(|o| o != 0))
         .and_then(|s| s.file_offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_libraries_by_name() {
+        assert!(is_agent_library(Path::new("/opt/xpuprof/lib/libxpuprof_cupti_agent.so")));
+        assert!(is_agent_library(Path::new("libxpuprof_rocm_agent.so.1")));
+        assert!(!is_agent_library(Path::new("/usr/lib/libcuda.so.1")));
+        assert!(!is_agent_library(Path::new("/tmp/libxpuprof_cupti_agent.txt")));
+        assert!(!is_agent_library(Path::new("/usr/bin/python3")));
+    }
 }
