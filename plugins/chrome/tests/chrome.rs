@@ -10,16 +10,8 @@ use xpuprof_plugin_chrome::{ChromeSink, TraceOptions};
 use xpuprof_sdk::model::Record;
 use xpuprof_sdk::{Logger, SessionInfo, Sink};
 
-fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
-    if std::env::var_os("XPUPROF_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("failed to read {}: {e} (run with XPUPROF_BLESS=1)", path.display()));
-    assert_eq!(actual, expected, "{name} differs from the golden file; XPUPROF_BLESS=1 regenerates it");
-}
+#[path = "../../../tests/support/golden.rs"]
+mod golden;
 
 fn session_info(dir: &Path) -> SessionInfo {
     SessionInfo {
@@ -116,7 +108,7 @@ fn check_structure(text: &str) -> usize {
 
 #[test]
 fn sample_session_matches_golden() {
-    golden("trace.json", &run(&sample::session()));
+    golden::check("trace.json", &run(&sample::session()));
 }
 
 #[test]
@@ -187,5 +179,5 @@ fn scripted_session_through_the_host_matches_golden_and_is_valid() {
     host::record(&bin, "chrome", out.path());
     let text = std::fs::read_to_string(out.path().join("trace.json")).unwrap();
     assert!(check_structure(&text) > 0);
-    golden("scripted.trace.json", &mask_start_time(&text));
+    golden::check("scripted.trace.json", &mask_start_time(&text));
 }

@@ -7,16 +7,8 @@ use xpuprof_plugin_flamegraph::fold::{FoldedOptions, View};
 use xpuprof_plugin_flamegraph::{FlamegraphSink, RenderOptions};
 use xpuprof_sdk::{Logger, Sink};
 
-fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
-    if std::env::var_os("XPUPROF_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("failed to read {}: {e} (run with XPUPROF_BLESS=1)", path.display()));
-    assert!(actual == expected, "{name} differs from the golden file; XPUPROF_BLESS=1 regenerates it");
-}
+#[path = "../../../tests/support/golden.rs"]
+mod golden;
 
 fn run_view(records: &[xpuprof_sdk::model::Record], view: View) -> String {
     let dir = tempfile::tempdir().unwrap();
@@ -50,7 +42,7 @@ fn gpu_view_shows_only_gpu_work() {
 fn sample_session_matches_golden() {
     let svg = run(&sample::session());
     assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
-    golden("flamegraph.svg", &svg);
+    golden::check("flamegraph.svg", &svg);
 }
 
 #[test]
@@ -87,5 +79,5 @@ fn scripted_session_through_the_host_matches_golden() {
     let Some(bin) = host::xpuprof(&["scripted", "flamegraph"]) else { return };
     let out = tempfile::tempdir().unwrap();
     host::record(&bin, "flamegraph", out.path());
-    golden("scripted.svg", &std::fs::read_to_string(out.path().join("flamegraph.svg")).unwrap());
+    golden::check("scripted.svg", &std::fs::read_to_string(out.path().join("flamegraph.svg")).unwrap());
 }

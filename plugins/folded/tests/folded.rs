@@ -1,23 +1,14 @@
 //! Integration tests of the folded sink: golden files from the sample session, options, and
 //! properties every folded file must have.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use xpuprof_archive::sample;
 use xpuprof_plugin_folded::{FoldedBuilder, FoldedOptions, FoldedSink, KernelNames, View};
 use xpuprof_sdk::{Logger, Sink};
 
-/// Compares `actual` with `tests/golden/<name>`; `XPUPROF_BLESS=1` rewrites the golden file.
-fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
-    if std::env::var_os("XPUPROF_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("failed to read {}: {e} (run with XPUPROF_BLESS=1)", path.display()));
-    assert_eq!(actual, expected, "{name} differs from the golden file; XPUPROF_BLESS=1 regenerates it");
-}
+#[path = "../../../tests/support/golden.rs"]
+mod golden;
 
 fn render(opts: FoldedOptions, view: View) -> String {
     let mut b = FoldedBuilder::new(opts);
@@ -45,7 +36,7 @@ fn default_output_matches_golden() {
     let (_dir, files) = run_sink(false);
     assert_eq!(files.len(), 1);
     assert!(files[0].ends_with("profile.folded"));
-    golden("profile.folded", &std::fs::read_to_string(&files[0]).unwrap());
+    golden::check("profile.folded", &std::fs::read_to_string(&files[0]).unwrap());
 }
 
 #[test]
@@ -57,8 +48,8 @@ fn split_views_add_cpu_and_gpu_files() {
     let gpu = std::fs::read_to_string(&files[2]).unwrap();
     assert!(!cpu.contains("[GPU_"), "{cpu}");
     assert!(gpu.lines().all(|l| l.contains("[GPU_")), "{gpu}");
-    golden("profile.cpu.folded", &cpu);
-    golden("profile.gpu.folded", &gpu);
+    golden::check("profile.cpu.folded", &cpu);
+    golden::check("profile.gpu.folded", &gpu);
 }
 
 #[test]
@@ -70,7 +61,7 @@ fn options_change_gpu_frames_and_process_frame() {
         process_frame: true,
         ..FoldedOptions::default()
     };
-    golden("profile.options.folded", &render(opts, View::All));
+    golden::check("profile.options.folded", &render(opts, View::All));
 }
 
 #[test]
@@ -125,5 +116,5 @@ fn scripted_session_through_the_host_matches_golden() {
     let Some(bin) = host::xpuprof(&["scripted", "folded"]) else { return };
     let out = tempfile::tempdir().unwrap();
     host::record(&bin, "folded", out.path());
-    golden("scripted.folded", &std::fs::read_to_string(out.path().join("profile.folded")).unwrap());
+    golden::check("scripted.folded", &std::fs::read_to_string(out.path().join("profile.folded")).unwrap());
 }

@@ -3,6 +3,7 @@
 
 mod bounded;
 mod e2e;
+#[path = "../../../../tests/support/golden.rs"]
 mod golden;
 mod session;
 mod sink;
