@@ -2,6 +2,7 @@
 
 use super::compare::{Entry, RowStats, Status};
 use super::{Comparison, Metric};
+use xpuprof_sdk::clock::format_duration as ns;
 
 pub(super) fn status_name(s: Status) -> &'static str {
     match s {
@@ -11,16 +12,6 @@ pub(super) fn status_name(s: Status) -> &'static str {
         Status::Added => "added",
         Status::Removed => "removed",
         Status::NotCompared => "not_compared",
-    }
-}
-
-fn ns(v: u64) -> String {
-    let f = v as f64;
-    match v {
-        0..=999 => format!("{v} ns"),
-        1_000..=999_999 => format!("{:.2} µs", f / 1e3),
-        1_000_000..=999_999_999 => format!("{:.2} ms", f / 1e6),
-        _ => format!("{:.3} s", f / 1e9),
     }
 }
 

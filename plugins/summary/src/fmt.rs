@@ -1,15 +1,7 @@
 //! Formatting helpers for the text report: human units and aligned tables.
 
 /// A duration in ns with a unit that keeps 3–4 significant digits (`"912 ns"`, `"1.50 ms"`).
-pub fn ns(v: u64) -> String {
-    let f = v as f64;
-    match v {
-        0..=999 => format!("{v} ns"),
-        1_000..=999_999 => format!("{:.2} µs", f / 1e3),
-        1_000_000..=999_999_999 => format!("{:.2} ms", f / 1e6),
-        _ => format!("{:.3} s", f / 1e9),
-    }
-}
+pub use xpuprof_sdk::clock::format_duration as ns;
 
 /// A byte count in binary units (`"512 B"`, `"4.00 MiB"`).
 pub fn bytes(v: u64) -> String {
