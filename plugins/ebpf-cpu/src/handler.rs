@@ -188,26 +188,20 @@ impl Handler {
                     stack,
                 })
             }
-            decode::EV_LAUNCH => {
-                let api = match self.launch_symbols.get(e.cookie as usize) {
-                    Some(sym) => self.interner.string(&mut self.emitter, sym),
-                    None => StrId::NONE,
+            kind => {
+                // A plain launch uprobe names its symbol and gets an id of its own; a trampoline
+                // hit carries the agent's backend and correlation id.
+                let (correlation, api) = if kind == decode::EV_LAUNCH {
+                    let api = match self.launch_symbols.get(e.cookie as usize) {
+                        Some(sym) => self.interner.string(&mut self.emitter, sym),
+                        None => StrId::NONE,
+                    };
+                    let id = self.next_uncorrelated;
+                    self.next_uncorrelated += 1;
+                    (Correlation { backend: backend::UNCORRELATED, id }, api)
+                } else {
+                    (Correlation { backend: e.backend, id: e.correlation }, StrId::NONE)
                 };
-                let id = self.next_uncorrelated;
-                self.next_uncorrelated += 1;
-                let correlation = Correlation { backend: backend::UNCORRELATED, id };
-                Record::LaunchSite(LaunchSite {
-                    pid: e.pid,
-                    tid: e.tid,
-                    time: e.time,
-                    correlation,
-                    api,
-                    stack,
-                })
-            }
-            _ => {
-                let correlation = Correlation { backend: e.backend, id: e.correlation };
-                let api = StrId::NONE;
                 Record::LaunchSite(LaunchSite {
                     pid: e.pid,
                     tid: e.tid,
