@@ -22,6 +22,9 @@ static USE_TSC: AtomicBool = AtomicBool::new(false);
 /// launch call still running after that is converted by extrapolation from the oldest pair.
 const MAX_PAIRS: usize = 256;
 
+/// A calibration pair: (TSC ticks, `CLOCK_MONOTONIC` ns).
+type Pair = (u64, u64);
+
 /// A raw timestamp for a launch entry: TSC ticks when [`Clock::new`] found the TSC usable,
 /// otherwise `CLOCK_MONOTONIC` nanoseconds.
 #[inline(always)]
@@ -124,18 +127,12 @@ impl<'a> Converter<'a> {
                 return n0 + ((u128::from(raw - t0) * u128::from(mult)) >> 32) as u64;
             }
         }
-        let p = self.pairs;
-        let (Some(&first), Some(&last)) = (p.front(), p.back()) else { return raw };
-        if p.len() < 2 || raw <= first.0 || raw >= last.0 {
-            return to_ns(p, raw);
-        }
-        let i = p.partition_point(|&(t, _)| t <= raw);
-        let ((t0, n0), (t1, n1)) = (p[i - 1], p[i]);
-        if t1 > t0 {
+        let Some((inside, (t0, n0), (t1, n1))) = interval(self.pairs, raw) else { return raw };
+        if inside && t1 > t0 {
             let mult = ((u128::from(n1.saturating_sub(n0)) << 32) / u128::from(t1 - t0)) as u64;
             self.last = Some((t0, n0, t1, mult));
         }
-        to_ns(p, raw)
+        map((t0, n0), (t1, n1), raw)
     }
 }
 
@@ -162,29 +159,31 @@ fn raw_tsc() -> u64 {
     xpuprof_sdk::clock::now_ns()
 }
 
-/// Interpolates between the pairs around `raw`; extrapolates with the rate over all pairs
-/// outside them.
-fn to_ns(pairs: &VecDeque<(u64, u64)>, raw: u64) -> u64 {
-    let (Some(&first), Some(&last)) = (pairs.front(), pairs.back()) else { return raw };
-    let map = |(t0, n0): (u64, u64), (t1, n1): (u64, u64), t: u64| -> u64 {
-        let dt = t1.saturating_sub(t0);
-        if dt == 0 {
-            return n0;
-        }
-        let (d, neg) = if t >= t0 { (t - t0, false) } else { (t0 - t, true) };
-        let off = (u128::from(d) * u128::from(n1.saturating_sub(n0)) / u128::from(dt)) as u64;
-        if neg {
-            n0.saturating_sub(off)
-        } else {
-            n0 + off
-        }
-    };
+/// The two pairs to map `raw` with, and whether `raw` lies between them (interpolation) rather
+/// than outside all pairs (extrapolation over the whole span). `None` without pairs.
+fn interval(pairs: &VecDeque<Pair>, raw: u64) -> Option<(bool, Pair, Pair)> {
+    let (&first, &last) = (pairs.front()?, pairs.back()?);
     if pairs.len() < 2 || raw <= first.0 || raw >= last.0 {
-        return map(first, last, raw);
+        return Some((false, first, last));
     }
     // Pairs are in time order: find the interval holding `raw`.
     let i = pairs.partition_point(|&(t, _)| t <= raw);
-    map(pairs[i - 1], pairs[i], raw)
+    Some((true, pairs[i - 1], pairs[i]))
+}
+
+/// The line through `(t0, n0)` and `(t1, n1)` at `t`.
+fn map((t0, n0): Pair, (t1, n1): Pair, t: u64) -> u64 {
+    let dt = t1.saturating_sub(t0);
+    if dt == 0 {
+        return n0;
+    }
+    let (d, neg) = if t >= t0 { (t - t0, false) } else { (t0 - t, true) };
+    let off = (u128::from(d) * u128::from(n1.saturating_sub(n0)) / u128::from(dt)) as u64;
+    if neg {
+        n0.saturating_sub(off)
+    } else {
+        n0 + off
+    }
 }
 
 /// The TSC can stand in for the session clock: x86_64, an invariant TSC, and the kernel using it
@@ -212,6 +211,15 @@ fn tsc_usable() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Interpolates between the pairs around `raw`; extrapolates with the rate over all pairs
+    /// outside them.
+    fn to_ns(pairs: &VecDeque<(u64, u64)>, raw: u64) -> u64 {
+        match interval(pairs, raw) {
+            Some((_, a, b)) => map(a, b, raw),
+            None => raw,
+        }
+    }
 
     #[test]
     fn interpolates_between_pairs_and_extrapolates_outside() {
