@@ -9,6 +9,7 @@ up first (inside the profiler for the profiler modes, so its start-up is exclude
 STEPS forward passes from the first launch to a final synchronize; the profiler is stopped
 after the timing and nothing is exported. Prints `BENCH2 mode=... size=... ms_per_step=...`.
 """
+import contextlib
 import sys
 import time
 
@@ -35,21 +36,17 @@ def main():
     x = torch.randn(batch, seq, 512, device="cuda", dtype=torch.half)
     with torch.inference_mode():
         if mode == "plain":
+            profiler = contextlib.nullcontext()
+        else:
+            acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+            profiler = torch.profiler.profile(activities=acts, with_stack=(mode == "profiler_stack"))
+        with profiler:
             run(model, x, 20)
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             run(model, x, steps)
             torch.cuda.synchronize()
             dt = time.perf_counter() - t0
-        else:
-            acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-            with torch.profiler.profile(activities=acts, with_stack=(mode == "profiler_stack")):
-                run(model, x, 20)
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                run(model, x, steps)
-                torch.cuda.synchronize()
-                dt = time.perf_counter() - t0
     print(f"BENCH2 mode={mode} size={size} steps={steps} ms_per_step={dt * 1e3 / steps:.4f}", flush=True)
 
 
