@@ -8,4 +8,5 @@ mod abi;
 mod cli;
 mod common;
 mod correlation;
+mod fixtures;
 mod lifecycle;
