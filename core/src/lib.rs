@@ -15,6 +15,9 @@
 //!
 //! The `xpuprof` binary only turns command-line arguments into the plain option structs here.
 
+// A closed stderr must never abort a session: print through `say!` (see `term`).
+#![deny(clippy::print_stderr)]
+
 pub mod config;
 pub mod diff;
 pub mod doctor;
@@ -25,3 +28,4 @@ pub mod session;
 pub mod signals;
 pub mod summary;
 pub mod target;
+pub mod term;

@@ -1,8 +1,8 @@
 //! The `xpuprof` command line: parses arguments into the core's plain option structs and maps
 //! outcomes to exit codes. Everything else lives in `xpuprof_core`.
 
-// Printing reports to stdout is this binary's job.
-#![allow(clippy::print_stdout)]
+// A closed stderr must never abort a session: print through `say!`.
+#![deny(clippy::print_stderr)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,7 +13,7 @@ use xpuprof_core::config::FileConfig;
 use xpuprof_core::host::{Registry, SearchPath};
 use xpuprof_core::report::ReportOptions;
 use xpuprof_core::session::RecordOptions;
-use xpuprof_core::{diff, doctor, report, session, summary};
+use xpuprof_core::{diff, doctor, report, say, session, summary, term};
 
 /// Exit code for xpuprof's own failures.
 const EXIT_INTERNAL: u8 = 125;
@@ -120,6 +120,9 @@ fn init_logging(verbose: u8) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Its report of a failed write is an `eprintln!`, which panics on a closed stderr.
+        .log_internal_errors(false)
+        .with_ansi(term::stderr_is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .without_time()
         .with_target(false)
         .init();
@@ -211,7 +214,7 @@ fn record(args: RecordArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
             Ok(outcome.exit_code().clamp(0, 255) as u8)
         }
         Err(e) => {
-            eprintln!("xpuprof: {e}");
+            say!("xpuprof: {e}");
             Ok(e.exit_code() as u8)
         }
     }
@@ -241,20 +244,20 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             };
             match report::report(&opts) {
                 Ok(o) => {
-                    eprintln!("xpuprof: replayed {} records", summary::human(o.records));
+                    say!("xpuprof: replayed {} records", summary::human(o.records));
                     if let Some(c) = &o.corruption {
-                        eprintln!("xpuprof: the archive is damaged: {c}; everything before it was replayed");
+                        say!("xpuprof: the archive is damaged: {c}; everything before it was replayed");
                     }
                     for f in &o.files {
-                        eprintln!("  wrote {f}");
+                        say!("  wrote {f}");
                     }
                     for f in &o.plugin_failures {
-                        eprintln!("  FAILED: {f}");
+                        say!("  FAILED: {f}");
                     }
                     Ok(o.exit_code() as u8)
                 }
                 Err(e) => {
-                    eprintln!("xpuprof: {e}");
+                    say!("xpuprof: {e}");
                     Ok(e.exit_code() as u8)
                 }
             }
@@ -263,16 +266,16 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let cfg = load_config(&global).map_err(usage)?;
             let reg = Registry::discover(&search_path(&global, cfg.as_ref()));
             if config_example {
-                print!("{}", doctor::example_config(&reg));
+                term::out(&doctor::example_config(&reg));
             } else {
-                print!("{}", doctor::plugins_report(&reg));
+                term::out(&doctor::plugins_report(&reg));
             }
             Ok(0)
         }
         Some(Command::Doctor) => {
             let cfg = load_config(&global).map_err(usage)?;
             let reg = Registry::discover(&search_path(&global, cfg.as_ref()));
-            print!("{}", doctor::doctor_report(&reg));
+            term::out(&doctor::doctor_report(&reg));
             Ok(0)
         }
         Some(Command::Diff { base, current, threshold, metric, format }) => {
@@ -296,7 +299,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             match diff::run(&opts, &mut out) {
                 Ok(regressed) => Ok(u8::from(regressed)),
                 Err(e) => {
-                    eprintln!("xpuprof diff: {e}");
+                    say!("xpuprof diff: {e}");
                     Ok(EXIT_USAGE)
                 }
             }
@@ -306,7 +309,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
 
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("xpuprof: internal error: {info}; please report this");
+        say!("xpuprof: internal error: {info}; please report this");
     }));
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -320,7 +323,7 @@ fn main() -> ExitCode {
     match std::panic::catch_unwind(|| run(cli)) {
         Ok(Ok(code)) => ExitCode::from(code),
         Ok(Err(e)) => {
-            eprintln!("xpuprof: {e:#}");
+            say!("xpuprof: {e:#}");
             let is_usage = e.downcast_ref::<Usage>().is_some();
             ExitCode::from(if is_usage { EXIT_USAGE } else { EXIT_INTERNAL })
         }

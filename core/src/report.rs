@@ -55,11 +55,9 @@ impl ReportOutcome {
 
 /// Replays `opts.archive` through the chosen sinks.
 pub fn report(opts: &ReportOptions) -> Result<ReportOutcome, SessionError> {
+    // The archive's errors already say "failed to open archive <path>".
     let mut reader = xpuprof_archive::open(&opts.archive).map_err(|e| {
-        SessionError::Config(crate::config::ConfigError {
-            location: None,
-            message: format!("failed to open archive {}: {e}", opts.archive.display()),
-        })
+        SessionError::Config(crate::config::ConfigError { location: None, message: e.to_string() })
     })?;
     let meta = reader.meta().clone();
     let sinks: Vec<String> = if opts.sinks.is_empty() {

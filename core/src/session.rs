@@ -1,7 +1,7 @@
 //! A recording session: load plugins, prepare the target's environment, spawn it held, start
 //! the sources, run, stop the sources, finish the sinks, summarise.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -421,7 +421,7 @@ fn wait_for_target(
                 break;
             }
             if !warned && exited_at.elapsed() > Duration::from_secs(2) {
-                eprintln!(
+                crate::say!(
                     "xpuprof: the target exited; waiting for its child processes (Ctrl+C to stop waiting)"
                 );
                 warned = true;
@@ -434,8 +434,7 @@ fn wait_for_target(
         std::thread::sleep(Duration::from_millis(20));
     }
     if tty {
-        eprint!("\r\x1b[K");
-        let _ = std::io::stderr().flush();
+        crate::term::say_inline(format_args!("\r\x1b[K"));
     }
     if target_exit.is_none() {
         cpu_at_exit = own_cpu_time();

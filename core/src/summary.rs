@@ -103,5 +103,5 @@ pub fn print(o: &SessionOutcome) {
     for f in &o.plugin_failures {
         lines.push(format!("  FAILED: {f}"));
     }
-    eprintln!("{}", lines.join("\n"));
+    crate::say!("{}", lines.join("\n"));
 }

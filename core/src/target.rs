@@ -13,6 +13,17 @@ pub enum SpawnError {
     /// No such file, or not found in `PATH` (exit code 127).
     #[error("command not found: {0}")]
     NotFound(String),
+    /// The file exists, but the interpreter of its `#!` line or its ELF dynamic loader does
+    /// not (exit code 127, as the shells say).
+    #[error("cannot execute {path}: {interpreter} was not found; {hint}")]
+    MissingInterpreter {
+        /// The file.
+        path: String,
+        /// What is missing, in words (`its interpreter /x (from its #! line)`).
+        interpreter: String,
+        /// The fix.
+        hint: String,
+    },
     /// Found but cannot be executed (exit code 126).
     #[error("cannot execute {path}: {reason}")]
     NotExecutable {
@@ -30,7 +41,7 @@ impl SpawnError {
     /// The exit code this error maps to.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Self::NotFound(_) => 127,
+            Self::NotFound(_) | Self::MissingInterpreter { .. } => 127,
             Self::NotExecutable { .. } => 126,
             Self::Os(_) => 125,
         }
@@ -193,6 +204,7 @@ impl HeldTarget {
             // SAFETY: waiting for our own child.
             unsafe { libc::waitpid(self.pid as libc::pid_t, &mut status, 0) };
             return Err(match e.raw_os_error() {
+                Some(libc::ENOENT) if Path::new(&self.program).is_file() => missing_interpreter(self.program),
                 Some(libc::ENOENT) => SpawnError::NotFound(self.program),
                 _ => SpawnError::NotExecutable { path: self.program, reason },
             });
@@ -210,6 +222,34 @@ impl HeldTarget {
             let mut status = 0;
             libc::waitpid(self.pid as libc::pid_t, &mut status, 0);
         }
+    }
+}
+
+/// `exec` said ENOENT for a file that exists: what it runs is missing. Names the `#!`
+/// interpreter when there is one.
+fn missing_interpreter(path: String) -> SpawnError {
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(&path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
+    let head = &head[..n];
+    if let Some(line) = head.strip_prefix(b"#!") {
+        let line = line.split(|&b| b == b'\n').next().unwrap_or_default();
+        let line = String::from_utf8_lossy(line);
+        let interp = line.split_whitespace().next().unwrap_or("").to_owned();
+        let hint = if line.ends_with('\r') {
+            "its #! line ends with a carriage return (Windows line endings); convert it with dos2unix"
+        } else {
+            "fix the #! line or install that interpreter"
+        };
+        return SpawnError::MissingInterpreter {
+            path,
+            interpreter: format!("its interpreter {interp} (from its #! line)"),
+            hint: hint.into(),
+        };
+    }
+    SpawnError::MissingInterpreter {
+        path,
+        interpreter: "its ELF dynamic loader (program interpreter)".into(),
+        hint: "it was built for another system or architecture; check it with `file`".into(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Sending records to the host, and logging through it.
 
 use std::collections::HashMap;
+use std::io::Write;
 
 use abi_stable::std_types::{RSlice, RStr};
 
@@ -132,7 +133,10 @@ impl Logger {
     pub fn log(&self, level: Level, msg: &str) {
         match self.host {
             Some(h) => (h.log)(h.ctx, level as u8, RStr::from_str(msg)),
-            None => eprintln!("[{level:?}] {msg}"),
+            None => {
+                // Best effort, like the host's own messages: a closed stderr is not an error.
+                let _ = writeln!(std::io::stderr(), "[{level:?}] {msg}");
+            }
         }
     }
 

@@ -26,6 +26,29 @@ fn missing_command_is_127_with_message() {
 }
 
 #[test]
+fn a_script_whose_interpreter_is_missing_names_the_interpreter() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("job.sh");
+    std::fs::write(&script, "#!/nonexistent/interp\necho hi\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let o = run_in(dir.path(), &["--source", "scripted", "--sink", "folded", "--", "./job.sh"]);
+    assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(!e.contains("command not found"), "the file exists: {e}");
+    assert!(e.contains("cannot execute ./job.sh: its interpreter /nonexistent/interp"), "{e}");
+}
+
+#[test]
+fn report_errors_name_the_archive_once() {
+    let (o, d) = run(&["report", "no-such-dir"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert_eq!(e.matches("failed to open archive").count(), 1, "{e}");
+    assert!(e.starts_with("xpuprof: failed to open archive no-such-dir"), "{e}");
+    drop(d);
+}
+
+#[test]
 fn command_not_in_path_is_127() {
     let (o, _d) = run(&["--source", "scripted", "--sink", "folded", "--", "no-such-command-xyz"]);
     assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));

@@ -10,3 +10,4 @@ mod common;
 mod correlation;
 mod fixtures;
 mod lifecycle;
+mod terminal;

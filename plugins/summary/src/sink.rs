@@ -1,6 +1,7 @@
 //! The [`Sink`] implementation: aggregate records as they stream in, write `summary.txt` and
 //! `summary.json` at the end, and print the digest.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use xpuprof_sdk::prelude::*;
@@ -83,8 +84,10 @@ impl Sink for SummarySink {
         let summary = self.report();
         let files = self.write(&summary, &self.session.output_dir.clone())?;
         if self.collector.cfg.digest {
+            // Best effort: a closed stderr (`xpuprof … 2>&1 | head -1`) must not fail the sink.
+            let mut err = std::io::stderr().lock();
             for line in digest::lines(&summary, &files) {
-                eprintln!("{line}");
+                let _ = writeln!(err, "{line}");
             }
         }
         self.log.debug("summary written");
