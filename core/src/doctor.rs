@@ -17,11 +17,14 @@ pub fn plugins_report(reg: &Registry) -> String {
         let mut any = false;
         for p in reg.plugins.iter().filter(|p| p.meta.kind == kind) {
             any = true;
+            let sdk =
+                p.meta.sdk_version.as_deref().unwrap_or("0.1 (predates SDK versions in the descriptor)");
             let _ = writeln!(
                 s,
-                "  {:<12} {:<8} ABI {ABI_VERSION}  {}\n  {:<12} {}",
+                "  {:<12} {:<8} ABI {}  SDK {sdk}  {}\n  {:<12} {}",
                 p.meta.name,
                 p.meta.version,
+                p.meta.abi,
                 p.path.display(),
                 "",
                 p.meta.description

@@ -2,9 +2,35 @@
 //!
 //! A plugin library exports one root module, [`PluginModule`], a prefix type: fields are only
 //! ever appended after the last one of a release, so a plugin built against an older SDK of the
-//! same [`ABI_VERSION`] keeps loading (the host sees the missing fields as absent). Layouts are
-//! checked at load time by `abi_stable`; this module is the only place that names it, so it can be
-//! replaced without touching plugin code.
+//! same [`ABI_VERSION`] keeps loading (the host sees the missing fields as absent), and an older
+//! host loads a newer plugin (it never looks past the fields it knows). The same holds for the
+//! descriptor extension [`FfiDescriptorExt`]. Layouts are checked at load time by `abi_stable`;
+//! this module is the only place that names it, so it can be replaced without touching plugin
+//! code.
+//!
+//! # ABI identity
+//!
+//! The identity a plugin and a host compare is [`ABI_VERSION`], never this crate's version.
+//! `abi_stable` stamps every type layout with its crate's name and version and refuses a
+//! different `0.x` minor, so the build script pins that stamp (and [`ABI_STAMP`], the root
+//! module's version string) to `0.<ABI_VERSION>.0`: SDK 0.1.0, the first release, stamped
+//! `0.1.0`, so its plugins keep loading under every later SDK of ABI 1. The crate's real version
+//! is [`SDK_VERSION`]; plugins report it through [`FfiDescriptorExt::sdk_version`].
+//!
+//! # Growing the ABI
+//!
+//! - A new entry point or descriptor field is appended at the end of [`PluginModule`] or
+//!   [`FfiDescriptorExt`], never inserted, never after a reorder, with a doc line saying which
+//!   SDK added it. The `#[sabi(last_prefix_field)]` marks never move.
+//! - Readers see every appended field as an `Option`: `None` when the plugin was built with an
+//!   SDK that predates it. The host must work without it (that is what "optional" means).
+//! - [`FfiDescriptor`] and [`FfiConfigKey`] are frozen at ABI 1 (they travel by value); richer
+//!   metadata goes into new fields of [`FfiDescriptorExt`], which travels by reference.
+//! - Changing or removing anything is a new [`ABI_VERSION`] (and a new stamp).
+//!
+//! `xpuprof-core`'s loader accepts a layout that differs only by appended fields in either
+//! direction; the tests under `tests/abi/` load a plugin built with a frozen copy of SDK 0.1
+//! into today's host, and today's plugins into a host built with that frozen SDK.
 //!
 //! Plugin authors never use this module directly: implement [`crate::Source`] or
 //! [`crate::Sink`] and call [`crate::export_plugin!`]. The host side (`xpuprof-core`) uses
@@ -15,7 +41,6 @@ use std::ffi::c_void;
 use abi_stable::{
     declare_root_module_statics,
     library::RootModule,
-    package_version_strings,
     sabi_types::VersionStrings,
     std_types::{RResult, RSlice, RStr, RString, RVec, Tuple2},
     StableAbi,
@@ -23,6 +48,13 @@ use abi_stable::{
 
 /// The plugin ABI version this SDK speaks. A host loads plugins of exactly this version.
 pub const ABI_VERSION: u32 = 1;
+
+/// The version stamp `abi_stable` compares: `0.<ABI_VERSION>.0`, set by the build script (see
+/// the module docs). Not the crate's version.
+pub const ABI_STAMP: &str = env!("XPUPROF_ABI_STAMP");
+
+/// The version of this crate, `xpuprof-sdk`, as plugins report it.
+pub const SDK_VERSION: &str = env!("XPUPROF_SDK_VERSION");
 
 /// Plugin kind as it travels through the ABI.
 pub const KIND_SOURCE: u8 = 1;
@@ -59,6 +91,29 @@ pub struct FfiDescriptor {
     pub config_keys: RVec<FfiConfigKey>,
     /// Required capabilities, see [`crate::Capability`].
     pub capabilities: RVec<RString>,
+}
+
+/// What a plugin says about itself beyond [`FfiDescriptor`]; added in SDK 0.2, absent from
+/// plugins built with SDK 0.1.
+///
+/// A prefix type: new fields are appended at the end (see the module docs), and the host reads
+/// each appended field as an `Option`. Fields must be `Copy` (the reader copies them out): it is
+/// built once per load and leaked, so text is an `RStr<'static>` and lists an
+/// `RSlice<'static, T>` of leaked data.
+#[repr(C)]
+#[derive(StableAbi)]
+#[allow(missing_debug_implementations)]
+#[sabi(kind(Prefix(prefix_ref = FfiDescriptorExtRef)))]
+#[sabi(missing_field(option))]
+pub struct FfiDescriptorExt {
+    /// [`SDK_VERSION`] of the SDK the plugin was built with.
+    #[sabi(last_prefix_field)]
+    pub sdk_version: RStr<'static>,
+    /// The plugin's configuration schema, a TOML document in the format of [`crate::config`];
+    /// empty when the plugin declares none (hosts then use [`FfiDescriptor::config_keys`]).
+    /// Added in SDK 0.2.
+    pub config_schema: RStr<'static>,
+    // Append new fields here, each with a doc line naming the SDK version that added it.
 }
 
 /// Callbacks the host gives every plugin instance. All of them may be called from any thread.
@@ -119,13 +174,17 @@ pub struct PluginModule {
     /// Releases the instance. Never called twice.
     #[sabi(last_prefix_field)]
     pub destroy: extern "C" fn(inst: FfiInstance),
+    /// Describes the plugin beyond [`FfiDescriptor`]. Added in SDK 0.2: `None` for plugins
+    /// built with SDK 0.1.
+    pub describe_ext: extern "C" fn() -> FfiDescriptorExtRef,
+    // Append new entry points here, each with a doc line naming the SDK version that added it.
 }
 
 impl RootModule for PluginModuleRef {
     declare_root_module_statics! {PluginModuleRef}
     const BASE_NAME: &'static str = "xpuprof_plugin";
     const NAME: &'static str = "xpuprof_plugin";
-    const VERSION_STRINGS: VersionStrings = package_version_strings!();
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_STAMP);
 }
 
 /// Name of the symbol a plugin library exports its root module under.
@@ -134,8 +193,38 @@ impl RootModule for PluginModuleRef {
 /// a test pins it to `abi_stable`'s own constant.
 pub const ROOT_MODULE_SYMBOL: &str = "_1as_0lib_1header_0root_bmodule_bloader";
 
+/// The ABI version a plugin's version stamp names (`0.<abi>.x`), if it is one.
+pub fn abi_of_stamp(stamp: &str) -> Option<u32> {
+    let mut parts = stamp.split('.');
+    match (parts.next(), parts.next()) {
+        (Some("0"), Some(minor)) => minor.parse().ok(),
+        _ => None,
+    }
+}
+
 #[doc(hidden)]
 pub mod __private {
     pub use abi_stable;
     pub use abi_stable::library::{LibHeader, RootModuleResult};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamp_names_the_abi_version_not_the_crate_version() {
+        assert_eq!(ABI_STAMP, format!("0.{ABI_VERSION}.0"));
+        assert_eq!(abi_of_stamp(ABI_STAMP), Some(ABI_VERSION));
+        // What abi_stable stamps on every type layout of this crate.
+        assert_eq!(env!("CARGO_PKG_VERSION"), ABI_STAMP);
+        assert_ne!(SDK_VERSION, "", "the build script passes the crate's real version");
+    }
+
+    #[test]
+    fn stamps_of_other_abis_are_recognised() {
+        assert_eq!(abi_of_stamp("0.2.0"), Some(2));
+        assert_eq!(abi_of_stamp("1.0.0"), None);
+        assert_eq!(abi_of_stamp("garbage"), None);
+    }
 }

@@ -101,6 +101,13 @@ fn descriptor(info: PluginInfo, kind: u8) -> FfiDescriptor {
     }
 }
 
+/// The descriptor extension of a plugin declaring `info`. Built on each call and leaked (the host
+/// calls it once per load), so its fields can be `'static`.
+fn descriptor_ext(_info: PluginInfo) -> FfiDescriptorExtRef {
+    FfiDescriptorExt { sdk_version: RStr::from_str(SDK_VERSION), config_schema: RStr::from_str("") }
+        .leak_into_prefix()
+}
+
 /// Parses the `create` arguments: `[plugin]` and `[session]` tables.
 fn parse_args(args: &str, host: FfiHost) -> PluginResult<CreateContext> {
     let mut doc: toml::Table = args
@@ -180,6 +187,10 @@ extern "C" fn describe_source<S: Source>() -> FfiDescriptor {
     descriptor(S::info(), KIND_SOURCE)
 }
 
+extern "C" fn describe_ext_source<S: Source>() -> FfiDescriptorExtRef {
+    descriptor_ext(S::info())
+}
+
 extern "C" fn create_source<S: Source>(args: RStr<'_>, host: FfiHost) -> FfiResult<FfiInstance> {
     let name = S::info().name;
     guarded(name, "create", None, || Ok(boxed(name, S::create(parse_args(args.as_str(), host)?)?)))
@@ -225,6 +236,7 @@ pub fn source_module<S: Source>(abi_version: u32) -> PluginModuleRef {
         consume: not_a_sink,
         finish: not_a_sink_finish,
         destroy: destroy::<S>,
+        describe_ext: describe_ext_source::<S>,
     }
     .leak_into_prefix()
 }
@@ -233,6 +245,10 @@ pub fn source_module<S: Source>(abi_version: u32) -> PluginModuleRef {
 
 extern "C" fn describe_sink<K: Sink>() -> FfiDescriptor {
     descriptor(K::info(), KIND_SINK)
+}
+
+extern "C" fn describe_ext_sink<K: Sink>() -> FfiDescriptorExtRef {
+    descriptor_ext(K::info())
 }
 
 extern "C" fn create_sink<K: Sink>(args: RStr<'_>, host: FfiHost) -> FfiResult<FfiInstance> {
@@ -283,6 +299,7 @@ pub fn sink_module<K: Sink>(abi_version: u32) -> PluginModuleRef {
         consume: consume_sink::<K>,
         finish: finish_sink::<K>,
         destroy: destroy::<K>,
+        describe_ext: describe_ext_sink::<K>,
     }
     .leak_into_prefix()
 }

@@ -2,8 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use abi_stable::library::{lib_header_from_path, LibraryError, RootModule};
-use xpuprof_sdk::abi::{PluginModuleRef, ABI_VERSION, KIND_SINK, KIND_SOURCE, ROOT_MODULE_SYMBOL};
+use abi_stable::abi_stability::abi_checking::{check_layout_compatibility, AbiInstabilityErrors};
+use abi_stable::library::{lib_header_from_path, LibHeader, LibraryError};
+use abi_stable::StableAbi;
+use xpuprof_sdk::abi::{
+    abi_of_stamp, PluginModuleRef, ABI_STAMP, ABI_VERSION, KIND_SINK, KIND_SOURCE, ROOT_MODULE_SYMBOL,
+};
 use xpuprof_sdk::{ConfigKey, ConfigType, PluginKind};
 
 use super::discovery::{self, Found, SearchPath};
@@ -42,6 +46,10 @@ pub struct PluginMeta {
     pub keys: Vec<KeySpec>,
     /// Required capabilities (SDK names).
     pub capabilities: Vec<String>,
+    /// The plugin ABI version it was built for.
+    pub abi: u32,
+    /// The `xpuprof-sdk` version it was built with; `None` for SDK 0.1, which did not say.
+    pub sdk_version: Option<String>,
 }
 
 /// A plugin library that loaded and passed every check.
@@ -134,19 +142,27 @@ impl Registry {
 }
 
 /// Loads one plugin library and checks it: ownership (as root), that it is an xpuprof plugin,
-/// layout compatibility, ABI version, and its descriptor.
+/// ABI version, layout compatibility, and its descriptor.
 pub fn load(path: &Path) -> Result<LoadedPlugin, String> {
     discovery::check_ownership(path)?;
     precheck_symbol(path)?;
     let header = lib_header_from_path(path).map_err(|e| explain(&e))?;
-    let module = header.init_root_module::<PluginModuleRef>().map_err(|e| explain(&e))?;
+    check_stamp(header)?;
+    check_layout(header)?;
+    // SAFETY: `check_layout` just checked the library's root module layout against ours
+    // (equal, or differing only by fields appended at the end, which are read as `Option`).
+    let module = unsafe { header.init_root_module_with_unchecked_layout::<PluginModuleRef>() }
+        .map_err(|e| explain(&e))?;
     let abi = module.abi_version();
     if abi != ABI_VERSION {
-        return Err(format!(
-            "built for plugin ABI {abi}, this xpuprof speaks ABI {ABI_VERSION}; rebuild the plugin against \
-             xpuprof-sdk with ABI {ABI_VERSION}"
-        ));
+        return Err(wrong_abi(abi));
     }
+    let meta = describe(module)?;
+    Ok(LoadedPlugin { path: path.to_path_buf(), meta, module })
+}
+
+/// Reads the plugin's descriptor (and its extension, where the plugin's SDK has one).
+fn describe(module: PluginModuleRef) -> Result<PluginMeta, String> {
     let d = (module.describe())();
     let kind = match d.kind {
         KIND_SOURCE => PluginKind::Source,
@@ -167,18 +183,81 @@ pub fn load(path: &Path) -> Result<LoadedPlugin, String> {
     if d.name.is_empty() || d.name.contains(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')) {
         return Err(format!("declares an invalid plugin name {:?}", d.name.as_str()));
     }
-    Ok(LoadedPlugin {
-        path: path.to_path_buf(),
-        meta: PluginMeta {
-            name: d.name.into(),
-            kind,
-            version: d.version.into(),
-            description: d.description.into(),
-            keys,
-            capabilities: d.capabilities.iter().map(|c| c.to_string()).collect(),
-        },
-        module,
+    // Appended in SDK 0.2: absent (`None`) in plugins built with SDK 0.1.
+    let ext = module.describe_ext().map(|f| f());
+    Ok(PluginMeta {
+        name: d.name.into(),
+        kind,
+        version: d.version.into(),
+        description: d.description.into(),
+        keys,
+        capabilities: d.capabilities.iter().map(|c| c.to_string()).collect(),
+        abi: module.abi_version(),
+        sdk_version: ext.map(|e| e.sdk_version().to_string()),
     })
+}
+
+fn wrong_abi(abi: u32) -> String {
+    format!(
+        "built for plugin ABI {abi}, this xpuprof speaks ABI {ABI_VERSION}; rebuild the plugin against an \
+         xpuprof-sdk of ABI {ABI_VERSION}"
+    )
+}
+
+/// Refuses a library stamped for another plugin ABI before its layout is compared.
+fn check_stamp(header: &LibHeader) -> Result<(), String> {
+    let stamp = header.version_strings().version.as_str();
+    match abi_of_stamp(stamp) {
+        Some(abi) if abi == ABI_VERSION => Ok(()),
+        Some(abi) => Err(wrong_abi(abi)),
+        None => Err(format!(
+            "carries the version stamp {stamp:?}, not one of an xpuprof plugin ABI (this xpuprof expects \
+             {ABI_STAMP}); rebuild the plugin against an xpuprof-sdk of ABI {ABI_VERSION}"
+        )),
+    }
+}
+
+/// Compares the library's root module layout with ours. `abi_stable` accepts a library whose
+/// prefix types have more fields than ours (a newer plugin: we never read past our fields) but
+/// refuses one with fewer ("too many fields"), although an older plugin of the same ABI only
+/// lacks fields appended since, which we read as `None`. So a mismatch is checked the other way
+/// round as well: a layout that is a prefix of ours loads too.
+fn check_layout(header: &LibHeader) -> Result<(), String> {
+    let Some(found) = header.layout() else {
+        return Err("exports no layout information for its root module: build it with \
+                    xpuprof_sdk::export_plugin!"
+            .into());
+    };
+    let expected = <PluginModuleRef as StableAbi>::LAYOUT;
+    let Err(forward) = check_layout_compatibility(expected, found) else { return Ok(()) };
+    if check_layout_compatibility(found, expected).is_ok() {
+        return Ok(());
+    }
+    tracing::debug!("plugin layout mismatch, abi_stable's full report:\n{forward}");
+    Err(format!(
+        "its plugin interface layout does not match this xpuprof (ABI {ABI_VERSION}, xpuprof-sdk {}): {}; \
+         rebuild the plugin against an xpuprof-sdk of ABI {ABI_VERSION} (`-vv` shows abi_stable's full report)",
+        xpuprof_sdk::abi::SDK_VERSION,
+        layout_summary(&forward)
+    ))
+}
+
+/// The gist of `abi_stable`'s report: each error with the field path it was found on, without
+/// the full type layouts (those go to the debug log).
+pub(crate) fn layout_summary(e: &AbiInstabilityErrors) -> String {
+    let mut out = Vec::new();
+    for err in e.errors.iter() {
+        let path: Vec<String> = err.stack_trace.iter().map(|f| f.expected.to_string()).collect();
+        let text = err.to_string();
+        let detail = text.find("\nError:").map_or(text.as_str(), |i| &text[i + 1..]);
+        let detail = detail.split_whitespace().collect::<Vec<_>>().join(" ");
+        if path.is_empty() {
+            out.push(detail);
+        } else {
+            out.push(format!("at `{}`: {detail}", path.join(" > ")));
+        }
+    }
+    out.join("; ")
 }
 
 /// Opens the file with the dynamic loader and checks for the root-module symbol, so that a
@@ -203,15 +282,21 @@ fn precheck_symbol(path: &Path) -> Result<(), String> {
 
 fn explain(e: &LibraryError) -> String {
     match e {
-        LibraryError::IncompatibleVersionNumber { library_name, expected_version, actual_version } => format!(
-            "built with xpuprof-sdk {actual_version}, incompatible with this xpuprof's SDK {expected_version} \
-             ({library_name}); rebuild the plugin against xpuprof-sdk {expected_version}"
-        ),
-        LibraryError::AbiInstability(_) => format!(
-            "its plugin interface layout does not match this xpuprof (SDK {}): rebuild the plugin against the \
-             same xpuprof-sdk version",
-            <PluginModuleRef as RootModule>::VERSION_STRINGS.version
-        ),
+        LibraryError::IncompatibleVersionNumber { actual_version, .. } => {
+            match abi_of_stamp(&actual_version.to_string()) {
+                Some(abi) => wrong_abi(abi),
+                None => {
+                    format!("carries the version stamp {actual_version}, not one of plugin ABI {ABI_VERSION}")
+                }
+            }
+        }
+        LibraryError::AbiInstability(detail) => {
+            tracing::debug!("plugin layout mismatch, abi_stable's full report:\n{detail}");
+            format!(
+                "its plugin interface layout does not match this xpuprof (ABI {ABI_VERSION}): rebuild the plugin \
+                 against an xpuprof-sdk of ABI {ABI_VERSION} (`-vv` shows abi_stable's full report)"
+            )
+        }
         other => format!("failed to load: {other}"),
     }
 }

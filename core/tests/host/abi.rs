@@ -65,3 +65,92 @@ fn plugin_panicking_in_each_later_entry_point_is_contained() {
         assert!(dir.path().join("xpuprof-out/profile.folded").exists(), "{entry}");
     }
 }
+
+// ---- compatibility across SDK versions of one ABI (see tests/abi/README.md) ----
+
+/// The `scripted` source as it was at SDK 0.1.0, built against the frozen SDK 0.1.0.
+fn sdk_0_1_plugin() -> std::path::PathBuf {
+    let p = plugin_dir().join("libxpuprof_test_scripted_sdk_0_1.so");
+    assert!(p.exists(), "{} is missing: run `cargo build --workspace` before the tests", p.display());
+    p
+}
+
+/// A directory holding the SDK 0.1.0 plugin under a plugin file name.
+fn sdk_0_1_plugin_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(sdk_0_1_plugin(), dir.path().join("libxpuprof_plugin_frozen_scripted.so")).unwrap();
+    dir
+}
+
+#[test]
+fn plugin_built_with_sdk_0_1_is_listed_with_its_abi_and_sdk() {
+    let dir = sdk_0_1_plugin_dir();
+    let (o, _d) = run(&["--plugin-dir", dir.path().to_str().unwrap(), "plugins"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line =
+        out.lines().find(|l| l.contains("frozen-scripted")).unwrap_or_else(|| panic!("not listed:\n{out}"));
+    assert!(line.contains("ABI 1") && line.contains("SDK 0.1 "), "{line}");
+    assert!(!out.contains("libxpuprof_plugin_frozen_scripted.so:"), "listed as not loadable: {out}");
+}
+
+#[test]
+fn plugin_built_with_sdk_0_1_loads_and_runs_in_this_host() {
+    let dir = sdk_0_1_plugin_dir();
+    let (o, d) = run(&[
+        "--plugin-dir",
+        dir.path().to_str().unwrap(),
+        "--source",
+        "frozen-scripted",
+        "--sink",
+        "folded",
+        "-o",
+        "out",
+        "--",
+        "true",
+    ]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    // Every record the 0.1 codec encoded was decoded by this host.
+    assert!(e.contains("records: frozen-scripted: 110"), "{e}");
+    let folded = std::fs::read_to_string(d.path().join("out/profile.folded")).unwrap();
+    assert!(folded.contains("launch_gemm;cudaLaunchKernel;[GPU_Kernel]"), "{folded}");
+    assert!(folded.contains("[GPU_Kernel]graph_node_a"), "{folded}");
+}
+
+/// Runs the host built with the frozen SDK 0.1.0 on `plugin`.
+fn run_host_0_1(plugin: &std::path::Path) -> (std::process::Output, String) {
+    let host = plugin_dir().join("xpuprof-abi-host-0-1");
+    assert!(host.exists(), "{} is missing: run `cargo build --workspace` before the tests", host.display());
+    let o = std::process::Command::new(host).arg(plugin).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    (o, out)
+}
+
+#[test]
+fn host_built_with_sdk_0_1_loads_and_runs_a_source_of_this_sdk() {
+    let (o, out) = run_host_0_1(&require_plugin("scripted"));
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("name: scripted\nkind: source") && out.contains("lifecycle: ok"), "{out}");
+    let count = |key: &str| -> u64 {
+        let line = out.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("{key} missing: {out}"));
+        line[key.len()..].trim().parse().unwrap()
+    };
+    // Every batch this SDK's emitter sent decodes with the 0.1 codec.
+    assert!(count("records:") > 0 && count("device_ops:") > 0, "{out}");
+}
+
+#[test]
+fn host_built_with_sdk_0_1_loads_and_runs_a_sink_of_this_sdk() {
+    let (o, out) = run_host_0_1(&require_plugin("folded"));
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("name: folded\nkind: sink") && out.contains("lifecycle: ok"), "{out}");
+}
+
+#[test]
+fn plugins_shows_the_sdk_version_of_plugins_of_this_sdk() {
+    let p = require_plugin("folded");
+    let (o, _d) = run(&["plugins"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out.lines().find(|l| l.contains(p.to_str().unwrap())).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains(&format!("ABI 1  SDK {}", xpuprof_sdk::abi::SDK_VERSION)), "{line}");
+}

@@ -1,0 +1,313 @@
+//! The fixed session the scripted source emits.
+
+use xpuprof_sdk::prelude::*;
+
+/// Process id used by the script (fixed, so outputs are deterministic).
+pub const PID: u32 = 4242;
+/// Worker thread id.
+pub const WORKER: u32 = 4243;
+
+struct W<'a> {
+    e: &'a mut Emitter,
+    strings: StringInterner,
+    next_frame: u32,
+    next_stack: u32,
+}
+
+impl W<'_> {
+    fn s(&mut self, text: &str) -> StrId {
+        self.strings.intern(self.e, text)
+    }
+
+    /// A stack of synthetic named frames, given outermost first.
+    fn stack(&mut self, names: &[&str]) -> StackId {
+        let mut frames = Vec::new();
+        for n in names.iter().rev() {
+            self.next_frame += 1;
+            let id = FrameId(self.next_frame);
+            let name = self.s(n);
+            self.e.emit(&Record::Frame(FrameDef {
+                id,
+                kind: FrameKind::Synthetic,
+                module: ModuleId::NONE,
+                address: 0,
+                pid: PID,
+                name,
+                inlined: vec![],
+            }));
+            frames.push(id);
+        }
+        self.next_stack += 1;
+        let id = StackId(self.next_stack);
+        self.e.emit(&Record::Stack(StackDef { id, frames }));
+        id
+    }
+}
+
+fn corr(id: u64) -> Option<Correlation> {
+    Some(Correlation { backend: backend::TEST, id })
+}
+
+fn api(w: &mut W<'_>, tid: u32, start: u64, dur: u64, name: StrId, id: u64) {
+    w.e.emit(&Record::ApiCall(ApiCall {
+        pid: PID,
+        tid,
+        start,
+        end: start + dur,
+        name,
+        correlation: corr(id),
+        external: None,
+        result: 0,
+    }));
+}
+
+fn site(w: &mut W<'_>, tid: u32, time: u64, api: StrId, stack: StackId, id: u64) {
+    w.e.emit(&Record::LaunchSite(LaunchSite {
+        pid: PID,
+        tid,
+        time,
+        correlation: Correlation { backend: backend::TEST, id },
+        api,
+        stack,
+    }));
+}
+
+#[allow(clippy::too_many_arguments)]
+fn op(
+    kind: DeviceOpKind,
+    stream: u32,
+    start: u64,
+    dur: u64,
+    name: StrId,
+    id: u64,
+    bytes: u64,
+    copy: CopyKind,
+) -> DeviceOp {
+    DeviceOp {
+        kind,
+        pid: PID,
+        device: DeviceId(1),
+        stream: StreamId(stream),
+        start,
+        end: start + dur,
+        clock: ClockDomain::SESSION,
+        name,
+        bytes,
+        copy,
+        correlation: if id == 0 { None } else { corr(id) },
+        kernel: None,
+        graph: None,
+        launch: None,
+    }
+}
+
+fn kernel(stream: u32, start: u64, dur: u64, name: StrId, id: u64, grid: u32) -> DeviceOp {
+    DeviceOp {
+        kernel: Some(KernelInfo {
+            grid: [grid, 1, 1],
+            block: [256, 1, 1],
+            shared_memory: 4096,
+            registers: 32,
+        }),
+        ..op(DeviceOpKind::Kernel, stream, start, dur, name, id, 0, CopyKind::Unknown)
+    }
+}
+
+/// Emits the script; the launch part `repeat` times.
+pub fn emit(e: &mut Emitter, repeat: u64) {
+    let mut w = W { e, strings: StringInterner::default(), next_frame: 0, next_stack: 0 };
+    definitions(&mut w);
+    let base = 1_000_000_000u64;
+    // Each round spans 10 ms of session time.
+    for round in 0..repeat {
+        launches(&mut w, base + round * 10_000_000, round * 100);
+    }
+    let end = base + repeat * 10_000_000;
+    epilogue(&mut w, end);
+}
+
+fn definitions(w: &mut W<'_>) {
+    let cmd = w.s("python3 train.py");
+    w.e.emit(&Record::Process(ProcessDef { pid: PID, ppid: 1, command: cmd }));
+    let main = w.s("python3");
+    w.e.emit(&Record::Thread(ThreadDef { pid: PID, tid: PID, name: main }));
+    let worker = w.s("loader");
+    w.e.emit(&Record::Thread(ThreadDef { pid: PID, tid: WORKER, name: worker }));
+    let gpu = w.s("Scripted GPU");
+    w.e.emit(&Record::Device(DeviceDef {
+        id: DeviceId(1),
+        vendor: Vendor::Test,
+        index: 0,
+        name: gpu,
+        uuid: [7; 16],
+        compute_units: 108,
+        memory_bytes: 40 << 30,
+    }));
+    for (id, native) in [(7u32, 7u64), (13, 13)] {
+        w.e.emit(&Record::Stream(StreamDef {
+            id: StreamId(id),
+            device: DeviceId(1),
+            pid: PID,
+            native_id: native,
+            name: StrId::NONE,
+        }));
+    }
+}
+
+fn launches(w: &mut W<'_>, t: u64, id0: u64) {
+    let launch = w.s("cudaLaunchKernel");
+    let graph = w.s("cudaGraphLaunch");
+    let memcpy = w.s("cudaMemcpyAsync");
+    let memset = w.s("cudaMemsetAsync");
+    let gemm = w.s("void gemm_kernel<float, 128>(float const*, float*, int)");
+    let node_a = w.s("graph_node_a");
+    let node_b = w.s("graph_node_b");
+    let relu = w.s("relu_kernel");
+    let s_gemm = w.stack(&["main", "train_step", "forward", "launch_gemm"]);
+    let s_graph = w.stack(&["main", "train_step", "run_graph"]);
+    let s_copy = w.stack(&["start_thread", "loader_loop", "copy_inputs"]);
+    let s_relu = w.stack(&["main", "train_step", "forward", "launch_relu"]);
+
+    // A plain kernel launch: site, API call, kernel.
+    site(w, PID, t, launch, s_gemm, id0 + 1);
+    api(w, PID, t, 5_000, launch, id0 + 1);
+    w.e.emit(&Record::DeviceOp(kernel(7, t + 10_000, 250_000, gemm, id0 + 1, 64)));
+    // A graph launch: three kernels under one correlation id (one-to-many).
+    site(w, PID, t + 20_000, graph, s_graph, id0 + 2);
+    api(w, PID, t + 20_000, 8_000, graph, id0 + 2);
+    for (i, (name, dur)) in
+        [(node_a, 100_000u64), (node_b, 50_000), (node_a, 100_000)].into_iter().enumerate()
+    {
+        let mut k = kernel(7, t + 300_000 + i as u64 * 120_000, dur, name, id0 + 2, 32);
+        k.graph = Some(GraphInfo { graph: 1, node: i as u64 + 1 });
+        w.e.emit(&Record::DeviceOp(k));
+    }
+    // Copies and a memset from the worker thread on stream 13.
+    site(w, WORKER, t + 30_000, memcpy, s_copy, id0 + 3);
+    api(w, WORKER, t + 30_000, 4_000, memcpy, id0 + 3);
+    w.e.emit(&Record::DeviceOp(op(
+        DeviceOpKind::Memcpy,
+        13,
+        t + 40_000,
+        80_000,
+        memcpy,
+        id0 + 3,
+        1 << 20,
+        CopyKind::HostToDevice,
+    )));
+    site(w, WORKER, t + 130_000, memset, s_copy, id0 + 4);
+    api(w, WORKER, t + 130_000, 3_000, memset, id0 + 4);
+    w.e.emit(&Record::DeviceOp(op(
+        DeviceOpKind::Memset,
+        13,
+        t + 140_000,
+        10_000,
+        memset,
+        id0 + 4,
+        4096,
+        CopyKind::Unknown,
+    )));
+    site(w, WORKER, t + 160_000, memcpy, s_copy, id0 + 5);
+    api(w, WORKER, t + 160_000, 4_000, memcpy, id0 + 5);
+    w.e.emit(&Record::DeviceOp(op(
+        DeviceOpKind::Memcpy,
+        13,
+        t + 170_000,
+        40_000,
+        memcpy,
+        id0 + 5,
+        1 << 19,
+        CopyKind::DeviceToHost,
+    )));
+    // A kernel recorded before its launch stack (as with a lagging stack source).
+    w.e.emit(&Record::DeviceOp(kernel(7, t + 700_000, 30_000, relu, id0 + 6, 16)));
+    site(w, PID, t + 650_000, launch, s_relu, id0 + 6);
+    api(w, PID, t + 650_000, 5_000, launch, id0 + 6);
+}
+
+fn epilogue(w: &mut W<'_>, t: u64) {
+    let malloc = w.s("cudaMalloc");
+    let free = w.s("cudaFree");
+    let sync = w.s("cudaDeviceSynchronize");
+    let lost = w.s("lost_kernel");
+    let s_alloc = w.stack(&["main", "setup", "allocate_buffers"]);
+    let s_sample = w.stack(&["main", "train_step", "forward", "python_overhead"]);
+    let s_wait = w.stack(&["main", "train_step", "cudaDeviceSynchronize"]);
+    // Two allocations; the first is freed, the second leaks.
+    for (i, bytes) in [(1u64, 1u64 << 20), (2, 64 << 20)] {
+        let id = 10_000 + i;
+        site(w, PID, t + i * 1_000, malloc, s_alloc, id);
+        api(w, PID, t + i * 1_000, 500, malloc, id);
+        w.e.emit(&Record::DeviceOp(op(
+            DeviceOpKind::Alloc,
+            0,
+            t + i * 1_000 + 100,
+            0,
+            malloc,
+            id,
+            bytes,
+            CopyKind::Unknown,
+        )));
+    }
+    api(w, PID, t + 5_000, 400, free, 10_003);
+    w.e.emit(&Record::DeviceOp(op(
+        DeviceOpKind::Free,
+        0,
+        t + 5_100,
+        0,
+        free,
+        10_003,
+        1 << 20,
+        CopyKind::Unknown,
+    )));
+    // Device work whose correlation id matches nothing: shown under [unknown launch site].
+    w.e.emit(&Record::DeviceOp(kernel(13, t + 6_000, 20_000, lost, 99_999, 8)));
+    // Three on-CPU samples at 99 Hz and one off-CPU wait of 5 ms.
+    for i in 0..3 {
+        w.e.emit(&Record::CpuSample(CpuSample {
+            pid: PID,
+            tid: PID,
+            time: t + 10_000 + i * 10_101_010,
+            kind: SampleKind::OnCpu,
+            weight: 10_101_010,
+            stack: s_sample,
+        }));
+    }
+    api(w, PID, t + 40_000, 5_000_000, sync, 10_004);
+    w.e.emit(&Record::CpuSample(CpuSample {
+        pid: PID,
+        tid: PID,
+        time: t + 5_040_000,
+        kind: SampleKind::OffCpu,
+        weight: 5_000_000,
+        stack: s_wait,
+    }));
+    annotations(w, t);
+}
+
+fn annotations(w: &mut W<'_>, t: u64) {
+    let domain = w.s("scripted");
+    let epoch = w.s("epoch 1");
+    let fwd = w.s("forward pass");
+    let mem = w.s("device memory in use");
+    let cause = w.s("scripted ring buffer full");
+    w.e.emit(&Record::Marker(Annotation { pid: PID, tid: PID, start: t, end: t, name: epoch, domain }));
+    w.e.emit(&Record::Range(Annotation {
+        pid: PID,
+        tid: PID,
+        start: t + 1_000,
+        end: t + 30_000,
+        name: fwd,
+        domain,
+    }));
+    for (i, v) in [(0u64, 1048576.0), (1, 68157440.0), (2, 67108864.0)] {
+        w.e.emit(&Record::Counter(Counter {
+            pid: PID,
+            device: DeviceId(1),
+            time: t + i * 2_000,
+            name: mem,
+            value: v,
+        }));
+    }
+    w.e.emit(&Record::Loss(Loss { pid: PID, time: t + 50_000, cause, count: 3 }));
+}

@@ -1,0 +1,116 @@
+//! # xpuprof-sdk: writing xpuprof plugins
+//!
+//! xpuprof is a small host that loads **source** plugins (which record events: eBPF CPU stacks,
+//! CUPTI, ROCm, Level Zero, ...) and **sink** plugins (which write outputs: folded stacks, Chrome
+//! trace, archive, ...) from shared libraries at run time. This crate is the whole contract: the
+//! event model, the plugin traits, and the stable ABI they travel through. It depends on almost
+//! nothing, so a plugin builds in seconds.
+//!
+//! ## A plugin in five lines
+//!
+//! ```ignore
+//! use xpuprof_sdk::prelude::*;
+//!
+//! struct Hello { emitter: Emitter, names: StringInterner }
+//!
+//! impl Source for Hello {
+//!     fn info() -> PluginInfo {
+//!         PluginInfo { name: "hello", version: env!("CARGO_PKG_VERSION"),
+//!                      description: "says hello", config_keys: vec![], capabilities: vec![] }
+//!     }
+//!     fn create(ctx: CreateContext) -> PluginResult<Self> {
+//!         Ok(Self { emitter: ctx.emitter, names: StringInterner::default() })
+//!     }
+//!     fn start(&mut self, pid: u32) -> PluginResult<()> { Ok(()) }
+//!     fn stop(&mut self) -> PluginResult<()> { self.emitter.flush(); Ok(()) }
+//! }
+//!
+//! xpuprof_sdk::export_plugin!(source: Hello);
+//! ```
+//!
+//! Build it as a `cdylib` (`[lib] crate-type = ["cdylib"]`) and put the `.so` in a directory
+//! named by `--plugin-dir` or `XPUPROF_PLUGIN_PATH`. `xpuprof plugins` shows whether it loads.
+//!
+//! ## Lifecycle and threading
+//!
+//! - **Sources**: `create` → `prepare` (add environment variables for the target, e.g. an
+//!   injection library path) → `start(pid)` (the target is forked but held before `exec`, so a
+//!   source can attach before the first instruction) → `stop` (the target and all its children
+//!   exited, or Ctrl+C) → drop. The host calls these on one thread. Events may be emitted from
+//!   any thread between `start` and the return of `stop`; `stop` must flush everything.
+//! - **Sinks**: `create` → `consume(records)` any number of times → `finish` → drop. Records come
+//!   in order: a definition before any event that uses it, ids session-wide, timestamps in the
+//!   session clock, device work already joined to its launch by the host's correlator.
+//!
+//! ## Events and ids
+//!
+//! See [`model`]. Definitions (strings, processes, threads, devices, streams, modules, frames,
+//! stacks) are sent once and referenced by `u32` id; 0 means "none". A source numbers its own
+//! definitions from 1 in one id space per kind; the host renumbers them, so sources never
+//! coordinate. Frames may be sent as module + file offset: the host symbolises them (with
+//! inlined functions, demangled) before sinks see them.
+//!
+//! Correlation: an API call, its [`model::LaunchSite`] and the [`model::DeviceOp`]s it caused
+//! share a [`model::Correlation`] (backend + the backend's own id); the key also includes the
+//! process. The host joins on exact keys only; unmatched work is counted, never dropped.
+//!
+//! Losses: anything a plugin drops (full buffers, records the vendor library dropped, probes that
+//! failed to attach) must be reported as a [`model::Loss`] record. Nothing is lost silently.
+//!
+//! ## Ownership of buffers
+//!
+//! [`Emitter::emit`] encodes into the emitter's own buffer; batches are copied by the host when
+//! handed over, so the plugin keeps ownership of everything it passes. A sink's `consume` slice
+//! is only valid during the call: copy what you keep.
+//!
+//! ## Errors and panics
+//!
+//! Entry points return [`PluginResult`]; write messages as `failed to <verb> <object>: <cause>`
+//! with a hint when the fix is known. Panics never cross the ABI: the export glue catches them
+//! and reports `plugin `name` panicked in <entry point>: <message> (at file:line)`; the host
+//! then disables that plugin and the session goes on without it.
+//!
+//! ## ABI stability
+//!
+//! The root module ([`abi::PluginModule`]) is a prefix type checked at load time; it only grows
+//! by appending fields. The record encoding ([`codec`]) only grows by appending record kinds and
+//! fields, which older readers skip. A plugin built for another [`abi::ABI_VERSION`] is refused
+//! with a message naming both versions.
+
+pub mod abi;
+pub mod clock;
+pub mod codec;
+pub mod config;
+pub mod emit;
+#[doc(hidden)]
+pub mod export;
+pub mod hash;
+pub mod model;
+pub mod plugin;
+pub mod trampoline;
+
+pub use config::{ConfigKey, ConfigType, PluginConfig};
+pub use emit::{Emitter, Level, Logger, StringInterner};
+pub use plugin::{
+    Capability, CreateContext, PluginError, PluginInfo, PluginKind, PluginResult, SessionInfo, Sink, Source,
+    TargetEnv,
+};
+
+/// Everything a plugin author usually needs.
+pub mod prelude {
+    pub use crate::config::{ConfigKey, ConfigType, PluginConfig};
+    pub use crate::emit::{Emitter, Logger, StringInterner};
+    pub use crate::model::*;
+    pub use crate::plugin::{
+        Capability, CreateContext, PluginError, PluginInfo, PluginResult, SessionInfo, Sink, Source,
+        TargetEnv,
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn root_module_symbol_matches_abi_stable() {
+        assert_eq!(crate::abi::ROOT_MODULE_SYMBOL, abi_stable::library::ROOT_MODULE_LOADER_NAME);
+    }
+}

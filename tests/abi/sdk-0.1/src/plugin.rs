@@ -1,0 +1,216 @@
+//! The traits a plugin implements and the metadata it declares.
+
+use std::path::PathBuf;
+
+use crate::config::{ConfigKey, PluginConfig};
+use crate::emit::{Emitter, Logger};
+use crate::model::Record;
+
+/// Source or sink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PluginKind {
+    /// Produces events (eBPF, CUPTI, ...).
+    Source,
+    /// Consumes events and writes an output (folded, chrome, ...).
+    Sink,
+}
+
+impl PluginKind {
+    /// `"source"` or `"sink"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Source => "source",
+            Self::Sink => "sink",
+        }
+    }
+}
+
+/// Something a plugin needs from the machine; `xpuprof doctor` checks each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Capability {
+    /// Root, or CAP_BPF + CAP_PERFMON.
+    BpfAndPerf,
+    /// Kernel BTF (`/sys/kernel/btf/vmlinux`).
+    KernelBtf,
+    /// The NVIDIA driver and a CUDA runtime.
+    CudaRuntime,
+    /// The ROCm runtime.
+    RocmRuntime,
+    /// The Level Zero loader and a driver.
+    LevelZeroRuntime,
+}
+
+impl Capability {
+    /// Stable name used in the ABI and in `xpuprof doctor`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BpfAndPerf => "bpf-perf",
+            Self::KernelBtf => "kernel-btf",
+            Self::CudaRuntime => "cuda",
+            Self::RocmRuntime => "rocm",
+            Self::LevelZeroRuntime => "level-zero",
+        }
+    }
+}
+
+/// What a plugin declares about itself.
+#[derive(Debug, Clone)]
+pub struct PluginInfo {
+    /// Name used on the command line and in `[source.NAME]` / `[sink.NAME]` tables.
+    pub name: &'static str,
+    /// Plugin version (usually `env!("CARGO_PKG_VERSION")`).
+    pub version: &'static str,
+    /// One line saying what it does.
+    pub description: &'static str,
+    /// Every configuration key it accepts; the host rejects any other.
+    pub config_keys: Vec<ConfigKey>,
+    /// What it needs from the machine.
+    pub capabilities: Vec<Capability>,
+}
+
+/// Facts about the session a plugin instance is created for.
+#[derive(Debug, Clone, Default)]
+pub struct SessionInfo {
+    /// Output directory (sinks write their files here).
+    pub output_dir: PathBuf,
+    /// The profiled command and its arguments (empty for `xpuprof report`).
+    pub command: Vec<String>,
+    /// Names of the session's sources.
+    pub sources: Vec<String>,
+    /// Names of the session's sinks.
+    pub sinks: Vec<String>,
+    /// Session start, session clock ns.
+    pub start_time: u64,
+    /// Verbosity: 0 = warnings, 1 = info, 2 = debug.
+    pub verbosity: u8,
+}
+
+/// Everything a plugin gets when it is created.
+#[derive(Debug)]
+pub struct CreateContext {
+    /// The user's configuration for this plugin, already checked against its declared keys.
+    pub config: PluginConfig,
+    /// Session facts.
+    pub session: SessionInfo,
+    /// Sends records to the host (sources). Clone it for other threads.
+    pub emitter: Emitter,
+    /// Logs through the host.
+    pub log: Logger,
+}
+
+/// Error returned by a plugin: a message for the user.
+///
+/// Write it as `failed to <verb> <object>: <cause>` and add a hint when the fix is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginError(pub String);
+
+impl PluginError {
+    /// An error with this message.
+    pub fn new(msg: impl Into<String>) -> Self {
+        Self(msg.into())
+    }
+}
+
+impl std::fmt::Display for PluginError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PluginError {}
+
+impl From<std::io::Error> for PluginError {
+    fn from(e: std::io::Error) -> Self {
+        Self(e.to_string())
+    }
+}
+
+impl From<String> for PluginError {
+    fn from(e: String) -> Self {
+        Self(e)
+    }
+}
+
+impl From<&str> for PluginError {
+    fn from(e: &str) -> Self {
+        Self(e.to_owned())
+    }
+}
+
+/// Result of plugin entry points.
+pub type PluginResult<T> = Result<T, PluginError>;
+
+/// Environment variables for the target process, filled by [`Source::prepare`].
+#[derive(Debug, Default, Clone)]
+pub struct TargetEnv {
+    vars: Vec<(String, String)>,
+}
+
+impl TargetEnv {
+    /// Sets `key=value` in the target's environment.
+    pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.vars.push((key.into(), value.into()));
+    }
+
+    /// The variables set so far, in order.
+    pub fn vars(&self) -> &[(String, String)] {
+        &self.vars
+    }
+}
+
+/// A plugin that produces events.
+///
+/// Lifecycle, all calls on one host thread: `create` → `prepare` (before the target exists) →
+/// `start(pid)` (the target is spawned but held before `exec`, so nothing is missed) → `stop`
+/// (the target and its children exited, or the user pressed Ctrl+C) → drop.
+///
+/// Events go through the [`Emitter`] from [`CreateContext`], from any thread, at any time
+/// between `start` and the end of `stop`. `stop` must not return before everything recorded
+/// has been emitted and flushed: the host finishes the sinks right after.
+pub trait Source: Send + 'static {
+    /// Declares the plugin.
+    fn info() -> PluginInfo
+    where
+        Self: Sized;
+
+    /// Creates an instance for one session.
+    fn create(ctx: CreateContext) -> PluginResult<Self>
+    where
+        Self: Sized;
+
+    /// Adds what the target's environment needs. Default: nothing.
+    fn prepare(&mut self, _env: &mut TargetEnv) -> PluginResult<()> {
+        Ok(())
+    }
+
+    /// Starts recording the process tree rooted at `pid`.
+    fn start(&mut self, pid: u32) -> PluginResult<()>;
+
+    /// Emits everything still buffered and stops.
+    fn stop(&mut self) -> PluginResult<()>;
+}
+
+/// A plugin that consumes events and writes an output.
+///
+/// Sinks receive records in a valid order: every definition before the first event that uses
+/// it, every id session-wide, every timestamp in the session clock, every device operation
+/// already joined to its launch (see [`crate::model::DeviceOp::launch`]). Sinks must stream:
+/// memory may grow with the number of distinct stacks or kernels, not with the run's length.
+pub trait Sink: Send + 'static {
+    /// Declares the plugin.
+    fn info() -> PluginInfo
+    where
+        Self: Sized;
+
+    /// Creates an instance for one session.
+    fn create(ctx: CreateContext) -> PluginResult<Self>
+    where
+        Self: Sized;
+
+    /// Consumes a batch of records. The slice is only valid during the call.
+    fn consume(&mut self, records: &[Record]) -> PluginResult<()>;
+
+    /// Finishes the output and returns the files written.
+    fn finish(&mut self) -> PluginResult<Vec<PathBuf>>;
+}
