@@ -14,7 +14,7 @@ fn stream(n: usize) -> Vec<u8> {
     wire::end_message(&mut b, at);
     let size = std::mem::size_of::<cupti_sys::CUpti_ActivityKernel10>();
     let k = xpuprof_plugin_cupti::layout::KERNELS[1].1;
-    let at = wire::begin_message(&mut b, wire::MSG_ACTIVITY);
+    let at = wire::begin_message(&mut b, wire::MSG_RECORDS);
     b.extend_from_slice(&(n as u32).to_le_bytes());
     b.extend_from_slice(&0u32.to_le_bytes());
     for _ in 0..n {

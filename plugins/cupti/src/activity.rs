@@ -415,7 +415,7 @@ fn api(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     }
     let [cbid, start, end, _pid, tid, corr, result] = layout::API;
     let domain =
-        if u32_at(rec, 0) == KIND_RUNTIME { crate::wire::DOMAIN_RUNTIME } else { crate::wire::DOMAIN_DRIVER };
+        if u32_at(rec, 0) == KIND_RUNTIME { cupti_sys::DOMAIN_RUNTIME } else { cupti_sys::DOMAIN_DRIVER };
     let (_, offset, pid) = clock(d, conn);
     let tid = u32_at(rec, tid);
     d.thread(pid, tid, out);

@@ -12,6 +12,7 @@ use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger, StringInterner};
 
+use crate::wire::maps::Mapping;
 use crate::wire::{self, Reader};
 
 /// Counters a user sees in the log at the end.
@@ -37,15 +38,10 @@ pub struct Stats {
     pub unfinished: u64,
     /// Agents that reported an error instead of tracing.
     pub agent_errors: u64,
-}
-
-/// One executable mapping of a traced process.
-#[derive(Debug, Clone)]
-struct Mapping {
-    start: u64,
-    end: u64,
-    offset: u64,
-    path: String,
+    /// Agents refused for speaking another wire protocol.
+    pub refused: u64,
+    /// Messages the agents' channels dropped.
+    pub lost_chunks: u64,
 }
 
 /// An API name, interned on first use.
@@ -76,6 +72,8 @@ pub(crate) struct Conn {
     pub(crate) clock_offset: i64,
     bye: bool,
     hello: bool,
+    /// The agent speaks another wire protocol: the rest of its stream is ignored.
+    refused: bool,
 }
 
 /// Decoder state shared by all connections.
@@ -97,6 +95,8 @@ pub struct Decoder {
 
 /// Cause strings of the losses this plugin reports.
 pub const LOSS_DROPPED: &str = "cupti dropped records";
+/// Messages an agent's channel dropped (host gone or too slow).
+pub const LOSS_AGENT_CHANNEL: &str = "cupti agent messages dropped";
 /// Records of a version this decoder does not know.
 pub const LOSS_UNKNOWN_VERSION: &str = "cupti records of an unknown version";
 
@@ -130,11 +130,14 @@ impl Decoder {
 
     fn message(&mut self, conn: u64, m: wire::Message<'_>, out: &mut Emitter) {
         let mut r = Reader::new(m.payload);
+        if m.ty != wire::MSG_HELLO && self.conns.get(&conn).is_some_and(|c| c.refused) {
+            return;
+        }
         match m.ty {
-            wire::MSG_HELLO => self.hello(conn, &mut r, out),
-            wire::MSG_MODULES => self.modules_msg(conn, &mut r),
+            wire::MSG_HELLO => self.hello(conn, m.payload, out),
+            wire::MSG_MODULES => self.modules_msg(conn, m.payload),
             wire::MSG_LAUNCHES => self.launches(conn, &mut r, out),
-            wire::MSG_ACTIVITY => self.activity(conn, &mut r, out),
+            wire::MSG_RECORDS => self.activity(conn, &mut r, out),
             wire::MSG_STRINGS => self.strings_msg(conn, &mut r),
             wire::MSG_API_NAMES => self.api_names_msg(conn, &mut r),
             wire::MSG_DROPPED => {
@@ -160,6 +163,21 @@ impl Decoder {
                 let pid = self.conns.get(&conn).map(|c| c.pid).unwrap_or(0);
                 self.log.error(&format!("process {pid}: {}", String::from_utf8_lossy(m.payload)));
             }
+            wire::MSG_LOST_BYTES => {
+                let (chunks, bytes) = (r.u64(), r.u64());
+                let pid = self.conns.get(&conn).map(|c| c.pid).unwrap_or(0);
+                self.stats.lost_chunks += chunks;
+                self.log.warn(&format!(
+                    "process {pid}: the agent dropped {chunks} messages ({bytes} bytes) because the host was gone or too slow"
+                ));
+                let cause = self.strs.intern(out, LOSS_AGENT_CHANNEL);
+                out.emit(&Record::Loss(Loss {
+                    pid,
+                    time: xpuprof_sdk::clock::now_ns(),
+                    cause,
+                    count: chunks,
+                }));
+            }
             wire::MSG_BYE => {
                 self.conns.entry(conn).or_default().bye = true;
             }
@@ -167,39 +185,35 @@ impl Decoder {
         }
     }
 
-    fn hello(&mut self, conn: u64, r: &mut Reader<'_>, out: &mut Emitter) {
-        let (pid, version, _protocol, flags) = (r.u32(), r.u32(), r.u32(), r.u32());
-        let cmd = String::from_utf8_lossy(r.bytes(r.remaining())).into_owned();
+    fn hello(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
+        let h = wire::Hello::decode(payload);
         let c = self.conns.entry(conn).or_default();
-        c.pid = pid;
-        c.cupti_version = version;
-        c.monotonic = flags & wire::FLAG_MONOTONIC_TIMESTAMPS != 0;
-        c.agent_stacks = flags & wire::FLAG_AGENT_STACKS != 0;
-        c.api_from_callbacks = flags & wire::FLAG_API_FROM_CALLBACKS != 0;
+        c.pid = h.pid;
         c.hello = true;
+        if let Err(e) = h.check() {
+            // Another build's agent: its records would decode wrongly. Refuse the connection.
+            c.refused = true;
+            self.stats.refused += 1;
+            self.log.error(&e.to_string());
+            return;
+        }
+        c.cupti_version = h.runtime_version;
+        c.monotonic = h.has(wire::FLAG_MONOTONIC_TIMESTAMPS);
+        c.agent_stacks = h.has(wire::FLAG_AGENT_STACKS);
+        c.api_from_callbacks = h.has(wire::FLAG_API_FROM_CALLBACKS);
         self.stats.processes += 1;
-        let command = self.strs.intern(out, &cmd);
+        let (pid, version, monotonic) = (h.pid, h.runtime_version, c.monotonic);
+        let command = self.strs.intern(out, &h.command);
         out.emit(&Record::Process(ProcessDef { pid, ppid: parent_of(pid), command }));
-        if version != 0 && !c.monotonic {
+        if version != 0 && !monotonic {
             self.log.info(&format!(
                 "process {pid}: CUPTI timestamp callback unavailable; GPU times converted from paired clock samples"
             ));
         }
     }
 
-    fn modules_msg(&mut self, conn: u64, r: &mut Reader<'_>) {
-        let n = r.u32();
-        let mut maps = Vec::with_capacity(n as usize);
-        for _ in 0..n {
-            let (start, end, offset, len) = (r.u64(), r.u64(), r.u64(), r.u32());
-            let path = String::from_utf8_lossy(r.bytes(len as usize)).into_owned();
-            if r.short {
-                break;
-            }
-            maps.push(Mapping { start, end, offset, path });
-        }
-        maps.sort_by_key(|m| m.start);
-        self.conns.entry(conn).or_default().maps = maps;
+    fn modules_msg(&mut self, conn: u64, payload: &[u8]) {
+        self.conns.entry(conn).or_default().maps = wire::maps::decode_modules(payload);
     }
 
     fn strings_msg(&mut self, conn: u64, r: &mut Reader<'_>) {
@@ -392,7 +406,7 @@ impl Decoder {
     pub fn finish(&mut self, conn: u64, out: &mut Emitter) {
         crate::activity::flush_pending(self, conn, out);
         let Some(c) = self.conns.remove(&conn) else { return };
-        if c.hello && !c.bye && c.cupti_version != 0 {
+        if c.hello && !c.bye && !c.refused && c.cupti_version != 0 {
             self.stats.unfinished += 1;
             self.log.warn(&format!(
                 "process {} ended without flushing its CUPTI buffers (killed, or exited through _exit); \

@@ -20,7 +20,8 @@ pub mod decode;
 pub mod elf;
 pub mod layout;
 pub mod source;
-pub mod wire;
+
+pub use xpuprof_wire as wire;
 
 use xpuprof_sdk::prelude::*;
 

@@ -274,3 +274,24 @@ fn graph_nodes_share_the_graph_launch() {
         assert_eq!(s.name(sites[id].api), "cuGraphLaunch");
     }
 }
+
+#[test]
+fn an_agent_of_another_wire_protocol_is_refused() {
+    let mut bytes = std::fs::read(dir("basic").join("stream.bin")).expect("fixture stream");
+    let (first, _) = xpuprof_plugin_cupti::wire::split_messages(&bytes);
+    assert_eq!(first[0].ty, xpuprof_plugin_cupti::wire::MSG_HELLO, "a stream starts with its hello");
+    // The protocol field: header (8 bytes), then pid and runtime version.
+    let other = xpuprof_plugin_cupti::wire::PROTOCOL + 1;
+    bytes[16..20].copy_from_slice(&other.to_le_bytes());
+    let mut dec = Decoder::new(Logger::stderr());
+    let mut out = Emitter::detached();
+    assert_eq!(dec.feed(1, &bytes, &mut out), bytes.len());
+    dec.finish_all(&mut out);
+    let records = codec::decode_all(&out.take_buffer()).expect("decodes");
+    assert_eq!(dec.stats.refused, 1);
+    assert_eq!((dec.stats.processes, dec.stats.device_ops, dec.stats.launch_sites), (0, 0, 0));
+    assert!(
+        !records.iter().any(|r| matches!(r, Record::DeviceOp(_) | Record::LaunchSite(_))),
+        "nothing of a refused stream reaches the session"
+    );
+}

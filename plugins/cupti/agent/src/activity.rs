@@ -7,10 +7,11 @@ use std::collections::{HashMap, HashSet};
 use std::mem::offset_of;
 use std::sync::Mutex;
 
-use crate::buffers::Buffer;
-use crate::channel::Chunk;
-use crate::sys::ffi::{self, CUpti_ActivityKind as K};
-use crate::wire;
+use xpuprof_agent_kit::buffers::Buffer;
+use xpuprof_agent_kit::channel::Chunk;
+use xpuprof_agent_kit::wire;
+
+use crate::sys::ffi::{self, CUpti_ActivityKind as K, DOMAIN_DRIVER, DOMAIN_RUNTIME};
 
 /// Offsets of `const char*` fields per activity kind. These fields sit in the part of each
 /// record that later CUPTI versions keep unchanged (new fields are appended), so the offsets of
@@ -73,11 +74,8 @@ impl Framer {
                     }
                 }
                 if kind == K::CUPTI_ACTIVITY_KIND_RUNTIME || kind == K::CUPTI_ACTIVITY_KIND_DRIVER {
-                    let domain = if kind == K::CUPTI_ACTIVITY_KIND_RUNTIME {
-                        wire::DOMAIN_RUNTIME
-                    } else {
-                        wire::DOMAIN_DRIVER
-                    };
+                    let domain =
+                        if kind == K::CUPTI_ACTIVITY_KIND_RUNTIME { DOMAIN_RUNTIME } else { DOMAIN_DRIVER };
                     let cbid = read_u32(rec, 4);
                     if self.api_names.insert((domain as u32, cbid)) {
                         let name = agent.lib.callback_name(domain as u32, cbid).unwrap_or_default();
@@ -104,7 +102,7 @@ impl Framer {
             agent.channel.push(Chunk::Bytes(out));
         }
         let mut head = Vec::with_capacity(16 + sizes.len() * 2);
-        let at = wire::begin_message(&mut head, wire::MSG_ACTIVITY);
+        let at = wire::begin_message(&mut head, wire::MSG_RECORDS);
         head.extend_from_slice(&(sizes.len() as u32).to_le_bytes());
         head.extend_from_slice(&0u32.to_le_bytes());
         for s in &sizes {
@@ -116,7 +114,7 @@ impl Framer {
         // The length covers the records that follow the header in the stream.
         let len = (head.len() - at - 4 + valid) as u32;
         head[at..at + 4].copy_from_slice(&len.to_le_bytes());
-        agent.channel.push(Chunk::Activity(head, buf));
+        agent.channel.push(Chunk::Records(head, buf));
     }
 }
 

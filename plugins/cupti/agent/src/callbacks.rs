@@ -4,10 +4,12 @@
 use std::os::raw::c_void;
 use std::sync::atomic::Ordering;
 
-use crate::buffers::Buffer;
-use crate::channel::Chunk;
-use crate::sys::ffi;
-use crate::{activity, agent, unwind, wire, Agent};
+use xpuprof_agent_kit::buffers::Buffer;
+use xpuprof_agent_kit::channel::Chunk;
+use xpuprof_agent_kit::{stack, trampoline, wire};
+
+use crate::sys::ffi::{self, DOMAIN_DRIVER, DOMAIN_RUNTIME};
+use crate::{activity, agent, Agent};
 
 /// Queues every thread's pending launch sites (and a fresh module map first when a stack used
 /// an address outside the known modules).
@@ -35,7 +37,7 @@ pub(crate) unsafe extern "C" fn buffer_requested(
     size: *mut usize,
     max_records: *mut usize,
 ) {
-    let (p, n) = agent().map(|a| a.pool.get()).unwrap_or((std::ptr::null_mut(), 0));
+    let (p, n) = agent().map(|a| a.channel.pool().get()).unwrap_or((std::ptr::null_mut(), 0));
     // SAFETY: CUPTI passes valid pointers to write the buffer, its size and the record limit.
     unsafe {
         *buffer = p;
@@ -66,7 +68,7 @@ pub(crate) unsafe extern "C" fn buffer_completed(
                 f.get_or_insert_with(Default::default).frame(a, owned);
             }
         } else {
-            a.pool.put(owned);
+            a.channel.pool().put(owned);
         }
         if let Ok(n) = a.lib.dropped(ctx, stream) {
             if n > 0 {
@@ -87,20 +89,20 @@ pub(crate) unsafe extern "C" fn buffer_completed(
 /// # Safety
 /// Called by CUPTI; for the runtime and driver domains `data` points to a `CUpti_CallbackData`.
 pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
-    let (fp, sp) = unwind::registers();
+    let regs = stack::registers();
     let Some(a) = agent() else { return };
     if a.config.callback_noop {
         return;
     }
-    if data.is_null() || (domain != wire::DOMAIN_RUNTIME as u32 && domain != wire::DOMAIN_DRIVER as u32) {
+    if data.is_null() || (domain != DOMAIN_RUNTIME as u32 && domain != DOMAIN_DRIVER as u32) {
         return;
     }
     // SAFETY: for API domains CUPTI passes a valid CUpti_CallbackData for the call's duration.
     let d = unsafe { &*(data as *const ffi::CUpti_CallbackData) };
     if d.callbackSite == ffi::CUpti_ApiCallbackSite::CUPTI_API_ENTER {
-        let outer = a.launches.enter(&a.sites(), domain as u8, cbid, d.correlationId, fp, sp);
+        let outer = a.launches.enter(&a.sites(), domain as u8, cbid, d.correlationId, regs.fp, regs.sp);
         if outer && a.config.trampoline() {
-            unwind::call_trampoline(fp, xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);
+            trampoline::call(regs.fp, xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);
         }
     } else {
         let result = if d.functionReturnValue.is_null() {

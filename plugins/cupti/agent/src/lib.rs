@@ -15,35 +15,32 @@
 //! CUPTI timestamps are switched to `CLOCK_MONOTONIC` with the timestamp callback. Everything is
 //! flushed at exit and on SIGINT/SIGTERM. If the host cannot be reached the agent turns itself
 //! off with one line on stderr; the program runs unharmed.
+//!
+//! Everything that is not CUPTI (the wire protocol, the channel to the host, the launch-site
+//! registry and stack walk, TSC timestamps, the trampoline, exit flush, library discovery) comes
+//! from `xpuprof-agent-kit`; this crate is the CUPTI glue.
 
 pub mod activity;
-pub mod buffers;
 mod callbacks;
-pub mod channel;
 pub mod config;
-mod exit;
-pub mod launches;
+mod finish;
 pub mod loader;
-pub mod maps;
-pub mod stamp;
 mod start;
 pub mod sys;
-pub mod unwind;
-#[path = "../../src/wire.rs"]
-pub mod wire;
 
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 
-use buffers::Pool;
-use channel::Channel;
 use config::Config;
 use sys::Lib;
+use xpuprof_agent_kit::channel::Channel;
+use xpuprof_agent_kit::{launches, modules, timestamps};
 
 pub(crate) use callbacks::drain_launches;
 
-xpuprof_sdk::define_agent_launch_trampoline!();
+/// The agent's name in messages.
+pub(crate) const NAME: &str = "cupti agent";
 
 /// The running agent.
 #[derive(Debug)]
@@ -52,16 +49,14 @@ pub struct Agent {
     pub config: Config,
     /// libcupti.
     pub lib: Lib,
-    /// Output queue.
+    /// Output queue (it also owns the activity buffers).
     pub channel: Arc<Channel>,
-    /// Activity buffers.
-    pub pool: Pool,
     /// Launch buffers.
     pub launches: launches::Registry,
     /// Module ranges known to the host.
-    pub known: maps::Known,
+    pub known: modules::Known,
     /// Converts launch-entry timestamps to the session clock.
-    pub clock: stamp::Clock,
+    pub clock: timestamps::Clock,
     /// Records CUPTI reported dropped.
     pub dropped: AtomicU64,
     /// Launch entries are recorded (agent stacks, or API calls from callbacks).
@@ -89,7 +84,7 @@ pub(crate) static AGENT: OnceLock<Option<Agent>> = OnceLock::new();
 
 /// One line on stderr, prefixed so the user knows who speaks.
 pub(crate) fn say(msg: &str) {
-    eprintln!("xpuprof cupti agent (pid {}): {msg}", std::process::id());
+    xpuprof_agent_kit::say(NAME, msg);
 }
 
 fn agent() -> Option<&'static Agent> {
@@ -136,7 +131,11 @@ fn ensure_started() {
             None
         }
     });
-    if let Some(a) = agent() {
-        exit::install(a);
+    if agent().is_some() {
+        xpuprof_agent_kit::exit::install(|| {
+            if let Some(a) = agent() {
+                finish::finish(a);
+            }
+        });
     }
 }

@@ -2,17 +2,17 @@
 //! record kinds and the launch callbacks. Every failure is one message, sent to the host when it
 //! is reachable (which shows it) and otherwise printed once on stderr.
 
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::buffers::Pool;
+use xpuprof_agent_kit::channel::{Channel, Chunk, Outputs};
+use xpuprof_agent_kit::{launches, modules, timestamps, wire};
+
 use crate::callbacks::{buffer_completed, buffer_requested, monotonic_ns, on_api};
-use crate::channel::{Channel, Chunk, Outputs};
 use crate::config::{self, ApiMode, Config};
-use crate::sys::ffi::{self, CUpti_ActivityKind as K};
+use crate::sys::ffi::{self, CUpti_ActivityKind as K, DOMAIN_DRIVER, DOMAIN_RUNTIME};
 use crate::sys::{self, Lib};
-use crate::{activity, drain_launches, launches, loader, maps, wire, Agent, AGENT};
+use crate::{activity, drain_launches, loader, Agent, AGENT, NAME};
 
 /// Oldest CUPTI API version the decoder knows (CUDA 12.0).
 const MIN_CUPTI_VERSION: u32 = 19;
@@ -21,52 +21,27 @@ const MIN_CUPTI_VERSION: u32 = 19;
 pub(crate) static REPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn connect(config: &Config) -> Result<Outputs, String> {
-    let socket = match &config.socket {
-        Some(p) => Some(UnixStream::connect(p).map_err(|e| {
-            format!("cannot reach the xpuprof host at {p} ({e}); tracing is off for this process, which runs unharmed")
-        })?),
-        None => None,
-    };
-    let dump = match &config.dump_dir {
-        Some(d) => {
-            let path = std::path::Path::new(d).join(format!("cupti-{}.bin", std::process::id()));
-            Some(
-                std::fs::File::create(&path)
-                    .map_err(|e| format!("failed to create dump file {}: {e}", path.display()))?,
-            )
-        }
-        None => None,
-    };
-    if socket.is_none() && dump.is_none() {
+    if config.socket.is_none() && config.dump_dir.is_none() {
         return Err("XPUPROF_CUPTI_SOCKET is not set (run the program under `xpuprof --source cupti`); tracing is off".into());
     }
-    Ok(Outputs { socket, dump })
+    Outputs::connect(config.socket.as_deref(), config.dump_dir.as_deref(), "cupti")
 }
 
 fn load_cupti() -> Result<Lib, String> {
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-    let mut errors = Vec::new();
-    for path in loader::candidates(&maps) {
-        let p = path.display().to_string();
+    loader::CUPTI.load(|p| {
         // SAFETY: the candidates are libcupti files found in CUDA install locations.
-        match unsafe { Lib::load(&p) } {
-            Ok(lib) if lib.api.cuptiActivityEnable.is_ok() => return Ok(lib),
-            Ok(_) => errors.push(format!("{p} is not a CUPTI library")),
-            Err(e) => errors.push(e),
+        match unsafe { Lib::load(p) } {
+            Ok(lib) if lib.api.cuptiActivityEnable.is_ok() => Ok(lib),
+            Ok(_) => Err(format!("{p} is not a CUPTI library")),
+            Err(e) => Err(e),
         }
-    }
-    let dirs: Vec<String> = loader::searched_dirs(&maps).iter().map(|d| d.display().to_string()).collect();
-    Err(format!(
-        "libcupti not found (looked in {}{}); install CUPTI for this CUDA version (pip install nvidia-cuda-cupti, or the toolkit's extras/CUPTI) or set XPUPROF_CUPTI_LIB",
-        dirs.join(", "),
-        if errors.is_empty() { String::new() } else { format!("; {}", errors.join("; ")) }
-    ))
+    })
 }
 
 pub(crate) fn start() -> Result<Option<Agent>, String> {
     let config = Config::from_env().map_err(|e| format!("bad XPUPROF_CUPTI_OPTS: {e}"))?;
     let outputs = connect(&config)?;
-    let channel = Arc::new(Channel::default());
+    let channel = Arc::new(Channel::new(NAME, config.buffer_bytes));
     let mut hello_flags = 0;
     let lib = match load_cupti() {
         Ok(l) => l,
@@ -103,17 +78,17 @@ pub(crate) fn start() -> Result<Option<Agent>, String> {
     let record_entries = hello_flags & (wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS) != 0;
     let lib_path = lib.path.clone();
     let tsc = config.tsc;
+    let me = sys::own_path().unwrap_or_default();
     let a = Agent {
-        pool: Pool::new(config.buffer_bytes),
         config,
         lib,
         channel: channel.clone(),
         launches: launches::Registry::default(),
-        known: maps::Known::default(),
-        clock: crate::stamp::Clock::new(tsc),
+        known: modules::Known::default(),
+        clock: timestamps::Clock::new(tsc),
         dropped: AtomicU64::new(0),
         record_entries,
-        own_code: own_code(&lib_path),
+        own_code: modules::ranges_of(&[&lib_path, &me]),
         sender: std::sync::Mutex::new(None),
     };
     let mut first = hello(version, hello_flags);
@@ -138,32 +113,9 @@ pub(crate) fn start() -> Result<Option<Agent>, String> {
     Ok(Some(a))
 }
 
-/// Executable ranges of libcupti (as loaded from `cupti_path`) and of this agent.
-fn own_code(cupti_path: &str) -> Vec<(u64, u64)> {
-    let cupti = std::fs::canonicalize(cupti_path).ok();
-    let me = std::fs::canonicalize(sys::own_path().unwrap_or_default()).ok();
-    let text = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-    maps::parse(&text)
-        .into_iter()
-        .filter(|m| {
-            let p = std::fs::canonicalize(&m.path).ok();
-            p.is_some() && (p == cupti || p == me)
-        })
-        .map(|m| (m.start, m.end))
-        .collect()
-}
-
 fn hello(version: u32, flags: u32) -> Vec<u8> {
     let mut b = Vec::new();
-    let at = wire::begin_message(&mut b, wire::MSG_HELLO);
-    b.extend_from_slice(&std::process::id().to_le_bytes());
-    b.extend_from_slice(&version.to_le_bytes());
-    b.extend_from_slice(&wire::PROTOCOL.to_le_bytes());
-    b.extend_from_slice(&flags.to_le_bytes());
-    let cmd = std::fs::read("/proc/self/cmdline").unwrap_or_default();
-    let cmd: Vec<u8> = cmd.iter().map(|&c| if c == 0 { b' ' } else { c }).collect();
-    b.extend_from_slice(cmd.trim_ascii_end());
-    wire::end_message(&mut b, at);
+    wire::Hello::new(version, flags).encode(&mut b);
     b
 }
 
@@ -178,16 +130,16 @@ fn send_error_now(outputs: Outputs, msg: &str) {
     if outputs.socket.is_some() {
         REPORTED.store(true, Ordering::Relaxed);
     }
-    let ch = Channel::default();
+    let ch = Channel::new(NAME, 64 * 1024);
     let mut m = hello(0, 0);
     put_error(&mut m, msg);
     ch.push(Chunk::Bytes(m));
     ch.close();
-    ch.run(outputs, &Pool::new(64 * 1024), || {});
+    ch.run(outputs, || {});
 }
 
 fn run_sender_inline(a: &Agent, outputs: Outputs) {
-    a.channel.run(outputs, &a.pool, || {});
+    a.channel.run(outputs, || {});
 }
 
 fn spawn_sender(channel: Arc<Channel>, outputs: Outputs) -> std::thread::JoinHandle<()> {
@@ -195,7 +147,7 @@ fn spawn_sender(channel: Arc<Channel>, outputs: Outputs) -> std::thread::JoinHan
         .name("xpuprof-cupti".into())
         .spawn(move || {
             let Some(a) = agent_wait() else { return };
-            channel.run(outputs, &a.pool, || drain_launches(a));
+            channel.run(outputs, || drain_launches(a));
         })
         .expect("failed to spawn the xpuprof sender thread")
 }
@@ -273,10 +225,10 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
     let mut nnames = 0u32;
     let runtime_cb = c.runtime_callbacks;
     for (domain, size) in [
-        (wire::DOMAIN_RUNTIME, ffi::CUpti_runtime_api_trace_cbid_enum::CUPTI_RUNTIME_TRACE_CBID_SIZE),
-        (wire::DOMAIN_DRIVER, ffi::CUpti_driver_api_trace_cbid_enum::CUPTI_DRIVER_TRACE_CBID_SIZE),
+        (DOMAIN_RUNTIME, ffi::CUpti_runtime_api_trace_cbid_enum::CUPTI_RUNTIME_TRACE_CBID_SIZE),
+        (DOMAIN_DRIVER, ffi::CUpti_driver_api_trace_cbid_enum::CUPTI_DRIVER_TRACE_CBID_SIZE),
     ] {
-        if domain == wire::DOMAIN_RUNTIME && !runtime_cb {
+        if domain == DOMAIN_RUNTIME && !runtime_cb {
             continue;
         }
         for cbid in 1..size {

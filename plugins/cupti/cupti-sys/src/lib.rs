@@ -15,3 +15,8 @@ include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 
 /// The directory of the headers these bindings were generated from.
 pub const INCLUDE_DIR: &str = include_str!(concat!(env!("OUT_DIR"), "/include_dir.txt"));
+
+/// The runtime-API callback domain as the one byte the agent's launch entries carry.
+pub const DOMAIN_RUNTIME: u8 = CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API as u8;
+/// The driver-API callback domain as the one byte the agent's launch entries carry.
+pub const DOMAIN_DRIVER: u8 = CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API as u8;

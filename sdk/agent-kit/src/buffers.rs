@@ -1,5 +1,5 @@
-//! CUPTI activity buffers: allocated for CUPTI, handed to the sender thread when complete,
-//! and reused.
+//! Record buffers: allocated for the vendor library (CUPTI's activity buffers), handed to the
+//! sender thread when complete, and reused.
 
 use std::alloc::Layout;
 use std::sync::Mutex;
@@ -12,12 +12,12 @@ pub struct Buffer {
     valid: usize,
 }
 
-// SAFETY: the buffer is plain memory owned by exactly one holder at a time (CUPTI while it fills
-// it, then the completion callback, then the sender thread).
+// SAFETY: the buffer is plain memory owned by exactly one holder at a time (the vendor library
+// while it fills it, then the completion callback, then the sender thread).
 unsafe impl Send for Buffer {}
 
 impl Buffer {
-    /// Takes back a buffer CUPTI completed.
+    /// Takes back a buffer the vendor library completed.
     ///
     /// # Safety
     /// `ptr` must come from [`Pool::get`] with capacity `cap`, and `valid <= cap`.
@@ -25,14 +25,14 @@ impl Buffer {
         Self { ptr, cap, valid: valid.min(cap) }
     }
 
-    /// The buffer's address (for CUPTI's record iterator).
+    /// The buffer's address (for the vendor's record iterator).
     pub fn as_mut_ptr(&self) -> *mut u8 {
         self.ptr
     }
 
-    /// The records CUPTI wrote.
+    /// The records the vendor library wrote.
     pub fn valid_bytes(&self) -> &[u8] {
-        // SAFETY: `ptr` holds `cap >= valid` bytes, the first `valid` written by CUPTI.
+        // SAFETY: `ptr` holds `cap >= valid` bytes, the first `valid` written by the vendor library.
         unsafe { std::slice::from_raw_parts(self.ptr, self.valid) }
     }
 }
@@ -54,7 +54,7 @@ impl Pool {
         Layout::from_size_align(self.size, 8).expect("buffer size is valid")
     }
 
-    /// A buffer for CUPTI: pointer and size (null when out of memory).
+    /// A buffer for the vendor library: pointer and size (null when out of memory).
     pub fn get(&self) -> (*mut u8, usize) {
         if let Some(p) = self.free.lock().ok().and_then(|mut f| f.pop()) {
             return (p as *mut u8, self.size);

@@ -1,11 +1,12 @@
-//! Launch sites, recorded on application threads at the entry of launch-class APIs.
+//! Launch sites, recorded on application threads at the entry of launch-class APIs (the agent's
+//! API-entry callback calls [`Registry::enter`], its API-exit callback [`Registry::exit`]).
 //!
 //! Per launch the calling thread reads the clock, walks its stack into a fixed array, hashes
 //! it, and writes a 40-byte entry (plus the stack itself the first time this thread sees it)
 //! into a thread-local scratch buffer; no lock and no shared cache line is touched at entry. At
 //! the outermost call's exit it fills in the exit time and result and moves the scratch into the
 //! thread's shared buffer under that buffer's lock, once per launch. Shared buffers are drained
-//! by the buffer-completion thread right before it queues activity records, so a launch site
+//! by the buffer-completion thread right before it queues device records, so a launch site
 //! reaches the host before the device work it caused (except when a buffer completes while the
 //! launch call is still returning; the host waits up to 2 s for a late launch site), and by the
 //! sender thread every 100 ms.
@@ -16,7 +17,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::{stamp, unwind, wire};
+use crate::stack::{self, Bounds, Registers};
+use crate::timestamps as stamp;
+use crate::wire;
 
 /// Stacks are already hashed: use the hash as is.
 #[derive(Default)]
@@ -50,8 +53,7 @@ struct Shared {
 struct Local {
     shared: Arc<Mutex<Shared>>,
     seen: StackSet,
-    lo: usize,
-    hi: usize,
+    bounds: Bounds,
     /// Launch-class calls active on this thread (an inner driver call inside a runtime call).
     depth: u32,
     last_stack: u64,
@@ -94,7 +96,7 @@ pub struct Sites<'a> {
     /// Code of the profiler itself: leading frames inside it are left out.
     pub own_code: &'a [(u64, u64)],
     /// Module ranges known to the host.
-    pub known: &'a crate::maps::Known,
+    pub known: &'a crate::modules::Known,
 }
 
 impl Registry {
@@ -110,12 +112,10 @@ impl Registry {
         if let Ok(mut t) = self.threads.lock() {
             t.push(shared.clone());
         }
-        let (lo, hi) = unwind::thread_stack_bounds();
         Local {
             shared,
             seen: StackSet::default(),
-            lo,
-            hi,
+            bounds: stack::thread_bounds(),
             depth: 0,
             last_stack: 0,
             outer_id: 0,
@@ -152,31 +152,31 @@ impl Registry {
                 // launch site already stands for it.
                 return false;
             }
-            let mut stack = if nested { l.last_stack } else { 0 };
+            let mut key = if nested { l.last_stack } else { 0 };
             if !nested && sites.stacks {
                 let frames = &mut l.frames[..sites.max_depth.min(MAX_FRAMES)];
-                let n = unwind::walk(fp, l.lo.max(sp), l.hi, frames);
+                let n = stack::walk(Registers { fp, sp }, l.bounds, frames);
                 let skip = frames[..n]
                     .iter()
                     .take_while(|&&a| sites.own_code.iter().any(|&(s, e)| a >= s && a < e))
                     .count();
                 let frames = &frames[skip..n];
-                stack = unwind::hash(frames);
+                key = stack::hash(frames);
                 if l.seen.len() > 1 << 16 {
                     l.seen.clear();
                 }
-                if l.seen.insert(stack) {
+                if l.seen.insert(key) {
                     sites.known.check(frames);
-                    put_stack(&mut l.scratch, stack, frames);
+                    put_stack(&mut l.scratch, key, frames);
                     l.stacks += 1;
                 }
-                l.last_stack = stack;
+                l.last_stack = key;
             }
             if !nested {
                 l.outer_id = correlation;
                 l.outer_at = l.scratch.len();
             }
-            put_launch(&mut l.scratch, domain, cbid, correlation, time, stack, nested);
+            put_launch(&mut l.scratch, domain, cbid, correlation, time, key, nested);
             l.launches += 1;
             !nested
         })

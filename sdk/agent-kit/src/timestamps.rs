@@ -1,6 +1,6 @@
 //! Launch-site timestamps: cheap on the application thread, exact in the session clock.
 //!
-//! Every launch takes two timestamps (API entry and exit) inside CUPTI's callbacks; with
+//! Every launch takes two timestamps (API entry and exit) inside the vendor's API callbacks; with
 //! `clock_gettime` they are half of the agent's own per-launch work (about 25 ns each in these
 //! VMs). Where the kernel itself keeps `CLOCK_MONOTONIC` on the TSC (clocksource `tsc`, with an
 //! invariant TSC), the application thread reads the TSC instead (about 9 ns), and the drainer

@@ -1,22 +1,24 @@
-//! The agent's own work per launch, on the application thread: the launch-site path that runs
-//! inside CUPTI's API enter and exit callbacks (clock reads, stack walk, hash, dedup, entry
-//! write, publish under the thread buffer's lock), without CUPTI. The stack is a synthetic
-//! frame-pointer chain of 16 frames on this thread's stack, the depth of a launch from a small
-//! program through libcudart and libcuda. The buffers are drained every 1024 launches, as the
-//! agent's other threads do; the drains are not timed. Timestamps with `clock_gettime`, then from the TSC (where this
-//! machine allows it; the last variant then measures the same as the first).
+//! An agent's own work per launch, on the application thread: the launch-site path that runs
+//! inside the vendor's API enter and exit callbacks (CUPTI's, for the CUPTI agent): clock reads,
+//! stack walk, hash, dedup, entry write, publish under the thread buffer's lock, without the
+//! vendor library. The stack is a synthetic frame-pointer chain of 16 frames on this thread's
+//! stack, the depth of a launch from a small program through libcudart and libcuda. The buffers
+//! are drained every 1024 launches, as the agent's other threads do; the drains are not timed.
+//! Timestamps with `clock_gettime`, then from the TSC (where this machine allows it; the last
+//! variant then measures the same as the first).
 //!
-//! `cargo bench -p xpuprof-cupti-agent --bench launch_site`
+//! `cargo bench -p xpuprof-agent-kit --bench launch_site`
 
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use xpuprof_cupti_agent::launches::{Registry, Sites};
-use xpuprof_cupti_agent::maps::Known;
-use xpuprof_cupti_agent::stamp::Clock;
-use xpuprof_cupti_agent::wire;
+use xpuprof_agent_kit::launches::{Registry, Sites};
+use xpuprof_agent_kit::modules::Known;
+use xpuprof_agent_kit::timestamps::Clock;
 
 const FRAMES: usize = 16;
+/// CUPTI's driver-API callback domain, as the CUPTI agent records it.
+const DOMAIN_DRIVER: u8 = 1;
 
 /// Runs `n` launches (enter + exit) with the stack walk starting in `chain`; times the
 /// application thread's part only (the drains, done by the agent's other threads, are not timed).
@@ -36,7 +38,7 @@ fn launches(
         let chunk = (n - done).min(1024);
         let t = Instant::now();
         for i in done..done + chunk {
-            reg.enter(sites, wire::DOMAIN_DRIVER, 307, first_id.wrapping_add(i as u32), fp, fp);
+            reg.enter(sites, DOMAIN_DRIVER, 307, first_id.wrapping_add(i as u32), fp, fp);
             reg.exit(0);
         }
         total += t.elapsed();

@@ -1,71 +1,35 @@
-//! Flushing at the end: `atexit`, and SIGINT/SIGTERM (the handler only wakes a watcher thread,
-//! which flushes and then lets the signal take its course).
+//! Flushing at the end: `atexit`, and SIGINT/SIGTERM (the handler only writes one byte to a
+//! pipe; a watcher thread then runs the agent's flush and lets the signal take its course: the
+//! program's own handler is chained, the default action re-raised).
 
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Once;
-use std::time::Duration;
-
-use crate::channel::Chunk;
-use crate::{wire, Agent};
+use std::sync::{Once, OnceLock};
 
 static INSTALL: Once = Once::new();
-static FINISH: Once = Once::new();
+static FINISH: OnceLock<fn()> = OnceLock::new();
 static PIPE_W: AtomicI32 = AtomicI32::new(-1);
 static mut OLD: [Option<libc::sigaction>; 2] = [None, None];
 const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
 
-/// Installs the exit hooks (once).
-pub fn install(_a: &'static Agent) {
+/// Runs `finish` at `exit` and on SIGINT/SIGTERM (installed once per process; later calls are
+/// ignored). `finish` must be idempotent: it may run at a signal and again at exit.
+pub fn install(finish: fn()) {
     INSTALL.call_once(|| {
+        let _ = FINISH.set(finish);
         // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
         unsafe { libc::atexit(at_exit) };
         install_signals();
     });
 }
 
-extern "C" fn at_exit() {
-    if let Some(a) = crate::agent() {
-        finish(a);
+fn run_finish() {
+    if let Some(f) = FINISH.get() {
+        let _ = std::panic::catch_unwind(f);
     }
 }
 
-/// Flushes CUPTI and the launch buffers, sends the totals and waits for the sender (once).
-pub fn finish(a: &Agent) {
-    FINISH.call_once(|| {
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let _ = a.lib.flush_all(crate::sys::ffi::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-            crate::drain_launches(a);
-            let mut m = Vec::new();
-            if let Ok(n) = a.lib.dropped(std::ptr::null_mut(), 0) {
-                if n > 0 {
-                    let at = wire::begin_message(&mut m, wire::MSG_DROPPED);
-                    m.extend_from_slice(&(n as u64).to_le_bytes());
-                    m.extend_from_slice(&xpuprof_sdk::clock::now_ns().to_le_bytes());
-                    wire::end_message(&mut m, at);
-                }
-            }
-            let (launches, stacks) = a.launches.totals();
-            let at = wire::begin_message(&mut m, wire::MSG_BYE);
-            m.extend_from_slice(&launches.to_le_bytes());
-            m.extend_from_slice(&stacks.to_le_bytes());
-            wire::end_message(&mut m, at);
-            a.channel.push(Chunk::Bytes(m));
-            a.channel.close();
-            a.channel.wait_idle(Duration::from_secs(10));
-            if let Ok(mut s) = a.sender.lock() {
-                if let Some(h) = s.take() {
-                    let _ = h.join();
-                }
-            }
-            if a.config.verbose {
-                crate::say(&format!(
-                    "{launches} launch sites, {stacks} distinct stacks, {} bytes sent, {} records dropped by CUPTI",
-                    a.channel.written.load(Ordering::Relaxed),
-                    a.dropped.load(Ordering::Relaxed)
-                ));
-            }
-        }));
-    });
+extern "C" fn at_exit() {
+    run_finish();
 }
 
 extern "C" fn on_signal(sig: libc::c_int) {
@@ -116,7 +80,7 @@ fn install_signals() {
         // SAFETY: installing a valid handler.
         unsafe { libc::sigaction(sig, &act, std::ptr::null_mut()) };
     }
-    let _ = std::thread::Builder::new().name("xpuprof-cupti-sig".into()).spawn(move || {
+    let _ = std::thread::Builder::new().name("xpuprof-agent-sig".into()).spawn(move || {
         let mut b = 0u8;
         // SAFETY: reading one byte into a local from our own pipe.
         let n = unsafe { libc::read(rfd, (&mut b as *mut u8).cast(), 1) };
@@ -124,9 +88,7 @@ fn install_signals() {
             return;
         }
         let sig = b as libc::c_int;
-        if let Some(a) = crate::agent() {
-            finish(a);
-        }
+        run_finish();
         let i = SIGNALS.iter().position(|&s| s == sig).unwrap_or(0);
         // SAFETY: read-only access after installation.
         let old = unsafe { (*std::ptr::addr_of!(OLD))[i] };

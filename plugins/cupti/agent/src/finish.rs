@@ -1,0 +1,54 @@
+//! The agent's last words, run once at exit or on SIGINT/SIGTERM (hooked by the kit's
+//! [`exit`](xpuprof_agent_kit::exit)): flush CUPTI and the launch buffers, send the totals and
+//! the channel's losses, and wait for the sender.
+
+use std::sync::atomic::Ordering;
+use std::sync::Once;
+use std::time::Duration;
+
+use xpuprof_agent_kit::channel::Chunk;
+use xpuprof_agent_kit::wire;
+
+use crate::Agent;
+
+static FINISH: Once = Once::new();
+
+/// Flushes CUPTI and the launch buffers, sends the totals and waits for the sender (once).
+pub fn finish(a: &Agent) {
+    FINISH.call_once(|| {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = a.lib.flush_all(crate::sys::ffi::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+            crate::drain_launches(a);
+            let mut m = Vec::new();
+            if let Ok(n) = a.lib.dropped(std::ptr::null_mut(), 0) {
+                if n > 0 {
+                    let at = wire::begin_message(&mut m, wire::MSG_DROPPED);
+                    m.extend_from_slice(&(n as u64).to_le_bytes());
+                    m.extend_from_slice(&xpuprof_sdk::clock::now_ns().to_le_bytes());
+                    wire::end_message(&mut m, at);
+                }
+            }
+            a.channel.put_lost(&mut m);
+            let (launches, stacks) = a.launches.totals();
+            let at = wire::begin_message(&mut m, wire::MSG_BYE);
+            m.extend_from_slice(&launches.to_le_bytes());
+            m.extend_from_slice(&stacks.to_le_bytes());
+            wire::end_message(&mut m, at);
+            a.channel.push(Chunk::Bytes(m));
+            a.channel.close();
+            a.channel.wait_idle(Duration::from_secs(10));
+            if let Ok(mut s) = a.sender.lock() {
+                if let Some(h) = s.take() {
+                    let _ = h.join();
+                }
+            }
+            if a.config.verbose {
+                crate::say(&format!(
+                    "{launches} launch sites, {stacks} distinct stacks, {} bytes sent, {} records dropped by CUPTI",
+                    a.channel.written.load(Ordering::Relaxed),
+                    a.dropped.load(Ordering::Relaxed)
+                ));
+            }
+        }));
+    });
+}

@@ -1,0 +1,162 @@
+//! # xpuprof-wire: the stream from an in-target agent to its host plugin
+//!
+//! One crate, used by both ends: the agents (through `xpuprof-agent-kit`) write it, the host
+//! plugins' decoders read it, so the two always agree on the bytes. It is also the format of the
+//! agents' dump files and of the committed fixtures. No dependencies besides `thiserror`.
+//!
+//! A stream is a sequence of messages: `len: u32 LE` (bytes after this field), `type: u8`,
+//! three zero bytes, then the payload. All integers are little-endian. Unknown message types are
+//! skipped by `len`. The first message is always [`MSG_HELLO`], whose third field is the
+//! [`PROTOCOL`] version: a host refuses a stream of another version ([`Hello::check`]) instead of
+//! decoding it wrongly. Payloads:
+//!
+//! - [`MSG_HELLO`]: `pid u32, runtime_version u32, protocol u32, flags u32` (see `FLAG_*`), then
+//!   the command line as UTF-8 ([`Hello`]). `runtime_version` is the vendor tracing library's
+//!   own version (CUPTI's API version for the CUPTI agent); 0 in a hello that only precedes an
+//!   [`MSG_ERROR`].
+//! - [`MSG_MODULES`]: `count u32`, then per mapping `start u64, end u64, file_offset u64,
+//!   path_len u32, path bytes` (executable mappings of the process, from `/proc/self/maps`).
+//! - [`MSG_LAUNCHES`]: `tid u32, pad u32`, then entries: a stack definition
+//!   `ENTRY_STACK u8, frames u8, pad u16, pad u32, hash u64, frames × u64 return address`
+//!   or a launch `ENTRY_LAUNCH u8, domain u8, flags u16, api_id u32, correlation u32, result u32,
+//!   entry time u64, stack hash u64 (0: none), exit time u64 (0: still running at the drain)`.
+//! - [`MSG_RECORDS`]: `count u32, pad u32`, `count × u16` record sizes, zero padding to 8 bytes,
+//!   then the vendor library's records exactly as it wrote them, back to back.
+//! - [`MSG_DROPPED`]: `count u64, time u64`: records the vendor library dropped (no buffer space).
+//! - [`MSG_CLOCK`]: `vendor u64, monotonic u64`: a paired reading of the vendor library's clock
+//!   and the session clock, when device timestamps are not in the session clock.
+//! - [`MSG_LOST_LAUNCHES`]: `count u64`: launch records the agent dropped.
+//! - [`MSG_STRINGS`]: `count u32`, then per string `address u64, len u32, bytes`: the text behind
+//!   a `const char*` field of the records that follow (names point into the target's memory).
+//!   Always sent before the records that use it.
+//! - [`MSG_API_NAMES`]: `count u32`, then `domain u32, api_id u32, len u32, bytes`.
+//! - [`MSG_ERROR`]: UTF-8 text: why the agent could not trace this process.
+//! - [`MSG_LOST_BYTES`]: `chunks u64, bytes u64`: output the agent's channel dropped (the host
+//!   was gone or too slow).
+//! - [`MSG_BYE`]: `launches u64, stacks u64`: the agent flushed everything and is done.
+//!
+//! Message numbers never change meaning; new messages get new numbers, and a change to an
+//! existing payload raises [`PROTOCOL`].
+
+mod hello;
+pub mod maps;
+mod reader;
+
+pub use hello::{Hello, ProtocolError};
+pub use reader::Reader;
+
+/// Protocol version in [`MSG_HELLO`]. Raise it whenever an existing payload changes.
+pub const PROTOCOL: u32 = 1;
+
+/// Hello: who is talking.
+pub const MSG_HELLO: u8 = 1;
+/// Module map.
+pub const MSG_MODULES: u8 = 2;
+/// Launch sites and their stacks.
+pub const MSG_LAUNCHES: u8 = 3;
+/// Raw vendor records (CUPTI activity records for the CUPTI agent).
+pub const MSG_RECORDS: u8 = 4;
+/// The vendor library dropped records.
+pub const MSG_DROPPED: u8 = 5;
+/// Paired clock reading.
+pub const MSG_CLOCK: u8 = 6;
+/// Launch records the agent itself dropped.
+pub const MSG_LOST_LAUNCHES: u8 = 7;
+/// End of stream.
+pub const MSG_BYE: u8 = 8;
+/// Strings behind pointers in vendor records.
+pub const MSG_STRINGS: u8 = 9;
+/// Names of API ids.
+pub const MSG_API_NAMES: u8 = 10;
+/// The agent could not start tracing: UTF-8 text saying why.
+pub const MSG_ERROR: u8 = 11;
+/// Output the agent's channel dropped.
+pub const MSG_LOST_BYTES: u8 = 12;
+
+/// HELLO flag: device timestamps are already in the session clock (`CLOCK_MONOTONIC`).
+pub const FLAG_MONOTONIC_TIMESTAMPS: u32 = 1;
+/// HELLO flag: launch stacks are captured by the agent (launch entries become launch sites).
+pub const FLAG_AGENT_STACKS: u32 = 2;
+/// HELLO flag: launch entries also stand for the API calls, timed by the agent's entry/exit
+/// callbacks instead of vendor API records.
+pub const FLAG_API_FROM_CALLBACKS: u32 = 4;
+
+/// Launch entry tag.
+pub const ENTRY_LAUNCH: u8 = 2;
+/// Stack entry tag.
+pub const ENTRY_STACK: u8 = 1;
+/// Size of a launch entry.
+pub const LAUNCH_ENTRY_BYTES: usize = 40;
+/// Size of a stack entry's fixed part (the frames follow).
+pub const STACK_ENTRY_BYTES: usize = 16;
+/// Launch flag: an inner launch-class call made while another one was active on the thread.
+pub const LAUNCH_NESTED: u16 = 1;
+
+/// Size of the message header.
+pub const HEADER_BYTES: usize = 8;
+
+/// Starts a message of type `ty` in `out`; finish it with [`end_message`].
+pub fn begin_message(out: &mut Vec<u8>, ty: u8) -> usize {
+    let at = out.len();
+    out.extend_from_slice(&[0, 0, 0, 0, ty, 0, 0, 0]);
+    at
+}
+
+/// Writes the length of the message started at `at`.
+pub fn end_message(out: &mut [u8], at: usize) {
+    let len = (out.len() - at - 4) as u32;
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// Appends a whole message of type `ty` whose payload is `parts` concatenated.
+pub fn put_message(out: &mut Vec<u8>, ty: u8, parts: &[&[u8]]) {
+    let at = begin_message(out, ty);
+    for p in parts {
+        out.extend_from_slice(p);
+    }
+    end_message(out, at);
+}
+
+/// One message borrowed from a stream.
+#[derive(Debug, Clone, Copy)]
+pub struct Message<'a> {
+    /// Message type (`MSG_*`).
+    pub ty: u8,
+    /// Payload.
+    pub payload: &'a [u8],
+}
+
+/// Splits the complete messages off the front of `buf`; returns them and the bytes consumed.
+pub fn split_messages(buf: &[u8]) -> (Vec<Message<'_>>, usize) {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while buf.len() - at >= HEADER_BYTES {
+        let len = u32::from_le_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]) as usize;
+        if len < 4 || buf.len() - at - 4 < len {
+            break;
+        }
+        out.push(Message { ty: buf[at + 4], payload: &buf[at + HEADER_BYTES..at + 4 + len] });
+        at += 4 + len;
+    }
+    (out, at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_and_splits_messages() {
+        let mut b = Vec::new();
+        put_message(&mut b, MSG_BYE, &[&7u64.to_le_bytes(), &8u64.to_le_bytes()]);
+        let at = begin_message(&mut b, 200);
+        b.push(1);
+        end_message(&mut b, at);
+        b.extend_from_slice(&[20, 0, 0]); // a partial header stays for the next read
+        let (msgs, used) = split_messages(&b);
+        assert_eq!(used, b.len() - 3);
+        assert_eq!(msgs.len(), 2);
+        assert_eq!((msgs[0].ty, msgs[0].payload.len()), (MSG_BYE, 16));
+        assert_eq!((msgs[1].ty, msgs[1].payload), (200, &[1u8][..]));
+    }
+}
