@@ -36,8 +36,7 @@ fn sink_archive_replays_what_it_received() {
     assert_eq!(codec::decode_all(&got).unwrap(), records);
 }
 
-#[path = "../../../tests/support/host.rs"]
-mod host;
+use xpuprof_testkit::host;
 
 #[test]
 fn report_reproduces_live_outputs_byte_for_byte() {

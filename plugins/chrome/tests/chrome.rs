@@ -10,8 +10,7 @@ use xpuprof_plugin_chrome::{ChromeSink, TraceOptions};
 use xpuprof_sdk::model::Record;
 use xpuprof_sdk::{Logger, SessionInfo, Sink};
 
-#[path = "../../../tests/support/golden.rs"]
-mod golden;
+use xpuprof_testkit::golden;
 
 fn session_info(dir: &Path) -> SessionInfo {
     SessionInfo {
@@ -161,8 +160,7 @@ fn warns_once_the_file_passes_the_size_limit() {
     sink.finish().unwrap();
 }
 
-#[path = "../../../tests/support/host.rs"]
-mod host;
+use xpuprof_testkit::host;
 
 /// The session start is the real clock at record time: masked for the comparison.
 fn mask_start_time(text: &str) -> String {

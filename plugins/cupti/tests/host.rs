@@ -13,8 +13,7 @@ use std::process::Command;
 
 // The shared harness; this test uses only part of it.
 #[allow(dead_code)]
-#[path = "../../../tests/support/host.rs"]
-mod host;
+use xpuprof_testkit::host;
 
 const REPLAY: &str = r#"
 import os, socket, sys

@@ -6,11 +6,8 @@
 //! kernels green, copies blue, memsets purple; marker frames (`[unknown launch site]`,
 //! `[off-cpu]`) grey.
 
-/// The folded view, shared with the `folded` sink. It is compiled into this crate rather than
-/// linked from `xpuprof-plugin-folded`: both are plugin libraries exporting the same root-module
-/// symbol, so neither may link the other.
-#[path = "../../folded/src/fold/mod.rs"]
-pub mod fold;
+/// The folded view, shared with the `folded` sink through the `xpuprof-fold` library crate.
+pub use xpuprof_fold as fold;
 mod render;
 mod sink;
 

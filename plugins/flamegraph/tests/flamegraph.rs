@@ -7,8 +7,7 @@ use xpuprof_plugin_flamegraph::fold::{FoldedOptions, View};
 use xpuprof_plugin_flamegraph::{FlamegraphSink, RenderOptions};
 use xpuprof_sdk::{Logger, Sink};
 
-#[path = "../../../tests/support/golden.rs"]
-mod golden;
+use xpuprof_testkit::golden;
 
 fn run_view(records: &[xpuprof_sdk::model::Record], view: View) -> String {
     let dir = tempfile::tempdir().unwrap();
@@ -71,8 +70,7 @@ fn write_sample_svg_for_screenshot() {
     std::fs::write(Path::new(&dir).join("flamegraph.svg"), run(&sample::session())).unwrap();
 }
 
-#[path = "../../../tests/support/host.rs"]
-mod host;
+use xpuprof_testkit::host;
 
 #[test]
 fn scripted_session_through_the_host_matches_golden() {

@@ -6,9 +6,10 @@
 //! in microseconds; CPU samples are weighted by their period (or blocked time) in microseconds.
 //! The format and every option are described in `docs/formats.md`.
 //!
-//! The stack-building code lives in [`fold`], which the `flamegraph` sink compiles in too.
+//! The stack-building code lives in the `xpuprof-fold` crate ([`fold`]), which the `flamegraph`
+//! sink uses too.
 
-pub mod fold;
+pub use xpuprof_fold as fold;
 mod sink;
 
 pub use fold::{FoldedBuilder, FoldedOptions, KernelNames, View};

@@ -7,8 +7,7 @@ use xpuprof_archive::sample;
 use xpuprof_plugin_folded::{FoldedBuilder, FoldedOptions, FoldedSink, KernelNames, View};
 use xpuprof_sdk::{Logger, Sink};
 
-#[path = "../../../tests/support/golden.rs"]
-mod golden;
+use xpuprof_testkit::golden;
 
 fn render(opts: FoldedOptions, view: View) -> String {
     let mut b = FoldedBuilder::new(opts);
@@ -108,8 +107,7 @@ fn min_weight_drops_light_stacks() {
     assert!(text.contains("ampere_sgemm_128x64_nn 200\n"), "{text}");
 }
 
-#[path = "../../../tests/support/host.rs"]
-mod host;
+use xpuprof_testkit::host;
 
 #[test]
 fn scripted_session_through_the_host_matches_golden() {

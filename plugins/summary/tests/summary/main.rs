@@ -3,7 +3,6 @@
 
 mod bounded;
 mod e2e;
-#[path = "../../../../tests/support/golden.rs"]
-mod golden;
+use xpuprof_testkit::golden;
 mod session;
 mod sink;

@@ -1,6 +1,5 @@
 //! Runs the real `xpuprof` binary for the plugin crates' end-to-end tests (the sinks with the
-//! scripted source, the cupti source with a replayed agent stream); each includes this one file
-//! with `#[path]`.
+//! scripted source, the cupti source with a replayed agent stream).
 //!
 //! `cargo test` builds a plugin crate only as an rlib, so the helper first runs `cargo build`
 //! for the host, the scripted source, the sinks and the cupti plugin and agent (a no-op when

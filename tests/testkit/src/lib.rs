@@ -1,0 +1,10 @@
+//! # xpuprof-testkit: helpers for the crates' integration tests
+//!
+//! - [`golden`]: compare an output with `tests/golden/<name>` of the crate under test;
+//!   `XPUPROF_BLESS=1` rewrites the file.
+//! - [`host`]: build and run the real `xpuprof` binary with the plugins under test.
+//!
+//! A dev-dependency only (`xpuprof-testkit = { path = "../../tests/testkit" }`).
+
+pub mod golden;
+pub mod host;
