@@ -1,0 +1,284 @@
+//! Interned names, frames, mappings and callstacks: one iid per thing for the whole trace,
+//! emitted on each sequence the first time it is used there (see [`crate::sequence`]).
+//!
+//! Iids: event, annotation, function and mapping-path names are numbered in order of first
+//! use; a callstack's iid is its xpuprof stack id and a mapping's its module id (both already
+//! unique in the session); frames are numbered as stacks are first expanded. An xpuprof frame
+//! with inlined functions becomes one Perfetto frame per function, outermost first, so the
+//! flame graph shows the inlined calls.
+
+use std::collections::HashMap;
+
+use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::model::*;
+
+use crate::proto;
+use crate::sequence::{Kind, Sequence};
+
+/// Mapping iid of frames without a module.
+const NO_MODULE: u64 = 1 << 40;
+
+#[derive(Debug)]
+struct FrameInfo {
+    name: StrId,
+    inlined: Vec<StrId>,
+    module: ModuleId,
+    address: u64,
+    /// Its Perfetto frames, outermost first, once expanded.
+    expanded: Vec<u64>,
+}
+
+#[derive(Debug)]
+struct PFrame {
+    function: u64,
+    mapping: u64,
+    rel_pc: u64,
+}
+
+/// A table of texts numbered from 1.
+#[derive(Debug, Default)]
+struct Names {
+    ids: HashMap<Box<str>, u64>,
+    texts: Vec<Box<str>>,
+}
+
+impl Names {
+    fn iid(&mut self, text: &str) -> u64 {
+        if let Some(&i) = self.ids.get(text) {
+            return i;
+        }
+        self.texts.push(text.into());
+        let i = self.texts.len() as u64;
+        self.ids.insert(text.into(), i);
+        i
+    }
+
+    fn text(&self, iid: u64) -> &str {
+        &self.texts[iid as usize - 1]
+    }
+}
+
+/// Everything interned, and the definitions needed to render it.
+#[derive(Debug, Default)]
+pub struct Interner {
+    demangle: bool,
+    strings: IdMap<StrId, Box<str>>,
+    /// Event name iid of each string used as an event name.
+    by_str: IdMap<StrId, u64>,
+    event_names: Names,
+    annotation_names: Names,
+    functions: Names,
+    paths: Names,
+    /// Path component iids of each mapping that frames use.
+    mapping_paths: IdMap<u64, Vec<u64>>,
+    modules: IdMap<ModuleId, (StrId, Vec<u8>)>,
+    frames: IdMap<FrameId, FrameInfo>,
+    pframes: Vec<PFrame>,
+    stacks: IdMap<StackId, Vec<FrameId>>,
+}
+
+impl Interner {
+    /// Empty tables; `demangle` demangles `_Z...` strings as they are defined.
+    pub fn new(demangle: bool) -> Self {
+        Self { demangle, ..Self::default() }
+    }
+
+    /// Records a definition.
+    pub fn define(&mut self, r: &Record) {
+        match r {
+            Record::Str(d) => {
+                let text = self.demangle.then(|| crate::names::demangle(&d.text)).flatten();
+                self.strings.insert(d.id, text.unwrap_or_else(|| d.text.clone()).into_boxed_str());
+                self.by_str.remove(&d.id);
+            }
+            Record::Module(d) => {
+                self.modules.insert(d.id, (d.path, d.build_id.clone()));
+            }
+            Record::Frame(d) => {
+                let info = FrameInfo {
+                    name: d.name,
+                    inlined: d.inlined.clone(),
+                    module: d.module,
+                    address: d.address,
+                    expanded: Vec::new(),
+                };
+                self.frames.insert(d.id, info);
+            }
+            Record::Stack(d) => {
+                self.stacks.insert(d.id, d.frames.clone());
+            }
+            _ => {}
+        }
+    }
+
+    /// The text of string `id`.
+    pub fn text(&self, id: StrId) -> Option<&str> {
+        self.strings.get(&id).map(|s| &**s)
+    }
+
+    /// The event name iid of string `id` (`fallback` when it is none or unknown).
+    pub fn event_name_of(&mut self, id: StrId, fallback: &str) -> u64 {
+        if let Some(&i) = self.by_str.get(&id) {
+            return i;
+        }
+        let i = match self.strings.get(&id) {
+            Some(t) => self.event_names.iid(t),
+            None => self.event_names.iid(fallback),
+        };
+        if self.strings.contains_key(&id) {
+            self.by_str.insert(id, i);
+        }
+        i
+    }
+
+    /// The event name iid of `text`.
+    pub fn event_name(&mut self, text: &str) -> u64 {
+        self.event_names.iid(text)
+    }
+
+    /// The debug annotation name iid of `text`.
+    pub fn annotation_name(&mut self, text: &str) -> u64 {
+        self.annotation_names.iid(text)
+    }
+
+    /// Adds event name `iid` to `out` unless `seq` has it.
+    pub fn emit_event_name(&self, seq: &mut Sequence, iid: u64, out: &mut proto::InternedData) {
+        if seq.needs(Kind::EventName, iid) {
+            let name = Some(self.event_names.text(iid).to_owned());
+            out.event_names.push(proto::EventName { iid: Some(iid), name });
+        }
+    }
+
+    /// Adds annotation name `iid` to `out` unless `seq` has it.
+    pub fn emit_annotation_name(&self, seq: &mut Sequence, iid: u64, out: &mut proto::InternedData) {
+        if seq.needs(Kind::AnnotationName, iid) {
+            let name = Some(self.annotation_names.text(iid).to_owned());
+            out.debug_annotation_names.push(proto::EventName { iid: Some(iid), name });
+        }
+    }
+
+    /// The name of the innermost function of `stack`: what an off-CPU slice is called.
+    pub fn leaf_name(&mut self, stack: StackId) -> String {
+        let Some(&leaf) = self.stacks.get(&stack).and_then(|f| f.first()) else {
+            return "[unknown stack]".into();
+        };
+        let Some(f) = self.frames.get(&leaf) else { return "[unknown frame]".into() };
+        let innermost = f.inlined.last().copied().unwrap_or(f.name);
+        match self.text(innermost) {
+            Some(t) => t.to_owned(),
+            None => self.unsymbolized(f.module, f.address),
+        }
+    }
+
+    fn unsymbolized(&self, module: ModuleId, address: u64) -> String {
+        let path = self.modules.get(&module).and_then(|m| self.text(m.0)).unwrap_or("[unknown module]");
+        format!("{}+{address:#x}", crate::names::basename(path))
+    }
+
+    /// The callstack iid of `stack`, expanding its frames the first time; `None` when the stack
+    /// was never defined.
+    pub fn callstack(&mut self, stack: StackId) -> Option<u64> {
+        let frames = self.stacks.get(&stack)?.clone();
+        for f in frames {
+            self.expand(f);
+        }
+        Some(stack.0 as u64)
+    }
+
+    fn expand(&mut self, id: FrameId) {
+        let Some(f) = self.frames.get(&id) else { return };
+        if !f.expanded.is_empty() {
+            return;
+        }
+        let mapping = if f.module.is_none() { NO_MODULE } else { f.module.0 as u64 };
+        let (module, address, name, inlined) = (f.module, f.address, f.name, f.inlined.clone());
+        self.number_path(mapping);
+        let mut names: Vec<String> = Vec::with_capacity(1 + inlined.len());
+        let outer = self.text(name).map(str::to_owned);
+        names.push(outer.unwrap_or_else(|| self.unsymbolized(module, address)));
+        names.extend(inlined.iter().map(|s| self.text(*s).unwrap_or("[unknown inlined]").to_owned()));
+        let mut expanded = Vec::with_capacity(names.len());
+        for n in &names {
+            let function = self.functions.iid(n);
+            self.pframes.push(PFrame { function, mapping, rel_pc: address });
+            expanded.push(self.pframes.len() as u64);
+        }
+        if let Some(f) = self.frames.get_mut(&id) {
+            f.expanded = expanded;
+        }
+    }
+
+    /// Numbers the path components of mapping `iid` (Perfetto joins them with '/').
+    fn number_path(&mut self, iid: u64) {
+        if self.mapping_paths.contains_key(&iid) {
+            return;
+        }
+        let path = self
+            .modules
+            .get(&ModuleId(iid as u32))
+            .filter(|_| iid != NO_MODULE)
+            .and_then(|m| self.strings.get(&m.0));
+        let path = path.map_or("[unknown module]".to_owned(), |p| p.to_string());
+        let parts = path.split('/').filter(|p| !p.is_empty()).map(|p| self.paths.iid(p)).collect();
+        self.mapping_paths.insert(iid, parts);
+    }
+
+    /// Adds callstack `iid` (from [`Interner::callstack`]) and everything it refers to that `seq`
+    /// does not have yet to `out`.
+    pub fn emit_callstack(&self, seq: &mut Sequence, iid: u64, out: &mut proto::InternedData) {
+        if !seq.needs(Kind::Callstack, iid) {
+            return;
+        }
+        let mut frame_ids = Vec::new();
+        for f in self.stacks.get(&StackId(iid as u32)).into_iter().flatten().rev() {
+            for &pf in self.frames.get(f).map(|f| f.expanded.as_slice()).unwrap_or_default() {
+                frame_ids.push(pf);
+                self.emit_frame(seq, pf, out);
+            }
+        }
+        out.callstacks.push(proto::Callstack { iid: Some(iid), frame_ids });
+    }
+
+    fn emit_frame(&self, seq: &mut Sequence, iid: u64, out: &mut proto::InternedData) {
+        if !seq.needs(Kind::Frame, iid) {
+            return;
+        }
+        let f = &self.pframes[iid as usize - 1];
+        if seq.needs(Kind::FunctionName, f.function) {
+            let str = Some(self.functions.text(f.function).as_bytes().to_vec());
+            out.function_names.push(proto::InternedString { iid: Some(f.function), str });
+        }
+        self.emit_mapping(seq, f.mapping, out);
+        out.frames.push(proto::Frame {
+            iid: Some(iid),
+            function_name_id: Some(f.function),
+            mapping_id: Some(f.mapping),
+            rel_pc: Some(f.rel_pc),
+        });
+    }
+
+    fn emit_mapping(&self, seq: &mut Sequence, iid: u64, out: &mut proto::InternedData) {
+        if !seq.needs(Kind::Mapping, iid) {
+            return;
+        }
+        let build_id = match self.modules.get(&ModuleId(iid as u32)) {
+            Some((_, b)) if iid != NO_MODULE => b.as_slice(),
+            _ => &[][..],
+        };
+        let mut mapping = proto::Mapping { iid: Some(iid), ..Default::default() };
+        if !build_id.is_empty() {
+            mapping.build_id = Some(iid);
+            if seq.needs(Kind::BuildId, iid) {
+                out.build_ids.push(proto::InternedString { iid: Some(iid), str: Some(build_id.to_vec()) });
+            }
+        }
+        for &i in self.mapping_paths.get(&iid).into_iter().flatten() {
+            mapping.path_string_ids.push(i);
+            if seq.needs(Kind::MappingPath, i) {
+                let str = Some(self.paths.text(i).as_bytes().to_vec());
+                out.mapping_paths.push(proto::InternedString { iid: Some(i), str });
+            }
+        }
+        out.mappings.push(mapping);
+    }
+}

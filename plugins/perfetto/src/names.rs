@@ -1,0 +1,32 @@
+//! Display names: demangling and file names.
+
+/// Demangles an Itanium C++ name (`_Z...`); `None` when `name` is not one.
+pub fn demangle(name: &str) -> Option<String> {
+    if !name.starts_with("_Z") {
+        return None;
+    }
+    cpp_demangle::Symbol::new(name).ok()?.demangle().ok()
+}
+
+/// The file name of a path (`/usr/lib/libcuda.so.1` → `libcuda.so.1`).
+pub fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The executable's file name in a command line (`/usr/bin/python3 x.py` → `python3`).
+pub fn exe_name(command: &str) -> &str {
+    basename(command.split_whitespace().next().unwrap_or("process"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(demangle("_Z10add_kernelPfS_i").as_deref(), Some("add_kernel(float*, float*, int)"));
+        assert_eq!(demangle("ampere_sgemm"), None);
+        assert_eq!(exe_name("/usr/bin/python3.12 train.py"), "python3.12");
+        assert_eq!(exe_name(""), "process");
+    }
+}

@@ -1,0 +1,198 @@
+//! Packet sequences and their incremental state.
+//!
+//! Perfetto scopes interned data, packet defaults and sequence-local clocks to a packet
+//! sequence (`trusted_packet_sequence_id`). The sink gives every timeline its own sequence (a
+//! thread's API calls, a stream lane's device work, ...) so that:
+//! - `TrackEventDefaults.track_uuid` names the track once instead of in every event;
+//! - timestamps are deltas on an incremental clock (`CLOCK_INCREMENTAL`, 64): on one timeline
+//!   they grow, so a delta takes two or three bytes instead of an absolute eight. An event older
+//!   than its sequence's last one is written with an absolute `CLOCK_MONOTONIC` timestamp and
+//!   leaves the delta chain alone.
+//!
+//! A sequence's incremental state (interned data, defaults, clock) starts with a packet flagged
+//! `SEQ_INCREMENTAL_STATE_CLEARED` carrying the defaults and a clock snapshot, and every packet
+//! after it is flagged `SEQ_NEEDS_INCREMENTAL_STATE`. The writer clears every sequence's state
+//! at intervals ([`Sequences::reset_all`]): after a clear, names and stacks are interned again
+//! before their next use, exactly as a Perfetto producer does after `incremental_state_cleared`.
+
+use xpuprof_sdk::hash::{IdMap, IdSet};
+
+use crate::proto::*;
+
+/// What an interned id refers to; ids of different kinds may be equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// `InternedData.event_names`.
+    EventName = 1,
+    /// `InternedData.debug_annotation_names`.
+    AnnotationName,
+    /// `InternedData.function_names`.
+    FunctionName,
+    /// `InternedData.frames`.
+    Frame,
+    /// `InternedData.callstacks`.
+    Callstack,
+    /// `InternedData.mappings`.
+    Mapping,
+    /// `InternedData.build_ids`.
+    BuildId,
+    /// `InternedData.mapping_paths`.
+    MappingPath,
+}
+
+/// One packet sequence.
+#[derive(Debug)]
+pub struct Sequence {
+    /// `trusted_packet_sequence_id`.
+    pub id: u32,
+    /// The default track of its events, if it has one.
+    track: Option<u64>,
+    /// Last timestamp on the incremental clock.
+    last: u64,
+    /// The reset generation its incremental state belongs to (0 = never started).
+    generation: u64,
+    /// Interned ids emitted since the last clear, as `kind << 56 | iid`.
+    emitted: IdSet<u64>,
+}
+
+impl Sequence {
+    /// Whether `iid` of `kind` still has to be emitted on this sequence; marks it emitted.
+    pub fn needs(&mut self, kind: Kind, iid: u64) -> bool {
+        self.emitted.insert(((kind as u64) << 56) | iid)
+    }
+}
+
+/// All sequences of the trace, by key.
+#[derive(Debug)]
+pub struct Sequences {
+    by_key: IdMap<u64, Sequence>,
+    next_id: u32,
+    generation: u64,
+}
+
+impl Default for Sequences {
+    fn default() -> Self {
+        Self { by_key: IdMap::default(), next_id: 2, generation: 1 }
+    }
+}
+
+/// The sequence of track descriptors and other packets that need no incremental state.
+pub const METADATA_SEQUENCE: u32 = 1;
+
+impl Sequences {
+    /// Clears the incremental state of every sequence: each re-emits its defaults, clock and
+    /// interned data before its next event.
+    pub fn reset_all(&mut self) {
+        self.generation += 1;
+    }
+
+    /// Number of sequences.
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// The sequence `key`, which [`Sequences::stamp`] created.
+    pub fn get_mut(&mut self, key: u64) -> &mut Sequence {
+        self.by_key.get_mut(&key).expect("sequence stamped before use")
+    }
+
+    /// Prepares the sequence `key` (default track `track`) for an event at `ts` and stamps
+    /// `packet` with its id, flags and timestamp. When the sequence starts or its state was
+    /// cleared, `start` receives the packet that (re)starts it, to be written first.
+    pub fn stamp(
+        &mut self,
+        key: u64,
+        track: Option<u64>,
+        ts: u64,
+        packet: &mut TracePacket,
+        start: &mut Option<TracePacket>,
+    ) -> &mut Sequence {
+        let generation = self.generation;
+        let seq = self.by_key.entry(key).or_insert_with(|| {
+            let id = self.next_id;
+            self.next_id += 1;
+            Sequence { id, track, last: 0, generation: 0, emitted: IdSet::default() }
+        });
+        if seq.generation != generation {
+            *start = Some(restart(seq, ts));
+            seq.generation = generation;
+            seq.last = ts;
+            seq.emitted.clear();
+        }
+        packet.trusted_packet_sequence_id = Some(seq.id);
+        packet.sequence_flags = Some(SEQ_NEEDS_INCREMENTAL_STATE);
+        if ts >= seq.last {
+            packet.timestamp = Some(ts - seq.last);
+            packet.timestamp_clock_id = None;
+            seq.last = ts;
+        } else {
+            packet.timestamp = Some(ts);
+            packet.timestamp_clock_id = Some(CLOCK_MONOTONIC);
+        }
+        seq
+    }
+}
+
+/// The packet that starts (or restarts) `seq`'s incremental state with its clock at `ts`.
+fn restart(seq: &Sequence, ts: u64) -> TracePacket {
+    let clock = |clock_id, is_incremental: bool| Clock {
+        clock_id: Some(clock_id),
+        timestamp: Some(ts),
+        is_incremental: is_incremental.then_some(true),
+    };
+    TracePacket {
+        trusted_packet_sequence_id: Some(seq.id),
+        sequence_flags: Some(SEQ_INCREMENTAL_STATE_CLEARED),
+        first_packet_on_sequence: (seq.generation == 0).then_some(true),
+        trace_packet_defaults: Some(TracePacketDefaults {
+            timestamp_clock_id: Some(CLOCK_INCREMENTAL),
+            track_event_defaults: seq.track.map(|t| TrackEventDefaults { track_uuid: Some(t) }),
+        }),
+        clock_snapshot: Some(ClockSnapshot {
+            clocks: vec![clock(CLOCK_MONOTONIC, false), clock(CLOCK_INCREMENTAL, true)],
+            primary_trace_clock: Some(CLOCK_MONOTONIC as i32),
+        }),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_on_one_sequence_and_absolute_times_when_going_back() {
+        let mut s = Sequences::default();
+        let (mut p, mut start) = (TracePacket::default(), None);
+        s.stamp(5, Some(9), 1000, &mut p, &mut start);
+        let first = start.take().expect("a new sequence starts with a clear");
+        assert_eq!(first.sequence_flags, Some(SEQ_INCREMENTAL_STATE_CLEARED));
+        assert_eq!(first.first_packet_on_sequence, Some(true));
+        assert_eq!(p.timestamp, Some(0));
+        s.stamp(5, Some(9), 1250, &mut p, &mut start);
+        assert!(start.is_none());
+        assert_eq!((p.timestamp, p.timestamp_clock_id), (Some(250), None));
+        s.stamp(5, Some(9), 1100, &mut p, &mut start);
+        assert_eq!((p.timestamp, p.timestamp_clock_id), (Some(1100), Some(CLOCK_MONOTONIC)));
+        s.stamp(5, Some(9), 1300, &mut p, &mut start);
+        assert_eq!(p.timestamp, Some(50), "the going-back event left the delta chain alone");
+    }
+
+    #[test]
+    fn reset_restarts_every_sequence_and_forgets_what_was_interned() {
+        let mut s = Sequences::default();
+        let (mut p, mut start) = (TracePacket::default(), None);
+        let seq = s.stamp(1, None, 10, &mut p, &mut start);
+        assert!(seq.needs(Kind::EventName, 4));
+        assert!(!seq.needs(Kind::EventName, 4));
+        assert!(seq.needs(Kind::Frame, 4), "kinds are separate");
+        s.reset_all();
+        start = None;
+        let seq = s.stamp(1, None, 20, &mut p, &mut start);
+        let again = start.expect("restarted");
+        assert_eq!(again.first_packet_on_sequence, None);
+        assert!(seq.needs(Kind::EventName, 4));
+        assert_eq!(p.timestamp, Some(0), "deltas start from the new snapshot");
+    }
+}

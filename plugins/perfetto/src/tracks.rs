@@ -1,0 +1,300 @@
+//! Tracks: their uuids, their descriptors, and overflow lanes for work that overlaps.
+//!
+//! Track uuids are built from what the track is, so they never collide and need no table:
+//! the top four bits say the kind (process, thread, device, stream lane, range lane, off-CPU,
+//! counter, losses), the rest the pid/tid, device/stream and lane. A track's descriptor is queued
+//! the first time an event needs the track, and again when a later definition renames it (the
+//! last descriptor wins in Perfetto).
+//!
+//! Slices on one track must nest. Device work that overlaps the previous operation of its
+//! stream goes to an overflow lane (a sibling track "stream 7 (overlap 1)"), and so do user
+//! ranges that overlap on a thread.
+
+use std::collections::HashMap;
+
+use xpuprof_sdk::hash::{IdMap, IdSet};
+use xpuprof_sdk::model::*;
+
+use crate::intern::Interner;
+use crate::proto::{CounterDescriptor, ProcessDescriptor, ThreadDescriptor, TrackDescriptor};
+
+/// Lanes per timeline; beyond this, overlapping work shares the last lane.
+const MAX_LANES: u64 = 16;
+
+const PROCESS: u64 = 1 << 60;
+const THREAD: u64 = 2 << 60;
+const DEVICE: u64 = 3 << 60;
+const LANE: u64 = 4 << 60;
+const RANGES: u64 = 5 << 60;
+const OFF_CPU: u64 = 6 << 60;
+const COUNTER: u64 = 7 << 60;
+/// The track of loss markers.
+pub const LOSSES: u64 = 8 << 60;
+
+fn thread_bits(pid: u32, tid: u32) -> u64 {
+    (u64::from(pid) << 28) | u64::from(tid & 0x0fff_ffff)
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Stream {
+    device: DeviceId,
+    native_id: u64,
+    name: StrId,
+}
+
+/// Track state of the trace.
+#[derive(Debug, Default)]
+pub struct Tracks {
+    described: IdSet<u64>,
+    commands: IdMap<u32, StrId>,
+    thread_names: HashMap<(u32, u32), StrId>,
+    devices: IdMap<DeviceId, (u32, StrId)>,
+    streams: IdMap<StreamId, Stream>,
+    /// End of the last slice on each lane of each timeline.
+    lanes: IdMap<u64, Vec<u64>>,
+    counters: HashMap<(u32, DeviceId, StrId), u64>,
+    /// Descriptors to write before the next event.
+    pub pending: Vec<TrackDescriptor>,
+    /// Slices that overlapped work on every lane of their timeline.
+    pub overlaps: u64,
+}
+
+impl Tracks {
+    /// Records a definition; a track it renames is described again.
+    pub fn define(&mut self, r: &Record, names: &Interner) {
+        match r {
+            Record::Process(d) => {
+                self.commands.insert(d.pid, d.command);
+                if self.described.contains(&(PROCESS | u64::from(d.pid))) {
+                    self.describe_process(d.pid, names);
+                }
+            }
+            Record::Thread(d) => {
+                self.thread_names.insert((d.pid, d.tid), d.name);
+                if self.described.contains(&(THREAD | thread_bits(d.pid, d.tid))) {
+                    self.describe_thread(d.pid, d.tid, names);
+                }
+            }
+            Record::Device(d) => {
+                self.devices.insert(d.id, (d.index, d.name));
+                if self.described.contains(&(DEVICE | u64::from(d.id.0))) {
+                    self.describe_device(d.id, names);
+                }
+            }
+            Record::Stream(d) => {
+                self.streams.insert(d.id, Stream { device: d.device, native_id: d.native_id, name: d.name });
+            }
+            _ => {}
+        }
+    }
+
+    fn describe_process(&mut self, pid: u32, names: &Interner) {
+        self.described.insert(PROCESS | u64::from(pid));
+        let command = self.commands.get(&pid).and_then(|c| names.text(*c)).unwrap_or("");
+        let process = ProcessDescriptor {
+            pid: Some(pid as i32),
+            cmdline: command.split_whitespace().map(str::to_owned).collect(),
+            process_name: Some(if command.is_empty() {
+                format!("process {pid}")
+            } else {
+                crate::names::exe_name(command).to_owned()
+            }),
+        };
+        let uuid = Some(PROCESS | u64::from(pid));
+        self.pending.push(TrackDescriptor { uuid, process: Some(process), ..Default::default() });
+    }
+
+    fn describe_thread(&mut self, pid: u32, tid: u32, names: &Interner) {
+        let uuid = THREAD | thread_bits(pid, tid);
+        self.described.insert(uuid);
+        let name = self.thread_names.get(&(pid, tid)).and_then(|n| names.text(*n));
+        let thread = ThreadDescriptor {
+            pid: Some(pid as i32),
+            tid: Some(i64::from(tid)),
+            thread_name: Some(name.map_or_else(|| format!("thread {tid}"), str::to_owned)),
+        };
+        let parent = Some(PROCESS | u64::from(pid));
+        self.pending.push(TrackDescriptor {
+            uuid: Some(uuid),
+            parent_uuid: parent,
+            thread: Some(thread),
+            ..Default::default()
+        });
+    }
+
+    fn describe_device(&mut self, device: DeviceId, names: &Interner) {
+        let uuid = DEVICE | u64::from(device.0);
+        self.described.insert(uuid);
+        let name = match self.devices.get(&device) {
+            Some((index, name)) => format!("GPU {index} ({})", names.text(*name).unwrap_or("device")),
+            None => format!("device {}", device.0),
+        };
+        self.pending.push(TrackDescriptor {
+            uuid: Some(uuid),
+            name: Some(name),
+            sibling_order_rank: Some(device.0 as i32),
+            ..Default::default()
+        });
+    }
+
+    /// A child track of `parent` named `name`, described the first time.
+    fn child(&mut self, uuid: u64, parent: u64, name: impl FnOnce() -> String) -> u64 {
+        if self.described.insert(uuid) {
+            self.pending.push(TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(parent),
+                name: Some(name()),
+                ..Default::default()
+            });
+        }
+        uuid
+    }
+
+    /// The process track of `pid`.
+    pub fn process(&mut self, pid: u32, names: &Interner) -> u64 {
+        let uuid = PROCESS | u64::from(pid);
+        if !self.described.contains(&uuid) {
+            self.describe_process(pid, names);
+        }
+        uuid
+    }
+
+    /// The track of thread `tid` of `pid`.
+    pub fn thread(&mut self, pid: u32, tid: u32, names: &Interner) -> u64 {
+        let uuid = THREAD | thread_bits(pid, tid);
+        if !self.described.contains(&uuid) {
+            self.process(pid, names);
+            self.describe_thread(pid, tid, names);
+        }
+        uuid
+    }
+
+    /// The track of device `device`.
+    pub fn device(&mut self, device: DeviceId, names: &Interner) -> u64 {
+        let uuid = DEVICE | u64::from(device.0);
+        if !self.described.contains(&uuid) {
+            self.describe_device(device, names);
+        }
+        uuid
+    }
+
+    /// The first lane of timeline `key` free at `start`; the lane then runs until `end`.
+    fn lane(&mut self, key: u64, start: u64, end: u64) -> u64 {
+        let lanes = self.lanes.entry(key).or_default();
+        let lane = match lanes.iter().position(|&e| e <= start) {
+            Some(i) => i,
+            None if (lanes.len() as u64) < MAX_LANES => {
+                lanes.push(0);
+                lanes.len() - 1
+            }
+            None => {
+                self.overlaps += 1;
+                lanes.len() - 1
+            }
+        };
+        lanes[lane] = lanes[lane].max(end);
+        lane as u64
+    }
+
+    /// The stream lane track where device operation `op` goes.
+    pub fn device_op(&mut self, op: &DeviceOp, names: &Interner) -> u64 {
+        let device = self.streams.get(&op.stream).map_or(op.device, |s| s.device);
+        let parent = self.device(device, names);
+        let key = (u64::from(device.0) << 32) | u64::from(op.stream.0);
+        let lane = self.lane(key, op.start, op.end);
+        let uuid = LANE | (lane << 52) | key;
+        if !self.described.contains(&uuid) {
+            let name = self.stream_name(op.stream, lane, names);
+            self.child(uuid, parent, || name);
+        }
+        uuid
+    }
+
+    fn stream_name(&self, stream: StreamId, lane: u64, names: &Interner) -> String {
+        let base = match self.streams.get(&stream) {
+            None if stream.is_none() => "no stream".to_owned(),
+            None => format!("stream #{}", stream.0),
+            Some(s) => names.text(s.name).map_or_else(|| format!("stream {}", s.native_id), str::to_owned),
+        };
+        if lane == 0 {
+            base
+        } else {
+            format!("{base} (overlap {lane})")
+        }
+    }
+
+    /// The range lane track of thread `(pid, tid)` where `a` goes.
+    pub fn range(&mut self, a: &Annotation, names: &Interner) -> u64 {
+        let parent = self.thread(a.pid, a.tid, names);
+        let bits = thread_bits(a.pid, a.tid);
+        let lane = self.lane(RANGES | bits, a.start, a.end);
+        let name = || if lane == 0 { "ranges".to_owned() } else { format!("ranges (overlap {lane})") };
+        self.child(RANGES | (lane << 56) | bits, parent, name)
+    }
+
+    /// The off-CPU track of thread `(pid, tid)`.
+    pub fn off_cpu(&mut self, pid: u32, tid: u32, names: &Interner) -> u64 {
+        let parent = self.thread(pid, tid, names);
+        self.child(OFF_CPU | thread_bits(pid, tid), parent, || "off-CPU".to_owned())
+    }
+
+    /// The counter track of series `name` of `pid` (or of `device` when it is set).
+    pub fn counter(&mut self, c: &Counter, names: &Interner) -> u64 {
+        let next = COUNTER | self.counters.len() as u64;
+        let uuid = *self.counters.entry((c.pid, c.device, c.name)).or_insert(next);
+        if self.described.insert(uuid) {
+            let parent =
+                if c.device.is_none() { self.process(c.pid, names) } else { self.device(c.device, names) };
+            let name = names.text(c.name).unwrap_or("counter").to_owned();
+            let unit = name.contains("memory").then_some(crate::proto::UNIT_SIZE_BYTES);
+            self.pending.push(TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(parent),
+                name: Some(name),
+                counter: Some(CounterDescriptor { unit, unit_name: None }),
+                ..Default::default()
+            });
+        }
+        uuid
+    }
+
+    /// The track of loss markers.
+    pub fn losses(&mut self) -> u64 {
+        if self.described.insert(LOSSES) {
+            self.pending.push(TrackDescriptor {
+                uuid: Some(LOSSES),
+                name: Some("xpuprof: data lost".to_owned()),
+                description: Some("Records xpuprof or a backend dropped, with their cause".to_owned()),
+                sibling_order_rank: Some(-1),
+                ..Default::default()
+            });
+        }
+        LOSSES
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_of_different_kinds_never_collide() {
+        let mut t = Tracks::default();
+        let names = Interner::new(false);
+        let thread = t.thread(7, 7, &names);
+        assert_ne!(thread, t.process(7, &names));
+        assert_ne!(thread, t.off_cpu(7, 7, &names));
+        assert_ne!(t.device(DeviceId(7), &names), t.process(7, &names));
+        // process, thread, off-CPU and device, each described once.
+        assert_eq!(t.pending.len(), 4);
+    }
+
+    #[test]
+    fn overlapping_work_takes_the_next_lane() {
+        let mut t = Tracks::default();
+        assert_eq!(t.lane(1, 0, 10), 0);
+        assert_eq!(t.lane(1, 5, 8), 1);
+        assert_eq!(t.lane(1, 10, 12), 0);
+        assert_eq!(t.lane(2, 5, 8), 0, "timelines are separate");
+    }
+}

@@ -1,0 +1,401 @@
+//! Turns records into trace packets as they arrive.
+//!
+//! What goes where:
+//! - API calls: slices on their thread's track (one sequence per thread);
+//! - device work: slices on its stream's track under the device's track (one sequence per
+//!   stream lane);
+//! - launches: an instant named after the launch API on the launching thread's track, at the
+//!   launch time, with a flow to the device work it caused (one flow per device operation, so
+//!   both ends always exist; a separate sequence per thread keeps its timestamps growing);
+//! - CPU samples: `PerfSample` packets with interned callstacks, which the Perfetto UI shows as
+//!   per-process and per-thread sample tracks with a flame graph for any selected range;
+//!   off-CPU samples are slices (blocked time) on an "off-CPU" track under the thread;
+//! - markers: instants on the thread; ranges: slices on a "ranges" track under the thread;
+//! - counters: counter tracks under their process or device;
+//! - losses: instants "lost N: cause" on a top-level "xpuprof: data lost" track.
+//!
+//! Only definitions, per-sequence state and lane ends are kept: memory does not grow with the
+//! length of the run. One scratch packet is reused, so steady-state events allocate nothing.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use xpuprof_sdk::model::*;
+
+use crate::intern::Interner;
+use crate::output::{Output, OutputOptions};
+use crate::proto::{self, event_type, DebugAnnotation, TracePacket, TrackEvent};
+use crate::sequence::{Sequences, METADATA_SEQUENCE};
+use crate::tracks::Tracks;
+
+/// Sequence of CPU samples.
+const SAMPLES: u64 = 9 << 60;
+/// Sequence of counter values.
+const COUNTERS: u64 = 10 << 60;
+/// Added to a thread's track uuid: the key of its launch sequence.
+const LAUNCHES: u64 = 1 << 59;
+
+/// Options of the trace writer.
+#[derive(Debug, Clone)]
+pub struct TraceOptions {
+    /// Demangle `_Z...` names.
+    pub demangle: bool,
+    /// Write CPU samples.
+    pub cpu_samples: bool,
+    /// Attach arguments (correlation id, bytes, result) to slices.
+    pub args: bool,
+    /// Packet output.
+    pub output: OutputOptions,
+    /// Uncompressed bytes after which every sequence's incremental state is cleared.
+    pub reset_bytes: u64,
+}
+
+/// What a trace holds, for the sink's log and the benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TraceStats {
+    /// Slices (API calls, device work, ranges, off-CPU time).
+    pub slices: u64,
+    /// Flows from launches to device work.
+    pub flows: u64,
+    /// CPU samples.
+    pub samples: u64,
+    /// Packets, before compression.
+    pub packets: u64,
+    /// Packet bytes before compression.
+    pub raw_bytes: u64,
+    /// File size.
+    pub file_bytes: u64,
+    /// Packet sequences.
+    pub sequences: u64,
+    /// Device operations that overlapped work on every lane of their stream.
+    pub overlaps: u64,
+}
+
+/// Writes one trace.
+#[derive(Debug)]
+pub struct TraceWriter<W: Write> {
+    out: Output<W>,
+    opts: TraceOptions,
+    names: Interner,
+    tracks: Tracks,
+    seqs: Sequences,
+    /// The packet being built, reused.
+    packet: TracePacket,
+    /// Its track event and interned data, kept apart so their buffers are reused.
+    event: TrackEvent,
+    interned: proto::InternedData,
+    /// The packet that (re)starts a sequence, when the event needs one.
+    start: Option<TracePacket>,
+    next_flow: u64,
+    last_reset: u64,
+    losses: BTreeMap<String, u64>,
+    stats: TraceStats,
+}
+
+impl<W: Write> TraceWriter<W> {
+    /// Starts a trace on `out`.
+    pub fn new(out: W, opts: TraceOptions) -> Self {
+        Self {
+            out: Output::new(out, opts.output),
+            names: Interner::new(opts.demangle),
+            opts,
+            tracks: Tracks::default(),
+            seqs: Sequences::default(),
+            packet: TracePacket::default(),
+            event: TrackEvent::default(),
+            interned: proto::InternedData::default(),
+            start: None,
+            next_flow: 1,
+            last_reset: 0,
+            losses: BTreeMap::new(),
+            stats: TraceStats::default(),
+        }
+    }
+
+    /// Bytes written to the file so far.
+    pub fn bytes(&self) -> u64 {
+        self.out.written()
+    }
+
+    /// Writes the packets of one record.
+    pub fn record(&mut self, r: &Record) -> io::Result<()> {
+        if r.is_definition() {
+            self.names.define(r);
+            self.tracks.define(r, &self.names);
+            return self.descriptors();
+        }
+        match r {
+            Record::ApiCall(c) => self.api_call(c),
+            Record::DeviceOp(op) => self.device_op(op),
+            Record::CpuSample(s) if self.opts.cpu_samples => self.sample(s),
+            Record::Marker(a) => self.marker(a),
+            Record::Range(a) => self.range(a),
+            Record::Counter(c) => self.counter(c),
+            Record::Loss(l) => self.loss(l),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes the track descriptors queued by the last definition or event.
+    fn descriptors(&mut self) -> io::Result<()> {
+        for d in self.tracks.pending.drain(..) {
+            let packet = TracePacket {
+                trusted_packet_sequence_id: Some(METADATA_SEQUENCE),
+                track_descriptor: Some(d),
+                ..Default::default()
+            };
+            self.out.packet(&packet)?;
+        }
+        Ok(())
+    }
+
+    /// Starts an event packet on sequence `key` (default track `track`) at `ts`: writes the
+    /// pending descriptors and, when needed, the packet that (re)starts the sequence.
+    fn begin(&mut self, key: u64, track: Option<u64>, ts: u64) -> io::Result<()> {
+        self.descriptors()?;
+        let p = &mut self.packet;
+        p.track_event = None;
+        p.perf_sample = None;
+        p.interned_data = None;
+        self.seqs.stamp(key, track, ts, &mut self.packet, &mut self.start);
+        if let Some(start) = self.start.take() {
+            self.out.packet(&start)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the packet built since [`Self::begin`], with `event` as its track event when set.
+    fn end(&mut self, with_event: bool) -> io::Result<()> {
+        if with_event {
+            self.packet.track_event = Some(std::mem::take(&mut self.event));
+        }
+        if !self.interned.is_empty() {
+            self.packet.interned_data = Some(std::mem::take(&mut self.interned));
+        }
+        let r = self.out.packet(&self.packet);
+        if let Some(e) = self.packet.track_event.take() {
+            self.event = e;
+        }
+        if let Some(i) = self.packet.interned_data.take() {
+            self.interned = i;
+        }
+        let e = &mut self.event;
+        e.debug_annotations.clear();
+        e.flow_ids.clear();
+        e.terminating_flow_ids.clear();
+        (e.name, e.name_iid, e.track_uuid, e.double_counter_value) = (None, None, None, None);
+        self.interned.clear();
+        if self.out.raw_bytes() - self.last_reset >= self.opts.reset_bytes {
+            self.last_reset = self.out.raw_bytes();
+            self.seqs.reset_all();
+        }
+        r
+    }
+
+    /// Queues argument `name` = `value` for the next slice begin.
+    fn arg(&mut self, name: &str, value: u64) {
+        let iid = self.names.annotation_name(name);
+        self.event.debug_annotations.push(DebugAnnotation {
+            name_iid: Some(iid),
+            uint_value: Some(value),
+            ..Default::default()
+        });
+    }
+
+    fn api_call(&mut self, c: &ApiCall) -> io::Result<()> {
+        let track = self.tracks.thread(c.pid, c.tid, &self.names);
+        let name = self.names.event_name_of(c.name, "API call");
+        if self.opts.args {
+            if let Some(corr) = c.correlation {
+                self.arg("correlation", corr.id);
+            }
+            if c.result != 0 {
+                self.arg("result", c.result as u64);
+            }
+        }
+        self.slice(track, track, c.start, c.end, name, None)
+    }
+
+    /// A slice `[start, end)` named `name` on sequence `key`, whose default track is `track`,
+    /// with the arguments queued by [`Self::arg`] and, when set, the end of flow `flow_end`.
+    fn slice(
+        &mut self,
+        key: u64,
+        track: u64,
+        start: u64,
+        end: u64,
+        name: u64,
+        flow_end: Option<u64>,
+    ) -> io::Result<()> {
+        self.begin(key, Some(track), start)?;
+        let seq = self.seqs.get_mut(key);
+        for a in &self.event.debug_annotations {
+            self.names.emit_annotation_name(seq, a.name_iid.unwrap_or(0), &mut self.interned);
+        }
+        self.names.emit_event_name(seq, name, &mut self.interned);
+        self.event.r#type = Some(event_type::SLICE_BEGIN);
+        self.event.name_iid = Some(name);
+        self.event.terminating_flow_ids.extend(flow_end);
+        self.end(true)?;
+        self.begin(key, Some(track), end.max(start))?;
+        self.event.r#type = Some(event_type::SLICE_END);
+        self.end(true)?;
+        self.stats.slices += 1;
+        Ok(())
+    }
+
+    fn op_name(&mut self, op: &DeviceOp) -> u64 {
+        match op.kind {
+            DeviceOpKind::Kernel => self.names.event_name_of(op.name, "kernel"),
+            DeviceOpKind::Memcpy => self.names.event_name(copy_name(op.copy)),
+            DeviceOpKind::Memset => self.names.event_name("Memset"),
+            DeviceOpKind::Sync => self.names.event_name("Sync"),
+            DeviceOpKind::Alloc => self.names.event_name("Alloc"),
+            DeviceOpKind::Free => self.names.event_name("Free"),
+            DeviceOpKind::Other => self.names.event_name_of(op.name, "other"),
+        }
+    }
+
+    fn device_op(&mut self, op: &DeviceOp) -> io::Result<()> {
+        let track = self.tracks.device_op(op, &self.names);
+        let name = self.op_name(op);
+        let flow = match op.launch {
+            Some(l) => Some(self.launch(op.pid, l)?),
+            None => None,
+        };
+        if self.opts.args {
+            if let Some(c) = op.correlation {
+                self.arg("correlation", c.id);
+            }
+            if op.bytes != 0 {
+                self.arg("bytes", op.bytes);
+            }
+        }
+        self.slice(track, track, op.start, op.end, name, flow)
+    }
+
+    /// The launch instant of `l` with the start of a new flow; returns the flow id.
+    fn launch(&mut self, pid: u32, l: LaunchRef) -> io::Result<u64> {
+        let track = self.tracks.thread(pid, l.tid, &self.names);
+        let name = self.names.event_name_of(l.api, "launch");
+        self.begin(track | LAUNCHES, Some(track), l.time)?;
+        let seq = self.seqs.get_mut(track | LAUNCHES);
+        self.names.emit_event_name(seq, name, &mut self.interned);
+        let id = self.next_flow;
+        self.next_flow += 1;
+        self.event.r#type = Some(event_type::INSTANT);
+        self.event.name_iid = Some(name);
+        self.event.flow_ids.push(id);
+        self.end(true)?;
+        self.stats.flows += 1;
+        Ok(id)
+    }
+
+    fn sample(&mut self, s: &CpuSample) -> io::Result<()> {
+        if s.kind == SampleKind::OffCpu {
+            return self.off_cpu(s);
+        }
+        self.tracks.thread(s.pid, s.tid, &self.names);
+        let callstack = self.names.callstack(s.stack);
+        self.begin(SAMPLES, None, s.time)?;
+        let seq = self.seqs.get_mut(SAMPLES);
+        if let Some(cs) = callstack {
+            self.names.emit_callstack(seq, cs, &mut self.interned);
+        }
+        self.packet.perf_sample = Some(proto::PerfSample {
+            cpu: None,
+            pid: Some(s.pid),
+            tid: Some(s.tid),
+            callstack_iid: callstack,
+        });
+        self.end(false)?;
+        self.stats.samples += 1;
+        Ok(())
+    }
+
+    fn off_cpu(&mut self, s: &CpuSample) -> io::Result<()> {
+        let track = self.tracks.off_cpu(s.pid, s.tid, &self.names);
+        let leaf = self.names.leaf_name(s.stack);
+        let name = self.names.event_name(&leaf);
+        self.slice(track, track, s.time.saturating_sub(s.weight), s.time, name, None)
+    }
+
+    fn marker(&mut self, a: &Annotation) -> io::Result<()> {
+        let track = self.tracks.thread(a.pid, a.tid, &self.names);
+        let name = self.names.event_name_of(a.name, "marker");
+        self.begin(track, Some(track), a.start)?;
+        let seq = self.seqs.get_mut(track);
+        self.names.emit_event_name(seq, name, &mut self.interned);
+        self.event.r#type = Some(event_type::INSTANT);
+        self.event.name_iid = Some(name);
+        self.end(true)
+    }
+
+    fn range(&mut self, a: &Annotation) -> io::Result<()> {
+        let track = self.tracks.range(a, &self.names);
+        let name = self.names.event_name_of(a.name, "range");
+        self.slice(track, track, a.start, a.end, name, None)
+    }
+
+    fn counter(&mut self, c: &Counter) -> io::Result<()> {
+        if !c.value.is_finite() {
+            return Ok(());
+        }
+        let track = self.tracks.counter(c, &self.names);
+        self.begin(COUNTERS, None, c.time)?;
+        self.event.r#type = Some(event_type::COUNTER);
+        self.event.track_uuid = Some(track);
+        self.event.double_counter_value = Some(c.value);
+        self.end(true)
+    }
+
+    fn loss(&mut self, l: &Loss) -> io::Result<()> {
+        let cause = self.names.text(l.cause).unwrap_or("unknown cause").to_owned();
+        *self.losses.entry(cause.clone()).or_default() += l.count;
+        let track = self.tracks.losses();
+        self.begin(track, Some(track), l.time)?;
+        self.event.r#type = Some(event_type::INSTANT);
+        self.event.name = Some(format!("lost {}: {cause}", l.count));
+        self.end(true)
+    }
+
+    /// Losses reported in the trace, by cause.
+    pub fn losses(&self) -> &BTreeMap<String, u64> {
+        &self.losses
+    }
+
+    /// What was written so far.
+    pub fn stats(&self) -> TraceStats {
+        TraceStats {
+            packets: self.out.packets(),
+            raw_bytes: self.out.raw_bytes(),
+            file_bytes: self.out.written(),
+            sequences: self.seqs.len() as u64,
+            overlaps: self.tracks.overlaps,
+            ..self.stats
+        }
+    }
+
+    /// Writes what is queued and returns the inner writer with the final statistics.
+    pub fn finish(mut self) -> io::Result<(W, TraceStats)> {
+        self.descriptors()?;
+        let mut stats = self.stats();
+        let raw = self.out.raw_bytes();
+        let out = self.out.finish_counted()?;
+        stats.file_bytes = out.1;
+        stats.raw_bytes = raw;
+        Ok((out.0, stats))
+    }
+}
+
+/// The slice name of a copy of kind `k`.
+fn copy_name(k: CopyKind) -> &'static str {
+    match k {
+        CopyKind::Unknown => "Memcpy",
+        CopyKind::HostToDevice => "Memcpy HtoD",
+        CopyKind::DeviceToHost => "Memcpy DtoH",
+        CopyKind::DeviceToDevice => "Memcpy DtoD",
+        CopyKind::HostToHost => "Memcpy HtoH",
+        CopyKind::PeerToPeer => "Memcpy PtoP",
+    }
+}

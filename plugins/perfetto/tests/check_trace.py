@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Checks a trace.perfetto-trace with Perfetto's official protos (the `perfetto` PyPI package's
+perfetto_trace_pb2) and prints a JSON summary for the Rust tests.
+
+`check_trace.py FILE` checks and prints the summary; `check_trace.py --dump FILE` prints every
+packet in text format (the golden files).
+
+Checks, failing with a message naming the packet:
+- the file decodes as perfetto.protos.Trace; compressed_packets bundles inflate and decode;
+- every interned id (event name, annotation name, callstack, frame, function name, mapping,
+  build id, mapping path) is defined on the packet's sequence, after its last
+  SEQ_INCREMENTAL_STATE_CLEARED, before it is used; no packet needing incremental state comes
+  before its sequence's first clear;
+- every track an event uses, and every parent track, has a descriptor written before the event;
+- slices begin and end in order on each track (nesting), every flow has exactly one start and one
+  terminating end, and the start is not later than the end.
+"""
+import collections
+import json
+import sys
+import zlib
+
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+NEEDS = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+INCREMENTAL = 64
+TE = pb.TrackEvent
+
+
+def packets(path):
+    trace = pb.Trace()
+    with open(path, "rb") as f:
+        trace.ParseFromString(f.read())
+    for p in trace.packet:
+        if p.HasField("compressed_packets"):
+            inner = pb.Trace()
+            inner.ParseFromString(zlib.decompress(p.compressed_packets))
+            for q in inner.packet:
+                assert not q.HasField("compressed_packets"), "nested bundle"
+                yield q
+        else:
+            yield p
+
+
+class Seq:
+    def __init__(self):
+        self.valid = False
+        self.interned = collections.defaultdict(dict)
+        self.defaults = None
+        self.clock = None
+
+    def clear(self):
+        self.valid = True
+        self.interned = collections.defaultdict(dict)
+        self.defaults = None
+        self.clock = None
+
+
+def fail(i, msg):
+    sys.exit(f"packet {i}: {msg}")
+
+
+def main(path):
+    seqs = collections.defaultdict(Seq)
+    tracks = {}
+    events = []  # (ts, order, track, type, name, flow_ids, terminating)
+    samples = 0
+    callstack_frames = collections.Counter()
+    count = clears = 0
+    for i, p in enumerate(packets(path)):
+        count += 1
+        seq = seqs[p.trusted_packet_sequence_id]
+        if p.sequence_flags & CLEARED or p.incremental_state_cleared:
+            seq.clear()
+            clears += 1
+        if p.sequence_flags & NEEDS and not seq.valid:
+            fail(i, f"needs incremental state before any clear on sequence {p.trusted_packet_sequence_id}")
+        if p.HasField("trace_packet_defaults"):
+            seq.defaults = p.trace_packet_defaults
+        if p.HasField("interned_data"):
+            intern(i, seq, p.interned_data)
+        if p.HasField("clock_snapshot"):
+            for c in p.clock_snapshot.clocks:
+                if c.clock_id == INCREMENTAL:
+                    assert c.is_incremental
+                    seq.clock = c.timestamp
+            continue
+        if p.HasField("track_descriptor"):
+            d = p.track_descriptor
+            if d.HasField("parent_uuid") and d.parent_uuid not in tracks:
+                fail(i, f"track {d.uuid:#x} has an undescribed parent {d.parent_uuid:#x}")
+            tracks[d.uuid] = d
+            continue
+        ts = timestamp(i, p, seq)
+        if p.HasField("track_event"):
+            e = p.track_event
+            track = e.track_uuid if e.HasField("track_uuid") else (
+                seq.defaults.track_event_defaults.track_uuid if seq.defaults else None)
+            if track not in tracks:
+                fail(i, f"event on undescribed track {track}")
+            name = e.name
+            if e.HasField("name_iid"):
+                name = lookup(i, seq, "event_names", e.name_iid).name
+            for a in e.debug_annotations:
+                if a.HasField("name_iid"):
+                    lookup(i, seq, "debug_annotation_names", a.name_iid)
+            events.append((ts, i, track, e.type, name, list(e.flow_ids), list(e.terminating_flow_ids)))
+        elif p.HasField("perf_sample"):
+            s = p.perf_sample
+            if s.HasField("callstack_iid"):
+                cs = lookup(i, seq, "callstacks", s.callstack_iid)
+                callstack_frames[len(cs.frame_ids)] += 1
+            samples += 1
+    summary = summarize(tracks, events, samples, count, len(seqs))
+    summary["clears"] = clears
+    print(json.dumps(summary))
+
+
+def timestamp(i, p, seq):
+    if not p.HasField("timestamp"):
+        return None
+    clock = p.timestamp_clock_id or (seq.defaults.timestamp_clock_id if seq.defaults else 0)
+    if clock == INCREMENTAL:
+        if seq.clock is None:
+            fail(i, "incremental timestamp without a clock snapshot on its sequence")
+        seq.clock += p.timestamp
+        return seq.clock
+    if clock not in (0, 3):
+        fail(i, f"unexpected clock {clock}")
+    return p.timestamp
+
+
+def lookup(i, seq, table, iid):
+    entry = seq.interned[table].get(iid)
+    if entry is None:
+        fail(i, f"{table} iid {iid} used before it was defined on its sequence")
+    return entry
+
+
+def intern(i, seq, d):
+    for table in ("event_names", "debug_annotation_names", "function_names", "build_ids",
+                  "mapping_paths"):
+        for e in getattr(d, table):
+            seq.interned[table][e.iid] = e
+    for m in d.mappings:
+        if m.HasField("build_id"):
+            lookup(i, seq, "build_ids", m.build_id)
+        for s in m.path_string_ids:
+            lookup(i, seq, "mapping_paths", s)
+        seq.interned["mappings"][m.iid] = m
+    for f in d.frames:
+        lookup(i, seq, "function_names", f.function_name_id)
+        if f.mapping_id:
+            lookup(i, seq, "mappings", f.mapping_id)
+        seq.interned["frames"][f.iid] = f
+    for c in d.callstacks:
+        for f in c.frame_ids:
+            lookup(i, seq, "frames", f)
+        seq.interned["callstacks"][c.iid] = c
+
+
+def track_name(tracks, uuid):
+    d = tracks[uuid]
+    if d.HasField("thread"):
+        return d.thread.thread_name
+    if d.HasField("process"):
+        return d.process.process_name
+    return d.name
+
+
+def summarize(tracks, events, samples, count, sequences):
+    events.sort(key=lambda e: (e[0], e[1]))
+    open_slices = collections.defaultdict(list)
+    slices = collections.Counter()
+    names = collections.Counter()
+    flow_start, flow_end = {}, {}
+    instants = collections.Counter()
+    for ts, i, track, typ, name, flows, terminating in events:
+        if typ == TE.TYPE_SLICE_BEGIN:
+            stack = open_slices[track]
+            open_slices[track].append((ts, i, name))
+            slices[track_name(tracks, track)] += 1
+            names[name] += 1
+        elif typ == TE.TYPE_SLICE_END:
+            if not open_slices[track]:
+                fail(i, f"slice end without a begin on {track_name(tracks, track)}")
+            open_slices[track].pop()
+        elif typ == TE.TYPE_INSTANT:
+            instants[name] += 1
+        for f in flows:
+            if f in flow_start:
+                fail(i, f"flow {f} starts twice")
+            flow_start[f] = ts
+        for f in terminating:
+            if f not in flow_start:
+                fail(i, f"flow {f} ends before it starts")
+            if f in flow_end:
+                fail(i, f"flow {f} ends twice")
+            flow_end[f] = ts
+    for track, stack in open_slices.items():
+        if stack:
+            fail(stack[-1][1], f"slice {stack[-1][2]} on {track_name(tracks, track)} never ends")
+    dangling = set(flow_start) - set(flow_end)
+    if dangling:
+        sys.exit(f"{len(dangling)} flows never end, e.g. {sorted(dangling)[:5]}")
+    kinds = collections.Counter()
+    for d in tracks.values():
+        kinds["process" if d.HasField("process") else "thread" if d.HasField("thread")
+              else "counter" if d.HasField("counter") else "other"] += 1
+    return {
+        "packets": count,
+        "sequences": sequences,
+        "tracks": {track_name(tracks, u): ("counter" if d.HasField("counter") else "track")
+                   for u, d in tracks.items()},
+        "track_kinds": kinds,
+        "slices_per_track": slices,
+        "slice_names": names,
+        "instants": instants,
+        "flows": len(flow_end),
+        "samples": samples,
+        "counter_values": sum(1 for e in events if e[3] == TE.TYPE_COUNTER),
+    }
+
+
+def dump(path):
+    """Prints every packet (bundles expanded) in protobuf text format: the golden files."""
+    from google.protobuf import text_format
+    for i, p in enumerate(packets(path)):
+        print(f"# packet {i}")
+        print(text_format.MessageToString(p), end="")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--dump":
+        dump(sys.argv[2])
+    else:
+        main(sys.argv[1])

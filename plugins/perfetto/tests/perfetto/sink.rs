@@ -1,0 +1,109 @@
+//! The sink on the sample session and on long runs.
+
+use std::path::Path;
+
+use xpuprof_archive::sample;
+use xpuprof_plugin_perfetto::{config, PerfettoSink, TraceOptions, FILE_NAME};
+use xpuprof_sdk::model::Record;
+use xpuprof_sdk::{Logger, SessionInfo, Sink};
+
+use crate::check;
+
+#[path = "../../../../tests/support/golden.rs"]
+mod golden;
+
+pub fn session_info(dir: &Path) -> SessionInfo {
+    SessionInfo {
+        output_dir: dir.to_owned(),
+        command: vec!["python3".into(), "train.py".into()],
+        sources: vec!["scripted".into()],
+        sinks: vec!["perfetto".into()],
+        start_time: sample::T0,
+        verbosity: 0,
+    }
+}
+
+/// Runs the sink over `records` in batches of `batch`; returns the output directory.
+fn run(records: &[Record], opts: TraceOptions, batch: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink = PerfettoSink::new(opts, &session_info(dir.path()), Logger::stderr()).unwrap();
+    for b in records.chunks(batch) {
+        sink.consume(b).unwrap();
+    }
+    sink.finish().unwrap();
+    dir
+}
+
+#[test]
+fn sample_session_matches_golden() {
+    let dir = run(&sample::session(), config::defaults(), 5);
+    golden::check("trace.perfetto-trace.txt", &check::dump(&dir.path().join(FILE_NAME)));
+}
+
+#[test]
+fn sample_session_decodes_and_passes_the_checks() {
+    let dir = run(&sample::session(), config::defaults(), 5);
+    let s = check::check(&dir.path().join(FILE_NAME));
+    // Eight device operations were joined to a launch; the unmatched kernel has no flow.
+    assert_eq!(s["flows"], 8, "{s}");
+    assert_eq!(s["samples"], 3, "three on-CPU samples: {s}");
+    assert_eq!(s["counter_values"], 2, "{s}");
+    let tracks = &s["tracks"];
+    for name in [
+        "GPU 0 (NVIDIA H100 80GB HBM3)",
+        "stream 7 (default)",
+        "stream 13",
+        "python3",
+        "pt_worker",
+        "off-CPU",
+        "ranges",
+        "xpuprof: data lost",
+    ] {
+        assert!(tracks.get(name).is_some(), "no track {name}: {tracks}");
+    }
+    assert_eq!(tracks["device memory in use"], "counter");
+    assert_eq!(s["slices_per_track"]["python3"], 6, "API calls of the main thread: {s}");
+    assert_eq!(s["slices_per_track"]["pt_worker"], 1, "{s}");
+    assert_eq!(s["slice_names"]["add_kernel(float*, float*, int)"], 2, "demangled: {s}");
+    assert_eq!(s["instants"]["lost 3: cupti dropped records"], 1, "{s}");
+    assert_eq!(s["instants"]["cudaGraphLaunch"], 3, "one launch instant per kernel of the graph: {s}");
+    assert_eq!(s["instants"]["epoch"], 1, "the marker: {s}");
+}
+
+#[test]
+fn uncompressed_output_holds_the_same_packets() {
+    let mut plain = config::defaults();
+    plain.output.compress = false;
+    let a = run(&sample::session(), config::defaults(), 7);
+    let b = run(&sample::session(), plain, 7);
+    assert_eq!(check::dump(&a.path().join(FILE_NAME)), check::dump(&b.path().join(FILE_NAME)));
+}
+
+#[test]
+fn long_run_streams_with_bounded_buffers_and_stays_valid() {
+    let records = sample::launches(20_000);
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink =
+        PerfettoSink::new(config::defaults(), &session_info(dir.path()), Logger::stderr()).unwrap();
+    sink.consume(&records).unwrap();
+    let on_disk = std::fs::metadata(dir.path().join(FILE_NAME)).unwrap().len();
+    assert!(on_disk > 64 << 10, "only {on_disk} bytes on disk before finish: not streamed");
+    sink.finish().unwrap();
+    let s = check::check(&dir.path().join(FILE_NAME));
+    assert_eq!(s["flows"], 20_000);
+    assert_eq!(s["slices_per_track"]["python3"], 20_000);
+    let size = std::fs::metadata(dir.path().join(FILE_NAME)).unwrap().len();
+    let per_launch = size as f64 / 20_000.0;
+    eprintln!("{per_launch:.1} bytes per kernel launch ({:?})", sink.stats());
+    assert!(per_launch <= 40.0, "{per_launch:.1} bytes per launch, budget 40");
+}
+
+#[test]
+fn interned_data_is_emitted_again_after_each_clear() {
+    let mut opts = config::defaults();
+    opts.reset_bytes = 16 << 10;
+    let dir = run(&sample::launches(5_000), opts, 100);
+    let s = check::check(&dir.path().join(FILE_NAME));
+    assert!(s["clears"].as_u64().unwrap() > 20, "incremental state was cleared: {s}");
+    assert_eq!(s["flows"], 5_000);
+}
