@@ -1,0 +1,1 @@
+//! The sink inside the real host.
