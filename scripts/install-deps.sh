@@ -6,13 +6,16 @@
 # - the CUDA 13 header wheels (nvidia-cuda-cupti, -runtime, -crt), pinned: CUPTI headers without
 #   a CUDA toolkit (CUDA_HOME wins when set). 13.5 headers declare every record version from
 #   CUDA 13.0 on; the decoder picks the one matching the runtime it meets.
+# - golang-go: `go tool pprof`, the reference reader the pprof sink's tests check profile.pb.gz with;
+# - the `perfetto` Python package, pinned: Perfetto's official trace protos (perfetto_trace_pb2)
+#   that the perfetto sink's tests decode trace.perfetto-trace with.
 # Idempotent: skips what is already there. Needs root (or sudo) for apt.
 set -euo pipefail
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc)
+APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc golang-go)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -30,6 +33,12 @@ if [ -z "${CUDA_HOME:-}" ]; then
     echo "install-deps: pip install ${PIP_PKGS[*]}"
     python3 -m pip install -q "${PIP_PKGS[@]}"
   fi
+fi
+
+PERFETTO_PY="perfetto==0.59.1"
+if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("perfetto"))' 2>/dev/null || true)" != "${PERFETTO_PY#*==}" ]; then
+  echo "install-deps: pip install $PERFETTO_PY"
+  python3 -m pip install -q "$PERFETTO_PY"
 fi
 
 command -v cargo >/dev/null || { echo "install-deps: cargo not found: install Rust with rustup first" >&2; exit 1; }

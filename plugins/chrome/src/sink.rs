@@ -49,14 +49,19 @@ impl ChromeSink {
     fn check_size(&mut self, bytes: u64) {
         if !self.warned && bytes > self.warn_bytes {
             self.warned = true;
-            self.log.warn(&format!(
-                "{} passed {} MB: chrome://tracing cannot open files this large; open it in the \
-                 Perfetto UI, or record with `--sink archive` and replay parts of it with `xpuprof report`",
-                self.path.display(),
-                self.warn_bytes >> 20
-            ));
+            self.log.warn(&size_warning(&self.path, self.warn_bytes >> 20));
         }
     }
+}
+
+/// What the user is told once trace.json passes `warn_mb`.
+pub fn size_warning(path: &std::path::Path, mb: u64) -> String {
+    format!(
+        "{} passed {mb} MB: chrome://tracing cannot open files this large and JSON costs ~550 bytes \
+         per kernel launch; record with `--sink perfetto` instead (Perfetto's native format, ~30 \
+         bytes per launch), or convert an archive with `xpuprof report <dir> --sink perfetto`",
+        path.display()
+    )
 }
 
 impl Sink for ChromeSink {
@@ -111,5 +116,15 @@ impl Sink for ChromeSink {
         }
         w.finish(&self.session).map_err(|e| self.fail(e))?;
         Ok(vec![self.path.clone()])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn size_warning_suggests_the_perfetto_sink() {
+        let w = super::size_warning(std::path::Path::new("out/trace.json"), 256);
+        assert!(w.starts_with("out/trace.json passed 256 MB"), "{w}");
+        assert!(w.contains("--sink perfetto"), "{w}");
     }
 }

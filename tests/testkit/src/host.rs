@@ -18,6 +18,8 @@ const PACKAGES: &[&str] = &[
     "xpuprof-plugin-chrome",
     "xpuprof-plugin-archive",
     "xpuprof-plugin-flamegraph",
+    "xpuprof-plugin-perfetto",
+    "xpuprof-plugin-pprof",
     "xpuprof-plugin-cupti",
     "xpuprof-cupti-agent",
 ];

@@ -1,1 +1,86 @@
-//! The sink inside the real host.
+//! The sink inside the real host: a live scripted session, `xpuprof report` of its archive, and
+//! real CUDA agent streams captured on the H100 (`tests/fixtures/cupti`) replayed through the
+//! cupti source, recorded, and converted again with `xpuprof report`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use xpuprof_plugin_perfetto::FILE_NAME;
+
+use crate::check;
+
+#[path = "../../../../tests/support/golden.rs"]
+mod golden;
+#[allow(dead_code)]
+#[path = "../../../../tests/support/host.rs"]
+mod host;
+
+/// Sends a captured agent stream to the socket the cupti plugin prepared, as the agent would.
+const REPLAY_AGENT: &str = "import os, socket, sys\n\
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n\
+s.connect(os.environ['XPUPROF_CUPTI_SOCKET'])\n\
+s.sendall(open(sys.argv[1], 'rb').read())\n\
+s.close()\n";
+
+/// Checks the perfetto trace and the pprof profile of `dir`; returns the trace's summary.
+fn check_outputs(bin: &Path, dir: &Path) -> serde_json::Value {
+    let summary = check::check(&dir.join(FILE_NAME));
+    let profile = dir.join("profile.pb.gz");
+    assert!(std::fs::metadata(&profile).is_ok_and(|m| m.len() > 0), "no profile in {}", dir.display());
+    let _ = bin;
+    summary
+}
+
+/// `xpuprof report <archive> --sink perfetto,pprof -o <out>`.
+fn report(bin: &Path, archive: &Path, out: &Path) {
+    host::run(
+        bin,
+        &["report", archive.to_str().unwrap(), "--sink", "perfetto,pprof", "-o", out.to_str().unwrap()],
+    );
+}
+
+#[test]
+fn scripted_session_live_and_replayed_writes_the_same_valid_trace() {
+    let Some(bin) = host::xpuprof(&["scripted", "perfetto", "pprof", "archive"]) else { return };
+    let live = tempfile::tempdir().unwrap();
+    host::record(&bin, "perfetto,pprof,archive", live.path());
+    let summary = check_outputs(&bin, live.path());
+    assert!(summary["flows"].as_u64().unwrap() > 0, "{summary}");
+    let dump = check::dump(&live.path().join(FILE_NAME));
+    golden::check("scripted.perfetto-trace.txt", &dump);
+    let replay = tempfile::tempdir().unwrap();
+    report(&bin, live.path(), replay.path());
+    check_outputs(&bin, replay.path());
+    assert_eq!(check::dump(&replay.path().join(FILE_NAME)), dump, "report reproduces the live trace");
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cupti").join(name).join("stream.bin")
+}
+
+#[test]
+fn real_cuda_streams_convert_and_pass_the_checks() {
+    let Some(bin) = host::xpuprof(&["cupti", "perfetto", "pprof", "archive"]) else { return };
+    for name in ["basic", "graph_launch", "multi_stream", "multi_thread"] {
+        let out = tempfile::tempdir().unwrap();
+        let o = Command::new(&bin)
+            .arg("--plugin-dir")
+            .arg(host::target_dir())
+            .args(["--source", "cupti", "--sink", "perfetto,pprof,archive", "-o"])
+            .arg(out.path())
+            .args(["--", "python3", "-c", REPLAY_AGENT])
+            .arg(fixture(name))
+            .output()
+            .expect("run xpuprof");
+        assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+        let live = check_outputs(&bin, out.path());
+        assert!(live["flows"].as_u64().unwrap() > 0, "{name}: kernels joined to launches: {live}");
+        let tracks = live["tracks"].as_object().unwrap();
+        assert!(tracks.keys().any(|t| t.starts_with("GPU 0 (")), "{name}: device track: {live}");
+        let replay = tempfile::tempdir().unwrap();
+        report(&bin, out.path(), replay.path());
+        let replayed = check_outputs(&bin, replay.path());
+        assert_eq!(replayed["flows"], live["flows"], "{name}");
+        assert_eq!(replayed["slices_per_track"], live["slices_per_track"], "{name}");
+    }
+}

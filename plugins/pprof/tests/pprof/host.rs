@@ -1,1 +1,26 @@
-//! The sink inside the real host.
+//! The sink inside the real host: a live scripted session and `xpuprof report` of its archive.
+
+use xpuprof_plugin_pprof::FILE_NAME;
+
+use crate::go;
+
+#[allow(dead_code)]
+#[path = "../../../../tests/support/host.rs"]
+mod host;
+
+#[test]
+fn scripted_session_live_and_replayed_gives_the_same_profile() {
+    let Some(bin) = host::xpuprof(&["scripted", "pprof", "archive"]) else { return };
+    let live = tempfile::tempdir().unwrap();
+    host::record(&bin, "pprof,archive", live.path());
+    let a = go::pprof(&["-raw"], &live.path().join(FILE_NAME));
+    assert!(a.contains("[GPU_Kernel]"), "{a}");
+    let replay = tempfile::tempdir().unwrap();
+    let (archive, out) = (live.path().to_str().unwrap(), replay.path().to_str().unwrap());
+    host::run(&bin, &["report", archive, "--sink", "pprof", "-o", out]);
+    let b = go::pprof(&["-raw"], &replay.path().join(FILE_NAME));
+    // The comments name the recorded command, which a replay does not have.
+    let strip =
+        |s: &str| s.lines().filter(|l| !l.starts_with("Comment: command")).collect::<Vec<_>>().join("\n");
+    assert_eq!(strip(&a), strip(&b), "report reproduces the live profile");
+}
