@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # B3/B4 without a GPU: records a large scripted session (the test double source, same record
 # shapes as a CUDA run: API call + launch stack + device op per launch) into an archive, then
-# replays it into folded+chrome on one core. Prints launches/s, peak memory, and bytes per launch
-# of the archive next to the chrome JSON. Usage: scripts/bench-postprocess.sh [ROUNDS]
+# replays it into folded+chrome, then into perfetto+pprof, on one core. Prints launches/s, peak
+# memory, and bytes per launch of the archive next to the chrome JSON and the Perfetto trace. Usage: scripts/bench-postprocess.sh [ROUNDS]
 # (each round = 6 launches causing 8 device operations).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-170000}
 cargo build -q --release -p xpuprof-core -p xpuprof-plugin-scripted -p xpuprof-plugin-archive \
-  -p xpuprof-plugin-folded -p xpuprof-plugin-chrome
+  -p xpuprof-plugin-folded -p xpuprof-plugin-chrome -p xpuprof-plugin-perfetto -p xpuprof-plugin-pprof
 X=target/release/xpuprof
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
@@ -29,15 +29,19 @@ PY
 }
 read -r rec_s rec_kb < <(cd "$D" && peak taskset -c 0 "$OLDPWD/$X" --quiet --source scripted --sink archive -o rec -- true)
 read -r rep_s rep_kb < <(peak taskset -c 0 "$X" report "$D/rec" --sink folded,chrome -o "$D/rep")
+read -r pp_s pp_kb < <(peak taskset -c 0 "$X" report "$D/rec" --sink perfetto,pprof -o "$D/pp")
 arch=$(du -b "$D/rec/archive" | tail -1 | cut -f1)
 chrome=$(stat -c %s "$D/rep/trace.json")
-python3 - "$LAUNCHES" "$rec_s" "$rec_kb" "$rep_s" "$rep_kb" "$arch" "$chrome" <<'PY'
+perfetto=$(stat -c %s "$D/pp/trace.perfetto-trace")
+python3 - "$LAUNCHES" "$rec_s" "$rec_kb" "$rep_s" "$rep_kb" "$arch" "$chrome" "$pp_s" "$pp_kb" "$perfetto" <<'PY'
 import sys
-n, rec_s, rec_kb, rep_s, rep_kb, arch, chrome = sys.argv[1:]
+n, rec_s, rec_kb, rep_s, rep_kb, arch, chrome, pp_s, pp_kb, perfetto = sys.argv[1:]
 n = int(n)
 print(f"launches                       {n}")
 print(f"record (pipeline + archive)    {float(rec_s):.2f} s  {n/float(rec_s)/1e6:.2f} M launches/s  peak {int(rec_kb)/1024:.0f} MiB")
 print(f"B3 replay -> folded+chrome     {float(rep_s):.2f} s  {n/float(rep_s)/1e6:.2f} M launches/s  peak {int(rep_kb)/1024:.0f} MiB (one core)")
 print(f"B4 archive                     {int(arch)/n:.1f} bytes/launch")
+print(f"replay -> perfetto+pprof       {float(pp_s):.2f} s  {n/float(pp_s)/1e6:.2f} M launches/s  peak {int(pp_kb)/1024:.0f} MiB (one core)")
 print(f"B4 chrome JSON                 {int(chrome)/n:.1f} bytes/launch")
+print(f"perfetto trace                 {int(perfetto)/n:.1f} bytes/launch")
 PY

@@ -6,13 +6,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for p in xpuprof-core xpuprof-plugin-cupti xpuprof-cupti-agent xpuprof-plugin-ebpf xpuprof-plugin-folded \
-         xpuprof-plugin-chrome xpuprof-plugin-flamegraph xpuprof-plugin-summary xpuprof-plugin-archive; do
+         xpuprof-plugin-chrome xpuprof-plugin-flamegraph xpuprof-plugin-summary xpuprof-plugin-archive \
+         xpuprof-plugin-perfetto xpuprof-plugin-pprof; do
   cargo build --release -q -p "$p"
 done
 mkdir -p .device-carry/lib
 for f in xpuprof libxpuprof_plugin_cupti.so libxpuprof_cupti_agent.so libxpuprof_plugin_ebpf.so \
          libxpuprof_plugin_folded.so libxpuprof_plugin_chrome.so libxpuprof_plugin_flamegraph.so \
-         libxpuprof_plugin_summary.so libxpuprof_plugin_archive.so; do
+         libxpuprof_plugin_summary.so libxpuprof_plugin_archive.so \
+         libxpuprof_plugin_perfetto.so libxpuprof_plugin_pprof.so; do
   objcopy --strip-debug "target/release/$f" ".device-carry/$f"
 done
 # The eBPF plugin links libelf, which the GPU machine may lack.

@@ -3,7 +3,7 @@
 # program under `xpuprof --source cupti --sink folded,chrome` with exact checks, and runs the
 # launch-bound benchmark. Run from the repository root on the GPU machine:
 #
-#   scripts/gpu/run-all.sh [capture] [test] [agree] [bench]      (default: all)
+#   scripts/gpu/run-all.sh [capture] [test] [agree] [bench] [outputs]   (default: all)
 #
 # Needs: nvcc and CUPTI (CUDA_HOME, default /usr/local/cuda-13.0), python3, and the Rust parts
 # built on the development machine and carried in .device-carry/ (xpuprof, the plugins and
@@ -20,7 +20,7 @@ LIB=$CUDA_HOME/targets/x86_64-linux/lib
 AGENT=$CARRY/libxpuprof_cupti_agent.so
 BENCH_N=${BENCH_N:-200000}
 ROUNDS=${ROUNDS:-7}
-STEPS=${*:-capture test agree bench}   # e2e: issue 6 benchmarks (run it on its own)
+STEPS=${*:-capture test agree bench outputs}   # e2e: issue 6 benchmarks (run it on its own)
 mkdir -p "$OUT" "$W/bin" "$W/fixtures" "$W/logs"
 SUMMARY=$W/summary.txt
 : >"$SUMMARY"
@@ -240,6 +240,16 @@ if [[ " $STEPS " == *" bench "* ]]; then
   bench_summary "$W/logs/bench-batch_min_us.txt" 1000000 fastest-batch | tee -a "$SUMMARY"
   bench_summary "$W/logs/bench-thread_cpu_us.txt" 1000000 thread-cpu | tee -a "$SUMMARY"
   bench_summary "$W/logs/bench-instructions_per_launch.txt" 1000000 instructions instr/launch | tee -a "$SUMMARY"
+fi
+
+# ---- outputs: real CUDA runs through the perfetto and pprof sinks, kept as fixtures ------------
+if [[ " $STEPS " == *" outputs "* ]]; then
+  if [ -x "$CARRY/xpuprof" ]; then
+    scripts/gpu/capture-outputs.sh "$W/bin" "$CARRY" "$W" 2>&1 | tee -a "$SUMMARY"
+    (cd "$W" && tar czf "$OUT/outputs.tar.gz" outputs)
+  else
+    row "outputs" "skipped: no $CARRY/xpuprof"
+  fi
 fi
 
 # ---- e2e: issue 6 on this machine: B1 with the eBPF source, B5 losses, B4 sizes, B2 PyTorch --------

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::*;
 
 use crate::proto;
@@ -67,6 +67,9 @@ pub struct Interner {
     by_str: IdMap<StrId, u64>,
     event_names: Names,
     annotation_names: Names,
+    annotation_values: Names,
+    /// Annotation value iid of each launch dimension (`128x1x1`).
+    dims: HashMap<[u32; 3], u64>,
     functions: Names,
     paths: Names,
     /// Path component iids of each mapping that frames use.
@@ -75,6 +78,8 @@ pub struct Interner {
     frames: IdMap<FrameId, FrameInfo>,
     pframes: Vec<PFrame>,
     stacks: IdMap<StackId, Vec<FrameId>>,
+    /// Stacks whose frames are expanded.
+    expanded: IdSet<StackId>,
 }
 
 impl Interner {
@@ -106,6 +111,7 @@ impl Interner {
             }
             Record::Stack(d) => {
                 self.stacks.insert(d.id, d.frames.clone());
+                self.expanded.remove(&d.id);
             }
             _ => {}
         }
@@ -139,6 +145,24 @@ impl Interner {
     /// The debug annotation name iid of `text`.
     pub fn annotation_name(&mut self, text: &str) -> u64 {
         self.annotation_names.iid(text)
+    }
+
+    /// The annotation value iid of launch dimensions `d`, rendered `XxYxZ`.
+    pub fn dims(&mut self, d: [u32; 3]) -> u64 {
+        if let Some(&i) = self.dims.get(&d) {
+            return i;
+        }
+        let i = self.annotation_values.iid(&format!("{}x{}x{}", d[0], d[1], d[2]));
+        self.dims.insert(d, i);
+        i
+    }
+
+    /// Adds annotation value `iid` to `out` unless `seq` has it.
+    pub fn emit_annotation_value(&self, seq: &mut Sequence, iid: u64, out: &mut proto::InternedData) {
+        if seq.needs(Kind::AnnotationValue, iid) {
+            let str = Some(self.annotation_values.text(iid).as_bytes().to_vec());
+            out.debug_annotation_string_values.push(proto::InternedString { iid: Some(iid), str });
+        }
     }
 
     /// Adds event name `iid` to `out` unless `seq` has it.
@@ -178,9 +202,12 @@ impl Interner {
     /// The callstack iid of `stack`, expanding its frames the first time; `None` when the stack
     /// was never defined.
     pub fn callstack(&mut self, stack: StackId) -> Option<u64> {
-        let frames = self.stacks.get(&stack)?.clone();
-        for f in frames {
-            self.expand(f);
+        if !self.expanded.contains(&stack) {
+            let frames = self.stacks.get(&stack)?.clone();
+            for f in frames {
+                self.expand(f);
+            }
+            self.expanded.insert(stack);
         }
         Some(stack.0 as u64)
     }

@@ -128,6 +128,8 @@ pub struct DebugAnnotation {
     pub int_value: Option<i64>,
     #[prost(string, optional, tag = "6")]
     pub string_value: Option<String>,
+    #[prost(uint64, optional, tag = "17")]
+    pub string_value_iid: Option<u64>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -136,6 +138,8 @@ pub struct InternedData {
     pub event_names: Vec<EventName>,
     #[prost(message, repeated, tag = "3")]
     pub debug_annotation_names: Vec<EventName>,
+    #[prost(message, repeated, tag = "29")]
+    pub debug_annotation_string_values: Vec<InternedString>,
     #[prost(message, repeated, tag = "5")]
     pub function_names: Vec<InternedString>,
     #[prost(message, repeated, tag = "6")]
@@ -155,6 +159,7 @@ impl InternedData {
     pub fn is_empty(&self) -> bool {
         self.event_names.is_empty()
             && self.debug_annotation_names.is_empty()
+            && self.debug_annotation_string_values.is_empty()
             && self.function_names.is_empty()
             && self.frames.is_empty()
             && self.callstacks.is_empty()
@@ -167,6 +172,7 @@ impl InternedData {
     pub fn clear(&mut self) {
         self.event_names.clear();
         self.debug_annotation_names.clear();
+        self.debug_annotation_string_values.clear();
         self.function_names.clear();
         self.frames.clear();
         self.callstacks.clear();

@@ -27,6 +27,8 @@ pub enum Kind {
     EventName = 1,
     /// `InternedData.debug_annotation_names`.
     AnnotationName,
+    /// `InternedData.debug_annotation_string_values`.
+    AnnotationValue,
     /// `InternedData.function_names`.
     FunctionName,
     /// `InternedData.frames`.

@@ -1,9 +1,10 @@
 //! Turns records into trace packets as they arrive.
 //!
 //! What goes where:
-//! - API calls: slices on their thread's track (one sequence per thread);
+//! - API calls: slices on their thread's track (one sequence per thread), with their
+//!   correlation id and non-zero result as arguments;
 //! - device work: slices on its stream's track under the device's track (one sequence per
-//!   stream lane);
+//!   stream lane), with correlation id, bytes, and a kernel's grid and block (`128x1x1`);
 //! - launches: an instant named after the launch API on the launching thread's track, at the
 //!   launch time, with a flow to the device work it caused (one flow per device operation, so
 //!   both ends always exist; a separate sequence per thread keeps its timestamps growing);
@@ -90,14 +91,25 @@ pub struct TraceWriter<W: Write> {
     last_reset: u64,
     losses: BTreeMap<String, u64>,
     stats: TraceStats,
+    /// Annotation name iids of the arguments: correlation, bytes, result, grid, block.
+    arg_names: [u64; 5],
 }
+
+const CORRELATION: usize = 0;
+const BYTES: usize = 1;
+const RESULT: usize = 2;
+const GRID: usize = 3;
+const BLOCK: usize = 4;
 
 impl<W: Write> TraceWriter<W> {
     /// Starts a trace on `out`.
     pub fn new(out: W, opts: TraceOptions) -> Self {
+        let mut names = Interner::new(opts.demangle);
+        let arg_names = ["correlation", "bytes", "result", "grid", "block"].map(|n| names.annotation_name(n));
         Self {
             out: Output::new(out, opts.output),
-            names: Interner::new(opts.demangle),
+            names,
+            arg_names,
             opts,
             tracks: Tracks::default(),
             seqs: Sequences::default(),
@@ -192,14 +204,25 @@ impl<W: Write> TraceWriter<W> {
         r
     }
 
-    /// Queues argument `name` = `value` for the next slice begin.
-    fn arg(&mut self, name: &str, value: u64) {
-        let iid = self.names.annotation_name(name);
-        self.event.debug_annotations.push(DebugAnnotation {
-            name_iid: Some(iid),
-            uint_value: Some(value),
-            ..Default::default()
-        });
+    /// Queues argument `which` = `value` for the next slice begin.
+    fn arg(&mut self, which: usize, value: u64) {
+        let name_iid = Some(self.arg_names[which]);
+        let a = DebugAnnotation { name_iid, uint_value: Some(value), ..Default::default() };
+        self.event.debug_annotations.push(a);
+    }
+
+    /// Queues argument `which` = `value` for the next slice begin.
+    fn arg_int(&mut self, which: usize, value: i64) {
+        let name_iid = Some(self.arg_names[which]);
+        let a = DebugAnnotation { name_iid, int_value: Some(value), ..Default::default() };
+        self.event.debug_annotations.push(a);
+    }
+
+    /// Queues argument `which` = interned string `value` for the next slice begin.
+    fn arg_str(&mut self, which: usize, value: u64) {
+        let name_iid = Some(self.arg_names[which]);
+        let a = DebugAnnotation { name_iid, string_value_iid: Some(value), ..Default::default() };
+        self.event.debug_annotations.push(a);
     }
 
     fn api_call(&mut self, c: &ApiCall) -> io::Result<()> {
@@ -207,10 +230,10 @@ impl<W: Write> TraceWriter<W> {
         let name = self.names.event_name_of(c.name, "API call");
         if self.opts.args {
             if let Some(corr) = c.correlation {
-                self.arg("correlation", corr.id);
+                self.arg(CORRELATION, corr.id);
             }
             if c.result != 0 {
-                self.arg("result", c.result as u64);
+                self.arg_int(RESULT, c.result);
             }
         }
         self.slice(track, track, c.start, c.end, name, None)
@@ -231,6 +254,9 @@ impl<W: Write> TraceWriter<W> {
         let seq = self.seqs.get_mut(key);
         for a in &self.event.debug_annotations {
             self.names.emit_annotation_name(seq, a.name_iid.unwrap_or(0), &mut self.interned);
+            if let Some(v) = a.string_value_iid {
+                self.names.emit_annotation_value(seq, v, &mut self.interned);
+            }
         }
         self.names.emit_event_name(seq, name, &mut self.interned);
         self.event.r#type = Some(event_type::SLICE_BEGIN);
@@ -265,10 +291,15 @@ impl<W: Write> TraceWriter<W> {
         };
         if self.opts.args {
             if let Some(c) = op.correlation {
-                self.arg("correlation", c.id);
+                self.arg(CORRELATION, c.id);
             }
             if op.bytes != 0 {
-                self.arg("bytes", op.bytes);
+                self.arg(BYTES, op.bytes);
+            }
+            if let Some(k) = &op.kernel {
+                let (grid, block) = (self.names.dims(k.grid), self.names.dims(k.block));
+                self.arg_str(GRID, grid);
+                self.arg_str(BLOCK, block);
             }
         }
         self.slice(track, track, op.start, op.end, name, flow)

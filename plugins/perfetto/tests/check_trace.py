@@ -7,7 +7,7 @@ packet in text format (the golden files).
 
 Checks, failing with a message naming the packet:
 - the file decodes as perfetto.protos.Trace; compressed_packets bundles inflate and decode;
-- every interned id (event name, annotation name, callstack, frame, function name, mapping,
+- every interned id (event name, annotation name and string value, callstack, frame, function name, mapping,
   build id, mapping path) is defined on the packet's sequence, after its last
   SEQ_INCREMENTAL_STATE_CLEARED, before it is used; no packet needing incremental state comes
   before its sequence's first clear;
@@ -65,6 +65,7 @@ def main(path):
     seqs = collections.defaultdict(Seq)
     tracks = {}
     events = []  # (ts, order, track, type, name, flow_ids, terminating)
+    args = collections.Counter()
     samples = 0
     callstack_frames = collections.Counter()
     count = clears = 0
@@ -103,8 +104,11 @@ def main(path):
             if e.HasField("name_iid"):
                 name = lookup(i, seq, "event_names", e.name_iid).name
             for a in e.debug_annotations:
-                if a.HasField("name_iid"):
-                    lookup(i, seq, "debug_annotation_names", a.name_iid)
+                key = lookup(i, seq, "debug_annotation_names", a.name_iid).name if a.HasField("name_iid") else a.name
+                if a.HasField("string_value_iid"):
+                    value = lookup(i, seq, "debug_annotation_string_values", a.string_value_iid).str.decode()
+                    args[f"{key}={value}"] += 1
+                args[key] += 1
             events.append((ts, i, track, e.type, name, list(e.flow_ids), list(e.terminating_flow_ids)))
         elif p.HasField("perf_sample"):
             s = p.perf_sample
@@ -114,6 +118,7 @@ def main(path):
             samples += 1
     summary = summarize(tracks, events, samples, count, len(seqs))
     summary["clears"] = clears
+    summary["args"] = args
     print(json.dumps(summary))
 
 
@@ -139,8 +144,8 @@ def lookup(i, seq, table, iid):
 
 
 def intern(i, seq, d):
-    for table in ("event_names", "debug_annotation_names", "function_names", "build_ids",
-                  "mapping_paths"):
+    for table in ("event_names", "debug_annotation_names", "debug_annotation_string_values",
+                  "function_names", "build_ids", "mapping_paths"):
         for e in getattr(d, table):
             seq.interned[table][e.iid] = e
     for m in d.mappings:

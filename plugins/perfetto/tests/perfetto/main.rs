@@ -3,5 +3,12 @@
 //! inside the real host (live, `xpuprof report`, a real CUDA stream).
 
 mod check;
-mod host;
+mod e2e;
 mod sink;
+
+#[path = "../../../../tests/support/golden.rs"]
+mod golden;
+// The shared harness; these tests use only part of it.
+#[allow(dead_code)]
+#[path = "../../../../tests/support/host.rs"]
+mod host;

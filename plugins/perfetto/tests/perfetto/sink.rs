@@ -8,9 +8,7 @@ use xpuprof_sdk::model::Record;
 use xpuprof_sdk::{Logger, SessionInfo, Sink};
 
 use crate::check;
-
-#[path = "../../../../tests/support/golden.rs"]
-mod golden;
+use crate::golden;
 
 pub fn session_info(dir: &Path) -> SessionInfo {
     SessionInfo {
@@ -68,6 +66,9 @@ fn sample_session_decodes_and_passes_the_checks() {
     assert_eq!(s["instants"]["lost 3: cupti dropped records"], 1, "{s}");
     assert_eq!(s["instants"]["cudaGraphLaunch"], 3, "one launch instant per kernel of the graph: {s}");
     assert_eq!(s["instants"]["epoch"], 1, "the marker: {s}");
+    assert_eq!(s["args"]["grid=128x1x1"], 6, "launch configuration of the six kernels: {s}");
+    assert_eq!(s["args"]["block=256x1x1"], 6, "{s}");
+    assert_eq!(s["args"]["bytes"], 3, "two copies and a memset: {s}");
 }
 
 #[test]

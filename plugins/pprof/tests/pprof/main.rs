@@ -2,6 +2,13 @@
 //! `go tool pprof` (the reference implementation of profile.proto), and the sink inside the
 //! real host.
 
+mod e2e;
 mod go;
-mod host;
 mod sink;
+
+#[path = "../../../../tests/support/golden.rs"]
+mod golden;
+// The shared harness; these tests use only part of it.
+#[allow(dead_code)]
+#[path = "../../../../tests/support/host.rs"]
+mod host;

@@ -11,9 +11,7 @@ use xpuprof_sdk::model::Record;
 use xpuprof_sdk::{SessionInfo, Sink};
 
 use crate::go;
-
-#[path = "../../../../tests/support/golden.rs"]
-mod golden;
+use crate::golden;
 
 pub fn session_info(dir: &Path) -> SessionInfo {
     SessionInfo {

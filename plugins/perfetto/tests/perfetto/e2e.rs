@@ -8,12 +8,8 @@ use std::process::Command;
 use xpuprof_plugin_perfetto::FILE_NAME;
 
 use crate::check;
-
-#[path = "../../../../tests/support/golden.rs"]
-mod golden;
-#[allow(dead_code)]
-#[path = "../../../../tests/support/host.rs"]
-mod host;
+use crate::golden;
+use crate::host;
 
 /// Sends a captured agent stream to the socket the cupti plugin prepared, as the agent would.
 const REPLAY_AGENT: &str = "import os, socket, sys\n\
@@ -83,4 +79,21 @@ fn real_cuda_streams_convert_and_pass_the_checks() {
         assert_eq!(replayed["flows"], live["flows"], "{name}");
         assert_eq!(replayed["slices_per_track"], live["slices_per_track"], "{name}");
     }
+}
+
+/// Traces of real CUDA runs recorded on the H100 (`tests/fixtures/outputs`, made by
+/// `scripts/gpu/capture-outputs.sh`).
+#[test]
+fn captured_cuda_traces_pass_the_checks() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/outputs");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let trace = entry.unwrap().path().join(FILE_NAME);
+        if trace.is_file() {
+            let s = check::check(&trace);
+            assert!(s["flows"].as_u64().unwrap() > 0, "{}: {s}", trace.display());
+            seen += 1;
+        }
+    }
+    eprintln!("{seen} captured CUDA traces checked in {}", dir.display());
 }

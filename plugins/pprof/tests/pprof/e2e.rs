@@ -3,10 +3,7 @@
 use xpuprof_plugin_pprof::FILE_NAME;
 
 use crate::go;
-
-#[allow(dead_code)]
-#[path = "../../../../tests/support/host.rs"]
-mod host;
+use crate::host;
 
 #[test]
 fn scripted_session_live_and_replayed_gives_the_same_profile() {
@@ -23,4 +20,21 @@ fn scripted_session_live_and_replayed_gives_the_same_profile() {
     let strip =
         |s: &str| s.lines().filter(|l| !l.starts_with("Comment: command")).collect::<Vec<_>>().join("\n");
     assert_eq!(strip(&a), strip(&b), "report reproduces the live profile");
+}
+
+/// Profiles of real CUDA runs recorded on the H100 (`tests/fixtures/outputs`, made by
+/// `scripts/gpu/capture-outputs.sh`).
+#[test]
+fn captured_cuda_profiles_read_in_go_pprof() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/outputs");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let profile = entry.unwrap().path().join(FILE_NAME);
+        if profile.is_file() {
+            let top = go::pprof(&["-top", "-sample_index=gpu_time"], &profile);
+            assert!(top.contains("[GPU_Kernel]"), "{}: {top}", profile.display());
+            seen += 1;
+        }
+    }
+    eprintln!("{seen} captured CUDA profiles read in {}", dir.display());
 }
