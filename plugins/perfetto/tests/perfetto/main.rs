@@ -6,9 +6,4 @@ mod check;
 mod e2e;
 mod sink;
 
-#[path = "../../../../tests/support/golden.rs"]
-mod golden;
-// The shared harness; these tests use only part of it.
-#[allow(dead_code)]
-#[path = "../../../../tests/support/host.rs"]
-mod host;
+use xpuprof_testkit::{golden, host};
