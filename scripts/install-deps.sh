@@ -2,7 +2,9 @@
 # Installs what building and testing xpuprof needs on a fresh Debian machine with Rust:
 # - clang/llvm, bpftool, libelf, zlib, pkg-config, make, gcc: the eBPF plugin's skeleton, libbpf
 #   (built from source by libbpf-sys) and the C workloads the tests compile;
-# - libclang-dev: bindgen for the CUPTI bindings;
+# - libclang-dev: bindgen for the CUPTI and Level Zero bindings;
+# - libze1, libze-dev: the Level Zero loader 1.8.12 with its tracing layer, and its headers
+#   (level-zero-sys, the levelzero agent and its tests run through the real loader);
 # - the CUDA 13 header wheels (nvidia-cuda-cupti, -runtime, -crt), pinned: CUPTI headers without
 #   a CUDA toolkit (CUDA_HOME wins when set). 13.5 headers declare every record version from
 #   CUDA 13.0 on; the decoder picks the one matching the runtime it meets.
@@ -15,7 +17,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc golang-go)
+APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc golang-go libze1 libze-dev)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
