@@ -1,0 +1,407 @@
+//! The agent's Level Zero logic: launch-class calls (their stacks, correlation ids and
+//! timestamp events), regular-list bookkeeping (recorded once, one operation per execution),
+//! and the reads of device timestamps with loss counting.
+
+use std::cell::{Cell, RefCell};
+use std::sync::Mutex;
+
+use level_zero_sys::*;
+use xpuprof_levelzero_wire::{api_kind, loss, op_kind, Msg, Op};
+
+use crate::seam;
+use crate::state::{Pending, Recorded, State};
+
+thread_local! {
+    /// Set while the agent itself calls Level Zero outside a callback (its reader thread, exit):
+    /// those calls are traced too and must not be recorded.
+    pub static INSIDE: Cell<bool> = const { Cell::new(false) };
+    /// The call between its prologue and epilogue (the tracing layer never nests them).
+    static CALL: RefCell<Option<Call>> = const { RefCell::new(None) };
+}
+
+/// A traced call between prologue and epilogue.
+#[derive(Debug, Clone, Default)]
+struct Call {
+    name: u32,
+    kind: u8,
+    start: u64,
+    correlation: u64,
+    stack: u64,
+    list: usize,
+    queue: usize,
+    lists: Vec<usize>,
+    /// The timestamp event the work signals.
+    event: usize,
+    /// `event` is ours, put in place of the application's.
+    ours: bool,
+    /// The application's event when ours replaced it (it must still be signalled).
+    app_event: usize,
+    op: Op,
+}
+
+/// The agent.
+pub struct Agent {
+    /// The loader's functions.
+    pub ze: ZeLoader,
+    /// To the host.
+    pub chan: seam::Channel,
+    /// Bookkeeping.
+    pub state: Mutex<State>,
+    /// Address ranges of the agent and the tracing layer (left off launch stacks).
+    pub skip: Vec<(u64, u64)>,
+    /// Devices, for clock pairs.
+    pub devices: Vec<usize>,
+    /// Executable mappings the host knows.
+    pub known: Mutex<Vec<(u64, u64)>>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent").field("devices", &self.devices).finish()
+    }
+}
+
+impl Agent {
+    /// Locks the bookkeeping.
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The calling thread's launch stack (agent and tracing-layer frames left off), sent once.
+    fn stack(&self, st: &mut State, out: &mut Vec<Msg>) -> u64 {
+        let mut buf = [0u64; seam::MAX_FRAMES];
+        let n = seam::stack(&mut buf);
+        let skip = buf[..n].iter().take_while(|&&a| self.skip.iter().any(|&(s, e)| a >= s && a < e)).count();
+        let frames = &buf[skip..n];
+        if frames.is_empty() {
+            return 0;
+        }
+        let hash = seam::stack_hash(frames);
+        if st.stacks.insert(hash) {
+            let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+            if frames.iter().any(|&a| !known.iter().any(|&(s, e)| a >= s && a < e)) {
+                let maps = seam::modules();
+                *known = maps.iter().map(|m| (m.0, m.1)).collect();
+                out.push(Msg::Modules(maps));
+            }
+            out.push(Msg::Stack { hash, frames: frames.to_vec() });
+        }
+        hash
+    }
+
+    /// Prologue of a call: its name, start time, and for launch-class calls a correlation id
+    /// and stack.
+    fn begin(&self, st: &mut State, name: &str, kind: u8, out: &mut Vec<Msg>) -> Call {
+        let name = st.intern(name, out);
+        let (correlation, stack) =
+            if kind == api_kind::LAUNCH { (st.next_id(), self.stack(st, out)) } else { (0, 0) };
+        Call { name, kind, start: seam::mono(), correlation, stack, ..Default::default() }
+    }
+
+    fn api(&self, c: &Call, result: ze_result_t, out: &mut Vec<Msg>) {
+        out.push(Msg::Api {
+            tid: seam::tid(),
+            name: c.name,
+            kind: c.kind,
+            start: c.start,
+            end: seam::mono(),
+            correlation: c.correlation,
+            result,
+            stack: c.stack,
+        });
+    }
+
+    /// Prologue of an append (kernel, copy, fill, barrier) to `list`: gives the work a
+    /// timestamp event, the application's when it has timestamps, else one of ours in its place.
+    ///
+    /// # Safety
+    /// `signal` points at the call's signal-event argument in the tracing layer's parameter block.
+    pub unsafe fn append_prologue(
+        &self,
+        name: &str,
+        list: usize,
+        signal: *mut ze_event_handle_t,
+        mut op: Op,
+    ) {
+        let mut out = Vec::new();
+        let mut st = self.lock();
+        let mut c = self.begin(&mut st, name, api_kind::LAUNCH, &mut out);
+        let info = st.lists.get(&list).map(|l| (l.context, l.device, l.immediate));
+        // SAFETY: `signal` points at the call's signal-event argument (the tracing layer's copy).
+        let app = unsafe { *signal } as usize;
+        if let Some((context, device, _)) = info {
+            op.device = device as u64;
+            op.queue = list as u64;
+            if app != 0 && st.ts_events.contains(&app) {
+                c.event = app;
+            } else {
+                match st.pools.take(&self.ze, context) {
+                    Ok(ev) => {
+                        c.event = ev;
+                        c.ours = true;
+                        c.app_event = app;
+                        // SAFETY: as above; the driver is called with this event instead.
+                        unsafe { *signal = ev as ze_event_handle_t };
+                    }
+                    Err(_) => out.push(Msg::Loss { cause: loss::NO_TIMESTAMP, count: 1 }),
+                }
+            }
+        }
+        c.list = list;
+        op.correlation = c.correlation;
+        c.op = op;
+        drop(st);
+        self.chan.send(&out);
+        CALL.with(|k| *k.borrow_mut() = Some(c));
+    }
+
+    /// Epilogue of an append: the API call, the application's event signalled after ours, and
+    /// the work queued for reading (immediate list) or recorded on the list (regular list).
+    pub fn append_epilogue(&self, result: ze_result_t) {
+        let Some(c) = CALL.with(|k| k.borrow_mut().take()) else { return };
+        let mut out = Vec::new();
+        self.api(&c, result, &mut out);
+        let mut st = self.lock();
+        let ok = result == _ze_result_t::ZE_RESULT_SUCCESS;
+        if c.ours && c.app_event != 0 && ok {
+            let mut wait = c.event as ze_event_handle_t;
+            // SAFETY: inside the callback this goes straight to the driver; the list, the
+            // application's event and ours are alive.
+            let _ =
+                unsafe { self.ze.zeCommandListAppendBarrier(c.list as _, c.app_event as _, 1, &mut wait) };
+        }
+        let immediate = st.lists.get(&c.list).map(|l| l.immediate);
+        match (ok && c.event != 0, immediate) {
+            (true, Some(true)) => {
+                let recycle = c.ours.then_some(c.event);
+                st.pending.push(Pending { event: c.event, recycle, list: 0, op: c.op });
+            }
+            (true, Some(false)) => {
+                let mut op = c.op;
+                op.recorded = c.correlation;
+                op.list = c.list as u64;
+                let r = Recorded { event: c.event, ours: c.ours, op };
+                st.lists.get_mut(&c.list).expect("checked above").recorded.push(r);
+            }
+            _ if c.ours => st.pools.give_back(&self.ze, c.event),
+            _ => {}
+        }
+        drop(st);
+        self.chan.send(&out);
+    }
+
+    /// Prologue of `zeCommandQueueExecuteCommandLists`: the execute is the launch of every
+    /// operation on the lists. An execution whose timestamps were not read yet is lost now.
+    pub fn execute_prologue(&self, queue: usize, lists: &[usize]) {
+        let mut out = Vec::new();
+        let mut st = self.lock();
+        let mut c = self.begin(&mut st, "zeCommandQueueExecuteCommandLists", api_kind::LAUNCH, &mut out);
+        let mut lost = 0;
+        for l in lists {
+            let events: Vec<(usize, bool)> = st
+                .lists
+                .get(l)
+                .map(|l| l.recorded.iter().map(|r| (r.event, r.ours)).collect())
+                .unwrap_or_default();
+            for (ev, ours) in events {
+                if let Some(i) = st.pending.iter().position(|p| p.event == ev) {
+                    let p = st.pending.swap_remove(i);
+                    match self.try_read(&p) {
+                        Some(Some(ts)) => out.push(done(p.op, ts)),
+                        Some(None) | None => lost += 1,
+                    }
+                }
+                if ours {
+                    // SAFETY: our event, read or given up above; the driver is called directly.
+                    let _ = unsafe { self.ze.zeEventHostReset(ev as _) };
+                }
+            }
+        }
+        if lost > 0 {
+            out.push(Msg::Loss { cause: loss::REEXECUTED, count: lost });
+        }
+        c.queue = queue;
+        c.lists = lists.to_vec();
+        drop(st);
+        self.chan.send(&out);
+        CALL.with(|k| *k.borrow_mut() = Some(c));
+    }
+
+    /// Epilogue of an execute: one pending read per recorded operation, under the execute's id.
+    pub fn execute_epilogue(&self, result: ze_result_t) {
+        let Some(c) = CALL.with(|k| k.borrow_mut().take()) else { return };
+        let mut out = Vec::new();
+        self.api(&c, result, &mut out);
+        if result == _ze_result_t::ZE_RESULT_SUCCESS {
+            let mut st = self.lock();
+            let mut add = Vec::new();
+            for l in &c.lists {
+                for r in st.lists.get(l).map(|l| l.recorded.as_slice()).unwrap_or_default() {
+                    let mut op = r.op;
+                    op.correlation = c.correlation;
+                    op.queue = c.queue as u64;
+                    add.push(Pending { event: r.event, recycle: None, list: *l, op });
+                }
+            }
+            st.pending.extend(add);
+        }
+        self.chan.send(&out);
+    }
+
+    /// Prologue of any other traced call (host synchronisation).
+    pub fn call_prologue(&self, name: &str, kind: u8) {
+        let mut out = Vec::new();
+        let c = self.begin(&mut self.lock(), name, kind, &mut out);
+        self.chan.send(&out);
+        CALL.with(|k| *k.borrow_mut() = Some(c));
+    }
+
+    /// Epilogue of a host synchronisation: the call, then every timestamp that is ready.
+    pub fn sync_epilogue(&self, result: ze_result_t) {
+        let Some(c) = CALL.with(|k| k.borrow_mut().take()) else { return };
+        let mut out = Vec::new();
+        self.api(&c, result, &mut out);
+        self.read_ready(&mut self.lock(), true, &mut out);
+        self.chan.send(&out);
+    }
+
+    /// `None`: not ready; `Some(None)`: cannot be read; `Some(Some((start, end)))`: device ticks.
+    fn try_read(&self, p: &Pending) -> Option<Option<(u64, u64)>> {
+        // SAFETY: `p.event` is alive: events are read before the application or the agent
+        // destroys them (event, list and context destroy prologues).
+        let status = unsafe { self.ze.zeEventQueryStatus(p.event as _) };
+        if status == _ze_result_t::ZE_RESULT_NOT_READY {
+            return None;
+        }
+        let mut r = ze_kernel_timestamp_result_t::default();
+        // SAFETY: as above; `r` is a local.
+        let rc = unsafe { self.ze.zeEventQueryKernelTimestamp(p.event as _, &mut r) };
+        if status != 0 || rc != 0 {
+            return Some(None);
+        }
+        Some(Some((r.global.kernelStart, r.global.kernelEnd)))
+    }
+
+    /// Reads every pending operation that is ready. Regular lists are read only at host
+    /// synchronisation (`at_sync`), when the last execution is known to be complete.
+    pub fn read_ready(&self, st: &mut State, at_sync: bool, out: &mut Vec<Msg>) {
+        let mut i = 0;
+        let mut failed = 0;
+        while i < st.pending.len() {
+            if st.pending[i].list != 0 && !at_sync {
+                i += 1;
+                continue;
+            }
+            match self.try_read(&st.pending[i]) {
+                None => i += 1,
+                Some(r) => {
+                    let p = st.pending.swap_remove(i);
+                    match r {
+                        Some(ts) => out.push(done(p.op, ts)),
+                        None => failed += 1,
+                    }
+                    if let Some(ev) = p.recycle {
+                        st.pools.give_back(&self.ze, ev);
+                    }
+                }
+            }
+        }
+        if failed > 0 {
+            out.push(Msg::Loss { cause: loss::NO_TIMESTAMP, count: failed });
+        }
+    }
+
+    /// Reads what is pending on `event` (the application resets or destroys it).
+    pub fn read_event(&self, event: usize) {
+        let mut out = Vec::new();
+        let mut st = self.lock();
+        while let Some(i) = st.pending.iter().position(|p| p.event == event) {
+            let p = st.pending.swap_remove(i);
+            match self.try_read(&p) {
+                Some(Some(ts)) => out.push(done(p.op, ts)),
+                _ => out.push(Msg::Loss { cause: loss::NO_TIMESTAMP, count: 1 }),
+            }
+        }
+        drop(st);
+        self.chan.send(&out);
+    }
+
+    /// Reads what a list has pending and forgets its recording (reset or destroy).
+    pub fn close_list(&self, list: usize, destroy: bool) {
+        let mut out = Vec::new();
+        let mut st = self.lock();
+        self.read_ready(&mut st, true, &mut out);
+        let before = st.pending.len();
+        st.pending.retain(|p| p.list != list);
+        let lost = (before - st.pending.len()) as u64;
+        if lost > 0 {
+            out.push(Msg::Loss { cause: loss::NO_TIMESTAMP, count: lost });
+        }
+        let recorded = if destroy {
+            st.lists.remove(&list).map(|l| l.recorded).unwrap_or_default()
+        } else {
+            st.lists.get_mut(&list).map(|l| std::mem::take(&mut l.recorded)).unwrap_or_default()
+        };
+        for r in recorded.iter().filter(|r| r.ours) {
+            st.pools.give_back(&self.ze, r.event);
+        }
+        drop(st);
+        self.chan.send(&out);
+    }
+
+    /// The application destroys `context`: read everything, then destroy our pools in it.
+    pub fn close_context(&self, context: usize) {
+        let mut out = Vec::new();
+        let mut st = self.lock();
+        self.read_ready(&mut st, true, &mut out);
+        st.pools.destroy_context(&self.ze, context);
+        drop(st);
+        self.chan.send(&out);
+    }
+
+    /// The reader thread's turn: immediate work that is ready, and clock pairs.
+    pub fn tick(&self, clocks: bool) {
+        let mut out = Vec::new();
+        self.read_ready(&mut self.lock(), false, &mut out);
+        if clocks {
+            crate::devices::clock_pairs(&self.ze, &self.devices, &mut out);
+        }
+        self.chan.send(&out);
+        self.chan.flush();
+    }
+
+    /// At exit: everything that can still be read, what cannot as lost, a last clock pair.
+    pub fn finish(&self) {
+        let mut out = Vec::new();
+        let mut st = self.lock();
+        self.read_ready(&mut st, true, &mut out);
+        if !st.pending.is_empty() {
+            out.push(Msg::Loss { cause: loss::UNREAD_AT_EXIT, count: st.pending.len() as u64 });
+            st.pending.clear();
+        }
+        drop(st);
+        crate::devices::clock_pairs(&self.ze, &self.devices, &mut out);
+        out.push(Msg::Bye);
+        self.chan.send(&out);
+        self.chan.flush();
+    }
+}
+
+/// The finished operation.
+fn done(mut op: Op, (start, end): (u64, u64)) -> Msg {
+    op.start = start;
+    op.end = end;
+    Msg::Op(op)
+}
+
+/// The kind of work and its launch details.
+pub fn kernel_op(st: &State, kernel: usize, groups: Option<[u32; 3]>) -> Op {
+    let k = st.kernels.get(&kernel).copied().unwrap_or_default();
+    Op {
+        kind: op_kind::KERNEL,
+        name: k.name,
+        groups: groups.unwrap_or_default(),
+        group_size: k.group_size,
+        ..Default::default()
+    }
+}

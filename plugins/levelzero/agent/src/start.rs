@@ -1,0 +1,182 @@
+//! Start-up: the agent is preloaded into every process of the session (`LD_PRELOAD`, set by
+//! the host plugin with `ZE_ENABLE_TRACING_LAYER=1`). It starts tracing when the Level Zero
+//! loader is in the process: at load when the application links it, or right after the
+//! `dlopen` that brings it in (SYCL's Unified Runtime `dlopen`s `libze_loader.so.1` and
+//! `dlsym`s its entry points, so interposing `zeInit` alone would miss it). Processes that
+//! never load Level Zero are left alone.
+
+use std::os::raw::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use level_zero_sys::*;
+use xpuprof_levelzero_wire::{Msg, PROTOCOL};
+
+use crate::agent::{Agent, INSIDE};
+use crate::{callbacks, devices, seam, sys};
+
+/// The socket of the host plugin.
+pub const SOCKET_ENV: &str = "XPUPROF_LEVELZERO_SOCKET";
+
+/// The running agent.
+pub static AGENT: OnceLock<Agent> = OnceLock::new();
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// Runs at load (`.init_array`): starts at once when the application links the loader.
+pub extern "C" fn on_load() {
+    if std::env::var_os(SOCKET_ENV).is_some() && sys::loader_mapped() {
+        start();
+    }
+}
+
+/// `dlopen`, as the application calls it: the real one, then the start of tracing if this call
+/// brought the Level Zero loader in.
+///
+/// # Safety
+/// Same contract as libc's `dlopen`.
+#[no_mangle]
+pub unsafe extern "C" fn dlopen(file: *const c_char, mode: c_int) -> *mut c_void {
+    let Some(real) = sys::real_dlopen() else { return std::ptr::null_mut() };
+    // SAFETY: forwarded with the caller's arguments.
+    let h = unsafe { real(file, mode) };
+    if !h.is_null()
+        && !STARTED.load(Ordering::Relaxed)
+        && std::env::var_os(SOCKET_ENV).is_some()
+        && sys::loader_mapped()
+    {
+        start();
+    }
+    h
+}
+
+/// Starts tracing once; on failure says why on stderr (and to the host) and leaves the
+/// program alone.
+pub fn start() {
+    if STARTED.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    INSIDE.with(|c| c.set(true));
+    if let Err(e) = try_start() {
+        eprintln!("xpuprof levelzero agent: {e}; this process is not traced");
+    }
+    INSIDE.with(|c| c.set(false));
+}
+
+fn try_start() -> Result<(), String> {
+    let path = std::env::var(SOCKET_ENV).map_err(|_| format!("{SOCKET_ENV} is not set"))?;
+    let chan = seam::Channel::connect(&path).map_err(|e| format!("failed to connect to {path}: {e}"))?;
+    let fail = |chan: &seam::Channel, e: String| {
+        chan.send(&[hello(), Msg::Error(e.clone()), Msg::Bye]);
+        chan.flush();
+        e
+    };
+    let ze = match sys::load() {
+        Ok(z) => z,
+        Err(e) => return Err(fail(&chan, e)),
+    };
+    enable_tracing_layer();
+    // SAFETY: zeInit may be called any number of times; the tracer needs it to have run.
+    if let Err(e) = sys::check("zeInit", unsafe { ze.zeInit(0) }) {
+        return Err(fail(&chan, format!("{e} (no Level Zero driver?)")));
+    }
+    let desc = zel_tracer_desc_t {
+        stype: _zel_structure_type_t::ZEL_STRUCTURE_TYPE_TRACER_DESC,
+        pNext: std::ptr::null(),
+        pUserData: std::ptr::null_mut(),
+    };
+    let mut tracer: zel_tracer_handle_t = std::ptr::null_mut();
+    // SAFETY: `desc` and `tracer` are locals; zeInit has run.
+    let created = sys::check("zelTracerCreate", unsafe { ze.zelTracerCreate(&desc, &mut tracer) });
+    if let Err(e) = created {
+        return Err(fail(
+            &chan,
+            format!("{e}: is ZE_ENABLE_TRACING_LAYER=1 set and libze_tracing_layer.so.1 installed?"),
+        ));
+    }
+    // SAFETY: `tracer` was just created.
+    unsafe { callbacks::register_all(&ze, tracer) }.map_err(|e| fail(&chan, e.to_string()))?;
+    let mut out = vec![hello()];
+    let devices = devices::discover(&ze, &mut out);
+    devices::clock_pairs(&ze, &devices, &mut out);
+    let maps = seam::modules();
+    let own = own_path();
+    let skip = maps
+        .iter()
+        .filter(|m| Some(&m.3) == own.as_ref() || m.3.contains("libze_tracing_layer"))
+        .map(|m| (m.0, m.1))
+        .collect();
+    let known = Mutex::new(maps.iter().map(|m| (m.0, m.1)).collect());
+    out.push(Msg::Modules(maps));
+    chan.send(&out);
+    let agent = Agent { ze, chan, state: Default::default(), skip, devices, known };
+    let agent = AGENT.get_or_init(|| agent);
+    // SAFETY: the tracer was created above; enabling starts the callbacks.
+    sys::check("zelTracerSetEnabled", unsafe { agent.ze.zelTracerSetEnabled(tracer, 1) })
+        .map_err(|e| e.to_string())?;
+    // SAFETY: `at_exit` is an `extern "C" fn()` that stays loaded (the agent is never unloaded).
+    unsafe { libc::atexit(at_exit) };
+    std::thread::Builder::new()
+        .name("xpuprof-ze".into())
+        .spawn(reader)
+        .map_err(|e| format!("failed to start the reader thread: {e}"))?;
+    Ok(())
+}
+
+/// Newer loaders can turn the tracing layer on at run time; 1.8 only reads the environment.
+fn enable_tracing_layer() {
+    // SAFETY: looks a symbol up by name in the loaded objects.
+    let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"zelEnableTracingLayer".as_ptr()) };
+    if !f.is_null() {
+        // SAFETY: `zelEnableTracingLayer(void) -> ze_result_t` in loaders that export it.
+        let f: unsafe extern "C" fn() -> ze_result_t = unsafe { std::mem::transmute(f) };
+        // SAFETY: no arguments.
+        let _ = unsafe { f() };
+    }
+}
+
+fn hello() -> Msg {
+    let command = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+    let command: Vec<u8> = command.iter().map(|&b| if b == 0 { b' ' } else { b }).collect();
+    Msg::Hello {
+        protocol: PROTOCOL,
+        pid: std::process::id(),
+        // SAFETY: getppid has no preconditions.
+        ppid: unsafe { libc::getppid() } as u32,
+        command: String::from_utf8_lossy(&command).trim().chars().take(4096).collect(),
+    }
+}
+
+/// The path of this agent's library.
+fn own_path() -> Option<String> {
+    let mut info = libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: dladdr fills `info` for an address of this library.
+    if unsafe { libc::dladdr(own_path as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr returned a NUL-terminated path.
+    let p = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    Some(std::fs::canonicalize(&p).map(|c| c.display().to_string()).unwrap_or(p))
+}
+
+/// The reader thread: immediate work as it completes, clock pairs every 100 ms.
+fn reader() {
+    INSIDE.with(|c| c.set(true));
+    let Some(a) = AGENT.get() else { return };
+    for i in 0u64.. {
+        std::thread::sleep(Duration::from_millis(5));
+        a.tick(i % 20 == 0);
+    }
+}
+
+extern "C" fn at_exit() {
+    INSIDE.with(|c| c.set(true));
+    if let Some(a) = AGENT.get() {
+        a.finish();
+    }
+}
