@@ -130,12 +130,41 @@ pub fn checks() -> Vec<Check> {
             ok: can_dlopen("libamdhip64.so"),
             detail: "HIP runtime libamdhip64.so (ROCm)".into(),
         },
-        Check {
-            capability: "level-zero",
-            ok: can_dlopen("libze_loader.so.1"),
-            detail: "Level Zero loader libze_loader.so.1".into(),
-        },
+        level_zero(),
     ]
+}
+
+/// The Level Zero loader, its tracing layer (the `levelzero` source needs both) and a GPU driver
+/// for the loader (Intel's compute runtime, or one named by `ZE_ENABLE_ALT_DRIVERS`).
+fn level_zero() -> Check {
+    let loader = can_dlopen("libze_loader.so.1");
+    let layer = can_dlopen("libze_tracing_layer.so.1");
+    let alt = std::env::var("ZE_ENABLE_ALT_DRIVERS").ok().filter(|v| !v.is_empty());
+    let gpu = ["libze_intel_gpu.so.1", "libze_intel_gpu_legacy1.so.1"].iter().any(|d| can_dlopen(d));
+    let mut missing = Vec::new();
+    if !loader {
+        missing.push("the loader libze_loader.so.1 (Debian/Ubuntu: apt-get install libze1)");
+    }
+    if !layer {
+        missing.push("the tracing layer libze_tracing_layer.so.1 (shipped with the loader: libze1)");
+    }
+    if !gpu && alt.is_none() {
+        missing.push("a GPU driver libze_intel_gpu.so.1 (Intel's compute runtime, intel-level-zero-gpu)");
+    }
+    let driver = match (gpu, &alt) {
+        (true, _) => "Intel GPU driver found".to_owned(),
+        (false, Some(a)) => format!("driver from ZE_ENABLE_ALT_DRIVERS={a}"),
+        (false, None) => "no GPU driver".to_owned(),
+    };
+    Check {
+        capability: "level-zero",
+        ok: loader && layer && (gpu || alt.is_some()),
+        detail: if missing.is_empty() {
+            format!("loader libze_loader.so.1, tracing layer, {driver}")
+        } else {
+            format!("missing: {}", missing.join("; "))
+        },
+    }
 }
 
 /// The `xpuprof doctor` report.

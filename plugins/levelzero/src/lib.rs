@@ -1,1 +1,58 @@
-//! placeholder
+//! # `levelzero`: the Intel GPU source (Level Zero)
+//!
+//! Two parts (design.md §3): the in-target agent (`xpuprof-levelzero-agent`, preloaded, on the
+//! loader's tracing layer) and this host plugin, which
+//!
+//! - **prepare**: finds the agent next to this plugin, opens a Unix socket, and sets
+//!   `LD_PRELOAD` (the agent, ahead of any existing preload), `ZE_ENABLE_TRACING_LAYER=1` and
+//!   `XPUPROF_LEVELZERO_SOCKET` for the target; children inherit them, so every Level Zero
+//!   process of the job connects;
+//! - **start/stop**: accepts one connection per process and decodes each stream ([`decode`]:
+//!   devices and sub-devices, queues and immediate lists, API calls, launch stacks
+//!   ([`stacks`]), device work, losses); device ticks are unwrapped and converted per device
+//!   ([`clock`]); `stop` waits for every connection to end.
+//!
+//! Correlation ids are the agent's own (`backend::LEVEL_ZERO`): the host joins every kernel
+//! and copy to the call that launched it (the append on an immediate list, the execute for a
+//! regular list) exactly. [`machine`] says what a machine lacks.
+
+pub mod clock;
+pub mod config;
+pub mod decode;
+pub mod machine;
+pub mod source;
+pub mod stacks;
+
+use xpuprof_sdk::prelude::*;
+
+pub use source::LevelZero;
+
+impl Source for LevelZero {
+    fn info() -> PluginInfo {
+        PluginInfo {
+            name: "levelzero",
+            version: env!("CARGO_PKG_VERSION"),
+            description: "Intel GPUs via the Level Zero tracing layer: kernels, copies, fills, API calls and exact launch stacks",
+            config_keys: config::keys(),
+            capabilities: vec![Capability::LevelZeroRuntime],
+        }
+    }
+
+    fn create(ctx: CreateContext) -> PluginResult<Self> {
+        LevelZero::new(ctx)
+    }
+
+    fn prepare(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
+        self.prepare_env(env)
+    }
+
+    fn start(&mut self, _pid: u32) -> PluginResult<()> {
+        self.start_threads()
+    }
+
+    fn stop(&mut self) -> PluginResult<()> {
+        self.stop_threads()
+    }
+}
+
+xpuprof_sdk::export_plugin!(source: LevelZero);

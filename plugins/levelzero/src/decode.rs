@@ -1,0 +1,300 @@
+//! Decodes the agents' streams ([`xpuprof_levelzero_wire`]) into SDK records.
+//!
+//! One [`Decoder`] serves every connection of a session (one per Level Zero process), so all
+//! definitions share one id space. Correlation ids are the agent's own (`backend::LEVEL_ZERO`,
+//! per process): an immediate append is the launch of its one operation; an execute of regular
+//! lists is the launch of all their operations, each carrying the list and the append that
+//! recorded it as `GraphInfo { graph: list, node: append id }`. Device times are converted to
+//! `CLOCK_MONOTONIC_RAW` here ([`crate::clock`]) and to the session clock by the host from the
+//! agent's RAW/MONOTONIC pairs.
+
+use std::collections::{HashMap, HashSet};
+
+use xpuprof_levelzero_wire::{self as wire, api_kind, op_kind, Msg, Reader};
+use xpuprof_sdk::model::*;
+use xpuprof_sdk::{Emitter, Logger, StringInterner};
+
+use crate::clock::DeviceClock;
+use crate::stacks::{Mapping, Stacks};
+
+/// The clock domain of converted device times: `CLOCK_MONOTONIC_RAW` ns.
+pub const RAW: ClockDomain = ClockDomain(1);
+
+/// Counters a user sees in the log at the end.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Stats {
+    /// Processes that connected.
+    pub processes: u64,
+    /// Device operations emitted.
+    pub device_ops: u64,
+    /// Kernels among them.
+    pub kernels: u64,
+    /// Launch sites emitted.
+    pub launch_sites: u64,
+    /// API calls emitted.
+    pub api_calls: u64,
+    /// Operations whose device or clock was unknown (not emitted, reported as a loss).
+    pub unconvertible: u64,
+    /// Operations the agents counted lost.
+    pub lost: u64,
+    /// Agents that could not trace their process.
+    pub agent_errors: u64,
+    /// Connections that ended without the agent's final message.
+    pub unfinished: u64,
+}
+
+/// Per-connection (per-process) state.
+#[derive(Debug, Default)]
+struct Conn {
+    pid: u32,
+    ok: bool,
+    bye: bool,
+    maps: Vec<Mapping>,
+    names: HashMap<u32, StrId>,
+    devices: HashMap<u64, (DeviceId, DeviceClock)>,
+    streams: HashMap<u64, StreamId>,
+    threads: HashSet<u32>,
+}
+
+/// The decoder.
+#[derive(Debug)]
+pub struct Decoder {
+    log: Logger,
+    conns: HashMap<u64, Conn>,
+    strs: StringInterner,
+    stacks: Stacks,
+    devices: u32,
+    streams: u32,
+    /// What was decoded.
+    pub stats: Stats,
+}
+
+impl Decoder {
+    /// A decoder for one session.
+    pub fn new(log: Logger) -> Self {
+        Self {
+            log,
+            conns: HashMap::new(),
+            strs: StringInterner::new(1),
+            stacks: Stacks::default(),
+            devices: 0,
+            streams: 0,
+            stats: Stats::default(),
+        }
+    }
+
+    /// Decodes the complete messages at the front of `buf` from connection `conn`; returns the
+    /// bytes consumed.
+    pub fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
+        let (msgs, used) = wire::split(buf);
+        for (ty, payload) in msgs {
+            if let Some(m) = Reader::msg(ty, payload) {
+                self.message(conn, m, out);
+            }
+        }
+        used
+    }
+
+    fn message(&mut self, conn: u64, m: Msg, out: &mut Emitter) {
+        if let Msg::Hello { protocol, pid, ppid, command } = m {
+            return self.hello(conn, protocol, pid, ppid, &command, out);
+        }
+        let Some(c) = self.conns.get_mut(&conn).filter(|c| c.ok) else { return };
+        let pid = c.pid;
+        match m {
+            Msg::Hello { .. } => {}
+            Msg::Modules(maps) => {
+                c.maps = maps
+                    .into_iter()
+                    .map(|(start, end, offset, path)| Mapping { start, end, offset, path })
+                    .collect();
+            }
+            Msg::Stack { hash, frames } => {
+                let maps = std::mem::take(&mut c.maps);
+                self.stacks.define(pid, hash, &frames, &maps, &mut self.strs, out);
+                self.conns.get_mut(&conn).expect("present").maps = maps;
+            }
+            Msg::Str { id, text } => {
+                let s = self.strs.intern(out, &text);
+                c.names.insert(id, s);
+            }
+            Msg::Device { handle, index, sub, tick_hz, valid_bits, compute_units, uuid, name, .. } => {
+                self.devices += 1;
+                let id = DeviceId(self.devices);
+                let name = match sub {
+                    Some(t) if !name.contains("tile") => format!("{name} tile {t}"),
+                    _ => name,
+                };
+                let name = self.strs.intern(out, &name);
+                let d = DeviceDef {
+                    id,
+                    vendor: Vendor::Intel,
+                    index,
+                    name,
+                    uuid,
+                    compute_units,
+                    memory_bytes: 0,
+                };
+                out.emit(&Record::Device(d));
+                let c = self.conns.get_mut(&conn).expect("present");
+                c.devices.insert(handle, (id, DeviceClock::new(tick_hz, valid_bits)));
+            }
+            Msg::Queue { handle, device, kind } => self.queue(conn, handle, device, kind, out),
+            Msg::Api { tid, name, kind, start, end, correlation, result, stack } => {
+                if c.threads.insert(tid) {
+                    out.emit(&Record::Thread(ThreadDef { pid, tid, name: StrId::NONE }));
+                }
+                let name = c.names.get(&name).copied().unwrap_or(StrId::NONE);
+                let corr = (correlation != 0)
+                    .then_some(Correlation { backend: backend::LEVEL_ZERO, id: correlation });
+                let call = ApiCall {
+                    pid,
+                    tid,
+                    start,
+                    end,
+                    name,
+                    correlation: corr,
+                    external: None,
+                    result: result as i64,
+                };
+                out.emit(&Record::ApiCall(call));
+                self.stats.api_calls += 1;
+                if let (api_kind::LAUNCH, Some(correlation)) = (kind, corr) {
+                    let stack = self.stacks.get(pid, stack);
+                    out.emit(&Record::LaunchSite(LaunchSite {
+                        pid,
+                        tid,
+                        time: start,
+                        correlation,
+                        api: name,
+                        stack,
+                    }));
+                    self.stats.launch_sites += 1;
+                }
+            }
+            Msg::Op(op) => self.op(conn, op, out),
+            Msg::Clock { device, ticks, raw } => {
+                if let Some((_, clock)) = c.devices.get_mut(&device) {
+                    clock.pair(ticks, raw);
+                }
+            }
+            Msg::HostClock { raw, mono } => {
+                out.emit(&Record::ClockSync(ClockSync { domain: RAW, source_time: raw, session_time: mono }));
+            }
+            Msg::Loss { cause, count } => {
+                self.stats.lost += count;
+                self.loss(pid, loss_cause(cause), count, out);
+            }
+            Msg::Error(text) => {
+                self.stats.agent_errors += 1;
+                self.log.warn(&format!("the levelzero agent could not trace process {pid}: {text}"));
+            }
+            Msg::Bye => c.bye = true,
+        }
+    }
+
+    fn hello(&mut self, conn: u64, protocol: u32, pid: u32, ppid: u32, command: &str, out: &mut Emitter) {
+        let ok = protocol == wire::PROTOCOL;
+        if !ok {
+            self.log.error(&format!(
+                "the levelzero agent in process {pid} speaks protocol {protocol}, this plugin speaks {}: \
+                 rebuild both from the same xpuprof (cargo build -p xpuprof-plugin-levelzero -p xpuprof-levelzero-agent)",
+                wire::PROTOCOL
+            ));
+        } else {
+            self.stats.processes += 1;
+            let command = self.strs.intern(out, command);
+            out.emit(&Record::Process(ProcessDef { pid, ppid, command }));
+        }
+        self.conns.insert(conn, Conn { pid, ok, ..Default::default() });
+    }
+
+    fn queue(&mut self, conn: u64, handle: u64, device: u64, kind: u8, out: &mut Emitter) {
+        let c = self.conns.get_mut(&conn).expect("checked by the caller");
+        let Some(&(dev, _)) = c.devices.get(&device) else { return };
+        self.streams += 1;
+        let id = StreamId(self.streams);
+        let what =
+            if kind == wire::queue_kind::IMMEDIATE_LIST { "immediate command list" } else { "command queue" };
+        let n = c.streams.len() + 1;
+        c.streams.insert(handle, id);
+        let (pid, name) = (c.pid, format!("{what} {n}"));
+        let name = self.strs.intern(out, &name);
+        out.emit(&Record::Stream(StreamDef { id, device: dev, pid, native_id: handle, name }));
+    }
+
+    fn op(&mut self, conn: u64, op: wire::Op, out: &mut Emitter) {
+        let c = self.conns.get_mut(&conn).expect("checked by the caller");
+        let pid = c.pid;
+        let converted = c.devices.get(&op.device).and_then(|(dev, clock)| {
+            let (start, end) = (clock.to_raw(op.start)?, clock.to_raw(op.end)?);
+            Some((*dev, start, end.max(start)))
+        });
+        let Some((device, start, end)) = converted else {
+            self.stats.unconvertible += 1;
+            return self.loss(pid, "levelzero device time without a device clock", 1, out);
+        };
+        let stream = c.streams.get(&op.queue).copied().unwrap_or(StreamId::NONE);
+        let name = c.names.get(&op.name).copied();
+        let (kind, name) = match op.kind {
+            op_kind::KERNEL => (DeviceOpKind::Kernel, name.unwrap_or(StrId::NONE)),
+            op_kind::COPY => (DeviceOpKind::Memcpy, self.strs.intern(out, "zeCommandListAppendMemoryCopy")),
+            op_kind::FILL => (DeviceOpKind::Memset, self.strs.intern(out, "zeCommandListAppendMemoryFill")),
+            _ => (DeviceOpKind::Sync, self.strs.intern(out, "zeCommandListAppendBarrier")),
+        };
+        let kernel = (op.kind == op_kind::KERNEL).then_some(KernelInfo {
+            grid: op.groups,
+            block: op.group_size,
+            shared_memory: 0,
+            registers: 0,
+        });
+        let graph = (op.list != 0).then_some(GraphInfo { graph: op.list, node: op.recorded });
+        out.emit(&Record::DeviceOp(DeviceOp {
+            kind,
+            pid,
+            device,
+            stream,
+            start,
+            end,
+            clock: RAW,
+            name,
+            bytes: op.bytes,
+            copy: CopyKind::from_u8(op.copy),
+            correlation: Some(Correlation { backend: backend::LEVEL_ZERO, id: op.correlation }),
+            kernel,
+            graph,
+            launch: None,
+        }));
+        self.stats.device_ops += 1;
+        self.stats.kernels += u64::from(op.kind == op_kind::KERNEL);
+    }
+
+    fn loss(&mut self, pid: u32, cause: &str, count: u64, out: &mut Emitter) {
+        let cause = self.strs.intern(out, cause);
+        out.emit(&Record::Loss(Loss { pid, time: xpuprof_sdk::clock::now_ns(), cause, count }));
+    }
+
+    /// Connection `conn` ended.
+    pub fn finish(&mut self, conn: u64) {
+        if let Some(c) = self.conns.remove(&conn) {
+            if c.ok && !c.bye {
+                self.stats.unfinished += 1;
+                self.log.warn(&format!(
+                    "the levelzero agent of process {} ended without flushing (killed?): its last work is missing",
+                    c.pid
+                ));
+            }
+        }
+    }
+}
+
+/// The stable phrase of an agent loss cause.
+fn loss_cause(cause: u8) -> &'static str {
+    match cause {
+        wire::loss::REEXECUTED => "levelzero list re-executed before its timestamps were read",
+        wire::loss::CHANNEL_FULL => "levelzero agent buffer full",
+        wire::loss::NO_TIMESTAMP => "levelzero timestamp not readable",
+        wire::loss::UNREAD_AT_EXIT => "levelzero work unfinished at exit",
+        _ => "levelzero loss of an unknown kind",
+    }
+}

@@ -1,0 +1,91 @@
+//! Launch stacks: the agent's return addresses and module map become `ModuleDef`s,
+//! `FrameDef { kind: FileOffset }` (return address − 1, the call instruction, as a file offset)
+//! and `StackDef`s, so the host symbolises them after the process is gone.
+
+use std::collections::HashMap;
+
+use xpuprof_sdk::model::*;
+use xpuprof_sdk::{Emitter, StringInterner};
+
+/// One executable mapping.
+#[derive(Debug, Clone)]
+pub struct Mapping {
+    /// Start address.
+    pub start: u64,
+    /// End address.
+    pub end: u64,
+    /// File offset of `start`.
+    pub offset: u64,
+    /// File path.
+    pub path: String,
+}
+
+/// Session-wide module, frame and stack ids.
+#[derive(Debug, Default)]
+pub struct Stacks {
+    modules: HashMap<String, ModuleId>,
+    frames: HashMap<(u32, u64, u32), FrameId>,
+    stacks: HashMap<(u32, u64), StackId>,
+}
+
+impl Stacks {
+    /// The id of stack `hash` of process `pid`, if it was defined.
+    pub fn get(&self, pid: u32, hash: u64) -> StackId {
+        self.stacks.get(&(pid, hash)).copied().unwrap_or(StackId::NONE)
+    }
+
+    /// Defines stack `hash` of `pid` from its return addresses (innermost first).
+    pub fn define(
+        &mut self,
+        pid: u32,
+        hash: u64,
+        frames: &[u64],
+        maps: &[Mapping],
+        strs: &mut StringInterner,
+        out: &mut Emitter,
+    ) {
+        if self.stacks.contains_key(&(pid, hash)) {
+            return;
+        }
+        let ids = frames.iter().map(|&ra| self.frame(pid, ra, maps, strs, out)).collect();
+        let id = StackId(self.stacks.len() as u32 + 1);
+        out.emit(&Record::Stack(StackDef { id, frames: ids }));
+        self.stacks.insert((pid, hash), id);
+    }
+
+    fn frame(
+        &mut self,
+        pid: u32,
+        ra: u64,
+        maps: &[Mapping],
+        strs: &mut StringInterner,
+        out: &mut Emitter,
+    ) -> FrameId {
+        let addr = ra.saturating_sub(1);
+        let hit = maps.iter().find(|m| addr >= m.start && addr < m.end);
+        let (kind, module, address) = match hit {
+            Some(m) => (FrameKind::FileOffset, self.module(&m.path, strs, out), addr - m.start + m.offset),
+            None => (FrameKind::Virtual, ModuleId::NONE, addr),
+        };
+        let key = (module.0, address, if kind == FrameKind::Virtual { pid } else { 0 });
+        if let Some(f) = self.frames.get(&key) {
+            return *f;
+        }
+        let id = FrameId(self.frames.len() as u32 + 1);
+        let name = StrId::NONE;
+        out.emit(&Record::Frame(FrameDef { id, kind, module, address, pid, name, inlined: Vec::new() }));
+        self.frames.insert(key, id);
+        id
+    }
+
+    fn module(&mut self, path: &str, strs: &mut StringInterner, out: &mut Emitter) -> ModuleId {
+        if let Some(m) = self.modules.get(path) {
+            return *m;
+        }
+        let id = ModuleId(self.modules.len() as u32 + 1);
+        let p = strs.intern(out, path);
+        out.emit(&Record::Module(ModuleDef { id, path: p, build_id: Vec::new() }));
+        self.modules.insert(path.to_owned(), id);
+        id
+    }
+}
