@@ -86,7 +86,7 @@ mod tests {
         assert_eq!(c.to_raw(1_100), Some(1_008_000));
         // 1 s later, the device ran 0.1% fast: the measured rate wins.
         c.pair(1_000 + 12_512_500, 1_001_000_000);
-        assert_eq!(c.to_raw(1_000 + 12_512_500 + 12_512), Some(1_001_000_000 + 1_000_000));
+        assert_eq!(c.to_raw(1_000 + 12_512_500 + 125_125), Some(1_001_000_000 + 10_000_000));
     }
 
     #[test]

@@ -53,6 +53,8 @@ pub struct Agent {
     pub devices: Vec<usize>,
     /// Executable mappings the host knows.
     pub known: Mutex<Vec<(u64, u64)>>,
+    /// Set at exit: callbacks stop recording.
+    pub exiting: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Agent {
@@ -62,6 +64,11 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
+    /// True once the process is exiting.
+    pub fn stopping(&self) -> bool {
+        self.exiting.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Locks the bookkeeping.
     pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -285,17 +292,14 @@ impl Agent {
     /// Reads every pending operation that is ready. Regular lists are read only at host
     /// synchronisation (`at_sync`), when the last execution is known to be complete.
     pub fn read_ready(&self, st: &mut State, at_sync: bool, out: &mut Vec<Msg>) {
-        let mut i = 0;
         let mut failed = 0;
-        while i < st.pending.len() {
-            if st.pending[i].list != 0 && !at_sync {
-                i += 1;
-                continue;
-            }
-            match self.try_read(&st.pending[i]) {
-                None => i += 1,
+        let mut keep = Vec::with_capacity(st.pending.len());
+        // In submission order, so every queue's work reaches the host in device order.
+        for p in std::mem::take(&mut st.pending) {
+            let r = if p.list != 0 && !at_sync { None } else { self.try_read(&p) };
+            match r {
+                None => keep.push(p),
                 Some(r) => {
-                    let p = st.pending.swap_remove(i);
                     match r {
                         Some(ts) => out.push(done(p.op, ts)),
                         None => failed += 1,
@@ -306,6 +310,7 @@ impl Agent {
                 }
             }
         }
+        st.pending = keep;
         if failed > 0 {
             out.push(Msg::Loss { cause: loss::NO_TIMESTAMP, count: failed });
         }
@@ -359,28 +364,38 @@ impl Agent {
         self.chan.send(&out);
     }
 
-    /// The reader thread's turn: immediate work that is ready, and clock pairs.
+    /// The reader thread's turn: immediate work that is ready, and clock pairs. Nothing once
+    /// the process is exiting (the loader and driver are being torn down).
     pub fn tick(&self, clocks: bool) {
         let mut out = Vec::new();
-        self.read_ready(&mut self.lock(), false, &mut out);
+        let mut st = self.lock();
+        if st.stopped {
+            return;
+        }
+        self.read_ready(&mut st, false, &mut out);
         if clocks {
             crate::devices::clock_pairs(&self.ze, &self.devices, &mut out);
         }
+        drop(st);
         self.chan.send(&out);
         self.chan.flush();
     }
 
     /// At exit: everything that can still be read, what cannot as lost, a last clock pair.
     pub fn finish(&self) {
+        self.exiting.store(true, std::sync::atomic::Ordering::Relaxed);
         let mut out = Vec::new();
         let mut st = self.lock();
+        if std::mem::replace(&mut st.stopped, true) {
+            return;
+        }
         self.read_ready(&mut st, true, &mut out);
         if !st.pending.is_empty() {
             out.push(Msg::Loss { cause: loss::UNREAD_AT_EXIT, count: st.pending.len() as u64 });
             st.pending.clear();
         }
-        drop(st);
         crate::devices::clock_pairs(&self.ze, &self.devices, &mut out);
+        drop(st);
         out.push(Msg::Bye);
         self.chan.send(&out);
         self.chan.flush();

@@ -17,7 +17,7 @@ fn agent() -> Option<&'static Agent> {
     if INSIDE.with(|c| c.get()) {
         return None;
     }
-    crate::start::AGENT.get()
+    crate::start::AGENT.get().filter(|a| !a.stopping())
 }
 
 /// Declares a callback `$f(params: *mut $p)` whose body runs with `a: &Agent`, `p: &$p`,

@@ -109,7 +109,8 @@ fn try_start() -> Result<(), String> {
     let known = Mutex::new(maps.iter().map(|m| (m.0, m.1)).collect());
     out.push(Msg::Modules(maps));
     chan.send(&out);
-    let agent = Agent { ze, chan, state: Default::default(), skip, devices, known };
+    let agent =
+        Agent { ze, chan, state: Default::default(), skip, devices, known, exiting: Default::default() };
     let agent = AGENT.get_or_init(|| agent);
     // SAFETY: the tracer was created above; enabling starts the callbacks.
     sys::check("zelTracerSetEnabled", unsafe { agent.ze.zelTracerSetEnabled(tracer, 1) })

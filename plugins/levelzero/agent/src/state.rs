@@ -74,8 +74,8 @@ pub struct State {
     pub pending: Vec<Pending>,
     /// Stacks already sent.
     pub stacks: HashSet<u64>,
-    /// Devices already described (handle → device properties sent).
-    pub devices: HashSet<usize>,
+    /// The process is exiting: the agent no longer calls Level Zero.
+    pub stopped: bool,
 }
 
 impl State {

@@ -1,0 +1,144 @@
+//! Builds the host, the plugins, the agent, the test-double driver and the C workloads once,
+//! and runs `xpuprof --source levelzero` on a workload. Missing prerequisites (a C compiler,
+//! `libze-dev`) fail with the fix: these tests must not pass by skipping.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+const PACKAGES: &[&str] = &[
+    "xpuprof-core",
+    "xpuprof-plugin-levelzero",
+    "xpuprof-levelzero-agent",
+    "xpuprof-test-double-ze-driver",
+    "xpuprof-plugin-folded",
+    "xpuprof-plugin-chrome",
+    "xpuprof-plugin-summary",
+];
+
+const WORKLOADS: &[&str] = &["immediate", "regular", "dlopen", "threads", "child"];
+
+/// `target/<profile>/`.
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent().and_then(Path::parent).expect("target/<profile>/deps").to_owned()
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Builds everything once; the folder holding the compiled workloads.
+fn prepare() -> &'static PathBuf {
+    static READY: OnceLock<PathBuf> = OnceLock::new();
+    READY.get_or_init(|| {
+        let mut cmd = Command::new(option_env!("CARGO").unwrap_or("cargo"));
+        cmd.arg("build").current_dir(repo());
+        if target_dir().ends_with("release") {
+            cmd.arg("--release");
+        }
+        PACKAGES.iter().for_each(|p| {
+            cmd.args(["-p", p]);
+        });
+        let o = cmd.output().expect("run cargo build");
+        assert!(o.status.success(), "cargo build failed:\n{}", String::from_utf8_lossy(&o.stderr));
+        let out = target_dir().join("levelzero-workloads");
+        std::fs::create_dir_all(&out).expect("create the workloads folder");
+        let src = repo().join("tests/levelzero/workloads");
+        for w in WORKLOADS {
+            let o = Command::new("cc")
+                .args(["-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-Wall", "-Werror", "-I"])
+                .arg(&src)
+                .arg(src.join(format!("{w}.c")))
+                .arg("-o")
+                .arg(out.join(w))
+                .args(["-lze_loader", "-lpthread", "-ldl"])
+                .output()
+                .expect("run cc: install a C compiler (scripts/install-deps.sh)");
+            assert!(
+                o.status.success(),
+                "failed to compile {w}.c: {}\nhint: scripts/install-deps.sh installs libze-dev (the Level Zero headers and loader)",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        out
+    })
+}
+
+/// The path of a compiled workload.
+pub fn workload(name: &str) -> PathBuf {
+    prepare().join(name)
+}
+
+/// What one profiled run left.
+#[derive(Debug)]
+pub struct Run {
+    /// xpuprof's stderr.
+    pub stderr: String,
+    /// The output folder.
+    pub out: PathBuf,
+}
+
+impl Run {
+    /// An output file's text.
+    pub fn file(&self, name: &str) -> String {
+        std::fs::read_to_string(self.out.join(name))
+            .unwrap_or_else(|e| panic!("read {name}: {e}\n{}", self.stderr))
+    }
+
+    /// The folded profile's lines, sorted.
+    pub fn folded(&self) -> Vec<String> {
+        let mut l: Vec<String> = self.file("profile.folded").lines().map(str::to_owned).collect();
+        l.sort();
+        l
+    }
+
+    /// The Chrome trace's events.
+    pub fn chrome(&self) -> Vec<serde_json::Value> {
+        let v: serde_json::Value =
+            serde_json::from_str(&self.file("trace.json")).expect("trace.json is JSON");
+        let events = if v.is_array() { v } else { v["traceEvents"].clone() };
+        events.as_array().expect("an event array").clone()
+    }
+}
+
+/// Runs `xpuprof --source levelzero --sink folded,chrome,summary -- <workload> args` with the
+/// test-double driver scripted by `script`.
+pub fn run(tag: &str, script: &str, workload_name: &str, args: &[&str]) -> Run {
+    let exe = workload(workload_name);
+    let dir = target_dir();
+    let out = std::env::temp_dir().join(format!("xpuprof-levelzero-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = Command::new(dir.join("xpuprof"))
+        .arg("--plugin-dir")
+        .arg(&dir)
+        .args(["--source", "levelzero", "--sink", "folded,chrome,summary", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .args(args)
+        .env_remove("XPUPROF_PLUGIN_PATH")
+        .env("ZE_ENABLE_ALT_DRIVERS", dir.join("libxpuprof_test_double_ze_driver.so"))
+        .env("XPUPROF_TEST_ZE_DRIVER", script)
+        .output()
+        .expect("run xpuprof");
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "xpuprof on {workload_name} failed ({}):\n{stderr}", o.status);
+    Run { stderr, out }
+}
+
+/// Device operations of the Chrome trace as sorted `cat name dur=µs` lines (the timeless part
+/// of the trace, compared with a golden file). Durations are rounded to 0.1 µs: the session
+/// clock may be slewed against CLOCK_MONOTONIC_RAW by a few hundred ppm.
+pub fn device_lines(events: &[serde_json::Value]) -> String {
+    let mut l: Vec<String> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] != "api")
+        .map(|e| {
+            let dur = e["dur"].as_f64().unwrap_or(-1.0);
+            format!("{} {} dur={dur:.1} bytes={}", e["cat"], e["name"], e["args"]["bytes"])
+        })
+        .collect();
+    l.sort();
+    l.join("\n") + "\n"
+}

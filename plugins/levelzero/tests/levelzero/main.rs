@@ -1,0 +1,14 @@
+//! The `levelzero` source end to end, without Intel hardware: the real `xpuprof` host runs the
+//! C workloads of `tests/levelzero/workloads` through the **real** Level Zero loader and
+//! tracing layer (`libze1`), with the project's test-double driver underneath
+//! (`ZE_ENABLE_ALT_DRIVERS`, scripted by `XPUPROF_TEST_ZE_DRIVER`), and the agent preloaded
+//! by the plugin. Checks exact launch stacks, scripted durations in the session clock,
+//! one-to-many joins for executed lists, counted losses and golden sink outputs.
+
+// The shared golden-file helper.
+#[path = "../../../../tests/support/golden.rs"]
+mod golden;
+mod harness;
+mod immediate;
+mod processes;
+mod regular;
