@@ -1,8 +1,8 @@
 //! Immediate lists: every kernel and copy under its exact launch stack, the scripted device
 //! durations in the session clock, golden sink outputs, and the same through a clock wrap.
 
-use crate::golden;
 use crate::harness::{device_lines, run, Run};
+use xpuprof_testkit::golden;
 
 /// Durations in ns: multiples of the default 80 ns tick, so they are exact in device ticks.
 const SCRIPT: &str = "kernel.k_small=20000;kernel.k_big=50000;kernel.k_event=8000;copy_ns=4000;fill_ns=2000";

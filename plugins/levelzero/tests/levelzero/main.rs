@@ -5,9 +5,6 @@
 //! by the plugin. Checks exact launch stacks, scripted durations in the session clock,
 //! one-to-many joins for executed lists, counted losses and golden sink outputs.
 
-// The shared golden-file helper.
-#[path = "../../../../tests/support/golden.rs"]
-mod golden;
 mod harness;
 mod immediate;
 mod processes;

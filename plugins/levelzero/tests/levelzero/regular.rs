@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::golden;
 use crate::harness::run;
+use xpuprof_testkit::golden;
 
 #[test]
 fn every_execution_joins_all_its_work_to_the_execute() {
