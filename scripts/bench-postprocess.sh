@@ -10,6 +10,8 @@ ROUNDS=${1:-170000}
 cargo build -q --release -p xpuprof-core -p xpuprof-plugin-scripted -p xpuprof-plugin-archive \
   -p xpuprof-plugin-folded -p xpuprof-plugin-chrome -p xpuprof-plugin-perfetto -p xpuprof-plugin-pprof
 X=target/release/xpuprof
+# The scripted source is a test plugin (libxpuprof_test_*), found only where it is named.
+export XPUPROF_PLUGIN_PATH="$PWD/target/release/libxpuprof_test_scripted.so"
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 cat > "$D/xpuprof.toml" <<TOML

@@ -2,7 +2,6 @@
 //! directories the `xpuprof` binary was installed with.
 
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Plugin libraries are named `libxpuprof_plugin_<name>.so`.
@@ -13,7 +12,7 @@ pub const FILE_SUFFIX: &str = ".so";
 /// Where to look for plugins, in priority order.
 #[derive(Debug, Clone, Default)]
 pub struct SearchPath {
-    /// Directories, highest priority first, each with where it came from.
+    /// Directories (or single plugin files), highest priority first, each with where it came from.
     pub dirs: Vec<(PathBuf, &'static str)>,
 }
 
@@ -64,12 +63,19 @@ pub enum Found {
     },
 }
 
-/// Lists candidate plugin files in every directory of `path`. Directories named explicitly
+/// Lists candidate plugin files in every directory of `path`, and the files it names directly
+/// (an entry of `--plugin-dir`, `XPUPROF_PLUGIN_PATH` or the config may be one plugin file, as
+/// the tests use it for their test plugins, which no build ships). Directories named explicitly
 /// (command line, environment, config) that are missing are reported; a missing install
 /// directory is not.
 pub fn scan(path: &SearchPath) -> Vec<Found> {
     let mut out = Vec::new();
     for (dir, origin) in &path.dirs {
+        // An entry may name one plugin file (whatever its name) instead of a directory.
+        if dir.is_file() {
+            out.push(Found::File(dir.clone()));
+            continue;
+        }
         let entries = match fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) => {
@@ -92,33 +98,4 @@ pub fn is_plugin_file_name(p: &Path) -> bool {
     p.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.starts_with(FILE_PREFIX) && n.ends_with(FILE_SUFFIX))
-}
-
-/// When running as root, refuses plugin files that another user could have written: writable
-/// by group or others, or owned by someone other than root or the invoking user (`SUDO_UID`).
-pub fn check_ownership(path: &Path) -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    if euid != 0 {
-        return Ok(());
-    }
-    let meta = fs::metadata(path).map_err(|e| format!("cannot read file metadata: {e}"))?;
-    let invoking: Option<u32> = std::env::var("SUDO_UID").ok().and_then(|s| s.parse().ok());
-    let owner = meta.uid();
-    if owner != 0 && Some(owner) != invoking {
-        return Err(format!(
-            "refused while running as root: the file is owned by uid {owner}, not by root or the invoking user; \
-             fix with `chown root {}`",
-            path.display()
-        ));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(format!(
-            "refused while running as root: the file is writable by group or others (mode {:o}); \
-             fix with `chmod go-w {}`",
-            meta.mode() & 0o777,
-            path.display()
-        ));
-    }
-    Ok(())
 }

@@ -11,6 +11,7 @@ use xpuprof_sdk::abi::{
 use xpuprof_sdk::{ConfigKey, ConfigType, PluginKind};
 
 use super::discovery::{self, Found, SearchPath};
+use super::{elf, trust};
 
 /// A configuration key as a plugin declared it (owned: it came through the ABI).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,10 +142,12 @@ impl Registry {
     }
 }
 
-/// Loads one plugin library and checks it: ownership (as root), that it is an xpuprof plugin,
-/// ABI version, layout compatibility, and its descriptor.
+/// Loads one plugin library and checks it: ownership of the file and its directories (as root),
+/// that its ELF headers fit the file, that it is an xpuprof plugin, ABI version, layout
+/// compatibility, and its descriptor.
 pub fn load(path: &Path) -> Result<LoadedPlugin, String> {
-    discovery::check_ownership(path)?;
+    trust::check_trusted_file(path, "the plugin file")?;
+    elf::check_elf(path)?;
     precheck_symbol(path)?;
     let header = lib_header_from_path(path).map_err(|e| explain(&e))?;
     check_stamp(header)?;

@@ -1,8 +1,10 @@
 //! Plugin discovery, loading and live instances.
 
 pub mod discovery;
+pub mod elf;
 pub mod instance;
 pub mod loader;
+pub mod trust;
 
 pub use discovery::SearchPath;
 pub use instance::{Instance, SourceBatch};

@@ -20,8 +20,17 @@ fn plugin_for_another_abi_names_both_versions() {
 
 #[test]
 fn selecting_an_unloadable_plugin_explains_why() {
-    require_plugin("wrong-abi");
-    let (o, _d) = run(&["--source", "wrong_abi", "--sink", "folded", "--", "true"]);
+    let dir = plugin_subset(&["wrong-abi"]);
+    let (o, _d) = run(&[
+        "--plugin-dir",
+        dir.path().to_str().unwrap(),
+        "--source",
+        "wrong_abi",
+        "--sink",
+        "folded",
+        "--",
+        "true",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert!(e.contains("cannot be loaded") && e.contains("ABI 999"), "{e}");
@@ -153,4 +162,80 @@ fn plugins_shows_the_sdk_version_of_plugins_of_this_sdk() {
     let out = String::from_utf8_lossy(&o.stdout);
     let line = out.lines().find(|l| l.contains(p.to_str().unwrap())).unwrap_or_else(|| panic!("{out}"));
     assert!(line.contains(&format!("ABI 1  SDK {}", xpuprof_sdk::abi::SDK_VERSION)), "{line}");
+}
+
+// ---- what a build ships, and files that must not take xpuprof down ----
+
+#[test]
+fn plugins_and_doctor_of_a_build_list_no_test_plugin() {
+    // The test libraries are in the build directory, next to the binary...
+    for p in TEST_PLUGINS {
+        require_plugin(p);
+    }
+    sdk_0_1_plugin();
+    // ...and still not part of what xpuprof finds there.
+    for cmd in ["plugins", "doctor"] {
+        let o = run_shipped(&[cmd]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{cmd}: {out}");
+        assert!(out.contains("ebpf"), "{cmd} lists the shipped plugins: {out}");
+        for name in ["scripted", "panicky", "wrong_abi", "wrong-abi", "not_a_plugin", "libxpuprof_test_"] {
+            assert!(!out.contains(name), "{cmd} lists test plugin `{name}`:\n{out}");
+        }
+    }
+}
+
+#[test]
+fn a_truncated_plugin_file_is_reported_like_any_unloadable_file() {
+    let whole = std::fs::read(require_plugin("folded")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Cut inside the first loadable segment: mapping it raises SIGBUS in the dynamic loader.
+    std::fs::write(dir.path().join("libxpuprof_plugin_cut.so"), &whole[..100_000]).unwrap();
+    let (o, _d) = run(&["--plugin-dir", dir.path().to_str().unwrap(), "plugins"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("libxpuprof_plugin_cut.so: cannot be loaded: the file is truncated"), "{out}");
+}
+
+/// True when running as root; otherwise says why the test cannot run (and fails in CI).
+fn root_or_skip(why: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "needs root ({why}); CI runs as root");
+    eprintln!("SKIPPED: needs root ({why})");
+    false
+}
+
+#[test]
+fn as_root_a_plugin_in_a_world_writable_directory_of_another_user_is_refused() {
+    if !root_or_skip("the directory check only applies when xpuprof runs as root") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = plugin_subset(&["scripted"]);
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).unwrap();
+    let o = std::process::Command::new(xpuprof())
+        .args(["--plugin-dir", dir.path().to_str().unwrap(), "plugins"])
+        .env_remove("XPUPROF_PLUGIN_PATH")
+        .env_remove("SUDO_UID")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line =
+        out.lines().find(|l| l.contains("libxpuprof_plugin_scripted.so:")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("refused while running as root: its directory"), "{line}");
+    assert!(line.contains("owned by uid 65534"), "{line}");
+    // The same directory, owned by root and sticky like /tmp, is fine.
+    std::os::unix::fs::chown(dir.path(), Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let o = std::process::Command::new(xpuprof())
+        .args(["--plugin-dir", dir.path().to_str().unwrap(), "plugins"])
+        .env_remove("XPUPROF_PLUGIN_PATH")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("libxpuprof_plugin_scripted.so:") && out.contains("scripted "), "{out}");
 }

@@ -13,18 +13,50 @@ pub fn plugin_dir() -> PathBuf {
     xpuprof().parent().unwrap().to_path_buf()
 }
 
-/// Panics with the fix when a test plugin was not built.
+/// Test plugins are built as `libxpuprof_test_<name>.so` so that no build ships them; the
+/// tests hand these to xpuprof through `XPUPROF_PLUGIN_PATH` (see [`run_in`]).
+pub const TEST_PLUGINS: &[&str] = &["scripted", "panicky", "wrong-abi", "not-a-plugin"];
+
+/// The library of plugin `name` (a test plugin or a real one) in the build directory; panics
+/// with the fix when it was not built.
 pub fn require_plugin(name: &str) -> PathBuf {
-    let p = plugin_dir().join(format!("libxpuprof_plugin_{}.so", name.replace('-', "_")));
+    let stem = name.replace('-', "_");
+    let file = if TEST_PLUGINS.contains(&name) {
+        format!("libxpuprof_test_{stem}.so")
+    } else {
+        format!("libxpuprof_plugin_{stem}.so")
+    };
+    let p = plugin_dir().join(file);
     assert!(p.exists(), "{} is missing: run `cargo build --workspace` before the tests", p.display());
     p
 }
 
-/// Runs xpuprof with `args` in `cwd`, with only the built-in plugin directory.
+/// `XPUPROF_PLUGIN_PATH` for the tests: the loadable test plugins, named file by file.
+pub fn test_plugin_path() -> String {
+    ["scripted", "panicky"]
+        .iter()
+        .map(|n| require_plugin(n).display().to_string())
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Runs xpuprof with `args` in `cwd`, with the built-in plugin directory and the loadable test
+/// plugins (`scripted`, `panicky`).
 pub fn run_in(cwd: &Path, args: &[&str]) -> Output {
     Command::new(xpuprof())
         .args(args)
         .current_dir(cwd)
+        .env("XPUPROF_PLUGIN_PATH", test_plugin_path())
+        .output()
+        .expect("failed to run xpuprof")
+}
+
+/// Runs xpuprof with `args` as a user would: only the plugins the build ships.
+pub fn run_shipped(args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    Command::new(xpuprof())
+        .args(args)
+        .current_dir(dir.path())
         .env_remove("XPUPROF_PLUGIN_PATH")
         .output()
         .expect("failed to run xpuprof")
@@ -46,7 +78,8 @@ pub fn plugin_subset(names: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for n in names {
         let src = require_plugin(n);
-        std::fs::copy(&src, dir.path().join(src.file_name().unwrap())).unwrap();
+        std::fs::copy(&src, dir.path().join(format!("libxpuprof_plugin_{}.so", n.replace('-', "_"))))
+            .unwrap();
     }
     dir
 }

@@ -14,8 +14,7 @@ use xpuprof_sdk::PluginKind;
 use super::common::*;
 
 fn scripted_records() -> (Vec<Record>, xpuprof_core::pipeline::PipelineStats) {
-    require_plugin("scripted");
-    let reg = Registry::discover(&SearchPath::new(&[plugin_dir()], None, &[]));
+    let reg = Registry::discover(&SearchPath::new(&[require_plugin("scripted")], None, &[]));
     let p = reg.find(PluginKind::Source, "scripted").expect("scripted plugin loads");
     let (tx, rx) = mpsc::sync_channel(64);
     let session = session_table(std::path::Path::new("."), &[], &[], &[], 0, 0);

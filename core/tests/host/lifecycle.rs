@@ -14,6 +14,7 @@ fn sigint_reaches_the_target_and_outputs_are_still_written() {
     let child = Command::new(xpuprof())
         .args(["--source", "scripted", "--sink", "folded", "-o", "out", "--", "sleep", "30"])
         .current_dir(dir.path())
+        .env("XPUPROF_PLUGIN_PATH", test_plugin_path())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

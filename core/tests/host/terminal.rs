@@ -30,7 +30,7 @@ fn a_closed_stderr_does_not_stop_the_outputs() {
         .args(["--source", "scripted,panicky", "--sink", "folded,summary", "-o", "out", "--"])
         .args(["sh", "-c", "exit 3"])
         .current_dir(dir.path())
-        .env_remove("XPUPROF_PLUGIN_PATH")
+        .env("XPUPROF_PLUGIN_PATH", test_plugin_path())
         .stdout(Stdio::from(pipe.try_clone().unwrap()))
         .stderr(Stdio::from(pipe))
         .status()

@@ -64,7 +64,7 @@ pub fn xpuprof(plugins: &[&str]) -> Option<PathBuf> {
         missing.push(bin.display().to_string());
     }
     for p in plugins {
-        let so = dir.join(format!("libxpuprof_plugin_{p}.so"));
+        let so = plugin_file(&dir, p);
         if !so.is_file() {
             missing.push(so.display().to_string());
         }
@@ -79,9 +79,22 @@ pub fn xpuprof(plugins: &[&str]) -> Option<PathBuf> {
     None
 }
 
-/// Runs `xpuprof` with `args`, asserting success; returns its stderr.
+/// The library of plugin `name` in `dir`: test plugins are built as `libxpuprof_test_<name>.so`
+/// so that no build ships them, and xpuprof finds them only where a test names them.
+fn plugin_file(dir: &Path, name: &str) -> PathBuf {
+    let test = dir.join(format!("libxpuprof_test_{name}.so"));
+    if name == "scripted" {
+        return test;
+    }
+    dir.join(format!("libxpuprof_plugin_{name}.so"))
+}
+
+/// Runs `xpuprof` with `args` and the scripted test source, asserting success; returns its
+/// stderr.
 pub fn run(bin: &Path, args: &[&str]) -> String {
-    let out = Command::new(bin).args(args).env_remove("XPUPROF_PLUGIN_PATH").output().expect("run xpuprof");
+    let scripted = plugin_file(bin.parent().expect("the binary's directory"), "scripted");
+    let out =
+        Command::new(bin).args(args).env("XPUPROF_PLUGIN_PATH", scripted).output().expect("run xpuprof");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "xpuprof {args:?} failed ({}):\n{stderr}", out.status);
     stderr

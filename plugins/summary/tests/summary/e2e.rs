@@ -23,9 +23,9 @@ fn record() -> Option<(tempfile::TempDir, Output)> {
 fn record_with(sinks: &str) -> Option<(tempfile::TempDir, Output)> {
     let dir = target_dir();
     let xpuprof = dir.join("xpuprof");
-    for needed in
-        [xpuprof.clone(), dir.join("libxpuprof_plugin_scripted.so"), dir.join("libxpuprof_plugin_summary.so")]
-    {
+    // The scripted source is a test plugin (`libxpuprof_test_*`, never discovered): named explicitly.
+    let scripted = dir.join("libxpuprof_test_scripted.so");
+    for needed in [xpuprof.clone(), scripted.clone(), dir.join("libxpuprof_plugin_summary.so")] {
         if !needed.exists() {
             eprintln!(
                 "skipped: {} is not built (cargo build -p xpuprof-core -p xpuprof-plugin-scripted)",
@@ -39,6 +39,7 @@ fn record_with(sinks: &str) -> Option<(tempfile::TempDir, Output)> {
         .args(["--source", "scripted", "--sink", sinks, "-o"])
         .arg(out.path())
         .args(["--", "true"])
+        .env("XPUPROF_PLUGIN_PATH", &scripted)
         .output()
         .unwrap();
     assert!(output.status.success(), "xpuprof failed: {}", String::from_utf8_lossy(&output.stderr));
