@@ -88,6 +88,12 @@ pub fn print(o: &SessionOutcome) {
             human(o.stats.frames_cut)
         ));
     }
+    if o.stats.virtual_unmapped > 0 {
+        lines.push(format!(
+            "  frames at addresses no file maps (JIT code, or the process had exited), shown as addresses: {}",
+            human(o.stats.virtual_unmapped)
+        ));
+    }
     let (during, total) = o.own_cpu;
     lines.push(format!(
         "  xpuprof's own CPU time: {:.2}s while the target ran, {:.2}s after",

@@ -8,6 +8,8 @@ use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::codec;
 use xpuprof_sdk::model::*;
 
+use xpuprof_toolbox::normalise::{self, ModuleMap};
+
 use super::symbolizer::Symbolizer;
 
 /// Maps one source's ids to session ids.
@@ -85,6 +87,14 @@ pub struct Globals {
     pub symbolize: bool,
     /// Root-end frames cut because they lie outside every module (see `cut_outside_modules`).
     pub frames_cut: u64,
+    /// Virtual-address frames turned into module + file offset here.
+    pub virtual_normalised: u64,
+    /// Virtual-address frames no file of their (live) process maps: JIT code, or the process
+    /// had exited.
+    pub virtual_unmapped: u64,
+    /// Maps of the processes whose virtual frames were normalised, with when they were read
+    /// (`None`: the process is gone).
+    maps: IdMap<u32, (Option<ModuleMap>, std::time::Instant)>,
 }
 
 impl Globals {
@@ -153,19 +163,7 @@ impl Globals {
             }
             Record::Module(d) => {
                 let path = ids.str(d.path);
-                let next = ModuleId(self.module_paths.len() as u32 + 1);
-                let g = match self.modules.get(&(path, d.build_id.clone())) {
-                    Some(g) => *g,
-                    None => {
-                        self.modules.insert((path, d.build_id.clone()), next);
-                        self.module_paths.push(path);
-                        codec::encode(
-                            &Record::Module(ModuleDef { id: next, path, build_id: d.build_id.clone() }),
-                            out,
-                        );
-                        next
-                    }
-                };
+                let g = self.module(path, &d.build_id, out);
                 ids.modules.insert(d.id.0, g);
             }
             Record::Frame(d) => {
@@ -191,8 +189,20 @@ impl Globals {
         }
     }
 
+    /// The session module of `path` + `build_id`, defined on first use.
+    fn module(&mut self, path: StrId, build_id: &[u8], out: &mut Vec<u8>) -> ModuleId {
+        if let Some(g) = self.modules.get(&(path, build_id.to_vec())) {
+            return *g;
+        }
+        let id = ModuleId(self.module_paths.len() as u32 + 1);
+        self.modules.insert((path, build_id.to_vec()), id);
+        self.module_paths.push(path);
+        codec::encode(&Record::Module(ModuleDef { id, path, build_id: build_id.to_vec() }), out);
+        id
+    }
+
     fn frame(&mut self, ids: &mut SourceIds, d: &FrameDef, out: &mut Vec<u8>) -> FrameId {
-        let key = FrameKey {
+        let mut key = FrameKey {
             kind: d.kind,
             module: ids.module(d.module),
             address: d.address,
@@ -200,6 +210,9 @@ impl Globals {
             name: ids.str(d.name),
             inlined: d.inlined.iter().map(|s| ids.str(*s)).collect(),
         };
+        if key.kind == FrameKind::Virtual && key.name.is_none() {
+            self.normalise_virtual(&mut key, out);
+        }
         if let Some(g) = self.frames.get(&key) {
             return *g;
         }
@@ -219,6 +232,34 @@ impl Globals {
         self.frame_keys.push(key.clone());
         self.frames.insert(key, id);
         id
+    }
+
+    /// Turns a virtual-address frame into module + file offset when a file of its process maps
+    /// the address (the model's promise to sources that cannot normalise, e.g. third-party ones).
+    /// The process's maps are read once, and again at most every 100 ms on a miss (code mapped
+    /// later); an exited process's frames stay virtual. Counted either way.
+    fn normalise_virtual(&mut self, key: &mut FrameKey, out: &mut Vec<u8>) {
+        const REREAD: std::time::Duration = std::time::Duration::from_millis(100);
+        let pid = key.pid;
+        let stale = self.maps.get(&pid).is_none_or(|(m, at)| {
+            m.as_ref().is_some_and(|m| m.file_offset(key.address).is_none()) && at.elapsed() >= REREAD
+        });
+        if stale {
+            self.maps.insert(pid, (ModuleMap::read(pid).ok(), std::time::Instant::now()));
+        }
+        let hit = self.maps.get(&pid).and_then(|(m, _)| m.as_ref()?.file_offset(key.address));
+        let Some((mapping, offset)) = hit else {
+            self.virtual_unmapped += 1;
+            return;
+        };
+        let (path, offset) = (mapping.path.clone(), offset);
+        let build_id = normalise::build_id(&normalise::openable_path(pid, &path));
+        let path = self.intern(&path, out);
+        key.module = self.module(path, &build_id, out);
+        key.kind = FrameKind::FileOffset;
+        key.address = offset;
+        key.pid = 0;
+        self.virtual_normalised += 1;
     }
 
     /// Removes frames at the root end of a stack that lie outside every mapped module and have
@@ -291,5 +332,47 @@ impl Globals {
             }
             None => (StrId::NONE, Vec::new()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(kind: FrameKind, address: u64, pid: u32) -> Record {
+        Record::Frame(FrameDef {
+            id: FrameId(1),
+            kind,
+            module: ModuleId::NONE,
+            address,
+            pid,
+            name: StrId::NONE,
+            inlined: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn virtual_frames_of_a_live_process_become_file_offsets() {
+        let mut g = Globals::default();
+        let mut out = Vec::new();
+        let here = virtual_frames_of_a_live_process_become_file_offsets as *const () as u64;
+        g.define(&mut SourceIds::default(), &frame(FrameKind::Virtual, here, std::process::id()), &mut out);
+        g.define(&mut SourceIds::default(), &frame(FrameKind::Virtual, 0x10, std::process::id()), &mut out);
+        let records = codec::decode_all(&out).unwrap();
+        let frames: Vec<&FrameDef> =
+            records.iter().filter_map(|r| if let Record::Frame(f) = r { Some(f) } else { None }).collect();
+        assert_eq!(frames[0].kind, FrameKind::FileOffset);
+        assert!(!frames[0].module.is_none());
+        assert_eq!(
+            (frames[0].pid, frames[1].kind),
+            (0, FrameKind::Virtual),
+            "an unmapped address stays virtual"
+        );
+        let module =
+            records.iter().find_map(|r| if let Record::Module(m) = r { Some(m) } else { None }).unwrap();
+        let exe = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
+        assert_eq!(std::fs::canonicalize(g.text(module.path)).unwrap(), exe);
+        assert!(!module.build_id.is_empty());
+        assert_eq!((g.virtual_normalised, g.virtual_unmapped), (1, 1));
     }
 }

@@ -78,6 +78,10 @@ pub struct PipelineStats {
     pub unsymbolized: u64,
     /// Root-end frames outside every module, cut from stacks.
     pub frames_cut: u64,
+    /// Virtual-address frames the host normalised to module + file offset.
+    pub virtual_normalised: u64,
+    /// Virtual-address frames no file of their process maps (left as addresses).
+    pub virtual_unmapped: u64,
     /// Records handed to sinks.
     pub records_out: u64,
     /// The stack agreement check.
@@ -196,6 +200,8 @@ impl Pipeline {
             dangling: self.sources.iter().map(|s| s.ids.dangling).sum(),
             unsymbolized: self.session.globals.symbolizer.failures,
             frames_cut: self.session.globals.frames_cut,
+            virtual_normalised: self.session.globals.virtual_normalised,
+            virtual_unmapped: self.session.globals.virtual_unmapped,
             records_out: self.session.out_records,
             agreement: self.session.agreement.clone(),
         }

@@ -92,7 +92,7 @@ fn text(d: &mut Decoder, conn: u64, ptr: u64, out: &mut Emitter) -> StrId {
         .and_then(|c| c.strings.get(&ptr))
         .cloned()
         .unwrap_or_else(|| "[unnamed]".to_owned());
-    d.strs.intern(out, &s)
+    d.strs.string(out, &s)
 }
 
 fn stream(
@@ -252,7 +252,7 @@ fn sync(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     let (clk, _, pid) = clock(d, conn);
     let mut op =
         base_op(DeviceOpKind::Sync, pid, clk, u64_at(rec, start), u64_at(rec, end), u32_at(rec, corr));
-    op.name = d.strs.intern(out, SYNC_NAMES.get(u32_at(rec, ty) as usize).copied().unwrap_or(SYNC_NAMES[0]));
+    op.name = d.strs.string(out, SYNC_NAMES.get(u32_at(rec, ty) as usize).copied().unwrap_or(SYNC_NAMES[0]));
     let ordinal = d.conns.get(&conn).and_then(|c| c.ctx_device.get(&u32_at(rec, ctx)).copied()).unwrap_or(0);
     let s = u32_at(rec, stream);
     emit_op(d, conn, ordinal, (s != u32::MAX).then_some(s), op, out);
@@ -277,7 +277,7 @@ fn memory(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     if corr == 0 {
         // Not caused by an API call of the program (the driver's own allocations, e.g. when it
         // loads a module lazily): say so instead of leaving it nameless.
-        op.name = d.strs.intern(out, "driver-internal");
+        op.name = d.strs.string(out, "driver-internal");
     }
     let s = u32_at(rec, stream);
     emit_op(d, conn, u32_at(rec, device), (s != 0 && s != u32::MAX).then_some(s), op, out);
@@ -359,7 +359,7 @@ pub fn flush_pending(d: &mut Decoder, conn: u64, out: &mut Emitter) {
         }
         let dev = DeviceId(d.next_device);
         d.next_device += 1;
-        let name = d.strs.intern(out, &format!("CUDA device {o}"));
+        let name = d.strs.string(out, &format!("CUDA device {o}"));
         out.emit(&Record::Device(DeviceDef {
             id: dev,
             vendor: Vendor::Nvidia,
@@ -402,8 +402,8 @@ fn overhead(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         0x70000 => "activity buffer request",
         _ => "other",
     };
-    let name = d.strs.intern(out, &format!("CUPTI overhead: {what}"));
-    let domain = d.strs.intern(out, "cupti");
+    let name = d.strs.string(out, &format!("CUPTI overhead: {what}"));
+    let domain = d.strs.string(out, "cupti");
     let (s, e) = (host_time(u64_at(rec, start), offset), host_time(u64_at(rec, end), offset));
     out.emit(&Record::Range(Annotation { pid, tid, start: s, end: e, name, domain }));
 }

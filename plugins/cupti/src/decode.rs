@@ -7,12 +7,13 @@
 //! can symbolise them after the process is gone. Activity records are decoded in
 //! [`crate::activity`].
 
-use xpuprof_sdk::hash::{IdMap, IdSet};
+use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::*;
-use xpuprof_sdk::{Emitter, Logger, StringInterner};
+use xpuprof_sdk::{Emitter, Logger};
+use xpuprof_toolbox::normalise::{self, ModuleMap};
+use xpuprof_toolbox::Interner;
 
-use crate::wire::maps::Mapping;
 use crate::wire::{self, Reader};
 
 /// Counters a user sees in the log at the end.
@@ -59,7 +60,7 @@ pub(crate) struct Conn {
     pub(crate) monotonic: bool,
     agent_stacks: bool,
     api_from_callbacks: bool,
-    maps: Vec<Mapping>,
+    maps: ModuleMap,
     pub(crate) strings: IdMap<u64, String>,
     pub(crate) api_names: IdMap<(u8, u32), ApiName>,
     pub(crate) devices: IdMap<u32, DeviceId>,
@@ -79,14 +80,13 @@ pub(crate) struct Conn {
 /// Decoder state shared by all connections.
 #[derive(Debug)]
 pub struct Decoder {
-    pub(crate) strs: StringInterner,
-    modules: IdMap<String, ModuleId>,
-    frames: IdMap<(u32, u64, u32), FrameId>,
+    /// Definitions (strings, threads, modules, frames, stacks), each emitted once.
+    pub(crate) strs: Interner,
+    /// Stacks by (process, the agent's stack hash).
     stacks: IdMap<(u32, u64), StackId>,
     pub(crate) devices_by_uuid: IdMap<[u8; 16], DeviceId>,
     pub(crate) next_device: u32,
     pub(crate) next_stream: u32,
-    threads: IdSet<(u32, u32)>,
     pub(crate) conns: IdMap<u64, Conn>,
     /// Counters.
     pub stats: Stats,
@@ -104,14 +104,11 @@ impl Decoder {
     /// A decoder logging through `log`.
     pub fn new(log: Logger) -> Self {
         Self {
-            strs: StringInterner::default(),
-            modules: IdMap::default(),
-            frames: IdMap::default(),
+            strs: Interner::default(),
             stacks: IdMap::default(),
             devices_by_uuid: IdMap::default(),
             next_device: 1,
             next_stream: 1,
-            threads: IdSet::default(),
             conns: IdMap::default(),
             stats: Stats::default(),
             log,
@@ -145,7 +142,7 @@ impl Decoder {
                 let c = self.conns.entry(conn).or_default();
                 let pid = c.pid;
                 self.stats.dropped += count;
-                let cause = self.strs.intern(out, LOSS_DROPPED);
+                let cause = self.strs.string(out, LOSS_DROPPED);
                 out.emit(&Record::Loss(Loss { pid, time, cause, count }));
             }
             wire::MSG_CLOCK => {
@@ -170,7 +167,7 @@ impl Decoder {
                 self.log.warn(&format!(
                     "process {pid}: the agent dropped {chunks} messages ({bytes} bytes) because the host was gone or too slow"
                 ));
-                let cause = self.strs.intern(out, LOSS_AGENT_CHANNEL);
+                let cause = self.strs.string(out, LOSS_AGENT_CHANNEL);
                 out.emit(&Record::Loss(Loss {
                     pid,
                     time: xpuprof_sdk::clock::now_ns(),
@@ -203,7 +200,7 @@ impl Decoder {
         c.api_from_callbacks = h.has(wire::FLAG_API_FROM_CALLBACKS);
         self.stats.processes += 1;
         let (pid, version, monotonic) = (h.pid, h.runtime_version, c.monotonic);
-        let command = self.strs.intern(out, &h.command);
+        let command = self.strs.string(out, &h.command);
         out.emit(&Record::Process(ProcessDef { pid, ppid: parent_of(pid), command }));
         if version != 0 && !monotonic {
             self.log.info(&format!(
@@ -213,7 +210,7 @@ impl Decoder {
     }
 
     fn modules_msg(&mut self, conn: u64, payload: &[u8]) {
-        self.conns.entry(conn).or_default().maps = wire::maps::decode_modules(payload);
+        self.conns.entry(conn).or_default().maps = ModuleMap::new(wire::maps::decode_modules(payload));
     }
 
     fn strings_msg(&mut self, conn: u64, r: &mut Reader<'_>) {
@@ -249,7 +246,7 @@ impl Decoder {
             Some(ApiName::Id(id)) => *id,
             Some(ApiName::Text(t)) => {
                 let t = t.clone();
-                let id = self.strs.intern(out, &t);
+                let id = self.strs.string(out, &t);
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.api_names.insert((domain, cbid), ApiName::Id(id));
                 }
@@ -260,8 +257,8 @@ impl Decoder {
     }
 
     pub(crate) fn thread(&mut self, pid: u32, tid: u32, out: &mut Emitter) {
-        if tid != 0 && self.threads.insert((pid, tid)) {
-            out.emit(&Record::Thread(ThreadDef { pid, tid, name: StrId::NONE }));
+        if tid != 0 {
+            self.strs.thread(out, pid, tid, "");
         }
     }
 
@@ -279,8 +276,7 @@ impl Decoder {
                     let frames: Vec<u64> = (0..n).map(|_| r.u64()).collect();
                     if !r.short && !self.stacks.contains_key(&(pid, hash)) {
                         let ids: Vec<FrameId> = frames.iter().map(|&a| self.frame(conn, a, out)).collect();
-                        let id = StackId(self.stacks.len() as u32 + 1);
-                        out.emit(&Record::Stack(StackDef { id, frames: ids }));
+                        let id = self.strs.stack(out, &ids);
                         self.stacks.insert((pid, hash), id);
                     }
                 }
@@ -342,49 +338,7 @@ impl Decoder {
     /// The frame of return address `ra` in connection `conn`'s process.
     fn frame(&mut self, conn: u64, ra: u64, out: &mut Emitter) -> FrameId {
         let c = self.conns.entry(conn).or_default();
-        let pid = c.pid;
-        let addr = ra.saturating_sub(1);
-        let i = c.maps.partition_point(|m| m.start <= addr);
-        let hit = i.checked_sub(1).map(|i| &c.maps[i]).filter(|m| addr < m.end && !m.path.is_empty());
-        let (kind, module_path, address) = match hit {
-            Some(m) => (FrameKind::FileOffset, Some(m.path.clone()), addr - m.start + m.offset),
-            None => (FrameKind::Virtual, None, addr),
-        };
-        let module = match module_path {
-            Some(p) => self.module(&p, out),
-            None => ModuleId::NONE,
-        };
-        let key_pid = if kind == FrameKind::Virtual { pid } else { 0 };
-        if let Some(f) = self.frames.get(&(module.0, address, key_pid)) {
-            return *f;
-        }
-        let id = FrameId(self.frames.len() as u32 + 1);
-        out.emit(&Record::Frame(FrameDef {
-            id,
-            kind,
-            module,
-            address,
-            pid,
-            name: StrId::NONE,
-            inlined: Vec::new(),
-        }));
-        self.frames.insert((module.0, address, key_pid), id);
-        id
-    }
-
-    fn module(&mut self, path: &str, out: &mut Emitter) -> ModuleId {
-        if let Some(m) = self.modules.get(path) {
-            return *m;
-        }
-        let id = ModuleId(self.modules.len() as u32 + 1);
-        let p = self.strs.intern(out, path);
-        out.emit(&Record::Module(ModuleDef {
-            id,
-            path: p,
-            build_id: crate::elf::build_id(path).unwrap_or_default(),
-        }));
-        self.modules.insert(path.to_owned(), id);
-        id
+        normalise::return_address_frame(&mut self.strs, out, c.pid, &c.maps, ra)
     }
 
     fn activity(&mut self, conn: u64, r: &mut Reader<'_>, out: &mut Emitter) {
@@ -426,7 +380,7 @@ impl Decoder {
             self.finish(c, out);
         }
         if self.stats.unknown_versions > 0 {
-            let cause = self.strs.intern(out, LOSS_UNKNOWN_VERSION);
+            let cause = self.strs.string(out, LOSS_UNKNOWN_VERSION);
             let time = xpuprof_sdk::clock::now_ns();
             out.emit(&Record::Loss(Loss { pid: 0, time, cause, count: self.stats.unknown_versions }));
             self.stats.unknown_versions = 0;

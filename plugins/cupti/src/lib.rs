@@ -17,7 +17,6 @@
 pub mod activity;
 pub mod config;
 pub mod decode;
-pub mod elf;
 pub mod layout;
 pub mod source;
 

@@ -6,8 +6,8 @@ use xpuprof_sdk::model::{backend, Correlation, CpuSample, LaunchSite, Record, Sa
 use xpuprof_sdk::{Emitter, Logger};
 
 use crate::decode::{self, Event, MappingEvent, ProcEvent, StackEvent};
-use crate::intern::Interner;
 use crate::procmaps::{Mapping, MapsCache};
+use xpuprof_toolbox::Interner;
 
 /// `vm_pgoff` unit (4 KiB pages on x86-64).
 const PAGE_SIZE: u64 = 4096;

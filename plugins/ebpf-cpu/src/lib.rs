@@ -19,7 +19,6 @@ mod collector;
 pub mod config;
 pub mod decode;
 pub mod handler;
-mod intern;
 pub mod procmaps;
 mod source;
 mod stacks;

@@ -3,7 +3,6 @@
 
 use std::cell::Cell;
 use std::io;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use xpuprof_sdk::hash::IdMap;
@@ -106,22 +105,10 @@ fn is_exiting(pid: u32) -> bool {
     flags.is_none_or(|f| f & PF_EXITING != 0)
 }
 
+/// One line, with the parser every source and agent shares.
 fn parse_line(line: &str) -> Option<Mapping> {
-    // start-end perms offset dev inode path
-    let mut it = line.splitn(6, ' ');
-    let (range, perms, offset) = (it.next()?, it.next()?, it.next()?);
-    let _dev = it.next()?;
-    let _inode = it.next()?;
-    let path = it.next().unwrap_or("").trim_start();
-    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
-    let (start, end) = range.split_once('-')?;
-    Some(Mapping {
-        start: u64::from_str_radix(start, 16).ok()?,
-        end: u64::from_str_radix(end, 16).ok()?,
-        offset: u64::from_str_radix(offset, 16).ok()?,
-        exec: perms.as_bytes().get(2) == Some(&b'x'),
-        path: Arc::from(path),
-    })
+    let m = xpuprof_wire::maps::parse_line(line)?;
+    Some(Mapping { start: m.start, end: m.end, offset: m.offset, exec: m.exec, path: Arc::from(m.path) })
 }
 
 /// Snapshots of one process: the current image and, after an exec, the one before it.
@@ -209,16 +196,7 @@ impl MapsCache {
     }
 }
 
-/// The path to open for a file that `pid` maps: through `/proc/<pid>/root` so that files of
-/// processes in other mount namespaces (containers) are found, falling back to the plain path.
-pub fn openable_path(pid: u32, path: &str) -> PathBuf {
-    let via_root = PathBuf::from(format!("/proc/{pid}/root{path}"));
-    if via_root.exists() {
-        via_root
-    } else {
-        Path::new(path).to_path_buf()
-    }
-}
+pub use xpuprof_toolbox::normalise::openable_path;
 
 #[cfg(test)]
 mod tests {

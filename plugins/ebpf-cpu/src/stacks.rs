@@ -8,8 +8,9 @@ use xpuprof_sdk::Emitter;
 
 use crate::callsite::CallSites;
 use crate::decode::{StackEvent, EV_LAUNCH, EV_TRAMPOLINE, SP_WORDS};
-use crate::intern::Interner;
-use crate::procmaps::{openable_path, MapsCache};
+use crate::procmaps::MapsCache;
+use xpuprof_toolbox::normalise::{build_id, openable_path};
+use xpuprof_toolbox::Interner;
 
 /// Counts of frames that could not be normalised.
 #[derive(Debug, Default, Clone, Copy)]
@@ -132,7 +133,7 @@ impl StackBuilder {
                     Some((path, id)) if Arc::ptr_eq(path, &m.path) => *id,
                     _ => {
                         let path = m.path.clone();
-                        let id = int.module(em, &path, || read_build_id(pid, &path));
+                        let id = int.module(em, &path, || build_id(&openable_path(pid, &path)));
                         self.last_module = Some((path, id));
                         id
                     }
@@ -161,15 +162,6 @@ impl StackBuilder {
 fn cut_self_loop(frames: &[u64], mut mapped: impl FnMut(u64) -> bool) -> &[u64] {
     let end = frames.windows(2).position(|w| w[0] == w[1] && !mapped(w[0])).map_or(frames.len(), |i| i + 1);
     &frames[..end]
-}
-
-/// The GNU build id of a file `pid` maps, empty when it has none or cannot be read.
-pub fn read_build_id(pid: u32, path: &str) -> Vec<u8> {
-    let file = openable_path(pid, path);
-    match blazesym::helper::read_elf_build_id(&file) {
-        Ok(Some(id)) => id.to_vec(),
-        _ => Vec::new(),
-    }
 }
 
 #[cfg(test)]

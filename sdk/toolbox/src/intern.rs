@@ -1,5 +1,6 @@
-//! Interning of definitions: every string, process, thread, module, frame and stack is emitted
-//! once, before the first event that uses it.
+//! Interning of a source's definitions: every string, process, thread, module, frame and stack is
+//! emitted once, before the first event that uses it, and numbered in the source's own id space
+//! (the host renumbers session-wide).
 
 use xpuprof_sdk::model::{
     FrameDef, FrameId, FrameKind, ModuleDef, ModuleId, ProcessDef, Record, StackDef, StackId, StrId,
@@ -25,7 +26,7 @@ pub struct Interner {
     frames: IdMap<FrameKey, FrameId>,
     stacks: IdMap<Vec<FrameId>, StackId>,
     processes: IdSet<u32>,
-    threads: IdSet<u32>,
+    threads: IdSet<(u32, u32)>,
 }
 
 impl Interner {
@@ -135,10 +136,10 @@ impl Interner {
         true
     }
 
-    /// Defines thread `tid` of `pid` the first time it is seen.
+    /// Defines thread `tid` of `pid` the first time it is seen (an empty name is no name).
     pub fn thread(&mut self, em: &mut Emitter, pid: u32, tid: u32, name: &str) {
-        if self.threads.insert(tid) {
-            let name = self.string(em, name);
+        if self.threads.insert((pid, tid)) {
+            let name = if name.is_empty() { StrId::NONE } else { self.string(em, name) };
             em.emit(&Record::Thread(ThreadDef { pid, tid, name }));
         }
     }

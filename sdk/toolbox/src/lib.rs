@@ -1,0 +1,19 @@
+//! # xpuprof-toolbox: what sources, sinks and the host would otherwise each rebuild
+//!
+//! - [`normalise`]: process address → module (path + GNU build id) + file offset, from a
+//!   process's memory maps (read from `/proc/<pid>/maps`, or sent by an in-target agent) with
+//!   the one maps parser of `xpuprof-wire` and build ids read by blazesym.
+//! - [`intern`]: emits each string, process, thread, module, frame and stack definition once and
+//!   hands out its id, so a source numbers its definitions without bookkeeping of its own.
+//! - [`demangle`]: kernel and function names for people (Itanium C++), one implementation.
+//!
+//! A sibling crate of the SDK rather than part of it: the SDK stays the small ABI contract a
+//! third-party plugin builds in seconds, while these helpers pull in blazesym and cpp_demangle,
+//! which only the plugins that normalise addresses or show names need.
+
+pub mod demangle;
+pub mod intern;
+pub mod normalise;
+
+pub use intern::Interner;
+pub use normalise::ModuleMap;
