@@ -246,7 +246,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 Ok(o) => {
                     say!("xpuprof: replayed {} records", summary::human(o.records));
                     if let Some(c) = &o.corruption {
-                        say!("xpuprof: the archive is damaged: {c}; everything before it was replayed");
+                        say!(
+                            "xpuprof: the archive is damaged in {} place(s), first: {c}; {} record(s) \
+                             could not be read and were skipped, everything else was replayed",
+                            o.damaged_places,
+                            summary::human(o.skipped)
+                        );
                     }
                     for f in &o.files {
                         say!("  wrote {f}");

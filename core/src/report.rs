@@ -1,7 +1,7 @@
 //! `xpuprof report`: replays an archive through any sinks. The archive holds the exact record
 //! stream the live sinks received, so a replay reproduces their outputs byte for byte.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use xpuprof_sdk::PluginKind;
 
@@ -33,14 +33,18 @@ pub struct ReportOutcome {
     pub records: u64,
     /// Files written.
     pub files: Vec<String>,
-    /// Corruption met (everything before it was replayed).
+    /// The first damage met in the archive; the replay went on past it.
     pub corruption: Option<String>,
+    /// Records lost to damage (skipped and counted).
+    pub skipped: u64,
+    /// Places in the archive where damage was found.
+    pub damaged_places: u64,
     /// Plugin failures.
     pub plugin_failures: Vec<String>,
 }
 
 impl ReportOutcome {
-    /// 0 on a clean replay; 1 when the archive was damaged (what came before it is written);
+    /// 0 on a clean replay; 1 when the archive was damaged (everything intact is written);
     /// 125 when a sink failed.
     pub fn exit_code(&self) -> i32 {
         if !self.plugin_failures.is_empty() {
@@ -50,6 +54,35 @@ impl ReportOutcome {
         } else {
             0
         }
+    }
+}
+
+/// Refuses a replay whose `archive` sink would write over the archive being read: creating
+/// the output truncates the input before a record is read.
+fn refuse_overwriting_input(input: &Path, output_dir: &Path, sinks: &[String]) -> Result<(), SessionError> {
+    if !sinks.iter().any(|s| s == "archive") {
+        return Ok(());
+    }
+    let output = output_dir.join("archive").join(xpuprof_archive::FILE_NAME);
+    if !same_file(input, &output) {
+        return Ok(());
+    }
+    Err(SessionError::Config(crate::config::ConfigError {
+        location: None,
+        message: format!(
+            "refusing to replay {} into itself: the `archive` sink would truncate the archive it \
+             reads; give another output directory with `-o`",
+            input.display()
+        ),
+    }))
+}
+
+/// True when both paths name the same existing file (through links too).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 
@@ -65,6 +98,7 @@ pub fn report(opts: &ReportOptions) -> Result<ReportOutcome, SessionError> {
     } else {
         opts.sinks.clone()
     };
+    refuse_overwriting_input(reader.path(), &opts.output_dir, &sinks)?;
     let reg = Registry::discover(&opts.search);
     if let Some(file) = &opts.config {
         file.check_known(PluginKind::Sink, &reg.names(PluginKind::Sink))?;
@@ -104,6 +138,8 @@ pub fn report(opts: &ReportOptions) -> Result<ReportOutcome, SessionError> {
         records: stats.records,
         files,
         corruption: stats.corruption.map(|e| e.to_string()),
+        skipped: stats.skipped,
+        damaged_places: stats.damaged_places,
         plugin_failures: failures,
     })
 }

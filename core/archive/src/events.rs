@@ -15,6 +15,22 @@ use xpuprof_sdk::model::Record;
 
 use crate::fields::{flatten, predictor, unflatten, Fields, Kind, Predict, MAX_FIELDS};
 
+/// A record that does not decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Malformed {
+    /// What is wrong.
+    pub why: &'static str,
+    /// The record's extent was still known and the cursor is past it, so the records after it
+    /// in the chunk decode; otherwise the rest of the chunk is lost.
+    pub framed: bool,
+}
+
+impl Malformed {
+    fn lost(why: &'static str) -> Self {
+        Self { why, framed: false }
+    }
+}
+
 /// Prediction state of one location within one chunk.
 #[derive(Debug, Clone)]
 pub struct LocState {
@@ -100,10 +116,10 @@ impl LocState {
     }
 
     /// Decodes the next record from `c`, appending its codec bytes to `out`; returns its
-    /// sequence number, or an error message for a malformed record.
-    pub fn decode(&mut self, c: &mut Cursor<'_>, out: &mut Vec<u8>) -> Result<u64, &'static str> {
+    /// sequence number, or what is wrong with a malformed record (nothing is appended then).
+    pub fn decode(&mut self, c: &mut Cursor<'_>, out: &mut Vec<u8>) -> Result<u64, Malformed> {
         let header = c.u8();
-        let kind = Kind::from_u8(header & 0x0f).ok_or("unknown event kind")?;
+        let kind = Kind::from_u8(header & 0x0f).ok_or(Malformed::lost("unknown event kind"))?;
         let delta = match header >> 4 {
             0 => c.varint(),
             d => u64::from(d),
@@ -112,18 +128,24 @@ impl LocState {
         if kind == Kind::Raw {
             let bytes = c.bytes();
             if c.is_bad() {
-                return Err("raw record runs past the end of its chunk");
+                return Err(Malformed::lost("raw record runs past the end of its chunk"));
             }
+            // Re-encoded rather than copied, so what reaches the sinks is always the codec's
+            // own encoding of one record (for an intact archive, the same bytes).
             let mut check = codec::Decoder::new(bytes);
-            if !matches!(check.next(), Some(Ok(_))) || check.next().is_some() {
-                return Err("raw record is not exactly one valid record");
-            }
-            out.extend_from_slice(bytes);
+            let record = match (check.next(), check.next()) {
+                (Some(Ok(r)), None) if check.skipped() == 0 => r,
+                // Its length framed it: the records after it still decode.
+                _ => {
+                    return Err(Malformed { why: "raw record is not exactly one valid record", framed: true })
+                }
+            };
+            codec::encode(&record, out);
             return Ok(self.last_seq);
         }
         let mask = c.varint();
         if mask >> kind.len() != 0 {
-            return Err("field mask names fields the event kind does not have");
+            return Err(Malformed::lost("field mask names fields the event kind does not have"));
         }
         let mut f = [0; MAX_FIELDS];
         for (i, v) in f.iter_mut().enumerate().take(kind.len()) {
@@ -131,10 +153,10 @@ impl LocState {
             *v = if mask & (1 << i) != 0 { p.wrapping_add(unzigzag(c.varint()) as u64) } else { p };
         }
         if c.is_bad() {
-            return Err("event runs past the end of its chunk");
+            return Err(Malformed::lost("event runs past the end of its chunk"));
         }
         self.remember(kind, &f);
-        let r = unflatten(kind, &f).ok_or("unknown event kind")?;
+        let r = unflatten(kind, &f).ok_or(Malformed::lost("unknown event kind"))?;
         codec::encode(&r, out);
         Ok(self.last_seq)
     }

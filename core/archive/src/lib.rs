@@ -23,6 +23,8 @@ mod error;
 mod events;
 mod fields;
 mod format;
+mod merge;
+pub mod mutate;
 mod reader;
 pub mod sample;
 mod writer;

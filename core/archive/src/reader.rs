@@ -1,36 +1,49 @@
-//! Reading an archive back: the chunk index, then a merge of the location streams in global
-//! sequence order.
+//! Reading an archive back: the chunk index (stepping over damaged stretches to the next
+//! intact chunk), then the merge of the location streams (`merge.rs`).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use xpuprof_sdk::hash::IdMap;
-
-use xpuprof_sdk::codec::Cursor;
 
 use crate::error::ArchiveError;
-use crate::events::LocState;
 use crate::format::*;
-
-/// Replay output is handed over in batches of about this size.
-const BATCH_BYTES: usize = 256 * 1024;
+use crate::merge::Merge;
 
 /// What a replay delivered.
 #[derive(Debug)]
 pub struct ReplayStats {
     /// Records delivered.
     pub records: u64,
-    /// The first damage found (file and byte offset); everything before it was delivered.
+    /// Records lost to damage: sequence numbers that no intact record carried (in chunks that
+    /// failed their checksum, malformed records, stretches skipped to the next intact chunk).
+    pub skipped: u64,
+    /// Places where damage was found.
+    pub damaged_places: u64,
+    /// The first damage found (file and byte offset); the replay went on past it.
     pub corruption: Option<ArchiveError>,
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Indexed {
+pub(crate) struct Indexed {
     /// Offset of the chunk header in the file.
-    offset: u64,
-    header: ChunkHeader,
+    pub offset: u64,
+    pub header: ChunkHeader,
+}
+
+/// Damage found while indexing: the earliest place, and how many places.
+#[derive(Debug, Default)]
+pub(crate) struct Damage {
+    pub first: Option<(u64, String)>,
+    pub places: u64,
+}
+
+impl Damage {
+    pub fn note(&mut self, offset: u64, why: impl Into<String>) {
+        self.places += 1;
+        if self.first.as_ref().is_none_or(|(o, _)| offset < *o) {
+            self.first = Some((offset, why.into()));
+        }
+    }
 }
 
 /// An open archive.
@@ -42,8 +55,8 @@ pub struct Reader {
     chunks: Vec<Indexed>,
     /// Total records according to the end marker, when present.
     total: Option<u64>,
-    /// Where and why the chunk index stops early, if it does.
-    scan_error: Option<(u64, &'static str)>,
+    /// Damage met while indexing.
+    scan_damage: Damage,
 }
 
 /// Finds the trace file: `path` itself, `path/trace.xpa` or `path/archive/trace.xpa`.
@@ -70,13 +83,13 @@ pub fn open(path: &Path) -> Result<Reader, ArchiveError> {
     let path = resolve(path)?;
     let mut file = File::open(&path).map_err(|e| ArchiveError::io("open", &path, e))?;
     let (meta, start) = read_header(&path, &mut file)?;
-    let mut r = Reader { path, file, meta, chunks: Vec::new(), total: None, scan_error: None };
+    let mut r = Reader { path, file, meta, chunks: Vec::new(), total: None, scan_damage: Damage::default() };
     r.scan(start)?;
     Ok(r)
 }
 
 /// Reads up to `buf.len()` bytes; returns how many were read (fewer only at the end).
-fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(crate) fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
         match file.read(&mut buf[n..]) {
@@ -129,237 +142,142 @@ impl Reader {
         &self.path
     }
 
-    /// Reads every chunk header, stopping at the first damage.
+    pub(crate) fn file(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    pub(crate) fn chunks(&self) -> &[Indexed] {
+        &self.chunks
+    }
+
+    pub(crate) fn total(&self) -> Option<u64> {
+        self.total
+    }
+
+    pub(crate) fn scan_damage(&self) -> &Damage {
+        &self.scan_damage
+    }
+
+    fn io(&self, e: std::io::Error) -> ArchiveError {
+        ArchiveError::io("read", &self.path, e)
+    }
+
+    /// Reads every chunk header. Damage is noted and skipped: the scan goes on at the next
+    /// place where an intact chunk starts.
     fn scan(&mut self, mut offset: u64) -> Result<(), ArchiveError> {
-        let len = self.file.metadata().map_err(|e| ArchiveError::io("read", &self.path, e))?.len();
-        self.file.seek(SeekFrom::Start(offset)).map_err(|e| ArchiveError::io("read", &self.path, e))?;
+        let len = self.file.metadata().map_err(|e| self.io(e))?.len();
         loop {
-            if offset == len {
+            if offset >= len {
                 let why = "the archive ends without its end marker: the recording was cut short";
-                self.scan_error = Some((offset, why));
+                self.scan_damage.note(len, why);
                 return Ok(());
             }
-            let mut raw = [0u8; CHUNK_HEADER];
-            let n =
-                read_full(&mut self.file, &mut raw).map_err(|e| ArchiveError::io("read", &self.path, e))?;
-            let header =
-                if n < CHUNK_HEADER { Err("truncated chunk header") } else { ChunkHeader::parse(&raw) };
-            let header = match header {
-                Ok(h) if offset + (CHUNK_HEADER as u64) + u64::from(h.payload_len) > len => {
-                    Err("truncated chunk")
-                }
-                other => other,
-            };
-            let h = match header {
+            let h = match self.header_at(offset, len)? {
                 Ok(h) => h,
                 Err(why) => {
-                    self.scan_error = Some((offset, why));
-                    return Ok(());
+                    self.scan_damage.note(offset, why);
+                    match self.resync(offset + 1, len)? {
+                        Some(next) => {
+                            offset = next;
+                            continue;
+                        }
+                        None => return Ok(()),
+                    }
                 }
             };
             if h.location == END_LOCATION {
-                if h.payload_len != 0 || h.records != 0 || !h.check(&raw, &[]) {
-                    self.scan_error = Some((offset, "damaged end marker"));
-                } else {
-                    self.total = Some(h.first_seq);
-                }
+                self.end_marker(offset, &h, len)?;
                 return Ok(());
             }
             self.chunks.push(Indexed { offset, header: h });
             offset += CHUNK_HEADER as u64 + u64::from(h.payload_len);
-            self.file.seek(SeekFrom::Start(offset)).map_err(|e| ArchiveError::io("read", &self.path, e))?;
         }
+    }
+
+    /// The header of the chunk at `offset`, checked against the file's length.
+    fn header_at(
+        &mut self,
+        offset: u64,
+        len: u64,
+    ) -> Result<Result<ChunkHeader, &'static str>, ArchiveError> {
+        let mut raw = [0u8; CHUNK_HEADER];
+        self.file.seek(SeekFrom::Start(offset)).map_err(|e| self.io(e))?;
+        let n = read_full(&mut self.file, &mut raw).map_err(|e| self.io(e))?;
+        if n < CHUNK_HEADER {
+            return Ok(Err("truncated chunk header"));
+        }
+        Ok(match ChunkHeader::parse(&raw) {
+            Ok(h) if offset + (CHUNK_HEADER as u64) + u64::from(h.payload_len) > len => {
+                Err("truncated chunk")
+            }
+            Ok(h)
+                if h.location == END_LOCATION
+                    && (h.payload_len != 0 || h.records != 0 || !h.check(&raw, &[])) =>
+            {
+                Err("damaged end marker")
+            }
+            other => other,
+        })
+    }
+
+    fn end_marker(&mut self, offset: u64, h: &ChunkHeader, len: u64) -> Result<(), ArchiveError> {
+        self.total = Some(h.first_seq);
+        let end = offset + CHUNK_HEADER as u64;
+        if end < len {
+            let junk = len - end;
+            self.scan_damage.note(end, format!("{junk} bytes of unknown data after the end marker"));
+        }
+        Ok(())
+    }
+
+    /// The offset of the next intact chunk (its checksum matches) at or after `from`.
+    fn resync(&mut self, from: u64, len: u64) -> Result<Option<u64>, ArchiveError> {
+        const WINDOW: usize = 64 * 1024;
+        let mut window = vec![0u8; WINDOW];
+        let mut pos = from;
+        while pos + CHUNK_HEADER as u64 <= len {
+            self.file.seek(SeekFrom::Start(pos)).map_err(|e| self.io(e))?;
+            let n = read_full(&mut self.file, &mut window).map_err(|e| self.io(e))?;
+            let found: Vec<u64> = window[..n]
+                .windows(CHUNK_MAGIC.len())
+                .enumerate()
+                .filter(|(_, w)| w == CHUNK_MAGIC)
+                .map(|(k, _)| pos + k as u64)
+                .collect();
+            for at in found {
+                if self.intact_at(at, len)? {
+                    return Ok(Some(at));
+                }
+            }
+            if n < WINDOW {
+                break;
+            }
+            // Windows overlap by the magic's length less one, so no magic is split unseen.
+            pos += (n - (CHUNK_MAGIC.len() - 1)) as u64;
+        }
+        Ok(None)
+    }
+
+    /// True when a chunk whose checksum matches starts at `at`.
+    fn intact_at(&mut self, at: u64, len: u64) -> Result<bool, ArchiveError> {
+        let Ok(h) = self.header_at(at, len)? else { return Ok(false) };
+        let mut raw = [0u8; CHUNK_HEADER];
+        self.file.seek(SeekFrom::Start(at)).map_err(|e| self.io(e))?;
+        read_full(&mut self.file, &mut raw).map_err(|e| self.io(e))?;
+        let mut payload = vec![0u8; h.payload_len as usize];
+        let n = read_full(&mut self.file, &mut payload).map_err(|e| self.io(e))?;
+        Ok(n == payload.len() && h.check(&raw, &payload))
     }
 
     /// Calls `f` with batches of records encoded with `xpuprof_sdk::codec`, in exactly the
     /// order the archive sink received them, so a replay through any sink is byte-identical to
-    /// the live run. Stops at the first damage and reports it (file and byte offset) in the
-    /// stats, having delivered everything before it. Never panics.
+    /// the live run. Damage (a chunk that fails its checksum, a malformed record, unreadable
+    /// bytes) is skipped and counted, and the replay goes on with the next intact record; the
+    /// stats count what was lost and name the first damage (file and byte offset). Never
+    /// panics.
     pub fn replay(&mut self, f: &mut dyn FnMut(&[u8])) -> Result<ReplayStats, ArchiveError> {
         let mut m = Merge::new(self);
-        let corruption = m.run(f);
-        Ok(ReplayStats { records: m.delivered, corruption })
-    }
-}
-
-/// One location's read position.
-#[derive(Debug)]
-struct Stream {
-    chunks: VecDeque<Indexed>,
-    payload: Vec<u8>,
-    pos: usize,
-    left: u32,
-    state: LocState,
-    chunk_offset: u64,
-}
-
-/// The k-way merge of location streams by sequence number.
-struct Merge<'a> {
-    reader: &'a mut Reader,
-    streams: Vec<Stream>,
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
-    delivered: u64,
-    /// Damage found inside a chunk, with its offset, the earliest one kept.
-    damage: Option<ArchiveError>,
-}
-
-impl<'a> Merge<'a> {
-    fn new(reader: &'a mut Reader) -> Self {
-        let mut by_loc: IdMap<u32, VecDeque<Indexed>> = IdMap::default();
-        for c in &reader.chunks {
-            by_loc.entry(c.header.location).or_default().push_back(*c);
-        }
-        let mut locs: Vec<_> = by_loc.into_iter().collect();
-        locs.sort_by_key(|(l, _)| *l);
-        let streams = locs
-            .into_iter()
-            .map(|(_, chunks)| Stream {
-                chunks,
-                payload: Vec::new(),
-                pos: 0,
-                left: 0,
-                state: LocState::new(0),
-                chunk_offset: 0,
-            })
-            .collect();
-        Self { reader, streams, heap: BinaryHeap::new(), delivered: 0, damage: None }
-    }
-
-    fn damaged(&mut self, offset: u64, why: &str) {
-        if self
-            .damage
-            .as_ref()
-            .is_none_or(|d| matches!(d, ArchiveError::Corrupt { offset: o, .. } if offset < *o))
-        {
-            self.damage = Some(ArchiveError::corrupt(&self.reader.path, offset, why));
-        }
-    }
-
-    /// Makes sure stream `i` has a record to read; false when it has no more.
-    fn fill(&mut self, i: usize) -> bool {
-        while self.streams[i].left == 0 {
-            let Some(c) = self.streams[i].chunks.pop_front() else { return false };
-            if let Err(why) = self.load(i, c) {
-                self.damaged(c.offset, why);
-                self.streams[i].chunks.clear();
-                return false;
-            }
-        }
-        true
-    }
-
-    fn load(&mut self, i: usize, c: Indexed) -> Result<(), &'static str> {
-        let file = &mut self.reader.file;
-        let s = &mut self.streams[i];
-        let mut raw = [0u8; CHUNK_HEADER];
-        file.seek(SeekFrom::Start(c.offset)).map_err(|_| "failed to seek to the chunk")?;
-        if read_full(file, &mut raw).map_err(|_| "failed to read the chunk header")? < CHUNK_HEADER {
-            return Err("truncated chunk header");
-        }
-        s.payload.resize(c.header.payload_len as usize, 0);
-        if read_full(file, &mut s.payload).map_err(|_| "failed to read the chunk")? < s.payload.len() {
-            return Err("truncated chunk");
-        }
-        if !c.header.check(&raw, &s.payload) {
-            return Err("chunk checksum mismatch");
-        }
-        s.pos = 0;
-        s.left = c.header.records;
-        s.state = LocState::new(c.header.first_seq);
-        s.chunk_offset = c.offset;
-        Ok(())
-    }
-
-    /// The sequence number of stream `i`'s next record, without consuming it.
-    fn peek(&self, i: usize) -> u64 {
-        let s = &self.streams[i];
-        let mut c = Cursor::new(&s.payload[s.pos.min(s.payload.len())..]);
-        let header = c.u8();
-        let delta = if header >> 4 == 0 { c.varint() } else { u64::from(header >> 4) };
-        s.state.last_seq().wrapping_add(delta)
-    }
-
-    fn push(&mut self, i: usize) {
-        if self.fill(i) {
-            let seq = self.peek(i);
-            self.heap.push(Reverse((seq, i)));
-        }
-    }
-
-    fn run(&mut self, f: &mut dyn FnMut(&[u8])) -> Option<ArchiveError> {
-        for i in 0..self.streams.len() {
-            self.push(i);
-        }
-        let mut out = Vec::with_capacity(BATCH_BYTES + 4096);
-        let result = self.merge(&mut out, f);
-        if !out.is_empty() {
-            f(&out);
-        }
-        result
-    }
-
-    fn merge(&mut self, out: &mut Vec<u8>, f: &mut dyn FnMut(&[u8])) -> Option<ArchiveError> {
-        while let Some(Reverse((seq, i))) = self.heap.pop() {
-            if seq != self.delivered {
-                return Some(self.gap(seq, i));
-            }
-            let s = &mut self.streams[i];
-            let mut c = Cursor::new(&s.payload[s.pos..]);
-            let at = s.chunk_offset + (CHUNK_HEADER + s.pos) as u64;
-            let decoded = s.state.decode(&mut c, out);
-            s.pos += c.position();
-            s.left -= 1;
-            if let Err(why) = decoded {
-                return Some(ArchiveError::corrupt(&self.reader.path, at, why));
-            }
-            if s.left == 0 && s.pos != s.payload.len() {
-                return Some(ArchiveError::corrupt(
-                    &self.reader.path,
-                    at,
-                    "chunk has bytes after its last record",
-                ));
-            }
-            self.delivered += 1;
-            if out.len() >= BATCH_BYTES {
-                f(out);
-                out.clear();
-            }
-            self.push(i);
-        }
-        self.end_state()
-    }
-
-    /// Explains why record `self.delivered` is missing when the next one found is `seq`.
-    fn gap(&mut self, seq: u64, i: usize) -> ArchiveError {
-        if let Some(d) = self.damage.take() {
-            return d;
-        }
-        if let Some((offset, why)) = self.reader.scan_error {
-            return ArchiveError::corrupt(&self.reader.path, offset, why);
-        }
-        let at = self.streams[i].chunk_offset;
-        let why = if seq < self.delivered {
-            format!("record {seq} appears twice or out of order")
-        } else {
-            format!("record {} is missing (the next one found is {seq})", self.delivered)
-        };
-        ArchiveError::corrupt(&self.reader.path, at, why)
-    }
-
-    fn end_state(&mut self) -> Option<ArchiveError> {
-        if let Some(d) = self.damage.take() {
-            return Some(d);
-        }
-        if let Some((offset, why)) = self.reader.scan_error {
-            return Some(ArchiveError::corrupt(&self.reader.path, offset, why));
-        }
-        match self.reader.total {
-            Some(t) if t != self.delivered => Some(ArchiveError::corrupt(
-                &self.reader.path,
-                self.reader.chunks.last().map_or(0, |c| c.offset),
-                format!("the end marker counts {t} records but {} were found", self.delivered),
-            )),
-            _ => None,
-        }
+        m.run(f);
+        Ok(m.into_stats())
     }
 }

@@ -19,6 +19,15 @@ use intern::{Globals, SourceIds};
 /// Output is handed to the sinks once this much is buffered.
 const OUT_FLUSH_BYTES: usize = 256 * 1024;
 
+/// The end of the record that starts at `offset` in `batch`, from its framing (`tag: u8,
+/// len: varint, payload`); `None` when the framing itself is damaged.
+fn codec_record_end(batch: &[u8], offset: usize) -> Option<usize> {
+    let mut c = codec::Cursor::new(batch.get(offset + 1..)?);
+    let len = usize::try_from(c.varint()).ok()?;
+    let end = (offset + 1 + c.position()).checked_add(len)?;
+    (!c.is_bad() && end <= batch.len()).then_some(end)
+}
+
 /// Per-source state and counters.
 #[derive(Debug, Default)]
 struct SourceState {
@@ -66,7 +75,7 @@ fn skip_loader_leaf(a: &mut Vec<String>, b: &[String]) -> bool {
 pub struct PipelineStats {
     /// Records received, per source index.
     pub records_per_source: Vec<u64>,
-    /// Malformed batches, per source index.
+    /// Malformed records (skipped), per source index.
     pub malformed_per_source: Vec<u64>,
     /// Losses reported, by cause.
     pub losses: BTreeMap<String, u64>,
@@ -129,19 +138,32 @@ impl Pipeline {
         }
     }
 
-    /// Processes one batch from source `source`; calls `sink` with output batches.
+    /// Processes one batch from source `source`; calls `sink` with output batches. A malformed
+    /// record is skipped and counted, and the records after it are still processed: every
+    /// record is framed by its length (`tag, len, payload`), so the next one is found.
     pub fn push(&mut self, source: usize, batch: &[u8], sink: &mut dyn FnMut(&[u8])) {
         let now = Instant::now();
-        for rec in Decoder::new(batch) {
-            match rec {
-                Ok(r) => self.record(source, r, now),
-                Err(e) => {
-                    self.sources[source].malformed += 1;
-                    tracing::warn!("source #{source} sent a malformed batch, rest of it dropped: {e}");
+        let mut rest = batch;
+        while !rest.is_empty() {
+            let mut resume = None;
+            for rec in Decoder::new(rest) {
+                match rec {
+                    Ok(r) => self.record(source, r, now),
+                    Err(e) => {
+                        self.sources[source].malformed += 1;
+                        resume = codec_record_end(rest, e.offset);
+                        let what =
+                            if resume.is_some() { "skipped it" } else { "dropped the rest of the batch" };
+                        tracing::warn!("source #{source} sent a malformed record, {what}: {e}");
+                    }
+                }
+                if self.session.out.len() >= OUT_FLUSH_BYTES {
+                    self.flush(sink);
                 }
             }
-            if self.session.out.len() >= OUT_FLUSH_BYTES {
-                self.flush(sink);
+            match resume {
+                Some(end) => rest = &rest[end..],
+                None => break,
             }
         }
     }
@@ -176,6 +198,14 @@ impl Pipeline {
     pub fn finish(&mut self, sink: &mut dyn FnMut(&[u8])) {
         let ops = self.session.correlator.finish(Instant::now());
         self.session.emit_ops(ops);
+        let malformed: u64 = self.sources.iter().map(|s| s.malformed).sum();
+        if malformed > 0 {
+            let text = "malformed records from a source, skipped";
+            self.session.losses.insert(text.to_owned(), malformed);
+            let cause = self.session.globals.intern(text, &mut self.session.out);
+            let time = self.session.last_time;
+            self.session.emit(&Record::Loss(Loss { pid: 0, time, cause, count: malformed }));
+        }
         let unmatched = self.session.correlator.stats().unmatched;
         if unmatched > 0 {
             let cause =
@@ -371,6 +401,51 @@ mod tests {
         let (x, y) = a.first_disagreement.unwrap();
         assert_eq!(x, ["launch", "main"]);
         assert_eq!(y, ["other", "main"]);
+    }
+}
+
+#[cfg(test)]
+mod malformed_tests {
+    use super::*;
+    use xpuprof_sdk::emit::Emitter;
+
+    #[test]
+    fn a_malformed_record_is_skipped_and_counted_and_the_rest_is_kept() {
+        let sample = |time: u64| {
+            Record::CpuSample(CpuSample {
+                pid: 1,
+                tid: 1,
+                time,
+                kind: SampleKind::OnCpu,
+                weight: 1,
+                stack: StackId::NONE,
+            })
+        };
+        let mut e = Emitter::detached();
+        e.emit(&sample(1));
+        let mut batch = e.take_buffer();
+        // A framed record of a known kind whose payload is malformed (an overlong varint).
+        batch.extend_from_slice(&[
+            batch[0], 11, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+        ]);
+        e.emit(&sample(2));
+        batch.extend(e.take_buffer());
+        let mut p = Pipeline::new(1, false);
+        let mut out = Vec::new();
+        p.push(0, &batch, &mut |b| out.extend_from_slice(b));
+        p.finish(&mut |b| out.extend_from_slice(b));
+        let records = codec::decode_all(&out).unwrap();
+        let times: Vec<u64> = records
+            .iter()
+            .filter_map(|r| if let Record::CpuSample(s) = r { Some(s.time) } else { None })
+            .collect();
+        assert_eq!(times, [1, 2], "the samples around the bad record are kept");
+        assert_eq!(p.stats().malformed_per_source, [1]);
+        assert!(
+            records.iter().any(|r| matches!(r, Record::Loss(l) if l.count == 1)),
+            "the loss reaches the sinks"
+        );
+        assert_eq!(p.stats().losses.get("malformed records from a source, skipped"), Some(&1));
     }
 }
 

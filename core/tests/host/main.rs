@@ -10,4 +10,5 @@ mod common;
 mod correlation;
 mod fixtures;
 mod lifecycle;
+mod report;
 mod terminal;

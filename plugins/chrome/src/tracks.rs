@@ -96,7 +96,11 @@ impl Tracks {
             Record::Device(d) => {
                 self.devices.insert(d.id, (d.index, d.name));
                 let name = self.raw(d.name).unwrap_or_else(|| "device".into());
-                self.rename_process(DEVICE_BASE + d.id.0, &format!("GPU {} ({name})", d.index), out);
+                self.rename_process(
+                    DEVICE_BASE.wrapping_add(d.id.0),
+                    &format!("GPU {} ({name})", d.index),
+                    out,
+                );
             }
             Record::Stream(d) => {
                 self.streams.insert(d.id, Stream { device: d.device, native_id: d.native_id, name: d.name });
@@ -136,7 +140,7 @@ impl Tracks {
 
     /// The pid of a device's process track, named if it was not yet.
     pub fn device_pid(&mut self, device: DeviceId, out: &mut Vec<Naming>) -> u32 {
-        let pid = DEVICE_BASE + device.0;
+        let pid = DEVICE_BASE.wrapping_add(device.0);
         if !self.named_pids.contains(&pid) {
             self.name_process(pid, &format!("device {}", device.0), out);
         }

@@ -126,17 +126,19 @@ impl FoldedBuilder {
         let mut merged: IdMap<String, u64> = IdMap::default();
         if view != View::Gpu {
             for (k, ns) in &self.cpu {
-                *merged.entry(r.cpu_line(k)).or_default() += ns;
+                let w = merged.entry(r.cpu_line(k)).or_default();
+                *w = w.saturating_add(*ns);
             }
         }
         if view != View::Cpu {
             for (k, ns) in &self.gpu {
-                *merged.entry(r.gpu_line(k)).or_default() += ns;
+                let w = merged.entry(r.gpu_line(k)).or_default();
+                *w = w.saturating_add(*ns);
             }
         }
         let mut lines: Vec<(String, u64)> = merged
             .into_iter()
-            .map(|(s, ns)| (s, (ns + 500) / 1000))
+            .map(|(s, ns)| (s, ns.saturating_add(500) / 1000))
             .filter(|(_, us)| *us >= self.opts.min_weight.max(1))
             .collect();
         lines.sort_unstable();

@@ -94,8 +94,8 @@ impl MemoryAgg {
     fn alloc(&mut self, op: &DeviceOp) {
         let d = self.devices.entry(op.device).or_default();
         d.allocations += 1;
-        d.allocated_bytes += op.bytes;
-        d.in_use += op.bytes;
+        d.allocated_bytes = d.allocated_bytes.saturating_add(op.bytes);
+        d.in_use = d.in_use.saturating_add(op.bytes);
         d.peak = d.peak.max(d.in_use);
         let stack = op.launch.map_or(StackId::NONE, |l| l.stack);
         self.outstanding.entry((op.pid, op.device, op.bytes)).or_default().push_back(stack);

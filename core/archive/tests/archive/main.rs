@@ -7,6 +7,8 @@ use xpuprof_archive::{open, sample, ArchiveError, Meta, Writer};
 use xpuprof_sdk::codec;
 use xpuprof_sdk::model::Record;
 
+mod damage;
+
 fn meta() -> Meta {
     Meta {
         command: vec!["python3".into(), "train.py".into()],
@@ -99,12 +101,23 @@ fn a_crash_leaves_the_flushed_prefix_readable() {
     let err = damage.expect("a cut-short archive is reported").to_string();
     assert!(err.contains("cut short") && err.contains("trace.xpa"), "{err}");
     assert!(n > 0 && n < records.len() as u64, "{n}");
-    assert_eq!(got, encoded(&records[..n as usize]));
+    // Every chunk written before the crash is delivered (a location's last chunk may have gone
+    // out before another's, so some records in between are missing).
+    let got = codec::decode_all(&got).unwrap();
+    assert!(is_subsequence(&got, &records));
+    assert!(got.len() as u64 == n && n >= 29_000 - 1000, "{n}");
 }
 
-/// Replays `bytes`, a damaged copy of `archive` (the archive of `original`): the records
-/// delivered must be a prefix of the original ones, and any change must be reported with the
-/// file and a byte offset inside it.
+/// True when `got` is `all` with some records left out, in the same order.
+fn is_subsequence(got: &[Record], all: &[Record]) -> bool {
+    let mut it = all.iter();
+    got.iter().all(|g| it.any(|a| a == g))
+}
+
+/// Replays `bytes`, a damaged copy of `archive` (the archive of `original`) whose checksums
+/// were not repaired: the records delivered must be original ones in their order (damaged
+/// chunks left out, the intact ones after them still replayed), and any change must be
+/// reported with the file and a byte offset inside it.
 fn damaged_replay(bytes: &[u8], archive: &[u8], original: &[Record]) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("trace.xpa");
@@ -112,9 +125,9 @@ fn damaged_replay(bytes: &[u8], archive: &[u8], original: &[Record]) {
     match replay(&file) {
         Err(e) => assert!(e.to_string().contains("trace.xpa"), "{e}"),
         Ok((got, n, damage)) => {
-            let all = encoded(original);
-            assert!(got.len() <= all.len() && got == all[..got.len()], "delivered records are not a prefix");
-            assert_eq!(codec::decode_all(&got).unwrap().len() as u64, n);
+            let got = codec::decode_all(&got).unwrap();
+            assert_eq!(got.len() as u64, n);
+            assert!(is_subsequence(&got, original), "delivered records are not original ones in order");
             if bytes != archive {
                 let e = damage.expect("damage must be reported");
                 assert!(e.to_string().contains("trace.xpa"), "{e}");
@@ -134,7 +147,7 @@ fn archive_bytes(records: &[Record]) -> Vec<u8> {
 }
 
 #[test]
-fn every_truncation_delivers_a_prefix_and_reports_where() {
+fn every_truncation_delivers_what_is_intact_and_reports_where() {
     let records = sample::session();
     let bytes = archive_bytes(&records);
     for cut in 0..bytes.len() {
@@ -159,7 +172,7 @@ proptest! {
 
     /// A run long enough for several chunks per location, damaged and cut anywhere.
     #[test]
-    fn damaged_multi_chunk_archives_deliver_a_prefix(
+    fn damaged_multi_chunk_archives_deliver_every_intact_chunk(
         at in any::<prop::sample::Index>(),
         x in 1u8..=255,
         cut in any::<prop::sample::Index>(),
