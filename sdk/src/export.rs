@@ -3,12 +3,8 @@
 //!
 //! Used through [`crate::export_plugin!`]; nothing here is meant to be called directly.
 
-use std::any::Any;
-use std::cell::RefCell;
 use std::ffi::c_void;
-use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::Once;
 
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::std_types::{RResult, RSlice, RStr, RString, RVec, Tuple2};
@@ -18,6 +14,7 @@ use crate::codec::Decoder;
 use crate::config::PluginConfig;
 use crate::emit::{Emitter, Logger};
 use crate::model::Record;
+use crate::panics;
 use crate::plugin::*;
 
 struct Instance<T> {
@@ -27,34 +24,6 @@ struct Instance<T> {
     scratch: Vec<Record>,
 }
 
-thread_local! {
-    static PANIC_LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
-}
-
-/// Replaces the default panic hook of the plugin library (each cdylib has its own copy of std)
-/// with one that records where the panic happened instead of printing a backtrace hint.
-fn install_quiet_panic_hook() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        panic::set_hook(Box::new(|info| {
-            let loc = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
-            PANIC_LOCATION.with(|p| *p.borrow_mut() = loc);
-        }));
-    });
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    let msg = payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic payload".to_owned());
-    match PANIC_LOCATION.with(|p| p.borrow_mut().take()) {
-        Some(loc) => format!("{msg} (at {loc})"),
-        None => msg,
-    }
-}
-
 /// Runs `f`, turning an error or a panic into the ABI's error string.
 fn guarded<R>(
     name: &str,
@@ -62,21 +31,17 @@ fn guarded<R>(
     poisoned: Option<&mut bool>,
     f: impl FnOnce() -> PluginResult<R>,
 ) -> FfiResult<R> {
-    install_quiet_panic_hook();
     if poisoned.as_deref() == Some(&true) {
         return RResult::RErr(RString::from(format!("plugin `{name}` is disabled after an earlier panic")));
     }
-    match panic::catch_unwind(AssertUnwindSafe(f)) {
+    match panics::catch(f) {
         Ok(Ok(v)) => RResult::ROk(v),
         Ok(Err(e)) => RResult::RErr(RString::from(e.0)),
-        Err(payload) => {
+        Err(msg) => {
             if let Some(p) = poisoned {
                 *p = true;
             }
-            RResult::RErr(RString::from(format!(
-                "plugin `{name}` panicked in {what}: {}",
-                panic_message(&*payload)
-            )))
+            RResult::RErr(RString::from(format!("plugin `{name}` panicked in {what}: {msg}")))
         }
     }
 }
@@ -162,9 +127,11 @@ fn with_plugin<T, R>(
     guarded(name, what, Some(&mut i.poisoned), || f(plugin, &mut i.scratch))
 }
 
-fn boxed<T>(name: &'static str, plugin: T) -> FfiInstance {
+fn boxed<T>(name: &'static str, plugin: T, host: FfiHost) -> FfiInstance {
     let b = Box::new(Instance { name, plugin: Some(plugin), poisoned: false, scratch: Vec::new() });
-    FfiInstance(Box::into_raw(b) as *mut c_void)
+    let ptr = Box::into_raw(b) as *mut c_void;
+    panics::register(ptr as usize, name, host);
+    FfiInstance(ptr)
 }
 
 extern "C" fn destroy<T>(inst: FfiInstance) {
@@ -179,6 +146,7 @@ extern "C" fn destroy<T>(inst: FfiInstance) {
         drop(b);
         Ok(())
     });
+    panics::unregister(inst.0 as usize);
 }
 
 // ---- sources ----
@@ -193,7 +161,7 @@ extern "C" fn describe_ext_source<S: Source>() -> FfiDescriptorExtRef {
 
 extern "C" fn create_source<S: Source>(args: RStr<'_>, host: FfiHost) -> FfiResult<FfiInstance> {
     let name = S::info().name;
-    guarded(name, "create", None, || Ok(boxed(name, S::create(parse_args(args.as_str(), host)?)?)))
+    guarded(name, "create", None, || Ok(boxed(name, S::create(parse_args(args.as_str(), host)?)?, host)))
 }
 
 extern "C" fn prepare_source<S: Source>(inst: FfiInstance, env: &mut FfiEnv) -> FfiResult<()> {
@@ -253,7 +221,7 @@ extern "C" fn describe_ext_sink<K: Sink>() -> FfiDescriptorExtRef {
 
 extern "C" fn create_sink<K: Sink>(args: RStr<'_>, host: FfiHost) -> FfiResult<FfiInstance> {
     let name = K::info().name;
-    guarded(name, "create", None, || Ok(boxed(name, K::create(parse_args(args.as_str(), host)?)?)))
+    guarded(name, "create", None, || Ok(boxed(name, K::create(parse_args(args.as_str(), host)?)?, host)))
 }
 
 extern "C" fn consume_sink<K: Sink>(inst: FfiInstance, batch: RSlice<'_, u8>) -> FfiResult<()> {

@@ -68,7 +68,16 @@
 //! Entry points return [`PluginResult`]; write messages as `failed to <verb> <object>: <cause>`
 //! with a hint when the fix is known. Panics never cross the ABI: the export glue catches them
 //! and reports `plugin `name` panicked in <entry point>: <message> (at file:line)`; the host
-//! then disables that plugin and the session goes on without it.
+//! then disables that plugin and the session goes on without it. A panic in a thread the plugin
+//! started (which no entry point catches) is logged as an error naming the plugin and the
+//! thread; that thread's work is lost, so catch panics in your threads where you can recover.
+//!
+//! **Plugins must unwind.** Catching a panic needs the unwinding panic runtime: never set
+//! `panic = "abort"` in a profile that builds a plugin. Such a library would abort xpuprof (and
+//! lose every output) on its first panic, so the host refuses it at load time, saying why.
+//!
+//! Text a plugin hands the host is bounded: log messages and error strings are cut at 4 KiB,
+//! string definitions at 64 KiB (the cut says how many bytes it dropped).
 //!
 //! ## ABI stability
 //!
@@ -86,6 +95,7 @@ pub mod emit;
 pub mod export;
 pub mod hash;
 pub mod model;
+mod panics;
 pub mod plugin;
 pub mod trampoline;
 

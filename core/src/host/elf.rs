@@ -4,15 +4,25 @@
 //! (a truncated copy, an interrupted install), touching the missing pages raises SIGBUS inside
 //! the loader and takes xpuprof down, even for `xpuprof plugins`. Reading the headers with
 //! `object` first turns that into an ordinary "cannot be loaded" reason.
+//!
+//! It also refuses Rust plugins built with `panic = "abort"`: the SDK contains a plugin's panics
+//! by unwinding to the entry point, so such a plugin would abort xpuprof (exit 134, no outputs)
+//! on its first panic. Rust's unwinding panic runtime always calls the system unwinder's
+//! `_Unwind_RaiseException`; the abort runtime never does, so a library exporting the plugin root
+//! module without referencing that symbol was built to abort.
 
 use std::fs::File;
 use std::path::Path;
 
 use object::elf::FileHeader64;
 use object::elf::SHT_NOBITS;
+use object::read::elf::ElfFile64;
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
 use object::read::ReadCache;
-use object::Endianness;
+use object::{Endianness, Object, ObjectSymbol};
+
+/// The system unwinder's entry point that Rust's unwinding panic runtime raises panics with.
+const RAISE: &str = "_Unwind_RaiseException";
 
 /// Refuses an ELF file whose program headers or sections reach past its end. Files that are not
 /// ELF at all are left to the dynamic loader, which refuses them without mapping anything.
@@ -51,6 +61,24 @@ pub fn check_elf(path: &Path) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Refuses a library that exports `root_symbol` (an xpuprof plugin built with the Rust SDK) but
+/// cannot unwind: it was built with `panic = "abort"`. Call after [`check_elf`].
+pub fn check_unwinds(path: &Path, root_symbol: &str) -> Result<(), String> {
+    let Ok(file) = File::open(path) else { return Ok(()) };
+    let cache = ReadCache::new(file);
+    let Ok(elf) = ElfFile64::<Endianness, _>::parse(&cache) else { return Ok(()) };
+    let named = |name: &str| {
+        elf.dynamic_symbols().chain(elf.symbols()).any(|s| s.name_bytes().is_ok_and(|n| n == name.as_bytes()))
+    };
+    if !named(root_symbol) || named(RAISE) {
+        return Ok(());
+    }
+    Err("refused: it was built with `panic = \"abort\"` (it never calls the unwinder), so its first panic \
+         would abort xpuprof and lose every output; plugins must unwind: remove `panic = \"abort\"` from the \
+         [profile.*] sections of its Cargo.toml and rebuild"
+        .into())
 }
 
 #[cfg(test)]

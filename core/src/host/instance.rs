@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use abi_stable::std_types::{RResult, RSlice, RStr, RVec};
 use xpuprof_sdk::abi::{FfiHost, FfiInstance, PluginModuleRef};
 
+use super::bounded;
 use super::loader::LoadedPlugin;
 
 /// A batch of encoded records from one source.
@@ -40,7 +41,7 @@ extern "C" fn host_emit(ctx: *const c_void, batch: RSlice<'_, u8>) {
 extern "C" fn host_log(ctx: *const c_void, level: u8, message: RStr<'_>) {
     // SAFETY: as in `host_emit`.
     let ctx = unsafe { &*(ctx as *const CallbackCtx) };
-    let (name, msg) = (ctx.name.as_str(), message.as_str());
+    let (name, msg) = (ctx.name.as_str(), bounded::cap(message.as_str(), bounded::MAX_MESSAGE_BYTES));
     match level {
         1 => tracing::error!("{name}: {msg}"),
         2 => tracing::warn!("{name}: {msg}"),
@@ -70,7 +71,7 @@ unsafe impl Send for Instance {}
 fn into_result<T>(r: RResult<T, abi_stable::std_types::RString>) -> Result<T, String> {
     match r {
         RResult::ROk(v) => Ok(v),
-        RResult::RErr(e) => Err(e.into()),
+        RResult::RErr(e) => Err(bounded::cap(&e, bounded::MAX_MESSAGE_BYTES).into_owned()),
     }
 }
 

@@ -11,7 +11,10 @@ use xpuprof_sdk::abi::{
 use xpuprof_sdk::{ConfigKey, ConfigType, PluginKind};
 
 use super::discovery::{self, Found, SearchPath};
-use super::{elf, trust};
+use super::{bounded, elf, trust};
+
+/// Longest plugin name accepted.
+const MAX_NAME_BYTES: usize = 64;
 
 /// A configuration key as a plugin declared it (owned: it came through the ABI).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,6 +151,7 @@ impl Registry {
 pub fn load(path: &Path) -> Result<LoadedPlugin, String> {
     trust::check_trusted_file(path, "the plugin file")?;
     elf::check_elf(path)?;
+    elf::check_unwinds(path, ROOT_MODULE_SYMBOL)?;
     precheck_symbol(path)?;
     let header = lib_header_from_path(path).map_err(|e| explain(&e))?;
     check_stamp(header)?;
@@ -180,19 +184,23 @@ fn describe(module: PluginModuleRef) -> Result<PluginMeta, String> {
             name: k.name.to_string(),
             ty,
             default: k.default.to_string(),
-            doc: k.doc.to_string(),
+            doc: bounded::cap(&k.doc, bounded::MAX_MESSAGE_BYTES).into_owned(),
         });
+    }
+    if d.name.len() > MAX_NAME_BYTES {
+        return Err(format!("declares a plugin name of {} bytes (at most {MAX_NAME_BYTES})", d.name.len()));
     }
     if d.name.is_empty() || d.name.contains(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')) {
         return Err(format!("declares an invalid plugin name {:?}", d.name.as_str()));
     }
     // Appended in SDK 0.2: absent (`None`) in plugins built with SDK 0.1.
     let ext = module.describe_ext().map(|f| f());
+    let text = |s: &str| bounded::cap(s, bounded::MAX_MESSAGE_BYTES).into_owned();
     Ok(PluginMeta {
         name: d.name.into(),
         kind,
-        version: d.version.into(),
-        description: d.description.into(),
+        version: text(&d.version),
+        description: text(&d.description),
         keys,
         capabilities: d.capabilities.iter().map(|c| c.to_string()).collect(),
         abi: module.abi_version(),

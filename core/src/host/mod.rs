@@ -1,5 +1,6 @@
 //! Plugin discovery, loading and live instances.
 
+pub mod bounded;
 pub mod discovery;
 pub mod elf;
 pub mod instance;

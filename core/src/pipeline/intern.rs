@@ -11,6 +11,7 @@ use xpuprof_sdk::model::*;
 use xpuprof_toolbox::normalise::{self, ModuleMap};
 
 use super::symbolizer::Symbolizer;
+use crate::host::bounded;
 
 /// Maps one source's ids to session ids.
 #[derive(Debug, Default)]
@@ -122,7 +123,7 @@ impl Globals {
     pub fn define(&mut self, ids: &mut SourceIds, rec: &Record, out: &mut Vec<u8>) {
         match rec {
             Record::Str(d) => {
-                let g = self.intern(&d.text, out);
+                let g = self.intern(&bounded::cap(&d.text, bounded::MAX_STRING_BYTES), out);
                 ids.strs.insert(d.id.0, g);
             }
             Record::Process(d) => {

@@ -239,3 +239,61 @@ fn as_root_a_plugin_in_a_world_writable_directory_of_another_user_is_refused() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(!out.contains("libxpuprof_plugin_scripted.so:") && out.contains("scripted "), "{out}");
 }
+
+// ---- panics ----
+
+#[test]
+fn a_plugin_built_with_panic_abort_is_refused_before_it_is_loaded() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/abi/abort-plugin/lib.rs");
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("libxpuprof_plugin_abort.so");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let o = std::process::Command::new(rustc)
+        .args(["--edition", "2021", "--crate-type", "cdylib", "-C", "panic=abort", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .output()
+        .expect("run rustc");
+    assert!(o.status.success(), "rustc failed: {}", stderr(&o));
+    let (o, _d) = run(&["--plugin-dir", dir.path().to_str().unwrap(), "plugins"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("libxpuprof_plugin_abort.so: refused: it was built with `panic = \"abort\"`"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_panic_in_a_thread_the_plugin_started_is_reported_by_plugin_name() {
+    require_plugin("panicky");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("xpuprof.toml"), "[source.panicky]\npanic_in = [\"thread\"]\n").unwrap();
+    let o = run_in(dir.path(), &["--source", "panicky,scripted", "--sink", "folded", "--", "true"]);
+    let e = stderr(&o);
+    assert!(
+        e.contains("panicky: panicked in a thread it started (`panicky-worker`): panicky plugin panics in its own thread on purpose (at tests/plugins/panicky/src/lib.rs:"),
+        "{e}"
+    );
+    assert!(dir.path().join("xpuprof-out/profile.folded").exists(), "{e}");
+}
+
+#[test]
+fn oversized_texts_from_a_plugin_are_cut_before_they_are_printed_or_stored() {
+    require_plugin("panicky");
+    let dir = tempfile::tempdir().unwrap();
+    let huge = 64 << 20;
+    std::fs::write(
+        dir.path().join("xpuprof.toml"),
+        format!("[source.panicky]\npanic_in = []\nhuge_text_bytes = {huge}\n"),
+    )
+    .unwrap();
+    let o = run_in(dir.path(), &["--source", "panicky", "--sink", "folded,summary", "--", "true"]);
+    let e = stderr(&o);
+    // A log message, an error and a loss cause of 64 MiB each: all printed, all cut.
+    assert!(e.len() < 512 << 10, "{} bytes on stderr", e.len());
+    assert!(e.contains("more bytes cut by xpuprof]"), "{}", &e[..e.len().min(2000)]);
+    assert!(e.contains("failed in stop: yyyy"), "the error is still shown");
+    let summary = std::fs::read(dir.path().join("xpuprof-out/summary.json")).unwrap();
+    assert!(summary.len() < 512 << 10, "the stored loss cause is cut: {} bytes", summary.len());
+}

@@ -1,5 +1,8 @@
 //! `panicky`: a test plugin that panics in the entry points its `panic_in` key lists (all of
-//! them by default), to prove that no panic crosses the ABI and the session goes on.
+//! them by default), to prove that no panic crosses the ABI and the session goes on. `"thread"`
+//! in `panic_in` makes `start` run a thread that panics (nobody catches that one: the SDK
+//! reports it by plugin name). `huge_text_bytes = N` makes it log a message, emit a loss cause
+//! and fail `stop` with texts of N bytes each (the host caps what it prints and stores).
 
 use xpuprof_sdk::prelude::*;
 
@@ -7,6 +10,8 @@ use xpuprof_sdk::prelude::*;
 #[derive(Debug)]
 pub struct Panicky {
     panic_in: Vec<String>,
+    huge_text_bytes: usize,
+    ctx: CreateContext,
 }
 
 impl Panicky {
@@ -23,18 +28,28 @@ impl Source for Panicky {
             name: "panicky",
             version: env!("CARGO_PKG_VERSION"),
             description: "test plugin: panics in the entry points listed in `panic_in`",
-            config_keys: vec![ConfigKey::new(
-                "panic_in",
-                ConfigType::StringList,
-                r#"["create", "prepare", "start", "stop"]"#,
-                "entry points that panic",
-            )],
+            config_keys: vec![
+                ConfigKey::new(
+                    "panic_in",
+                    ConfigType::StringList,
+                    r#"["create", "prepare", "start", "stop"]"#,
+                    "entry points that panic, and \"thread\" for a thread started in `start`",
+                ),
+                ConfigKey::new(
+                    "huge_text_bytes",
+                    ConfigType::Integer,
+                    "0",
+                    "size of an oversized log message, loss cause and error (0: none)",
+                ),
+            ],
             capabilities: vec![],
         }
     }
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
-        let me = Self { panic_in: ctx.config.string_list("panic_in", &[])? };
+        let panic_in = ctx.config.string_list("panic_in", &[])?;
+        let huge_text_bytes = ctx.config.integer("huge_text_bytes", 0)?.max(0) as usize;
+        let me = Self { panic_in, huge_text_bytes, ctx };
         me.maybe_panic("create");
         Ok(me)
     }
@@ -46,11 +61,29 @@ impl Source for Panicky {
 
     fn start(&mut self, _pid: u32) -> PluginResult<()> {
         self.maybe_panic("start");
+        if self.panic_in.iter().any(|p| p == "thread") {
+            let worker = std::thread::Builder::new()
+                .name("panicky-worker".into())
+                .spawn(|| panic!("panicky plugin panics in its own thread on purpose"))
+                .map_err(|e| PluginError::new(format!("failed to start a thread: {e}")))?;
+            let _ = worker.join();
+        }
+        if self.huge_text_bytes > 0 {
+            let text = "x".repeat(self.huge_text_bytes);
+            self.ctx.log.warn(&text);
+            let e = &mut self.ctx.emitter;
+            e.emit(&Record::Str(StrDef { id: StrId(1), text }));
+            e.emit(&Record::Loss(Loss { pid: 0, time: 0, cause: StrId(1), count: 1 }));
+            e.flush();
+        }
         Ok(())
     }
 
     fn stop(&mut self) -> PluginResult<()> {
         self.maybe_panic("stop");
+        if self.huge_text_bytes > 0 {
+            return Err(PluginError::new("y".repeat(self.huge_text_bytes)));
+        }
         Ok(())
     }
 }
