@@ -6,6 +6,7 @@
 //! sinks = ["folded", "chrome"]
 //! output = "xpuprof-out"
 //! plugin_dirs = ["/opt/xpuprof/plugins"]
+//! plugin_timeout = 30
 //!
 //! [source.ebpf]
 //! sample_hz = 99
@@ -17,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use toml::de::{DeTable, DeValue};
 use xpuprof_sdk::{ConfigType, PluginKind};
@@ -40,7 +42,12 @@ impl ConfigError {
 }
 
 /// Top-level keys of the config file.
-const TOP_KEYS: &[&str] = &["sources", "sinks", "output", "plugin_dirs", "source", "sink", "diff"];
+const TOP_KEYS: &[&str] =
+    &["sources", "sinks", "output", "plugin_dirs", "plugin_timeout", "source", "sink", "diff"];
+
+/// How long one call into a plugin may run before the plugin is abandoned, unless the config
+/// file's `plugin_timeout` says otherwise.
+pub const DEFAULT_PLUGIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The parsed config file.
 #[derive(Debug, Clone, Default)]
@@ -56,6 +63,8 @@ pub struct FileConfig {
     pub output: Option<PathBuf>,
     /// `plugin_dirs = [...]`.
     pub plugin_dirs: Vec<PathBuf>,
+    /// `plugin_timeout = <seconds>`: the deadline of each plugin call.
+    pub plugin_timeout: Option<Duration>,
     /// `[diff]` table: `threshold`, `metric`.
     pub diff: toml::Table,
     /// `[source.NAME]` tables with the span of their name.
@@ -101,6 +110,20 @@ impl FileConfig {
             },
             "plugin_dirs" => {
                 self.plugin_dirs = self.string_list(key, value)?.into_iter().map(PathBuf::from).collect()
+            }
+            "plugin_timeout" => {
+                let secs = match value {
+                    toml::Value::Integer(i) => i as f64,
+                    toml::Value::Float(f) => f,
+                    _ => f64::NAN,
+                };
+                if !(0.01..=86_400.0).contains(&secs) {
+                    return Err(self.error(
+                        key,
+                        "`plugin_timeout` must be a number of seconds between 0.01 and 86400 (default 30)",
+                    ));
+                }
+                self.plugin_timeout = Some(Duration::from_secs_f64(secs));
             }
             "diff" => match value {
                 toml::Value::Table(t) => {
@@ -166,6 +189,11 @@ impl FileConfig {
     /// An error located at the key with dotted path `path`.
     fn error(&self, path: &str, message: &str) -> ConfigError {
         ConfigError { location: self.spans.get(path).map(|s| self.location(s)), message: message.to_owned() }
+    }
+
+    /// The deadline of each plugin call: `plugin_timeout`, else [`DEFAULT_PLUGIN_TIMEOUT`].
+    pub fn plugin_timeout(file: Option<&Self>) -> Duration {
+        file.and_then(|f| f.plugin_timeout).unwrap_or(DEFAULT_PLUGIN_TIMEOUT)
     }
 
     /// Names of the `[source.NAME]` or `[sink.NAME]` tables.

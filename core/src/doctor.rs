@@ -225,6 +225,8 @@ pub fn example_config(reg: &Registry) -> String {
          # Output directory.\n# output = \"xpuprof-out\"\n\n\
          # Extra plugin directories (searched after --plugin-dir and XPUPROF_PLUGIN_PATH).\n\
          # plugin_dirs = []\n\n\
+         # Seconds one call into a plugin may take before the plugin is abandoned and named\n\
+         # (a second Ctrl+C cuts it to 1 s).\n# plugin_timeout = 30\n\n\
          # Defaults for `xpuprof diff`.\n[diff]\n# threshold = \"5%\"\n# metric = \"total\"\n",
     );
     for kind in [PluginKind::Source, PluginKind::Sink] {

@@ -118,22 +118,14 @@ pub fn report(opts: &ReportOptions) -> Result<ReportOutcome, SessionError> {
         opts.verbosity,
     );
     let mut failures = Vec::new();
-    let mut instances = session::create_sinks(&reg, &sinks, opts.config.as_ref(), &table, &mut failures)?;
-    let mut alive = vec![true; instances.len()];
-    let stats = reader.replay(&mut |batch: &[u8]| {
-        for (s, ok) in instances.iter_mut().zip(alive.iter_mut()) {
-            if *ok {
-                if let Err(e) = s.consume(batch) {
-                    tracing::error!("plugin `{}` failed in consume: {e}", s.name());
-                    failures.push(format!("plugin `{}` failed in consume: {e}", s.name()));
-                    *ok = false;
-                }
-            }
-        }
-    });
+    let mut sinks = session::create_sinks(&reg, &sinks, opts.config.as_ref(), &table, &mut failures)?;
+    let stats = reader.replay(&mut |batch: &[u8]| sinks.deliver(batch));
+    // Finish the sinks whatever the replay met: what came before a damaged spot is written.
+    let results = sinks.finish();
+    failures.extend(results.failures);
     let stats = stats
         .map_err(|e| SessionError::Internal(format!("failed to replay {}: {e}", opts.archive.display())))?;
-    let files = session::finish_sinks(&mut instances, &alive, &mut failures);
+    let files = results.files;
     Ok(ReportOutcome {
         records: stats.records,
         files,

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use xpuprof_sdk::PluginKind;
 
 use crate::config::{self, ConfigError, FileConfig};
-use crate::host::{Instance, Registry, SearchPath, SourceBatch};
+use crate::host::sources::{report_failure, Sources};
+use crate::host::{HostContext, Instance, PluginThread, Registry, SearchPath, SourceBatch};
+use crate::pipeline::sinks::{SinkResults, Sinks, SINK_QUEUE};
 use crate::pipeline::{Pipeline, PipelineStats};
 use crate::target::{self, SpawnError};
 use crate::{signals, summary};
@@ -80,6 +82,8 @@ pub struct SessionOutcome {
     pub elapsed: Duration,
     /// xpuprof's own CPU time (all its threads, user + system) while the target ran, and in all.
     pub own_cpu: (Duration, Duration),
+    /// Records sources emitted after they were stopped (dropped), by plugin name.
+    pub late_records: Vec<(String, u64)>,
 }
 
 impl SessionOutcome {
@@ -161,29 +165,27 @@ pub fn session_table(
     t
 }
 
-/// Creates sink instances, reporting failures instead of stopping.
+/// Creates sink instances, each on its own thread, reporting failures instead of stopping.
 pub fn create_sinks(
     reg: &Registry,
     names: &[String],
     file: Option<&FileConfig>,
     session: &toml::Table,
     failures: &mut Vec<String>,
-) -> Result<Vec<Instance>, SessionError> {
+) -> Result<Sinks, SessionError> {
+    let timeout = FileConfig::plugin_timeout(file);
     let mut sinks = Vec::new();
     for p in select(reg, PluginKind::Sink, names)? {
         let table = config::plugin_table(file, PluginKind::Sink, &p.meta.name, &p.meta.keys)?;
-        match Instance::create(p, &create_args(table, session), 0, None) {
-            Ok(i) => sinks.push(i),
-            Err(e) => fail(failures, &p.meta.name, "create", &e),
+        let (plugin, args) = (p.clone(), create_args(table, session));
+        let host = HostContext::new(&p.meta.name, 0, None);
+        let create = move || Instance::create_with(&plugin, &args, host);
+        match PluginThread::spawn(host, timeout, SINK_QUEUE, create) {
+            Ok(t) => sinks.push(t),
+            Err(e) => report_failure(failures, &e),
         }
     }
-    Ok(sinks)
-}
-
-fn fail(failures: &mut Vec<String>, name: &str, what: &str, e: &str) {
-    let msg = format!("plugin `{name}` failed in {what}: {e}");
-    tracing::error!("{msg}; continuing without it");
-    failures.push(msg);
+    Ok(Sinks::new(sinks))
 }
 
 /// Runs a recording session.
@@ -222,18 +224,12 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     let sinks = create_sinks(&reg, &opts.sinks, opts.config.as_ref(), &session, &mut failures)?;
 
     let (tx, rx) = mpsc::sync_channel::<SourceBatch>(1024);
-    let mut sources: Vec<Option<Instance>> = Vec::new();
-    for (i, (p, table)) in source_plugins.iter().zip(source_tables).enumerate() {
-        match Instance::create(p, &create_args(table, &session), i, Some(tx.clone())) {
-            Ok(inst) => sources.push(Some(inst)),
-            Err(e) => {
-                fail(&mut failures, &p.meta.name, "create", &e);
-                sources.push(None);
-            }
-        }
-    }
+    let plugins =
+        source_plugins.iter().zip(source_tables).map(|(p, t)| ((*p).clone(), create_args(t, &session)));
+    let timeout = FileConfig::plugin_timeout(opts.config.as_ref());
+    let mut sources = Sources::create(plugins.collect(), &tx, timeout, &mut failures);
     drop(tx);
-    let env = prepare_all(&mut sources, &mut failures);
+    let env = sources.prepare(&mut failures);
     let counters: Arc<Vec<AtomicU64>> = Arc::new((0..sources.len()).map(|_| AtomicU64::new(0)).collect());
     let worker = spawn_pipeline(rx, sinks, sources.len(), Arc::clone(&counters));
 
@@ -241,80 +237,41 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     target::become_subreaper();
     let held = target::spawn_held(&program, &opts.command, &env)?;
     signals::set_target(held.pid);
-    for s in sources.iter_mut() {
-        if let Some(inst) = s {
-            if let Err(e) = inst.start(held.pid) {
-                fail(&mut failures, inst.name(), "start", &e);
-                *s = None;
-            }
-        }
-    }
+    sources.start(held.pid, &mut failures);
     let pid = match held.release() {
         Ok(pid) => pid,
         Err(e) => {
-            stop_all(&mut sources, &mut failures);
-            drop(sources);
+            sources.stop(&mut failures);
             let _ = worker.join();
             return Err(e.into());
         }
     };
     let names: Vec<String> = opts.sources.clone();
     let (target_exit, cpu_during) = wait_for_target(pid, opts.status_line, started, &names, &counters);
-    stop_all(&mut sources, &mut failures);
-    drop(sources);
-    let (stats, files, sink_failures) =
+    sources.stop(&mut failures);
+    let (stats, sinks) =
         worker.join().map_err(|_| SessionError::Internal("the event pipeline thread panicked".into()))?;
-    failures.extend(sink_failures);
+    // Read last: records a source's leftover threads emit while the sinks finish count too.
+    let late_records = sources.late_records();
+    failures.extend(sinks.failures);
     Ok(SessionOutcome {
         target_exit,
-        files,
+        files: sinks.files,
         sources: names,
         stats,
         plugin_failures: failures,
+        late_records,
         elapsed: started.elapsed(),
         own_cpu: (cpu_during, own_cpu_time()),
     })
 }
 
-fn prepare_all(sources: &mut [Option<Instance>], failures: &mut Vec<String>) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = Vec::new();
-    for s in sources.iter_mut() {
-        let Some(inst) = s else { continue };
-        match inst.prepare() {
-            Ok(vars) => {
-                for (k, v) in vars {
-                    if let Some(old) = env.iter_mut().find(|(ek, _)| *ek == k) {
-                        tracing::warn!("{}: overrides {k}={} with {v}", inst.name(), old.1);
-                        old.1 = v;
-                    } else {
-                        env.push((k, v));
-                    }
-                }
-            }
-            Err(e) => {
-                fail(failures, inst.name(), "prepare", &e);
-                *s = None;
-            }
-        }
-    }
-    env
-}
+type WorkerResult = (PipelineStats, SinkResults);
 
-fn stop_all(sources: &mut [Option<Instance>], failures: &mut Vec<String>) {
-    for s in sources.iter_mut().flatten() {
-        if let Err(e) = s.stop() {
-            fail(failures, s.name(), "stop", &e);
-        }
-        s.disconnect();
-    }
-}
-
-type WorkerResult = (PipelineStats, Vec<String>, Vec<String>);
-
-/// Runs the pipeline and the sinks on their own thread until every source is gone.
+/// Runs the pipeline on its own thread (each sink has its own too) until every source is gone.
 fn spawn_pipeline(
     rx: Receiver<SourceBatch>,
-    mut sinks: Vec<Instance>,
+    mut sinks: Sinks,
     n_sources: usize,
     counters: Arc<Vec<AtomicU64>>,
 ) -> std::thread::JoinHandle<WorkerResult> {
@@ -322,9 +279,7 @@ fn spawn_pipeline(
         .name("xpuprof-pipeline".into())
         .spawn(move || {
             let mut pipeline = Pipeline::new(n_sources, true);
-            let mut failures = Vec::new();
-            let mut alive: Vec<bool> = vec![true; sinks.len()];
-            let mut deliver = |batch: &[u8]| deliver(&mut sinks, &mut alive, &mut failures, batch);
+            let mut deliver = |batch: &[u8]| sinks.deliver(batch);
             loop {
                 match rx.recv_timeout(Duration::from_millis(200)) {
                     Ok(b) => {
@@ -338,36 +293,9 @@ fn spawn_pipeline(
                 }
             }
             pipeline.finish(&mut deliver);
-            let files = finish_sinks(&mut sinks, &alive, &mut failures);
-            (pipeline.stats(), files, failures)
+            (pipeline.stats(), sinks.finish())
         })
         .expect("failed to spawn the pipeline thread")
-}
-
-fn deliver(sinks: &mut [Instance], alive: &mut [bool], failures: &mut Vec<String>, batch: &[u8]) {
-    for (s, ok) in sinks.iter_mut().zip(alive.iter_mut()) {
-        if *ok {
-            if let Err(e) = s.consume(batch) {
-                fail(failures, s.name(), "consume", &e);
-                *ok = false;
-            }
-        }
-    }
-}
-
-/// Finishes every live sink and collects the files they wrote.
-pub fn finish_sinks(sinks: &mut [Instance], alive: &[bool], failures: &mut Vec<String>) -> Vec<String> {
-    let mut files = Vec::new();
-    for (s, ok) in sinks.iter_mut().zip(alive) {
-        if !ok {
-            continue;
-        }
-        match s.finish() {
-            Ok(f) => files.extend(f),
-            Err(e) => fail(failures, s.name(), "finish", &e),
-        }
-    }
-    files
 }
 
 /// This process's CPU time so far, all threads, user + system.
@@ -398,6 +326,7 @@ fn wait_for_target(
     let mut cpu_at_exit = Duration::ZERO;
     let mut exited_at = Instant::now();
     let mut warned = false;
+    let mut killed_at: Option<Instant> = None;
     loop {
         let mut status = 0;
         // SAFETY: reaping any of our children (the target and orphans we are subreaper of).
@@ -414,6 +343,22 @@ fn wait_for_target(
         }
         if r < 0 {
             break; // ECHILD: nobody left.
+        }
+        if signals::hurry_since().is_some() {
+            // A second Ctrl+C/SIGTERM: stop waiting, write what was recorded, exit.
+            match (target_exit, killed_at) {
+                (Some(_), _) => break,
+                (None, None) => {
+                    crate::say!(
+                        "xpuprof: interrupted twice: killing the target (pid {pid}) and writing what was recorded"
+                    );
+                    // SAFETY: signalling our own child.
+                    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                    killed_at = Some(Instant::now());
+                }
+                (None, Some(t)) if t.elapsed() > signals::HURRY_GRACE => break,
+                (None, Some(_)) => {}
+            }
         }
         if target_exit.is_some() {
             if signals::received() > signals_at_exit {

@@ -1,7 +1,13 @@
 //! Ctrl+C and termination signals: the target gets them, xpuprof keeps going long enough to
-//! write everything recorded so far.
+//! write everything recorded so far. A second one means "hurry": xpuprof stops waiting for the
+//! target and gives every plugin call still running only [`HURRY_GRACE`] more.
 
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// How long a plugin call may still run once a second signal asked xpuprof to hurry.
+pub const HURRY_GRACE: Duration = Duration::from_secs(1);
 
 static TARGET: AtomicI32 = AtomicI32::new(0);
 static RECEIVED: AtomicU32 = AtomicU32::new(0);
@@ -49,4 +55,24 @@ pub fn received() -> u32 {
 /// The last signal received, 0 if none.
 pub fn last() -> i32 {
     LAST.load(Ordering::SeqCst)
+}
+
+/// When xpuprof first saw a second termination signal (Ctrl+C twice, SIGTERM twice), if it
+/// has: from then on it writes what it has and exits within a few seconds.
+pub fn hurry_since() -> Option<Instant> {
+    static SINCE: OnceLock<Instant> = OnceLock::new();
+    if let Some(t) = SINCE.get() {
+        return Some(*t);
+    }
+    (received() >= 2).then(|| *SINCE.get_or_init(Instant::now))
+}
+
+/// The moment a plugin call that started at `since` is overdue: `timeout` after it started, or
+/// [`HURRY_GRACE`] after a second signal, whichever comes first.
+pub fn call_deadline(since: Instant, timeout: Duration) -> Instant {
+    let normal = since + timeout;
+    match hurry_since() {
+        Some(h) => normal.min(since.max(h) + HURRY_GRACE),
+        None => normal,
+    }
 }

@@ -76,6 +76,10 @@ pub fn print(o: &SessionOutcome) {
             lines.push(format!("    first difference: [{}] vs [{}]", x.join(", "), y.join(", ")));
         }
     }
+    if !o.late_records.is_empty() {
+        let per: Vec<String> = o.late_records.iter().map(|(n, c)| format!("{n}: {}", human(*c))).collect();
+        lines.push(format!("  records emitted after the source stopped (dropped): {}", per.join(", ")));
+    }
     if o.stats.losses.is_empty() {
         lines.push("  losses: none".to_owned());
     } else {

@@ -1,11 +1,13 @@
 //! Live plugin instances: the host callbacks they get, and safe wrappers around the ABI calls.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::Mutex;
 
 use abi_stable::std_types::{RResult, RSlice, RStr, RVec};
 use xpuprof_sdk::abi::{FfiHost, FfiInstance, PluginModuleRef};
+use xpuprof_sdk::codec::Decoder;
 
 use super::bounded;
 use super::loader::LoadedPlugin;
@@ -19,28 +21,71 @@ pub struct SourceBatch {
     pub bytes: Vec<u8>,
 }
 
-/// What the host's callbacks need for one instance. Boxed so its address is stable.
+/// What the host's callbacks need for one instance.
+///
+/// Never freed (leaked on purpose, a few hundred bytes per plugin instance): a plugin thread
+/// that outlives its instance, or an emitter clone dropped after `destroy`, may still call
+/// `emit` or `log`, and must then find valid memory that says the session is closed instead of
+/// a freed one. Records that arrive after the session closed are counted, not silently dropped.
 #[derive(Debug)]
-struct CallbackCtx {
+pub struct HostContext {
     name: String,
     source: usize,
     tx: Mutex<Option<SyncSender<SourceBatch>>>,
+    late_records: AtomicU64,
+}
+
+impl HostContext {
+    /// A context for an instance of plugin `name`, source number `source` emitting into `tx`
+    /// (`None` for sinks). Leaked: it lives as long as the process (see the type's docs).
+    pub fn new(name: &str, source: usize, tx: Option<SyncSender<SourceBatch>>) -> &'static Self {
+        Box::leak(Box::new(Self {
+            name: name.to_owned(),
+            source,
+            tx: Mutex::new(tx),
+            late_records: AtomicU64::new(0),
+        }))
+    }
+
+    /// Stops taking records from this instance (its source stopped, or was abandoned): from
+    /// now on what it emits is counted as late and dropped.
+    pub fn disconnect(&self) {
+        *self.tx.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Records this instance emitted after [`HostContext::disconnect`] (dropped).
+    pub fn late_records(&self) -> u64 {
+        self.late_records.load(Ordering::Relaxed)
+    }
+
+    /// The plugin's name.
+    pub fn plugin_name(&self) -> &str {
+        &self.name
+    }
+
+    fn count_late(&self, batch: &[u8]) {
+        let n = Decoder::new(batch).take_while(Result::is_ok).count() as u64;
+        self.late_records.fetch_add(n.max(1), Ordering::Relaxed);
+    }
 }
 
 extern "C" fn host_emit(ctx: *const c_void, batch: RSlice<'_, u8>) {
-    // SAFETY: `ctx` is the `CallbackCtx` boxed in the `Instance` that owns the plugin instance;
-    // it is freed only after `destroy` returned, and plugins may not emit after that.
-    let ctx = unsafe { &*(ctx as *const CallbackCtx) };
+    // SAFETY: `ctx` is a `HostContext` leaked by `HostContext::new`: valid for the rest of the
+    // process, even after the instance was destroyed.
+    let ctx = unsafe { &*(ctx as *const HostContext) };
     let tx = ctx.tx.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    if let Some(tx) = tx {
-        // A closed channel means the session is over: late records have nowhere to go.
-        let _ = tx.send(SourceBatch { source: ctx.source, bytes: batch.as_slice().to_vec() });
+    let sent = match tx {
+        Some(tx) => tx.send(SourceBatch { source: ctx.source, bytes: batch.as_slice().to_vec() }).is_ok(),
+        None => false,
+    };
+    if !sent {
+        ctx.count_late(batch.as_slice());
     }
 }
 
 extern "C" fn host_log(ctx: *const c_void, level: u8, message: RStr<'_>) {
     // SAFETY: as in `host_emit`.
-    let ctx = unsafe { &*(ctx as *const CallbackCtx) };
+    let ctx = unsafe { &*(ctx as *const HostContext) };
     let (name, msg) = (ctx.name.as_str(), bounded::cap(message.as_str(), bounded::MAX_MESSAGE_BYTES));
     match level {
         1 => tracing::error!("{name}: {msg}"),
@@ -54,7 +99,7 @@ extern "C" fn host_log(ctx: *const c_void, level: u8, message: RStr<'_>) {
 pub struct Instance {
     module: PluginModuleRef,
     inst: FfiInstance,
-    ctx: Box<CallbackCtx>,
+    ctx: &'static HostContext,
     name: String,
 }
 
@@ -84,11 +129,21 @@ impl Instance {
         source: usize,
         tx: Option<SyncSender<SourceBatch>>,
     ) -> Result<Self, String> {
-        let ctx = Box::new(CallbackCtx { name: plugin.meta.name.clone(), source, tx: Mutex::new(tx) });
+        Self::create_with(plugin, args, HostContext::new(&plugin.meta.name, source, tx))
+    }
+
+    /// Creates an instance whose callbacks use `ctx` (made by the host beforehand, so that it
+    /// can disconnect the instance even while `create` is still running).
+    pub fn create_with(plugin: &LoadedPlugin, args: &str, ctx: &'static HostContext) -> Result<Self, String> {
         let host =
-            FfiHost { ctx: &*ctx as *const CallbackCtx as *const c_void, emit: host_emit, log: host_log };
-        let inst = into_result((plugin.module.create())(RStr::from_str(args), host))?;
-        Ok(Self { module: plugin.module, inst, ctx, name: plugin.meta.name.clone() })
+            FfiHost { ctx: ctx as *const HostContext as *const c_void, emit: host_emit, log: host_log };
+        match into_result((plugin.module.create())(RStr::from_str(args), host)) {
+            Ok(inst) => Ok(Self { module: plugin.module, inst, ctx, name: plugin.meta.name.clone() }),
+            Err(e) => {
+                ctx.disconnect();
+                Err(e)
+            }
+        }
     }
 
     /// The plugin's name.
@@ -125,12 +180,19 @@ impl Instance {
 
     /// Stops emitting into the session's channel (after the source stopped).
     pub fn disconnect(&mut self) {
-        *self.ctx.tx.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.ctx.disconnect();
+    }
+
+    /// What the host's callbacks of this instance use; it outlives the instance.
+    pub fn host_context(&self) -> &'static HostContext {
+        self.ctx
     }
 }
 
 impl Drop for Instance {
     fn drop(&mut self) {
         (self.module.destroy())(self.inst);
+        // Whatever the plugin's leftover threads emit from now on is late.
+        self.ctx.disconnect();
     }
 }

@@ -5,8 +5,11 @@ pub mod discovery;
 pub mod elf;
 pub mod instance;
 pub mod loader;
+pub mod sources;
 pub mod trust;
+pub mod worker;
 
 pub use discovery::SearchPath;
-pub use instance::{Instance, SourceBatch};
+pub use instance::{HostContext, Instance, SourceBatch};
 pub use loader::{KeySpec, LoadFailure, LoadedPlugin, PluginMeta, Registry};
+pub use worker::{CallError, PluginThread};

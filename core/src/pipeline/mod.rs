@@ -4,6 +4,7 @@
 pub mod clock;
 pub mod correlator;
 pub mod intern;
+pub mod sinks;
 pub mod symbolizer;
 
 use std::collections::BTreeMap;

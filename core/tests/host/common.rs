@@ -15,7 +15,8 @@ pub fn plugin_dir() -> PathBuf {
 
 /// Test plugins are built as `libxpuprof_test_<name>.so` so that no build ships them; the
 /// tests hand these to xpuprof through `XPUPROF_PLUGIN_PATH` (see [`run_in`]).
-pub const TEST_PLUGINS: &[&str] = &["scripted", "panicky", "wrong-abi", "not-a-plugin"];
+pub const TEST_PLUGINS: &[&str] =
+    &["scripted", "panicky", "wrong-abi", "not-a-plugin", "stuck-source", "stuck-sink"];
 
 /// The library of plugin `name` (a test plugin or a real one) in the build directory; panics
 /// with the fix when it was not built.

@@ -10,5 +10,6 @@ mod common;
 mod correlation;
 mod fixtures;
 mod lifecycle;
+mod plugins;
 mod report;
 mod terminal;

@@ -1,0 +1,91 @@
+//! The sinks, each on its own thread behind a bounded queue.
+//!
+//! A slow sink holds the pipeline back only once its queue is full; a stuck one is abandoned
+//! when its call is overdue, and the others go on. Every sink that is still live receives
+//! exactly the same batches in the same order, which is what makes `xpuprof report` reproduce
+//! a live run's outputs.
+
+use std::sync::Arc;
+
+use crate::host::{CallError, PluginThread};
+
+/// Batches waiting per sink (each up to about 256 KiB): bounds the memory a slow sink costs.
+pub const SINK_QUEUE: usize = 32;
+
+/// The session's sinks.
+#[derive(Debug)]
+pub struct Sinks {
+    sinks: Vec<Option<PluginThread>>,
+    failures: Vec<String>,
+}
+
+/// What the sinks produced.
+#[derive(Debug, Default)]
+pub struct SinkResults {
+    /// Files written.
+    pub files: Vec<String>,
+    /// Sinks that failed or were abandoned, with the reason.
+    pub failures: Vec<String>,
+}
+
+impl Sinks {
+    /// The sinks, already created on their threads.
+    pub fn new(sinks: Vec<PluginThread>) -> Self {
+        Self { sinks: sinks.into_iter().map(Some).collect(), failures: Vec::new() }
+    }
+
+    /// Hands one batch of records to every live sink.
+    pub fn deliver(&mut self, batch: &[u8]) {
+        let batch: Arc<[u8]> = Arc::from(batch);
+        for slot in &mut self.sinks {
+            let Some(s) = slot else { continue };
+            let b = Arc::clone(&batch);
+            if let Err(e) = s.post("consume", move |inst| inst.consume(&b)) {
+                fail(&mut self.failures, slot, e);
+            }
+        }
+    }
+
+    /// Finishes every live sink (all at once, each bounded by its deadline), destroys them, and
+    /// collects the files they wrote.
+    pub fn finish(self) -> SinkResults {
+        let mut results = SinkResults { files: Vec::new(), failures: self.failures };
+        let done: Vec<(Vec<String>, Option<CallError>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                self.sinks.into_iter().flatten().map(|sink| scope.spawn(move || finish_one(sink))).collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+        });
+        for (files, err) in done {
+            results.files.extend(files);
+            if let Some(e) = err {
+                results.failures.push(e.to_string());
+            }
+        }
+        results
+    }
+}
+
+fn finish_one(mut sink: PluginThread) -> (Vec<String>, Option<CallError>) {
+    let (files, mut err) = match sink.call("finish", |inst| inst.finish()) {
+        Ok(files) => (files, None),
+        Err(e) => {
+            tracing::error!("{e}");
+            (Vec::new(), Some(e))
+        }
+    };
+    if let Err(e) = sink.shutdown() {
+        err = err.or(Some(e));
+    }
+    (files, err)
+}
+
+fn fail(failures: &mut Vec<String>, slot: &mut Option<PluginThread>, e: CallError) {
+    tracing::error!("{e}; continuing without it");
+    failures.push(e.to_string());
+    if let Some(s) = slot.take() {
+        // Destroy a sink that failed (abandoned ones are left alone by `shutdown`).
+        if let Err(e) = s.shutdown() {
+            failures.push(e.to_string());
+        }
+    }
+}
