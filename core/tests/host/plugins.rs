@@ -178,7 +178,7 @@ fn plugin_timeout_is_validated() {
     let (code, e, _) = record(d.path(), &["--source", "scripted", "--sink", "folded", "--", "true"]);
     assert_eq!(code, Some(2), "{e}");
     assert!(
-        e.contains("xpuprof.toml:2:1") && e.contains("`plugin_timeout` must be a number of seconds"),
+        e.contains("xpuprof.toml:1:1") && e.contains("`plugin_timeout` must be a number of seconds"),
         "{e}"
     );
 }
