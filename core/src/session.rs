@@ -190,6 +190,9 @@ pub fn create_sinks(
 
 /// Runs a recording session.
 pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
+    // First thing: a Ctrl+C while plugins load must not kill xpuprof with nothing written; it
+    // reaches the target as soon as there is one.
+    signals::install();
     let started = Instant::now();
     let reg = Registry::discover(&opts.search);
     for f in &reg.failures {
@@ -233,7 +236,6 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     let counters: Arc<Vec<AtomicU64>> = Arc::new((0..sources.len()).map(|_| AtomicU64::new(0)).collect());
     let worker = spawn_pipeline(rx, sinks, sources.len(), Arc::clone(&counters));
 
-    signals::install();
     target::become_subreaper();
     let held = target::spawn_held(&program, &opts.command, &env)?;
     signals::set_target(held.pid);

@@ -42,9 +42,15 @@ pub fn install() {
     }
 }
 
-/// Sets the process that signals are forwarded to.
+/// Sets the process that signals are forwarded to; a signal that arrived before there was a
+/// target is forwarded to it now.
 pub fn set_target(pid: u32) {
     TARGET.store(pid as i32, Ordering::SeqCst);
+    let sig = last();
+    if sig != 0 {
+        // SAFETY: kill has no memory preconditions; `pid` is our own child.
+        unsafe { libc::kill(pid as i32, sig) };
+    }
 }
 
 /// Number of termination signals received so far.
