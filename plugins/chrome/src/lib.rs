@@ -17,12 +17,6 @@ pub use sink::ChromeSink;
 pub use tracks::{DEVICE_BASE, STREAM_BASE};
 pub use writer::{TraceOptions, TraceWriter};
 
-/// Demangles an Itanium C++ name (`_Z...`); `None` when `name` is not one.
-fn demangle(name: &str) -> Option<String> {
-    if !name.starts_with("_Z") {
-        return None;
-    }
-    cpp_demangle::Symbol::new(name).ok()?.demangle().ok()
-}
+use xpuprof_toolbox::demangle::demangle;
 
 xpuprof_sdk::export_plugin!(sink: ChromeSink);

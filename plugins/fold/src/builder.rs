@@ -9,9 +9,9 @@ use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::*;
 
-use super::defs::Defs;
 use super::names::{basename, demangle, sanitize_frame, shorten_kernel_name};
 use super::options::{FoldedOptions, KernelNames};
+use xpuprof_toolbox::Definitions as Defs;
 
 /// Root frame of device work the correlator could not join to a launch.
 pub const UNKNOWN_LAUNCH: &str = "[unknown launch site]";
@@ -197,7 +197,7 @@ impl Renderer<'_> {
         if !self.b.opts.process_frame {
             return String::new();
         }
-        let cmd = self.b.defs.processes.get(&pid).and_then(|c| self.b.defs.str(*c)).unwrap_or("[unknown]");
+        let cmd = self.b.defs.process_command(pid).unwrap_or("[unknown]");
         let exe = basename(cmd.split_whitespace().next().unwrap_or(cmd));
         format!("{} ({pid})", sanitize_frame(exe))
     }
@@ -208,7 +208,7 @@ impl Renderer<'_> {
             return s.clone();
         }
         let mut out = String::new();
-        match self.b.defs.stacks.get(id.0) {
+        match self.b.defs.stack(id) {
             None => push_frame(&mut out, "[unknown stack]"),
             Some(frames) => {
                 for f in frames.iter().rev() {
@@ -226,14 +226,14 @@ impl Renderer<'_> {
     /// Appends frame `id`: its function, then the functions inlined into it, outermost first.
     fn push_frame_text(&self, out: &mut String, id: FrameId) {
         let defs = &self.b.defs;
-        let Some(f) = defs.frames.get(id.0) else {
+        let Some(f) = defs.frame(id) else {
             push_frame(out, "[unknown frame]");
             return;
         };
         match defs.str(f.name) {
             Some(name) => push_frame(out, &sanitize_frame(name)),
             None => {
-                let module = match (f.kind, defs.modules.get(f.module.0).and_then(|p| defs.str(*p))) {
+                let module = match (f.kind, defs.module_path(f.module)) {
                     (_, Some(path)) => basename(path),
                     (FrameKind::Kernel, None) => "[kernel]",
                     (_, None) => "[unknown module]",
@@ -248,10 +248,10 @@ impl Renderer<'_> {
 
     fn gpu_frame(&mut self, k: &GpuKey) -> String {
         let mut tag = String::from("[GPU");
-        if let Some(index) = (!k.device.is_none()).then(|| self.b.defs.devices.get(k.device.0)).flatten() {
+        if let Some(index) = self.b.defs.device(k.device).map(|d| d.index) {
             tag.push_str(&index.to_string());
         }
-        if let Some(native) = (!k.stream.is_none()).then(|| self.b.defs.streams.get(k.stream.0)).flatten() {
+        if let Some(native) = self.b.defs.stream(k.stream).map(|s| s.native_id) {
             tag.push_str(&format!("_S{native}"));
         }
         let (kind, detail) = match k.kind {

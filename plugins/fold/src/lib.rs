@@ -5,7 +5,6 @@
 //! the same root-module symbol.
 
 mod builder;
-mod defs;
 mod names;
 mod options;
 

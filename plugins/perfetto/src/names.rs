@@ -1,12 +1,6 @@
-//! Display names: demangling and file names.
+//! Display names: file names (demangling is the toolbox's one demangler).
 
-/// Demangles an Itanium C++ name (`_Z...`); `None` when `name` is not one.
-pub fn demangle(name: &str) -> Option<String> {
-    if !name.starts_with("_Z") {
-        return None;
-    }
-    cpp_demangle::Symbol::new(name).ok()?.demangle().ok()
-}
+pub use xpuprof_toolbox::demangle::demangle;
 
 /// The file name of a path (`/usr/lib/libcuda.so.1` → `libcuda.so.1`).
 pub fn basename(path: &str) -> &str {

@@ -364,17 +364,5 @@ fn own(c: &Collector, session_ns: u64) -> Own {
 /// Kernel names arrive as the runtime reports them, often Itanium-mangled (`_Z...`); the
 /// report shows them demangled, as the folded and chrome outputs do.
 fn demangle(name: &str) -> String {
-    if !name.starts_with("_Z") {
-        return name.to_owned();
-    }
-    cpp_demangle::Symbol::new(name).ok().and_then(|s| s.demangle().ok()).unwrap_or_else(|| name.to_owned())
-}
-
-#[cfg(test)]
-mod demangle_tests {
-    #[test]
-    fn mangled_kernel_names_are_shown_demangled() {
-        assert_eq!(super::demangle("_Z6kernelPfi"), "kernel(float*, int)");
-        assert_eq!(super::demangle("relu_kernel"), "relu_kernel");
-    }
+    xpuprof_toolbox::demangle::display(name).into_owned()
 }

@@ -2,65 +2,45 @@
 //! name things when the report is written. Events are aggregated by id; names are only looked
 //! up at the end.
 
-use xpuprof_sdk::hash::IdMap;
+use xpuprof_toolbox::Definitions;
 
 use xpuprof_sdk::model::*;
 
-/// Session-wide definitions, by id.
+/// Session-wide definitions, by id (the toolbox's resolver), with the report's fallbacks.
 #[derive(Debug, Default)]
 pub struct Defs {
-    strings: IdMap<StrId, String>,
-    threads: IdMap<(u32, u32), StrId>,
-    processes: IdMap<u32, StrId>,
-    devices: IdMap<DeviceId, DeviceDef>,
-    modules: IdMap<ModuleId, StrId>,
-    frames: IdMap<FrameId, FrameDef>,
-    stacks: IdMap<StackId, Vec<FrameId>>,
+    defs: Definitions,
 }
 
 impl Defs {
     /// Stores `record` if it is a definition; returns false for events.
     pub fn add(&mut self, record: &Record) -> bool {
-        match record {
-            Record::Str(s) => drop(self.strings.insert(s.id, s.text.clone())),
-            Record::Process(p) => drop(self.processes.insert(p.pid, p.command)),
-            Record::Thread(t) => drop(self.threads.insert((t.pid, t.tid), t.name)),
-            Record::Device(d) => drop(self.devices.insert(d.id, d.clone())),
-            Record::Module(m) => drop(self.modules.insert(m.id, m.path)),
-            Record::Frame(f) => drop(self.frames.insert(f.id, f.clone())),
-            Record::Stack(s) => drop(self.stacks.insert(s.id, s.frames.clone())),
-            Record::Stream(_) => {}
-            _ => return false,
-        }
-        true
+        self.defs.add(record)
     }
 
     /// The text of string `id`, or `""`.
     pub fn str(&self, id: StrId) -> &str {
-        self.strings.get(&id).map_or("", String::as_str)
+        self.defs.str(id).unwrap_or("")
     }
 
     /// The text of string `id`, or `fallback` when it is none or unknown.
     pub fn str_or<'a>(&'a self, id: StrId, fallback: &'a str) -> &'a str {
-        match self.str(id) {
-            "" => fallback,
-            s => s,
-        }
+        self.defs.str_or(id, fallback)
     }
 
     /// Thread name (`comm`), or `""`.
     pub fn thread_name(&self, pid: u32, tid: u32) -> &str {
-        self.threads.get(&(pid, tid)).map_or("", |id| self.str(*id))
+        self.defs.thread_name(pid, tid).unwrap_or("")
     }
 
     /// Process command, or `""`.
     pub fn process_command(&self, pid: u32) -> &str {
-        self.processes.get(&pid).map_or("", |id| self.str(*id))
+        self.defs.process_command(pid).unwrap_or("")
     }
 
     /// Device index and display name (`"GPU0"` style fallbacks when not defined).
     pub fn device(&self, id: DeviceId) -> (i64, String) {
-        match self.devices.get(&id) {
+        match self.defs.device(id) {
             Some(d) => (i64::from(d.index), self.str(d.name).to_owned()),
             None => (-1, format!("[unknown device {}]", id.0)),
         }
@@ -77,7 +57,7 @@ impl Defs {
 
     /// The function names of frame `id`, innermost last (inlined functions included).
     pub fn frame_names(&self, id: FrameId) -> Vec<String> {
-        let Some(f) = self.frames.get(&id) else {
+        let Some(f) = self.defs.frame(id) else {
             return vec![format!("[unknown frame {}]", id.0)];
         };
         let mut names = Vec::with_capacity(1 + f.inlined.len());
@@ -91,7 +71,7 @@ impl Defs {
         if !f.name.is_none() && !self.str(f.name).is_empty() {
             return self.str(f.name).to_owned();
         }
-        let module = self.modules.get(&f.module).map_or("", |p| self.str(*p));
+        let module = self.defs.module_path(f.module).unwrap_or("");
         let base = module.rsplit('/').next().unwrap_or(module);
         if base.is_empty() {
             format!("0x{:x}", f.address)
@@ -103,7 +83,7 @@ impl Defs {
     /// The frames of a stack as function names, innermost first (inlined functions expanded,
     /// innermost first too). Empty for [`StackId::NONE`] or an unknown stack.
     pub fn stack_names(&self, id: StackId) -> Vec<String> {
-        let Some(frames) = self.stacks.get(&id) else {
+        let Some(frames) = self.defs.stack(id) else {
             return Vec::new();
         };
         let mut out = Vec::with_capacity(frames.len());

@@ -5,15 +5,18 @@
 //!   the one maps parser of `xpuprof-wire` and build ids read by blazesym.
 //! - [`intern`]: emits each string, process, thread, module, frame and stack definition once and
 //!   hands out its id, so a source numbers its definitions without bookkeeping of its own.
+//! - [`defs`]: the definitions resolver for sinks: what the ids in events refer to.
 //! - [`demangle`]: kernel and function names for people (Itanium C++), one implementation.
 //!
 //! A sibling crate of the SDK rather than part of it: the SDK stays the small ABI contract a
 //! third-party plugin builds in seconds, while these helpers pull in blazesym and cpp_demangle,
 //! which only the plugins that normalise addresses or show names need.
 
+pub mod defs;
 pub mod demangle;
 pub mod intern;
 pub mod normalise;
 
+pub use defs::Definitions;
 pub use intern::Interner;
 pub use normalise::ModuleMap;
