@@ -253,15 +253,29 @@ fn check_layout(header: &LibHeader) -> Result<(), String> {
     ))
 }
 
-/// The gist of `abi_stable`'s report: each error with the field path it was found on, without
-/// the full type layouts (those go to the debug log).
+/// The gist of `abi_stable`'s report on one line: each error with the path of fields it was
+/// found on and what was expected and found, without the full type layouts (those go to the
+/// debug log).
 pub(crate) fn layout_summary(e: &AbiInstabilityErrors) -> String {
     let mut out = Vec::new();
-    for err in e.errors.iter() {
-        let path: Vec<String> = err.stack_trace.iter().map(|f| f.expected.to_string()).collect();
+    for err in e.errors.iter().filter(|err| !err.errs.is_empty()) {
+        // Each step's text starts with `field_name:<name>` and `type:<type>` lines.
+        let path: Vec<String> = err
+            .stack_trace
+            .iter()
+            .filter_map(|step| {
+                let text = step.expected.to_string();
+                let value =
+                    |key: &str| text.lines().find_map(|l| l.trim().strip_prefix(key).map(str::to_owned));
+                let (name, ty) = (value("field_name:")?, value("type:").unwrap_or_default());
+                (name.parse::<u32>().is_err()).then(|| format!("{name}: {ty}"))
+            })
+            .collect();
         let text = err.to_string();
         let detail = text.find("\nError:").map_or(text.as_str(), |i| &text[i + 1..]);
         let detail = detail.split_whitespace().collect::<Vec<_>>().join(" ");
+        let detail =
+            detail.replace("Error:", "").replace(" Expected:", ", expected").replace(" Found:", ", found");
         if path.is_empty() {
             out.push(detail);
         } else {
@@ -309,5 +323,49 @@ fn explain(e: &LibraryError) -> String {
             )
         }
         other => format!("failed to load: {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abi_stable::abi_stability::abi_checking::check_layout_compatibility;
+
+    // Two releases of one root module: the second changed a field's type (not allowed within
+    // one ABI) and appended an entry point (allowed). Only their layouts are used.
+    #[allow(dead_code)]
+    mod v1 {
+        #[repr(C)]
+        #[derive(abi_stable::StableAbi)]
+        #[sabi(kind(Prefix(prefix_ref = ModRef)))]
+        #[sabi(missing_field(option))]
+        pub struct Mod {
+            pub version: u32,
+            #[sabi(last_prefix_field)]
+            pub start: extern "C" fn(pid: u32) -> u32,
+        }
+    }
+    #[allow(dead_code)]
+    mod v2 {
+        #[repr(C)]
+        #[derive(abi_stable::StableAbi)]
+        #[sabi(kind(Prefix(prefix_ref = ModRef)))]
+        #[sabi(missing_field(option))]
+        pub struct Mod {
+            pub version: u64,
+            #[sabi(last_prefix_field)]
+            pub start: extern "C" fn(pid: u32) -> u32,
+            pub stop: extern "C" fn(),
+        }
+    }
+
+    #[test]
+    fn a_layout_mismatch_is_summarised_with_the_field_and_both_sides() {
+        let e =
+            check_layout_compatibility(<v1::ModRef as StableAbi>::LAYOUT, <v2::ModRef as StableAbi>::LAYOUT)
+                .unwrap_err();
+        let s = layout_summary(&e);
+        assert_eq!(s, "at `version: u32`: mismatched type, expected u32, found u64");
+        assert!(!s.contains('\n'), "one line: {s}");
     }
 }

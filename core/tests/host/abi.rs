@@ -297,3 +297,18 @@ fn oversized_texts_from_a_plugin_are_cut_before_they_are_printed_or_stored() {
     let summary = std::fs::read(dir.path().join("xpuprof-out/summary.json")).unwrap();
     assert!(summary.len() < 512 << 10, "the stored loss cause is cut: {} bytes", summary.len());
 }
+
+// ---- the SDK on its own ----
+
+#[test]
+fn sdk_builds_outside_the_workspace() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // target/<profile>/ -> target/sdk-standalone, kept between runs like any build directory.
+    let target = plugin_dir().parent().unwrap().join("sdk-standalone");
+    let o =
+        std::process::Command::new(root.join("tests/abi/sdk-standalone.sh")).arg(&target).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "the SDK does not build on its own:\n{out}{}", stderr(&o));
+    assert!(out.contains("xpuprof-sdk built outside the workspace"), "{out}");
+    eprintln!("{out}");
+}
