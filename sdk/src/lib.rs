@@ -81,10 +81,23 @@
 //!
 //! ## ABI stability
 //!
-//! The root module ([`abi::PluginModule`]) is a prefix type checked at load time; it only grows
-//! by appending fields. The record encoding ([`codec`]) only grows by appending record kinds and
-//! fields, which older readers skip. A plugin built for another [`abi::ABI_VERSION`] is refused
-//! with a message naming both versions.
+//! What a plugin may rely on, and how it is tested:
+//!
+//! - **Identity is [`abi::ABI_VERSION`]**, never this crate's version. A plugin built with any
+//!   SDK of the same ABI loads into any host of that ABI, newer or older; a plugin of another ABI
+//!   is refused with a message naming both versions. `xpuprof plugins` shows each plugin's ABI
+//!   and SDK version.
+//! - **Growth by appending only.** The root module ([`abi::PluginModule`]) and the descriptor
+//!   extension ([`abi::FfiDescriptorExt`]) are prefix types checked at load time: new entry
+//!   points and descriptor fields are appended at the end, and a reader sees each as absent
+//!   (`None`) in plugins built before it existed, so newer hosts treat them as optional. The
+//!   record encoding ([`codec`]) only grows by appending record kinds and fields, which older
+//!   readers skip.
+//! - **Tested both ways in CI** against a frozen copy of SDK 0.1.0 (`tests/abi/` in xpuprof's
+//!   repository): today's host loads and runs a plugin built with it, and a host built with it
+//!   loads and runs today's plugins. The rules for changing the ABI are in [`abi`]'s docs.
+//! - This crate builds on its own, outside xpuprof's workspace, from three dependencies
+//!   (`abi_stable`, `toml`, `libc`); the repository's tests build it that way.
 
 pub mod abi;
 pub mod clock;
