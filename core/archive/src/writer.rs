@@ -17,7 +17,7 @@ const CHUNK_TARGET: usize = 64 * 1024;
 /// Every open chunk is written once this many records arrived since the last time...
 const STALE_RECORDS: u64 = 1 << 16;
 /// ...or this much time passed, so a crash loses little.
-const STALE_TIME: Duration = Duration::from_secs(1);
+const STALE_TIME: Duration = Duration::from_millis(250);
 
 /// Where an event is stored: the global stream (definitions and process-wide events), a host
 /// thread, or a device stream.

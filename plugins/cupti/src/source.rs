@@ -241,8 +241,9 @@ impl Cupti {
     fn report(&self, s: &Stats) {
         if s.processes == 0 {
             self.log.warn(
-                "no CUDA process connected: the program did not initialise CUDA (no CUDA calls, no GPU, or no NVIDIA driver), \
-                 or it was started in a way that drops the environment (CUDA_INJECTION64_PATH)",
+                "no CUDA process was seen: nothing was recorded from the GPU. The program did not initialise CUDA \
+                 (no CUDA calls, no GPU, or no NVIDIA driver), or it was started in a way that drops the environment \
+                 (CUDA_INJECTION64_PATH)",
             );
             return;
         }
@@ -309,6 +310,7 @@ fn read_loop(id: u64, mut s: UnixStream, tx: Sender<Event>) {
 fn decode_loop(rx: Receiver<Event>, mut out: Emitter, log: Logger) -> Stats {
     let mut d = Decoder::new(log);
     let mut pending: IdMap<u64, Vec<u8>> = IdMap::default();
+    let mut flushed = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(Event::Data(id, bytes)) => {
@@ -316,6 +318,12 @@ fn decode_loop(rx: Receiver<Event>, mut out: Emitter, log: Logger) -> Stats {
                 buf.extend_from_slice(&bytes);
                 let used = d.feed(id, buf, &mut out);
                 buf.drain(..used);
+                // Under a steady stream the idle flush below never runs: records still reach
+                // the host every 250 ms.
+                if flushed.elapsed() >= Duration::from_millis(250) {
+                    out.flush();
+                    flushed = Instant::now();
+                }
             }
             Ok(Event::End(id)) => {
                 if pending.remove(&id).is_some_and(|b| !b.is_empty()) {

@@ -62,3 +62,21 @@ fn replayed_agent_stream_reaches_the_sinks() {
     assert!(kernel_lines.iter().all(|l| l.contains("graph_k")), "{kernel_lines:?}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn a_target_without_cuda_is_reported_as_no_cuda_process_seen() {
+    let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
+    let dir = host::target_dir();
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new(&xpuprof)
+        .args(["--plugin-dir"])
+        .arg(&dir)
+        .args(["--source", "cupti", "--sink", "folded", "-o"])
+        .arg(out.path())
+        .args(["--", "true"])
+        .output()
+        .expect("run xpuprof");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "the target's exit code: {stderr}");
+    assert!(stderr.contains("no CUDA process was seen"), "{stderr}");
+}

@@ -40,9 +40,16 @@ pub struct RenderOptions {
     pub width: usize,
 }
 
-/// Writes the flame graph of `lines` (`stack weight`) to `out`. With no lines, writes inferno's
-/// "no valid input" SVG and returns `Ok(false)`.
+/// What an empty flame graph says.
+pub const NO_SAMPLES: &str = "no samples: no CPU samples and no GPU work were recorded";
+
+/// Writes the flame graph of `lines` (`stack weight`) to `out`. With no lines, writes an SVG
+/// that says so ([`NO_SAMPLES`]) and returns `Ok(false)`.
 pub fn render(lines: &[String], ro: &RenderOptions, out: &mut dyn Write) -> io::Result<bool> {
+    if lines.is_empty() {
+        empty(ro, out)?;
+        return Ok(false);
+    }
     let mut palette = PaletteMap::default();
     for line in lines {
         for frame in line.rsplit_once(' ').map_or(line.as_str(), |(s, _)| s).split(';') {
@@ -59,11 +66,27 @@ pub fn render(lines: &[String], ro: &RenderOptions, out: &mut dyn Write) -> io::
     opts.hash = true;
     opts.deterministic = true;
     opts.palette_map = Some(&mut palette);
-    match flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out) {
-        Ok(()) => Ok(true),
-        Err(e) if lines.is_empty() && e.kind() == io::ErrorKind::InvalidData => Ok(false),
-        Err(e) => Err(e),
-    }
+    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)?;
+    Ok(true)
+}
+
+/// The SVG of a session with nothing to draw: its title and [`NO_SAMPLES`] (inferno's own
+/// "ERROR: No valid input" would read as xpuprof failing).
+fn empty(ro: &RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    let text = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let subtitle = ro.subtitle.as_deref().map(text).unwrap_or_default();
+    write!(
+        out,
+        "<?xml version=\"1.0\" standalone=\"no\"?>\n\
+         <svg version=\"1.1\" width=\"{w}\" height=\"110\" xmlns=\"http://www.w3.org/2000/svg\">\n\
+         <rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"rgb(238,238,238)\"/>\n\
+         <text x=\"50%\" y=\"26\" text-anchor=\"middle\" font-family=\"Verdana\" font-size=\"17\">{title}</text>\n\
+         <text x=\"50%\" y=\"50\" text-anchor=\"middle\" font-family=\"Verdana\" font-size=\"12\" fill=\"rgb(160,160,160)\">{subtitle}</text>\n\
+         <text x=\"50%\" y=\"84\" text-anchor=\"middle\" font-family=\"Verdana\" font-size=\"14\">{NO_SAMPLES}</text>\n\
+         </svg>\n",
+        w = ro.width,
+        title = text(&ro.title),
+    )
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use crate::common::{root_or_skip, workload};
 
 /// `target/<profile>/xpuprof` next to this test binary's `deps/` directory, when it exists with
 /// the folded sink beside it.
-fn xpuprof() -> Option<PathBuf> {
+pub fn xpuprof() -> Option<PathBuf> {
     let dir = std::env::current_exe().ok()?.parent()?.parent()?.to_path_buf();
     let bin = dir.join("xpuprof");
     let folded = dir.join("libxpuprof_plugin_folded.so");

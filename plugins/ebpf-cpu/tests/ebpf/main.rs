@@ -3,6 +3,7 @@
 
 mod common;
 mod e2e;
+mod flush;
 mod launch;
 mod offcpu;
 mod sampling;
