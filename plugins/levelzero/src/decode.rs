@@ -1,4 +1,5 @@
-//! Decodes the agents' streams ([`xpuprof_levelzero_wire`]) into SDK records.
+//! Decodes the agents' streams (`xpuprof-wire` framing, hello, module map, errors and losses, with
+//! the Level Zero messages of [`xpuprof_levelzero_wire`]) into SDK records.
 //!
 //! One [`Decoder`] serves every connection of a session (one per Level Zero process), so all
 //! definitions share one id space. Correlation ids are the agent's own (`backend::LEVEL_ZERO`,
@@ -10,12 +11,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use xpuprof_levelzero_wire::{self as wire, api_kind, op_kind, Msg, Reader};
+use xpuprof_levelzero_wire::{self as wire, api_kind, op_kind, Msg};
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger, StringInterner};
+use xpuprof_wire::maps::Mapping;
+use xpuprof_wire::{self as kit_wire, Hello, Reader};
 
 use crate::clock::DeviceClock;
-use crate::stacks::{Mapping, Stacks};
+use crate::stacks::Stacks;
 
 /// The clock domain of converted device times: `CLOCK_MONOTONIC_RAW` ns.
 pub const RAW: ClockDomain = ClockDomain(1);
@@ -86,29 +89,51 @@ impl Decoder {
     /// Decodes the complete messages at the front of `buf` from connection `conn`; returns the
     /// bytes consumed.
     pub fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
-        let (msgs, used) = wire::split(buf);
-        for (ty, payload) in msgs {
-            if let Some(m) = Reader::msg(ty, payload) {
-                self.message(conn, m, out);
-            }
+        let (msgs, used) = kit_wire::split_messages(buf);
+        for m in msgs {
+            self.message(conn, m.ty, m.payload, out);
         }
         used
     }
 
-    fn message(&mut self, conn: u64, m: Msg, out: &mut Emitter) {
-        if let Msg::Hello { protocol, pid, ppid, command } = m {
-            return self.hello(conn, protocol, pid, ppid, &command, out);
+    fn message(&mut self, conn: u64, ty: u8, payload: &[u8], out: &mut Emitter) {
+        if ty == kit_wire::MSG_HELLO {
+            return self.hello(conn, Hello::decode(payload), out);
         }
         let Some(c) = self.conns.get_mut(&conn).filter(|c| c.ok) else { return };
         let pid = c.pid;
-        match m {
-            Msg::Hello { .. } => {}
-            Msg::Modules(maps) => {
-                c.maps = maps
-                    .into_iter()
-                    .map(|(start, end, offset, path)| Mapping { start, end, offset, path })
-                    .collect();
+        match ty {
+            kit_wire::MSG_MODULES => c.maps = kit_wire::maps::decode_modules(payload),
+            kit_wire::MSG_ERROR => {
+                self.stats.agent_errors += 1;
+                let text = String::from_utf8_lossy(payload);
+                self.log.warn(&format!("the levelzero agent could not trace process {pid}: {text}"));
             }
+            kit_wire::MSG_LOST_BYTES => {
+                let chunks = Reader::new(payload).u64();
+                self.stats.lost += chunks;
+                self.loss(pid, "levelzero agent output dropped (chunks)", chunks, out);
+            }
+            kit_wire::MSG_BYE => c.bye = true,
+            _ => match wire::decode(ty, payload) {
+                Some(Msg::Version(v)) if v != wire::VERSION => {
+                    c.ok = false;
+                    self.log.error(&format!(
+                        "the levelzero agent in process {pid} writes Level Zero messages version {v}, this plugin reads \
+                         version {}: its stream is ignored; use the agent built with this xpuprof",
+                        wire::VERSION
+                    ));
+                }
+                Some(m) => self.ze_message(conn, pid, m, out),
+                None => {}
+            },
+        }
+    }
+
+    fn ze_message(&mut self, conn: u64, pid: u32, m: Msg, out: &mut Emitter) {
+        let c = self.conns.get_mut(&conn).expect("checked by the caller");
+        match m {
+            Msg::Version(_) => {}
             Msg::Stack { hash, frames } => {
                 let maps = std::mem::take(&mut c.maps);
                 self.stacks.define(pid, hash, &frames, &maps, &mut self.strs, out);
@@ -185,28 +210,23 @@ impl Decoder {
                 self.stats.lost += count;
                 self.loss(pid, loss_cause(cause), count, out);
             }
-            Msg::Error(text) => {
-                self.stats.agent_errors += 1;
-                self.log.warn(&format!("the levelzero agent could not trace process {pid}: {text}"));
-            }
-            Msg::Bye => c.bye = true,
         }
     }
 
-    fn hello(&mut self, conn: u64, protocol: u32, pid: u32, ppid: u32, command: &str, out: &mut Emitter) {
-        let ok = protocol == wire::PROTOCOL;
-        if !ok {
-            self.log.error(&format!(
-                "the levelzero agent in process {pid} speaks protocol {protocol}, this plugin speaks {}: \
-                 rebuild both from the same xpuprof (cargo build -p xpuprof-plugin-levelzero -p xpuprof-levelzero-agent)",
-                wire::PROTOCOL
-            ));
-        } else {
+    fn hello(&mut self, conn: u64, h: Hello, out: &mut Emitter) {
+        let ok = match h.check() {
+            Ok(()) => true,
+            Err(e) => {
+                self.log.error(&e.to_string());
+                false
+            }
+        };
+        if ok {
             self.stats.processes += 1;
-            let command = self.strs.intern(out, command);
-            out.emit(&Record::Process(ProcessDef { pid, ppid, command }));
+            let command = self.strs.intern(out, &h.command);
+            out.emit(&Record::Process(ProcessDef { pid: h.pid, ppid: parent_of(h.pid), command }));
         }
-        self.conns.insert(conn, Conn { pid, ok, ..Default::default() });
+        self.conns.insert(conn, Conn { pid: h.pid, ok, ..Default::default() });
     }
 
     fn queue(&mut self, conn: u64, handle: u64, device: u64, kind: u8, out: &mut Emitter) {
@@ -286,6 +306,13 @@ impl Decoder {
             }
         }
     }
+}
+
+/// The parent of a live process (0 when it is gone).
+fn parent_of(pid: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // `pid (comm) state ppid ...`: comm may hold spaces and parentheses, so split after the last ')'.
+    stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok()).unwrap_or(0)
 }
 
 /// The stable phrase of an agent loss cause.

@@ -6,19 +6,7 @@ use std::collections::HashMap;
 
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, StringInterner};
-
-/// One executable mapping.
-#[derive(Debug, Clone)]
-pub struct Mapping {
-    /// Start address.
-    pub start: u64,
-    /// End address.
-    pub end: u64,
-    /// File offset of `start`.
-    pub offset: u64,
-    /// File path.
-    pub path: String,
-}
+use xpuprof_wire::maps::Mapping;
 
 /// Session-wide module, frame and stack ids.
 #[derive(Debug, Default)]
@@ -62,9 +50,9 @@ impl Stacks {
         out: &mut Emitter,
     ) -> FrameId {
         let addr = ra.saturating_sub(1);
-        let hit = maps.iter().find(|m| addr >= m.start && addr < m.end);
+        let hit = maps.iter().find(|m| m.contains(addr) && !m.path.is_empty());
         let (kind, module, address) = match hit {
-            Some(m) => (FrameKind::FileOffset, self.module(&m.path, strs, out), addr - m.start + m.offset),
+            Some(m) => (FrameKind::FileOffset, self.module(&m.path, strs, out), m.file_offset(addr)),
             None => (FrameKind::Virtual, ModuleId::NONE, addr),
         };
         let key = (module.0, address, if kind == FrameKind::Virtual { pid } else { 0 });

@@ -3,13 +3,17 @@
 //! and the reads of device timestamps with loss counting.
 
 use std::cell::{Cell, RefCell};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use xpuprof_agent_kit::channel::{Channel, Chunk};
+use xpuprof_agent_kit::modules::Known;
+use xpuprof_agent_kit::wire as kit_wire;
 
 use level_zero_sys::*;
-use xpuprof_levelzero_wire::{api_kind, loss, op_kind, Msg, Op};
+use xpuprof_levelzero_wire::{api_kind, loss, op_kind, Msg, Op, Writer};
 
-use crate::seam;
 use crate::state::{Pending, Recorded, State};
+use crate::{clock, unwind};
 
 thread_local! {
     /// Set while the agent itself calls Level Zero outside a callback (its reader thread, exit):
@@ -43,8 +47,8 @@ struct Call {
 pub struct Agent {
     /// The loader's functions.
     pub ze: ZeLoader,
-    /// To the host.
-    pub chan: seam::Channel,
+    /// To the host (drops and counts when the host is gone or too slow).
+    pub chan: Arc<Channel>,
     /// Bookkeeping.
     pub state: Mutex<State>,
     /// Address ranges of the agent and the tracing layer (left off launch stacks).
@@ -52,9 +56,11 @@ pub struct Agent {
     /// Devices, for clock pairs.
     pub devices: Vec<usize>,
     /// Executable mappings the host knows.
-    pub known: Mutex<Vec<(u64, u64)>>,
+    pub known: Known,
     /// Set at exit: callbacks stop recording.
     pub exiting: std::sync::atomic::AtomicBool,
+    /// Launch-class calls recorded.
+    pub launches: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Agent {
@@ -69,6 +75,16 @@ impl Agent {
         self.exiting.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Sends messages to the host.
+    pub fn send(&self, msgs: &[Msg]) {
+        if msgs.is_empty() {
+            return;
+        }
+        let mut w = Writer::default();
+        msgs.iter().for_each(|m| w.put(m));
+        self.chan.push(Chunk::Bytes(w.buf));
+    }
+
     /// Locks the bookkeeping.
     pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -76,20 +92,19 @@ impl Agent {
 
     /// The calling thread's launch stack (agent and tracing-layer frames left off), sent once.
     fn stack(&self, st: &mut State, out: &mut Vec<Msg>) -> u64 {
-        let mut buf = [0u64; seam::MAX_FRAMES];
-        let n = seam::stack(&mut buf);
+        let mut buf = [0u64; unwind::MAX_FRAMES];
+        let n = unwind::stack(&mut buf);
         let skip = buf[..n].iter().take_while(|&&a| self.skip.iter().any(|&(s, e)| a >= s && a < e)).count();
         let frames = &buf[skip..n];
         if frames.is_empty() {
             return 0;
         }
-        let hash = seam::stack_hash(frames);
+        let hash = unwind::stack_hash(frames);
         if st.stacks.insert(hash) {
-            let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-            if frames.iter().any(|&a| !known.iter().any(|&(s, e)| a >= s && a < e)) {
-                let maps = seam::modules();
-                *known = maps.iter().map(|m| (m.0, m.1)).collect();
-                out.push(Msg::Modules(maps));
+            self.known.check(frames);
+            if self.known.take_stale() {
+                // Before the stack that needs it: pushed now, the stack goes with `out` later.
+                self.chan.push(Chunk::Bytes(self.known.refresh()));
             }
             out.push(Msg::Stack { hash, frames: frames.to_vec() });
         }
@@ -100,18 +115,22 @@ impl Agent {
     /// and stack.
     fn begin(&self, st: &mut State, name: &str, kind: u8, out: &mut Vec<Msg>) -> Call {
         let name = st.intern(name, out);
-        let (correlation, stack) =
-            if kind == api_kind::LAUNCH { (st.next_id(), self.stack(st, out)) } else { (0, 0) };
-        Call { name, kind, start: seam::mono(), correlation, stack, ..Default::default() }
+        let (correlation, stack) = if kind == api_kind::LAUNCH {
+            self.launches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            (st.next_id(), self.stack(st, out))
+        } else {
+            (0, 0)
+        };
+        Call { name, kind, start: clock::mono(), correlation, stack, ..Default::default() }
     }
 
     fn api(&self, c: &Call, result: ze_result_t, out: &mut Vec<Msg>) {
         out.push(Msg::Api {
-            tid: seam::tid(),
+            tid: clock::tid(),
             name: c.name,
             kind: c.kind,
             start: c.start,
-            end: seam::mono(),
+            end: clock::mono(),
             correlation: c.correlation,
             result,
             stack: c.stack,
@@ -158,7 +177,7 @@ impl Agent {
         op.correlation = c.correlation;
         c.op = op;
         drop(st);
-        self.chan.send(&out);
+        self.send(&out);
         CALL.with(|k| *k.borrow_mut() = Some(c));
     }
 
@@ -194,7 +213,7 @@ impl Agent {
             _ => {}
         }
         drop(st);
-        self.chan.send(&out);
+        self.send(&out);
     }
 
     /// Prologue of `zeCommandQueueExecuteCommandLists`: the execute is the launch of every
@@ -230,7 +249,7 @@ impl Agent {
         c.queue = queue;
         c.lists = lists.to_vec();
         drop(st);
-        self.chan.send(&out);
+        self.send(&out);
         CALL.with(|k| *k.borrow_mut() = Some(c));
     }
 
@@ -252,14 +271,14 @@ impl Agent {
             }
             st.pending.extend(add);
         }
-        self.chan.send(&out);
+        self.send(&out);
     }
 
     /// Prologue of any other traced call (host synchronisation).
     pub fn call_prologue(&self, name: &str, kind: u8) {
         let mut out = Vec::new();
         let c = self.begin(&mut self.lock(), name, kind, &mut out);
-        self.chan.send(&out);
+        self.send(&out);
         CALL.with(|k| *k.borrow_mut() = Some(c));
     }
 
@@ -269,7 +288,7 @@ impl Agent {
         let mut out = Vec::new();
         self.api(&c, result, &mut out);
         self.read_ready(&mut self.lock(), true, &mut out);
-        self.chan.send(&out);
+        self.send(&out);
     }
 
     /// `None`: not ready; `Some(None)`: cannot be read; `Some(Some((start, end)))`: device ticks.
@@ -328,7 +347,7 @@ impl Agent {
             }
         }
         drop(st);
-        self.chan.send(&out);
+        self.send(&out);
     }
 
     /// Reads what a list has pending and forgets its recording (reset or destroy).
@@ -351,7 +370,7 @@ impl Agent {
             st.pools.give_back(&self.ze, r.event);
         }
         drop(st);
-        self.chan.send(&out);
+        self.send(&out);
     }
 
     /// The application destroys `context`: read everything, then destroy our pools in it.
@@ -361,7 +380,7 @@ impl Agent {
         self.read_ready(&mut st, true, &mut out);
         st.pools.destroy_context(&self.ze, context);
         drop(st);
-        self.chan.send(&out);
+        self.send(&out);
     }
 
     /// The reader thread's turn: immediate work that is ready, and clock pairs. Nothing once
@@ -377,8 +396,7 @@ impl Agent {
             crate::devices::clock_pairs(&self.ze, &self.devices, &mut out);
         }
         drop(st);
-        self.chan.send(&out);
-        self.chan.flush();
+        self.send(&out);
     }
 
     /// At exit: everything that can still be read, what cannot as lost, a last clock pair.
@@ -395,10 +413,16 @@ impl Agent {
             st.pending.clear();
         }
         crate::devices::clock_pairs(&self.ze, &self.devices, &mut out);
+        let stacks = st.stacks.len() as u64;
         drop(st);
-        out.push(Msg::Bye);
-        self.chan.send(&out);
-        self.chan.flush();
+        self.send(&out);
+        let mut end = Vec::new();
+        self.chan.put_lost(&mut end);
+        let launches = self.launches.load(std::sync::atomic::Ordering::Relaxed);
+        kit_wire::put_message(&mut end, kit_wire::MSG_BYE, &[&launches.to_le_bytes(), &stacks.to_le_bytes()]);
+        self.chan.push(Chunk::Bytes(end));
+        self.chan.close();
+        self.chan.wait_idle(std::time::Duration::from_secs(2));
     }
 }
 

@@ -155,7 +155,7 @@ callback!(immediate_create_epi, ze_command_list_create_immediate_params_t, |a, p
         let (ctx, dev, l) =
             unsafe { (*p.phContext as usize, *p.phDevice as usize, **p.pphCommandList as usize) };
         a.lock().lists.insert(l, List { context: ctx, device: dev, immediate: true, recorded: Vec::new() });
-        a.chan.send(&[xpuprof_levelzero_wire::Msg::Queue {
+        a.send(&[xpuprof_levelzero_wire::Msg::Queue {
             handle: l as u64,
             device: dev as u64,
             kind: xpuprof_levelzero_wire::queue_kind::IMMEDIATE_LIST,
@@ -167,7 +167,7 @@ callback!(queue_create_epi, ze_command_queue_create_params_t, |a, p, r| {
         // SAFETY: argument pointers of a successful call; the new handle is written.
         let (dev, q) = unsafe { (*p.phDevice as usize, **p.pphCommandQueue as usize) };
         a.lock().queues.insert(q, dev);
-        a.chan.send(&[xpuprof_levelzero_wire::Msg::Queue {
+        a.send(&[xpuprof_levelzero_wire::Msg::Queue {
             handle: q as u64,
             device: dev as u64,
             kind: xpuprof_levelzero_wire::queue_kind::COMMAND_QUEUE,
@@ -232,7 +232,7 @@ callback!(kernel_create_epi, ze_kernel_create_params_t, |a, p, r| {
         let name = st.intern(&name, &mut out);
         st.kernels.insert(k, Kernel { name, group_size: [1, 1, 1] });
         drop(st);
-        a.chan.send(&out);
+        a.send(&out);
     }
 });
 callback!(group_size_epi, ze_kernel_set_group_size_params_t, |a, p, r| {

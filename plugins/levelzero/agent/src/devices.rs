@@ -5,7 +5,7 @@
 use level_zero_sys::*;
 use xpuprof_levelzero_wire::Msg;
 
-use crate::seam;
+use crate::clock;
 
 /// Describes `dev` (and, for a root device, its sub-devices).
 pub fn describe(
@@ -104,5 +104,5 @@ pub fn clock_pairs(ze: &ZeLoader, devices: &[usize], out: &mut Vec<Msg>) {
             out.push(Msg::Clock { device: d as u64, ticks, raw: host });
         }
     }
-    out.push(seam::host_pair());
+    out.push(clock::host_pair());
 }

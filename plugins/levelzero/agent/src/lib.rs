@@ -25,12 +25,13 @@
 
 pub mod agent;
 pub mod callbacks;
+pub mod clock;
 pub mod devices;
 pub mod events;
-pub mod seam;
 pub mod start;
 pub mod state;
 pub mod sys;
+pub mod unwind;
 
 #[used]
 #[link_section = ".init_array"]

@@ -7,14 +7,17 @@
 
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use level_zero_sys::*;
-use xpuprof_levelzero_wire::{Msg, PROTOCOL};
+use xpuprof_agent_kit::channel::{Channel, Chunk, Outputs};
+use xpuprof_agent_kit::modules::{self, Known};
+use xpuprof_agent_kit::{exit, wire};
+use xpuprof_levelzero_wire::{Msg, VERSION};
 
 use crate::agent::{Agent, INSIDE};
-use crate::{callbacks, devices, seam, sys};
+use crate::{callbacks, devices, sys};
 
 /// The socket of the host plugin.
 pub const SOCKET_ENV: &str = "XPUPROF_LEVELZERO_SOCKET";
@@ -58,28 +61,35 @@ pub fn start() {
     }
     INSIDE.with(|c| c.set(true));
     if let Err(e) = try_start() {
-        eprintln!("xpuprof levelzero agent: {e}; this process is not traced");
+        xpuprof_agent_kit::say("levelzero agent", &format!("{e}; this process is not traced"));
     }
     INSIDE.with(|c| c.set(false));
 }
 
 fn try_start() -> Result<(), String> {
     let path = std::env::var(SOCKET_ENV).map_err(|_| format!("{SOCKET_ENV} is not set"))?;
-    let chan = seam::Channel::connect(&path).map_err(|e| format!("failed to connect to {path}: {e}"))?;
-    let fail = |chan: &seam::Channel, e: String| {
-        chan.send(&[hello(), Msg::Error(e.clone()), Msg::Bye]);
-        chan.flush();
+    let outputs = Outputs::connect(Some(&path), None, "ze")?;
+    let chan = Arc::new(Channel::new("level zero agent", 1 << 16));
+    let sender = chan.clone();
+    std::thread::Builder::new()
+        .name("xpuprof-ze-send".into())
+        .spawn(move || sender.run(outputs, || {}))
+        .map_err(|e| format!("failed to start the sender thread: {e}"))?;
+    // An error is said to the host (and on stderr by the caller); the program runs untraced.
+    let fail = |e: String| {
+        let mut b = Vec::new();
+        wire::Hello::new(0, 0).encode(&mut b);
+        wire::put_message(&mut b, wire::MSG_ERROR, &[e.as_bytes()]);
+        chan.push(Chunk::Bytes(b));
+        chan.close();
+        chan.wait_idle(Duration::from_secs(2));
         e
     };
-    let ze = match sys::load() {
-        Ok(z) => z,
-        Err(e) => return Err(fail(&chan, e)),
-    };
+    let ze = sys::load().map_err(fail)?;
     enable_tracing_layer();
     // SAFETY: zeInit may be called any number of times; the tracer needs it to have run.
-    if let Err(e) = sys::check("zeInit", unsafe { ze.zeInit(0) }) {
-        return Err(fail(&chan, format!("{e} (no Level Zero driver?)")));
-    }
+    sys::check("zeInit", unsafe { ze.zeInit(0) })
+        .map_err(|e| fail(format!("{e} (no Level Zero driver?)")))?;
     let desc = zel_tracer_desc_t {
         stype: _zel_structure_type_t::ZEL_STRUCTURE_TYPE_TRACER_DESC,
         pNext: std::ptr::null(),
@@ -87,36 +97,42 @@ fn try_start() -> Result<(), String> {
     };
     let mut tracer: zel_tracer_handle_t = std::ptr::null_mut();
     // SAFETY: `desc` and `tracer` are locals; zeInit has run.
-    let created = sys::check("zelTracerCreate", unsafe { ze.zelTracerCreate(&desc, &mut tracer) });
-    if let Err(e) = created {
-        return Err(fail(
-            &chan,
-            format!("{e}: is ZE_ENABLE_TRACING_LAYER=1 set and libze_tracing_layer.so.1 installed?"),
-        ));
-    }
+    sys::check("zelTracerCreate", unsafe { ze.zelTracerCreate(&desc, &mut tracer) }).map_err(|e| {
+        fail(format!("{e}: is ZE_ENABLE_TRACING_LAYER=1 set and libze_tracing_layer.so.1 installed?"))
+    })?;
     // SAFETY: `tracer` was just created.
-    unsafe { callbacks::register_all(&ze, tracer) }.map_err(|e| fail(&chan, e.to_string()))?;
-    let mut out = vec![hello()];
+    unsafe { callbacks::register_all(&ze, tracer) }.map_err(|e| fail(e.to_string()))?;
+    let mut first = Vec::new();
+    wire::Hello::new(sys::loader_version(&ze), wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS)
+        .encode(&mut first);
+    let known = Known::default();
+    first.extend_from_slice(&known.refresh());
+    chan.push(Chunk::Bytes(first));
+    let mut out = vec![Msg::Version(VERSION)];
     let devices = devices::discover(&ze, &mut out);
     devices::clock_pairs(&ze, &devices, &mut out);
-    let maps = seam::modules();
     let own = own_path();
-    let skip = maps
+    let skip = modules::own()
         .iter()
-        .filter(|m| Some(&m.3) == own.as_ref() || m.3.contains("libze_tracing_layer"))
-        .map(|m| (m.0, m.1))
+        .filter(|m| Some(&m.path) == own.as_ref() || m.path.contains("libze_tracing_layer"))
+        .map(|m| (m.start, m.end))
         .collect();
-    let known = Mutex::new(maps.iter().map(|m| (m.0, m.1)).collect());
-    out.push(Msg::Modules(maps));
-    chan.send(&out);
-    let agent =
-        Agent { ze, chan, state: Default::default(), skip, devices, known, exiting: Default::default() };
+    let agent = Agent {
+        ze,
+        chan,
+        state: Default::default(),
+        skip,
+        devices,
+        known,
+        exiting: Default::default(),
+        launches: Default::default(),
+    };
     let agent = AGENT.get_or_init(|| agent);
+    agent.send(&out);
     // SAFETY: the tracer was created above; enabling starts the callbacks.
     sys::check("zelTracerSetEnabled", unsafe { agent.ze.zelTracerSetEnabled(tracer, 1) })
         .map_err(|e| e.to_string())?;
-    // SAFETY: `at_exit` is an `extern "C" fn()` that stays loaded (the agent is never unloaded).
-    unsafe { libc::atexit(at_exit) };
+    exit::install(at_exit);
     std::thread::Builder::new()
         .name("xpuprof-ze".into())
         .spawn(reader)
@@ -133,18 +149,6 @@ fn enable_tracing_layer() {
         let f: unsafe extern "C" fn() -> ze_result_t = unsafe { std::mem::transmute(f) };
         // SAFETY: no arguments.
         let _ = unsafe { f() };
-    }
-}
-
-fn hello() -> Msg {
-    let command = std::fs::read("/proc/self/cmdline").unwrap_or_default();
-    let command: Vec<u8> = command.iter().map(|&b| if b == 0 { b' ' } else { b }).collect();
-    Msg::Hello {
-        protocol: PROTOCOL,
-        pid: std::process::id(),
-        // SAFETY: getppid has no preconditions.
-        ppid: unsafe { libc::getppid() } as u32,
-        command: String::from_utf8_lossy(&command).trim().chars().take(4096).collect(),
     }
 }
 
@@ -175,7 +179,8 @@ fn reader() {
     }
 }
 
-extern "C" fn at_exit() {
+/// At exit and on SIGINT/SIGTERM (the kit calls it; it may run twice).
+fn at_exit() {
     INSIDE.with(|c| c.set(true));
     if let Some(a) = AGENT.get() {
         a.finish();

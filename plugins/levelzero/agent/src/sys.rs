@@ -66,3 +66,25 @@ pub fn real_dlopen() -> Option<DlopenFn> {
     // SAFETY: a non-null result is libc's dlopen, which has this signature.
     (p != 0).then(|| unsafe { std::mem::transmute::<usize, DlopenFn>(p) })
 }
+
+/// The loader's own version as `major << 16 | minor << 8 | patch` (0 when it cannot say).
+pub fn loader_version(ze: &ZeLoader) -> u32 {
+    let Ok(get) = ze.zelLoaderGetVersions.as_ref() else { return 0 };
+    let mut n = 0usize;
+    // SAFETY: a count query.
+    if unsafe { get(&mut n, std::ptr::null_mut()) } != 0 {
+        return 0;
+    }
+    let mut v = vec![level_zero_sys::zel_component_version_t::default(); n];
+    // SAFETY: `v` holds `n` entries.
+    if unsafe { get(&mut n, v.as_mut_ptr()) } != 0 {
+        return 0;
+    }
+    v.iter()
+        .take(n)
+        .find(|c| c.component_name.iter().take_while(|&&b| b != 0).map(|&b| b as u8).eq(*b"loader"))
+        .map_or(0, |c| {
+            let l = c.component_lib_version;
+            (l.major as u32) << 16 | (l.minor as u32) << 8 | l.patch as u32
+        })
+}

@@ -1,9 +1,11 @@
-//! The byte stream from the Level Zero agent (in the target) to the `levelzero` host plugin.
+//! The Level Zero messages of the stream from the agent (in the target) to the `levelzero`
+//! host plugin.
 //!
-//! A stream is a sequence of messages: `len: u32 LE` (bytes after this field), `type: u8`,
-//! three zero bytes, then the payload; unknown types are skipped by `len`. All integers are
-//! little-endian; a `str` is `len u32` + UTF-8 bytes. Both sides use [`Msg`], so they agree by
-//! construction; [`PROTOCOL`] in the hello lets the host refuse an agent of another build.
+//! The stream itself is `xpuprof-wire`'s (framing, the versioned [`MSG_HELLO`], the module map,
+//! errors, lost output, the final bye); this crate adds the messages only the Level Zero agent
+//! sends, numbered from [`FIRST`] (xpuprof-wire's own numbers stay below), each encoded and
+//! decoded here so both sides agree by construction. The first of them is always [`Msg::Version`]:
+//! a host refuses Level Zero messages of another [`VERSION`] instead of decoding them wrongly.
 //!
 //! Times: API entry/exit are `CLOCK_MONOTONIC` ns (the session clock) read by the agent;
 //! device work is in raw device ticks of its device ([`Msg::Op`]), converted by the host from
@@ -13,10 +15,14 @@
 
 mod codec;
 
-pub use codec::{split, Reader, Writer};
+pub use codec::{decode, Writer};
+pub use xpuprof_wire::MSG_HELLO;
 
-/// Protocol version in [`Msg::Hello`].
-pub const PROTOCOL: u32 = 1;
+/// Version of the Level Zero messages, in [`Msg::Version`]. Raise it when a payload changes.
+pub const VERSION: u32 = 1;
+
+/// The first message number of this crate.
+pub const FIRST: u8 = 64;
 
 /// What an API call is, for sinks that classify calls without matching names.
 pub mod api_kind {
@@ -110,10 +116,8 @@ pub struct Op {
 /// One message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Msg {
-    /// First message: protocol, process, command line.
-    Hello { protocol: u32, pid: u32, ppid: u32, command: String },
-    /// Executable mappings `(start, end, file offset, path)` of the process.
-    Modules(Vec<(u64, u64, u64, String)>),
+    /// The version of these messages ([`VERSION`]); the first Level Zero message of a stream.
+    Version(u32),
     /// A stack: hash and return addresses, innermost first.
     Stack { hash: u64, frames: Vec<u64> },
     /// An interned string (API and kernel names).
@@ -142,8 +146,4 @@ pub enum Msg {
     HostClock { raw: u64, mono: u64 },
     /// Work lost ([`loss`]).
     Loss { cause: u8, count: u64 },
-    /// Why the agent could not trace this process.
-    Error(String),
-    /// The agent flushed everything.
-    Bye,
 }
