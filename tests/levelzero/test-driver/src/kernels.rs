@@ -39,7 +39,8 @@ pub unsafe extern "C" fn kernel_create(
     // SAFETY: the loader validated `desc`; the name is the application's C string.
     unsafe {
         let name = CStr::from_ptr((*desc).pKernelName).to_owned();
-        *out = handle(Kernel { name, group: std::sync::Mutex::new([1, 1, 1]) });
+        let ns = crate::state::driver().script.kernel_duration(&name.to_string_lossy());
+        *out = handle(Kernel { name, ns, group: std::sync::Mutex::new([1, 1, 1]) });
     }
     SUCCESS
 }

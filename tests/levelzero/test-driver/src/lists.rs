@@ -118,9 +118,8 @@ unsafe fn launch(
 ) -> ze_result_t {
     // SAFETY: `k` came from zeKernelCreate of this driver.
     let kernel: &Kernel = unsafe { obj(k) };
-    let ns = driver().script.kernel_duration(&kernel.name.to_string_lossy());
     // SAFETY: as append's.
-    unsafe { append(h, ns, Action::None, signal) }
+    unsafe { append(h, kernel.ns, Action::None, signal) }
 }
 
 pub unsafe extern "C" fn append_launch(

@@ -72,6 +72,8 @@ pub struct Module;
 pub struct Kernel {
     /// Its name, as given to `zeKernelCreate`.
     pub name: std::ffi::CString,
+    /// Its scripted duration, ns.
+    pub ns: u64,
     /// Group size set with `zeKernelSetGroupSize`.
     pub group: Mutex<[u32; 3]>,
 }
