@@ -79,6 +79,12 @@ pub struct Run {
     pub out: PathBuf,
 }
 
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.out);
+    }
+}
+
 impl Run {
     /// An output file's text.
     pub fn file(&self, name: &str) -> String {
