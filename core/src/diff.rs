@@ -16,6 +16,14 @@
 //! the gate by themselves (their time shows in the aggregate rows). The aggregate rows have no
 //! percentiles: with `--metric p50|p99` they are shown but not judged.
 //!
+//! CPU profiles are compared the same way: every hot function of the on-CPU and off-CPU
+//! profiles gives a `cpu_self` / `off_cpu_self` row (time with the function innermost) and a
+//! `cpu_total` / `off_cpu_total` row (time with the function anywhere on the stack), counted in
+//! the samples with the function innermost, plus the aggregates `[all CPU samples]` and
+//! `[all off-CPU time]`; the same threshold and metric apply (`total` judges sampled time,
+//! `count` the samples; the mean of a sample is its period, so `mean` is not judged, and sampled
+//! rows have no percentiles).
+//!
 //! [`run`] returns `Ok(true)` when at least one row regressed (exit code 1), `Ok(false)`
 //! otherwise (exit 0), and a [`DiffError`] for bad input (exit 2): unreadable files, malformed
 //! JSON (with line and column), a file that is not a summary, or a `schema_version` this

@@ -55,7 +55,8 @@ fn unchanged_run_passes() {
     let base = write(dir.path(), "base.json", &golden_summary());
     let (r, text) = run(&opts(&base, &base, "total", "text"));
     assert!(!r.unwrap());
-    assert!(text.contains("0 regressed, 0 improved, 9 unchanged"), "{text}");
+    // 9 kernel and API rows, 14 CPU rows (self and total of 3 + 3 hot functions, 2 profiles).
+    assert!(text.contains("0 regressed, 0 improved, 23 unchanged"), "{text}");
 }
 
 #[test]
@@ -167,4 +168,45 @@ fn cli_exit_codes() {
     assert_eq!(code(&slow, &[]), Some(1));
     assert_eq!(code(&slow, &["--threshold", "60%"]), Some(0));
     assert_eq!(code(&bad, &[]), Some(2));
+}
+
+/// Multiplies the on-CPU self and total time of `function` by `factor` (and the profile's
+/// weight by what that adds).
+fn scale_cpu_function(mut v: Value, function: &str, factor: f64) -> Value {
+    let profile = &mut v["cpu"]["on_cpu"];
+    let mut added = 0u64;
+    for h in profile["hot_functions"].as_array_mut().unwrap() {
+        if h["function"] == function {
+            let self_ns = h["self_ns"].as_u64().unwrap();
+            added = (self_ns as f64 * (factor - 1.0)) as u64;
+            h["self_ns"] = Value::from(self_ns + added);
+            h["total_ns"] = Value::from(h["total_ns"].as_u64().unwrap() + added);
+        }
+    }
+    profile["weight_ns"] = Value::from(profile["weight_ns"].as_u64().unwrap() + added);
+    v
+}
+
+#[test]
+fn three_times_the_cpu_time_in_one_function_is_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base.json", &golden_summary());
+    let cur = write(dir.path(), "cur.json", &scale_cpu_function(golden_summary(), "spin_wait", 3.0));
+    let (r, text) = run(&opts(&base, &cur, "total", "text"));
+    assert!(r.unwrap(), "a CPU regression fails the diff:\n{text}");
+    let line = |kind: &str| text.lines().find(|l| l.contains(kind) && l.contains("spin_wait")).unwrap_or("");
+    assert!(line("cpu_self").contains("regressed") && line("cpu_self").contains("+200"), "{text}");
+    assert!(line("cpu_total").contains("regressed"), "{text}");
+    assert!(text.lines().any(|l| l.contains("[all CPU samples]") && l.contains("regressed")), "{text}");
+    // train_step's own time did not change: its self row is unchanged.
+    assert!(text
+        .lines()
+        .any(|l| l.contains("cpu_self") && l.contains("train_step") && l.contains("unchanged")));
+    // The same threshold applies: a 3% change passes at 5%.
+    let small = write(dir.path(), "small.json", &scale_cpu_function(golden_summary(), "spin_wait", 1.03));
+    let (r, text) = run(&opts(&base, &small, "total", "text"));
+    assert!(!r.unwrap(), "{text}");
+    // And the JSON output names the CPU rows.
+    let (_, json) = run(&opts(&base, &cur, "total", "json"));
+    assert!(json.contains("\"cpu_self\"") && json.contains("\"cpu_total\""), "{json}");
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::input::{SummaryIn, TimeIn};
+use super::input::{ProfileIn, SummaryIn, TimeIn};
 use super::Metric;
 
 /// The numbers of one row in one run.
@@ -30,6 +30,17 @@ impl RowStats {
             mean_ns: t.mean_ns,
             p50_ns: Some(t.p50_ns),
             p99_ns: Some(t.p99_ns),
+        }
+    }
+
+    /// A CPU profile row: `ns` of sampled time, over `samples` samples (no percentiles).
+    fn sampled(samples: u64, ns: u64) -> Self {
+        Self {
+            count: samples,
+            total_ns: ns,
+            mean_ns: ns.checked_div(samples).unwrap_or(0),
+            p50_ns: None,
+            p99_ns: None,
         }
     }
 
@@ -108,7 +119,31 @@ fn rows(s: &SummaryIn) -> BTreeMap<Key, RowStats> {
     let api = RowStats::aggregate(s.api.iter().map(|a| RowStats::of(a.calls, &a.time)));
     m.insert(("total", "[all kernels]".into(), None), kernels);
     m.insert(("total", "[all API calls]".into(), None), api);
+    if let Some(cpu) = &s.cpu {
+        cpu_rows(&mut m, &cpu.on_cpu, ["cpu_self", "cpu_total"], "[all CPU samples]");
+        cpu_rows(&mut m, &cpu.off_cpu, ["off_cpu_self", "off_cpu_total"], "[all off-CPU time]");
+    }
     m
+}
+
+/// The rows of a CPU profile: each hot function's self time (the function innermost) and total
+/// time (anywhere on the stack), counted in the samples with the function innermost, and the
+/// whole profile.
+fn cpu_rows(m: &mut BTreeMap<Key, RowStats>, p: &ProfileIn, kinds: [&'static str; 2], all: &str) {
+    if p.samples == 0 {
+        return;
+    }
+    for h in &p.hot_functions {
+        m.insert((kinds[0], h.function.clone(), None), RowStats::sampled(h.self_samples, h.self_ns));
+        m.insert((kinds[1], h.function.clone(), None), RowStats::sampled(h.self_samples, h.total_ns));
+    }
+    m.insert(("total", all.to_owned(), None), RowStats::sampled(p.samples, p.weight_ns));
+}
+
+/// True for rows of a sampled CPU profile, where a mean per sample is the sampling period, not
+/// a duration worth judging.
+fn is_sampled(kind: &str) -> bool {
+    kind.starts_with("cpu_") || kind.starts_with("off_cpu_")
 }
 
 pub(super) fn judge(
@@ -170,11 +205,17 @@ fn kind_rank(kind: &str) -> u8 {
     match kind {
         "total" => 0,
         "kernel" => 1,
-        _ => 2,
+        "api" => 2,
+        _ => 3,
     }
 }
 
 fn entry(key: Key, base: Option<RowStats>, cur: Option<RowStats>, metric: Metric, threshold: f64) -> Entry {
-    let (status, change_pct) = judge(base, cur, metric, threshold);
+    let sampled = is_sampled(key.0) || key.1.starts_with("[all CPU") || key.1.starts_with("[all off-CPU");
+    let (status, change_pct) = if sampled && metric == Metric::Mean && base.is_some() && cur.is_some() {
+        (Status::NotCompared, None)
+    } else {
+        judge(base, cur, metric, threshold)
+    };
     Entry { kind: key.0, name: key.1, launch_site: key.2, status, base, current: cur, change_pct }
 }

@@ -31,12 +31,43 @@ pub(super) struct KernelIn {
     pub(super) time: TimeIn,
 }
 
+/// One hot function of a CPU profile.
+#[derive(Debug, Deserialize)]
+pub(super) struct HotIn {
+    pub(super) function: String,
+    pub(super) self_ns: u64,
+    pub(super) total_ns: u64,
+    #[serde(default)]
+    pub(super) self_samples: u64,
+}
+
+/// The on-CPU or off-CPU profile of a summary.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct ProfileIn {
+    #[serde(default)]
+    pub(super) samples: u64,
+    #[serde(default)]
+    pub(super) weight_ns: u64,
+    #[serde(default)]
+    pub(super) hot_functions: Vec<HotIn>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct CpuIn {
+    #[serde(default)]
+    pub(super) on_cpu: ProfileIn,
+    #[serde(default)]
+    pub(super) off_cpu: ProfileIn,
+}
+
 #[derive(Debug, Deserialize)]
 pub(super) struct SummaryIn {
     #[serde(default)]
     pub(super) api: Vec<ApiIn>,
     #[serde(default)]
     pub(super) kernels: Vec<KernelIn>,
+    #[serde(default)]
+    pub(super) cpu: Option<CpuIn>,
 }
 
 /// What an input path holds.
