@@ -1,7 +1,8 @@
 //! Whether a file may be loaded or read while xpuprof runs as root, checked the way sudo checks
 //! its own files: the file and every directory on its path must be owned by root or by the
-//! invoking user (`SUDO_UID`), and none may be writable by group or others (a directory may be
-//! when it has the sticky bit, like `/tmp`: others can add entries there but not replace ours).
+//! invoking user (`SUDO_UID`), and none may be writable by others, or by its group unless that
+//! is root's group (a directory may be when it has the sticky bit, like `/tmp`: others can add
+//! entries there but not replace ours).
 //! Otherwise another user could put their code into a root process.
 //!
 //! Applies to plugin files, and (through the config code) to config files and agent libraries.
@@ -70,7 +71,9 @@ fn check_entry(
         ));
     }
     let mode = meta.mode();
-    if mode & WRITABLE_BY_OTHERS != 0 && !(is_dir && mode & STICKY != 0) {
+    // Like sudo: group write is fine when the group is root's.
+    let writable = mode & WRITABLE_BY_OTHERS != 0 && (mode & 0o002 != 0 || meta.gid() != 0);
+    if writable && !(is_dir && mode & STICKY != 0) {
         return Err(format!(
             "refused while running as root: {entry} is writable by group or others (mode {:o}), so another user \
              could replace {what}; fix with `chmod go-w {}`",
@@ -128,9 +131,9 @@ mod tests {
     }
 
     #[test]
-    fn a_group_writable_file_is_refused() {
+    fn a_file_writable_by_others_is_refused() {
         let (_d, f) = fixture();
-        set_mode(&f, 0o664);
+        set_mode(&f, 0o646);
         let e = check_trusted_file_for(&f, "the plugin file", Some(me())).unwrap_err();
         assert!(e.starts_with("refused while running as root: the plugin file is writable"), "{e}");
     }
