@@ -117,9 +117,13 @@ impl Sequences {
             Sequence { id, track, last: 0, generation: 0, emitted: IdSet::default() }
         });
         if seq.generation != generation {
-            *start = Some(restart(seq, ts));
+            // Trace processor rejects a sequence's clock snapshot that goes back in time (and
+            // then stops converting its clock): restart no earlier than the last one. An older
+            // event is then written with an absolute timestamp below.
+            let base = ts.max(seq.last);
+            *start = Some(restart(seq, base));
             seq.generation = generation;
-            seq.last = ts;
+            seq.last = base;
             seq.emitted.clear();
         }
         packet.trusted_packet_sequence_id = Some(seq.id);
@@ -196,5 +200,18 @@ mod tests {
         assert_eq!(again.first_packet_on_sequence, None);
         assert!(seq.needs(Kind::EventName, 4));
         assert_eq!(p.timestamp, Some(0), "deltas start from the new snapshot");
+    }
+
+    #[test]
+    fn a_restart_never_moves_the_clock_back() {
+        let mut s = Sequences::default();
+        let (mut p, mut start) = (TracePacket::default(), None);
+        s.stamp(1, None, 500, &mut p, &mut start);
+        s.reset_all();
+        start = None;
+        s.stamp(1, None, 300, &mut p, &mut start);
+        let snapshot = start.unwrap().clock_snapshot.unwrap();
+        assert!(snapshot.clocks.iter().all(|c| c.timestamp == Some(500)), "{snapshot:?}");
+        assert_eq!((p.timestamp, p.timestamp_clock_id), (Some(300), Some(CLOCK_MONOTONIC)));
     }
 }

@@ -12,6 +12,7 @@ Checks, failing with a message naming the packet:
   SEQ_INCREMENTAL_STATE_CLEARED, before it is used; no packet needing incremental state comes
   before its sequence's first clear;
 - every track an event uses, and every parent track, has a descriptor written before the event;
+- clock snapshots never go back in time on one sequence (trace processor rejects those);
 - slices begin and end in order on each track (nesting), every flow has exactly one start and one
   terminating end, and the start is not later than the end.
 """
@@ -49,6 +50,7 @@ class Seq:
         self.interned = collections.defaultdict(dict)
         self.defaults = None
         self.clock = None
+        self.snapshots = {}
 
     def clear(self):
         self.valid = True
@@ -83,6 +85,11 @@ def main(path):
             intern(i, seq, p.interned_data)
         if p.HasField("clock_snapshot"):
             for c in p.clock_snapshot.clocks:
+                # Trace processor refuses snapshots that go back in time on one sequence.
+                previous = seq.snapshots.get(c.clock_id, 0)
+                if c.timestamp < previous:
+                    fail(i, f"clock {c.clock_id} goes back from {previous} to {c.timestamp}")
+                seq.snapshots[c.clock_id] = c.timestamp
                 if c.clock_id == INCREMENTAL:
                     assert c.is_incremental
                     seq.clock = c.timestamp
