@@ -19,31 +19,32 @@ pub struct Trace {
 }
 
 /// `TracePacket`. The `data` oneof of the official proto is spelled as separate optional fields,
-/// which encode identically; at most one of them is set per packet.
+/// which encode identically; at most one of them is set per packet. Fields other than the
+/// frequent ones are boxed, so the packet the writer reuses for every event stays small.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct TracePacket {
     #[prost(uint64, optional, tag = "8")]
     pub timestamp: Option<u64>,
     #[prost(uint32, optional, tag = "58")]
     pub timestamp_clock_id: Option<u32>,
-    #[prost(message, optional, tag = "6")]
-    pub clock_snapshot: Option<ClockSnapshot>,
+    #[prost(message, optional, boxed, tag = "6")]
+    pub clock_snapshot: Option<Box<ClockSnapshot>>,
     #[prost(message, optional, tag = "11")]
     pub track_event: Option<TrackEvent>,
-    #[prost(message, optional, tag = "60")]
-    pub track_descriptor: Option<TrackDescriptor>,
-    #[prost(message, optional, tag = "66")]
-    pub perf_sample: Option<PerfSample>,
+    #[prost(message, optional, boxed, tag = "60")]
+    pub track_descriptor: Option<Box<TrackDescriptor>>,
+    #[prost(message, optional, boxed, tag = "66")]
+    pub perf_sample: Option<Box<PerfSample>>,
     #[prost(bytes = "vec", optional, tag = "50")]
     pub compressed_packets: Option<Vec<u8>>,
     #[prost(uint32, optional, tag = "10")]
     pub trusted_packet_sequence_id: Option<u32>,
-    #[prost(message, optional, tag = "12")]
-    pub interned_data: Option<InternedData>,
+    #[prost(message, optional, boxed, tag = "12")]
+    pub interned_data: Option<Box<InternedData>>,
     #[prost(uint32, optional, tag = "13")]
     pub sequence_flags: Option<u32>,
-    #[prost(message, optional, tag = "59")]
-    pub trace_packet_defaults: Option<TracePacketDefaults>,
+    #[prost(message, optional, boxed, tag = "59")]
+    pub trace_packet_defaults: Option<Box<TracePacketDefaults>>,
     #[prost(bool, optional, tag = "87")]
     pub first_packet_on_sequence: Option<bool>,
 }

@@ -108,7 +108,7 @@ impl Sequences {
         track: Option<u64>,
         ts: u64,
         packet: &mut TracePacket,
-        start: &mut Option<TracePacket>,
+        start: &mut Option<Box<TracePacket>>,
     ) -> &mut Sequence {
         let generation = self.generation;
         let seq = self.by_key.entry(key).or_insert_with(|| {
@@ -121,7 +121,7 @@ impl Sequences {
             // then stops converting its clock): restart no earlier than the last one. An older
             // event is then written with an absolute timestamp below.
             let base = ts.max(seq.last);
-            *start = Some(restart(seq, base));
+            *start = Some(Box::new(restart(seq, base)));
             seq.generation = generation;
             seq.last = base;
             seq.emitted.clear();
@@ -151,14 +151,14 @@ fn restart(seq: &Sequence, ts: u64) -> TracePacket {
         trusted_packet_sequence_id: Some(seq.id),
         sequence_flags: Some(SEQ_INCREMENTAL_STATE_CLEARED),
         first_packet_on_sequence: (seq.generation == 0).then_some(true),
-        trace_packet_defaults: Some(TracePacketDefaults {
+        trace_packet_defaults: Some(Box::new(TracePacketDefaults {
             timestamp_clock_id: Some(CLOCK_INCREMENTAL),
             track_event_defaults: seq.track.map(|t| TrackEventDefaults { track_uuid: Some(t) }),
-        }),
-        clock_snapshot: Some(ClockSnapshot {
+        })),
+        clock_snapshot: Some(Box::new(ClockSnapshot {
             clocks: vec![clock(CLOCK_MONOTONIC, false), clock(CLOCK_INCREMENTAL, true)],
             primary_trace_clock: Some(CLOCK_MONOTONIC as i32),
-        }),
+        })),
         ..Default::default()
     }
 }

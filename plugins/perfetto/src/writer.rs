@@ -84,9 +84,9 @@ pub struct TraceWriter<W: Write> {
     packet: TracePacket,
     /// Its track event and interned data, kept apart so their buffers are reused.
     event: TrackEvent,
-    interned: proto::InternedData,
+    interned: Box<proto::InternedData>,
     /// The packet that (re)starts a sequence, when the event needs one.
-    start: Option<TracePacket>,
+    start: Option<Box<TracePacket>>,
     next_flow: u64,
     last_reset: u64,
     losses: BTreeMap<String, u64>,
@@ -115,7 +115,7 @@ impl<W: Write> TraceWriter<W> {
             seqs: Sequences::default(),
             packet: TracePacket::default(),
             event: TrackEvent::default(),
-            interned: proto::InternedData::default(),
+            interned: Box::default(),
             start: None,
             next_flow: 1,
             last_reset: 0,
@@ -153,7 +153,7 @@ impl<W: Write> TraceWriter<W> {
         for d in self.tracks.pending.drain(..) {
             let packet = TracePacket {
                 trusted_packet_sequence_id: Some(METADATA_SEQUENCE),
-                track_descriptor: Some(d),
+                track_descriptor: Some(Box::new(d)),
                 ..Default::default()
             };
             self.out.packet(&packet)?;
@@ -333,12 +333,12 @@ impl<W: Write> TraceWriter<W> {
         if let Some(cs) = callstack {
             self.names.emit_callstack(seq, cs, &mut self.interned);
         }
-        self.packet.perf_sample = Some(proto::PerfSample {
+        self.packet.perf_sample = Some(Box::new(proto::PerfSample {
             cpu: None,
             pid: Some(s.pid),
             tid: Some(s.tid),
             callstack_iid: callstack,
-        });
+        }));
         self.end(false)?;
         self.stats.samples += 1;
         Ok(())
