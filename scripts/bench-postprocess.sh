@@ -25,25 +25,28 @@ t = time.perf_counter()
 r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 dt = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(f"{dt:.3f} {ru.ru_maxrss}")
+print(f"{dt:.3f} {ru.ru_maxrss} {ru.ru_utime + ru.ru_stime:.3f}")
 sys.exit(r.returncode)
 PY
 }
-read -r rec_s rec_kb < <(cd "$D" && peak taskset -c 0 "$OLDPWD/$X" --quiet --source scripted --sink archive -o rec -- true)
-read -r rep_s rep_kb < <(peak taskset -c 0 "$X" report "$D/rec" --sink folded,chrome -o "$D/rep")
-read -r pp_s pp_kb < <(peak taskset -c 0 "$X" report "$D/rec" --sink perfetto,pprof -o "$D/pp")
+read -r rec_s rec_kb rec_cpu < <(cd "$D" && peak taskset -c 0 "$OLDPWD/$X" --quiet --source scripted --sink archive -o rec -- true)
+read -r rep_s rep_kb rep_cpu < <(peak taskset -c 0 "$X" report "$D/rec" --sink folded,chrome -o "$D/rep")
+read -r pp_s pp_kb pp_cpu < <(peak taskset -c 0 "$X" report "$D/rec" --sink perfetto,pprof -o "$D/pp")
 arch=$(du -b "$D/rec/archive" | tail -1 | cut -f1)
 chrome=$(stat -c %s "$D/rep/trace.json")
 perfetto=$(stat -c %s "$D/pp/trace.perfetto-trace")
-python3 - "$LAUNCHES" "$rec_s" "$rec_kb" "$rep_s" "$rep_kb" "$arch" "$chrome" "$pp_s" "$pp_kb" "$perfetto" <<'PY'
+python3 - "$LAUNCHES" "$rec_s" "$rec_kb" "$rep_s" "$rep_kb" "$arch" "$chrome" "$pp_s" "$pp_kb" "$perfetto" "$rec_cpu" "$rep_cpu" "$pp_cpu" <<'PY'
 import sys
-n, rec_s, rec_kb, rep_s, rep_kb, arch, chrome, pp_s, pp_kb, perfetto = sys.argv[1:]
+n, rec_s, rec_kb, rep_s, rep_kb, arch, chrome, pp_s, pp_kb, perfetto, rec_cpu, rep_cpu, pp_cpu = sys.argv[1:]
 n = int(n)
 print(f"launches                       {n}")
-print(f"record (pipeline + archive)    {float(rec_s):.2f} s  {n/float(rec_s)/1e6:.2f} M launches/s  peak {int(rec_kb)/1024:.0f} MiB")
-print(f"B3 replay -> folded+chrome     {float(rep_s):.2f} s  {n/float(rep_s)/1e6:.2f} M launches/s  peak {int(rep_kb)/1024:.0f} MiB (one core)")
+# Wall time, and CPU time (user + system): on a shared machine the second is the steadier figure.
+def rate(s, cpu):
+    return f"{float(s):.2f} s  {n/float(s)/1e6:.2f} M launches/s  (CPU {float(cpu):.2f} s: {n/float(cpu)/1e6:.2f} M/s)"
+print(f"record (pipeline + archive)    {rate(rec_s, rec_cpu)}  peak {int(rec_kb)/1024:.0f} MiB")
+print(f"B3 replay -> folded+chrome     {rate(rep_s, rep_cpu)}  peak {int(rep_kb)/1024:.0f} MiB (one core)")
 print(f"B4 archive                     {int(arch)/n:.1f} bytes/launch")
-print(f"replay -> perfetto+pprof       {float(pp_s):.2f} s  {n/float(pp_s)/1e6:.2f} M launches/s  peak {int(pp_kb)/1024:.0f} MiB (one core)")
+print(f"replay -> perfetto+pprof       {rate(pp_s, pp_cpu)}  peak {int(pp_kb)/1024:.0f} MiB (one core)")
 print(f"B4 chrome JSON                 {int(chrome)/n:.1f} bytes/launch")
 print(f"perfetto trace                 {int(perfetto)/n:.1f} bytes/launch")
 PY
