@@ -82,18 +82,40 @@ fn real_cuda_streams_convert_and_pass_the_checks() {
 }
 
 /// Traces of real CUDA runs recorded on the H100 (`tests/fixtures/outputs`, made by
-/// `scripts/gpu/capture-outputs.sh`).
+/// `scripts/gpu/capture-outputs.sh`): they pass the checks, and every kernel the program says it
+/// launched (`EXPECT kernels=N` in its output) is a slice on a stream track with a flow from its
+/// launch.
 #[test]
 fn captured_cuda_traces_pass_the_checks() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/outputs");
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
-        let trace = entry.unwrap().path().join(FILE_NAME);
-        if trace.is_file() {
-            let s = check::check(&trace);
-            assert!(s["flows"].as_u64().unwrap() > 0, "{}: {s}", trace.display());
-            seen += 1;
+        let run = entry.unwrap().path();
+        let trace = run.join(FILE_NAME);
+        if !trace.is_file() {
+            continue;
         }
+        let s = check::check(&trace);
+        let stdout = std::fs::read_to_string(run.join("stdout.txt")).unwrap();
+        let kernels: u64 = stdout
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("kernels="))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no EXPECT kernels= in {}", run.display()));
+        let on_streams: u64 = s["slices_per_track"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(track, _)| track.starts_with("stream "))
+            .map(|(_, n)| n.as_u64().unwrap())
+            .sum();
+        assert!(
+            on_streams >= kernels,
+            "{}: {on_streams} slices on streams, {kernels} kernels: {s}",
+            run.display()
+        );
+        assert!(s["flows"].as_u64().unwrap() >= kernels, "{}: {s}", run.display());
+        seen += 1;
     }
-    eprintln!("{seen} captured CUDA traces checked in {}", dir.display());
+    assert!(seen >= 2, "the captured traces in {} are missing", dir.display());
 }
