@@ -270,6 +270,9 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
 
 type WorkerResult = (PipelineStats, SinkResults);
 
+/// How often the pipeline releases what waited and lets the sinks flush, under load too.
+const TICK: Duration = Duration::from_millis(200);
+
 /// Runs the pipeline on its own thread (each sink has its own too) until every source is gone.
 fn spawn_pipeline(
     rx: Receiver<SourceBatch>,
@@ -281,20 +284,29 @@ fn spawn_pipeline(
         .name("xpuprof-pipeline".into())
         .spawn(move || {
             let mut pipeline = Pipeline::new(n_sources, true);
-            let mut deliver = |batch: &[u8]| sinks.deliver(batch);
+            let mut last_tick = Instant::now();
             loop {
-                match rx.recv_timeout(Duration::from_millis(200)) {
+                let mut deliver = |batch: &[u8]| sinks.deliver(batch);
+                match rx.recv_timeout(TICK) {
                     Ok(b) => {
                         pipeline.push(b.source, &b.bytes, &mut deliver);
                         if let Some(c) = counters.get(b.source) {
                             c.store(pipeline.stats().records_per_source[b.source], Ordering::Relaxed);
                         }
                     }
-                    Err(RecvTimeoutError::Timeout) => pipeline.tick(&mut deliver),
+                    Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => break,
                 }
+                // At least every TICK, even while batches keep arriving: output does not wait
+                // for a full buffer, and every sink gets an empty batch (no records, the same
+                // for all) so it can flush what has waited too long (the archive's chunks).
+                if last_tick.elapsed() >= TICK {
+                    pipeline.tick(&mut deliver);
+                    sinks.deliver(&[]);
+                    last_tick = Instant::now();
+                }
             }
-            pipeline.finish(&mut deliver);
+            pipeline.finish(&mut |batch: &[u8]| sinks.deliver(batch));
             (pipeline.stats(), sinks.finish())
         })
         .expect("failed to spawn the pipeline thread")
