@@ -27,9 +27,12 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
     }
 }
 
-/// Installs the handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT.
+/// The signals xpuprof catches and forwards to the target.
+pub const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// Installs the handlers for the [`FORWARDED`] signals.
 pub fn install() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+    for sig in FORWARDED {
         // SAFETY: a zeroed sigaction is a valid starting point; the handler only touches
         // atomics and calls kill, both async-signal-safe.
         unsafe {

@@ -6,6 +6,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::signals::FORWARDED;
+
 /// Why the command could not be started.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -130,15 +132,21 @@ pub fn spawn_held(
     envp.push(std::ptr::null());
     let gate = pipe()?;
     let errors = pipe()?;
+    // A signal sent to the child before it restored the default dispositions would run the
+    // host's handler in the child and be lost: block them across the fork; the child unblocks
+    // them once the defaults are back, so a pending one then takes effect.
+    let old_mask = block_forwarded_signals();
     // SAFETY: fork has no preconditions; the child below only calls async-signal-safe functions
-    // (close, read, execve, write, _exit) on memory prepared before the fork.
+    // (close, read, execve, write, _exit, signal, pthread_sigmask) on memory prepared before it.
     let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(SpawnError::Os(format!("fork: {}", std::io::Error::last_os_error())));
-    }
     if pid == 0 {
         // SAFETY: in the child; see above.
-        unsafe { child_after_fork(gate, errors, &prog, &argp, &envp) }
+        unsafe { child_after_fork(gate, errors, &prog, &argp, &envp, &old_mask) }
+    }
+    // SAFETY: restoring this thread's signal mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old_mask, std::ptr::null_mut()) };
+    if pid < 0 {
+        return Err(SpawnError::Os(format!("fork: {}", std::io::Error::last_os_error())));
     }
     // SAFETY: closing our copies of the child's ends of the pipes.
     unsafe {
@@ -153,6 +161,22 @@ pub fn spawn_held(
     })
 }
 
+/// Blocks the signals the host forwards ([`FORWARDED`]) in this thread; returns the previous mask.
+fn block_forwarded_signals() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset before use; pthread_sigmask
+    // writes the old mask into `old`.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in FORWARDED {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        old
+    }
+}
+
 /// # Safety
 /// Must only be called in a freshly forked child; the pointers must stay valid (they point
 /// into the parent's memory image, which the child has a copy of).
@@ -162,15 +186,18 @@ unsafe fn child_after_fork(
     prog: &CString,
     argp: &[*const libc::c_char],
     envp: &[*const libc::c_char],
+    old_mask: &libc::sigset_t,
 ) -> ! {
     // SAFETY: async-signal-safe calls on descriptors and buffers prepared before the fork.
     unsafe {
         libc::close(gate[1]);
         libc::close(errors[0]);
-        // Restore default signal dispositions the host may have changed.
-        libc::signal(libc::SIGINT, libc::SIG_DFL);
-        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+        // Restore default signal dispositions the host may have changed, then the mask.
+        for sig in FORWARDED {
+            libc::signal(sig, libc::SIG_DFL);
+        }
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::pthread_sigmask(libc::SIG_SETMASK, old_mask, std::ptr::null_mut());
         let mut b = 0u8;
         // Wait until the host releases us (writes a byte or closes the gate).
         while libc::read(gate[0], (&mut b as *mut u8).cast(), 1) < 0 {}
