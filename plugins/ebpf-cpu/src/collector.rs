@@ -116,6 +116,7 @@ fn record_until_stopped(
             handler.borrow().log.debug(&format!("ring buffer poll: {e}"));
         }
         scans.run(&mut handler.borrow_mut(), probes, progs);
+        handler.borrow_mut().forget_exited(Instant::now());
         // Records reach the host within FLUSH_INTERVAL however few there are, so the live
         // status moves and a killed xpuprof loses at most the last moments (the archive sink
         // writes what it receives within a second).

@@ -1,6 +1,7 @@
 //! Turning decoded ring-buffer events into SDK records.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
 
 use xpuprof_sdk::model::{backend, Correlation, CpuSample, LaunchSite, Record, SampleKind, StrId};
 use xpuprof_sdk::{Emitter, Logger};
@@ -11,6 +12,9 @@ use xpuprof_toolbox::Interner;
 
 /// `vm_pgoff` unit (4 KiB pages on x86-64).
 const PAGE_SIZE: u64 = 4096;
+/// How long an exited process's maps and names are kept for events still in flight (samples
+/// taken on other CPUs just before the exit) before they are forgotten.
+const EXIT_GRACE: Duration = Duration::from_secs(1);
 /// Most events of one exited process held back until its final mappings arrive.
 const MAX_PARKED_PER_PROCESS: usize = 4096;
 use crate::stacks::StackBuilder;
@@ -39,6 +43,10 @@ pub struct Handler {
     exited: HashSet<u32>,
     /// Events of exited processes waiting for their final mappings.
     parked: HashMap<u32, Vec<StackEvent>>,
+    /// Exited processes, oldest exit first, to forget once [`EXIT_GRACE`] has passed: the
+    /// handler's memory is bounded by the processes alive (and just exited), not by every
+    /// process the target ever started.
+    retiring: VecDeque<(Instant, u32)>,
     procs: HashMap<u32, ProcInfo>,
     interner: Interner,
     stacks: StackBuilder,
@@ -65,6 +73,7 @@ impl Handler {
             execs: Vec::new(),
             exited: HashSet::new(),
             parked: HashMap::new(),
+            retiring: VecDeque::new(),
             procs: HashMap::new(),
             interner: Interner::default(),
             stacks: StackBuilder::default(),
@@ -124,6 +133,7 @@ impl Handler {
                 for e in self.parked.remove(&p.pid).unwrap_or_default() {
                     self.emit_stack_event(&e);
                 }
+                self.retiring.push_back((Instant::now(), p.pid));
             }
             _ => self.bad_records += 1,
         }
@@ -143,6 +153,32 @@ impl Handler {
         let offset = m.pgoff.saturating_mul(PAGE_SIZE);
         let mapping = Mapping { start: m.start, end: m.end, offset, exec: true, path: path.as_str().into() };
         self.maps.add_final(m.pid, mapping);
+    }
+
+    /// Forgets processes that exited more than [`EXIT_GRACE`] before `now` (unless their pid
+    /// was reused by a process now alive): their frames are all normalised by then.
+    pub fn forget_exited(&mut self, now: Instant) {
+        while let Some(&(at, pid)) = self.retiring.front() {
+            if now.duration_since(at) < EXIT_GRACE {
+                break;
+            }
+            self.retiring.pop_front();
+            if self.live.contains(&pid) || !self.exited.remove(&pid) {
+                continue;
+            }
+            self.maps.forget(pid);
+            self.procs.remove(&pid);
+            if let Some(events) = self.parked.remove(&pid) {
+                for e in events {
+                    self.emit_stack_event(&e);
+                }
+            }
+        }
+    }
+
+    /// Processes the handler holds state for (maps cached): bounded by those alive.
+    pub fn tracked_processes(&self) -> usize {
+        self.maps.len().max(self.procs.len())
     }
 
     /// Emits the events still parked (their processes' exits were not seen).
@@ -225,4 +261,44 @@ fn read_cmdline(pid: u32) -> Option<String> {
         .map(|s| String::from_utf8_lossy(s).into_owned())
         .collect();
     (!parts.is_empty()).then(|| parts.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::size_of;
+
+    use super::*;
+    use crate::decode::ProcEvent;
+
+    /// The ring-buffer bytes of a process event (8-byte aligned, as the ring buffer hands them).
+    fn proc_event(kind: u32, pid: u32) -> Vec<u64> {
+        let ev = ProcEvent { kind, pid, ppid: 1, tid: pid, time: 1, comm: *b"short-lived\0\0\0\0\0" };
+        let mut words = vec![0u64; size_of::<ProcEvent>().div_ceil(8)];
+        // SAFETY: `words` holds at least size_of::<ProcEvent>() initialised, writable bytes, and
+        // ProcEvent is plain old data (`plain::Plain`).
+        unsafe { std::ptr::write_unaligned(words.as_mut_ptr().cast::<ProcEvent>(), ev) };
+        words
+    }
+
+    fn handle(h: &mut Handler, words: &[u64]) {
+        // SAFETY: viewing initialised u64s as bytes; same memory, same length.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), size_of::<ProcEvent>()) };
+        h.handle(bytes);
+    }
+
+    #[test]
+    fn exited_processes_are_forgotten_so_memory_follows_what_is_alive() {
+        let root = 4_000_000; // above pid_max: never a real process
+        let mut h = Handler::new(Emitter::detached(), Logger::stderr(), root, &["sh".into()], Vec::new());
+        for pid in root + 1..root + 2001 {
+            handle(&mut h, &proc_event(decode::EV_FORK, pid));
+            handle(&mut h, &proc_event(decode::EV_EXIT, pid));
+        }
+        assert!(h.tracked_processes() > 2000, "state kept during the grace period");
+        h.forget_exited(Instant::now() + EXIT_GRACE);
+        assert!(h.tracked_processes() <= 1, "{} processes still tracked", h.tracked_processes());
+        assert!(h.exited.is_empty() && h.retiring.is_empty());
+        assert_eq!(h.bad_records, 0);
+    }
 }

@@ -162,6 +162,21 @@ impl MapsCache {
         self.pids.entry(pid).or_default().current.insert(m);
     }
 
+    /// Drops everything cached about `pid` (an exited process whose events are all handled).
+    pub fn forget(&mut self, pid: u32) {
+        self.pids.remove(&pid);
+    }
+
+    /// Processes with cached maps.
+    pub fn len(&self) -> usize {
+        self.pids.len()
+    }
+
+    /// True when no process has cached maps.
+    pub fn is_empty(&self) -> bool {
+        self.pids.is_empty()
+    }
+
     /// True when the maps of `pid` could not be read the last time (it has exited).
     pub fn is_gone(&self, pid: u32) -> bool {
         self.pids.get(&pid).is_some_and(|e| e.gone)

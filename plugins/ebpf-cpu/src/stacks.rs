@@ -54,7 +54,8 @@ impl StackBuilder {
         for i in 0..self.addrs.len() {
             // Non-leaf frames hold return addresses: step back into the call instruction so the
             // symboliser names the caller's line, not the next one.
-            let addr = if i == 0 { self.addrs[i] } else { self.addrs[i] - 1 };
+            // (A zero word in a broken frame-pointer chain stays zero.)
+            let addr = if i == 0 { self.addrs[i] } else { self.addrs[i].saturating_sub(1) };
             let frame = self.user_frame(ev.pid, ev.time, addr, maps, int, em);
             self.frames.push(frame);
         }
