@@ -176,8 +176,10 @@ impl Agent {
         c.list = list;
         op.correlation = c.correlation;
         c.op = op;
-        drop(st);
+        // Under the lock: a definition (name, stack) reaches the channel before any other
+        // thread can use its id.
         self.send(&out);
+        drop(st);
         CALL.with(|k| *k.borrow_mut() = Some(c));
     }
 
@@ -212,8 +214,8 @@ impl Agent {
             _ if c.ours => st.pools.give_back(&self.ze, c.event),
             _ => {}
         }
-        drop(st);
         self.send(&out);
+        drop(st);
     }
 
     /// Prologue of `zeCommandQueueExecuteCommandLists`: the execute is the launch of every
@@ -248,8 +250,8 @@ impl Agent {
         }
         c.queue = queue;
         c.lists = lists.to_vec();
-        drop(st);
         self.send(&out);
+        drop(st);
         CALL.with(|k| *k.borrow_mut() = Some(c));
     }
 
@@ -277,8 +279,10 @@ impl Agent {
     /// Prologue of any other traced call (host synchronisation).
     pub fn call_prologue(&self, name: &str, kind: u8) {
         let mut out = Vec::new();
-        let c = self.begin(&mut self.lock(), name, kind, &mut out);
+        let mut st = self.lock();
+        let c = self.begin(&mut st, name, kind, &mut out);
         self.send(&out);
+        drop(st);
         CALL.with(|k| *k.borrow_mut() = Some(c));
     }
 
@@ -346,8 +350,8 @@ impl Agent {
                 _ => out.push(Msg::Loss { cause: loss::NO_TIMESTAMP, count: 1 }),
             }
         }
-        drop(st);
         self.send(&out);
+        drop(st);
     }
 
     /// Reads what a list has pending and forgets its recording (reset or destroy).
@@ -369,8 +373,8 @@ impl Agent {
         for r in recorded.iter().filter(|r| r.ours) {
             st.pools.give_back(&self.ze, r.event);
         }
-        drop(st);
         self.send(&out);
+        drop(st);
     }
 
     /// The application destroys `context`: read everything, then destroy our pools in it.
@@ -379,8 +383,8 @@ impl Agent {
         let mut st = self.lock();
         self.read_ready(&mut st, true, &mut out);
         st.pools.destroy_context(&self.ze, context);
-        drop(st);
         self.send(&out);
+        drop(st);
     }
 
     /// The reader thread's turn: immediate work that is ready, and clock pairs. Nothing once
@@ -395,8 +399,8 @@ impl Agent {
         if clocks {
             crate::devices::clock_pairs(&self.ze, &self.devices, &mut out);
         }
-        drop(st);
         self.send(&out);
+        drop(st);
     }
 
     /// At exit: everything that can still be read, what cannot as lost, a last clock pair.
@@ -414,8 +418,8 @@ impl Agent {
         }
         crate::devices::clock_pairs(&self.ze, &self.devices, &mut out);
         let stacks = st.stacks.len() as u64;
-        drop(st);
         self.send(&out);
+        drop(st);
         let mut end = Vec::new();
         self.chan.put_lost(&mut end);
         let launches = self.launches.load(std::sync::atomic::Ordering::Relaxed);

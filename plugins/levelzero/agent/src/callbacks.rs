@@ -231,8 +231,9 @@ callback!(kernel_create_epi, ze_kernel_create_params_t, |a, p, r| {
         let mut st = a.lock();
         let name = st.intern(&name, &mut out);
         st.kernels.insert(k, Kernel { name, group_size: [1, 1, 1] });
-        drop(st);
+        // Under the lock: the name reaches the channel before another thread can use its id.
         a.send(&out);
+        drop(st);
     }
 });
 callback!(group_size_epi, ze_kernel_set_group_size_params_t, |a, p, r| {
