@@ -1,6 +1,4 @@
-//! Display names (demangling is the toolbox's one demangler).
-
-pub use xpuprof_toolbox::demangle::demangle;
+//! Display names (demangling is the toolbox's one demangler, used through `defs`).
 
 /// The file name of a path (`/usr/lib/libcuda.so.1` → `libcuda.so.1`).
 pub fn basename(path: &str) -> &str {

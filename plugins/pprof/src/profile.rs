@@ -13,6 +13,7 @@
 //! labels are merged, so the profile grows with distinct (stack, kernel, stream, thread)
 //! combinations, not with the run's length.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
@@ -150,8 +151,8 @@ impl<'d> Builder<'d> {
             return id;
         }
         let id = self.p.mapping.len() as u64 + 1;
-        let (path, build_id) = match self.defs.modules.get(&module) {
-            Some((p, b)) => (self.defs.text(*p).unwrap_or("[unknown module]").to_owned(), hex(b)),
+        let (path, build_id) = match self.defs.module(module) {
+            Some((p, b)) => (p.to_owned(), hex(b)),
             None => ("[unknown module]".to_owned(), String::new()),
         };
         let (filename, build_id) = (self.s(&path), self.s(&build_id));
@@ -174,11 +175,11 @@ impl<'d> Builder<'d> {
             return id;
         }
         let id = self.p.location.len() as u64 + 1;
-        let loc = match self.defs.frames.get(&f).cloned() {
+        let loc = match self.defs.frame(f).cloned() {
             None => proto::Location { id, line: vec![self.line("[unknown frame]")], ..Default::default() },
             Some(fr) => {
                 let outer = match self.defs.text(fr.name) {
-                    Some(t) => t.to_owned(),
+                    Some(t) => t.into_owned(),
                     None => self.defs.unsymbolized(&fr),
                 };
                 // Innermost first: the last inlined function, ..., the function it is all in.
@@ -186,7 +187,9 @@ impl<'d> Builder<'d> {
                     .inlined
                     .iter()
                     .rev()
-                    .map(|s| self.defs.text(*s).unwrap_or("[unknown inlined]").to_owned())
+                    .map(|s| {
+                        self.defs.text(*s).map_or_else(|| "[unknown inlined]".to_owned(), Cow::into_owned)
+                    })
                     .collect::<Vec<_>>()
                     .iter()
                     .map(|n| self.line(n))
@@ -218,7 +221,7 @@ impl<'d> Builder<'d> {
 
     /// Stack `stack`, leaf first.
     fn stack(&mut self, stack: StackId, out: &mut Vec<u64>) {
-        match self.defs.stacks.get(&stack) {
+        match self.defs.stack(stack) {
             Some(frames) => {
                 for &f in frames {
                     let id = self.frame(f);
@@ -251,7 +254,7 @@ impl<'d> Builder<'d> {
     fn gpu_sample(&mut self, k: &GpuKey, v: [i64; 2]) {
         let (kind, leaf) = match k.kind {
             DeviceOpKind::Kernel => {
-                ("kernel", format!("[GPU_Kernel]{}", self.defs.text(k.name).unwrap_or("kernel")))
+                ("kernel", format!("[GPU_Kernel]{}", self.defs.text(k.name).as_deref().unwrap_or("kernel")))
             }
             DeviceOpKind::Memcpy => ("memcpy", format!("[GPU_Memcpy]{}", k.copy.short_name())),
             DeviceOpKind::Memset => ("memset", "[GPU_Memset]".to_owned()),
@@ -259,12 +262,12 @@ impl<'d> Builder<'d> {
             DeviceOpKind::Alloc => ("alloc", "[GPU_Alloc]".to_owned()),
             DeviceOpKind::Free => ("free", "[GPU_Free]".to_owned()),
             DeviceOpKind::Other => {
-                ("other", format!("[GPU_Other]{}", self.defs.text(k.name).unwrap_or("other")))
+                ("other", format!("[GPU_Other]{}", self.defs.text(k.name).as_deref().unwrap_or("other")))
             }
         };
         let mut location_id = vec![self.synthetic(&leaf)];
         if let Some(api) = self.defs.text(k.api) {
-            let api = api.to_owned();
+            let api = api.into_owned();
             location_id.push(self.synthetic(&api));
         }
         self.stack(k.stack, &mut location_id);
@@ -275,7 +278,7 @@ impl<'d> Builder<'d> {
         label.push(self.str_label("stream", &stream));
         label.push(self.str_label("kind", kind));
         if k.kind == DeviceOpKind::Kernel {
-            let name = self.defs.text(k.name).unwrap_or("kernel").to_owned();
+            let name = self.defs.text(k.name).map_or_else(|| "kernel".to_owned(), Cow::into_owned);
             label.push(self.str_label("kernel", &name));
         }
         self.p.sample.push(proto::Sample { location_id, value: vec![v[0], v[1], 0, 0], label });

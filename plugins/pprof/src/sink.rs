@@ -83,7 +83,10 @@ impl Sink for PprofSink {
                 Record::DeviceOp(op) => self.agg.device_op(op),
                 Record::CpuSample(s) if self.opts.cpu_samples => self.agg.sample(s),
                 Record::Loss(l) => {
-                    let cause = self.defs.text(l.cause).unwrap_or("unknown cause").to_owned();
+                    let cause = self
+                        .defs
+                        .text(l.cause)
+                        .map_or_else(|| "unknown cause".to_owned(), |c| c.into_owned());
                     *self.losses.entry(cause).or_default() += l.count;
                 }
                 _ => {}
