@@ -310,7 +310,6 @@ fn read_loop(id: u64, mut s: UnixStream, tx: Sender<Event>) {
 fn decode_loop(rx: Receiver<Event>, mut out: Emitter, log: Logger) -> Stats {
     let mut d = Decoder::new(log);
     let mut pending: IdMap<u64, Vec<u8>> = IdMap::default();
-    let mut flushed = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(Event::Data(id, bytes)) => {
@@ -319,11 +318,8 @@ fn decode_loop(rx: Receiver<Event>, mut out: Emitter, log: Logger) -> Stats {
                 let used = d.feed(id, buf, &mut out);
                 buf.drain(..used);
                 // Under a steady stream the idle flush below never runs: records still reach
-                // the host every 250 ms.
-                if flushed.elapsed() >= Duration::from_millis(250) {
-                    out.flush();
-                    flushed = Instant::now();
-                }
+                // the host within FLUSH_INTERVAL.
+                out.flush_if_due();
             }
             Ok(Event::End(id)) => {
                 if pending.remove(&id).is_some_and(|b| !b.is_empty()) {

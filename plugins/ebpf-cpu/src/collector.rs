@@ -28,9 +28,6 @@ const RESCANS_AFTER_EXEC: [Duration; 4] = [
     Duration::from_millis(60),
 ];
 
-/// Longest time a record waits in the emitter before it is handed to the host.
-const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
-
 /// Causes of the BPF-side loss counters, indexed like `enum xp_loss_cause`.
 const BPF_LOSS_CAUSES: [&str; bpf::LOSS_COUNT as usize] = [
     "ring buffer full: on-CPU samples dropped",
@@ -110,20 +107,16 @@ fn record_until_stopped(
     stop: &AtomicBool,
 ) {
     let mut scans = Scans::new(cfg.maps_scan_ms);
-    let mut flushed = Instant::now();
     while !stop.load(Ordering::Acquire) {
         if let Err(e) = rb.poll(Duration::from_millis(10)) {
             handler.borrow().log.debug(&format!("ring buffer poll: {e}"));
         }
         scans.run(&mut handler.borrow_mut(), probes, progs);
         handler.borrow_mut().forget_exited(Instant::now());
-        // Records reach the host within FLUSH_INTERVAL however few there are, so the live
-        // status moves and a killed xpuprof loses at most the last moments (the archive sink
-        // writes what it receives within a second).
-        if flushed.elapsed() >= FLUSH_INTERVAL {
-            handler.borrow_mut().emitter.flush();
-            flushed = Instant::now();
-        }
+        // Records reach the host within the SDK's FLUSH_INTERVAL however few there are, so the
+        // live status moves and a killed xpuprof loses at most the last moments (the archive
+        // sink writes what it receives within a second).
+        handler.borrow_mut().emitter.flush_if_due();
     }
     if let Err(e) = rb.consume() {
         handler.borrow().log.warn(&format!("failed to drain the BPF ring buffer: {e}"));
