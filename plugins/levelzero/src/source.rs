@@ -266,6 +266,7 @@ fn decode_loop(rx: Receiver<Event>, mut out: Emitter, log: Logger) -> Stats {
                 buf.extend_from_slice(&bytes);
                 let used = d.feed(id, buf, &mut out);
                 buf.drain(..used);
+                out.flush_if_due();
             }
             Ok(Event::End(id)) => {
                 if pending.remove(&id).is_some_and(|b| !b.is_empty()) {
