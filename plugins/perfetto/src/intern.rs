@@ -1,4 +1,5 @@
-//! Interned names, frames, mappings and callstacks: one iid per thing for the whole trace,
+//! Interned names, frames, mappings and callstacks (definitions read through the toolbox's
+//! resolver): one iid per thing for the whole trace,
 //! emitted on each sequence the first time it is used there (see [`crate::sequence`]).
 //!
 //! Iids: event, annotation, function and mapping-path names are numbered in order of first
@@ -11,22 +12,13 @@ use std::collections::HashMap;
 
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::*;
+use xpuprof_toolbox::defs::Definitions;
 
 use crate::proto;
 use crate::sequence::{Kind, Sequence};
 
 /// Mapping iid of frames without a module.
 const NO_MODULE: u64 = 1 << 40;
-
-#[derive(Debug)]
-struct FrameInfo {
-    name: StrId,
-    inlined: Vec<StrId>,
-    module: ModuleId,
-    address: u64,
-    /// Its Perfetto frames, outermost first, once expanded.
-    expanded: Vec<u64>,
-}
 
 #[derive(Debug)]
 struct PFrame {
@@ -62,7 +54,12 @@ impl Names {
 #[derive(Debug, Default)]
 pub struct Interner {
     demangle: bool,
-    strings: IdMap<StrId, Box<str>>,
+    /// The definitions, through the toolbox's resolver.
+    defs: Definitions,
+    /// Demangled display text of the strings that are mangled names.
+    demangled: IdMap<StrId, Box<str>>,
+    /// Build ids of modules (the resolver keeps only their paths).
+    build_ids: IdMap<ModuleId, Vec<u8>>,
     /// Event name iid of each string used as an event name.
     by_str: IdMap<StrId, u64>,
     event_names: Names,
@@ -74,10 +71,9 @@ pub struct Interner {
     paths: Names,
     /// Path component iids of each mapping that frames use.
     mapping_paths: IdMap<u64, Vec<u64>>,
-    modules: IdMap<ModuleId, (StrId, Vec<u8>)>,
-    frames: IdMap<FrameId, FrameInfo>,
+    /// The Perfetto frames of each xpuprof frame, outermost first, once expanded.
+    frames: IdMap<FrameId, Vec<u64>>,
     pframes: Vec<PFrame>,
-    stacks: IdMap<StackId, Vec<FrameId>>,
     /// Stacks whose frames are expanded.
     expanded: IdSet<StackId>,
 }
@@ -92,34 +88,30 @@ impl Interner {
     pub fn define(&mut self, r: &Record) {
         match r {
             Record::Str(d) => {
-                let text = self.demangle.then(|| crate::names::demangle(&d.text)).flatten();
-                self.strings.insert(d.id, text.unwrap_or_else(|| d.text.clone()).into_boxed_str());
                 self.by_str.remove(&d.id);
+                self.demangled.remove(&d.id);
+                if let Some(t) = self.demangle.then(|| xpuprof_toolbox::demangle::demangle(&d.text)).flatten()
+                {
+                    self.demangled.insert(d.id, t.into_boxed_str());
+                }
             }
             Record::Module(d) => {
-                self.modules.insert(d.id, (d.path, d.build_id.clone()));
+                self.build_ids.insert(d.id, d.build_id.clone());
             }
             Record::Frame(d) => {
-                let info = FrameInfo {
-                    name: d.name,
-                    inlined: d.inlined.clone(),
-                    module: d.module,
-                    address: d.address,
-                    expanded: Vec::new(),
-                };
-                self.frames.insert(d.id, info);
+                self.frames.remove(&d.id);
             }
             Record::Stack(d) => {
-                self.stacks.insert(d.id, d.frames.clone());
                 self.expanded.remove(&d.id);
             }
             _ => {}
         }
+        self.defs.add(r);
     }
 
-    /// The text of string `id`.
+    /// The display text of string `id` (demangled when asked).
     pub fn text(&self, id: StrId) -> Option<&str> {
-        self.strings.get(&id).map(|s| &**s)
+        self.demangled.get(&id).map(|s| &**s).or_else(|| self.defs.str(id))
     }
 
     /// The event name iid of string `id` (`fallback` when it is none or unknown).
@@ -127,11 +119,10 @@ impl Interner {
         if let Some(&i) = self.by_str.get(&id) {
             return i;
         }
-        let i = match self.strings.get(&id) {
-            Some(t) => self.event_names.iid(t),
-            None => self.event_names.iid(fallback),
-        };
-        if self.strings.contains_key(&id) {
+        let text = self.demangled.get(&id).map(|s| &**s).or_else(|| self.defs.str(id));
+        let known = text.is_some();
+        let i = self.event_names.iid(text.unwrap_or(fallback));
+        if known {
             self.by_str.insert(id, i);
         }
         i
@@ -183,10 +174,10 @@ impl Interner {
 
     /// The name of the innermost function of `stack`: what an off-CPU slice is called.
     pub fn leaf_name(&mut self, stack: StackId) -> String {
-        let Some(&leaf) = self.stacks.get(&stack).and_then(|f| f.first()) else {
+        let Some(&leaf) = self.defs.stack(stack).and_then(|f| f.first()) else {
             return "[unknown stack]".into();
         };
-        let Some(f) = self.frames.get(&leaf) else { return "[unknown frame]".into() };
+        let Some(f) = self.defs.frame(leaf) else { return "[unknown frame]".into() };
         let innermost = f.inlined.last().copied().unwrap_or(f.name);
         match self.text(innermost) {
             Some(t) => t.to_owned(),
@@ -195,7 +186,7 @@ impl Interner {
     }
 
     fn unsymbolized(&self, module: ModuleId, address: u64) -> String {
-        let path = self.modules.get(&module).and_then(|m| self.text(m.0)).unwrap_or("[unknown module]");
+        let path = self.defs.module_path(module).unwrap_or("[unknown module]");
         format!("{}+{address:#x}", crate::names::basename(path))
     }
 
@@ -203,7 +194,7 @@ impl Interner {
     /// was never defined.
     pub fn callstack(&mut self, stack: StackId) -> Option<u64> {
         if !self.expanded.contains(&stack) {
-            let frames = self.stacks.get(&stack)?.clone();
+            let frames = self.defs.stack(stack)?.to_vec();
             for f in frames {
                 self.expand(f);
             }
@@ -213,10 +204,10 @@ impl Interner {
     }
 
     fn expand(&mut self, id: FrameId) {
-        let Some(f) = self.frames.get(&id) else { return };
-        if !f.expanded.is_empty() {
+        if self.frames.contains_key(&id) {
             return;
         }
+        let Some(f) = self.defs.frame(id) else { return };
         let mapping = if f.module.is_none() { NO_MODULE } else { f.module.0 as u64 };
         let (module, address, name, inlined) = (f.module, f.address, f.name, f.inlined.clone());
         self.number_path(mapping);
@@ -230,9 +221,7 @@ impl Interner {
             self.pframes.push(PFrame { function, mapping, rel_pc: address });
             expanded.push(self.pframes.len() as u64);
         }
-        if let Some(f) = self.frames.get_mut(&id) {
-            f.expanded = expanded;
-        }
+        self.frames.insert(id, expanded);
     }
 
     /// Numbers the path components of mapping `iid` (Perfetto joins them with '/').
@@ -240,12 +229,9 @@ impl Interner {
         if self.mapping_paths.contains_key(&iid) {
             return;
         }
-        let path = self
-            .modules
-            .get(&ModuleId(iid as u32))
-            .filter(|_| iid != NO_MODULE)
-            .and_then(|m| self.strings.get(&m.0));
-        let path = path.map_or("[unknown module]".to_owned(), |p| p.to_string());
+        let path =
+            Some(ModuleId(iid as u32)).filter(|_| iid != NO_MODULE).and_then(|m| self.defs.module_path(m));
+        let path = path.unwrap_or("[unknown module]").to_owned();
         let parts = path.split('/').filter(|p| !p.is_empty()).map(|p| self.paths.iid(p)).collect();
         self.mapping_paths.insert(iid, parts);
     }
@@ -257,8 +243,8 @@ impl Interner {
             return;
         }
         let mut frame_ids = Vec::new();
-        for f in self.stacks.get(&StackId(iid as u32)).into_iter().flatten().rev() {
-            for &pf in self.frames.get(f).map(|f| f.expanded.as_slice()).unwrap_or_default() {
+        for f in self.defs.stack(StackId(iid as u32)).into_iter().flatten().rev() {
+            for &pf in self.frames.get(f).map(Vec::as_slice).unwrap_or_default() {
                 frame_ids.push(pf);
                 self.emit_frame(seq, pf, out);
             }
@@ -288,8 +274,8 @@ impl Interner {
         if !seq.needs(Kind::Mapping, iid) {
             return;
         }
-        let build_id = match self.modules.get(&ModuleId(iid as u32)) {
-            Some((_, b)) if iid != NO_MODULE => b.as_slice(),
+        let build_id = match self.build_ids.get(&ModuleId(iid as u32)) {
+            Some(b) if iid != NO_MODULE => b.as_slice(),
             _ => &[][..],
         };
         let mut mapping = proto::Mapping { iid: Some(iid), ..Default::default() };

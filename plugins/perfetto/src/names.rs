@@ -1,6 +1,4 @@
-//! Display names: file names (demangling is the toolbox's one demangler).
-
-pub use xpuprof_toolbox::demangle::demangle;
+//! Display names: file names (demangling is the toolbox's one demangler, used in `intern`).
 
 /// The file name of a path (`/usr/lib/libcuda.so.1` → `libcuda.so.1`).
 pub fn basename(path: &str) -> &str {
@@ -18,8 +16,6 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(demangle("_Z10add_kernelPfS_i").as_deref(), Some("add_kernel(float*, float*, int)"));
-        assert_eq!(demangle("ampere_sgemm"), None);
         assert_eq!(exe_name("/usr/bin/python3.12 train.py"), "python3.12");
         assert_eq!(exe_name(""), "process");
     }
