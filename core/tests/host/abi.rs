@@ -197,15 +197,9 @@ fn a_truncated_plugin_file_is_reported_like_any_unloadable_file() {
     assert!(out.contains("libxpuprof_plugin_cut.so: cannot be loaded: the file is truncated"), "{out}");
 }
 
-/// True when running as root; otherwise says why the test cannot run (and fails in CI).
+/// True when running as root; otherwise a failure in CI, a counted skip elsewhere.
 fn root_or_skip(why: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "needs root ({why}); CI runs as root");
-    eprintln!("SKIPPED: needs root ({why})");
-    false
+    xpuprof_testkit::skip::require_root(why)
 }
 
 #[test]

@@ -42,9 +42,7 @@ fn children_that_outlive_the_target_are_waited_for() {
 
 #[test]
 fn as_root_plugins_writable_by_others_are_refused() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED: needs root (the check only applies when xpuprof runs as root)");
+    if !xpuprof_testkit::skip::require_root("the check only applies when xpuprof runs as root") {
         return;
     }
     let dir = plugin_subset(&["scripted"]);

@@ -33,11 +33,11 @@ fn replayed_agent_stream_reaches_the_sinks() {
     let dir = host::target_dir();
     let agent = dir.join("libxpuprof_cupti_agent.so");
     if !agent.exists() {
-        eprintln!("SKIPPED: {} not built", agent.display());
+        xpuprof_testkit::skip::missing(&format!("{} not built", agent.display()));
         return;
     }
     if Command::new("python3").arg("-c").arg("pass").status().map(|s| !s.success()).unwrap_or(true) {
-        eprintln!("SKIPPED: python3 not available");
+        xpuprof_testkit::skip::missing("python3 not available");
         return;
     }
     let fixture =

@@ -50,11 +50,11 @@ pub fn target_dir() -> PathBuf {
     exe.parent().and_then(Path::parent).expect("target/<profile>/deps").to_owned()
 }
 
-/// The `xpuprof` binary, or `None` (with the reason printed) when it or a needed plugin is
-/// not built.
+/// The `xpuprof` binary, or `None` when it or a needed plugin is not built: a failure in CI,
+/// a counted skip elsewhere (see [`crate::skip`]).
 pub fn xpuprof(plugins: &[&str]) -> Option<PathBuf> {
     if let Err(why) = build() {
-        eprintln!("SKIPPED: end-to-end test could not build the host and plugins: {why}");
+        crate::skip::missing(&format!("the end-to-end test could not build the host and plugins: {why}"));
         return None;
     }
     let dir = target_dir();
@@ -72,10 +72,10 @@ pub fn xpuprof(plugins: &[&str]) -> Option<PathBuf> {
     if missing.is_empty() {
         return Some(bin);
     }
-    eprintln!(
-        "SKIPPED: end-to-end test needs {} (cargo build -p xpuprof-core -p xpuprof-plugin-scripted and the sinks)",
+    crate::skip::missing(&format!(
+        "the end-to-end test needs {} (cargo build -p xpuprof-core -p xpuprof-plugin-scripted and the sinks)",
         missing.join(", ")
-    );
+    ));
     None
 }
 

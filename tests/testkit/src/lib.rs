@@ -3,8 +3,11 @@
 //! - [`golden`]: compare an output with `tests/golden/<name>` of the crate under test;
 //!   `XPUPROF_BLESS=1` rewrites the file.
 //! - [`host`]: build and run the real `xpuprof` binary with the plugins under test.
+//! - [`skip`]: a missing prerequisite fails the test in CI and is a visible, counted skip
+//!   elsewhere (never a silent pass).
 //!
 //! A dev-dependency only (`xpuprof-testkit = { path = "../../tests/testkit" }`).
 
 pub mod golden;
 pub mod host;
+pub mod skip;

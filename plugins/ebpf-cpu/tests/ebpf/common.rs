@@ -16,14 +16,10 @@ use xpuprof_sdk::codec::decode_all;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{CreateContext, Emitter, Logger, PluginConfig, SessionInfo, Source};
 
-/// True when the test can run; prints why not otherwise (the eBPF source needs root).
-pub fn root_or_skip(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    eprintln!("SKIPPED {test}: the eBPF source needs root (run the tests as root, as CI does)");
-    false
+/// True when the test can run (the eBPF source needs root); otherwise a failure in CI and a
+/// counted skip elsewhere (`xpuprof_testkit::skip`).
+pub fn root_or_skip(_test: &str) -> bool {
+    xpuprof_testkit::skip::require_root("the eBPF source loads BPF programs")
 }
 
 /// Directory holding the compiled workloads (built once per test run).

@@ -13,10 +13,10 @@ pub fn xpuprof() -> Option<PathBuf> {
     let bin = dir.join("xpuprof");
     let folded = dir.join("libxpuprof_plugin_folded.so");
     if !bin.is_file() || !folded.is_file() {
-        eprintln!(
-            "SKIPPED: {} or the folded sink is not built (cargo build --workspace first)",
+        xpuprof_testkit::skip::missing(&format!(
+            "{} or the folded sink is not built (cargo build --workspace first)",
             bin.display()
-        );
+        ));
         return None;
     }
     // The plugin next to the binary must have been built from the current sources.
@@ -24,10 +24,10 @@ pub fn xpuprof() -> Option<PathBuf> {
     let plugin = modified(&dir.join("libxpuprof_plugin_ebpf.so"));
     let sources = newest(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
     if plugin < sources {
-        eprintln!(
-            "SKIPPED: {}/libxpuprof_plugin_ebpf.so is older than its sources (cargo build first)",
+        xpuprof_testkit::skip::missing(&format!(
+            "{}/libxpuprof_plugin_ebpf.so is older than its sources (cargo build first)",
             dir.display()
-        );
+        ));
         return None;
     }
     Some(bin)
@@ -90,7 +90,7 @@ fn without_privileges_the_session_goes_on_and_says_what_is_missing() {
     }
     let Some(bin) = xpuprof() else { return };
     if !std::path::Path::new("/usr/bin/setpriv").exists() {
-        eprintln!("SKIPPED: setpriv (util-linux) is not installed");
+        xpuprof_testkit::skip::missing("setpriv (util-linux) is not installed");
         return;
     }
     let out = tempfile::tempdir().unwrap();
