@@ -104,29 +104,34 @@ fn a_stuck_sink_does_not_stop_the_others() {
     }
 }
 
-#[test]
-fn a_second_sigterm_abandons_a_stuck_plugin_and_writes_the_outputs() {
-    require_plugin("scripted");
-    // The default deadline (30 s) is far away: only the second signal can end this quickly.
-    let d = setup("[source.stuck]\nblock_in = [\"stop\"]\n");
+/// Runs xpuprof with `args` in `dir` and sends it SIGTERM twice, 0.7 s apart; asserts that it
+/// exited within 5 s of the second and returns its exit code and stderr.
+fn sigterm_twice(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
     let started = Instant::now();
-    let child = spawn(
-        d.path(),
-        &["--source", "scripted,stuck", "--sink", "folded", "-o", "out", "--", "sleep", "30"],
-    );
+    let child = spawn(dir, args);
     std::thread::sleep(Duration::from_millis(700));
     // SAFETY: signalling the child we spawned. The first SIGTERM is forwarded to the target.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     std::thread::sleep(Duration::from_millis(700));
     let second = Instant::now();
-    // SAFETY: as above; xpuprof is now stuck in the plugin's `stop`.
+    // SAFETY: as above.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let (code, e, _) = finish(d.path(), child, started);
+    let (code, e, _) = finish(dir, child, started);
     assert!(
         second.elapsed() < Duration::from_secs(5),
         "exited {:?} after the second signal",
         second.elapsed()
     );
+    (code, e)
+}
+
+#[test]
+fn a_second_sigterm_abandons_a_stuck_plugin_and_writes_the_outputs() {
+    require_plugin("scripted");
+    // The default deadline (30 s) is far away: only the second signal can end this quickly.
+    let d = setup("[source.stuck]\nblock_in = [\"stop\"]\n");
+    let args = ["--source", "scripted,stuck", "--sink", "folded", "-o", "out", "--", "sleep", "30"];
+    let (code, e) = sigterm_twice(d.path(), &args);
     assert_eq!(code, Some(128 + libc::SIGTERM), "{e}");
     assert!(e.contains("plugin `stuck` did not return from stop"), "{e}");
     assert!(folded(d.path()).contains("[GPU_Kernel]"), "recorded data was written: {e}");
@@ -136,23 +141,9 @@ fn a_second_sigterm_abandons_a_stuck_plugin_and_writes_the_outputs() {
 fn a_second_sigterm_kills_a_target_that_ignores_the_first() {
     require_plugin("scripted");
     let d = setup("");
-    let started = Instant::now();
     let script = "trap '' TERM INT; sleep 30";
-    let child =
-        spawn(d.path(), &["--source", "scripted", "--sink", "folded", "-o", "out", "--", "sh", "-c", script]);
-    std::thread::sleep(Duration::from_millis(700));
-    for _ in 0..2 {
-        // SAFETY: signalling the child we spawned.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    let second = Instant::now();
-    let (code, e, _) = finish(d.path(), child, started);
-    assert!(
-        second.elapsed() < Duration::from_secs(5),
-        "exited {:?} after the second signal",
-        second.elapsed()
-    );
+    let args = ["--source", "scripted", "--sink", "folded", "-o", "out", "--", "sh", "-c", script];
+    let (code, e) = sigterm_twice(d.path(), &args);
     assert_eq!(code, Some(128 + libc::SIGKILL), "{e}");
     assert!(e.contains("interrupted twice: killing the target"), "{e}");
     assert!(folded(d.path()).contains("[GPU_Kernel]"), "recorded data was written: {e}");
