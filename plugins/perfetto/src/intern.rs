@@ -109,6 +109,11 @@ impl Interner {
         self.defs.add(r);
     }
 
+    /// The definitions seen so far.
+    pub fn defs(&self) -> &Definitions {
+        &self.defs
+    }
+
     /// The display text of string `id` (demangled when asked).
     pub fn text(&self, id: StrId) -> Option<&str> {
         self.demangled.get(&id).map(|s| &**s).or_else(|| self.defs.str(id))

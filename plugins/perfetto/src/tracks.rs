@@ -35,21 +35,10 @@ fn thread_bits(pid: u32, tid: u32) -> u64 {
     (u64::from(pid) << 28) | u64::from(tid & 0x0fff_ffff)
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Stream {
-    device: DeviceId,
-    native_id: u64,
-    name: StrId,
-}
-
 /// Track state of the trace.
 #[derive(Debug, Default)]
 pub struct Tracks {
     described: IdSet<u64>,
-    commands: IdMap<u32, StrId>,
-    thread_names: HashMap<(u32, u32), StrId>,
-    devices: IdMap<DeviceId, (u32, StrId)>,
-    streams: IdMap<StreamId, Stream>,
     /// End of the last slice on each lane of each timeline.
     lanes: IdMap<u64, Vec<u64>>,
     counters: HashMap<(u32, DeviceId, StrId), u64>,
@@ -60,29 +49,17 @@ pub struct Tracks {
 }
 
 impl Tracks {
-    /// Records a definition; a track it renames is described again.
+    /// Describes again a track that definition `r` renames (`names` already has `r`).
     pub fn define(&mut self, r: &Record, names: &Interner) {
         match r {
-            Record::Process(d) => {
-                self.commands.insert(d.pid, d.command);
-                if self.described.contains(&(PROCESS | u64::from(d.pid))) {
-                    self.describe_process(d.pid, names);
-                }
+            Record::Process(d) if self.described.contains(&(PROCESS | u64::from(d.pid))) => {
+                self.describe_process(d.pid, names);
             }
-            Record::Thread(d) => {
-                self.thread_names.insert((d.pid, d.tid), d.name);
-                if self.described.contains(&(THREAD | thread_bits(d.pid, d.tid))) {
-                    self.describe_thread(d.pid, d.tid, names);
-                }
+            Record::Thread(d) if self.described.contains(&(THREAD | thread_bits(d.pid, d.tid))) => {
+                self.describe_thread(d.pid, d.tid, names);
             }
-            Record::Device(d) => {
-                self.devices.insert(d.id, (d.index, d.name));
-                if self.described.contains(&(DEVICE | u64::from(d.id.0))) {
-                    self.describe_device(d.id, names);
-                }
-            }
-            Record::Stream(d) => {
-                self.streams.insert(d.id, Stream { device: d.device, native_id: d.native_id, name: d.name });
+            Record::Device(d) if self.described.contains(&(DEVICE | u64::from(d.id.0))) => {
+                self.describe_device(d.id, names);
             }
             _ => {}
         }
@@ -90,7 +67,7 @@ impl Tracks {
 
     fn describe_process(&mut self, pid: u32, names: &Interner) {
         self.described.insert(PROCESS | u64::from(pid));
-        let command = self.commands.get(&pid).and_then(|c| names.text(*c)).unwrap_or("");
+        let command = names.defs().process_command(pid).unwrap_or("");
         let process = ProcessDescriptor {
             pid: Some(pid as i32),
             cmdline: command.split_whitespace().map(str::to_owned).collect(),
@@ -107,7 +84,7 @@ impl Tracks {
     fn describe_thread(&mut self, pid: u32, tid: u32, names: &Interner) {
         let uuid = THREAD | thread_bits(pid, tid);
         self.described.insert(uuid);
-        let name = self.thread_names.get(&(pid, tid)).and_then(|n| names.text(*n));
+        let name = names.defs().thread_name(pid, tid);
         let thread = ThreadDescriptor {
             pid: Some(pid as i32),
             tid: Some(i64::from(tid)),
@@ -125,8 +102,8 @@ impl Tracks {
     fn describe_device(&mut self, device: DeviceId, names: &Interner) {
         let uuid = DEVICE | u64::from(device.0);
         self.described.insert(uuid);
-        let name = match self.devices.get(&device) {
-            Some((index, name)) => format!("GPU {index} ({})", names.text(*name).unwrap_or("device")),
+        let name = match names.defs().device(device) {
+            Some(d) => format!("GPU {} ({})", d.index, names.text(d.name).unwrap_or("device")),
             None => format!("device {}", device.0),
         };
         self.pending.push(TrackDescriptor {
@@ -198,7 +175,7 @@ impl Tracks {
 
     /// The stream lane track where device operation `op` goes.
     pub fn device_op(&mut self, op: &DeviceOp, names: &Interner) -> u64 {
-        let device = self.streams.get(&op.stream).map_or(op.device, |s| s.device);
+        let device = names.defs().stream(op.stream).map_or(op.device, |s| s.device);
         let parent = self.device(device, names);
         let key = (u64::from(device.0) << 32) | u64::from(op.stream.0);
         let lane = self.lane(key, op.start, op.end);
@@ -211,7 +188,7 @@ impl Tracks {
     }
 
     fn stream_name(&self, stream: StreamId, lane: u64, names: &Interner) -> String {
-        let base = match self.streams.get(&stream) {
+        let base = match names.defs().stream(stream) {
             None if stream.is_none() => "no stream".to_owned(),
             None => format!("stream #{}", stream.0),
             Some(s) => names.text(s.name).map_or_else(|| format!("stream {}", s.native_id), str::to_owned),
