@@ -9,13 +9,9 @@
 //! time is the steadier figure. Run: `sudo cargo bench -p xpuprof-plugin-ebpf --bench overhead`
 //! (figures in docs/ebpf.md).
 
-#[allow(dead_code)]
-#[path = "../tests/ebpf/common.rs"]
-mod common;
-
 use std::process::Command;
 
-use common::{profile, workload};
+use xpuprof_ebpf_testkit::{profile, workload};
 
 const RUNS: usize = 7;
 const BURN_ROUNDS: &str = "400";

@@ -1,4 +1,6 @@
-//! Shared helpers: building the C workloads, running one under the plugin, reading the result.
+//! # xpuprof-ebpf-testkit: helpers shared by the eBPF source's tests and its overhead benchmark
+//!
+//! Building the C workloads, running one under the plugin, reading the result.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -26,9 +28,12 @@ pub fn root_or_skip(_test: &str) -> bool {
 pub fn workloads() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/workloads/cpu");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../tests/workloads/cpu");
         // Under target/tmp (cleaned with the build), one directory per test process.
-        let tmp = tempfile::Builder::new().prefix("ebpf-workloads").tempdir_in(env!("CARGO_TARGET_TMPDIR"));
+        let exe = std::env::current_exe().expect("test binary path");
+        let target = exe.ancestors().nth(3).expect("target/<profile>/deps/<test>").join("tmp");
+        std::fs::create_dir_all(&target).expect("create target/tmp");
+        let tmp = tempfile::Builder::new().prefix("ebpf-workloads").tempdir_in(&target);
         let out = tmp.unwrap().keep();
         let flags = ["-O1", "-fno-omit-frame-pointer", "-g"];
         let cc = |args: &[&str]| {
@@ -129,7 +134,9 @@ fn pipe() -> (OwnedFd, OwnedFd) {
 }
 
 /// Definitions of a recording, with frames symbolised by blazesym (as the host will).
+#[derive(Debug)]
 pub struct Session {
+    /// Every record of the recording.
     pub records: Vec<Record>,
     strings: HashMap<StrId, String>,
     frames: HashMap<FrameId, String>,
