@@ -65,7 +65,7 @@ pub fn print(o: &SessionOutcome) {
     if a.compared > 0 {
         lines.push(format!(
             "  launch stacks from two sources: {} compared, {} agree, {} differ ({} compared to the shorter depth, \
-             {} after skipping a loader/driver leaf frame)",
+             {} after skipping leaf frames only one path saw)",
             human(a.compared),
             human(a.agreed),
             human(a.compared - a.agreed),

@@ -281,8 +281,7 @@ impl Globals {
     }
 
     /// The frames of `stack` as comparable identities (module path + file offset, or name),
-    /// innermost first, leaving out frames inside xpuprof's agents and the vendor tracing library
-    /// (where the two capture paths necessarily differ).
+    /// innermost first.
     pub fn comparable_stack(&self, stack: StackId) -> Vec<String> {
         let Some(frames) = stack.0.checked_sub(1).and_then(|i| self.stack_frames.get(i as usize)) else {
             return Vec::new();
@@ -290,24 +289,12 @@ impl Globals {
         frames
             .iter()
             .filter_map(|f| self.frame_keys.get((f.0 as usize).checked_sub(1)?))
-            .filter_map(|k| {
-                let name = self.text(k.name);
-                let path = if k.module.is_none() {
-                    ""
+            .map(|k| {
+                if k.module.is_none() {
+                    self.text(k.name).to_owned()
                 } else {
-                    self.text(self.module_paths[k.module.0 as usize - 1])
-                };
-                let file = path.rsplit('/').next().unwrap_or("");
-                let internal = file.starts_with("libxpuprof_")
-                    || file.starts_with("libcupti")
-                    || name == xpuprof_sdk::trampoline::SYMBOL;
-                (!internal).then(|| {
-                    if path.is_empty() {
-                        name.to_owned()
-                    } else {
-                        format!("{path}+{:#x}", k.address)
-                    }
-                })
+                    format!("{}+{:#x}", self.text(self.module_paths[k.module.0 as usize - 1]), k.address)
+                }
             })
             .collect()
     }

@@ -48,27 +48,33 @@ pub struct Agreement {
     pub agreed: u64,
     /// Compared pairs whose depths differed (one capture path stopped earlier).
     pub depth_limited: u64,
-    /// Compared pairs where one stack had extra leaf frames in the dynamic loader or the GPU
-    /// driver (`ld-linux*`, `libcuda*`) that the other did not, skipped before comparing.
+    /// Compared pairs where one stack had extra leaf frames the other capture path did not see
+    /// (the instrumentation itself: agent, vendor tracing library, trampoline; or the dynamic
+    /// loader on a first call), skipped before comparing.
     pub loader_leaf_skipped: u64,
     /// The first pair that differed (innermost first), for diagnosis.
     pub first_disagreement: Option<(Vec<String>, Vec<String>)>,
 }
 
-/// Drops up to two leading (leaf) frames of `a` that lie in the dynamic loader or the GPU
-/// driver when, without them, `a` starts at the same frame as `b`. Returns whether it did.
+/// Most leaf frames one capture path may see beyond the other (the instrumentation's own frames:
+/// agent callback, vendor tracing library, trampoline; a loader frame on a first call).
+const MAX_LEAF_SKIP: usize = 16;
+
+/// Drops the fewest leading (leaf) frames of `a`, at most [`MAX_LEAF_SKIP`], after which `a`
+/// starts at the same frame as `b`. Returns whether it dropped any. No module is named: the two
+/// paths differ only in the leaf frames of whatever captured the stack, whoever's they are.
 fn skip_loader_leaf(a: &mut Vec<String>, b: &[String]) -> bool {
-    let internal = |f: &str| {
-        let file = f.rsplit('/').next().unwrap_or("");
-        file.starts_with("ld-linux") || file.starts_with("libcuda.so")
-    };
-    for n in 1..=2usize {
-        if a.len() > n && a[..n].iter().all(|f| internal(f)) && b.first() == a.get(n) {
-            a.drain(..n);
-            return true;
-        }
+    let Some(first) = b.first() else { return false };
+    if a.first() == Some(first) {
+        return false;
     }
-    false
+    match a.iter().take(MAX_LEAF_SKIP + 1).skip(1).position(|f| f == first) {
+        Some(n) => {
+            a.drain(..=n);
+            true
+        }
+        None => false,
+    }
 }
 
 /// Counters the end summary shows.
@@ -315,13 +321,13 @@ impl SessionState {
         }
     }
 
-    /// The agreement check: the same launch's stack from two sources (the CUPTI agent and the
-    /// eBPF trampoline) must be the same once frames inside the agent are left out.
+    /// The agreement check: the same launch's stack from two sources (an agent and the eBPF
+    /// trampoline) must be the same once the leaf frames only one path sees are left out.
     fn compare_stacks(&mut self, first: StackId, second: StackId) {
         let mut a = self.globals.comparable_stack(first);
         let mut b = self.globals.comparable_stack(second);
-        // A walk may see a leaf frame of the dynamic loader (lazy binding on a first call) or of
-        // the driver's callback dispatch that the other misses; align past such frames only.
+        // A walk may see leaf frames the other misses (the instrumentation's own frames, the
+        // dynamic loader on a first call); align past such frames only.
         if skip_loader_leaf(&mut a, &b) || skip_loader_leaf(&mut b, &a) {
             self.agreement.loader_leaf_skipped += 1;
         }
@@ -390,7 +396,7 @@ mod tests {
     }
 
     #[test]
-    fn stacks_from_two_sources_are_compared_without_agent_frames() {
+    fn stacks_from_two_sources_are_compared_past_the_agent_frame() {
         let mut p = Pipeline::new(2, false);
         p.push(0, &site_batch(&["launch", "main"]), &mut |_| {});
         // The second source's stack has a different agent frame id but the same user frames.
@@ -400,8 +406,9 @@ mod tests {
         let a = p.stats().agreement;
         assert_eq!((a.compared, a.agreed), (2, 1));
         let (x, y) = a.first_disagreement.unwrap();
-        assert_eq!(x, ["launch", "main"]);
-        assert_eq!(y, ["other", "main"]);
+        let agent = "/opt/x/libxpuprof_cupti_agent.so+0x10";
+        assert_eq!(x, [agent, "launch", "main"]);
+        assert_eq!(y, [agent, "other", "main"]);
     }
 }
 
@@ -501,15 +508,18 @@ mod align_tests {
     }
 
     #[test]
-    fn loader_and_driver_leaf_frames_are_skipped_only_when_they_align() {
-        let mut a = v(&["/lib/ld-linux-x86-64.so.2+0xa8c8", "/usr/lib/libcudart.so+0x10", "/app+0x20"]);
-        assert!(skip_loader_leaf(&mut a, &v(&["/usr/lib/libcudart.so+0x10", "/app+0x20"])));
-        assert_eq!(a.len(), 2);
-        // A user frame is never skipped.
-        let mut b = v(&["/app+0x99", "/usr/lib/libcudart.so+0x10"]);
-        assert!(!skip_loader_leaf(&mut b, &v(&["/usr/lib/libcudart.so+0x10"])));
-        // Nor are driver frames that do not lead to the other stack's leaf.
-        let mut c = v(&["/usr/lib/libcuda.so.1+0x5", "/app+0x1"]);
+    fn leaf_frames_one_path_saw_are_skipped_only_when_they_align() {
+        let mut a =
+            v(&["/opt/x/libxpuprof_agent.so+0x1", "/lib/libtool.so+0x2", "/lib/librt.so+0x10", "/app+0x20"]);
+        assert!(skip_loader_leaf(&mut a, &v(&["/lib/librt.so+0x10", "/app+0x20"])));
+        assert_eq!(a, v(&["/lib/librt.so+0x10", "/app+0x20"]));
+        // Already aligned: nothing to skip.
+        assert!(!skip_loader_leaf(&mut a, &v(&["/lib/librt.so+0x10"])));
+        // Frames that do not lead to the other stack's leaf are kept, and so is a disagreement.
+        let mut c = v(&["/lib/librt.so+0x5", "/app+0x1"]);
         assert!(!skip_loader_leaf(&mut c, &v(&["/app+0x2"])));
+        assert_eq!(c.len(), 2);
+        let mut d = v(&["launch", "main"]);
+        assert!(!skip_loader_leaf(&mut d, &v(&["other", "main"])));
     }
 }
