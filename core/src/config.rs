@@ -21,9 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use toml::de::{DeTable, DeValue};
-use xpuprof_sdk::{ConfigType, PluginKind};
-
-use crate::host::KeySpec;
+use xpuprof_sdk::{ConfigSchema, PluginKind};
 
 /// A configuration error: what is wrong and where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,10 +74,13 @@ pub struct FileConfig {
 }
 
 impl FileConfig {
-    /// Reads and parses `path`.
+    /// Reads and parses `path`. When running as root, a file that another user could have
+    /// written (owned by someone else, or writable by group or others) is refused.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError::plain(format!("failed to read config file {}: {e}", path.display())))?;
+        let what = format!("the config file {}", path.display());
+        xpuprof_sdk::trust::check_trusted_file(path, &what).map_err(ConfigError::plain)?;
         Self::parse(path, &text)
     }
 
@@ -238,78 +239,56 @@ fn collect_spans(t: &DeTable<'_>, prefix: &str, out: &mut BTreeMap<String, Range
     }
 }
 
-/// Checks a plugin's table (from the file, or empty) against the plugin's declared keys, and
-/// returns it with every default filled in.
+/// Checks a plugin's table (from the file, or empty) against the plugin's schema: unknown keys,
+/// types, allowed values and ranges, each error located in the file. Returns only the keys the
+/// user wrote: the plugin applies its own declared defaults, so an unset key stays unset.
+/// The plugin's declared defaults are checked too (a plugin bug, named as such).
 pub fn plugin_table(
     file: Option<&FileConfig>,
     kind: PluginKind,
     name: &str,
-    keys: &[KeySpec],
+    schema: &ConfigSchema,
 ) -> Result<toml::Table, ConfigError> {
-    let mut table = file.and_then(|f| f.tables(kind).get(name)).map(|(t, _)| t.clone()).unwrap_or_default();
-    let at = |key: &str, msg: String| -> ConfigError {
+    schema.check_defaults().map_err(|p| {
+        ConfigError::plain(format!(
+            "{} `{name}` declares an invalid default: config key `{}` {}; the plugin must be fixed",
+            kind.as_str(),
+            p.key,
+            p.problem
+        ))
+    })?;
+    let table = file.and_then(|f| f.tables(kind).get(name)).map(|(t, _)| t.clone()).unwrap_or_default();
+    schema.check_table(&table).map_err(|p| {
+        let msg = if schema.key(&p.key).is_none() {
+            let known: Vec<&str> = schema.keys().iter().map(|k| k.name.as_str()).collect();
+            let accepts = if known.is_empty() { "no keys".to_owned() } else { known.join(", ") };
+            format!("unknown key `{}` for {} `{name}`; it accepts: {accepts}", p.key, kind.as_str())
+        } else {
+            format!("`{}` of {} `{name}` {}", p.key, kind.as_str(), p.problem)
+        };
         match file {
-            Some(f) => f.error(&format!("{}.{name}.{key}", kind.as_str()), &msg),
+            Some(f) => f.error(&format!("{}.{name}.{}", kind.as_str(), p.key), &msg),
             None => ConfigError::plain(msg),
         }
-    };
-    for (key, value) in &table {
-        let Some(spec) = keys.iter().find(|k| k.name == *key) else {
-            let known: Vec<&str> = keys.iter().map(|k| k.name.as_str()).collect();
-            return Err(at(
-                key,
-                format!(
-                    "unknown key `{key}` for {} `{name}`; it accepts: {}",
-                    kind.as_str(),
-                    if known.is_empty() { "no keys".to_owned() } else { known.join(", ") }
-                ),
-            ));
-        };
-        if !type_matches(spec.ty, value) {
-            return Err(at(
-                key,
-                format!(
-                    "`{key}` of {} `{name}` must be {}, found {}",
-                    kind.as_str(),
-                    spec.ty.name(),
-                    value.type_str()
-                ),
-            ));
-        }
-    }
-    for spec in keys {
-        if table.contains_key(&spec.name) || spec.default.is_empty() {
-            continue;
-        }
-        let v: toml::Value = toml::from_str::<toml::Table>(&format!("v = {}", spec.default))
-            .ok()
-            .and_then(|mut t| t.remove("v"))
-            .ok_or_else(|| {
-                ConfigError::plain(format!(
-                    "{} `{name}` declares an invalid default for `{}`: {}",
-                    kind.as_str(),
-                    spec.name,
-                    spec.default
-                ))
-            })?;
-        table.insert(spec.name.clone(), v);
-    }
+    })?;
     Ok(table)
 }
 
-fn type_matches(ty: ConfigType, v: &toml::Value) -> bool {
-    match ty {
-        ConfigType::Bool => v.is_bool(),
-        ConfigType::Integer => v.is_integer(),
-        ConfigType::Float => v.is_float() || v.is_integer(),
-        ConfigType::String => v.is_str(),
-        ConfigType::StringList => v.as_array().is_some_and(|a| a.iter().all(|x| x.is_str())),
+/// Fills in the declared defaults of the keys `table` lacks: what hosts did for plugins built
+/// with SDK 0.1, which read their table expecting them (newer plugins apply their own defaults,
+/// so a key left out can stay unset).
+pub fn fill_defaults(table: &mut toml::Table, schema: &ConfigSchema) {
+    for k in schema.keys() {
+        if let (false, Some(d)) = (table.contains_key(&k.name), &k.default) {
+            table.insert(k.name.clone(), d.clone());
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xpuprof_sdk::{ConfigKey, ConfigType};
 
     fn parse(text: &str) -> Result<FileConfig, ConfigError> {
         FileConfig::parse(Path::new("x.toml"), text)
@@ -330,34 +309,37 @@ mod tests {
     }
 
     #[test]
-    fn plugin_table_checks_keys_types_and_fills_defaults() {
-        let cfg = parse("[source.ebpf]\nsample_hz = \"fast\"\n").unwrap();
-        let keys = vec![
-            KeySpec {
-                name: "sample_hz".into(),
-                ty: ConfigType::Integer,
-                default: "99".into(),
-                doc: String::new(),
-            },
-            KeySpec {
-                name: "offcpu".into(),
-                ty: ConfigType::Bool,
-                default: "false".into(),
-                doc: String::new(),
-            },
-        ];
-        let err = plugin_table(Some(&cfg), PluginKind::Source, "ebpf", &keys).unwrap_err();
+    fn plugin_table_checks_keys_types_and_ranges_and_fills_nothing() {
+        let mut hz = ConfigKey::new("sample_hz", ConfigType::Integer, "99", "");
+        hz.min = Some(0.into());
+        let schema = ConfigSchema::new(vec![hz, ConfigKey::new("offcpu", ConfigType::Bool, "false", "")]);
+        let check =
+            |text: &str| plugin_table(Some(&parse(text).unwrap()), PluginKind::Source, "ebpf", &schema);
+        let err = check("[source.ebpf]\nsample_hz = \"fast\"\n").unwrap_err();
         assert_eq!(err.location.as_deref(), Some("x.toml:2:1"));
         assert!(err.message.contains("must be an integer"), "{err}");
 
-        let cfg = parse("[source.ebpf]\nsample_hz = 49\n").unwrap();
-        let t = plugin_table(Some(&cfg), PluginKind::Source, "ebpf", &keys).unwrap();
-        assert_eq!(t["sample_hz"].as_integer(), Some(49));
-        assert_eq!(t["offcpu"].as_bool(), Some(false));
+        let err = check("[source.ebpf]\n\n  sample_hz = -5\n").unwrap_err();
+        assert_eq!(err.location.as_deref(), Some("x.toml:3:3"));
+        assert_eq!(err.message, "`sample_hz` of source `ebpf` is -5, but must be at least 0");
 
-        let cfg = parse("[source.ebpf]\nsample_hz = 49\nnope = 1\n").unwrap();
-        let err = plugin_table(Some(&cfg), PluginKind::Source, "ebpf", &keys).unwrap_err();
+        let t = check("[source.ebpf]\nsample_hz = 49\n").unwrap();
+        assert_eq!(t["sample_hz"].as_integer(), Some(49));
+        assert!(!t.contains_key("offcpu"), "defaults are the plugin's to apply");
+
+        let err = check("[source.ebpf]\nsample_hz = 49\nnope = 1\n").unwrap_err();
         assert_eq!(err.location.as_deref(), Some("x.toml:3:1"));
+    }
+
+    #[test]
+    fn an_invalid_declared_default_is_the_plugins_fault() {
+        let mut hz = ConfigKey::new("sample_hz", ConfigType::Integer, "-1", "");
+        hz.min = Some(0.into());
+        let err = plugin_table(None, PluginKind::Source, "x", &ConfigSchema::new(vec![hz])).unwrap_err();
+        assert!(
+            err.message.contains("declares an invalid default") && err.message.contains("sample_hz"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -32,9 +32,9 @@ pub fn plugins_report(reg: &Registry) -> String {
             if !p.meta.capabilities.is_empty() {
                 let _ = writeln!(s, "  {:<12} needs: {}", "", p.meta.capabilities.join(", "));
             }
-            for k in &p.meta.keys {
-                let d = if k.default.is_empty() { String::new() } else { format!(" = {}", k.default) };
-                let _ = writeln!(s, "  {:<12}   {}{d}  ({}) {}", "", k.name, k.ty.name(), k.doc);
+            for k in p.meta.config.keys() {
+                let d = k.default.as_ref().map_or_else(|| " (unset)".to_owned(), |v| format!(" = {v}"));
+                let _ = writeln!(s, "  {:<12}   {}{d}  ({}) {}", "", k.name, k.describe(), k.doc);
             }
         }
         if !any {
@@ -246,10 +246,7 @@ pub fn example_config(reg: &Registry) -> String {
                 kind.as_str(),
                 p.meta.name
             );
-            for k in &p.meta.keys {
-                let v = if k.default.is_empty() { "(no default)".to_owned() } else { k.default.clone() };
-                let _ = write!(s, "# {} ({})\n# {} = {v}\n", k.doc, k.ty.name(), k.name);
-            }
+            s.push_str(&p.meta.config.example());
         }
     }
     s

@@ -63,6 +63,9 @@ struct RecordArgs {
     /// No status line while recording.
     #[arg(long)]
     quiet: bool,
+    /// Under sudo, run the command as root (default: as the user who invoked sudo).
+    #[arg(long)]
+    keep_root: bool,
     /// The command to profile, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -207,6 +210,7 @@ fn record(args: RecordArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         search,
         verbosity: global.verbose,
         status_line: !args.quiet,
+        keep_root: args.keep_root,
     };
     match session::record(&opts) {
         Ok(outcome) => {

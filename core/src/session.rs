@@ -11,10 +11,12 @@ use std::time::{Duration, Instant};
 use xpuprof_sdk::PluginKind;
 
 use crate::config::{self, ConfigError, FileConfig};
-use crate::host::sources::{report_failure, Sources};
+use crate::host::sources::Sources;
 use crate::host::{HostContext, Instance, PluginThread, Registry, SearchPath, SourceBatch};
+use crate::outdir::{self, OutputDir, OutputDirError};
 use crate::pipeline::sinks::{SinkResults, Sinks, SINK_QUEUE};
 use crate::pipeline::{Pipeline, PipelineStats};
+use crate::runas::RunAs;
 use crate::target::{self, SpawnError};
 use crate::{signals, summary};
 
@@ -37,6 +39,8 @@ pub struct RecordOptions {
     pub verbosity: u8,
     /// Show a status line on stderr (when it is a terminal).
     pub status_line: bool,
+    /// Under sudo, run the target as root instead of the invoking user.
+    pub keep_root: bool,
 }
 
 /// Why a session could not run.
@@ -49,6 +53,9 @@ pub enum SessionError {
     /// The command could not be started (exit code 126/127/125).
     #[error(transparent)]
     Spawn(#[from] SpawnError),
+    /// An output cannot be written, found before the target started (exit code 125).
+    #[error(transparent)]
+    Output(#[from] OutputDirError),
     /// xpuprof itself failed (exit code 125).
     #[error("{0}")]
     Internal(String),
@@ -60,7 +67,7 @@ impl SessionError {
         match self {
             Self::Config(_) => 2,
             Self::Spawn(e) => e.exit_code(),
-            Self::Internal(_) => 125,
+            Self::Output(_) | Self::Internal(_) => 125,
         }
     }
 }
@@ -109,8 +116,17 @@ pub fn select<'r>(
             message: format!("no {} plugin given; name at least one with --{}", kind.as_str(), kind.as_str()),
         });
     }
-    let mut out = Vec::new();
+    let mut out: Vec<&crate::host::LoadedPlugin> = Vec::new();
     for name in names {
+        if names.iter().filter(|n| *n == name).count() > 1 {
+            return Err(ConfigError {
+                location: None,
+                message: format!(
+                    "{} `{name}` is named twice; each plugin runs once per session (its weights would count twice)",
+                    kind.as_str()
+                ),
+            });
+        }
         if let Some(p) = reg.find(kind, name) {
             out.push(p);
             continue;
@@ -135,6 +151,39 @@ pub fn select<'r>(
         return Err(ConfigError { location: None, message });
     }
     Ok(out)
+}
+
+/// Checks every `[source.NAME]` / `[sink.NAME]` table of the file, also of plugins this
+/// session does not run: a mistake in the file is reported now, not in some later run.
+pub fn check_file_tables(reg: &Registry, file: &FileConfig) -> Result<(), ConfigError> {
+    for kind in [PluginKind::Source, PluginKind::Sink] {
+        file.check_known(kind, &reg.names(kind))?;
+        for name in file.plugin_tables(kind) {
+            if let Some(p) = reg.find(kind, &name) {
+                config::plugin_table(Some(file), kind, &name, &p.meta.config)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Selects plugins of `kind` and checks each one's config table; returns them with their tables.
+pub fn checked_plugins<'r>(
+    reg: &'r Registry,
+    kind: PluginKind,
+    names: &[String],
+    file: Option<&FileConfig>,
+) -> Result<Vec<(&'r crate::host::LoadedPlugin, toml::Table)>, ConfigError> {
+    select(reg, kind, names)?
+        .into_iter()
+        .map(|p| {
+            let mut table = config::plugin_table(file, kind, &p.meta.name, &p.meta.config)?;
+            if p.meta.host_fills_defaults {
+                config::fill_defaults(&mut table, &p.meta.config);
+            }
+            Ok((p, table))
+        })
+        .collect()
 }
 
 /// Builds the `create` arguments of a plugin: its table and the session facts.
@@ -165,24 +214,25 @@ pub fn session_table(
     t
 }
 
-/// Creates sink instances, each on its own thread, reporting failures instead of stopping.
+/// Creates sink instances, each on its own thread. Sinks open their files when created, so a
+/// sink that cannot be created means an output that cannot be written: that stops the session
+/// before anything runs (exit code 125) instead of after.
 pub fn create_sinks(
     reg: &Registry,
     names: &[String],
     file: Option<&FileConfig>,
     session: &toml::Table,
-    failures: &mut Vec<String>,
+    _failures: &mut Vec<String>,
 ) -> Result<Sinks, SessionError> {
     let timeout = FileConfig::plugin_timeout(file);
     let mut sinks = Vec::new();
-    for p in select(reg, PluginKind::Sink, names)? {
-        let table = config::plugin_table(file, PluginKind::Sink, &p.meta.name, &p.meta.keys)?;
+    for (p, table) in checked_plugins(reg, PluginKind::Sink, names, file)? {
         let (plugin, args) = (p.clone(), create_args(table, session));
         let host = HostContext::new(&p.meta.name, 0, None);
         let create = move || Instance::create_with(&plugin, &args, host);
         match PluginThread::spawn(host, timeout, SINK_QUEUE, create) {
             Ok(t) => sinks.push(t),
-            Err(e) => report_failure(failures, &e),
+            Err(e) => return Err(SessionError::Internal(format!("{e}; nothing was run"))),
         }
     }
     Ok(Sinks::new(sinks))
@@ -199,45 +249,36 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
         tracing::debug!("plugin file {} not usable: {}", f.path.display(), f.reason);
     }
     if let Some(file) = &opts.config {
-        file.check_known(PluginKind::Source, &reg.names(PluginKind::Source))?;
-        file.check_known(PluginKind::Sink, &reg.names(PluginKind::Sink))?;
+        check_file_tables(&reg, file)?;
     }
-    let source_plugins = select(&reg, PluginKind::Source, &opts.sources)?;
-    let mut source_tables = Vec::new();
-    for p in &source_plugins {
-        source_tables.push(config::plugin_table(
-            opts.config.as_ref(),
-            PluginKind::Source,
-            &p.meta.name,
-            &p.meta.keys,
-        )?);
-    }
-    select(&reg, PluginKind::Sink, &opts.sinks)?;
+    // Everything that can be checked is checked before anything is created or run.
+    let source_plugins = checked_plugins(&reg, PluginKind::Source, &opts.sources, opts.config.as_ref())?;
+    checked_plugins(&reg, PluginKind::Sink, &opts.sinks, opts.config.as_ref())?;
     let program = target::resolve(&opts.command[0])?;
-    std::fs::create_dir_all(&opts.output_dir).map_err(|e| {
-        SessionError::Internal(format!(
-            "failed to create output directory {}: {e}",
-            opts.output_dir.display()
-        ))
-    })?;
+    let run_as = RunAs::from_sudo(opts.keep_root).map_err(SessionError::Internal)?;
+    let out = outdir::prepare(&opts.output_dir)?;
+    report_removed(&out);
     let start = xpuprof_sdk::clock::now_ns();
     let session =
         session_table(&opts.output_dir, &opts.command, &opts.sources, &opts.sinks, start, opts.verbosity);
     let mut failures = Vec::new();
     let sinks = create_sinks(&reg, &opts.sinks, opts.config.as_ref(), &session, &mut failures)?;
+    out.sinks_created()?;
 
     let (tx, rx) = mpsc::sync_channel::<SourceBatch>(1024);
-    let plugins =
-        source_plugins.iter().zip(source_tables).map(|(p, t)| ((*p).clone(), create_args(t, &session)));
+    let plugins = source_plugins.into_iter().map(|(p, t)| (p.clone(), create_args(t, &session)));
     let timeout = FileConfig::plugin_timeout(opts.config.as_ref());
     let mut sources = Sources::create(plugins.collect(), &tx, timeout, &mut failures);
     drop(tx);
-    let env = sources.prepare(&mut failures);
+    let mut env = sources.prepare(&mut failures);
+    if let Some(r) = &run_as {
+        env.extend(r.env());
+    }
     let counters: Arc<Vec<AtomicU64>> = Arc::new((0..sources.len()).map(|_| AtomicU64::new(0)).collect());
     let worker = spawn_pipeline(rx, sinks, sources.len(), Arc::clone(&counters));
 
     target::become_subreaper();
-    let held = target::spawn_held(&program, &opts.command, &env)?;
+    let held = target::spawn_held(&program, &opts.command, &env, run_as.as_ref())?;
     signals::set_target(held.pid);
     sources.start(held.pid, &mut failures);
     let pid = match held.release() {
@@ -256,6 +297,7 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     // Read last: records a source's leftover threads emit while the sinks finish count too.
     let late_records = sources.late_records();
     failures.extend(sinks.failures);
+    warn_foreign(&out, &sinks.files);
     Ok(SessionOutcome {
         target_exit,
         files: sinks.files,
@@ -266,6 +308,31 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
         elapsed: started.elapsed(),
         own_cpu: (cpu_during, own_cpu_time()),
     })
+}
+
+fn report_removed(out: &OutputDir) {
+    if !out.removed.is_empty() {
+        let names: Vec<String> = out.removed.iter().map(|p| p.display().to_string()).collect();
+        tracing::info!(
+            "removed {} file(s) an earlier run wrote in {}: {}",
+            names.len(),
+            out.path().display(),
+            names.join(", ")
+        );
+    }
+}
+
+/// Records this run's files and warns about files in the output directory it did not write.
+fn warn_foreign(out: &OutputDir, files: &[String]) {
+    let foreign = out.finish(files);
+    if !foreign.is_empty() {
+        let names: Vec<String> = foreign.iter().map(|p| p.display().to_string()).collect();
+        tracing::warn!(
+            "{} also holds files this run did not write (from an older xpuprof, or not xpuprof's): {}",
+            out.path().display(),
+            names.join(", ")
+        );
+    }
 }
 
 type WorkerResult = (PipelineStats, SinkResults);

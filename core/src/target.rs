@@ -6,6 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::runas::RunAs;
 use crate::signals::FORWARDED;
 
 /// Why the command could not be started.
@@ -111,11 +112,13 @@ fn pipe() -> Result<[libc::c_int; 2], SpawnError> {
     Ok(fds)
 }
 
-/// Forks `argv` with environment `env`; the child waits before `exec` until released.
+/// Forks `argv` with environment `env`; the child waits before `exec` until released, then
+/// takes the identity `run_as` (the invoking user under sudo) when given.
 pub fn spawn_held(
     program: &Path,
     argv: &[String],
     env: &[(String, String)],
+    run_as: Option<&RunAs>,
 ) -> Result<HeldTarget, SpawnError> {
     let prog = cstring(program.as_os_str())?;
     let args: Vec<CString> = argv.iter().map(|a| cstring(OsStr::new(a))).collect::<Result<_, _>>()?;
@@ -141,7 +144,7 @@ pub fn spawn_held(
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         // SAFETY: in the child; see above.
-        unsafe { child_after_fork(gate, errors, &prog, &argp, &envp, &old_mask) }
+        unsafe { child_after_fork(gate, errors, &prog, &argp, &envp, &old_mask, run_as) }
     }
     // SAFETY: restoring this thread's signal mask saved above.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old_mask, std::ptr::null_mut()) };
@@ -187,6 +190,7 @@ unsafe fn child_after_fork(
     argp: &[*const libc::c_char],
     envp: &[*const libc::c_char],
     old_mask: &libc::sigset_t,
+    run_as: Option<&RunAs>,
 ) -> ! {
     // SAFETY: async-signal-safe calls on descriptors and buffers prepared before the fork.
     unsafe {
@@ -202,6 +206,12 @@ unsafe fn child_after_fork(
         // Wait until the host releases us (writes a byte or closes the gate).
         while libc::read(gate[0], (&mut b as *mut u8).cast(), 1) < 0 {}
         libc::close(gate[0]);
+        if let Some(Err(errno)) = run_as.map(|r| r.apply()) {
+            // A negative errno tells the host the identity switch failed, not the exec.
+            let bytes = (-errno).to_ne_bytes();
+            libc::write(errors[1], bytes.as_ptr().cast(), bytes.len());
+            libc::_exit(126);
+        }
         libc::execve(prog.as_ptr(), argp.as_ptr(), envp.as_ptr());
         let errno = *libc::__errno_location();
         let bytes = errno.to_ne_bytes();
@@ -223,6 +233,13 @@ impl HeldTarget {
             libc::close(self.errors);
             n
         };
+        if n == 4 && i32::from_ne_bytes(errno) < 0 {
+            let e = std::io::Error::from_raw_os_error(-i32::from_ne_bytes(errno));
+            let mut status = 0;
+            // SAFETY: waiting for our own child, which exited after the failed switch.
+            unsafe { libc::waitpid(self.pid as libc::pid_t, &mut status, 0) };
+            return Err(SpawnError::Os(format!("failed to run the target as the invoking user: {e}")));
+        }
         if n == 4 {
             let e = std::io::Error::from_raw_os_error(i32::from_ne_bytes(errno));
             let reason = e.to_string();

@@ -11,7 +11,7 @@ use abi_stable::std_types::{RResult, RSlice, RStr, RString, RVec, Tuple2};
 
 use crate::abi::*;
 use crate::codec::Decoder;
-use crate::config::PluginConfig;
+use crate::config::{ConfigSchema, PluginConfig};
 use crate::emit::{Emitter, Logger};
 use crate::model::Record;
 use crate::panics;
@@ -56,10 +56,10 @@ fn descriptor(info: PluginInfo, kind: u8) -> FfiDescriptor {
             .config_keys
             .iter()
             .map(|k| FfiConfigKey {
-                name: k.name.into(),
+                name: k.name.as_str().into(),
                 ty: k.ty as u8,
-                default: k.default.into(),
-                doc: k.doc.into(),
+                default: k.default.as_ref().map(|v| v.to_string()).unwrap_or_default().into(),
+                doc: k.doc.as_str().into(),
             })
             .collect(),
         capabilities: info.capabilities.iter().map(|c| RString::from(c.as_str())).collect(),
@@ -68,8 +68,10 @@ fn descriptor(info: PluginInfo, kind: u8) -> FfiDescriptor {
 
 /// The descriptor extension of a plugin declaring `info`. Built on each call and leaked (the host
 /// calls it once per load), so its fields can be `'static`.
-fn descriptor_ext(_info: PluginInfo) -> FfiDescriptorExtRef {
-    FfiDescriptorExt { sdk_version: RStr::from_str(SDK_VERSION), config_schema: RStr::from_str("") }
+fn descriptor_ext(info: PluginInfo) -> FfiDescriptorExtRef {
+    // Built once per load and leaked, as the extension's fields must be `Copy`.
+    let schema: &'static str = Box::leak(ConfigSchema::new(info.config_keys).to_toml().into_boxed_str());
+    FfiDescriptorExt { sdk_version: RStr::from_str(SDK_VERSION), config_schema: RStr::from_str(schema) }
         .leak_into_prefix()
 }
 

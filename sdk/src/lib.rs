@@ -108,11 +108,13 @@ pub mod emit;
 pub mod export;
 pub mod hash;
 pub mod model;
+pub mod output;
 mod panics;
 pub mod plugin;
 pub mod trampoline;
+pub mod trust;
 
-pub use config::{ConfigKey, ConfigType, PluginConfig};
+pub use config::{ConfigKey, ConfigSchema, ConfigType, PluginConfig, TypedConfig};
 pub use emit::{Emitter, Level, Logger, StringInterner};
 pub use plugin::{
     Capability, CreateContext, PluginError, PluginInfo, PluginKind, PluginResult, SessionInfo, Sink, Source,
@@ -121,7 +123,7 @@ pub use plugin::{
 
 /// Everything a plugin author usually needs.
 pub mod prelude {
-    pub use crate::config::{ConfigKey, ConfigType, PluginConfig};
+    pub use crate::config::{ConfigKey, ConfigSchema, ConfigType, PluginConfig, TypedConfig};
     pub use crate::emit::{Emitter, Logger, StringInterner};
     pub use crate::model::*;
     pub use crate::plugin::{

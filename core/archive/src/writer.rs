@@ -76,8 +76,18 @@ impl Writer {
     /// Creates `dir` (the archive directory, `<out>/archive`) and its trace file.
     pub fn create(dir: &Path, meta: &Meta) -> Result<Self, ArchiveError> {
         std::fs::create_dir_all(dir).map_err(|e| ArchiveError::io("create", dir, e))?;
-        let path = dir.join(FILE_NAME);
-        let mut file = File::create(&path).map_err(|e| ArchiveError::io("create", &path, e))?;
+        Self::create_in(dir, FILE_NAME, meta)
+    }
+
+    /// Creates the trace file `relative` (e.g. `archive/trace.xpa`) under the output directory
+    /// `out` without following symbolic links ([`xpuprof_sdk::output::create_file`]).
+    pub fn create_in(out: &Path, relative: &str, meta: &Meta) -> Result<Self, ArchiveError> {
+        let (file, path) = xpuprof_sdk::output::create_file(out, relative)
+            .map_err(|e| ArchiveError::io("create", &e.path.clone(), e.source))?;
+        Self::with_file(file, path, meta)
+    }
+
+    fn with_file(mut file: File, path: PathBuf, meta: &Meta) -> Result<Self, ArchiveError> {
         let header = file_header(meta);
         file.write_all(&header).map_err(|e| ArchiveError::io("write", &path, e))?;
         let mut w = Self {

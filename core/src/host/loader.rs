@@ -8,7 +8,7 @@ use abi_stable::StableAbi;
 use xpuprof_sdk::abi::{
     abi_of_stamp, PluginModuleRef, ABI_STAMP, ABI_VERSION, KIND_SINK, KIND_SOURCE, ROOT_MODULE_SYMBOL,
 };
-use xpuprof_sdk::{ConfigKey, ConfigType, PluginKind};
+use xpuprof_sdk::{ConfigKey, ConfigSchema, ConfigType, PluginKind};
 
 use super::discovery::{self, Found, SearchPath};
 use super::{bounded, elf, trust};
@@ -16,24 +16,8 @@ use super::{bounded, elf, trust};
 /// Longest plugin name accepted.
 const MAX_NAME_BYTES: usize = 64;
 
-/// A configuration key as a plugin declared it (owned: it came through the ABI).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeySpec {
-    /// Name.
-    pub name: String,
-    /// Type.
-    pub ty: ConfigType,
-    /// Default, as a TOML literal; empty when none.
-    pub default: String,
-    /// Documentation.
-    pub doc: String,
-}
-
-impl From<&ConfigKey> for KeySpec {
-    fn from(k: &ConfigKey) -> Self {
-        Self { name: k.name.into(), ty: k.ty, default: k.default.into(), doc: k.doc.into() }
-    }
-}
+/// Largest config schema accepted (today's plugins declare a few KiB).
+const MAX_SCHEMA_BYTES: usize = 1 << 20;
 
 /// What a loaded plugin says about itself.
 #[derive(Debug, Clone)]
@@ -46,8 +30,11 @@ pub struct PluginMeta {
     pub version: String,
     /// One-line description.
     pub description: String,
-    /// Accepted configuration keys.
-    pub keys: Vec<KeySpec>,
+    /// Accepted configuration keys, with types, defaults and constraints.
+    pub config: ConfigSchema,
+    /// The plugin predates typed configs (SDK 0.1): it expects the host to fill in the declared
+    /// defaults of the keys the user left out, as that SDK documented.
+    pub host_fills_defaults: bool,
     /// Required capabilities (SDK names).
     pub capabilities: Vec<String>,
     /// The plugin ABI version it was built for.
@@ -176,17 +163,17 @@ fn describe(module: PluginModuleRef) -> Result<PluginMeta, String> {
         KIND_SINK => PluginKind::Sink,
         k => return Err(format!("declares unknown plugin kind {k}")),
     };
-    let mut keys = Vec::new();
-    for k in d.config_keys.iter() {
-        let ty = ConfigType::from_u8(k.ty)
-            .ok_or_else(|| format!("config key `{}` has unknown type {}", k.name, k.ty))?;
-        keys.push(KeySpec {
-            name: k.name.to_string(),
-            ty,
-            default: k.default.to_string(),
-            doc: bounded::cap(&k.doc, bounded::MAX_MESSAGE_BYTES).into_owned(),
-        });
-    }
+    // The keys as SDK 0.1 declared them: no constraints, defaults as TOML literals.
+    let keys = d
+        .config_keys
+        .iter()
+        .map(|k| {
+            let ty = ConfigType::from_u8(k.ty)
+                .ok_or_else(|| format!("config key `{}` has unknown type {}", k.name, k.ty))?;
+            let doc = bounded::cap(&k.doc, bounded::MAX_MESSAGE_BYTES);
+            Ok(ConfigKey::new(&k.name, ty, &k.default, &doc))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     if d.name.len() > MAX_NAME_BYTES {
         return Err(format!("declares a plugin name of {} bytes (at most {MAX_NAME_BYTES})", d.name.len()));
     }
@@ -196,12 +183,23 @@ fn describe(module: PluginModuleRef) -> Result<PluginMeta, String> {
     // Appended in SDK 0.2: absent (`None`) in plugins built with SDK 0.1.
     let ext = module.describe_ext().map(|f| f());
     let text = |s: &str| bounded::cap(s, bounded::MAX_MESSAGE_BYTES).into_owned();
+    let schema = ext.and_then(|e| e.config_schema()).filter(|s| !s.is_empty());
+    let host_fills_defaults = schema.is_none();
+    let config = match schema {
+        Some(s) if s.len() > MAX_SCHEMA_BYTES => {
+            return Err(format!("declares a config schema of {} bytes (at most {MAX_SCHEMA_BYTES})", s.len()))
+        }
+        Some(s) => ConfigSchema::from_toml(s.as_str())
+            .map_err(|e| format!("declares an unreadable config schema: {}", text(&e)))?,
+        None => ConfigSchema::new(keys),
+    };
     Ok(PluginMeta {
         name: d.name.into(),
         kind,
         version: text(&d.version),
         description: text(&d.description),
-        keys,
+        config,
+        host_fills_defaults,
         capabilities: d.capabilities.iter().map(|c| c.to_string()).collect(),
         abi: module.abi_version(),
         sdk_version: ext.map(|e| e.sdk_version().to_string()),

@@ -11,5 +11,5 @@ pub mod worker;
 
 pub use discovery::SearchPath;
 pub use instance::{HostContext, Instance, SourceBatch};
-pub use loader::{KeySpec, LoadFailure, LoadedPlugin, PluginMeta, Registry};
+pub use loader::{LoadFailure, LoadedPlugin, PluginMeta, Registry};
 pub use worker::{CallError, PluginThread};

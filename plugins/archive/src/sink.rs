@@ -25,7 +25,8 @@ impl ArchiveSink {
             codec_version: CODEC_VERSION,
             writer: concat!("xpuprof-plugin-archive ", env!("CARGO_PKG_VERSION")).to_owned(),
         };
-        let writer = Writer::create(&session.output_dir.join("archive"), &meta).map_err(|e| e.to_string())?;
+        let relative = format!("archive/{}", xpuprof_archive::FILE_NAME);
+        let writer = Writer::create_in(&session.output_dir, &relative, &meta).map_err(|e| e.to_string())?;
         Ok(Self { path: writer.path().to_owned(), writer: Some(writer), log })
     }
 }

@@ -8,8 +8,18 @@ use xpuprof_sdk::prelude::*;
 
 use crate::writer::{TraceOptions, TraceWriter};
 
-/// chrome://tracing refuses files past about this size.
-const DEFAULT_WARN_MB: i64 = 256;
+xpuprof_sdk::plugin_config! {
+    /// The `[sink.chrome]` table.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ChromeConfig {
+        /// demangle names that arrive mangled (_Z...)
+        pub demangle: bool = true;
+        /// write CPU samples as instant events
+        pub cpu_samples: bool = true;
+        /// warn when trace.json grows past this many MB (chrome://tracing refuses files past about 256 MB)
+        pub warn_mb: u64 = 256;
+    }
+}
 
 /// The `chrome` sink plugin.
 #[derive(Debug)]
@@ -26,12 +36,7 @@ impl ChromeSink {
     /// A sink writing `<session.output_dir>/trace.json`, warning once the file passes
     /// `warn_bytes`.
     pub fn new(opts: TraceOptions, session: SessionInfo, warn_bytes: u64, log: Logger) -> PluginResult<Self> {
-        let dir = &session.output_dir;
-        std::fs::create_dir_all(dir)
-            .map_err(|e| PluginError::new(format!("failed to create {}: {e}", dir.display())))?;
-        let path = dir.join("trace.json");
-        let file = File::create(&path)
-            .map_err(|e| PluginError::new(format!("failed to create {}: {e}", path.display())))?;
+        let (file, path) = xpuprof_sdk::output::create_file(&session.output_dir, "trace.json")?;
         let writer = TraceWriter::new(BufWriter::with_capacity(256 * 1024, file), opts)
             .map_err(|e| PluginError::new(format!("failed to write {}: {e}", path.display())))?;
         Ok(Self { writer: Some(writer), path, session, log, warn_bytes, warned: false })
@@ -66,27 +71,19 @@ pub fn size_warning(path: &std::path::Path, mb: u64) -> String {
 
 impl Sink for ChromeSink {
     fn info() -> PluginInfo {
-        use ConfigType::*;
         PluginInfo {
             name: "chrome",
             version: env!("CARGO_PKG_VERSION"),
             description: "Chrome Trace Event JSON (trace.json) for Perfetto and chrome://tracing",
-            config_keys: vec![
-                ConfigKey::new("demangle", Bool, "true", "demangle names that arrive mangled (_Z...)"),
-                ConfigKey::new("cpu_samples", Bool, "true", "write CPU samples as instant events"),
-                ConfigKey::new("warn_mb", Integer, "256", "warn when trace.json grows past this many MB"),
-            ],
+            config_keys: ChromeConfig::schema().into_keys(),
             capabilities: vec![],
         }
     }
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
-        let opts = TraceOptions {
-            demangle: ctx.config.bool("demangle", true)?,
-            cpu_samples: ctx.config.bool("cpu_samples", true)?,
-        };
-        let warn_mb = ctx.config.integer("warn_mb", DEFAULT_WARN_MB)?.max(0) as u64;
-        Self::new(opts, ctx.session, warn_mb << 20, ctx.log)
+        let c: ChromeConfig = ctx.config.typed()?;
+        let opts = TraceOptions { demangle: c.demangle, cpu_samples: c.cpu_samples };
+        Self::new(opts, ctx.session, c.warn_mb << 20, ctx.log)
     }
 
     fn consume(&mut self, records: &[Record]) -> PluginResult<()> {

@@ -14,7 +14,7 @@ use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::prelude::*;
 
-use crate::config::Config;
+use crate::config::{Config, LaunchStacks};
 use crate::decode::{Decoder, Stats};
 
 /// Agent library file name.
@@ -70,15 +70,26 @@ fn unsafe_zeroed_dl_info() -> libc::Dl_info {
 
 /// Finds the agent: the `agent` key, `XPUPROF_CUPTI_AGENT`, next to this plugin, next to the
 /// running binary.
-pub fn find_agent(configured: &str) -> PluginResult<PathBuf> {
+pub fn find_agent(configured: Option<&str>) -> PluginResult<PathBuf> {
     let mut tried = Vec::new();
+    // A path the user named is used or refused, never skipped for another one.
+    let named = match (configured, std::env::var_os("XPUPROF_CUPTI_AGENT")) {
+        (Some(c), _) => Some((PathBuf::from(c), "[source.cupti] agent")),
+        (None, Some(p)) => Some((PathBuf::from(p), "XPUPROF_CUPTI_AGENT")),
+        (None, None) => None,
+    };
+    if let Some((path, origin)) = named {
+        if !path.is_file() {
+            return Err(PluginError::new(format!(
+                "failed to find the CUPTI agent {} named by {origin}: no such file",
+                path.display()
+            )));
+        }
+        xpuprof_sdk::trust::check_trusted_file(&path, &format!("the agent library {}", path.display()))
+            .map_err(|e| PluginError::new(format!("{e} (named by {origin})")))?;
+        return Ok(std::fs::canonicalize(&path).unwrap_or(path));
+    }
     let mut candidates = Vec::new();
-    if !configured.is_empty() {
-        candidates.push(PathBuf::from(configured));
-    }
-    if let Some(p) = std::env::var_os("XPUPROF_CUPTI_AGENT") {
-        candidates.push(PathBuf::from(p));
-    }
     if let Some(d) = own_dir() {
         candidates.push(d.join(AGENT_FILE));
     }
@@ -87,6 +98,8 @@ pub fn find_agent(configured: &str) -> PluginResult<PathBuf> {
     }
     for c in candidates {
         if c.is_file() {
+            xpuprof_sdk::trust::check_trusted_file(&c, &format!("the agent library {}", c.display()))
+                .map_err(PluginError::new)?;
             return Ok(std::fs::canonicalize(&c).unwrap_or(c));
         }
         tried.push(c.display().to_string());
@@ -126,14 +139,14 @@ impl Cupti {
     /// Creates the instance.
     pub fn new(ctx: CreateContext) -> PluginResult<Self> {
         let config = Config::from_plugin(&ctx.config)?;
-        if matches!(config.launch_stacks.as_str(), "ebpf" | "both")
+        if matches!(config.launch_stacks, LaunchStacks::Ebpf | LaunchStacks::Both)
             && !ctx.session.sources.iter().any(|s| s == "ebpf")
         {
             ctx.log.warn(&format!(
                 "launch_stacks = \"{}\" takes launch stacks from the eBPF source, which is not in this session: {}\n\
                  hint: run with --source ebpf,cupti (root), or set launch_stacks = \"agent\"",
-                config.launch_stacks,
-                if config.launch_stacks == "ebpf" { "kernels get no launch stacks" } else { "only the agent's stacks are recorded" }
+                config.launch_stacks.as_str(),
+                if config.launch_stacks == LaunchStacks::Ebpf { "kernels get no launch stacks" } else { "only the agent's stacks are recorded" }
             ));
         }
         Ok(Self {
@@ -151,7 +164,7 @@ impl Cupti {
 
     /// Sets the agent injection and the socket in the target's environment.
     pub fn prepare_env(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
-        let agent = find_agent(&self.config.agent)?;
+        let agent = find_agent(self.config.agent.as_deref())?;
         check_machine(&self.log);
         let dir = std::env::temp_dir().join(format!(
             "xpuprof-cupti-{}-{}",

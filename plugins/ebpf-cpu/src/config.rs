@@ -1,41 +1,43 @@
 //! The `[source.ebpf]` configuration table.
 
-use xpuprof_sdk::{ConfigKey, ConfigType, PluginConfig, PluginError, PluginResult};
+use xpuprof_sdk::config::TypedConfig;
+use xpuprof_sdk::{ConfigKey, PluginConfig, PluginError, PluginResult};
+
+xpuprof_sdk::plugin_config! {
+    /// The `[source.ebpf]` table as the user wrote it: every key, its type, default, range and
+    /// documentation. [`Config`] is what the source runs with.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct EbpfKeys {
+        /// on-CPU sampling frequency per CPU (software cpu-clock), 0 = off
+        pub sample_hz: u64 = 99, max(10_000);
+        /// also capture kernel stacks for on- and off-CPU samples
+        pub kernel_stacks: bool = false;
+        /// record off-CPU (blocked) time with the stack where the thread blocked
+        pub offcpu: bool = false;
+        /// ignore blocked intervals shorter than this (microseconds)
+        pub offcpu_min_us: u64 = 1000, max(3_600_000_000);
+        /// launch-class symbols to uprobe in whatever library or executable the target maps, e.g. ["cudaLaunchKernel"]
+        pub launch_probes: Vec<String> = [];
+        /// uprobe xpuprof_agent_launch, which xpuprof's in-target agents call when another source asks for
+        /// eBPF launch stacks ([source.cupti] launch_stacks = "ebpf" or "both"): exactly correlated launch
+        /// stacks. Unset: on whenever another source is in the session, looking only in xpuprof's agent
+        /// libraries (libxpuprof_*), at no cost until an agent calls it; true: also in every other library the
+        /// target maps (third-party agents); false: off
+        pub launch_stacks_from_trampoline: Option<bool> = None;
+        /// capture one launch-probe stack every N hits per thread
+        pub launch_sample_every: u64 = 1, min(1);
+        /// at most this many launch-probe stacks per second per thread, 0 = no limit
+        pub launch_max_per_sec_per_thread: u64 = 0;
+        /// how often to rescan the target's memory maps for new libraries (milliseconds)
+        pub maps_scan_ms: u64 = 100, min(1), max(60_000);
+        /// size of the kernel-to-host ring buffer (MiB, power of two)
+        pub ring_buffer_mib: u32 = 16, one_of([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]);
+    }
+}
 
 /// Every key `[source.ebpf]` accepts.
 pub fn keys() -> Vec<ConfigKey> {
-    use ConfigType::*;
-    vec![
-        ConfigKey::new("sample_hz", Integer, "99", "on-CPU sampling frequency per CPU (software cpu-clock), 0 = off"),
-        ConfigKey::new("kernel_stacks", Bool, "false", "also capture kernel stacks for on- and off-CPU samples"),
-        ConfigKey::new("offcpu", Bool, "false", "record off-CPU (blocked) time with the stack where the thread blocked"),
-        ConfigKey::new("offcpu_min_us", Integer, "1000", "ignore blocked intervals shorter than this (microseconds)"),
-        ConfigKey::new(
-            "launch_probes",
-            StringList,
-            "[]",
-            "launch-class symbols to uprobe in whatever library or executable the target maps, e.g. [\"cudaLaunchKernel\"]",
-        ),
-        ConfigKey::new(
-            "launch_stacks_from_trampoline",
-            Bool,
-            "true",
-            "uprobe xpuprof_agent_launch, which xpuprof's in-target agents call when another source asks for \
-             eBPF launch stacks ([source.cupti] launch_stacks = \"ebpf\" or \"both\"): exactly correlated launch \
-             stacks. Unset: on whenever another source is in the session, looking only in xpuprof's agent \
-             libraries (libxpuprof_*), at no cost until an agent calls it; true: also in every other library the \
-             target maps (third-party agents); false: off",
-        ),
-        ConfigKey::new("launch_sample_every", Integer, "1", "capture one launch-probe stack every N hits per thread"),
-        ConfigKey::new(
-            "launch_max_per_sec_per_thread",
-            Integer,
-            "0",
-            "at most this many launch-probe stacks per second per thread, 0 = no limit",
-        ),
-        ConfigKey::new("maps_scan_ms", Integer, "100", "how often to rescan the target's memory maps for new libraries"),
-        ConfigKey::new("ring_buffer_mib", Integer, "16", "size of the kernel-to-host ring buffer (MiB, power of two)"),
-    ]
+    EbpfKeys::schema().into_keys()
 }
 
 /// Where the correlation trampoline `xpuprof_agent_launch` is looked for and uprobed.
@@ -76,7 +78,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self::from_plugin_config(&PluginConfig::default(), &[]).expect("defaults are valid")
+        Self::from_keys(EbpfKeys::default(), &[]).expect("the declared defaults are valid")
     }
 }
 
@@ -84,63 +86,39 @@ impl Config {
     /// Reads and checks the configuration; `sources` are the session's sources (an unset
     /// `launch_stacks_from_trampoline` follows them).
     pub fn from_plugin_config(c: &PluginConfig, sources: &[String]) -> PluginResult<Self> {
-        let trampoline = if c.table().contains_key("launch_stacks_from_trampoline") {
-            if c.bool("launch_stacks_from_trampoline", true)? {
-                Trampoline::Everywhere
-            } else {
-                Trampoline::Off
-            }
-        } else if sources.iter().any(|s| s != crate::NAME) {
-            Trampoline::Agents
-        } else {
-            Trampoline::Off
+        Self::from_keys(c.typed()?, sources)
+    }
+
+    fn from_keys(k: EbpfKeys, sources: &[String]) -> PluginResult<Self> {
+        let trampoline = match k.launch_stacks_from_trampoline {
+            Some(true) => Trampoline::Everywhere,
+            Some(false) => Trampoline::Off,
+            None if sources.iter().any(|s| s != crate::NAME) => Trampoline::Agents,
+            None => Trampoline::Off,
         };
-        let cfg = Self {
-            sample_hz: non_negative(c, "sample_hz", 99)?,
-            kernel_stacks: c.bool("kernel_stacks", false)?,
-            offcpu: c.bool("offcpu", false)?,
-            offcpu_min_ns: non_negative(c, "offcpu_min_us", 1000)?.saturating_mul(1000),
-            launch_probes: c.string_list("launch_probes", &[])?,
-            trampoline,
-            launch_sample_every: non_negative(c, "launch_sample_every", 1)?.max(1),
-            launch_max_per_sec: non_negative(c, "launch_max_per_sec_per_thread", 0)?,
-            maps_scan_ms: non_negative(c, "maps_scan_ms", 100)?.max(1),
-            ring_buffer_bytes: ring_buffer_bytes(non_negative(c, "ring_buffer_mib", 16)?)?,
-        };
-        if cfg.sample_hz > 10_000 {
-            return Err(PluginError::new(format!(
-                "config key `sample_hz` is {}: at most 10000 is supported (99 is the usual choice)",
-                cfg.sample_hz
-            )));
-        }
-        if let Some(bad) = cfg.launch_probes.iter().find(|s| s.is_empty() || s.contains(char::is_whitespace))
-        {
+        if let Some(bad) = k.launch_probes.iter().find(|s| s.is_empty() || s.contains(char::is_whitespace)) {
             return Err(PluginError::new(format!(
                 "config key `launch_probes` has an invalid symbol name {bad:?}"
             )));
         }
-        Ok(cfg)
+        Ok(Self {
+            sample_hz: k.sample_hz,
+            kernel_stacks: k.kernel_stacks,
+            offcpu: k.offcpu,
+            offcpu_min_ns: k.offcpu_min_us.saturating_mul(1000),
+            launch_probes: k.launch_probes,
+            trampoline,
+            launch_sample_every: k.launch_sample_every,
+            launch_max_per_sec: k.launch_max_per_sec_per_thread,
+            maps_scan_ms: k.maps_scan_ms,
+            ring_buffer_bytes: k.ring_buffer_mib << 20,
+        })
     }
 
     /// True when any uprobe is wanted.
     pub fn wants_uprobes(&self) -> bool {
         self.trampoline != Trampoline::Off || !self.launch_probes.is_empty()
     }
-}
-
-fn non_negative(c: &PluginConfig, key: &str, default: i64) -> PluginResult<u64> {
-    let v = c.integer(key, default)?;
-    u64::try_from(v)
-        .map_err(|_| PluginError::new(format!("config key `{key}` must not be negative (got {v})")))
-}
-
-fn ring_buffer_bytes(mib: u64) -> PluginResult<u32> {
-    if !(1..=1024).contains(&mib) || !mib.is_power_of_two() {
-        return Err(PluginError::new(format!(
-            "config key `ring_buffer_mib` is {mib}: it must be a power of two between 1 and 1024"
-        )));
-    }
-    Ok((mib << 20) as u32)
 }
 
 #[cfg(test)]
@@ -155,8 +133,11 @@ mod tests {
         assert_eq!(c.trampoline, Trampoline::Off, "no other source: no trampoline");
         assert_eq!(c.offcpu_min_ns, 1_000_000);
         assert_eq!(c.ring_buffer_bytes, 16 << 20);
-        for k in keys() {
-            assert!(!k.default.is_empty(), "{} has a default", k.name);
+        let schema = EbpfKeys::schema();
+        assert!(schema.check_defaults().is_ok());
+        for k in schema.keys() {
+            let unset = k.name == "launch_stacks_from_trampoline";
+            assert_eq!(k.default.is_none(), unset, "{}: only the trampoline key is unset by default", k.name);
         }
     }
 
@@ -176,7 +157,7 @@ mod tests {
     fn rejects_bad_values_with_the_key_name() {
         let err = |t: &str| Config::from_plugin_config(&PluginConfig::parse(t).unwrap(), &[]).unwrap_err().0;
         assert!(err("sample_hz = -1").contains("sample_hz"));
-        assert!(err("ring_buffer_mib = 3").contains("power of two"));
+        assert!(err("ring_buffer_mib = 3").contains("one of 1, 2, 4"));
         assert!(err("launch_probes = [\"a b\"]").contains("launch_probes"));
         assert!(err("sample_hz = 50000").contains("10000"));
     }

@@ -9,6 +9,31 @@ use xpuprof_sdk::prelude::*;
 use crate::fold::{FoldedBuilder, FoldedOptions, View};
 use crate::render::{render, RenderOptions};
 
+xpuprof_sdk::config_enum! {
+    /// Which stacks the flame graph draws.
+    pub enum GraphView {
+        /// CPU samples and GPU work.
+        All = "all",
+        /// CPU samples only.
+        Cpu = "cpu",
+        /// GPU work under launch stacks.
+        Gpu = "gpu",
+    }
+}
+
+xpuprof_sdk::plugin_config! {
+    /// `[sink.flamegraph]`'s own keys (besides the folded view's, [`FoldedOptions`]).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct FlamegraphConfig {
+        /// title of the flame graph
+        pub title: String = "xpuprof: CPU stacks and GPU work";
+        /// image width in pixels
+        pub width: usize = 1200, min(100);
+        /// "all" (CPU samples and GPU work), "cpu" (CPU samples only) or "gpu" (GPU work under launch stacks)
+        pub view: GraphView = GraphView::All;
+    }
+}
+
 /// The `flamegraph` sink plugin.
 #[derive(Debug)]
 pub struct FlamegraphSink {
@@ -16,6 +41,8 @@ pub struct FlamegraphSink {
     view: View,
     render: RenderOptions,
     path: PathBuf,
+    out_dir: PathBuf,
+    file: Option<File>,
     log: Logger,
 }
 
@@ -28,67 +55,59 @@ impl FlamegraphSink {
         out_dir: PathBuf,
         log: Logger,
     ) -> Self {
-        Self { builder: FoldedBuilder::new(opts), view, render, path: out_dir.join("flamegraph.svg"), log }
+        let path = out_dir.join(FILE_NAME);
+        Self { builder: FoldedBuilder::new(opts), view, render, path, out_dir, file: None, log }
     }
 
-    fn write(&self) -> std::io::Result<bool> {
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
+    /// Creates `flamegraph.svg` now (before the target runs); [`Sink::finish`] fills it.
+    pub fn open_output(&mut self) -> PluginResult<()> {
+        let (file, path) = xpuprof_sdk::output::create_file(&self.out_dir, FILE_NAME)?;
+        (self.file, self.path) = (Some(file), path);
+        Ok(())
+    }
+
+    fn write(&mut self) -> std::io::Result<bool> {
         let lines: Vec<String> =
             self.builder.lines(self.view).into_iter().map(|(stack, w)| format!("{stack} {w}")).collect();
-        let mut out = BufWriter::new(File::create(&self.path)?);
+        let file = self.file.take().ok_or_else(|| std::io::Error::other("the output file is not open"))?;
+        let mut out = BufWriter::new(file);
         let drawn = render(&lines, &self.render, &mut out)?;
         out.flush()?;
         Ok(drawn)
     }
 }
 
+const FILE_NAME: &str = "flamegraph.svg";
+
 impl Sink for FlamegraphSink {
     fn info() -> PluginInfo {
-        use ConfigType::*;
-        let mut config_keys = FoldedOptions::config_keys();
-        config_keys.extend([
-            ConfigKey::new(
-                "title",
-                String,
-                "\"xpuprof: CPU stacks and GPU work\"",
-                "title of the flame graph",
-            ),
-            ConfigKey::new("width", Integer, "1200", "image width in pixels"),
-            ConfigKey::new(
-                "view",
-                String,
-                "\"all\"",
-                "\"all\" (CPU samples and GPU work), \"cpu\" (CPU samples only) or \"gpu\" (GPU work under launch stacks)",
-            ),
-        ]);
         PluginInfo {
             name: "flamegraph",
             version: env!("CARGO_PKG_VERSION"),
             description:
                 "interactive flame graph SVG (flamegraph.svg): CPU stacks with GPU work under its launches",
-            config_keys,
+            config_keys: FoldedOptions::schema().merge(FlamegraphConfig::schema()).into_keys(),
             capabilities: vec![],
         }
     }
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
         let opts = FoldedOptions::from_config(&ctx.config)?;
-        let width = ctx.config.integer("width", 1200)?;
+        let own = FlamegraphConfig::from_table_lenient(ctx.config.table())
+            .map_err(|p| PluginError::new(p.to_string()))?;
         let render = RenderOptions {
-            title: ctx.config.string("title", "xpuprof: CPU stacks and GPU work")?,
+            title: own.title,
             subtitle: (!ctx.session.command.is_empty()).then(|| ctx.session.command.join(" ")),
-            width: usize::try_from(width).ok().filter(|w| *w >= 100).ok_or_else(|| {
-                PluginError::new(format!("config key `width` is {width}; it must be at least 100"))
-            })?,
+            width: own.width,
         };
-        let view = match ctx.config.choice("view", &["all", "cpu", "gpu"], "all")?.as_str() {
-            "cpu" => View::Cpu,
-            "gpu" => View::Gpu,
-            _ => View::All,
+        let view = match own.view {
+            GraphView::All => View::All,
+            GraphView::Cpu => View::Cpu,
+            GraphView::Gpu => View::Gpu,
         };
-        Ok(Self::new(opts, view, render, ctx.session.output_dir, ctx.log))
+        let mut sink = Self::new(opts, view, render, ctx.session.output_dir, ctx.log);
+        sink.open_output()?;
+        Ok(sink)
     }
 
     fn consume(&mut self, records: &[Record]) -> PluginResult<()> {
@@ -99,6 +118,9 @@ impl Sink for FlamegraphSink {
     }
 
     fn finish(&mut self) -> PluginResult<Vec<PathBuf>> {
+        if self.file.is_none() {
+            self.open_output()?;
+        }
         let drawn = self
             .write()
             .map_err(|e| PluginError::new(format!("failed to write {}: {e}", self.path.display())))?;

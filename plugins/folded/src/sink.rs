@@ -15,39 +15,59 @@ pub struct FoldedSink {
     split: bool,
     out_dir: PathBuf,
     log: Logger,
+    /// The output files, created by [`FoldedSink::open_outputs`], in [`FoldedSink::views`] order.
+    opened: Vec<(PathBuf, File)>,
 }
 
 impl FoldedSink {
     /// A sink writing into `out_dir` (what [`Sink::create`] builds from the session).
     pub fn new(opts: FoldedOptions, split: bool, out_dir: PathBuf, log: Logger) -> Self {
-        Self { builder: FoldedBuilder::new(opts), split, out_dir, log }
+        Self { builder: FoldedBuilder::new(opts), split, out_dir, log, opened: Vec::new() }
     }
 
-    fn write_view(&self, view: View, name: &str) -> PluginResult<PathBuf> {
-        let path = self.out_dir.join(name);
-        write_file(&path, |w| self.builder.write(view, w))?;
-        Ok(path)
+    fn views(&self) -> Vec<(View, &'static str)> {
+        let mut v = vec![(View::All, "profile.folded")];
+        if self.split {
+            v.extend([(View::Cpu, "profile.cpu.folded"), (View::Gpu, "profile.gpu.folded")]);
+        }
+        v
+    }
+
+    /// Creates the output files now (before the target runs), so that a directory that cannot
+    /// be written is found at once; [`Sink::finish`] fills them.
+    pub fn open_outputs(&mut self) -> PluginResult<()> {
+        for (_, name) in self.views() {
+            let (file, path) = xpuprof_sdk::output::create_file(&self.out_dir, name)?;
+            self.opened.push((path, file));
+        }
+        Ok(())
     }
 }
 
-/// Creates `path` and fills it through `f`, naming the file in errors.
-fn write_file(path: &Path, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> PluginResult<()> {
+/// Fills the already created `file` (at `path`) through `f`, naming the file in errors.
+fn write_file(
+    file: File,
+    path: &Path,
+    f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> PluginResult<()> {
     let fail = |e: std::io::Error| PluginError::new(format!("failed to write {}: {e}", path.display()));
-    let file = File::create(path).map_err(fail)?;
     let mut w = BufWriter::new(file);
     f(&mut w).map_err(fail)?;
     w.flush().map_err(fail)
 }
 
+xpuprof_sdk::plugin_config! {
+    /// `[sink.folded]`'s own keys (besides the folded view's, [`FoldedOptions`]).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct FoldedSinkConfig {
+        /// also write profile.cpu.folded and profile.gpu.folded
+        pub split: bool = false;
+    }
+}
+
 impl Sink for FoldedSink {
     fn info() -> PluginInfo {
-        let mut config_keys = FoldedOptions::config_keys();
-        config_keys.push(ConfigKey::new(
-            "split",
-            ConfigType::Bool,
-            "false",
-            "also write profile.cpu.folded and profile.gpu.folded",
-        ));
+        let config_keys = FoldedOptions::schema().merge(FoldedSinkConfig::schema()).into_keys();
         PluginInfo {
             name: "folded",
             version: env!("CARGO_PKG_VERSION"),
@@ -59,8 +79,11 @@ impl Sink for FoldedSink {
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
         let opts = FoldedOptions::from_config(&ctx.config)?;
-        let split = ctx.config.bool("split", false)?;
-        Ok(Self::new(opts, split, ctx.session.output_dir, ctx.log))
+        let own: FoldedSinkConfig = FoldedSinkConfig::from_table_lenient(ctx.config.table())
+            .map_err(|p| PluginError::new(p.to_string()))?;
+        let mut sink = Self::new(opts, own.split, ctx.session.output_dir, ctx.log);
+        sink.open_outputs()?;
+        Ok(sink)
     }
 
     fn consume(&mut self, records: &[Record]) -> PluginResult<()> {
@@ -71,12 +94,13 @@ impl Sink for FoldedSink {
     }
 
     fn finish(&mut self) -> PluginResult<Vec<PathBuf>> {
-        std::fs::create_dir_all(&self.out_dir)
-            .map_err(|e| PluginError::new(format!("failed to create {}: {e}", self.out_dir.display())))?;
-        let mut files = vec![self.write_view(View::All, "profile.folded")?];
-        if self.split {
-            files.push(self.write_view(View::Cpu, "profile.cpu.folded")?);
-            files.push(self.write_view(View::Gpu, "profile.gpu.folded")?);
+        if self.opened.is_empty() {
+            self.open_outputs()?;
+        }
+        let mut files = Vec::new();
+        for ((view, _), (path, file)) in self.views().into_iter().zip(std::mem::take(&mut self.opened)) {
+            write_file(file, &path, |w| self.builder.write(view, w))?;
+            files.push(path);
         }
         let unmatched = self.builder.unmatched();
         if unmatched > 0 {

@@ -17,12 +17,13 @@ pub struct SummarySink {
     collector: Collector,
     session: SessionInfo,
     log: Logger,
+    opened: Vec<(PathBuf, std::fs::File)>,
 }
 
 impl SummarySink {
     /// A sink with these settings (what `create` builds; also for tests and benches).
     pub fn new(cfg: SummaryConfig, session: SessionInfo, log: Logger) -> Self {
-        Self { collector: Collector::new(cfg), session, log }
+        Self { collector: Collector::new(cfg), session, log, opened: Vec::new() }
     }
 
     /// Adds records (same as [`Sink::consume`], without the `Result`).
@@ -38,26 +39,37 @@ impl SummarySink {
         assemble::summary(&mut self.collector, &self.session)
     }
 
-    /// Writes both files into `dir` and returns their paths.
-    pub fn write(&self, s: &Summary, dir: &Path) -> PluginResult<Vec<PathBuf>> {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            PluginError::new(format!("failed to create output directory {}: {e}", dir.display()))
-        })?;
-        let txt = dir.join("summary.txt");
-        let json = dir.join("summary.json");
-        let mut body = serde_json::to_string_pretty(s)
+    /// Creates both files in `dir` now (before the target runs); [`SummarySink::write`] fills them.
+    pub fn open_outputs(&mut self, dir: &Path) -> PluginResult<()> {
+        for name in FILES {
+            let (file, path) = xpuprof_sdk::output::create_file(dir, name)?;
+            self.opened.push((path, file));
+        }
+        Ok(())
+    }
+
+    /// Writes both files into `dir` (the ones [`SummarySink::open_outputs`] created, when it
+    /// was called) and returns their paths.
+    pub fn write(&mut self, s: &Summary, dir: &Path) -> PluginResult<Vec<PathBuf>> {
+        if self.opened.is_empty() {
+            self.open_outputs(dir)?;
+        }
+        let mut json = serde_json::to_string_pretty(s)
             .map_err(|e| PluginError::new(format!("failed to encode summary.json: {e}")))?;
-        body.push('\n');
-        write_file(&txt, &text::render(s, self.collector.cfg.text_rows))?;
-        write_file(&json, &body)?;
-        Ok(vec![txt, json])
+        json.push('\n');
+        let bodies = [text::render(s, self.collector.cfg.text_rows), json];
+        let mut files = Vec::new();
+        for ((path, mut file), body) in std::mem::take(&mut self.opened).into_iter().zip(bodies) {
+            file.write_all(body.as_bytes())
+                .map_err(|e| PluginError::new(format!("failed to write {}: {e}", path.display())))?;
+            files.push(path);
+        }
+        Ok(files)
     }
 }
 
-fn write_file(path: &Path, body: &str) -> PluginResult<()> {
-    std::fs::write(path, body)
-        .map_err(|e| PluginError::new(format!("failed to write {}: {e}", path.display())))
-}
+/// The files written, in the order [`SummarySink::write`] fills them.
+const FILES: [&str; 2] = ["summary.txt", "summary.json"];
 
 impl Sink for SummarySink {
     fn info() -> PluginInfo {
@@ -72,7 +84,10 @@ impl Sink for SummarySink {
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
         let cfg = SummaryConfig::from_plugin(&ctx.config)?;
-        Ok(Self::new(cfg, ctx.session, ctx.log))
+        let dir = ctx.session.output_dir.clone();
+        let mut sink = Self::new(cfg, ctx.session, ctx.log);
+        sink.open_outputs(&dir)?;
+        Ok(sink)
     }
 
     fn consume(&mut self, records: &[Record]) -> PluginResult<()> {

@@ -6,6 +6,17 @@
 
 use xpuprof_sdk::prelude::*;
 
+xpuprof_sdk::plugin_config! {
+    /// The `[source.panicky]` table.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct PanickyConfig {
+        /// entry points that panic, and "thread" for a thread started in `start`
+        pub panic_in: Vec<String> = ["create", "prepare", "start", "stop"];
+        /// size of an oversized log message, loss cause and error (0: none)
+        pub huge_text_bytes: usize = 0;
+    }
+}
+
 /// The panicking source.
 #[derive(Debug)]
 pub struct Panicky {
@@ -28,27 +39,13 @@ impl Source for Panicky {
             name: "panicky",
             version: env!("CARGO_PKG_VERSION"),
             description: "test plugin: panics in the entry points listed in `panic_in`",
-            config_keys: vec![
-                ConfigKey::new(
-                    "panic_in",
-                    ConfigType::StringList,
-                    r#"["create", "prepare", "start", "stop"]"#,
-                    "entry points that panic, and \"thread\" for a thread started in `start`",
-                ),
-                ConfigKey::new(
-                    "huge_text_bytes",
-                    ConfigType::Integer,
-                    "0",
-                    "size of an oversized log message, loss cause and error (0: none)",
-                ),
-            ],
+            config_keys: PanickyConfig::schema().into_keys(),
             capabilities: vec![],
         }
     }
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
-        let panic_in = ctx.config.string_list("panic_in", &[])?;
-        let huge_text_bytes = ctx.config.integer("huge_text_bytes", 0)?.max(0) as usize;
+        let PanickyConfig { panic_in, huge_text_bytes } = ctx.config.typed()?;
         let me = Self { panic_in, huge_text_bytes, ctx };
         me.maybe_panic("create");
         Ok(me)

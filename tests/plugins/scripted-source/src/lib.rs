@@ -13,6 +13,15 @@ mod script;
 
 use xpuprof_sdk::prelude::*;
 
+xpuprof_sdk::plugin_config! {
+    /// The `[source.scripted]` table.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ScriptedConfig {
+        /// how many times to replay the launch part of the script
+        pub repeat: u64 = 1, min(1);
+    }
+}
+
 /// The scripted source.
 #[derive(Debug)]
 pub struct Scripted {
@@ -26,22 +35,14 @@ impl Source for Scripted {
             name: "scripted",
             version: env!("CARGO_PKG_VERSION"),
             description: "test double: emits a fixed, deterministic GPU session (no hardware needed)",
-            config_keys: vec![ConfigKey::new(
-                "repeat",
-                ConfigType::Integer,
-                "1",
-                "how many times to replay the launch part of the script",
-            )],
+            config_keys: ScriptedConfig::schema().into_keys(),
             capabilities: vec![],
         }
     }
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
-        let repeat = ctx.config.integer("repeat", 1)?;
-        if repeat < 1 {
-            return Err(PluginError::new(format!("`repeat` must be at least 1, got {repeat}")));
-        }
-        Ok(Self { emitter: ctx.emitter, repeat: repeat as u64 })
+        let repeat = ctx.config.typed::<ScriptedConfig>()?.repeat;
+        Ok(Self { emitter: ctx.emitter, repeat })
     }
 
     fn start(&mut self, _pid: u32) -> PluginResult<()> {

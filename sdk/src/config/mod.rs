@@ -1,72 +1,27 @@
-//! Plugin configuration: declared keys, and typed access to the values the user gave.
+//! Plugin configuration: one typed struct per plugin, from which everything else is derived.
 //!
-//! A plugin declares every key it accepts ([`ConfigKey`]) in its [`crate::PluginInfo`]. The
-//! host checks the user's `[source.NAME]` / `[sink.NAME]` table against them (unknown keys and
-//! wrong types are errors with file, line and column), fills in defaults, and hands the result to
-//! the plugin as a [`PluginConfig`].
+//! A plugin declares its `[source.NAME]` / `[sink.NAME]` table once, with
+//! [`crate::plugin_config!`]: each field's name is a key, its Rust type the key's type, and the
+//! declaration carries the default, the allowed values or range, and the documentation. From it
+//! come the [`ConfigSchema`] (put in [`crate::PluginInfo::config`], sent to the host, printed by
+//! `xpuprof plugins` and in `xpuprof.toml.example`), the struct's `Default`, and the typed
+//! reading of the user's table ([`PluginConfig::typed`]).
+//!
+//! The host checks the user's table against the schema before the target starts (unknown keys,
+//! types, allowed values and ranges are errors with file, line and column) and passes only the
+//! keys the user wrote: a key left out keeps its declared default when the plugin reads it, and
+//! an `Option` field declared `= None` stays *unset*, so a plugin can tell "not given" from any
+//! value.
+
+mod declare;
+mod schema;
+mod value;
+
+pub use schema::{ConfigKey, ConfigSchema, ConfigType, KeyProblem};
+pub use toml::{Table, Value};
+pub use value::{read_key, ConfigValue, FromDefault, KeyBuilder, TypedConfig};
 
 use crate::plugin::{PluginError, PluginResult};
-
-/// Type of a configuration value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum ConfigType {
-    /// `true` / `false`.
-    Bool = 1,
-    /// A 64-bit integer.
-    Integer = 2,
-    /// A float (integers are accepted too).
-    Float = 3,
-    /// A string.
-    String = 4,
-    /// An array of strings.
-    StringList = 5,
-}
-
-impl ConfigType {
-    /// Decodes the ABI byte.
-    pub fn from_u8(v: u8) -> Option<Self> {
-        Some(match v {
-            1 => Self::Bool,
-            2 => Self::Integer,
-            3 => Self::Float,
-            4 => Self::String,
-            5 => Self::StringList,
-            _ => return None,
-        })
-    }
-
-    /// Name used in error messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Bool => "a boolean",
-            Self::Integer => "an integer",
-            Self::Float => "a number",
-            Self::String => "a string",
-            Self::StringList => "an array of strings",
-        }
-    }
-}
-
-/// One configuration key a plugin accepts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigKey {
-    /// Key name.
-    pub name: &'static str,
-    /// Value type.
-    pub ty: ConfigType,
-    /// Default as a TOML literal (`"99"`, `"true"`, `"\"agent\""`, `"[]"`); empty for none.
-    pub default: &'static str,
-    /// One-line documentation (shown by `xpuprof plugins` and in `xpuprof.toml.example`).
-    pub doc: &'static str,
-}
-
-impl ConfigKey {
-    /// Declares a key.
-    pub const fn new(name: &'static str, ty: ConfigType, default: &'static str, doc: &'static str) -> Self {
-        Self { name, ty, default, doc }
-    }
-}
 
 /// The validated configuration a plugin instance receives.
 #[derive(Debug, Clone, Default)]
@@ -87,9 +42,15 @@ impl PluginConfig {
             .map_err(|e| PluginError::new(format!("failed to parse plugin config: {e}")))
     }
 
-    /// The raw table.
+    /// The raw table: only the keys the user wrote.
     pub fn table(&self) -> &toml::Table {
         &self.table
+    }
+
+    /// Reads the table into the plugin's typed configuration struct; absent keys take the
+    /// struct's declared defaults, and every value is checked against its declaration.
+    pub fn typed<T: TypedConfig>(&self) -> PluginResult<T> {
+        T::from_table(&self.table).map_err(|p| PluginError::new(p.to_string()))
     }
 
     fn wrong(key: &str, ty: ConfigType) -> PluginError {
@@ -97,6 +58,7 @@ impl PluginConfig {
     }
 
     /// A boolean, or `default` when the key is absent.
+    #[deprecated(note = "declare the table with `plugin_config!` and read it with `PluginConfig::typed`")]
     pub fn bool(&self, key: &str, default: bool) -> PluginResult<bool> {
         match self.table.get(key) {
             None => Ok(default),
@@ -105,6 +67,7 @@ impl PluginConfig {
     }
 
     /// An integer, or `default` when the key is absent.
+    #[deprecated(note = "declare the table with `plugin_config!` and read it with `PluginConfig::typed`")]
     pub fn integer(&self, key: &str, default: i64) -> PluginResult<i64> {
         match self.table.get(key) {
             None => Ok(default),
@@ -113,6 +76,7 @@ impl PluginConfig {
     }
 
     /// A number, or `default` when the key is absent.
+    #[deprecated(note = "declare the table with `plugin_config!` and read it with `PluginConfig::typed`")]
     pub fn float(&self, key: &str, default: f64) -> PluginResult<f64> {
         match self.table.get(key) {
             None => Ok(default),
@@ -124,6 +88,7 @@ impl PluginConfig {
     }
 
     /// A string, or `default` when the key is absent.
+    #[deprecated(note = "declare the table with `plugin_config!` and read it with `PluginConfig::typed`")]
     pub fn string(&self, key: &str, default: &str) -> PluginResult<String> {
         match self.table.get(key) {
             None => Ok(default.to_owned()),
@@ -132,7 +97,9 @@ impl PluginConfig {
     }
 
     /// A string that must be one of `allowed`, or `default` when the key is absent.
+    #[deprecated(note = "declare the table with `plugin_config!` and read it with `PluginConfig::typed`")]
     pub fn choice(&self, key: &str, allowed: &[&str], default: &str) -> PluginResult<String> {
+        #[allow(deprecated)]
         let v = self.string(key, default)?;
         if allowed.contains(&v.as_str()) {
             Ok(v)
@@ -145,6 +112,7 @@ impl PluginConfig {
     }
 
     /// An array of strings, or `default` when the key is absent.
+    #[deprecated(note = "declare the table with `plugin_config!` and read it with `PluginConfig::typed`")]
     pub fn string_list(&self, key: &str, default: &[&str]) -> PluginResult<Vec<String>> {
         match self.table.get(key) {
             None => Ok(default.iter().map(|s| (*s).to_owned()).collect()),
