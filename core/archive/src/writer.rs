@@ -83,7 +83,7 @@ impl Writer {
     /// `out` without following symbolic links ([`xpuprof_sdk::output::create_file`]).
     pub fn create_in(out: &Path, relative: &str, meta: &Meta) -> Result<Self, ArchiveError> {
         let (file, path) = xpuprof_sdk::output::create_file(out, relative)
-            .map_err(|e| ArchiveError::io("create", &e.path.clone(), e.source))?;
+            .map_err(|e| ArchiveError::io("create", e.path.clone(), e.source))?;
         Self::with_file(file, path, meta)
     }
 

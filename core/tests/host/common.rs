@@ -84,3 +84,38 @@ pub fn plugin_subset(names: &[&str]) -> tempfile::TempDir {
     }
     dir
 }
+
+/// The uid and gid of `nobody`, the ordinary user of the tests that need one.
+pub const NOBODY: u32 = 65534;
+
+/// True when running as root. Otherwise the test cannot check what it is about: in CI (which
+/// runs as root) that is a failure; locally it is a visible skip.
+pub fn require_root(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "{test} needs root, and CI runs as root");
+    eprintln!("SKIPPED {test}: needs root");
+    false
+}
+
+/// Runs xpuprof with `args` in `cwd` as the ordinary user `nobody` (the test runs as root).
+pub fn as_nobody(cwd: &Path, args: &[&str]) -> Output {
+    use std::os::unix::process::CommandExt;
+    Command::new(xpuprof())
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("XPUPROF_PLUGIN_PATH")
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output()
+        .expect("failed to run xpuprof as nobody")
+}
+
+/// The home directory of `uid` in the user database.
+pub fn home_of(uid: u32) -> String {
+    let o = Command::new("getent").args(["passwd", &uid.to_string()]).output().expect("run getent");
+    let line = String::from_utf8_lossy(&o.stdout).into_owned();
+    line.trim().split(':').nth(5).unwrap_or_default().to_owned()
+}

@@ -12,4 +12,5 @@ mod fixtures;
 mod lifecycle;
 mod plugins;
 mod report;
+mod safety;
 mod terminal;

@@ -46,6 +46,9 @@ pub fn workloads() -> &'static Path {
         cc(&["-shared", "-fPIC", &s("launchlib.c"), "-o", "liblaunchtest.so"]);
         cc(&[&s("launch.c"), "-o", "launch", "-L.", "-llaunchtest", "-Wl,-rpath,$ORIGIN"]);
         cc(&[&s("launch.c"), &s("launchlib.c"), "-o", "launch_static"]);
+        // The same trampoline in a library named like xpuprof's own agents (libxpuprof_*).
+        cc(&["-shared", "-fPIC", &s("launchlib.c"), "-o", "libxpuprof_testagent.so"]);
+        cc(&[&s("launch.c"), "-o", "launch_agent", "-L.", "-lxpuprof_testagent", "-Wl,-rpath,$ORIGIN"]);
         cc(&[&s("launch_dlopen.c"), "-o", "launch_dlopen", "-ldl"]);
         cc(&[&s("threads.c"), "-o", "threads", "-pthread"]);
         cc(&[&s("launch_loop.c"), "-o", "launch_loop", "-L.", "-llaunchtest", "-Wl,-rpath,$ORIGIN"]);
@@ -67,9 +70,18 @@ pub fn profile(config: &str, argv: &[&str]) -> (Vec<Record>, ExitStatus) {
 
 /// As [`profile`], plus the CPU time (user + system, ns) of the child and its descendants.
 pub fn profile_with_cpu_time(config: &str, argv: &[&str]) -> (Vec<Record>, ExitStatus, u64) {
+    profile_in_session(config, &[], argv)
+}
+
+/// As [`profile_with_cpu_time`], in a session whose sources are `sources` (what the host says).
+pub fn profile_in_session(config: &str, sources: &[&str], argv: &[&str]) -> (Vec<Record>, ExitStatus, u64) {
     let ctx = CreateContext {
         config: PluginConfig::parse(config).unwrap(),
-        session: SessionInfo { command: argv.iter().map(|s| s.to_string()).collect(), ..Default::default() },
+        session: SessionInfo {
+            command: argv.iter().map(|s| s.to_string()).collect(),
+            sources: sources.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        },
         emitter: Emitter::detached(),
         log: Logger::stderr(),
     };

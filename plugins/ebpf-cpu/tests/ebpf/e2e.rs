@@ -157,3 +157,23 @@ fn xpuprof_folded_shows_where_threads_blocked_and_for_how_long() {
     }
     assert!(folded.lines().all(|l| l.starts_with("[off-cpu];")), "only off-CPU lines expected:\n{folded}");
 }
+
+#[test]
+fn ebpf_alone_through_the_host_does_not_look_for_the_trampoline() {
+    if !root_or_skip("ebpf_alone_through_the_host_does_not_look_for_the_trampoline") {
+        return;
+    }
+    let Some(bin) = xpuprof() else { return };
+    let out = tempfile::tempdir().unwrap();
+    // The host used to fill the declared default (true) before the plugin saw the table, so
+    // every `--source ebpf` run searched every file for the trampoline and warned.
+    let run = Command::new(&bin)
+        .args(["--quiet", "--source", "ebpf", "--sink", "folded", "-o"])
+        .arg(out.path().join("o"))
+        .args(["--", "/bin/true"])
+        .output()
+        .expect("run xpuprof");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "stderr:\n{stderr}");
+    assert!(!stderr.contains("xpuprof_agent_launch"), "spurious trampoline warning:\n{stderr}");
+}

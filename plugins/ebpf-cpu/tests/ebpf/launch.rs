@@ -2,7 +2,7 @@
 
 use xpuprof_sdk::model::backend;
 
-use crate::common::{profile, root_or_skip, workload, Session};
+use crate::common::{profile, profile_in_session, root_or_skip, workload, Session};
 
 /// The workload calls at once and exits about a millisecond after exec, before any maps rescan:
 /// its frames normalise from the mappings the kernel sends at its exit.
@@ -51,6 +51,39 @@ fn trampoline_returns_the_exact_correlation_ids() {
         assert!(stack.ends_with("main;agent_api_entry;xpuprof_agent_launch"), "stack {stack}");
     }
     assert!(s.losses().is_empty(), "losses: {:?}", s.losses());
+}
+
+/// The correlation ids of the trampoline's launch sites when `launch_agent` (trampoline in
+/// `libxpuprof_testagent.so`) or `launch` (in `liblaunchtest.so`) runs in a session of `sources`.
+fn trampoline_ids(cfg: &str, sources: &[&str], program: &str) -> Vec<u64> {
+    let (records, status, _) = profile_in_session(cfg, sources, &[&workload(program), LIVE_MS]);
+    assert!(status.success());
+    let s = Session::new(records);
+    assert!(s.losses().is_empty(), "losses: {:?}", s.losses());
+    s.launch_sites().iter().filter(|l| l.correlation.backend == 0x1234).map(|l| l.correlation.id).collect()
+}
+
+#[test]
+fn trampoline_unset_probes_xpuprofs_agent_libraries_when_another_source_runs() {
+    if !root_or_skip("trampoline_unset_probes_xpuprofs_agent_libraries_when_another_source_runs") {
+        return;
+    }
+    // docs/ebpf.md: unset = on whenever another source is in the session, in libxpuprof_* only.
+    let cfg = "sample_hz = 0";
+    assert_eq!(trampoline_ids(cfg, &["ebpf", "cupti"], "launch_agent"), [1001, 1002, 1003]);
+    assert_eq!(trampoline_ids(cfg, &["ebpf", "cupti"], "launch"), [0u64; 0], "not an agent library");
+}
+
+#[test]
+fn trampoline_unset_is_off_when_ebpf_runs_alone_and_false_is_off() {
+    if !root_or_skip("trampoline_unset_is_off_when_ebpf_runs_alone_and_false_is_off") {
+        return;
+    }
+    assert_eq!(trampoline_ids("sample_hz = 0", &["ebpf"], "launch_agent"), [0u64; 0]);
+    let off = "sample_hz = 0\nlaunch_stacks_from_trampoline = false";
+    assert_eq!(trampoline_ids(off, &["ebpf", "cupti"], "launch_agent"), [0u64; 0]);
+    let everywhere = "sample_hz = 0\nlaunch_stacks_from_trampoline = true";
+    assert_eq!(trampoline_ids(everywhere, &["ebpf"], "launch"), [1001, 1002, 1003]);
 }
 
 #[test]
