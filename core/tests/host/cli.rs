@@ -185,7 +185,18 @@ fn end_summary_shows_sources_losses_and_files() {
 fn example_config_documents_every_plugin_key() {
     // The committed example is generated from the plugins' declared keys; regenerate it with
     // XPUPROF_BLESS=1 (or `xpuprof plugins --config-example > xpuprof.toml.example`).
-    for p in ["ebpf", "cupti", "folded", "chrome", "archive", "flamegraph", "summary"] {
+    for p in [
+        "ebpf",
+        "cupti",
+        "folded",
+        "chrome",
+        "archive",
+        "flamegraph",
+        "summary",
+        "perfetto",
+        "pprof",
+        "levelzero",
+    ] {
         require_plugin(p);
     }
     let (o, _d) = run(&["plugins", "--config-example"]);

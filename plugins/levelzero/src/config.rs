@@ -1,27 +1,26 @@
-//! `[source.levelzero]` settings.
+//! `[source.levelzero]` settings, declared once in [`Config`].
 
+use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::prelude::*;
 
-/// The plugin's settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// Agent library path ("" = next to this plugin).
-    pub agent: String,
+xpuprof_sdk::plugin_config! {
+    /// The `[source.levelzero]` table.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Config {
+        /// path of libxpuprof_levelzero_agent.so (unset: XPUPROF_LEVELZERO_AGENT, else next to this plugin);
+        /// as root it must be owned by root or the invoking user and not writable by others
+        pub agent: Option<String> = None;
+    }
 }
 
 /// The keys `[source.levelzero]` accepts.
 pub fn keys() -> Vec<ConfigKey> {
-    vec![ConfigKey::new(
-        "agent",
-        ConfigType::String,
-        "\"\"",
-        "path of libxpuprof_levelzero_agent.so (default: next to this plugin)",
-    )]
+    Config::schema().into_keys()
 }
 
 impl Config {
     /// Reads the settings.
     pub fn from_plugin(c: &PluginConfig) -> PluginResult<Self> {
-        Ok(Self { agent: c.string("agent", "")? })
+        c.typed()
     }
 }

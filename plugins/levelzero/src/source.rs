@@ -66,17 +66,18 @@ fn own_dir() -> Option<PathBuf> {
 
 /// Finds the agent: the `agent` key, `XPUPROF_LEVELZERO_AGENT`, next to this plugin, next to
 /// the running binary.
-pub fn find_agent(configured: &str) -> PluginResult<PathBuf> {
+pub fn find_agent(configured: Option<&str>) -> PluginResult<PathBuf> {
     let mut candidates = Vec::new();
-    if !configured.is_empty() {
-        candidates.push(PathBuf::from(configured));
-    }
+    candidates.extend(configured.map(PathBuf::from));
     if let Some(p) = std::env::var_os("XPUPROF_LEVELZERO_AGENT") {
         candidates.push(PathBuf::from(p));
     }
     candidates.extend(own_dir().map(|d| d.join(AGENT_FILE)));
     candidates.extend(std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join(AGENT_FILE))));
     if let Some(c) = candidates.iter().find(|c| c.is_file()) {
+        // As root, an agent another user could have written would run inside the target.
+        xpuprof_sdk::trust::check_trusted_file(c, &format!("the agent library {}", c.display()))
+            .map_err(PluginError::new)?;
         return Ok(std::fs::canonicalize(c).unwrap_or_else(|_| c.clone()));
     }
     let tried: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
@@ -105,7 +106,7 @@ impl LevelZero {
 
     /// Preloads the agent, turns the tracing layer on and opens the socket.
     pub fn prepare_env(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
-        let agent = find_agent(&self.config.agent)?;
+        let agent = find_agent(self.config.agent.as_deref())?;
         for (missing, why) in crate::machine::missing() {
             self.log.warn(&format!("{missing}: {why}"));
         }

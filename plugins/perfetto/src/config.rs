@@ -1,62 +1,53 @@
-//! `[sink.perfetto]` configuration.
+//! `[sink.perfetto]` configuration, declared once in [`PerfettoConfig`].
 
-use xpuprof_sdk::{ConfigKey, ConfigType, PluginConfig, PluginError, PluginResult};
+use xpuprof_sdk::config::TypedConfig;
+use xpuprof_sdk::{ConfigKey, PluginConfig, PluginResult};
 
 use crate::output::OutputOptions;
 use crate::writer::TraceOptions;
 
+xpuprof_sdk::plugin_config! {
+    /// The `[sink.perfetto]` table.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct PerfettoConfig {
+        /// demangle names that arrive mangled (_Z...)
+        pub demangle: bool = true;
+        /// write CPU samples (flame graph) and off-CPU time
+        pub cpu_samples: bool = true;
+        /// attach correlation ids, bytes and results to slices
+        pub args: bool = true;
+        /// deflate packets in bundles (compressed_packets)
+        pub compress: bool = true;
+        /// uncompressed KiB per compressed bundle (Perfetto reads compressed bundles of at most 512 KiB)
+        pub bundle_kib: usize = 256, min(4), max(480);
+        /// uncompressed MiB after which interned data is cleared and re-emitted
+        pub intern_reset_mib: u64 = 64, min(1), max(1 << 20);
+    }
+}
+
 /// Every key `[sink.perfetto]` accepts.
 pub fn keys() -> Vec<ConfigKey> {
-    use ConfigType::*;
-    vec![
-        ConfigKey::new("demangle", Bool, "true", "demangle names that arrive mangled (_Z...)"),
-        ConfigKey::new("cpu_samples", Bool, "true", "write CPU samples (flame graph) and off-CPU time"),
-        ConfigKey::new("args", Bool, "true", "attach correlation ids, bytes and results to slices"),
-        ConfigKey::new("compress", Bool, "true", "deflate packets in bundles (compressed_packets)"),
-        ConfigKey::new("bundle_kib", Integer, "256", "uncompressed KiB per compressed bundle (4..480)"),
-        ConfigKey::new(
-            "intern_reset_mib",
-            Integer,
-            "64",
-            "uncompressed MiB after which interned data is cleared and re-emitted",
-        ),
-    ]
+    PerfettoConfig::schema().into_keys()
+}
+
+impl From<PerfettoConfig> for TraceOptions {
+    fn from(c: PerfettoConfig) -> Self {
+        TraceOptions {
+            demangle: c.demangle,
+            cpu_samples: c.cpu_samples,
+            args: c.args,
+            output: OutputOptions { compress: c.compress, bundle_bytes: c.bundle_kib * 1024 },
+            reset_bytes: c.intern_reset_mib * 1024 * 1024,
+        }
+    }
 }
 
 /// Reads the validated options from `config`.
 pub fn options(config: &PluginConfig) -> PluginResult<TraceOptions> {
-    let bundle_kib = config.integer("bundle_kib", 256)?;
-    if !(4..=480).contains(&bundle_kib) {
-        return Err(PluginError::new(format!(
-            "sink.perfetto.bundle_kib = {bundle_kib} is out of range: use 4 to 480 (Perfetto reads \
-             compressed bundles of at most 512 KiB)"
-        )));
-    }
-    let reset_mib = config.integer("intern_reset_mib", 64)?;
-    if reset_mib < 1 {
-        return Err(PluginError::new(format!(
-            "sink.perfetto.intern_reset_mib = {reset_mib} must be at least 1"
-        )));
-    }
-    Ok(TraceOptions {
-        demangle: config.bool("demangle", true)?,
-        cpu_samples: config.bool("cpu_samples", true)?,
-        args: config.bool("args", true)?,
-        output: OutputOptions {
-            compress: config.bool("compress", true)?,
-            bundle_bytes: bundle_kib as usize * 1024,
-        },
-        reset_bytes: reset_mib as u64 * 1024 * 1024,
-    })
+    Ok(config.typed::<PerfettoConfig>()?.into())
 }
 
 /// The defaults, as [`options`] returns them for an empty config.
 pub fn defaults() -> TraceOptions {
-    TraceOptions {
-        demangle: true,
-        cpu_samples: true,
-        args: true,
-        output: OutputOptions { compress: true, bundle_bytes: 256 * 1024 },
-        reset_bytes: 64 * 1024 * 1024,
-    }
+    PerfettoConfig::default().into()
 }

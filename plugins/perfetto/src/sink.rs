@@ -23,12 +23,7 @@ pub struct PerfettoSink {
 impl PerfettoSink {
     /// A sink writing `<session.output_dir>/trace.perfetto-trace`.
     pub fn new(opts: TraceOptions, session: &SessionInfo, log: Logger) -> PluginResult<Self> {
-        let dir = &session.output_dir;
-        std::fs::create_dir_all(dir)
-            .map_err(|e| PluginError::new(format!("failed to create {}: {e}", dir.display())))?;
-        let path = dir.join(FILE_NAME);
-        let file = File::create(&path)
-            .map_err(|e| PluginError::new(format!("failed to create {}: {e}", path.display())))?;
+        let (file, path) = xpuprof_sdk::output::create_file(&session.output_dir, FILE_NAME)?;
         let writer = TraceWriter::new(BufWriter::with_capacity(256 * 1024, file), opts);
         Ok(Self { writer: Some(writer), path, log, stats: TraceStats::default() })
     }

@@ -1,34 +1,25 @@
-//! `[sink.pprof]` configuration.
+//! `[sink.pprof]` configuration, declared once in [`ProfileOptions`].
 
-use xpuprof_sdk::{ConfigKey, ConfigType, PluginConfig, PluginResult};
+use xpuprof_sdk::config::TypedConfig;
+use xpuprof_sdk::{ConfigKey, PluginConfig, PluginResult};
+
+xpuprof_sdk::plugin_config! {
+    /// The `[sink.pprof]` table.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct ProfileOptions {
+        /// demangle names that arrive mangled (_Z...)
+        pub demangle: bool = true;
+        /// add CPU samples (cpu_time, off_cpu_time)
+        pub cpu_samples: bool = true;
+    }
+}
 
 /// Every key `[sink.pprof]` accepts.
 pub fn keys() -> Vec<ConfigKey> {
-    vec![
-        ConfigKey::new("demangle", ConfigType::Bool, "true", "demangle names that arrive mangled (_Z...)"),
-        ConfigKey::new("cpu_samples", ConfigType::Bool, "true", "add CPU samples (cpu_time, off_cpu_time)"),
-    ]
-}
-
-/// The validated settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProfileOptions {
-    /// Demangle `_Z...` names.
-    pub demangle: bool,
-    /// Add CPU samples.
-    pub cpu_samples: bool,
-}
-
-impl Default for ProfileOptions {
-    fn default() -> Self {
-        Self { demangle: true, cpu_samples: true }
-    }
+    ProfileOptions::schema().into_keys()
 }
 
 /// Reads the validated options from `config`.
 pub fn options(config: &PluginConfig) -> PluginResult<ProfileOptions> {
-    Ok(ProfileOptions {
-        demangle: config.bool("demangle", true)?,
-        cpu_samples: config.bool("cpu_samples", true)?,
-    })
+    config.typed()
 }

@@ -33,12 +33,7 @@ impl PprofSink {
     /// A sink writing `<session.output_dir>/profile.pb.gz`. The file is created now, so a
     /// directory that cannot be written fails before the run, and written at the end.
     pub fn new(opts: ProfileOptions, session: &SessionInfo) -> PluginResult<Self> {
-        let dir = &session.output_dir;
-        std::fs::create_dir_all(dir)
-            .map_err(|e| PluginError::new(format!("failed to create {}: {e}", dir.display())))?;
-        let path = dir.join(FILE_NAME);
-        let file = File::create(&path)
-            .map_err(|e| PluginError::new(format!("failed to create {}: {e}", path.display())))?;
+        let (file, path) = xpuprof_sdk::output::create_file(&session.output_dir, FILE_NAME)?;
         Ok(Self {
             opts,
             file: Some(file),
