@@ -106,7 +106,7 @@ pub fn as_nobody(cwd: &Path, args: &[&str]) -> Output {
     Command::new(xpuprof())
         .args(args)
         .current_dir(cwd)
-        .env_remove("XPUPROF_PLUGIN_PATH")
+        .env("XPUPROF_PLUGIN_PATH", test_plugin_path())
         .uid(NOBODY)
         .gid(NOBODY)
         .output()

@@ -205,7 +205,7 @@ fn as_root_a_world_writable_agent_library_is_refused() {
     let o = Command::new(xpuprof())
         .args(["--source", "cupti,scripted", "--sink", "folded", "--", "sh", "-c", show])
         .current_dir(dir.path())
-        .env_remove("XPUPROF_PLUGIN_PATH")
+        .env("XPUPROF_PLUGIN_PATH", test_plugin_path())
         .env("XPUPROF_CUPTI_AGENT", &agent)
         .output()
         .unwrap();
@@ -228,7 +228,7 @@ fn under_sudo_the_target_runs_as_the_invoking_user_unless_asked_to_keep_root() {
         let o = Command::new(xpuprof())
             .args(&args)
             .current_dir(dir.path())
-            .env_remove("XPUPROF_PLUGIN_PATH")
+            .env("XPUPROF_PLUGIN_PATH", test_plugin_path())
             .env("SUDO_UID", NOBODY.to_string())
             .env("SUDO_GID", NOBODY.to_string())
             .output()
