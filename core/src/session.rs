@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use xpuprof_sdk::PluginKind;
 
 use crate::config::{self, ConfigError, FileConfig};
-use crate::host::sources::Sources;
-use crate::host::{HostContext, Instance, PluginThread, Registry, SearchPath, SourceBatch};
+use crate::host::sources::{report_failure, Sources};
+use crate::host::{CallError, HostContext, Instance, PluginThread, Registry, SearchPath, SourceBatch};
 use crate::outdir::{self, OutputDir, OutputDirError};
 use crate::pipeline::sinks::{SinkResults, Sinks, SINK_QUEUE};
 use crate::pipeline::{Pipeline, PipelineStats};
@@ -215,14 +215,15 @@ pub fn session_table(
 }
 
 /// Creates sink instances, each on its own thread. Sinks open their files when created, so a
-/// sink that cannot be created means an output that cannot be written: that stops the session
-/// before anything runs (exit code 125) instead of after.
+/// sink whose `create` fails means an output that cannot be written: that stops the session
+/// before anything runs (exit code 125) instead of after. A sink stuck in `create` is abandoned
+/// and reported, and the session goes on with the others.
 pub fn create_sinks(
     reg: &Registry,
     names: &[String],
     file: Option<&FileConfig>,
     session: &toml::Table,
-    _failures: &mut Vec<String>,
+    failures: &mut Vec<String>,
 ) -> Result<Sinks, SessionError> {
     let timeout = FileConfig::plugin_timeout(file);
     let mut sinks = Vec::new();
@@ -232,7 +233,12 @@ pub fn create_sinks(
         let create = move || Instance::create_with(&plugin, &args, host);
         match PluginThread::spawn(host, timeout, SINK_QUEUE, create) {
             Ok(t) => sinks.push(t),
-            Err(e) => return Err(SessionError::Internal(format!("{e}; nothing was run"))),
+            // A sink that cannot open its output: stop now. A stuck one is abandoned and the
+            // session goes on with the others (a hung plugin must not take the run down).
+            Err(e @ CallError::Failed { .. }) => {
+                return Err(SessionError::Internal(format!("{e}; nothing was run")))
+            }
+            Err(e) => report_failure(failures, &e),
         }
     }
     Ok(Sinks::new(sinks))
