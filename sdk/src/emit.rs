@@ -224,7 +224,7 @@ impl StringInterner {
         let id = StrId(self.next);
         self.next += 1;
         self.map.insert(text.to_owned(), id);
-        emitter.emit(&Record::Str(StrDef { id, text: text.to_owned() }));
+        emitter.emit(&Record::Str(StrDef::default().id(id).text(text.to_owned())));
         id
     }
 }

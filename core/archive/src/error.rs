@@ -26,7 +26,7 @@ pub enum ArchiveError {
     },
     /// The archive was written in a format version this reader does not speak.
     #[error(
-        "failed to open archive {}: format version {found}, this xpuprof reads version {supported}",
+        "failed to open archive {}: format version {found}, this xpuprof reads versions 1 to {supported}",
         path.display()
     )]
     Version {
@@ -34,7 +34,7 @@ pub enum ArchiveError {
         path: PathBuf,
         /// The version in the file.
         found: u32,
-        /// The version this reader speaks.
+        /// The newest version this reader speaks (it reads every older one).
         supported: u32,
     },
     /// The file is damaged or truncated from this byte on; everything before was readable.

@@ -1,19 +1,55 @@
 //! The compact per-location event encoding.
 //!
 //! Each record is `header: u8`, an optional sequence delta, then its body:
-//! - header low 4 bits: the [`Kind`]; high 4 bits: the global sequence delta from the previous
-//!   record of this location (1..=15), or 0 when a varint delta follows;
+//! - header low 4 bits: the event's archive kind (0 = raw); high 4 bits: the global sequence
+//!   delta from the previous record of this location (1..=15), or 0 when a varint delta follows;
 //! - raw records: varint length + the record's `xpuprof_sdk::codec` bytes;
-//! - other kinds: a varint mask of the fields that differ from their prediction, then for each of
-//!   them the zig-zag varint of `value - prediction` (wrapping).
+//! - other kinds: a varint mask of the columns that differ from their prediction, then for each
+//!   of them the zig-zag varint of `value - prediction` (wrapping).
 //!
-//! Predictions (see [`predictor`]) restart from zero at every chunk, so chunks decode on their
-//! own.
+//! Format version 2 takes the columns, their hints and the kind numbers from the model schema
+//! (`xpuprof_sdk::codec::columns`): the mask's bit `i` is the `i`-th column in [`Layout::order`]
+//! (the columns the schema marks as changing often first). Version 1 archives are read through
+//! the frozen table of [`crate::layout_v1`].
+//!
+//! Predictions restart from zero at every chunk, so chunks decode on their own.
 
+use std::sync::OnceLock;
+
+use xpuprof_sdk::codec::columns::{Hint, Row, RowReader, MAX_COLUMNS};
 use xpuprof_sdk::codec::{self, put_varint, Cursor};
 use xpuprof_sdk::model::Record;
 
-use crate::fields::{flatten, predictor, unflatten, Fields, Kind, Predict, MAX_FIELDS};
+use crate::layout_v1;
+
+/// Archive kinds fit the header's low 4 bits.
+const KINDS: usize = 16;
+
+/// The columns of one archive kind in mask order.
+#[derive(Debug)]
+pub struct Layout {
+    /// Column index of mask bit `i`.
+    pub order: Vec<usize>,
+    /// Hint of each column (by column index).
+    pub hints: Vec<Hint>,
+}
+
+/// The layout of archive kind `kind` (format version 2), from the schema.
+pub fn layout(kind: u8) -> Option<&'static Layout> {
+    static LAYOUTS: OnceLock<Vec<Option<Layout>>> = OnceLock::new();
+    let all = LAYOUTS.get_or_init(|| {
+        (0..KINDS as u8)
+            .map(|k| {
+                let hints = Record::column_hints(k)?;
+                let mut order: Vec<usize> = (0..hints.len()).collect();
+                // Columns that usually change go first, so the mask usually fits a byte or two.
+                order.sort_by_key(|&i| u8::from(hints[i] == Hint::Cold));
+                Some(Layout { order, hints })
+            })
+            .collect()
+    });
+    all.get(usize::from(kind))?.as_ref()
+}
 
 /// A record that does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,24 +70,37 @@ impl Malformed {
 /// Prediction state of one location within one chunk.
 #[derive(Debug, Clone)]
 pub struct LocState {
+    version: u32,
     last_seq: u64,
     last_time: u64,
     last_corr: u64,
-    prev: [Fields; 7],
-    scratch: Fields,
+    prev: Box<[[u64; MAX_COLUMNS]; KINDS]>,
+    row: Row,
     raw: Vec<u8>,
 }
 
 impl LocState {
-    /// State at the start of a chunk whose first record has sequence number `first_seq`.
-    pub fn new(first_seq: u64) -> Self {
+    /// State at the start of a chunk of format `version` whose first record has sequence number
+    /// `first_seq`.
+    pub fn new(first_seq: u64, version: u32) -> Self {
         Self {
+            version,
             last_seq: first_seq.wrapping_sub(1),
             last_time: 0,
             last_corr: 0,
-            prev: [[0; MAX_FIELDS]; 7],
-            scratch: [0; MAX_FIELDS],
+            prev: Box::new([[0; MAX_COLUMNS]; KINDS]),
+            row: Row::new(),
             raw: Vec::new(),
+        }
+    }
+
+    /// Restarts the predictions for a new chunk (keeps the buffers).
+    pub fn reset(&mut self, first_seq: u64) {
+        self.last_seq = first_seq.wrapping_sub(1);
+        self.last_time = 0;
+        self.last_corr = 0;
+        for p in self.prev.iter_mut() {
+            *p = [0; MAX_COLUMNS];
         }
     }
 
@@ -60,72 +109,81 @@ impl LocState {
         self.last_seq
     }
 
-    fn prediction(&self, kind: Kind, i: usize) -> u64 {
-        match predictor(kind, i) {
-            Predict::Time => self.last_time,
-            Predict::Correlation => self.last_corr,
-            Predict::Previous => self.prev[kind as usize][i],
+    #[inline]
+    fn predict(&self, kind: u8, col: usize, hint: Hint) -> u64 {
+        match hint {
+            Hint::Time => self.last_time,
+            Hint::Correlation => self.last_corr,
+            Hint::Hot | Hint::Cold => self.prev[usize::from(kind)][col],
         }
     }
 
-    fn remember(&mut self, kind: Kind, f: &Fields) {
-        self.last_time = f[0];
-        for (i, v) in f.iter().enumerate().take(kind.len()) {
-            if predictor(kind, i) == Predict::Correlation {
-                self.last_corr = *v;
+    #[inline]
+    fn remember(&mut self, kind: u8, lay: &Layout, values: &[u64]) {
+        for (col, (&v, hint)) in values.iter().zip(&lay.hints).enumerate() {
+            match hint {
+                Hint::Time => self.last_time = v,
+                Hint::Correlation => self.last_corr = v,
+                Hint::Hot | Hint::Cold => {}
             }
+            self.prev[usize::from(kind)][col] = v;
         }
-        self.prev[kind as usize] = *f;
     }
 
-    fn put_header(&mut self, kind: Kind, seq: u64, out: &mut Vec<u8>) {
+    fn put_header(&mut self, kind: u8, seq: u64, out: &mut Vec<u8>) {
         let delta = seq.wrapping_sub(self.last_seq);
         self.last_seq = seq;
         if (1..16).contains(&delta) {
-            out.push(kind as u8 | (delta as u8) << 4);
+            out.push(kind | (delta as u8) << 4);
         } else {
-            out.push(kind as u8);
+            out.push(kind);
             put_varint(out, delta);
         }
     }
 
-    /// Appends record `r` with global sequence number `seq`.
+    /// Appends record `r` with global sequence number `seq` (format version 2).
     pub fn encode(&mut self, seq: u64, r: &Record, out: &mut Vec<u8>) {
-        let mut f = self.scratch;
-        let Some(kind) = flatten(r, &mut f) else {
-            self.put_header(Kind::Raw, seq, out);
+        let mut row = std::mem::take(&mut self.row);
+        row.clear();
+        let layout = r.put_columns(&mut row).and_then(|k| Some((k, layout(k)?)));
+        let Some((kind, lay)) = layout else {
+            self.put_header(0, seq, out);
             self.raw.clear();
             codec::encode(r, &mut self.raw);
             codec::put_bytes(out, &self.raw);
+            self.row = row;
             return;
         };
         self.put_header(kind, seq, out);
+        let values = row.as_slice();
         let mut mask = 0u64;
-        for (i, v) in f.iter().enumerate().take(kind.len()) {
-            if *v != self.prediction(kind, i) {
-                mask |= 1 << i;
+        for (bit, &col) in lay.order.iter().enumerate() {
+            if values[col] != self.predict(kind, col, lay.hints[col]) {
+                mask |= 1 << bit;
             }
         }
         put_varint(out, mask);
-        for (i, v) in f.iter().enumerate().take(kind.len()) {
-            if mask & (1 << i) != 0 {
-                put_varint(out, zigzag(v.wrapping_sub(self.prediction(kind, i)) as i64));
+        for (bit, &col) in lay.order.iter().enumerate() {
+            if mask & (1 << bit) != 0 {
+                let p = self.predict(kind, col, lay.hints[col]);
+                put_varint(out, codec::wire::zigzag(values[col].wrapping_sub(p) as i64));
             }
         }
-        self.remember(kind, &f);
+        self.remember(kind, lay, values);
+        self.row = row;
     }
 
     /// Decodes the next record from `c`, appending its codec bytes to `out`; returns its
     /// sequence number, or what is wrong with a malformed record (nothing is appended then).
     pub fn decode(&mut self, c: &mut Cursor<'_>, out: &mut Vec<u8>) -> Result<u64, Malformed> {
         let header = c.u8();
-        let kind = Kind::from_u8(header & 0x0f).ok_or(Malformed::lost("unknown event kind"))?;
+        let kind = header & 0x0f;
         let delta = match header >> 4 {
             0 => c.varint(),
             d => u64::from(d),
         };
         self.last_seq = self.last_seq.wrapping_add(delta);
-        if kind == Kind::Raw {
+        if kind == 0 {
             let bytes = c.bytes();
             if c.is_bad() {
                 return Err(Malformed::lost("raw record runs past the end of its chunk"));
@@ -143,29 +201,95 @@ impl LocState {
             codec::encode(&record, out);
             return Ok(self.last_seq);
         }
+        let r = if self.version == 1 { self.decode_v1(kind, c) } else { self.decode_v2(kind, c) };
+        codec::encode(&r.map_err(Malformed::lost)?, out);
+        Ok(self.last_seq)
+    }
+
+    fn decode_v2(&mut self, kind: u8, c: &mut Cursor<'_>) -> Result<Record, &'static str> {
+        let lay = layout(kind).ok_or("unknown event kind")?;
+        let n = lay.order.len();
         let mask = c.varint();
-        if mask >> kind.len() != 0 {
-            return Err(Malformed::lost("field mask names fields the event kind does not have"));
+        if n < 64 && mask >> n != 0 {
+            return Err("field mask names fields the event kind does not have");
         }
-        let mut f = [0; MAX_FIELDS];
-        for (i, v) in f.iter_mut().enumerate().take(kind.len()) {
-            let p = self.prediction(kind, i);
-            *v = if mask & (1 << i) != 0 { p.wrapping_add(unzigzag(c.varint()) as u64) } else { p };
+        let mut values = [0u64; MAX_COLUMNS];
+        for (bit, &col) in lay.order.iter().enumerate() {
+            let p = self.predict(kind, col, lay.hints[col]);
+            values[col] = if mask & (1 << bit) != 0 {
+                p.wrapping_add(codec::wire::unzigzag(c.varint()) as u64)
+            } else {
+                p
+            };
         }
         if c.is_bad() {
-            return Err(Malformed::lost("event runs past the end of its chunk"));
+            return Err("event runs past the end of its chunk");
         }
-        self.remember(kind, &f);
-        let r = unflatten(kind, &f).ok_or(Malformed::lost("unknown event kind"))?;
-        codec::encode(&r, out);
-        Ok(self.last_seq)
+        self.remember(kind, lay, &values[..n]);
+        Record::from_columns(kind, &mut RowReader::new(&values[..n])).ok_or("unknown event kind")
+    }
+
+    fn decode_v1(&mut self, kind: u8, c: &mut Cursor<'_>) -> Result<Record, &'static str> {
+        let kind = layout_v1::Kind::from_u8(kind).ok_or("unknown event kind")?;
+        let n = kind.len();
+        let mask = c.varint();
+        if mask >> n != 0 {
+            return Err("field mask names fields the event kind does not have");
+        }
+        let k = kind as usize;
+        let mut f = [0; layout_v1::MAX_FIELDS];
+        for (i, v) in f.iter_mut().enumerate().take(n) {
+            let p = match layout_v1::predictor(kind, i) {
+                layout_v1::Predict::Time => self.last_time,
+                layout_v1::Predict::Correlation => self.last_corr,
+                layout_v1::Predict::Previous => self.prev[k][i],
+            };
+            *v = if mask & (1 << i) != 0 {
+                p.wrapping_add(codec::wire::unzigzag(c.varint()) as u64)
+            } else {
+                p
+            };
+        }
+        if c.is_bad() {
+            return Err("event runs past the end of its chunk");
+        }
+        self.last_time = f[0];
+        for (i, v) in f.iter().enumerate().take(n) {
+            if layout_v1::predictor(kind, i) == layout_v1::Predict::Correlation {
+                self.last_corr = *v;
+            }
+            self.prev[k][i] = *v;
+        }
+        layout_v1::unflatten(kind, &f).ok_or("unknown event kind")
     }
 }
 
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample;
 
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
+    #[test]
+    fn the_sample_session_round_trips_through_one_location() {
+        let recs = sample::session();
+        let mut st = LocState::new(0, crate::VERSION);
+        let mut buf = Vec::new();
+        for (i, r) in recs.iter().enumerate() {
+            st.encode(i as u64, r, &mut buf);
+        }
+        let mut rd = LocState::new(0, crate::VERSION);
+        let mut c = Cursor::new(&buf);
+        let mut out = Vec::new();
+        while !c.at_end() {
+            rd.decode(&mut c, &mut out).unwrap();
+        }
+        assert_eq!(codec::decode_all(&out).unwrap(), recs);
+    }
+
+    #[test]
+    fn every_schema_kind_has_a_layout() {
+        for k in Record::archive_kinds() {
+            assert!(layout(*k).is_some(), "kind {k}");
+        }
+    }
 }

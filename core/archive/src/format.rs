@@ -13,8 +13,10 @@ use xpuprof_sdk::codec::{put_bytes, put_varint, Cursor};
 
 /// File magic.
 pub const MAGIC: &[u8; 8] = b"XPUARCH\0";
-/// Format version written by this crate; the reader accepts exactly this one.
-pub const VERSION: u32 = 1;
+/// Format version written by this crate: 2 = event columns generated from the model schema.
+pub const VERSION: u32 = 2;
+/// Oldest format version the reader accepts (1 = the frozen layout of [`crate::layout_v1`]).
+pub const OLDEST_VERSION: u32 = 1;
 /// Chunk magic.
 pub const CHUNK_MAGIC: &[u8; 4] = b"XPCK";
 /// Chunk header size in bytes.

@@ -21,8 +21,8 @@
 
 mod error;
 mod events;
-mod fields;
 mod format;
+mod layout_v1;
 mod merge;
 pub mod mutate;
 mod reader;

@@ -46,6 +46,7 @@ impl<'a> Merge<'a> {
         for c in reader.chunks() {
             by_loc.entry(c.header.location).or_default().push_back(*c);
         }
+        let version = reader.version();
         let mut locs: Vec<_> = by_loc.into_iter().collect();
         locs.sort_by_key(|(l, _)| *l);
         let streams = locs
@@ -55,7 +56,7 @@ impl<'a> Merge<'a> {
                 payload: Vec::new(),
                 pos: 0,
                 left: 0,
-                state: LocState::new(0),
+                state: LocState::new(0, version),
                 chunk_offset: 0,
             })
             .collect();
@@ -106,7 +107,7 @@ impl<'a> Merge<'a> {
         }
         s.pos = 0;
         s.left = c.header.records;
-        s.state = LocState::new(c.header.first_seq);
+        s.state.reset(c.header.first_seq);
         s.chunk_offset = c.offset;
         Ok(())
     }

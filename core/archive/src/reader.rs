@@ -52,6 +52,8 @@ pub struct Reader {
     path: PathBuf,
     file: File,
     meta: Meta,
+    /// Format version of the file.
+    version: u32,
     chunks: Vec<Indexed>,
     /// Total records according to the end marker, when present.
     total: Option<u64>,
@@ -82,8 +84,9 @@ fn resolve(path: &Path) -> Result<PathBuf, ArchiveError> {
 pub fn open(path: &Path) -> Result<Reader, ArchiveError> {
     let path = resolve(path)?;
     let mut file = File::open(&path).map_err(|e| ArchiveError::io("open", &path, e))?;
-    let (meta, start) = read_header(&path, &mut file)?;
-    let mut r = Reader { path, file, meta, chunks: Vec::new(), total: None, scan_damage: Damage::default() };
+    let (meta, start, version) = read_header(&path, &mut file)?;
+    let mut r =
+        Reader { path, file, meta, version, chunks: Vec::new(), total: None, scan_damage: Damage::default() };
     r.scan(start)?;
     Ok(r)
 }
@@ -102,7 +105,7 @@ pub(crate) fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<usiz
     Ok(n)
 }
 
-fn read_header(path: &Path, file: &mut File) -> Result<(Meta, u64), ArchiveError> {
+fn read_header(path: &Path, file: &mut File) -> Result<(Meta, u64, u32), ArchiveError> {
     let io = |e| ArchiveError::io("read", path, e);
     let mut fixed = [0u8; 16];
     if read_full(file, &mut fixed).map_err(io)? < 16 || &fixed[..8] != MAGIC {
@@ -112,7 +115,7 @@ fn read_header(path: &Path, file: &mut File) -> Result<(Meta, u64), ArchiveError
         });
     }
     let version = u32::from_le_bytes([fixed[8], fixed[9], fixed[10], fixed[11]]);
-    if version != VERSION {
+    if !(OLDEST_VERSION..=VERSION).contains(&version) {
         return Err(ArchiveError::Version { path: path.to_owned(), found: version, supported: VERSION });
     }
     let len = u32::from_le_bytes([fixed[12], fixed[13], fixed[14], fixed[15]]);
@@ -128,7 +131,7 @@ fn read_header(path: &Path, file: &mut File) -> Result<(Meta, u64), ArchiveError
         return Err(ArchiveError::corrupt(path, 16, "header checksum mismatch"));
     }
     let meta = Meta::decode(m).ok_or_else(|| ArchiveError::corrupt(path, 16, "malformed header metadata"))?;
-    Ok((meta, 16 + len as u64 + 4))
+    Ok((meta, 16 + len as u64 + 4, version))
 }
 
 impl Reader {
@@ -148,6 +151,11 @@ impl Reader {
 
     pub(crate) fn chunks(&self) -> &[Indexed] {
         &self.chunks
+    }
+
+    /// Format version of the file.
+    pub(crate) fn version(&self) -> u32 {
+        self.version
     }
 
     pub(crate) fn total(&self) -> Option<u64> {

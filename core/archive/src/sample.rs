@@ -54,50 +54,41 @@ fn defs() -> Vec<Record> {
     let mut r: Vec<Record> = STRINGS
         .iter()
         .enumerate()
-        .map(|(i, t)| Record::Str(StrDef { id: StrId(i as u32 + 1), text: (*t).to_owned() }))
+        .map(|(i, t)| Record::Str(StrDef::default().id(StrId(i as u32 + 1)).text((*t).to_owned())))
         .collect();
-    r.push(Record::Process(ProcessDef { pid: PID, ppid: 1, command: s(1) }));
-    r.push(Record::Thread(ThreadDef { pid: PID, tid: TID, name: s(2) }));
-    r.push(Record::Thread(ThreadDef { pid: PID, tid: WORKER, name: s(3) }));
-    r.push(Record::Device(DeviceDef {
-        id: DeviceId(1),
-        vendor: Vendor::Nvidia,
-        index: 0,
-        name: s(4),
-        uuid: [7; 16],
-        compute_units: 132,
-        memory_bytes: 80 << 30,
-    }));
-    r.push(Record::Stream(StreamDef {
-        id: StreamId(1),
-        device: DeviceId(1),
-        pid: PID,
-        native_id: 7,
-        name: s(24),
-    }));
-    r.push(Record::Stream(StreamDef {
-        id: StreamId(2),
-        device: DeviceId(1),
-        pid: PID,
-        native_id: 13,
-        name: StrId::NONE,
-    }));
-    r.push(Record::Module(ModuleDef { id: ModuleId(1), path: s(5), build_id: vec![0xab, 0xcd] }));
-    r.push(Record::Module(ModuleDef { id: ModuleId(2), path: s(6), build_id: vec![] }));
+    r.push(Record::Process(ProcessDef::default().pid(PID).ppid(1).command(s(1))));
+    r.push(Record::Thread(ThreadDef::default().pid(PID).tid(TID).name(s(2))));
+    r.push(Record::Thread(ThreadDef::default().pid(PID).tid(WORKER).name(s(3))));
+    r.push(Record::Device(
+        DeviceDef::default()
+            .id(DeviceId(1))
+            .vendor(Vendor::Nvidia)
+            .name(s(4))
+            .uuid([7; 16])
+            .compute_units(132)
+            .memory_bytes(80 << 30),
+    ));
+    r.push(Record::Stream(
+        StreamDef::default().id(StreamId(1)).device(DeviceId(1)).pid(PID).native_id(7).name(s(24)),
+    ));
+    r.push(Record::Stream(StreamDef::default().id(StreamId(2)).device(DeviceId(1)).pid(PID).native_id(13)));
+    r.push(Record::Module(ModuleDef::default().id(ModuleId(1)).path(s(5)).build_id(vec![0xab, 0xcd])));
+    r.push(Record::Module(ModuleDef::default().id(ModuleId(2)).path(s(6))));
     r.extend(frames());
     r
 }
 
 fn frame(id: u32, module: u32, address: u64, name: u32, inlined: Vec<StrId>) -> Record {
-    Record::Frame(FrameDef {
-        id: FrameId(id),
-        kind: FrameKind::FileOffset,
-        module: ModuleId(module),
-        address,
-        pid: PID,
-        name: StrId(name),
-        inlined,
-    })
+    Record::Frame(
+        FrameDef::default()
+            .id(FrameId(id))
+            .kind(FrameKind::FileOffset)
+            .module(ModuleId(module))
+            .address(address)
+            .pid(PID)
+            .name(StrId(name))
+            .inlined(inlined),
+    )
 }
 
 fn frames() -> Vec<Record> {
@@ -109,37 +100,39 @@ fn frames() -> Vec<Record> {
         frame(5, 2, 0x1a2b, 0, vec![]),  // unsymbolised: libtorch_cuda.so+0x1a2b
         frame(6, 1, 0x6000, 25, vec![]), // a name with a `;` and a newline
         // Stacks are innermost first.
-        Record::Stack(StackDef {
-            id: StackId(1),
-            frames: vec![FrameId(4), FrameId(3), FrameId(2), FrameId(1)],
-        }),
-        Record::Stack(StackDef { id: StackId(2), frames: vec![FrameId(5), FrameId(2), FrameId(1)] }),
-        Record::Stack(StackDef { id: StackId(3), frames: vec![FrameId(6), FrameId(1)] }),
+        Record::Stack(StackDef::default().id(StackId(1)).frames(vec![
+            FrameId(4),
+            FrameId(3),
+            FrameId(2),
+            FrameId(1),
+        ])),
+        Record::Stack(StackDef::default().id(StackId(2)).frames(vec![FrameId(5), FrameId(2), FrameId(1)])),
+        Record::Stack(StackDef::default().id(StackId(3)).frames(vec![FrameId(6), FrameId(1)])),
     ]
 }
 
 fn api(tid: u32, start: u64, dur: u64, name: u32, corr: u64) -> Record {
-    Record::ApiCall(ApiCall {
-        pid: PID,
-        tid,
-        start,
-        end: start + dur,
-        name: s(name),
-        correlation: Some(Correlation { backend: backend::CUDA, id: corr }),
-        external: None,
-        result: 0,
-    })
+    Record::ApiCall(
+        ApiCall::default()
+            .pid(PID)
+            .tid(tid)
+            .start(start)
+            .end(start + dur)
+            .name(s(name))
+            .correlation(Some(Correlation { backend: backend::CUDA, id: corr })),
+    )
 }
 
 fn site(tid: u32, time: u64, api: u32, corr: u64, stack: u32) -> Record {
-    Record::LaunchSite(LaunchSite {
-        pid: PID,
-        tid,
-        time,
-        correlation: Correlation { backend: backend::CUDA, id: corr },
-        api: s(api),
-        stack: StackId(stack),
-    })
+    Record::LaunchSite(
+        LaunchSite::default()
+            .pid(PID)
+            .tid(tid)
+            .time(time)
+            .correlation(Correlation { backend: backend::CUDA, id: corr })
+            .api(s(api))
+            .stack(StackId(stack)),
+    )
 }
 
 /// A device op on stream `stream` (1 or 2) joined to the launch at `launch` (`None`: unmatched).
@@ -152,31 +145,24 @@ fn op(
     corr: u64,
     launch: Option<LaunchRef>,
 ) -> DeviceOp {
-    DeviceOp {
-        kind,
-        pid: PID,
-        device: DeviceId(1),
-        stream: StreamId(stream),
-        start,
-        end: start + dur,
-        clock: ClockDomain::SESSION,
-        name: s(name),
-        bytes: 0,
-        copy: CopyKind::Unknown,
-        correlation: Some(Correlation { backend: backend::CUDA, id: corr }),
-        kernel: (kind == DeviceOpKind::Kernel).then_some(KernelInfo {
-            grid: [128, 1, 1],
-            block: [256, 1, 1],
-            shared_memory: 0,
-            registers: 32,
-        }),
-        graph: None,
-        launch,
-    }
+    DeviceOp::default()
+        .kind(kind)
+        .pid(PID)
+        .device(DeviceId(1))
+        .stream(StreamId(stream))
+        .start(start)
+        .end(start + dur)
+        .name(s(name))
+        .correlation(Some(Correlation { backend: backend::CUDA, id: corr }))
+        .kernel(
+            (kind == DeviceOpKind::Kernel)
+                .then_some(KernelInfo::default().grid([128, 1, 1]).block([256, 1, 1]).registers(32)),
+        )
+        .launch(launch)
 }
 
 fn lref(tid: u32, stack: u32, api: u32, time: u64) -> Option<LaunchRef> {
-    Some(LaunchRef { tid, stack: StackId(stack), api: s(api), time })
+    Some(LaunchRef::default().tid(tid).stack(StackId(stack)).api(s(api)).time(time))
 }
 
 fn events() -> Vec<Record> {
@@ -226,7 +212,7 @@ fn events() -> Vec<Record> {
         [(180_000, 200_000, 17), (380_500, 60_000, 18), (441_000, 9_999, 16)].iter().enumerate()
     {
         let mut k = op(DeviceOpKind::Kernel, 1, t + start, *dur, *name, 5, lref(WORKER, 1, 14, t + 30_000));
-        k.graph = Some(GraphInfo { graph: 3, node: i as u64 + 1 });
+        k.graph = Some(GraphInfo::default().graph(3).node(i as u64 + 1));
         r.push(Record::DeviceOp(k));
     }
     // A kernel the correlator could not join.
@@ -246,44 +232,28 @@ fn events() -> Vec<Record> {
 fn cpu_and_annotations() -> Vec<Record> {
     let t = T0;
     let sample = |time: u64, kind: SampleKind, weight: u64, stack: u32, tid: u32| {
-        Record::CpuSample(CpuSample { pid: PID, tid, time, kind, weight, stack: StackId(stack) })
+        Record::CpuSample(
+            CpuSample::default().pid(PID).tid(tid).time(time).kind(kind).weight(weight).stack(StackId(stack)),
+        )
     };
     vec![
         sample(t + 2_000, SampleKind::OnCpu, 10_101_010, 1, TID),
         sample(t + 12_000, SampleKind::OnCpu, 10_101_010, 1, TID),
         sample(t + 22_000, SampleKind::OnCpu, 10_101_010, 2, WORKER),
         sample(t + 500_000, SampleKind::OffCpu, 19_500, 3, TID),
-        Record::Marker(Annotation {
-            pid: PID,
-            tid: TID,
-            start: t + 500,
-            end: t + 500,
-            name: s(20),
-            domain: s(23),
-        }),
-        Record::Range(Annotation {
-            pid: PID,
-            tid: TID,
-            start: t + 900,
-            end: t + 29_000,
-            name: s(19),
-            domain: s(23),
-        }),
-        Record::Counter(Counter {
-            pid: PID,
-            device: DeviceId(1),
-            time: t + 10_000,
-            name: s(21),
-            value: 1048576.0,
-        }),
-        Record::Counter(Counter {
-            pid: PID,
-            device: DeviceId(1),
-            time: t + 480_000,
-            name: s(21),
-            value: 65536.0,
-        }),
-        Record::Loss(Loss { pid: PID, time: t + 499_000, cause: s(22), count: 3 }),
+        Record::Marker(
+            Annotation::default().pid(PID).tid(TID).start(t + 500).end(t + 500).name(s(20)).domain(s(23)),
+        ),
+        Record::Range(
+            Annotation::default().pid(PID).tid(TID).start(t + 900).end(t + 29_000).name(s(19)).domain(s(23)),
+        ),
+        Record::Counter(
+            Counter::default().pid(PID).device(DeviceId(1)).time(t + 10_000).name(s(21)).value(1048576.0),
+        ),
+        Record::Counter(
+            Counter::default().pid(PID).device(DeviceId(1)).time(t + 480_000).name(s(21)).value(65536.0),
+        ),
+        Record::Loss(Loss::default().pid(PID).time(t + 499_000).cause(s(22)).count(3)),
     ]
 }
 

@@ -120,7 +120,7 @@ impl Writer {
         let id = *self.locations.entry(key).or_insert(next);
         if id == next {
             self.chunks.push(OpenChunk {
-                state: LocState::new(0),
+                state: LocState::new(0, crate::VERSION),
                 buf: Vec::new(),
                 first_seq: 0,
                 records: 0,
@@ -137,7 +137,7 @@ impl Writer {
         let c = &mut self.chunks[loc];
         if c.records == 0 {
             c.first_seq = seq;
-            c.state = LocState::new(seq);
+            c.state.reset(seq);
         }
         c.state.encode(seq, r, &mut c.buf);
         c.records += 1;

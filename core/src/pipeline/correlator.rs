@@ -91,7 +91,7 @@ impl Correlator {
         self.stats.launch_sites += 1;
         let key = CorrelationKey::new(s.pid, s.correlation);
         self.stacks_expected.insert((key.backend, key.pid));
-        let r = LaunchRef { tid: s.tid, stack: s.stack, api: s.api, time: s.time };
+        let r = LaunchRef::default().tid(s.tid).stack(s.stack).api(s.api).time(s.time);
         let entry = self.launches.entry(key).or_insert_with(|| {
             self.launch_order.push_back(key);
             Launch { r, has_stack: false, stack_source: source, inserted: now, last_use: None }
@@ -105,7 +105,7 @@ impl Correlator {
         }
         // A stack wins over an API-call-only entry; the API name is kept if the site has none.
         let api = if s.api.is_none() { entry.r.api } else { s.api };
-        entry.r = LaunchRef { api, ..r };
+        entry.r = r.api(api);
         entry.has_stack = true;
         entry.stack_source = source;
         (self.release(key, now), None)
@@ -122,7 +122,7 @@ impl Correlator {
                 }
             }
             None => {
-                let r = LaunchRef { tid: c.tid, stack: StackId::NONE, api: c.name, time: c.start };
+                let r = LaunchRef::default().tid(c.tid).api(c.name).time(c.start);
                 self.launches.insert(
                     key,
                     Launch { r, has_stack: false, stack_source: usize::MAX, inserted: now, last_use: None },
@@ -247,33 +247,25 @@ mod tests {
     use super::*;
 
     fn op(id: u64) -> DeviceOp {
-        DeviceOp {
-            kind: DeviceOpKind::Kernel,
-            pid: 1,
-            device: DeviceId(1),
-            stream: StreamId(1),
-            start: 10,
-            end: 20,
-            clock: ClockDomain::SESSION,
-            name: StrId(1),
-            bytes: 0,
-            copy: CopyKind::Unknown,
-            correlation: Some(Correlation { backend: backend::CUDA, id }),
-            kernel: None,
-            graph: None,
-            launch: None,
-        }
+        DeviceOp::default()
+            .kind(DeviceOpKind::Kernel)
+            .pid(1)
+            .device(DeviceId(1))
+            .stream(StreamId(1))
+            .start(10)
+            .end(20)
+            .name(StrId(1))
+            .correlation(Some(Correlation { backend: backend::CUDA, id }))
     }
 
     fn site(id: u64) -> LaunchSite {
-        LaunchSite {
-            pid: 1,
-            tid: 2,
-            time: 5,
-            correlation: Correlation { backend: backend::CUDA, id },
-            api: StrId(3),
-            stack: StackId(4),
-        }
+        LaunchSite::default()
+            .pid(1)
+            .tid(2)
+            .time(5)
+            .correlation(Correlation { backend: backend::CUDA, id })
+            .api(StrId(3))
+            .stack(StackId(4))
     }
 
     #[test]
@@ -329,16 +321,13 @@ mod tests {
     fn api_call_only_joins_when_no_stacks_are_sent() {
         let now = Instant::now();
         let mut c = Correlator::default();
-        let call = ApiCall {
-            pid: 1,
-            tid: 2,
-            start: 1,
-            end: 2,
-            name: StrId(9),
-            correlation: Some(Correlation { backend: backend::CUDA, id: 5 }),
-            external: None,
-            result: 0,
-        };
+        let call = ApiCall::default()
+            .pid(1)
+            .tid(2)
+            .start(1)
+            .end(2)
+            .name(StrId(9))
+            .correlation(Some(Correlation { backend: backend::CUDA, id: 5 }));
         assert!(c.device_op(op(5), now).is_none());
         let out = c.api_call(&call, now);
         assert_eq!(out[0].launch.unwrap().api, StrId(9));

@@ -107,7 +107,7 @@ impl Globals {
         let id = StrId(self.str_text.len() as u32 + 1);
         self.str_text.push(text.into());
         self.strs.insert(text.into(), id);
-        codec::encode(&Record::Str(StrDef { id, text: text.to_owned() }), out);
+        codec::encode(&Record::Str(StrDef::default().id(id).text(text.to_owned())), out);
         id
     }
 
@@ -131,7 +131,7 @@ impl Globals {
                 let known = self.processes.get(&d.pid).copied();
                 if known.is_none() || (known == Some(StrId::NONE) && !command.is_none()) {
                     self.processes.insert(d.pid, command);
-                    codec::encode(&Record::Process(ProcessDef { command, ..d.clone() }), out);
+                    codec::encode(&Record::Process(d.clone().command(command)), out);
                 }
             }
             Record::Thread(d) => {
@@ -139,15 +139,18 @@ impl Globals {
                 let known = self.threads.get(&(d.pid, d.tid)).copied();
                 if known.is_none() || (known == Some(StrId::NONE) && !name.is_none()) {
                     self.threads.insert((d.pid, d.tid), name);
-                    codec::encode(&Record::Thread(ThreadDef { name, ..d.clone() }), out);
+                    codec::encode(&Record::Thread(d.clone().name(name)), out);
                 }
             }
             Record::Device(d) => {
                 let name = ids.str(d.name);
-                let key = (d.vendor as u8, d.index, d.uuid, name);
+                let key = (d.vendor.0, d.index, d.uuid, name);
                 let next = DeviceId(self.devices.len() as u32 + 1);
+                let (arch, vendor_name, parent) =
+                    (ids.str(d.arch), ids.str(d.vendor_name), ids.device(d.parent));
                 let g = *self.devices.entry(key).or_insert_with(|| {
-                    codec::encode(&Record::Device(DeviceDef { id: next, name, ..d.clone() }), out);
+                    let d = d.clone().id(next).name(name).arch(arch).vendor_name(vendor_name).parent(parent);
+                    codec::encode(&Record::Device(d), out);
                     next
                 });
                 ids.devices.insert(d.id.0, g);
@@ -156,8 +159,10 @@ impl Globals {
                 let device = ids.device(d.device);
                 let name = ids.str(d.name);
                 let next = StreamId(self.streams.len() as u32 + 1);
+                let parent = ids.stream(d.parent);
                 let g = *self.streams.entry((d.pid, device, d.native_id)).or_insert_with(|| {
-                    codec::encode(&Record::Stream(StreamDef { id: next, device, name, ..d.clone() }), out);
+                    let d = d.clone().id(next).device(device).name(name).parent(parent);
+                    codec::encode(&Record::Stream(d), out);
                     next
                 });
                 ids.streams.insert(d.id.0, g);
@@ -178,7 +183,10 @@ impl Globals {
                 let g = match self.stacks.get(&frames) {
                     Some(g) => *g,
                     None => {
-                        codec::encode(&Record::Stack(StackDef { id: next, frames: frames.clone() }), out);
+                        codec::encode(
+                            &Record::Stack(StackDef::default().id(next).frames(frames.clone())),
+                            out,
+                        );
                         self.stack_frames.push(frames.clone());
                         self.stacks.insert(frames, next);
                         next
@@ -198,7 +206,10 @@ impl Globals {
         let id = ModuleId(self.module_paths.len() as u32 + 1);
         self.modules.insert((path, build_id.to_vec()), id);
         self.module_paths.push(path);
-        codec::encode(&Record::Module(ModuleDef { id, path, build_id: build_id.to_vec() }), out);
+        codec::encode(
+            &Record::Module(ModuleDef::default().id(id).path(path).build_id(build_id.to_vec())),
+            out,
+        );
         id
     }
 
@@ -220,15 +231,14 @@ impl Globals {
         let id = FrameId(self.frames.len() as u32 + 1);
         let (name, inlined) =
             if key.name.is_none() { self.resolve(&key, out) } else { (key.name, key.inlined.clone()) };
-        let def = FrameDef {
-            id,
-            kind: key.kind,
-            module: key.module,
-            address: key.address,
-            pid: key.pid,
-            name,
-            inlined,
-        };
+        let def = FrameDef::default()
+            .id(id)
+            .kind(key.kind)
+            .module(key.module)
+            .address(key.address)
+            .pid(key.pid)
+            .name(name)
+            .inlined(inlined);
         codec::encode(&Record::Frame(def), out);
         self.frame_keys.push(key.clone());
         self.frames.insert(key, id);
@@ -328,15 +338,7 @@ mod tests {
     use super::*;
 
     fn frame(kind: FrameKind, address: u64, pid: u32) -> Record {
-        Record::Frame(FrameDef {
-            id: FrameId(1),
-            kind,
-            module: ModuleId::NONE,
-            address,
-            pid,
-            name: StrId::NONE,
-            inlined: Vec::new(),
-        })
+        Record::Frame(FrameDef::default().id(FrameId(1)).kind(kind).address(address).pid(pid))
     }
 
     #[test]

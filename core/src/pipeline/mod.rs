@@ -178,7 +178,10 @@ impl Pipeline {
     fn record(&mut self, source: usize, r: Record, now: Instant) {
         let st = &mut self.sources[source];
         st.records += 1;
-        if r.is_definition() {
+        if let Record::ClockDomain(d) = &r {
+            // Source-scoped and consumed here: sinks only ever see the session clock.
+            st.clocks.define(d);
+        } else if r.is_definition() {
             self.session.globals.define(&mut st.ids, &r, &mut self.session.out);
         } else {
             self.session.event(st, source, r, now);
@@ -211,18 +214,24 @@ impl Pipeline {
             self.session.losses.insert(text.to_owned(), malformed);
             let cause = self.session.globals.intern(text, &mut self.session.out);
             let time = self.session.last_time;
-            self.session.emit(&Record::Loss(Loss { pid: 0, time, cause, count: malformed }));
+            self.session.emit(&Record::Loss(Loss::default().time(time).cause(cause).count(malformed)));
         }
         let unmatched = self.session.correlator.stats().unmatched;
         if unmatched > 0 {
             let cause =
                 self.session.globals.intern("device work without a launch site", &mut self.session.out);
-            self.session.emit(&Record::Loss(Loss {
-                pid: 0,
-                time: self.session.last_time,
-                cause,
-                count: unmatched,
-            }));
+            self.session.emit(&Record::Loss(
+                Loss::default().time(self.session.last_time).cause(cause).count(unmatched),
+            ));
+        }
+        let unconverted: u64 = self.sources.iter().map(|s| s.clocks.unconvertible).sum();
+        if unconverted > 0 {
+            let text = "records in a clock domain never paired with the session clock";
+            let cause = self.session.globals.intern(text, &mut self.session.out);
+            *self.session.losses.entry(text.to_owned()).or_default() += unconverted;
+            self.session.emit(&Record::Loss(
+                Loss::default().time(self.session.last_time).cause(cause).count(unconverted),
+            ));
         }
         self.flush(sink);
     }
@@ -259,8 +268,12 @@ impl SessionState {
 
     fn event(&mut self, st: &mut SourceState, source: usize, r: Record, now: Instant) {
         let ids = &mut st.ids;
+        let clocks = &mut st.clocks;
         match r {
             Record::ApiCall(mut c) => {
+                if !clocks.to_session(&mut c.clock, &mut [&mut c.start, &mut c.end]) {
+                    return;
+                }
                 self.last_time = self.last_time.max(c.end);
                 c.name = ids.str(c.name);
                 let ops = self.correlator.api_call(&c, now);
@@ -268,6 +281,9 @@ impl SessionState {
                 self.emit_ops(ops);
             }
             Record::LaunchSite(mut s) => {
+                if !clocks.to_session(&mut s.clock, &mut [&mut s.time]) {
+                    return;
+                }
                 s.api = ids.str(s.api);
                 s.stack = ids.stack(s.stack);
                 let (ops, other) = self.correlator.launch_site(&s, source, now);
@@ -278,12 +294,14 @@ impl SessionState {
                 self.emit_ops(ops);
             }
             Record::DeviceOp(mut op) => {
+                if !clocks.to_session(&mut op.clock, &mut [&mut op.start, &mut op.end]) {
+                    return;
+                }
                 op.device = ids.device(op.device);
                 op.stream = ids.stream(op.stream);
                 op.name = ids.str(op.name);
-                op.start = st.clocks.convert(op.clock, op.start);
-                op.end = st.clocks.convert(op.clock, op.end);
-                op.clock = ClockDomain::SESSION;
+                op.src_device = ids.device(op.src_device);
+                op.dst_device = ids.device(op.dst_device);
                 self.last_time = self.last_time.max(op.end);
                 // `launch` is the correlator's to fill, never a source's.
                 op.launch = None;
@@ -292,31 +310,56 @@ impl SessionState {
                 }
             }
             Record::CpuSample(mut s) => {
+                if !clocks.to_session(&mut s.clock, &mut [&mut s.time]) {
+                    return;
+                }
                 self.last_time = self.last_time.max(s.time);
                 s.stack = ids.stack(s.stack);
                 self.emit(&Record::CpuSample(s));
             }
             Record::Marker(mut a) => {
+                if !clocks.to_session(&mut a.clock, &mut [&mut a.start, &mut a.end]) {
+                    return;
+                }
                 a.name = ids.str(a.name);
                 a.domain = ids.str(a.domain);
                 self.emit(&Record::Marker(a));
             }
             Record::Range(mut a) => {
+                if !clocks.to_session(&mut a.clock, &mut [&mut a.start, &mut a.end]) {
+                    return;
+                }
                 a.name = ids.str(a.name);
                 a.domain = ids.str(a.domain);
                 self.emit(&Record::Range(a));
             }
             Record::Counter(mut c) => {
+                if !clocks.to_session(&mut c.clock, &mut [&mut c.time]) {
+                    return;
+                }
                 c.name = ids.str(c.name);
                 c.device = ids.device(c.device);
                 self.emit(&Record::Counter(c));
             }
             Record::Loss(mut l) => {
+                // A loss is reported even when its time cannot be converted.
+                if !clocks.to_session(&mut l.clock, &mut [&mut l.time]) {
+                    clocks.unconvertible -= 1;
+                    (l.time, l.clock) = (self.last_time, ClockDomain::SESSION);
+                }
                 l.cause = ids.str(l.cause);
                 *self.losses.entry(self.globals.text(l.cause).to_owned()).or_default() += l.count;
                 self.emit(&Record::Loss(l));
             }
-            Record::ClockSync(s) => st.clocks.sync(&s),
+            Record::Overhead(mut o) => {
+                if !clocks.to_session(&mut o.clock, &mut [&mut o.start, &mut o.end]) {
+                    return;
+                }
+                o.name = ids.str(o.name);
+                o.device = ids.device(o.device);
+                self.emit(&Record::Overhead(o));
+            }
+            Record::ClockSync(s) => clocks.sync(&s),
             _ => {}
         }
     }
@@ -358,40 +401,31 @@ mod tests {
         let mut e = Emitter::detached();
         let mut s = StringInterner::default();
         let agent = s.intern(&mut e, "/opt/x/libxpuprof_cupti_agent.so");
-        e.emit(&Record::Module(ModuleDef { id: ModuleId(1), path: agent, build_id: vec![] }));
-        e.emit(&Record::Frame(FrameDef {
-            id: FrameId(1),
-            kind: FrameKind::FileOffset,
-            module: ModuleId(1),
-            address: 0x10,
-            pid: 1,
-            name: StrId::NONE,
-            inlined: vec![],
-        }));
+        e.emit(&Record::Module(ModuleDef::default().id(ModuleId(1)).path(agent)));
+        e.emit(&Record::Frame(
+            FrameDef::default()
+                .id(FrameId(1))
+                .kind(FrameKind::FileOffset)
+                .module(ModuleId(1))
+                .address(0x10)
+                .pid(1),
+        ));
         let mut ids = vec![FrameId(1)];
         for (i, f) in frames.iter().enumerate() {
             let name = s.intern(&mut e, f);
             let id = FrameId(i as u32 + 2);
-            e.emit(&Record::Frame(FrameDef {
-                id,
-                kind: FrameKind::Synthetic,
-                module: ModuleId::NONE,
-                address: 0,
-                pid: 1,
-                name,
-                inlined: vec![],
-            }));
+            e.emit(&Record::Frame(FrameDef::default().id(id).kind(FrameKind::Synthetic).pid(1).name(name)));
             ids.push(id);
         }
-        e.emit(&Record::Stack(StackDef { id: StackId(1), frames: ids }));
-        e.emit(&Record::LaunchSite(LaunchSite {
-            pid: 1,
-            tid: 1,
-            time: 1,
-            correlation: Correlation { backend: backend::CUDA, id: 5 },
-            api: StrId::NONE,
-            stack: StackId(1),
-        }));
+        e.emit(&Record::Stack(StackDef::default().id(StackId(1)).frames(ids)));
+        e.emit(&Record::LaunchSite(
+            LaunchSite::default()
+                .pid(1)
+                .tid(1)
+                .time(1)
+                .correlation(Correlation { backend: backend::CUDA, id: 5 })
+                .stack(StackId(1)),
+        ));
         e.take_buffer()
     }
 
@@ -420,14 +454,7 @@ mod malformed_tests {
     #[test]
     fn a_malformed_record_is_skipped_and_counted_and_the_rest_is_kept() {
         let sample = |time: u64| {
-            Record::CpuSample(CpuSample {
-                pid: 1,
-                tid: 1,
-                time,
-                kind: SampleKind::OnCpu,
-                weight: 1,
-                stack: StackId::NONE,
-            })
+            Record::CpuSample(CpuSample::default().pid(1).tid(1).time(time).kind(SampleKind::OnCpu).weight(1))
         };
         let mut e = Emitter::detached();
         e.emit(&sample(1));
@@ -465,23 +492,26 @@ mod cut_tests {
     #[test]
     fn address_only_frames_at_the_root_end_are_cut() {
         let mut e = Emitter::detached();
-        e.emit(&Record::Str(StrDef { id: StrId(1), text: "/lib/libx.so".into() }));
-        e.emit(&Record::Module(ModuleDef { id: ModuleId(1), path: StrId(1), build_id: vec![] }));
+        e.emit(&Record::Str(StrDef::default().id(StrId(1)).text("/lib/libx.so".into())));
+        e.emit(&Record::Module(ModuleDef::default().id(ModuleId(1)).path(StrId(1))));
         let frame = |id: u32, module: u32, address: u64| {
-            Record::Frame(FrameDef {
-                id: FrameId(id),
-                kind: FrameKind::FileOffset,
-                module: ModuleId(module),
-                address,
-                pid: 1,
-                name: StrId::NONE,
-                inlined: vec![],
-            })
+            Record::Frame(
+                FrameDef::default()
+                    .id(FrameId(id))
+                    .kind(FrameKind::FileOffset)
+                    .module(ModuleId(module))
+                    .address(address)
+                    .pid(1),
+            )
         };
         e.emit(&frame(1, 1, 0x10));
         e.emit(&frame(2, 1, 0x20));
         e.emit(&frame(3, 0, 0xdead));
-        e.emit(&Record::Stack(StackDef { id: StackId(1), frames: vec![FrameId(1), FrameId(2), FrameId(3)] }));
+        e.emit(&Record::Stack(StackDef::default().id(StackId(1)).frames(vec![
+            FrameId(1),
+            FrameId(2),
+            FrameId(3),
+        ])));
         let mut p = Pipeline::new(1, false);
         let mut out = Vec::new();
         p.push(0, &e.take_buffer(), &mut |b| out.extend_from_slice(b));
@@ -521,5 +551,43 @@ mod align_tests {
         assert_eq!(c.len(), 2);
         let mut d = v(&["launch", "main"]);
         assert!(!skip_loader_leaf(&mut d, &v(&["other", "main"])));
+    }
+}
+
+#[cfg(test)]
+mod clock_tests {
+    use super::*;
+    use xpuprof_sdk::Emitter;
+
+    #[test]
+    fn foreign_clock_domains_are_converted_and_unpaired_ones_reported() {
+        let mut e = Emitter::detached();
+        let (paired, unpaired) = (ClockDomain(5), ClockDomain(6));
+        e.emit(&Record::ClockDomain(ClockDomainDef::default().domain(paired).ticks_per_second(1_000_000)));
+        e.emit(&Record::ClockSync(ClockSync::new(paired, 10, 5_000_000)));
+        e.emit(&Record::DeviceOp(DeviceOp::default().clock(paired).start(12).end(13)));
+        e.emit(&Record::DeviceOp(DeviceOp::default().clock(unpaired).start(1).end(2)));
+        e.emit(&Record::ApiCall(ApiCall::default().clock(unpaired).start(1).end(2)));
+        let mut p = Pipeline::new(1, false);
+        let mut out = Vec::new();
+        p.push(0, &e.take_buffer(), &mut |b| out.extend_from_slice(b));
+        p.finish(&mut |b| out.extend_from_slice(b));
+        let recs = codec::decode_all(&out).unwrap();
+        let ops: Vec<_> = recs
+            .iter()
+            .filter_map(|r| match r {
+                Record::DeviceOp(op) => Some((op.start, op.end, op.clock)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ops,
+            [(5_002_000, 5_003_000, ClockDomain::SESSION)],
+            "µs ticks converted, unpaired dropped"
+        );
+        assert!(!recs.iter().any(|r| matches!(r, Record::ClockDomain(_) | Record::ApiCall(_))));
+        let cause = "records in a clock domain never paired with the session clock";
+        assert_eq!(p.stats().losses.get(cause), Some(&2));
+        assert!(recs.iter().any(|r| matches!(r, Record::Loss(l) if l.count == 2)));
     }
 }

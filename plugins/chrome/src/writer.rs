@@ -21,12 +21,12 @@ pub const FLOW: &str = r#""cat":"flow","name":"launch""#;
 /// The JSON name of a copy of kind `k`.
 fn memcpy_name(k: CopyKind) -> &'static str {
     match k {
-        CopyKind::Unknown => "\"Memcpy Unknown\"",
         CopyKind::HostToDevice => "\"Memcpy HtoD\"",
         CopyKind::DeviceToHost => "\"Memcpy DtoH\"",
         CopyKind::DeviceToDevice => "\"Memcpy DtoD\"",
         CopyKind::HostToHost => "\"Memcpy HtoH\"",
         CopyKind::PeerToPeer => "\"Memcpy PtoP\"",
+        _ => "\"Memcpy Unknown\"",
     }
 }
 
@@ -250,7 +250,7 @@ impl<W: Write> TraceWriter<W> {
             DeviceOpKind::Sync => ("sync", "\"Sync\""),
             DeviceOpKind::Alloc => ("alloc", "\"Alloc\""),
             DeviceOpKind::Free => ("free", "\"Free\""),
-            DeviceOpKind::Other => ("other", tracks.name(op.name)),
+            _ => ("other", tracks.name(op.name)),
         }
     }
 

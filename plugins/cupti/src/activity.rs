@@ -111,13 +111,8 @@ fn stream(
     let id = StreamId(*next);
     *next += 1;
     c.streams.insert((ordinal, native), id);
-    out.emit(&Record::Stream(StreamDef {
-        id,
-        device,
-        pid: c.pid,
-        native_id: native as u64,
-        name: StrId::NONE,
-    }));
+    let def = StreamDef::default().id(id).device(device).pid(c.pid).native_id(native as u64);
+    out.emit(&Record::Stream(def.kind(QueueKind::CudaStream)));
     id
 }
 
@@ -136,6 +131,14 @@ fn emit_op(
         return;
     };
     op.device = dev;
+    // The copy's ends: the host side is no device (peer copies name both devices by ordinal
+    // in fields this decoder does not read yet; they keep NONE).
+    match op.copy {
+        CopyKind::HostToDevice => op.dst_device = dev,
+        CopyKind::DeviceToHost => op.src_device = dev,
+        CopyKind::DeviceToDevice => (op.src_device, op.dst_device) = (dev, dev),
+        _ => {}
+    }
     if let Some(s) = native_stream {
         op.stream = stream(d, conn, dev, ordinal, s, out);
     }
@@ -147,26 +150,17 @@ fn emit_op(
 }
 
 fn base_op(kind: DeviceOpKind, pid: u32, clock: ClockDomain, start: u64, end: u64, corr: u32) -> DeviceOp {
-    DeviceOp {
-        kind,
-        pid,
-        device: DeviceId::NONE,
-        stream: StreamId::NONE,
-        start,
-        end,
-        clock,
-        name: StrId::NONE,
-        bytes: 0,
-        copy: CopyKind::Unknown,
-        correlation: (corr != 0).then_some(Correlation { backend: backend::CUDA, id: corr as u64 }),
-        kernel: None,
-        graph: None,
-        launch: None,
-    }
+    DeviceOp::default()
+        .kind(kind)
+        .pid(pid)
+        .start(start)
+        .end(end)
+        .clock(clock)
+        .correlation((corr != 0).then_some(Correlation { backend: backend::CUDA, id: corr as u64 }))
 }
 
 fn graph(id: u32, node: u64) -> Option<GraphInfo> {
-    (id != 0 || node != 0).then_some(GraphInfo { graph: id as u64, node })
+    (id != 0 || node != 0).then_some(GraphInfo::default().graph(id as u64).node(node))
 }
 
 fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
@@ -185,12 +179,13 @@ fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     );
     op.name = text(d, conn, u64_at(rec, l.name), out);
     let dims = |at: usize| [u32_at(rec, at), u32_at(rec, at + 4), u32_at(rec, at + 8)];
-    op.kernel = Some(KernelInfo {
-        grid: dims(l.grid),
-        block: dims(l.block),
-        shared_memory: u32_at(rec, l.static_shared).saturating_add(u32_at(rec, l.dynamic_shared)),
-        registers: u16_at(rec, l.registers) as u32,
-    });
+    op.kernel = Some(
+        KernelInfo::default()
+            .grid(dims(l.grid))
+            .block(dims(l.block))
+            .shared_memory(u32_at(rec, l.static_shared).saturating_add(u32_at(rec, l.dynamic_shared)))
+            .registers(u16_at(rec, l.registers) as u32),
+    );
     op.graph = graph(u32_at(rec, l.graph), u64_at(rec, l.graph_node));
     emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), op, out);
 }
@@ -298,10 +293,14 @@ fn marker(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         d.conns.entry(conn).or_default().open_ranges.insert(id, (t, name, domain, tid));
     } else if flags & 4 != 0 {
         if let Some((start, name, domain, tid)) = d.conns.entry(conn).or_default().open_ranges.remove(&id) {
-            out.emit(&Record::Range(Annotation { pid, tid, start, end: t, name, domain }));
+            out.emit(&Record::Range(
+                Annotation::default().pid(pid).tid(tid).start(start).end(t).name(name).domain(domain),
+            ));
         }
     } else {
-        out.emit(&Record::Marker(Annotation { pid, tid, start: t, end: t, name, domain }));
+        out.emit(&Record::Marker(
+            Annotation::default().pid(pid).tid(tid).start(t).end(t).name(name).domain(domain),
+        ));
     }
 }
 
@@ -310,7 +309,7 @@ fn device(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         d.stats.unknown_versions += 1;
         return;
     }
-    let [mem, sms, id, uuid, name] = layout::DEVICE;
+    let [mem, sms, id, uuid, name, cc_major, cc_minor] = layout::DEVICE;
     let ordinal = u32_at(rec, id);
     let mut u = [0u8; 16];
     u.copy_from_slice(rec.get(uuid..uuid + 16).unwrap_or(&[0; 16]));
@@ -321,15 +320,21 @@ fn device(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
             let dev = DeviceId(d.next_device);
             d.next_device += 1;
             let name = text(d, conn, u64_at(rec, name), out);
-            out.emit(&Record::Device(DeviceDef {
-                id: dev,
-                vendor: Vendor::Nvidia,
-                index: ordinal,
-                name,
-                uuid: u,
-                compute_units: u32_at(rec, sms),
-                memory_bytes: u64_at(rec, mem),
-            }));
+            let arch = d.strs.string(out, &format!("sm_{}{}", u32_at(rec, cc_major), u32_at(rec, cc_minor)));
+            let vendor_name = d.strs.string(out, "NVIDIA");
+            out.emit(&Record::Device(
+                DeviceDef::default()
+                    .id(dev)
+                    .vendor(Vendor::Nvidia)
+                    .index(ordinal)
+                    .name(name)
+                    .uuid(u)
+                    .compute_units(u32_at(rec, sms))
+                    .memory_bytes(u64_at(rec, mem))
+                    .kind(DeviceKind::Gpu)
+                    .arch(arch)
+                    .vendor_name(vendor_name),
+            ));
             d.devices_by_uuid.insert(u, dev);
             dev
         }
@@ -360,15 +365,9 @@ pub fn flush_pending(d: &mut Decoder, conn: u64, out: &mut Emitter) {
         let dev = DeviceId(d.next_device);
         d.next_device += 1;
         let name = d.strs.string(out, &format!("CUDA device {o}"));
-        out.emit(&Record::Device(DeviceDef {
-            id: dev,
-            vendor: Vendor::Nvidia,
-            index: o,
-            name,
-            uuid: [0; 16],
-            compute_units: 0,
-            memory_bytes: 0,
-        }));
+        out.emit(&Record::Device(
+            DeviceDef::default().id(dev).vendor(Vendor::Nvidia).index(o).name(name).uuid([0; 16]),
+        ));
         d.conns.entry(conn).or_default().devices.insert(o, dev);
     }
     release_pending(d, conn, None, out);
@@ -391,21 +390,20 @@ fn overhead(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     let (_, offset, pid) = clock(d, conn);
     let tid = if u32_at(rec, okind) == 2 { u32_at(rec, oid + 4) } else { 0 };
     d.thread(pid, tid, out);
-    let what = match u32_at(rec, kind) {
-        1 => "driver compiler",
-        0x10000 => "buffer flush",
-        0x20000 => "instrumentation",
-        0x30000 => "resource",
-        0x40000 => "module loading",
-        0x50000 => "lazy function loading",
-        0x60000 => "command buffer full",
-        0x70000 => "activity buffer request",
-        _ => "other",
+    let (what, okind) = match u32_at(rec, kind) {
+        1 => ("driver compiler", OverheadKind::Resolution),
+        0x10000 => ("buffer flush", OverheadKind::BufferFlush),
+        0x20000 => ("instrumentation", OverheadKind::Instrumentation),
+        0x30000 => ("resource", OverheadKind::Other),
+        0x40000 => ("module loading", OverheadKind::Resolution),
+        0x50000 => ("lazy function loading", OverheadKind::Resolution),
+        0x60000 => ("command buffer full", OverheadKind::Other),
+        0x70000 => ("activity buffer request", OverheadKind::BufferFlush),
+        _ => ("other", OverheadKind::Other),
     };
     let name = d.strs.string(out, &format!("CUPTI overhead: {what}"));
-    let domain = d.strs.string(out, "cupti");
     let (s, e) = (host_time(u64_at(rec, start), offset), host_time(u64_at(rec, end), offset));
-    out.emit(&Record::Range(Annotation { pid, tid, start: s, end: e, name, domain }));
+    out.emit(&Record::Overhead(Overhead::default().pid(pid).tid(tid).start(s).end(e).kind(okind).name(name)));
 }
 
 fn api(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
@@ -419,17 +417,18 @@ fn api(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     let (_, offset, pid) = clock(d, conn);
     let tid = u32_at(rec, tid);
     d.thread(pid, tid, out);
-    let name = d.api_name(conn, domain, u32_at(rec, cbid), out);
+    let (name, kind) = d.api_name(conn, domain, u32_at(rec, cbid), out);
     let corr = u32_at(rec, corr);
-    out.emit(&Record::ApiCall(ApiCall {
-        pid,
-        tid,
-        start: host_time(u64_at(rec, start), offset),
-        end: host_time(u64_at(rec, end), offset),
-        name,
-        correlation: (corr != 0).then_some(Correlation { backend: backend::CUDA, id: corr as u64 }),
-        external: None,
-        result: u32_at(rec, result) as i64,
-    }));
+    out.emit(&Record::ApiCall(
+        ApiCall::default()
+            .pid(pid)
+            .tid(tid)
+            .start(host_time(u64_at(rec, start), offset))
+            .end(host_time(u64_at(rec, end), offset))
+            .name(name)
+            .kind(kind)
+            .correlation((corr != 0).then_some(Correlation { backend: backend::CUDA, id: corr as u64 }))
+            .result(u32_at(rec, result) as i64),
+    ));
     d.stats.api_calls += 1;
 }

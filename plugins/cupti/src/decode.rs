@@ -2,7 +2,7 @@
 //!
 //! One [`Decoder`] serves every connection of a session (one per CUDA process), so all
 //! definitions share one id space. Launch stacks arrive as raw return addresses plus the
-//! process's module map; they become `ModuleDef` + `FrameDef { kind: FileOffset }` (address =
+//! process's module map; they become `ModuleDef` + `FrameDef::default().kind(FileOffset)` (address =
 //! return address − 1, the call instruction, − mapping start + mapping file offset) so the host
 //! can symbolise them after the process is gone. Activity records are decoded in
 //! [`crate::activity`].
@@ -49,7 +49,7 @@ pub struct Stats {
 #[derive(Debug, Clone)]
 pub(crate) enum ApiName {
     Text(String),
-    Id(StrId),
+    Id(StrId, ApiKind),
 }
 
 /// Per-connection (per-process) state.
@@ -143,17 +143,18 @@ impl Decoder {
                 let pid = c.pid;
                 self.stats.dropped += count;
                 let cause = self.strs.string(out, LOSS_DROPPED);
-                out.emit(&Record::Loss(Loss { pid, time, cause, count }));
+                out.emit(&Record::Loss(Loss::default().pid(pid).time(time).cause(cause).count(count)));
             }
             wire::MSG_CLOCK => {
                 let (cupti, session) = (r.u64(), r.u64());
                 let c = self.conns.entry(conn).or_default();
                 c.clock_offset = session as i64 - cupti as i64;
-                out.emit(&Record::ClockSync(ClockSync {
-                    domain: crate::activity::CUPTI_CLOCK,
-                    source_time: cupti,
-                    session_time: session,
-                }));
+                out.emit(&Record::ClockSync(
+                    ClockSync::default()
+                        .domain(crate::activity::CUPTI_CLOCK)
+                        .source_time(cupti)
+                        .session_time(session),
+                ));
             }
             wire::MSG_ERROR => {
                 self.stats.agent_errors += 1;
@@ -168,12 +169,9 @@ impl Decoder {
                     "process {pid}: the agent dropped {chunks} messages ({bytes} bytes) because the host was gone or too slow"
                 ));
                 let cause = self.strs.string(out, LOSS_AGENT_CHANNEL);
-                out.emit(&Record::Loss(Loss {
-                    pid,
-                    time: xpuprof_sdk::clock::now_ns(),
-                    cause,
-                    count: chunks,
-                }));
+                out.emit(&Record::Loss(
+                    Loss::default().pid(pid).time(xpuprof_sdk::clock::now_ns()).cause(cause).count(chunks),
+                ));
             }
             wire::MSG_BYE => {
                 self.conns.entry(conn).or_default().bye = true;
@@ -201,7 +199,7 @@ impl Decoder {
         self.stats.processes += 1;
         let (pid, version, monotonic) = (h.pid, h.runtime_version, c.monotonic);
         let command = self.strs.string(out, &h.command);
-        out.emit(&Record::Process(ProcessDef { pid, ppid: parent_of(pid), command }));
+        out.emit(&Record::Process(ProcessDef::default().pid(pid).ppid(parent_of(pid)).command(command)));
         if version != 0 && !monotonic {
             self.log.info(&format!(
                 "process {pid}: CUPTI timestamp callback unavailable; GPU times converted from paired clock samples"
@@ -239,20 +237,28 @@ impl Decoder {
         }
     }
 
-    /// The interned name of API `cbid` of `domain`, or none if the agent never named it.
-    pub(crate) fn api_name(&mut self, conn: u64, domain: u8, cbid: u32, out: &mut Emitter) -> StrId {
-        let Some(c) = self.conns.get_mut(&conn) else { return StrId::NONE };
+    /// The interned name of API `cbid` of `domain` and what the call does, or none (and
+    /// [`ApiKind::Unknown`]) if the agent never named it.
+    pub(crate) fn api_name(
+        &mut self,
+        conn: u64,
+        domain: u8,
+        cbid: u32,
+        out: &mut Emitter,
+    ) -> (StrId, ApiKind) {
+        let Some(c) = self.conns.get_mut(&conn) else { return (StrId::NONE, ApiKind::Unknown) };
         match c.api_names.get(&(domain, cbid)) {
-            Some(ApiName::Id(id)) => *id,
+            Some(ApiName::Id(id, kind)) => (*id, *kind),
             Some(ApiName::Text(t)) => {
                 let t = t.clone();
+                let kind = crate::api_kind::classify(&t);
                 let id = self.strs.string(out, &t);
                 if let Some(c) = self.conns.get_mut(&conn) {
-                    c.api_names.insert((domain, cbid), ApiName::Id(id));
+                    c.api_names.insert((domain, cbid), ApiName::Id(id, kind));
                 }
-                id
+                (id, kind)
             }
-            None => StrId::NONE,
+            None => (StrId::NONE, ApiKind::Unknown),
         }
     }
 
@@ -310,27 +316,36 @@ impl Decoder {
         end: u64,
         out: &mut Emitter,
     ) {
-        let api = self.api_name(conn, domain, cbid, out);
+        let (api, kind) = self.api_name(conn, domain, cbid, out);
         let correlation = Correlation { backend: backend::CUDA, id: corr as u64 };
         let (stacks, calls) =
             self.conns.get(&conn).map(|c| (c.agent_stacks, c.api_from_callbacks)).unwrap_or((true, false));
         if calls {
             let end = if end < time { time } else { end };
-            out.emit(&Record::ApiCall(ApiCall {
-                pid,
-                tid,
-                start: time,
-                end,
-                name: api,
-                correlation: Some(correlation),
-                external: None,
-                result: result as i64,
-            }));
+            out.emit(&Record::ApiCall(
+                ApiCall::default()
+                    .pid(pid)
+                    .tid(tid)
+                    .start(time)
+                    .end(end)
+                    .name(api)
+                    .kind(kind)
+                    .correlation(Some(correlation))
+                    .result(result as i64),
+            ));
             self.stats.api_calls += 1;
         }
         if stacks {
             let stack = self.stacks.get(&(pid, hash)).copied().unwrap_or(StackId::NONE);
-            out.emit(&Record::LaunchSite(LaunchSite { pid, tid, time, correlation, api, stack }));
+            out.emit(&Record::LaunchSite(
+                LaunchSite::default()
+                    .pid(pid)
+                    .tid(tid)
+                    .time(time)
+                    .correlation(correlation)
+                    .api(api)
+                    .stack(stack),
+            ));
             self.stats.launch_sites += 1;
         }
     }
@@ -369,7 +384,9 @@ impl Decoder {
             ));
         }
         for (_, (start, name, domain, tid)) in c.open_ranges {
-            out.emit(&Record::Range(Annotation { pid: c.pid, tid, start, end: start, name, domain }));
+            out.emit(&Record::Range(
+                Annotation::default().pid(c.pid).tid(tid).start(start).end(start).name(name).domain(domain),
+            ));
         }
     }
 
@@ -382,7 +399,9 @@ impl Decoder {
         if self.stats.unknown_versions > 0 {
             let cause = self.strs.string(out, LOSS_UNKNOWN_VERSION);
             let time = xpuprof_sdk::clock::now_ns();
-            out.emit(&Record::Loss(Loss { pid: 0, time, cause, count: self.stats.unknown_versions }));
+            out.emit(&Record::Loss(
+                Loss::default().time(time).cause(cause).count(self.stats.unknown_versions),
+            ));
             self.stats.unknown_versions = 0;
         }
     }

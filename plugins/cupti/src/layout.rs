@@ -186,15 +186,17 @@ pub const MARKER: [usize; 7] = [
     offset_of!(ffi::CUpti_ActivityMarker2, domain),
 ];
 
-/// Device record: `memory size, SM count, id, uuid, name`.
+/// Device record: `memory size, SM count, id, uuid, name, compute capability major, minor`.
 pub const DEVICE_MIN: usize = size_of::<ffi::CUpti_ActivityDevice5>();
 /// Offsets in the device record.
-pub const DEVICE: [usize; 5] = [
+pub const DEVICE: [usize; 7] = [
     offset_of!(ffi::CUpti_ActivityDevice5, globalMemorySize),
     offset_of!(ffi::CUpti_ActivityDevice5, numMultiprocessors),
     offset_of!(ffi::CUpti_ActivityDevice5, id),
     offset_of!(ffi::CUpti_ActivityDevice5, uuid),
     offset_of!(ffi::CUpti_ActivityDevice5, name),
+    offset_of!(ffi::CUpti_ActivityDevice5, computeCapabilityMajor),
+    offset_of!(ffi::CUpti_ActivityDevice5, computeCapabilityMinor),
 ];
 
 /// Context record: `context, device`.

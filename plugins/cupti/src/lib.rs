@@ -15,6 +15,7 @@
 //! (all nodes of a graph launch too) to their launch site exactly.
 
 pub mod activity;
+pub mod api_kind;
 pub mod config;
 pub mod decode;
 pub mod layout;

@@ -220,7 +220,7 @@ fn finish(skel: &ProfileSkel<'_>, h: &mut Handler, probes: &ProbeSet) {
     for (cause, count) in losses.into_iter().filter(|(_, n)| *n > 0) {
         h.log.info(&format!("lost {count}: {cause}"));
         let cause = h.intern_string(cause);
-        h.emitter.emit(&Record::Loss(Loss { pid: 0, time, cause, count }));
+        h.emitter.emit(&Record::Loss(Loss::default().time(time).cause(cause).count(count)));
     }
     h.emitter.flush();
 }

@@ -215,14 +215,15 @@ impl Handler {
         let record = match e.kind {
             decode::EV_SAMPLE | decode::EV_OFFCPU => {
                 let kind = if e.kind == decode::EV_SAMPLE { SampleKind::OnCpu } else { SampleKind::OffCpu };
-                Record::CpuSample(CpuSample {
-                    pid: e.pid,
-                    tid: e.tid,
-                    time: e.time,
-                    kind,
-                    weight: e.weight,
-                    stack,
-                })
+                Record::CpuSample(
+                    CpuSample::default()
+                        .pid(e.pid)
+                        .tid(e.tid)
+                        .time(e.time)
+                        .kind(kind)
+                        .weight(e.weight)
+                        .stack(stack),
+                )
             }
             kind => {
                 // A plain launch uprobe names its symbol and gets an id of its own; a trampoline
@@ -238,14 +239,15 @@ impl Handler {
                 } else {
                     (Correlation { backend: e.backend, id: e.correlation }, StrId::NONE)
                 };
-                Record::LaunchSite(LaunchSite {
-                    pid: e.pid,
-                    tid: e.tid,
-                    time: e.time,
-                    correlation,
-                    api,
-                    stack,
-                })
+                Record::LaunchSite(
+                    LaunchSite::default()
+                        .pid(e.pid)
+                        .tid(e.tid)
+                        .time(e.time)
+                        .correlation(correlation)
+                        .api(api)
+                        .stack(stack),
+                )
             }
         };
         self.emitter.emit(&record);

@@ -261,7 +261,7 @@ impl Renderer<'_> {
             DeviceOpKind::Sync => ("Sync", String::new()),
             DeviceOpKind::Alloc => ("Alloc", String::new()),
             DeviceOpKind::Free => ("Free", String::new()),
-            DeviceOpKind::Other => ("Other", self.kernel_name(k.name)),
+            _ => ("Other", self.kernel_name(k.name)),
         };
         format!("{tag}_{kind}]{detail}")
     }

@@ -16,7 +16,7 @@ use crate::timeline::Timeline;
 pub const MAX_CONFIGS: usize = 16;
 
 /// Names of the record kinds, in [`kind_index`] order.
-pub const RECORD_KINDS: [&str; 17] = [
+pub const RECORD_KINDS: [&str; 20] = [
     "string",
     "process",
     "thread",
@@ -34,6 +34,9 @@ pub const RECORD_KINDS: [&str; 17] = [
     "counter",
     "loss",
     "clock_sync",
+    "clock_domain",
+    "overhead",
+    "other",
 ];
 
 /// One API function.
@@ -108,7 +111,7 @@ pub struct CounterAgg {
 #[derive(Debug, Default)]
 pub struct OwnAgg {
     /// Records per kind, [`RECORD_KINDS`] order.
-    pub by_kind: [u64; 17],
+    pub by_kind: [u64; 20],
     /// Correlated events (API calls, device ops, launch sites) per backend.
     pub by_backend: IdMap<u32, u64>,
     /// Loss per cause: items lost, Loss records.
@@ -145,7 +148,6 @@ pub struct Collector {
     /// Earliest and latest event time seen.
     pub span: Option<(u64, u64)>,
     api_class: IdMap<StrId, ApiClass>,
-    overhead_name: IdMap<StrId, bool>,
 }
 
 /// Index of a record kind in [`RECORD_KINDS`].
@@ -168,6 +170,10 @@ pub fn kind_index(r: &Record) -> usize {
         Record::Counter(_) => 14,
         Record::Loss(_) => 15,
         Record::ClockSync(_) => 16,
+        Record::ClockDomain(_) => 17,
+        Record::Overhead(_) => 18,
+        // A kind newer than this sink.
+        _ => 19,
     }
 }
 
@@ -191,6 +197,7 @@ impl Collector {
             Record::Marker(a) | Record::Range(a) => self.annotation(a),
             Record::Counter(c) => self.counter(c),
             Record::Loss(l) => self.loss(l),
+            Record::Overhead(o) => self.overhead(o),
             _ => {}
         }
     }
@@ -218,7 +225,12 @@ impl Collector {
                 None => agg.errors.push((c.result, 1)),
             }
         }
-        let class = self.classify_api(c.name);
+        let class = match c.kind {
+            ApiKind::Launch => ApiClass::Launch,
+            ApiKind::Sync => ApiClass::Sync,
+            ApiKind::Unknown => self.classify_legacy_api(c.name),
+            _ => ApiClass::Other,
+        };
         let t = self.threads.entry((c.pid, c.tid)).or_default();
         t.api_calls += 1;
         t.api_ns += dur;
@@ -235,7 +247,10 @@ impl Collector {
         }
     }
 
-    fn classify_api(&mut self, name: StrId) -> ApiClass {
+    /// Records that do not state their [`ApiKind`] (archives written before API kinds existed)
+    /// are classified by the CUDA naming rule those archives were summarised with, so they
+    /// still report the same; every current source states the kind.
+    fn classify_legacy_api(&mut self, name: StrId) -> ApiClass {
         if let Some(c) = self.api_class.get(&name) {
             return *c;
         }
@@ -266,7 +281,6 @@ impl Collector {
                 t.sync_ops += 1;
                 t.sync_op_ns += dur;
             }
-            DeviceOpKind::Other if self.is_overhead(op.name) => self.overhead(op.name, dur),
             _ => self.memory.add(op),
         }
     }
@@ -307,9 +321,6 @@ impl Collector {
 
     fn annotation(&mut self, a: &Annotation) {
         self.seen(a.start, a.end);
-        if self.is_overhead(a.domain) || self.is_overhead(a.name) {
-            self.overhead(a.name, a.end.saturating_sub(a.start));
-        }
     }
 
     fn counter(&mut self, c: &Counter) {
@@ -333,19 +344,11 @@ impl Collector {
         e.1 += 1;
     }
 
-    fn is_overhead(&mut self, name: StrId) -> bool {
-        if let Some(v) = self.overhead_name.get(&name) {
-            return *v;
-        }
-        let v = self.defs.str(name).to_ascii_lowercase().contains("overhead");
-        self.overhead_name.insert(name, v);
-        v
-    }
-
-    fn overhead(&mut self, name: StrId, value: u64) {
-        let e = self.own.overhead.entry(name).or_default();
+    fn overhead(&mut self, o: &Overhead) {
+        self.seen(o.start, o.end);
+        let e = self.own.overhead.entry(o.name).or_default();
         e.0 += 1;
-        e.1 += value;
+        e.1 += o.end.saturating_sub(o.start);
     }
 
     /// Closes the device timelines; call once before reporting.

@@ -139,8 +139,8 @@ impl CpuAgg {
     #[inline]
     pub fn add(&mut self, s: &CpuSample) -> SampleRef {
         match s.kind {
-            SampleKind::OnCpu => self.on_cpu.add(s.stack, s.weight),
             SampleKind::OffCpu => self.off_cpu.add(s.stack, s.weight),
+            _ => self.on_cpu.add(s.stack, s.weight),
         }
         let r = SampleRef { pid: s.pid, tid: s.tid, time: s.time, stack: s.stack };
         self.ring.push(r);

@@ -30,11 +30,11 @@
 //! counted under `cpu_sample` (the eBPF source). The session's source names are in
 //! `session.sources`.
 //!
-//! **Overhead records.** The event model has no dedicated overhead record; a `Range`, `Marker`
-//! or `DeviceOp` of kind `Other` whose name (or domain) contains "overhead" (any case) is
-//! counted as one, with its duration. This is the convention for sources that report their own
-//! overhead (for example CUPTI's overhead activity records, as a range named
-//! "cupti overhead ...").
+//! **Overhead records** are the model's `Overhead` events (for example CUPTI's overhead activity
+//! records), counted per name with their duration. **API calls** are classified by their
+//! `ApiKind` (launch, sync, ...), never by name; only records that do not state a kind
+//! (archives written before kinds existed) fall back to the CUDA naming rule they were first
+//! summarised with.
 //!
 //! **Percentiles** are nearest-rank, exact while a series has at most
 //! `exact_percentile_samples` values (default 10 000), and within 0.4 % relative error beyond,

@@ -42,61 +42,37 @@ impl Interner {
         }
         let id = ModuleId(self.modules.len() as u32 + 1);
         let path_id = self.string(em, path);
-        em.emit(&Record::Module(ModuleDef { id, path: path_id, build_id: build_id() }));
+        em.emit(&Record::Module(ModuleDef::default().id(id).path(path_id).build_id(build_id())));
         self.modules.insert(path.to_owned(), id);
         id
     }
 
     /// A user frame at file offset `offset` of `module`.
     pub fn file_frame(&mut self, em: &mut Emitter, module: ModuleId, offset: u64) -> FrameId {
-        self.frame(em, FrameKey::File(module, offset), |id| FrameDef {
-            id,
-            kind: FrameKind::FileOffset,
-            module,
-            address: offset,
-            pid: 0,
-            name: StrId::NONE,
-            inlined: Vec::new(),
+        self.frame(em, FrameKey::File(module, offset), |id| {
+            FrameDef::default().id(id).kind(FrameKind::FileOffset).module(module).address(offset)
         })
     }
 
     /// A kernel frame at `addr`.
     pub fn kernel_frame(&mut self, em: &mut Emitter, addr: u64) -> FrameId {
-        self.frame(em, FrameKey::Kernel(addr), |id| FrameDef {
-            id,
-            kind: FrameKind::Kernel,
-            module: ModuleId::NONE,
-            address: addr,
-            pid: 0,
-            name: StrId::NONE,
-            inlined: Vec::new(),
+        self.frame(em, FrameKey::Kernel(addr), |id| {
+            FrameDef::default().id(id).kind(FrameKind::Kernel).address(addr)
         })
     }
 
     /// A user address that no file mapping covers (JIT code, or a process whose maps are gone).
     pub fn virtual_frame(&mut self, em: &mut Emitter, pid: u32, addr: u64) -> FrameId {
-        self.frame(em, FrameKey::Virtual(pid, addr), |id| FrameDef {
-            id,
-            kind: FrameKind::Virtual,
-            module: ModuleId::NONE,
-            address: addr,
-            pid,
-            name: StrId::NONE,
-            inlined: Vec::new(),
+        self.frame(em, FrameKey::Virtual(pid, addr), |id| {
+            FrameDef::default().id(id).kind(FrameKind::Virtual).address(addr).pid(pid)
         })
     }
 
     /// A frame that is only a name (`[vdso]`).
     pub fn named_frame(&mut self, em: &mut Emitter, name: &str) -> FrameId {
         let name = self.string(em, name);
-        self.frame(em, FrameKey::Synthetic(name), |id| FrameDef {
-            id,
-            kind: FrameKind::Synthetic,
-            module: ModuleId::NONE,
-            address: 0,
-            pid: 0,
-            name,
-            inlined: Vec::new(),
+        self.frame(em, FrameKey::Synthetic(name), |id| {
+            FrameDef::default().id(id).kind(FrameKind::Synthetic).name(name)
         })
     }
 
@@ -116,7 +92,7 @@ impl Interner {
             return *id;
         }
         let id = StackId(self.stacks.len() as u32 + 1);
-        em.emit(&Record::Stack(StackDef { id, frames: frames.to_vec() }));
+        em.emit(&Record::Stack(StackDef::default().id(id).frames(frames.to_vec())));
         self.stacks.insert(frames.to_vec(), id);
         id
     }
@@ -132,7 +108,7 @@ impl Interner {
             return false;
         }
         let command = self.string(em, command);
-        em.emit(&Record::Process(ProcessDef { pid, ppid, command }));
+        em.emit(&Record::Process(ProcessDef::default().pid(pid).ppid(ppid).command(command)));
         true
     }
 
@@ -140,7 +116,7 @@ impl Interner {
     pub fn thread(&mut self, em: &mut Emitter, pid: u32, tid: u32, name: &str) {
         if self.threads.insert((pid, tid)) {
             let name = if name.is_empty() { StrId::NONE } else { self.string(em, name) };
-            em.emit(&Record::Thread(ThreadDef { pid, tid, name }));
+            em.emit(&Record::Thread(ThreadDef::default().pid(pid).tid(tid).name(name)));
         }
     }
 }

@@ -201,16 +201,16 @@ fn big_archive(records: &[Record]) -> &'static Vec<u8> {
 fn extreme_field_values_survive() {
     use xpuprof_sdk::model::*;
     let mut records = sample::session();
-    records.push(Record::ApiCall(ApiCall {
-        pid: u32::MAX,
-        tid: 0,
-        start: u64::MAX,
-        end: 3,
-        name: StrId(u32::MAX),
-        correlation: Some(Correlation { backend: u32::MAX, id: u64::MAX }),
-        external: Some(ExternalId { kind: 7, id: u64::MAX - 1 }),
-        result: i64::MIN,
-    }));
+    records.push(Record::ApiCall(
+        ApiCall::default()
+            .pid(u32::MAX)
+            .start(u64::MAX)
+            .end(3)
+            .name(StrId(u32::MAX))
+            .correlation(Some(Correlation { backend: u32::MAX, id: u64::MAX }))
+            .external(Some(ExternalId { kind: 7, id: u64::MAX - 1 }))
+            .result(i64::MIN),
+    ));
     let mut op = match &records.iter().rev().find(|r| matches!(r, Record::DeviceOp(_))) {
         Some(Record::DeviceOp(op)) => op.clone(),
         _ => unreachable!(),
@@ -220,9 +220,10 @@ fn extreme_field_values_survive() {
     op.bytes = u64::MAX;
     op.clock = ClockDomain(9);
     op.correlation = None;
-    op.graph = Some(GraphInfo { graph: u64::MAX, node: 0 });
+    op.graph = Some(GraphInfo::default().graph(u64::MAX).node(0));
     records.push(Record::DeviceOp(op));
-    records.push(Record::ClockSync(ClockSync { domain: ClockDomain(2), source_time: 5, session_time: 6 }));
+    records
+        .push(Record::ClockSync(ClockSync::default().domain(ClockDomain(2)).source_time(5).session_time(6)));
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), &records, 10);
     let (got, _, damage) = replay(dir.path()).unwrap();

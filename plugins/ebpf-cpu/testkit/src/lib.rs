@@ -243,6 +243,6 @@ fn frame_name(
         }
         FrameKind::Synthetic => strings.get(&f.name).cloned().unwrap_or_default(),
         FrameKind::Kernel => format!("[k]{:#x}", f.address),
-        FrameKind::Virtual => format!("[unknown]{:#x}", f.address),
+        _ => format!("[unknown]{:#x}", f.address),
     }
 }

@@ -11,40 +11,33 @@ fn sink(cfg: SummaryConfig) -> SummarySink {
 }
 
 fn frame(id: u32, name: u32) -> Record {
-    Record::Frame(FrameDef {
-        id: FrameId(id),
-        kind: FrameKind::Synthetic,
-        module: ModuleId::NONE,
-        address: 0,
-        pid: 1,
-        name: StrId(name),
-        inlined: vec![],
-    })
+    Record::Frame(FrameDef::default().id(FrameId(id)).kind(FrameKind::Synthetic).pid(1).name(StrId(name)))
 }
 
 #[test]
 fn cpu_only_run_reports_hot_functions_in_the_digest() {
     let mut s = sink(SummaryConfig::default());
     let mut recs = vec![
-        Record::Str(StrDef { id: StrId(1), text: "main".into() }),
-        Record::Str(StrDef { id: StrId(2), text: "parse".into() }),
-        Record::Str(StrDef { id: StrId(3), text: "hash".into() }),
+        Record::Str(StrDef::default().id(StrId(1)).text("main".into())),
+        Record::Str(StrDef::default().id(StrId(2)).text("parse".into())),
+        Record::Str(StrDef::default().id(StrId(3)).text("hash".into())),
         frame(1, 1),
         frame(2, 2),
         frame(3, 3),
-        Record::Stack(StackDef { id: StackId(1), frames: vec![FrameId(2), FrameId(1)] }),
-        Record::Stack(StackDef { id: StackId(2), frames: vec![FrameId(3), FrameId(2), FrameId(1)] }),
+        Record::Stack(StackDef::default().id(StackId(1)).frames(vec![FrameId(2), FrameId(1)])),
+        Record::Stack(StackDef::default().id(StackId(2)).frames(vec![FrameId(3), FrameId(2), FrameId(1)])),
     ];
     // parse < main x3, hash < parse < main x1, at 10 ms each.
     for (i, stack) in [1, 1, 1, 2].into_iter().enumerate() {
-        recs.push(Record::CpuSample(CpuSample {
-            pid: 1,
-            tid: 1,
-            time: 1_000 + i as u64,
-            kind: SampleKind::OnCpu,
-            weight: 10_000_000,
-            stack: StackId(stack),
-        }));
+        recs.push(Record::CpuSample(
+            CpuSample::default()
+                .pid(1)
+                .tid(1)
+                .time(1_000 + i as u64)
+                .kind(SampleKind::OnCpu)
+                .weight(10_000_000)
+                .stack(StackId(stack)),
+        ));
     }
     s.add(&recs);
     let r = s.report();
@@ -62,27 +55,20 @@ fn cpu_only_run_reports_hot_functions_in_the_digest() {
 #[test]
 fn long_runs_switch_to_the_histogram_within_its_error_bound() {
     let mut s = sink(SummaryConfig { exact_samples: 100, ..SummaryConfig::default() });
-    s.add(&[Record::Str(StrDef { id: StrId(1), text: "k".into() })]);
+    s.add(&[Record::Str(StrDef::default().id(StrId(1)).text("k".into()))]);
     let mut batch = Vec::with_capacity(1000);
     // Durations 1..=20000 µs in a scrambled order, on one device, back to back.
     for i in 0..20_000u64 {
         let d = ((i * 7919) % 20_000 + 1) * 1_000;
-        batch.push(Record::DeviceOp(DeviceOp {
-            kind: DeviceOpKind::Kernel,
-            pid: 1,
-            device: DeviceId(1),
-            stream: StreamId::NONE,
-            start: i * 30_000_000,
-            end: i * 30_000_000 + d,
-            clock: ClockDomain::SESSION,
-            name: StrId(1),
-            bytes: 0,
-            copy: CopyKind::Unknown,
-            correlation: None,
-            kernel: None,
-            graph: None,
-            launch: None,
-        }));
+        batch.push(Record::DeviceOp(
+            DeviceOp::default()
+                .kind(DeviceOpKind::Kernel)
+                .pid(1)
+                .device(DeviceId(1))
+                .start(i * 30_000_000)
+                .end(i * 30_000_000 + d)
+                .name(StrId(1)),
+        ));
         if batch.len() == 1000 {
             s.add(&batch);
             batch.clear();

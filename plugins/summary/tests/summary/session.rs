@@ -49,44 +49,31 @@ fn defs() -> Vec<Record> {
     let mut r: Vec<Record> = STRINGS
         .iter()
         .enumerate()
-        .map(|(i, t)| Record::Str(StrDef { id: StrId(i as u32 + 1), text: (*t).to_owned() }))
+        .map(|(i, t)| Record::Str(StrDef::default().id(StrId(i as u32 + 1)).text((*t).to_owned())))
         .collect();
-    r.push(Record::Process(ProcessDef { pid: PID, ppid: 1, command: StrId(1) }));
-    r.push(Record::Thread(ThreadDef { pid: PID, tid: MAIN, name: StrId(2) }));
-    r.push(Record::Thread(ThreadDef { pid: PID, tid: WORKER, name: StrId(15) }));
-    r.push(Record::Device(DeviceDef {
-        id: DeviceId(1),
-        vendor: Vendor::Test,
-        index: 0,
-        name: StrId(3),
-        uuid: [0; 16],
-        compute_units: 132,
-        memory_bytes: 80 << 30,
-    }));
-    r.push(Record::Stream(StreamDef {
-        id: StreamId(1),
-        device: DeviceId(1),
-        pid: PID,
-        native_id: 7,
-        name: StrId::NONE,
-    }));
+    r.push(Record::Process(ProcessDef::default().pid(PID).ppid(1).command(StrId(1))));
+    r.push(Record::Thread(ThreadDef::default().pid(PID).tid(MAIN).name(StrId(2))));
+    r.push(Record::Thread(ThreadDef::default().pid(PID).tid(WORKER).name(StrId(15))));
+    r.push(Record::Device(
+        DeviceDef::default()
+            .id(DeviceId(1))
+            .vendor(Vendor::Test)
+            .name(StrId(3))
+            .uuid([0; 16])
+            .compute_units(132)
+            .memory_bytes(80 << 30),
+    ));
+    r.push(Record::Stream(StreamDef::default().id(StreamId(1)).device(DeviceId(1)).pid(PID).native_id(7)));
     for (id, name) in [(1, 2), (2, 11), (3, 12), (4, 16)] {
-        r.push(Record::Frame(FrameDef {
-            id: FrameId(id),
-            kind: FrameKind::Synthetic,
-            module: ModuleId::NONE,
-            address: 0,
-            pid: PID,
-            name: StrId(name),
-            inlined: vec![],
-        }));
+        r.push(Record::Frame(
+            FrameDef::default().id(FrameId(id)).kind(FrameKind::Synthetic).pid(PID).name(StrId(name)),
+        ));
     }
     // Innermost first: 1 = train_step < main, 2 = alloc_buffers < main, 3 = spin_wait < train_step < main.
     for (id, frames) in [(1, vec![2, 1]), (2, vec![3, 1]), (3, vec![4, 2, 1])] {
-        r.push(Record::Stack(StackDef {
-            id: StackId(id),
-            frames: frames.into_iter().map(FrameId).collect(),
-        }));
+        r.push(Record::Stack(
+            StackDef::default().id(StackId(id)).frames(frames.into_iter().map(FrameId).collect()),
+        ));
     }
     r
 }
@@ -97,61 +84,55 @@ fn corr(id: u64) -> Option<Correlation> {
 
 fn api(tid: u32, start_us: u64, dur_ns: u64, name: u32, id: u64, result: i64) -> Record {
     let start = us(start_us);
-    Record::ApiCall(ApiCall {
-        pid: PID,
-        tid,
-        start,
-        end: start + dur_ns,
-        name: StrId(name),
-        correlation: if id == 0 { None } else { corr(id) },
-        external: None,
-        result,
-    })
+    Record::ApiCall(
+        ApiCall::default()
+            .pid(PID)
+            .tid(tid)
+            .start(start)
+            .end(start + dur_ns)
+            .name(StrId(name))
+            .correlation(if id == 0 { None } else { corr(id) })
+            .result(result),
+    )
 }
 
 fn launch(stack: u32, api: u32, time_us: u64) -> Option<LaunchRef> {
-    Some(LaunchRef { tid: MAIN, stack: StackId(stack), api: StrId(api), time: us(time_us) })
+    Some(LaunchRef::default().tid(MAIN).stack(StackId(stack)).api(StrId(api)).time(us(time_us)))
 }
 
 fn op(kind: DeviceOpKind, start_us: u64, end_us: u64, name: u32, id: u64) -> DeviceOp {
-    DeviceOp {
-        kind,
-        pid: PID,
-        device: DeviceId(1),
-        stream: StreamId(1),
-        start: us(start_us),
-        end: us(end_us),
-        clock: ClockDomain::SESSION,
-        name: StrId(name),
-        bytes: 0,
-        copy: CopyKind::Unknown,
-        correlation: if id == 0 { None } else { corr(id) },
-        kernel: None,
-        graph: None,
-        launch: None,
-    }
+    DeviceOp::default()
+        .kind(kind)
+        .pid(PID)
+        .device(DeviceId(1))
+        .stream(StreamId(1))
+        .start(us(start_us))
+        .end(us(end_us))
+        .name(StrId(name))
+        .correlation(if id == 0 { None } else { corr(id) })
 }
 
 fn kernel(start_us: u64, end_us: u64, name: u32, id: u64, grid: u32, launched: bool) -> Record {
     let (block, smem, regs) = if name == 9 { (256, 4096, 64) } else { (128, 0, 16) };
-    Record::DeviceOp(DeviceOp {
-        kernel: Some(KernelInfo {
-            grid: [grid, 1, 1],
-            block: [block, 1, 1],
-            shared_memory: smem,
-            registers: regs,
-        }),
-        launch: if launched { launch(1, 4, 900) } else { None },
-        ..op(DeviceOpKind::Kernel, start_us, end_us, name, id)
-    })
+    Record::DeviceOp(
+        op(DeviceOpKind::Kernel, start_us, end_us, name, id)
+            .kernel(Some(
+                KernelInfo::default()
+                    .grid([grid, 1, 1])
+                    .block([block, 1, 1])
+                    .shared_memory(smem)
+                    .registers(regs),
+            ))
+            .launch(if launched { launch(1, 4, 900) } else { None }),
+    )
 }
 
 fn mem(kind: DeviceOpKind, at_us: u64, bytes: u64, stack: u32, id: u64) -> Record {
-    Record::DeviceOp(DeviceOp {
-        bytes,
-        launch: if stack == 0 { None } else { launch(stack, 6, at_us) },
-        ..op(kind, at_us, at_us, 0, id)
-    })
+    Record::DeviceOp(op(kind, at_us, at_us, 0, id).bytes(bytes).launch(if stack == 0 {
+        None
+    } else {
+        launch(stack, 6, at_us)
+    }))
 }
 
 fn copy(start_us: u64, dur_ns: u64, bytes: u64, dir: CopyKind, id: u64) -> Record {
@@ -164,11 +145,19 @@ fn copy(start_us: u64, dur_ns: u64, bytes: u64, dir: CopyKind, id: u64) -> Recor
 }
 
 fn sample(tid: u32, time_us: u64, kind: SampleKind, weight: u64, stack: u32) -> Record {
-    Record::CpuSample(CpuSample { pid: PID, tid, time: us(time_us), kind, weight, stack: StackId(stack) })
+    Record::CpuSample(
+        CpuSample::default()
+            .pid(PID)
+            .tid(tid)
+            .time(us(time_us))
+            .kind(kind)
+            .weight(weight)
+            .stack(StackId(stack)),
+    )
 }
 
 fn loss(time_us: u64, cause: u32, count: u64) -> Record {
-    Record::Loss(Loss { pid: PID, time: us(time_us), cause: StrId(cause), count })
+    Record::Loss(Loss::default().pid(PID).time(us(time_us)).cause(StrId(cause)).count(count))
 }
 
 /// API calls of the main thread and the worker (durations in ns).
@@ -193,14 +182,15 @@ fn api_calls() -> Vec<Record> {
 fn launch_sites() -> Vec<Record> {
     (0..5)
         .map(|i| {
-            Record::LaunchSite(LaunchSite {
-                pid: PID,
-                tid: MAIN,
-                time: us(900 + 10 * i),
-                correlation: Correlation { backend: backend::TEST, id: 10 + i },
-                api: StrId(4),
-                stack: StackId(1),
-            })
+            Record::LaunchSite(
+                LaunchSite::default()
+                    .pid(PID)
+                    .tid(MAIN)
+                    .time(us(900 + 10 * i))
+                    .correlation(Correlation { backend: backend::TEST, id: 10 + i })
+                    .api(StrId(4))
+                    .stack(StackId(1)),
+            )
         })
         .collect()
 }
@@ -208,7 +198,7 @@ fn launch_sites() -> Vec<Record> {
 /// Device work: kernels out of order, copies, a memset, allocations, a free, a sync.
 fn device_ops() -> Vec<Record> {
     let mut sync = op(DeviceOpKind::Sync, 1910, 2290, 0, 0);
-    sync.launch = Some(LaunchRef { tid: WORKER, stack: StackId::NONE, api: StrId(8), time: us(1900) });
+    sync.launch = Some(LaunchRef::default().tid(WORKER).api(StrId(8)).time(us(1900)));
     let mut memset = op(DeviceOpKind::Memset, 700, 700, 19, 0);
     memset.end = memset.start + 2_000;
     memset.bytes = 4096;
@@ -232,37 +222,27 @@ fn device_ops() -> Vec<Record> {
 /// Samples, annotations, a counter, losses.
 fn others() -> Vec<Record> {
     let range = |start_us: u64| {
-        Record::Range(Annotation {
-            pid: PID,
-            tid: MAIN,
-            start: us(start_us),
-            end: us(start_us) + 20_000,
-            name: StrId(17),
-            domain: StrId::NONE,
-        })
+        Record::Overhead(
+            Overhead::default()
+                .pid(PID)
+                .tid(MAIN)
+                .start(us(start_us))
+                .end(us(start_us) + 20_000)
+                .kind(OverheadKind::BufferFlush)
+                .name(StrId(17)),
+        )
     };
     vec![
         sample(MAIN, 900, SampleKind::OnCpu, 10_000_000, 3),
         sample(MAIN, 1140, SampleKind::OnCpu, 10_000_000, 1),
         sample(WORKER, 1200, SampleKind::OnCpu, 10_000_000, 3),
         sample(WORKER, 2000, SampleKind::OffCpu, 400_000, 3),
-        Record::Marker(Annotation {
-            pid: PID,
-            tid: MAIN,
-            start: us(5),
-            end: us(5),
-            name: StrId(20),
-            domain: StrId::NONE,
-        }),
+        Record::Marker(Annotation::default().pid(PID).tid(MAIN).start(us(5)).end(us(5)).name(StrId(20))),
         range(2400),
         range(2500),
-        Record::Counter(Counter {
-            pid: PID,
-            device: DeviceId(1),
-            time: us(90),
-            name: StrId(18),
-            value: 2101248.0,
-        }),
+        Record::Counter(
+            Counter::default().pid(PID).device(DeviceId(1)).time(us(90)).name(StrId(18)).value(2101248.0),
+        ),
         loss(2600, 13, 5),
         loss(2700, 13, 7),
         loss(2800, 14, 3),

@@ -12,11 +12,22 @@ struct W<'a> {
     strings: StringInterner,
     next_frame: u32,
     next_stack: u32,
+    /// What each API name does (stated on every API call, as real sources do).
+    kinds: Vec<(StrId, ApiKind)>,
 }
 
 impl W<'_> {
     fn s(&mut self, text: &str) -> StrId {
         self.strings.intern(self.e, text)
+    }
+
+    /// An API function's name, remembering what it does.
+    fn a(&mut self, text: &str, kind: ApiKind) -> StrId {
+        let id = self.s(text);
+        if !self.kinds.iter().any(|(n, _)| *n == id) {
+            self.kinds.push((id, kind));
+        }
+        id
     }
 
     /// A stack of synthetic named frames, given outermost first.
@@ -26,20 +37,14 @@ impl W<'_> {
             self.next_frame += 1;
             let id = FrameId(self.next_frame);
             let name = self.s(n);
-            self.e.emit(&Record::Frame(FrameDef {
-                id,
-                kind: FrameKind::Synthetic,
-                module: ModuleId::NONE,
-                address: 0,
-                pid: PID,
-                name,
-                inlined: vec![],
-            }));
+            self.e.emit(&Record::Frame(
+                FrameDef::default().id(id).kind(FrameKind::Synthetic).pid(PID).name(name),
+            ));
             frames.push(id);
         }
         self.next_stack += 1;
         let id = StackId(self.next_stack);
-        self.e.emit(&Record::Stack(StackDef { id, frames }));
+        self.e.emit(&Record::Stack(StackDef::default().id(id).frames(frames)));
         id
     }
 }
@@ -49,27 +54,29 @@ fn corr(id: u64) -> Option<Correlation> {
 }
 
 fn api(w: &mut W<'_>, tid: u32, start: u64, dur: u64, name: StrId, id: u64) {
-    w.e.emit(&Record::ApiCall(ApiCall {
-        pid: PID,
-        tid,
-        start,
-        end: start + dur,
-        name,
-        correlation: corr(id),
-        external: None,
-        result: 0,
-    }));
+    let kind = w.kinds.iter().find(|(n, _)| *n == name).map_or(ApiKind::Other, |(_, k)| *k);
+    w.e.emit(&Record::ApiCall(
+        ApiCall::default()
+            .pid(PID)
+            .tid(tid)
+            .start(start)
+            .end(start + dur)
+            .name(name)
+            .kind(kind)
+            .correlation(corr(id)),
+    ));
 }
 
 fn site(w: &mut W<'_>, tid: u32, time: u64, api: StrId, stack: StackId, id: u64) {
-    w.e.emit(&Record::LaunchSite(LaunchSite {
-        pid: PID,
-        tid,
-        time,
-        correlation: Correlation { backend: backend::TEST, id },
-        api,
-        stack,
-    }));
+    w.e.emit(&Record::LaunchSite(
+        LaunchSite::default()
+            .pid(PID)
+            .tid(tid)
+            .time(time)
+            .correlation(Correlation { backend: backend::TEST, id })
+            .api(api)
+            .stack(stack),
+    ));
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -83,39 +90,28 @@ fn op(
     bytes: u64,
     copy: CopyKind,
 ) -> DeviceOp {
-    DeviceOp {
-        kind,
-        pid: PID,
-        device: DeviceId(1),
-        stream: StreamId(stream),
-        start,
-        end: start + dur,
-        clock: ClockDomain::SESSION,
-        name,
-        bytes,
-        copy,
-        correlation: if id == 0 { None } else { corr(id) },
-        kernel: None,
-        graph: None,
-        launch: None,
-    }
+    DeviceOp::default()
+        .kind(kind)
+        .pid(PID)
+        .device(DeviceId(1))
+        .stream(StreamId(stream))
+        .start(start)
+        .end(start + dur)
+        .name(name)
+        .bytes(bytes)
+        .copy(copy)
+        .correlation(if id == 0 { None } else { corr(id) })
 }
 
 fn kernel(stream: u32, start: u64, dur: u64, name: StrId, id: u64, grid: u32) -> DeviceOp {
-    DeviceOp {
-        kernel: Some(KernelInfo {
-            grid: [grid, 1, 1],
-            block: [256, 1, 1],
-            shared_memory: 4096,
-            registers: 32,
-        }),
-        ..op(DeviceOpKind::Kernel, stream, start, dur, name, id, 0, CopyKind::Unknown)
-    }
+    op(DeviceOpKind::Kernel, stream, start, dur, name, id, 0, CopyKind::Unknown).kernel(Some(
+        KernelInfo::default().grid([grid, 1, 1]).block([256, 1, 1]).shared_memory(4096).registers(32),
+    ))
 }
 
 /// Emits the script; the launch part `repeat` times.
 pub fn emit(e: &mut Emitter, repeat: u64) {
-    let mut w = W { e, strings: StringInterner::default(), next_frame: 0, next_stack: 0 };
+    let mut w = W { e, strings: StringInterner::default(), next_frame: 0, next_stack: 0, kinds: Vec::new() };
     definitions(&mut w);
     let base = 1_000_000_000u64;
     // Each round spans 10 ms of session time.
@@ -128,37 +124,39 @@ pub fn emit(e: &mut Emitter, repeat: u64) {
 
 fn definitions(w: &mut W<'_>) {
     let cmd = w.s("python3 train.py");
-    w.e.emit(&Record::Process(ProcessDef { pid: PID, ppid: 1, command: cmd }));
+    w.e.emit(&Record::Process(ProcessDef::default().pid(PID).ppid(1).command(cmd)));
     let main = w.s("python3");
-    w.e.emit(&Record::Thread(ThreadDef { pid: PID, tid: PID, name: main }));
+    w.e.emit(&Record::Thread(ThreadDef::default().pid(PID).tid(PID).name(main)));
     let worker = w.s("loader");
-    w.e.emit(&Record::Thread(ThreadDef { pid: PID, tid: WORKER, name: worker }));
+    w.e.emit(&Record::Thread(ThreadDef::default().pid(PID).tid(WORKER).name(worker)));
     let gpu = w.s("Scripted GPU");
-    w.e.emit(&Record::Device(DeviceDef {
-        id: DeviceId(1),
-        vendor: Vendor::Test,
-        index: 0,
-        name: gpu,
-        uuid: [7; 16],
-        compute_units: 108,
-        memory_bytes: 40 << 30,
-    }));
+    w.e.emit(&Record::Device(
+        DeviceDef::default()
+            .id(DeviceId(1))
+            .vendor(Vendor::Test)
+            .name(gpu)
+            .uuid([7; 16])
+            .compute_units(108)
+            .memory_bytes(40 << 30)
+            .kind(DeviceKind::Gpu),
+    ));
     for (id, native) in [(7u32, 7u64), (13, 13)] {
-        w.e.emit(&Record::Stream(StreamDef {
-            id: StreamId(id),
-            device: DeviceId(1),
-            pid: PID,
-            native_id: native,
-            name: StrId::NONE,
-        }));
+        w.e.emit(&Record::Stream(
+            StreamDef::default()
+                .id(StreamId(id))
+                .device(DeviceId(1))
+                .pid(PID)
+                .native_id(native)
+                .kind(QueueKind::CudaStream),
+        ));
     }
 }
 
 fn launches(w: &mut W<'_>, t: u64, id0: u64) {
-    let launch = w.s("cudaLaunchKernel");
-    let graph = w.s("cudaGraphLaunch");
-    let memcpy = w.s("cudaMemcpyAsync");
-    let memset = w.s("cudaMemsetAsync");
+    let launch = w.a("cudaLaunchKernel", ApiKind::Launch);
+    let graph = w.a("cudaGraphLaunch", ApiKind::Launch);
+    let memcpy = w.a("cudaMemcpyAsync", ApiKind::Copy);
+    let memset = w.a("cudaMemsetAsync", ApiKind::Memset);
     let gemm = w.s("void gemm_kernel<float, 128>(float const*, float*, int)");
     let node_a = w.s("graph_node_a");
     let node_b = w.s("graph_node_b");
@@ -179,7 +177,7 @@ fn launches(w: &mut W<'_>, t: u64, id0: u64) {
         [(node_a, 100_000u64), (node_b, 50_000), (node_a, 100_000)].into_iter().enumerate()
     {
         let mut k = kernel(7, t + 300_000 + i as u64 * 120_000, dur, name, id0 + 2, 32);
-        k.graph = Some(GraphInfo { graph: 1, node: i as u64 + 1 });
+        k.graph = Some(GraphInfo::default().graph(1).node(i as u64 + 1));
         w.e.emit(&Record::DeviceOp(k));
     }
     // Copies and a memset from the worker thread on stream 13.
@@ -226,9 +224,9 @@ fn launches(w: &mut W<'_>, t: u64, id0: u64) {
 }
 
 fn epilogue(w: &mut W<'_>, t: u64) {
-    let malloc = w.s("cudaMalloc");
-    let free = w.s("cudaFree");
-    let sync = w.s("cudaDeviceSynchronize");
+    let malloc = w.a("cudaMalloc", ApiKind::Alloc);
+    let free = w.a("cudaFree", ApiKind::Free);
+    let sync = w.a("cudaDeviceSynchronize", ApiKind::Sync);
     let lost = w.s("lost_kernel");
     let s_alloc = w.stack(&["main", "setup", "allocate_buffers"]);
     let s_sample = w.stack(&["main", "train_step", "forward", "python_overhead"]);
@@ -264,24 +262,26 @@ fn epilogue(w: &mut W<'_>, t: u64) {
     w.e.emit(&Record::DeviceOp(kernel(13, t + 6_000, 20_000, lost, 99_999, 8)));
     // Three on-CPU samples at 99 Hz and one off-CPU wait of 5 ms.
     for i in 0..3 {
-        w.e.emit(&Record::CpuSample(CpuSample {
-            pid: PID,
-            tid: PID,
-            time: t + 10_000 + i * 10_101_010,
-            kind: SampleKind::OnCpu,
-            weight: 10_101_010,
-            stack: s_sample,
-        }));
+        w.e.emit(&Record::CpuSample(
+            CpuSample::default()
+                .pid(PID)
+                .tid(PID)
+                .time(t + 10_000 + i * 10_101_010)
+                .kind(SampleKind::OnCpu)
+                .weight(10_101_010)
+                .stack(s_sample),
+        ));
     }
     api(w, PID, t + 40_000, 5_000_000, sync, 10_004);
-    w.e.emit(&Record::CpuSample(CpuSample {
-        pid: PID,
-        tid: PID,
-        time: t + 5_040_000,
-        kind: SampleKind::OffCpu,
-        weight: 5_000_000,
-        stack: s_wait,
-    }));
+    w.e.emit(&Record::CpuSample(
+        CpuSample::default()
+            .pid(PID)
+            .tid(PID)
+            .time(t + 5_040_000)
+            .kind(SampleKind::OffCpu)
+            .weight(5_000_000)
+            .stack(s_wait),
+    ));
     annotations(w, t);
 }
 
@@ -291,23 +291,16 @@ fn annotations(w: &mut W<'_>, t: u64) {
     let fwd = w.s("forward pass");
     let mem = w.s("device memory in use");
     let cause = w.s("scripted ring buffer full");
-    w.e.emit(&Record::Marker(Annotation { pid: PID, tid: PID, start: t, end: t, name: epoch, domain }));
-    w.e.emit(&Record::Range(Annotation {
-        pid: PID,
-        tid: PID,
-        start: t + 1_000,
-        end: t + 30_000,
-        name: fwd,
-        domain,
-    }));
+    w.e.emit(&Record::Marker(
+        Annotation::default().pid(PID).tid(PID).start(t).end(t).name(epoch).domain(domain),
+    ));
+    w.e.emit(&Record::Range(
+        Annotation::default().pid(PID).tid(PID).start(t + 1_000).end(t + 30_000).name(fwd).domain(domain),
+    ));
     for (i, v) in [(0u64, 1048576.0), (1, 68157440.0), (2, 67108864.0)] {
-        w.e.emit(&Record::Counter(Counter {
-            pid: PID,
-            device: DeviceId(1),
-            time: t + i * 2_000,
-            name: mem,
-            value: v,
-        }));
+        w.e.emit(&Record::Counter(
+            Counter::default().pid(PID).device(DeviceId(1)).time(t + i * 2_000).name(mem).value(v),
+        ));
     }
-    w.e.emit(&Record::Loss(Loss { pid: PID, time: t + 50_000, cause, count: 3 }));
+    w.e.emit(&Record::Loss(Loss::default().pid(PID).time(t + 50_000).cause(cause).count(3)));
 }

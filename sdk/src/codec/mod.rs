@@ -1,0 +1,125 @@
+//! Binary encoding of [`Record`]s: how events cross the plugin ABI.
+//!
+//! A batch is a plain byte buffer holding records back to back. Each record is
+//! `tag: u8, len: varint, payload: len bytes`, so every record can be skipped on its own. A
+//! payload is the record's *positional* fields (the fields of codec version 1, in their frozen
+//! order, no keys), then its *keyed* fields (every field added since: `key = number << 3 |
+//! wire type`, then the value; only fields that differ from their default are written). Both
+//! are generated from the model's schema ([`crate::model::schema`]); `docs/formats.md` has the
+//! bytes.
+//!
+//! The format only grows, which is what keeps old and new plugins compatible:
+//! - a reader skips records whose tag it does not know (the length says how far);
+//! - a reader skips keyed fields whose number it does not know (the wire type says how far),
+//!   and a reader of codec version 1 ignores the keyed part altogether;
+//! - a field missing from a payload reads as its default (an older writer).
+//!
+//! [`CODEC_VERSION`] is bumped when fields are added, for information only.
+
+pub mod columns;
+pub mod wire;
+
+pub use wire::{put_bytes, put_svarint, put_varint, Cursor};
+
+use crate::model::Record;
+
+/// Version of the record encoding: 1 = positional fields only; 2 = keyed fields after them.
+/// Only ever grows; see the module docs.
+pub const CODEC_VERSION: u32 = 2;
+
+/// Error decoding a batch: what was wrong and at which byte offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Byte offset in the batch where the bad record starts.
+    pub offset: usize,
+    /// What is wrong.
+    pub reason: &'static str,
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "bad record at byte {}: {}", self.offset, self.reason)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Encodes one record, appending it to `out`.
+#[inline]
+pub fn encode(record: &Record, out: &mut Vec<u8>) {
+    out.push(record.tag());
+    wire::put_len_prefixed(out, |o| record.put_payload(o));
+}
+
+/// Iterates over the records of a batch.
+///
+/// Unknown record tags are skipped. A malformed record ends the iteration with an error that
+/// names its byte offset; everything before it has been returned.
+#[derive(Debug)]
+pub struct Decoder<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    skipped: u64,
+}
+
+impl<'a> Decoder<'a> {
+    /// A decoder over `buf`.
+    pub fn new(buf: &'a [u8]) -> Self {
+        Self { buf, pos: 0, skipped: 0 }
+    }
+
+    /// Records skipped because their tag is unknown to this SDK version.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Byte offset of the next record.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    fn fail(&mut self, offset: usize, reason: &'static str) -> Option<Result<Record, DecodeError>> {
+        self.pos = self.buf.len();
+        Some(Err(DecodeError { offset, reason }))
+    }
+}
+
+impl Iterator for Decoder<'_> {
+    type Item = Result<Record, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.pos >= self.buf.len() {
+                return None;
+            }
+            let start = self.pos;
+            let t = self.buf[start];
+            let mut c = Cursor::new(&self.buf[start + 1..]);
+            let len = c.varint() as usize;
+            if c.is_bad() {
+                return self.fail(start, "truncated record length");
+            }
+            let body = start + 1 + c.position();
+            let Some(end) = body.checked_add(len).filter(|&e| e <= self.buf.len()) else {
+                return self.fail(start, "record runs past the end of the batch");
+            };
+            self.pos = end;
+            let mut p = Cursor::new(&self.buf[body..end]);
+            match Record::get_payload(t, &mut p) {
+                Some(_) if p.is_bad() => {
+                    return self.fail(start, p.bad_reason().unwrap_or("malformed field in record"))
+                }
+                Some(r) => return Some(Ok(r)),
+                None => self.skipped += 1,
+            }
+        }
+    }
+}
+
+/// Decodes a whole batch, stopping at the first malformed record.
+pub fn decode_all(buf: &[u8]) -> Result<Vec<Record>, DecodeError> {
+    Decoder::new(buf).collect()
+}
+
+#[cfg(test)]
+mod tests;
