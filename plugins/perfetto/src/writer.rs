@@ -280,7 +280,7 @@ impl<W: Write> TraceWriter<W> {
             DeviceOpKind::Sync => self.names.event_name("Sync"),
             DeviceOpKind::Alloc => self.names.event_name("Alloc"),
             DeviceOpKind::Free => self.names.event_name("Free"),
-            DeviceOpKind::Other => self.names.event_name_of(op.name, "other"),
+            _ => self.names.event_name_of(op.name, "other"),
         }
     }
 
@@ -424,11 +424,11 @@ impl<W: Write> TraceWriter<W> {
 /// The slice name of a copy of kind `k`.
 fn copy_name(k: CopyKind) -> &'static str {
     match k {
-        CopyKind::Unknown => "Memcpy",
         CopyKind::HostToDevice => "Memcpy HtoD",
         CopyKind::DeviceToHost => "Memcpy DtoH",
         CopyKind::DeviceToDevice => "Memcpy DtoD",
         CopyKind::HostToHost => "Memcpy HtoH",
         CopyKind::PeerToPeer => "Memcpy PtoP",
+        _ => "Memcpy",
     }
 }

@@ -261,7 +261,7 @@ impl<'d> Builder<'d> {
             DeviceOpKind::Sync => ("sync", "[GPU_Sync]".to_owned()),
             DeviceOpKind::Alloc => ("alloc", "[GPU_Alloc]".to_owned()),
             DeviceOpKind::Free => ("free", "[GPU_Free]".to_owned()),
-            DeviceOpKind::Other => {
+            _ => {
                 ("other", format!("[GPU_Other]{}", self.defs.text(k.name).as_deref().unwrap_or("other")))
             }
         };
