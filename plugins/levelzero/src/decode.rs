@@ -5,7 +5,7 @@
 //! definitions share one id space. Correlation ids are the agent's own (`backend::LEVEL_ZERO`,
 //! per process): an immediate append is the launch of its one operation; an execute of regular
 //! lists is the launch of all their operations, each carrying the list and the append that
-//! recorded it as `GraphInfo { graph: list, node: append id }`. Device times are converted to
+//! recorded it as `GraphInfo::default().graph(list).node(append id)`. Device times are converted to
 //! `CLOCK_MONOTONIC_RAW` here ([`crate::clock`]) and to the session clock by the host from the
 //! agent's RAW/MONOTONIC pairs.
 
@@ -151,15 +151,13 @@ impl Decoder {
                     _ => name,
                 };
                 let name = self.strs.intern(out, &name);
-                let d = DeviceDef {
-                    id,
-                    vendor: Vendor::Intel,
-                    index,
-                    name,
-                    uuid,
-                    compute_units,
-                    memory_bytes: 0,
-                };
+                let d = DeviceDef::default()
+                    .id(id)
+                    .vendor(Vendor::Intel)
+                    .index(index)
+                    .name(name)
+                    .uuid(uuid)
+                    .compute_units(compute_units);
                 out.emit(&Record::Device(d));
                 let c = self.conns.get_mut(&conn).expect("present");
                 c.devices.insert(handle, (id, DeviceClock::new(tick_hz, valid_bits)));
@@ -167,33 +165,32 @@ impl Decoder {
             Msg::Queue { handle, device, kind } => self.queue(conn, handle, device, kind, out),
             Msg::Api { tid, name, kind, start, end, correlation, result, stack } => {
                 if c.threads.insert(tid) {
-                    out.emit(&Record::Thread(ThreadDef { pid, tid, name: StrId::NONE }));
+                    out.emit(&Record::Thread(ThreadDef::default().pid(pid).tid(tid)));
                 }
                 let name = c.names.get(&name).copied().unwrap_or(StrId::NONE);
                 let corr = (correlation != 0)
                     .then_some(Correlation { backend: backend::LEVEL_ZERO, id: correlation });
-                let call = ApiCall {
-                    pid,
-                    tid,
-                    start,
-                    end,
-                    name,
-                    correlation: corr,
-                    external: None,
-                    result: result as i64,
-                };
+                let call = ApiCall::default()
+                    .pid(pid)
+                    .tid(tid)
+                    .start(start)
+                    .end(end)
+                    .name(name)
+                    .correlation(corr)
+                    .result(result as i64);
                 out.emit(&Record::ApiCall(call));
                 self.stats.api_calls += 1;
                 if let (api_kind::LAUNCH, Some(correlation)) = (kind, corr) {
                     let stack = self.stacks.get(pid, stack);
-                    out.emit(&Record::LaunchSite(LaunchSite {
-                        pid,
-                        tid,
-                        time: start,
-                        correlation,
-                        api: name,
-                        stack,
-                    }));
+                    out.emit(&Record::LaunchSite(
+                        LaunchSite::default()
+                            .pid(pid)
+                            .tid(tid)
+                            .time(start)
+                            .correlation(correlation)
+                            .api(name)
+                            .stack(stack),
+                    ));
                     self.stats.launch_sites += 1;
                 }
             }
@@ -204,7 +201,9 @@ impl Decoder {
                 }
             }
             Msg::HostClock { raw, mono } => {
-                out.emit(&Record::ClockSync(ClockSync { domain: RAW, source_time: raw, session_time: mono }));
+                out.emit(&Record::ClockSync(
+                    ClockSync::default().domain(RAW).source_time(raw).session_time(mono),
+                ));
             }
             Msg::Loss { cause, count } => {
                 self.stats.lost += count;
@@ -224,7 +223,9 @@ impl Decoder {
         if ok {
             self.stats.processes += 1;
             let command = self.strs.intern(out, &h.command);
-            out.emit(&Record::Process(ProcessDef { pid: h.pid, ppid: parent_of(h.pid), command }));
+            out.emit(&Record::Process(
+                ProcessDef::default().pid(h.pid).ppid(parent_of(h.pid)).command(command),
+            ));
         }
         self.conns.insert(conn, Conn { pid: h.pid, ok, ..Default::default() });
     }
@@ -240,7 +241,9 @@ impl Decoder {
         c.streams.insert(handle, id);
         let (pid, name) = (c.pid, format!("{what} {n}"));
         let name = self.strs.intern(out, &name);
-        out.emit(&Record::Stream(StreamDef { id, device: dev, pid, native_id: handle, name }));
+        out.emit(&Record::Stream(
+            StreamDef::default().id(id).device(dev).pid(pid).native_id(handle).name(name),
+        ));
     }
 
     fn op(&mut self, conn: u64, op: wire::Op, out: &mut Emitter) {
@@ -262,36 +265,34 @@ impl Decoder {
             op_kind::FILL => (DeviceOpKind::Memset, self.strs.intern(out, "zeCommandListAppendMemoryFill")),
             _ => (DeviceOpKind::Sync, self.strs.intern(out, "zeCommandListAppendBarrier")),
         };
-        let kernel = (op.kind == op_kind::KERNEL).then_some(KernelInfo {
-            grid: op.groups,
-            block: op.group_size,
-            shared_memory: 0,
-            registers: 0,
-        });
-        let graph = (op.list != 0).then_some(GraphInfo { graph: op.list, node: op.recorded });
-        out.emit(&Record::DeviceOp(DeviceOp {
-            kind,
-            pid,
-            device,
-            stream,
-            start,
-            end,
-            clock: RAW,
-            name,
-            bytes: op.bytes,
-            copy: CopyKind::from_u8(op.copy),
-            correlation: Some(Correlation { backend: backend::LEVEL_ZERO, id: op.correlation }),
-            kernel,
-            graph,
-            launch: None,
-        }));
+        let kernel = (op.kind == op_kind::KERNEL)
+            .then_some(KernelInfo::default().grid(op.groups).block(op.group_size));
+        let graph = (op.list != 0).then_some(GraphInfo::default().graph(op.list).node(op.recorded));
+        out.emit(&Record::DeviceOp(
+            DeviceOp::default()
+                .kind(kind)
+                .pid(pid)
+                .device(device)
+                .stream(stream)
+                .start(start)
+                .end(end)
+                .clock(RAW)
+                .name(name)
+                .bytes(op.bytes)
+                .copy(CopyKind::from_u8(op.copy))
+                .correlation(Some(Correlation { backend: backend::LEVEL_ZERO, id: op.correlation }))
+                .kernel(kernel)
+                .graph(graph),
+        ));
         self.stats.device_ops += 1;
         self.stats.kernels += u64::from(op.kind == op_kind::KERNEL);
     }
 
     fn loss(&mut self, pid: u32, cause: &str, count: u64, out: &mut Emitter) {
         let cause = self.strs.intern(out, cause);
-        out.emit(&Record::Loss(Loss { pid, time: xpuprof_sdk::clock::now_ns(), cause, count }));
+        out.emit(&Record::Loss(
+            Loss::default().pid(pid).time(xpuprof_sdk::clock::now_ns()).cause(cause).count(count),
+        ));
     }
 
     /// Connection `conn` ended.

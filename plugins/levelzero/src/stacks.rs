@@ -1,5 +1,5 @@
 //! Launch stacks: the agent's return addresses and module map become `ModuleDef`s,
-//! `FrameDef { kind: FileOffset }` (return address − 1, the call instruction, as a file offset)
+//! `FrameDef::default().kind(FileOffset)` (return address − 1, the call instruction, as a file offset)
 //! and `StackDef`s, so the host symbolises them after the process is gone.
 
 use std::collections::HashMap;
@@ -37,7 +37,7 @@ impl Stacks {
         }
         let ids = frames.iter().map(|&ra| self.frame(pid, ra, maps, strs, out)).collect();
         let id = StackId(self.stacks.len() as u32 + 1);
-        out.emit(&Record::Stack(StackDef { id, frames: ids }));
+        out.emit(&Record::Stack(StackDef::default().id(id).frames(ids)));
         self.stacks.insert((pid, hash), id);
     }
 
@@ -61,7 +61,9 @@ impl Stacks {
         }
         let id = FrameId(self.frames.len() as u32 + 1);
         let name = StrId::NONE;
-        out.emit(&Record::Frame(FrameDef { id, kind, module, address, pid, name, inlined: Vec::new() }));
+        out.emit(&Record::Frame(
+            FrameDef::default().id(id).kind(kind).module(module).address(address).pid(pid).name(name),
+        ));
         self.frames.insert(key, id);
         id
     }
@@ -72,7 +74,7 @@ impl Stacks {
         }
         let id = ModuleId(self.modules.len() as u32 + 1);
         let p = strs.intern(out, path);
-        out.emit(&Record::Module(ModuleDef { id, path: p, build_id: Vec::new() }));
+        out.emit(&Record::Module(ModuleDef::default().id(id).path(p)));
         self.modules.insert(path.to_owned(), id);
         id
     }
