@@ -261,9 +261,7 @@ impl<'d> Builder<'d> {
             DeviceOpKind::Sync => ("sync", "[GPU_Sync]".to_owned()),
             DeviceOpKind::Alloc => ("alloc", "[GPU_Alloc]".to_owned()),
             DeviceOpKind::Free => ("free", "[GPU_Free]".to_owned()),
-            _ => {
-                ("other", format!("[GPU_Other]{}", self.defs.text(k.name).as_deref().unwrap_or("other")))
-            }
+            _ => ("other", format!("[GPU_Other]{}", self.defs.text(k.name).as_deref().unwrap_or("other"))),
         };
         let mut location_id = vec![self.synthetic(&leaf)];
         if let Some(api) = self.defs.text(k.api) {
