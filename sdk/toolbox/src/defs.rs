@@ -130,11 +130,11 @@ mod tests {
     fn resolves_what_ids_refer_to() {
         let mut d = Definitions::default();
         let recs = [
-            Record::Str(StrDef { id: StrId(1), text: "/usr/bin/app".into() }),
-            Record::Str(StrDef { id: StrId(1 << 25), text: "main".into() }),
-            Record::Process(ProcessDef { pid: 7, ppid: 1, command: StrId(1) }),
-            Record::Module(ModuleDef { id: ModuleId(3), path: StrId(1), build_id: vec![] }),
-            Record::Stack(StackDef { id: StackId(2), frames: vec![FrameId(5), FrameId(6)] }),
+            Record::Str(StrDef::default().id(StrId(1)).text("/usr/bin/app".into())),
+            Record::Str(StrDef::default().id(StrId(1 << 25)).text("main".into())),
+            Record::Process(ProcessDef::default().pid(7).ppid(1).command(StrId(1))),
+            Record::Module(ModuleDef::default().id(ModuleId(3)).path(StrId(1))),
+            Record::Stack(StackDef::default().id(StackId(2)).frames(vec![FrameId(5), FrameId(6)])),
         ];
         for r in &recs {
             assert!(d.add(r));

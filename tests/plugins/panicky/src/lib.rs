@@ -69,8 +69,8 @@ impl Source for Panicky {
             let text = "x".repeat(self.huge_text_bytes);
             self.ctx.log.warn(&text);
             let e = &mut self.ctx.emitter;
-            e.emit(&Record::Str(StrDef { id: StrId(1), text }));
-            e.emit(&Record::Loss(Loss { pid: 0, time: 0, cause: StrId(1), count: 1 }));
+            e.emit(&Record::Str(StrDef::default().id(StrId(1)).text(text)));
+            e.emit(&Record::Loss(Loss::default().cause(StrId(1)).count(1)));
             e.flush();
         }
         Ok(())

@@ -47,7 +47,7 @@ impl Stuck {
         std::thread::spawn(move || {
             std::thread::sleep(delay);
             for i in 0..n {
-                e.emit(&Record::Str(StrDef { id: StrId(1000 + i), text: "late".into() }));
+                e.emit(&Record::Str(StrDef::default().id(StrId(1000 + i)).text("late".into())));
             }
             e.flush();
         });
