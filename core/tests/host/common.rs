@@ -89,15 +89,9 @@ pub fn plugin_subset(names: &[&str]) -> tempfile::TempDir {
 pub const NOBODY: u32 = 65534;
 
 /// True when running as root. Otherwise the test cannot check what it is about: in CI (which
-/// runs as root) that is a failure; locally it is a visible skip.
+/// runs as root) that is a failure; locally it is a counted skip (`xpuprof_testkit::skip`).
 pub fn require_root(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "{test} needs root, and CI runs as root");
-    eprintln!("SKIPPED {test}: needs root");
-    false
+    xpuprof_testkit::skip::require_root(&format!("{test} checks what xpuprof does as root"))
 }
 
 /// Runs xpuprof with `args` in `cwd` as the ordinary user `nobody` (the test runs as root).
