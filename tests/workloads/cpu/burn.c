@@ -1,7 +1,9 @@
 /* CPU-bound workload with a known profile: burn_three() does three times the work of
  * burn_one(), both called from main's loop, for the number of seconds given (default 1).
- * `burn -n ROUNDS` instead runs a fixed number of rounds and writes the loop's elapsed
+ * `burn -n ROUNDS [SCALE]` instead runs a fixed number of rounds and writes the loop's elapsed
  * and CPU nanoseconds to the file named by $WORKLOAD_RESULT (for the overhead benchmark).
+ * SCALE (default 1) multiplies the work of every call: sampling tests use long calls (tens of
+ * milliseconds) so a sampling period cannot alias with a round and favour one function.
  * Build: cc -O1 -fno-omit-frame-pointer -g burn.c -o burn */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,17 +11,28 @@
 #include <time.h>
 
 static volatile unsigned long sink;
+static unsigned long scale = 1;
+
+/* A register-only dependency chain (multiply-add): its time is proportional to n on every CPU.
+ * A loop over a volatile memory location is not: on an AMD EPYC the 3x loop took only 1.3-1.9x
+ * the time of the 1x loop, so a sampling test saw 6:1 instead of 3:1. */
+static inline __attribute__((always_inline)) unsigned long spin(unsigned long x, unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++) {
+		x = x * 6364136223846793005UL + 1442695040888963407UL;
+		__asm__ volatile("" : "+r"(x));
+	}
+	return x;
+}
 
 __attribute__((noinline)) void burn_three(void)
 {
-	for (unsigned long i = 0; i < 3000000; i++)
-		sink += i;
+	sink = spin(sink, 3000000 * scale);
 }
 
 __attribute__((noinline)) void burn_one(void)
 {
-	for (unsigned long i = 0; i < 1000000; i++)
-		sink += i;
+	sink = spin(sink, 1000000 * scale);
 }
 
 static double now(void)
@@ -57,8 +70,11 @@ static int fixed_rounds(long rounds)
 
 int main(int argc, char **argv)
 {
-	if (argc > 2 && strcmp(argv[1], "-n") == 0)
+	if (argc > 2 && strcmp(argv[1], "-n") == 0) {
+		if (argc > 3 && atol(argv[3]) > 0)
+			scale = (unsigned long)atol(argv[3]);
 		return fixed_rounds(atol(argv[2]));
+	}
 	double seconds = argc > 1 ? atof(argv[1]) : 1.0;
 	double end = now() + seconds;
 

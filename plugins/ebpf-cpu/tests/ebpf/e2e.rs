@@ -62,10 +62,10 @@ fn xpuprof_folded_shows_the_shell_child_in_the_known_ratio() {
     let Some(bin) = xpuprof() else { return };
     let out = tempfile::tempdir().unwrap();
     // Fixed work (about 2 s of CPU) sampled at 499 Hz: enough samples for the ratio however busy
-    // the machine is.
+    // the machine is, in long calls that the sampling period cannot alias with.
     let cfg = out.path().join("xpuprof.toml");
     std::fs::write(&cfg, "[source.ebpf]\nsample_hz = 499\n").unwrap();
-    let cmd = format!("{} -n 300", workload("burn"));
+    let cmd = format!("{} -n 8 60", workload("burn"));
     let status = Command::new(&bin)
         .args(["--quiet", "--source", "ebpf", "--sink", "folded", "-c"])
         .arg(&cfg)

@@ -11,8 +11,9 @@ fn cpu_samples_show_known_functions_in_their_ratio() {
     }
     let burn = workload("burn");
     // Fixed work (about 2 s of CPU on an idle machine), so the number of samples does not depend
-    // on how busy the machine is.
-    let (records, status, cpu_ns) = profile_with_cpu_time("sample_hz = 499", &[&burn, "-n", "300"]);
+    // on how busy the machine is; 8 long rounds (each call tens of ms), so the sampling period
+    // cannot alias with a round and favour one function (a 3 ms round once gave 6.2:1).
+    let (records, status, cpu_ns) = profile_with_cpu_time("sample_hz = 499", &[&burn, "-n", "8", "60"]);
     assert!(status.success());
     let s = Session::new(records);
     let three = s.weight_with(SampleKind::OnCpu, "burn_three");
