@@ -22,6 +22,11 @@ fn bad_config_values_stop_before_the_target_runs() {
         ("[source.ebpf]\nring_buffer_mib = 3\n", "xpuprof.toml:2:1", "one of 1, 2, 4, 8, 16"),
         ("\n[sink.folded]\n kernel_names = \"medium\"\n", "xpuprof.toml:3:2", "one of \"full\", \"short\""),
         ("[source.scripted]\nrepeat = 0\n", "xpuprof.toml:2:1", "at least 1"),
+        (
+            "[source.ebpf]\nlaunch_probes = [\"ok\", \"a b\"]\n",
+            "xpuprof.toml:2:1",
+            "\"a b\", but must be a single word",
+        ),
     ];
     for (toml, at, what) in cases {
         let dir = tempfile::tempdir().unwrap();

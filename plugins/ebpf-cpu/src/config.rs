@@ -1,7 +1,7 @@
 //! The `[source.ebpf]` configuration table.
 
 use xpuprof_sdk::config::TypedConfig;
-use xpuprof_sdk::{ConfigKey, PluginConfig, PluginError, PluginResult};
+use xpuprof_sdk::{ConfigKey, PluginConfig, PluginResult};
 
 xpuprof_sdk::plugin_config! {
     /// The `[source.ebpf]` table as the user wrote it: every key, its type, default, range and
@@ -17,7 +17,7 @@ xpuprof_sdk::plugin_config! {
         /// ignore blocked intervals shorter than this (microseconds)
         pub offcpu_min_us: u64 = 1000, max(3_600_000_000);
         /// launch-class symbols to uprobe in whatever library or executable the target maps, e.g. ["cudaLaunchKernel"]
-        pub launch_probes: Vec<String> = [];
+        pub launch_probes: Vec<String> = [], word();
         /// uprobe xpuprof_agent_launch, which xpuprof's in-target agents call when another source asks for
         /// eBPF launch stacks ([source.cupti] launch_stacks = "ebpf" or "both"): exactly correlated launch
         /// stacks. Unset: on whenever another source is in the session, looking only in xpuprof's agent
@@ -96,11 +96,6 @@ impl Config {
             None if sources.iter().any(|s| s != crate::NAME) => Trampoline::Agents,
             None => Trampoline::Off,
         };
-        if let Some(bad) = k.launch_probes.iter().find(|s| s.is_empty() || s.contains(char::is_whitespace)) {
-            return Err(PluginError::new(format!(
-                "config key `launch_probes` has an invalid symbol name {bad:?}"
-            )));
-        }
         Ok(Self {
             sample_hz: k.sample_hz,
             kernel_stacks: k.kernel_stacks,

@@ -6,9 +6,10 @@
 /// the user's table against, and the typed reading of the table).
 ///
 /// Each field is `doc comment, name: type = default` and optional constraints, separated by
-/// commas: `min(v)`, `max(v)`, `one_of([v, ...])`. Field types are those of
-/// [`ConfigValue`](crate::config::ConfigValue); integer types bound the range by themselves
-/// (`u8` is 0 to 255), [`crate::config_enum!`] enums give their allowed names, and an
+/// commas: `min(v)`, `max(v)`, `one_of([v, ...])`, `word()` (strings must be one word).
+/// Field types are those of [`ConfigValue`](crate::config::ConfigValue); integer types bound
+/// the range by themselves (`u8` is 0 to 255), [`crate::config_enum!`] enums give their
+/// allowed names, and an
 /// `Option` field defaulting to `None` is *unset* unless the user sets it.
 ///
 /// ```

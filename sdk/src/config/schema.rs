@@ -95,6 +95,10 @@ pub struct ConfigKey {
     pub min: Option<Value>,
     /// Largest value accepted (numbers).
     pub max: Option<Value>,
+    /// Strings (each element, for a list) must be one word: not empty, no whitespace
+    /// (symbol names, identifiers). Hosts older than SDK 0.2.1 ignore it; the plugin's own
+    /// typed read still checks it.
+    pub word: bool,
 }
 
 impl ConfigKey {
@@ -110,6 +114,7 @@ impl ConfigKey {
             allowed: Vec::new(),
             min: None,
             max: None,
+            word: false,
         }
     }
 
@@ -128,6 +133,17 @@ impl ConfigKey {
                 return Err(format!("has {bad}, but must be {}", self.constraint().unwrap_or_default()));
             }
         }
+        if self.word {
+            let items: Vec<&Value> = match v.as_array() {
+                Some(a) => a.iter().collect(),
+                None => vec![v],
+            };
+            let not_word =
+                |x: &&Value| x.as_str().is_some_and(|s| s.is_empty() || s.contains(char::is_whitespace));
+            if let Some(bad) = items.into_iter().find(not_word) {
+                return Err(format!("has {bad}, but must be {}", self.constraint().unwrap_or_default()));
+            }
+        }
         let below = self.min.as_ref().is_some_and(|m| number(v) < number(m));
         let above = self.max.as_ref().is_some_and(|m| number(v) > number(m));
         if below || above {
@@ -141,6 +157,9 @@ impl ConfigKey {
         if !self.allowed.is_empty() {
             let list: Vec<String> = self.allowed.iter().map(Value::to_string).collect();
             return Some(format!("one of {}", list.join(", ")));
+        }
+        if self.word {
+            return Some("a single word (not empty, no spaces)".to_owned());
         }
         match (&self.min, &self.max) {
             (Some(lo), Some(hi)) => Some(format!("between {lo} and {hi}")),
@@ -297,6 +316,9 @@ fn key_table(k: &ConfigKey) -> Table {
     if let Some(m) = &k.max {
         t.insert("max".into(), m.clone());
     }
+    if k.word {
+        t.insert("word".into(), Value::Boolean(true));
+    }
     t
 }
 
@@ -313,6 +335,7 @@ fn parse_key(v: &Value) -> Result<ConfigKey, String> {
         allowed: t.get("allowed").and_then(Value::as_array).cloned().unwrap_or_default(),
         min: t.get("min").cloned(),
         max: t.get("max").cloned(),
+        word: t.get("word").and_then(Value::as_bool).unwrap_or(false),
     })
 }
 
@@ -325,6 +348,21 @@ mod tests {
         k.min = Some(Value::Integer(0));
         k.max = Some(Value::Integer(10_000));
         k
+    }
+
+    #[test]
+    fn a_word_key_refuses_empty_and_spaced_strings_and_travels_in_the_schema() {
+        let mut probes = ConfigKey::new("launch_probes", ConfigType::StringList, "[]", "");
+        probes.word = true;
+        let list = |xs: &[&str]| Value::Array(xs.iter().map(|x| Value::from(*x)).collect());
+        assert!(probes.check(&list(&["cudaLaunchKernel", "hipLaunchKernel"])).is_ok());
+        assert_eq!(
+            probes.check(&list(&["ok", "a b"])).unwrap_err(),
+            "has \"a b\", but must be a single word (not empty, no spaces)"
+        );
+        assert!(probes.check(&list(&[""])).is_err());
+        let back = ConfigSchema::from_toml(&ConfigSchema::new(vec![probes.clone()]).to_toml()).unwrap();
+        assert_eq!(back.keys(), &[probes]);
     }
 
     #[test]

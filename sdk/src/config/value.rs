@@ -201,6 +201,12 @@ impl<T: ConfigValue> KeyBuilder<T> {
         self
     }
 
+    /// Strings (each element, for a list) must be one word: not empty, no whitespace.
+    pub fn word(mut self) -> Self {
+        self.key.word = true;
+        self
+    }
+
     /// The finished entry.
     pub fn build(self) -> ConfigKey {
         self.key
