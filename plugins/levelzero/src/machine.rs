@@ -1,17 +1,7 @@
 //! What a machine needs to trace Level Zero programs, for `prepare`'s warnings and
 //! `xpuprof doctor`: the loader, its tracing layer, and a GPU driver the loader can load.
 
-/// True when `name` can be loaded.
-fn loadable(name: &str) -> bool {
-    let c = std::ffi::CString::new(name).expect("no NUL");
-    // SAFETY: dlopen with a valid C string; the handle is closed right away.
-    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
-    if !h.is_null() {
-        // SAFETY: `h` is a handle dlopen just returned.
-        unsafe { libc::dlclose(h) };
-    }
-    !h.is_null()
-}
+use xpuprof_toolbox::agent_host::loadable;
 
 /// Intel's GPU drivers for the loader (Level Zero GPU runtime, legacy and current names).
 pub const GPU_DRIVERS: [&str; 2] = ["libze_intel_gpu.so.1", "libze_intel_gpu_legacy1.so.1"];

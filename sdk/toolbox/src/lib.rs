@@ -7,11 +7,14 @@
 //!   hands out its id, so a source numbers its definitions without bookkeeping of its own.
 //! - [`defs`]: the definitions resolver for sinks: what the ids in events refer to.
 //! - [`demangle`]: kernel and function names for people (Itanium C++), one implementation.
+//! - [`agent_host`]: the host side of an in-target agent (private socket, one reader per
+//!   process, the decoder thread, finding and preloading the agent), for GPU sources.
 //!
 //! A sibling crate of the SDK rather than part of it: the SDK stays the small ABI contract a
 //! third-party plugin builds in seconds, while these helpers pull in blazesym and cpp_demangle,
 //! which only the plugins that normalise addresses or show names need.
 
+pub mod agent_host;
 pub mod defs;
 pub mod demangle;
 pub mod intern;
