@@ -1,0 +1,142 @@
+//! In-process unwinding: the calling thread's own stack, with the unwind tables of the modules
+//! this process has loaded, read where the loader mapped them.
+//!
+//! Modules come from `dl_iterate_phdr`: for each loaded object its `PT_GNU_EH_FRAME` segment
+//! (`.eh_frame_hdr`, the binary-search index of `.eh_frame`) and the `.eh_frame` it points to,
+//! as slices of the mapped image (nothing is read from files or copied). The list is built at
+//! the first walk and refreshed when a walk meets an address outside every known module and the
+//! loader's load/unload counters (`dlpi_adds`/`dlpi_subs`) say something changed.
+//!
+//! Each thread keeps its own framehop cache (unwind rules per address), so repeated call sites
+//! cost a cache probe per frame and no lock but the module list's read lock.
+
+use std::cell::RefCell;
+use std::ops::Deref;
+use std::sync::RwLock;
+
+use framehop::x86_64::{CacheX86_64, UnwinderX86_64};
+use framehop::Unwinder;
+
+use crate::regs::Registers;
+use crate::walk::{self, follows_call, Code, Cut, End, Walk};
+
+mod phdr;
+
+/// A section of a loaded module, in place in this process's memory.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Mem(&'static [u8]);
+
+impl Deref for Mem {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.0
+    }
+}
+
+/// The modules known to the in-process unwinder.
+struct Modules {
+    unwinder: UnwinderX86_64<Mem>,
+    /// Code ranges, sorted, for the "known module" check.
+    ranges: Vec<(u64, u64)>,
+    /// `dlpi_adds` / `dlpi_subs` when the list was built.
+    adds: u64,
+    subs: u64,
+}
+
+static MODULES: RwLock<Option<Modules>> = RwLock::new(None);
+
+thread_local! {
+    static CACHE: RefCell<Option<Box<CacheX86_64>>> = const { RefCell::new(None) };
+}
+
+/// Walks the calling thread's stack from `regs` (taken with [`Registers::here`] in a frame that
+/// is still live), reading only `[lo, hi)` (`lo` is raised to `regs.sp`). Writes the start ip
+/// then return addresses into `out`, innermost first.
+pub fn walk(regs: Registers, lo: u64, hi: u64, out: &mut [u64]) -> Walk {
+    let lo = lo.max(regs.sp);
+    let r = walk_once(regs, lo, hi, out);
+    // An address outside every module: a library loaded since the list was built?
+    let w = if r.saw_unknown && refresh() { walk_once(regs, lo, hi, out).walk } else { r.walk };
+    crate::stats().walk(w.len, w.end);
+    w
+}
+
+/// The in-process module list as the walk sees it.
+struct InProcess<'a>(&'a Modules);
+
+impl Code for InProcess<'_> {
+    fn known(&self, a: u64) -> bool {
+        contains(&self.0.ranges, a)
+    }
+
+    fn believable(&self, ra: u64) -> bool {
+        self.known(ra)
+            && follows_call(ra, |at, _| {
+                // SAFETY: `ra` lies in a known module's executable segment, mapped readable, and
+                // the 7 bytes before it are in the same segment (a return address is never the
+                // first byte of code).
+                (contains(&self.0.ranges, at))
+                    .then(|| unsafe { std::ptr::read_unaligned(at as *const [u8; 7]) })
+            })
+    }
+}
+
+fn walk_once(regs: Registers, lo: u64, hi: u64, out: &mut [u64]) -> walk::Run {
+    let cut = |c| walk::Run { walk: Walk { len: 0, end: End::Cut(c) }, saw_unknown: false };
+    if MODULES.read().map(|m| m.is_none()).unwrap_or(true) {
+        refresh();
+    }
+    let Ok(guard) = MODULES.read() else { return cut(Cut::Error) };
+    let Some(m) = guard.as_ref() else { return cut(Cut::Error) };
+    let mut read = |addr: u64| -> Result<u64, ()> {
+        if addr < lo || addr % 8 != 0 || addr.checked_add(8).is_none_or(|e| e > hi) {
+            return Err(());
+        }
+        // SAFETY: `[addr, addr + 8)` lies inside `[lo, hi)`, the live part of the calling thread's
+        // stack (at or above the stack pointer of a frame that is still active), so it is mapped
+        // and readable; the read is aligned.
+        Ok(unsafe { std::ptr::read_volatile(addr as *const u64) })
+    };
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        let cache = c.get_or_insert_with(|| Box::new(CacheX86_64::new()));
+        walk::run(&m.unwinder, cache, regs, &mut read, &InProcess(m), out)
+    })
+}
+
+/// True when `a` lies in one of the sorted, disjoint `ranges`.
+pub(crate) fn contains(ranges: &[(u64, u64)], a: u64) -> bool {
+    let i = ranges.partition_point(|&(s, _)| s <= a);
+    i > 0 && a < ranges[i - 1].1
+}
+
+/// Rebuilds the module list when the loader's counters changed since the last build (or when
+/// there is none). Returns true when it changed.
+pub fn refresh() -> bool {
+    let (adds, subs) = phdr::counters();
+    if let Ok(g) = MODULES.read() {
+        if g.as_ref().is_some_and(|m| m.adds == adds && m.subs == subs) {
+            return false;
+        }
+    }
+    let Ok(mut g) = MODULES.write() else { return false };
+    let found = phdr::modules();
+    let mut unwinder = UnwinderX86_64::new();
+    let mut ranges = Vec::with_capacity(found.len());
+    for f in found {
+        ranges.push((f.code.start, f.code.end));
+        unwinder.add_module(f.into_module());
+    }
+    ranges.sort_unstable();
+    *g = Some(Modules { unwinder, ranges, adds, subs });
+    crate::stats().refresh();
+    true
+}
+
+/// Code ranges of the modules known now (for tests and diagnostics).
+pub fn known_ranges() -> Vec<(u64, u64)> {
+    if MODULES.read().map(|m| m.is_none()).unwrap_or(true) {
+        refresh();
+    }
+    MODULES.read().ok().and_then(|g| g.as_ref().map(|m| m.ranges.clone())).unwrap_or_default()
+}

@@ -1,0 +1,183 @@
+//! The walk loop both unwinders share: framehop steps, checked so that a broken walk is cut
+//! instead of continued with garbage.
+
+use std::ops::Deref;
+
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::{Error, FrameAddress, Unwinder};
+
+use crate::regs::Registers;
+
+/// Why a walk was cut before the thread's root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Cut {
+    /// The next step needed memory outside the stack given (the copy was too short, or a rule
+    /// pointed outside the thread's stack).
+    Unreadable = 0,
+    /// Two consecutive frames outside every known module (code without unwind information whose
+    /// frame pointer led nowhere), or the first frame of a step that could not be trusted.
+    OutsideModules = 1,
+    /// A return address that cannot be code (below the first page) or a step that did not advance.
+    BadAddress = 2,
+    /// The unwind information could not be applied (overflow, a rule framehop cannot run).
+    Error = 3,
+    /// This architecture has no unwinder.
+    Unsupported = 4,
+}
+
+impl Cut {
+    /// Number of causes.
+    pub const COUNT: usize = 5;
+    /// Every cause, in index order.
+    pub const ALL: [Cut; Cut::COUNT] =
+        [Cut::Unreadable, Cut::OutsideModules, Cut::BadAddress, Cut::Error, Cut::Unsupported];
+
+    /// A short name for reports (`unreadable stack`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Cut::Unreadable => "stack not readable",
+            Cut::OutsideModules => "outside every module",
+            Cut::BadAddress => "bad return address",
+            Cut::Error => "unwind rule failed",
+            Cut::Unsupported => "architecture not supported",
+        }
+    }
+}
+
+/// How a walk ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The thread's root was reached (CFI marks the return address undefined, or it is zero).
+    Root,
+    /// The output was full.
+    MaxDepth,
+    /// The walk broke; the frames written are the ones before the break.
+    Cut(Cut),
+}
+
+/// A finished walk: `len` frames written, and how it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Walk {
+    /// Frames written to the output.
+    pub len: usize,
+    /// How it ended.
+    pub end: End,
+}
+
+/// What the walk asks of the module list.
+pub(crate) trait Code {
+    /// True when `addr` lies in a module the unwinder has (code whose rules it can find, or
+    /// known code without them, such as JIT code).
+    fn known(&self, addr: u64) -> bool;
+    /// True when a return address found through a frame pointer of code without unwind
+    /// information is believable (it is in known code and follows a call instruction).
+    fn believable(&self, ra: u64) -> bool;
+}
+
+/// A walk's result, and whether it met an address outside every known module.
+pub(crate) struct Run {
+    pub walk: Walk,
+    pub saw_unknown: bool,
+}
+
+/// Runs a walk from `regs`, reading stack words with `read`.
+pub(crate) fn run<D: Deref<Target = [u8]>>(
+    unwinder: &UnwinderX86_64<D>,
+    cache: &mut CacheX86_64,
+    regs: Registers,
+    read: &mut impl FnMut(u64) -> Result<u64, ()>,
+    code: &impl Code,
+    out: &mut [u64],
+) -> Run {
+    let mut saw_unknown = false;
+    let walk = steps(unwinder, cache, regs, read, code, out, &mut saw_unknown);
+    Run { walk, saw_unknown }
+}
+
+fn steps<D: Deref<Target = [u8]>>(
+    unwinder: &UnwinderX86_64<D>,
+    cache: &mut CacheX86_64,
+    regs: Registers,
+    read: &mut impl FnMut(u64) -> Result<u64, ()>,
+    code: &impl Code,
+    out: &mut [u64],
+    saw_unknown: &mut bool,
+) -> Walk {
+    let Some(first) = out.first_mut() else { return Walk { len: 0, end: End::MaxDepth } };
+    *first = regs.ip;
+    let mut n = 1;
+    let mut r = UnwindRegsX86_64::new(regs.ip, regs.sp, regs.bp);
+    let mut at = FrameAddress::from_instruction_pointer(regs.ip);
+    let mut unknown = !code.known(regs.ip);
+    *saw_unknown |= unknown;
+    loop {
+        if n == out.len() {
+            return Walk { len: n, end: End::MaxDepth };
+        }
+        let ra = match unwinder.unwind_frame(at, &mut r, cache, read) {
+            Ok(None) => return Walk { len: n, end: End::Root },
+            Ok(Some(ra)) => ra,
+            Err(e) => return Walk { len: n, end: End::Cut(cut_of(e)) },
+        };
+        if ra < 0x1000 {
+            return Walk { len: n, end: End::Cut(Cut::BadAddress) };
+        }
+        // A step out of code outside every module used the frame pointer: trust it only when
+        // it lands right after a call instruction in known code.
+        if unknown && !code.believable(ra) {
+            return Walk { len: n, end: End::Cut(Cut::OutsideModules) };
+        }
+        unknown = !code.known(ra);
+        *saw_unknown |= unknown;
+        out[n] = ra;
+        n += 1;
+        at = match FrameAddress::from_return_address(ra) {
+            Some(a) => a,
+            None => return Walk { len: n, end: End::Cut(Cut::BadAddress) },
+        };
+    }
+}
+
+/// True when the bytes before `ra` end with a call instruction (`call rel32`, or `call r/m64`
+/// in its 2-, 3-, 6- and 7-byte forms); `bytes(addr, n)` reads code.
+pub(crate) fn follows_call(ra: u64, bytes: impl Fn(u64, usize) -> Option<[u8; 7]>) -> bool {
+    let Some(b) = bytes(ra - 7, 7) else { return false };
+    // b[i] is the byte at ra - 7 + i.
+    if b[2] == 0xe8 {
+        return true; // e8 rel32
+    }
+    // ff /2 with a ModRM byte (reg field 2), optionally REX-prefixed.
+    let modrm_is_call = |m: u8| (m >> 3) & 7 == 2;
+    (b[5] == 0xff && modrm_is_call(b[6]))
+        || (b[4] == 0xff && modrm_is_call(b[5]))
+        || (b[1] == 0xff && modrm_is_call(b[2]))
+        || (b[0] == 0xff && modrm_is_call(b[1]))
+}
+
+fn cut_of(e: Error) -> Cut {
+    match e {
+        Error::CouldNotReadStack(_) => Cut::Unreadable,
+        Error::ReturnAddressIsNull | Error::DidNotAdvance => Cut::BadAddress,
+        Error::FramepointerUnwindingMovedBackwards => Cut::OutsideModules,
+        _ => Cut::Error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::follows_call;
+
+    fn code(bytes: [u8; 7]) -> impl Fn(u64, usize) -> Option<[u8; 7]> {
+        move |_, _| Some(bytes)
+    }
+
+    #[test]
+    fn recognises_call_instructions_before_a_return_address() {
+        assert!(follows_call(0x1007, code([0x90, 0x90, 0xe8, 1, 2, 3, 4])), "call rel32");
+        assert!(follows_call(0x1007, code([0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0xd0])), "call rax");
+        assert!(follows_call(0x1007, code([0x90, 0x90, 0x90, 0x90, 0xff, 0x55, 0x08])), "call [rbp+8]");
+        assert!(!follows_call(0x1007, code([0x90; 7])), "no call");
+        assert!(!follows_call(0x1007, |_, _| None), "unreadable code");
+    }
+}

@@ -1,0 +1,109 @@
+//! The unwinder on a real stack: C code built without frame pointers (`tests/fixtures/deep.c`,
+//! loaded with `dlopen` after the unwinder built its module list), walked in-process and from
+//! a copy of the stack, as the eBPF source does.
+
+mod common;
+
+use std::cell::RefCell;
+
+use xpuprof_unwind::remote::{Mapping, Remote};
+use xpuprof_unwind::{local, Cut, End, Registers, Walk};
+
+type DeepEntry = unsafe extern "C" fn(extern "C" fn(u64) -> u64) -> u64;
+
+/// What the callback captured: the in-process walk and a copy of the stack with its registers.
+#[derive(Default)]
+struct Captured {
+    frames: Vec<u64>,
+    walk: Option<Walk>,
+    regs: Registers,
+    stack: Vec<u8>,
+}
+
+thread_local! {
+    static CAPTURED: RefCell<Captured> = RefCell::new(Captured::default());
+}
+
+#[inline(never)]
+extern "C" fn capture(x: u64) -> u64 {
+    let regs = Registers::here();
+    let (lo, hi) = common::thread_stack();
+    let mut out = [0u64; 128];
+    let w = local::walk(regs, lo, hi, &mut out);
+    // The copy an eBPF sample would carry: at most 64 KiB from the stack pointer up.
+    let len = (hi - regs.sp).min(64 << 10) as usize;
+    // SAFETY: `[sp, sp + len)` is the live part of this thread's stack.
+    let stack = unsafe { std::slice::from_raw_parts(regs.sp as *const u8, len) }.to_vec();
+    CAPTURED.with(|c| {
+        *c.borrow_mut() = Captured { frames: out[..w.len].to_vec(), walk: Some(w), regs, stack };
+    });
+    std::hint::black_box(x)
+}
+
+fn run_fixture() -> Captured {
+    // The module list exists before the library is loaded: the walk must refresh it.
+    assert!(!local::known_ranges().is_empty());
+    let dir = tempfile_dir();
+    let lib = common::build_deep(&dir);
+    // SAFETY: the fixture has no initialisers; `deep_entry` has the declared signature.
+    let lib = unsafe { libloading::Library::new(&lib) }.expect("failed to load the fixture");
+    // SAFETY: as above.
+    let entry: libloading::Symbol<'_, DeepEntry> = unsafe { lib.get(b"deep_entry") }.unwrap();
+    // SAFETY: `capture` has the callback signature the fixture expects.
+    unsafe { entry(capture) };
+    let c = CAPTURED.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    std::mem::forget(lib); // names are looked up below
+    c
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("xpuprof-unwind-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn walks_through_frameless_code_to_the_root_in_process_and_from_a_copy() {
+    let c = run_fixture();
+    let names = common::names(&c.frames);
+    assert!(common::has_path(&names), "the full path is not in the walk: {names:?}");
+    assert_eq!(c.walk.unwrap().end, End::Root, "the walk did not reach the thread's root: {names:?}");
+
+    // The same stack from a copy, with modules from /proc/self/maps and the files.
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let parsed: Vec<_> = maps.lines().filter_map(parse_line).collect();
+    let mut remote = Remote::default();
+    let pid = std::process::id();
+    remote.set_maps(
+        pid,
+        1,
+        parsed.iter().map(|(s, e, off, x, name)| Mapping {
+            start: *s,
+            end: *e,
+            offset: *off,
+            exec: *x,
+            name,
+            open: std::path::Path::new(name),
+        }),
+    );
+    let mut out = [0u64; 128];
+    let w = remote.walk(pid, c.regs, &c.stack, &mut out);
+    assert_eq!(&out[..w.len], &c.frames[..], "the copied stack unwinds to the same frames ({:?})", w.end);
+    assert_eq!(w.end, End::Root);
+
+    // A copy cut short ends the walk where the bytes end, counted, without invented frames.
+    let short = &c.stack[..256];
+    let w = remote.walk(pid, c.regs, short, &mut out);
+    assert_eq!(w.end, End::Cut(Cut::Unreadable));
+    assert_eq!(&out[..w.len], &c.frames[..w.len]);
+    assert!(xpuprof_unwind::stats().snapshot().cut[Cut::Unreadable as usize] >= 1);
+}
+
+fn parse_line(l: &str) -> Option<(u64, u64, u64, bool, String)> {
+    let mut f = l.split_whitespace();
+    let (s, e) = f.next()?.split_once('-')?;
+    let perms = f.next()?;
+    let off = u64::from_str_radix(f.next()?, 16).ok()?;
+    let name = f.nth(2).unwrap_or("").to_owned();
+    Some((u64::from_str_radix(s, 16).ok()?, u64::from_str_radix(e, 16).ok()?, off, perms.contains('x'), name))
+}
