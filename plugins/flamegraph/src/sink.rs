@@ -1,4 +1,5 @@
-//! The `flamegraph` sink: `<out>/flamegraph.svg` from the folded view.
+//! The `flamegraph` sink: by default `flamegraph.svg` (GPU time under the CPU stacks that
+//! launched it) and `flamegraph.cpu.svg` (CPU samples) beside it, each scaled on its own.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -7,16 +8,18 @@ use std::path::PathBuf;
 use xpuprof_sdk::prelude::*;
 
 use crate::fold::{FoldedBuilder, FoldedOptions, View};
-use crate::render::{render, RenderOptions};
+use crate::render::{render, RenderOptions, NO_SAMPLES};
 
 xpuprof_sdk::config_enum! {
-    /// Which stacks the flame graph draws.
+    /// Which flame graphs the sink draws.
     pub enum GraphView {
-        /// CPU samples and GPU work.
+        /// `flamegraph.svg`: GPU work under launch stacks; `flamegraph.cpu.svg`: CPU samples.
+        Split = "split",
+        /// One `flamegraph.svg` of CPU samples and GPU work under one root.
         All = "all",
-        /// CPU samples only.
+        /// One `flamegraph.svg` of CPU samples only.
         Cpu = "cpu",
-        /// GPU work under launch stacks.
+        /// One `flamegraph.svg` of GPU work under launch stacks.
         Gpu = "gpu",
     }
 }
@@ -25,12 +28,70 @@ xpuprof_sdk::plugin_config! {
     /// `[sink.flamegraph]`'s own keys (besides the folded view's, [`FoldedOptions`]).
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct FlamegraphConfig {
-        /// title of the flame graph
-        pub title: String = "xpuprof: CPU stacks and GPU work";
+        /// title of every flame graph (unset: each view's own title)
+        pub title: Option<String> = None;
         /// image width in pixels
         pub width: usize = 1200, min(100);
-        /// "all" (CPU samples and GPU work), "cpu" (CPU samples only) or "gpu" (GPU work under launch stacks)
-        pub view: GraphView = GraphView::All;
+        /// "split" (flamegraph.svg: GPU time under launch stacks, flamegraph.cpu.svg: CPU samples, each scaled on its own), "all" (both under one root in flamegraph.svg), "cpu" or "gpu" (that view alone in flamegraph.svg)
+        pub view: GraphView = GraphView::Split;
+    }
+}
+
+/// One flame graph file: its view, name and what it says about itself.
+#[derive(Debug, Clone)]
+pub struct Graph {
+    /// Stacks drawn.
+    pub view: View,
+    /// File name in the output directory.
+    pub file: &'static str,
+    /// What the file shows, in words (printed at the end of the run).
+    pub shows: &'static str,
+    /// Title, subtitle, width and what an empty graph says.
+    pub render: RenderOptions,
+}
+
+/// The flame graphs of `view`, titled `title` (each view's own when `None`).
+pub fn graphs(view: GraphView, title: Option<&str>, subtitle: Option<String>, width: usize) -> Vec<Graph> {
+    let graph = |view, file, shows, default_title: &str, empty: &str| Graph {
+        view,
+        file,
+        shows,
+        render: RenderOptions {
+            title: title.unwrap_or(default_title).to_owned(),
+            subtitle: subtitle.clone(),
+            width,
+            empty: empty.to_owned(),
+        },
+    };
+    const GPU: &str = "GPU time (device µs) under the CPU stacks that launched it";
+    const CPU: &str = "CPU time (µs of on-CPU and off-CPU samples) by stack";
+    const ALL: &str = "CPU samples and GPU work under one root (µs)";
+    let gpu_title = "xpuprof: GPU time under the CPU stacks that launched it";
+    let cpu_title = "xpuprof: CPU time by stack";
+    match view {
+        GraphView::Split => vec![
+            graph(
+                View::Gpu,
+                "flamegraph.svg",
+                GPU,
+                gpu_title,
+                "no GPU work was recorded: the CPU samples are in flamegraph.cpu.svg",
+            ),
+            graph(
+                View::Cpu,
+                "flamegraph.cpu.svg",
+                CPU,
+                cpu_title,
+                "no CPU samples were recorded (the eBPF source samples CPU stacks)",
+            ),
+        ],
+        GraphView::Gpu => {
+            vec![graph(View::Gpu, "flamegraph.svg", GPU, gpu_title, "no GPU work was recorded")]
+        }
+        GraphView::Cpu => {
+            vec![graph(View::Cpu, "flamegraph.svg", CPU, cpu_title, "no CPU samples were recorded")]
+        }
+        _ => vec![graph(View::All, "flamegraph.svg", ALL, "xpuprof: CPU stacks and GPU work", NO_SAMPLES)],
     }
 }
 
@@ -38,54 +99,52 @@ xpuprof_sdk::plugin_config! {
 #[derive(Debug)]
 pub struct FlamegraphSink {
     builder: FoldedBuilder,
-    view: View,
-    render: RenderOptions,
-    path: PathBuf,
+    graphs: Vec<Graph>,
     out_dir: PathBuf,
-    file: Option<File>,
+    /// The output files, created by [`FlamegraphSink::open_outputs`], in `graphs` order.
+    opened: Vec<(PathBuf, File)>,
     log: Logger,
 }
 
 impl FlamegraphSink {
-    /// A sink writing `<out_dir>/flamegraph.svg` of `view`.
-    pub fn new(
-        opts: FoldedOptions,
-        view: View,
-        render: RenderOptions,
-        out_dir: PathBuf,
-        log: Logger,
-    ) -> Self {
-        let path = out_dir.join(FILE_NAME);
-        Self { builder: FoldedBuilder::new(opts), view, render, path, out_dir, file: None, log }
+    /// A sink writing `graphs` into `out_dir`.
+    pub fn new(opts: FoldedOptions, graphs: Vec<Graph>, out_dir: PathBuf, log: Logger) -> Self {
+        Self { builder: FoldedBuilder::new(opts), graphs, out_dir, opened: Vec::new(), log }
     }
 
-    /// Creates `flamegraph.svg` now (before the target runs); [`Sink::finish`] fills it.
-    pub fn open_output(&mut self) -> PluginResult<()> {
-        let (file, path) = xpuprof_sdk::output::create_file(&self.out_dir, FILE_NAME)?;
-        (self.file, self.path) = (Some(file), path);
+    /// Creates the files now (before the target runs); [`Sink::finish`] fills them.
+    pub fn open_outputs(&mut self) -> PluginResult<()> {
+        for g in &self.graphs {
+            let (file, path) = xpuprof_sdk::output::create_file(&self.out_dir, g.file)?;
+            self.opened.push((path, file));
+        }
         Ok(())
     }
 
-    fn write(&mut self) -> std::io::Result<bool> {
-        let lines: Vec<String> =
-            self.builder.lines(self.view).into_iter().map(|(stack, w)| format!("{stack} {w}")).collect();
-        let file = self.file.take().ok_or_else(|| std::io::Error::other("the output file is not open"))?;
+    /// Draws `g` into `file`; `Ok(None)` when it had nothing to draw, else its total in µs.
+    fn write(
+        &self,
+        g: &Graph,
+        file: File,
+        descriptions: &[(String, String)],
+    ) -> std::io::Result<Option<u64>> {
+        let lines = self.builder.lines(g.view);
+        let total: u64 = lines.iter().map(|(_, w)| w).sum();
+        let text: Vec<String> = lines.into_iter().map(|(stack, w)| format!("{stack} {w}")).collect();
         let mut out = BufWriter::new(file);
-        let drawn = render(&lines, &self.render, &mut out)?;
+        let drawn = render(&text, descriptions, &g.render, &mut out)?;
         out.flush()?;
-        Ok(drawn)
+        Ok(drawn.then_some(total))
     }
 }
-
-const FILE_NAME: &str = "flamegraph.svg";
 
 impl Sink for FlamegraphSink {
     fn info() -> PluginInfo {
         PluginInfo {
             name: "flamegraph",
             version: env!("CARGO_PKG_VERSION"),
-            description:
-                "interactive flame graph SVG (flamegraph.svg): CPU stacks with GPU work under its launches",
+            description: "interactive flame graph SVGs: flamegraph.svg (GPU time under its launch stacks) \
+                          and flamegraph.cpu.svg (CPU samples)",
             config_keys: FoldedOptions::schema().merge(FlamegraphConfig::schema()).into_keys(),
             capabilities: vec![],
         }
@@ -95,18 +154,10 @@ impl Sink for FlamegraphSink {
         let opts = FoldedOptions::from_config(&ctx.config)?;
         let own = FlamegraphConfig::from_table_lenient(ctx.config.table())
             .map_err(|p| PluginError::new(p.to_string()))?;
-        let render = RenderOptions {
-            title: own.title,
-            subtitle: (!ctx.session.command.is_empty()).then(|| ctx.session.command.join(" ")),
-            width: own.width,
-        };
-        let view = match own.view {
-            GraphView::All => View::All,
-            GraphView::Cpu => View::Cpu,
-            GraphView::Gpu => View::Gpu,
-        };
-        let mut sink = Self::new(opts, view, render, ctx.session.output_dir, ctx.log);
-        sink.open_output()?;
+        let subtitle = (!ctx.session.command.is_empty()).then(|| ctx.session.command.join(" "));
+        let graphs = graphs(own.view, own.title.as_deref(), subtitle, own.width);
+        let mut sink = Self::new(opts, graphs, ctx.session.output_dir, ctx.log);
+        sink.open_outputs()?;
         Ok(sink)
     }
 
@@ -118,15 +169,29 @@ impl Sink for FlamegraphSink {
     }
 
     fn finish(&mut self) -> PluginResult<Vec<PathBuf>> {
-        if self.file.is_none() {
-            self.open_output()?;
+        if self.opened.is_empty() {
+            self.open_outputs()?;
         }
-        let drawn = self
-            .write()
-            .map_err(|e| PluginError::new(format!("failed to write {}: {e}", self.path.display())))?;
-        if !drawn {
-            self.log.warn("no CPU samples and no GPU work were recorded: flamegraph.svg is empty");
+        let descriptions = self.builder.gpu_frame_descriptions();
+        let mut files = Vec::new();
+        let mut said = Vec::new();
+        for (g, (path, file)) in self.graphs.iter().zip(std::mem::take(&mut self.opened)) {
+            let total = self
+                .write(g, file, &descriptions)
+                .map_err(|e| PluginError::new(format!("failed to write {}: {e}", path.display())))?;
+            said.push(match total {
+                Some(us) => {
+                    format!("  {}: {} ({})", g.file, g.shows, xpuprof_sdk::clock::format_duration(us * 1000))
+                }
+                None => format!("  {}: {}", g.file, g.render.empty),
+            });
+            files.push(path);
         }
-        Ok(vec![self.path.clone()])
+        // What each file shows, next to the host's list of files written. Best effort: a closed
+        // stderr must not fail the sink.
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "flamegraph:\n{}", said.join("\n"));
+        self.log.debug("flame graphs written");
+        Ok(files)
     }
 }

@@ -1,74 +1,106 @@
-//! The flamegraph sink: golden SVG from the sample session, GPU colours, empty sessions.
+//! The flamegraph sink: golden SVGs from the sample session (GPU view and CPU view), GPU
+//! colours, tooltips with full kernel names, empty sessions.
 
 use std::path::Path;
 
 use xpuprof_archive::sample;
-use xpuprof_plugin_flamegraph::fold::{FoldedOptions, View};
-use xpuprof_plugin_flamegraph::{FlamegraphSink, RenderOptions};
+use xpuprof_plugin_flamegraph::fold::FoldedOptions;
+use xpuprof_plugin_flamegraph::{graphs, FlamegraphSink, GraphView};
 use xpuprof_sdk::{Logger, Sink};
 
 use xpuprof_testkit::golden;
 
-fn run_view(records: &[xpuprof_sdk::model::Record], view: View) -> String {
+/// The files the sink writes for `view`, by name, with their text.
+fn run_view(records: &[xpuprof_sdk::model::Record], view: GraphView) -> Vec<(String, String)> {
     let dir = tempfile::tempdir().unwrap();
-    let ro = RenderOptions {
-        title: "xpuprof test".into(),
-        subtitle: Some("python3 train.py".into()),
-        width: 1200,
-    };
-    let mut sink =
-        FlamegraphSink::new(FoldedOptions::default(), view, ro, dir.path().to_owned(), Logger::stderr());
+    let g = graphs(view, None, Some("python3 train.py".into()), 1200);
+    let mut sink = FlamegraphSink::new(FoldedOptions::default(), g, dir.path().to_owned(), Logger::stderr());
     for b in records.chunks(9) {
         sink.consume(b).unwrap();
     }
     let files = sink.finish().unwrap();
-    assert_eq!(files, [dir.path().join("flamegraph.svg")]);
-    std::fs::read_to_string(&files[0]).unwrap()
+    files
+        .iter()
+        .map(|f| (f.file_name().unwrap().to_str().unwrap().to_owned(), std::fs::read_to_string(f).unwrap()))
+        .collect()
 }
 
-fn run(records: &[xpuprof_sdk::model::Record]) -> String {
-    run_view(records, View::All)
+/// The default files: (flamegraph.svg, flamegraph.cpu.svg).
+fn run(records: &[xpuprof_sdk::model::Record]) -> (String, String) {
+    let mut files = run_view(records, GraphView::Split);
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["flamegraph.svg", "flamegraph.cpu.svg"]);
+    let cpu = files.pop().unwrap().1;
+    (files.pop().unwrap().1, cpu)
 }
 
 #[test]
-fn gpu_view_shows_only_gpu_work() {
-    let svg = run_view(&sample::session(), View::Gpu);
-    assert!(svg.contains("[GPU_Kernel]ampere_sgemm_128x64_nn"));
-    assert!(!svg.contains("[off-cpu]"), "CPU samples in the GPU view");
+fn default_flamegraph_is_the_gpu_view_and_the_cpu_view_is_beside_it() {
+    let (gpu, cpu) = run(&sample::session());
+    assert!(gpu.contains("GPU time under the CPU stacks that launched it"), "title");
+    assert!(gpu.contains(">[GPU_Kernel]ampere_sgemm_128x64_nn</text>"));
+    assert!(!gpu.contains("[off-cpu]"), "CPU samples in the GPU view");
+    assert!(cpu.contains("[off-cpu]") && !cpu.contains("[GPU_"), "GPU work in the CPU view");
+    golden::check("flamegraph.svg", &gpu);
+    golden::check("flamegraph.cpu.svg", &cpu);
 }
 
 #[test]
-fn sample_session_matches_golden() {
-    let svg = run(&sample::session());
-    assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
-    golden::check("flamegraph.svg", &svg);
+fn single_views_write_one_flamegraph_svg() {
+    for (view, has_gpu, has_cpu) in
+        [(GraphView::All, true, true), (GraphView::Gpu, true, false), (GraphView::Cpu, false, true)]
+    {
+        let files = run_view(&sample::session(), view);
+        assert_eq!(files.len(), 1, "{view:?}");
+        assert_eq!(files[0].0, "flamegraph.svg");
+        assert_eq!(files[0].1.contains("<title>kernel "), has_gpu, "{view:?}");
+        assert_eq!(files[0].1.contains("<title>[off-cpu]"), has_cpu, "{view:?}");
+    }
+}
+
+/// The `<g>` of the frame whose tooltip starts with `title`.
+fn frame<'a>(svg: &'a str, title: &str) -> &'a str {
+    svg.split("<g>").find(|g| g.contains(&format!("<title>{title}"))).unwrap_or_else(|| panic!("no {title}"))
 }
 
 #[test]
 fn gpu_frames_are_green_and_interactive() {
-    let svg = run(&sample::session());
+    let (svg, _) = run(&sample::session());
     assert!(svg.contains("<script"), "interactive SVG has its script");
     // Each frame is a <g><title>NAME (N µs, P%)</title><rect ... fill="rgb(...)"/>...
-    let frame = svg.split("<g>").find(|g| g.contains("<title>[GPU_Kernel]ampere_sgemm_128x64_nn")).unwrap();
-    let fill = frame.split("fill=\"rgb(").nth(1).unwrap().split(')').next().unwrap();
+    let g = frame(&svg, "kernel ampere_sgemm_128x64_nn");
+    let fill = g.split("fill=\"rgb(").nth(1).unwrap().split(')').next().unwrap();
     let rgb: Vec<u8> = fill.split(',').map(|c| c.trim().parse().unwrap()).collect();
     assert!(rgb[1] > rgb[0] && rgb[1] > rgb[2], "GPU kernel colour {rgb:?} is not green");
-    assert!(svg.contains("[GPU_Memcpy]HtoD"));
+    let copy = frame(&svg, "copy HtoD");
+    assert!(copy.contains("fill=\"rgb(70,130,220)\""), "copies are blue: {copy}");
 }
 
 #[test]
-fn empty_session_still_writes_an_svg() {
-    let svg = run(&[]);
-    assert!(svg.contains("no samples") && !svg.contains("ERROR"), "{svg}");
-    assert!(svg.trim_end().ends_with("</svg>"), "{svg}");
+fn kernel_frames_show_short_names_and_tooltips_the_full_name_and_device() {
+    let (svg, _) = run(&sample::session());
+    // The frame's text is the short name; its title (tooltip, details, search) the full one.
+    let g = frame(&svg, "kernel void at::native::vectorized_elementwise_kernel&lt;4, at::native::FillFunctor&lt;float&gt;&gt;(int, float*) on GPU 0");
+    assert!(g.contains(">[GPU_Kernel]at::native::vectorized_ele..</text>"), "{g}");
+    assert!(g.contains("(NVIDIA H100 80GB HBM3) (120 µs, 23.86%)</title>"), "device, time and share: {g}");
 }
 
-/// Used by `tests/screenshot.sh`: writes the sample session's SVG to `$XPUPROF_SCREENSHOT_DIR`.
+#[test]
+fn empty_session_still_writes_svgs_that_say_why() {
+    let (gpu, cpu) = run(&[]);
+    assert!(gpu.contains("no GPU work was recorded") && !gpu.contains("ERROR"), "{gpu}");
+    assert!(cpu.contains("no CPU samples were recorded"), "{cpu}");
+    assert!(gpu.trim_end().ends_with("</svg>"), "{gpu}");
+}
+
+/// Used by `tests/screenshot.sh`: writes the sample session's SVGs to `$XPUPROF_SCREENSHOT_DIR`.
 #[test]
 #[ignore = "run by tests/screenshot.sh"]
 fn write_sample_svg_for_screenshot() {
     let dir = std::env::var("XPUPROF_SCREENSHOT_DIR").expect("XPUPROF_SCREENSHOT_DIR");
-    std::fs::write(Path::new(&dir).join("flamegraph.svg"), run(&sample::session())).unwrap();
+    let (gpu, cpu) = run(&sample::session());
+    std::fs::write(Path::new(&dir).join("flamegraph.svg"), gpu).unwrap();
+    std::fs::write(Path::new(&dir).join("flamegraph.cpu.svg"), cpu).unwrap();
 }
 
 use xpuprof_testkit::host;
@@ -79,4 +111,8 @@ fn scripted_session_through_the_host_matches_golden() {
     let out = tempfile::tempdir().unwrap();
     host::record(&bin, "flamegraph", out.path());
     golden::check("scripted.svg", &std::fs::read_to_string(out.path().join("flamegraph.svg")).unwrap());
+    golden::check(
+        "scripted.cpu.svg",
+        &std::fs::read_to_string(out.path().join("flamegraph.cpu.svg")).unwrap(),
+    );
 }

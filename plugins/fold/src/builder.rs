@@ -9,8 +9,9 @@ use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::*;
 
-use super::names::{basename, demangle, sanitize_frame, shorten_kernel_name};
-use super::options::{FoldedOptions, KernelNames};
+use super::kernels::KernelNamer;
+use super::names::{basename, sanitize_frame};
+use super::options::FoldedOptions;
 use xpuprof_toolbox::Definitions as Defs;
 
 /// Root frame of device work the correlator could not join to a launch.
@@ -104,7 +105,8 @@ impl FoldedBuilder {
                 StrId::NONE
             },
             copy: op.copy,
-            device: if self.opts.gpu_device { op.device } else { DeviceId::NONE },
+            // Always kept: the frame text names it only with `gpu_device`, the tooltips always.
+            device: op.device,
             stream: if self.opts.gpu_stream { op.stream } else { StreamId::NONE },
         };
         *self.gpu.entry(key).or_default() += op.end.saturating_sub(op.start);
@@ -122,7 +124,7 @@ impl FoldedBuilder {
     /// The folded lines of `view`: `(stack, weight in µs)`, sorted by stack, identical stacks
     /// merged, lines under `min_weight` dropped.
     pub fn lines(&self, view: View) -> Vec<(String, u64)> {
-        let mut r = Renderer { b: self, stacks: IdMap::default(), kernels: IdMap::default() };
+        let mut r = self.renderer();
         let mut merged: IdMap<String, u64> = IdMap::default();
         if view != View::Gpu {
             for (k, ns) in &self.cpu {
@@ -145,6 +147,53 @@ impl FoldedBuilder {
         lines
     }
 
+    /// Every GPU frame of the session with what it is, for a tooltip: `(frame text,
+    /// description)`, e.g. `("[GPU_Kernel]k", "kernel void k<float>(float*) on GPU 0 (NVIDIA
+    /// H100)")`; the description holds the full kernel name and every device the frame ran on.
+    /// Sorted by frame text.
+    pub fn gpu_frame_descriptions(&self) -> Vec<(String, String)> {
+        let mut r = self.renderer();
+        let mut devices: IdMap<String, (String, Vec<DeviceId>)> = IdMap::default();
+        for k in self.gpu.keys() {
+            let frame = r.gpu_frame(k);
+            let what = r.describe(k);
+            let e = devices.entry(frame).or_insert_with(|| (what, Vec::new()));
+            if !e.1.contains(&k.device) {
+                e.1.push(k.device);
+            }
+        }
+        let mut out: Vec<(String, String)> = devices
+            .into_iter()
+            .map(|(frame, (what, mut devs))| {
+                devs.sort_unstable();
+                let names: Vec<String> = devs.iter().map(|d| self.device_label(*d)).collect();
+                (frame, format!("{what} on {}", names.join(", ")))
+            })
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    fn device_label(&self, id: DeviceId) -> String {
+        match self.defs.device(id) {
+            None => "an unknown device".to_owned(),
+            Some(d) => match self.defs.str(d.name) {
+                Some(name) if !name.is_empty() => format!("GPU {} ({name})", d.index),
+                _ => format!("GPU {}", d.index),
+            },
+        }
+    }
+
+    fn renderer(&self) -> Renderer<'_> {
+        let names = self
+            .gpu
+            .keys()
+            .filter(|k| matches!(k.kind, DeviceOpKind::Kernel | DeviceOpKind::Other))
+            .map(|k| k.name);
+        let kernels = KernelNamer::new(&self.opts, &self.defs, names);
+        Renderer { b: self, stacks: IdMap::default(), kernels }
+    }
+
     /// Writes the folded lines of `view` to `out`.
     pub fn write(&self, view: View, out: &mut dyn Write) -> io::Result<()> {
         for (stack, weight) in self.lines(view) {
@@ -158,7 +207,7 @@ impl FoldedBuilder {
 struct Renderer<'a> {
     b: &'a FoldedBuilder,
     stacks: IdMap<StackId, String>,
-    kernels: IdMap<StrId, String>,
+    kernels: KernelNamer,
 }
 
 impl Renderer<'_> {
@@ -248,8 +297,10 @@ impl Renderer<'_> {
 
     fn gpu_frame(&mut self, k: &GpuKey) -> String {
         let mut tag = String::from("[GPU");
-        if let Some(index) = self.b.defs.device(k.device).map(|d| d.index) {
-            tag.push_str(&index.to_string());
+        if self.b.opts.gpu_device {
+            if let Some(index) = self.b.defs.device(k.device).map(|d| d.index) {
+                tag.push_str(&index.to_string());
+            }
         }
         if let Some(native) = self.b.defs.stream(k.stream).map(|s| s.native_id) {
             tag.push_str(&format!("_S{native}"));
@@ -266,20 +317,21 @@ impl Renderer<'_> {
         format!("{tag}_{kind}]{detail}")
     }
 
-    fn kernel_name(&mut self, id: StrId) -> String {
-        if let Some(s) = self.kernels.get(&id) {
-            return s.clone();
+    fn kernel_name(&self, id: StrId) -> String {
+        self.kernels.frame(id).to_owned()
+    }
+
+    /// What the operation of `k` is, in words: `kernel <full name>`, `copy HtoD`, `memset`.
+    fn describe(&self, k: &GpuKey) -> String {
+        match k.kind {
+            DeviceOpKind::Kernel => format!("kernel {}", self.kernels.full(k.name)),
+            DeviceOpKind::Memcpy => format!("copy {}", k.copy.short_name()),
+            DeviceOpKind::Memset => "memset".to_owned(),
+            DeviceOpKind::Sync => "synchronisation".to_owned(),
+            DeviceOpKind::Alloc => "allocation".to_owned(),
+            DeviceOpKind::Free => "free".to_owned(),
+            _ => format!("device work {}", self.kernels.full(k.name)),
         }
-        let opts = &self.b.opts;
-        let raw = self.b.defs.str(id).unwrap_or("[unknown kernel]");
-        let full = if opts.demangle { demangle(raw) } else { None }.unwrap_or_else(|| raw.to_owned());
-        let name = match opts.kernel_names {
-            KernelNames::Full => full,
-            KernelNames::Short => shorten_kernel_name(&full),
-        };
-        let name = sanitize_frame(&name).into_owned();
-        self.kernels.insert(id, name.clone());
-        name
     }
 }
 

@@ -5,6 +5,7 @@
 //! the same root-module symbol.
 
 mod builder;
+mod kernels;
 mod names;
 mod options;
 

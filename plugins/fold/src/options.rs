@@ -9,7 +9,8 @@ xpuprof_sdk::config_enum! {
     pub enum KernelNames {
         /// As reported (demangled when `demangle` is on).
         Full = "full",
-        /// Qualified function name only: no template arguments, parameters or return type.
+        /// Qualified function name only: no template arguments, parameters or return type; a
+        /// stable id (`#1a2b3c4d`) is added where two different kernels share a short name.
         Short = "short",
     }
 }
@@ -20,8 +21,8 @@ xpuprof_sdk::plugin_config! {
     pub struct FoldedOptions {
         /// demangle kernel names that arrive mangled (_Z...)
         pub demangle: bool = true;
-        /// "full", or "short" to drop template arguments, parameters and return types
-        pub kernel_names: KernelNames = KernelNames::Full;
+        /// "short" (template arguments, parameters and return type dropped; a stable #id added where two kernels share a short name; the flame graph's tooltip and search keep the full name) or "full"
+        pub kernel_names: KernelNames = KernelNames::Short;
         /// name the device in GPU frames: [GPU0_Kernel]
         pub gpu_device: bool = false;
         /// name the stream in GPU frames: [GPU0_S7_Kernel]

@@ -1,6 +1,7 @@
 //! # `folded` sink
 //!
-//! Writes `<out>/profile.folded`: one line per distinct stack, `frame;frame;...;frame weight`,
+//! Writes `<out>/profile.folded` and, by default (`split = true`), `profile.gpu.folded` (GPU work
+//! only) and `profile.cpu.folded` (CPU samples only) beside it: one line per distinct stack, `frame;frame;...;frame weight`,
 //! root frame first, readable by flamegraph.pl, inferno and speedscope. GPU work hangs under the
 //! CPU stack that launched it (`...;cudaLaunchKernel;[GPU_Kernel]name`), weighted by device time
 //! in microseconds; CPU samples are weighted by their period (or blocked time) in microseconds.
@@ -13,6 +14,6 @@ pub use xpuprof_fold as fold;
 mod sink;
 
 pub use fold::{FoldedBuilder, FoldedOptions, KernelNames, View};
-pub use sink::FoldedSink;
+pub use sink::{FoldedSink, FoldedSinkConfig};
 
 xpuprof_sdk::export_plugin!(sink: FoldedSink);

@@ -1,9 +1,11 @@
-//! The `folded` sink: writes `profile.folded` (and optionally the CPU and GPU views apart).
+//! The `folded` sink: writes `profile.folded` (CPU samples and GPU work under one root) and, by
+//! default, the GPU and CPU views apart beside it (`profile.gpu.folded`, `profile.cpu.folded`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use xpuprof_sdk::clock::format_duration;
 use xpuprof_sdk::prelude::*;
 
 use crate::fold::{FoldedBuilder, FoldedOptions, View};
@@ -25,10 +27,14 @@ impl FoldedSink {
         Self { builder: FoldedBuilder::new(opts), split, out_dir, log, opened: Vec::new() }
     }
 
-    fn views(&self) -> Vec<(View, &'static str)> {
-        let mut v = vec![(View::All, "profile.folded")];
+    /// The files written: view, name, and what it shows (printed at the end of the run).
+    fn views(&self) -> Vec<(View, &'static str, &'static str)> {
+        let mut v = vec![(View::All, "profile.folded", "CPU samples and GPU work under one root")];
         if self.split {
-            v.extend([(View::Cpu, "profile.cpu.folded"), (View::Gpu, "profile.gpu.folded")]);
+            v.extend([
+                (View::Cpu, "profile.cpu.folded", "CPU time by stack"),
+                (View::Gpu, "profile.gpu.folded", "GPU time under the CPU stacks that launched it"),
+            ]);
         }
         v
     }
@@ -36,7 +42,7 @@ impl FoldedSink {
     /// Creates the output files now (before the target runs), so that a directory that cannot
     /// be written is found at once; [`Sink::finish`] fills them.
     pub fn open_outputs(&mut self) -> PluginResult<()> {
-        for (_, name) in self.views() {
+        for (_, name, _) in self.views() {
             let (file, path) = xpuprof_sdk::output::create_file(&self.out_dir, name)?;
             self.opened.push((path, file));
         }
@@ -60,8 +66,8 @@ xpuprof_sdk::plugin_config! {
     /// `[sink.folded]`'s own keys (besides the folded view's, [`FoldedOptions`]).
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct FoldedSinkConfig {
-        /// also write profile.cpu.folded and profile.gpu.folded
-        pub split: bool = false;
+        /// also write the views apart: profile.cpu.folded (CPU samples) and profile.gpu.folded (GPU work under launch stacks)
+        pub split: bool = true;
     }
 }
 
@@ -98,10 +104,21 @@ impl Sink for FoldedSink {
             self.open_outputs()?;
         }
         let mut files = Vec::new();
-        for ((view, _), (path, file)) in self.views().into_iter().zip(std::mem::take(&mut self.opened)) {
-            write_file(file, &path, |w| self.builder.write(view, w))?;
+        let mut said = Vec::new();
+        for ((view, name, shows), (path, file)) in
+            self.views().into_iter().zip(std::mem::take(&mut self.opened))
+        {
+            let lines = self.builder.lines(view);
+            let us: u64 = lines.iter().map(|(_, w)| w).sum();
+            write_file(file, &path, |w| {
+                lines.iter().try_for_each(|(stack, weight)| writeln!(w, "{stack} {weight}"))
+            })?;
+            said.push(format!("  {name}: {shows} ({} stacks, {})", lines.len(), format_duration(us * 1000)));
             files.push(path);
         }
+        // What each file shows, beside the host's list of files written. Best effort: a closed
+        // stderr must not fail the sink.
+        let _ = writeln!(std::io::stderr().lock(), "folded:\n{}", said.join("\n"));
         let unmatched = self.builder.unmatched();
         if unmatched > 0 {
             self.log.info(&format!(

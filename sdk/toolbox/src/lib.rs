@@ -9,6 +9,8 @@
 //! - [`demangle`]: kernel and function names for people (Itanium C++), one implementation.
 //! - [`agent_host`]: the host side of an in-target agent (private socket, one reader per
 //!   process, the decoder thread, finding and preloading the agent), for GPU sources.
+//! - [`kernel_name`]: short kernel names for tables and frames, and the stable id that finds the
+//!   full name again.
 //!
 //! A sibling crate of the SDK rather than part of it: the SDK stays the small ABI contract a
 //! third-party plugin builds in seconds, while these helpers pull in blazesym and cpp_demangle,
@@ -18,6 +20,7 @@ pub mod agent_host;
 pub mod defs;
 pub mod demangle;
 pub mod intern;
+pub mod kernel_name;
 pub mod normalise;
 
 pub use defs::Definitions;
