@@ -362,10 +362,12 @@ fn spawn_pipeline(
                 let mut deliver = |batch: &[u8]| sinks.deliver(batch);
                 match rx.recv_timeout(TICK) {
                     Ok(b) => {
-                        pipeline.push(b.source, &b.bytes, &mut deliver);
+                        // Counted on arrival for the status line: the first batches can take
+                        // the pipeline a while (symbol tables are read on first use).
                         if let Some(c) = counters.get(b.source) {
-                            c.store(pipeline.stats().records_per_source[b.source], Ordering::Relaxed);
+                            c.fetch_add(xpuprof_sdk::codec::count_records(&b.bytes), Ordering::Relaxed);
                         }
+                        pipeline.push(b.source, &b.bytes, &mut deliver);
                     }
                     Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => break,

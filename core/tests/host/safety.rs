@@ -25,7 +25,7 @@ fn bad_config_values_stop_before_the_target_runs() {
         (
             "[source.ebpf]\nlaunch_probes = [\"ok\", \"a b\"]\n",
             "xpuprof.toml:2:1",
-            "\"a b\", but must be a single word",
+            "\"a b\", which is not one word",
         ),
     ];
     for (toml, at, what) in cases {

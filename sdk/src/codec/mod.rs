@@ -116,6 +116,23 @@ impl Iterator for Decoder<'_> {
     }
 }
 
+/// Counts the records of a batch from their framing alone (`tag, len, payload`), without
+/// decoding them: cheap enough for a live counter. Stops at the first broken frame.
+pub fn count_records(buf: &[u8]) -> u64 {
+    let (mut pos, mut n) = (0usize, 0u64);
+    while pos < buf.len() {
+        let mut c = Cursor::new(&buf[pos + 1..]);
+        let len = c.varint();
+        let end = usize::try_from(len).ok().and_then(|l| (pos + 1 + c.position()).checked_add(l));
+        match end {
+            Some(end) if !c.is_bad() && end <= buf.len() => pos = end,
+            _ => break,
+        }
+        n += 1;
+    }
+    n
+}
+
 /// Decodes a whole batch, stopping at the first malformed record.
 pub fn decode_all(buf: &[u8]) -> Result<Vec<Record>, DecodeError> {
     Decoder::new(buf).collect()

@@ -175,3 +175,19 @@ fn every_tag_is_unique() {
     tags.dedup();
     assert_eq!(tags.len(), Record::tags().len());
 }
+
+#[test]
+fn count_records_reads_the_framing_only_and_stops_at_a_broken_frame() {
+    let recs = sample_records();
+    let mut buf = Vec::new();
+    for r in &recs {
+        encode(r, &mut buf);
+    }
+    assert_eq!(count_records(&buf), recs.len() as u64);
+    assert_eq!(count_records(&[]), 0);
+    // A frame that claims more bytes than the batch holds is not counted.
+    let whole = buf.len();
+    buf.extend_from_slice(&[1, 200]);
+    assert_eq!(count_records(&buf), recs.len() as u64);
+    assert_eq!(count_records(&buf[..whole - 1]), recs.len() as u64 - 1);
+}

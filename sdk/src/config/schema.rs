@@ -141,7 +141,9 @@ impl ConfigKey {
             let not_word =
                 |x: &&Value| x.as_str().is_some_and(|s| s.is_empty() || s.contains(char::is_whitespace));
             if let Some(bad) = items.into_iter().find(not_word) {
-                return Err(format!("has {bad}, but must be {}", self.constraint().unwrap_or_default()));
+                return Err(format!(
+                    "has {bad}, which is not one word (it must not be empty or contain spaces)"
+                ));
             }
         }
         let below = self.min.as_ref().is_some_and(|m| number(v) < number(m));
@@ -159,7 +161,8 @@ impl ConfigKey {
             return Some(format!("one of {}", list.join(", ")));
         }
         if self.word {
-            return Some("a single word (not empty, no spaces)".to_owned());
+            let each = if self.ty == ConfigType::StringList { "each " } else { "" };
+            return Some(format!("{each}one word (not empty, no spaces)"));
         }
         match (&self.min, &self.max) {
             (Some(lo), Some(hi)) => Some(format!("between {lo} and {hi}")),
@@ -358,9 +361,10 @@ mod tests {
         assert!(probes.check(&list(&["cudaLaunchKernel", "hipLaunchKernel"])).is_ok());
         assert_eq!(
             probes.check(&list(&["ok", "a b"])).unwrap_err(),
-            "has \"a b\", but must be a single word (not empty, no spaces)"
+            "has \"a b\", which is not one word (it must not be empty or contain spaces)"
         );
         assert!(probes.check(&list(&[""])).is_err());
+        assert_eq!(probes.describe(), "an array of strings, each one word (not empty, no spaces)");
         let back = ConfigSchema::from_toml(&ConfigSchema::new(vec![probes.clone()]).to_toml()).unwrap();
         assert_eq!(back.keys(), &[probes]);
     }

@@ -64,3 +64,84 @@ fn kill_9_of_xpuprof_loses_at_most_the_last_second() {
         "the archive lacks the last {lost_ms} ms before kill -9 (at most 1000 promised)"
     );
 }
+
+/// Opens a pseudo-terminal: (controller, terminal) file descriptors.
+fn pty() -> (std::fs::File, std::fs::File) {
+    use std::os::fd::FromRawFd;
+    let (mut controller, mut terminal) = (-1, -1);
+    // SAFETY: openpty writes two new descriptors into the out-parameters; name, termios and
+    // window size are optional (null).
+    let r = unsafe {
+        libc::openpty(
+            &mut controller,
+            &mut terminal,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned by nobody else.
+    unsafe { (std::fs::File::from_raw_fd(controller), std::fs::File::from_raw_fd(terminal)) }
+}
+
+/// The status lines xpuprof drew on a terminal: (seconds recorded, eBPF records) of each.
+fn status_lines(terminal_output: &str) -> Vec<(f64, u64)> {
+    terminal_output
+        .split(['\r', '\n'])
+        .filter_map(|l| {
+            let l = l.trim_start_matches("\x1b[K");
+            let rest = l.strip_prefix("xpuprof: recording ")?;
+            let (secs, rest) = rest.split_once("s | ebpf: ")?;
+            let (n, _) = rest.split_once(" records")?;
+            let n = match n.strip_suffix('k') {
+                Some(k) => (k.parse::<f64>().ok()? * 1e3) as u64,
+                None => n
+                    .strip_suffix('M')
+                    .map_or_else(|| n.parse().ok(), |m| m.parse::<f64>().ok().map(|m| (m * 1e6) as u64))?,
+            };
+            Some((secs.parse().ok()?, n))
+        })
+        .collect()
+}
+
+#[test]
+fn the_status_line_counts_ebpf_records_while_the_target_runs() {
+    if !root_or_skip("the_status_line_counts_ebpf_records_while_the_target_runs") {
+        return;
+    }
+    let Some(bin) = xpuprof() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let cfg = out.path().join("xpuprof.toml");
+    std::fs::write(&cfg, "[source.ebpf]\nsample_hz = 499\n").unwrap();
+    // The status line is drawn only when stderr is a terminal: give xpuprof one.
+    let (mut controller, terminal) = pty();
+    let mut child = Command::new(&bin)
+        .args(["--source", "ebpf", "--sink", "archive", "-c"])
+        .arg(&cfg)
+        .arg("-o")
+        .arg(out.path())
+        .args(["--", &workload("burn"), "4"])
+        .stdout(std::process::Stdio::null())
+        .stderr(terminal)
+        .spawn()
+        .expect("run xpuprof");
+    let reader = std::thread::spawn(move || {
+        use std::io::Read;
+        let mut text = Vec::new();
+        // Ends with EIO once xpuprof (the terminal's last holder) has exited.
+        let _ = controller.read_to_end(&mut text);
+        String::from_utf8_lossy(&text).into_owned()
+    });
+    assert!(child.wait().unwrap().success());
+    let text = reader.join().unwrap();
+    let lines = status_lines(&text);
+    // The target burns for 4 s; the lines drawn while it still had a second or more to run
+    // must already count records, and the count must grow (the source flushes every 250 ms).
+    let early: Vec<u64> = lines.iter().filter(|(t, _)| *t <= 3.0).map(|&(_, n)| n).collect();
+    let moving = early.windows(2).filter(|w| w[1] > w[0]).count();
+    assert!(
+        early.iter().any(|&n| n > 0) && moving >= 2,
+        "status lines while the target ran: {lines:?}\nterminal output: {text:?}"
+    );
+}
