@@ -41,7 +41,10 @@ fn location_of(r: &Record) -> LocKey {
 
 #[derive(Debug)]
 struct OpenChunk {
-    state: LocState,
+    /// The encoder's state; `None` once the location has been idle for a whole flush period
+    /// (every chunk starts from fresh predictions, so nothing is lost by dropping it): memory
+    /// follows the threads and streams alive, not every one the session ever saw.
+    state: Option<Box<LocState>>,
     buf: Vec<u8>,
     first_seq: u64,
     records: u32,
@@ -119,12 +122,7 @@ impl Writer {
         let next = self.chunks.len() as u32;
         let id = *self.locations.entry(key).or_insert(next);
         if id == next {
-            self.chunks.push(OpenChunk {
-                state: LocState::new(0, crate::VERSION),
-                buf: Vec::new(),
-                first_seq: 0,
-                records: 0,
-            });
+            self.chunks.push(OpenChunk { state: None, buf: Vec::new(), first_seq: 0, records: 0 });
         }
         id as usize
     }
@@ -137,9 +135,16 @@ impl Writer {
         let c = &mut self.chunks[loc];
         if c.records == 0 {
             c.first_seq = seq;
-            c.state.reset(seq);
         }
-        c.state.encode(seq, r, &mut c.buf);
+        let state = match &mut c.state {
+            Some(s) if c.records > 0 => s,
+            Some(s) => {
+                s.reset(seq);
+                s
+            }
+            None => c.state.insert(Box::new(LocState::new(seq, crate::VERSION))),
+        };
+        state.encode(seq, r, &mut c.buf);
         c.records += 1;
         if c.buf.len() >= CHUNK_TARGET || c.records == u32::MAX {
             self.flush_chunk(loc)?;
@@ -158,6 +163,12 @@ impl Writer {
 
     fn flush_all(&mut self) -> Result<(), ArchiveError> {
         for loc in 0..self.chunks.len() {
+            let c = &mut self.chunks[loc];
+            if c.records == 0 {
+                // Idle since the last flush: free its encoder state and buffer.
+                c.state = None;
+                c.buf = Vec::new();
+            }
             self.flush_chunk(loc)?;
         }
         self.flushed_seq = self.seq;
@@ -188,5 +199,49 @@ impl Writer {
         self.bytes += self.out.len() as u64;
         self.file.sync_all().map_err(|e| ArchiveError::io("write", &self.path, e))?;
         Ok(WriteStats { records: self.seq, bytes: self.bytes, locations: self.chunks.len() as u32 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use xpuprof_sdk::model::{CpuSample, Record};
+
+    use super::*;
+    use crate::Meta;
+
+    fn sample(tid: u32, time: u64) -> Record {
+        Record::CpuSample(CpuSample::default().pid(tid).tid(tid).time(time).weight(1))
+    }
+
+    #[test]
+    fn idle_locations_free_their_encoder_state_and_come_back_intact() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = Meta {
+            command: vec!["sh".into()],
+            sources: vec!["ebpf".into()],
+            sinks: vec!["archive".into()],
+            start_time: 0,
+            codec_version: xpuprof_sdk::codec::CODEC_VERSION,
+            writer: "test".into(),
+        };
+        let mut w = Writer::create(&dir.path().join("archive"), &meta).unwrap();
+        // 1000 short-lived threads, one sample each.
+        for tid in 1..=1000 {
+            w.write(&sample(tid, u64::from(tid))).unwrap();
+        }
+        let held = |w: &Writer| w.chunks.iter().filter(|c| c.state.is_some() || c.buf.capacity() > 0).count();
+        w.flush_all().unwrap();
+        assert_eq!(held(&w), 1000, "written chunks keep their state for one period");
+        w.flush_all().unwrap();
+        assert_eq!(held(&w), 0, "locations idle for a whole period must free their state");
+        // A location that comes back starts a fresh chunk, and everything reads back.
+        w.write(&sample(5, 2000)).unwrap();
+        assert_eq!(held(&w), 1);
+        let path = w.path().to_owned();
+        assert_eq!(w.finish().unwrap().records, 1001);
+        let mut reader = crate::open(&path).unwrap();
+        let mut n = 0;
+        reader.replay(&mut |b| n += xpuprof_sdk::codec::decode_all(b).unwrap().len()).unwrap();
+        assert_eq!(n, 1001);
     }
 }
