@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Profiles a bundled demo with the release build and says where the outputs are.
+# Profiles a bundled demo and says where the outputs are: with $XPUPROF when set (scripts/setup.sh
+# sets it to the installed binary), else the xpuprof on PATH, else the release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-X=target/release/xpuprof
+X=${XPUPROF:-$(command -v xpuprof || echo target/release/xpuprof)}
 OUT=${OUT_DIR:-xpuprof-demo}
 mkdir -p target/demo
 SUDO=""
@@ -22,7 +23,9 @@ else
 fi
 echo
 echo "demo: outputs in $OUT/:"
-echo "  profile.folded   folded stacks (inferno-flamegraph, flamegraph.pl, speedscope)"
-echo "  flamegraph.svg   open in a browser"
-echo "  trace.json       (GPU demo) open in https://ui.perfetto.dev or chrome://tracing"
-echo "  summary.txt      statistics; summary.json for CI (xpuprof diff)"
+echo "  flamegraph.svg       (GPU demo) GPU time under the CPU stacks that launched it: open in a browser"
+echo "  flamegraph.cpu.svg   CPU time by stack: open in a browser"
+echo "  profile.folded       folded stacks (inferno-flamegraph, flamegraph.pl, speedscope); profile.gpu.folded and"
+echo "                       profile.cpu.folded hold the two views apart"
+echo "  trace.json           (GPU demo) open in https://ui.perfetto.dev or chrome://tracing"
+echo "  summary.txt          statistics; summary.json for CI (xpuprof diff)"

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use xpuprof_core::config::FileConfig;
 use xpuprof_core::host::{Registry, SearchPath};
 use xpuprof_core::report::ReportOptions;
@@ -316,11 +316,35 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     }
 }
 
+/// What `xpuprof --version` says after the name: the version, the plugin ABI this binary
+/// loads, and where it looks for plugins (the directories that exist marked as such), so an
+/// installed xpuprof shows which plugin directory it uses.
+fn long_version() -> String {
+    let env = std::env::var("XPUPROF_PLUGIN_PATH").ok();
+    let path = SearchPath::new(&[], env.as_deref(), &[]);
+    let mut s = format!(
+        "{}\nplugin ABI {} (SDK {})\nplugins are loaded from (first found wins; also --plugin-dir and the config's plugin_dirs):",
+        env!("CARGO_PKG_VERSION"),
+        xpuprof_sdk::abi::ABI_VERSION,
+        xpuprof_sdk::abi::SDK_VERSION
+    );
+    for (dir, origin) in &path.dirs {
+        let state = if dir.exists() { "" } else { ", missing" };
+        s.push_str(&format!("\n  {} ({origin}{state})", dir.display()));
+    }
+    s
+}
+
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         say!("xpuprof: internal error: {info}; please report this");
     }));
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::command()
+        // Leaked once: clap keeps the text for the whole run.
+        .long_version(&*Box::leak(long_version().into_boxed_str()))
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_USAGE } else { 0 };

@@ -9,6 +9,7 @@ mod cli;
 mod common;
 mod correlation;
 mod fixtures;
+mod install;
 mod lifecycle;
 mod plugins;
 mod report;

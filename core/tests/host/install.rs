@@ -1,0 +1,92 @@
+//! Installing: `xpuprof --version`, and the release tarball (`scripts/package.sh`) unpacked and
+//! installed into a temporary prefix with its `install.sh`, then used as a user would: its
+//! plugins found next to it, no test plugin among them, and the CPU demo profiled from there.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::common::*;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
+}
+
+fn sh(cmd: &mut Command) -> String {
+    let o = cmd.output().unwrap_or_else(|e| panic!("failed to run {cmd:?}: {e}"));
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{cmd:?} failed ({}):\n{text}", o.status);
+    text
+}
+
+#[test]
+fn version_says_the_version_the_abi_and_where_plugins_are_loaded_from() {
+    let o = run_shipped(&["--version"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    assert!(out.starts_with(&format!("xpuprof {}\n", env!("CARGO_PKG_VERSION"))), "{out}");
+    assert!(out.contains(&format!("plugin ABI {}", xpuprof_sdk::abi::ABI_VERSION)), "{out}");
+    assert!(out.contains(&format!("{} (install directory)", plugin_dir().display())), "{out}");
+}
+
+/// Packages the build the tests run against (`target/debug`: the same files as a release,
+/// without a second build of the workspace in CI), unpacks the tarball, installs it into a
+/// prefix and profiles the CPU demo with the installed xpuprof.
+#[test]
+fn the_tarball_installs_into_a_prefix_and_profiles_the_cpu_demo() {
+    for p in ["ebpf", "folded", "flamegraph", "summary"] {
+        require_plugin(p);
+    }
+    let profile = plugin_dir().file_name().unwrap().to_str().unwrap().to_owned();
+    let out = sh(Command::new(repo().join("scripts/package.sh")).args(["--profile", &profile, "--no-build"]));
+    let tarball = repo().join(out.lines().last().unwrap().trim());
+    let name = tarball.file_name().unwrap().to_str().unwrap();
+    assert!(name.starts_with(&format!("xpuprof-{}-", env!("CARGO_PKG_VERSION"))), "{name}");
+    assert!(name.ends_with("-linux.tar.gz"), "{name}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    sh(Command::new("tar").arg("-xzf").arg(&tarball).arg("-C").arg(tmp.path()));
+    let unpacked = tmp.path().join(name.trim_end_matches(".tar.gz"));
+    let prefix = tmp.path().join("prefix");
+    sh(Command::new(unpacked.join("install.sh")).arg("--prefix").arg(&prefix));
+
+    let xpuprof = prefix.join("bin/xpuprof");
+    let plugins = prefix.join("lib/xpuprof/plugins");
+    let installed: Vec<String> = std::fs::read_dir(&plugins)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(installed.iter().all(|f| !f.contains("test")), "test plugins installed: {installed:?}");
+    for f in ["libxpuprof_plugin_ebpf.so", "libxpuprof_plugin_flamegraph.so", "libxpuprof_cupti_agent.so"] {
+        assert!(installed.iter().any(|i| i == f), "{f} not installed: {installed:?}");
+    }
+    let version = sh(Command::new(&xpuprof).arg("--version").env_remove("XPUPROF_PLUGIN_PATH"));
+    assert!(version.contains(&format!("{} (install directory)", plugins.display())), "{version}");
+    let listed = sh(Command::new(&xpuprof).arg("plugins").env_remove("XPUPROF_PLUGIN_PATH"));
+    assert!(listed.contains(&plugins.join("libxpuprof_plugin_folded.so").display().to_string()), "{listed}");
+
+    if !xpuprof_testkit::skip::require_root("the CPU demo is profiled with the eBPF source") {
+        return;
+    }
+    let demo = tmp.path().join("cpu_demo");
+    sh(Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&demo)
+        .arg(repo().join("tests/workloads/cpu/burn.c")));
+    let o = Command::new(&xpuprof)
+        .args(["--source", "ebpf", "--sink", "folded,flamegraph,summary", "-o", "out", "--"])
+        .arg(&demo)
+        .current_dir(tmp.path())
+        .env_remove("XPUPROF_PLUGIN_PATH")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "the installed xpuprof failed on the CPU demo:\n{err}");
+    let cpu = std::fs::read_to_string(tmp.path().join("out/profile.cpu.folded")).unwrap();
+    assert!(cpu.contains("burn_three"), "the CPU demo's hot function is not in the profile:\n{cpu}");
+    let svg = std::fs::read_to_string(tmp.path().join("out/flamegraph.cpu.svg")).unwrap();
+    assert!(svg.contains("<title>burn_three "), "the CPU flame graph misses the demo's frames");
+    assert!(
+        err.contains("flamegraph.svg: no GPU work was recorded"),
+        "the end of the run says what each file shows:\n{err}"
+    );
+}
