@@ -275,6 +275,10 @@ model_schema! {
             dst_device: DeviceId = [] [3] cold,
             /// Work recorded once and executed many times: its recording and execution.
             submission: Option<Submission> = [] [4] cold,
+            /// Filled by the host's correlator, never by sources: the call that recorded this
+            /// work (`submission.record`: a CUDA graph node's capture or creation, an append to
+            /// a Level Zero regular command list), when the work ran from a recording.
+            recorded: Option<LaunchRef> = [] [7] cold,
         }
 
         /// The CPU stack at the moment a launch-class API was entered.
@@ -294,6 +298,10 @@ model_schema! {
             stack: StackId = [var] [] hot,
             /// Clock domain of `time`.
             clock: ClockDomain = [] [1] cold,
+            /// This call recorded work that runs later, possibly many times (it captured or
+            /// added a CUDA graph node, appended to a regular command list): device work names
+            /// it in [`Submission::record`], so the host keeps it joinable for the whole session.
+            recording: bool = [] [2] cold,
         }
 
         /// A sampled CPU stack.
