@@ -55,6 +55,19 @@ pub fn print(o: &SessionOutcome) {
             human(c.uncorrelated)
         ));
     }
+    let r = &c.recordings;
+    if r.from_recordings > 0 || r.recordings_evicted > 0 {
+        lines.push(format!(
+            "  device ops run from recordings (graph replays, command lists): {} ({} under the call that recorded them, \
+             {} whose recording call was not seen, {} whose recording call the source did not know); \
+             recording calls forgotten at the bound: {}",
+            human(r.from_recordings),
+            human(r.recorded_joined),
+            human(r.recorded_unmatched),
+            human(r.recorded_unknown),
+            human(r.recordings_evicted)
+        ));
+    }
     if c.uncorrelated_launch_sites > 0 {
         lines.push(format!(
             "  launch stacks without correlation id (plain uprobes): {}",

@@ -1,13 +1,17 @@
 //! Joins device work to the launch that caused it, on exact correlation keys only
 //! (design.md §6). One launch may cause many device operations (a graph launch); device work
 //! that arrives before its launch stack waits a bounded time; nothing is matched by time
-//! windows, and everything unmatched is counted.
+//! windows, and everything unmatched is counted. Work run from a recording (a CUDA graph
+//! replay, a Level Zero regular command list) is also joined to the call that recorded it,
+//! through the model's submission link ([`super::recordings`]).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 use xpuprof_sdk::hash::{IdMap, IdSet};
 
 use xpuprof_sdk::model::*;
+
+use super::recordings::{RecordingStats, Recordings};
 
 /// How long device work waits for its launch stack before it is passed on without one.
 const PENDING_GRACE: Duration = Duration::from_secs(2);
@@ -35,6 +39,8 @@ pub struct CorrelationStats {
     pub launch_sites_unused: u64,
     /// Launch stacks without a correlation id (plain uprobes): shown as CPU stacks, not joined.
     pub uncorrelated_launch_sites: u64,
+    /// Work run from recordings, joined to the calls that recorded it.
+    pub recordings: RecordingStats,
 }
 
 #[derive(Debug)]
@@ -61,13 +67,15 @@ pub struct Correlator {
     pending_order: VecDeque<(Instant, CorrelationKey)>,
     /// (backend, pid) pairs that send launch stacks: their device work waits for them.
     stacks_expected: IdSet<(u32, u32)>,
+    /// Calls that recorded work run later (graph nodes' capture sites, command-list appends).
+    recordings: Recordings,
     stats: CorrelationStats,
 }
 
 impl Correlator {
     /// Counters so far.
-    pub fn stats(&self) -> &CorrelationStats {
-        &self.stats
+    pub fn stats(&self) -> CorrelationStats {
+        CorrelationStats { recordings: self.recordings.stats().clone(), ..self.stats.clone() }
     }
 
     /// Device operations waiting for their launch.
@@ -92,6 +100,9 @@ impl Correlator {
         let key = CorrelationKey::new(s.pid, s.correlation);
         self.stacks_expected.insert((key.backend, key.pid));
         let r = LaunchRef::default().tid(s.tid).stack(s.stack).api(s.api).time(s.time);
+        if s.recording {
+            self.recordings.insert(key, r);
+        }
         let entry = self.launches.entry(key).or_insert_with(|| {
             self.launch_order.push_back(key);
             Launch { r, has_stack: false, stack_source: source, inserted: now, last_use: None }
@@ -140,6 +151,9 @@ impl Correlator {
     /// Joins one device operation; returns it when ready, or keeps it until its launch arrives.
     pub fn device_op(&mut self, mut op: DeviceOp, now: Instant) -> Option<DeviceOp> {
         self.stats.device_ops += 1;
+        // The recording call precedes every execution of what it recorded: no waiting.
+        let launches = &self.launches;
+        self.recordings.join(&mut op, |k| launches.get(k).map(|l| l.r));
         let Some(corr) = op.correlation else {
             self.stats.uncorrelated += 1;
             return Some(op);
@@ -222,7 +236,7 @@ impl Correlator {
     fn forget(&mut self, key: CorrelationKey) {
         self.launch_order.pop_front();
         if let Some(l) = self.launches.remove(&key) {
-            if l.last_use.is_none() && l.has_stack {
+            if l.last_use.is_none() && l.has_stack && !self.recordings.contains(&key) {
                 self.stats.launch_sites_unused += 1;
             }
         }
@@ -315,6 +329,35 @@ mod tests {
         assert_eq!(c.launch_site(&again, 1, now).1, Some(StackId(4)));
         let op = c.device_op(op(3), now).unwrap();
         assert_eq!(op.launch.unwrap().stack, StackId(4), "the first stack is used for joins");
+    }
+
+    #[test]
+    fn replays_join_the_replay_launch_and_the_recording_call_long_after() {
+        let now = Instant::now();
+        let mut c = Correlator::default();
+        // The capture: a launch on a capturing stream records a graph node and runs nothing.
+        let mut capture = site(20);
+        capture.stack = StackId(21);
+        capture.recording = true;
+        c.launch_site(&capture, 0, now);
+        // Two minutes later (past every ordinary lifetime) the graph is replayed.
+        let later = now + UNUSED_LIFETIME * 2;
+        assert!(c.expire(later).is_empty());
+        c.launch_site(&site(30), 0, later);
+        let mut node = op(30);
+        node.submission = Some(
+            Submission::default()
+                .list(1)
+                .record(Some(Correlation { backend: backend::CUDA, id: 20 }))
+                .execution(30),
+        );
+        let out = c.device_op(node, later).unwrap();
+        assert_eq!(out.launch.unwrap().stack, StackId(4), "under the replay's launch stack");
+        assert_eq!(out.recorded.unwrap().stack, StackId(21), "and the capture's");
+        c.finish(later);
+        let s = c.stats();
+        assert_eq!((s.recordings.recorded_joined, s.recordings.recordings), (1, 1));
+        assert_eq!(s.launch_sites_unused, 0, "a recording call is used by what it recorded");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 pub mod clock;
 pub mod correlator;
 pub mod intern;
+pub mod recordings;
 pub mod sinks;
 pub mod symbolizer;
 
@@ -242,7 +243,7 @@ impl Pipeline {
             records_per_source: self.sources.iter().map(|s| s.records).collect(),
             malformed_per_source: self.sources.iter().map(|s| s.malformed).collect(),
             losses: self.session.losses.clone(),
-            correlation: self.session.correlator.stats().clone(),
+            correlation: self.session.correlator.stats(),
             dangling: self.sources.iter().map(|s| s.ids.dangling).sum(),
             unsymbolized: self.session.globals.symbolizer.failures,
             frames_cut: self.session.globals.frames_cut,

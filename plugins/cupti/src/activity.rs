@@ -159,8 +159,17 @@ fn base_op(kind: DeviceOpKind, pid: u32, clock: ClockDomain, start: u64, end: u6
         .correlation((corr != 0).then_some(Correlation { backend: backend::CUDA, id: corr as u64 }))
 }
 
-fn graph(id: u32, node: u64) -> Option<GraphInfo> {
-    (id != 0 || node != 0).then_some(GraphInfo::default().graph(id as u64).node(node))
+/// Sets the graph ids of work a graph ran and its submission link: the graph, the call that
+/// built the node ([`crate::graphs`]), the graph launch that ran it.
+fn graph(d: &Decoder, conn: u64, op: &mut DeviceOp, id: u32, node: u64) {
+    if id == 0 && node == 0 {
+        return;
+    }
+    op.graph = Some(GraphInfo::default().graph(id as u64).node(node));
+    let launch = op.correlation.map_or(0, |c| c.id as u32);
+    if let Some(c) = d.conns.get(&conn) {
+        op.submission = Some(c.graphs.submission(id, node, launch));
+    }
 }
 
 fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
@@ -186,7 +195,7 @@ fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
             .shared_memory(u32_at(rec, l.static_shared).saturating_add(u32_at(rec, l.dynamic_shared)))
             .registers(u16_at(rec, l.registers) as u32),
     );
-    op.graph = graph(u32_at(rec, l.graph), u64_at(rec, l.graph_node));
+    graph(d, conn, &mut op, u32_at(rec, l.graph), u64_at(rec, l.graph_node));
     emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), op, out);
 }
 
@@ -207,7 +216,7 @@ fn memcpy(d: &mut Decoder, conn: u64, rec: &[u8], peer: bool, out: &mut Emitter)
     );
     op.bytes = u64_at(rec, l.bytes);
     op.copy = if peer { CopyKind::PeerToPeer } else { copy_kind(u8_at(rec, l.copy_kind)) };
-    op.graph = graph(u32_at(rec, l.graph), u64_at(rec, l.graph_node));
+    graph(d, conn, &mut op, u32_at(rec, l.graph), u64_at(rec, l.graph_node));
     emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), op, out);
 }
 
@@ -226,7 +235,7 @@ fn memset(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         u32_at(rec, l.correlation),
     );
     op.bytes = u64_at(rec, l.bytes);
-    op.graph = graph(u32_at(rec, l.graph), u64_at(rec, l.graph_node));
+    graph(d, conn, &mut op, u32_at(rec, l.graph), u64_at(rec, l.graph_node));
     emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), op, out);
 }
 

@@ -7,7 +7,10 @@ use xpuprof_sdk::model::ApiKind;
 pub fn classify(name: &str) -> ApiKind {
     let base = name.strip_suffix("_ptsz").or_else(|| name.strip_suffix("_ptds")).unwrap_or(name);
     let has = |s: &str| base.contains(s);
-    if has("Synchronize") || has("StreamWaitEvent") || has("StreamQuery") || has("EventQuery") {
+    if has("GraphAdd") {
+        // Adding a graph node (even a memcpy node) runs nothing: the work runs at graph launch.
+        ApiKind::Other
+    } else if has("Synchronize") || has("StreamWaitEvent") || has("StreamQuery") || has("EventQuery") {
         ApiKind::Sync
     } else if has("Launch") {
         ApiKind::Launch
@@ -45,6 +48,7 @@ mod tests {
             ("cuMemAlloc_v2", ApiKind::Alloc),
             ("cudaFreeAsync", ApiKind::Free),
             ("cudaGetDevice", ApiKind::Other),
+            ("cudaGraphAddMemcpyNode", ApiKind::Other),
         ] {
             assert_eq!(classify(name), kind, "{name}");
         }

@@ -69,6 +69,8 @@ pub(crate) struct Conn {
     /// Device ops waiting for their device's definition.
     pub(crate) pending: Vec<(u32, Option<u32>, DeviceOp)>,
     pub(crate) open_ranges: IdMap<u32, (u64, StrId, StrId, u32)>,
+    /// CUDA graph nodes: which call built each one.
+    pub(crate) graphs: crate::graphs::GraphNodes,
     /// session − CUPTI clock, when the timestamp callback could not be installed.
     pub(crate) clock_offset: i64,
     bye: bool,
@@ -173,6 +175,7 @@ impl Decoder {
                     Loss::default().pid(pid).time(xpuprof_sdk::clock::now_ns()).cause(cause).count(chunks),
                 ));
             }
+            wire::MSG_GRAPH_NODE => self.conns.entry(conn).or_default().graphs.message(m.payload),
             wire::MSG_BYE => {
                 self.conns.entry(conn).or_default().bye = true;
             }
@@ -318,8 +321,11 @@ impl Decoder {
     ) {
         let (api, kind) = self.api_name(conn, domain, cbid, out);
         let correlation = Correlation { backend: backend::CUDA, id: corr as u64 };
-        let (stacks, calls) =
-            self.conns.get(&conn).map(|c| (c.agent_stacks, c.api_from_callbacks)).unwrap_or((true, false));
+        let (stacks, calls, recording) = self
+            .conns
+            .get_mut(&conn)
+            .map(|c| (c.agent_stacks, c.api_from_callbacks, c.graphs.take_recording(corr)))
+            .unwrap_or((true, false, false));
         if calls {
             let end = if end < time { time } else { end };
             out.emit(&Record::ApiCall(
@@ -344,7 +350,8 @@ impl Decoder {
                     .time(time)
                     .correlation(correlation)
                     .api(api)
-                    .stack(stack),
+                    .stack(stack)
+                    .recording(recording),
             ));
             self.stats.launch_sites += 1;
         }
@@ -375,6 +382,15 @@ impl Decoder {
     pub fn finish(&mut self, conn: u64, out: &mut Emitter) {
         crate::activity::flush_pending(self, conn, out);
         let Some(c) = self.conns.remove(&conn) else { return };
+        if c.graphs.forgotten > 0 || c.graphs.malformed > 0 {
+            self.log.warn(&format!(
+                "process {}: {} CUDA graph nodes forgotten at the bound of {} (their replays show the replay stack only), {} malformed graph-node messages",
+                c.pid,
+                c.graphs.forgotten,
+                crate::graphs::MAX_NODES,
+                c.graphs.malformed
+            ));
+        }
         if c.hello && !c.bye && !c.refused && c.cupti_version != 0 {
             self.stats.unfinished += 1;
             self.log.warn(&format!(

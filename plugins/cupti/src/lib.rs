@@ -12,12 +12,14 @@
 //!   by record version via [`layout`]); `stop` waits for every connection to end.
 //!
 //! Everything is keyed by CUPTI's correlation id (`backend::CUDA`), so the host joins kernels
-//! (all nodes of a graph launch too) to their launch site exactly.
+//! (all nodes of a graph launch too) to their launch site exactly; a replayed graph node is also
+//! joined to the call that captured or added it ([`graphs`], the model's submission link).
 
 pub mod activity;
 pub mod api_kind;
 pub mod config;
 pub mod decode;
+pub mod graphs;
 pub mod layout;
 pub mod source;
 

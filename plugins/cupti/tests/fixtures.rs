@@ -70,7 +70,15 @@ fn load(name: &str) -> Session {
             _ => {}
         }
     }
-    let syms = std::fs::read_to_string(d.join(format!("{name}.syms"))).expect("symbols");
+    let stdout = std::fs::read_to_string(d.join("stdout.txt")).expect("stdout");
+    let line = stdout.lines().find(|l| l.starts_with("EXPECT ")).expect("EXPECT line");
+    for kv in line.split_whitespace().skip(1) {
+        let (k, v) = kv.split_once('=').unwrap();
+        s.expect.insert(k.to_owned(), v.to_owned());
+    }
+    // A fixture made from another one's stream (`program=`) uses that program's symbols.
+    let program = s.expect.get("program").cloned().unwrap_or_else(|| name.to_owned());
+    let syms = std::fs::read_to_string(dir(&program).join(format!("{program}.syms"))).expect("symbols");
     for line in syms.lines() {
         let mut it = line.splitn(4, ' ');
         let (Some(a), Some(sz), Some(_), Some(n)) = (it.next(), it.next(), it.next(), it.next()) else {
@@ -79,12 +87,6 @@ fn load(name: &str) -> Session {
         if let (Ok(a), Ok(sz)) = (u64::from_str_radix(a, 16), u64::from_str_radix(sz, 16)) {
             s.syms.push((a, sz, n.to_owned()));
         }
-    }
-    let stdout = std::fs::read_to_string(d.join("stdout.txt")).expect("stdout");
-    let line = stdout.lines().find(|l| l.starts_with("EXPECT ")).expect("EXPECT line");
-    for kv in line.split_whitespace().skip(1) {
-        let (k, v) = kv.split_once('=').unwrap();
-        s.expect.insert(k.to_owned(), v.to_owned());
     }
     s
 }
@@ -273,6 +275,49 @@ fn graph_nodes_share_the_graph_launch() {
         // under the same correlation id); the stack holds cudaGraphLaunch above it.
         assert_eq!(s.name(sites[id].api), "cuGraphLaunch");
     }
+}
+
+/// Every fixture whose program says where its graph nodes were built (`capture_launchers=`):
+/// each replayed kernel names, through its submission link, the call that built its node, whose
+/// launch site is marked as a recording and holds one of those functions, while its own launch
+/// site (the graph launch) holds the replaying function.
+#[test]
+fn replayed_graph_kernels_name_the_call_that_built_their_node() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir("")).expect("fixture folder") {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !dir(&name).join("stream.bin").exists() {
+            continue;
+        }
+        let s = load(&name);
+        let Some(capture) = s.expect.get("capture_launchers") else { continue };
+        let capture: Vec<&str> = capture.split(',').collect();
+        let s = check_kernels_joined(&name);
+        let sites = s.sites();
+        let mut builders = HashSet::new();
+        for k in s.kernels() {
+            let sub = k.submission.unwrap_or_else(|| panic!("{name}: graph kernel without submission link"));
+            assert_eq!(sub.execution, k.correlation.unwrap().id, "{name}: executed by its graph launch");
+            assert_eq!(sub.list, k.graph.unwrap().graph, "{name}: the list is the graph");
+            let record =
+                sub.record.unwrap_or_else(|| panic!("{name}: {} has no building call", s.name(k.name)));
+            let site = sites[&record.id];
+            assert!(site.recording, "{name}: the building call's launch site is a recording");
+            let fns = s.functions(site.stack);
+            assert!(
+                fns.iter().any(|f| capture.iter().any(|c| f.contains(c))),
+                "{name}: the node of {} was built at {fns:?}, not in {capture:?}",
+                s.name(k.name)
+            );
+            builders.insert(record.id);
+        }
+        let nodes = s.expect["graph_nodes"].parse::<usize>().unwrap();
+        assert_eq!(builders.len(), nodes, "{name}: one building call per node");
+        let recordings = sites.values().filter(|x| x.recording).count();
+        assert_eq!(recordings, nodes, "{name}: only the building calls are recordings");
+        checked += 1;
+    }
+    assert!(checked >= 1, "no fixture with graph nodes");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use xpuprof_sdk::model::*;
 
 use super::kernels::KernelNamer;
 use super::names::{basename, sanitize_frame};
-use super::options::FoldedOptions;
+use super::options::{FoldedOptions, GraphStacks};
 use xpuprof_toolbox::Definitions as Defs;
 
 /// Root frame of device work the correlator could not join to a launch.
@@ -20,6 +20,10 @@ pub const UNKNOWN_LAUNCH: &str = "[unknown launch site]";
 pub const NO_STACK: &str = "[no launch stack]";
 /// Root frame of off-CPU samples.
 pub const OFF_CPU: &str = "[off-cpu]";
+/// Between the replay stack and the recording stack of replayed work (`graph_stacks = "both"`).
+pub const RECORDED_AT: &str = "[recorded at]";
+/// Where the recording stack of replayed work would be, when its recording call is not known.
+pub const RECORDED_UNKNOWN: &str = "[recorded at unknown site]";
 
 /// Which stacks a folded file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,10 +36,22 @@ pub enum View {
     Gpu,
 }
 
+/// The recording side of replayed work, as the key of a folded line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Recorded {
+    /// Not replayed from a recording, or not shown (`graph_stacks = "replay"`).
+    No,
+    /// Replayed, but its recording call is not known.
+    Unknown,
+    /// Recorded at this stack by this API call.
+    At(StackId, StrId),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct GpuKey {
     pid: u32,
     launch: Option<(StackId, StrId)>,
+    recorded: Recorded,
     kind: DeviceOpKind,
     name: StrId,
     copy: CopyKind,
@@ -95,9 +111,24 @@ impl FoldedBuilder {
         if op.launch.is_none() {
             self.unmatched += 1;
         }
+        let recorded = match (self.opts.graph_stacks, op.submission, op.recorded) {
+            (GraphStacks::Replay, _, _) | (_, None, _) => Recorded::No,
+            (_, Some(_), None) => Recorded::Unknown,
+            (_, Some(_), Some(r)) => Recorded::At(r.stack, r.api),
+        };
+        let launch = match (self.opts.graph_stacks, recorded) {
+            // Only the recording stack: it takes the launch's place.
+            (GraphStacks::Capture, Recorded::At(stack, api)) => Some((stack, api)),
+            _ => op.launch.map(|l| (l.stack, l.api)),
+        };
+        let recorded = match (self.opts.graph_stacks, recorded) {
+            (GraphStacks::Capture, Recorded::At(..)) => Recorded::No,
+            (_, r) => r,
+        };
         let key = GpuKey {
             pid: self.pid(op.pid),
-            launch: op.launch.map(|l| (l.stack, l.api)),
+            launch,
+            recorded,
             kind: op.kind,
             name: if matches!(op.kind, DeviceOpKind::Kernel | DeviceOpKind::Other) {
                 op.name
@@ -225,21 +256,31 @@ impl Renderer<'_> {
         let mut line = self.process_prefix(k.pid);
         match k.launch {
             None => push_frame(&mut line, UNKNOWN_LAUNCH),
-            Some((stack, api)) => {
-                let stack_text = if stack.is_none() { NO_STACK.to_owned() } else { self.stack(stack) };
-                push_frame(&mut line, &stack_text);
-                if let Some(api) = self.b.defs.str(api) {
-                    let api = sanitize_frame(api);
-                    // Skip the API frame when the captured stack already ends in it.
-                    if stack_text.rsplit(';').next().is_none_or(|leaf| leaf != api) {
-                        push_frame(&mut line, &api);
-                    }
-                }
+            Some((stack, api)) => self.push_launch(&mut line, stack, api),
+        }
+        match k.recorded {
+            Recorded::No => {}
+            Recorded::Unknown => push_frame(&mut line, RECORDED_UNKNOWN),
+            Recorded::At(stack, api) => {
+                push_frame(&mut line, RECORDED_AT);
+                self.push_launch(&mut line, stack, api);
             }
         }
         let frame = self.gpu_frame(k);
         push_frame(&mut line, &frame);
         line
+    }
+
+    /// Appends a launch stack and its API function (unless the stack already ends in it).
+    fn push_launch(&mut self, line: &mut String, stack: StackId, api: StrId) {
+        let stack_text = if stack.is_none() { NO_STACK.to_owned() } else { self.stack(stack) };
+        push_frame(line, &stack_text);
+        if let Some(api) = self.b.defs.str(api) {
+            let api = sanitize_frame(api);
+            if stack_text.rsplit(';').next().is_none_or(|leaf| leaf != api) {
+                push_frame(line, &api);
+            }
+        }
     }
 
     fn process_prefix(&self, pid: u32) -> String {

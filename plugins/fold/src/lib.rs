@@ -11,4 +11,4 @@ mod options;
 
 pub use builder::{FoldedBuilder, View};
 pub use names::{sanitize_frame, shorten_kernel_name};
-pub use options::{FoldedOptions, KernelNames};
+pub use options::{FoldedOptions, GraphStacks, KernelNames};

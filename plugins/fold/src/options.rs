@@ -15,6 +15,19 @@ xpuprof_sdk::config_enum! {
     }
 }
 
+xpuprof_sdk::config_enum! {
+    /// Which stack work replayed from a recording (a CUDA graph, a Level Zero regular command
+    /// list) sits under.
+    pub enum GraphStacks {
+        /// Where it was replayed (the graph launch), as for any launch.
+        Replay = "replay",
+        /// Where it was recorded (the node's capture or creation, the append).
+        Capture = "capture",
+        /// The replay stack, then a `[recorded at]` frame and the recording stack below it.
+        Both = "both",
+    }
+}
+
 xpuprof_sdk::plugin_config! {
     /// Options of the folded view.
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +46,8 @@ xpuprof_sdk::plugin_config! {
         pub process_frame: bool = false;
         /// include off-CPU samples under an [off-cpu] root frame
         pub off_cpu: bool = true;
+        /// stacks of replayed graph work: "replay" (graph launch), "capture" (where each node was captured or added), or "both" (replay, then [recorded at], then capture)
+        pub graph_stacks: GraphStacks = GraphStacks::Both;
     }
 }
 

@@ -34,6 +34,11 @@
 //! - [`MSG_LOST_BYTES`]: `chunks u64, bytes u64`: output the agent's channel dropped (the host
 //!   was gone or too slow).
 //! - [`MSG_BYE`]: `launches u64, stacks u64`: the agent flushed everything and is done.
+//! - [`MSG_GRAPH_NODE`]: `kind u8` ([`NODE_CREATED`] or [`NODE_CLONED`]), `pad u8 × 3`,
+//!   `graph u32, node u64, origin u64`: a node of a recorded graph (a CUDA graph) was created
+//!   by the API call whose correlation id is `origin` (0: outside any traced call), or cloned
+//!   from node `origin` (graph instantiation, cloning, child graphs). Sent during the call, so
+//!   before that call's launch entry and before any record of the node's executions.
 //!
 //! Message numbers never change meaning; new messages get new numbers, and a change to an
 //! existing payload raises [`PROTOCOL`].
@@ -72,6 +77,24 @@ pub const MSG_API_NAMES: u8 = 10;
 pub const MSG_ERROR: u8 = 11;
 /// Output the agent's channel dropped.
 pub const MSG_LOST_BYTES: u8 = 12;
+/// A graph node was created or cloned.
+pub const MSG_GRAPH_NODE: u8 = 13;
+
+/// [`MSG_GRAPH_NODE`] kind: created by the call whose correlation id is `origin`.
+pub const NODE_CREATED: u8 = 1;
+/// [`MSG_GRAPH_NODE`] kind: a copy of node `origin`.
+pub const NODE_CLONED: u8 = 2;
+/// Size of a [`MSG_GRAPH_NODE`] payload.
+pub const GRAPH_NODE_BYTES: usize = 24;
+
+/// Appends a [`MSG_GRAPH_NODE`] message.
+pub fn put_graph_node(out: &mut Vec<u8>, kind: u8, graph: u32, node: u64, origin: u64) {
+    put_message(
+        out,
+        MSG_GRAPH_NODE,
+        &[&[kind, 0, 0, 0], &graph.to_le_bytes(), &node.to_le_bytes(), &origin.to_le_bytes()],
+    );
+}
 
 /// HELLO flag: device timestamps are already in the session clock (`CLOCK_MONOTONIC`).
 pub const FLAG_MONOTONIC_TIMESTAMPS: u32 = 1;

@@ -9,7 +9,7 @@ use xpuprof_agent_kit::channel::Chunk;
 use xpuprof_agent_kit::{stack, trampoline, wire};
 
 use crate::sys::ffi::{self, DOMAIN_DRIVER, DOMAIN_RUNTIME};
-use crate::{activity, agent, Agent};
+use crate::{activity, agent, graphs, Agent};
 
 /// Queues every thread's pending launch sites (and a fresh module map first when a stack used
 /// an address outside the known modules).
@@ -84,7 +84,8 @@ pub(crate) unsafe extern "C" fn buffer_completed(
     }));
 }
 
-/// The API-entry/exit callback, enabled only for launch-class calls.
+/// The API-entry/exit callback, enabled only for launch-class calls, and the resource callback
+/// for graph nodes ([`graphs`]).
 ///
 /// # Safety
 /// Called by CUPTI; for the runtime and driver domains `data` points to a `CUpti_CallbackData`.
@@ -94,17 +95,27 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
     if a.config.callback_noop {
         return;
     }
-    if data.is_null() || (domain != DOMAIN_RUNTIME as u32 && domain != DOMAIN_DRIVER as u32) {
+    if data.is_null() {
+        return;
+    }
+    if domain == graphs::DOMAIN_RESOURCE {
+        // SAFETY: for the resource domain CUPTI passes a valid CUpti_ResourceData.
+        unsafe { graphs::on_resource(a, cbid, data) };
+        return;
+    }
+    if domain != DOMAIN_RUNTIME as u32 && domain != DOMAIN_DRIVER as u32 {
         return;
     }
     // SAFETY: for API domains CUPTI passes a valid CUpti_CallbackData for the call's duration.
     let d = unsafe { &*(data as *const ffi::CUpti_CallbackData) };
     if d.callbackSite == ffi::CUpti_ApiCallbackSite::CUPTI_API_ENTER {
+        graphs::enter(d.correlationId);
         let outer = a.launches.enter(&a.sites(), domain as u8, cbid, d.correlationId, regs.fp, regs.sp);
         if outer && a.config.trampoline() {
             trampoline::call(regs.fp, xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);
         }
     } else {
+        graphs::exit();
         let result = if d.functionReturnValue.is_null() {
             0
         } else {

@@ -10,7 +10,9 @@
 //!   buffer-completion thread ([`activity`]);
 //! - an API-entry callback on launch-class calls only, which records the launch site: the
 //!   correlation id and the calling thread's stack ([`launches`]), and calls the SDK's
-//!   correlation trampoline `xpuprof_agent_launch` for the eBPF source.
+//!   correlation trampoline `xpuprof_agent_launch` for the eBPF source;
+//! - the graph-node resource callbacks ([`graphs`]): which call created each CUDA graph node
+//!   and which node each copy came from, so replayed kernels show their capture site too.
 //!
 //! CUPTI timestamps are switched to `CLOCK_MONOTONIC` with the timestamp callback. Everything is
 //! flushed at exit and on SIGINT/SIGTERM. If the host cannot be reached the agent turns itself
@@ -24,6 +26,7 @@ pub mod activity;
 mod callbacks;
 pub mod config;
 mod finish;
+pub mod graphs;
 pub mod loader;
 mod start;
 pub mod sys;

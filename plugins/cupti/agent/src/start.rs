@@ -12,7 +12,7 @@ use crate::callbacks::{buffer_completed, buffer_requested, monotonic_ns, on_api}
 use crate::config::{self, ApiMode, Config};
 use crate::sys::ffi::{self, CUpti_ActivityKind as K, DOMAIN_DRIVER, DOMAIN_RUNTIME};
 use crate::sys::{self, Lib};
-use crate::{activity, drain_launches, loader, Agent, AGENT, NAME};
+use crate::{activity, drain_launches, graphs, loader, Agent, AGENT, NAME};
 
 /// Oldest CUPTI API version the decoder knows (CUDA 12.0).
 const MIN_CUPTI_VERSION: u32 = 19;
@@ -176,9 +176,10 @@ fn clock_pair(a: &Agent, out: &mut Vec<u8>) {
 /// True for the API names that get a launch site: calls that put work on a device (kernel and
 /// graph launches, copies, sets, prefetches) and the calls whose device-side records (memory
 /// allocation/free, synchronization) carry their correlation id, so every device record joins a
-/// call site.
+/// call site; and the calls that add CUDA graph nodes, whose stack is where a replayed node was
+/// built.
 pub fn is_launch_api(name: &str) -> bool {
-    const PREFIXES: [&str; 31] = [
+    const PREFIXES: [&str; 33] = [
         "cudaLaunch",
         "__cudaLaunch",
         "cudaGraphLaunch",
@@ -210,8 +211,13 @@ pub fn is_launch_api(name: &str) -> bool {
         "cuMemCreate",
         "cuMemRelease",
         "cuMemMap",
+        // Graph nodes added explicitly: the stack where a replayed kernel's node was built.
+        "cudaGraphAdd",
+        "cuGraphAdd",
     ];
-    PREFIXES.iter().any(|p| name.starts_with(p)) && !name.contains("HostFunc")
+    PREFIXES.iter().any(|p| name.starts_with(p))
+        && !name.contains("HostFunc")
+        && !name.contains("Dependencies")
 }
 
 fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiError> {
@@ -243,6 +249,11 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
             if c.stacks != config::StackMode::Off || c.api == ApiMode::Launches {
                 lib.enable_callback(sub, domain as u32, cbid)?;
             }
+        }
+    }
+    if c.stacks != config::StackMode::Off || c.api == ApiMode::Launches {
+        for cbid in [graphs::CBID_NODE_CREATED, graphs::CBID_NODE_CLONED] {
+            lib.enable_callback(sub, graphs::DOMAIN_RESOURCE, cbid)?;
         }
     }
     let mut m = Vec::new();
@@ -287,10 +298,19 @@ mod tests {
             "cuMemcpyHtoDAsync_v2",
             "cuMemAlloc_v2",
             "cuCtxSynchronize",
+            "cudaGraphAddKernelNode_v10000",
+            "cuGraphAddMemcpyNode",
         ] {
             assert!(is_launch_api(n), "{n}");
         }
-        for n in ["cuLaunchHostFunc", "cuCtxGetDevice", "cuModuleLoadData", "cudaGetLastError"] {
+        for n in [
+            "cuLaunchHostFunc",
+            "cuCtxGetDevice",
+            "cuModuleLoadData",
+            "cudaGetLastError",
+            "cudaGraphAddDependencies_v10000",
+            "cudaGraphInstantiate",
+        ] {
             assert!(!is_launch_api(n), "{n}");
         }
     }

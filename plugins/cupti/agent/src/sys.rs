@@ -245,6 +245,20 @@ impl Lib {
         Ok(t)
     }
 
+    /// `cuptiGetGraphNodeId`: the id CUPTI gives `node` (kernel records carry it).
+    pub fn graph_node_id(&self, node: ffi::CUgraphNode) -> Result<u64, CuptiError> {
+        let mut id = 0u64;
+        call!(self, cuptiGetGraphNodeId(node, &mut id))?;
+        Ok(id)
+    }
+
+    /// `cuptiGetGraphId`: the id CUPTI gives `graph`.
+    pub fn graph_id(&self, graph: ffi::CUgraph) -> Result<u32, CuptiError> {
+        let mut id = 0u32;
+        call!(self, cuptiGetGraphId(graph, &mut id))?;
+        Ok(id)
+    }
+
     /// `cuptiGetCallbackName`: the API function's name.
     pub fn callback_name(&self, domain: u32, cbid: u32) -> Option<String> {
         let mut name: *const std::os::raw::c_char = std::ptr::null();
