@@ -3,7 +3,7 @@
 # program under `xpuprof --source cupti --sink folded,chrome` with exact checks, and runs the
 # launch-bound benchmark. Run from the repository root on the GPU machine:
 #
-#   scripts/gpu/run-all.sh [capture] [test] [agree] [bench] [outputs]   (default: all)
+#   scripts/gpu/run-all.sh [capture] [test] [graphs] [agree] [bench] [outputs]   (default: all)
 #
 # Needs: nvcc and CUPTI (CUDA_HOME, default /usr/local/cuda-13.0), python3, and the Rust parts
 # built on the development machine and carried in .device-carry/ (xpuprof, the plugins and
@@ -20,7 +20,7 @@ LIB=$CUDA_HOME/targets/x86_64-linux/lib
 AGENT=$CARRY/libxpuprof_cupti_agent.so
 BENCH_N=${BENCH_N:-200000}
 ROUNDS=${ROUNDS:-7}
-STEPS=${*:-capture test agree bench outputs}   # e2e: issue 6 benchmarks (run it on its own)
+STEPS=${*:-capture test graphs agree bench outputs}   # e2e: issue 6 benchmarks (run it on its own)
 mkdir -p "$OUT" "$W/bin" "$W/fixtures" "$W/logs"
 SUMMARY=$W/summary.txt
 : >"$SUMMARY"
@@ -57,7 +57,7 @@ bench_summary() { python3 "$W/bench_summary.py" "$@"; }
 
 # ---- build ---------------------------------------------------------------------------------
 NVCC="$CUDA_HOME/bin/nvcc -g -O2 -std=c++17 -arch=sm_90 -Xcompiler -fno-omit-frame-pointer -I$INC"
-PROGS="basic multi_stream multi_thread driver_launch graph_launch launch_bench"
+PROGS="basic multi_stream multi_thread driver_launch graph_launch graph_stacks launch_bench"
 for p in $PROGS; do
   extra=""
   [ "$p" = driver_launch ] && extra="-lcuda"
@@ -70,12 +70,12 @@ g++ -O2 -shared -fPIC -o "$W/bin/libcupti_alone.so" tests/workloads/cuda/cupti_a
   -Wl,-rpath,"$LIB" >"$W/logs/build-cupti_alone.log" 2>&1 && row "build cupti_alone" ok || row "build cupti_alone" FAILED
 
 # Small sizes for fixtures, larger ones for the checks.
-declare -A SMALL=([basic]=3 [multi_stream]=4 [multi_thread]=4 [driver_launch]=3 [graph_launch]=2 [launch_bench]=50)
-declare -A SIZE=([basic]=50 [multi_stream]=200 [multi_thread]=500 [driver_launch]=100 [graph_launch]=100 [launch_bench]=20000)
+declare -A SMALL=([basic]=3 [multi_stream]=4 [multi_thread]=4 [driver_launch]=3 [graph_launch]=2 [graph_stacks]=2 [launch_bench]=50)
+declare -A SIZE=([basic]=50 [multi_stream]=200 [multi_thread]=500 [driver_launch]=100 [graph_launch]=100 [graph_stacks]=50 [launch_bench]=20000)
 
 # ---- capture: raw agent streams for the CI decoder tests ---------------------------------------
 if [[ " $STEPS " == *" capture "* ]]; then
-  for p in basic multi_stream multi_thread driver_launch graph_launch launch_bench; do
+  for p in basic multi_stream multi_thread driver_launch graph_launch graph_stacks launch_bench; do
     d=$W/fixtures/$p; rm -rf "$d"; mkdir -p "$d"
     opts="verbose=1"; [ "$p" = basic ] && opts="verbose=1,api=all"
     CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$d XPUPROF_CUPTI_OPTS=$opts \
@@ -94,7 +94,7 @@ fi
 # ---- test: every program under xpuprof, checked ------------------------------------------------
 if [[ " $STEPS " == *" test "* ]]; then
   if [ -x "$CARRY/xpuprof" ]; then
-    for p in basic multi_stream multi_thread driver_launch graph_launch launch_bench; do
+    for p in basic multi_stream multi_thread driver_launch graph_launch graph_stacks launch_bench; do
       o=$W/out/$p; rm -rf "$o"
       "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded,chrome -o "$o" -- "$W/bin/$p" "${SIZE[$p]}" \
         >"$W/logs/test-$p.out" 2>"$W/logs/test-$p.err"
@@ -137,6 +137,35 @@ if [[ " $STEPS " == *" test "* ]]; then
     (cd "$W" && tar czf "$OUT/profiles.tar.gz" --exclude=out/sigint/trace.json --exclude=out/launch_bench/trace.json out)
   else
     row "test" "skipped: no $CARRY/xpuprof"
+  fi
+fi
+
+# ---- graphs: CUDA-graph kernels under their replay and capture stacks (#13.3) ---------------------
+# graph_stacks captures a graph in capture_graph, builds one node by node in add_nodes (with the
+# first as a child graph), instantiates them three times and replays all from replay: in each
+# folded mode every replayed kernel must sit where check_graph_stacks.py says. Then a PyTorch
+# torch.cuda.CUDAGraph captured in capture_model and replayed from replay_steps (default mode).
+if [[ " $STEPS " == *" graphs "* ]]; then
+  if [ -x "$CARRY/xpuprof" ]; then
+    for mode in both replay capture; do
+      printf '[sink.folded]\ngraph_stacks = "%s"\n' "$mode" >"$W/graphs-$mode.toml"
+      o=$W/out/graphs-$mode; rm -rf "$o"
+      "$CARRY/xpuprof" --plugin-dir "$CARRY" -c "$W/graphs-$mode.toml" --source cupti --sink folded -o "$o" -- \
+        "$W/bin/graph_stacks" "${SIZE[graph_stacks]}" >"$W/logs/graphs-$mode.out" 2>"$W/logs/graphs-$mode.err"
+      rc=$?
+      res=$(python3 scripts/gpu/check_graph_stacks.py "$o/profile.folded" "$W/logs/graphs-$mode.out" "$W/logs/graphs-$mode.err" "$mode" 2>&1 | tail -1)
+      row "graphs graph_stacks $mode" "rc=$rc $res"
+    done
+    o=$W/out/graphs-torch; rm -rf "$o"
+    "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded -o "$o" -- python3 tests/workloads/torch/cuda_graph.py \
+      >"$W/logs/graphs-torch.out" 2>"$W/logs/graphs-torch.err"
+    rc=$?
+    res=$(python3 scripts/gpu/check_graph_stacks.py "$o/profile.folded" "$W/logs/graphs-torch.out" "$W/logs/graphs-torch.err" both 2>&1 | tail -1)
+    row "graphs torch CUDAGraph" "rc=$rc $res"
+    grep '\[recorded at\]' "$o/profile.folded" | sort -t' ' -k2 -nr | head -3 | cut -c1-600 >"$W/logs/graphs-torch.top"
+    (cd "$W" && tar czf "$OUT/graphs.tar.gz" out/graphs-* logs/graphs-*)
+  else
+    row "graphs" "skipped: no $CARRY/xpuprof"
   fi
 fi
 
