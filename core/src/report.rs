@@ -119,7 +119,7 @@ pub fn report(opts: &ReportOptions) -> Result<ReportOutcome, SessionError> {
     );
     let mut failures = Vec::new();
     let mut sinks = session::create_sinks(&reg, &sinks, opts.config.as_ref(), &table, &mut failures)?;
-    let stats = reader.replay(&mut |batch: &[u8]| sinks.deliver(batch));
+    let stats = reader.replay_records(&mut |batch| sinks.deliver(batch));
     // Finish the sinks whatever the replay met: what came before a damaged spot is written.
     let results = sinks.finish();
     failures.extend(results.failures);

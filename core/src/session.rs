@@ -8,6 +8,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use xpuprof_sdk::model::Record;
 use xpuprof_sdk::PluginKind;
 
 use crate::config::{self, ConfigError, FileConfig};
@@ -359,7 +360,7 @@ fn spawn_pipeline(
             let mut pipeline = Pipeline::new(n_sources, true);
             let mut last_tick = Instant::now();
             loop {
-                let mut deliver = |batch: &[u8]| sinks.deliver(batch);
+                let mut deliver = |batch: Vec<Record>| sinks.deliver(batch);
                 match rx.recv_timeout(TICK) {
                     Ok(b) => {
                         // Counted on arrival for the status line: the first batches can take
@@ -377,11 +378,11 @@ fn spawn_pipeline(
                 // for all) so it can flush what has waited too long (the archive's chunks).
                 if last_tick.elapsed() >= TICK {
                     pipeline.tick(&mut deliver);
-                    sinks.deliver(&[]);
+                    sinks.deliver(Vec::new());
                     last_tick = Instant::now();
                 }
             }
-            pipeline.finish(&mut |batch: &[u8]| sinks.deliver(batch));
+            pipeline.finish(&mut |batch: Vec<Record>| sinks.deliver(batch));
             (pipeline.stats(), sinks.finish())
         })
         .expect("failed to spawn the pipeline thread")

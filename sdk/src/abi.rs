@@ -113,6 +113,10 @@ pub struct FfiDescriptorExt {
     /// empty when the plugin declares none (hosts then use [`FfiDescriptor::config_keys`]).
     /// Added in SDK 0.2.
     pub config_schema: RStr<'static>,
+    /// The fingerprint of the plugin's [`crate::model::Record`] layout
+    /// ([`crate::model::record_layout`]): when it equals the host's, the host may lend a sink
+    /// its decoded records through [`PluginModule::consume_records`]. Added in SDK 0.3.
+    pub record_layout: u64,
     // Append new fields here, each with a doc line naming the SDK version that added it.
 }
 
@@ -133,6 +137,45 @@ pub struct FfiHost {
 unsafe impl Send for FfiHost {}
 // SAFETY: as above; the callbacks only take shared access to `ctx`.
 unsafe impl Sync for FfiHost {}
+
+/// Records the host lends a sink for the length of one [`PluginModule::consume_records`] call:
+/// `len` values of [`crate::model::Record`] at `ptr`, laid out as in a build whose
+/// [`crate::model::record_layout`] is `layout`. The host passes it only to a plugin that declared
+/// the same fingerprint; the plugin checks it again before reading.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, Copy)]
+pub struct FfiRecords {
+    /// The first record (dangling but aligned when `len` is 0).
+    pub ptr: *const c_void,
+    /// Number of records.
+    pub len: usize,
+    /// The layout fingerprint of the build that made the records.
+    pub layout: u64,
+}
+
+impl FfiRecords {
+    /// Lends `records` (valid while the borrow lasts).
+    pub fn lend(records: &[crate::model::Record]) -> Self {
+        Self { ptr: records.as_ptr().cast(), len: records.len(), layout: crate::model::record_layout() }
+    }
+
+    /// The records, when they were made by a build with this build's layout.
+    ///
+    /// # Safety
+    /// `self` must come from [`FfiRecords::lend`] (in any build) on records that are still
+    /// borrowed for `'a`.
+    pub unsafe fn records<'a>(self) -> Option<&'a [crate::model::Record]> {
+        if self.layout != crate::model::record_layout() {
+            return None;
+        }
+        if self.len == 0 {
+            return Some(&[]);
+        }
+        // SAFETY: same layout fingerprint, so the lending build's `Record` is ours; the caller
+        // guarantees the pointer and length came from a live slice.
+        Some(unsafe { std::slice::from_raw_parts(self.ptr.cast(), self.len) })
+    }
+}
 
 /// An opaque plugin instance, owned by the host until it calls `destroy`.
 #[repr(transparent)]
@@ -177,6 +220,11 @@ pub struct PluginModule {
     /// Describes the plugin beyond [`FfiDescriptor`]. Added in SDK 0.2: `None` for plugins
     /// built with SDK 0.1.
     pub describe_ext: extern "C" fn() -> FfiDescriptorExtRef,
+    /// Sinks: consumes records the host decoded once and lends for the call (no decoding in the
+    /// plugin). The host calls it instead of `consume` only when the plugin's
+    /// [`FfiDescriptorExt::record_layout`] equals its own. Added in SDK 0.3: `None` for plugins
+    /// built with an older SDK, which get encoded batches through `consume`.
+    pub consume_records: extern "C" fn(inst: FfiInstance, records: FfiRecords) -> FfiResult<()>,
     // Append new entry points here, each with a doc line naming the SDK version that added it.
 }
 

@@ -71,8 +71,12 @@ fn descriptor(info: PluginInfo, kind: u8) -> FfiDescriptor {
 fn descriptor_ext(info: PluginInfo) -> FfiDescriptorExtRef {
     // Built once per load and leaked, as the extension's fields must be `Copy`.
     let schema: &'static str = Box::leak(ConfigSchema::new(info.config_keys).to_toml().into_boxed_str());
-    FfiDescriptorExt { sdk_version: RStr::from_str(SDK_VERSION), config_schema: RStr::from_str(schema) }
-        .leak_into_prefix()
+    FfiDescriptorExt {
+        sdk_version: RStr::from_str(SDK_VERSION),
+        config_schema: RStr::from_str(schema),
+        record_layout: crate::model::record_layout(),
+    }
+    .leak_into_prefix()
 }
 
 /// Parses the `create` arguments: `[plugin]` and `[session]` tables.
@@ -189,6 +193,10 @@ extern "C" fn not_a_sink(_inst: FfiInstance, _batch: RSlice<'_, u8>) -> FfiResul
     RResult::RErr(RString::from("this plugin is a source, not a sink"))
 }
 
+extern "C" fn not_a_sink_records(_inst: FfiInstance, _records: FfiRecords) -> FfiResult<()> {
+    RResult::RErr(RString::from("this plugin is a source, not a sink"))
+}
+
 extern "C" fn not_a_sink_finish(_inst: FfiInstance) -> FfiResult<RVec<RString>> {
     RResult::RErr(RString::from("this plugin is a source, not a sink"))
 }
@@ -207,6 +215,7 @@ pub fn source_module<S: Source>(abi_version: u32) -> PluginModuleRef {
         finish: not_a_sink_finish,
         destroy: destroy::<S>,
         describe_ext: describe_ext_source::<S>,
+        consume_records: not_a_sink_records,
     }
     .leak_into_prefix()
 }
@@ -235,6 +244,19 @@ extern "C" fn consume_sink<K: Sink>(inst: FfiInstance, batch: RSlice<'_, u8>) ->
             );
         }
         p.consume(scratch)
+    })
+}
+
+extern "C" fn consume_records_sink<K: Sink>(inst: FfiInstance, records: FfiRecords) -> FfiResult<()> {
+    with_plugin::<K, _>(inst, "consume", |p, _| {
+        // SAFETY: the host lends records it keeps alive for the whole call (`FfiRecords::lend`).
+        match unsafe { records.records() } {
+            Some(records) => p.consume(records),
+            None => Err(PluginError::new(
+                "the host lent records of another layout (its build differs from this plugin's); \
+                 this is a host bug: it must send encoded batches through `consume` instead",
+            )),
+        }
     })
 }
 
@@ -270,6 +292,7 @@ pub fn sink_module<K: Sink>(abi_version: u32) -> PluginModuleRef {
         finish: finish_sink::<K>,
         destroy: destroy::<K>,
         describe_ext: describe_ext_sink::<K>,
+        consume_records: consume_records_sink::<K>,
     }
     .leak_into_prefix()
 }

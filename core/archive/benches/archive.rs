@@ -29,7 +29,16 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(records.len() as u64));
     g.sample_size(10);
     g.bench_function("write", |b| b.iter(|| write(dir.path(), &records)));
-    g.bench_function("read", |b| {
+    g.bench_function("read_records", |b| {
+        b.iter(|| {
+            let mut reader = open(dir.path()).unwrap();
+            let mut n = 0usize;
+            let stats = reader.replay_records(&mut |batch| n += batch.len()).unwrap();
+            assert!(stats.corruption.is_none());
+            n
+        })
+    });
+    g.bench_function("read_and_encode", |b| {
         b.iter(|| {
             let mut reader = open(dir.path()).unwrap();
             let mut n = 0usize;

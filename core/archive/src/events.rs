@@ -173,9 +173,9 @@ impl LocState {
         self.row = row;
     }
 
-    /// Decodes the next record from `c`, appending its codec bytes to `out`; returns its
-    /// sequence number, or what is wrong with a malformed record (nothing is appended then).
-    pub fn decode(&mut self, c: &mut Cursor<'_>, out: &mut Vec<u8>) -> Result<u64, Malformed> {
+    /// Decodes the next record from `c`; returns its sequence number and the record, or what
+    /// is wrong with a malformed record.
+    pub fn decode_record(&mut self, c: &mut Cursor<'_>) -> Result<(u64, Record), Malformed> {
         let header = c.u8();
         let kind = header & 0x0f;
         let delta = match header >> 4 {
@@ -188,22 +188,16 @@ impl LocState {
             if c.is_bad() {
                 return Err(Malformed::lost("raw record runs past the end of its chunk"));
             }
-            // Re-encoded rather than copied, so what reaches the sinks is always the codec's
-            // own encoding of one record (for an intact archive, the same bytes).
+            // Exactly one valid record, so what reaches the sinks is always one whole record.
             let mut check = codec::Decoder::new(bytes);
-            let record = match (check.next(), check.next()) {
-                (Some(Ok(r)), None) if check.skipped() == 0 => r,
+            return match (check.next(), check.next()) {
+                (Some(Ok(r)), None) if check.skipped() == 0 => Ok((self.last_seq, r)),
                 // Its length framed it: the records after it still decode.
-                _ => {
-                    return Err(Malformed { why: "raw record is not exactly one valid record", framed: true })
-                }
+                _ => Err(Malformed { why: "raw record is not exactly one valid record", framed: true }),
             };
-            codec::encode(&record, out);
-            return Ok(self.last_seq);
         }
         let r = if self.version == 1 { self.decode_v1(kind, c) } else { self.decode_v2(kind, c) };
-        codec::encode(&r.map_err(Malformed::lost)?, out);
-        Ok(self.last_seq)
+        Ok((self.last_seq, r.map_err(Malformed::lost)?))
     }
 
     fn decode_v2(&mut self, kind: u8, c: &mut Cursor<'_>) -> Result<Record, &'static str> {
@@ -281,9 +275,9 @@ mod tests {
         let mut c = Cursor::new(&buf);
         let mut out = Vec::new();
         while !c.at_end() {
-            rd.decode(&mut c, &mut out).unwrap();
+            out.push(rd.decode_record(&mut c).unwrap().1);
         }
-        assert_eq!(codec::decode_all(&out).unwrap(), recs);
+        assert_eq!(out, recs);
     }
 
     #[test]

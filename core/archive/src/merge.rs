@@ -8,14 +8,15 @@ use std::io::{Seek, SeekFrom};
 
 use xpuprof_sdk::codec::Cursor;
 use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::model::Record;
 
 use crate::error::ArchiveError;
 use crate::events::LocState;
 use crate::format::CHUNK_HEADER;
 use crate::reader::{read_full, Damage, Indexed, Reader, ReplayStats};
 
-/// Replay output is handed over in batches of about this size.
-const BATCH_BYTES: usize = 256 * 1024;
+/// Replay output is handed over in batches of this many records.
+const BATCH_RECORDS: usize = 8192;
 
 /// One location's read position.
 #[derive(Debug)]
@@ -128,21 +129,23 @@ impl<'a> Merge<'a> {
         }
     }
 
-    pub fn run(&mut self, f: &mut dyn FnMut(&[u8])) {
+    /// Hands `f` the records in global order, in batches of [`BATCH_RECORDS`].
+    pub fn run(&mut self, f: &mut dyn FnMut(Vec<Record>)) {
         for i in 0..self.streams.len() {
             self.push(i);
         }
-        let mut out = Vec::with_capacity(BATCH_BYTES + 4096);
+        let mut out = Vec::with_capacity(BATCH_RECORDS);
         while let Some(Reverse((_, i))) = self.heap.pop() {
-            self.step(i, &mut out);
-            if out.len() >= BATCH_BYTES {
-                f(&out);
-                out.clear();
+            if let Some(r) = self.step(i) {
+                out.push(r);
+                if out.len() >= BATCH_RECORDS {
+                    f(std::mem::replace(&mut out, Vec::with_capacity(BATCH_RECORDS)));
+                }
             }
             self.push(i);
         }
         if !out.is_empty() {
-            f(&out);
+            f(out);
         }
         self.end();
     }
@@ -154,46 +157,43 @@ impl<'a> Merge<'a> {
         next.or(self.reader.total()).unwrap_or(u64::MAX)
     }
 
-    /// Decodes stream `i`'s next record into `out`, or skips what is damaged.
-    fn step(&mut self, i: usize, out: &mut Vec<u8>) {
+    /// Decodes stream `i`'s next record, or skips what is damaged (`None`).
+    fn step(&mut self, i: usize) -> Option<Record> {
         let bound = self.seq_bound(i);
         let s = &mut self.streams[i];
         let at = s.chunk_offset + (CHUNK_HEADER + s.pos) as u64;
         if s.pos >= s.payload.len() {
             s.left = 0;
             self.damage.note(at, "the chunk ends before its last record");
-            return;
+            return None;
         }
         let mut c = Cursor::new(&s.payload[s.pos..]);
-        let start = out.len();
-        let decoded = s.state.decode(&mut c, out);
+        let decoded = s.state.decode_record(&mut c);
         s.pos += c.position();
         s.left -= 1;
-        let seq = match decoded {
-            Ok(seq) if seq < bound => seq,
+        let (seq, record) = match decoded {
+            Ok((seq, r)) if seq < bound => (seq, r),
             Ok(_) => {
                 // A sequence number past the stream's next chunk: the deltas are damaged, and
                 // every later record of this chunk depends on them.
-                out.truncate(start);
                 s.left = 0;
                 self.damage.note(at, "record sequence number out of range");
-                return;
+                return None;
             }
             Err(m) => {
                 if !m.framed {
                     s.left = 0;
                 }
                 self.damage.note(at, m.why);
-                return;
+                return None;
             }
         };
         if s.left == 0 && s.pos != s.payload.len() {
             self.damage.note(at, "chunk has bytes after its last record");
         }
         if seq < self.next_seq {
-            out.truncate(start);
             self.damage.note(at, format!("record {seq} appears twice or out of order"));
-            return;
+            return None;
         }
         if seq > self.next_seq {
             self.skipped += seq - self.next_seq;
@@ -205,6 +205,7 @@ impl<'a> Merge<'a> {
         }
         self.next_seq = seq + 1;
         self.delivered += 1;
+        Some(record)
     }
 
     fn end(&mut self) {

@@ -5,6 +5,8 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use xpuprof_sdk::model::Record;
+
 use crate::error::ArchiveError;
 use crate::format::*;
 use crate::merge::Merge;
@@ -284,6 +286,20 @@ impl Reader {
     /// stats count what was lost and name the first damage (file and byte offset). Never
     /// panics.
     pub fn replay(&mut self, f: &mut dyn FnMut(&[u8])) -> Result<ReplayStats, ArchiveError> {
+        let mut buf = Vec::new();
+        self.replay_records(&mut |records| {
+            buf.clear();
+            for r in &records {
+                xpuprof_sdk::codec::encode(r, &mut buf);
+            }
+            f(&buf);
+        })
+    }
+
+    /// [`Reader::replay`] without the encoding: calls `f` with batches of decoded records
+    /// (each record is decoded once, straight from the archive's columns). What `xpuprof
+    /// report` uses.
+    pub fn replay_records(&mut self, f: &mut dyn FnMut(Vec<Record>)) -> Result<ReplayStats, ArchiveError> {
         let mut m = Merge::new(self);
         m.run(f);
         Ok(m.into_stats())

@@ -6,11 +6,12 @@ use std::sync::mpsc::SyncSender;
 use std::sync::Mutex;
 
 use abi_stable::std_types::{RResult, RSlice, RStr, RVec};
-use xpuprof_sdk::abi::{FfiHost, FfiInstance, PluginModuleRef};
+use xpuprof_sdk::abi::{FfiHost, FfiInstance, FfiRecords, PluginModuleRef};
 use xpuprof_sdk::codec::Decoder;
 
 use super::bounded;
 use super::loader::LoadedPlugin;
+use crate::pipeline::batch::RecordBatch;
 
 /// A batch of encoded records from one source.
 #[derive(Debug)]
@@ -95,12 +96,16 @@ extern "C" fn host_log(ctx: *const c_void, level: u8, message: RStr<'_>) {
     }
 }
 
+/// A sink's entry point for lent records, when its build lays out records like the host's.
+type ConsumeRecords = extern "C" fn(FfiInstance, FfiRecords) -> xpuprof_sdk::abi::FfiResult<()>;
+
 /// One live plugin instance. Destroyed on drop.
 pub struct Instance {
     module: PluginModuleRef,
     inst: FfiInstance,
     ctx: &'static HostContext,
     name: String,
+    lend: Option<ConsumeRecords>,
 }
 
 impl std::fmt::Debug for Instance {
@@ -138,7 +143,11 @@ impl Instance {
         let host =
             FfiHost { ctx: ctx as *const HostContext as *const c_void, emit: host_emit, log: host_log };
         match into_result((plugin.module.create())(RStr::from_str(args), host)) {
-            Ok(inst) => Ok(Self { module: plugin.module, inst, ctx, name: plugin.meta.name.clone() }),
+            Ok(inst) => {
+                let same_layout = plugin.meta.record_layout == Some(xpuprof_sdk::model::record_layout());
+                let lend = plugin.module.consume_records().filter(|_| same_layout);
+                Ok(Self { module: plugin.module, inst, ctx, name: plugin.meta.name.clone(), lend })
+            }
             Err(e) => {
                 ctx.disconnect();
                 Err(e)
@@ -171,6 +180,26 @@ impl Instance {
     /// Sinks: consumes a batch of encoded records.
     pub fn consume(&mut self, batch: &[u8]) -> Result<(), String> {
         into_result((self.module.consume())(self.inst, RSlice::from_slice(batch)))
+    }
+
+    /// Sinks: consumes a batch, lent as decoded records when the plugin's build lays them out
+    /// like ours, else encoded (once per batch, shared by every sink that needs it).
+    pub fn consume_batch(&mut self, batch: &RecordBatch) -> Result<(), String> {
+        match self.lend {
+            Some(consume) => into_result(consume(self.inst, FfiRecords::lend(batch.records()))),
+            None => self.consume(batch.encoded()),
+        }
+    }
+
+    /// Sends this sink encoded batches even when it could be lent records: what a plugin of
+    /// another build gets (tests compare both paths with it).
+    pub fn send_encoded(&mut self) {
+        self.lend = None;
+    }
+
+    /// Whether this sink is lent decoded records (see [`Instance::consume_batch`]).
+    pub fn borrows_records(&self) -> bool {
+        self.lend.is_some()
     }
 
     /// Sinks: finishes and returns the files written.

@@ -41,6 +41,9 @@ pub struct PluginMeta {
     pub abi: u32,
     /// The `xpuprof-sdk` version it was built with; `None` for SDK 0.1, which did not say.
     pub sdk_version: Option<String>,
+    /// The fingerprint of the plugin's `Record` layout (SDK 0.3 and later): when it is the
+    /// host's, sinks are lent decoded records instead of encoded batches.
+    pub record_layout: Option<u64>,
 }
 
 /// A plugin library that loaded and passed every check.
@@ -203,6 +206,8 @@ fn describe(module: PluginModuleRef) -> Result<PluginMeta, String> {
         capabilities: d.capabilities.iter().map(|c| c.to_string()).collect(),
         abi: module.abi_version(),
         sdk_version: ext.map(|e| e.sdk_version().to_string()),
+        // Appended in SDK 0.3.
+        record_layout: ext.and_then(|e| e.record_layout()),
     })
 }
 

@@ -5,7 +5,6 @@
 use std::path::Path;
 use xpuprof_sdk::hash::IdMap;
 
-use xpuprof_sdk::codec;
 use xpuprof_sdk::model::*;
 
 use xpuprof_toolbox::normalise::{self, ModuleMap};
@@ -64,7 +63,7 @@ struct FrameKey {
     inlined: Vec<StrId>,
 }
 
-/// The session-wide definitions. Every new definition is encoded into the output buffer the
+/// The session-wide definitions. Every new definition is pushed onto the output batch the
 /// moment it is created, so it always precedes its first use.
 #[derive(Debug, Default)]
 pub struct Globals {
@@ -100,14 +99,14 @@ pub struct Globals {
 
 impl Globals {
     /// Interns a string, emitting its definition into `out` the first time.
-    pub fn intern(&mut self, text: &str, out: &mut Vec<u8>) -> StrId {
+    pub fn intern(&mut self, text: &str, out: &mut Vec<Record>) -> StrId {
         if let Some(id) = self.strs.get(text) {
             return *id;
         }
         let id = StrId(self.str_text.len() as u32 + 1);
         self.str_text.push(text.into());
         self.strs.insert(text.into(), id);
-        codec::encode(&Record::Str(StrDef::default().id(id).text(text.to_owned())), out);
+        out.push(Record::Str(StrDef::default().id(id).text(text.to_owned())));
         id
     }
 
@@ -120,7 +119,7 @@ impl Globals {
     }
 
     /// Handles a definition from source `ids`, emitting session definitions into `out`.
-    pub fn define(&mut self, ids: &mut SourceIds, rec: &Record, out: &mut Vec<u8>) {
+    pub fn define(&mut self, ids: &mut SourceIds, rec: &Record, out: &mut Vec<Record>) {
         match rec {
             Record::Str(d) => {
                 let g = self.intern(&bounded::cap(&d.text, bounded::MAX_STRING_BYTES), out);
@@ -131,7 +130,7 @@ impl Globals {
                 let known = self.processes.get(&d.pid).copied();
                 if known.is_none() || (known == Some(StrId::NONE) && !command.is_none()) {
                     self.processes.insert(d.pid, command);
-                    codec::encode(&Record::Process(d.clone().command(command)), out);
+                    out.push(Record::Process(d.clone().command(command)));
                 }
             }
             Record::Thread(d) => {
@@ -139,7 +138,7 @@ impl Globals {
                 let known = self.threads.get(&(d.pid, d.tid)).copied();
                 if known.is_none() || (known == Some(StrId::NONE) && !name.is_none()) {
                     self.threads.insert((d.pid, d.tid), name);
-                    codec::encode(&Record::Thread(d.clone().name(name)), out);
+                    out.push(Record::Thread(d.clone().name(name)));
                 }
             }
             Record::Device(d) => {
@@ -150,7 +149,7 @@ impl Globals {
                     (ids.str(d.arch), ids.str(d.vendor_name), ids.device(d.parent));
                 let g = *self.devices.entry(key).or_insert_with(|| {
                     let d = d.clone().id(next).name(name).arch(arch).vendor_name(vendor_name).parent(parent);
-                    codec::encode(&Record::Device(d), out);
+                    out.push(Record::Device(d));
                     next
                 });
                 ids.devices.insert(d.id.0, g);
@@ -162,7 +161,7 @@ impl Globals {
                 let parent = ids.stream(d.parent);
                 let g = *self.streams.entry((d.pid, device, d.native_id)).or_insert_with(|| {
                     let d = d.clone().id(next).device(device).name(name).parent(parent);
-                    codec::encode(&Record::Stream(d), out);
+                    out.push(Record::Stream(d));
                     next
                 });
                 ids.streams.insert(d.id.0, g);
@@ -183,10 +182,7 @@ impl Globals {
                 let g = match self.stacks.get(&frames) {
                     Some(g) => *g,
                     None => {
-                        codec::encode(
-                            &Record::Stack(StackDef::default().id(next).frames(frames.clone())),
-                            out,
-                        );
+                        out.push(Record::Stack(StackDef::default().id(next).frames(frames.clone())));
                         self.stack_frames.push(frames.clone());
                         self.stacks.insert(frames, next);
                         next
@@ -199,21 +195,18 @@ impl Globals {
     }
 
     /// The session module of `path` + `build_id`, defined on first use.
-    fn module(&mut self, path: StrId, build_id: &[u8], out: &mut Vec<u8>) -> ModuleId {
+    fn module(&mut self, path: StrId, build_id: &[u8], out: &mut Vec<Record>) -> ModuleId {
         if let Some(g) = self.modules.get(&(path, build_id.to_vec())) {
             return *g;
         }
         let id = ModuleId(self.module_paths.len() as u32 + 1);
         self.modules.insert((path, build_id.to_vec()), id);
         self.module_paths.push(path);
-        codec::encode(
-            &Record::Module(ModuleDef::default().id(id).path(path).build_id(build_id.to_vec())),
-            out,
-        );
+        out.push(Record::Module(ModuleDef::default().id(id).path(path).build_id(build_id.to_vec())));
         id
     }
 
-    fn frame(&mut self, ids: &mut SourceIds, d: &FrameDef, out: &mut Vec<u8>) -> FrameId {
+    fn frame(&mut self, ids: &mut SourceIds, d: &FrameDef, out: &mut Vec<Record>) -> FrameId {
         let mut key = FrameKey {
             kind: d.kind,
             module: ids.module(d.module),
@@ -239,7 +232,7 @@ impl Globals {
             .pid(key.pid)
             .name(name)
             .inlined(inlined);
-        codec::encode(&Record::Frame(def), out);
+        out.push(Record::Frame(def));
         self.frame_keys.push(key.clone());
         self.frames.insert(key, id);
         id
@@ -249,7 +242,7 @@ impl Globals {
     /// the address (the model's promise to sources that cannot normalise, e.g. third-party ones).
     /// The process's maps are read once, and again at most every 100 ms on a miss (code mapped
     /// later); an exited process's frames stay virtual. Counted either way.
-    fn normalise_virtual(&mut self, key: &mut FrameKey, out: &mut Vec<u8>) {
+    fn normalise_virtual(&mut self, key: &mut FrameKey, out: &mut Vec<Record>) {
         const REREAD: std::time::Duration = std::time::Duration::from_millis(100);
         let pid = key.pid;
         let stale = self.maps.get(&pid).is_none_or(|(m, at)| {
@@ -309,7 +302,7 @@ impl Globals {
             .collect()
     }
 
-    fn resolve(&mut self, key: &FrameKey, out: &mut Vec<u8>) -> (StrId, Vec<StrId>) {
+    fn resolve(&mut self, key: &FrameKey, out: &mut Vec<Record>) -> (StrId, Vec<StrId>) {
         if !self.symbolize {
             return (StrId::NONE, Vec::new());
         }
@@ -348,7 +341,7 @@ mod tests {
         let here = virtual_frames_of_a_live_process_become_file_offsets as *const () as u64;
         g.define(&mut SourceIds::default(), &frame(FrameKind::Virtual, here, std::process::id()), &mut out);
         g.define(&mut SourceIds::default(), &frame(FrameKind::Virtual, 0x10, std::process::id()), &mut out);
-        let records = codec::decode_all(&out).unwrap();
+        let records = out;
         let frames: Vec<&FrameDef> =
             records.iter().filter_map(|r| if let Record::Frame(f) = r { Some(f) } else { None }).collect();
         assert_eq!(frames[0].kind, FrameKind::FileOffset);

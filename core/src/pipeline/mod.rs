@@ -1,6 +1,7 @@
 //! The event pipeline: source batches in; renumbered, clock-converted, symbolised and
 //! correlated records out to the sinks, as soon as they are final.
 
+pub mod batch;
 pub mod clock;
 pub mod correlator;
 pub mod intern;
@@ -18,8 +19,7 @@ use clock::ClockMap;
 use correlator::{CorrelationStats, Correlator};
 use intern::{Globals, SourceIds};
 
-/// Output is handed to the sinks once this much is buffered.
-const OUT_FLUSH_BYTES: usize = 256 * 1024;
+use batch::BATCH_RECORDS;
 
 /// The end of the record that starts at `offset` in `batch`, from its framing (`tag: u8,
 /// len: varint, payload`); `None` when the framing itself is damaged.
@@ -119,7 +119,7 @@ pub struct Pipeline {
 struct SessionState {
     globals: Globals,
     correlator: Correlator,
-    out: Vec<u8>,
+    out: Vec<Record>,
     out_records: u64,
     losses: BTreeMap<String, u64>,
     /// Latest event time seen (session clock), for records made at the end.
@@ -137,7 +137,7 @@ impl Pipeline {
             session: SessionState {
                 globals,
                 correlator: Correlator::default(),
-                out: Vec::with_capacity(OUT_FLUSH_BYTES * 2),
+                out: Vec::with_capacity(BATCH_RECORDS + 64),
                 out_records: 0,
                 losses: BTreeMap::new(),
                 last_time: 0,
@@ -149,7 +149,7 @@ impl Pipeline {
     /// Processes one batch from source `source`; calls `sink` with output batches. A malformed
     /// record is skipped and counted, and the records after it are still processed: every
     /// record is framed by its length (`tag, len, payload`), so the next one is found.
-    pub fn push(&mut self, source: usize, batch: &[u8], sink: &mut dyn FnMut(&[u8])) {
+    pub fn push(&mut self, source: usize, batch: &[u8], sink: &mut dyn FnMut(Vec<Record>)) {
         let now = Instant::now();
         let mut rest = batch;
         while !rest.is_empty() {
@@ -165,7 +165,7 @@ impl Pipeline {
                         tracing::warn!("source #{source} sent a malformed record, {what}: {e}");
                     }
                 }
-                if self.session.out.len() >= OUT_FLUSH_BYTES {
+                if self.session.out.len() >= BATCH_RECORDS {
                     self.flush(sink);
                 }
             }
@@ -190,23 +190,22 @@ impl Pipeline {
     }
 
     /// Periodic work: releases device work whose launch did not arrive in time.
-    pub fn tick(&mut self, sink: &mut dyn FnMut(&[u8])) {
+    pub fn tick(&mut self, sink: &mut dyn FnMut(Vec<Record>)) {
         let ops = self.session.correlator.expire(Instant::now());
         self.session.emit_ops(ops);
         self.flush(sink);
     }
 
     /// Hands buffered output to the sinks.
-    pub fn flush(&mut self, sink: &mut dyn FnMut(&[u8])) {
+    pub fn flush(&mut self, sink: &mut dyn FnMut(Vec<Record>)) {
         if !self.session.out.is_empty() {
-            sink(&self.session.out);
-            self.session.out.clear();
+            sink(std::mem::replace(&mut self.session.out, Vec::with_capacity(BATCH_RECORDS + 64)));
         }
     }
 
     /// End of the session: releases everything still waiting and reports unmatched device
     /// work as a loss record, so every sink shows it.
-    pub fn finish(&mut self, sink: &mut dyn FnMut(&[u8])) {
+    pub fn finish(&mut self, sink: &mut dyn FnMut(Vec<Record>)) {
         let ops = self.session.correlator.finish(Instant::now());
         self.session.emit_ops(ops);
         let malformed: u64 = self.sources.iter().map(|s| s.malformed).sum();
@@ -215,13 +214,13 @@ impl Pipeline {
             self.session.losses.insert(text.to_owned(), malformed);
             let cause = self.session.globals.intern(text, &mut self.session.out);
             let time = self.session.last_time;
-            self.session.emit(&Record::Loss(Loss::default().time(time).cause(cause).count(malformed)));
+            self.session.emit(Record::Loss(Loss::default().time(time).cause(cause).count(malformed)));
         }
         let unmatched = self.session.correlator.stats().unmatched;
         if unmatched > 0 {
             let cause =
                 self.session.globals.intern("device work without a launch site", &mut self.session.out);
-            self.session.emit(&Record::Loss(
+            self.session.emit(Record::Loss(
                 Loss::default().time(self.session.last_time).cause(cause).count(unmatched),
             ));
         }
@@ -230,7 +229,7 @@ impl Pipeline {
             let text = "records in a clock domain never paired with the session clock";
             let cause = self.session.globals.intern(text, &mut self.session.out);
             *self.session.losses.entry(text.to_owned()).or_default() += unconverted;
-            self.session.emit(&Record::Loss(
+            self.session.emit(Record::Loss(
                 Loss::default().time(self.session.last_time).cause(cause).count(unconverted),
             ));
         }
@@ -256,14 +255,14 @@ impl Pipeline {
 }
 
 impl SessionState {
-    fn emit(&mut self, r: &Record) {
-        codec::encode(r, &mut self.out);
+    fn emit(&mut self, r: Record) {
+        self.out.push(r);
         self.out_records += 1;
     }
 
     fn emit_ops(&mut self, ops: Vec<DeviceOp>) {
         for op in ops {
-            self.emit(&Record::DeviceOp(op));
+            self.emit(Record::DeviceOp(op));
         }
     }
 
@@ -278,7 +277,7 @@ impl SessionState {
                 self.last_time = self.last_time.max(c.end);
                 c.name = ids.str(c.name);
                 let ops = self.correlator.api_call(&c, now);
-                self.emit(&Record::ApiCall(c));
+                self.emit(Record::ApiCall(c));
                 self.emit_ops(ops);
             }
             Record::LaunchSite(mut s) => {
@@ -291,7 +290,7 @@ impl SessionState {
                 if let Some(other) = other {
                     self.compare_stacks(other, s.stack);
                 }
-                self.emit(&Record::LaunchSite(s));
+                self.emit(Record::LaunchSite(s));
                 self.emit_ops(ops);
             }
             Record::DeviceOp(mut op) => {
@@ -307,7 +306,7 @@ impl SessionState {
                 // `launch` is the correlator's to fill, never a source's.
                 op.launch = None;
                 if let Some(op) = self.correlator.device_op(op, now) {
-                    self.emit(&Record::DeviceOp(op));
+                    self.emit(Record::DeviceOp(op));
                 }
             }
             Record::CpuSample(mut s) => {
@@ -316,7 +315,7 @@ impl SessionState {
                 }
                 self.last_time = self.last_time.max(s.time);
                 s.stack = ids.stack(s.stack);
-                self.emit(&Record::CpuSample(s));
+                self.emit(Record::CpuSample(s));
             }
             Record::Marker(mut a) => {
                 if !clocks.to_session(&mut a.clock, &mut [&mut a.start, &mut a.end]) {
@@ -324,7 +323,7 @@ impl SessionState {
                 }
                 a.name = ids.str(a.name);
                 a.domain = ids.str(a.domain);
-                self.emit(&Record::Marker(a));
+                self.emit(Record::Marker(a));
             }
             Record::Range(mut a) => {
                 if !clocks.to_session(&mut a.clock, &mut [&mut a.start, &mut a.end]) {
@@ -332,7 +331,7 @@ impl SessionState {
                 }
                 a.name = ids.str(a.name);
                 a.domain = ids.str(a.domain);
-                self.emit(&Record::Range(a));
+                self.emit(Record::Range(a));
             }
             Record::Counter(mut c) => {
                 if !clocks.to_session(&mut c.clock, &mut [&mut c.time]) {
@@ -340,7 +339,7 @@ impl SessionState {
                 }
                 c.name = ids.str(c.name);
                 c.device = ids.device(c.device);
-                self.emit(&Record::Counter(c));
+                self.emit(Record::Counter(c));
             }
             Record::Loss(mut l) => {
                 // A loss is reported even when its time cannot be converted.
@@ -350,7 +349,7 @@ impl SessionState {
                 }
                 l.cause = ids.str(l.cause);
                 *self.losses.entry(self.globals.text(l.cause).to_owned()).or_default() += l.count;
-                self.emit(&Record::Loss(l));
+                self.emit(Record::Loss(l));
             }
             Record::Overhead(mut o) => {
                 if !clocks.to_session(&mut o.clock, &mut [&mut o.start, &mut o.end]) {
@@ -358,7 +357,7 @@ impl SessionState {
                 }
                 o.name = ids.str(o.name);
                 o.device = ids.device(o.device);
-                self.emit(&Record::Overhead(o));
+                self.emit(Record::Overhead(o));
             }
             Record::ClockSync(s) => clocks.sync(&s),
             _ => {}
@@ -467,10 +466,9 @@ mod malformed_tests {
         e.emit(&sample(2));
         batch.extend(e.take_buffer());
         let mut p = Pipeline::new(1, false);
-        let mut out = Vec::new();
-        p.push(0, &batch, &mut |b| out.extend_from_slice(b));
-        p.finish(&mut |b| out.extend_from_slice(b));
-        let records = codec::decode_all(&out).unwrap();
+        let mut records = Vec::new();
+        p.push(0, &batch, &mut |b| records.extend(b));
+        p.finish(&mut |b| records.extend(b));
         let times: Vec<u64> = records
             .iter()
             .filter_map(|r| if let Record::CpuSample(s) = r { Some(s.time) } else { None })
@@ -515,10 +513,9 @@ mod cut_tests {
         ])));
         let mut p = Pipeline::new(1, false);
         let mut out = Vec::new();
-        p.push(0, &e.take_buffer(), &mut |b| out.extend_from_slice(b));
-        p.finish(&mut |b| out.extend_from_slice(b));
-        let stack = xpuprof_sdk::codec::decode_all(&out)
-            .unwrap()
+        p.push(0, &e.take_buffer(), &mut |b| out.extend(b));
+        p.finish(&mut |b| out.extend(b));
+        let stack = out
             .into_iter()
             .find_map(|r| match r {
                 Record::Stack(s) => Some(s),
@@ -570,10 +567,9 @@ mod clock_tests {
         e.emit(&Record::DeviceOp(DeviceOp::default().clock(unpaired).start(1).end(2)));
         e.emit(&Record::ApiCall(ApiCall::default().clock(unpaired).start(1).end(2)));
         let mut p = Pipeline::new(1, false);
-        let mut out = Vec::new();
-        p.push(0, &e.take_buffer(), &mut |b| out.extend_from_slice(b));
-        p.finish(&mut |b| out.extend_from_slice(b));
-        let recs = codec::decode_all(&out).unwrap();
+        let mut recs = Vec::new();
+        p.push(0, &e.take_buffer(), &mut |b| recs.extend(b));
+        p.finish(&mut |b| recs.extend(b));
         let ops: Vec<_> = recs
             .iter()
             .filter_map(|r| match r {

@@ -7,10 +7,15 @@
 
 use std::sync::Arc;
 
+use xpuprof_sdk::model::Record;
+
+use super::batch::RecordBatch;
 use crate::host::{CallError, PluginThread};
 
-/// Batches waiting per sink (each up to about 256 KiB): bounds the memory a slow sink costs.
-pub const SINK_QUEUE: usize = 32;
+/// Batches waiting per sink (each up to [`super::batch::BATCH_RECORDS`] records, about
+/// 1.2 MiB): bounds the memory a slow sink costs. The batches are shared, so all sinks together
+/// hold at most this many.
+pub const SINK_QUEUE: usize = 16;
 
 /// The session's sinks.
 #[derive(Debug)]
@@ -34,13 +39,13 @@ impl Sinks {
         Self { sinks: sinks.into_iter().map(Some).collect(), failures: Vec::new() }
     }
 
-    /// Hands one batch of records to every live sink.
-    pub fn deliver(&mut self, batch: &[u8]) {
-        let batch: Arc<[u8]> = Arc::from(batch);
+    /// Hands one batch of records to every live sink (all share it; none copies it).
+    pub fn deliver(&mut self, records: Vec<Record>) {
+        let batch = Arc::new(RecordBatch::new(records));
         for slot in &mut self.sinks {
             let Some(s) = slot else { continue };
             let b = Arc::clone(&batch);
-            if let Err(e) = s.post("consume", move |inst| inst.consume(&b)) {
+            if let Err(e) = s.post("consume", move |inst| inst.consume_batch(&b)) {
                 fail(&mut self.failures, slot, e);
             }
         }

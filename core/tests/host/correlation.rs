@@ -7,13 +7,12 @@ use std::sync::mpsc;
 use xpuprof_core::host::{Instance, Registry, SearchPath};
 use xpuprof_core::pipeline::Pipeline;
 use xpuprof_core::session::{create_args, session_table};
-use xpuprof_sdk::codec::decode_all;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::PluginKind;
 
 use super::common::*;
 
-fn scripted_records() -> (Vec<Record>, xpuprof_core::pipeline::PipelineStats) {
+pub fn scripted_records() -> (Vec<Record>, xpuprof_core::pipeline::PipelineStats) {
     let reg = Registry::discover(&SearchPath::new(&[require_plugin("scripted")], None, &[]));
     let p = reg.find(PluginKind::Source, "scripted").expect("scripted plugin loads");
     let (tx, rx) = mpsc::sync_channel(64);
@@ -27,10 +26,10 @@ fn scripted_records() -> (Vec<Record>, xpuprof_core::pipeline::PipelineStats) {
     let mut pipeline = Pipeline::new(1, false);
     let mut out = Vec::new();
     for b in rx.iter() {
-        pipeline.push(0, &b.bytes, &mut |o| out.extend_from_slice(o));
+        pipeline.push(0, &b.bytes, &mut |o| out.extend(o));
     }
-    pipeline.finish(&mut |o| out.extend_from_slice(o));
-    (decode_all(&out).unwrap(), pipeline.stats())
+    pipeline.finish(&mut |o| out.extend(o));
+    (out, pipeline.stats())
 }
 
 fn strings(recs: &[Record]) -> HashMap<StrId, String> {

@@ -10,6 +10,7 @@ mod common;
 mod correlation;
 mod fixtures;
 mod install;
+mod lend;
 mod lifecycle;
 mod plugins;
 mod report;

@@ -34,6 +34,7 @@
 mod enums;
 pub(crate) mod generate;
 pub(crate) mod ids;
+mod layout;
 pub mod schema;
 
 pub use enums::{
@@ -44,6 +45,7 @@ pub use ids::{
     backend, ClockDomain, Correlation, CorrelationKey, DeviceId, ExternalId, FrameId, IdType, ModuleId,
     Nanos, StackId, StrId, StreamId,
 };
+pub use layout::record_layout;
 pub use schema::{
     Annotation, ApiCall, ClockDomainDef, ClockSync, Counter, CpuSample, DeviceDef, DeviceOp, FrameDef,
     GraphInfo, KernelInfo, LaunchRef, LaunchSite, Loss, ModuleDef, Overhead, ProcessDef, Record, StackDef,
