@@ -386,3 +386,54 @@ fn push_frame(line: &mut String, frames: &str) {
     }
     line.push_str(frames);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Defines string `id` and a one-frame stack `id` named `text`.
+    fn named(id: u32, text: &str) -> [Record; 3] {
+        [
+            Record::Str(StrDef::default().id(StrId(id)).text(text.into())),
+            Record::Frame(FrameDef::default().id(FrameId(id)).name(StrId(id))),
+            Record::Stack(StackDef::default().id(StackId(id)).frames(vec![FrameId(id)])),
+        ]
+    }
+
+    fn lines(mode: GraphStacks) -> Vec<String> {
+        let mut b = FoldedBuilder::new(FoldedOptions { graph_stacks: mode, ..FoldedOptions::default() });
+        for (id, text) in [(1, "replay"), (2, "capture"), (3, "k"), (4, "plain")] {
+            for r in named(id, text) {
+                b.add(&r);
+            }
+        }
+        let launch = |stack: u32| Some(LaunchRef::default().stack(StackId(stack)));
+        let kernel = DeviceOp::default().kind(DeviceOpKind::Kernel).name(StrId(3)).start(0).end(2000);
+        let replayed = kernel.clone().launch(launch(1)).submission(Some(Submission::default().list(1)));
+        b.add(&Record::DeviceOp(replayed.clone().recorded(launch(2))));
+        b.add(&Record::DeviceOp(replayed.end(3000)));
+        b.add(&Record::DeviceOp(kernel.launch(launch(4)).end(5000)));
+        b.lines(View::Gpu).into_iter().map(|(s, w)| format!("{s} {w}")).collect()
+    }
+
+    #[test]
+    fn graph_stacks_modes_place_replayed_work() {
+        assert_eq!(
+            lines(GraphStacks::Both),
+            [
+                "plain;[GPU_Kernel]k 5",
+                "replay;[recorded at unknown site];[GPU_Kernel]k 3",
+                "replay;[recorded at];capture;[GPU_Kernel]k 2",
+            ]
+        );
+        assert_eq!(lines(GraphStacks::Replay), ["plain;[GPU_Kernel]k 5", "replay;[GPU_Kernel]k 5"]);
+        assert_eq!(
+            lines(GraphStacks::Capture),
+            [
+                "capture;[GPU_Kernel]k 2",
+                "plain;[GPU_Kernel]k 5",
+                "replay;[recorded at unknown site];[GPU_Kernel]k 3"
+            ]
+        );
+    }
+}
