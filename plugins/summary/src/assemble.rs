@@ -6,11 +6,13 @@ use std::collections::BTreeMap;
 use xpuprof_sdk::model::{backend, DeviceId, DeviceOpKind};
 use xpuprof_sdk::SessionInfo;
 
-use crate::collect::{Collector, KernelAgg, RECORD_KINDS};
+use crate::allocators;
+use crate::collect::{Collector, KernelAgg, OwnAgg, RECORD_KINDS};
 use crate::cpu::{CpuProfile as CpuAggProfile, SampleRef};
 use crate::quantile::DurSummary;
 use crate::report::*;
 use crate::timeline::Timeline;
+use xpuprof_toolbox::kernel_name;
 
 /// CPU hot functions kept in the JSON per profile.
 const MAX_HOT_FUNCTIONS: usize = 200;
@@ -120,9 +122,15 @@ fn kernel_rows(c: &mut Collector) -> Vec<KernelRow> {
     let mut rows: Vec<KernelRow> = c
         .kernels
         .iter_mut()
-        .map(|((name, stack), agg)| KernelRow {
-            name: demangle(defs.str_or(*name, "[unnamed kernel]")),
-            launch_site: by_site.then(|| defs.stack_names(*stack)),
+        .map(|((name, stack), agg)| {
+            let name = demangle(defs.str_or(*name, "[unnamed kernel]"));
+            (name, stack, agg)
+        })
+        .map(|(name, stack, agg)| KernelRow {
+            short_name: kernel_name::short(&name),
+            id: kernel_name::id(&name),
+            name,
+            launch_site: by_site.then(|| defs.launch_stack_names(*stack, agg.api)),
             launches: agg.time.count(),
             gpu_time_pct: pct(agg.time.total(), all),
             typical: typical(agg),
@@ -192,6 +200,7 @@ fn memory(c: &Collector) -> Memory {
         .leaks()
         .into_iter()
         .map(|l| {
+            let stack = c.defs.launch_stack_names(l.stack, l.api);
             let (device_index, device) = c.defs.device(l.device);
             LeakRow {
                 device_index,
@@ -199,7 +208,9 @@ fn memory(c: &Collector) -> Memory {
                 pid: l.pid,
                 allocations: l.count,
                 bytes: l.bytes,
-                stack: c.defs.stack_names(l.stack),
+                caching_allocator: allocators::caching_allocator(&stack),
+                by_runtime: l.by_runtime,
+                stack,
             }
         })
         .collect();
@@ -358,6 +369,7 @@ fn own(c: &Collector, session_ns: u64) -> Own {
         losses,
         overhead,
         unmatched_device_ops: o.unmatched_device_ops,
+        unmatched_by_kind: unmatched_rows(o),
     }
 }
 
@@ -365,4 +377,34 @@ fn own(c: &Collector, session_ns: u64) -> Own {
 /// report shows them demangled, as the folded and chrome outputs do.
 fn demangle(name: &str) -> String {
     xpuprof_toolbox::demangle::display(name).into_owned()
+}
+
+fn unmatched_rows(o: &OwnAgg) -> Vec<UnmatchedRow> {
+    let mut rows: Vec<UnmatchedRow> = o
+        .unmatched_by_kind
+        .iter()
+        .map(|(kind, &(correlation_unmatched, no_correlation_id))| UnmatchedRow {
+            kind: op_kind_name(*kind),
+            correlation_unmatched,
+            no_correlation_id,
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        (b.correlation_unmatched + b.no_correlation_id)
+            .cmp(&(a.correlation_unmatched + a.no_correlation_id))
+            .then(a.kind.cmp(b.kind))
+    });
+    rows
+}
+
+fn op_kind_name(k: DeviceOpKind) -> &'static str {
+    match k {
+        DeviceOpKind::Kernel => "kernel",
+        DeviceOpKind::Memcpy => "memcpy",
+        DeviceOpKind::Memset => "memset",
+        DeviceOpKind::Sync => "sync",
+        DeviceOpKind::Alloc => "alloc",
+        DeviceOpKind::Free => "free",
+        _ => "other",
+    }
 }

@@ -57,6 +57,8 @@ pub struct KernelAgg {
     pub configs: Vec<(KernelInfo, u64)>,
     /// Launches whose configuration did not fit in `configs`.
     pub other_configs: u64,
+    /// The launching API call's name (rows split by launch site), to start the stack at its caller.
+    pub api: StrId,
 }
 
 /// Per-thread launch and synchronisation accounting.
@@ -120,6 +122,9 @@ pub struct OwnAgg {
     pub overhead: IdMap<StrId, (u64, u64)>,
     /// Device operations the host could not join to a launch.
     pub unmatched_device_ops: u64,
+    /// Those per kind: (with a correlation id that matched no launch,
+    /// without a correlation id).
+    pub unmatched_by_kind: IdMap<DeviceOpKind, (u64, u64)>,
 }
 
 /// Everything aggregated so far.
@@ -271,6 +276,12 @@ impl Collector {
         self.backend(op.correlation);
         if op.launch.is_none() {
             self.own.unmatched_device_ops += 1;
+            let e = self.own.unmatched_by_kind.entry(op.kind).or_default();
+            if op.correlation.is_some() {
+                e.0 += 1;
+            } else {
+                e.1 += 1;
+            }
         }
         let dur = op.end.saturating_sub(op.start);
         match op.kind {
@@ -286,11 +297,12 @@ impl Collector {
     }
 
     fn kernel(&mut self, op: &DeviceOp, dur: u64) {
-        let stack = match (self.cfg.by_launch_site, op.launch) {
-            (true, Some(l)) => l.stack,
-            _ => StackId::NONE,
+        let (stack, api) = match (self.cfg.by_launch_site, op.launch) {
+            (true, Some(l)) => (l.stack, l.api),
+            _ => (StackId::NONE, StrId::NONE),
         };
         let agg = self.kernels.entry((op.name, stack)).or_default();
+        agg.api = api;
         agg.time.add(dur, self.cfg.exact_samples);
         let info = op.kernel.unwrap_or_default();
         if let Some(c) = agg.configs.iter_mut().find(|(k, _)| *k == info) {

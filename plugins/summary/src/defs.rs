@@ -80,6 +80,22 @@ impl Defs {
         }
     }
 
+    /// The frames of a launch stack as function names, innermost first, starting at the
+    /// caller of the launching API call `api`: the frames of the API function and below it (the
+    /// runtime's and driver's inside the call) are dropped when the stack holds a frame of that
+    /// name. The name comes from the record, never from a list of vendor libraries; a stack
+    /// that already starts at the caller is returned whole.
+    pub fn launch_stack_names(&self, id: StackId, api: StrId) -> Vec<String> {
+        let mut names = self.stack_names(id);
+        let api = self.str(api);
+        if !api.is_empty() {
+            if let Some(at) = names.iter().position(|n| n == api) {
+                names.drain(..=at);
+            }
+        }
+        names
+    }
+
     /// The frames of a stack as function names, innermost first (inlined functions expanded,
     /// innermost first too). Empty for [`StackId::NONE`] or an unknown stack.
     pub fn stack_names(&self, id: StackId) -> Vec<String> {

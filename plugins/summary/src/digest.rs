@@ -1,10 +1,11 @@
 //! The five-line digest printed to stderr when the sink finishes: totals, GPU busy share, top
-//! kernels (or CPU functions for a CPU-only run), losses, and device memory left allocated at
-//! exit with where the full report is.
+//! kernels (or CPU functions for a CPU-only run), losses and device work without a launch site
+//! (each with what it means), and device memory still allocated at exit (caching allocators'
+//! pools named as such, never called leaks) with where the full report is.
 
 use std::path::PathBuf;
 
-use crate::fmt::{bytes, ns, pct};
+use crate::fmt::{bytes, function, ns, pct};
 use crate::report::Summary;
 
 /// Items listed per digest line.
@@ -60,7 +61,7 @@ fn top(s: &Summary) -> String {
             .kernels
             .iter()
             .take(TOP)
-            .map(|k| format!("{} {}", short(&k.name), pct(k.gpu_time_pct)))
+            .map(|k| format!("{} {}", short(&k.short_name), pct(k.gpu_time_pct)))
             .collect();
         return format!("top kernels: {}", parts.join(", "));
     }
@@ -70,7 +71,7 @@ fn top(s: &Summary) -> String {
             .hot_functions
             .iter()
             .take(TOP)
-            .map(|f| format!("{} {}", short(&f.function), pct(f.self_pct)))
+            .map(|f| format!("{} {}", short(&function(&f.function)), pct(f.self_pct)))
             .collect();
         return format!("top CPU functions (self): {}", parts.join(", "));
     }
@@ -79,24 +80,76 @@ fn top(s: &Summary) -> String {
 
 fn losses(s: &Summary) -> String {
     let o = &s.xpuprof;
-    let unmatched = format!("; unmatched device ops: {}", o.unmatched_device_ops);
-    if o.losses.is_empty() {
-        return format!("losses: none{unmatched}");
+    let lost = if o.losses.is_empty() {
+        "losses: none".to_owned()
+    } else {
+        let parts: Vec<String> =
+            o.losses.iter().take(TOP).map(|l| format!("{} {}", l.cause, l.count)).collect();
+        format!("losses: {} ({})", o.lost_total, parts.join(", "))
+    };
+    if o.unmatched_device_ops == 0 {
+        return lost;
     }
-    let parts: Vec<String> = o.losses.iter().take(TOP).map(|l| format!("{} {}", l.cause, l.count)).collect();
-    format!("losses: {} ({}){unmatched}", o.lost_total, parts.join(", "))
+    let (no_id, unmatched): (u64, u64) = o
+        .unmatched_by_kind
+        .iter()
+        .fold((0, 0), |(a, b), r| (a + r.no_correlation_id, b + r.correlation_unmatched));
+    let kinds: Vec<String> = o
+        .unmatched_by_kind
+        .iter()
+        .take(TOP)
+        .map(|r| format!("{} {}", r.kind, r.no_correlation_id + r.correlation_unmatched))
+        .collect();
+    let why = match (no_id, unmatched) {
+        (_, 0) => {
+            "reported by the backend without a correlation id, e.g. memory the runtime released on its own"
+        }
+        (0, _) => "their launch was not seen: launched before tracing started, or lost",
+        _ => "some without a correlation id, some whose launch was not seen; see the report",
+    };
+    format!(
+        "{lost}; device work without a launch site: {} ({}): {why}",
+        o.unmatched_device_ops,
+        kinds.join(", ")
+    )
 }
 
 fn leaks(s: &Summary, files: &[PathBuf]) -> String {
     let count: u64 = s.memory.leaks.iter().map(|l| l.allocations).sum();
     let held: u64 = s.memory.leaks.iter().map(|l| l.bytes).sum();
-    let leaks = if count == 0 {
-        "none".to_owned()
-    } else {
-        format!("{} in {count} allocations still held at exit", bytes(held))
-    };
-    match files.first() {
-        Some(f) => format!("leaks: {leaks}; full report: {}", f.display()),
-        None => format!("leaks: {leaks}"),
+    let report = files.first().map(|f| format!("; full report: {}", f.display())).unwrap_or_default();
+    if count == 0 {
+        return format!("device memory still allocated at exit: none{report}");
     }
+    let mut pools: Vec<(&str, u64)> = Vec::new();
+    for l in &s.memory.leaks {
+        let holder = match (l.caching_allocator, l.by_runtime) {
+            (Some(who), _) => Some(who),
+            (None, true) => Some("the runtime itself (no API call)"),
+            (None, false) => None,
+        };
+        if let Some(who) = holder {
+            match pools.iter_mut().find(|(w, _)| *w == who) {
+                Some(p) => p.1 += l.bytes,
+                None => pools.push((who, l.bytes)),
+            }
+        }
+    }
+    let pooled: u64 = pools.iter().map(|(_, b)| b).sum();
+    let sites = s.memory.leaks.iter().filter(|l| l.caching_allocator.is_none() && !l.by_runtime).count();
+    let plural = if sites == 1 { "" } else { "s" };
+    let whose = if pools.is_empty() {
+        format!(" from {sites} allocation site{plural}")
+    } else {
+        let mut parts: Vec<String> =
+            pools.iter().map(|(who, b)| format!("{} held by {who}", bytes(*b))).collect();
+        if held > pooled {
+            parts.push(format!("{} from {sites} other allocation site{plural}", bytes(held - pooled)));
+        }
+        format!(" ({})", parts.join(", "))
+    };
+    format!(
+        "device memory still allocated at exit (released by the driver): {} in {count} allocations{whose}{report}",
+        bytes(held)
+    )
 }

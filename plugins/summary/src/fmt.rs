@@ -23,12 +23,28 @@ pub fn pct(v: f64) -> String {
     format!("{v:.1}%")
 }
 
-/// A stack as `leaf < caller < ...`, at most `depth` frames.
+/// Widest a text table is allowed to be: wider tables cut their widest left-aligned columns.
+pub const MAX_WIDTH: usize = 160;
+
+/// Narrowest a column is cut to.
+const MIN_CUT_WIDTH: usize = 16;
+
+/// A function name for a table: C++ template arguments, parameters and return type dropped
+/// (`at::native::launch<...>(...)` → `at::native::launch`); names that carry a location in
+/// parentheses after a space (`forward (model.py:12)`) are kept whole.
+pub fn function(name: &str) -> String {
+    if name.contains(" (") || !(name.contains('<') || name.contains('(')) {
+        return name.to_owned();
+    }
+    xpuprof_toolbox::kernel_name::short(name)
+}
+
+/// A stack as `leaf < caller < ...`, at most `depth` frames, each as [`function`].
 pub fn stack(frames: &[String], depth: usize) -> String {
     if frames.is_empty() {
         return "[unknown stack]".to_owned();
     }
-    let mut s = frames.iter().take(depth).map(String::as_str).collect::<Vec<_>>().join(" < ");
+    let mut s = frames.iter().take(depth).map(|f| function(f)).collect::<Vec<_>>().join(" < ");
     if frames.len() > depth {
         s.push_str(" < ...");
     }
@@ -58,7 +74,9 @@ impl Table {
         self.rows.push(cells);
     }
 
-    /// Renders the table, each line indented by two spaces, with trailing spaces trimmed.
+    /// Renders the table, each line indented by two spaces, with trailing spaces trimmed, at
+    /// most [`MAX_WIDTH`] columns: the widest left-aligned columns (names, stacks) are cut,
+    /// their cells ending in `...` (the JSON report has every name whole).
     pub fn render(&self, out: &mut String) {
         let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
         for r in &self.rows {
@@ -66,18 +84,20 @@ impl Table {
                 *w = (*w).max(c.chars().count());
             }
         }
+        self.fit(&mut widths);
         let header: Vec<String> = self.headers.iter().map(|h| (*h).to_owned()).collect();
         for r in std::iter::once(&header).chain(&self.rows) {
             let mut line = String::from(" ");
             for ((c, w), left) in r.iter().zip(&widths).zip(&self.left) {
+                let c = cut(c, *w);
                 let pad = w - c.chars().count();
                 line.push(' ');
                 if *left {
-                    line.push_str(c);
+                    line.push_str(&c);
                     line.extend(std::iter::repeat_n(' ', pad));
                 } else {
                     line.extend(std::iter::repeat_n(' ', pad));
-                    line.push_str(c);
+                    line.push_str(&c);
                 }
                 line.push(' ');
             }
@@ -85,6 +105,35 @@ impl Table {
             out.push('\n');
         }
     }
+}
+
+impl Table {
+    /// Narrows the widest left-aligned columns until a line fits in [`MAX_WIDTH`].
+    fn fit(&self, widths: &mut [usize]) {
+        let total = |w: &[usize]| 1 + w.iter().map(|w| w + 2).sum::<usize>();
+        while total(widths) > MAX_WIDTH {
+            let widest = (0..widths.len())
+                .filter(|&i| self.left[i] && widths[i] > MIN_CUT_WIDTH)
+                .max_by_key(|&i| (widths[i], std::cmp::Reverse(i)));
+            let Some(i) = widest else { return };
+            let excess = total(widths) - MAX_WIDTH;
+            // Cut the widest column down to the next widest (or by the excess), one step at a time.
+            let next =
+                (0..widths.len()).filter(|&j| j != i && self.left[j]).map(|j| widths[j]).max().unwrap_or(0);
+            let step = excess.min(widths[i] - MIN_CUT_WIDTH).min((widths[i] - next).max(1));
+            widths[i] -= step;
+        }
+    }
+}
+
+/// `cell` cut to `width` characters, ending in `...` when cut.
+fn cut(cell: &str, width: usize) -> std::borrow::Cow<'_, str> {
+    if cell.chars().count() <= width {
+        return std::borrow::Cow::Borrowed(cell);
+    }
+    let mut s: String = cell.chars().take(width.saturating_sub(3)).collect();
+    s.push_str("...");
+    std::borrow::Cow::Owned(s)
 }
 
 #[cfg(test)]
@@ -109,5 +158,25 @@ mod tests {
         let mut s = String::new();
         t.render(&mut s);
         assert_eq!(s, "  Name        Calls  Note\n  cudaMalloc      3  x\n  f             100  long\n");
+    }
+
+    #[test]
+    fn wide_tables_cut_their_widest_text_columns_to_fit() {
+        let mut t = Table::new(&["Kernel", "Launches", "<Launched from"]);
+        t.row(vec!["k".repeat(120), "3".into(), "s".repeat(200)]);
+        t.row(vec!["short".into(), "12".into(), "main".into()]);
+        let mut s = String::new();
+        t.render(&mut s);
+        for line in s.lines() {
+            assert!(line.chars().count() <= MAX_WIDTH, "{} columns: {line}", line.chars().count());
+        }
+        assert!(s.contains("kkk...") && s.contains("sss...") && s.contains("  short "), "{s}");
+    }
+
+    #[test]
+    fn functions_lose_templates_and_parameters_but_not_locations() {
+        assert_eq!(function("at::native::launch<float, 4>(int, float*)"), "at::native::launch");
+        assert_eq!(function("forward (model.py:12)"), "forward (model.py:12)");
+        assert_eq!(function("libcuda.so.1+0x340855"), "libcuda.so.1+0x340855");
     }
 }

@@ -85,6 +85,7 @@
 //! | CI: `exit(1)` when performance degrades past a threshold | `xpuprof diff BASE CURRENT --threshold 5% --metric total`: exit 0 / 1 (regression) / 2 (bad input) |
 //! | `--baseline` / `--compare baseline_profile.txt` | `xpuprof diff BASE CURRENT` (`--format text|json|markdown`) |
 
+pub mod allocators;
 pub mod assemble;
 pub mod collect;
 pub mod config;

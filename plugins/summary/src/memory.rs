@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use xpuprof_sdk::hash::IdMap;
 
-use xpuprof_sdk::model::{CopyKind, DeviceId, DeviceOp, DeviceOpKind, StackId};
+use xpuprof_sdk::model::{CopyKind, DeviceId, DeviceOp, DeviceOpKind, StackId, StrId};
 
 /// Allocation counters of one device.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +41,11 @@ pub struct Leak {
     pub pid: u32,
     /// Allocating stack ([`StackId::NONE`] when the allocation was not joined to a launch site).
     pub stack: StackId,
+    /// The allocating API call's name ([`StrId::NONE`] when not joined).
+    pub api: StrId,
+    /// Allocated without a correlation id: by the runtime on its own (CUDA's lazy module
+    /// loading, for one), not by a call of the program.
+    pub by_runtime: bool,
     /// Allocations.
     pub count: u64,
     /// Bytes.
@@ -58,6 +63,12 @@ pub struct Transfer {
     pub time: u64,
 }
 
+/// Where an outstanding allocation came from: stack, API name, allocated by the runtime itself.
+type Site = (StackId, StrId, bool);
+
+/// A [`Leak`] row's key: device, process, stack, allocated by the runtime itself.
+type LeakKey = (DeviceId, u32, StackId, bool);
+
 /// Key of a [`Transfer`] row.
 pub type TransferKey = (DeviceOpKind, CopyKind, DeviceId);
 
@@ -66,7 +77,7 @@ pub type TransferKey = (DeviceOpKind, CopyKind, DeviceId);
 pub struct MemoryAgg {
     /// Per device.
     pub devices: IdMap<DeviceId, DeviceMemory>,
-    outstanding: IdMap<(u32, DeviceId, u64), VecDeque<StackId>>,
+    outstanding: IdMap<(u32, DeviceId, u64), VecDeque<Site>>,
     /// Frees that matched no allocation.
     pub unmatched_frees: u64,
     /// memcpy/memset rows.
@@ -97,8 +108,10 @@ impl MemoryAgg {
         d.allocated_bytes = d.allocated_bytes.saturating_add(op.bytes);
         d.in_use = d.in_use.saturating_add(op.bytes);
         d.peak = d.peak.max(d.in_use);
-        let stack = op.launch.map_or(StackId::NONE, |l| l.stack);
-        self.outstanding.entry((op.pid, op.device, op.bytes)).or_default().push_back(stack);
+        let by_runtime = op.correlation.is_none();
+        let site =
+            op.launch.map_or((StackId::NONE, StrId::NONE, by_runtime), |l| (l.stack, l.api, by_runtime));
+        self.outstanding.entry((op.pid, op.device, op.bytes)).or_default().push_back(site);
     }
 
     fn free(&mut self, op: &DeviceOp) {
@@ -120,21 +133,56 @@ impl MemoryAgg {
 
     /// What is still allocated, grouped by device, process and stack; largest first.
     pub fn leaks(&self) -> Vec<Leak> {
-        let mut by_site: IdMap<(DeviceId, u32, StackId), (u64, u64)> = IdMap::default();
-        for ((pid, device, bytes), stacks) in &self.outstanding {
-            for stack in stacks {
-                let e = by_site.entry((*device, *pid, *stack)).or_default();
+        let mut by_site: IdMap<LeakKey, (u64, u64, StrId)> = IdMap::default();
+        for ((pid, device, bytes), sites) in &self.outstanding {
+            for (stack, api, by_runtime) in sites {
+                let e = by_site.entry((*device, *pid, *stack, *by_runtime)).or_insert((0, 0, *api));
                 e.0 += 1;
                 e.1 += bytes;
             }
         }
         let mut leaks: Vec<Leak> = by_site
             .into_iter()
-            .map(|((device, pid, stack), (count, bytes))| Leak { device, pid, stack, count, bytes })
+            .map(|((device, pid, stack, by_runtime), (count, bytes, api))| Leak {
+                device,
+                pid,
+                stack,
+                api,
+                by_runtime,
+                count,
+                bytes,
+            })
             .collect();
         leaks.sort_by(|a, b| {
-            b.bytes.cmp(&a.bytes).then((a.device, a.pid, a.stack).cmp(&(b.device, b.pid, b.stack)))
+            b.bytes.cmp(&a.bytes).then((a.device, a.pid, a.stack, a.by_runtime).cmp(&(
+                b.device,
+                b.pid,
+                b.stack,
+                b.by_runtime,
+            )))
         });
         leaks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xpuprof_sdk::model::{backend, Correlation, LaunchRef};
+
+    #[test]
+    fn allocations_without_a_correlation_id_are_the_runtimes_own() {
+        let mut m = MemoryAgg::default();
+        let by_call = DeviceOp::default()
+            .kind(DeviceOpKind::Alloc)
+            .bytes(4096)
+            .correlation(Some(Correlation { backend: backend::TEST, id: 1 }))
+            .launch(Some(LaunchRef::default().stack(StackId(3)).api(StrId(9))));
+        m.add(&by_call);
+        m.add(&DeviceOp::default().kind(DeviceOpKind::Alloc).bytes(2 << 20));
+        let leaks = m.leaks();
+        assert_eq!(leaks.len(), 2);
+        assert!(leaks[0].by_runtime && leaks[0].stack == StackId::NONE && leaks[0].bytes == 2 << 20);
+        assert!(!leaks[1].by_runtime && leaks[1].stack == StackId(3) && leaks[1].api == StrId(9));
     }
 }

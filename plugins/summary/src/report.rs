@@ -114,8 +114,13 @@ pub struct ErrorCount {
 /// One kernel (by name, or by name and launch site).
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelRow {
-    /// Kernel name as the runtime reported it.
+    /// Kernel name as the runtime reported it (demangled).
     pub name: String,
+    /// Qualified function name only (template arguments, parameters, return type dropped).
+    pub short_name: String,
+    /// Stable id of `name` (`#` + 8 hex digits), printed beside the short name in
+    /// `summary.txt` and in flame graphs so the full name can be found here.
+    pub id: String,
     /// The launching CPU stack, innermost first, when split by launch site
     /// (`by_launch_site = true`); `null` otherwise; `[]` for launches not joined to a stack.
     pub launch_site: Option<Vec<String>>,
@@ -214,8 +219,16 @@ pub struct LeakRow {
     pub allocations: u64,
     /// Bytes.
     pub bytes: u64,
-    /// Allocating stack, innermost first (`[]` when unknown).
+    /// Allocating stack, innermost first, from the allocating API call's caller (`[]` when
+    /// unknown).
     pub stack: Vec<String>,
+    /// The caching allocator whose pool holds this memory (`"PyTorch's CUDA caching
+    /// allocator"`), recognised by its frame on the stack; `null` otherwise. Such memory is
+    /// kept on purpose and released by the driver at exit: not a leak.
+    pub caching_allocator: Option<&'static str>,
+    /// Allocated without a correlation id: by the runtime on its own (CUDA's lazy module
+    /// loading, for one), not by a call of the program.
+    pub by_runtime: bool,
 }
 
 /// One device's kernel timeline.
@@ -374,6 +387,21 @@ pub struct Own {
     pub overhead: Vec<OverheadRow>,
     /// Device operations the host could not join to a launch.
     pub unmatched_device_ops: u64,
+    /// Those by kind, each with why it could not be joined.
+    pub unmatched_by_kind: Vec<UnmatchedRow>,
+}
+
+/// Device operations of one kind without a launch site.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnmatchedRow {
+    /// `kernel`, `memcpy`, `memset`, `sync`, `alloc`, `free`, `other`.
+    pub kind: &'static str,
+    /// Carrying a correlation id that matched no launch the session saw (the launch happened
+    /// before tracing started, or its record was lost).
+    pub correlation_unmatched: u64,
+    /// Carrying no correlation id: the backend reported the work without naming the call that
+    /// caused it (for example memory the runtime freed on its own at exit).
+    pub no_correlation_id: u64,
 }
 
 /// Losses of one cause.

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::fmt::{bytes, ns, pct, stack, Table};
+use crate::fmt::{bytes, function, ns, pct, stack, Table};
 use crate::report::*;
 
 /// Frames shown per stack in the text report.
@@ -90,7 +90,7 @@ fn kernels(s: &Summary, rows: usize, out: &mut String) {
     section(out, "Kernels (device time)", rows.min(s.kernels.len()), s.kernels.len());
     let by_site = s.kernels.iter().any(|r| r.launch_site.is_some());
     let mut headers = vec![
-        "Kernel", "Launches", "Total", "GPU%", "Mean", "Min", "Max", "p50", "p99", "<Grid", "<Block",
+        "Kernel", "<Id", "Launches", "Total", "GPU%", "Mean", "Min", "Max", "p50", "p99", "<Grid", "<Block",
         "Shared", "Regs",
     ];
     if by_site {
@@ -102,7 +102,8 @@ fn kernels(s: &Summary, rows: usize, out: &mut String) {
         let c = &r.typical;
         let dim = |d: [u32; 3]| format!("{}x{}x{}", d[0], d[1], d[2]);
         let mut cells = vec![
-            r.name.clone(),
+            r.short_name.clone(),
+            r.id.clone(),
             r.launches.to_string(),
             total,
             pct(r.gpu_time_pct),
@@ -175,14 +176,27 @@ fn memory(s: &Summary, rows: usize, out: &mut String) {
         }
     }
     if !m.leaks.is_empty() {
-        section(out, "Still allocated at exit (leaks)", rows.min(m.leaks.len()), m.leaks.len());
-        let mut t = Table::new(&["Device", "PID", "Allocs", "Bytes", "<Allocated at"]);
+        section(
+            out,
+            "Device memory still allocated at exit, by allocation site",
+            rows.min(m.leaks.len()),
+            m.leaks.len(),
+        );
+        let _ = writeln!(
+            out,
+            "  The driver releases it when the process exits. Caching allocators keep memory on purpose and\n  \
+             the runtime allocates some on its own (\"Held by\"); look at sites that allocate again and\n  \
+             again without a free."
+        );
+        let mut t =
+            Table::new(&["Device", "PID", "Allocs", "Bytes", "<Held by", "<Allocated at (caller first)"]);
         for r in m.leaks.iter().take(rows) {
             t.row(vec![
                 device(r.device_index, &r.device),
                 r.pid.to_string(),
                 r.allocations.to_string(),
                 bytes(r.bytes),
+                held_by(r).to_owned(),
                 stack(&r.stack, STACK_DEPTH),
             ]);
         }
@@ -273,7 +287,7 @@ fn cpu(title: &str, p: &CpuProfile, rows: usize, out: &mut String) {
     let mut t = Table::new(&["Function", "Self", "Self%", "Total", "Samples"]);
     for r in p.hot_functions.iter().take(rows) {
         t.row(vec![
-            r.function.clone(),
+            function(&r.function),
             ns(r.self_ns),
             pct(r.self_pct),
             ns(r.total_ns),
@@ -313,7 +327,25 @@ fn own(s: &Summary, out: &mut String) {
     if !backends.is_empty() {
         let _ = writeln!(out, "  backends:  {}", backends.join(", "));
     }
-    let _ = writeln!(out, "  unmatched device operations: {}", o.unmatched_device_ops);
+    if o.unmatched_device_ops == 0 {
+        let _ = writeln!(out, "  device work without a launch site: none");
+    } else {
+        let _ = writeln!(
+            out,
+            "  device work without a launch site: {} (under [unknown launch site] in the flame graphs)",
+            o.unmatched_device_ops
+        );
+        let mut t = Table::new(&["  Kind", "Id unmatched", "No id", "<Why"]);
+        for r in &o.unmatched_by_kind {
+            t.row(vec![
+                format!("  {}", r.kind),
+                r.correlation_unmatched.to_string(),
+                r.no_correlation_id.to_string(),
+                unmatched_why(r).to_owned(),
+            ]);
+        }
+        t.render(out);
+    }
     if o.losses.is_empty() {
         let _ = writeln!(out, "  losses:    none");
     } else {
@@ -333,5 +365,23 @@ fn own(s: &Summary, out: &mut String) {
             ns(r.total_ns),
             pct(r.session_pct)
         );
+    }
+}
+
+/// Who keeps an allocation alive at exit, for the "Held by" column.
+fn held_by(r: &LeakRow) -> &'static str {
+    match (r.caching_allocator, r.by_runtime) {
+        (Some(who), _) => who,
+        (None, true) => "the runtime (no API call)",
+        (None, false) => "-",
+    }
+}
+
+/// What a user can do about device work without a launch site, by why it had none.
+pub fn unmatched_why(r: &UnmatchedRow) -> &'static str {
+    if r.no_correlation_id >= r.correlation_unmatched {
+        "reported without a correlation id: work the runtime did on its own (e.g. frees at exit)"
+    } else {
+        "launch not seen: before tracing started, or its record was lost (see losses)"
     }
 }

@@ -95,7 +95,11 @@ fn an_empty_run_still_writes_both_files() {
     assert_eq!(files.len(), 2);
     let lines = digest::lines(&r, &files);
     assert_eq!(lines[2], "top kernels: none recorded");
-    assert_eq!(lines[3], "losses: none; unmatched device ops: 0");
+    assert_eq!(lines[3], "losses: none");
+    assert_eq!(
+        lines[4],
+        format!("device memory still allocated at exit: none; full report: {}", files[0].display())
+    );
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files[1]).unwrap()).unwrap();
     assert_eq!(json["session"]["duration_ns"], 0);
 }

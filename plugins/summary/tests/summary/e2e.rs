@@ -69,14 +69,16 @@ fn scripted_session_summary() {
     assert_eq!(
         j["memory"]["leaks"],
         json!([{"device_index": 0, "device": "Scripted GPU", "pid": 4242, "allocations": 1, "bytes": 67108864,
-                "stack": ["allocate_buffers", "setup", "main"]}])
+                "stack": ["allocate_buffers", "setup", "main"], "caching_allocator": null,
+                "by_runtime": false}])
     );
     assert_eq!(j["xpuprof"]["unmatched_device_ops"], 1);
     assert_eq!(j["xpuprof"]["lost_total"], 4);
 
     // The digest: five lines on stderr, in order.
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let prefixes = ["summary: ", "GPU busy: ", "top kernels: ", "losses: ", "leaks: "];
+    let prefixes =
+        ["summary: ", "GPU busy: ", "top kernels: ", "losses: ", "device memory still allocated at exit"];
     let start = stderr.lines().position(|l| l.starts_with("summary: ")).expect("digest on stderr");
     let digest: Vec<&str> = stderr.lines().skip(start).take(5).collect();
     for (line, prefix) in digest.iter().zip(prefixes) {
@@ -84,7 +86,10 @@ fn scripted_session_summary() {
     }
     assert_eq!(digest[1], "GPU busy: device 0 1.8% (1 idle gaps)");
     assert!(
-        digest[4].starts_with("leaks: 64.00 MiB in 1 allocations still held at exit; full report: "),
+        digest[4].starts_with(
+            "device memory still allocated at exit (released by the driver): 64.00 MiB in 1 allocations \
+             from 1 allocation site; full report: "
+        ),
         "{}",
         digest[4]
     );

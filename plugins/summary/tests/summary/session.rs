@@ -19,7 +19,7 @@ pub const MAIN: u32 = 100;
 pub const WORKER: u32 = 101;
 
 const STRINGS: &[&str] = &[
-    "train",                 // 1
+    "train",                                                                                       // 1
     "main",                  // 2 thread name and frame
     "GPU Test 0",            // 3
     "cudaLaunchKernel",      // 4
@@ -39,6 +39,7 @@ const STRINGS: &[&str] = &[
     "device memory in use",  // 18
     "memset",                // 19
     "epoch",                 // 20
+    "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(int, unsigned long)", // 21
 ];
 
 fn us(v: u64) -> u64 {
@@ -64,13 +65,15 @@ fn defs() -> Vec<Record> {
             .memory_bytes(80 << 30),
     ));
     r.push(Record::Stream(StreamDef::default().id(StreamId(1)).device(DeviceId(1)).pid(PID).native_id(7)));
-    for (id, name) in [(1, 2), (2, 11), (3, 12), (4, 16)] {
+    for (id, name) in [(1, 2), (2, 11), (3, 12), (4, 16), (5, 21), (6, 6)] {
         r.push(Record::Frame(
             FrameDef::default().id(FrameId(id)).kind(FrameKind::Synthetic).pid(PID).name(StrId(name)),
         ));
     }
-    // Innermost first: 1 = train_step < main, 2 = alloc_buffers < main, 3 = spin_wait < train_step < main.
-    for (id, frames) in [(1, vec![2, 1]), (2, vec![3, 1]), (3, vec![4, 2, 1])] {
+    // Innermost first: 1 = train_step < main, 2 = cudaMalloc < alloc_buffers < main (the stack of
+    // an agent that walks from inside the API: the report starts at the API's caller),
+    // 3 = spin_wait < train_step < main, 4 = cudaMalloc < PyTorch's caching allocator < train_step < main.
+    for (id, frames) in [(1, vec![2, 1]), (2, vec![6, 3, 1]), (3, vec![4, 2, 1]), (4, vec![6, 5, 2, 1])] {
         r.push(Record::Stack(
             StackDef::default().id(StackId(id)).frames(frames.into_iter().map(FrameId).collect()),
         ));
@@ -205,7 +208,7 @@ fn device_ops() -> Vec<Record> {
     vec![
         mem(DeviceOpKind::Alloc, 15, 1 << 20, 2, 1),
         mem(DeviceOpKind::Alloc, 40, 1 << 20, 2, 2),
-        mem(DeviceOpKind::Alloc, 80, 4096, 1, 3),
+        mem(DeviceOpKind::Alloc, 80, 4096, 4, 3),
         copy(500, 100_000, 1 << 20, CopyKind::HostToDevice, 4),
         copy(1300, 250_000, 1_000_000, CopyKind::DeviceToHost, 5),
         Record::DeviceOp(memset),

@@ -130,9 +130,11 @@ fn memory_peak_and_leaks_with_their_stacks() {
         m["leaks"],
         json!([
             {"device_index": 0, "device": "GPU Test 0", "pid": 100, "allocations": 1, "bytes": 1048576,
-             "stack": ["alloc_buffers", "main"]},
+             "stack": ["alloc_buffers", "main"], "caching_allocator": null, "by_runtime": false},
             {"device_index": 0, "device": "GPU Test 0", "pid": 100, "allocations": 1, "bytes": 4096,
-             "stack": ["train_step", "main"]}
+             "stack": ["c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(int, unsigned long)",
+                       "train_step", "main"],
+             "caching_allocator": "PyTorch's CUDA caching allocator", "by_runtime": false}
         ])
     );
     assert_eq!(m["unmatched_frees"], 0);
@@ -192,7 +194,7 @@ fn own_record_counts_losses_and_overhead() {
     let (_d, j, _) = run(cfg(), 9);
     let o = &j["xpuprof"];
     assert_eq!(o["records_by_kind"]["device_op"], 13);
-    assert_eq!(o["records_by_kind"]["string"], 20);
+    assert_eq!(o["records_by_kind"]["string"], 21);
     assert_eq!(o["events_by_backend"], json!({"test": 25, "uncorrelated": 5}));
     assert_eq!(
         o["losses"],
@@ -242,6 +244,17 @@ fn digest_is_five_lines_naming_top_kernels_busy_and_losses() {
     assert_eq!(lines[2], "top kernels: gemm 90.0%, relu 10.0%");
     assert_eq!(
         lines[3],
-        "losses: 15 (cupti dropped records 12, ring buffer full 3); unmatched device ops: 3"
+        "losses: 15 (cupti dropped records 12, ring buffer full 3); device work without a launch site: 3 \
+         (free 1, kernel 1, memset 1): some without a correlation id, some whose launch was not seen; see the report"
     );
+    assert_eq!(
+        lines[4],
+        format!(
+            "device memory still allocated at exit (released by the driver): 1.00 MiB in 2 allocations \
+             (4.00 KiB held by PyTorch's CUDA caching allocator, 1.00 MiB from 1 other allocation site); \
+             full report: {}",
+            dir.path().join("summary.txt").display()
+        )
+    );
+    assert!(lines.iter().all(|l| !l.contains("leak") && !l.contains("unmatched")), "{lines:?}");
 }
