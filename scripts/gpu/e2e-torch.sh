@@ -57,6 +57,13 @@ if [ "$NGPU" -ge 2 ]; then
 else
   row torch-2gpu "skipped: $NGPU GPU on this machine"
 fi
+# Issue 18: the default outputs, without any config file (a fresh directory), as a user would run it.
+mkdir -p "$W/default-cwd"
+(cd "$W/default-cwd" && $X --source ebpf,cupti --sink folded,chrome,flamegraph,summary -o "$W/torch-default" -- \
+    python3 "$OLDPWD/$T/workload.py" --mode both --steps 20) >"$OUT/torch-default.out" 2>"$OUT/torch-default.err"
+row "torch-default (no config)" "rc=$? $(python3 scripts/gpu/check_presentation.py "$W/torch-default" "$OUT/torch-default.err" | head -1)"
+python3 scripts/gpu/check_presentation.py "$W/torch-default" "$OUT/torch-default.err" | tail -n +2 | tee -a "$SUMMARY"
+for f in flamegraph.svg flamegraph.cpu.svg summary.txt; do cp "$W/torch-default/$f" "$OUT/torch-default.$f" 2>/dev/null; done
 tar -czf "$OUT/e2e-outputs.tar.gz" -C "$W" . 2>/dev/null
 echo
 cat "$SUMMARY"

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::fmt::{bytes, function, ns, pct, stack, Table};
+use crate::fmt::{bytes, function, ns, pct, stack, Table, MAX_WIDTH};
 use crate::report::*;
 
 /// Frames shown per stack in the text report.
@@ -322,10 +322,10 @@ fn own(s: &Summary, out: &mut String) {
     let o = &s.xpuprof;
     section(out, "xpuprof's own record", 1, 1);
     let kinds: Vec<String> = o.records_by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
-    let _ = writeln!(out, "  records:   {}", kinds.join(", "));
+    wrap(out, "  records:   ", &kinds);
     let backends: Vec<String> = o.events_by_backend.iter().map(|(k, n)| format!("{k} {n}")).collect();
     if !backends.is_empty() {
-        let _ = writeln!(out, "  backends:  {}", backends.join(", "));
+        wrap(out, "  backends:  ", &backends);
     }
     if o.unmatched_device_ops == 0 {
         let _ = writeln!(out, "  device work without a launch site: none");
@@ -383,5 +383,42 @@ pub fn unmatched_why(r: &UnmatchedRow) -> &'static str {
         "reported without a correlation id: work the runtime did on its own (e.g. frees at exit)"
     } else {
         "launch not seen: before tracing started, or its record was lost (see losses)"
+    }
+}
+
+/// Writes `items` joined by `, ` after `head`, wrapped to lines of at most [`MAX_WIDTH`]
+/// columns (continuation lines indented like the first item).
+fn wrap(out: &mut String, head: &str, items: &[String]) {
+    let indent = " ".repeat(head.chars().count());
+    let mut line = head.to_owned();
+    for (i, item) in items.iter().enumerate() {
+        let sep = if i + 1 < items.len() { "," } else { "" };
+        let fresh = line.chars().count() == indent.chars().count();
+        if !fresh && line.chars().count() + 1 + item.chars().count() + sep.len() > MAX_WIDTH {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = indent.clone();
+        } else if !fresh {
+            line.push(' ');
+        }
+        line.push_str(item);
+        line.push_str(sep);
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lists_wrap_within_the_width() {
+        let items: Vec<String> = (0..40).map(|i| format!("kind_{i} {}", i * 1000)).collect();
+        let mut out = String::new();
+        wrap(&mut out, "  records:   ", &items);
+        assert!(out.lines().count() > 1 && out.lines().all(|l| l.chars().count() <= MAX_WIDTH), "{out}");
+        assert!(out.lines().nth(1).unwrap().starts_with("             kind_"), "{out}");
+        assert_eq!(out.matches("kind_").count(), 40);
     }
 }
