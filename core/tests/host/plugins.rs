@@ -104,12 +104,20 @@ fn a_stuck_sink_does_not_stop_the_others() {
     }
 }
 
-/// Runs xpuprof with `args` in `dir` and sends it SIGTERM twice, 0.7 s apart; asserts that it
-/// exited within 5 s of the second and returns its exit code and stderr.
+/// Runs xpuprof with `args` in `dir` and sends it SIGTERM twice, 0.7 s apart (the first once
+/// the file `ready` exists in `dir`, when the target writes one, else after 0.7 s); asserts that
+/// it exited within 5 s of the second and returns its exit code and stderr.
 fn sigterm_twice(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
     let started = Instant::now();
     let child = spawn(dir, args);
     std::thread::sleep(Duration::from_millis(700));
+    // On a busy machine the target may start later than that: signal it once it is ready.
+    if args.iter().any(|a| a.contains("touch ready")) {
+        while !dir.join("ready").exists() {
+            assert!(started.elapsed() < Duration::from_secs(30), "the target never became ready");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     // SAFETY: signalling the child we spawned. The first SIGTERM is forwarded to the target.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     std::thread::sleep(Duration::from_millis(700));
@@ -141,7 +149,8 @@ fn a_second_sigterm_abandons_a_stuck_plugin_and_writes_the_outputs() {
 fn a_second_sigterm_kills_a_target_that_ignores_the_first() {
     require_plugin("scripted");
     let d = setup("");
-    let script = "trap '' TERM INT; sleep 30";
+    // `ready` tells the test that the trap is set (a SIGTERM before it would end the shell).
+    let script = "trap '' TERM INT; touch ready; sleep 30";
     let args = ["--source", "scripted", "--sink", "folded", "-o", "out", "--", "sh", "-c", script];
     let (code, e) = sigterm_twice(d.path(), &args);
     assert_eq!(code, Some(128 + libc::SIGKILL), "{e}");
