@@ -1,0 +1,99 @@
+//! A thread's Python frames: the frame chain from its thread state, innermost first, as code
+//! object + instruction offset pairs, each marked when it is the first frame its eval-loop call
+//! ran (where the native stack's `_PyEval_EvalFrameDefault` frame sits). No allocation: the
+//! agent calls this at every launch.
+
+use crate::layout::{self, Frames, Layout};
+use crate::memory::Memory;
+use crate::Error;
+
+/// Most links followed (a corrupt chain that loops ends here).
+const MAX_LINKS: usize = 4096;
+
+/// One Python frame, unresolved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct RawFrame {
+    /// Address of the code object.
+    pub code: u64,
+    /// Byte offset of the current instruction from the start of the code's instructions, or
+    /// `u64::MAX` when the frame has not started.
+    pub offset: u64,
+    /// The first frame of its eval-loop call: the native stack's eval-loop frame stands for this
+    /// frame and the frames after it back to the previous entry.
+    pub entry: bool,
+}
+
+impl RawFrame {
+    /// The instruction offset, when the frame has started.
+    pub fn offset(&self) -> Option<u64> {
+        (self.offset != u64::MAX).then_some(self.offset)
+    }
+}
+
+/// Reads the frames of the thread state at `tstate` into `out`, innermost first; returns how many
+/// were written and whether the chain went on past `out`. `code_type` is the address of
+/// `PyCode_Type` when known: every code pointer is checked against it.
+pub fn walk(
+    mem: &impl Memory,
+    layout: &Layout,
+    tstate: u64,
+    code_type: Option<u64>,
+    out: &mut [RawFrame],
+) -> Result<(usize, bool), Error> {
+    let mut frame = mem.u64(tstate + layout.tstate_frame)?;
+    if let Some(current) = layout.cframe_current_frame {
+        if frame == 0 {
+            return Ok((0, false));
+        }
+        frame = mem.u64(frame + current)?;
+    }
+    let mut n = 0;
+    for _ in 0..MAX_LINKS {
+        if frame == 0 {
+            return Ok((n, false));
+        }
+        if n == out.len() {
+            return Ok((n, true));
+        }
+        let next = match layout.frames {
+            Frames::Objects { back, code, lasti, lasti_in_units } => {
+                let lasti = mem.u32(frame + lasti)? as i32;
+                let offset = match lasti {
+                    i32::MIN..=-1 => u64::MAX,
+                    l if lasti_in_units => l as u64 * 2,
+                    l => l as u64,
+                };
+                out[n] = RawFrame { code: mem.u64(frame + code)?, offset, entry: true };
+                n += 1;
+                mem.u64(frame + back)?
+            }
+            Frames::Interpreter { code, previous, instr, owner, is_entry } => {
+                let own = mem.u8(frame + owner)?;
+                if layout.owner_cstack == Some(own) {
+                    if n > 0 {
+                        out[n - 1].entry = true;
+                    }
+                } else {
+                    let c = mem.u64(frame + code)?;
+                    let start = c + layout.code_instructions.unwrap_or(0);
+                    let ip = mem.u64(frame + instr)?;
+                    let offset = if ip >= start { ip - start } else { u64::MAX };
+                    let entry = match is_entry {
+                        Some(at) => mem.u8(frame + at)? != 0,
+                        None => false,
+                    };
+                    out[n] = RawFrame { code: c, offset, entry };
+                    n += 1;
+                }
+                mem.u64(frame + previous)?
+            }
+        };
+        if let Some(ty) = code_type {
+            if n > 0 && mem.u64(out[n - 1].code + layout::OBJECT_TYPE)? != ty {
+                return Err(Error::Object { addr: out[n - 1].code, what: "a code object" });
+            }
+        }
+        frame = next;
+    }
+    Err(Error::Object { addr: frame, what: "the end of a frame chain" })
+}

@@ -1,0 +1,83 @@
+//! # xpuprof-python: CPython frames in xpuprof's stacks
+//!
+//! Python code runs inside the interpreter's eval loop, so a native stack of a Python program
+//! shows `_PyEval_EvalFrameDefault` where the user's functions are. This crate reads the
+//! interpreter's own frame chain and puts the Python functions where the eval loop's frames are,
+//! each shown as `function (file.py:line)` (what `py-spy --native` shows):
+//!
+//! - [`layout`]: per CPython version (3.9 to 3.13), where the thread states, frames, code
+//!   objects and strings keep what is read (pinned against CPython's headers in the tests);
+//! - [`memory`]: reading the interpreter's memory in this process or another one;
+//! - [`chain`]: a thread's frames as (code object, instruction offset) pairs, with the entry
+//!   frames that mark where each eval-loop call starts;
+//! - [`code`] and [`lines`]: a code object's function name, file and the line of an offset;
+//! - [`merge`]: Python frames into a native stack;
+//! - [`own`]: the interpreter of the calling process, for the agents (at API entry);
+//! - [`target`]: the interpreter of another process, found from its mapped binaries.
+//!
+//! A Python frame travels in a stack's address list as a tagged id ([`PY_FRAME_TAG`] | n) whose
+//! text the agent sends once as a definition; hosts turn it into a named frame.
+
+pub mod chain;
+pub mod code;
+pub mod layout;
+pub mod lines;
+pub mod memory;
+pub mod merge;
+pub mod own;
+pub mod target;
+
+/// High byte of a Python frame's id in a stack's address list (no user or kernel code address
+/// starts with it on x86-64 or aarch64).
+pub const PY_FRAME_TAG: u64 = 0xFE00_0000_0000_0000;
+
+/// True when `addr` is a Python frame id rather than a code address.
+#[inline]
+pub fn is_python_frame(addr: u64) -> bool {
+    addr & 0xFF00_0000_0000_0000 == PY_FRAME_TAG
+}
+
+/// What can go wrong reading an interpreter.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A read of target memory failed.
+    #[error("failed to read {len} bytes of the interpreter's memory at {addr:#x}")]
+    Read {
+        /// Address.
+        addr: u64,
+        /// Bytes.
+        len: usize,
+    },
+    /// Memory that should hold an interpreter object does not.
+    #[error("the memory at {addr:#x} is not {what} (a layout that does not match the interpreter?)")]
+    Object {
+        /// Address.
+        addr: u64,
+        /// What was expected.
+        what: &'static str,
+    },
+    /// The interpreter does not export a symbol this crate needs.
+    #[error("the Python interpreter does not export {name}: Python frames are off for this process")]
+    Symbol {
+        /// Symbol name.
+        name: &'static str,
+    },
+    /// A version this crate has no layout for.
+    #[error("unsupported Python version {text:?}: Python frames are read for CPython 3.9 to 3.13")]
+    Version {
+        /// The version as the interpreter states it.
+        text: String,
+    },
+    /// A binary could not be read.
+    #[error("failed to read the Python binary {path}: {cause}")]
+    Binary {
+        /// Path.
+        path: String,
+        /// Why.
+        cause: String,
+    },
+    /// A lock was poisoned by a panic elsewhere.
+    #[error("the Python frame table's lock was poisoned")]
+    Poisoned,
+}
