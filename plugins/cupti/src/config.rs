@@ -2,6 +2,7 @@
 
 use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::prelude::*;
+use xpuprof_toolbox::python::Python;
 
 xpuprof_sdk::config_enum! {
     /// Which runtime/driver API calls are recorded.
@@ -56,6 +57,9 @@ xpuprof_sdk::plugin_config! {
         pub launch_stacks: LaunchStacks = LaunchStacks::Agent;
         /// most frames per launch stack
         pub max_depth: u8 = 64, min(1);
+        /// Python frames in launch stacks: "auto" (where the process runs CPython 3.9-3.13, each eval-loop
+        /// frame replaced by the Python functions it runs, shown as function (file.py:line)), "off"
+        pub python: Python = Python::Auto;
         /// size of one CUPTI activity buffer in KiB
         pub buffer_kib: u32 = 8192, min(64), max(1 << 20);
         /// path of libxpuprof_cupti_agent.so (unset: XPUPROF_CUPTI_AGENT, else next to this plugin); as root
@@ -96,6 +100,7 @@ impl Config {
         v.push(format!("api={}", self.api.as_str()));
         v.push(format!("stacks={}", self.launch_stacks.as_str()));
         v.push(format!("depth={}", self.max_depth));
+        v.push(format!("python={}", self.python.as_str()));
         v.push(format!("buffer_kib={}", self.buffer_kib));
         v.join(",")
     }
@@ -115,7 +120,7 @@ mod tests {
         let c = Config::from_plugin(&PluginConfig::default()).unwrap();
         assert_eq!(
             c.agent_opts(),
-            "kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent,depth=64,buffer_kib=8192"
+            "kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent,depth=64,python=auto,buffer_kib=8192"
         );
         let c = Config::from_plugin(
             &PluginConfig::parse("nvtx = false\napi = \"all\"\nlaunch_stacks = \"both\"").unwrap(),

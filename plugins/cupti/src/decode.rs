@@ -12,6 +12,7 @@ use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger};
 use xpuprof_toolbox::normalise::{self, ModuleMap};
+use xpuprof_toolbox::python::{PyCounts, PyFrames};
 use xpuprof_toolbox::Interner;
 
 use crate::wire::{self, Reader};
@@ -43,6 +44,8 @@ pub struct Stats {
     pub refused: u64,
     /// Messages the agents' channels dropped.
     pub lost_chunks: u64,
+    /// Python frames in the launch stacks.
+    pub python: PyCounts,
 }
 
 /// An API name, interned on first use.
@@ -61,6 +64,7 @@ pub(crate) struct Conn {
     agent_stacks: bool,
     api_from_callbacks: bool,
     maps: ModuleMap,
+    python: PyFrames,
     pub(crate) strings: IdMap<u64, String>,
     pub(crate) api_names: IdMap<(u8, u32), ApiName>,
     pub(crate) devices: IdMap<u32, DeviceId>,
@@ -176,6 +180,8 @@ impl Decoder {
                 ));
             }
             wire::MSG_GRAPH_NODE => self.conns.entry(conn).or_default().graphs.message(m.payload),
+            wire::MSG_PY_FRAMES => self.conns.entry(conn).or_default().python.define(m.payload),
+            wire::MSG_PY_COUNTS => self.stats.python.add(m.payload),
             wire::MSG_BYE => {
                 self.conns.entry(conn).or_default().bye = true;
             }
@@ -360,6 +366,9 @@ impl Decoder {
     /// The frame of return address `ra` in connection `conn`'s process.
     fn frame(&mut self, conn: u64, ra: u64, out: &mut Emitter) -> FrameId {
         let c = self.conns.entry(conn).or_default();
+        if let Some(f) = c.python.frame(&mut self.strs, out, ra) {
+            return f;
+        }
         normalise::return_address_frame(&mut self.strs, out, c.pid, &c.maps, ra)
     }
 

@@ -125,6 +125,12 @@ impl Cupti {
             "cupti: {} process(es), {} device operations ({} kernels), {} launch sites, {} API calls",
             s.processes, s.device_ops, s.kernels, s.launch_sites, s.api_calls
         ));
+        if let Some(line) = s.python.report() {
+            self.log.info(&format!("cupti: {line}"));
+        }
+        if let Some(line) = s.python.warning() {
+            self.log.warn(&format!("cupti: {line}"));
+        }
         if s.dropped > 0 {
             self.log.warn(&format!(
                 "CUPTI dropped {} records (buffers full); raise [source.cupti] buffer_kib",

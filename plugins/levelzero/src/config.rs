@@ -2,6 +2,7 @@
 
 use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::prelude::*;
+use xpuprof_toolbox::python::Python;
 
 xpuprof_sdk::plugin_config! {
     /// The `[source.levelzero]` table.
@@ -10,6 +11,9 @@ xpuprof_sdk::plugin_config! {
         /// path of libxpuprof_levelzero_agent.so (unset: XPUPROF_LEVELZERO_AGENT, else next to this plugin);
         /// as root it must be owned by root or the invoking user and not writable by others
         pub agent: Option<String> = None;
+        /// Python frames in launch stacks: "auto" (where the process runs CPython 3.9-3.13, each eval-loop
+        /// frame replaced by the Python functions it runs, shown as function (file.py:line)), "off"
+        pub python: Python = Python::Auto;
     }
 }
 

@@ -19,6 +19,7 @@ use xpuprof_wire::{self as kit_wire, Hello, Reader};
 
 use crate::clock::DeviceClock;
 use crate::stacks::Stacks;
+use xpuprof_toolbox::python::{PyCounts, PyFrames};
 
 /// The clock domain of converted device times: `CLOCK_MONOTONIC_RAW` ns.
 pub const RAW: ClockDomain = ClockDomain(1);
@@ -44,6 +45,8 @@ pub struct Stats {
     pub agent_errors: u64,
     /// Connections that ended without the agent's final message.
     pub unfinished: u64,
+    /// Python frames in the launch stacks.
+    pub python: PyCounts,
 }
 
 /// Per-connection (per-process) state.
@@ -53,6 +56,7 @@ struct Conn {
     ok: bool,
     bye: bool,
     maps: Vec<Mapping>,
+    python: PyFrames,
     names: HashMap<u32, StrId>,
     devices: HashMap<u64, (DeviceId, DeviceClock)>,
     streams: HashMap<u64, StreamId>,
@@ -115,6 +119,8 @@ impl Decoder {
                 self.loss(pid, "levelzero agent output dropped (chunks)", chunks, out);
             }
             kit_wire::MSG_BYE => c.bye = true,
+            kit_wire::MSG_PY_FRAMES => c.python.define(payload),
+            kit_wire::MSG_PY_COUNTS => self.stats.python.add(payload),
             _ => match wire::decode(ty, payload) {
                 Some(Msg::Version(v)) if v != wire::VERSION => {
                     c.ok = false;
@@ -135,9 +141,7 @@ impl Decoder {
         match m {
             Msg::Version(_) => {}
             Msg::Stack { hash, frames } => {
-                let maps = std::mem::take(&mut c.maps);
-                self.stacks.define(pid, hash, &frames, &maps, &mut self.strs, out);
-                self.conns.get_mut(&conn).expect("present").maps = maps;
+                self.stacks.define(pid, hash, &frames, (&c.maps, &c.python), &mut self.strs, out);
             }
             Msg::Str { id, text } => {
                 let s = self.strs.intern(out, &text);

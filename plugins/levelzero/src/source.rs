@@ -66,6 +66,7 @@ impl LevelZero {
         preload(env, &agent);
         env.set("ZE_ENABLE_TRACING_LAYER", "1");
         env.set("XPUPROF_LEVELZERO_SOCKET", sock.display().to_string());
+        env.set("XPUPROF_LEVELZERO_PYTHON", self.config.python.as_str());
         Ok(())
     }
 
@@ -94,6 +95,12 @@ impl LevelZero {
             "levelzero: {} process(es), {} device operations ({} kernels), {} launch sites, {} API calls",
             s.processes, s.device_ops, s.kernels, s.launch_sites, s.api_calls
         ));
+        if let Some(line) = s.python.report() {
+            self.log.info(&format!("levelzero: {line}"));
+        }
+        if let Some(line) = s.python.warning() {
+            self.log.warn(&format!("levelzero: {line}"));
+        }
         if s.lost > 0 {
             self.log.warn(&format!(
                 "levelzero: {} device operations lost (see the losses in the outputs: lists re-executed before their \

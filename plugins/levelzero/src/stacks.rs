@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, StringInterner};
+use xpuprof_toolbox::python::PyFrames;
 use xpuprof_wire::maps::Mapping;
 
 /// Session-wide module, frame and stack ids.
@@ -28,14 +29,20 @@ impl Stacks {
         pid: u32,
         hash: u64,
         frames: &[u64],
-        maps: &[Mapping],
+        (maps, python): (&[Mapping], &PyFrames),
         strs: &mut StringInterner,
         out: &mut Emitter,
     ) {
         if self.stacks.contains_key(&(pid, hash)) {
             return;
         }
-        let ids = frames.iter().map(|&ra| self.frame(pid, ra, maps, strs, out)).collect();
+        let ids = frames
+            .iter()
+            .map(|&ra| match python.name(ra) {
+                Some(name) => self.named(pid, ra, name, strs, out),
+                None => self.frame(pid, ra, maps, strs, out),
+            })
+            .collect();
         let id = StackId(self.stacks.len() as u32 + 1);
         out.emit(&Record::Stack(StackDef::default().id(id).frames(ids)));
         self.stacks.insert((pid, hash), id);
@@ -66,6 +73,26 @@ impl Stacks {
         ));
         self.frames.insert(key, id);
         id
+    }
+
+    /// A Python frame: a synthetic frame with its `function (file.py:line)` name.
+    fn named(
+        &mut self,
+        pid: u32,
+        id: u64,
+        name: &str,
+        strs: &mut StringInterner,
+        out: &mut Emitter,
+    ) -> FrameId {
+        let key = (u32::MAX, id, pid);
+        if let Some(f) = self.frames.get(&key) {
+            return *f;
+        }
+        let fid = FrameId(self.frames.len() as u32 + 1);
+        let name = strs.intern(out, name);
+        out.emit(&Record::Frame(FrameDef::default().id(fid).kind(FrameKind::Synthetic).pid(pid).name(name)));
+        self.frames.insert(key, fid);
+        fid
     }
 
     fn module(&mut self, path: &str, strs: &mut StringInterner, out: &mut Emitter) -> ModuleId {

@@ -10,6 +10,10 @@
 //! reaches the host before the device work it caused (except when a buffer completes while the
 //! launch call is still returning; the host waits up to 2 s for a late launch site), and by the
 //! sender thread every 100 ms.
+//!
+//! With [`Registry::python`] on, the launching thread's Python frames replace the eval-loop
+//! frames of its native stack before the stack is hashed; their definitions go out at the front
+//! of each drain, before any stack that uses them.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -17,6 +21,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::python::PythonFrames;
 use crate::stack::{self, Bounds, Registers};
 use crate::timestamps as stamp;
 use crate::wire;
@@ -66,6 +71,8 @@ struct Local {
     outer_at: usize,
     /// The stack walk's output, reused (not zeroed again at every launch).
     frames: Box<[u64; MAX_FRAMES]>,
+    /// The walk's output with Python frames merged in.
+    merged: Box<[u64; MAX_FRAMES]>,
     launches: u64,
     stacks: u64,
 }
@@ -80,6 +87,8 @@ pub struct Registry {
     threads: Mutex<Vec<Arc<Mutex<Shared>>>>,
     /// Totals of threads that ended and were drained: launch entries, distinct stacks.
     retired: (AtomicU64, AtomicU64),
+    /// Python frames in the stacks (off until the agent turns them on).
+    pub python: PythonFrames,
 }
 
 const MAX_FRAMES: usize = 256;
@@ -122,6 +131,7 @@ impl Registry {
             scratch: Vec::with_capacity(1024),
             outer_at: 0,
             frames: Box::new([0; MAX_FRAMES]),
+            merged: Box::new([0; MAX_FRAMES]),
             launches: 0,
             stacks: 0,
         }
@@ -160,7 +170,8 @@ impl Registry {
                     .iter()
                     .take_while(|&&a| sites.own_code.iter().any(|&(s, e)| a >= s && a < e))
                     .count();
-                let frames = &frames[skip..n];
+                let n = self.python.merge(&frames[skip..n], &mut l.merged[..sites.max_depth.min(MAX_FRAMES)]);
+                let frames = &l.merged[..n];
                 key = stack::hash(frames);
                 if l.seen.len() > 1 << 16 {
                     l.seen.clear();
@@ -221,6 +232,8 @@ impl Registry {
     /// Takes every thread's pending entries as `MSG_LAUNCHES` messages appended to `out`, their
     /// timestamps converted to session-clock nanoseconds by `clock`.
     pub fn drain(&self, out: &mut Vec<u8>, clock: &stamp::Clock) {
+        // Python frame definitions first: every stack taken below was made after its frames'.
+        self.python.put_definitions(out);
         let mut ranges = Vec::new();
         if let Ok(mut threads) = self.threads.lock() {
             threads.retain(|t| {

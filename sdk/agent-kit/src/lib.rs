@@ -19,6 +19,7 @@
 //!   converted to the session clock before they leave the process.
 //! - [`trampoline`]: the call of the exported no-op `xpuprof_agent_launch(backend, id)` that the
 //!   eBPF source probes to capture the same stack in the kernel.
+//! - [`python`]: the launching thread's Python frames merged into its stack (`python = "auto"`).
 //! - [`modules`]: this process's executable mappings, re-sent when a stack leaves them.
 //! - [`exit`]: flush at `exit` and on SIGINT/SIGTERM, then let the program's own handling go on.
 //! - [`discovery`]: find and load the vendor library that matches the process's runtime.
@@ -58,6 +59,7 @@ pub mod discovery;
 pub mod exit;
 pub mod launches;
 pub mod modules;
+pub mod python;
 pub mod stack;
 pub mod timestamps;
 pub mod trampoline;

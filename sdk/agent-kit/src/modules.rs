@@ -49,7 +49,7 @@ impl Known {
     /// Notes the addresses of a new stack; marks the map stale if one is outside every range.
     pub fn check(&self, addrs: &[u64]) {
         let Ok(r) = self.ranges.read() else { return };
-        let outside = addrs.iter().any(|&a| {
+        let outside = addrs.iter().filter(|&&a| !crate::wire::is_python_frame(a)).any(|&a| {
             let i = r.partition_point(|&(s, _)| s <= a);
             i == 0 || a >= r[i - 1].1
         });
@@ -74,6 +74,8 @@ mod tests {
         *k.ranges.write().unwrap() = vec![(0x1000, 0x2000), (0x5000, 0x6000)];
         k.check(&[0x1500, 0x5fff]);
         assert!(!k.take_stale());
+        k.check(&[0x1500, crate::wire::PY_FRAME_TAG | 3]);
+        assert!(!k.take_stale(), "python frames are not addresses");
         k.check(&[0x1500, 0x3000]);
         assert!(k.take_stale());
         assert!(!k.take_stale());

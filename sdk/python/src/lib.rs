@@ -27,15 +27,7 @@ pub mod merge;
 pub mod own;
 pub mod target;
 
-/// High byte of a Python frame's id in a stack's address list (no user or kernel code address
-/// starts with it on x86-64 or aarch64).
-pub const PY_FRAME_TAG: u64 = 0xFE00_0000_0000_0000;
-
-/// True when `addr` is a Python frame id rather than a code address.
-#[inline]
-pub fn is_python_frame(addr: u64) -> bool {
-    addr & 0xFF00_0000_0000_0000 == PY_FRAME_TAG
-}
+pub use xpuprof_wire::{is_python_frame, PY_FRAME_TAG};
 
 /// What can go wrong reading an interpreter.
 #[derive(Debug, thiserror::Error)]

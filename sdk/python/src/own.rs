@@ -29,7 +29,8 @@ pub struct Counts {
     /// Captures on a thread with no Python thread state (a thread Python never ran on, such as a
     /// C++ worker thread) or no Python frame running: native frames only.
     pub without_frames: AtomicU64,
-    /// Captures whose frame chain could not be read (the frames read so far are kept).
+    /// Captures whose frame chain could not be read to its end (the frames read before the
+    /// failure are kept; not counted in the two others).
     pub errors: AtomicU64,
 }
 
@@ -115,9 +116,10 @@ impl Interpreter {
     /// Python, which may have released the GIL) they stay where they are.
     pub fn capture(&self, out: &mut [(u64, bool)]) -> usize {
         let mut raw = [RawFrame::default(); MAX_FRAMES];
-        let n = self.read_chain(&mut raw);
-        let counter = if n == 0 { &self.counts.without_frames } else { &self.counts.with_frames };
-        counter.fetch_add(1, Ordering::Relaxed);
+        let (n, mut failed) = match self.read_chain(&mut raw) {
+            Ok(n) => (n, false),
+            Err(_) => (0, true),
+        };
         let mut written = 0;
         RESOLVED.with(|cache| {
             let mut cache = cache.borrow_mut();
@@ -128,34 +130,35 @@ impl Interpreter {
                         written += 1;
                     }
                     Err(_) => {
-                        self.counts.errors.fetch_add(1, Ordering::Relaxed);
+                        failed = true;
                         break;
                     }
                 }
             }
         });
+        let c = &self.counts;
+        let counter = match (failed, n) {
+            (true, _) => &c.errors,
+            (false, 0) => &c.without_frames,
+            _ => &c.with_frames,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
         written
     }
 
-    fn read_chain(&self, raw: &mut [RawFrame]) -> usize {
+    fn read_chain(&self, raw: &mut [RawFrame]) -> Result<usize, Error> {
         // SAFETY: C API functions without preconditions once the interpreter is initialised
         // (checked first: before that the thread-state key may not exist).
         let tstate = unsafe {
             if (self.is_initialized)() == 0 {
-                return 0;
+                return Ok(0);
             }
             (self.this_thread_state)()
         };
         if tstate.is_null() {
-            return 0;
+            return Ok(0);
         }
-        match chain::walk(&OwnMemory, self.layout, tstate as u64, Some(self.code_type), raw) {
-            Ok((n, _)) => n,
-            Err(_) => {
-                self.counts.errors.fetch_add(1, Ordering::Relaxed);
-                0
-            }
-        }
+        chain::walk(&OwnMemory, self.layout, tstate as u64, Some(self.code_type), raw).map(|(n, _)| n)
     }
 
     fn frame_id(&self, cache: &mut HashMap<(u64, u64), (u64, u64)>, f: &RawFrame) -> Result<u64, Error> {

@@ -11,6 +11,7 @@
 //!   process, the decoder thread, finding and preloading the agent), for GPU sources.
 //! - [`kernel_name`]: short kernel names for tables and frames, and the stable id that finds the
 //!   full name again.
+//! - [`python`]: the `python = "auto" | "off"` switch and the Python frames of agents' stacks.
 //!
 //! A sibling crate of the SDK rather than part of it: the SDK stays the small ABI contract a
 //! third-party plugin builds in seconds, while these helpers pull in blazesym and cpp_demangle,
@@ -22,6 +23,7 @@ pub mod demangle;
 pub mod intern;
 pub mod kernel_name;
 pub mod normalise;
+pub mod python;
 
 pub use defs::Definitions;
 pub use intern::Interner;

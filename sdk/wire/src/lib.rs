@@ -39,6 +39,12 @@
 //!   by the API call whose correlation id is `origin` (0: outside any traced call), or cloned
 //!   from node `origin` (graph instantiation, cloning, child graphs). Sent during the call, so
 //!   before that call's launch entry and before any record of the node's executions.
+//! - [`MSG_PY_FRAMES`]: `count u32`, then per frame `id u64, len u32, bytes`: the text
+//!   (`function (file.py:line)`) of the Python frames that stacks carry as tagged ids
+//!   ([`PY_FRAME_TAG`]); sent before the launches whose stacks use them.
+//! - [`MSG_PY_COUNTS`]: `with_frames u64, without_frames u64, errors u64`: launch stacks that got
+//!   Python frames, that got none (a thread with no Python frame running), and whose frame
+//!   chain could not be read; sent before [`MSG_BYE`].
 //!
 //! Message numbers never change meaning; new messages get new numbers, and a change to an
 //! existing payload raises [`PROTOCOL`].
@@ -94,6 +100,53 @@ pub fn put_graph_node(out: &mut Vec<u8>, kind: u8, graph: u32, node: u64, origin
         MSG_GRAPH_NODE,
         &[&[kind, 0, 0, 0], &graph.to_le_bytes(), &node.to_le_bytes(), &origin.to_le_bytes()],
     );
+}
+
+/// Python frame definitions.
+pub const MSG_PY_FRAMES: u8 = 14;
+/// Python frame counts of the session.
+pub const MSG_PY_COUNTS: u8 = 15;
+
+/// High byte of a Python frame's id in a stack's address list: no user or kernel code address
+/// starts with it (x86-64 and aarch64 user addresses are below 2^48, kernel ones start 0xffff).
+pub const PY_FRAME_TAG: u64 = 0xFE00_0000_0000_0000;
+
+/// True when a stack entry is a Python frame id ([`PY_FRAME_TAG`]) rather than a code address.
+#[inline]
+pub fn is_python_frame(addr: u64) -> bool {
+    addr & 0xFF00_0000_0000_0000 == PY_FRAME_TAG
+}
+
+/// Appends a [`MSG_PY_FRAMES`] message with `frames` (tagged id, text); nothing when empty.
+pub fn put_py_frames(out: &mut Vec<u8>, frames: &[(u64, String)]) {
+    if frames.is_empty() {
+        return;
+    }
+    let at = begin_message(out, MSG_PY_FRAMES);
+    out.extend_from_slice(&(frames.len() as u32).to_le_bytes());
+    for (id, text) in frames {
+        out.extend_from_slice(&id.to_le_bytes());
+        out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        out.extend_from_slice(text.as_bytes());
+    }
+    end_message(out, at);
+}
+
+/// Reads a [`MSG_PY_FRAMES`] payload: (tagged id, text) pairs (a short payload ends early).
+pub fn read_py_frames(payload: &[u8]) -> Vec<(u64, String)> {
+    let mut r = Reader::new(payload);
+    let n = r.u32();
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let id = r.u64();
+        let len = r.u32() as usize;
+        let text = String::from_utf8_lossy(r.bytes(len)).into_owned();
+        if r.short {
+            break;
+        }
+        out.push((id, text));
+    }
+    out
 }
 
 /// HELLO flag: device timestamps are already in the session clock (`CLOCK_MONOTONIC`).
@@ -181,5 +234,23 @@ mod tests {
         assert_eq!(msgs.len(), 2);
         assert_eq!((msgs[0].ty, msgs[0].payload.len()), (MSG_BYE, 16));
         assert_eq!((msgs[1].ty, msgs[1].payload), (200, &[1u8][..]));
+    }
+
+    #[test]
+    fn python_frames_round_trip_and_are_told_from_addresses() {
+        let frames = vec![
+            (PY_FRAME_TAG | 1, "run (/w/a.py:3)".to_owned()),
+            (PY_FRAME_TAG | 2, "é (b.py:9)".to_owned()),
+        ];
+        let mut b = Vec::new();
+        put_py_frames(&mut b, &[]);
+        assert!(b.is_empty());
+        put_py_frames(&mut b, &frames);
+        let (msgs, _) = split_messages(&b);
+        assert_eq!(msgs[0].ty, MSG_PY_FRAMES);
+        assert_eq!(read_py_frames(msgs[0].payload), frames);
+        assert_eq!(read_py_frames(&msgs[0].payload[..20]), vec![]);
+        assert!(is_python_frame(PY_FRAME_TAG | 7));
+        assert!(!is_python_frame(0x7f00_0000_1000) && !is_python_frame(0xffff_ffff_8100_0000));
     }
 }

@@ -58,6 +58,8 @@ pub struct Config {
     pub stacks: StackMode,
     /// Most frames per stack.
     pub max_depth: usize,
+    /// Python frames in launch stacks (`python=auto|off`).
+    pub python: bool,
     /// Size of one CUPTI activity buffer.
     pub buffer_bytes: usize,
     /// Print a summary line to stderr at exit.
@@ -93,6 +95,7 @@ impl Default for Config {
             api: ApiMode::Launches,
             stacks: StackMode::Agent,
             max_depth: 64,
+            python: true,
             buffer_bytes: 8 << 20,
             verbose: false,
             runtime_callbacks: false,
@@ -159,6 +162,13 @@ impl Config {
                         _ => {
                             return Err(format!("option stacks must be agent, ebpf, both or off, got `{v}`"))
                         }
+                    }
+                }
+                "python" => {
+                    self.python = match v {
+                        "auto" => true,
+                        "off" => false,
+                        _ => return Err(format!("option python must be auto or off, got `{v}`")),
                     }
                 }
                 "depth" => {

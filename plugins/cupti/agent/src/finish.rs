@@ -29,6 +29,7 @@ pub fn finish(a: &Agent) {
                 }
             }
             a.channel.put_lost(&mut m);
+            a.launches.python.put_counts(&mut m);
             let (launches, stacks) = a.launches.totals();
             let at = wire::begin_message(&mut m, wire::MSG_BYE);
             m.extend_from_slice(&launches.to_le_bytes());

@@ -91,6 +91,7 @@ pub(crate) fn start() -> Result<Option<Agent>, String> {
         own_code: modules::ranges_of(&[&lib_path, &me]),
         sender: std::sync::Mutex::new(None),
     };
+    a.launches.python.set_enabled(a.config.python);
     let mut first = hello(version, hello_flags);
     first.extend_from_slice(&a.known.refresh());
     if hello_flags & wire::FLAG_MONOTONIC_TIMESTAMPS == 0 {

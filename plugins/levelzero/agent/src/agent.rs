@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use xpuprof_agent_kit::channel::{Channel, Chunk};
 use xpuprof_agent_kit::modules::Known;
+use xpuprof_agent_kit::python::PythonFrames;
 use xpuprof_agent_kit::wire as kit_wire;
 
 use level_zero_sys::*;
@@ -61,6 +62,8 @@ pub struct Agent {
     pub exiting: std::sync::atomic::AtomicBool,
     /// Launch-class calls recorded.
     pub launches: std::sync::atomic::AtomicU64,
+    /// Python frames in launch stacks (`XPUPROF_LEVELZERO_PYTHON`, `auto` unless `off`).
+    pub python: PythonFrames,
 }
 
 impl std::fmt::Debug for Agent {
@@ -95,7 +98,9 @@ impl Agent {
         let mut buf = [0u64; unwind::MAX_FRAMES];
         let n = unwind::stack(&mut buf);
         let skip = buf[..n].iter().take_while(|&&a| self.skip.iter().any(|&(s, e)| a >= s && a < e)).count();
-        let frames = &buf[skip..n];
+        let mut merged = [0u64; unwind::MAX_FRAMES];
+        let n = self.python.merge(&buf[skip..n], &mut merged);
+        let frames = &merged[..n];
         if frames.is_empty() {
             return 0;
         }
@@ -105,6 +110,12 @@ impl Agent {
             if self.known.take_stale() {
                 // Before the stack that needs it: pushed now, the stack goes with `out` later.
                 self.chan.push(Chunk::Bytes(self.known.refresh()));
+            }
+            let mut defs = Vec::new();
+            self.python.put_definitions(&mut defs);
+            if !defs.is_empty() {
+                // Likewise: the Python frames' texts before the stack that uses them.
+                self.chan.push(Chunk::Bytes(defs));
             }
             out.push(Msg::Stack { hash, frames: frames.to_vec() });
         }
@@ -422,6 +433,7 @@ impl Agent {
         drop(st);
         let mut end = Vec::new();
         self.chan.put_lost(&mut end);
+        self.python.put_counts(&mut end);
         let launches = self.launches.load(std::sync::atomic::Ordering::Relaxed);
         kit_wire::put_message(&mut end, kit_wire::MSG_BYE, &[&launches.to_le_bytes(), &stacks.to_le_bytes()]);
         self.chan.push(Chunk::Bytes(end));

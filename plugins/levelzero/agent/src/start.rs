@@ -126,7 +126,9 @@ fn try_start() -> Result<(), String> {
         known,
         exiting: Default::default(),
         launches: Default::default(),
+        python: Default::default(),
     };
+    agent.python.set_enabled(std::env::var("XPUPROF_LEVELZERO_PYTHON").as_deref() != Ok("off"));
     let agent = AGENT.get_or_init(|| agent);
     agent.send(&out);
     // SAFETY: the tracer was created above; enabling starts the callbacks.

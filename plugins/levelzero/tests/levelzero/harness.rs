@@ -61,8 +61,23 @@ fn prepare() -> &'static PathBuf {
                 String::from_utf8_lossy(&o.stderr)
             );
         }
+        let o = Command::new("cc")
+            .args(["-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-Wall", "-Werror", "-shared", "-fPIC", "-I"])
+            .arg(&src)
+            .arg(src.join("pylaunch.c"))
+            .arg("-o")
+            .arg(out.join("libpylaunch.so"))
+            .arg("-lze_loader")
+            .output()
+            .expect("run cc");
+        assert!(o.status.success(), "failed to compile pylaunch.c: {}", String::from_utf8_lossy(&o.stderr));
         out
     })
+}
+
+/// The folder of the workload sources.
+pub fn sources() -> PathBuf {
+    repo().join("tests/levelzero/workloads")
 }
 
 /// The path of a compiled workload.
@@ -111,17 +126,25 @@ impl Run {
 /// Runs `xpuprof --source levelzero --sink folded,chrome,summary -- <workload> args` with the
 /// test-double driver scripted by `script`.
 pub fn run(tag: &str, script: &str, workload_name: &str, args: &[&str]) -> Run {
-    let exe = workload(workload_name);
+    run_program(tag, script, &workload(workload_name), args, &[])
+}
+
+/// Runs `xpuprof <flags> --source levelzero --sink folded,chrome,summary -- <exe> args` with the
+/// test-double driver scripted by `script`.
+pub fn run_program(tag: &str, script: &str, exe: &Path, args: &[&str], flags: &[&str]) -> Run {
+    prepare();
+    let workload_name = exe.display();
     let dir = target_dir();
     let out = std::env::temp_dir().join(format!("xpuprof-levelzero-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let o = Command::new(dir.join("xpuprof"))
+        .args(flags)
         .arg("--plugin-dir")
         .arg(&dir)
         .args(["--source", "levelzero", "--sink", "folded,chrome,summary", "-o"])
         .arg(&out)
         .arg("--")
-        .arg(&exe)
+        .arg(exe)
         .args(args)
         .env_remove("XPUPROF_PLUGIN_PATH")
         .env("ZE_ENABLE_ALT_DRIVERS", dir.join("libxpuprof_test_double_ze_driver.so"))

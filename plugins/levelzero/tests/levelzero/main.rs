@@ -8,4 +8,5 @@
 mod harness;
 mod immediate;
 mod processes;
+mod python;
 mod regular;

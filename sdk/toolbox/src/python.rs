@@ -1,0 +1,130 @@
+//! The host side of Python frames: the `python = "auto" | "off"` switch the sources that can show
+//! them share, and the turning of the tagged Python frame ids in an agent's stacks into named
+//! frames (`function (file.py:line)`).
+
+use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::model::FrameId;
+use xpuprof_sdk::Emitter;
+use xpuprof_wire::Reader;
+
+use crate::Interner;
+
+xpuprof_sdk::config_enum! {
+    /// Python frames in stacks.
+    pub enum Python {
+        /// Where the process runs CPython 3.9-3.13 (found by what it maps).
+        Auto = "auto",
+        /// Never.
+        Off = "off",
+    }
+}
+
+/// The Python frame texts one process's agent defined, by tagged id.
+#[derive(Debug, Default)]
+pub struct PyFrames {
+    names: IdMap<u64, String>,
+}
+
+impl PyFrames {
+    /// Takes the definitions of a `MSG_PY_FRAMES` payload.
+    pub fn define(&mut self, payload: &[u8]) {
+        self.names.extend(xpuprof_wire::read_py_frames(payload));
+    }
+
+    /// The text of stack entry `addr` when it is a Python frame id (an id never defined reads
+    /// `[python frame not defined]`), else `None`.
+    pub fn name(&self, addr: u64) -> Option<&str> {
+        if !xpuprof_wire::is_python_frame(addr) {
+            return None;
+        }
+        Some(self.names.get(&addr).map_or("[python frame not defined]", String::as_str))
+    }
+
+    /// The named frame of stack entry `addr` when it is a Python frame id (an id never defined
+    /// becomes a frame saying so), else `None`.
+    pub fn frame(&self, int: &mut Interner, em: &mut Emitter, addr: u64) -> Option<FrameId> {
+        let name = self.name(addr)?;
+        Some(int.named_frame(em, name))
+    }
+}
+
+/// An agent's Python capture counts (`MSG_PY_COUNTS`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PyCounts {
+    /// Launch stacks with Python frames.
+    pub with_frames: u64,
+    /// Launch stacks of a process running CPython that got none (no Python frame running on the
+    /// launching thread: a thread Python never ran on, such as a C++ worker thread).
+    pub without_frames: u64,
+    /// Launch stacks whose Python frame chain could not be read to its end (cut where it failed;
+    /// not counted in the two others).
+    pub errors: u64,
+}
+
+impl PyCounts {
+    /// Adds the counts of a `MSG_PY_COUNTS` payload.
+    pub fn add(&mut self, payload: &[u8]) {
+        let mut r = Reader::new(payload);
+        let (w, wo, e) = (r.u64(), r.u64(), r.u64());
+        if !r.short {
+            self.with_frames += w;
+            self.without_frames += wo;
+            self.errors += e;
+        }
+    }
+
+    /// The warning, when launch stacks of Python processes lack Python frames.
+    pub fn warning(&self) -> Option<String> {
+        (self.without_frames + self.errors > 0).then(|| {
+            format!(
+                "{} launch stacks of Python processes have native frames only ({} launched from threads running no \
+                 Python code, such as C++ worker threads; {} whose Python frame chain could not be read)",
+                self.without_frames + self.errors,
+                self.without_frames,
+                self.errors
+            )
+        })
+    }
+
+    /// The report line, when any launch came from a Python process.
+    pub fn report(&self) -> Option<String> {
+        let total = self.with_frames + self.without_frames + self.errors;
+        (total > 0).then(|| {
+            format!("python frames on {} of {total} launch stacks of Python processes", self.with_frames)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xpuprof_wire::{put_py_frames, split_messages, PY_FRAME_TAG};
+
+    #[test]
+    fn names_defined_frames_and_leaves_addresses_alone() {
+        let mut b = Vec::new();
+        put_py_frames(&mut b, &[(PY_FRAME_TAG | 1, "run (a.py:3)".into())]);
+        let mut py = PyFrames::default();
+        py.define(split_messages(&b).0[0].payload);
+        let (mut int, mut em) = (Interner::default(), Emitter::detached());
+        let a = py.frame(&mut int, &mut em, PY_FRAME_TAG | 1).unwrap();
+        assert_eq!(py.frame(&mut int, &mut em, PY_FRAME_TAG | 1), Some(a));
+        assert!(py.frame(&mut int, &mut em, PY_FRAME_TAG | 2).is_some_and(|f| f != a));
+        assert_eq!(py.frame(&mut int, &mut em, 0x7f00_1000), None);
+    }
+
+    #[test]
+    fn counts_add_up_and_report() {
+        let mut c = PyCounts::default();
+        assert_eq!(c.report(), None);
+        let p: Vec<u8> = [5u64, 2, 1].iter().flat_map(|v| v.to_le_bytes()).collect();
+        c.add(&p);
+        c.add(&p[..10]);
+        assert_eq!((c.with_frames, c.without_frames, c.errors), (5, 2, 1));
+        assert_eq!(c.report().unwrap(), "python frames on 5 of 8 launch stacks of Python processes");
+        assert!(c
+            .warning()
+            .unwrap()
+            .starts_with("3 launch stacks of Python processes have native frames only"));
+    }
+}
