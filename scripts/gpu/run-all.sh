@@ -3,7 +3,7 @@
 # program under `xpuprof --source cupti --sink folded,chrome` with exact checks, and runs the
 # launch-bound benchmark. Run from the repository root on the GPU machine:
 #
-#   scripts/gpu/run-all.sh [capture] [test] [graphs] [agree] [bench] [outputs]   (default: all)
+#   scripts/gpu/run-all.sh [capture] [test] [graphs] [agree] [stacks] [bench] [outputs]   (default: all)
 #
 # Needs: nvcc and CUPTI (CUDA_HOME, default /usr/local/cuda-13.0), python3, and the Rust parts
 # built on the development machine and carried in .device-carry/ (xpuprof, the plugins and
@@ -20,7 +20,7 @@ LIB=$CUDA_HOME/targets/x86_64-linux/lib
 AGENT=$CARRY/libxpuprof_cupti_agent.so
 BENCH_N=${BENCH_N:-200000}
 ROUNDS=${ROUNDS:-7}
-STEPS=${*:-capture test graphs agree bench outputs}   # e2e: issue 6 benchmarks (run it on its own)
+STEPS=${*:-capture test graphs agree stacks bench outputs}   # e2e: issue 6 benchmarks (run it on its own)
 mkdir -p "$OUT" "$W/bin" "$W/fixtures" "$W/logs"
 SUMMARY=$W/summary.txt
 : >"$SUMMARY"
@@ -189,6 +189,33 @@ if [[ " $STEPS " == *" agree "* ]]; then
     grep -h -i "error\|warn" "$W"/logs/agree-*.err | sort | uniq -c | head -5
   else
     row "agree" "skipped: carry libxpuprof_plugin_ebpf.so"
+  fi
+fi
+
+# ---- stacks: what the launch stacks show (Python frames, CFI through libtorch) -----------------
+# Python rows: GPU time under a frame `function (workload.py:LINE)` of the workload's own file and
+# rooted at a thread start (check_python_stacks.py: py / rooted / both >= 95%), the GPU time with
+# no Python frame by its root frames (autograd's device threads run the backward kernels), and for
+# torch.compile the Triton kernels under the line that calls the compiled function.
+if [[ " $STEPS " == *" stacks "* ]]; then
+  if [ -x "$CARRY/xpuprof" ]; then
+    mkdir -p "$W/stacks"
+    for mode in infer train; do
+      o=$W/stacks/torch-$mode; rm -rf "$o"
+      "$CARRY/xpuprof" --plugin-dir "$CARRY" -v --source cupti --sink folded -o "$o" -- \
+        python3 tests/workloads/torch/workload.py --mode $mode --steps 20 >"$W/logs/stacks-torch-$mode.out" 2>"$W/logs/stacks-torch-$mode.err"
+      rc=$?
+      row "stacks python torch $mode" "rc=$rc $(python3 scripts/gpu/check_python_stacks.py "$o" tests/workloads/torch/workload.py 2>&1 | tail -1)"
+      row "stacks python torch $mode agent" "$(grep -o 'python frames on .*\|[0-9]* launch stacks of Python processes have native frames only' "$W/logs/stacks-torch-$mode.err" | tr '\n' ' ')"
+    done
+    o=$W/stacks/torch-compile; rm -rf "$o"
+    "$CARRY/xpuprof" --plugin-dir "$CARRY" -v --source cupti --sink folded -o "$o" -- \
+      python3 tests/workloads/torch/compiled.py --steps 50 >"$W/logs/stacks-torch-compile.out" 2>"$W/logs/stacks-torch-compile.err"
+    rc=$?
+    row "stacks python torch.compile" "rc=$rc $(python3 scripts/gpu/check_python_stacks.py "$o" tests/workloads/torch/compiled.py --call-marker '# CALL' 2>&1 | tail -1)"
+    (cd "$W" && tar czf "$OUT/stacks.tar.gz" stacks)
+  else
+    row "stacks" "skipped: no $CARRY/xpuprof"
   fi
 fi
 

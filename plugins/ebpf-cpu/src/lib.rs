@@ -20,6 +20,7 @@ pub mod config;
 pub mod decode;
 pub mod handler;
 pub mod procmaps;
+pub mod python;
 mod source;
 mod stacks;
 mod sys;

@@ -1,0 +1,146 @@
+/* CPython frames of a sampled thread, read in BPF at the moment of the sample (on-CPU) or of the
+ * switch out (off-CPU): the code object and instruction pointer of each frame of the thread's
+ * frame chain, innermost first. User space resolves the code objects (process_vm_readv, cached)
+ * into `function (file.py:line)` and merges them into the native stack where the eval loop runs
+ * them. Per-version offsets come from the host (xpuprof-python's layout table) per process in
+ * `py_procs`; a process without an entry costs one map lookup per sample. */
+#ifndef XPUPROF_PYTHON_H
+#define XPUPROF_PYTHON_H
+
+#define PY_MAX_FRAMES 64
+#define PY_MAX_THREADS 64
+#define PY_NONE 0xffffffffu
+#define PY_ENTRY (1ull << 63) /* in xp_py_stack.instr: the first frame its eval-loop call ran */
+
+/* Where a process's interpreter keeps what is read (set by the host, see src/python.rs). */
+struct xp_py_offsets {
+	__u64 interpreters_head; /* address of _PyRuntime.interpreters.head */
+	__u32 interp_threads_head;
+	__u32 tstate_next;
+	__u32 tstate_native_tid; /* PY_NONE before 3.11: threads are matched by pthread_t = fs base */
+	__u32 tstate_thread_id;
+	__u32 tstate_frame;
+	__u32 cframe_current; /* PY_NONE when tstate_frame points to the frame itself */
+	__u32 objects;        /* 1: PyFrameObject chain (3.9, 3.10); 0: _PyInterpreterFrame chain */
+	__u32 frame_back;
+	__u32 frame_code;
+	__u32 frame_instr; /* prev_instr / instr_ptr, or f_lasti (an int) for frame objects */
+	__u32 frame_owner; /* PY_NONE for frame objects */
+	__u32 frame_is_entry; /* PY_NONE unless 3.11 */
+	__u32 owner_cstack;   /* PY_NONE before 3.12 */
+	__u32 pad;
+};
+
+/* What a sample carries of Python. */
+struct xp_py_stack {
+	__u32 frames;  /* entries filled */
+	__s32 status;  /* 0: complete; 1: cut at PY_MAX_FRAMES; -1: thread not found; -2: read failed */
+	__u64 code[PY_MAX_FRAMES];
+	__u64 instr[PY_MAX_FRAMES]; /* raw pointer or f_lasti, | PY_ENTRY */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct xp_py_offsets);
+} py_procs SEC(".maps");
+
+static __always_inline __u64 py_u64(__u64 addr, int *bad)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		*bad = 1;
+	return v;
+}
+
+static __always_inline __u32 py_u32(__u64 addr, int *bad)
+{
+	__u32 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		*bad = 1;
+	return v;
+}
+
+/* The thread state of thread `tid` (fs base `fsbase`), or 0. */
+static __always_inline __u64 py_thread_state(const struct xp_py_offsets *o, __u32 tid, __u64 fsbase, int *bad)
+{
+	__u64 interp = py_u64(o->interpreters_head, bad);
+	__u64 t;
+
+	if (!interp || *bad)
+		return 0;
+	t = py_u64(interp + o->interp_threads_head, bad);
+	for (int i = 0; i < PY_MAX_THREADS && t && !*bad; i++) {
+		if (o->tstate_native_tid != PY_NONE) {
+			if (py_u32(t + o->tstate_native_tid, bad) == tid)
+				return t;
+		} else if (py_u64(t + o->tstate_thread_id, bad) == fsbase) {
+			return t;
+		}
+		t = py_u64(t + o->tstate_next, bad);
+	}
+	return 0;
+}
+
+/* Reads the Python frames of `task` (thread `tid` of process `tgid`) into `out`; out->frames = 0
+ * when the process runs no known interpreter or the thread runs no Python code. */
+static __always_inline void xp_read_python(struct task_struct *task, __u32 tgid, __u32 tid, struct xp_py_stack *out)
+{
+	const struct xp_py_offsets *o = bpf_map_lookup_elem(&py_procs, &tgid);
+	__u64 fsbase = 0, frame;
+	__u32 n = 0;
+	int bad = 0;
+
+	out->frames = 0;
+	out->status = 0;
+	if (!o)
+		return;
+#if defined(__TARGET_ARCH_x86)
+	fsbase = BPF_CORE_READ(task, thread.fsbase);
+#endif
+	frame = py_thread_state(o, tid, fsbase, &bad);
+	if (!frame) {
+		out->status = bad ? -2 : -1;
+		return;
+	}
+	frame = py_u64(frame + o->tstate_frame, &bad);
+	if (frame && o->cframe_current != PY_NONE)
+		frame = py_u64(frame + o->cframe_current, &bad);
+	for (int i = 0; i < PY_MAX_FRAMES + 8 && frame && !bad; i++) {
+		__u64 next = py_u64(frame + o->frame_back, &bad);
+
+		if (o->objects) {
+			if (n >= PY_MAX_FRAMES)
+				break;
+			out->code[n] = py_u64(frame + o->frame_code, &bad);
+			out->instr[n] = py_u32(frame + o->frame_instr, &bad) | PY_ENTRY;
+			n++;
+		} else {
+			__u8 owner = 0;
+
+			bpf_probe_read_user(&owner, 1, (void *)(frame + o->frame_owner));
+			if (o->owner_cstack != PY_NONE && owner == o->owner_cstack) {
+				if (n > 0 && n <= PY_MAX_FRAMES)
+					out->instr[n - 1] |= PY_ENTRY;
+			} else {
+				__u8 entry = 0;
+
+				if (n >= PY_MAX_FRAMES)
+					break;
+				if (o->frame_is_entry != PY_NONE)
+					bpf_probe_read_user(&entry, 1, (void *)(frame + o->frame_is_entry));
+				out->code[n] = py_u64(frame + o->frame_code, &bad);
+				out->instr[n] = py_u64(frame + o->frame_instr, &bad) | (entry ? PY_ENTRY : 0);
+				n++;
+			}
+		}
+		frame = next;
+	}
+	out->frames = n;
+	out->status = bad ? -2 : (frame ? 1 : 0);
+}
+
+#endif

@@ -1,0 +1,269 @@
+//! Python frames in CPU samples, user-space half (the BPF half is `src/bpf/python.h`): finds each
+//! tracked process's CPython from what it maps, hands BPF the version's offsets (`py_procs`),
+//! and turns the frames a sample carries (code object + instruction pointer, read in BPF at the
+//! sample) into `function (file.py:line)` labels, resolved through `process_vm_readv` once per
+//! (code object, instruction), merged into the native stack where the eval loop runs them.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use xpuprof_python::chain::RawFrame;
+use xpuprof_python::layout::{Frames, Layout};
+use xpuprof_python::target::{Labels, Target};
+
+/// Entries of `xp_py_stack` (`PY_MAX_FRAMES`).
+pub const PY_MAX_FRAMES: usize = 64;
+/// `PY_NONE`: an offset the version does not have.
+const NONE: u32 = u32::MAX;
+/// `PY_ENTRY`: the frame is the first its eval-loop call ran.
+const ENTRY: u64 = 1 << 63;
+/// How often a process that maps no CPython yet is looked at again (libpython is mapped by the
+/// dynamic loader after exec), and for how long.
+const RETRY: Duration = Duration::from_millis(200);
+const RETRIES: u32 = 25;
+
+/// Mirror of `struct xp_py_offsets`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct PyOffsets {
+    pub interpreters_head: u64,
+    pub interp_threads_head: u32,
+    pub tstate_next: u32,
+    pub tstate_native_tid: u32,
+    pub tstate_thread_id: u32,
+    pub tstate_frame: u32,
+    pub cframe_current: u32,
+    pub objects: u32,
+    pub frame_back: u32,
+    pub frame_code: u32,
+    pub frame_instr: u32,
+    pub frame_owner: u32,
+    pub frame_is_entry: u32,
+    pub owner_cstack: u32,
+    pub pad: u32,
+}
+
+/// Mirror of `struct xp_py_stack`.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct PyStack {
+    pub frames: u32,
+    pub status: i32,
+    pub code: [u64; PY_MAX_FRAMES],
+    pub instr: [u64; PY_MAX_FRAMES],
+}
+
+// SAFETY: `repr(C)`, integers and arrays of integers only: every bit pattern is a valid value.
+unsafe impl plain::Plain for PyStack {}
+
+impl PyOffsets {
+    /// The offsets BPF needs for `target`.
+    pub fn of(target: &Target) -> PyOffsets {
+        let l = target.layout;
+        let off = |o: Option<u64>| o.map_or(NONE, |v| v as u32);
+        let mut o = PyOffsets {
+            interpreters_head: target.runtime + l.runtime_interpreters_head,
+            interp_threads_head: l.interp_threads_head as u32,
+            tstate_next: l.tstate_next as u32,
+            tstate_native_tid: off(l.tstate_native_thread_id),
+            tstate_thread_id: l.tstate_thread_id as u32,
+            tstate_frame: l.tstate_frame as u32,
+            cframe_current: off(l.cframe_current_frame),
+            owner_cstack: l.owner_cstack.map_or(NONE, u32::from),
+            ..PyOffsets::default()
+        };
+        match l.frames {
+            Frames::Objects { back, code, lasti, .. } => {
+                (o.objects, o.frame_back, o.frame_code, o.frame_instr) =
+                    (1, back as u32, code as u32, lasti as u32);
+                (o.frame_owner, o.frame_is_entry) = (NONE, NONE);
+            }
+            Frames::Interpreter { code, previous, instr, owner, is_entry } => {
+                (o.frame_back, o.frame_code, o.frame_instr) = (previous as u32, code as u32, instr as u32);
+                (o.frame_owner, o.frame_is_entry) = (owner as u32, off(is_entry));
+            }
+        }
+        o
+    }
+}
+
+/// What happened to the Python part of samples.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PyStats {
+    /// Samples of Python processes with Python frames.
+    pub with_frames: u64,
+    /// Samples of Python processes on threads running no Python code (native frames only).
+    pub without_frames: u64,
+    /// Samples whose frame chain BPF or user space could not read to its end (cut there).
+    pub unreadable: u64,
+    /// Processes whose interpreter was found (and the version is read).
+    pub processes: u64,
+}
+
+#[derive(Debug)]
+struct Proc {
+    target: Option<Target>,
+    labels: Labels,
+    tried: Instant,
+    attempts: u32,
+}
+
+/// The Python interpreters of the tracked processes.
+#[derive(Debug, Default)]
+pub struct Interpreters {
+    procs: HashMap<u32, Proc>,
+    /// Labels of the last sample, indexed by the tagged ids [`Interpreters::frames`] hands out.
+    labels: Vec<String>,
+    /// Counters.
+    pub stats: PyStats,
+    /// Why interpreters could not be read (each said once).
+    pub problems: Vec<String>,
+}
+
+impl Interpreters {
+    /// Looks for CPython in `pid` (again, while it may still be loading); returns the offsets to
+    /// put in `py_procs` when it was just found.
+    pub fn discover(&mut self, pid: u32, now: Instant) -> Option<PyOffsets> {
+        let p = self.procs.entry(pid).or_insert_with(|| Proc {
+            target: None,
+            labels: Labels::default(),
+            tried: now - RETRY,
+            attempts: 0,
+        });
+        if p.target.is_some() || p.attempts >= RETRIES || now.duration_since(p.tried) < RETRY {
+            return None;
+        }
+        p.tried = now;
+        p.attempts += 1;
+        match Target::find(pid) {
+            Ok(Some(t)) => {
+                let o = PyOffsets::of(&t);
+                p.target = Some(t);
+                self.stats.processes += 1;
+                Some(o)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                p.attempts = RETRIES;
+                self.problems.push(format!("process {pid}: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Forgets an exited process.
+    pub fn forget(&mut self, pid: u32) {
+        self.procs.remove(&pid);
+    }
+
+    /// True when `addr` (a code address, not a return address) lies in `pid`'s eval loop.
+    pub fn is_eval(&self, pid: u32, addr: u64) -> bool {
+        self.procs
+            .get(&pid)
+            .and_then(|p| p.target.as_ref())
+            .is_some_and(|t| addr >= t.eval.0 && addr < t.eval.1)
+    }
+
+    /// The Python frames of a sample of `pid` as (tagged index into [`Interpreters::label`],
+    /// entry) pairs, innermost first, for [`xpuprof_python::merge::merge`].
+    pub fn frames(&mut self, pid: u32, py: &PyStack, out: &mut Vec<(u64, bool)>) {
+        out.clear();
+        self.labels.clear();
+        let Some(p) = self.procs.get_mut(&pid) else { return };
+        let Some(t) = p.target.as_ref() else { return };
+        let n = (py.frames as usize).min(PY_MAX_FRAMES);
+        let mut cut = py.status < 0 && n > 0 || py.status == 1;
+        for i in 0..n {
+            let raw = raw_frame(t.layout, py.code[i], py.instr[i]);
+            match p.labels.label(t, &raw) {
+                Ok(l) => {
+                    out.push((xpuprof_python::PY_FRAME_TAG | self.labels.len() as u64, raw.entry));
+                    self.labels.push(l.to_owned());
+                }
+                Err(_) => {
+                    cut = true;
+                    break;
+                }
+            }
+        }
+        let s = &mut self.stats;
+        match (cut, out.is_empty()) {
+            (true, _) => s.unreadable += 1,
+            (false, true) => s.without_frames += 1,
+            (false, false) => s.with_frames += 1,
+        }
+    }
+
+    /// The label of a tagged id [`Interpreters::frames`] handed out for the current sample.
+    pub fn label(&self, tagged: u64) -> &str {
+        let i = (tagged & !xpuprof_python::PY_FRAME_TAG) as usize;
+        self.labels.get(i).map_or("[python frame]", String::as_str)
+    }
+}
+
+/// A frame as BPF read it -> code object + byte offset + entry flag.
+fn raw_frame(layout: &Layout, code: u64, instr: u64) -> RawFrame {
+    let entry = instr & ENTRY != 0;
+    let v = instr & !ENTRY;
+    let offset = match layout.frames {
+        Frames::Objects { lasti_in_units, .. } => match v as u32 as i32 {
+            l if l < 0 => u64::MAX,
+            l if lasti_in_units => l as u64 * 2,
+            l => l as u64,
+        },
+        Frames::Interpreter { .. } => {
+            let start = code + layout.code_instructions.unwrap_or(0);
+            if v >= start {
+                v - start
+            } else {
+                u64::MAX
+            }
+        }
+    };
+    RawFrame { code, offset, entry }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xpuprof_python::layout::Version;
+
+    #[test]
+    fn offsets_follow_the_layout_of_each_version() {
+        let t = |v| Target {
+            pid: 1,
+            binary: String::new(),
+            layout: Layout::of(v).unwrap(),
+            runtime: 0x1000,
+            code_type: 0,
+            eval: (0, 1),
+        };
+        let o = PyOffsets::of(&t(Version::new(3, 11)));
+        assert_eq!((o.interpreters_head, o.tstate_native_tid, o.cframe_current), (0x1000 + 40, 160, 8));
+        assert_eq!(
+            (o.objects, o.frame_code, o.frame_back, o.frame_is_entry, o.owner_cstack),
+            (0, 32, 48, 68, NONE)
+        );
+        let o = PyOffsets::of(&t(Version::new(3, 12)));
+        assert_eq!((o.frame_code, o.frame_back, o.frame_is_entry, o.owner_cstack), (0, 8, NONE, 3));
+        let o = PyOffsets::of(&t(Version::new(3, 10)));
+        assert_eq!((o.objects, o.tstate_native_tid, o.cframe_current, o.frame_owner), (1, NONE, NONE, NONE));
+    }
+
+    #[test]
+    fn raw_frames_become_offsets() {
+        let l311 = Layout::of(Version::new(3, 11)).unwrap();
+        let f = raw_frame(l311, 0x1000, (0x1000 + 184 + 10) | ENTRY);
+        assert_eq!((f.offset, f.entry), (10, true));
+        assert_eq!(raw_frame(l311, 0x1000, 0x1000).offset, u64::MAX);
+        let l310 = Layout::of(Version::new(3, 10)).unwrap();
+        assert_eq!(raw_frame(l310, 0x1000, 7 | ENTRY).offset, 14);
+        assert_eq!(raw_frame(l310, 0x1000, 0xffff_ffff | ENTRY).offset, u64::MAX);
+    }
+
+    #[test]
+    fn plain_mirrors_match_the_header_sizes() {
+        assert_eq!(std::mem::size_of::<PyOffsets>(), 8 + 14 * 4);
+        assert_eq!(std::mem::size_of::<PyStack>(), 8 + 2 * 8 * PY_MAX_FRAMES);
+    }
+}
