@@ -10,6 +10,8 @@
 #   CUDA 13.0 on; the decoder picks the one matching the runtime it meets.
 # - python3.11, libpython3.11-dev: the CPython whose frames xpuprof-python's tests read, and its
 #   headers (internal ones included) that the layout test compiles its offset probe against;
+# - chromium: headless Chromium renders the flame graph SVGs in the flamegraph sink's screenshot
+#   tests (plugins/flamegraph/tests/flamegraph/screenshot.rs);
 # - golang-go: `go tool pprof`, the reference reader the pprof sink's tests check profile.pb.gz with;
 # - the `perfetto` Python package, pinned: Perfetto's official trace protos (perfetto_trace_pb2)
 #   that the perfetto sink's tests decode trace.perfetto-trace with.
@@ -19,7 +21,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc golang-go libze1 libze-dev python3.11 libpython3.11-dev)
+APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc golang-go libze1 libze-dev python3.11 libpython3.11-dev chromium)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,7 +1,5 @@
-//! The flamegraph sink: golden SVGs from the sample session (GPU view and CPU view), GPU
+//! The sink's files: golden SVGs from the sample session (GPU view and CPU view), GPU
 //! colours, tooltips with full kernel names, empty sessions.
-
-use std::path::Path;
 
 use xpuprof_archive::sample;
 use xpuprof_plugin_flamegraph::fold::FoldedOptions;
@@ -91,16 +89,6 @@ fn empty_session_still_writes_svgs_that_say_why() {
     assert!(gpu.contains("no GPU work was recorded") && !gpu.contains("ERROR"), "{gpu}");
     assert!(cpu.contains("no CPU samples were recorded"), "{cpu}");
     assert!(gpu.trim_end().ends_with("</svg>"), "{gpu}");
-}
-
-/// Used by `tests/screenshot.sh`: writes the sample session's SVGs to `$XPUPROF_SCREENSHOT_DIR`.
-#[test]
-#[ignore = "run by tests/screenshot.sh"]
-fn write_sample_svg_for_screenshot() {
-    let dir = std::env::var("XPUPROF_SCREENSHOT_DIR").expect("XPUPROF_SCREENSHOT_DIR");
-    let (gpu, cpu) = run(&sample::session());
-    std::fs::write(Path::new(&dir).join("flamegraph.svg"), gpu).unwrap();
-    std::fs::write(Path::new(&dir).join("flamegraph.cpu.svg"), cpu).unwrap();
 }
 
 use xpuprof_testkit::host;

@@ -1,0 +1,194 @@
+//! Screenshots as tests: the flame graphs of a real GPU capture and of the CPU demo, made by the
+//! real host, rendered by headless Chromium (Debian's `chromium`, installed by
+//! `scripts/install-deps.sh`) and checked on the pixels a person would look at. The PNGs stay in
+//! a temporary directory (`XPUPROF_SCREENSHOT_DIR` keeps them elsewhere, to look at by eye).
+//!
+//! What is checked: in the GPU view of a CUDA program every pixel column of the graph shows a
+//! GPU frame (kernels green, copies blue, memsets purple, other device work such as
+//! synchronisation teal), so GPU work fills the view instead
+//! of being a sliver beside CPU samples; in the CPU view of the CPU demo the program's frames
+//! fill the width and no GPU colour appears.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use xpuprof_testkit::{host, skip};
+
+/// Headless Chromium, or `None` (a failure in CI, a counted skip elsewhere).
+fn chromium() -> Option<PathBuf> {
+    for name in ["chromium", "chromium-browser"] {
+        if let Ok(o) = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output() {
+            let path = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+            if o.status.success() && !path.is_empty() {
+                return Some(PathBuf::from(path));
+            }
+        }
+    }
+    skip::missing("no chromium on PATH (scripts/install-deps.sh installs Debian's chromium)");
+    None
+}
+
+/// Renders `svg` at its own size into `png` with headless Chromium.
+fn screenshot(chromium: &Path, svg: &Path, png: &Path) {
+    let text = std::fs::read_to_string(svg).unwrap();
+    let attr = |name: &str| -> u32 {
+        let at =
+            text.find(&format!(" {name}=\"")).unwrap_or_else(|| panic!("no {name} in {}", svg.display()));
+        text[at + name.len() + 3..].split('"').next().unwrap().parse().unwrap()
+    };
+    let (w, h) = (attr("width"), attr("height"));
+    let profile = tempfile::tempdir().unwrap();
+    let o = Command::new(chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(["--hide-scrollbars", &format!("--window-size={w},{h}")])
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", svg.display()))
+        .output()
+        .expect("run chromium");
+    assert!(
+        o.status.success() && png.is_file(),
+        "chromium could not render {}:\n{}",
+        svg.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// What the columns of the graph area show: the share of columns with a GPU-coloured pixel
+/// and the share with a CPU-coloured (inferno's warm palette) pixel.
+#[derive(Debug)]
+struct Columns {
+    gpu: f64,
+    cpu: f64,
+}
+
+fn is_gpu(r: u8, g: u8, b: u8) -> bool {
+    let (r, g, b) = (i32::from(r), i32::from(g), i32::from(b));
+    let green = g > r + 40 && g > b + 40;
+    let blue = b > r + 80 && b > g + 40;
+    let purple = b > g + 60 && r > g + 20;
+    let teal = g > r + 60 && b > r + 60; // synchronisation and other device work
+    green || blue || purple || teal
+}
+
+fn is_cpu(r: u8, g: u8, b: u8) -> bool {
+    // Inferno's "hot" palette: red 205-255, green 0-230, blue 0-55.
+    r >= 200 && b <= 60 && i32::from(r) > i32::from(g) + 20
+}
+
+/// Reads `png` and measures the frames area (inside inferno's 10-pixel side margins, below the
+/// title and above the details line).
+fn columns(png: &Path) -> Columns {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let (w, h) = (info.width as usize, info.height as usize);
+    let px = |x: usize, y: usize| {
+        let i = (y * w + x) * channels;
+        (buf[i], buf[i + 1], buf[i + 2])
+    };
+    let (mut gpu, mut cpu, mut all) = (0usize, 0usize, 0usize);
+    for x in 12..w.saturating_sub(12) {
+        all += 1;
+        let ys = 60..h.saturating_sub(30);
+        gpu += usize::from(ys.clone().any(|y| {
+            let (r, g, b) = px(x, y);
+            is_gpu(r, g, b)
+        }));
+        cpu += usize::from(ys.clone().any(|y| {
+            let (r, g, b) = px(x, y);
+            is_cpu(r, g, b)
+        }));
+    }
+    Columns { gpu: gpu as f64 / all as f64, cpu: cpu as f64 / all as f64 }
+}
+
+/// Where the PNGs go: `XPUPROF_SCREENSHOT_DIR`, else a temporary directory.
+fn png_dir() -> (PathBuf, Option<tempfile::TempDir>) {
+    match std::env::var_os("XPUPROF_SCREENSHOT_DIR") {
+        Some(d) => (PathBuf::from(d), None),
+        None => {
+            let t = tempfile::tempdir().unwrap();
+            (t.path().to_owned(), Some(t))
+        }
+    }
+}
+
+fn fixture(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path).canonicalize().unwrap()
+}
+
+#[test]
+fn gpu_frames_fill_the_gpu_view_of_a_real_cuda_capture() {
+    let Some(chromium) = chromium() else { return };
+    let Some(xpuprof) = host::xpuprof(&["cupti", "flamegraph"]) else { return };
+    let out = tempfile::tempdir().unwrap();
+    // The committed H100 capture of tests/workloads/cuda/multi_stream.cu, replayed into the
+    // CUPTI source's socket as its agent would send it.
+    let o = Command::new(&xpuprof)
+        .arg("--plugin-dir")
+        .arg(host::target_dir())
+        .args(["--source", "cupti", "--sink", "flamegraph", "-o"])
+        .arg(out.path())
+        .args(["--", "python3"])
+        .arg(fixture("tests/fixtures/cupti/replay.py"))
+        .arg(fixture("tests/fixtures/cupti/multi_stream/stream.bin"))
+        .output()
+        .expect("run xpuprof");
+    assert!(o.status.success(), "xpuprof failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    let (dir, _keep) = png_dir();
+    let png = dir.join("gpu-fixture-flamegraph.png");
+    screenshot(&chromium, &out.path().join("flamegraph.svg"), &png);
+    let c = columns(&png);
+    assert!(
+        c.gpu >= 0.95,
+        "GPU frames show in only {:.0}% of the GPU view's columns ({})",
+        c.gpu * 100.0,
+        png.display()
+    );
+}
+
+#[test]
+fn the_cpu_demo_fills_the_cpu_view_and_leaves_the_gpu_view_empty() {
+    let Some(chromium) = chromium() else { return };
+    if !skip::require_root("the CPU demo is profiled with the eBPF source") {
+        return;
+    }
+    let Some(xpuprof) = host::xpuprof(&["ebpf", "flamegraph"]) else { return };
+    let out = tempfile::tempdir().unwrap();
+    let demo = out.path().join("cpu_demo");
+    let cc = Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&demo)
+        .arg(fixture("tests/workloads/cpu/burn.c"))
+        .status()
+        .expect("run cc");
+    assert!(cc.success(), "cc failed on burn.c");
+    let o = Command::new(&xpuprof)
+        .arg("--plugin-dir")
+        .arg(host::target_dir())
+        .args(["--source", "ebpf", "--sink", "flamegraph", "-o"])
+        .arg(out.path().join("out"))
+        .arg("--")
+        .arg(&demo)
+        .output()
+        .expect("run xpuprof");
+    assert!(o.status.success(), "xpuprof failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    let (dir, _keep) = png_dir();
+    let (cpu_png, gpu_png) = (dir.join("cpu-demo-flamegraph.cpu.png"), dir.join("cpu-demo-flamegraph.png"));
+    screenshot(&chromium, &out.path().join("out/flamegraph.cpu.svg"), &cpu_png);
+    screenshot(&chromium, &out.path().join("out/flamegraph.svg"), &gpu_png);
+    let cpu = columns(&cpu_png);
+    assert!(
+        cpu.cpu >= 0.95,
+        "CPU frames show in only {:.0}% of the CPU view ({})",
+        cpu.cpu * 100.0,
+        cpu_png.display()
+    );
+    assert_eq!(cpu.gpu, 0.0, "GPU colours in the CPU view of a CPU program ({})", cpu_png.display());
+    let gpu = columns(&gpu_png);
+    assert_eq!((gpu.gpu, gpu.cpu), (0.0, 0.0), "the empty GPU view draws frames ({})", gpu_png.display());
+}
