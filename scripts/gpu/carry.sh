@@ -17,6 +17,10 @@ for f in xpuprof libxpuprof_plugin_cupti.so libxpuprof_cupti_agent.so libxpuprof
          libxpuprof_plugin_perfetto.so libxpuprof_plugin_pprof.so; do
   objcopy --strip-debug "target/release/$f" ".device-carry/$f"
 done
+# The agent's Python capture benchmark (criterion), run by run-all.sh's stacks step.
+bench=$(cargo bench -q -p xpuprof-python --bench capture --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import json,sys; print([j["executable"] for j in map(json.loads, sys.stdin) if j.get("executable")][-1])')
+objcopy --strip-debug "$bench" .device-carry/bench-python-capture
 # The eBPF plugin links libelf, which the GPU machine may lack.
 lib=$(ldconfig -p | awk '/libelf.so.1 / {print $NF; exit}')
 [ -n "$lib" ] && cp -L "$lib" .device-carry/lib/libelf.so.1

@@ -213,6 +213,15 @@ if [[ " $STEPS " == *" stacks "* ]]; then
       python3 tests/workloads/torch/compiled.py --steps 50 >"$W/logs/stacks-torch-compile.out" 2>"$W/logs/stacks-torch-compile.err"
     rc=$?
     row "stacks python torch.compile" "rc=$rc $(python3 scripts/gpu/check_python_stacks.py "$o" tests/workloads/torch/compiled.py --call-marker '# CALL' 2>&1 | tail -1)"
+    # The agent's Python cost per launch (criterion, the machine's own libpython: 15 frames + merge).
+    lp=$(ldconfig -p | awk '/libpython3\.[0-9]+\.so\.1\.0 / {print $NF; exit}')
+    if [ -x "$CARRY/bench-python-capture" ] && [ -n "$lp" ]; then
+      XPUPROF_BENCH_LIBPYTHON=$lp "$CARRY/bench-python-capture" --bench --warm-up-time 1 --measurement-time 3 \
+        >"$W/logs/stacks-bench-python.out" 2>&1
+      row "stacks python bench ($(basename "$lp"))" "$(grep -A1 '^python capture' "$W/logs/stacks-bench-python.out" | grep -o 'time: .*' | tr '\n' ' ')"
+    else
+      row "stacks python bench" "skipped: carry bench-python-capture (scripts/gpu/carry.sh) and a libpython3.X.so.1.0"
+    fi
     (cd "$W" && tar czf "$OUT/stacks.tar.gz" stacks)
   else
     row "stacks" "skipped: no $CARRY/xpuprof"

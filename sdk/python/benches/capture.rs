@@ -1,1 +1,74 @@
-fn main() {}
+//! The agent's Python cost per launch: reading the launching thread's frame chain (15 Python
+//! frames, the depth of a PyTorch model's forward call from a script), resolving each frame
+//! through the per-thread cache, and merging them into a 40-frame native stack. The interpreter
+//! is the machine's real CPython 3.11 (`libpython3.11.so.1.0`, loaded into this process): the
+//! script recurses 15 deep and calls back into this benchmark through ctypes, so the timed
+//! captures read live interpreter frames exactly as the agent does at API entry.
+//!
+//! `cargo bench -p xpuprof-python --bench capture`
+
+use std::ffi::{c_char, c_int, CString};
+use std::sync::OnceLock;
+
+use criterion::Criterion;
+use xpuprof_python::merge;
+use xpuprof_python::own::{Interpreter, MAX_FRAMES};
+
+/// The interpreter library loaded (`XPUPROF_BENCH_LIBPYTHON` overrides it: the GPU machine runs 3.12).
+const LIBPYTHON: &str = "libpython3.11.so.1.0";
+const PY_FRAMES: usize = 15;
+const NATIVE_FRAMES: usize = 40;
+
+static INTERPRETER: OnceLock<Interpreter> = OnceLock::new();
+
+/// Called from Python at depth 15: runs the measurements on live frames.
+extern "C" fn measure() {
+    let py =
+        INTERPRETER.get_or_init(|| Interpreter::find().expect("read CPython").expect("CPython is loaded"));
+    let mut frames = [(0u64, false); MAX_FRAMES];
+    assert_eq!(py.capture(&mut frames), PY_FRAMES + 1, "15 recursive frames + <module>");
+    // A native stack whose eval-loop frames sit where an interpreter's would: every third frame.
+    let eval = py_eval_return_address(py);
+    let native: Vec<u64> = (0..NATIVE_FRAMES as u64)
+        .map(|i| if i % 3 == 2 { eval } else { 0x5555_0000_1000 + 64 * i })
+        .collect();
+    let mut out = [0u64; 256];
+    let mut c = Criterion::default().configure_from_args();
+    c.bench_function("python capture (15 frames, cached)", |b| b.iter(|| py.capture(&mut frames)));
+    c.bench_function("python capture + merge into 40 native frames", |b| {
+        b.iter(|| {
+            let n = py.capture(&mut frames);
+            merge::merge(&native, |ra| py.is_eval(ra), &frames[..n], &mut out).len
+        })
+    });
+    c.final_summary();
+}
+
+/// A return address inside the interpreter's eval loop.
+fn py_eval_return_address(py: &Interpreter) -> u64 {
+    py.eval_range().0 + 16
+}
+
+fn main() {
+    type Init = unsafe extern "C" fn();
+    type Run = unsafe extern "C" fn(*const c_char) -> c_int;
+    let lib = std::env::var("XPUPROF_BENCH_LIBPYTHON").unwrap_or_else(|_| LIBPYTHON.to_owned());
+    let lib = CString::new(lib).unwrap();
+    // SAFETY: loads the system's libpython with its symbols global (as a python executable
+    // exports them), initialises it, and runs a script on this thread; the symbols have the C
+    // API's signatures.
+    unsafe {
+        let h = libc::dlopen(lib.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL);
+        assert!(!h.is_null(), "{lib:?} is missing: scripts/install-deps.sh installs libpython3.11-dev");
+        let init: Init = std::mem::transmute(libc::dlsym(h, c"Py_Initialize".as_ptr()));
+        let run: Run = std::mem::transmute(libc::dlsym(h, c"PyRun_SimpleString".as_ptr()));
+        init();
+        let script = format!(
+            "import ctypes\nmeasure = ctypes.CFUNCTYPE(None)({})\ndef down(n):\n    if n == 0:\n        measure()\n    else:\n        down(n - 1)\ndown({})\n",
+            measure as extern "C" fn() as usize,
+            PY_FRAMES - 1
+        );
+        let script = CString::new(script).unwrap();
+        assert_eq!(run(script.as_ptr()), 0, "the benchmark script failed");
+    }
+}

@@ -101,6 +101,11 @@ impl Interpreter {
         self.layout.version
     }
 
+    /// The eval loop's code: `[start, end)`.
+    pub fn eval_range(&self) -> (u64, u64) {
+        self.eval
+    }
+
     /// True when `ra` (a return address) lies in the eval loop's code.
     #[inline]
     pub fn is_eval(&self, ra: u64) -> bool {
