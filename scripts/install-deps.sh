@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing xpuprof needs on a fresh Debian machine with Rust:
 # - clang/llvm, bpftool, libelf, zlib, pkg-config, make, gcc: the eBPF plugin's skeleton, libbpf
-#   (built from source by libbpf-sys) and the C workloads the tests compile;
+#   (built from source by libbpf-sys) and the C workloads the tests compile; g++: the C plugin
+#   header is compiled as C++17 too (sdk/include/xpuprof);
 # - libclang-dev: bindgen for the CUPTI and Level Zero bindings;
 # - libze1, libze-dev: the Level Zero loader 1.8.12 with its tracing layer, and its headers
 #   (level-zero-sys, the levelzero agent and its tests run through the real loader);
@@ -21,7 +22,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc golang-go libze1 libze-dev python3.11 libpython3.11-dev chromium)
+APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc g++ golang-go libze1 libze-dev python3.11 libpython3.11-dev chromium)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

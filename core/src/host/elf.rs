@@ -63,6 +63,14 @@ pub fn check_elf(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether the ELF file at `path` exports (defines in its dynamic symbol table) `symbol`.
+pub fn exports_symbol(path: &Path, symbol: &str) -> bool {
+    let Ok(file) = File::open(path) else { return false };
+    let cache = ReadCache::new(file);
+    let Ok(elf) = ElfFile64::<Endianness, _>::parse(&cache) else { return false };
+    elf.dynamic_symbols().any(|s| s.is_definition() && s.name_bytes().is_ok_and(|n| n == symbol.as_bytes()))
+}
+
 /// Refuses a library that exports `root_symbol` (an xpuprof plugin built with the Rust SDK) but
 /// cannot unwind: it was built with `panic = "abort"`. Call after [`check_elf`].
 pub fn check_unwinds(path: &Path, root_symbol: &str) -> Result<(), String> {

@@ -10,7 +10,8 @@ use xpuprof_sdk::abi::{FfiHost, FfiInstance, FfiRecords, PluginModuleRef};
 use xpuprof_sdk::codec::Decoder;
 
 use super::bounded;
-use super::loader::LoadedPlugin;
+use super::cabi::CInstance;
+use super::loader::{LoadedPlugin, PluginEntry};
 use crate::pipeline::batch::RecordBatch;
 
 /// A batch of encoded records from one source.
@@ -68,32 +69,48 @@ impl HostContext {
         let n = Decoder::new(batch).take_while(Result::is_ok).count() as u64;
         self.late_records.fetch_add(n.max(1), Ordering::Relaxed);
     }
+
+    /// Queues a batch the instance emitted (copied), or counts it as late once disconnected.
+    pub(crate) fn emit_batch(&self, batch: &[u8]) {
+        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let sent = match tx {
+            Some(tx) => tx.send(SourceBatch { source: self.source, bytes: batch.to_vec() }).is_ok(),
+            None => false,
+        };
+        if !sent {
+            self.count_late(batch);
+        }
+    }
+
+    /// Logs a message of the instance: level 1 = error, 2 = warn, 3 = info, else debug.
+    pub(crate) fn log(&self, level: u8, message: &str) {
+        let (name, msg) = (self.name.as_str(), bounded::cap(message, bounded::MAX_MESSAGE_BYTES));
+        match level {
+            1 => tracing::error!("{name}: {msg}"),
+            2 => tracing::warn!("{name}: {msg}"),
+            3 => tracing::info!("{name}: {msg}"),
+            _ => tracing::debug!("{name}: {msg}"),
+        }
+    }
 }
 
 extern "C" fn host_emit(ctx: *const c_void, batch: RSlice<'_, u8>) {
     // SAFETY: `ctx` is a `HostContext` leaked by `HostContext::new`: valid for the rest of the
     // process, even after the instance was destroyed.
     let ctx = unsafe { &*(ctx as *const HostContext) };
-    let tx = ctx.tx.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let sent = match tx {
-        Some(tx) => tx.send(SourceBatch { source: ctx.source, bytes: batch.as_slice().to_vec() }).is_ok(),
-        None => false,
-    };
-    if !sent {
-        ctx.count_late(batch.as_slice());
-    }
+    ctx.emit_batch(batch.as_slice());
 }
 
 extern "C" fn host_log(ctx: *const c_void, level: u8, message: RStr<'_>) {
     // SAFETY: as in `host_emit`.
     let ctx = unsafe { &*(ctx as *const HostContext) };
-    let (name, msg) = (ctx.name.as_str(), bounded::cap(message.as_str(), bounded::MAX_MESSAGE_BYTES));
-    match level {
-        1 => tracing::error!("{name}: {msg}"),
-        2 => tracing::warn!("{name}: {msg}"),
-        3 => tracing::info!("{name}: {msg}"),
-        _ => tracing::debug!("{name}: {msg}"),
-    }
+    ctx.log(level, message.as_str());
+}
+
+/// The plugin behind an instance: a Rust root module or a C descriptor.
+enum Live {
+    Rust { module: PluginModuleRef, inst: FfiInstance },
+    C(CInstance),
 }
 
 /// A sink's entry point for lent records, when its build lays out records like the host's.
@@ -101,8 +118,7 @@ type ConsumeRecords = extern "C" fn(FfiInstance, FfiRecords) -> xpuprof_sdk::abi
 
 /// One live plugin instance. Destroyed on drop.
 pub struct Instance {
-    module: PluginModuleRef,
-    inst: FfiInstance,
+    live: Live,
     ctx: &'static HostContext,
     name: String,
     lend: Option<ConsumeRecords>,
@@ -140,13 +156,26 @@ impl Instance {
     /// Creates an instance whose callbacks use `ctx` (made by the host beforehand, so that it
     /// can disconnect the instance even while `create` is still running).
     pub fn create_with(plugin: &LoadedPlugin, args: &str, ctx: &'static HostContext) -> Result<Self, String> {
-        let host =
-            FfiHost { ctx: ctx as *const HostContext as *const c_void, emit: host_emit, log: host_log };
-        match into_result((plugin.module.create())(RStr::from_str(args), host)) {
-            Ok(inst) => {
+        let live = match plugin.module {
+            PluginEntry::Rust(module) => {
+                let host = FfiHost {
+                    ctx: ctx as *const HostContext as *const c_void,
+                    emit: host_emit,
+                    log: host_log,
+                };
+                into_result((module.create())(RStr::from_str(args), host))
+                    .map(|inst| Live::Rust { module, inst })
+            }
+            PluginEntry::C(module) => CInstance::create(module, args, ctx).map(Live::C),
+        };
+        match live {
+            Ok(live) => {
                 let same_layout = plugin.meta.record_layout == Some(xpuprof_sdk::model::record_layout());
-                let lend = plugin.module.consume_records().filter(|_| same_layout);
-                Ok(Self { module: plugin.module, inst, ctx, name: plugin.meta.name.clone(), lend })
+                let lend = match plugin.module {
+                    PluginEntry::Rust(module) => module.consume_records().filter(|_| same_layout),
+                    PluginEntry::C(_) => None,
+                };
+                Ok(Self { live, ctx, name: plugin.meta.name.clone(), lend })
             }
             Err(e) => {
                 ctx.disconnect();
@@ -162,32 +191,48 @@ impl Instance {
 
     /// Sources: collects the environment variables the target needs.
     pub fn prepare(&mut self) -> Result<Vec<(String, String)>, String> {
-        let mut env = RVec::new();
-        into_result((self.module.prepare())(self.inst, &mut env))?;
-        Ok(env.into_iter().map(|t| (t.0.into(), t.1.into())).collect())
+        match &mut self.live {
+            Live::Rust { module, inst } => {
+                let mut env = RVec::new();
+                into_result((module.prepare())(*inst, &mut env))?;
+                Ok(env.into_iter().map(|t| (t.0.into(), t.1.into())).collect())
+            }
+            Live::C(c) => c.prepare(),
+        }
     }
 
     /// Sources: starts recording the process tree of `pid`.
     pub fn start(&mut self, pid: u32) -> Result<(), String> {
-        into_result((self.module.start())(self.inst, pid))
+        match &mut self.live {
+            Live::Rust { module, inst } => into_result((module.start())(*inst, pid)),
+            Live::C(c) => c.start(pid),
+        }
     }
 
     /// Sources: stops and flushes.
     pub fn stop(&mut self) -> Result<(), String> {
-        into_result((self.module.stop())(self.inst))
+        match &mut self.live {
+            Live::Rust { module, inst } => into_result((module.stop())(*inst)),
+            Live::C(c) => c.stop(),
+        }
     }
 
     /// Sinks: consumes a batch of encoded records.
     pub fn consume(&mut self, batch: &[u8]) -> Result<(), String> {
-        into_result((self.module.consume())(self.inst, RSlice::from_slice(batch)))
+        match &mut self.live {
+            Live::Rust { module, inst } => into_result((module.consume())(*inst, RSlice::from_slice(batch))),
+            Live::C(c) => c.consume(batch),
+        }
     }
 
     /// Sinks: consumes a batch, lent as decoded records when the plugin's build lays them out
     /// like ours, else encoded (once per batch, shared by every sink that needs it).
     pub fn consume_batch(&mut self, batch: &RecordBatch) -> Result<(), String> {
-        match self.lend {
-            Some(consume) => into_result(consume(self.inst, FfiRecords::lend(batch.records()))),
-            None => self.consume(batch.encoded()),
+        match (&self.live, self.lend) {
+            (Live::Rust { inst, .. }, Some(consume)) => {
+                into_result(consume(*inst, FfiRecords::lend(batch.records())))
+            }
+            _ => self.consume(batch.encoded()),
         }
     }
 
@@ -204,7 +249,12 @@ impl Instance {
 
     /// Sinks: finishes and returns the files written.
     pub fn finish(&mut self) -> Result<Vec<String>, String> {
-        into_result((self.module.finish())(self.inst)).map(|v| v.into_iter().map(Into::into).collect())
+        match &mut self.live {
+            Live::Rust { module, inst } => {
+                into_result((module.finish())(*inst)).map(|v| v.into_iter().map(Into::into).collect())
+            }
+            Live::C(c) => c.finish(),
+        }
     }
 
     /// Stops emitting into the session's channel (after the source stopped).
@@ -220,7 +270,10 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        (self.module.destroy())(self.inst);
+        if let Live::Rust { module, inst } = &self.live {
+            (module.destroy())(*inst);
+        }
+        // A C instance is destroyed when `live` drops, right after this.
         // Whatever the plugin's leftover threads emit from now on is late.
         self.ctx.disconnect();
     }

@@ -10,6 +10,7 @@ use xpuprof_sdk::abi::{
 };
 use xpuprof_sdk::{ConfigKey, ConfigSchema, ConfigType, PluginKind};
 
+use super::cabi::{self, CModule};
 use super::discovery::{self, Found, SearchPath};
 use super::{bounded, elf, trust};
 
@@ -53,8 +54,27 @@ pub struct LoadedPlugin {
     pub path: PathBuf,
     /// Its metadata.
     pub meta: PluginMeta,
-    /// Its root module.
-    pub module: PluginModuleRef,
+    /// Its entry points.
+    pub module: PluginEntry,
+}
+
+/// How the host calls a plugin: through the Rust SDK's root module, or the C header's
+/// descriptor (`sdk/include/xpuprof/plugin.h`).
+#[derive(Clone, Copy)]
+pub enum PluginEntry {
+    /// Built with `xpuprof_sdk::export_plugin!`.
+    Rust(PluginModuleRef),
+    /// Built with `XPUPROF_EXPORT_PLUGIN` (C or C++).
+    C(CModule),
+}
+
+impl std::fmt::Debug for PluginEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Rust(_) => "PluginEntry::Rust",
+            Self::C(_) => "PluginEntry::C",
+        })
+    }
 }
 
 impl std::fmt::Debug for LoadedPlugin {
@@ -141,6 +161,10 @@ impl Registry {
 pub fn load(path: &Path) -> Result<LoadedPlugin, String> {
     trust::check_trusted_file(path, "the plugin file")?;
     elf::check_elf(path)?;
+    if cabi::exports_entry(path) {
+        let (module, meta) = cabi::load(path)?;
+        return Ok(LoadedPlugin { path: path.to_path_buf(), meta, module: PluginEntry::C(module) });
+    }
     elf::check_unwinds(path, ROOT_MODULE_SYMBOL)?;
     precheck_symbol(path)?;
     let header = lib_header_from_path(path).map_err(|e| explain(&e))?;
@@ -155,7 +179,7 @@ pub fn load(path: &Path) -> Result<LoadedPlugin, String> {
         return Err(wrong_abi(abi));
     }
     let meta = describe(module)?;
-    Ok(LoadedPlugin { path: path.to_path_buf(), meta, module })
+    Ok(LoadedPlugin { path: path.to_path_buf(), meta, module: PluginEntry::Rust(module) })
 }
 
 /// Reads the plugin's descriptor (and its extension, where the plugin's SDK has one).
@@ -177,12 +201,7 @@ fn describe(module: PluginModuleRef) -> Result<PluginMeta, String> {
             Ok(ConfigKey::new(&k.name, ty, &k.default, &doc))
         })
         .collect::<Result<Vec<_>, String>>()?;
-    if d.name.len() > MAX_NAME_BYTES {
-        return Err(format!("declares a plugin name of {} bytes (at most {MAX_NAME_BYTES})", d.name.len()));
-    }
-    if d.name.is_empty() || d.name.contains(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')) {
-        return Err(format!("declares an invalid plugin name {:?}", d.name.as_str()));
-    }
+    check_name(&d.name)?;
     // Appended in SDK 0.2: absent (`None`) in plugins built with SDK 0.1.
     let ext = module.describe_ext().map(|f| f());
     let text = |s: &str| bounded::cap(s, bounded::MAX_MESSAGE_BYTES).into_owned();
@@ -209,6 +228,18 @@ fn describe(module: PluginModuleRef) -> Result<PluginMeta, String> {
         // Appended in SDK 0.3.
         record_layout: ext.and_then(|e| e.record_layout()),
     })
+}
+
+/// Refuses a plugin name that is too long or holds other characters than letters, digits, `-`
+/// and `_` (it becomes a file name, a config table name and a command-line word).
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
+    if name.len() > MAX_NAME_BYTES {
+        return Err(format!("declares a plugin name of {} bytes (at most {MAX_NAME_BYTES})", name.len()));
+    }
+    if name.is_empty() || name.contains(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')) {
+        return Err(format!("declares an invalid plugin name {name:?}"));
+    }
+    Ok(())
 }
 
 fn wrong_abi(abi: u32) -> String {
@@ -299,7 +330,8 @@ fn precheck_symbol(path: &Path) -> Result<(), String> {
     let sym = unsafe { lib.get::<*const u8>(ROOT_MODULE_SYMBOL.as_bytes()) };
     if sym.is_err() {
         return Err(
-            "not an xpuprof plugin: it exports no plugin root module (build it with xpuprof_sdk::export_plugin!)"
+            "not an xpuprof plugin: it exports no plugin root module (build it with xpuprof_sdk::export_plugin!, \
+             or with XPUPROF_EXPORT_PLUGIN from xpuprof/plugin.h in C)"
                 .into(),
         );
     }

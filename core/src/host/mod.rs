@@ -1,6 +1,7 @@
 //! Plugin discovery, loading and live instances.
 
 pub mod bounded;
+pub mod cabi;
 pub mod discovery;
 pub mod elf;
 pub mod instance;
@@ -11,5 +12,5 @@ pub mod worker;
 
 pub use discovery::SearchPath;
 pub use instance::{HostContext, Instance, SourceBatch};
-pub use loader::{LoadFailure, LoadedPlugin, PluginMeta, Registry};
+pub use loader::{LoadFailure, LoadedPlugin, PluginEntry, PluginMeta, Registry};
 pub use worker::{CallError, PluginThread};
