@@ -5,9 +5,11 @@
 //! `cargo test --workspace` (the README's test command does both).
 
 mod abi;
+mod cabi;
 mod cli;
 mod common;
 mod correlation;
+mod examples;
 mod fixtures;
 mod install;
 mod lend;

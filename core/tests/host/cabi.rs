@@ -1,0 +1,264 @@
+//! The C plugin header (`sdk/include/xpuprof/`) against the host: it compiles as C99 and C++17
+//! with every warning an error, its struct layouts are the host's, and its batch reader and
+//! writer reproduce, byte for byte, a batch the Rust SDK encoded with every record kind and
+//! every field set. The C programs are in `tests/c-abi/`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use xpuprof_sdk::codec;
+use xpuprof_sdk::model::*;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The header's include directory.
+pub fn include_dir() -> PathBuf {
+    repo().join("sdk/include")
+}
+
+/// Compiles `sources` with `compiler` and `flags` into `out` against the header; panics with
+/// the compiler's messages when it fails.
+pub fn compile(compiler: &str, flags: &[&str], sources: &[PathBuf], out: &Path) {
+    let o = Command::new(compiler)
+        .args(flags)
+        .arg("-I")
+        .arg(include_dir())
+        .args(sources)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("failed to run {compiler} (install gcc and g++: scripts/install-deps.sh): {e}")
+        });
+    assert!(
+        o.status.success(),
+        "{compiler} {flags:?} {sources:?} failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn c_test(name: &str) -> PathBuf {
+    repo().join("tests/c-abi").join(name)
+}
+
+const STRICT_C: &[&str] = &["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"];
+
+#[test]
+fn the_header_compiles_as_c99_and_as_cpp17_without_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("c99");
+    compile("cc", STRICT_C, &[c_test("compile.c")], &c);
+    assert!(Command::new(&c).status().unwrap().success());
+    let cpp = dir.path().join("cpp17");
+    compile("c++", &["-x", "c++", "-std=c++17", "-Wall", "-Wextra", "-Werror"], &[c_test("compile.c")], &cpp);
+    assert!(Command::new(&cpp).status().unwrap().success());
+}
+
+#[test]
+fn the_header_layouts_are_the_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("layout");
+    compile("cc", STRICT_C, &[c_test("layout.c")], &exe);
+    let o = Command::new(&exe).output().unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    let c: Vec<(String, usize)> = text
+        .lines()
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').unwrap();
+            (k.to_owned(), v.parse().unwrap())
+        })
+        .collect();
+    let rust: Vec<(String, usize)> =
+        xpuprof_core::host::cabi::ffi::layout().into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+    assert_eq!(c, rust, "C (left) and the host (right) disagree on a layout");
+}
+
+fn corr(id: u64) -> Option<Correlation> {
+    Some(Correlation::new(0x142, id))
+}
+
+/// One record of every kind, every field set to something other than its default.
+fn every_record() -> Vec<Record> {
+    let big = 0x1234_5678_9abc;
+    let kernel = KernelInfo::blocks([300, 2, 3], [256, 1, 1])
+        .shared_memory(49152)
+        .registers(128)
+        .unit(SizeUnit::WorkItems)
+        .vgprs(64)
+        .sgprs(32)
+        .scratch_bytes(1024);
+    let launch = LaunchRef::default().tid(11).stack(StackId(4)).api(StrId(2)).time(big + 7);
+    let submission = Submission::default().list(0xdead).record(corr(77)).execution(3);
+    let op = DeviceOp::default()
+        .kind(DeviceOpKind::Memcpy)
+        .pid(10)
+        .device(DeviceId(1))
+        .stream(StreamId(2))
+        .start(big)
+        .end(big + 200_000)
+        .clock(ClockDomain(3))
+        .name(StrId(1))
+        .bytes(1 << 33)
+        .copy(CopyKind::PeerToPeer)
+        .correlation(corr(5))
+        .kernel(Some(kernel))
+        .graph(Some(GraphInfo::new(9, 10)))
+        .launch(Some(launch))
+        .src_device(DeviceId(1))
+        .dst_device(DeviceId(2))
+        .submission(Some(submission));
+    let annotation = Annotation::default()
+        .pid(10)
+        .tid(11)
+        .start(big)
+        .end(big + 5)
+        .name(StrId(1))
+        .domain(StrId(2))
+        .clock(ClockDomain(3));
+    vec![
+        Record::Str(StrDef::new(StrId(1), "acme::gemm<float> \"quoted\" ü".repeat(9))),
+        Record::Process(ProcessDef::default().pid(10).ppid(1).command(StrId(1))),
+        Record::Thread(ThreadDef::default().pid(10).tid(11).name(StrId(2))),
+        Record::Device(
+            DeviceDef::default()
+                .id(DeviceId(1))
+                .vendor(Vendor(0x42))
+                .index(3)
+                .name(StrId(1))
+                .uuid([7; 16])
+                .compute_units(132)
+                .memory_bytes(80 << 30)
+                .kind(DeviceKind::Accelerator)
+                .native_id(big)
+                .parent(DeviceId(5))
+                .arch(StrId(2))
+                .vendor_name(StrId(1)),
+        ),
+        Record::Stream(
+            StreamDef::default()
+                .id(StreamId(2))
+                .device(DeviceId(1))
+                .pid(10)
+                .native_id(big)
+                .name(StrId(1))
+                .kind(QueueKind::SyclQueue)
+                .parent(StreamId(1)),
+        ),
+        Record::Module(ModuleDef::default().id(ModuleId(1)).path(StrId(1)).build_id(vec![1, 2, 3, 0xff])),
+        Record::Frame(
+            FrameDef::default()
+                .id(FrameId(1))
+                .kind(FrameKind::Virtual)
+                .module(ModuleId(1))
+                .address(0x7fff_1234_5678)
+                .pid(10)
+                .name(StrId(1))
+                .inlined(vec![StrId(1), StrId(2), StrId(300)]),
+        ),
+        Record::Stack(StackDef::new(StackId(4), (1..200).map(FrameId).collect())),
+        Record::ClockDomain(
+            ClockDomainDef::default()
+                .domain(ClockDomain(3))
+                .ticks_per_second(19_200_000)
+                .valid_bits(48)
+                .name(StrId(2)),
+        ),
+        Record::ApiCall(
+            ApiCall::default()
+                .pid(10)
+                .tid(11)
+                .start(big)
+                .end(big + 3)
+                .name(StrId(2))
+                .correlation(corr(5))
+                .result(-700)
+                .external(Some(ExternalId { kind: 2, id: 99 }))
+                .kind(ApiKind::Launch)
+                .clock(ClockDomain(3)),
+        ),
+        Record::DeviceOp(op),
+        Record::LaunchSite(
+            LaunchSite::default()
+                .pid(10)
+                .tid(11)
+                .time(big)
+                .correlation(Correlation::new(0x142, 5))
+                .api(StrId(2))
+                .stack(StackId(4))
+                .clock(ClockDomain(3)),
+        ),
+        Record::CpuSample(
+            CpuSample::default()
+                .pid(10)
+                .tid(11)
+                .time(big)
+                .kind(SampleKind::OffCpu)
+                .weight(1_000_000)
+                .stack(StackId(4))
+                .clock(ClockDomain(3)),
+        ),
+        Record::Marker(annotation.clone().end(big)),
+        Record::Range(annotation),
+        Record::Counter(
+            Counter::default()
+                .pid(10)
+                .device(DeviceId(1))
+                .time(big)
+                .name(StrId(1))
+                .value(-2.5e9)
+                .clock(ClockDomain(3)),
+        ),
+        Record::Loss(Loss::default().pid(10).time(big).cause(StrId(1)).count(12).clock(ClockDomain(3))),
+        Record::ClockSync(ClockSync::default().domain(ClockDomain(3)).source_time(big).session_time(big + 1)),
+        Record::Overhead(
+            Overhead::default()
+                .pid(10)
+                .tid(11)
+                .start(big)
+                .end(big + 9)
+                .kind(OverheadKind::BufferFlush)
+                .name(StrId(1))
+                .device(DeviceId(1))
+                .clock(ClockDomain(3)),
+        ),
+    ]
+}
+
+fn round_trip_through_c(exe: &Path, batch: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut child = Command::new(exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(batch).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "the C round trip failed: {}", String::from_utf8_lossy(&o.stderr));
+    o.stdout
+}
+
+#[test]
+fn the_c_reader_and_writer_reproduce_every_record_kind_byte_for_byte() {
+    let records = every_record();
+    let tags: std::collections::BTreeSet<u8> = records.iter().map(Record::tag).collect();
+    let known: std::collections::BTreeSet<u8> = Record::tags().iter().map(|(t, _)| *t).collect();
+    assert_eq!(tags, known, "every record kind of the model is in the test batch");
+    let mut batch = Vec::new();
+    for r in &records {
+        codec::encode(r, &mut batch);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("roundtrip");
+    compile("cc", STRICT_C, &[c_test("roundtrip.c")], &exe);
+    let back = round_trip_through_c(&exe, &batch);
+    assert_eq!(codec::decode_all(&back).unwrap(), records, "decoded from what C wrote");
+    assert_eq!(back, batch, "C re-encodes the records byte for byte");
+    // Defaults too: a record with nothing set.
+    let mut empty = Vec::new();
+    codec::encode(&Record::DeviceOp(DeviceOp::default()), &mut empty);
+    assert_eq!(round_trip_through_c(&exe, &empty), empty);
+}

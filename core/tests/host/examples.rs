@@ -1,0 +1,125 @@
+//! The plugin examples under `examples/`, built as an author would and run by the real host:
+//! the C source `acme` (a fictitious accelerator) into the C sink `kernel-csv` and the
+//! built-in sinks.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::cabi::{compile, repo};
+use super::common::*;
+
+/// Builds the C example in `examples/<dir>/<file>` as `libxpuprof_plugin_<name>.so` in `out`,
+/// with the flags its Makefile uses.
+pub fn build_c_example(dir: &str, file: &str, name: &str, out: &Path) -> PathBuf {
+    let lib = out.join(format!("libxpuprof_plugin_{name}.so"));
+    let flags = [
+        "-std=c99",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-pedantic",
+        "-fPIC",
+        "-shared",
+        "-fvisibility=hidden",
+        "-pthread",
+    ];
+    compile("cc", &flags, &[repo().join("examples").join(dir).join(file)], &lib);
+    lib
+}
+
+/// Both C examples in a fresh plugin directory.
+pub fn c_examples() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    build_c_example("c-source-acme", "acme.c", "acme", dir.path());
+    build_c_example("c-sink-csv", "kernel_csv.c", "kernel_csv", dir.path());
+    dir
+}
+
+fn record(plugins: &Path, args: &[&str]) -> (std::process::Output, tempfile::TempDir) {
+    let cwd = tempfile::tempdir().unwrap();
+    let o = Command::new(xpuprof())
+        .arg("--plugin-dir")
+        .arg(plugins)
+        .args(args)
+        .current_dir(cwd.path())
+        .env_remove("XPUPROF_PLUGIN_PATH")
+        .output()
+        .expect("failed to run xpuprof");
+    (o, cwd)
+}
+
+#[test]
+fn the_c_examples_load_and_run_in_the_host() {
+    let plugins = c_examples();
+    let (o, cwd) = record(
+        plugins.path(),
+        &["--source", "acme", "--sink", "kernel-csv,folded", "-o", "out", "--", "true"],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let csv = std::fs::read_to_string(cwd.path().join("out/kernels.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "kernel,count,total_ns,mean_ns,min_ns,max_ns",
+            "\"acme::gemm<float>\",5,600000,120000,120000,120000",
+            "\"acme::relu\",3,90000,30000,30000,30000",
+        ],
+        "{csv}"
+    );
+    // The launch stacks, joined to the kernels across the device clock, and the copy.
+    let folded = std::fs::read_to_string(cwd.path().join("out/profile.folded")).unwrap();
+    for line in [
+        "main;train_step;forward;acmeLaunchKernel;[GPU_Kernel]acme::gemm<float> 240",
+        "main;train_step;backward;acmeLaunchKernel;[GPU_Kernel]acme::relu 30",
+        "[no launch stack];acmeMemcpyAsync;[GPU_Memcpy]HtoD 40",
+    ] {
+        assert!(folded.lines().any(|l| l == line), "missing `{line}` in:\n{folded}");
+    }
+    assert!(err.contains("acme trace buffer full: 3"), "the loss is reported: {err}");
+    assert!(err.contains("0 unmatched"), "{err}");
+}
+
+#[test]
+fn c_plugins_are_listed_with_their_schema_and_header() {
+    let plugins = c_examples();
+    let (o, _cwd) = record(plugins.path(), &["plugins"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("acme") && out.contains("(C header)"), "{out}");
+    assert!(out.contains("file = \"kernels.csv\""), "{out}");
+}
+
+#[test]
+fn a_c_plugins_config_is_checked_by_the_host_and_read_through_its_getters() {
+    let plugins = c_examples();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("xpuprof.toml"), "[source.acme]\nlaunches = -1\n").unwrap();
+    let run = |cwd: &Path| {
+        Command::new(xpuprof())
+            .arg("--plugin-dir")
+            .arg(plugins.path())
+            .args(["--source", "acme", "--sink", "kernel-csv", "-o", "out", "--", "true"])
+            .current_dir(cwd)
+            .env_remove("XPUPROF_PLUGIN_PATH")
+            .output()
+            .unwrap()
+    };
+    let o = run(cwd.path());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("launches"), "{}", stderr(&o));
+    std::fs::write(
+        cwd.path().join("xpuprof.toml"),
+        "[source.acme]\nlaunches = 2\n[sink.kernel-csv]\nfile = \"k.csv\"\n",
+    )
+    .unwrap();
+    let o = run(cwd.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(cwd.path().join("out/k.csv")).unwrap();
+    assert!(csv.contains("\"acme::relu\",1,") && csv.contains("\"acme::gemm<float>\",1,"), "{csv}");
+    // The sink's own error, in its words, stops the session before the target runs.
+    std::fs::write(cwd.path().join("xpuprof.toml"), "[sink.kernel-csv]\nfile = \"../k.csv\"\n").unwrap();
+    let o = run(cwd.path());
+    assert_eq!(o.status.code(), Some(125), "{}", stderr(&o));
+    assert!(stderr(&o).contains("invalid `file` ../k.csv"), "{}", stderr(&o));
+}
