@@ -18,10 +18,12 @@
 // A closed stderr must never abort a session: print through `say!` (see `term`).
 #![deny(clippy::print_stderr)]
 
+pub mod check;
 pub mod config;
 pub mod diff;
 pub mod doctor;
 pub mod host;
+pub mod newplugin;
 pub mod outdir;
 pub mod pipeline;
 pub mod report;

@@ -11,9 +11,11 @@ use anyhow::bail;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use xpuprof_core::config::FileConfig;
 use xpuprof_core::host::{Registry, SearchPath};
+use xpuprof_core::newplugin::Lang;
 use xpuprof_core::report::ReportOptions;
 use xpuprof_core::session::RecordOptions;
-use xpuprof_core::{diff, doctor, report, say, session, summary, term};
+use xpuprof_core::{check, diff, doctor, report, say, session, summary, term};
+use xpuprof_sdk::PluginKind;
 
 /// Exit code for xpuprof's own failures.
 const EXIT_INTERNAL: u8 = 125;
@@ -94,6 +96,41 @@ enum Command {
     },
     /// Check what each source needs and whether this machine has it.
     Doctor,
+    /// Check a plugin library against the plugin contract (whole lifecycle in a harness); exit 1
+    /// when it breaks a rule. `-c FILE` gives its config table.
+    CheckPlugin {
+        /// The plugin library (`libxpuprof_plugin_<name>.so`).
+        path: PathBuf,
+        /// Seconds before a call that has not returned counts as blocked.
+        #[arg(long, default_value_t = 10)]
+        timeout: u64,
+        /// Run the check in this process (by default it runs in a child, so a crash is reported).
+        #[arg(long, hide = true)]
+        in_process: bool,
+        /// The target a source records (default: sleep 0.2).
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Create a plugin crate (Rust) or folder (C) that builds and passes `check-plugin` as is.
+    NewPlugin {
+        /// Plugin name (letters, digits, `-`, `_`).
+        name: String,
+        /// `source` or `sink`.
+        #[arg(long, value_parser = ["source", "sink"])]
+        kind: String,
+        /// `rust` or `c`.
+        #[arg(long, value_parser = ["rust", "c"])]
+        lang: String,
+        /// Folder to create (default: ./NAME).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The xpuprof-sdk sources (Rust; default: those this xpuprof was built from).
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+        /// The folder holding xpuprof/plugin.h (C; default: this xpuprof's).
+        #[arg(long)]
+        include: Option<PathBuf>,
+    },
     /// Compare two runs (summary.json, output dir or archive); exit 1 on regression.
     Diff {
         /// Baseline.
@@ -224,6 +261,45 @@ fn record(args: RecordArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     }
 }
 
+fn check_plugin(
+    path: PathBuf,
+    timeout: u64,
+    in_process: bool,
+    command: Vec<String>,
+    global: &GlobalArgs,
+) -> anyhow::Result<u8> {
+    if !path.is_file() {
+        return Err(usage(format!("{} is not a file: give the path of a plugin library", path.display())));
+    }
+    if !in_process {
+        let exe = std::env::current_exe()?;
+        let mut args: Vec<std::ffi::OsString> = vec!["check-plugin".into(), "--in-process".into()];
+        args.extend(["--timeout".into(), timeout.to_string().into(), path.clone().into()]);
+        if let Some(c) = &global.config {
+            args.extend(["-c".into(), c.clone().into()]);
+        }
+        if !command.is_empty() {
+            args.push("--".into());
+            args.extend(command.into_iter().map(Into::into));
+        }
+        let passed = check::isolate::run(&exe, &args, &mut |line| term::out(&format!("{line}\n")))?;
+        return Ok(u8::from(!passed));
+    }
+    let mut opts = check::CheckOptions {
+        config_file: global.config.clone(),
+        timeout: std::time::Duration::from_secs(timeout.max(1)),
+        ..Default::default()
+    };
+    if !command.is_empty() {
+        opts.command = command;
+    }
+    let report = check::check_plugin(&path, &opts, &mut |step| {
+        term::out(&format!("{}{step}\n", check::isolate::STEP_MARK));
+    });
+    term::out(&report.to_string());
+    Ok(u8::from(!report.passed()))
+}
+
 fn run(cli: Cli) -> anyhow::Result<u8> {
     let global = cli.global;
     match cli.command {
@@ -286,6 +362,26 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let reg = Registry::discover(&search_path(&global, cfg.as_ref()));
             term::out(&doctor::doctor_report(&reg));
             Ok(0)
+        }
+        Some(Command::NewPlugin { name, kind, lang, dir, sdk, include }) => {
+            let (def_sdk, def_test, def_include) = xpuprof_core::newplugin::default_locations();
+            let sdk_dir = sdk.clone().unwrap_or(def_sdk);
+            let plugin_test = sdk.map(|s| s.join("plugin-test")).unwrap_or(def_test);
+            let req = xpuprof_core::newplugin::NewPlugin {
+                dir: dir.unwrap_or_else(|| PathBuf::from(&name)),
+                name,
+                kind: if kind == "source" { PluginKind::Source } else { PluginKind::Sink },
+                lang: if lang == "rust" { Lang::Rust } else { Lang::C },
+                sdk: sdk_dir,
+                plugin_test,
+                include: include.unwrap_or(def_include),
+            };
+            let next = req.write().map_err(usage)?;
+            term::out(&format!("created {}; next:\n{next}\n", req.dir.display()));
+            Ok(0)
+        }
+        Some(Command::CheckPlugin { path, timeout, in_process, command }) => {
+            check_plugin(path, timeout, in_process, command, &global)
         }
         Some(Command::Diff { base, current, threshold, metric, format }) => {
             let cfg = load_config(&global).map_err(usage)?;

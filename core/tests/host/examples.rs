@@ -123,3 +123,45 @@ fn a_c_plugins_config_is_checked_by_the_host_and_read_through_its_getters() {
     assert_eq!(o.status.code(), Some(125), "{}", stderr(&o));
     assert!(stderr(&o).contains("invalid `file` ../k.csv"), "{}", stderr(&o));
 }
+
+/// The Rust examples (workspace members built as `libxpuprof_example_*.so`), copied into `dir`
+/// under the plugin file name rule.
+pub fn add_rust_examples(dir: &Path) {
+    for name in ["fakeacc", "speedscope"] {
+        let built = plugin_dir().join(format!("libxpuprof_example_{name}.so"));
+        assert!(built.exists(), "{} is missing: run `cargo build --workspace` first", built.display());
+        std::fs::copy(&built, dir.join(format!("libxpuprof_plugin_{name}.so"))).unwrap();
+    }
+}
+
+#[test]
+fn the_rust_examples_run_in_the_host_and_mix_with_the_c_ones() {
+    let plugins = c_examples();
+    add_rust_examples(plugins.path());
+    // Rust source into the C sink and the Rust sink.
+    let (o, cwd) = record(
+        plugins.path(),
+        &["--source", "fakeacc", "--sink", "kernel-csv,speedscope", "-o", "out", "--", "true"],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let csv = std::fs::read_to_string(cwd.path().join("out/kernels.csv")).unwrap();
+    assert!(csv.contains("\"fake::saxpy\",6,"), "{csv}");
+    assert!(err.contains("fakeacc ring buffer full: 2"), "{err}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(cwd.path().join("out/profile.speedscope.json")).unwrap())
+            .unwrap();
+    let names: Vec<&str> =
+        json["shared"]["frames"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["main", "step", "fakeLaunch", "[GPU] fake::saxpy"]);
+    assert_eq!(json["profiles"][0]["samples"], serde_json::json!([[0, 1, 2, 3]]));
+    // Six kernels of 50 µs each, through the device clock's 3 ns ticks.
+    let w = json["profiles"][0]["weights"][0].as_u64().unwrap();
+    assert!((299_000..=301_000).contains(&w), "{w}");
+    // The C source into the Rust sink.
+    let (o, cwd) =
+        record(plugins.path(), &["--source", "acme", "--sink", "speedscope", "-o", "out", "--", "true"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(cwd.path().join("out/profile.speedscope.json")).unwrap();
+    assert!(text.contains("\"[GPU] acme::gemm<float>\"") && text.contains("\"backward\""), "{text}");
+}

@@ -6,6 +6,7 @@
 
 mod abi;
 mod cabi;
+mod check;
 mod cli;
 mod common;
 mod correlation;

@@ -1,0 +1,124 @@
+//! What a conformance check found, in the plugin author's terms.
+
+use std::fmt;
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// A check that passed (shown so the author sees what was covered).
+    Pass,
+    /// Works today but is fragile or surprising (a slow call, no records at all).
+    Warning,
+    /// Breaks the contract: the host would refuse it, lose data or show wrong results.
+    Error,
+}
+
+/// One finding: the rule, what happened (first occurrence) and how often.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// Pass, warning or error.
+    pub severity: Severity,
+    /// The rule, short ("ids are defined before use").
+    pub rule: &'static str,
+    /// What was seen, with the fix when known.
+    pub message: String,
+    /// How many times it happened (1 for passes).
+    pub count: u64,
+}
+
+/// Every finding of one check run, in the order they were made.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// The plugin's name, once it loaded.
+    pub plugin: Option<String>,
+    /// The findings.
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// Records a passed check.
+    pub fn pass(&mut self, rule: &'static str, message: impl Into<String>) {
+        self.push(Severity::Pass, rule, message.into());
+    }
+
+    /// Records a warning.
+    pub fn warn(&mut self, rule: &'static str, message: impl Into<String>) {
+        self.push(Severity::Warning, rule, message.into());
+    }
+
+    /// Records an error.
+    pub fn error(&mut self, rule: &'static str, message: impl Into<String>) {
+        self.push(Severity::Error, rule, message.into());
+    }
+
+    /// Records a finding; a repeat of a rule at the same severity only counts (the first
+    /// message is kept: it is the one to fix first).
+    pub fn push(&mut self, severity: Severity, rule: &'static str, message: String) {
+        if severity != Severity::Pass {
+            if let Some(f) = self.findings.iter_mut().find(|f| f.rule == rule && f.severity == severity) {
+                f.count += 1;
+                return;
+            }
+        }
+        self.findings.push(Finding { severity, rule, message, count: 1 });
+    }
+
+    /// The errors.
+    pub fn errors(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| f.severity == Severity::Error)
+    }
+
+    /// The warnings.
+    pub fn warnings(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| f.severity == Severity::Warning)
+    }
+
+    /// True when nothing breaks the contract.
+    pub fn passed(&self) -> bool {
+        self.errors().next().is_none()
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for x in &self.findings {
+            let mark = match x.severity {
+                Severity::Pass => "ok     ",
+                Severity::Warning => "warning",
+                Severity::Error => "ERROR  ",
+            };
+            let times =
+                if x.count > 1 { format!(" ({} times; the first shown)", x.count) } else { String::new() };
+            writeln!(f, "{mark} {}: {}{times}", x.rule, x.message)?;
+        }
+        let (e, w) = (self.errors().count(), self.warnings().count());
+        let name = self.plugin.as_deref().unwrap_or("the plugin");
+        if e == 0 {
+            writeln!(f, "{name} passes the conformance check ({w} warnings)")
+        } else {
+            writeln!(f, "{name} fails the conformance check: {e} errors, {w} warnings")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_are_counted_under_their_first_message() {
+        let mut r = Report::default();
+        r.error("ids", "string 3 used before its definition");
+        r.error("ids", "string 4 used before its definition");
+        r.warn("slow", "start took 2 s");
+        assert_eq!(r.findings.len(), 2);
+        assert_eq!(r.findings[0].count, 2);
+        assert!(!r.passed());
+        let text = r.to_string();
+        assert!(
+            text.contains("ERROR   ids: string 3 used before its definition (2 times; the first shown)"),
+            "{text}"
+        );
+        assert!(text.ends_with("fails the conformance check: 1 errors, 1 warnings\n"), "{text}");
+    }
+}

@@ -1,0 +1,186 @@
+//! `xpuprof new-plugin`: writes a plugin crate (Rust) or folder (C) that builds and passes the
+//! conformance kit as generated, for the author to fill in.
+
+use std::path::{Path, PathBuf};
+
+use xpuprof_sdk::PluginKind;
+
+/// The language of a new plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    /// A cdylib crate on `xpuprof-sdk`, with a conformance test.
+    Rust,
+    /// A C file on `xpuprof/plugin.h` and its Makefile.
+    C,
+}
+
+/// What to generate.
+#[derive(Debug, Clone)]
+pub struct NewPlugin {
+    /// Plugin name (letters, digits, `-`, `_`).
+    pub name: String,
+    /// Source or sink.
+    pub kind: PluginKind,
+    /// Rust or C.
+    pub lang: Lang,
+    /// The folder to create (it must not exist yet).
+    pub dir: PathBuf,
+    /// The `xpuprof-sdk` sources (Rust).
+    pub sdk: PathBuf,
+    /// The `xpuprof-plugin-test` sources (Rust).
+    pub plugin_test: PathBuf,
+    /// The directory holding `xpuprof/plugin.h` (C).
+    pub include: PathBuf,
+}
+
+/// Where this xpuprof finds the SDK it was built from: the repository it was built in while it
+/// exists, else the install layout (`<prefix>/share/xpuprof/sdk`, `<prefix>/include`).
+pub fn default_locations() -> (PathBuf, PathBuf, PathBuf) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default();
+    if repo.join("sdk/Cargo.toml").is_file() {
+        return (repo.join("sdk"), repo.join("sdk/plugin-test"), repo.join("sdk/include"));
+    }
+    let prefix = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().and_then(Path::parent).map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("/usr/local"));
+    let share = prefix.join("share/xpuprof");
+    (share.join("sdk"), share.join("plugin-test"), prefix.join("include"))
+}
+
+/// `my-plugin` -> `MyPlugin`.
+fn camel(name: &str) -> String {
+    name.split(['-', '_'])
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut c = p.chars();
+            c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+        })
+        .collect()
+}
+
+impl NewPlugin {
+    fn fill(&self, template: &str) -> String {
+        let lib = self.name.replace('-', "_");
+        let mut ty = camel(&self.name);
+        if ty.starts_with(|c: char| c.is_ascii_digit()) {
+            ty.insert(0, 'P');
+        }
+        template
+            .replace("{{name}}", &self.name)
+            .replace("{{lib}}", &lib)
+            .replace("{{Type}}", &ty)
+            .replace("{{kind}}", self.kind.as_str())
+            .replace("{{sdk}}", &self.sdk.display().to_string())
+            .replace("{{plugin_test}}", &self.plugin_test.display().to_string())
+            .replace("{{include}}", &self.include.display().to_string())
+    }
+
+    /// The files to write: path relative to the folder, contents.
+    pub fn files(&self) -> Vec<(String, String)> {
+        let lib = self.name.replace('-', "_");
+        let source = self.kind == PluginKind::Source;
+        match self.lang {
+            Lang::Rust => vec![
+                ("Cargo.toml".into(), self.fill(include_str!("templates/Cargo.toml.in"))),
+                (
+                    "src/lib.rs".into(),
+                    self.fill(if source {
+                        include_str!("templates/source.rs.in")
+                    } else {
+                        include_str!("templates/sink.rs.in")
+                    }),
+                ),
+                ("tests/conformance.rs".into(), self.fill(include_str!("templates/conformance.rs.in"))),
+                (".gitignore".into(), "/target\n".into()),
+            ],
+            Lang::C => vec![
+                (
+                    format!("{lib}.c"),
+                    self.fill(if source {
+                        include_str!("templates/source.c.in")
+                    } else {
+                        include_str!("templates/sink.c.in")
+                    }),
+                ),
+                ("Makefile".into(), self.fill(include_str!("templates/Makefile.in"))),
+                (".gitignore".into(), "*.so\n".into()),
+            ],
+        }
+    }
+
+    /// Checks the request and writes the files; returns what to run next.
+    pub fn write(&self) -> Result<String, String> {
+        if self.name.is_empty()
+            || self.name.len() > 64
+            || self.name.contains(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        {
+            return Err(format!(
+                "invalid plugin name {:?}: use letters, digits, `-` and `_` (at most 64)",
+                self.name
+            ));
+        }
+        if self.dir.exists() {
+            return Err(format!("{} already exists: give a new folder with --dir", self.dir.display()));
+        }
+        let needed = match self.lang {
+            Lang::Rust => [self.sdk.join("Cargo.toml"), self.plugin_test.join("Cargo.toml")].to_vec(),
+            Lang::C => vec![self.include.join("xpuprof/plugin.h")],
+        };
+        if let Some(missing) = needed.iter().find(|p| !p.is_file()) {
+            return Err(format!(
+                "cannot find {}: give the SDK's location with --sdk (Rust) or --include (C)",
+                missing.display()
+            ));
+        }
+        for (rel, text) in self.files() {
+            let path = self.dir.join(rel);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("failed to create {}: {e}", parent.display()))?;
+            }
+            std::fs::write(&path, text).map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+        }
+        let dir = self.dir.display();
+        Ok(match self.lang {
+            Lang::Rust => format!(
+                "cd {dir} && cargo test    # builds libxpuprof_plugin_{lib}.so and runs the conformance kit\n\
+                 xpuprof --plugin-dir {dir}/target/debug ...",
+                lib = self.name.replace('-', "_")
+            ),
+            Lang::C => format!(
+                "make -C {dir} check    # builds libxpuprof_plugin_{lib}.so and runs xpuprof check-plugin\n\
+                 xpuprof --plugin-dir {dir} ...",
+                lib = self.name.replace('-', "_")
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_become_types_and_library_names() {
+        assert_eq!(camel("my-npu_source"), "MyNpuSource");
+        let p = NewPlugin {
+            name: "my-npu".into(),
+            kind: PluginKind::Source,
+            lang: Lang::Rust,
+            dir: "x".into(),
+            sdk: "/sdk".into(),
+            plugin_test: "/pt".into(),
+            include: "/inc".into(),
+        };
+        let files = p.files();
+        let lib = &files.iter().find(|(f, _)| f == "src/lib.rs").unwrap().1;
+        assert!(lib.contains("pub struct MyNpu {") && lib.contains("name: \"my-npu\""), "{lib}");
+        let toml = &files[0].1;
+        assert!(
+            toml.contains("name = \"xpuprof_plugin_my_npu\"") && toml.contains("path = \"/sdk\""),
+            "{toml}"
+        );
+        assert!(!files.iter().any(|(_, t)| t.contains("{{")), "every placeholder filled");
+    }
+}
