@@ -127,6 +127,9 @@ enum Command {
         /// The xpuprof-sdk sources (Rust; default: those this xpuprof was built from).
         #[arg(long)]
         sdk: Option<PathBuf>,
+        /// The xpuprof-plugin-test sources (Rust; default: next to the SDK's).
+        #[arg(long)]
+        plugin_test: Option<PathBuf>,
         /// The folder holding xpuprof/plugin.h (C; default: this xpuprof's).
         #[arg(long)]
         include: Option<PathBuf>,
@@ -363,10 +366,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             term::out(&doctor::doctor_report(&reg));
             Ok(0)
         }
-        Some(Command::NewPlugin { name, kind, lang, dir, sdk, include }) => {
+        Some(Command::NewPlugin { name, kind, lang, dir, sdk, plugin_test, include }) => {
             let (def_sdk, def_test, def_include) = xpuprof_core::newplugin::default_locations();
             let sdk_dir = sdk.clone().unwrap_or(def_sdk);
-            let plugin_test = sdk.map(|s| s.join("plugin-test")).unwrap_or(def_test);
+            let plugin_test = plugin_test
+                .or_else(|| sdk.map(|s| xpuprof_core::newplugin::plugin_test_near(&s)))
+                .unwrap_or(def_test);
             let req = xpuprof_core::newplugin::NewPlugin {
                 dir: dir.unwrap_or_else(|| PathBuf::from(&name)),
                 name,

@@ -48,6 +48,16 @@ pub fn default_locations() -> (PathBuf, PathBuf, PathBuf) {
     (share.join("sdk"), share.join("plugin-test"), prefix.join("include"))
 }
 
+/// The `xpuprof-plugin-test` sources next to the SDK at `sdk`: `<sdk>/plugin-test` in xpuprof's
+/// repository, `<sdk>/../plugin-test` in the install layout.
+pub fn plugin_test_near(sdk: &Path) -> PathBuf {
+    let inside = sdk.join("plugin-test");
+    match sdk.parent() {
+        Some(p) if !inside.is_dir() && p.join("plugin-test").is_dir() => p.join("plugin-test"),
+        _ => inside,
+    }
+}
+
 /// `my-plugin` -> `MyPlugin`.
 fn camel(name: &str) -> String {
     name.split(['-', '_'])
@@ -129,7 +139,7 @@ impl NewPlugin {
         };
         if let Some(missing) = needed.iter().find(|p| !p.is_file()) {
             return Err(format!(
-                "cannot find {}: give the SDK's location with --sdk (Rust) or --include (C)",
+                "cannot find {}: give the SDK's location with --sdk and --plugin-test (Rust) or --include (C)",
                 missing.display()
             ));
         }

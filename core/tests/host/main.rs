@@ -13,6 +13,7 @@ mod correlation;
 mod examples;
 mod fixtures;
 mod install;
+mod kit;
 mod lend;
 mod lifecycle;
 mod plugins;
