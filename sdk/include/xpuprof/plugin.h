@@ -193,34 +193,38 @@ typedef struct xpuprof_plugin {
     XPUPROF_VISIBLE const xpuprof_plugin *xpuprof_plugin_v1(void) { return &(descriptor); }
 #endif
 
+/* Formats into `msg` (cut to `cap` - 1 bytes); returns the length written. */
+static inline size_t xpuprof__format(char *msg, size_t cap, const char *fmt, va_list ap) {
+    int n = vsnprintf(msg, cap, fmt, ap);
+    if (n < 0) {
+        msg[0] = '\0';
+        return 0;
+    }
+    return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
 /* Sets the error message of the current entry point (printf-style) and returns XPUPROF_ERROR:
  *   return xpuprof_fail(host, "failed to open %s: %s", path, strerror(errno)); */
 static inline XPUPROF_PRINTF(2, 3) int xpuprof_fail(const xpuprof_host *host, const char *fmt, ...) {
     char msg[1024];
+    size_t n;
     va_list ap;
-    int n;
     va_start(ap, fmt);
-    n = vsnprintf(msg, sizeof msg, fmt, ap);
+    n = xpuprof__format(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (n < 0) {
-        n = 0;
-    }
-    host->set_error(host->ctx, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+    host->set_error(host->ctx, msg, n);
     return XPUPROF_ERROR;
 }
 
 /* Logs a printf-style message through the host. */
 static inline XPUPROF_PRINTF(3, 4) void xpuprof_log(const xpuprof_host *host, int level, const char *fmt, ...) {
     char msg[1024];
+    size_t n;
     va_list ap;
-    int n;
     va_start(ap, fmt);
-    n = vsnprintf(msg, sizeof msg, fmt, ap);
+    n = xpuprof__format(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (n < 0) {
-        n = 0;
-    }
-    host->log(host->ctx, level, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+    host->log(host->ctx, level, msg, n);
 }
 
 /* Hands the batch's records to the host and empties it (sources). */
