@@ -68,10 +68,11 @@ fn the_c_examples_load_and_run_in_the_host() {
         ],
         "{csv}"
     );
-    // The launch stacks, joined to the kernels across the device clock, and the copy.
+    // The launch stacks, joined to the kernels across the device clock, and the copy (folded
+    // shows short kernel names).
     let folded = std::fs::read_to_string(cwd.path().join("out/profile.folded")).unwrap();
     for line in [
-        "main;train_step;forward;acmeLaunchKernel;[GPU_Kernel]acme::gemm<float> 240",
+        "main;train_step;forward;acmeLaunchKernel;[GPU_Kernel]acme::gemm 240",
         "main;train_step;backward;acmeLaunchKernel;[GPU_Kernel]acme::relu 30",
         "[no launch stack];acmeMemcpyAsync;[GPU_Memcpy]HtoD 40",
     ] {
