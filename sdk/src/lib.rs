@@ -4,7 +4,34 @@
 //! CUPTI, ROCm, Level Zero, ...) and **sink** plugins (which write outputs: folded stacks, Chrome
 //! trace, archive, ...) from shared libraries at run time. This crate is the whole contract: the
 //! event model, the plugin traits, and the stable ABI they travel through. It depends on almost
-//! nothing, so a plugin builds in seconds.
+//! nothing, so a plugin builds in seconds. C and C++ authors use the same contract through
+//! `sdk/include/xpuprof/plugin.h` (same records, same checks, same host).
+//!
+//! ## Step by step
+//!
+//! 1. **Generate a plugin** that builds and passes the conformance kit as it is:
+//!    `xpuprof new-plugin --kind source --lang rust mysource` (or `--kind sink`, or `--lang c`
+//!    for a C file and its Makefile). Then `cd mysource && cargo test`.
+//! 2. **Keep the name rule.** The host loads `libxpuprof_plugin_<name>.so` files only
+//!    (`-` in the name becomes `_`): `[lib] name = "xpuprof_plugin_mysource"` and
+//!    `crate-type = ["cdylib", "rlib"]`, and [`PluginInfo::name`] is what users type
+//!    (`--source mysource`, `[source.mysource]`).
+//! 3. **Declare the config** once with [`plugin_config!`](crate::plugin_config): keys, types,
+//!    defaults, ranges and docs. The host checks the user's table before anything runs, and
+//!    `xpuprof plugins` documents it.
+//! 4. **Implement the lifecycle** ([`Source`] or [`Sink`]; the rules are below): a source emits
+//!    definitions and events through its [`Emitter`], a sink reads them in `consume`.
+//! 5. **Test** with the conformance kit, `xpuprof-plugin-test`, from your own `cargo test`
+//!    (the generated `tests/conformance.rs`): the whole lifecycle in the host's harness, with
+//!    the id, ordering and clock rules, panics, slow and blocked calls, in your terms. C authors
+//!    run the same checks with `xpuprof check-plugin ./libxpuprof_plugin_x.so`.
+//! 6. **Run it**: `xpuprof --plugin-dir target/debug --source mysource --sink folded -- ./app`;
+//!    `xpuprof plugins` says whether it loads and why not.
+//!
+//! Complete examples, each loaded by the real host in xpuprof's tests: `examples/rust-source-fake`
+//! (a fictitious accelerator: devices, launch stacks, kernels in a device clock, a loss),
+//! `examples/rust-sink-speedscope` (a speedscope profile), and their C twins
+//! `examples/c-source-acme` and `examples/c-sink-csv`.
 //!
 //! ## A plugin in five lines
 //!
@@ -56,6 +83,26 @@
 //!
 //! Losses: anything a plugin drops (full buffers, records the vendor library dropped, probes that
 //! failed to attach) must be reported as a [`model::Loss`] record. Nothing is lost silently.
+//!
+//! ## Clocks
+//!
+//! Timestamps are nanoseconds of the session clock, `CLOCK_MONOTONIC` ([`clock::now_ns`]). A
+//! source whose device stamps its own ticks leaves them as they are: it declares the domain once
+//! with a [`model::ClockDomainDef`] (tick rate, and valid bits for counters that wrap), names it
+//! in each record's `clock` field, and emits [`model::ClockSync`] pairs (a reading of its clock
+//! and of the session clock at the same moment), at least one at start and one at stop. The host
+//! unwraps and converts; records of a domain never paired are dropped and reported as a loss.
+//!
+//! ## What the host does for you
+//!
+//! - renumbers ids: each source numbers its own from 1, and identical definitions from
+//!   different sources share one session id;
+//! - converts every clock domain to the session clock;
+//! - turns `Virtual` frames (process addresses) into module + file offset, symbolises them with
+//!   inlined functions, and demangles;
+//! - joins device work to its launch site and API call by (backend, process, correlation id)
+//!   and fills [`model::DeviceOp::launch`]; what it cannot join is counted and shown;
+//! - hands every sink the same sequence, each definition before its first use.
 //!
 //! ## Ownership of buffers
 //!
