@@ -169,11 +169,11 @@ impl StreamRules {
         }
         self.clocks(r, report);
         if let Record::DeviceOp(o) = r {
-            if o.launch.is_some() {
+            if o.launch.is_some() || o.recorded.is_some() {
                 report.error(
                     "sources leave host-only fields alone",
-                    "a DeviceOp sets `launch`, which the host's correlator fills; leave it None and give the \
-                     op the launch's `correlation` instead",
+                    "a DeviceOp sets `launch` or `recorded`, which the host's correlator fills; leave them \
+                     None and give the op the launch's `correlation` (and its submission's `record`) instead",
                 );
             }
         }

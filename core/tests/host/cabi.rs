@@ -109,7 +109,8 @@ fn every_record() -> Vec<Record> {
         .launch(Some(launch))
         .src_device(DeviceId(1))
         .dst_device(DeviceId(2))
-        .submission(Some(submission));
+        .submission(Some(submission))
+        .recorded(Some(LaunchRef::default().tid(12).stack(StackId(5)).api(StrId(1)).time(big + 3)));
     let annotation = Annotation::default()
         .pid(10)
         .tid(11)
@@ -188,7 +189,8 @@ fn every_record() -> Vec<Record> {
                 .correlation(Correlation::new(0x142, 5))
                 .api(StrId(2))
                 .stack(StackId(4))
-                .clock(ClockDomain(3)),
+                .clock(ClockDomain(3))
+                .recording(true),
         ),
         Record::CpuSample(
             CpuSample::default()
@@ -261,4 +263,75 @@ fn the_c_reader_and_writer_reproduce_every_record_kind_byte_for_byte() {
     let mut empty = Vec::new();
     codec::encode(&Record::DeviceOp(DeviceOp::default()), &mut empty);
     assert_eq!(round_trip_through_c(&exe, &empty), empty);
+}
+
+/// The top-level `name: value` pairs of a struct's `Debug` text (`Name { a: 1, b: [2, 3] }`).
+fn debug_fields(text: &str) -> Vec<(String, String)> {
+    let Some(open) = text.find('{') else { return vec![] };
+    let body = &text[open + 1..text.rfind('}').unwrap()];
+    let (mut fields, mut depth, mut quoted, mut escaped, mut start) = (Vec::new(), 0, false, false, 0);
+    let chars: Vec<char> = body.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            '(' | '[' | '{' if !quoted => depth += 1,
+            ')' | ']' | '}' if !quoted => depth -= 1,
+            ',' if !quoted && depth == 0 => {
+                fields.push(chars[start..i].iter().collect::<String>());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    fields.push(chars[start..].iter().collect());
+    fields
+        .iter()
+        .filter_map(|f| f.split_once(':').map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())))
+        .collect()
+}
+
+/// Guards the header against the model growing: a field added to a record kind is left at its
+/// default in [`every_record`] until someone sets it there, which makes the round trip above
+/// carry it, which fails until `records.h` writes and reads it.
+#[test]
+fn the_test_batch_sets_every_field_of_every_record_kind() {
+    for r in every_record() {
+        let text = format!("{r:?}");
+        let inner = &text[text.find('(').unwrap() + 1..text.rfind(')').unwrap()];
+        let default = match &r {
+            Record::Str(_) => format!("{:?}", StrDef::default()),
+            Record::Process(_) => format!("{:?}", ProcessDef::default()),
+            Record::Thread(_) => format!("{:?}", ThreadDef::default()),
+            Record::Device(_) => format!("{:?}", DeviceDef::default()),
+            Record::Stream(_) => format!("{:?}", StreamDef::default()),
+            Record::Module(_) => format!("{:?}", ModuleDef::default()),
+            Record::Frame(_) => format!("{:?}", FrameDef::default()),
+            Record::Stack(_) => format!("{:?}", StackDef::default()),
+            Record::ClockDomain(_) => format!("{:?}", ClockDomainDef::default()),
+            Record::ApiCall(_) => format!("{:?}", ApiCall::default()),
+            Record::DeviceOp(_) => format!("{:?}", DeviceOp::default()),
+            Record::LaunchSite(_) => format!("{:?}", LaunchSite::default()),
+            Record::CpuSample(_) => format!("{:?}", CpuSample::default()),
+            Record::Marker(_) | Record::Range(_) => format!("{:?}", Annotation::default()),
+            Record::Counter(_) => format!("{:?}", Counter::default()),
+            Record::Loss(_) => format!("{:?}", Loss::default()),
+            Record::ClockSync(_) => format!("{:?}", ClockSync::default()),
+            Record::Overhead(_) => format!("{:?}", Overhead::default()),
+            other => panic!("a record kind the C header does not know: {other:?}; add it to records.h"),
+        };
+        let (set, unset) = (debug_fields(inner), debug_fields(&default));
+        assert_eq!(
+            set.iter().map(|f| &f.0).collect::<Vec<_>>(),
+            unset.iter().map(|f| &f.0).collect::<Vec<_>>()
+        );
+        for ((name, value), (_, default)) in set.iter().zip(&unset) {
+            assert_ne!(
+                value, default,
+                "`{name}` of {inner} is at its default in the test batch: a field the model gained? add it to \
+                 sdk/include/xpuprof/records.h (struct, writer, reader) and set it in every_record()"
+            );
+        }
+    }
 }

@@ -274,6 +274,9 @@ typedef struct xpuprof_device_op {
     xpuprof_launch_ref launch;
     uint32_t src_device, dst_device;
     xpuprof_submission submission;
+    /* Set by the host's correlator, never by sources: the call that recorded this work. */
+    uint8_t has_recorded;
+    xpuprof_launch_ref recorded;
 } xpuprof_device_op;
 
 typedef struct xpuprof_launch_site {
@@ -283,6 +286,9 @@ typedef struct xpuprof_launch_site {
     uint32_t api;   /* string id */
     uint32_t stack; /* stack id */
     uint32_t clock;
+    /* 1 when this call recorded work that runs later (a graph node, a regular command list
+     * append): device work names it in its submission's `record`. */
+    uint8_t recording;
 } xpuprof_launch_site;
 
 typedef struct xpuprof_cpu_sample {
@@ -722,6 +728,13 @@ static inline void xpuprof__kernel_ext(xpuprof_batch *b, const xpuprof_kernel_in
     xpuprof__end_len(b, at);
 }
 
+static inline void xpuprof__launch_ref(xpuprof_batch *b, const xpuprof_launch_ref *l) {
+    xpuprof__var(b, l->tid);
+    xpuprof__var(b, l->stack);
+    xpuprof__var(b, l->api);
+    xpuprof__var(b, l->time);
+}
+
 static inline int xpuprof_write_device_op(xpuprof_batch *b, const xpuprof_device_op *r) {
     int i;
     XPUPROF__BEGIN(b, XPUPROF_TAG_DEVICE_OP);
@@ -752,10 +765,7 @@ static inline int xpuprof_write_device_op(xpuprof_batch *b, const xpuprof_device
         xpuprof__var(b, r->graph.node);
     }
     if (r->has_launch) {
-        xpuprof__var(b, r->launch.tid);
-        xpuprof__var(b, r->launch.stack);
-        xpuprof__var(b, r->launch.api);
-        xpuprof__var(b, r->launch.time);
+        xpuprof__launch_ref(b, &r->launch);
     }
     if (r->has_kernel) {
         xpuprof__kernel_ext(b, &r->kernel);
@@ -771,6 +781,13 @@ static inline int xpuprof_write_device_op(xpuprof_batch *b, const xpuprof_device
         xpuprof__key_var(b, 3, r->submission.execution);
         xpuprof__end_len(b, at);
     }
+    if (r->has_recorded) {
+        size_t at;
+        xpuprof__var(b, (uint64_t)7 << 3 | 2);
+        at = xpuprof__begin_len(b);
+        xpuprof__launch_ref(b, &r->recorded);
+        xpuprof__end_len(b, at);
+    }
     return xpuprof__end_record(b, at_);
 }
 
@@ -784,6 +801,7 @@ static inline int xpuprof_write_launch_site(xpuprof_batch *b, const xpuprof_laun
     xpuprof__var(b, r->api);
     xpuprof__var(b, r->stack);
     xpuprof__key_var(b, 1, r->clock);
+    xpuprof__key_var(b, 2, r->recording);
     return xpuprof__end_record(b, at_);
 }
 
@@ -1044,6 +1062,13 @@ static inline void xpuprof__merge_bad(xpuprof__cur *c, const xpuprof__cur *s) {
     }
 }
 
+static inline void xpuprof__read_launch_ref(xpuprof__cur *c, xpuprof_launch_ref *l) {
+    l->tid = xpuprof__ru32(c);
+    l->stack = xpuprof__ru32(c);
+    l->api = xpuprof__ru32(c);
+    l->time = xpuprof__rvar(c);
+}
+
 static inline void xpuprof__read_device_op(xpuprof__cur *c, xpuprof_device_op *r) {
     uint8_t flags;
     uint32_t n;
@@ -1075,10 +1100,7 @@ static inline void xpuprof__read_device_op(xpuprof__cur *c, xpuprof_device_op *r
         r->graph.node = xpuprof__rvar(c);
     }
     if (r->has_launch) {
-        r->launch.tid = xpuprof__ru32(c);
-        r->launch.stack = xpuprof__ru32(c);
-        r->launch.api = xpuprof__ru32(c);
-        r->launch.time = xpuprof__rvar(c);
+        xpuprof__read_launch_ref(c, &r->launch);
     }
     while (xpuprof__key(c, &n, &ty)) {
         if (n == 1) {
@@ -1119,6 +1141,11 @@ static inline void xpuprof__read_device_op(xpuprof__cur *c, xpuprof_device_op *r
                     xpuprof__skip(&s, t2);
                 }
             }
+            xpuprof__merge_bad(c, &s);
+        } else if (n == 7 && ty == 2) {
+            xpuprof__cur s = xpuprof__sub(c, ty);
+            r->has_recorded = 1;
+            xpuprof__read_launch_ref(&s, &r->recorded);
             xpuprof__merge_bad(c, &s);
         } else {
             /* 5 and 6: keyed parts of the graph and launch groups (none defined yet). */
@@ -1252,6 +1279,7 @@ static inline int xpuprof__read_payload(xpuprof__cur *c, uint8_t tag, xpuprof_re
         l->stack = xpuprof__ru32(c);
         while (xpuprof__key(c, &n, &ty)) {
             if (n == 1) l->clock = xpuprof__ku32(c, ty);
+            else if (n == 2) l->recording = xpuprof__kvar(c, ty) != 0;
             else xpuprof__skip(c, ty);
         }
         break;
