@@ -3,24 +3,34 @@
 # debug info, into .device-carry/ (git-ignored) for the GPU machine: pass `carry: [".device-carry"]`
 # to the device `run`, then run scripts/gpu/run-all.sh there. Each package is built on its own
 # line so a failed build stops here instead of carrying a stale binary.
+# `carry.sh --debug` carries debug builds instead (stripped; for correctness checks only: no
+# benchmark figure from them counts, and the criterion benchmark is left out).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+profile=release
+[ "${1:-}" = "--debug" ] && profile=debug
+flag=--release
+[ "$profile" = debug ] && flag=
 for p in xpuprof-core xpuprof-plugin-cupti xpuprof-cupti-agent xpuprof-plugin-ebpf xpuprof-plugin-folded \
          xpuprof-plugin-chrome xpuprof-plugin-flamegraph xpuprof-plugin-summary xpuprof-plugin-archive \
          xpuprof-plugin-perfetto xpuprof-plugin-pprof; do
-  cargo build --release -q -p "$p"
+  cargo build $flag -q -p "$p"
 done
 mkdir -p .device-carry/lib
 for f in xpuprof libxpuprof_plugin_cupti.so libxpuprof_cupti_agent.so libxpuprof_plugin_ebpf.so \
          libxpuprof_plugin_folded.so libxpuprof_plugin_chrome.so libxpuprof_plugin_flamegraph.so \
          libxpuprof_plugin_summary.so libxpuprof_plugin_archive.so \
          libxpuprof_plugin_perfetto.so libxpuprof_plugin_pprof.so; do
-  objcopy --strip-debug "target/release/$f" ".device-carry/$f"
+  objcopy --strip-debug "target/$profile/$f" ".device-carry/$f"
 done
+if [ "$profile" = release ]; then
 # The agent's Python capture benchmark (criterion), run by run-all.sh's stacks step.
 bench=$(cargo bench -q -p xpuprof-python --bench capture --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys; print([j["executable"] for j in map(json.loads, sys.stdin) if j.get("executable")][-1])')
 objcopy --strip-debug "$bench" .device-carry/bench-python-capture
+else
+  rm -f .device-carry/bench-python-capture
+fi
 # The eBPF plugin links libelf, which the GPU machine may lack.
 lib=$(ldconfig -p | awk '/libelf.so.1 / {print $NF; exit}')
 [ -n "$lib" ] && cp -L "$lib" .device-carry/lib/libelf.so.1
