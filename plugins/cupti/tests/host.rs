@@ -15,17 +15,10 @@ use std::process::Command;
 #[allow(dead_code)]
 use xpuprof_testkit::host;
 
-const REPLAY: &str = r#"
-import os, socket, sys
-for k in ("CUDA_INJECTION64_PATH", "XPUPROF_CUPTI_OPTS"):
-    assert os.environ.get(k), k + " not set"
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.connect(os.environ["XPUPROF_CUPTI_SOCKET"])
-data = open(sys.argv[1], "rb").read()
-for i in range(0, len(data), 777):
-    s.sendall(data[i:i + 777])
-s.close()
-"#;
+/// Plays a captured stream into the plugin's socket as the agent would (`replay.py STREAM`).
+fn replay_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cupti/replay.py")
+}
 
 #[test]
 fn replayed_agent_stream_reaches_the_sinks() {
@@ -49,7 +42,8 @@ fn replayed_agent_stream_reaches_the_sinks() {
         .arg(&dir)
         .args(["--source", "cupti", "--sink", "folded", "-o"])
         .arg(&out)
-        .args(["--", "python3", "-c", REPLAY])
+        .args(["--", "python3"])
+        .arg(replay_script())
         .arg(&fixture)
         .output()
         .expect("run xpuprof");
@@ -78,7 +72,8 @@ fn fold_replayed(xpuprof: &std::path::Path, stream: &str, config: &str) -> (Stri
         .arg(&cfg)
         .args(["--source", "cupti", "--sink", "folded", "-o"])
         .arg(out.path().join("out"))
-        .args(["--", "python3", "-c", REPLAY])
+        .args(["--", "python3"])
+        .arg(replay_script())
         .arg(&fixture)
         .output()
         .expect("run xpuprof");

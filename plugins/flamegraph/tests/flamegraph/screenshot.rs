@@ -117,6 +117,20 @@ fn png_dir() -> (PathBuf, Option<tempfile::TempDir>) {
     }
 }
 
+/// Runs `xpuprof --source SOURCE --sink flamegraph -o OUT -- COMMAND` with the build's plugins.
+fn record(xpuprof: &Path, source: &str, out: &Path, command: &[&Path]) {
+    let o = Command::new(xpuprof)
+        .arg("--plugin-dir")
+        .arg(host::target_dir())
+        .args(["--source", source, "--sink", "flamegraph", "-o"])
+        .arg(out)
+        .arg("--")
+        .args(command)
+        .output()
+        .expect("run xpuprof");
+    assert!(o.status.success(), "xpuprof failed:\n{}", String::from_utf8_lossy(&o.stderr));
+}
+
 fn fixture(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path).canonicalize().unwrap()
 }
@@ -128,17 +142,9 @@ fn gpu_frames_fill_the_gpu_view_of_a_real_cuda_capture() {
     let out = tempfile::tempdir().unwrap();
     // The committed H100 capture of tests/workloads/cuda/multi_stream.cu, replayed into the
     // CUPTI source's socket as its agent would send it.
-    let o = Command::new(&xpuprof)
-        .arg("--plugin-dir")
-        .arg(host::target_dir())
-        .args(["--source", "cupti", "--sink", "flamegraph", "-o"])
-        .arg(out.path())
-        .args(["--", "python3"])
-        .arg(fixture("tests/fixtures/cupti/replay.py"))
-        .arg(fixture("tests/fixtures/cupti/multi_stream/stream.bin"))
-        .output()
-        .expect("run xpuprof");
-    assert!(o.status.success(), "xpuprof failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    let replay = fixture("tests/fixtures/cupti/replay.py");
+    let stream = fixture("tests/fixtures/cupti/multi_stream/stream.bin");
+    record(&xpuprof, "cupti", out.path(), &[Path::new("python3"), &replay, &stream]);
     let (dir, _keep) = png_dir();
     let png = dir.join("gpu-fixture-flamegraph.png");
     screenshot(&chromium, &out.path().join("flamegraph.svg"), &png);
@@ -167,16 +173,7 @@ fn the_cpu_demo_fills_the_cpu_view_and_leaves_the_gpu_view_empty() {
         .status()
         .expect("run cc");
     assert!(cc.success(), "cc failed on burn.c");
-    let o = Command::new(&xpuprof)
-        .arg("--plugin-dir")
-        .arg(host::target_dir())
-        .args(["--source", "ebpf", "--sink", "flamegraph", "-o"])
-        .arg(out.path().join("out"))
-        .arg("--")
-        .arg(&demo)
-        .output()
-        .expect("run xpuprof");
-    assert!(o.status.success(), "xpuprof failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    record(&xpuprof, "ebpf", &out.path().join("out"), &[&demo]);
     let (dir, _keep) = png_dir();
     let (cpu_png, gpu_png) = (dir.join("cpu-demo-flamegraph.cpu.png"), dir.join("cpu-demo-flamegraph.png"));
     screenshot(&chromium, &out.path().join("out/flamegraph.cpu.svg"), &cpu_png);
