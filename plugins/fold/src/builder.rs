@@ -271,12 +271,18 @@ impl Renderer<'_> {
         line
     }
 
-    /// Appends a launch stack and its API function (unless the stack already ends in it).
+    /// Appends a launch stack and its API function. A stack walked from inside the call (it
+    /// holds a frame of the API function's name) is cut after that frame: the runtime's and
+    /// driver's frames below it differ between capture paths (an agent's walk, an eBPF uprobe)
+    /// and would split one launch site into several towers. The name comes from the record.
     fn push_launch(&mut self, line: &mut String, stack: StackId, api: StrId) {
-        let stack_text = if stack.is_none() { NO_STACK.to_owned() } else { self.stack(stack) };
+        let mut stack_text = if stack.is_none() { NO_STACK.to_owned() } else { self.stack(stack) };
+        let api = self.b.defs.str(api).map(sanitize_frame);
+        if let Some(api) = &api {
+            cut_after_frame(&mut stack_text, api);
+        }
         push_frame(line, &stack_text);
-        if let Some(api) = self.b.defs.str(api) {
-            let api = sanitize_frame(api);
+        if let Some(api) = api {
             if stack_text.rsplit(';').next().is_none_or(|leaf| leaf != api) {
                 push_frame(line, &api);
             }
@@ -376,6 +382,23 @@ impl Renderer<'_> {
     }
 }
 
+/// Cuts `stack` (frames joined by `;`, root first) after its innermost frame named `frame`, if
+/// it has one.
+fn cut_after_frame(stack: &mut String, frame: &str) {
+    let mut end = 0;
+    let mut cut = None;
+    for f in stack.split(';') {
+        end += f.len();
+        if f == frame {
+            cut = Some(end);
+        }
+        end += 1;
+    }
+    if let Some(at) = cut {
+        stack.truncate(at);
+    }
+}
+
 /// Appends `frames` (one frame or several joined by `;`) to a stack being built.
 fn push_frame(line: &mut String, frames: &str) {
     if frames.is_empty() {
@@ -435,5 +458,18 @@ mod tests {
                 "replay;[recorded at unknown site];[GPU_Kernel]k 3"
             ]
         );
+    }
+
+    #[test]
+    fn stacks_walked_from_inside_the_call_are_cut_after_the_api_frame() {
+        let mut s = "main;train;cudaLaunchKernel;libcudart.so+0x10;libcuda.so+0x20".to_owned();
+        cut_after_frame(&mut s, "cudaLaunchKernel");
+        assert_eq!(s, "main;train;cudaLaunchKernel");
+        let mut s = "main;launch".to_owned();
+        cut_after_frame(&mut s, "cudaLaunchKernel");
+        assert_eq!(s, "main;launch", "a stack from the caller side is kept whole");
+        let mut s = "main;cudaLaunchKernelEx;x".to_owned();
+        cut_after_frame(&mut s, "cudaLaunchKernel");
+        assert_eq!(s, "main;cudaLaunchKernelEx;x", "whole frames only");
     }
 }

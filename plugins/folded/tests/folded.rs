@@ -140,3 +140,33 @@ fn scripted_session_through_the_host_matches_golden() {
     host::record(&bin, "folded", out.path());
     golden::check("scripted.folded", &std::fs::read_to_string(out.path().join("profile.folded")).unwrap());
 }
+
+#[test]
+fn one_launch_site_is_one_tower_whichever_path_captured_its_stack() {
+    use xpuprof_sdk::model::*;
+    // An agent's walk from inside the call (runtime and driver frames under the API function)
+    // and an eBPF uprobe's stack from the caller side, for launches from the same place.
+    let names = ["main", "launch", "cudaLaunchKernel", "libcuda.so.1+0x20", "k"];
+    let mut b = FoldedBuilder::new(FoldedOptions::default());
+    for (i, n) in names.iter().enumerate() {
+        b.add(&Record::Str(StrDef::default().id(StrId(i as u32 + 1)).text((*n).to_owned())));
+        let frame = FrameDef::default()
+            .id(FrameId(i as u32 + 1))
+            .kind(FrameKind::Synthetic)
+            .name(StrId(i as u32 + 1));
+        b.add(&Record::Frame(frame));
+    }
+    let inside =
+        StackDef::default().id(StackId(1)).frames(vec![FrameId(4), FrameId(3), FrameId(2), FrameId(1)]);
+    let caller = StackDef::default().id(StackId(2)).frames(vec![FrameId(2), FrameId(1)]);
+    b.add(&Record::Stack(inside));
+    b.add(&Record::Stack(caller));
+    for (stack, us) in [(1, 2), (2, 1)] {
+        let launch = LaunchRef::default().stack(StackId(stack)).api(StrId(3));
+        let op = DeviceOp::default().kind(DeviceOpKind::Kernel).name(StrId(5)).start(0).end(us * 1000);
+        b.add(&Record::DeviceOp(op.launch(Some(launch))));
+    }
+    let mut out = Vec::new();
+    b.write(View::Gpu, &mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), "main;launch;cudaLaunchKernel;[GPU_Kernel]k 3\n");
+}
