@@ -272,7 +272,7 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     let sinks = create_sinks(&reg, &opts.sinks, opts.config.as_ref(), &session, &mut failures)?;
     out.sinks_created()?;
 
-    let (tx, rx) = mpsc::sync_channel::<SourceBatch>(1024);
+    let (tx, rx) = mpsc::sync_channel::<SourceBatch>(SOURCE_QUEUE);
     let plugins = source_plugins.into_iter().map(|(p, t)| (p.clone(), create_args(t, &session)));
     let timeout = FileConfig::plugin_timeout(opts.config.as_ref());
     let mut sources = Sources::create(plugins.collect(), &tx, timeout, &mut failures);
@@ -344,6 +344,11 @@ fn warn_foreign(out: &OutputDir, files: &[String]) {
 
 type WorkerResult = (PipelineStats, SinkResults);
 
+/// Source batches (each at most 64 KiB, the SDK emitter's flush size) waiting for the pipeline:
+/// 16 MiB, a fifth of a second of the pipeline's work. A full queue blocks the emitting source
+/// thread (never an application thread: agents buffer and count their drops).
+const SOURCE_QUEUE: usize = 256;
+
 /// How often the pipeline releases what waited and lets the sinks flush, under load too.
 const TICK: Duration = Duration::from_millis(200);
 
@@ -360,7 +365,7 @@ fn spawn_pipeline(
             let mut pipeline = Pipeline::new(n_sources, true);
             let mut last_tick = Instant::now();
             loop {
-                let mut deliver = |batch: Vec<Record>| sinks.deliver(batch);
+                let mut deliver = |batch: &mut Vec<Record>| sinks.deliver(batch);
                 match rx.recv_timeout(TICK) {
                     Ok(b) => {
                         // Counted on arrival for the status line: the first batches can take
@@ -378,11 +383,11 @@ fn spawn_pipeline(
                 // for all) so it can flush what has waited too long (the archive's chunks).
                 if last_tick.elapsed() >= TICK {
                     pipeline.tick(&mut deliver);
-                    sinks.deliver(Vec::new());
+                    sinks.deliver(&mut Vec::new());
                     last_tick = Instant::now();
                 }
             }
-            pipeline.finish(&mut |batch: Vec<Record>| sinks.deliver(batch));
+            pipeline.finish(&mut |batch: &mut Vec<Record>| sinks.deliver(batch));
             (pipeline.stats(), sinks.finish())
         })
         .expect("failed to spawn the pipeline thread")

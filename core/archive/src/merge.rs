@@ -129,8 +129,9 @@ impl<'a> Merge<'a> {
         }
     }
 
-    /// Hands `f` the records in global order, in batches of [`BATCH_RECORDS`].
-    pub fn run(&mut self, f: &mut dyn FnMut(Vec<Record>)) {
+    /// Hands `f` the records in global order, in batches of [`BATCH_RECORDS`] (`f` takes them
+    /// out of the vector; what it leaves is cleared).
+    pub fn run(&mut self, f: &mut dyn FnMut(&mut Vec<Record>)) {
         for i in 0..self.streams.len() {
             self.push(i);
         }
@@ -139,13 +140,14 @@ impl<'a> Merge<'a> {
             if let Some(r) = self.step(i) {
                 out.push(r);
                 if out.len() >= BATCH_RECORDS {
-                    f(std::mem::replace(&mut out, Vec::with_capacity(BATCH_RECORDS)));
+                    f(&mut out);
+                    out.clear();
                 }
             }
             self.push(i);
         }
         if !out.is_empty() {
-            f(out);
+            f(&mut out);
         }
         self.end();
     }

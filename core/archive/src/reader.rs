@@ -289,7 +289,7 @@ impl Reader {
         let mut buf = Vec::new();
         self.replay_records(&mut |records| {
             buf.clear();
-            for r in &records {
+            for r in records.iter() {
                 xpuprof_sdk::codec::encode(r, &mut buf);
             }
             f(&buf);
@@ -297,9 +297,12 @@ impl Reader {
     }
 
     /// [`Reader::replay`] without the encoding: calls `f` with batches of decoded records
-    /// (each record is decoded once, straight from the archive's columns). What `xpuprof
-    /// report` uses.
-    pub fn replay_records(&mut self, f: &mut dyn FnMut(Vec<Record>)) -> Result<ReplayStats, ArchiveError> {
+    /// (each record is decoded once, straight from the archive's columns), which `f` may take
+    /// out of the vector (`std::mem::take`, `append`) or leave. What `xpuprof report` uses.
+    pub fn replay_records(
+        &mut self,
+        f: &mut dyn FnMut(&mut Vec<Record>),
+    ) -> Result<ReplayStats, ArchiveError> {
         let mut m = Merge::new(self);
         m.run(f);
         Ok(m.into_stats())

@@ -19,6 +19,11 @@ const PENDING_GRACE: Duration = Duration::from_secs(2);
 const USED_LIFETIME: Duration = Duration::from_secs(5);
 /// How long a launch that nothing used yet stays joinable (deep GPU queues, slow buffers).
 const UNUSED_LIFETIME: Duration = Duration::from_secs(60);
+/// Most launches kept joinable after their first use, whatever their age: at a million launches
+/// per second, [`USED_LIFETIME`] alone would keep five million. More work of a launch that was
+/// already joined (the other nodes of a graph launch) comes in the same activity buffer as its
+/// first, so this many later launches is a wide margin; the oldest is forgotten first.
+const MAX_USED: usize = 1 << 16;
 
 /// What the correlator counted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -63,6 +68,8 @@ struct Pending {
 pub struct Correlator {
     launches: IdMap<CorrelationKey, Launch>,
     launch_order: VecDeque<CorrelationKey>,
+    /// Keys of used launches in the order of their first use (see [`MAX_USED`]).
+    used_order: VecDeque<CorrelationKey>,
     pending: IdMap<CorrelationKey, Pending>,
     pending_order: VecDeque<(Instant, CorrelationKey)>,
     /// (backend, pid) pairs that send launch stacks: their device work waits for them.
@@ -162,10 +169,13 @@ impl Correlator {
         if let Some(l) = self.launches.get_mut(&key) {
             let ready = l.has_stack || !self.stacks_expected.contains(&(key.backend, key.pid));
             if ready {
-                l.last_use = Some(now);
+                let first_use = l.last_use.replace(now).is_none();
                 op.launch = Some(l.r);
                 let has_stack = l.has_stack;
                 self.count_join(has_stack);
+                if first_use {
+                    self.used(key);
+                }
                 return Some(op);
             }
         }
@@ -175,6 +185,27 @@ impl Correlator {
         }
         p.ops.push(op);
         None
+    }
+
+    /// Notes the first use of launch `key`, forgetting the oldest used launch beyond
+    /// [`MAX_USED`], and drops keys of forgotten launches from the expiry order once they are
+    /// most of it (so that order, too, stays bounded by the launches kept).
+    fn used(&mut self, key: CorrelationKey) {
+        self.used_order.push_back(key);
+        if self.used_order.len() > MAX_USED {
+            if let Some(old) = self.used_order.pop_front() {
+                self.launches.remove(&old);
+            }
+        }
+        if self.launch_order.len() > 2 * self.launches.len() + 1024 {
+            let launches = &self.launches;
+            self.launch_order.retain(|k| launches.contains_key(k));
+        }
+    }
+
+    /// Launches kept joinable now.
+    pub fn launches_len(&self) -> usize {
+        self.launches.len()
     }
 
     fn count_join(&mut self, has_stack: bool) {
@@ -189,13 +220,13 @@ impl Correlator {
         let Some(p) = self.pending.remove(&key) else { return Vec::new() };
         let mut ops = p.ops;
         let l = self.launches.get_mut(&key);
-        let (r, has_stack) = match l {
-            Some(l) => {
-                l.last_use = Some(now);
-                (Some(l.r), l.has_stack)
-            }
-            None => (None, false),
+        let (r, has_stack, first_use) = match l {
+            Some(l) => (Some(l.r), l.has_stack, l.last_use.replace(now).is_none()),
+            None => (None, false, false),
         };
+        if first_use {
+            self.used(key);
+        }
         for op in &mut ops {
             op.launch = r;
             match r {
@@ -252,6 +283,7 @@ impl Correlator {
             let key = self.launch_order[0];
             self.forget(key);
         }
+        self.used_order.clear();
         out
     }
 }
@@ -303,6 +335,25 @@ mod tests {
         assert!(rest[0].launch.is_none());
         let s = c.stats();
         assert_eq!((s.joined_with_stack, s.unmatched, s.device_ops), (3, 1, 4));
+    }
+
+    #[test]
+    fn used_launches_are_bounded_by_count_and_unused_ones_are_kept() {
+        let now = Instant::now();
+        let mut c = Correlator::default();
+        // A launch nothing used yet is work in flight: kept however many launches follow.
+        c.launch_site(&site(0), 0, now);
+        let n = MAX_USED as u64 * 3;
+        for id in 1..=n {
+            c.launch_site(&site(id), 0, now);
+            assert!(c.device_op(op(id), now).unwrap().launch.is_some());
+        }
+        assert!(c.launches_len() <= MAX_USED + 1, "{}", c.launches_len());
+        assert!(c.launch_order.len() <= 2 * c.launches_len() + 1024 + 1);
+        assert!(c.device_op(op(0), now).unwrap().launch.is_some(), "the unused launch still joins");
+        // The most recent used launches still join more work (graph nodes).
+        assert!(c.device_op(op(n), now).unwrap().launch.is_some());
+        assert_eq!(c.stats().unmatched, 0);
     }
 
     #[test]

@@ -149,7 +149,7 @@ impl Pipeline {
     /// Processes one batch from source `source`; calls `sink` with output batches. A malformed
     /// record is skipped and counted, and the records after it are still processed: every
     /// record is framed by its length (`tag, len, payload`), so the next one is found.
-    pub fn push(&mut self, source: usize, batch: &[u8], sink: &mut dyn FnMut(Vec<Record>)) {
+    pub fn push(&mut self, source: usize, batch: &[u8], sink: &mut dyn FnMut(&mut Vec<Record>)) {
         let now = Instant::now();
         let mut rest = batch;
         while !rest.is_empty() {
@@ -190,22 +190,23 @@ impl Pipeline {
     }
 
     /// Periodic work: releases device work whose launch did not arrive in time.
-    pub fn tick(&mut self, sink: &mut dyn FnMut(Vec<Record>)) {
+    pub fn tick(&mut self, sink: &mut dyn FnMut(&mut Vec<Record>)) {
         let ops = self.session.correlator.expire(Instant::now());
         self.session.emit_ops(ops);
         self.flush(sink);
     }
 
     /// Hands buffered output to the sinks.
-    pub fn flush(&mut self, sink: &mut dyn FnMut(Vec<Record>)) {
+    pub fn flush(&mut self, sink: &mut dyn FnMut(&mut Vec<Record>)) {
         if !self.session.out.is_empty() {
-            sink(std::mem::replace(&mut self.session.out, Vec::with_capacity(BATCH_RECORDS + 64)));
+            sink(&mut self.session.out);
+            self.session.out.clear();
         }
     }
 
     /// End of the session: releases everything still waiting and reports unmatched device
     /// work as a loss record, so every sink shows it.
-    pub fn finish(&mut self, sink: &mut dyn FnMut(Vec<Record>)) {
+    pub fn finish(&mut self, sink: &mut dyn FnMut(&mut Vec<Record>)) {
         let ops = self.session.correlator.finish(Instant::now());
         self.session.emit_ops(ops);
         let malformed: u64 = self.sources.iter().map(|s| s.malformed).sum();
@@ -467,8 +468,8 @@ mod malformed_tests {
         batch.extend(e.take_buffer());
         let mut p = Pipeline::new(1, false);
         let mut records = Vec::new();
-        p.push(0, &batch, &mut |b| records.extend(b));
-        p.finish(&mut |b| records.extend(b));
+        p.push(0, &batch, &mut |b| records.append(b));
+        p.finish(&mut |b| records.append(b));
         let times: Vec<u64> = records
             .iter()
             .filter_map(|r| if let Record::CpuSample(s) = r { Some(s.time) } else { None })
@@ -513,8 +514,8 @@ mod cut_tests {
         ])));
         let mut p = Pipeline::new(1, false);
         let mut out = Vec::new();
-        p.push(0, &e.take_buffer(), &mut |b| out.extend(b));
-        p.finish(&mut |b| out.extend(b));
+        p.push(0, &e.take_buffer(), &mut |b| out.append(b));
+        p.finish(&mut |b| out.append(b));
         let stack = out
             .into_iter()
             .find_map(|r| match r {
@@ -568,8 +569,8 @@ mod clock_tests {
         e.emit(&Record::ApiCall(ApiCall::default().clock(unpaired).start(1).end(2)));
         let mut p = Pipeline::new(1, false);
         let mut recs = Vec::new();
-        p.push(0, &e.take_buffer(), &mut |b| recs.extend(b));
-        p.finish(&mut |b| recs.extend(b));
+        p.push(0, &e.take_buffer(), &mut |b| recs.append(b));
+        p.finish(&mut |b| recs.append(b));
         let ops: Vec<_> = recs
             .iter()
             .filter_map(|r| match r {

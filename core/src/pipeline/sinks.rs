@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use xpuprof_sdk::model::Record;
 
-use super::batch::RecordBatch;
+use super::batch::{BatchPool, RecordBatch};
 use crate::host::{CallError, PluginThread};
 
 /// Batches waiting per sink (each up to [`super::batch::BATCH_RECORDS`] records, about
@@ -22,6 +22,7 @@ pub const SINK_QUEUE: usize = 16;
 pub struct Sinks {
     sinks: Vec<Option<PluginThread>>,
     failures: Vec<String>,
+    pool: BatchPool,
 }
 
 /// What the sinks produced.
@@ -36,12 +37,18 @@ pub struct SinkResults {
 impl Sinks {
     /// The sinks, already created on their threads.
     pub fn new(sinks: Vec<PluginThread>) -> Self {
-        Self { sinks: sinks.into_iter().map(Some).collect(), failures: Vec::new() }
+        Self {
+            sinks: sinks.into_iter().map(Some).collect(),
+            failures: Vec::new(),
+            pool: BatchPool::default(),
+        }
     }
 
-    /// Hands one batch of records to every live sink (all share it; none copies it).
-    pub fn deliver(&mut self, records: Vec<Record>) {
-        let batch = Arc::new(RecordBatch::new(records));
+    /// Hands the records in `records` to every live sink (all share them; none copies them),
+    /// leaving an empty vector from the pool in their place.
+    pub fn deliver(&mut self, records: &mut Vec<Record>) {
+        let records = std::mem::replace(records, self.pool.take());
+        let batch = Arc::new(RecordBatch::pooled(records, &self.pool));
         for slot in &mut self.sinks {
             let Some(s) = slot else { continue };
             let b = Arc::clone(&batch);

@@ -12,6 +12,9 @@ struct W<'a> {
     strings: StringInterner,
     next_frame: u32,
     next_stack: u32,
+    /// Stacks already defined, by their frame names: like a real source's interner, each
+    /// distinct stack is defined once however many rounds use it.
+    stacks: Vec<(Vec<String>, StackId)>,
     /// What each API name does (stated on every API call, as real sources do).
     kinds: Vec<(StrId, ApiKind)>,
 }
@@ -32,6 +35,9 @@ impl W<'_> {
 
     /// A stack of synthetic named frames, given outermost first.
     fn stack(&mut self, names: &[&str]) -> StackId {
+        if let Some((_, id)) = self.stacks.iter().find(|(n, _)| n.iter().eq(names.iter())) {
+            return *id;
+        }
         let mut frames = Vec::new();
         for n in names.iter().rev() {
             self.next_frame += 1;
@@ -45,6 +51,7 @@ impl W<'_> {
         self.next_stack += 1;
         let id = StackId(self.next_stack);
         self.e.emit(&Record::Stack(StackDef::default().id(id).frames(frames)));
+        self.stacks.push((names.iter().map(|n| (*n).to_owned()).collect(), id));
         id
     }
 }
@@ -111,7 +118,14 @@ fn kernel(stream: u32, start: u64, dur: u64, name: StrId, id: u64, grid: u32) ->
 
 /// Emits the script; the launch part `repeat` times.
 pub fn emit(e: &mut Emitter, repeat: u64) {
-    let mut w = W { e, strings: StringInterner::default(), next_frame: 0, next_stack: 0, kinds: Vec::new() };
+    let mut w = W {
+        e,
+        strings: StringInterner::default(),
+        next_frame: 0,
+        next_stack: 0,
+        stacks: Vec::new(),
+        kinds: Vec::new(),
+    };
     definitions(&mut w);
     let base = 1_000_000_000u64;
     // Each round spans 10 ms of session time.
