@@ -10,7 +10,9 @@
 #               makes the 1.02M-launch run of docs/benchmarks.md
 #   BEFORE_DIR  a directory holding another build's `xpuprof` and `libxpuprof_*.so` (e.g. main's
 #               release build copied aside): every step then runs for both builds, interleaved,
-#               REPEATS times (default 3), and the table shows them side by side with the ratio
+#               REPEATS times (default 3), and the table shows them side by side with the ratio.
+#               Both builds record from this build's scripted source (a plugin of a newer SDK
+#               loads in an older host), so only the host and the sinks differ
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-170000}
@@ -42,7 +44,7 @@ PY
 round() {
   local bin=$1 tag=$2 x="$1/xpuprof"
   # The scripted source is a test plugin (libxpuprof_test_*), found only where it is named.
-  export XPUPROF_PLUGIN_PATH="$bin/libxpuprof_test_scripted.so"
+  export XPUPROF_PLUGIN_PATH="$PWD/$AFTER/libxpuprof_test_scripted.so"
   rm -rf "$D/$tag"
   mkdir -p "$D/$tag"
   echo "$tag record $(cd "$D" && peak taskset -c 0 "$x" --quiet --source scripted --sink archive -o "$tag/rec" -- true)" >> "$D/results"
