@@ -77,17 +77,19 @@ pub fn assert_conforms_with(path: impl AsRef<Path>, options: &CheckOptions) -> R
 }
 
 /// The shared library `lib<lib_name>.so` that cargo built for the package under test, next to
-/// the running test binary (`target/<profile>/`).
+/// the running test binary (`target/<profile>/deps/` or `target/<profile>/`).
 ///
 /// # Panics
 ///
 /// When it is not there, with what to build.
 pub fn cdylib(lib_name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
-    // target/<profile>/deps/<test binary>
-    let profile_dir = exe.parent().and_then(Path::parent).expect("a cargo target directory");
+    // target/<profile>/deps/<test binary>: `cargo test` leaves the cdylib in deps/, `cargo
+    // build` in target/<profile>/.
+    let deps = exe.parent().expect("a cargo target directory");
     let file = format!("lib{lib_name}.so");
-    let path = profile_dir.join(&file);
+    let candidates = [deps.join(&file), deps.parent().unwrap_or(deps).join(&file)];
+    let path = candidates.iter().find(|p| p.exists()).unwrap_or(&candidates[1]).clone();
     assert!(
         path.exists(),
         "{} is missing: give the package `[lib] crate-type = [\"cdylib\", \"rlib\"]` and `name = \"{lib_name}\"`, \
