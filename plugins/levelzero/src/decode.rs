@@ -1,5 +1,5 @@
 //! Decodes the agents' streams (`xpuprof-wire` framing, hello, module map, errors and losses, with
-//! the Level Zero messages of [`xpuprof_levelzero_wire`]) into SDK records.
+//! the Level Zero messages of [`xpuprof_wire::levelzero`]) into SDK records.
 //!
 //! One [`Decoder`] serves every connection of a session (one per Level Zero process), so all
 //! definitions share one id space. Correlation ids are the agent's own (`backend::LEVEL_ZERO`,
@@ -11,9 +11,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use xpuprof_levelzero_wire::{self as wire, api_kind, op_kind, Msg};
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger, StringInterner};
+use xpuprof_wire::levelzero::{self as wire, api_kind, op_kind, Msg};
 use xpuprof_wire::maps::Mapping;
 use xpuprof_wire::{self as kit_wire, Hello, Reader};
 

@@ -47,9 +47,16 @@
 //!   chain could not be read; sent before [`MSG_BYE`].
 //!
 //! Message numbers never change meaning; new messages get new numbers, and a change to an
-//! existing payload raises [`PROTOCOL`].
+//! existing payload raises [`PROTOCOL`]. The numbers are shared out:
+//!
+//! | numbers | messages |
+//! | --- | --- |
+//! | 1–63 | the common messages above, every agent |
+//! | 64–127 | vendor messages defined in this crate, one module per backend, versioned by the module: 64–73 [`levelzero`] (its first message is its own version) |
+//! | 128–255 | backend-private messages, defined by the backend's own crates |
 
 mod hello;
+pub mod levelzero;
 pub mod maps;
 mod reader;
 

@@ -11,7 +11,7 @@ use xpuprof_agent_kit::python::PythonFrames;
 use xpuprof_agent_kit::wire as kit_wire;
 
 use level_zero_sys::*;
-use xpuprof_levelzero_wire::{api_kind, loss, op_kind, Msg, Op, Writer};
+use xpuprof_agent_kit::wire::levelzero::{api_kind, loss, op_kind, Msg, Op, Writer};
 
 use crate::state::{Pending, Recorded, State};
 use crate::{clock, unwind};

@@ -13,8 +13,8 @@ use std::time::Duration;
 use level_zero_sys::*;
 use xpuprof_agent_kit::channel::{Channel, Chunk, Outputs};
 use xpuprof_agent_kit::modules::{self, Known};
+use xpuprof_agent_kit::wire::levelzero::{Msg, VERSION};
 use xpuprof_agent_kit::{exit, wire};
-use xpuprof_levelzero_wire::{Msg, VERSION};
 
 use crate::agent::{Agent, INSIDE};
 use crate::{callbacks, devices, sys};

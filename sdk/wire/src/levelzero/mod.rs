@@ -1,10 +1,9 @@
 //! The Level Zero messages of the stream from the agent (in the target) to the `levelzero`
-//! host plugin.
+//! host plugin: message numbers 64 to 73 ([`FIRST`] onwards, in the crate's vendor range).
 //!
-//! The stream itself is `xpuprof-wire`'s (framing, the versioned [`MSG_HELLO`], the module map,
-//! errors, lost output, the final bye); this crate adds the messages only the Level Zero agent
-//! sends, numbered from [`FIRST`] (xpuprof-wire's own numbers stay below), each encoded and
-//! decoded here so both sides agree by construction. The first of them is always [`Msg::Version`]:
+//! The stream itself is this crate's (framing, the versioned [`MSG_HELLO`], the module map,
+//! errors, lost output, the final bye); this module adds the messages only the Level Zero agent
+//! sends, each encoded and decoded here so both sides agree by construction. The first of them is always [`Msg::Version`]:
 //! a host refuses Level Zero messages of another [`VERSION`] instead of decoding them wrongly.
 //!
 //! Times: API entry/exit are `CLOCK_MONOTONIC` ns (the session clock) read by the agent;
@@ -15,8 +14,8 @@
 
 mod codec;
 
+pub use crate::MSG_HELLO;
 pub use codec::{decode, Writer};
-pub use xpuprof_wire::MSG_HELLO;
 
 /// Version of the Level Zero messages, in [`Msg::Version`]. Raise it when a payload changes.
 pub const VERSION: u32 = 1;
