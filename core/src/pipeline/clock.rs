@@ -5,8 +5,9 @@
 //! timestamp are valid before it wraps) and pairs it with the session clock through
 //! [`ClockSync`] records. Timestamps of a domain that wraps are unwrapped first (each one is
 //! taken as the value nearest the domain's previous one); then they are mapped by the straight
-//! line through the first and latest pairings (drift-corrected), or, with a single pairing, by
-//! its offset and the declared tick rate. A record whose domain has no pairing yet cannot be
+//! line through the first and latest pairings (drift-corrected), or, with a single pairing or
+//! pairings of a declared rate less than 50 ms apart, by the latest one's offset and the
+//! declared tick rate. A record whose domain has no pairing yet cannot be
 //! converted: it is counted and not delivered, never passed through with a foreign timestamp.
 
 use xpuprof_sdk::hash::IdMap;
@@ -17,6 +18,10 @@ use xpuprof_sdk::model::{ClockDomain, ClockDomainDef, ClockSync};
 type Pair = (u64, u64);
 
 const NANOS_PER_SECOND: u64 = 1_000_000_000;
+
+/// Pairings of a domain with a declared tick rate closer than this (session ns) give the rate
+/// they measure no weight: the declared rate is used from the latest pairing.
+const MIN_DRIFT_SPAN_NS: u64 = 50_000_000;
 
 /// What the host knows about one domain.
 #[derive(Debug, Default, Clone)]
@@ -69,6 +74,10 @@ impl Domain {
         let ((s0, h0), (s1, h1)) = self.pairs?;
         let v = if s1 == s0 {
             i128::from(h0) + self.ticks_to_ns(i128::from(t) - i128::from(s0))
+        } else if self.ticks_per_second != 0 && h1.saturating_sub(h0) < MIN_DRIFT_SPAN_NS {
+            // Pairs this close measure the rate worse than the declared one (a tick of
+            // quantisation is a large share of the span): the latest offset, the declared rate.
+            i128::from(h1) + self.ticks_to_ns(i128::from(t) - i128::from(s1))
         } else {
             let slope = (h1 as f64 - h0 as f64) / (s1 as f64 - s0 as f64);
             (h0 as f64 + (t as f64 - s0 as f64) * slope) as i128
@@ -159,6 +168,18 @@ mod tests {
         c.sync(&ClockSync::new(d, 1_000, 1_000_000));
         // 192 ticks at 19.2 MHz are 10 µs.
         assert_eq!(c.convert(d, 1_192), Some(1_010_000));
+    }
+
+    #[test]
+    fn close_pairings_of_a_declared_rate_keep_that_rate() {
+        let mut c = ClockMap::default();
+        let d = ClockDomain(5);
+        c.define(&ClockDomainDef::default().domain(d).ticks_per_second(12_500_000));
+        c.sync(&ClockSync::new(d, 1_000, 1_000_000));
+        // 2 µs later, with the second pairing's ticks quantised one tick short: its 1.04x
+        // "rate" is not used, the declared 80 ns per tick is, from the latest pairing.
+        c.sync(&ClockSync::new(d, 1_024, 1_002_000));
+        assert_eq!(c.convert(d, 1_124), Some(1_010_000));
     }
 
     #[test]

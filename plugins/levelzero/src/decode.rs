@@ -4,25 +4,20 @@
 //! One [`Decoder`] serves every connection of a session (one per Level Zero process), so all
 //! definitions share one id space. Correlation ids are the agent's own (`backend::LEVEL_ZERO`,
 //! per process): an immediate append is the launch of its one operation; an execute of regular
-//! lists is the launch of all their operations, each carrying the list and the append that
-//! recorded it as `GraphInfo::default().graph(list).node(append id)`. Device times are converted to
-//! `CLOCK_MONOTONIC_RAW` here ([`crate::clock`]) and to the session clock by the host from the
-//! agent's RAW/MONOTONIC pairs.
+//! lists is the launch of all their operations, each carrying a [`Submission`] (the list, the
+//! append that recorded it, the execute that ran it). Device times stay in device ticks, in the
+//! device's clock domain ([`crate::devices`]): the host unwraps and converts them.
 
-use std::collections::{HashMap, HashSet};
-
+use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
-use xpuprof_sdk::{Emitter, Logger, StringInterner};
+use xpuprof_sdk::{Emitter, Logger};
+use xpuprof_toolbox::normalise::{self, ModuleMap};
+use xpuprof_toolbox::Interner;
 use xpuprof_wire::levelzero::{self as wire, api_kind, op_kind, Msg};
-use xpuprof_wire::maps::Mapping;
 use xpuprof_wire::{self as kit_wire, Hello, Reader};
 
-use crate::clock::DeviceClock;
-use crate::stacks::Stacks;
+use crate::devices::{Described, Device, Devices, Pairs};
 use xpuprof_toolbox::python::{PyCounts, PyFrames};
-
-/// The clock domain of converted device times: `CLOCK_MONOTONIC_RAW` ns.
-pub const RAW: ClockDomain = ClockDomain(1);
 
 /// Counters a user sees in the log at the end.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -37,7 +32,7 @@ pub struct Stats {
     pub launch_sites: u64,
     /// API calls emitted.
     pub api_calls: u64,
-    /// Operations whose device or clock was unknown (not emitted, reported as a loss).
+    /// Operations on a device the agent never described (not emitted, reported as a loss).
     pub unconvertible: u64,
     /// Operations the agents counted lost.
     pub lost: u64,
@@ -55,22 +50,22 @@ struct Conn {
     pid: u32,
     ok: bool,
     bye: bool,
-    maps: Vec<Mapping>,
+    maps: ModuleMap,
     python: PyFrames,
-    names: HashMap<u32, StrId>,
-    devices: HashMap<u64, (DeviceId, DeviceClock)>,
-    streams: HashMap<u64, StreamId>,
-    threads: HashSet<u32>,
+    names: IdMap<u32, StrId>,
+    devices: IdMap<u64, Device>,
+    streams: IdMap<u64, StreamId>,
+    stacks: IdMap<u64, StackId>,
+    pairs: Pairs,
 }
 
 /// The decoder.
 #[derive(Debug)]
 pub struct Decoder {
     log: Logger,
-    conns: HashMap<u64, Conn>,
-    strs: StringInterner,
-    stacks: Stacks,
-    devices: u32,
+    conns: IdMap<u64, Conn>,
+    strs: Interner,
+    devices: Devices,
     streams: u32,
     /// What was decoded.
     pub stats: Stats,
@@ -81,10 +76,9 @@ impl Decoder {
     pub fn new(log: Logger) -> Self {
         Self {
             log,
-            conns: HashMap::new(),
-            strs: StringInterner::new(1),
-            stacks: Stacks::default(),
-            devices: 0,
+            conns: IdMap::default(),
+            strs: Interner::default(),
+            devices: Devices::default(),
             streams: 0,
             stats: Stats::default(),
         }
@@ -107,7 +101,7 @@ impl Decoder {
         let Some(c) = self.conns.get_mut(&conn).filter(|c| c.ok) else { return };
         let pid = c.pid;
         match ty {
-            kit_wire::MSG_MODULES => c.maps = kit_wire::maps::decode_modules(payload),
+            kit_wire::MSG_MODULES => c.maps = ModuleMap::new(kit_wire::maps::decode_modules(payload)),
             kit_wire::MSG_ERROR => {
                 self.stats.agent_errors += 1;
                 let text = String::from_utf8_lossy(payload);
@@ -141,36 +135,33 @@ impl Decoder {
         match m {
             Msg::Version(_) => {}
             Msg::Stack { hash, frames } => {
-                self.stacks.define(pid, hash, &frames, (&c.maps, &c.python), &mut self.strs, out);
+                if c.stacks.contains_key(&hash) {
+                    return;
+                }
+                let ids: Vec<FrameId> = frames
+                    .iter()
+                    .map(|&ra| match c.python.frame(&mut self.strs, out, ra) {
+                        Some(f) => f,
+                        None => normalise::return_address_frame(&mut self.strs, out, pid, &c.maps, ra),
+                    })
+                    .collect();
+                let id = self.strs.stack(out, &ids);
+                c.stacks.insert(hash, id);
             }
             Msg::Str { id, text } => {
-                let s = self.strs.intern(out, &text);
+                let s = self.strs.string(out, &text);
                 c.names.insert(id, s);
             }
-            Msg::Device { handle, index, sub, tick_hz, valid_bits, compute_units, uuid, name, .. } => {
-                self.devices += 1;
-                let id = DeviceId(self.devices);
-                let name = match sub {
-                    Some(t) if !name.contains("tile") => format!("{name} tile {t}"),
-                    _ => name,
-                };
-                let name = self.strs.intern(out, &name);
-                let d = DeviceDef::default()
-                    .id(id)
-                    .vendor(Vendor::Intel)
-                    .index(index)
-                    .name(name)
-                    .uuid(uuid)
-                    .compute_units(compute_units);
-                out.emit(&Record::Device(d));
-                let c = self.conns.get_mut(&conn).expect("present");
-                c.devices.insert(handle, (id, DeviceClock::new(tick_hz, valid_bits)));
+            Msg::Device { handle, parent, index, sub, tick_hz, valid_bits, compute_units, uuid, name } => {
+                let parent = c.devices.get(&parent).map(|d| d.id);
+                let d =
+                    Described { handle, parent, index, sub, tick_hz, valid_bits, compute_units, uuid, name };
+                let dev = self.devices.define(d, &mut self.strs, out);
+                c.devices.insert(handle, dev);
             }
             Msg::Queue { handle, device, kind } => self.queue(conn, handle, device, kind, out),
             Msg::Api { tid, name, kind, start, end, correlation, result, stack } => {
-                if c.threads.insert(tid) {
-                    out.emit(&Record::Thread(ThreadDef::default().pid(pid).tid(tid)));
-                }
+                self.strs.thread(out, pid, tid, "");
                 let name = c.names.get(&name).copied().unwrap_or(StrId::NONE);
                 let corr = (correlation != 0)
                     .then_some(Correlation { backend: backend::LEVEL_ZERO, id: correlation });
@@ -180,12 +171,14 @@ impl Decoder {
                     .start(start)
                     .end(end)
                     .name(name)
+                    .kind(api_kind_of(kind))
                     .correlation(corr)
                     .result(result as i64);
                 out.emit(&Record::ApiCall(call));
                 self.stats.api_calls += 1;
-                if let (api_kind::LAUNCH, Some(correlation)) = (kind, corr) {
-                    let stack = self.stacks.get(pid, stack);
+                // Launch-class calls (appends, executes) carry a correlation id and a stack.
+                if let Some(correlation) = corr {
+                    let stack = c.stacks.get(&stack).copied().unwrap_or(StackId::NONE);
                     out.emit(&Record::LaunchSite(
                         LaunchSite::default()
                             .pid(pid)
@@ -200,15 +193,11 @@ impl Decoder {
             }
             Msg::Op(op) => self.op(conn, op, out),
             Msg::Clock { device, ticks, raw } => {
-                if let Some((_, clock)) = c.devices.get_mut(&device) {
-                    clock.pair(ticks, raw);
+                if let Some(d) = c.devices.get(&device) {
+                    c.pairs.device(d.clock, ticks, raw);
                 }
             }
-            Msg::HostClock { raw, mono } => {
-                out.emit(&Record::ClockSync(
-                    ClockSync::default().domain(RAW).source_time(raw).session_time(mono),
-                ));
-            }
+            Msg::HostClock { raw, mono } => c.pairs.host(raw, mono, out),
             Msg::Loss { cause, count } => {
                 self.stats.lost += count;
                 self.loss(pid, loss_cause(cause), count, out);
@@ -226,74 +215,80 @@ impl Decoder {
         };
         if ok {
             self.stats.processes += 1;
-            let command = self.strs.intern(out, &h.command);
-            out.emit(&Record::Process(
-                ProcessDef::default().pid(h.pid).ppid(parent_of(h.pid)).command(command),
-            ));
+            self.strs.process(out, h.pid, parent_of(h.pid), &h.command);
         }
         self.conns.insert(conn, Conn { pid: h.pid, ok, ..Default::default() });
     }
 
     fn queue(&mut self, conn: u64, handle: u64, device: u64, kind: u8, out: &mut Emitter) {
         let c = self.conns.get_mut(&conn).expect("checked by the caller");
-        let Some(&(dev, _)) = c.devices.get(&device) else { return };
+        let Some(dev) = c.devices.get(&device).map(|d| d.id) else { return };
         self.streams += 1;
         let id = StreamId(self.streams);
-        let what =
-            if kind == wire::queue_kind::IMMEDIATE_LIST { "immediate command list" } else { "command queue" };
+        let (what, kind) = if kind == wire::queue_kind::IMMEDIATE_LIST {
+            ("immediate command list", QueueKind::LevelZeroImmediateList)
+        } else {
+            ("command queue", QueueKind::LevelZeroQueue)
+        };
         let n = c.streams.len() + 1;
         c.streams.insert(handle, id);
-        let (pid, name) = (c.pid, format!("{what} {n}"));
-        let name = self.strs.intern(out, &name);
+        let pid = c.pid;
+        let name = self.strs.string(out, &format!("{what} {n}"));
         out.emit(&Record::Stream(
-            StreamDef::default().id(id).device(dev).pid(pid).native_id(handle).name(name),
+            StreamDef::default().id(id).device(dev).pid(pid).native_id(handle).name(name).kind(kind),
         ));
     }
 
     fn op(&mut self, conn: u64, op: wire::Op, out: &mut Emitter) {
         let c = self.conns.get_mut(&conn).expect("checked by the caller");
         let pid = c.pid;
-        let converted = c.devices.get(&op.device).and_then(|(dev, clock)| {
-            let (start, end) = (clock.to_raw(op.start)?, clock.to_raw(op.end)?);
-            Some((*dev, start, end.max(start)))
-        });
-        let Some((device, start, end)) = converted else {
+        let Some(&Device { id: device, clock }) = c.devices.get(&op.device) else {
             self.stats.unconvertible += 1;
-            return self.loss(pid, "levelzero device time without a device clock", 1, out);
+            return self.loss(pid, "levelzero device work on a device the agent did not describe", 1, out);
         };
         let stream = c.streams.get(&op.queue).copied().unwrap_or(StreamId::NONE);
         let name = c.names.get(&op.name).copied();
         let (kind, name) = match op.kind {
             op_kind::KERNEL => (DeviceOpKind::Kernel, name.unwrap_or(StrId::NONE)),
-            op_kind::COPY => (DeviceOpKind::Memcpy, self.strs.intern(out, "zeCommandListAppendMemoryCopy")),
-            op_kind::FILL => (DeviceOpKind::Memset, self.strs.intern(out, "zeCommandListAppendMemoryFill")),
-            _ => (DeviceOpKind::Sync, self.strs.intern(out, "zeCommandListAppendBarrier")),
+            op_kind::COPY => (DeviceOpKind::Memcpy, self.strs.string(out, "zeCommandListAppendMemoryCopy")),
+            op_kind::FILL => (DeviceOpKind::Memset, self.strs.string(out, "zeCommandListAppendMemoryFill")),
+            _ => (DeviceOpKind::Sync, self.strs.string(out, "zeCommandListAppendBarrier")),
         };
         let kernel = (op.kind == op_kind::KERNEL)
             .then_some(KernelInfo::default().grid(op.groups).block(op.group_size));
-        let graph = (op.list != 0).then_some(GraphInfo::default().graph(op.list).node(op.recorded));
+        let correlation = Correlation { backend: backend::LEVEL_ZERO, id: op.correlation };
+        let submission = (op.list != 0).then_some(
+            Submission::default()
+                .list(op.list)
+                .record(Some(Correlation { backend: backend::LEVEL_ZERO, id: op.recorded }))
+                .execution(op.correlation),
+        );
+        let copy = CopyKind::from_u8(op.copy);
+        let (src, dst) = copy_ends(copy, device);
         out.emit(&Record::DeviceOp(
             DeviceOp::default()
                 .kind(kind)
                 .pid(pid)
                 .device(device)
                 .stream(stream)
-                .start(start)
-                .end(end)
-                .clock(RAW)
+                .start(op.start)
+                .end(op.end)
+                .clock(clock)
                 .name(name)
                 .bytes(op.bytes)
-                .copy(CopyKind::from_u8(op.copy))
-                .correlation(Some(Correlation { backend: backend::LEVEL_ZERO, id: op.correlation }))
+                .copy(copy)
+                .src_device(src)
+                .dst_device(dst)
+                .correlation(Some(correlation))
                 .kernel(kernel)
-                .graph(graph),
+                .submission(submission),
         ));
         self.stats.device_ops += 1;
         self.stats.kernels += u64::from(op.kind == op_kind::KERNEL);
     }
 
     fn loss(&mut self, pid: u32, cause: &str, count: u64, out: &mut Emitter) {
-        let cause = self.strs.intern(out, cause);
+        let cause = self.strs.string(out, cause);
         out.emit(&Record::Loss(
             Loss::default().pid(pid).time(xpuprof_sdk::clock::now_ns()).cause(cause).count(count),
         ));
@@ -310,6 +305,28 @@ impl Decoder {
                 ));
             }
         }
+    }
+}
+
+/// The model's kind of a call the agent classified.
+fn api_kind_of(kind: u8) -> ApiKind {
+    match kind {
+        api_kind::LAUNCH => ApiKind::Launch,
+        api_kind::SYNC => ApiKind::Sync,
+        api_kind::COPY => ApiKind::Copy,
+        api_kind::MEMSET => ApiKind::Memset,
+        _ => ApiKind::Other,
+    }
+}
+
+/// Source and destination devices of a copy on `device` (the agent knows the memory type of each
+/// end, not which device a peer allocation lives on: a device-to-device copy is taken as local).
+fn copy_ends(copy: CopyKind, device: DeviceId) -> (DeviceId, DeviceId) {
+    match copy {
+        CopyKind::HostToDevice => (DeviceId::NONE, device),
+        CopyKind::DeviceToHost => (device, DeviceId::NONE),
+        CopyKind::DeviceToDevice => (device, device),
+        _ => (DeviceId::NONE, DeviceId::NONE),
     }
 }
 

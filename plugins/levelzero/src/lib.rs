@@ -7,21 +7,21 @@
 //!   `LD_PRELOAD` (the agent, ahead of any existing preload), `ZE_ENABLE_TRACING_LAYER=1` and
 //!   `XPUPROF_LEVELZERO_SOCKET` for the target; children inherit them, so every Level Zero
 //!   process of the job connects;
-//! - **start/stop**: accepts one connection per process and decodes each stream ([`decode`]:
-//!   devices and sub-devices, queues and immediate lists, API calls, launch stacks
-//!   ([`stacks`]), device work, losses); device ticks are unwrapped and converted per device
-//!   ([`clock`]); `stop` waits for every connection to end.
+//! - **start/stop**: accepts one connection per process (the toolbox's `agent_host`) and
+//!   decodes each stream ([`decode`]: queues and immediate lists, API calls with their kind,
+//!   launch stacks, device work, losses); each device and sub-device ([`devices`]) has its own
+//!   clock domain, in whose ticks device work stays: the host unwraps and converts them.
 //!
 //! Correlation ids are the agent's own (`backend::LEVEL_ZERO`): the host joins every kernel
 //! and copy to the call that launched it (the append on an immediate list, the execute for a
-//! regular list) exactly. [`machine`] says what a machine lacks.
+//! regular list, with a `Submission` naming the list and the append that recorded the work)
+//! exactly. [`machine`] says what a machine lacks.
 
-pub mod clock;
 pub mod config;
 pub mod decode;
+pub mod devices;
 pub mod machine;
 pub mod source;
-pub mod stacks;
 
 use xpuprof_sdk::prelude::*;
 

@@ -122,11 +122,11 @@ impl Agent {
         hash
     }
 
-    /// Prologue of a call: its name, start time, and for launch-class calls a correlation id
-    /// and stack.
-    fn begin(&self, st: &mut State, name: &str, kind: u8, out: &mut Vec<Msg>) -> Call {
+    /// Prologue of a call: its name, start time, and for launch-class calls (appends, executes)
+    /// a correlation id and stack.
+    fn begin(&self, st: &mut State, name: &str, kind: u8, launch: bool, out: &mut Vec<Msg>) -> Call {
         let name = st.intern(name, out);
-        let (correlation, stack) = if kind == api_kind::LAUNCH {
+        let (correlation, stack) = if launch {
             self.launches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             (st.next_id(), self.stack(st, out))
         } else {
@@ -162,7 +162,13 @@ impl Agent {
     ) {
         let mut out = Vec::new();
         let mut st = self.lock();
-        let mut c = self.begin(&mut st, name, api_kind::LAUNCH, &mut out);
+        let kind = match op.kind {
+            op_kind::COPY => api_kind::COPY,
+            op_kind::FILL => api_kind::MEMSET,
+            op_kind::BARRIER => api_kind::SYNC,
+            _ => api_kind::LAUNCH,
+        };
+        let mut c = self.begin(&mut st, name, kind, true, &mut out);
         let info = st.lists.get(&list).map(|l| (l.context, l.device, l.immediate));
         // SAFETY: `signal` points at the call's signal-event argument (the tracing layer's copy).
         let app = unsafe { *signal } as usize;
@@ -234,7 +240,8 @@ impl Agent {
     pub fn execute_prologue(&self, queue: usize, lists: &[usize]) {
         let mut out = Vec::new();
         let mut st = self.lock();
-        let mut c = self.begin(&mut st, "zeCommandQueueExecuteCommandLists", api_kind::LAUNCH, &mut out);
+        let mut c =
+            self.begin(&mut st, "zeCommandQueueExecuteCommandLists", api_kind::LAUNCH, true, &mut out);
         let mut lost = 0;
         for l in lists {
             let events: Vec<(usize, bool)> = st
@@ -291,7 +298,7 @@ impl Agent {
     pub fn call_prologue(&self, name: &str, kind: u8) {
         let mut out = Vec::new();
         let mut st = self.lock();
-        let c = self.begin(&mut st, name, kind, &mut out);
+        let c = self.begin(&mut st, name, kind, false, &mut out);
         self.send(&out);
         drop(st);
         CALL.with(|k| *k.borrow_mut() = Some(c));

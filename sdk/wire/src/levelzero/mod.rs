@@ -10,7 +10,11 @@
 //! device work is in raw device ticks of its device ([`Msg::Op`]), converted by the host from
 //! the device's tick rate and wrap width ([`Msg::Device`]), the agent's
 //! `zeDeviceGetGlobalTimestamps` pairs (device ticks ↔ `CLOCK_MONOTONIC_RAW`, [`Msg::Clock`])
-//! and its own `CLOCK_MONOTONIC_RAW` ↔ `CLOCK_MONOTONIC` pairs ([`Msg::HostClock`]).
+//! and its own `CLOCK_MONOTONIC_RAW` ↔ `CLOCK_MONOTONIC` pair taken right after them
+//! ([`Msg::HostClock`]).
+//!
+//! Version 2: [`api_kind::COPY`] and [`api_kind::MEMSET`] (a version-1 host would take copy and
+//! fill appends for calls without a launch).
 
 mod codec;
 
@@ -18,19 +22,24 @@ pub use crate::MSG_HELLO;
 pub use codec::{decode, Writer};
 
 /// Version of the Level Zero messages, in [`Msg::Version`]. Raise it when a payload changes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The first message number of this crate.
 pub const FIRST: u8 = 64;
 
-/// What an API call is, for sinks that classify calls without matching names.
+/// What an API call is, for sinks that classify calls without matching names. Launch-class
+/// calls (appends and executes, whatever their kind) carry a correlation id and a stack.
 pub mod api_kind {
     /// Anything else.
     pub const OTHER: u8 = 0;
     /// Puts device work on a list (append) or starts it (execute).
     pub const LAUNCH: u8 = 1;
-    /// Host synchronisation.
+    /// Host synchronisation, or a barrier append (device-side wait).
     pub const SYNC: u8 = 2;
+    /// Appends a memory copy.
+    pub const COPY: u8 = 3;
+    /// Appends a memory fill.
+    pub const MEMSET: u8 = 4;
 }
 
 /// Kinds of device work.
