@@ -297,6 +297,7 @@ pub unsafe fn register_all(ze: &ZeLoader, t: zel_tracer_handle_t) -> Result<(), 
     register!(ze, t, zelTracerContextDestroyRegisterCallback, pro context_destroy_pro);
     register!(ze, t, zelTracerEventPoolCreateRegisterCallback, epi pool_create_epi);
     register!(ze, t, zelTracerEventCreateRegisterCallback, epi event_create_epi);
+    register!(ze, t, zelTracerDriverGetExtensionFunctionAddressRegisterCallback, epi crate::extensions::extension_address_epi);
     register!(ze, t, zelTracerEventHostResetRegisterCallback, pro event_reset_pro);
     register!(ze, t, zelTracerEventDestroyRegisterCallback, pro event_destroy_pro);
     register!(ze, t, zelTracerKernelCreateRegisterCallback, epi kernel_create_epi);

@@ -6,7 +6,8 @@
 //! (`zelTracerCreate`) and registers prologue/epilogue callbacks ([`callbacks`]) on the
 //! launch-class calls (kernel launches of every variant, copies, fills, barriers, command-list
 //! execution), host synchronisation, and the calls that create the objects it must know
-//! ([`state`]).
+//! ([`state`]). Launch variants the tracing layer cannot see (reached through
+//! `zeDriverGetExtensionFunctionAddress`) are wrapped ([`extensions`]).
 //!
 //! Level Zero has no correlation ids and no activity buffers, so the agent makes both
 //! ([`agent`]):
@@ -28,6 +29,7 @@ pub mod callbacks;
 pub mod clock;
 pub mod devices;
 pub mod events;
+pub mod extensions;
 pub mod start;
 pub mod state;
 pub mod sys;

@@ -5,7 +5,8 @@
 //! `libze_loader.so.1` at run time (`ZeLoader::new(path)`), every entry a `Result` so a function
 //! the installed loader lacks is an error, not a crash. Functions newer than the headers
 //! (`zelEnableTracingLayer`, `zeInitDrivers`, `zeEventQueryKernelTimestampsExt`, ...) are
-//! resolved by name with `dlsym` by their users.
+//! resolved by name with `dlsym` by their users; the types of those the agent wraps are declared
+//! by hand in [`newer`].
 //!
 //! Besides the API this holds what a driver implements (the DDI tables of `ze_ddi.h`,
 //! `zet_ddi.h`, `zes_ddi.h` that the `*GetProcAddrTable` functions fill) and what a tracer
@@ -16,6 +17,8 @@
 #![allow(clippy::undocumented_unsafe_blocks)]
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+
+pub mod newer;
 
 /// The directory of the headers these bindings were generated from.
 pub const INCLUDE_DIR: &str = include_str!(concat!(env!("OUT_DIR"), "/include_dir.txt"));

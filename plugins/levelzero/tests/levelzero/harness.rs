@@ -16,7 +16,7 @@ const PACKAGES: &[&str] = &[
     "xpuprof-plugin-summary",
 ];
 
-const WORKLOADS: &[&str] = &["immediate", "regular", "dlopen", "threads", "child"];
+const WORKLOADS: &[&str] = &["immediate", "regular", "dlopen", "threads", "child", "with_args"];
 
 /// `target/<profile>/`.
 pub fn target_dir() -> PathBuf {

@@ -10,3 +10,4 @@ mod immediate;
 mod processes;
 mod python;
 mod regular;
+mod variants;

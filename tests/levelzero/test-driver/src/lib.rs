@@ -13,7 +13,9 @@
 //! - kernels with scripted durations by name; copies and fills that really copy;
 //! - immediate lists run a command at append, regular lists at every execute (`exec`);
 //! - timestamps only on events of pools created with `ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP`;
-//! - host, device and shared allocations answered by `zeMemGetAllocProperties`.
+//! - host, device and shared allocations answered by `zeMemGetAllocProperties`;
+//! - the launch variants newer than the loader (`...WithArguments`, `...WithParameters`) through
+//!   `zeDriverGetExtensionFunctionAddress`.
 //!
 //! Every `extern "C"` function here is called by the loader with arguments the application
 //! passed through it; handles are the driver's own leaked boxes ([`state`]).
@@ -23,6 +25,7 @@
 pub mod devices;
 pub mod events;
 pub mod exec;
+pub mod extensions;
 pub mod kernels;
 pub mod lists;
 pub mod memory;

@@ -111,7 +111,7 @@ unsafe fn append(
     SUCCESS
 }
 
-unsafe fn launch(
+pub(crate) unsafe fn launch(
     h: ze_command_list_handle_t,
     k: ze_kernel_handle_t,
     signal: ze_event_handle_t,

@@ -7,7 +7,7 @@
 use level_zero_sys::*;
 use std::ffi::c_void;
 
-use crate::{devices, events, kernels, lists, memory};
+use crate::{devices, events, extensions, kernels, lists, memory};
 
 const SUCCESS: ze_result_t = _ze_result_t::ZE_RESULT_SUCCESS;
 
@@ -67,6 +67,7 @@ table!(zeGetDriverProcAddrTable, ze_driver_dditable_t, {
     pfnGet = devices::driver_get,
     pfnGetApiVersion = devices::driver_api_version,
     pfnGetProperties = devices::driver_properties,
+    pfnGetExtensionFunctionAddress = extensions::extension_address,
 });
 table!(zeGetDeviceProcAddrTable, ze_device_dditable_t, {
     pfnGet = devices::device_get,
