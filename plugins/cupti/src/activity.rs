@@ -116,27 +116,33 @@ fn stream(
     id
 }
 
-/// Emits a device op, or parks it until its device's definition arrives.
+/// Emits a device op, or parks it until its device's definition arrives. `ends` are a peer
+/// copy's source and destination device ordinals.
 fn emit_op(
     d: &mut Decoder,
     conn: u64,
     ordinal: u32,
     native_stream: Option<u32>,
+    ends: Option<(u32, u32)>,
     mut op: DeviceOp,
     out: &mut Emitter,
 ) {
-    let dev = d.conns.get(&conn).and_then(|c| c.devices.get(&ordinal).copied());
-    let Some(dev) = dev else {
-        d.conns.entry(conn).or_default().pending.push((ordinal, native_stream, op));
+    let devices = d.conns.get(&conn).map(|c| &c.devices);
+    let device_of = |o: u32| devices.and_then(|m| m.get(&o).copied());
+    let Some(dev) = device_of(ordinal) else {
+        d.conns.entry(conn).or_default().pending.push((ordinal, native_stream, ends, op));
         return;
     };
     op.device = dev;
-    // The copy's ends: the host side is no device (peer copies name both devices by ordinal
-    // in fields this decoder does not read yet; they keep NONE).
-    match op.copy {
-        CopyKind::HostToDevice => op.dst_device = dev,
-        CopyKind::DeviceToHost => op.src_device = dev,
-        CopyKind::DeviceToDevice => (op.src_device, op.dst_device) = (dev, dev),
+    // The copy's ends: the host side is no device; a peer copy names both devices.
+    match (op.copy, ends) {
+        (CopyKind::HostToDevice, _) => op.dst_device = dev,
+        (CopyKind::DeviceToHost, _) => op.src_device = dev,
+        (CopyKind::DeviceToDevice, _) => (op.src_device, op.dst_device) = (dev, dev),
+        (_, Some((src, dst))) => {
+            op.src_device = device_of(src).unwrap_or(DeviceId::NONE);
+            op.dst_device = device_of(dst).unwrap_or(DeviceId::NONE);
+        }
         _ => {}
     }
     if let Some(s) = native_stream {
@@ -196,7 +202,7 @@ fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
             .registers(u16_at(rec, l.registers) as u32),
     );
     graph(d, conn, &mut op, u32_at(rec, l.graph), u64_at(rec, l.graph_node));
-    emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), op, out);
+    emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), None, op, out);
 }
 
 fn memcpy(d: &mut Decoder, conn: u64, rec: &[u8], peer: bool, out: &mut Emitter) {
@@ -217,7 +223,8 @@ fn memcpy(d: &mut Decoder, conn: u64, rec: &[u8], peer: bool, out: &mut Emitter)
     op.bytes = u64_at(rec, l.bytes);
     op.copy = if peer { CopyKind::PeerToPeer } else { copy_kind(u8_at(rec, l.copy_kind)) };
     graph(d, conn, &mut op, u32_at(rec, l.graph), u64_at(rec, l.graph_node));
-    emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), op, out);
+    let ends = l.ends.map(|(src, dst)| (u32_at(rec, src), u32_at(rec, dst)));
+    emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), ends, op, out);
 }
 
 fn memset(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
@@ -236,7 +243,7 @@ fn memset(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     );
     op.bytes = u64_at(rec, l.bytes);
     graph(d, conn, &mut op, u32_at(rec, l.graph), u64_at(rec, l.graph_node));
-    emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), op, out);
+    emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), None, op, out);
 }
 
 const SYNC_NAMES: [&str; 5] = [
@@ -259,7 +266,7 @@ fn sync(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     op.name = d.strs.string(out, SYNC_NAMES.get(u32_at(rec, ty) as usize).copied().unwrap_or(SYNC_NAMES[0]));
     let ordinal = d.conns.get(&conn).and_then(|c| c.ctx_device.get(&u32_at(rec, ctx)).copied()).unwrap_or(0);
     let s = u32_at(rec, stream);
-    emit_op(d, conn, ordinal, (s != u32::MAX).then_some(s), op, out);
+    emit_op(d, conn, ordinal, (s != u32::MAX).then_some(s), None, op, out);
 }
 
 fn memory(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
@@ -284,7 +291,7 @@ fn memory(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         op.name = d.strs.string(out, "driver-internal");
     }
     let s = u32_at(rec, stream);
-    emit_op(d, conn, u32_at(rec, device), (s != 0 && s != u32::MAX).then_some(s), op, out);
+    emit_op(d, conn, u32_at(rec, device), (s != 0 && s != u32::MAX).then_some(s), None, op, out);
 }
 
 fn marker(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
@@ -355,10 +362,10 @@ fn device(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
 fn release_pending(d: &mut Decoder, conn: u64, ordinal: Option<u32>, out: &mut Emitter) {
     let Some(c) = d.conns.get_mut(&conn) else { return };
     let (ready, keep): (Vec<_>, Vec<_>) =
-        std::mem::take(&mut c.pending).into_iter().partition(|(o, _, _)| ordinal.is_none_or(|x| x == *o));
+        std::mem::take(&mut c.pending).into_iter().partition(|(o, _, _, _)| ordinal.is_none_or(|x| x == *o));
     c.pending = keep;
-    for (o, s, op) in ready {
-        emit_op(d, conn, o, s, op, out);
+    for (o, s, ends, op) in ready {
+        emit_op(d, conn, o, s, ends, op, out);
     }
 }
 
@@ -366,7 +373,7 @@ fn release_pending(d: &mut Decoder, conn: u64, ordinal: Option<u32>, out: &mut E
 /// device definition (ordinal only) instead of being dropped.
 pub fn flush_pending(d: &mut Decoder, conn: u64, out: &mut Emitter) {
     let ordinals: Vec<u32> =
-        d.conns.get(&conn).map(|c| c.pending.iter().map(|(o, _, _)| *o).collect()).unwrap_or_default();
+        d.conns.get(&conn).map(|c| c.pending.iter().map(|(o, _, _, _)| *o).collect()).unwrap_or_default();
     for o in ordinals {
         if d.conns.get(&conn).is_some_and(|c| c.devices.contains_key(&o)) {
             continue;
@@ -440,4 +447,42 @@ fn api(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
             .result(u32_at(rec, result) as i64),
     ));
     d.stats.api_calls += 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use xpuprof_sdk::codec::decode_all;
+    use xpuprof_sdk::Logger;
+
+    use super::*;
+
+    #[test]
+    fn a_peer_copy_names_both_devices() {
+        let mut d = Decoder::new(Logger::stderr());
+        let c = d.conns.entry(1).or_default();
+        c.devices.insert(0, DeviceId(7));
+        c.devices.insert(1, DeviceId(8));
+        let (size, l) = layout::PEER_COPIES[0];
+        let (src, dst) = l.ends.expect("peer copies have ends");
+        let mut rec = vec![0u8; size];
+        rec[l.start..l.start + 8].copy_from_slice(&100u64.to_le_bytes());
+        rec[l.end..l.end + 8].copy_from_slice(&200u64.to_le_bytes());
+        rec[src..src + 4].copy_from_slice(&1u32.to_le_bytes());
+        rec[dst..dst + 4].copy_from_slice(&0u32.to_le_bytes());
+        let mut out = Emitter::detached();
+        memcpy(&mut d, 1, &rec, true, &mut out);
+        let ops: Vec<DeviceOp> = decode_all(&out.take_buffer())
+            .unwrap()
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::DeviceOp(o) => Some(o),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ops.len(), 1);
+        assert_eq!(
+            (ops[0].copy, ops[0].src_device, ops[0].dst_device),
+            (CopyKind::PeerToPeer, DeviceId(8), DeviceId(7))
+        );
+    }
 }

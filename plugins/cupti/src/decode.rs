@@ -71,7 +71,7 @@ pub(crate) struct Conn {
     pub(crate) ctx_device: IdMap<u32, u32>,
     pub(crate) streams: IdMap<(u32, u32), StreamId>,
     /// Device ops waiting for their device's definition.
-    pub(crate) pending: Vec<(u32, Option<u32>, DeviceOp)>,
+    pub(crate) pending: Vec<(u32, Option<u32>, Option<(u32, u32)>, DeviceOp)>,
     pub(crate) open_ranges: IdMap<u32, (u64, StrId, StrId, u32)>,
     /// CUDA graph nodes: which call built each one.
     pub(crate) graphs: crate::graphs::GraphNodes,

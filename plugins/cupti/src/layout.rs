@@ -76,9 +76,16 @@ pub struct Memcpy {
     pub correlation: usize,
     pub graph_node: usize,
     pub graph: usize,
+    /// Peer copies: the source and destination devices (ordinals).
+    pub ends: Option<(usize, usize)>,
 }
 
 macro_rules! memcpy {
+    ($t:ty, peer) => {{
+        let (size, mut l) = memcpy!($t);
+        l.ends = Some((offset_of!($t, srcDeviceId), offset_of!($t, dstDeviceId)));
+        (size, l)
+    }};
     ($t:ty) => {
         (
             size_of::<$t>(),
@@ -93,6 +100,7 @@ macro_rules! memcpy {
                 correlation: offset_of!($t, correlationId),
                 graph_node: offset_of!($t, graphNodeId),
                 graph: offset_of!($t, graphId),
+                ends: None,
             },
         )
     };
@@ -108,7 +116,7 @@ pub const MEMCPYS: [(usize, Memcpy); 3] = [
 /// Peer-to-peer memcpy record versions (`MEMCPY2`): same leading fields as memcpy except the
 /// correlation id, which follows the source/destination device fields.
 pub const PEER_COPIES: [(usize, Memcpy); 2] =
-    [memcpy!(ffi::CUpti_ActivityMemcpyPtoP3), memcpy!(ffi::CUpti_ActivityMemcpyPtoP4)];
+    [memcpy!(ffi::CUpti_ActivityMemcpyPtoP3, peer), memcpy!(ffi::CUpti_ActivityMemcpyPtoP4, peer)];
 
 /// Field offsets of a memset record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
