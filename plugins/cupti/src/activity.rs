@@ -69,17 +69,14 @@ pub fn record(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     }
 }
 
-/// The connection's clock for device times, and the offset for host times.
-fn clock(d: &Decoder, conn: u64) -> (ClockDomain, i64, u32) {
+/// The connection's clock domain for CUPTI's timestamps (device and host times alike: the host
+/// converts [`CUPTI_CLOCK`] through the agent's pairings), and its process.
+fn clock(d: &Decoder, conn: u64) -> (ClockDomain, u32) {
     match d.conns.get(&conn) {
-        Some(c) if c.monotonic || c.cupti_version == 0 => (ClockDomain::SESSION, 0, c.pid),
-        Some(c) => (CUPTI_CLOCK, c.clock_offset, c.pid),
-        None => (ClockDomain::SESSION, 0, 0),
+        Some(c) if c.monotonic || c.cupti_version == 0 => (ClockDomain::SESSION, c.pid),
+        Some(c) => (CUPTI_CLOCK, c.pid),
+        None => (ClockDomain::SESSION, 0),
     }
-}
-
-fn host_time(t: u64, offset: i64) -> u64 {
-    (t as i64).saturating_add(offset).max(0) as u64
 }
 
 fn text(d: &mut Decoder, conn: u64, ptr: u64, out: &mut Emitter) -> StrId {
@@ -183,7 +180,7 @@ fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         d.stats.unknown_versions += 1;
         return;
     };
-    let (clk, _, pid) = clock(d, conn);
+    let (clk, pid) = clock(d, conn);
     let mut op = base_op(
         DeviceOpKind::Kernel,
         pid,
@@ -211,7 +208,7 @@ fn memcpy(d: &mut Decoder, conn: u64, rec: &[u8], peer: bool, out: &mut Emitter)
         d.stats.unknown_versions += 1;
         return;
     };
-    let (clk, _, pid) = clock(d, conn);
+    let (clk, pid) = clock(d, conn);
     let mut op = base_op(
         DeviceOpKind::Memcpy,
         pid,
@@ -232,7 +229,7 @@ fn memset(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         d.stats.unknown_versions += 1;
         return;
     };
-    let (clk, _, pid) = clock(d, conn);
+    let (clk, pid) = clock(d, conn);
     let mut op = base_op(
         DeviceOpKind::Memset,
         pid,
@@ -260,7 +257,7 @@ fn sync(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         return;
     }
     let [ty, start, end, corr, ctx, stream] = layout::SYNC;
-    let (clk, _, pid) = clock(d, conn);
+    let (clk, pid) = clock(d, conn);
     let mut op =
         base_op(DeviceOpKind::Sync, pid, clk, u64_at(rec, start), u64_at(rec, end), u32_at(rec, corr));
     op.name = d.strs.string(out, SYNC_NAMES.get(u32_at(rec, ty) as usize).copied().unwrap_or(SYNC_NAMES[0]));
@@ -280,7 +277,7 @@ fn memory(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         2 => DeviceOpKind::Free,
         _ => return,
     };
-    let (clk, _, pid) = clock(d, conn);
+    let (clk, pid) = clock(d, conn);
     let t = u64_at(rec, ts);
     let corr = u32_at(rec, corr);
     let mut op = base_op(kind, pid, clk, t, t, corr);
@@ -300,9 +297,8 @@ fn marker(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         return;
     }
     let [flags, ts, id, _okind, oid, name, domain] = layout::MARKER;
-    let (_, offset, pid) = clock(d, conn);
-    let (flags, t, id, tid) =
-        (u32_at(rec, flags), host_time(u64_at(rec, ts), offset), u32_at(rec, id), u32_at(rec, oid + 4));
+    let (clk, pid) = clock(d, conn);
+    let (flags, t, id, tid) = (u32_at(rec, flags), u64_at(rec, ts), u32_at(rec, id), u32_at(rec, oid + 4));
     d.thread(pid, tid, out);
     let (name, domain) = (text(d, conn, u64_at(rec, name), out), text(d, conn, u64_at(rec, domain), out));
     if flags & 2 != 0 {
@@ -310,12 +306,19 @@ fn marker(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     } else if flags & 4 != 0 {
         if let Some((start, name, domain, tid)) = d.conns.entry(conn).or_default().open_ranges.remove(&id) {
             out.emit(&Record::Range(
-                Annotation::default().pid(pid).tid(tid).start(start).end(t).name(name).domain(domain),
+                Annotation::default()
+                    .pid(pid)
+                    .tid(tid)
+                    .start(start)
+                    .end(t)
+                    .name(name)
+                    .domain(domain)
+                    .clock(clk),
             ));
         }
     } else {
         out.emit(&Record::Marker(
-            Annotation::default().pid(pid).tid(tid).start(t).end(t).name(name).domain(domain),
+            Annotation::default().pid(pid).tid(tid).start(t).end(t).name(name).domain(domain).clock(clk),
         ));
     }
 }
@@ -403,7 +406,7 @@ fn overhead(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         return;
     }
     let [kind, okind, oid, start, end] = layout::OVERHEAD;
-    let (_, offset, pid) = clock(d, conn);
+    let (clk, pid) = clock(d, conn);
     let tid = if u32_at(rec, okind) == 2 { u32_at(rec, oid + 4) } else { 0 };
     d.thread(pid, tid, out);
     let (what, okind) = match u32_at(rec, kind) {
@@ -418,8 +421,9 @@ fn overhead(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         _ => ("other", OverheadKind::Other),
     };
     let name = d.strs.string(out, &format!("CUPTI overhead: {what}"));
-    let (s, e) = (host_time(u64_at(rec, start), offset), host_time(u64_at(rec, end), offset));
-    out.emit(&Record::Overhead(Overhead::default().pid(pid).tid(tid).start(s).end(e).kind(okind).name(name)));
+    let (s, e) = (u64_at(rec, start), u64_at(rec, end));
+    let o = Overhead::default().pid(pid).tid(tid).start(s).end(e).clock(clk);
+    out.emit(&Record::Overhead(o.kind(okind).name(name)));
 }
 
 fn api(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
@@ -430,7 +434,7 @@ fn api(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     let [cbid, start, end, _pid, tid, corr, result] = layout::API;
     let domain =
         if u32_at(rec, 0) == KIND_RUNTIME { cupti_sys::DOMAIN_RUNTIME } else { cupti_sys::DOMAIN_DRIVER };
-    let (_, offset, pid) = clock(d, conn);
+    let (clk, pid) = clock(d, conn);
     let tid = u32_at(rec, tid);
     d.thread(pid, tid, out);
     let (name, kind) = d.api_name(conn, domain, u32_at(rec, cbid), out);
@@ -439,8 +443,9 @@ fn api(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         ApiCall::default()
             .pid(pid)
             .tid(tid)
-            .start(host_time(u64_at(rec, start), offset))
-            .end(host_time(u64_at(rec, end), offset))
+            .start(u64_at(rec, start))
+            .end(u64_at(rec, end))
+            .clock(clk)
             .name(name)
             .kind(kind)
             .correlation((corr != 0).then_some(Correlation { backend: backend::CUDA, id: corr as u64 }))

@@ -55,6 +55,10 @@ pub(crate) enum ApiName {
     Id(StrId, ApiKind),
 }
 
+/// A device op waiting for its device's definition: device ordinal, native stream, a peer
+/// copy's source and destination ordinals, the op.
+pub(crate) type Parked = (u32, Option<u32>, Option<(u32, u32)>, DeviceOp);
+
 /// Per-connection (per-process) state.
 #[derive(Debug, Default)]
 pub(crate) struct Conn {
@@ -71,12 +75,10 @@ pub(crate) struct Conn {
     pub(crate) ctx_device: IdMap<u32, u32>,
     pub(crate) streams: IdMap<(u32, u32), StreamId>,
     /// Device ops waiting for their device's definition.
-    pub(crate) pending: Vec<(u32, Option<u32>, Option<(u32, u32)>, DeviceOp)>,
+    pub(crate) pending: Vec<Parked>,
     pub(crate) open_ranges: IdMap<u32, (u64, StrId, StrId, u32)>,
     /// CUDA graph nodes: which call built each one.
     pub(crate) graphs: crate::graphs::GraphNodes,
-    /// session − CUPTI clock, when the timestamp callback could not be installed.
-    pub(crate) clock_offset: i64,
     bye: bool,
     hello: bool,
     /// The agent speaks another wire protocol: the rest of its stream is ignored.
@@ -153,8 +155,6 @@ impl Decoder {
             }
             wire::MSG_CLOCK => {
                 let (cupti, session) = (r.u64(), r.u64());
-                let c = self.conns.entry(conn).or_default();
-                c.clock_offset = session as i64 - cupti as i64;
                 out.emit(&Record::ClockSync(
                     ClockSync::default()
                         .domain(crate::activity::CUPTI_CLOCK)
