@@ -31,6 +31,15 @@ fn memcpy_name(k: CopyKind) -> &'static str {
 }
 
 /// Appends the `args` of device operation `op` after its `pid`.
+fn overhead_kind(k: OverheadKind) -> &'static str {
+    match k {
+        OverheadKind::BufferFlush => "buffer flush",
+        OverheadKind::Instrumentation => "instrumentation",
+        OverheadKind::Resolution => "resolution",
+        _ => "other",
+    }
+}
+
 fn op_args(l: &mut Vec<u8>, op: &DeviceOp) {
     if let Some(c) = op.correlation {
         l.s(r#","correlation":"#).n(c.id);
@@ -177,6 +186,7 @@ impl<W: Write> TraceWriter<W> {
             Record::Range(a) => self.range(a),
             Record::Counter(c) => self.counter(c),
             Record::Loss(l) => self.loss(l),
+            Record::Overhead(o) => self.overhead(o),
             _ => Ok(()),
         }
     }
@@ -294,6 +304,31 @@ impl<W: Write> TraceWriter<W> {
                 r#"{{"ph":"{ph}","id":{id},"cat":{cat},"name":{name},"pid":{pid},"tid":{tid}"#
             )?;
             self.times(ts, None)?;
+            self.line.write_all(b"}")?;
+        }
+        Ok(())
+    }
+
+    /// Time the profiling machinery took (a CUPTI buffer flush, ...), on the thread it took it
+    /// from: an async slice of category "overhead", since it may overlap the thread's API calls.
+    fn overhead(&mut self, o: &Overhead) -> io::Result<()> {
+        let tid = if o.tid == 0 { o.pid } else { o.tid };
+        let (pid, tid) = self.tracks.host_track(o.pid, tid, &mut self.namings);
+        self.flush_namings()?;
+        let id = self.next_range;
+        self.next_range += 1;
+        let name =
+            if o.name.is_none() { "\"profiler overhead\"" } else { self.tracks.name(o.name) }.to_owned();
+        for (ph, ts) in [("b", o.start), ("e", o.end.max(o.start))] {
+            self.begin()?;
+            write!(
+                self.line,
+                r#"{{"ph":"{ph}","id":{id},"cat":"overhead","name":{name},"pid":{pid},"tid":{tid}"#
+            )?;
+            self.times(ts, None)?;
+            if ph == "b" {
+                write!(self.line, r#","args":{{"kind":"{}"}}"#, overhead_kind(o.kind))?;
+            }
             self.line.write_all(b"}")?;
         }
         Ok(())

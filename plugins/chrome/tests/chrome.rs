@@ -179,3 +179,30 @@ fn scripted_session_through_the_host_matches_golden_and_is_valid() {
     assert!(check_structure(&text) > 0);
     golden::check("scripted.trace.json", &mask_start_time(&text));
 }
+
+#[test]
+fn profiler_overhead_is_shown_on_its_thread() {
+    use xpuprof_sdk::model::{Overhead, OverheadKind, StrDef, StrId};
+    let recs = vec![
+        Record::Str(StrDef::new(StrId(1), "CUPTI overhead: buffer flush")),
+        Record::Overhead(
+            Overhead::default()
+                .pid(7)
+                .tid(8)
+                .start(1_000)
+                .end(3_000)
+                .kind(OverheadKind::BufferFlush)
+                .name(StrId(1)),
+        ),
+    ];
+    let text = run(&recs);
+    check_structure(&text);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let ev: Vec<&Value> =
+        doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "overhead").collect();
+    assert_eq!(ev.len(), 2, "{text}");
+    assert_eq!((ev[0]["ph"].as_str(), ev[1]["ph"].as_str()), (Some("b"), Some("e")));
+    assert_eq!(ev[0]["name"], "CUPTI overhead: buffer flush");
+    assert_eq!(ev[0]["args"]["kind"], "buffer flush");
+    assert_eq!((track(ev[0]), ns(&ev[1]["ts"]) - ns(&ev[0]["ts"])), ((7, 8), 2_000));
+}
