@@ -160,7 +160,7 @@ impl Decoder {
                 c.devices.insert(handle, dev);
             }
             Msg::Queue { handle, device, kind } => self.queue(conn, handle, device, kind, out),
-            Msg::Api { tid, name, kind, start, end, correlation, result, stack } => {
+            Msg::Api { tid, name, kind, recording, start, end, correlation, result, stack } => {
                 self.strs.thread(out, pid, tid, "");
                 let name = c.names.get(&name).copied().unwrap_or(StrId::NONE);
                 let corr = (correlation != 0)
@@ -186,7 +186,8 @@ impl Decoder {
                             .time(start)
                             .correlation(correlation)
                             .api(name)
-                            .stack(stack),
+                            .stack(stack)
+                            .recording(recording),
                     ));
                     self.stats.launch_sites += 1;
                 }

@@ -29,6 +29,8 @@ thread_local! {
 struct Call {
     name: u32,
     kind: u8,
+    /// An append to a regular list: it records work that runs at every execute.
+    recording: bool,
     start: u64,
     correlation: u64,
     stack: u64,
@@ -140,6 +142,7 @@ impl Agent {
             tid: clock::tid(),
             name: c.name,
             kind: c.kind,
+            recording: c.recording,
             start: c.start,
             end: clock::mono(),
             correlation: c.correlation,
@@ -191,6 +194,7 @@ impl Agent {
             }
         }
         c.list = list;
+        c.recording = info.is_some_and(|(_, _, immediate)| !immediate);
         op.correlation = c.correlation;
         c.op = op;
         // Under the lock: a definition (name, stack) reaches the channel before any other

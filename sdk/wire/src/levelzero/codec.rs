@@ -66,10 +66,11 @@ impl Writer {
                 self.u64(*device);
                 self.u8(*kind);
             }
-            Msg::Api { tid, name, kind, start, end, correlation, result, stack } => {
+            Msg::Api { tid, name, kind, recording, start, end, correlation, result, stack } => {
                 self.u32(*tid);
                 self.u32(*name);
                 self.u8(*kind);
+                self.u8(u8::from(*recording));
                 self.u64(*start);
                 self.u64(*end);
                 self.u64(*correlation);
@@ -187,6 +188,7 @@ pub fn decode(ty: u8, payload: &[u8]) -> Option<Msg> {
             tid: r.u32(),
             name: r.u32(),
             kind: r.u8(),
+            recording: r.u8() != 0,
             start: r.u64(),
             end: r.u64(),
             correlation: r.u64(),
@@ -224,7 +226,17 @@ mod tests {
                 name: "gpu".into(),
             },
             Msg::Queue { handle: 5, device: 1, kind: 1 },
-            Msg::Api { tid: 1, name: 2, kind: 1, start: 3, end: 4, correlation: 5, result: 0, stack: 6 },
+            Msg::Api {
+                tid: 1,
+                name: 2,
+                kind: 1,
+                recording: true,
+                start: 3,
+                end: 4,
+                correlation: 5,
+                result: 0,
+                stack: 6,
+            },
             Msg::Op(Op { kind: 1, copy: 2, start: 10, end: 20, groups: [1, 2, 3], ..Default::default() }),
             Msg::Clock { device: 1, ticks: 2, raw: 3 },
             Msg::HostClock { raw: 1, mono: 2 },

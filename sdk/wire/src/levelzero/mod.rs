@@ -14,7 +14,7 @@
 //! ([`Msg::HostClock`]).
 //!
 //! Version 2: [`api_kind::COPY`] and [`api_kind::MEMSET`] (a version-1 host would take copy and
-//! fill appends for calls without a launch).
+//! fill appends for calls without a launch), and [`Msg::Api`]'s `recording` byte.
 
 mod codec;
 
@@ -144,8 +144,18 @@ pub enum Msg {
     },
     /// A command queue or immediate list ([`queue_kind`]).
     Queue { handle: u64, device: u64, kind: u8 },
-    /// An API call.
-    Api { tid: u32, name: u32, kind: u8, start: u64, end: u64, correlation: u64, result: u32, stack: u64 },
+    /// An API call; `recording`: an append to a regular list (its work runs at every execute).
+    Api {
+        tid: u32,
+        name: u32,
+        kind: u8,
+        recording: bool,
+        start: u64,
+        end: u64,
+        correlation: u64,
+        result: u32,
+        stack: u64,
+    },
     /// Device work.
     Op(Op),
     /// A `zeDeviceGetGlobalTimestamps` pair.
