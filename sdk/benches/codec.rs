@@ -100,8 +100,11 @@ fn clock_sync(i: u64) -> Record {
     ))
 }
 
+/// Makes the `i`-th record of one kind.
+type Make = fn(u64) -> Record;
+
 /// The kinds measured, with how each record is made.
-const KINDS: &[(&str, fn(u64) -> Record)] = &[
+const KINDS: &[(&str, Make)] = &[
     ("kernel", kernel),
     ("memcpy", copy),
     ("api_call", api_call),
