@@ -28,6 +28,7 @@ const LANE: u64 = 4 << 60;
 const RANGES: u64 = 5 << 60;
 const OFF_CPU: u64 = 6 << 60;
 const COUNTER: u64 = 7 << 60;
+const OVERHEAD: u64 = 9 << 60;
 /// The track of loss markers.
 pub const LOSSES: u64 = 8 << 60;
 
@@ -207,6 +208,22 @@ impl Tracks {
         let lane = self.lane(RANGES | bits, a.start, a.end);
         let name = || if lane == 0 { "ranges".to_owned() } else { format!("ranges (overlap {lane})") };
         self.child(RANGES | (lane << 56) | bits, parent, name)
+    }
+
+    /// The profiler-overhead track of thread `(pid, tid)` for `[start, end)` (another lane when
+    /// overhead slices overlap).
+    pub fn overhead(&mut self, pid: u32, tid: u32, start: u64, end: u64, names: &Interner) -> u64 {
+        let parent = self.thread(pid, tid, names);
+        let bits = thread_bits(pid, tid);
+        let lane = self.lane(OVERHEAD | bits, start, end);
+        let name = || {
+            if lane == 0 {
+                "profiler overhead".to_owned()
+            } else {
+                format!("profiler overhead (overlap {lane})")
+            }
+        };
+        self.child(OVERHEAD | (lane << 56) | bits, parent, name)
     }
 
     /// The off-CPU track of thread `(pid, tid)`.

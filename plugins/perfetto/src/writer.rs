@@ -142,6 +142,7 @@ impl<W: Write> TraceWriter<W> {
             Record::Range(a) => self.range(a),
             Record::Counter(c) => self.counter(c),
             Record::Loss(l) => self.loss(l),
+            Record::Overhead(o) => self.overhead(o),
             _ => Ok(()),
         }
     }
@@ -368,6 +369,15 @@ impl<W: Write> TraceWriter<W> {
         let track = self.tracks.range(a, &self.names);
         let name = self.names.event_name_of(a.name, "range");
         self.slice(track, track, a.start, a.end, name, None)
+    }
+
+    /// Time the profiling machinery took (a CUPTI buffer flush, ...), on a track of its own under
+    /// the thread it took the time from.
+    fn overhead(&mut self, o: &Overhead) -> io::Result<()> {
+        let tid = if o.tid == 0 { o.pid } else { o.tid };
+        let track = self.tracks.overhead(o.pid, tid, o.start, o.end, &self.names);
+        let name = self.names.event_name_of(o.name, "profiler overhead");
+        self.slice(track, track, o.start, o.end, name, None)
     }
 
     fn counter(&mut self, c: &Counter) -> io::Result<()> {

@@ -108,3 +108,23 @@ fn interned_data_is_emitted_again_after_each_clear() {
     assert!(s["clears"].as_u64().unwrap() > 20, "incremental state was cleared: {s}");
     assert_eq!(s["flows"], 5_000);
 }
+
+#[test]
+fn profiler_overhead_has_a_track_under_its_thread() {
+    use xpuprof_sdk::model::{Overhead, OverheadKind, StrDef, StrId};
+    let mut records = sample::session();
+    records.push(Record::Str(StrDef::new(StrId(9_001), "CUPTI overhead: buffer flush")));
+    records.push(Record::Overhead(
+        Overhead::default()
+            .pid(sample::PID)
+            .tid(sample::TID)
+            .start(sample::T0 + 1_000)
+            .end(sample::T0 + 5_000)
+            .kind(OverheadKind::BufferFlush)
+            .name(StrId(9_001)),
+    ));
+    let dir = run(&records, config::defaults(), 5);
+    let s = check::check(&dir.path().join(FILE_NAME));
+    assert!(s["tracks"].get("profiler overhead").is_some(), "{s}");
+    assert_eq!(s["slice_names"]["CUPTI overhead: buffer flush"], 1, "{s}");
+}
