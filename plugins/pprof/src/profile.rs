@@ -6,7 +6,9 @@
 //!    `[GPU_Memcpy]HtoD`, ...) leaf frame, as the folded output has it;
 //! 2. `gpu_ops/count`: how many device operations;
 //! 3. `cpu_time/nanoseconds`: on-CPU samples, weighted by their period;
-//! 4. `off_cpu_time/nanoseconds`: off-CPU samples, weighted by the time blocked.
+//! 4. `off_cpu_time/nanoseconds`: off-CPU samples, weighted by the time blocked;
+//! 5. `profiler_overhead/nanoseconds`: time the profiling machinery took on a thread (CUPTI
+//!    buffer flushes, ...), under an `[Overhead]<name>` frame.
 //!
 //! Labels: `process` and `thread` (names) with `pid` and `tid` (numbers) on every sample;
 //! `device`, `stream`, `kind` and `kernel` on GPU samples. Samples with the same stack and
@@ -46,11 +48,19 @@ struct CpuKey {
     off: bool,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct OverheadKey {
+    pid: u32,
+    tid: u32,
+    name: StrId,
+}
+
 /// The running totals of a profile.
 #[derive(Debug, Default)]
 pub struct Aggregate {
     gpu: FxMap<GpuKey, [i64; 2]>,
     cpu: FxMap<CpuKey, i64>,
+    overhead: FxMap<OverheadKey, i64>,
     first: Option<u64>,
     last: u64,
     period: u64,
@@ -81,6 +91,13 @@ impl Aggregate {
         v[0] += op.end.saturating_sub(op.start) as i64;
         v[1] += 1;
         self.seen(op.start, op.end);
+    }
+
+    /// Adds profiler overhead `o`.
+    pub fn overhead(&mut self, o: &Overhead) {
+        let key = OverheadKey { pid: o.pid, tid: o.tid, name: o.name };
+        *self.overhead.entry(key).or_default() += o.end.saturating_sub(o.start) as i64;
+        self.seen(o.start, o.end);
     }
 
     /// Adds CPU sample `s`.
@@ -279,7 +296,7 @@ impl<'d> Builder<'d> {
             let name = self.defs.text(k.name).map_or_else(|| "kernel".to_owned(), Cow::into_owned);
             label.push(self.str_label("kernel", &name));
         }
-        self.p.sample.push(proto::Sample { location_id, value: vec![v[0], v[1], 0, 0], label });
+        self.p.sample.push(proto::Sample { location_id, value: vec![v[0], v[1], 0, 0, 0], label });
     }
 
     fn cpu_sample(&mut self, k: &CpuKey, ns: i64) {
@@ -287,8 +304,17 @@ impl<'d> Builder<'d> {
         self.stack(k.stack, &mut location_id);
         let mut label = Vec::with_capacity(4);
         self.thread_labels(k.pid, k.tid, &mut label);
-        let value = if k.off { vec![0, 0, 0, ns] } else { vec![0, 0, ns, 0] };
+        let value = if k.off { vec![0, 0, 0, ns, 0] } else { vec![0, 0, ns, 0, 0] };
         self.p.sample.push(proto::Sample { location_id, value, label });
+    }
+
+    fn overhead_sample(&mut self, k: &OverheadKey, ns: i64) {
+        let name = self.defs.text(k.name).map_or_else(|| "profiler overhead".to_owned(), Cow::into_owned);
+        let location_id = vec![self.synthetic(&format!("[Overhead]{name}"))];
+        let mut label = Vec::with_capacity(5);
+        self.thread_labels(k.pid, k.tid, &mut label);
+        label.push(self.str_label("kind", "overhead"));
+        self.p.sample.push(proto::Sample { location_id, value: vec![0, 0, 0, 0, ns], label });
     }
 
     fn value_type(&mut self, ty: &str, unit: &str) -> proto::ValueType {
@@ -309,6 +335,7 @@ pub fn build(agg: &Aggregate, defs: &Defs, time_nanos: i64, comments: &[String])
         b.value_type("gpu_ops", "count"),
         b.value_type("cpu_time", "nanoseconds"),
         b.value_type("off_cpu_time", "nanoseconds"),
+        b.value_type("profiler_overhead", "nanoseconds"),
     ];
     b.p.default_sample_type = b.p.sample_type[0].r#type;
     b.p.period_type = Some(b.value_type("cpu", "nanoseconds"));
@@ -326,6 +353,11 @@ pub fn build(agg: &Aggregate, defs: &Defs, time_nanos: i64, comments: &[String])
     cpu.sort_by_key(|(k, _)| (k.pid, k.tid, k.stack, k.off));
     for (k, v) in cpu {
         b.cpu_sample(k, *v);
+    }
+    let mut overhead: Vec<_> = agg.overhead.iter().collect();
+    overhead.sort_by_key(|(k, _)| (k.pid, k.tid, k.name));
+    for (k, v) in overhead {
+        b.overhead_sample(k, *v);
     }
     b.p.comment = comments.iter().map(|c| b.s(c)).collect();
     b.p

@@ -77,6 +77,7 @@ impl Sink for PprofSink {
                 r if r.is_definition() => self.defs.define(r),
                 Record::DeviceOp(op) => self.agg.device_op(op),
                 Record::CpuSample(s) if self.opts.cpu_samples => self.agg.sample(s),
+                Record::Overhead(o) => self.agg.overhead(o),
                 Record::Loss(l) => {
                     let cause = self
                         .defs

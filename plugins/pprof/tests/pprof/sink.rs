@@ -98,7 +98,7 @@ fn profile_references_are_consistent() {
     let dir = run(&sample::session());
     let p = decode(&dir.path().join(FILE_NAME));
     let names: Vec<&str> = p.sample_type.iter().map(|t| p.string_table[t.r#type as usize].as_str()).collect();
-    assert_eq!(names, ["gpu_time", "gpu_ops", "cpu_time", "off_cpu_time"]);
+    assert_eq!(names, ["gpu_time", "gpu_ops", "cpu_time", "off_cpu_time", "profiler_overhead"]);
     let ops: i64 = p.sample.iter().map(|s| s.value[1]).sum();
     assert_eq!(ops, 9, "every device operation counted once");
     assert!(p.comment.iter().any(|c| p.string_table[*c as usize] == "lost 3: cupti dropped records"));
@@ -111,4 +111,30 @@ fn long_runs_merge_samples() {
     let ops: i64 = p.sample.iter().map(|s| s.value[1]).sum();
     assert_eq!(ops, 20_000);
     assert!(p.sample.len() <= 12, "{} samples: merged by stack and labels", p.sample.len());
+}
+
+#[test]
+fn profiler_overhead_is_its_own_sample_type() {
+    use xpuprof_sdk::model::{Overhead, OverheadKind, StrDef, StrId};
+    let mut records = sample::session();
+    records.push(Record::Str(StrDef::new(StrId(9_001), "CUPTI overhead: buffer flush")));
+    for i in 0..2 {
+        records.push(Record::Overhead(
+            Overhead::default()
+                .pid(sample::PID)
+                .tid(sample::TID)
+                .start(sample::T0 + i * 10_000)
+                .end(sample::T0 + i * 10_000 + 3_000)
+                .kind(OverheadKind::BufferFlush)
+                .name(StrId(9_001)),
+        ));
+    }
+    let dir = run(&records);
+    let p = decode(&dir.path().join(FILE_NAME));
+    let overhead: Vec<_> = p.sample.iter().filter(|s| s.value[4] != 0).collect();
+    assert_eq!(overhead.len(), 1, "merged by thread and name");
+    assert_eq!(overhead[0].value, [0, 0, 0, 0, 6_000]);
+    let leaf = &p.location.iter().find(|l| l.id == overhead[0].location_id[0]).unwrap().line[0];
+    let f = p.function.iter().find(|f| f.id == leaf.function_id).unwrap();
+    assert_eq!(p.string_table[f.name as usize], "[Overhead]CUPTI overhead: buffer flush");
 }
