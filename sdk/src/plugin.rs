@@ -25,32 +25,36 @@ impl PluginKind {
     }
 }
 
-/// Something a plugin needs from the machine; `xpuprof doctor` checks each.
+/// Something a plugin needs from the machine, by a stable name; `xpuprof doctor` checks the ones
+/// it knows and lists the others as not checked.
+///
+/// An open set: the names below are the ones this SDK knows; a backend this SDK does not list
+/// names its own with [`Capability::named`] (lowercase words joined by `-`, e.g.
+/// `"npu-runtime"`). Only the name crosses the ABI, so hosts and plugins of any SDK version agree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Capability {
-    /// Root, or CAP_BPF + CAP_PERFMON.
-    BpfAndPerf,
-    /// Kernel BTF (`/sys/kernel/btf/vmlinux`).
-    KernelBtf,
-    /// The NVIDIA driver and a CUDA runtime.
-    CudaRuntime,
-    /// The ROCm runtime.
-    RocmRuntime,
-    /// The Level Zero loader and a driver.
-    LevelZeroRuntime,
-}
+pub struct Capability(&'static str);
 
+#[allow(non_upper_case_globals)]
 impl Capability {
+    /// Root, or CAP_BPF + CAP_PERFMON.
+    pub const BpfAndPerf: Self = Self("bpf-perf");
+    /// Kernel BTF (`/sys/kernel/btf/vmlinux`).
+    pub const KernelBtf: Self = Self("kernel-btf");
+    /// The NVIDIA driver and a CUDA runtime.
+    pub const CudaRuntime: Self = Self("cuda");
+    /// The ROCm runtime.
+    pub const RocmRuntime: Self = Self("rocm");
+    /// The Level Zero loader and a driver.
+    pub const LevelZeroRuntime: Self = Self("level-zero");
+
+    /// A capability this SDK does not list, by its stable name.
+    pub const fn named(name: &'static str) -> Self {
+        Self(name)
+    }
+
     /// Stable name used in the ABI and in `xpuprof doctor`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::BpfAndPerf => "bpf-perf",
-            Self::KernelBtf => "kernel-btf",
-            Self::CudaRuntime => "cuda",
-            Self::RocmRuntime => "rocm",
-            Self::LevelZeroRuntime => "level-zero",
-        }
+        self.0
     }
 }
 
@@ -213,4 +217,19 @@ pub trait Sink: Send + 'static {
 
     /// Finishes the output and returns the files written.
     fn finish(&mut self) -> PluginResult<Vec<PathBuf>>;
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::Capability;
+
+    #[test]
+    fn known_and_third_party_capabilities_are_names() {
+        assert_eq!(Capability::CudaRuntime.as_str(), "cuda");
+        assert_eq!(Capability::LevelZeroRuntime.as_str(), "level-zero");
+        let npu = Capability::named("npu-runtime");
+        assert_eq!(npu.as_str(), "npu-runtime");
+        assert_ne!(npu, Capability::CudaRuntime);
+        assert!(matches!(Capability::KernelBtf, Capability::KernelBtf));
+    }
 }
