@@ -6,6 +6,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "events.h"
+#include "python.h" /* not called yet: compiled so it cannot rot (see docs/stacks.md) */
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 

@@ -7,7 +7,7 @@
 #ifndef XPUPROF_PYTHON_H
 #define XPUPROF_PYTHON_H
 
-#define PY_MAX_FRAMES 64
+#define PY_MAX_FRAMES 64 /* a power of two: indexes are masked for the verifier */
 #define PY_MAX_THREADS 64
 #define PY_NONE 0xffffffffu
 #define PY_ENTRY (1ull << 63) /* in xp_py_stack.instr: the first frame its eval-loop call ran */
@@ -64,24 +64,71 @@ static __always_inline __u32 py_u32(__u64 addr, int *bad)
 	return v;
 }
 
-/* The thread state of thread `tid` (fs base `fsbase`), or 0. */
-static __always_inline __u64 py_thread_state(const struct xp_py_offsets *o, __u32 tid, __u64 fsbase, int *bad)
-{
-	__u64 interp = py_u64(o->interpreters_head, bad);
-	__u64 t;
+/* State of a walk, shared with the bpf_loop callbacks (one verification each, whatever the
+ * number of threads or frames). */
+struct py_walk {
+	const struct xp_py_offsets *o;
+	struct xp_py_stack *out;
+	__u64 cur; /* thread state or frame being looked at */
+	__u64 found;
+	__u64 fsbase;
+	__u32 tid;
+	__u32 n;
+	int bad;
+};
 
-	if (!interp || *bad)
-		return 0;
-	t = py_u64(interp + o->interp_threads_head, bad);
-	for (int i = 0; i < PY_MAX_THREADS && t && !*bad; i++) {
-		if (o->tstate_native_tid != PY_NONE) {
-			if (py_u32(t + o->tstate_native_tid, bad) == tid)
-				return t;
-		} else if (py_u64(t + o->tstate_thread_id, bad) == fsbase) {
-			return t;
+static long py_thread_step(__u64 i, void *data)
+{
+	struct py_walk *w = data;
+	const struct xp_py_offsets *o = w->o;
+
+	if (!w->cur || w->bad)
+		return 1;
+	if (o->tstate_native_tid != PY_NONE) {
+		if (py_u32(w->cur + o->tstate_native_tid, &w->bad) == w->tid) {
+			w->found = w->cur;
+			return 1;
 		}
-		t = py_u64(t + o->tstate_next, bad);
+	} else if (py_u64(w->cur + o->tstate_thread_id, &w->bad) == w->fsbase) {
+		w->found = w->cur;
+		return 1;
 	}
+	w->cur = py_u64(w->cur + o->tstate_next, &w->bad);
+	return 0;
+}
+
+static long py_frame_step(__u64 i, void *data)
+{
+	struct py_walk *w = data;
+	const struct xp_py_offsets *o = w->o;
+	__u64 frame = w->cur, instr;
+	__u32 n = w->n;
+	__u8 owner = 0, entry = 0;
+
+	if (!frame || w->bad)
+		return 1;
+	w->cur = py_u64(frame + o->frame_back, &w->bad);
+	if (!o->objects) {
+		bpf_probe_read_user(&owner, 1, (void *)(frame + o->frame_owner));
+		if (o->owner_cstack != PY_NONE && owner == o->owner_cstack) {
+			/* The eval loop's own marker frame: its caller ran first in that call. */
+			if (n > 0 && n <= PY_MAX_FRAMES)
+				w->out->instr[(n - 1) & (PY_MAX_FRAMES - 1)] |= PY_ENTRY;
+			return 0;
+		}
+	}
+	if (n >= PY_MAX_FRAMES)
+		return 1;
+	if (o->objects) {
+		instr = py_u32(frame + o->frame_instr, &w->bad) | PY_ENTRY;
+	} else {
+		if (o->frame_is_entry != PY_NONE)
+			bpf_probe_read_user(&entry, 1, (void *)(frame + o->frame_is_entry));
+		instr = py_u64(frame + o->frame_instr, &w->bad) | (entry ? PY_ENTRY : 0);
+	}
+	w->out->code[n & (PY_MAX_FRAMES - 1)] = py_u64(frame + o->frame_code, &w->bad);
+	w->out->instr[n & (PY_MAX_FRAMES - 1)] = instr;
+	w->n = n + 1;
 	return 0;
 }
 
@@ -90,57 +137,34 @@ static __always_inline __u64 py_thread_state(const struct xp_py_offsets *o, __u3
 static __always_inline void xp_read_python(struct task_struct *task, __u32 tgid, __u32 tid, struct xp_py_stack *out)
 {
 	const struct xp_py_offsets *o = bpf_map_lookup_elem(&py_procs, &tgid);
-	__u64 fsbase = 0, frame;
-	__u32 n = 0;
-	int bad = 0;
+	struct py_walk w = {};
+	__u64 interp, frame;
 
 	out->frames = 0;
 	out->status = 0;
 	if (!o)
 		return;
+	w.o = o;
+	w.out = out;
+	w.tid = tid;
 #if defined(__TARGET_ARCH_x86)
-	fsbase = BPF_CORE_READ(task, thread.fsbase);
+	w.fsbase = BPF_CORE_READ(task, thread.fsbase);
 #endif
-	frame = py_thread_state(o, tid, fsbase, &bad);
-	if (!frame) {
-		out->status = bad ? -2 : -1;
+	interp = py_u64(o->interpreters_head, &w.bad);
+	if (interp && !w.bad)
+		w.cur = py_u64(interp + o->interp_threads_head, &w.bad);
+	bpf_loop(PY_MAX_THREADS, py_thread_step, &w, 0);
+	if (!w.found) {
+		out->status = w.bad ? -2 : -1;
 		return;
 	}
-	frame = py_u64(frame + o->tstate_frame, &bad);
+	frame = py_u64(w.found + o->tstate_frame, &w.bad);
 	if (frame && o->cframe_current != PY_NONE)
-		frame = py_u64(frame + o->cframe_current, &bad);
-	for (int i = 0; i < PY_MAX_FRAMES + 8 && frame && !bad; i++) {
-		__u64 next = py_u64(frame + o->frame_back, &bad);
-
-		if (o->objects) {
-			if (n >= PY_MAX_FRAMES)
-				break;
-			out->code[n] = py_u64(frame + o->frame_code, &bad);
-			out->instr[n] = py_u32(frame + o->frame_instr, &bad) | PY_ENTRY;
-			n++;
-		} else {
-			__u8 owner = 0;
-
-			bpf_probe_read_user(&owner, 1, (void *)(frame + o->frame_owner));
-			if (o->owner_cstack != PY_NONE && owner == o->owner_cstack) {
-				if (n > 0 && n <= PY_MAX_FRAMES)
-					out->instr[n - 1] |= PY_ENTRY;
-			} else {
-				__u8 entry = 0;
-
-				if (n >= PY_MAX_FRAMES)
-					break;
-				if (o->frame_is_entry != PY_NONE)
-					bpf_probe_read_user(&entry, 1, (void *)(frame + o->frame_is_entry));
-				out->code[n] = py_u64(frame + o->frame_code, &bad);
-				out->instr[n] = py_u64(frame + o->frame_instr, &bad) | (entry ? PY_ENTRY : 0);
-				n++;
-			}
-		}
-		frame = next;
-	}
-	out->frames = n;
-	out->status = bad ? -2 : (frame ? 1 : 0);
+		frame = py_u64(frame + o->cframe_current, &w.bad);
+	w.cur = frame;
+	bpf_loop(PY_MAX_FRAMES + 16, py_frame_step, &w, 0);
+	out->frames = w.n;
+	out->status = w.bad ? -2 : (w.cur ? 1 : 0);
 }
 
 #endif
