@@ -1,36 +1,81 @@
 //! An agent's own work per launch, on the application thread: the launch-site path that runs
 //! inside the vendor's API enter and exit callbacks (CUPTI's, for the CUPTI agent): clock reads,
 //! stack walk, hash, dedup, entry write, publish under the thread buffer's lock, without the
-//! vendor library. The stack is a synthetic frame-pointer chain of 16 frames on this thread's
-//! stack, the depth of a launch from a small program through libcudart and libcuda. The buffers
-//! are drained every 1024 launches, as the agent's other threads do; the drains are not timed.
-//! Timestamps with `clock_gettime`, then from the TSC (where this machine allows it; the last
-//! variant then measures the same as the first).
+//! vendor library. The drains (every 1024 launches, as the agent's other threads do) are not
+//! timed.
+//!
+//! The stacks are real: C code (`sdk/unwind/tests/fixtures/deep.c`, built here with `cc -O2`)
+//! recursing to a known depth before it calls the bench's "callback", once built with frame
+//! pointers (a C program like B1: each frame's rule is the cached frame-pointer rule) and once
+//! with `-fomit-frame-pointer` (every frame through the CFI, like libtorch). Side by side, on the
+//! same stacks: the unwinders the agent could use, alone (the `walk` group): this crate's
+//! framehop walk, the frame-pointer walk (`stack::fp`, which the agents used before and which
+//! cannot follow the frameless stack) and libgcc's `_Unwind_Backtrace` (the Level Zero agent's
+//! earlier walk).
 //!
 //! `cargo bench -p xpuprof-agent-kit --bench launch_site`
 
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::os::raw::c_int;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use xpuprof_agent_kit::launches::{Registry, Sites};
 use xpuprof_agent_kit::modules::Known;
+use xpuprof_agent_kit::stack::{self, fp, Registers};
 use xpuprof_agent_kit::timestamps::Clock;
 
-const FRAMES: usize = 16;
 /// CUPTI's driver-API callback domain, as the CUPTI agent records it.
 const DOMAIN_DRIVER: u8 = 1;
 
-/// Runs `n` launches (enter + exit) with the stack walk starting in `chain`; times the
-/// application thread's part only (the drains, done by the agent's other threads, are not timed).
-fn launches(
-    reg: &Registry,
-    sites: &Sites<'_>,
-    clock: &Clock,
-    chain: &[usize],
-    n: u64,
-    first_id: u32,
-) -> Duration {
-    let fp = chain.as_ptr() as usize;
+type Recurse = unsafe extern "C" fn(extern "C" fn(u64) -> u64, u64) -> u64;
+
+thread_local! {
+    /// The work to time at the bottom of the C recursion, and its result.
+    static WORK: RefCell<Option<Box<dyn FnMut() -> Duration>>> = RefCell::new(None);
+    static TOOK: RefCell<Duration> = const { RefCell::new(Duration::ZERO) };
+}
+
+extern "C" fn bottom(x: u64) -> u64 {
+    let d = WORK.with(|w| w.borrow_mut().as_mut().map(|f| f()).unwrap_or_default());
+    TOOK.with(|t| *t.borrow_mut() = d);
+    x
+}
+
+/// Runs `work` at the bottom of `depth` C frames (plus this bench's own frames below them).
+fn at_depth(recurse: Recurse, depth: u64, work: impl FnMut() -> Duration + 'static) -> Duration {
+    WORK.with(|w| *w.borrow_mut() = Some(Box::new(work)));
+    // SAFETY: `bottom` has the callback signature the fixture expects.
+    unsafe { recurse(bottom, depth) };
+    WORK.with(|w| *w.borrow_mut() = None);
+    TOOK.with(|t| *t.borrow())
+}
+
+fn build(dir: &Path, name: &str, flag: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../unwind/tests/fixtures/deep.c");
+    let out = dir.join(name);
+    let ok = std::process::Command::new("cc")
+        .args(["-O2", flag, "-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "failed to build {} with cc", src.display());
+    out
+}
+
+fn load(path: &Path) -> Recurse {
+    // SAFETY: the fixture has no initialisers; the library stays loaded (leaked) for the bench.
+    let lib = Box::leak(Box::new(unsafe { libloading::Library::new(path) }.expect("load fixture")));
+    // SAFETY: `deep_recurse` has the declared signature.
+    *unsafe { lib.get::<Recurse>(b"deep_recurse") }.expect("deep_recurse")
+}
+
+/// `n` launches (enter + exit) with the walk starting in this frame; the drains are not timed.
+#[inline(never)]
+fn launches(reg: &Registry, sites: &Sites<'_>, clock: &Clock, n: u64, first_id: u32) -> Duration {
     let mut out = Vec::with_capacity(1 << 20);
     let mut total = Duration::ZERO;
     let mut done = 0;
@@ -38,7 +83,8 @@ fn launches(
         let chunk = (n - done).min(1024);
         let t = Instant::now();
         for i in done..done + chunk {
-            reg.enter(sites, DOMAIN_DRIVER, 307, first_id.wrapping_add(i as u32), fp, fp);
+            let regs = stack::registers();
+            reg.enter(sites, DOMAIN_DRIVER, 307, first_id.wrapping_add(i as u32), regs);
             reg.exit(0);
         }
         total += t.elapsed();
@@ -49,35 +95,111 @@ fn launches(
     total
 }
 
-fn bench(c: &mut Criterion) {
-    // [next frame pointer, return address] pairs, laid out upwards like a real stack.
-    let mut chain = [0usize; 2 * FRAMES + 2];
-    let base = chain.as_ptr() as usize;
-    for i in 0..FRAMES {
-        chain[2 * i] = if i + 1 < FRAMES { base + 16 * (i + 1) } else { 0 };
-        chain[2 * i + 1] = 0x5555_0000_1000 + 0x40 * i;
+extern "C" fn unwind_step(ctx: *mut c_void, arg: *mut c_void) -> c_int {
+    extern "C" {
+        fn _Unwind_GetIP(ctx: *mut c_void) -> usize;
     }
-    let chain = std::hint::black_box(chain);
-    let known = Known::default();
-    let reg = Registry::default();
+    // SAFETY: `arg` is the counter passed below; `ctx` is the unwinder's context.
+    unsafe {
+        *(arg as *mut usize) += 1;
+        std::hint::black_box(_Unwind_GetIP(ctx));
+    }
+    0
+}
+
+/// libgcc's unwinder over the whole stack; returns the frames seen.
+#[inline(never)]
+fn unwind_backtrace() -> usize {
+    extern "C" {
+        fn _Unwind_Backtrace(f: extern "C" fn(*mut c_void, *mut c_void) -> c_int, arg: *mut c_void) -> c_int;
+    }
+    let mut n = 0usize;
+    // SAFETY: `unwind_step` only increments `n`, which outlives the call.
+    unsafe { _Unwind_Backtrace(unwind_step, &mut n as *mut usize as *mut c_void) };
+    n
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = std::env::temp_dir().join(format!("xpuprof-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let with_fp = load(&build(&dir, "libdeep-fp.so", "-fno-omit-frame-pointer"));
+    let without_fp = load(&build(&dir, "libdeep-nofp.so", "-fomit-frame-pointer"));
+    let known: &'static Known = Box::leak(Box::default());
+    let reg: &'static Registry = Box::leak(Box::default());
+    let clock: &'static Clock = Box::leak(Box::new(Clock::new(false)));
     let mut g = c.benchmark_group("launch_site");
     let mut id = 1u32;
-    // The TSC switch is process-wide and one-way: clock_gettime variants first.
-    for (name, stacks, tsc) in [
-        ("enter_exit_with_stack_16_frames", true, false),
-        ("enter_exit_api_only", false, false),
-        ("enter_exit_with_stack_16_frames_tsc", true, true),
+    for (name, lib, depth, stacks) in [
+        ("enter_exit_api_only", with_fp, 16, false),
+        ("enter_exit_with_stack_16_frames_fp", with_fp, 16, true),
+        ("enter_exit_with_stack_40_frames_fp", with_fp, 40, true),
+        ("enter_exit_with_stack_40_frames_cfi", without_fp, 40, true),
     ] {
-        let sites = Sites { record_entries: true, stacks, max_depth: 64, own_code: &[], known: &known };
-        let clock = Clock::new(tsc);
-        if tsc && !clock.is_tsc() {
-            eprintln!("the TSC is not usable here: {name} uses clock_gettime");
-        }
         g.bench_function(name, |b| {
             b.iter_custom(|n| {
-                let d = launches(&reg, &sites, &clock, &chain, n, id);
+                let first = id;
                 id = id.wrapping_add(n as u32);
-                d
+                at_depth(lib, depth, move || {
+                    let sites = Sites { record_entries: true, stacks, max_depth: 128, own_code: &[], known };
+                    launches(reg, &sites, clock, n, first)
+                })
+            })
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("walk");
+    for (name, lib) in [("fp_built_40", with_fp), ("cfi_only_40", without_fp)] {
+        // The frames each unwinder sees on this stack (printed so the timings can be compared).
+        at_depth(lib, 40, move || {
+            let bounds = stack::thread_bounds();
+            let mut out = [0u64; 128];
+            let (w, _) = stack::walk(stack::registers(), bounds, &[], &mut out);
+            let r = stack::registers();
+            let f = fp::walk(r.bp as usize, r.sp as usize, bounds.hi, &mut out);
+            eprintln!(
+                "{name}: framehop {} frames ({:?}), frame pointers {f}, _Unwind_Backtrace {}",
+                w.len,
+                w.end,
+                unwind_backtrace()
+            );
+            Duration::ZERO
+        });
+        g.bench_function(format!("framehop_{name}"), |b| {
+            b.iter_custom(|n| {
+                at_depth(lib, 40, move || {
+                    let bounds = stack::thread_bounds();
+                    let mut out = [0u64; 128];
+                    let t = Instant::now();
+                    for _ in 0..n {
+                        std::hint::black_box(stack::walk(stack::registers(), bounds, &[], &mut out));
+                    }
+                    t.elapsed()
+                })
+            })
+        });
+        g.bench_function(format!("frame_pointers_{name}"), |b| {
+            b.iter_custom(|n| {
+                at_depth(lib, 40, move || {
+                    let bounds = stack::thread_bounds();
+                    let mut out = [0u64; 128];
+                    let t = Instant::now();
+                    for _ in 0..n {
+                        let r: Registers = stack::registers();
+                        std::hint::black_box(fp::walk(r.bp as usize, r.sp as usize, bounds.hi, &mut out));
+                    }
+                    t.elapsed()
+                })
+            })
+        });
+        g.bench_function(format!("unwind_backtrace_{name}"), |b| {
+            b.iter_custom(|n| {
+                at_depth(lib, 40, move || {
+                    let t = Instant::now();
+                    for _ in 0..n {
+                        std::hint::black_box(unwind_backtrace());
+                    }
+                    t.elapsed()
+                })
             })
         });
     }

@@ -137,19 +137,20 @@ impl Registry {
         }
     }
 
-    /// API entry. `fp`/`sp` are the registers at the callback's entry. Returns true when this is
-    /// the outermost launch-class call on the thread (the one that gets a stack).
+    /// API entry. `regs` are the registers in the agent's callback ([`stack::registers`]).
+    /// Returns, for the outermost launch-class call on the thread (the one that gets a stack),
+    /// the registers where the application's side of its stack starts (the first frame outside
+    /// `sites.own_code`), for [`crate::trampoline::call`]; `None` for a nested call.
     pub fn enter(
         &self,
         sites: &Sites<'_>,
         domain: u8,
         cbid: u32,
         correlation: u32,
-        fp: usize,
-        sp: usize,
-    ) -> bool {
+        regs: Registers,
+    ) -> Option<Registers> {
         if !sites.record_entries {
-            return self.enter_untracked();
+            return self.enter_untracked(sites, regs);
         }
         let time = stamp::raw();
         LOCAL.with(|cell| {
@@ -160,17 +161,15 @@ impl Registry {
             if nested && correlation == l.outer_id {
                 // The driver call inside a runtime call shares its correlation id: the outer
                 // launch site already stands for it.
-                return false;
+                return None;
             }
             let mut key = if nested { l.last_stack } else { 0 };
+            let mut start = None;
             if !nested && sites.stacks {
                 let frames = &mut l.frames[..sites.max_depth.min(MAX_FRAMES)];
-                let n = stack::walk(Registers { fp, sp }, l.bounds, frames);
-                let skip = frames[..n]
-                    .iter()
-                    .take_while(|&&a| sites.own_code.iter().any(|&(s, e)| a >= s && a < e))
-                    .count();
-                let n = self.python.merge(&frames[skip..n], &mut l.merged[..sites.max_depth.min(MAX_FRAMES)]);
+                let (w, first) = stack::walk(regs, l.bounds, sites.own_code, frames);
+                start = first;
+                let n = self.python.merge(&frames[..w.len], &mut l.merged[..sites.max_depth.min(MAX_FRAMES)]);
                 let frames = &l.merged[..n];
                 key = stack::hash(frames);
                 if l.seen.len() > 1 << 16 {
@@ -189,18 +188,22 @@ impl Registry {
             }
             put_launch(&mut l.scratch, domain, cbid, correlation, time, key, nested);
             l.launches += 1;
-            !nested
+            if nested {
+                return None;
+            }
+            Some(start.unwrap_or_else(|| caller_side(regs, l.bounds, sites.own_code)))
         })
     }
 
     /// API entry when the agent records no launch sites (the eBPF source does): only the
-    /// nesting depth is tracked, so the trampoline fires once per outermost call.
-    fn enter_untracked(&self) -> bool {
+    /// nesting depth is tracked, so the trampoline fires once per outermost call, with the
+    /// caller-side start of the stack.
+    fn enter_untracked(&self, sites: &Sites<'_>, regs: Registers) -> Option<Registers> {
         LOCAL.with(|cell| {
             let mut cell = cell.borrow_mut();
             let l = cell.get_or_insert_with(|| self.local());
             l.depth += 1;
-            l.depth == 1
+            (l.depth == 1).then(|| caller_side(regs, l.bounds, sites.own_code))
         })
     }
 
@@ -278,6 +281,13 @@ impl Registry {
         }
         (launches, stacks)
     }
+}
+
+/// The registers of the first frame outside `own_code` (the walk stops there); `regs` itself
+/// when the walk finds none.
+fn caller_side(regs: Registers, bounds: Bounds, own_code: &[(u64, u64)]) -> Registers {
+    let mut one = [0u64; 1];
+    stack::walk(regs, bounds, own_code, &mut one).1.unwrap_or(regs)
 }
 
 fn put_stack(b: &mut Vec<u8>, hash: u64, frames: &[u64]) {

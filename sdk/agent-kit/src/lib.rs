@@ -14,11 +14,13 @@
 //! - [`launches`]: launch sites recorded at API entry on application threads (thread-local
 //!   scratch, one lock per launch, stacks deduplicated per thread), drained as
 //!   [`wire::MSG_LAUNCHES`].
-//! - [`stack`]: the calling thread's stack walk (frame pointers, bounded by the thread's stack).
+//! - [`stack`]: the calling thread's stack walk ([`xpuprof_unwind`]: frame pointers where the
+//!   code keeps them, the binaries' CFI where not; bounded by the thread's stack; the agent's
+//!   own frames left out).
 //! - [`timestamps`]: launch timestamps from the TSC where the kernel's clock runs on it,
 //!   converted to the session clock before they leave the process.
-//! - [`trampoline`]: the call of the exported no-op `xpuprof_agent_launch(backend, id)` that the
-//!   eBPF source probes to capture the same stack in the kernel.
+//! - [`trampoline`]: the call of the exported no-op `xpuprof_agent_launch(backend, id, ip, sp,
+//!   bp)` that the eBPF source probes to capture the same stack from the same start.
 //! - [`python`]: the launching thread's Python frames merged into its stack (`python = "auto"`).
 //! - [`modules`]: this process's executable mappings, re-sent when a stack leaves them.
 //! - [`exit`]: flush at `exit` and on SIGINT/SIGTERM, then let the program's own handling go on.
@@ -44,8 +46,8 @@
 //!
 //! // API entry callback, on the application thread:
 //! let regs = stack::registers();
-//! if registry.enter(&sites, domain, api_id, correlation, regs.fp, regs.sp) {
-//!     trampoline::call(regs.fp, backend, correlation as u64);
+//! if let Some(start) = registry.enter(&sites, domain, api_id, correlation, regs) {
+//!     trampoline::call(&start, backend, correlation as u64);
 //! }
 //! // API exit callback:
 //! registry.exit(result);

@@ -53,14 +53,29 @@ thread_local! {
 /// is still live), reading only `[lo, hi)` (`lo` is raised to `regs.sp`). Writes the start ip
 /// then return addresses into `out`, innermost first.
 pub fn walk(regs: Registers, lo: u64, hi: u64, out: &mut [u64]) -> Walk {
-    let lo = lo.max(regs.sp);
-    let r = walk_once(regs, lo, hi, out);
-    // An address outside every module: a library loaded since the list was built?
-    let w = if r.saw_unknown && refresh() { walk_once(regs, lo, hi, out).walk } else { r.walk };
-    crate::stats().walk(w.len, w.end);
-    w
+    walk_skipping(regs, lo, hi, out, |_| false).0
 }
 
+/// Like [`walk`], but the leading frames for which `skip` is true (the profiler's own code: the
+/// agent's callback, the vendor's tracing library) are not written. Also returns the registers
+/// of the first frame written, the caller-side start of the stack (its `ip` is a return
+/// address): a copy of the stack unwound from them with [`crate::remote::Remote::walk_caller`]
+/// gives the same frames.
+pub fn walk_skipping(
+    regs: Registers,
+    lo: u64,
+    hi: u64,
+    out: &mut [u64],
+    skip: impl Fn(u64) -> bool + Copy,
+) -> (Walk, Option<Registers>) {
+    let lo = lo.max(regs.sp);
+    let start = walk::Start { regs, ip_is_return: false, skip };
+    let r = walk_once(start, lo, hi, out);
+    // An address outside every module: a library loaded since the list was built?
+    let r = if r.saw_unknown && refresh() { walk_once(start, lo, hi, out) } else { r };
+    crate::stats().walk(r.walk.len, r.walk.end);
+    (r.walk, r.first)
+}
 /// The in-process module list as the walk sees it.
 struct InProcess<'a>(&'a Modules);
 
@@ -81,8 +96,8 @@ impl Code for InProcess<'_> {
     }
 }
 
-fn walk_once(regs: Registers, lo: u64, hi: u64, out: &mut [u64]) -> walk::Run {
-    let cut = |c| walk::Run { walk: Walk { len: 0, end: End::Cut(c) }, saw_unknown: false };
+fn walk_once(start: walk::Start<impl Fn(u64) -> bool>, lo: u64, hi: u64, out: &mut [u64]) -> walk::Run {
+    let cut = |c| walk::Run { walk: Walk { len: 0, end: End::Cut(c) }, first: None, saw_unknown: false };
     if MODULES.read().map(|m| m.is_none()).unwrap_or(true) {
         refresh();
     }
@@ -100,7 +115,7 @@ fn walk_once(regs: Registers, lo: u64, hi: u64, out: &mut [u64]) -> walk::Run {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         let cache = c.get_or_insert_with(|| Box::new(CacheX86_64::new()));
-        walk::run(&m.unwinder, cache, regs, &mut read, &InProcess(m), out)
+        walk::run(&m.unwinder, cache, start, &mut read, &InProcess(m), out)
     })
 }
 

@@ -92,12 +92,20 @@ impl Remote {
     /// Unwinds a stack of `pid` from `regs`, with `stack` the bytes copied from `regs.sp` up.
     /// Writes the start ip then return addresses into `out`, innermost first.
     pub fn walk(&mut self, pid: u32, regs: Registers, stack: &[u8], out: &mut [u64]) -> Walk {
-        let w = self.walk_inner(pid, regs, stack, out);
+        let w = self.walk_inner(pid, regs, false, stack, out);
         crate::stats().walk(w.len, w.end);
         w
     }
 
-    fn walk_inner(&mut self, pid: u32, regs: Registers, stack: &[u8], out: &mut [u64]) -> Walk {
+    /// Like [`Remote::walk`] for registers whose `ip` is a return address: the caller-side
+    /// start an in-process walk reported ([`crate::local::walk_skipping`]).
+    pub fn walk_caller(&mut self, pid: u32, regs: Registers, stack: &[u8], out: &mut [u64]) -> Walk {
+        let w = self.walk_inner(pid, regs, true, stack, out);
+        crate::stats().walk(w.len, w.end);
+        w
+    }
+
+    fn walk_inner(&mut self, pid: u32, regs: Registers, ret: bool, stack: &[u8], out: &mut [u64]) -> Walk {
         let Some(p) = self.procs.get(&pid) else {
             return Walk { len: 0, end: End::Cut(Cut::OutsideModules) };
         };
@@ -108,7 +116,8 @@ impl Remote {
             Ok(u64::from_le_bytes(word.try_into().map_err(|_| ())?))
         };
         let cache = self.cache.get_or_insert_with(|| Box::new(CacheX86_64::new()));
-        walk::run(&p.unwinder, cache, regs, &mut read, &Copied(&p.code), out).walk
+        let start = walk::Start { regs, ip_is_return: ret, skip: |_| false };
+        walk::run(&p.unwinder, cache, start, &mut read, &Copied(&p.code), out).walk
     }
 
     fn image(&mut self, name: &str, open: &Path) -> Option<Arc<Image>> {

@@ -75,43 +75,76 @@ pub(crate) trait Code {
     fn believable(&self, ra: u64) -> bool;
 }
 
-/// A walk's result, and whether it met an address outside every known module.
+/// Where a walk starts and which leading frames it leaves out.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Start<S> {
+    /// The registers of the first frame.
+    pub regs: Registers,
+    /// `regs.ip` is a return address (a caller frame found by an earlier walk): its rule is
+    /// looked up at `ip - 1`.
+    pub ip_is_return: bool,
+    /// Leading frames for which this is true are not written (the profiler's own frames).
+    pub skip: S,
+}
+
+/// A walk's result: the walk, the registers of its first written frame, and whether it met an
+/// address outside every known module.
 pub(crate) struct Run {
     pub walk: Walk,
+    pub first: Option<Registers>,
     pub saw_unknown: bool,
 }
 
-/// Runs a walk from `regs`, reading stack words with `read`.
+/// Runs a walk, reading stack words with `read`.
 pub(crate) fn run<D: Deref<Target = [u8]>>(
     unwinder: &UnwinderX86_64<D>,
     cache: &mut CacheX86_64,
-    regs: Registers,
+    start: Start<impl Fn(u64) -> bool>,
     read: &mut impl FnMut(u64) -> Result<u64, ()>,
     code: &impl Code,
     out: &mut [u64],
 ) -> Run {
-    let mut saw_unknown = false;
-    let walk = steps(unwinder, cache, regs, read, code, out, &mut saw_unknown);
-    Run { walk, saw_unknown }
+    let mut run = Run { walk: Walk { len: 0, end: End::MaxDepth }, first: None, saw_unknown: false };
+    run.walk = steps(unwinder, cache, start, read, code, out, &mut run);
+    run
 }
 
 fn steps<D: Deref<Target = [u8]>>(
     unwinder: &UnwinderX86_64<D>,
     cache: &mut CacheX86_64,
-    regs: Registers,
+    start: Start<impl Fn(u64) -> bool>,
     read: &mut impl FnMut(u64) -> Result<u64, ()>,
     code: &impl Code,
     out: &mut [u64],
-    saw_unknown: &mut bool,
+    run: &mut Run,
 ) -> Walk {
-    let Some(first) = out.first_mut() else { return Walk { len: 0, end: End::MaxDepth } };
-    *first = regs.ip;
-    let mut n = 1;
+    let regs = start.regs;
+    if out.is_empty() {
+        return Walk { len: 0, end: End::MaxDepth };
+    }
+    let mut n = 0;
+    let mut skipping = true;
     let mut r = UnwindRegsX86_64::new(regs.ip, regs.sp, regs.bp);
-    let mut at = FrameAddress::from_instruction_pointer(regs.ip);
+    let mut at = if start.ip_is_return {
+        match FrameAddress::from_return_address(regs.ip) {
+            Some(a) => a,
+            None => return Walk { len: 0, end: End::Cut(Cut::BadAddress) },
+        }
+    } else {
+        FrameAddress::from_instruction_pointer(regs.ip)
+    };
     let mut unknown = !code.known(regs.ip);
-    *saw_unknown |= unknown;
+    run.saw_unknown |= unknown;
+    let mut ip = regs.ip;
     loop {
+        if skipping && !(start.skip)(ip) {
+            skipping = false;
+            run.first = Some(Registers { ip, sp: r.sp(), bp: r.bp() });
+        }
+        if !skipping {
+            out[n] = ip;
+            n += 1;
+        }
         if n == out.len() {
             return Walk { len: n, end: End::MaxDepth };
         }
@@ -129,9 +162,8 @@ fn steps<D: Deref<Target = [u8]>>(
             return Walk { len: n, end: End::Cut(Cut::OutsideModules) };
         }
         unknown = !code.known(ra);
-        *saw_unknown |= unknown;
-        out[n] = ra;
-        n += 1;
+        run.saw_unknown |= unknown;
+        ip = ra;
         at = match FrameAddress::from_return_address(ra) {
             Some(a) => a,
             None => return Walk { len: n, end: End::Cut(Cut::BadAddress) },

@@ -110,9 +110,9 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
     let d = unsafe { &*(data as *const ffi::CUpti_CallbackData) };
     if d.callbackSite == ffi::CUpti_ApiCallbackSite::CUPTI_API_ENTER {
         graphs::enter(d.correlationId);
-        let outer = a.launches.enter(&a.sites(), domain as u8, cbid, d.correlationId, regs.fp, regs.sp);
-        if outer && a.config.trampoline() {
-            trampoline::call(regs.fp, xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);
+        let outer = a.launches.enter(&a.sites(), domain as u8, cbid, d.correlationId, regs);
+        if let Some(start) = outer.filter(|_| a.config.trampoline()) {
+            trampoline::call(&start, xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);
         }
     } else {
         graphs::exit();

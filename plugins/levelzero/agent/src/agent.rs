@@ -8,15 +8,21 @@ use std::sync::{Arc, Mutex};
 use xpuprof_agent_kit::channel::{Channel, Chunk};
 use xpuprof_agent_kit::modules::Known;
 use xpuprof_agent_kit::python::PythonFrames;
+use xpuprof_agent_kit::stack;
 use xpuprof_agent_kit::wire as kit_wire;
 
 use level_zero_sys::*;
 use xpuprof_agent_kit::wire::levelzero::{api_kind, loss, op_kind, Msg, Op, Writer};
 
+use crate::clock;
 use crate::state::{Pending, Recorded, State};
-use crate::{clock, unwind};
+
+/// Most frames of a launch stack.
+const MAX_FRAMES: usize = 128;
 
 thread_local! {
+    /// This thread's stack bounds, read once.
+    static BOUNDS: Cell<Option<stack::Bounds>> = const { Cell::new(None) };
     /// Set while the agent itself calls Level Zero outside a callback (its reader thread, exit):
     /// those calls are traced too and must not be recorded.
     pub static INSIDE: Cell<bool> = const { Cell::new(false) };
@@ -96,17 +102,25 @@ impl Agent {
     }
 
     /// The calling thread's launch stack (agent and tracing-layer frames left off), sent once.
+    /// The loader and its tracing layer are built without frame pointers: the kit's walk goes
+    /// through them with their CFI.
+    #[inline(never)]
     fn stack(&self, st: &mut State, out: &mut Vec<Msg>) -> u64 {
-        let mut buf = [0u64; unwind::MAX_FRAMES];
-        let n = unwind::stack(&mut buf);
-        let skip = buf[..n].iter().take_while(|&&a| self.skip.iter().any(|&(s, e)| a >= s && a < e)).count();
-        let mut merged = [0u64; unwind::MAX_FRAMES];
-        let n = self.python.merge(&buf[skip..n], &mut merged);
+        let regs = stack::registers();
+        let bounds = BOUNDS.with(|b| {
+            let v = b.get().unwrap_or_else(stack::thread_bounds);
+            b.set(Some(v));
+            v
+        });
+        let mut buf = [0u64; MAX_FRAMES];
+        let (w, _) = stack::walk(regs, bounds, &self.skip, &mut buf);
+        let mut merged = [0u64; MAX_FRAMES];
+        let n = self.python.merge(&buf[..w.len], &mut merged);
         let frames = &merged[..n];
         if frames.is_empty() {
             return 0;
         }
-        let hash = unwind::stack_hash(frames);
+        let hash = stack::hash(frames);
         if st.stacks.insert(hash) {
             self.known.check(frames);
             if self.known.take_stale() {

@@ -33,7 +33,6 @@ pub mod extensions;
 pub mod start;
 pub mod state;
 pub mod sys;
-pub mod unwind;
 
 #[used]
 #[link_section = ".init_array"]

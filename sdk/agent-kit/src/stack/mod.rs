@@ -1,21 +1,17 @@
 //! The calling thread's stack, captured at a launch: the registers the walk starts from, the
 //! stack bounds it may read, and the walk itself.
 //!
-//! [`walk`] is the one entry point the launch-site path calls. Today it follows frame pointers
-//! ([`fp`]); unwinding with the binaries' CFI tables (`.eh_frame`, with framehop) where the
-//! frame-pointer chain breaks goes behind the same function, so the callers do not change:
-//! [`Registers`] then carries the program counter too.
+//! [`walk`] is the one entry point the launch-site path calls. It unwinds with
+//! [`xpuprof_unwind`]: frame pointers where the code keeps them (a cached rule per address),
+//! the binaries' CFI (`.eh_frame`) where it does not (libraries built without frame pointers,
+//! the Level Zero loader, libtorch), so the stack reaches the launching function and its
+//! callers. The agent's own frames and the vendor's callback machinery are left out, and the
+//! walk reports where the application's side of the stack starts: the registers the
+//! trampoline hands to the eBPF source, so both capture paths start at the same frame.
 
 pub mod fp;
 
-/// The registers a walk starts from, read at the entry of the agent's callback.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Registers {
-    /// Frame pointer (`rbp` / `x29`).
-    pub fp: usize,
-    /// Stack pointer.
-    pub sp: usize,
-}
+pub use xpuprof_unwind::{Registers, Walk};
 
 /// The part of the thread's stack a walk may read: `[lo, hi)`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -26,11 +22,20 @@ pub struct Bounds {
     pub hi: usize,
 }
 
-/// Writes the return addresses of the calling thread's stack, innermost first, into `out`;
-/// returns how many were written. Reads only inside `bounds` (clamped below by `regs.sp`).
+/// Writes the calling thread's stack into `out`, innermost first, leaving out the leading
+/// frames inside `own_code` (sorted or not: the profiler's own code and the vendor's callback
+/// library). The first frame written is the return address into the first frame outside it.
+/// Returns the walk and the registers of that first frame (for [`crate::trampoline::call`]).
+/// Reads only inside `bounds` (clamped below by `regs.sp`).
 #[inline]
-pub fn walk(regs: Registers, bounds: Bounds, out: &mut [u64]) -> usize {
-    fp::walk(regs.fp, bounds.lo.max(regs.sp), bounds.hi, out)
+pub fn walk(
+    regs: Registers,
+    bounds: Bounds,
+    own_code: &[(u64, u64)],
+    out: &mut [u64],
+) -> (Walk, Option<Registers>) {
+    let skip = |a: u64| own_code.iter().any(|&(s, e)| a >= s && a < e);
+    xpuprof_unwind::local::walk_skipping(regs, bounds.lo as u64, bounds.hi as u64, out, skip)
 }
 
 /// The stack bounds of the calling thread.
@@ -54,22 +59,11 @@ pub fn thread_bounds() -> Bounds {
     }
 }
 
-/// The caller's frame pointer and stack pointer registers.
+/// The registers at this point of the calling function (inlined into it): the start of a walk
+/// from an API callback.
 #[inline(always)]
 pub fn registers() -> Registers {
-    let fp: usize;
-    let sp: usize;
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: reads two registers into locals; no memory is touched.
-    unsafe {
-        std::arch::asm!("mov {fp}, rbp", "mov {sp}, rsp", fp = out(reg) fp, sp = out(reg) sp, options(nomem, nostack, preserves_flags));
-    }
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: reads two registers into locals; no memory is touched.
-    unsafe {
-        std::arch::asm!("mov {fp}, x29", "mov {sp}, sp", fp = out(reg) fp, sp = out(reg) sp, options(nomem, nostack, preserves_flags));
-    }
-    Registers { fp, sp }
+    Registers::here()
 }
 
 /// Mixes a stack into a 64-bit key (distinct stacks collide with negligible probability).
@@ -91,5 +85,28 @@ mod tests {
         assert_ne!(hash(&[1, 2]), hash(&[2, 1]));
         assert_ne!(hash(&[1]), hash(&[1, 0]));
         assert_eq!(hash(&[5, 6]), hash(&[5, 6]));
+    }
+
+    #[inline(never)]
+    fn walk_here(own: &[(u64, u64)]) -> (Vec<u64>, Option<Registers>) {
+        let mut out = [0u64; 64];
+        let (w, start) = walk(registers(), thread_bounds(), own, &mut out);
+        (out[..w.len].to_vec(), start)
+    }
+
+    #[test]
+    fn own_frames_are_left_out_and_the_start_is_the_first_kept_frame() {
+        let mut runs = Vec::new();
+        for i in 0..2 {
+            // First the whole stack; then without its first frame (walk_here's own address).
+            let own: Vec<(u64, u64)> =
+                runs.first().map(|(all, _): &(Vec<u64>, _)| vec![(all[0], all[0] + 1)]).unwrap_or_default();
+            runs.push(walk_here(&own));
+            assert!(runs[i].0.len() > 3, "{:x?}", runs[i].0);
+        }
+        let (all, (kept, start)) = (&runs[0].0, &runs[1]);
+        let start = start.expect("a caller-side start");
+        assert_eq!(kept[0], start.ip);
+        assert_eq!(&kept[..], &all[1..], "the same frames after the left-out one");
     }
 }
