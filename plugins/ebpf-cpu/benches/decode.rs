@@ -1,19 +1,28 @@
-//! Host-side cost of one ring-buffer record: decode, normalise 24 user frames against this
-//! process's maps, intern, encode the `CpuSample`. No root needed.
+//! Host-side cost of one ring-buffer record: decode, unwind the copied user stack with the
+//! binaries' CFI (`xpuprof_unwind::remote`), normalise its frames against this process's maps,
+//! intern, encode the `CpuSample`. The record is a real one: this benchmark's own registers and
+//! 16 KiB of its stack, as the BPF program copies them. No root needed.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use xpuprof_plugin_ebpf::decode::{StackEvent, EV_SAMPLE, MAX_KSTACK, MAX_USTACK, SP_WORDS};
+use xpuprof_plugin_ebpf::decode::{StackEvent, EV_SAMPLE, MAX_KSTACK};
 use xpuprof_plugin_ebpf::handler::Handler;
 use xpuprof_sdk::{Emitter, Logger};
+use xpuprof_unwind::Registers;
 
-/// A sample of this process whose frames are addresses inside this benchmark's own code.
-fn sample_event(frames: usize) -> StackEvent {
-    let base = sample_event as fn(usize) -> StackEvent as usize as u64;
-    let mut ustack = [0u64; MAX_USTACK];
-    for (i, f) in ustack.iter_mut().take(frames).enumerate() {
-        *f = base + 16 * i as u64 + 1;
+/// Bytes of user stack in the record (the default `ustack_copy_bytes`).
+const COPY: usize = 16384;
+
+/// A sample of this thread: its registers here and the stack above them, as one 8-byte aligned
+/// ring-buffer record (header, then the copy).
+#[inline(never)]
+fn record_here(depth: u32) -> Vec<u64> {
+    if depth > 0 {
+        return std::hint::black_box(record_here(depth - 1));
     }
-    StackEvent {
+    let regs = Registers::here();
+    let hdr = std::mem::size_of::<StackEvent>();
+    let mut words = vec![0u64; (hdr + COPY) / 8];
+    let event = StackEvent {
         kind: EV_SAMPLE,
         pid: std::process::id(),
         tid: std::process::id(),
@@ -22,30 +31,36 @@ fn sample_event(frames: usize) -> StackEvent {
         weight: 10_101_010,
         correlation: 0,
         cookie: 0,
-        user_sp: 0,
-        user_bp: 0,
-        ustack_bytes: (frames * 8) as i32,
+        user_ip: regs.ip,
+        user_sp: regs.sp,
+        user_bp: regs.bp,
+        flags: 0,
+        ustack_bytes: COPY as i32,
         kstack_bytes: 0,
+        pad: 0,
         comm: *b"bench\0\0\0\0\0\0\0\0\0\0\0",
-        sp_words: [0; SP_WORDS],
-        ustack,
         kstack: [0; MAX_KSTACK],
-    }
+    };
+    // SAFETY: `words` is larger than a StackEvent and 8-byte aligned, as StackEvent needs.
+    unsafe { std::ptr::write(words.as_mut_ptr().cast::<StackEvent>(), event) };
+    // SAFETY: `[sp, sp + COPY)` is this thread's live stack (the main thread's stack is far
+    // deeper than 16 KiB below its top at this point of a criterion run).
+    let stack = unsafe { std::slice::from_raw_parts(regs.sp as *const u8, COPY) };
+    // SAFETY: viewing the initialised words as bytes over the same memory.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) };
+    bytes[hdr..].copy_from_slice(stack);
+    words
 }
 
 fn handle(c: &mut Criterion) {
-    let event = sample_event(24);
-    // Ring-buffer records are 8-byte aligned; so is this copy.
-    let mut words = vec![0u64; std::mem::size_of::<StackEvent>() / 8];
-    // SAFETY: `words` is exactly as large as a StackEvent and 8-byte aligned, as StackEvent needs.
-    unsafe { std::ptr::write(words.as_mut_ptr().cast::<StackEvent>(), event) };
+    let words = record_here(20);
     // SAFETY: viewing initialised u64s as bytes over the same memory.
     let record = unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 8) };
     let mut h = Handler::new(Emitter::detached(), Logger::stderr(), std::process::id(), &[], Vec::new());
     let mut g = c.benchmark_group("handler");
     g.throughput(Throughput::Elements(1));
     let mut n = 0u64;
-    g.bench_function("sample_24_frames", |b| {
+    g.bench_function("sample_16k_stack_copy", |b| {
         b.iter(|| {
             h.handle(record);
             n += 1;
@@ -55,6 +70,8 @@ fn handle(c: &mut Criterion) {
         })
     });
     g.finish();
+    let s = h.stack_stats();
+    eprintln!("walks cut: {:?}, at the depth limit: {}", s.cut, s.max_depth);
 }
 
 criterion_group!(benches, handle);

@@ -75,6 +75,7 @@ pub fn open_load<'obj>(
         ro.kernel_stacks = cfg.kernel_stacks;
         ro.launch_sample_every = cfg.launch_sample_every;
         ro.launch_max_per_sec = cfg.launch_max_per_sec;
+        ro.ustack_copy = cfg.ustack_copy_bytes;
     }
     open.progs.on_sample.set_autoload(cfg.sample_hz > 0);
     open.progs.on_switch.set_autoload(cfg.offcpu);

@@ -203,6 +203,19 @@ fn scan(h: &mut Handler, probes: &mut ProbeSet, progs: Programs<'_, '_>, pid: u3
     probes.scan_maps(progs, pid, &maps, &h.log);
 }
 
+/// The loss cause of user stacks cut by `c` (shown with the count; the frames before the cut
+/// are kept).
+fn cut_cause(c: xpuprof_unwind::Cut) -> &'static str {
+    use xpuprof_unwind::Cut;
+    match c {
+        Cut::Unreadable => "user stacks cut short: deeper than the stack copy (ustack_copy_bytes)",
+        Cut::OutsideModules => "user stacks cut short: code without unwind information",
+        Cut::BadAddress => "user stacks cut short: bad return address",
+        Cut::Error => "user stacks cut short: unwind rule failed",
+        _ => "user stacks cut short: unwinder unsupported here",
+    }
+}
+
 /// Emits the loss records and flushes.
 fn finish(skel: &ProfileSkel<'_>, h: &mut Handler, probes: &ProbeSet) {
     probes.report_missing(&h.log);
@@ -214,7 +227,10 @@ fn finish(skel: &ProfileSkel<'_>, h: &mut Handler, probes: &ProbeSet) {
         "user frames not normalised: process exited before its maps were read",
         stats.unmapped_frames,
     ));
-    losses.push(("user stacks not captured by the kernel", stats.missing_user_stacks));
+    losses.push(("user stacks not copied by BPF", stats.missing_user_stacks));
+    for c in xpuprof_unwind::Cut::ALL {
+        losses.push((cut_cause(c), stats.cut[c as usize]));
+    }
     losses.push(("ring buffer records not decoded", h.bad_records));
     let time = xpuprof_sdk::clock::now_ns();
     for (cause, count) in losses.into_iter().filter(|(_, n)| *n > 0) {

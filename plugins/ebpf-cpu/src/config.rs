@@ -30,6 +30,9 @@ xpuprof_sdk::plugin_config! {
         pub launch_max_per_sec_per_thread: u64 = 0;
         /// how often to rescan the target's memory maps for new libraries (milliseconds)
         pub maps_scan_ms: u64 = 100, min(1), max(60_000);
+        /// bytes of user stack copied per sample and launch stack, unwound by the host with the binaries'
+        /// unwind tables; stacks deeper than this are cut (and counted)
+        pub ustack_copy_bytes: u32 = 16384, one_of([4096, 8192, 16384]);
         /// size of the kernel-to-host ring buffer (MiB, power of two)
         pub ring_buffer_mib: u32 = 16, one_of([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]);
     }
@@ -74,6 +77,8 @@ pub struct Config {
     pub maps_scan_ms: u64,
     /// Ring buffer size, bytes.
     pub ring_buffer_bytes: u32,
+    /// User stack bytes copied per record.
+    pub ustack_copy_bytes: u32,
 }
 
 impl Default for Config {
@@ -107,6 +112,7 @@ impl Config {
             launch_max_per_sec: k.launch_max_per_sec_per_thread,
             maps_scan_ms: k.maps_scan_ms,
             ring_buffer_bytes: k.ring_buffer_mib << 20,
+            ustack_copy_bytes: k.ustack_copy_bytes,
         })
     }
 

@@ -1,11 +1,11 @@
 //! Decoding the ring-buffer records of `src/bpf/events.h` with `plain` (no pointer casts).
 
-/// Frames in a user stack (PERF_MAX_STACK_DEPTH).
-pub const MAX_USTACK: usize = 127;
 /// Frames in a kernel stack.
 pub const MAX_KSTACK: usize = 48;
-/// Words copied from the user stack pointer up.
-pub const SP_WORDS: usize = 32;
+/// Most bytes of user stack a record carries.
+pub const USTACK_MAX: usize = 16384;
+/// `StackEvent::flags`: `user_ip` is a return address (an agent's caller-side start).
+pub const START_CALLER: u32 = 1;
 
 /// On-CPU sample.
 pub const EV_SAMPLE: u32 = 1;
@@ -28,7 +28,8 @@ pub const PATH_DEPTH: usize = 16;
 /// Bytes per path component slot.
 pub const NAME_LEN: usize = 64;
 
-/// Mirror of `struct xp_stack_event`.
+/// Mirror of `struct xp_stack_event` up to its variable-length user stack copy (`ustack`,
+/// `ustack_bytes` of it follow the header in the record).
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct StackEvent {
@@ -40,13 +41,14 @@ pub struct StackEvent {
     pub weight: u64,
     pub correlation: u64,
     pub cookie: u64,
+    pub user_ip: u64,
     pub user_sp: u64,
     pub user_bp: u64,
+    pub flags: u32,
     pub ustack_bytes: i32,
     pub kstack_bytes: i32,
+    pub pad: u32,
     pub comm: [u8; 16],
-    pub sp_words: [u64; SP_WORDS],
-    pub ustack: [u64; MAX_USTACK],
     pub kstack: [u64; MAX_KSTACK],
 }
 
@@ -109,8 +111,8 @@ impl MappingEvent {
 /// One decoded ring-buffer record, borrowing the ring buffer's bytes.
 #[derive(Debug)]
 pub enum Event<'a> {
-    /// Sample, off-CPU interval or launch probe.
-    Stack(&'a StackEvent),
+    /// Sample, off-CPU interval or launch probe, and its copy of the user stack.
+    Stack(&'a StackEvent, &'a [u8]),
     /// Fork, exec or exit.
     Proc(&'a ProcEvent),
     /// A mapping of an exiting process.
@@ -121,7 +123,12 @@ pub enum Event<'a> {
 pub fn decode(data: &[u8]) -> Option<Event<'_>> {
     let kind = u32::from_ne_bytes(data.get(..4)?.try_into().ok()?);
     match kind {
-        EV_SAMPLE | EV_OFFCPU | EV_LAUNCH | EV_TRAMPOLINE => plain::from_bytes(data).ok().map(Event::Stack),
+        EV_SAMPLE | EV_OFFCPU | EV_LAUNCH | EV_TRAMPOLINE => {
+            let e: &StackEvent = plain::from_bytes(data).ok()?;
+            let n = (e.ustack_bytes.max(0) as usize).min(USTACK_MAX);
+            let ustack = data.get(std::mem::size_of::<StackEvent>()..)?.get(..n)?;
+            Some(Event::Stack(e, ustack))
+        }
         EV_FORK | EV_EXEC | EV_EXIT => plain::from_bytes(data).ok().map(Event::Proc),
         EV_MAPPING => plain::from_bytes(data).ok().map(Event::Mapping),
         _ => None,
@@ -129,11 +136,6 @@ pub fn decode(data: &[u8]) -> Option<Event<'_>> {
 }
 
 impl StackEvent {
-    /// The captured user frames, innermost first (empty when capture failed).
-    pub fn user_frames(&self) -> &[u64] {
-        frames(&self.ustack, self.ustack_bytes)
-    }
-
     /// The captured kernel frames, innermost first.
     pub fn kernel_frames(&self) -> &[u64] {
         frames(&self.kstack, self.kstack_bytes)
@@ -174,12 +176,13 @@ mod tests {
 
     #[test]
     fn layouts_match_the_bpf_side() {
-        assert_eq!(size_of::<StackEvent>(), size_of::<types::xp_stack_event>());
+        assert_eq!(size_of::<StackEvent>(), offset_of!(types::xp_stack_event, ustack));
+        assert_eq!(size_of::<StackEvent>() + USTACK_MAX, size_of::<types::xp_stack_event>());
         assert_eq!(size_of::<ProcEvent>(), size_of::<types::xp_proc_event>());
-        assert_eq!(offset_of!(StackEvent, ustack), offset_of!(types::xp_stack_event, ustack));
         assert_eq!(offset_of!(StackEvent, kstack), offset_of!(types::xp_stack_event, kstack));
         assert_eq!(offset_of!(StackEvent, comm), offset_of!(types::xp_stack_event, comm));
-        assert_eq!(offset_of!(StackEvent, sp_words), offset_of!(types::xp_stack_event, sp_words));
+        assert_eq!(offset_of!(StackEvent, user_ip), offset_of!(types::xp_stack_event, user_ip));
+        assert_eq!(offset_of!(StackEvent, flags), offset_of!(types::xp_stack_event, flags));
         assert_eq!(offset_of!(ProcEvent, comm), offset_of!(types::xp_proc_event, comm));
         assert_eq!(offset_of!(ProcEvent, time), offset_of!(types::xp_proc_event, time));
         assert_eq!(size_of::<MappingEvent>(), size_of::<types::xp_mapping_event>());
@@ -229,28 +232,24 @@ mod tests {
     }
 
     #[test]
-    fn stack_frames_stop_at_the_reported_length() {
-        let ustack = [0u64; MAX_USTACK];
-        let mut e = StackEvent {
-            kind: EV_SAMPLE,
-            pid: 1,
-            tid: 1,
-            backend: 0,
-            time: 0,
-            weight: 0,
-            correlation: 0,
-            cookie: 0,
-            user_sp: 0,
-            user_bp: 0,
-            ustack_bytes: 24,
-            kstack_bytes: -14,
-            comm: [0; 16],
-            sp_words: [0; SP_WORDS],
-            ustack,
-            kstack: [0; MAX_KSTACK],
-        };
-        e.ustack[..4].copy_from_slice(&[1, 2, 3, 4]);
-        assert_eq!(e.user_frames(), &[1, 2, 3]);
-        assert!(e.kernel_frames().is_empty());
+    fn a_stack_record_carries_its_copied_bytes() {
+        let hdr = size_of::<StackEvent>();
+        let mut words = vec![0u64; (hdr + 64) / 8];
+        // SAFETY: viewing initialised u64s as bytes; the length is the same memory.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) };
+        bytes[..4].copy_from_slice(&EV_SAMPLE.to_ne_bytes());
+        let at = offset_of!(StackEvent, ustack_bytes);
+        bytes[at..at + 4].copy_from_slice(&24i32.to_ne_bytes());
+        bytes[hdr] = 7;
+        match decode(bytes) {
+            Some(Event::Stack(e, ustack)) => {
+                assert_eq!((e.kind, ustack.len(), ustack[0]), (EV_SAMPLE, 24, 7));
+                assert!(e.kernel_frames().is_empty());
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        bytes[at..at + 4].copy_from_slice(&128i32.to_ne_bytes());
+        assert!(decode(bytes).is_none(), "a record shorter than its stated copy is rejected");
     }
 }

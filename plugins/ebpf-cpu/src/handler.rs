@@ -42,7 +42,7 @@ pub struct Handler {
     /// Processes whose exit was seen.
     exited: HashSet<u32>,
     /// Events of exited processes waiting for their final mappings.
-    parked: HashMap<u32, Vec<StackEvent>>,
+    parked: HashMap<u32, Vec<(StackEvent, Vec<u8>)>>,
     /// Exited processes, oldest exit first, to forget once [`EXIT_GRACE`] has passed: the
     /// handler's memory is bounded by the processes alive (and just exited), not by every
     /// process the target ever started.
@@ -91,7 +91,7 @@ impl Handler {
         match decode::decode(data) {
             Some(Event::Proc(p)) => self.on_proc(p),
             Some(Event::Mapping(m)) => self.on_mapping(m),
-            Some(Event::Stack(e)) => self.on_stack(e),
+            Some(Event::Stack(e, ustack)) => self.on_stack(e, ustack),
             None => self.bad_records += 1,
         }
     }
@@ -130,8 +130,8 @@ impl Handler {
                 self.live.remove(&p.pid);
                 self.exited.insert(p.pid);
                 // Its final mappings arrived just before: the parked events normalise now.
-                for e in self.parked.remove(&p.pid).unwrap_or_default() {
-                    self.emit_stack_event(&e);
+                for (e, ustack) in self.parked.remove(&p.pid).unwrap_or_default() {
+                    self.emit_stack_event(&e, &ustack);
                 }
                 self.retiring.push_back((Instant::now(), p.pid));
             }
@@ -166,13 +166,14 @@ impl Handler {
             if self.live.contains(&pid) || !self.exited.remove(&pid) {
                 continue;
             }
-            self.maps.forget(pid);
-            self.procs.remove(&pid);
             if let Some(events) = self.parked.remove(&pid) {
-                for e in events {
-                    self.emit_stack_event(&e);
+                for (e, ustack) in events {
+                    self.emit_stack_event(&e, &ustack);
                 }
             }
+            self.maps.forget(pid);
+            self.stacks.forget(pid);
+            self.procs.remove(&pid);
         }
     }
 
@@ -183,35 +184,35 @@ impl Handler {
 
     /// Emits the events still parked (their processes' exits were not seen).
     pub fn flush_parked(&mut self) {
-        let parked: Vec<StackEvent> = self.parked.drain().flat_map(|(_, v)| v).collect();
-        for e in parked {
-            self.emit_stack_event(&e);
+        let parked: Vec<(StackEvent, Vec<u8>)> = self.parked.drain().flat_map(|(_, v)| v).collect();
+        for (e, ustack) in parked {
+            self.emit_stack_event(&e, &ustack);
         }
     }
 
-    /// True when `e` has a user address no known mapping covers while its process has already
-    /// exited: its final mappings are on their way (sent at exit), so the event waits for them.
+    /// True when `e` starts at a user address no known mapping covers while its process has
+    /// already exited: its final mappings are on their way (sent at exit), so the event waits.
     fn should_park(&mut self, e: &StackEvent) -> bool {
         if self.exited.contains(&e.pid) {
             return false;
         }
         let (pid, time) = (e.pid, e.time);
-        let missing = e.user_frames().iter().any(|&a| self.maps.find(pid, time, a).is_none());
+        let missing = e.user_ip != 0 && self.maps.find(pid, time, e.user_ip).is_none();
         let parked = self.parked.get(&pid).map_or(0, Vec::len);
         missing && self.maps.is_gone(pid) && parked < MAX_PARKED_PER_PROCESS
     }
 
-    fn on_stack(&mut self, e: &StackEvent) {
+    fn on_stack(&mut self, e: &StackEvent, ustack: &[u8]) {
         if self.should_park(e) {
-            self.parked.entry(e.pid).or_default().push(*e);
+            self.parked.entry(e.pid).or_default().push((*e, ustack.to_vec()));
             return;
         }
-        self.emit_stack_event(e);
+        self.emit_stack_event(e, ustack);
     }
 
-    fn emit_stack_event(&mut self, e: &StackEvent) {
+    fn emit_stack_event(&mut self, e: &StackEvent, ustack: &[u8]) {
         self.define_task(e);
-        let stack = self.stacks.build(e, &mut self.maps, &mut self.interner, &mut self.emitter);
+        let stack = self.stacks.build(e, ustack, &mut self.maps, &mut self.interner, &mut self.emitter);
         let record = match e.kind {
             decode::EV_SAMPLE | decode::EV_OFFCPU => {
                 let kind = if e.kind == decode::EV_SAMPLE { SampleKind::OnCpu } else { SampleKind::OffCpu };

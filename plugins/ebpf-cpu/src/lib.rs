@@ -14,7 +14,6 @@
 //! Design notes and measured costs: `docs/ebpf.md`.
 
 mod bpf;
-mod callsite;
 mod collector;
 pub mod config;
 pub mod decode;

@@ -86,6 +86,11 @@ impl ProcMaps {
         self.mappings.insert(at, m);
     }
 
+    /// Every mapping, by address.
+    pub fn iter(&self) -> impl Iterator<Item = &Mapping> {
+        self.mappings.iter()
+    }
+
     /// Executable mappings of regular files, one per distinct path.
     pub fn exec_files(&self) -> impl Iterator<Item = &Mapping> {
         let mut seen = std::collections::HashSet::new();
@@ -121,6 +126,8 @@ struct PidMaps {
     before_exec: Option<(u64, ProcMaps)>,
     /// The last attempt to read the maps failed: the process has exited.
     gone: bool,
+    /// Changes with every change of `current` (for caches built from it).
+    generation: u64,
 }
 
 /// Per-process cache of maps snapshots.
@@ -137,6 +144,7 @@ impl MapsCache {
             Ok(maps) => {
                 let e = self.pids.entry(pid).or_default();
                 e.current = maps;
+                e.generation += 1;
                 e.read_at = now;
                 e.gone = false;
                 true
@@ -154,12 +162,15 @@ impl MapsCache {
         let old = std::mem::take(&mut e.current);
         e.before_exec = Some((time, old));
         e.read_at = 0;
+        e.generation += 1;
         self.refresh(pid);
     }
 
     /// Adds a mapping the kernel reported for `pid` as it exited (its final image).
     pub fn add_final(&mut self, pid: u32, m: Mapping) {
-        self.pids.entry(pid).or_default().current.insert(m);
+        let e = self.pids.entry(pid).or_default();
+        e.current.insert(m);
+        e.generation += 1;
     }
 
     /// Drops everything cached about `pid` (an exited process whose events are all handled).
@@ -185,6 +196,11 @@ impl MapsCache {
     /// The cached snapshot of `pid`, if any.
     pub fn get(&self, pid: u32) -> Option<&ProcMaps> {
         self.pids.get(&pid).map(|e| &e.current)
+    }
+
+    /// The cached snapshot of `pid` and its generation (which changes whenever it does).
+    pub fn get_versioned(&self, pid: u32) -> Option<(u64, &ProcMaps)> {
+        self.pids.get(&pid).map(|e| (e.generation, &e.current))
     }
 
     /// The mapping that contained `addr` in `pid` at session time `time`.

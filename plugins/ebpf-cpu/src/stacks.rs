@@ -1,25 +1,36 @@
-//! Turning captured addresses into interned frames and stacks: user addresses are normalised to
-//! (module, file offset) with the process's maps; the host symbolises them later.
+//! Turning captured stacks into interned frames and stacks: the user stack copied by BPF is
+//! unwound here with [`xpuprof_unwind::remote`] (the binaries' CFI, frame pointers where the code
+//! keeps them), then user addresses are normalised to (module, file offset) with the process's
+//! maps; the host symbolises them later.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use xpuprof_sdk::model::{FrameId, ModuleId, StackId};
 use xpuprof_sdk::Emitter;
+use xpuprof_unwind::remote::{Mapping, Remote};
+use xpuprof_unwind::{Cut, End, Registers};
 
-use crate::callsite::CallSites;
-use crate::decode::{StackEvent, EV_LAUNCH, EV_TRAMPOLINE, SP_WORDS};
+use crate::decode::{StackEvent, START_CALLER};
 use crate::procmaps::MapsCache;
 use xpuprof_toolbox::normalise::{build_id, openable_path};
 use xpuprof_toolbox::Interner;
 
-/// Counts of frames that could not be normalised.
+/// Most user frames of one stack.
+const MAX_USER_FRAMES: usize = 256;
+
+/// Counts of frames that could not be normalised and walks that ended early.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct StackStats {
     /// User addresses in no mapping the process was seen with (it exited before its maps were
     /// read after it mapped the file).
     pub unmapped_frames: u64,
-    /// Events whose user stack the kernel could not capture.
+    /// Events whose user stack BPF could not copy.
     pub missing_user_stacks: u64,
+    /// User stacks cut before the thread's root, by cause ([`Cut`] as index).
+    pub cut: [u64; Cut::COUNT],
+    /// User stacks that filled the frame limit.
+    pub max_depth: u64,
 }
 
 /// Builds stacks, reusing one frame buffer.
@@ -27,7 +38,7 @@ pub struct StackStats {
 pub struct StackBuilder {
     frames: Vec<FrameId>,
     addrs: Vec<u64>,
-    calls: CallSites,
+    unwinder: Remote,
     /// The module of the last user frame, by its path (consecutive frames share modules).
     last_module: Option<(Arc<str>, ModuleId)>,
     /// What could not be normalised so far.
@@ -35,10 +46,12 @@ pub struct StackBuilder {
 }
 
 impl StackBuilder {
-    /// The interned stack of `ev`: kernel frames (innermost) first, then user frames.
+    /// The interned stack of `ev` (with `ustack`, its copy of the user stack): kernel frames
+    /// (innermost) first, then user frames.
     pub fn build(
         &mut self,
         ev: &StackEvent,
+        ustack: &[u8],
         maps: &mut MapsCache,
         int: &mut Interner,
         em: &mut Emitter,
@@ -50,72 +63,80 @@ impl StackBuilder {
         if ev.ustack_bytes < 0 {
             self.stats.missing_user_stacks += 1;
         }
-        self.user_addresses(ev, maps);
+        self.user_addresses(ev, ustack, maps);
+        let caller_start = ev.flags & START_CALLER != 0;
         for i in 0..self.addrs.len() {
-            // Non-leaf frames hold return addresses: step back into the call instruction so the
-            // symboliser names the caller's line, not the next one.
-            // (A zero word in a broken frame-pointer chain stays zero.)
-            let addr = if i == 0 { self.addrs[i] } else { self.addrs[i].saturating_sub(1) };
+            // Return addresses (every frame but an interrupted leaf): step back into the call
+            // instruction so the symboliser names the caller's line, not the next one.
+            let a = self.addrs[i];
+            let addr = if i == 0 && !caller_start { a } else { a.saturating_sub(1) };
             let frame = self.user_frame(ev.pid, ev.time, addr, maps, int, em);
             self.frames.push(frame);
         }
         int.stack(em, &self.frames)
     }
 
-    /// The user frames: the frame-pointer chain, with the return addresses of frameless callers
-    /// (found in the words between the stack pointer and the frame pointer) after the leaf.
-    fn user_addresses(&mut self, ev: &StackEvent, maps: &mut MapsCache) {
+    /// The user frames, unwound from the event's registers through its stack copy.
+    fn user_addresses(&mut self, ev: &StackEvent, ustack: &[u8], maps: &mut MapsCache) {
         self.addrs.clear();
-        let user = cut_self_loop(ev.user_frames(), |a| maps.find(ev.pid, ev.time, a).is_some());
-        self.addrs.extend_from_slice(user);
-        if user.is_empty() {
+        if ev.user_ip == 0 {
             return;
         }
-        let (sp, bp) = (ev.user_sp, ev.user_bp);
-        // At a uprobe (a function's first instruction) the direct caller's return address is
-        // exactly the word at the stack pointer: take it alone. (The in-target agents call the
-        // trampoline with the frame pointer set to the application's frame, so the words above
-        // belong to the agent and the vendor library, not to the stack the agent reports.)
-        // Elsewhere a frame pointer above the stack pointer bounds the leaf's frame; anything
-        // else is not a frame pointer and the whole copied window is searched.
-        let words = if matches!(ev.kind, EV_LAUNCH | EV_TRAMPOLINE) {
-            1
-        } else if bp > sp {
-            ((bp - sp) / 8).min(SP_WORDS as u64) as usize
-        } else {
-            SP_WORDS
+        // The maps must know the start address (a library mapped since the last read).
+        maps.find(ev.pid, ev.time, ev.user_ip);
+        self.set_modules(ev.pid, maps);
+        let regs = Registers { ip: ev.user_ip, sp: ev.user_sp, bp: ev.user_bp };
+        let caller = ev.flags & START_CALLER != 0;
+        let mut out = [0u64; MAX_USER_FRAMES];
+        let mut walk = |u: &mut Remote| {
+            if caller {
+                u.walk_caller(ev.pid, regs, ustack, &mut out)
+            } else {
+                u.walk(ev.pid, regs, ustack, &mut out)
+            }
         };
-        let next = user.get(1).copied();
-        let mut at = 1;
-        for &w in &ev.sp_words[..words] {
-            if Some(w) == next {
-                break;
-            }
-            if w < 0x1000 {
-                continue; // small integers and null: not code addresses
-            }
-            if let Some(has_frame) = self.return_address(ev.pid, ev.time, w, maps) {
-                self.addrs.insert(at, w);
-                at += 1;
-                if has_frame {
-                    break;
-                }
-            }
+        let mut w = walk(&mut self.unwinder);
+        if w.end == End::Cut(Cut::OutsideModules) && maps.refresh(ev.pid) {
+            // Code mapped since the maps were read: once more with the new maps.
+            self.set_modules(ev.pid, maps);
+            w = walk(&mut self.unwinder);
         }
+        match w.end {
+            End::Cut(c) => self.stats.cut[c as usize] += 1,
+            End::MaxDepth => self.stats.max_depth += 1,
+            End::Root => {}
+        }
+        self.addrs.extend_from_slice(&out[..w.len]);
     }
 
-    /// `Some(owner sets up a frame pointer)` when `addr` is a return address, else `None`.
-    fn return_address(&mut self, pid: u32, time: u64, addr: u64, maps: &mut MapsCache) -> Option<bool> {
-        let m = maps.find(pid, time, addr)?;
-        if !m.exec || !m.is_file() {
-            return None;
+    /// Gives the unwinder `pid`'s current maps when they changed since it last had them.
+    fn set_modules(&mut self, pid: u32, maps: &MapsCache) {
+        let Some((generation, m)) = maps.get_versioned(pid) else { return };
+        if self.unwinder.is_current(pid, generation) {
+            return;
         }
-        let (path, offset) = (m.path.clone(), m.file_offset(addr));
-        let open = openable_path(pid, &path);
-        if !self.calls.follows_call(&path, || open.clone(), offset) {
-            return None;
-        }
-        Some(self.calls.in_function_with_frame(&path, &open, offset))
+        let open: Vec<(PathBuf, &crate::procmaps::Mapping)> = m
+            .iter()
+            .filter(|m| m.exec)
+            .map(|m| (if m.is_file() { openable_path(pid, &m.path) } else { PathBuf::new() }, m))
+            .collect();
+        self.unwinder.set_maps(
+            pid,
+            generation,
+            open.iter().map(|(p, m)| Mapping {
+                start: m.start,
+                end: m.end,
+                offset: m.offset,
+                exec: m.exec,
+                name: &m.path,
+                open: p,
+            }),
+        );
+    }
+
+    /// Forgets what the unwinder holds for `pid` (its events are all handled).
+    pub fn forget(&mut self, pid: u32) {
+        self.unwinder.forget(pid);
     }
 
     fn user_frame(
@@ -154,26 +175,5 @@ impl StackBuilder {
                 int.virtual_frame(em, pid, addr)
             }
         }
-    }
-}
-
-/// `frames` up to a frame pointer that points at itself: the kernel's walk then repeats one
-/// address outside every mapping until its depth limit. Recursion repeats addresses too, but
-/// inside code (`mapped` is true), so it is kept.
-fn cut_self_loop(frames: &[u64], mut mapped: impl FnMut(u64) -> bool) -> &[u64] {
-    let end = frames.windows(2).position(|w| w[0] == w[1] && !mapped(w[0])).map_or(frames.len(), |i| i + 1);
-    &frames[..end]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::cut_self_loop;
-
-    #[test]
-    fn a_self_referencing_frame_pointer_is_cut_but_recursion_kept() {
-        let mapped = |a: u64| a < 100;
-        assert_eq!(cut_self_loop(&[1, 500, 500, 500, 500], mapped), &[1, 500]);
-        assert_eq!(cut_self_loop(&[1, 7, 7, 7, 2], mapped), &[1, 7, 7, 7, 2]);
-        assert_eq!(cut_self_loop(&[], mapped), &[] as &[u64]);
     }
 }

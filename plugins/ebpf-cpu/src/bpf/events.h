@@ -4,10 +4,12 @@
 #ifndef XPUPROF_EVENTS_H
 #define XPUPROF_EVENTS_H
 
-#define MAX_USTACK 127 /* PERF_MAX_STACK_DEPTH */
 #define MAX_KSTACK 48
 #define COMM_LEN 16
-#define SP_WORDS 32 /* words copied from the user stack pointer up */
+#define USTACK_MAX 16384 /* most bytes of user stack a record carries (the copy size is set at load) */
+
+/* xp_stack_event.flags */
+#define XP_START_CALLER 1 /* user_ip is a return address: the caller-side start an agent passed */
 
 /* Record kinds (first u32 of every record). */
 enum xp_event_kind {
@@ -43,14 +45,18 @@ struct xp_stack_event {
 	__u64 weight;       /* EV_SAMPLE: period ns; EV_OFFCPU: blocked ns */
 	__u64 correlation;  /* EV_TRAMPOLINE: second argument */
 	__u64 cookie;       /* EV_LAUNCH: index of the probed symbol */
-	__u64 user_sp;      /* user stack pointer */
-	__u64 user_bp;      /* user frame pointer */
-	__s32 ustack_bytes; /* bytes of ustack filled, or a negative errno */
+	__u64 user_ip;      /* user registers the host's unwind starts from */
+	__u64 user_sp;
+	__u64 user_bp;
+	__u32 flags;        /* XP_START_* */
+	__s32 ustack_bytes; /* bytes of ustack copied from user_sp, or a negative errno */
 	__s32 kstack_bytes; /* bytes of kstack filled, or a negative errno, 0 when not captured */
+	__u32 pad;
 	char comm[COMM_LEN];
-	__u64 sp_words[SP_WORDS]; /* the user stack from user_sp up: return addresses of frameless callers */
-	__u64 ustack[MAX_USTACK];
 	__u64 kstack[MAX_KSTACK];
+	/* The user stack from user_sp up, unwound by the host with the binaries' CFI (the model of
+	 * perf --call-graph dwarf). Records are variable-length: only ustack_bytes of it are sent. */
+	__u8 ustack[USTACK_MAX];
 };
 
 struct xp_proc_event {

@@ -15,6 +15,7 @@ const volatile __u64 min_offcpu_ns = 1000000;
 const volatile bool kernel_stacks = false;
 const volatile __u64 launch_sample_every = 1;
 const volatile __u64 launch_max_per_sec = 0;
+const volatile __u32 ustack_copy = 16384; /* bytes of user stack copied per record, <= USTACK_MAX */
 
 /* Referenced so the skeleton generates the types; the host pins its mirror against them. */
 struct xp_stack_event _stack_event_layout = {};
@@ -40,31 +41,23 @@ struct {
 	__type(value, __u32);
 } tracked SEC(".maps");
 
-struct offcpu_start {
-	__u64 ts;
-	__u64 user_sp;
-	__u64 user_bp;
-	__u64 sp_words[SP_WORDS];
-	__s32 ustack_bytes;
-	__s32 kstack_bytes;
-	__u64 ustack[MAX_USTACK];
-	__u64 kstack[MAX_KSTACK];
-};
-
-/* Threads that went off CPU, with their stack at that moment. */
+/* Threads that went off CPU, with their stack at that moment (time = when it went off CPU).
+ * Not preallocated: only blocked threads of the profiled tree hold an entry. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 2048);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u32);
-	__type(value, struct offcpu_start);
+	__type(value, struct xp_stack_event);
 } offcpu SEC(".maps");
 
+/* Where a stack record is built before it is sent (too big for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct offcpu_start);
-} offcpu_scratch SEC(".maps");
+	__type(value, struct xp_stack_event);
+} event_scratch SEC(".maps");
 
 struct launch_state {
 	__u64 calls;
@@ -110,23 +103,65 @@ static __always_inline void fill_header(struct xp_stack_event *e, __u32 kind, __
 	e->weight = 0;
 	e->correlation = 0;
 	e->cookie = 0;
+	e->flags = 0;
 	e->kstack_bytes = 0;
+	e->pad = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 }
 
-/* The user registers of `task` and the top of its user stack. The frame-pointer walk skips
- * callers that have not set up a frame (a function entry seen by a uprobe, a libc syscall
- * wrapper): the host finds their return addresses among these words. */
-static __always_inline void read_user_top(struct task_struct *task, __u64 *sp_out, __u64 *bp_out,
-					  __u64 *words)
+static __always_inline struct xp_stack_event *scratch_event(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&event_scratch, &zero);
+}
+
+/* Copies the user stack from e->user_sp up: ustack_copy bytes, fewer for the main thread near
+ * its top (mm->start_stack, where argc sits, is the end of its frames) and, when a read still
+ * faults (a thread stack's end), halving the length a few times. */
+static __always_inline void copy_user_stack(struct task_struct *task, struct xp_stack_event *e)
+{
+	__u64 sp = e->user_sp, top = BPF_CORE_READ(task, mm, start_stack);
+	__u64 len = ustack_copy;
+
+	if (sp < top && top - sp + 64 < len)
+		len = top - sp + 64;
+	for (int i = 0; i < 4; i++) {
+		len &= ~7ULL;
+		if (len > USTACK_MAX)
+			len = USTACK_MAX;
+		if (len == 0)
+			break;
+		if (!bpf_probe_read_user(e->ustack, len, (void *)sp)) {
+			e->ustack_bytes = len;
+			return;
+		}
+		len /= 2;
+	}
+	e->ustack_bytes = -14; /* EFAULT */
+}
+
+/* The user registers of `task` (saved at its entry to the kernel, so right also for a sample
+ * that hit kernel code) and its user stack. */
+static __always_inline void read_user(struct task_struct *task, struct xp_stack_event *e)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	__u64 sp = BPF_CORE_READ(regs, sp);
 
-	*sp_out = sp;
-	*bp_out = BPF_CORE_READ(regs, bp);
-	if (bpf_probe_read_user(words, SP_WORDS * sizeof(__u64), (void *)sp))
-		__builtin_memset(words, 0, SP_WORDS * sizeof(__u64));
+	e->user_ip = BPF_CORE_READ(regs, ip);
+	e->user_sp = BPF_CORE_READ(regs, sp);
+	e->user_bp = BPF_CORE_READ(regs, bp);
+	e->flags = 0;
+	copy_user_stack(task, e);
+}
+
+/* Sends `e` with the part of its user stack that was copied. */
+static __always_inline long send_event(struct xp_stack_event *e)
+{
+	__u64 n = e->ustack_bytes > 0 ? e->ustack_bytes : 0;
+
+	if (n > USTACK_MAX)
+		n = USTACK_MAX;
+	return bpf_ringbuf_output(&events, e, offsetof(struct xp_stack_event, ustack) + n, 0);
 }
 
 SEC("perf_event")
@@ -137,18 +172,16 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	if (!is_tracked(id >> 32))
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_loss(LOSS_RINGBUF_SAMPLE);
+	e = scratch_event();
+	if (!e)
 		return 0;
-	}
 	fill_header(e, EV_SAMPLE, id);
 	e->weight = ctx->sample_period;
-	read_user_top(bpf_get_current_task_btf(), &e->user_sp, &e->user_bp, e->sp_words);
-	e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack), BPF_F_USER_STACK);
+	read_user(bpf_get_current_task_btf(), e);
 	if (kernel_stacks)
 		e->kstack_bytes = bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
-	bpf_ringbuf_submit(e, 0);
+	if (send_event(e))
+		count_loss(LOSS_RINGBUF_SAMPLE);
 	return 0;
 }
 
@@ -318,15 +351,13 @@ int BPF_PROG(on_exit, struct task_struct *p)
 
 static __always_inline void offcpu_begin(void *ctx, struct task_struct *prev)
 {
-	__u32 zero = 0, tid = prev->pid;
-	struct offcpu_start *s = bpf_map_lookup_elem(&offcpu_scratch, &zero);
+	__u32 tid = prev->pid;
+	struct xp_stack_event *s = scratch_event();
 
 	if (!s)
 		return;
-	s->ts = bpf_ktime_get_ns();
-	read_user_top(prev, &s->user_sp, &s->user_bp, s->sp_words);
-	s->ustack_bytes = bpf_get_stack(ctx, s->ustack, sizeof(s->ustack), BPF_F_USER_STACK);
-	s->kstack_bytes = 0;
+	fill_header(s, EV_OFFCPU, ((__u64)prev->tgid << 32) | tid);
+	read_user(prev, s);
 	if (kernel_stacks)
 		s->kstack_bytes = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);
 	if (bpf_map_update_elem(&offcpu, &tid, s, BPF_ANY))
@@ -336,38 +367,19 @@ static __always_inline void offcpu_begin(void *ctx, struct task_struct *prev)
 static __always_inline void offcpu_end(struct task_struct *next)
 {
 	__u32 tid = next->pid;
-	struct offcpu_start *s = bpf_map_lookup_elem(&offcpu, &tid);
-	struct xp_stack_event *e;
+	struct xp_stack_event *s = bpf_map_lookup_elem(&offcpu, &tid);
 	__u64 now, blocked;
 
 	if (!s)
 		return;
 	now = bpf_ktime_get_ns();
-	blocked = now - s->ts;
+	blocked = now - s->time;
 	if (blocked < min_offcpu_ns)
 		goto out;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
+	s->time = now;
+	s->weight = blocked;
+	if (send_event(s))
 		count_loss(LOSS_RINGBUF_OFFCPU);
-		goto out;
-	}
-	e->kind = EV_OFFCPU;
-	e->pid = next->tgid;
-	e->tid = tid;
-	e->backend = 0;
-	e->time = now;
-	e->weight = blocked;
-	e->correlation = 0;
-	e->cookie = 0;
-	e->user_sp = s->user_sp;
-	e->user_bp = s->user_bp;
-	e->ustack_bytes = s->ustack_bytes;
-	e->kstack_bytes = s->kstack_bytes;
-	BPF_CORE_READ_STR_INTO(&e->comm, next, comm);
-	bpf_probe_read_kernel(e->sp_words, sizeof(e->sp_words), s->sp_words);
-	bpf_probe_read_kernel(e->ustack, sizeof(e->ustack), s->ustack);
-	bpf_probe_read_kernel(e->kstack, sizeof(e->kstack), s->kstack);
-	bpf_ringbuf_submit(e, 0);
 out:
 	bpf_map_delete_elem(&offcpu, &tid);
 }
@@ -416,6 +428,11 @@ static __always_inline bool launch_admit(__u32 tid)
 	return true;
 }
 
+/* The agent's caller-side start (trampoline arguments 3-5) is used when its stack pointer lies
+ * in this thread's stack above the trampoline's own frame (two-argument callers leave
+ * unrelated values there). */
+#define START_MAX_ABOVE (1 << 20)
+
 static __always_inline int launch_event(struct pt_regs *ctx, __u32 kind, __u32 backend, __u64 corr)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -423,19 +440,32 @@ static __always_inline int launch_event(struct pt_regs *ctx, __u32 kind, __u32 b
 
 	if (!is_tracked(id >> 32) || !launch_admit((__u32)id))
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_loss(LOSS_RINGBUF_LAUNCH);
+	e = scratch_event();
+	if (!e)
 		return 0;
-	}
 	fill_header(e, kind, id);
 	e->backend = backend;
 	e->correlation = corr;
 	e->cookie = bpf_get_attach_cookie(ctx);
-	/* At function entry the return address sits at the stack pointer. */
-	read_user_top(bpf_get_current_task_btf(), &e->user_sp, &e->user_bp, e->sp_words);
-	e->ustack_bytes = bpf_get_stack(ctx, e->ustack, sizeof(e->ustack), BPF_F_USER_STACK);
-	bpf_ringbuf_submit(e, 0);
+	/* A uprobe fires in user mode: ctx holds the user registers. At a function's entry the
+	 * return address sits at the stack pointer, which the CFI of the entry says. */
+	e->user_ip = PT_REGS_IP(ctx);
+	e->user_sp = PT_REGS_SP(ctx);
+	e->user_bp = PT_REGS_FP(ctx);
+	e->flags = 0;
+	if (kind == EV_TRAMPOLINE) {
+		__u64 ip = PT_REGS_PARM3(ctx), sp = PT_REGS_PARM4(ctx);
+
+		if (ip && sp > e->user_sp && sp - e->user_sp < START_MAX_ABOVE) {
+			e->user_ip = ip;
+			e->user_sp = sp;
+			e->user_bp = PT_REGS_PARM5(ctx);
+			e->flags = XP_START_CALLER;
+		}
+	}
+	copy_user_stack(bpf_get_current_task_btf(), e);
+	if (send_event(e))
+		count_loss(LOSS_RINGBUF_LAUNCH);
 	return 0;
 }
 

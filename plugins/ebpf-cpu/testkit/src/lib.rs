@@ -42,6 +42,8 @@ pub fn workloads() -> &'static Path {
         };
         let s = |f: &str| src.join(f).to_string_lossy().into_owned();
         cc(&[&s("burn.c"), "-o", "burn"]);
+        // Without frame pointers (the later flags win): only the CFI unwind follows its paths.
+        cc(&["-O2", "-fomit-frame-pointer", &s("frameless.c"), "-o", "frameless"]);
         cc(&[&s("block.c"), "-o", "block"]);
         cc(&["-shared", "-fPIC", &s("launchlib.c"), "-o", "liblaunchtest.so"]);
         cc(&[&s("launch.c"), "-o", "launch", "-L.", "-llaunchtest", "-Wl,-rpath,$ORIGIN"]);

@@ -33,6 +33,30 @@ fn cpu_samples_show_known_functions_in_their_ratio() {
 }
 
 #[test]
+fn code_without_frame_pointers_shows_its_full_paths_in_their_ratio() {
+    if !root_or_skip("code_without_frame_pointers_shows_its_full_paths_in_their_ratio") {
+        return;
+    }
+    // main -> path_a1..a4 -> spin_three (3x) and main -> path_b1..b4 -> spin_one (1x), built with
+    // -O2 -fomit-frame-pointer (rbp is a general register there): ~2 s of CPU in 8 rounds.
+    let (records, status) = profile("sample_hz = 499", &[&workload("frameless"), "8", "60"]);
+    assert!(status.success());
+    let s = Session::new(records);
+    let folded = s.folded(SampleKind::OnCpu);
+    eprintln!("folded: {folded:#?}");
+    let a = "_start;__libc_start_main_impl;__libc_start_call_main;main;path_a1;path_a2;path_a3;path_a4;spin_three";
+    let b =
+        "_start;__libc_start_main_impl;__libc_start_call_main;main;path_b1;path_b2;path_b3;path_b4;spin_one";
+    let (three, one) = (folded.get(a).copied().unwrap_or(0), folded.get(b).copied().unwrap_or(0));
+    assert!(one > 0 && three > 0, "the full paths are missing: {folded:#?}");
+    let ratio = three as f64 / one as f64;
+    assert!((2.1..=3.9).contains(&ratio), "spin_three:spin_one = {ratio:.2}, expected about 3");
+    // Nearly every sample has one of the two full paths (a few land in main's loop or exit).
+    let total = folded.values().sum::<u64>() as f64;
+    assert!((three + one) as f64 >= 0.95 * total, "full paths: {} of {total} ns: {folded:#?}", three + one);
+}
+
+#[test]
 fn short_lived_child_of_a_shell_is_sampled_and_symbolised() {
     if !root_or_skip("short_lived_child_of_a_shell_is_sampled_and_symbolised") {
         return;
