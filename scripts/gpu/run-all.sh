@@ -192,12 +192,51 @@ if [[ " $STEPS " == *" agree "* ]]; then
   fi
 fi
 
+# ---- stacks: launch stacks through host code without frame pointers (#13.1) --------------------
+# frameless.cu is built with -fomit-frame-pointer and launches from main -> level1..level4 ->
+# launch_kernels: every kernel must sit under that full path, rooted at _start (agent stacks:
+# CFI unwind in the agent), and with the eBPF source too (copied stack unwound by the host from
+# the agent's caller-side registers), where both stacks of every launch must agree.
 # ---- stacks: what the launch stacks show (Python frames, CFI through libtorch) -----------------
 # Python rows: GPU time under a frame `function (workload.py:LINE)` of the workload's own file and
 # rooted at a thread start (check_python_stacks.py: py / rooted / both >= 95%), the GPU time with
 # no Python frame by its root frames (autograd's device threads run the backward kernels), and for
 # torch.compile the Triton kernels under the line that calls the compiled function.
 if [[ " $STEPS " == *" stacks "* ]]; then
+  # Native frames (#13.1, unwind):
+  $CUDA_HOME/bin/nvcc -g -O2 -std=c++17 -arch=sm_90 -Xcompiler -fomit-frame-pointer -I"$INC" -o "$W/bin/frameless" \
+    tests/workloads/cuda/frameless.cu -ldl -lpthread >"$W/logs/build-frameless.log" 2>&1 \
+    && row "build frameless" ok || { row "build frameless" FAILED; cat "$W/logs/build-frameless.log"; }
+  if [ -x "$CARRY/xpuprof" ]; then
+    o=$W/out/stacks-agent; rm -rf "$o"
+    "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded -o "$o" -- "$W/bin/frameless" 50 \
+      >"$W/logs/stacks-agent.out" 2>"$W/logs/stacks-agent.err"
+    rc=$?
+    row "stacks frameless (agent)" "rc=$rc $(python3 scripts/gpu/check_stacks.py "$o" "$W/logs/stacks-agent.out" 2>&1 | tail -1)"
+    if [ -f "$CARRY/libxpuprof_plugin_ebpf.so" ]; then
+      ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      printf '[source.cupti]\nlaunch_stacks = "both"\n[source.ebpf]\nsample_hz = 0\n' >"$W/stacks-both.toml"
+      o=$W/out/stacks-both; rm -rf "$o"
+      "$CARRY/xpuprof" --plugin-dir "$CARRY" --source ebpf,cupti --sink folded -c "$W/stacks-both.toml" -o "$o" -- \
+        "$W/bin/frameless" 50 >"$W/logs/stacks-both.out" 2>"$W/logs/stacks-both.err"
+      rc=$?
+      row "stacks frameless (agent+eBPF)" "rc=$rc $(python3 scripts/gpu/check_stacks.py "$o" "$W/logs/stacks-both.out" 2>&1 | tail -1)"
+      row "stacks frameless agree" "$(grep -o 'launch stacks from two sources: .*' "$W/logs/stacks-both.err" || echo 'no launch had stacks from two sources')"
+      # eBPF stacks alone (the agent walks nothing): the same full path from the copied stack.
+      printf '[source.cupti]\nlaunch_stacks = "ebpf"\n[source.ebpf]\nsample_hz = 0\n' >"$W/stacks-ebpf.toml"
+      o=$W/out/stacks-ebpf; rm -rf "$o"
+      "$CARRY/xpuprof" --plugin-dir "$CARRY" --source ebpf,cupti --sink folded -c "$W/stacks-ebpf.toml" -o "$o" -- \
+        "$W/bin/frameless" 50 >"$W/logs/stacks-ebpf.out" 2>"$W/logs/stacks-ebpf.err"
+      rc=$?
+      row "stacks frameless (eBPF stacks)" "rc=$rc $(python3 scripts/gpu/check_stacks.py "$o" "$W/logs/stacks-ebpf.out" 2>&1 | tail -1)"
+    else
+      row "stacks eBPF" "skipped: carry libxpuprof_plugin_ebpf.so"
+    fi
+    (cd "$W" && tar czf "$OUT/stacks-native.tar.gz" out/stacks-* logs/stacks-*)
+  else
+    row "stacks" "skipped: no $CARRY/xpuprof"
+  fi
+  # Python frames (#13.2, python):
   if [ -x "$CARRY/xpuprof" ]; then
     mkdir -p "$W/stacks"
     for mode in infer train; do

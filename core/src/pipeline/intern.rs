@@ -313,6 +313,8 @@ impl Globals {
                 self.symbolizer.file_offset(Path::new(&path), key.address)
             }
             FrameKind::Kernel => self.symbolizer.kernel(key.address),
+            // Still virtual after normalisation: anonymous memory, JIT code named in its perf map.
+            FrameKind::Virtual => self.symbolizer.jit(key.pid, key.address),
             _ => None,
         };
         match resolved {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use blazesym::symbolize::source::{Elf, Kernel, Source};
+use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer as Blaze};
 
 /// A resolved location: the function and, outermost first, the functions inlined into it.
@@ -48,6 +48,17 @@ impl Symbolizer {
     pub fn kernel(&mut self, addr: u64) -> Option<Resolved> {
         let src = Source::Kernel(Kernel { vmlinux: blazesym::MaybeDefault::None, ..Kernel::default() });
         self.resolve(&src, Input::AbsAddr(addr))
+    }
+
+    /// Resolves an address of JIT code in process `pid` through the `/tmp/perf-PID.map` file the
+    /// JIT writes (the perf JIT interface: `START SIZE name` lines); needs the process alive.
+    pub fn jit(&mut self, pid: u32, addr: u64) -> Option<Resolved> {
+        if !std::path::Path::new(&format!("/tmp/perf-{pid}.map")).exists() {
+            return None;
+        }
+        let mut p = Process::new(pid.into());
+        (p.debug_syms, p.map_files, p.vdso) = (false, false, false);
+        self.resolve(&Source::Process(p), Input::AbsAddr(addr))
     }
 
     fn resolve(&mut self, src: &Source<'_>, input: Input<u64>) -> Option<Resolved> {

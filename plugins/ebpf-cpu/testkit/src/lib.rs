@@ -44,6 +44,7 @@ pub fn workloads() -> &'static Path {
         cc(&[&s("burn.c"), "-o", "burn"]);
         // Without frame pointers (the later flags win): only the CFI unwind follows its paths.
         cc(&["-O2", "-fomit-frame-pointer", &s("frameless.c"), "-o", "frameless"]);
+        cc(&[&s("jit.c"), "-o", "jit"]);
         cc(&[&s("block.c"), "-o", "block"]);
         cc(&["-shared", "-fPIC", &s("launchlib.c"), "-o", "liblaunchtest.so"]);
         cc(&[&s("launch.c"), "-o", "launch", "-L.", "-llaunchtest", "-Wl,-rpath,$ORIGIN"]);

@@ -84,6 +84,40 @@ fn xpuprof_folded_shows_the_shell_child_in_the_known_ratio() {
 }
 
 #[test]
+fn jit_code_is_named_by_its_perf_map() {
+    if !root_or_skip("jit_code_is_named_by_its_perf_map") {
+        return;
+    }
+    let Some(bin) = xpuprof() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let cfg = out.path().join("xpuprof.toml");
+    std::fs::write(&cfg, "[source.ebpf]\nsample_hz = 499\n").unwrap();
+    // burn_in_c runs under a function in anonymous executable memory that the program names in
+    // /tmp/perf-PID.map: the stack goes through it (frame pointer) and the host names it.
+    let status = Command::new(&bin)
+        .args(["--quiet", "--source", "ebpf", "--sink", "folded", "-c"])
+        .arg(&cfg)
+        .arg("-o")
+        .arg(out.path())
+        .args(["--", &workload("jit"), "1.5"])
+        .status()
+        .expect("run xpuprof");
+    assert!(status.success(), "xpuprof exited with {status}");
+    let folded = std::fs::read_to_string(out.path().join("profile.folded")).expect("profile.folded");
+    let through: u64 = folded
+        .lines()
+        .filter(|l| l.contains("main;jit_burn_loop;burn_in_c "))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum();
+    let all = weight_with(&folded, "burn_in_c");
+    assert!(through > 0, "no stack through the JIT frame by its perf-map name in:\n{folded}");
+    assert!(
+        through as f64 >= 0.9 * all as f64,
+        "{through} of {all} burn_in_c weight through the JIT frame:\n{folded}"
+    );
+}
+
+#[test]
 fn without_privileges_the_session_goes_on_and_says_what_is_missing() {
     if !root_or_skip("without_privileges_the_session_goes_on_and_says_what_is_missing") {
         return;
