@@ -124,7 +124,15 @@ impl Remote {
         if let Some(i) = self.images.get(name) {
             return i.clone();
         }
-        let image = if name == "[vdso]" { own_vdso() } else { Image::open(open) }.map(Arc::new);
+        // `open` may name the file through a process that is exiting (`/proc/PID/root/...`):
+        // fall back to the name itself before concluding the file cannot be read.
+        let image = if name == "[vdso]" {
+            own_vdso()
+        } else {
+            Image::open(open)
+                .or_else(|| name.starts_with('/').then(|| Image::open(Path::new(name))).flatten())
+        }
+        .map(Arc::new);
         self.images.insert(Arc::from(name), image.clone());
         image
     }
