@@ -229,11 +229,13 @@ pub unsafe extern "C" fn xpuprof_agent_enter(
     let regs = stack::registers();
     // SAFETY: NULL or the static agent.
     let Some(a) = (unsafe { agent.as_ref() }) else { return 0 };
-    let outer = a.registry.enter(&a.sites(), domain, api, correlation, regs.fp, regs.sp);
-    if outer {
-        trampoline::call(regs.fp, a.backend, u64::from(correlation));
+    match a.registry.enter(&a.sites(), domain, api, correlation, regs) {
+        Some(start) => {
+            trampoline::call(&start, a.backend, u64::from(correlation));
+            1
+        }
+        None => 0,
     }
-    i32::from(outer)
 }
 
 /// See `xpuprof/agent.h`.
@@ -288,7 +290,12 @@ pub unsafe extern "C" fn xpuprof_agent_walk(out: *mut u64, max: usize) -> usize 
     }
     // SAFETY: the caller's contract.
     let out = unsafe { std::slice::from_raw_parts_mut(out, max) };
-    stack::walk(regs, stack::thread_bounds(), out)
+    // The walk's first frame is this function's own address: leave it out.
+    let mut all = vec![0u64; max + 1];
+    let (w, _) = stack::walk(regs, stack::thread_bounds(), &[], &mut all);
+    let n = w.len.saturating_sub(1);
+    out[..n].copy_from_slice(&all[1..w.len]);
+    n
 }
 
 /// See `xpuprof/agent.h`.

@@ -69,9 +69,9 @@ void xpuprof_agent_exit(xpuprof_agent *agent, uint32_t result);
  * pairs, strings). Never blocks; returns 0, or -1 when it was dropped (and counted). */
 int xpuprof_agent_send(xpuprof_agent *agent, uint8_t type, const void *payload, size_t len);
 
-/* The calling thread's stack by frame pointers, into `out`: the return address of the function
- * that called xpuprof_agent_walk first, then its callers'; returns how many. Code built
- * without frame pointers ends the walk early. */
+/* The calling thread's stack into `out`: the return address of the function that called
+ * xpuprof_agent_walk first, then its callers'; returns how many. Frame pointers where the code
+ * keeps them, the binaries' unwind tables (.eh_frame) where it does not. */
 size_t xpuprof_agent_walk(uint64_t *out, size_t max);
 
 /* Flushes the launch sites, reports the losses, says bye and waits for the sender (also run
