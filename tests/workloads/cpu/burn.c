@@ -10,20 +10,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "spin.h"
+
 static volatile unsigned long sink;
 static unsigned long scale = 1;
 
-/* A register-only dependency chain (multiply-add): its time is proportional to n on every CPU.
- * A loop over a volatile memory location is not: on an AMD EPYC the 3x loop took only 1.3-1.9x
- * the time of the 1x loop, so a sampling test saw 6:1 instead of 3:1. */
-static inline __attribute__((always_inline)) unsigned long spin(unsigned long x, unsigned long n)
-{
-	for (unsigned long i = 0; i < n; i++) {
-		x = x * 6364136223846793005UL + 1442695040888963407UL;
-		__asm__ volatile("" : "+r"(x));
-	}
-	return x;
-}
 
 __attribute__((noinline)) void burn_three(void)
 {

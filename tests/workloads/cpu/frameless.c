@@ -9,18 +9,11 @@
 
 #define NOINLINE __attribute__((noinline))
 
+#include "spin.h"
+
 static volatile unsigned long sink;
 static unsigned long scale = 1;
 
-/* A register-only dependency chain: time proportional to n on every CPU (see burn.c). */
-static inline __attribute__((always_inline)) unsigned long spin(unsigned long x, unsigned long n)
-{
-	for (unsigned long i = 0; i < n; i++) {
-		x = x * 6364136223846793005UL + 1442695040888963407UL;
-		__asm__ volatile("" : "+r"(x));
-	}
-	return x;
-}
 
 NOINLINE unsigned long spin_three(unsigned long x)
 {
