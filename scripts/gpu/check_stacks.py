@@ -13,6 +13,12 @@ import sys
 PATH = "main;level1;level2;level3;level4;launch_kernels;"
 
 
+def names(stack):
+    """The stack with C++ parameter lists dropped (`level1(float*, int)` -> `level1`): the
+    program is CUDA C++, so its frames are demangled with their signatures."""
+    return ";".join(re.sub(r"\(.*\)( const)?$", "", f) for f in stack.split(";"))
+
+
 def main():
     out, stdout = sys.argv[1], sys.argv[2]
     expect = {}
@@ -27,7 +33,7 @@ def main():
         if "[GPU_Kernel]frameless_kernel" not in stack:
             continue
         w = int(weight)
-        if PATH in stack and stack.startswith("_start;"):
+        if PATH in names(stack) and stack.startswith("_start;"):
             full += w
         else:
             other += w
