@@ -1,0 +1,190 @@
+//! Every struct's size and field offsets, pinned (x86-64, SDK 1.x), and the same facts measured
+//! by a C compiler from the rocprofiler-sdk headers the triton wheel ships
+//! (`triton/backends/amd/include/rocprofiler-sdk`, SDK 1.2 at the time of writing), where
+//! `pip install triton` put them. The wheel's subset lacks the copy, allocation, scratch and
+//! retirement records: those are pinned from AMD's documentation only.
+
+use std::mem::{offset_of, size_of};
+use std::process::Command;
+
+use rocprofiler_sdk_sys::*;
+
+/// (C type, C member path, offset in our bindings, pinned offset); member "" means sizeof.
+type Fact = (&'static str, &'static str, usize, usize);
+
+macro_rules! facts {
+    ($( $t:ident { size $size:expr $(, $f:ident $(. $g:ident)* = $off:expr)* $(,)? } )*) => {
+        vec![$(
+            (stringify!($t), "", size_of::<$t>(), $size),
+            $( (stringify!($t), concat!(stringify!($f) $(, ".", stringify!($g))*), offset_of!($t, $f $(. $g)*), $off), )*
+        )*]
+    };
+}
+
+/// Facts also present in the triton wheel's trimmed headers.
+fn shared_facts() -> Vec<Fact> {
+    facts! {
+        rocprofiler_correlation_id_t { size 24, internal = 0, external = 8, ancestor = 16 }
+        rocprofiler_async_correlation_id_t { size 16, internal = 0, external = 8 }
+        rocprofiler_callback_tracing_record_t {
+            size 64, context_id = 0, thread_id = 8, correlation_id = 16, kind = 40, operation = 44,
+            phase = 48, payload = 56,
+        }
+        rocprofiler_record_header_t { size 16, payload = 8 }
+        rocprofiler_kernel_dispatch_info_t {
+            size 128, agent_id = 8, queue_id = 16, kernel_id = 24, dispatch_id = 32,
+            private_segment_size = 40, group_segment_size = 44, workgroup_size = 48, grid_size = 60,
+        }
+        rocprofiler_buffer_tracing_kernel_dispatch_record_t {
+            size 184, kind = 8, operation = 12, correlation_id = 16, thread_id = 32,
+            start_timestamp = 40, end_timestamp = 48, dispatch_info = 56,
+            dispatch_info.kernel_id = 80, dispatch_info.grid_size = 116,
+        }
+        rocprofiler_callback_tracing_code_object_kernel_symbol_register_data_t {
+            size 88, kernel_id = 8, code_object_id = 16, kernel_name = 24, kernel_object = 32,
+            group_segment_size = 48, private_segment_size = 52, sgpr_count = 56, arch_vgpr_count = 60,
+            accum_vgpr_count = 64, kernel_code_entry_byte_offset = 72, kernel_address = 80,
+        }
+        rocprofiler_hip_api_retval_t { size 24 }
+        rocprofiler_tool_configure_result_t { size 32, initialize = 8, finalize = 16, tool_data = 24 }
+        rocprofiler_client_id_t { size 24, name = 8, handle = 16 }
+    }
+}
+
+/// Facts of the agent struct: the triton header's agent is longer (it appends fields), so only
+/// offsets are compared.
+fn agent_facts() -> Vec<Fact> {
+    vec![
+        ("rocprofiler_agent_v0_t", "id", offset_of!(rocprofiler_agent_v0_t, id), 8),
+        ("rocprofiler_agent_v0_t", "type", offset_of!(rocprofiler_agent_v0_t, type_), 16),
+        ("rocprofiler_agent_v0_t", "cu_count", offset_of!(rocprofiler_agent_v0_t, cu_count), 72),
+        (
+            "rocprofiler_agent_v0_t",
+            "gfx_target_version",
+            offset_of!(rocprofiler_agent_v0_t, gfx_target_version),
+            100,
+        ),
+        ("rocprofiler_agent_v0_t", "local_mem_size", offset_of!(rocprofiler_agent_v0_t, local_mem_size), 176),
+        ("rocprofiler_agent_v0_t", "name", offset_of!(rocprofiler_agent_v0_t, name), 248),
+        ("rocprofiler_agent_v0_t", "product_name", offset_of!(rocprofiler_agent_v0_t, product_name), 264),
+        ("rocprofiler_agent_v0_t", "node_id", offset_of!(rocprofiler_agent_v0_t, node_id), 280),
+        (
+            "rocprofiler_agent_v0_t",
+            "logical_node_id",
+            offset_of!(rocprofiler_agent_v0_t, logical_node_id),
+            284,
+        ),
+    ]
+}
+
+/// Facts of records the triton wheel does not ship (pinned from the documentation).
+fn documented_facts() -> Vec<Fact> {
+    facts! {
+        rocprofiler_buffer_tracing_memory_copy_record_t {
+            size 96, kind = 8, operation = 12, correlation_id = 16, thread_id = 32,
+            start_timestamp = 40, end_timestamp = 48, dst_agent_id = 56, src_agent_id = 64, bytes = 72,
+            dst_address = 80, src_address = 88,
+        }
+        rocprofiler_buffer_tracing_memory_allocation_record_t {
+            size 88, kind = 8, operation = 12, correlation_id = 16, thread_id = 40,
+            start_timestamp = 48, end_timestamp = 56, agent_id = 64, address = 72, allocation_size = 80,
+        }
+        rocprofiler_buffer_tracing_scratch_memory_record_t {
+            size 88, kind = 8, operation = 12, correlation_id = 16, agent_id = 40, queue_id = 48,
+            thread_id = 56, start_timestamp = 64, end_timestamp = 72, flags = 80,
+        }
+        rocprofiler_buffer_tracing_correlation_id_retirement_record_t {
+            size 32, kind = 8, timestamp = 16, internal_correlation_id = 24,
+        }
+        rocprofiler_callback_tracing_hip_stream_data_t { size 24, stream_id = 8, stream_value = 16 }
+        rocprofiler_callback_tracing_marker_api_data_head_t { size 16, message = 8 }
+    }
+}
+
+#[test]
+fn sizes_and_offsets_are_pinned() {
+    let mut wrong = Vec::new();
+    for (t, f, ours, pinned) in shared_facts().into_iter().chain(agent_facts()).chain(documented_facts()) {
+        if ours != pinned {
+            wrong.push(format!("{t}.{f}: bindings {ours}, pinned {pinned}"));
+        }
+    }
+    assert!(wrong.is_empty(), "layouts moved:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn enum_values_are_those_of_sdk_1() {
+    assert_eq!(ROCPROFILER_CALLBACK_TRACING_HIP_RUNTIME_API, 5);
+    assert_eq!(ROCPROFILER_CALLBACK_TRACING_MARKER_CORE_API, 7);
+    assert_eq!(ROCPROFILER_CALLBACK_TRACING_CODE_OBJECT, 10);
+    assert_eq!(ROCPROFILER_CALLBACK_TRACING_HIP_STREAM, 20);
+    assert_eq!(ROCPROFILER_BUFFER_TRACING_MEMORY_COPY, 10);
+    assert_eq!(ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH, 11);
+    assert_eq!(ROCPROFILER_BUFFER_TRACING_SCRATCH_MEMORY, 12);
+    assert_eq!(ROCPROFILER_BUFFER_TRACING_CORRELATION_ID_RETIREMENT, 13);
+    assert_eq!(ROCPROFILER_BUFFER_TRACING_MEMORY_ALLOCATION, 16);
+    assert_eq!(ROCPROFILER_BUFFER_POLICY_DISCARD, 1);
+}
+
+/// The folder holding `rocprofiler-sdk/fwd.h` from the installed triton wheel.
+fn triton_include() -> Option<std::path::PathBuf> {
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            "import importlib.util as u; s = u.find_spec('triton'); print(s.submodule_search_locations[0] if s else '')",
+        ])
+        .output()
+        .ok()?;
+    let dir = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+    let inc = std::path::Path::new(&dir).join("backends/amd/include");
+    inc.join("rocprofiler-sdk/fwd.h").is_file().then_some(inc)
+}
+
+/// A C program printing `type member offset` for every shared fact, compiled against triton's
+/// headers; its output must equal our bindings' facts.
+#[test]
+fn triton_headers_agree() {
+    let Some(inc) = triton_include() else {
+        let why = "the triton wheel's rocprofiler-sdk headers are not installed (pip install --no-deps triton; scripts/install-deps.sh does it)";
+        assert!(std::env::var_os("CI").is_none(), "{why}: the cross-check cannot be skipped in CI");
+        eprintln!("SKIPPED triton_headers_agree: {why}");
+        return;
+    };
+    let mut c = String::from(
+        "#include <stdio.h>\n#include <stddef.h>\n#include <rocprofiler-sdk/registration.h>\n\
+         #include <rocprofiler-sdk/buffer_tracing.h>\n#include <rocprofiler-sdk/callback_tracing.h>\n\
+         #include <rocprofiler-sdk/agent.h>\n#include <rocprofiler-sdk/hip/api_args.h>\n\
+         int main(void) {\n",
+    );
+    let facts: Vec<Fact> = shared_facts().into_iter().chain(agent_facts()).collect();
+    for (t, f, _, _) in &facts {
+        let e = if f.is_empty() { format!("sizeof({t})") } else { format!("offsetof({t}, {f})") };
+        c.push_str(&format!("  printf(\"%s %s %zu\\n\", \"{t}\", \"{f}\", (size_t){e});\n"));
+    }
+    c.push_str("  return 0;\n}\n");
+    let dir = std::env::temp_dir().join(format!("rocprofiler-sdk-sys-layout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("facts.cpp"), c).unwrap();
+    // C++: the HIP headers the SDK's HIP argument union pulls in are C++ on the AMD platform.
+    let o = Command::new("c++")
+        .args(["-x", "c++", "-D__HIP_PLATFORM_AMD__", "-w", "-I"])
+        .arg(&inc)
+        .arg(dir.join("facts.cpp"))
+        .arg("-o")
+        .arg(dir.join("facts"))
+        .output()
+        .expect("run c++: install a C++ compiler (scripts/install-deps.sh)");
+    assert!(o.status.success(), "compiling against {}: {}", inc.display(), String::from_utf8_lossy(&o.stderr));
+    let out = Command::new(dir.join("facts")).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut wrong = Vec::new();
+    for ((t, f, ours, _), line) in facts.iter().zip(text.lines()) {
+        let theirs: usize = line.rsplit(' ').next().and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
+        if theirs != *ours {
+            wrong.push(format!("{t}.{f}: ours {ours}, triton's headers {theirs}"));
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(text.lines().count(), facts.len());
+    assert!(wrong.is_empty(), "our declarations disagree with {}:\n{}", inc.display(), wrong.join("\n"));
+}
