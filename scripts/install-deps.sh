@@ -16,6 +16,12 @@
 # - golang-go: `go tool pprof`, the reference reader the pprof sink's tests check profile.pb.gz with;
 # - the `perfetto` Python package, pinned: Perfetto's official trace protos (perfetto_trace_pb2)
 #   that the perfetto sink's tests decode trace.perfetto-trace with.
+# - libamdhip64-dev, g++: Debian's HIP runtime 5.2 (the rocm tests put a uprobe on its real
+#   hipLaunchKernel and link a C program against it) and the C++ compiler the rocm layout
+#   cross-check compiles the SDK's HIP headers with;
+# - the triton wheel, pinned and without dependencies: the only package here that ships
+#   rocprofiler-sdk 1.x and roctracer headers (trimmed); rocprofiler-sdk-sys and roctracer-sys
+#   check their hand-written declarations against them.
 # Idempotent: skips what is already there. Needs root (or sudo) for apt.
 set -euo pipefail
 
@@ -23,6 +29,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc g++ golang-go libze1 libze-dev python3.11 libpython3.11-dev chromium)
+APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc golang-go libze1 libze-dev python3.11 libpython3.11-dev libamdhip64-dev g++)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -46,6 +53,12 @@ PERFETTO_PY="perfetto==0.59.1"
 if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("perfetto"))' 2>/dev/null || true)" != "${PERFETTO_PY#*==}" ]; then
   echo "install-deps: pip install $PERFETTO_PY"
   python3 -m pip install -q "$PERFETTO_PY"
+fi
+
+TRITON_PY="triton==3.9.0"
+if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("triton"))' 2>/dev/null || true)" != "${TRITON_PY#*==}" ]; then
+  echo "install-deps: pip install --no-deps $TRITON_PY"
+  python3 -m pip install -q --no-deps "$TRITON_PY"
 fi
 
 command -v cargo >/dev/null || { echo "install-deps: cargo not found: install Rust with rustup first" >&2; exit 1; }
