@@ -46,6 +46,8 @@ pub struct CorrelationStats {
     pub uncorrelated_launch_sites: u64,
     /// Work run from recordings, joined to the calls that recorded it.
     pub recordings: RecordingStats,
+    /// Launches forgotten because their backend retired the correlation id.
+    pub retired: u64,
 }
 
 #[derive(Debug)]
@@ -273,6 +275,24 @@ impl Correlator {
         }
     }
 
+    /// The backend retired `key`'s correlation id: no device work will carry it any more, so
+    /// work still waiting for it is released now and the launch is forgotten at once (memory is
+    /// then bounded by the work in flight exactly, not by the launch lifetimes).
+    pub fn retire(&mut self, key: CorrelationKey, now: Instant) -> Vec<DeviceOp> {
+        let ops = self.release(key, now);
+        // A recording call stays joinable for the replays of what it recorded.
+        if self.recordings.contains(&key) {
+            return ops;
+        }
+        if let Some(l) = self.launches.remove(&key) {
+            self.stats.retired += 1;
+            if l.last_use.is_none() && l.has_stack {
+                self.stats.launch_sites_unused += 1;
+            }
+        }
+        ops
+    }
+
     /// End of the session: releases everything, in arrival order.
     pub fn finish(&mut self, now: Instant) -> Vec<DeviceOp> {
         let mut out = Vec::new();
@@ -409,6 +429,21 @@ mod tests {
         let s = c.stats();
         assert_eq!((s.recordings.recorded_joined, s.recordings.recordings), (1, 1));
         assert_eq!(s.launch_sites_unused, 0, "a recording call is used by what it recorded");
+    }
+
+    #[test]
+    fn retirement_forgets_the_launch_at_once() {
+        let mut c = Correlator::default();
+        let t = Instant::now();
+        c.launch_site(&site(7), 0, t);
+        assert!(c.device_op(op(7), t).is_some_and(|o| o.launch.is_some()));
+        let key = CorrelationKey::new(1, Correlation { backend: backend::CUDA, id: 7 });
+        assert!(c.retire(key, t).is_empty());
+        assert_eq!(c.stats().retired, 1);
+        let late = c.device_op(op(7), t);
+        assert!(late.is_none(), "work after retirement no longer joins: it waits, then goes unmatched");
+        assert_eq!(c.finish(t + Duration::from_secs(3)).len(), 1);
+        assert_eq!(c.stats().unmatched, 1);
     }
 
     #[test]

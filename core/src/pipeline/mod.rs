@@ -361,6 +361,12 @@ impl SessionState {
                 self.emit(Record::Overhead(o));
             }
             Record::ClockSync(s) => clocks.sync(&s),
+            // Consumed here: a retirement only frees the correlator's entry (its time, in
+            // whatever domain, is not needed for that).
+            Record::Retired(r) => {
+                let ops = self.correlator.retire(CorrelationKey::new(r.pid, r.correlation), now);
+                self.emit_ops(ops);
+            }
             _ => {}
         }
     }

@@ -407,6 +407,21 @@ model_schema! {
             /// Clock domain of `start` and `end`.
             clock: ClockDomain = [] [8] cold,
         }
+        /// The backend says no device work will carry this correlation id any more
+        /// (rocprofiler-sdk's correlation-id retirement): the host's correlator forgets the
+        /// launch at once instead of after its lifetime. Consumed by the host, never passed to
+        /// sinks.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+        struct Retirement [] {
+            /// Process.
+            pid: u32 = [] [1] cold,
+            /// The retired correlation id.
+            correlation: Correlation = [] [2] cold,
+            /// When the backend noticed.
+            time: Nanos = [] [3] cold,
+            /// Clock domain of `time`.
+            clock: ClockDomain = [] [4] cold,
+        }
     }
     records {
         /// String definition.
@@ -447,5 +462,7 @@ model_schema! {
         ClockSync(ClockSync) = 24,
         /// Profiler overhead.
         Overhead(Overhead) = 25 archive 8,
+        /// A correlation id retired by its backend.
+        Retired(Retirement) = 26,
     }
 }

@@ -156,6 +156,9 @@ pub fn read_py_frames(payload: &[u8]) -> Vec<(u64, String)> {
     out
 }
 
+/// First backend-private message number (up to 0xFF).
+pub const MSG_BACKEND_FIRST: u8 = 0x80;
+
 /// HELLO flag: device timestamps are already in the session clock (`CLOCK_MONOTONIC`).
 pub const FLAG_MONOTONIC_TIMESTAMPS: u32 = 1;
 /// HELLO flag: launch stacks are captured by the agent (launch entries become launch sites).

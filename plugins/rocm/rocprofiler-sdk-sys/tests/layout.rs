@@ -174,7 +174,12 @@ fn triton_headers_agree() {
         .arg(dir.join("facts"))
         .output()
         .expect("run c++: install a C++ compiler (scripts/install-deps.sh)");
-    assert!(o.status.success(), "compiling against {}: {}", inc.display(), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "compiling against {}: {}",
+        inc.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     let out = Command::new(dir.join("facts")).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let mut wrong = Vec::new();

@@ -77,7 +77,8 @@ fn triton_headers_agree() {
         eprintln!("SKIPPED triton_headers_agree: {why}");
         return;
     };
-    let mut c = String::from("#include <stdio.h>\n#include <stddef.h>\n#include <roctracer.h>\nint main(void) {\n");
+    let mut c =
+        String::from("#include <stdio.h>\n#include <stddef.h>\n#include <roctracer.h>\nint main(void) {\n");
     let mut expect = Vec::new();
     for (t, f, ours, _) in facts() {
         let e = if f.is_empty() { format!("sizeof({t})") } else { format!("offsetof({t}, {f})") };
@@ -100,10 +101,16 @@ fn triton_headers_agree() {
         .arg(dir.join("facts"))
         .output()
         .expect("run cc: install a C compiler (scripts/install-deps.sh)");
-    assert!(o.status.success(), "compiling against {}: {}", inc.display(), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "compiling against {}: {}",
+        inc.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     let out = Command::new(dir.join("facts")).output().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
-    let theirs: Vec<usize> = String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.parse().ok()).collect();
+    let theirs: Vec<usize> =
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.parse().ok()).collect();
     assert_eq!(theirs.len(), expect.len());
     for ((what, ours), t) in expect.iter().zip(theirs) {
         assert_eq!(*ours, t, "{what}: ours vs triton's roctracer headers");
