@@ -57,6 +57,7 @@
 
 mod hello;
 pub mod levelzero;
+pub mod launches;
 pub mod maps;
 mod reader;
 

@@ -31,9 +31,9 @@ typedef uint32_t activity_domain_t;
 #define HIP_OP_ID_BARRIER 2
 
 /* Operations of ACTIVITY_DOMAIN_ROCTX. */
-#define ROCTX_API_ID_roctxMarkA 1
-#define ROCTX_API_ID_roctxRangePushA 2
-#define ROCTX_API_ID_roctxRangePop 3
+#define ROCTX_API_ID_roctxMarkA 0
+#define ROCTX_API_ID_roctxRangePushA 1
+#define ROCTX_API_ID_roctxRangePop 2
 
 /* API callback phases. */
 #define ACTIVITY_API_PHASE_ENTER 0

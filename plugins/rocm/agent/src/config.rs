@@ -1,0 +1,167 @@
+//! The agent's settings, read from the environment the host plugin prepared.
+//!
+//! - `XPUPROF_ROCM_SOCKET`: Unix socket path of the host plugin.
+//! - `XPUPROF_ROCM_DUMP`: a directory; the stream is also written to `<dir>/rocm-<pid>.bin`.
+//! - `XPUPROF_ROCM_OPTS`: comma-separated `key=value` (see [`Config::parse_opts`]).
+
+/// Where launch stacks come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StackMode {
+    /// The agent walks the stack itself.
+    Agent,
+    /// Only the trampoline is called; the eBPF source captures the stack.
+    Ebpf,
+    /// Both.
+    Both,
+    /// No launch sites.
+    Off,
+}
+
+/// Which tracing library to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiChoice {
+    /// rocprofiler-sdk when the runtime registers with `librocprofiler-register` (ROCm 6.2 and
+    /// later), roctracer otherwise.
+    Auto,
+    /// rocprofiler-sdk only.
+    Sdk,
+    /// roctracer only.
+    Roctracer,
+}
+
+/// Agent settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Host socket.
+    pub socket: Option<String>,
+    /// Dump directory.
+    pub dump_dir: Option<String>,
+    /// Tracing library.
+    pub api: ApiChoice,
+    /// Kernel dispatch records.
+    pub kernels: bool,
+    /// Memory copy records.
+    pub copies: bool,
+    /// Memory allocation records.
+    pub memory: bool,
+    /// Scratch memory records.
+    pub scratch: bool,
+    /// roctx markers and ranges.
+    pub markers: bool,
+    /// Launch stacks.
+    pub stacks: StackMode,
+    /// Most frames per stack.
+    pub max_depth: usize,
+    /// Size of the SDK's record buffer.
+    pub buffer_bytes: usize,
+    /// Print a summary line to stderr at exit.
+    pub verbose: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            socket: None,
+            dump_dir: None,
+            api: ApiChoice::Auto,
+            kernels: true,
+            copies: true,
+            memory: true,
+            scratch: true,
+            markers: true,
+            stacks: StackMode::Agent,
+            max_depth: 64,
+            buffer_bytes: 8 << 20,
+            verbose: false,
+        }
+    }
+}
+
+impl Config {
+    /// Reads the environment.
+    pub fn from_env() -> Result<Self, String> {
+        let mut c = Self {
+            socket: std::env::var("XPUPROF_ROCM_SOCKET").ok().filter(|s| !s.is_empty()),
+            dump_dir: std::env::var("XPUPROF_ROCM_DUMP").ok().filter(|s| !s.is_empty()),
+            ..Self::default()
+        };
+        if let Ok(opts) = std::env::var("XPUPROF_ROCM_OPTS") {
+            c.parse_opts(&opts)?;
+        }
+        Ok(c)
+    }
+
+    /// Applies `key=value,...`: booleans `kernels copies memory scratch markers verbose` (0/1),
+    /// `api=auto|rocprofiler-sdk|roctracer`,
+    /// `stacks=agent|ebpf|both|off`, `depth=N` (1 to 255), `buffer_kib=N` (64 to 1048576).
+    pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
+        for item in opts.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, v) = item.split_once('=').ok_or_else(|| format!("option `{item}` is not key=value"))?;
+            let flag = || match v {
+                "1" | "true" => Ok(true),
+                "0" | "false" => Ok(false),
+                _ => Err(format!("option `{k}` must be 0 or 1, got `{v}`")),
+            };
+            match k {
+                "kernels" => self.kernels = flag()?,
+                "copies" => self.copies = flag()?,
+                "memory" => self.memory = flag()?,
+                "scratch" => self.scratch = flag()?,
+                "markers" => self.markers = flag()?,
+                "verbose" => self.verbose = flag()?,
+                "api" => {
+                    self.api = match v {
+                        "auto" => ApiChoice::Auto,
+                        "rocprofiler-sdk" => ApiChoice::Sdk,
+                        "roctracer" => ApiChoice::Roctracer,
+                        _ => return Err(format!("option api must be auto, rocprofiler-sdk or roctracer, got `{v}`")),
+                    }
+                }
+                "stacks" => {
+                    self.stacks = match v {
+                        "agent" => StackMode::Agent,
+                        "ebpf" => StackMode::Ebpf,
+                        "both" => StackMode::Both,
+                        "off" => StackMode::Off,
+                        _ => return Err(format!("option stacks must be agent, ebpf, both or off, got `{v}`")),
+                    }
+                }
+                "depth" => self.max_depth = v.parse().map_err(|_| format!("option depth: bad number `{v}`"))?,
+                "buffer_kib" => {
+                    let kib: usize = v.parse().map_err(|_| format!("option buffer_kib: bad number `{v}`"))?;
+                    self.buffer_bytes = kib.clamp(64, 1 << 20) * 1024;
+                }
+                _ => return Err(format!("unknown option `{k}`")),
+            }
+        }
+        self.max_depth = self.max_depth.clamp(1, 255);
+        Ok(())
+    }
+
+    /// True when the agent itself walks launch stacks.
+    pub fn agent_stacks(&self) -> bool {
+        matches!(self.stacks, StackMode::Agent | StackMode::Both)
+    }
+
+    /// True when the trampoline is called at launches.
+    pub fn trampoline(&self) -> bool {
+        matches!(self.stacks, StackMode::Ebpf | StackMode::Both)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_options() {
+        let mut c = Config::default();
+        c.parse_opts("stacks=both,markers=0,depth=300,buffer_kib=1024").unwrap();
+        assert_eq!(c.stacks, StackMode::Both);
+        assert!(!c.markers);
+        assert_eq!(c.max_depth, 255);
+        assert_eq!(c.buffer_bytes, 1 << 20);
+        assert!(c.parse_opts("stacks=some").unwrap_err().contains("stacks"));
+        assert!(c.parse_opts("bogus=1").unwrap_err().contains("unknown option"));
+    }
+}

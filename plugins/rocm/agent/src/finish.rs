@@ -1,0 +1,48 @@
+//! The agent's last words, run once at exit, on SIGINT/SIGTERM (the kit's
+//! [`exit`](xpuprof_agent_kit::exit)) or when the tracing library finalizes the tool: flush the
+//! library's buffers and the launch buffers, send the totals and the channel's losses, wait for
+//! the sender.
+
+use std::sync::atomic::Ordering;
+use std::sync::Once;
+use std::time::Duration;
+
+use xpuprof_agent_kit::channel::Chunk;
+use xpuprof_agent_kit::wire;
+
+use crate::{Agent, Tracer};
+
+static FINISH: Once = Once::new();
+
+/// Flushes everything, sends the totals and waits for the sender (once).
+pub fn finish(a: &Agent) {
+    FINISH.call_once(|| {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            match &a.tracer {
+                Tracer::Sdk(s) => s.flush(),
+                Tracer::Roctracer(r) => r.flush(),
+            }
+            a.drain_launches();
+            a.send_clock_pair();
+            let mut m = Vec::new();
+            a.channel.put_lost(&mut m);
+            let (launches, stacks) = a.launches.totals();
+            wire::put_message(&mut m, wire::MSG_BYE, &[&launches.to_le_bytes(), &stacks.to_le_bytes()]);
+            a.channel.push(Chunk::Bytes(m));
+            a.channel.close();
+            a.channel.wait_idle(Duration::from_secs(10));
+            if let Ok(mut s) = a.sender.lock() {
+                if let Some(h) = s.take() {
+                    let _ = h.join();
+                }
+            }
+            if a.config.verbose {
+                crate::say(&format!(
+                    "{launches} launch sites, {stacks} distinct stacks, {} bytes sent, {} records dropped by the tracing library",
+                    a.channel.written.load(Ordering::Relaxed),
+                    a.dropped.load(Ordering::Relaxed)
+                ));
+            }
+        }));
+    });
+}

@@ -1,0 +1,148 @@
+//! # xpuprof ROCm agent
+//!
+//! A shared library the ROCm runtimes load into the profiled process because the host plugin
+//! named it in `ROCP_TOOL_LIBRARIES` (rocprofiler-sdk, ROCm 6.2 and later) and `HSA_TOOLS_LIB`
+//! (ROCr, which is how roctracer tools load on older ROCm). Which path runs is chosen at run
+//! time by what the process maps:
+//!
+//! - **rocprofiler-sdk** ([`sdk`]): the HIP runtime hands its API tables to
+//!   `librocprofiler-register`, which loads `librocprofiler-sdk`, which calls this library's
+//!   [`rocprofiler_configure`]. The agent resolves the SDK's entry points from the library the
+//!   process already mapped (never links it), and turns on: HIP runtime API callbacks on
+//!   launch-class calls (launch sites: the stack, keyed by the SDK's internal correlation id),
+//!   code-object callbacks (kernel names and resources), roctx markers, HIP stream bindings, and
+//!   one DISCARD-policy buffer (the application never blocks; drops are counted) for kernel
+//!   dispatches, memory copies, allocations, scratch memory and correlation-id retirements.
+//! - **roctracer** ([`roctracer`]): ROCr calls [`OnLoad`]; when `librocprofiler-register` is not
+//!   mapped (a runtime older than ROCm 6.2), the agent loads `libroctracer64` and takes HIP API
+//!   callbacks, HIP activity records and roctx callbacks from it.
+//!
+//! Records travel raw to the host plugin (`xpuprof-wire`'s record message); what only callbacks
+//! know goes in `xpuprof-rocm-wire`'s messages. Device timestamps stay in the library's clock
+//! (CLOCK_BOOTTIME for the SDK, ROCr's system clock for roctracer): the agent sends paired
+//! readings and the host converts them. Everything else (channel, launch registry, stack walk,
+//! timestamps, trampoline, exit flush, library discovery) is the agent kit's.
+
+pub mod config;
+mod finish;
+pub mod launch_class;
+pub mod loader;
+pub mod roctracer;
+pub mod sdk;
+mod start;
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use xpuprof_agent_kit::channel::{Channel, Chunk};
+use xpuprof_agent_kit::{launches, modules, timestamps, wire};
+
+use config::Config;
+
+pub use roctracer::OnLoad;
+pub use sdk::rocprofiler_configure;
+
+/// The agent's name in messages.
+pub(crate) const NAME: &str = "rocm agent";
+
+/// The tracing library in use and its handles.
+#[derive(Debug)]
+pub enum Tracer {
+    /// rocprofiler-sdk.
+    Sdk(sdk::Sdk),
+    /// roctracer.
+    Roctracer(roctracer::Rt),
+}
+
+/// The running agent.
+#[derive(Debug)]
+pub struct Agent {
+    /// Settings.
+    pub config: Config,
+    /// The tracing library.
+    pub tracer: Tracer,
+    /// Output queue.
+    pub channel: Arc<Channel>,
+    /// Launch buffers.
+    pub launches: launches::Registry,
+    /// Module ranges known to the host.
+    pub known: modules::Known,
+    /// Converts launch-entry timestamps to the session clock.
+    pub clock: timestamps::Clock,
+    /// Records the tracing library dropped.
+    pub dropped: AtomicU64,
+    /// Code of the profiler itself (the tracing library, this agent): leading launch-stack
+    /// frames inside it are instrumentation and are left out.
+    pub own_code: Vec<(u64, u64)>,
+    pub(crate) sender: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Agent {
+    /// The launch-site path's view of the settings.
+    pub fn sites(&self) -> launches::Sites<'_> {
+        launches::Sites {
+            record_entries: self.config.stacks != config::StackMode::Off,
+            stacks: self.config.agent_stacks(),
+            max_depth: self.config.max_depth,
+            own_code: &self.own_code,
+            known: &self.known,
+        }
+    }
+
+    /// Queues every thread's pending launch sites (and a fresh module map first when a stack
+    /// used an address outside the known modules).
+    pub(crate) fn drain_launches(&self) {
+        let mut out = Vec::new();
+        self.launches.drain(&mut out, &self.clock);
+        if self.known.take_stale() {
+            let mut m = self.known.refresh();
+            m.extend_from_slice(&out);
+            out = m;
+        }
+        if !out.is_empty() {
+            self.channel.push(Chunk::Bytes(out));
+        }
+    }
+
+    /// Queues a paired reading of the tracing library's clock and the session clock.
+    pub(crate) fn send_clock_pair(&self) {
+        let before = xpuprof_sdk::clock::now_ns();
+        let Some(vendor) = (match &self.tracer {
+            Tracer::Sdk(s) => s.timestamp(),
+            Tracer::Roctracer(r) => r.timestamp(),
+        }) else {
+            return;
+        };
+        let after = xpuprof_sdk::clock::now_ns();
+        let mut m = Vec::new();
+        wire::put_message(&mut m, wire::MSG_CLOCK, &[&vendor.to_le_bytes(), &(before / 2 + after / 2).to_le_bytes()]);
+        self.channel.push(Chunk::Bytes(m));
+    }
+
+    /// Queues a drop report.
+    pub(crate) fn send_dropped(&self, n: u64) {
+        self.dropped.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        let mut m = Vec::new();
+        let now = xpuprof_sdk::clock::now_ns();
+        wire::put_message(&mut m, wire::MSG_DROPPED, &[&n.to_le_bytes(), &now.to_le_bytes()]);
+        self.channel.push(Chunk::Bytes(m));
+    }
+}
+
+pub(crate) static AGENT: OnceLock<Option<Agent>> = OnceLock::new();
+
+/// The running agent, once started.
+pub(crate) fn agent() -> Option<&'static Agent> {
+    AGENT.get().and_then(Option::as_ref)
+}
+
+/// One line on stderr, prefixed so the user knows who speaks.
+pub(crate) fn say(msg: &str) {
+    xpuprof_agent_kit::say(NAME, msg);
+}
+
+/// The calling thread's kernel id.
+pub(crate) fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}

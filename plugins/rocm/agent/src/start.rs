@@ -1,0 +1,104 @@
+//! Starting the agent once a tracing library called it: connect to the host, say hello (with the
+//! API in use, the module map and a clock pair), run the sender thread, hook the exit flush.
+//! Every failure is one message, sent to the host when it is reachable (which shows it) and
+//! otherwise printed once on stderr; the program runs untraced.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+use xpuprof_agent_kit::channel::{Channel, Chunk, Outputs};
+use xpuprof_agent_kit::{launches, modules, timestamps, wire};
+use xpuprof_rocm_wire::{self as rocm_wire, Api};
+
+use crate::config::Config;
+use crate::{agent, Agent, Tracer, AGENT, NAME};
+
+/// The agent's settings, or why it cannot run.
+pub(crate) fn config() -> Result<Config, String> {
+    let c = Config::from_env().map_err(|e| format!("bad XPUPROF_ROCM_OPTS: {e}"))?;
+    if c.socket.is_none() && c.dump_dir.is_none() {
+        return Err("XPUPROF_ROCM_SOCKET is not set (run the program under `xpuprof --source rocm`); tracing is off".into());
+    }
+    Ok(c)
+}
+
+fn hello(version: u32, flags: u32) -> Vec<u8> {
+    let mut b = Vec::new();
+    wire::Hello::new(version, flags).encode(&mut b);
+    b
+}
+
+/// Tells the host (when reachable) and stderr why this process is not traced.
+pub(crate) fn refuse(config: &Config, msg: &str) {
+    if let Ok(outputs) = Outputs::connect(config.socket.as_deref(), config.dump_dir.as_deref(), "rocm") {
+        let ch = Channel::new(NAME, 64 * 1024);
+        let mut m = hello(0, 0);
+        wire::put_message(&mut m, wire::MSG_ERROR, &[msg.as_bytes()]);
+        ch.push(Chunk::Bytes(m));
+        ch.close();
+        ch.run(outputs, || {});
+    }
+    crate::say(&format!("{msg}; this process is not traced"));
+}
+
+/// Starts the agent on `tracer` (loaded from `lib_path`); the tracing library's callbacks are
+/// turned on by the caller afterwards.
+pub(crate) fn start(
+    config: Config,
+    tracer: Tracer,
+    api: Api,
+    version: (u32, u32, u32),
+    lib_path: &str,
+) -> Result<&'static Agent, String> {
+    let outputs = Outputs::connect(config.socket.as_deref(), config.dump_dir.as_deref(), "rocm")?;
+    let channel = Arc::new(Channel::new(NAME, 64 * 1024));
+    let flags = if config.agent_stacks() { wire::FLAG_AGENT_STACKS } else { 0 };
+    let me = crate::loader::own_path().unwrap_or_default();
+    let a = Agent {
+        config,
+        tracer,
+        channel: channel.clone(),
+        launches: launches::Registry::default(),
+        known: modules::Known::default(),
+        clock: timestamps::Clock::new(true),
+        dropped: AtomicU64::new(0),
+        own_code: modules::ranges_of(&[lib_path, &me]),
+        sender: Mutex::new(None),
+    };
+    let mut first = hello(version.0 * 10_000 + version.1 * 100 + version.2, flags);
+    rocm_wire::put_api(&mut first, api, version);
+    first.extend_from_slice(&a.known.refresh());
+    channel.push(Chunk::Bytes(first));
+    if AGENT.set(Some(a)).is_err() {
+        return Err("the agent was started twice".into());
+    }
+    let a = agent().ok_or("the agent did not start")?;
+    a.send_clock_pair();
+    let sender = std::thread::Builder::new()
+        .name("xpuprof-rocm-send".into())
+        .spawn(move || {
+            channel.run(outputs, || {
+                if let Some(a) = agent() {
+                    a.drain_launches();
+                }
+            })
+        })
+        .map_err(|e| format!("failed to start the sender thread: {e}"))?;
+    if let Ok(mut s) = a.sender.lock() {
+        *s = Some(sender);
+    }
+    xpuprof_agent_kit::exit::install(|| {
+        if let Some(a) = agent() {
+            crate::finish::finish(a);
+        }
+    });
+    Ok(a)
+}
+
+/// Reports a failure to enable tracing after the stream started: the host shows the message.
+pub(crate) fn fail_after_start(a: &Agent, msg: &str) {
+    let mut m = Vec::new();
+    wire::put_message(&mut m, wire::MSG_ERROR, &[msg.as_bytes()]);
+    a.channel.push(Chunk::Bytes(m));
+    crate::finish::finish(a);
+}
