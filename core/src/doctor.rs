@@ -125,13 +125,58 @@ pub fn checks() -> Vec<Check> {
                 _ => "no NVIDIA driver (libcuda.so.1 not loadable): install the NVIDIA driver".into(),
             },
         },
-        Check {
-            capability: "rocm",
-            ok: can_dlopen("libamdhip64.so"),
-            detail: "HIP runtime libamdhip64.so (ROCm)".into(),
-        },
+        rocm(),
         level_zero(),
     ]
+}
+
+/// The first of `names` that loads.
+fn first_loadable<'a>(names: &[&'a str]) -> Option<&'a str> {
+    names.iter().copied().find(|n| can_dlopen(n))
+}
+
+/// The ROCm runtime and how the `rocm` source reaches it: the HIP runtime; the library it hands
+/// its API tables to (librocprofiler-register, ROCm 6.2 and later) with rocprofiler-sdk 1.x, or
+/// roctracer on older ROCm; and the amdgpu driver's /dev/kfd, without which HIP finds no GPU and
+/// ROCr loads no tool.
+fn rocm() -> Check {
+    let hip = first_loadable(&["libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"]);
+    let register = first_loadable(&["librocprofiler-register.so.0", "librocprofiler-register.so"]);
+    let sdk = first_loadable(&["librocprofiler-sdk.so.1", "librocprofiler-sdk.so"]);
+    let roctracer = first_loadable(&["libroctracer64.so.4", "libroctracer64.so"]);
+    let kfd = Path::new("/dev/kfd").exists();
+    let mut missing = Vec::new();
+    if hip.is_none() {
+        missing.push("the HIP runtime libamdhip64.so (ROCm's hip-runtime-amd; Debian: libamdhip64-5)");
+    }
+    match (register, sdk, roctracer) {
+        (Some(_), None, _) => missing.push("librocprofiler-sdk.so.1 (install rocprofiler-sdk 1.x: the runtime registers with librocprofiler-register, which loads tools through it)"),
+        (None, _, None) => missing.push("a tracing library: librocprofiler-register + librocprofiler-sdk (ROCm 6.2+: rocprofiler-register, rocprofiler-sdk) or libroctracer64 (older ROCm: roctracer)"),
+        _ => {}
+    }
+    if !kfd {
+        missing
+            .push("/dev/kfd (the amdgpu kernel driver: without it HIP finds no GPU and ROCr loads no tool)");
+    }
+    let found: Vec<String> = [
+        ("HIP", hip),
+        ("rocprofiler-register", register),
+        ("rocprofiler-sdk", sdk),
+        ("roctracer", roctracer),
+    ]
+    .into_iter()
+    .filter_map(|(what, lib)| lib.map(|l| format!("{what} {l}")))
+    .collect();
+    let found = if found.is_empty() { "nothing of ROCm".to_owned() } else { found.join(", ") };
+    Check {
+        capability: "rocm",
+        ok: missing.is_empty(),
+        detail: if missing.is_empty() {
+            format!("{found}, /dev/kfd")
+        } else {
+            format!("found {found}; missing: {}", missing.join("; "))
+        },
+    }
 }
 
 /// The Level Zero loader, its tracing layer (the `levelzero` source needs both) and a GPU driver

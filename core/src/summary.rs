@@ -68,6 +68,12 @@ pub fn print(o: &SessionOutcome) {
             human(r.recordings_evicted)
         ));
     }
+    if c.retired > 0 {
+        lines.push(format!(
+            "  launches released when their backend retired the correlation id: {}",
+            human(c.retired)
+        ));
+    }
     if c.uncorrelated_launch_sites > 0 {
         lines.push(format!(
             "  launch stacks without correlation id (plain uprobes): {}",

@@ -48,8 +48,8 @@ pub use ids::{
 pub use layout::record_layout;
 pub use schema::{
     Annotation, ApiCall, ClockDomainDef, ClockSync, Counter, CpuSample, DeviceDef, DeviceOp, FrameDef,
-    GraphInfo, KernelInfo, LaunchRef, LaunchSite, Loss, ModuleDef, Overhead, ProcessDef, Record, StackDef,
-    StrDef, StreamDef, Submission, ThreadDef,
+    GraphInfo, KernelInfo, LaunchRef, LaunchSite, Loss, ModuleDef, Overhead, ProcessDef, Record, Retirement,
+    StackDef, StrDef, StreamDef, Submission, ThreadDef,
 };
 
 impl Record {

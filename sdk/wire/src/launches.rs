@@ -65,7 +65,16 @@ pub fn parse(payload: &[u8]) -> (u32, Vec<Entry>) {
                 if r.short {
                     break;
                 }
-                out.push(Entry::Launch(Launch { domain, flags, api_id, correlation, result, time, stack, end }));
+                out.push(Entry::Launch(Launch {
+                    domain,
+                    flags,
+                    api_id,
+                    correlation,
+                    result,
+                    time,
+                    stack,
+                    end,
+                }));
             }
             _ => break,
         }

@@ -114,7 +114,11 @@ impl Config {
                         "auto" => ApiChoice::Auto,
                         "rocprofiler-sdk" => ApiChoice::Sdk,
                         "roctracer" => ApiChoice::Roctracer,
-                        _ => return Err(format!("option api must be auto, rocprofiler-sdk or roctracer, got `{v}`")),
+                        _ => {
+                            return Err(format!(
+                                "option api must be auto, rocprofiler-sdk or roctracer, got `{v}`"
+                            ))
+                        }
                     }
                 }
                 "stacks" => {
@@ -123,10 +127,14 @@ impl Config {
                         "ebpf" => StackMode::Ebpf,
                         "both" => StackMode::Both,
                         "off" => StackMode::Off,
-                        _ => return Err(format!("option stacks must be agent, ebpf, both or off, got `{v}`")),
+                        _ => {
+                            return Err(format!("option stacks must be agent, ebpf, both or off, got `{v}`"))
+                        }
                     }
                 }
-                "depth" => self.max_depth = v.parse().map_err(|_| format!("option depth: bad number `{v}`"))?,
+                "depth" => {
+                    self.max_depth = v.parse().map_err(|_| format!("option depth: bad number `{v}`"))?
+                }
                 "buffer_kib" => {
                     let kib: usize = v.parse().map_err(|_| format!("option buffer_kib: bad number `{v}`"))?;
                     self.buffer_bytes = kib.clamp(64, 1 << 20) * 1024;

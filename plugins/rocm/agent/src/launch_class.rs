@@ -33,10 +33,23 @@ mod tests {
 
     #[test]
     fn launch_class_calls() {
-        for n in ["hipLaunchKernel", "hipModuleLaunchKernel", "hipGraphLaunch", "hipMemcpyAsync", "hipMalloc", "hipFree"] {
+        for n in [
+            "hipLaunchKernel",
+            "hipModuleLaunchKernel",
+            "hipGraphLaunch",
+            "hipMemcpyAsync",
+            "hipMalloc",
+            "hipFree",
+        ] {
             assert!(is_launch_api(n), "{n}");
         }
-        for n in ["hipGetDevice", "hipLaunchHostFunc", "hipFuncGetAttributes", "hipStreamCreate", "hipMallocManagedAttribute"] {
+        for n in [
+            "hipGetDevice",
+            "hipLaunchHostFunc",
+            "hipFuncGetAttributes",
+            "hipStreamCreate",
+            "hipMallocManagedAttribute",
+        ] {
             assert!(!is_launch_api(n), "{n}");
         }
     }

@@ -18,7 +18,8 @@ pub const ROCTRACER: Search<'static> = Search {
     root_vars: &["ROCM_PATH", "ROCM_HOME"],
     local_prefix: "rocm",
     root_subdirs: &["lib", "lib64"],
-    hint: "install roctracer for this ROCm (the roctracer package of ROCm 5.x/6.x) or set XPUPROF_ROCTRACER_LIB",
+    hint:
+        "install roctracer for this ROCm (the roctracer package of ROCm 5.x/6.x) or set XPUPROF_ROCTRACER_LIB",
 };
 
 /// The path of a mapped library whose file name starts with `prefix`.
@@ -37,7 +38,9 @@ pub fn own_path() -> Option<String> {
         dli_saddr: std::ptr::null_mut(),
     };
     // SAFETY: dladdr only reads the address and fills `info`, a valid out-pointer.
-    if unsafe { libc::dladdr(own_path as *const () as *const libc::c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+    if unsafe { libc::dladdr(own_path as *const () as *const libc::c_void, &mut info) } == 0
+        || info.dli_fname.is_null()
+    {
         return None;
     }
     // SAFETY: dladdr returned a valid NUL-terminated path.

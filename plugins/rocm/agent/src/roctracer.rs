@@ -68,12 +68,23 @@ impl Rt {
         if needed.contains(&false) {
             return Err(format!("{path} is not a roctracer 4.x library"));
         }
-        Ok(Self { lib, path: path.to_owned(), pool: OnceLock::new(), named: std::sync::Mutex::new(Vec::new()) })
+        Ok(Self {
+            lib,
+            path: path.to_owned(),
+            pool: OnceLock::new(),
+            named: std::sync::Mutex::new(Vec::new()),
+        })
     }
 
     fn version(&self) -> (u32, u32, u32) {
         // SAFETY: plain getters.
-        unsafe { (self.lib.roctracer_version_major(), self.lib.roctracer_version_minor.as_ref().map(|f| f()).unwrap_or(0), 0) }
+        unsafe {
+            (
+                self.lib.roctracer_version_major(),
+                self.lib.roctracer_version_minor.as_ref().map(|f| f()).unwrap_or(0),
+                0,
+            )
+        }
     }
 
     /// roctracer's clock now (ROCr's system clock, nanoseconds).
@@ -144,7 +155,8 @@ fn load() -> Result<Rt, String> {
             Err(e) => last = e,
         }
     }
-    let dirs: Vec<String> = loader::ROCTRACER.searched_dirs(&maps).iter().map(|d| d.display().to_string()).collect();
+    let dirs: Vec<String> =
+        loader::ROCTRACER.searched_dirs(&maps).iter().map(|d| d.display().to_string()).collect();
     Err(format!(
         "failed to find libroctracer64 (looked in: {}){}; hint: {}",
         dirs.join(", "),
@@ -186,7 +198,14 @@ fn enable(a: &Agent) -> Result<(), String> {
         count += 1;
         if a.config.stacks != StackMode::Off {
             // SAFETY: a static callback.
-            let st = unsafe { r.lib.roctracer_enable_op_callback(ACTIVITY_DOMAIN_HIP_API, op, Some(on_api), std::ptr::null_mut()) };
+            let st = unsafe {
+                r.lib.roctracer_enable_op_callback(
+                    ACTIVITY_DOMAIN_HIP_API,
+                    op,
+                    Some(on_api),
+                    std::ptr::null_mut(),
+                )
+            };
             check(&r.lib, &format!("roctracer_enable_op_callback({n})"), st)?;
         }
     }
@@ -196,7 +215,14 @@ fn enable(a: &Agent) -> Result<(), String> {
     if a.config.markers {
         for op in [ROCTX_API_ID_roctxMarkA, ROCTX_API_ID_roctxRangePushA, ROCTX_API_ID_roctxRangePop] {
             // SAFETY: a static callback.
-            let st = unsafe { r.lib.roctracer_enable_op_callback(ACTIVITY_DOMAIN_ROCTX, op, Some(on_roctx), std::ptr::null_mut()) };
+            let st = unsafe {
+                r.lib.roctracer_enable_op_callback(
+                    ACTIVITY_DOMAIN_ROCTX,
+                    op,
+                    Some(on_roctx),
+                    std::ptr::null_mut(),
+                )
+            };
             check(&r.lib, "roctracer_enable_op_callback(roctx)", st)?;
         }
     }
@@ -227,8 +253,14 @@ unsafe extern "C" fn on_api(_domain: u32, cid: u32, data: *const c_void, _arg: *
     // SAFETY: per the contract; the head is the first two fields of hip_api_data_t.
     let d = unsafe { &*(data as *const hip_api_data_head_t) };
     if d.phase == ACTIVITY_API_PHASE_ENTER {
-        let outer =
-            a.launches.enter(&a.sites(), rocm_wire::DOMAIN_ROCTRACER_HIP, cid, d.correlation_id as u32, regs.fp, regs.sp);
+        let outer = a.launches.enter(
+            &a.sites(),
+            rocm_wire::DOMAIN_ROCTRACER_HIP,
+            cid,
+            d.correlation_id as u32,
+            regs.fp,
+            regs.sp,
+        );
         if outer && a.config.trampoline() {
             trampoline::call(regs.fp, xpuprof_sdk::model::backend::ROCM, d.correlation_id);
         }
@@ -285,7 +317,8 @@ unsafe extern "C" fn on_buffer(begin: *const c_char, end: *const c_char, _arg: *
         a.send_clock_pair();
         let size = std::mem::size_of::<activity_record_t>();
         // SAFETY: the pool's bytes, valid during the callback.
-        let bytes = unsafe { std::slice::from_raw_parts(begin as *const u8, end.offset_from(begin) as usize) };
+        let bytes =
+            unsafe { std::slice::from_raw_parts(begin as *const u8, end.offset_from(begin) as usize) };
         let recs: Vec<&[u8]> = bytes.chunks_exact(size).collect();
         let mut strings = Vec::new();
         let mut count = 0u32;
@@ -345,6 +378,12 @@ fn name_activity(rt: &Rt, op: u32, kind: u32, out: &mut Vec<u8>) {
     wire::put_message(
         out,
         wire::MSG_API_NAMES,
-        &[&1u32.to_le_bytes(), &domain.to_le_bytes(), &kind.to_le_bytes(), &(n.len() as u32).to_le_bytes(), n],
+        &[
+            &1u32.to_le_bytes(),
+            &domain.to_le_bytes(),
+            &kind.to_le_bytes(),
+            &(n.len() as u32).to_le_bytes(),
+            n,
+        ],
     );
 }

@@ -53,7 +53,8 @@ impl Sdk {
     fn load(path: &str) -> Result<Self, String> {
         // SAFETY: `path` is the rocprofiler-sdk library this process already mapped; loading it
         // again runs no initialiser.
-        let lib = unsafe { RocprofilerSdk::new(path) }.map_err(|e| format!("failed to bind to {path}: {e}"))?;
+        let lib =
+            unsafe { RocprofilerSdk::new(path) }.map_err(|e| format!("failed to bind to {path}: {e}"))?;
         let missing: Vec<&str> = [
             ("rocprofiler_get_version", lib.rocprofiler_get_version.is_ok()),
             ("rocprofiler_get_timestamp", lib.rocprofiler_get_timestamp.is_ok()),
@@ -65,7 +66,10 @@ impl Sdk {
                 "rocprofiler_configure_callback_tracing_service",
                 lib.rocprofiler_configure_callback_tracing_service.is_ok(),
             ),
-            ("rocprofiler_configure_buffer_tracing_service", lib.rocprofiler_configure_buffer_tracing_service.is_ok()),
+            (
+                "rocprofiler_configure_buffer_tracing_service",
+                lib.rocprofiler_configure_buffer_tracing_service.is_ok(),
+            ),
             (
                 "rocprofiler_query_callback_tracing_kind_operation_name",
                 lib.rocprofiler_query_callback_tracing_kind_operation_name.is_ok(),
@@ -75,7 +79,10 @@ impl Sdk {
         .filter_map(|(n, ok)| (!ok).then_some(n))
         .collect();
         if !missing.is_empty() {
-            return Err(format!("{path} lacks {}: it is not a rocprofiler-sdk 1.x library", missing.join(", ")));
+            return Err(format!(
+                "{path} lacks {}: it is not a rocprofiler-sdk 1.x library",
+                missing.join(", ")
+            ));
         }
         Ok(Self { lib, path: path.to_owned(), buffer: OnceLock::new() })
     }
@@ -83,7 +90,9 @@ impl Sdk {
     fn version(&self) -> Result<(u32, u32, u32), String> {
         let (mut a, mut b, mut c) = (0, 0, 0);
         // SAFETY: three valid out-pointers.
-        check(&self.lib, "rocprofiler_get_version", unsafe { self.lib.rocprofiler_get_version(&mut a, &mut b, &mut c) })?;
+        check(&self.lib, "rocprofiler_get_version", unsafe {
+            self.lib.rocprofiler_get_version(&mut a, &mut b, &mut c)
+        })?;
         Ok((a, b, c))
     }
 
@@ -143,9 +152,16 @@ impl Sdk {
         check(&self.lib, &format!("rocprofiler_configure_callback_tracing_service (kind {kind})"), st)
     }
 
-    fn buffer_service(&self, ctx: rocprofiler_context_id_t, kind: u32, buf: rocprofiler_buffer_id_t) -> Result<(), String> {
+    fn buffer_service(
+        &self,
+        ctx: rocprofiler_context_id_t,
+        kind: u32,
+        buf: rocprofiler_buffer_id_t,
+    ) -> Result<(), String> {
         // SAFETY: no operation filter (all operations of the kind).
-        let st = unsafe { self.lib.rocprofiler_configure_buffer_tracing_service(ctx, kind as i32, std::ptr::null(), 0, buf) };
+        let st = unsafe {
+            self.lib.rocprofiler_configure_buffer_tracing_service(ctx, kind as i32, std::ptr::null(), 0, buf)
+        };
         check(&self.lib, &format!("rocprofiler_configure_buffer_tracing_service (kind {kind})"), st)
     }
 
@@ -169,7 +185,12 @@ impl Sdk {
 ///
 /// # Safety
 /// `agents` holds `n` pointers to `rocprofiler_agent_v0_t`; `data` is the `Vec` of [`Sdk::agents`].
-unsafe extern "C" fn on_agents(_version: i32, agents: *mut *const c_void, n: usize, data: *mut c_void) -> i32 {
+unsafe extern "C" fn on_agents(
+    _version: i32,
+    agents: *mut *const c_void,
+    n: usize,
+    data: *mut c_void,
+) -> i32 {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: per this function's contract.
         let out = unsafe { &mut *(data as *mut Vec<rocm_wire::Agent>) };
@@ -280,7 +301,8 @@ unsafe extern "C" fn tool_fini(_data: *mut c_void) {
 fn init() -> Result<(), String> {
     let config = start::config()?;
     let Some(path) = loader::mapped("librocprofiler-sdk.so") else {
-        let e = "rocprofiler_configure was called but no librocprofiler-sdk is mapped in this process".to_owned();
+        let e =
+            "rocprofiler_configure was called but no librocprofiler-sdk is mapped in this process".to_owned();
         start::refuse(&config, &e);
         return Err(e);
     };
@@ -329,7 +351,11 @@ fn enable(a: &Agent) -> Result<(), String> {
         let ids: Vec<i32> = ops.iter().map(|(op, _)| *op).collect();
         s.callback_service(ctx, ROCPROFILER_CALLBACK_TRACING_HIP_RUNTIME_API, &ids)?;
     }
-    s.callback_service(ctx, ROCPROFILER_CALLBACK_TRACING_CODE_OBJECT, &[ROCPROFILER_CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER as i32])?;
+    s.callback_service(
+        ctx,
+        ROCPROFILER_CALLBACK_TRACING_CODE_OBJECT,
+        &[ROCPROFILER_CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER as i32],
+    )?;
     if a.config.markers {
         let ids = [
             ROCPROFILER_MARKER_CORE_API_ID_roctxMarkA as i32,
@@ -339,7 +365,11 @@ fn enable(a: &Agent) -> Result<(), String> {
         s.callback_service(ctx, ROCPROFILER_CALLBACK_TRACING_MARKER_CORE_API, &ids)?;
     }
     // HIP stream bindings arrived with SDK 1.0; without them work shows on its HSA queue.
-    let _ = s.callback_service(ctx, ROCPROFILER_CALLBACK_TRACING_HIP_STREAM, &[ROCPROFILER_HIP_STREAM_SET as i32]);
+    let _ = s.callback_service(
+        ctx,
+        ROCPROFILER_CALLBACK_TRACING_HIP_STREAM,
+        &[ROCPROFILER_HIP_STREAM_SET as i32],
+    );
     let mut buf = rocprofiler_buffer_id_t::default();
     let size = a.config.buffer_bytes;
     // SAFETY: a static callback and a valid out-pointer; DISCARD: the application never waits.
@@ -392,8 +422,14 @@ unsafe extern "C" fn on_callback(
         ROCPROFILER_CALLBACK_TRACING_HIP_RUNTIME_API => {
             let corr = record.correlation_id.internal;
             if record.phase == ROCPROFILER_CALLBACK_PHASE_ENTER as i32 {
-                let outer =
-                    a.launches.enter(&a.sites(), rocm_wire::DOMAIN_SDK_HIP, record.operation as u32, corr as u32, regs.fp, regs.sp);
+                let outer = a.launches.enter(
+                    &a.sites(),
+                    rocm_wire::DOMAIN_SDK_HIP,
+                    record.operation as u32,
+                    corr as u32,
+                    regs.fp,
+                    regs.sp,
+                );
                 if outer && a.config.trampoline() {
                     trampoline::call(regs.fp, xpuprof_sdk::model::backend::ROCM, corr);
                 }
@@ -419,7 +455,8 @@ unsafe fn hip_result(payload: *mut c_void) -> i32 {
         return 0;
     }
     // SAFETY: the payload starts with its size.
-    let size = unsafe { (*(payload as *const rocprofiler_callback_tracing_hip_api_data_head_t)).size } as usize;
+    let size =
+        unsafe { (*(payload as *const rocprofiler_callback_tracing_hip_api_data_head_t)).size } as usize;
     let retval = std::mem::size_of::<rocprofiler_hip_api_retval_t>();
     if size < 8 + retval {
         return 0;
@@ -438,7 +475,9 @@ unsafe fn code_object(a: &Agent, r: &rocprofiler_callback_tracing_record_t) {
         return;
     }
     // SAFETY: per the contract.
-    let k = unsafe { &*(r.payload as *const rocprofiler_callback_tracing_code_object_kernel_symbol_register_data_t) };
+    let k = unsafe {
+        &*(r.payload as *const rocprofiler_callback_tracing_code_object_kernel_symbol_register_data_t)
+    };
     let kernel = Kernel {
         kernel_id: k.kernel_id,
         lds: k.group_segment_size,
@@ -482,13 +521,19 @@ unsafe fn marker(a: &Agent, r: &rocprofiler_callback_tracing_record_t) {
 /// # Safety
 /// `r.payload` is a HIP stream payload.
 unsafe fn stream(a: &Agent, r: &rocprofiler_callback_tracing_record_t) {
-    if r.operation != ROCPROFILER_HIP_STREAM_SET as i32 || r.phase != ROCPROFILER_CALLBACK_PHASE_ENTER as i32 || r.payload.is_null() {
+    if r.operation != ROCPROFILER_HIP_STREAM_SET as i32
+        || r.phase != ROCPROFILER_CALLBACK_PHASE_ENTER as i32
+        || r.payload.is_null()
+    {
         return;
     }
     // SAFETY: per the contract.
     let s = unsafe { &*(r.payload as *const rocprofiler_callback_tracing_hip_stream_data_t) };
     let mut m = Vec::new();
-    rocm_wire::put_streams(&mut m, &[StreamUse { correlation: r.correlation_id.internal, stream: s.stream_id.handle }]);
+    rocm_wire::put_streams(
+        &mut m,
+        &[StreamUse { correlation: r.correlation_id.internal, stream: s.stream_id.handle }],
+    );
     a.channel.push(Chunk::Bytes(m));
 }
 

@@ -17,7 +17,10 @@ use crate::{agent, Agent, Tracer, AGENT, NAME};
 pub(crate) fn config() -> Result<Config, String> {
     let c = Config::from_env().map_err(|e| format!("bad XPUPROF_ROCM_OPTS: {e}"))?;
     if c.socket.is_none() && c.dump_dir.is_none() {
-        return Err("XPUPROF_ROCM_SOCKET is not set (run the program under `xpuprof --source rocm`); tracing is off".into());
+        return Err(
+            "XPUPROF_ROCM_SOCKET is not set (run the program under `xpuprof --source rocm`); tracing is off"
+                .into(),
+        );
     }
     Ok(c)
 }

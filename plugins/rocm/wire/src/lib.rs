@@ -303,9 +303,19 @@ mod tests {
     fn every_message_round_trips() {
         let mut b = Vec::new();
         put_api(&mut b, Api::Roctracer, (4, 1, 0));
-        let k = Kernel { kernel_id: 7, lds: 1024, scratch: 16, sgprs: 24, vgprs: 40, name: "_Z4saxpyPf".into() };
+        let k =
+            Kernel { kernel_id: 7, lds: 1024, scratch: 16, sgprs: 24, vgprs: 40, name: "_Z4saxpyPf".into() };
         put_kernels(&mut b, std::slice::from_ref(&k));
-        let a = Agent { handle: 9, kind: 2, node: 1, index: 0, cus: 304, memory: 1 << 30, arch: "gfx942".into(), product: "MI300X".into() };
+        let a = Agent {
+            handle: 9,
+            kind: 2,
+            node: 1,
+            index: 0,
+            cus: 304,
+            memory: 1 << 30,
+            arch: "gfx942".into(),
+            product: "MI300X".into(),
+        };
         put_agents(&mut b, std::slice::from_ref(&a));
         let m = Marker { tid: 5, op: marker_op::PUSH, time: 123, text: "step".into() };
         let mut body = Vec::new();

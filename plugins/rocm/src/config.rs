@@ -1,0 +1,88 @@
+//! `[source.rocm]` settings, declared once in [`Config`]; what the agent gets of them travels in
+//! `XPUPROF_ROCM_OPTS`.
+
+use xpuprof_sdk::config::TypedConfig;
+use xpuprof_sdk::prelude::*;
+
+xpuprof_sdk::config_enum! {
+    /// Which tracing library the agent uses.
+    pub enum Api {
+        /// rocprofiler-sdk where the HIP runtime registers with librocprofiler-register (ROCm 6.2 and later), roctracer otherwise
+        Auto = "auto",
+        /// rocprofiler-sdk 1.x only
+        RocprofilerSdk = "rocprofiler-sdk",
+        /// roctracer only (ROCm before 6.2)
+        Roctracer = "roctracer",
+    }
+}
+
+xpuprof_sdk::config_enum! {
+    /// Where launch stacks come from.
+    pub enum LaunchStacks {
+        /// the agent walks the stack at HIP API entry
+        Agent = "agent",
+        /// only the trampoline is called; the eBPF source captures the stack
+        Ebpf = "ebpf",
+        /// both (the host checks they agree)
+        Both = "both",
+        /// no launch stacks
+        Off = "off",
+    }
+}
+
+xpuprof_sdk::plugin_config! {
+    /// The `[source.rocm]` table.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Config {
+        /// path of libxpuprof_rocm_agent.so (unset: XPUPROF_ROCM_AGENT, else next to this plugin);
+        /// as root it must be owned by root or the invoking user and not writable by others
+        pub agent: Option<String> = None;
+        /// tracing library: "auto", "rocprofiler-sdk" or "roctracer"
+        pub api: Api = Api::Auto;
+        /// where launch stacks come from
+        pub launch_stacks: LaunchStacks = LaunchStacks::Agent;
+        /// most frames per launch stack
+        pub max_depth: u8 = 64, min(1);
+        /// size of the tracing library's record buffer, KiB (records beyond it are dropped and counted)
+        pub buffer_kib: u32 = 8192, min(64), max(1 << 20);
+        /// kernel dispatches
+        pub kernels: bool = true;
+        /// memory copies
+        pub copies: bool = true;
+        /// memory allocations and frees (rocprofiler-sdk only)
+        pub memory: bool = true;
+        /// scratch memory allocations (rocprofiler-sdk only)
+        pub scratch: bool = true;
+        /// roctx markers and ranges
+        pub markers: bool = true;
+    }
+}
+
+/// The keys `[source.rocm]` accepts.
+pub fn keys() -> Vec<ConfigKey> {
+    Config::schema().into_keys()
+}
+
+impl Config {
+    /// Reads the settings.
+    pub fn from_plugin(c: &PluginConfig) -> PluginResult<Self> {
+        c.typed()
+    }
+
+    /// The agent's options (`XPUPROF_ROCM_OPTS`).
+    pub fn agent_opts(&self) -> String {
+        let b = |v: bool| u8::from(v);
+        format!(
+            "api={},stacks={},depth={},buffer_kib={},kernels={},copies={},memory={},scratch={},markers={}",
+            self.api.as_str(),
+            self.launch_stacks.as_str(),
+            self.max_depth,
+            self.buffer_kib,
+            b(self.kernels),
+            b(self.copies),
+            b(self.memory),
+            b(self.scratch),
+            b(self.markers)
+        )
+    }
+}

@@ -1,0 +1,530 @@
+//! Decodes the ROCm agents' streams into SDK records.
+//!
+//! One [`Decoder`] serves every connection of a session (one per process), so all definitions
+//! share one id space. The common messages (hello, modules, launch sites, clock pairs, drops,
+//! losses, names) are read here; the vendor records in [`crate::records`] (rocprofiler-sdk) and
+//! [`crate::activity`] (roctracer); the agent's own messages through `xpuprof-rocm-wire`.
+//!
+//! Correlation: the key is (process, the tracing library's internal correlation id), as
+//! `backend::ROCM`; the agent's launch entries carry its low 32 bits, and so do the device
+//! records here, so both sides agree. Device timestamps stay in the library's clock domain
+//! ([`SDK_CLOCK`]: CLOCK_BOOTTIME; [`ROCTRACER_CLOCK`]: ROCr's system clock) and are converted
+//! by the host through the agent's clock pairs.
+
+use xpuprof_rocm_wire::{self as rocm_wire, marker_op, Api};
+use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::model::*;
+use xpuprof_sdk::{Emitter, Logger};
+use xpuprof_toolbox::normalise::{self, ModuleMap};
+use xpuprof_toolbox::Interner;
+use xpuprof_wire::launches::{self, Entry};
+use xpuprof_wire::{self as wire, Reader};
+
+/// Clock domain of rocprofiler-sdk timestamps (CLOCK_BOOTTIME nanoseconds).
+pub const SDK_CLOCK: ClockDomain = ClockDomain(0x0A00_0001);
+/// Clock domain of roctracer timestamps (ROCr's system clock, nanoseconds).
+pub const ROCTRACER_CLOCK: ClockDomain = ClockDomain(0x0A00_0002);
+
+/// Cause of a loss: records the tracing library dropped (its DISCARD buffer was full).
+pub const LOSS_DROPPED: &str = "rocm tracing library dropped records";
+/// Cause of a loss: messages the agent's channel dropped (the host was gone or too slow).
+pub const LOSS_AGENT_CHANNEL: &str = "rocm agent messages dropped";
+
+/// Counters a user sees in the log at the end.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Stats {
+    /// Processes that connected.
+    pub processes: u64,
+    /// Device operations emitted.
+    pub device_ops: u64,
+    /// Kernels among them.
+    pub kernels: u64,
+    /// Launch sites emitted.
+    pub launch_sites: u64,
+    /// Correlation ids retired.
+    pub retired: u64,
+    /// Records of a kind this decoder does not use.
+    pub skipped: u64,
+    /// Records the tracing library dropped.
+    pub dropped: u64,
+    /// Agents that reported an error instead of tracing.
+    pub agent_errors: u64,
+    /// Agents refused for speaking another wire protocol.
+    pub refused: u64,
+    /// Connections that ended without the agent's final message.
+    pub unfinished: u64,
+    /// Messages the agents' channels dropped.
+    pub lost_chunks: u64,
+}
+
+/// A kernel symbol of a process.
+#[derive(Debug, Clone)]
+pub(crate) struct KernelSym {
+    pub(crate) name: StrId,
+    pub(crate) sym: rocm_wire::Kernel,
+}
+
+/// Per-connection (per-process) state.
+#[derive(Debug, Default)]
+pub(crate) struct Conn {
+    pub(crate) pid: u32,
+    pub(crate) api: Option<Api>,
+    maps: ModuleMap,
+    agent_stacks: bool,
+    /// API names by (domain, id).
+    pub(crate) names: IdMap<(u32, u32), String>,
+    pub(crate) kernels: IdMap<u64, KernelSym>,
+    /// Devices by the library's agent handle (roctracer: device index); CPU agents map to
+    /// [`DeviceId::NONE`].
+    pub(crate) agents: IdMap<u64, DeviceId>,
+    /// HSA queues by handle.
+    pub(crate) queues: IdMap<u64, StreamId>,
+    /// HIP streams by the SDK's stream id.
+    pub(crate) hip_streams: IdMap<u64, StreamId>,
+    /// The HIP stream of each API call still in flight (dropped at retirement).
+    pub(crate) stream_of: IdMap<u32, u64>,
+    /// Sizes of live allocations by address (a free record carries only the address).
+    pub(crate) allocations: IdMap<u64, u64>,
+    /// Strings behind pointers (roctracer kernel names).
+    pub(crate) strings: IdMap<u64, String>,
+    /// Open roctx ranges per thread: (start, name).
+    ranges: IdMap<u32, Vec<(u64, StrId)>>,
+    hello: bool,
+    bye: bool,
+    refused: bool,
+}
+
+/// Decoder state shared by all connections.
+#[derive(Debug)]
+pub struct Decoder {
+    pub(crate) strs: Interner,
+    stacks: IdMap<(u32, u64), StackId>,
+    next_device: u32,
+    next_stream: u32,
+    clocks_defined: [bool; 2],
+    pub(crate) conns: IdMap<u64, Conn>,
+    /// Counters.
+    pub stats: Stats,
+    log: Logger,
+}
+
+impl Decoder {
+    /// A decoder logging through `log`.
+    pub fn new(log: Logger) -> Self {
+        Self {
+            strs: Interner::default(),
+            stacks: IdMap::default(),
+            next_device: 1,
+            next_stream: 1,
+            clocks_defined: [false; 2],
+            conns: IdMap::default(),
+            stats: Stats::default(),
+            log,
+        }
+    }
+
+    /// Decodes every complete message at the front of `buf` for connection `conn`; returns the
+    /// number of bytes consumed (a partial message is left for the next call).
+    pub fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
+        let (msgs, used) = wire::split_messages(buf);
+        for m in msgs {
+            if m.ty != wire::MSG_HELLO && self.conns.get(&conn).is_some_and(|c| c.refused) {
+                continue;
+            }
+            self.message(conn, m, out);
+        }
+        used
+    }
+
+    fn message(&mut self, conn: u64, m: wire::Message<'_>, out: &mut Emitter) {
+        let mut r = Reader::new(m.payload);
+        match m.ty {
+            wire::MSG_HELLO => self.hello(conn, m.payload, out),
+            wire::MSG_MODULES => {
+                self.conns.entry(conn).or_default().maps =
+                    ModuleMap::new(wire::maps::decode_modules(m.payload))
+            }
+            wire::MSG_LAUNCHES => self.launches(conn, m.payload, out),
+            wire::MSG_RECORDS => self.records(conn, &mut r, out),
+            wire::MSG_STRINGS => self.strings(conn, &mut r),
+            wire::MSG_API_NAMES => self.names(conn, &mut r),
+            wire::MSG_CLOCK => self.clock(conn, r.u64(), r.u64(), out),
+            wire::MSG_DROPPED => self.dropped(conn, r.u64(), out),
+            wire::MSG_ERROR => {
+                self.stats.agent_errors += 1;
+                let pid = self.pid(conn);
+                self.log.error(&format!("process {pid}: {}", String::from_utf8_lossy(m.payload)));
+            }
+            wire::MSG_LOST_BYTES => self.lost_bytes(conn, r.u64(), r.u64(), out),
+            wire::MSG_BYE => self.conns.entry(conn).or_default().bye = true,
+            rocm_wire::MSG_API => {
+                let api = rocm_wire::get_api(m.payload);
+                if let Some((api, _)) = api {
+                    self.conns.entry(conn).or_default().api = Some(api);
+                    self.define_clock(api, out);
+                }
+            }
+            rocm_wire::MSG_KERNELS => {
+                for k in rocm_wire::get_kernels(m.payload) {
+                    let name = self.strs.string(out, &k.name);
+                    self.conns
+                        .entry(conn)
+                        .or_default()
+                        .kernels
+                        .insert(k.kernel_id, KernelSym { name, sym: k });
+                }
+            }
+            rocm_wire::MSG_AGENTS => self.agents(conn, rocm_wire::get_agents(m.payload), out),
+            rocm_wire::MSG_MARKERS => self.markers(conn, rocm_wire::get_markers(m.payload), out),
+            rocm_wire::MSG_STREAMS => {
+                let c = self.conns.entry(conn).or_default();
+                for u in rocm_wire::get_streams(m.payload) {
+                    c.stream_of.insert(u.correlation as u32, u.stream);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(crate) fn pid(&self, conn: u64) -> u32 {
+        self.conns.get(&conn).map(|c| c.pid).unwrap_or(0)
+    }
+
+    fn hello(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
+        let h = wire::Hello::decode(payload);
+        let c = self.conns.entry(conn).or_default();
+        c.pid = h.pid;
+        c.hello = true;
+        if let Err(e) = h.check() {
+            c.refused = true;
+            self.stats.refused += 1;
+            self.log.error(&e.to_string());
+            return;
+        }
+        c.agent_stacks = h.has(wire::FLAG_AGENT_STACKS);
+        if h.runtime_version != 0 {
+            self.stats.processes += 1;
+        }
+        self.strs.process(out, h.pid, parent_of(h.pid), &h.command);
+    }
+
+    /// The clock domain of connection `conn`'s device timestamps.
+    pub(crate) fn domain(&self, conn: u64) -> ClockDomain {
+        match self.conns.get(&conn).and_then(|c| c.api) {
+            Some(Api::Roctracer) => ROCTRACER_CLOCK,
+            _ => SDK_CLOCK,
+        }
+    }
+
+    fn define_clock(&mut self, api: Api, out: &mut Emitter) {
+        let (i, domain, name) = match api {
+            Api::RocprofilerSdk => (0, SDK_CLOCK, "rocprofiler-sdk CLOCK_BOOTTIME"),
+            Api::Roctracer => (1, ROCTRACER_CLOCK, "roctracer ROCr system clock"),
+        };
+        if std::mem::replace(&mut self.clocks_defined[i], true) {
+            return;
+        }
+        let name = self.strs.string(out, name);
+        out.emit(&Record::ClockDomain(ClockDomainDef::default().domain(domain).name(name)));
+    }
+
+    fn clock(&mut self, conn: u64, vendor: u64, session: u64, out: &mut Emitter) {
+        let domain = self.domain(conn);
+        out.emit(&Record::ClockSync(
+            ClockSync::default().domain(domain).source_time(vendor).session_time(session),
+        ));
+    }
+
+    fn dropped(&mut self, conn: u64, count: u64, out: &mut Emitter) {
+        self.stats.dropped += count;
+        let pid = self.pid(conn);
+        let cause = self.strs.string(out, LOSS_DROPPED);
+        let now = xpuprof_sdk::clock::now_ns();
+        out.emit(&Record::Loss(Loss::default().pid(pid).time(now).cause(cause).count(count)));
+    }
+
+    fn lost_bytes(&mut self, conn: u64, chunks: u64, bytes: u64, out: &mut Emitter) {
+        let pid = self.pid(conn);
+        self.stats.lost_chunks += chunks;
+        self.log.warn(&format!(
+            "process {pid}: the agent dropped {chunks} messages ({bytes} bytes) because the host was gone or too slow"
+        ));
+        let cause = self.strs.string(out, LOSS_AGENT_CHANNEL);
+        let now = xpuprof_sdk::clock::now_ns();
+        out.emit(&Record::Loss(Loss::default().pid(pid).time(now).cause(cause).count(chunks)));
+    }
+
+    fn strings(&mut self, conn: u64, r: &mut Reader<'_>) {
+        let n = r.u32();
+        let c = self.conns.entry(conn).or_default();
+        for _ in 0..n {
+            let (p, len) = (r.u64(), r.u32());
+            let text = String::from_utf8_lossy(r.bytes(len as usize)).into_owned();
+            if r.short {
+                break;
+            }
+            c.strings.insert(p, text);
+        }
+    }
+
+    fn names(&mut self, conn: u64, r: &mut Reader<'_>) {
+        let n = r.u32();
+        let c = self.conns.entry(conn).or_default();
+        for _ in 0..n {
+            let (domain, id, len) = (r.u32(), r.u32(), r.u32());
+            let name = String::from_utf8_lossy(r.bytes(len as usize)).into_owned();
+            if r.short {
+                break;
+            }
+            c.names.insert((domain, id), name);
+        }
+    }
+
+    fn agents(&mut self, conn: u64, agents: Vec<rocm_wire::Agent>, out: &mut Emitter) {
+        let pid = self.pid(conn);
+        for a in agents {
+            if a.kind != 2 {
+                self.conns.entry(conn).or_default().agents.insert(a.handle, DeviceId::NONE);
+                continue;
+            }
+            let id = DeviceId(self.next_device);
+            self.next_device += 1;
+            let name = self.strs.string(out, if a.product.is_empty() { &a.arch } else { &a.product });
+            let arch = self.strs.string(out, &a.arch);
+            let def = DeviceDef::default()
+                .id(id)
+                .vendor(Vendor::Amd)
+                .index(a.index.max(0) as u32)
+                .name(name)
+                .compute_units(a.cus)
+                .memory_bytes(a.memory)
+                .kind(DeviceKind::Gpu)
+                .native_id(a.handle)
+                .arch(arch);
+            out.emit(&Record::Device(def));
+            let _ = pid;
+            self.conns.entry(conn).or_default().agents.insert(a.handle, id);
+        }
+    }
+
+    /// The device of agent `handle` (a roctracer device index when no agents were sent: it is
+    /// defined on first use).
+    pub(crate) fn device(&mut self, conn: u64, handle: u64, out: &mut Emitter) -> DeviceId {
+        if let Some(d) = self.conns.get(&conn).and_then(|c| c.agents.get(&handle)) {
+            return *d;
+        }
+        let id = DeviceId(self.next_device);
+        self.next_device += 1;
+        let name = self.strs.string(out, &format!("AMD GPU {handle}"));
+        out.emit(&Record::Device(
+            DeviceDef::default()
+                .id(id)
+                .vendor(Vendor::Amd)
+                .index(handle as u32)
+                .name(name)
+                .kind(DeviceKind::Gpu),
+        ));
+        self.conns.entry(conn).or_default().agents.insert(handle, id);
+        id
+    }
+
+    /// HSA queue `queue` of `device`.
+    pub(crate) fn queue(&mut self, conn: u64, device: DeviceId, queue: u64, out: &mut Emitter) -> StreamId {
+        if let Some(q) = self.conns.get(&conn).and_then(|c| c.queues.get(&queue)) {
+            return *q;
+        }
+        let id = StreamId(self.next_stream);
+        self.next_stream += 1;
+        let def = StreamDef::default()
+            .id(id)
+            .device(device)
+            .pid(self.pid(conn))
+            .native_id(queue)
+            .kind(QueueKind::HsaQueue);
+        out.emit(&Record::Stream(def));
+        self.conns.entry(conn).or_default().queues.insert(queue, id);
+        id
+    }
+
+    /// The HIP stream the agent bound to the API call `corr`, submitting to `parent`.
+    pub(crate) fn hip_stream(
+        &mut self,
+        conn: u64,
+        device: DeviceId,
+        corr: u32,
+        parent: StreamId,
+        out: &mut Emitter,
+    ) -> Option<StreamId> {
+        let hip = self.conns.get(&conn).and_then(|c| c.stream_of.get(&corr)).copied()?;
+        if let Some(s) = self.conns.get(&conn).and_then(|c| c.hip_streams.get(&hip)) {
+            return Some(*s);
+        }
+        let id = StreamId(self.next_stream);
+        self.next_stream += 1;
+        let def = StreamDef::default()
+            .id(id)
+            .device(device)
+            .pid(self.pid(conn))
+            .native_id(hip)
+            .kind(QueueKind::HipStream)
+            .parent(parent);
+        out.emit(&Record::Stream(def));
+        self.conns.entry(conn).or_default().hip_streams.insert(hip, id);
+        Some(id)
+    }
+
+    /// The stream of work of call `corr` on HSA queue `queue`: its HIP stream when the agent
+    /// bound one, else the queue.
+    pub(crate) fn stream(
+        &mut self,
+        conn: u64,
+        device: DeviceId,
+        queue: u64,
+        corr: u32,
+        out: &mut Emitter,
+    ) -> StreamId {
+        let q = self.queue(conn, device, queue, out);
+        self.hip_stream(conn, device, corr, q, out).unwrap_or(q)
+    }
+
+    fn launches(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
+        let (tid, entries) = launches::parse(payload);
+        let pid = self.pid(conn);
+        if tid != 0 {
+            self.strs.thread(out, pid, tid, "");
+        }
+        for e in entries {
+            match e {
+                Entry::Stack { hash, frames } => {
+                    if self.stacks.contains_key(&(pid, hash)) {
+                        continue;
+                    }
+                    let ids: Vec<FrameId> = frames.iter().map(|&ra| self.frame(conn, ra, out)).collect();
+                    let id = self.strs.stack(out, &ids);
+                    self.stacks.insert((pid, hash), id);
+                }
+                Entry::Launch(l) => self.launch(conn, pid, tid, l, out),
+            }
+        }
+    }
+
+    fn launch(&mut self, conn: u64, pid: u32, tid: u32, l: launches::Launch, out: &mut Emitter) {
+        let name = self.conns.get(&conn).and_then(|c| c.names.get(&(u32::from(l.domain), l.api_id)).cloned());
+        let (api, kind) = match name {
+            Some(n) => (self.strs.string(out, &n), crate::api_kind::classify(&n)),
+            None => (StrId::NONE, ApiKind::Unknown),
+        };
+        let correlation = Correlation { backend: backend::ROCM, id: u64::from(l.correlation) };
+        let end = l.end.max(l.time);
+        out.emit(&Record::ApiCall(
+            ApiCall::default()
+                .pid(pid)
+                .tid(tid)
+                .start(l.time)
+                .end(end)
+                .name(api)
+                .kind(kind)
+                .correlation(Some(correlation))
+                .result(i64::from(l.result as i32)),
+        ));
+        if self.conns.get(&conn).is_some_and(|c| c.agent_stacks) {
+            let stack = self.stacks.get(&(pid, l.stack)).copied().unwrap_or(StackId::NONE);
+            out.emit(&Record::LaunchSite(
+                LaunchSite::default()
+                    .pid(pid)
+                    .tid(tid)
+                    .time(l.time)
+                    .correlation(correlation)
+                    .api(api)
+                    .stack(stack),
+            ));
+            self.stats.launch_sites += 1;
+        }
+    }
+
+    fn frame(&mut self, conn: u64, ra: u64, out: &mut Emitter) -> FrameId {
+        let c = self.conns.entry(conn).or_default();
+        normalise::return_address_frame(&mut self.strs, out, c.pid, &c.maps, ra)
+    }
+
+    fn records(&mut self, conn: u64, r: &mut Reader<'_>, out: &mut Emitter) {
+        let n = r.u32() as usize;
+        r.u32();
+        let sizes: Vec<u16> = (0..n).map(|_| r.u16()).collect();
+        r.align8();
+        let api = self.conns.get(&conn).and_then(|c| c.api);
+        for s in sizes {
+            let rec = r.bytes(s as usize);
+            if r.short {
+                break;
+            }
+            match api {
+                Some(Api::RocprofilerSdk) => crate::records::record(self, conn, rec, out),
+                Some(Api::Roctracer) => crate::activity::record(self, conn, rec, out),
+                None => self.stats.skipped += 1,
+            }
+        }
+    }
+
+    fn markers(&mut self, conn: u64, markers: Vec<rocm_wire::Marker>, out: &mut Emitter) {
+        let pid = self.pid(conn);
+        for m in markers {
+            match m.op {
+                marker_op::MARK => {
+                    let name = self.strs.string(out, &m.text);
+                    out.emit(&Record::Marker(
+                        Annotation::default().pid(pid).tid(m.tid).start(m.time).end(m.time).name(name),
+                    ));
+                }
+                marker_op::PUSH => {
+                    let name = self.strs.string(out, &m.text);
+                    self.conns.entry(conn).or_default().ranges.entry(m.tid).or_default().push((m.time, name));
+                }
+                marker_op::POP => {
+                    let open = self.conns.entry(conn).or_default().ranges.get_mut(&m.tid).and_then(Vec::pop);
+                    if let Some((start, name)) = open {
+                        out.emit(&Record::Range(
+                            Annotation::default().pid(pid).tid(m.tid).start(start).end(m.time).name(name),
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Ends connection `conn`: closes its open ranges and reports an agent that did not finish.
+    pub fn finish(&mut self, conn: u64, out: &mut Emitter) {
+        let Some(c) = self.conns.remove(&conn) else { return };
+        if c.hello && !c.bye && !c.refused && c.api.is_some() {
+            self.stats.unfinished += 1;
+            self.log.warn(&format!(
+                "process {} ended without flushing its ROCm buffers (killed, or exited through _exit); \
+                 device work of its last moments may be missing",
+                c.pid
+            ));
+        }
+        for (tid, open) in c.ranges {
+            for (start, name) in open {
+                out.emit(&Record::Range(
+                    Annotation::default().pid(c.pid).tid(tid).start(start).end(start).name(name),
+                ));
+            }
+        }
+    }
+
+    /// Ends every connection still open.
+    pub fn finish_all(&mut self, out: &mut Emitter) {
+        let conns: Vec<u64> = self.conns.keys().copied().collect();
+        for c in conns {
+            self.finish(c, out);
+        }
+    }
+}
+
+fn parent_of(pid: u32) -> u32 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("PPid:").map(|v| v.trim().parse().unwrap_or(0))))
+        .unwrap_or(0)
+}

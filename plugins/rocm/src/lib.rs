@@ -1,0 +1,59 @@
+//! # `rocm`: the AMD GPU source (rocprofiler-sdk, roctracer on older ROCm)
+//!
+//! Two parts (design.md §3): the in-target agent (`xpuprof-rocm-agent`) and this host plugin,
+//! which
+//!
+//! - **prepare**: finds the agent next to this plugin, opens a Unix socket (the toolbox's
+//!   agent host), and sets `ROCP_TOOL_LIBRARIES` (rocprofiler-sdk loads the agent as a tool),
+//!   `HSA_TOOLS_LIB` (ROCr loads it on older ROCm, where the agent takes the roctracer path),
+//!   `XPUPROF_ROCM_SOCKET` and `XPUPROF_ROCM_OPTS` for the target; children inherit them, so
+//!   every ROCm process of the job connects;
+//! - **start/stop**: accepts one connection per process and decodes each stream ([`decode`]:
+//!   agents, queues and HIP streams, launch sites, API calls, markers; [`records`] for
+//!   rocprofiler-sdk records, [`activity`] for roctracer records), with the library's clock
+//!   paired to the session clock for the host to convert, drops reported as losses, and
+//!   correlation-id retirements passed to the host's correlator.
+//!
+//! `xpuprof doctor` says what a machine lacks (the HIP runtime, librocprofiler-register,
+//! librocprofiler-sdk or roctracer, /dev/kfd) and what to install.
+
+pub mod activity;
+pub mod api_kind;
+pub mod config;
+pub mod decode;
+pub mod records;
+pub mod source;
+
+use xpuprof_sdk::prelude::*;
+
+pub use source::Rocm;
+
+impl Source for Rocm {
+    fn info() -> PluginInfo {
+        PluginInfo {
+            name: "rocm",
+            version: env!("CARGO_PKG_VERSION"),
+            description: "AMD GPUs via rocprofiler-sdk (roctracer on ROCm before 6.2): kernels, copies, allocations, scratch, roctx and exact launch stacks",
+            config_keys: config::keys(),
+            capabilities: vec![Capability::RocmRuntime],
+        }
+    }
+
+    fn create(ctx: CreateContext) -> PluginResult<Self> {
+        Rocm::new(ctx)
+    }
+
+    fn prepare(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
+        self.prepare_env(env)
+    }
+
+    fn start(&mut self, _pid: u32) -> PluginResult<()> {
+        self.start_threads()
+    }
+
+    fn stop(&mut self) -> PluginResult<()> {
+        self.stop_threads()
+    }
+}
+
+xpuprof_sdk::export_plugin!(source: Rocm);
