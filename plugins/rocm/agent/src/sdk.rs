@@ -438,10 +438,18 @@ unsafe extern "C" fn on_callback(
                 a.launches.exit(unsafe { hip_result(record.payload) } as u32);
             }
         }
-        // SAFETY (all three): the kind's payload, valid during the callback.
-        ROCPROFILER_CALLBACK_TRACING_CODE_OBJECT => unsafe { code_object(a, &record) },
-        ROCPROFILER_CALLBACK_TRACING_MARKER_CORE_API => unsafe { marker(a, &record) },
-        ROCPROFILER_CALLBACK_TRACING_HIP_STREAM => unsafe { stream(a, &record) },
+        ROCPROFILER_CALLBACK_TRACING_CODE_OBJECT => {
+            // SAFETY: the code-object payload of this operation, valid during the callback.
+            unsafe { code_object(a, &record) }
+        }
+        ROCPROFILER_CALLBACK_TRACING_MARKER_CORE_API => {
+            // SAFETY: the roctx payload, valid during the callback.
+            unsafe { marker(a, &record) }
+        }
+        ROCPROFILER_CALLBACK_TRACING_HIP_STREAM => {
+            // SAFETY: the HIP stream payload, valid during the callback.
+            unsafe { stream(a, &record) }
+        }
         _ => {}
     }));
 }
