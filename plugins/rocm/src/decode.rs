@@ -18,6 +18,7 @@ use xpuprof_sdk::{Emitter, Logger};
 use xpuprof_toolbox::normalise::{self, ModuleMap};
 use xpuprof_toolbox::Interner;
 use xpuprof_wire::launches::{self, Entry};
+use xpuprof_wire::names;
 use xpuprof_wire::{self as wire, Reader};
 
 /// Clock domain of rocprofiler-sdk timestamps (CLOCK_BOOTTIME nanoseconds).
@@ -146,8 +147,13 @@ impl Decoder {
             }
             wire::MSG_LAUNCHES => self.launches(conn, m.payload, out),
             wire::MSG_RECORDS => self.records(conn, &mut r, out),
-            wire::MSG_STRINGS => self.strings(conn, &mut r),
-            wire::MSG_API_NAMES => self.names(conn, &mut r),
+            wire::MSG_STRINGS => {
+                self.conns.entry(conn).or_default().strings.extend(names::parse_strings(m.payload))
+            }
+            wire::MSG_API_NAMES => {
+                let c = self.conns.entry(conn).or_default();
+                c.names.extend(names::parse_api_names(m.payload).into_iter().map(|(d, id, n)| ((d, id), n)));
+            }
             wire::MSG_CLOCK => self.clock(conn, r.u64(), r.u64(), out),
             wire::MSG_DROPPED => self.dropped(conn, r.u64(), out),
             wire::MSG_ERROR => {
@@ -252,32 +258,6 @@ impl Decoder {
         let cause = self.strs.string(out, LOSS_AGENT_CHANNEL);
         let now = xpuprof_sdk::clock::now_ns();
         out.emit(&Record::Loss(Loss::default().pid(pid).time(now).cause(cause).count(chunks)));
-    }
-
-    fn strings(&mut self, conn: u64, r: &mut Reader<'_>) {
-        let n = r.u32();
-        let c = self.conns.entry(conn).or_default();
-        for _ in 0..n {
-            let (p, len) = (r.u64(), r.u32());
-            let text = String::from_utf8_lossy(r.bytes(len as usize)).into_owned();
-            if r.short {
-                break;
-            }
-            c.strings.insert(p, text);
-        }
-    }
-
-    fn names(&mut self, conn: u64, r: &mut Reader<'_>) {
-        let n = r.u32();
-        let c = self.conns.entry(conn).or_default();
-        for _ in 0..n {
-            let (domain, id, len) = (r.u32(), r.u32(), r.u32());
-            let name = String::from_utf8_lossy(r.bytes(len as usize)).into_owned();
-            if r.short {
-                break;
-            }
-            c.names.insert((domain, id), name);
-        }
     }
 
     fn agents(&mut self, conn: u64, agents: Vec<rocm_wire::Agent>, out: &mut Emitter) {

@@ -159,9 +159,9 @@ fn scratch(
     out: &mut Emitter,
 ) {
     let name = match r.operation as u32 {
-        ROCPROFILER_SCRATCH_MEMORY_ALLOC => "scratch allocation",
-        ROCPROFILER_SCRATCH_MEMORY_FREE => "scratch free",
-        ROCPROFILER_SCRATCH_MEMORY_ASYNC_RECLAIM => "scratch reclaim",
+        ROCPROFILER_SCRATCH_MEMORY_ALLOC => "scratch_alloc",
+        ROCPROFILER_SCRATCH_MEMORY_FREE => "scratch_free",
+        ROCPROFILER_SCRATCH_MEMORY_ASYNC_RECLAIM => "scratch_reclaim",
         _ => "scratch",
     };
     let name = d.strs.string(out, name);

@@ -182,6 +182,27 @@ impl Channel {
         self.ready.notify_all();
     }
 
+    /// Ends the stream: queues the losses so far and [`wire::MSG_BYE`] with the agent's totals
+    /// (`launches`, `stacks`), closes the channel, waits up to `timeout` for the sender to write
+    /// everything, and joins the sender thread.
+    pub fn goodbye(
+        &self,
+        launches: u64,
+        stacks: u64,
+        sender: Option<std::thread::JoinHandle<()>>,
+        timeout: Duration,
+    ) {
+        let mut m = Vec::new();
+        self.put_lost(&mut m);
+        wire::put_message(&mut m, wire::MSG_BYE, &[&launches.to_le_bytes(), &stacks.to_le_bytes()]);
+        self.push(Chunk::Bytes(m));
+        self.close();
+        self.wait_idle(timeout);
+        if let Some(h) = sender {
+            let _ = h.join();
+        }
+    }
+
     /// The sender thread's loop. `tick` runs about every 100 ms (periodic launch drain).
     pub fn run(&self, mut out: Outputs, tick: impl Fn()) {
         loop {

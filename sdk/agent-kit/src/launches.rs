@@ -267,6 +267,27 @@ impl Registry {
         }
     }
 
+    /// Queues every thread's pending entries on `channel` as one chunk, preceded by a fresh module
+    /// map when a stack used an address outside the modules `known` to the host (the periodic
+    /// drain of the sender thread and the drain before device records, for every agent).
+    pub fn drain_to(
+        &self,
+        channel: &crate::channel::Channel,
+        known: &crate::modules::Known,
+        clock: &stamp::Clock,
+    ) {
+        let mut out = Vec::new();
+        self.drain(&mut out, clock);
+        if known.take_stale() {
+            let mut m = known.refresh();
+            m.extend_from_slice(&out);
+            out = m;
+        }
+        if !out.is_empty() {
+            channel.push(crate::channel::Chunk::Bytes(out));
+        }
+    }
+
     /// Launch entries and distinct stacks published so far, all threads.
     pub fn totals(&self) -> (u64, u64) {
         let mut launches = self.retired.0.load(Ordering::Relaxed);

@@ -25,6 +25,7 @@
 //! - [`modules`]: this process's executable mappings, re-sent when a stack leaves them.
 //! - [`exit`]: flush at `exit` and on SIGINT/SIGTERM, then let the program's own handling go on.
 //! - [`discovery`]: find and load the vendor library that matches the process's runtime.
+//! - [`opts`]: the `key=value,...` option string the host plugin passes in the environment.
 //!
 //! ## An agent in outline
 //!
@@ -61,6 +62,7 @@ pub mod discovery;
 pub mod exit;
 pub mod launches;
 pub mod modules;
+pub mod opts;
 pub mod python;
 pub mod stack;
 pub mod timestamps;

@@ -59,6 +59,7 @@ mod hello;
 pub mod levelzero;
 pub mod launches;
 pub mod maps;
+pub mod names;
 mod reader;
 
 pub use hello::{Hello, ProtocolError};

@@ -10,4 +10,5 @@
 
 pub mod golden;
 pub mod host;
+pub mod outputs;
 pub mod skip;

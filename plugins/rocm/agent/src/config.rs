@@ -4,6 +4,8 @@
 //! - `XPUPROF_ROCM_DUMP`: a directory; the stream is also written to `<dir>/rocm-<pid>.bin`.
 //! - `XPUPROF_ROCM_OPTS`: comma-separated `key=value` (see [`Config::parse_opts`]).
 
+use xpuprof_agent_kit::opts;
+
 /// Where launch stacks come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StackMode {
@@ -95,51 +97,21 @@ impl Config {
     /// `api=auto|rocprofiler-sdk|roctracer`,
     /// `stacks=agent|ebpf|both|off`, `depth=N` (1 to 255), `buffer_kib=N` (64 to 1048576).
     pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
-        for item in opts.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (k, v) = item.split_once('=').ok_or_else(|| format!("option `{item}` is not key=value"))?;
-            let flag = || match v {
-                "1" | "true" => Ok(true),
-                "0" | "false" => Ok(false),
-                _ => Err(format!("option `{k}` must be 0 or 1, got `{v}`")),
-            };
-            match k {
-                "kernels" => self.kernels = flag()?,
-                "copies" => self.copies = flag()?,
-                "memory" => self.memory = flag()?,
-                "scratch" => self.scratch = flag()?,
-                "markers" => self.markers = flag()?,
-                "verbose" => self.verbose = flag()?,
-                "api" => {
-                    self.api = match v {
-                        "auto" => ApiChoice::Auto,
-                        "rocprofiler-sdk" => ApiChoice::Sdk,
-                        "roctracer" => ApiChoice::Roctracer,
-                        _ => {
-                            return Err(format!(
-                                "option api must be auto, rocprofiler-sdk or roctracer, got `{v}`"
-                            ))
-                        }
-                    }
-                }
-                "stacks" => {
-                    self.stacks = match v {
-                        "agent" => StackMode::Agent,
-                        "ebpf" => StackMode::Ebpf,
-                        "both" => StackMode::Both,
-                        "off" => StackMode::Off,
-                        _ => {
-                            return Err(format!("option stacks must be agent, ebpf, both or off, got `{v}`"))
-                        }
-                    }
-                }
-                "depth" => {
-                    self.max_depth = v.parse().map_err(|_| format!("option depth: bad number `{v}`"))?
-                }
-                "buffer_kib" => {
-                    let kib: usize = v.parse().map_err(|_| format!("option buffer_kib: bad number `{v}`"))?;
-                    self.buffer_bytes = kib.clamp(64, 1 << 20) * 1024;
-                }
-                _ => return Err(format!("unknown option `{k}`")),
+        const APIS: [ApiChoice; 3] = [ApiChoice::Auto, ApiChoice::Sdk, ApiChoice::Roctracer];
+        const STACKS: [StackMode; 4] = [StackMode::Agent, StackMode::Ebpf, StackMode::Both, StackMode::Off];
+        for o in opts::parse(opts)? {
+            match o.key {
+                "kernels" => self.kernels = o.flag()?,
+                "copies" => self.copies = o.flag()?,
+                "memory" => self.memory = o.flag()?,
+                "scratch" => self.scratch = o.flag()?,
+                "markers" => self.markers = o.flag()?,
+                "verbose" => self.verbose = o.flag()?,
+                "api" => self.api = APIS[o.one_of(&["auto", "rocprofiler-sdk", "roctracer"])?],
+                "stacks" => self.stacks = STACKS[o.one_of(&["agent", "ebpf", "both", "off"])?],
+                "depth" => self.max_depth = o.number()?,
+                "buffer_kib" => self.buffer_bytes = o.number::<usize>()?.clamp(64, 1 << 20) * 1024,
+                _ => return Err(o.unknown()),
             }
         }
         self.max_depth = self.max_depth.clamp(1, 255);
@@ -169,7 +141,10 @@ mod tests {
         assert!(!c.markers);
         assert_eq!(c.max_depth, 255);
         assert_eq!(c.buffer_bytes, 1 << 20);
-        assert!(c.parse_opts("stacks=some").unwrap_err().contains("stacks"));
+        assert!(c
+            .parse_opts("stacks=some")
+            .unwrap_err()
+            .contains("option stacks must be agent, ebpf, both, off"));
         assert!(c.parse_opts("bogus=1").unwrap_err().contains("unknown option"));
     }
 }

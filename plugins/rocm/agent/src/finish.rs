@@ -7,9 +7,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Once;
 use std::time::Duration;
 
-use xpuprof_agent_kit::channel::Chunk;
-use xpuprof_agent_kit::wire;
-
 use crate::{Agent, Tracer};
 
 static FINISH: Once = Once::new();
@@ -24,18 +21,9 @@ pub fn finish(a: &Agent) {
             }
             a.drain_launches();
             a.send_clock_pair();
-            let mut m = Vec::new();
-            a.channel.put_lost(&mut m);
             let (launches, stacks) = a.launches.totals();
-            wire::put_message(&mut m, wire::MSG_BYE, &[&launches.to_le_bytes(), &stacks.to_le_bytes()]);
-            a.channel.push(Chunk::Bytes(m));
-            a.channel.close();
-            a.channel.wait_idle(Duration::from_secs(10));
-            if let Ok(mut s) = a.sender.lock() {
-                if let Some(h) = s.take() {
-                    let _ = h.join();
-                }
-            }
+            let sender = a.sender.lock().ok().and_then(|mut s| s.take());
+            a.channel.goodbye(launches, stacks, sender, Duration::from_secs(10));
             if a.config.verbose {
                 crate::say(&format!(
                     "{launches} launch sites, {stacks} distinct stacks, {} bytes sent, {} records dropped by the tracing library",

@@ -92,16 +92,7 @@ impl Agent {
     /// Queues every thread's pending launch sites (and a fresh module map first when a stack
     /// used an address outside the known modules).
     pub(crate) fn drain_launches(&self) {
-        let mut out = Vec::new();
-        self.launches.drain(&mut out, &self.clock);
-        if self.known.take_stale() {
-            let mut m = self.known.refresh();
-            m.extend_from_slice(&out);
-            out = m;
-        }
-        if !out.is_empty() {
-            self.channel.push(Chunk::Bytes(out));
-        }
+        self.launches.drain_to(&self.channel, &self.known, &self.clock);
     }
 
     /// Queues a paired reading of the tracing library's clock and the session clock: the

@@ -51,6 +51,51 @@ fn shared_facts() -> Vec<Fact> {
     }
 }
 
+/// Enumerator values xpuprof uses (names as in the SDK), compared with the triton headers' enums.
+fn enum_values() -> Vec<(&'static str, i64)> {
+    macro_rules! values { ($($n:ident),* $(,)?) => { vec![$((stringify!($n), $n as i64)),*] }; }
+    values![
+        ROCPROFILER_STATUS_SUCCESS,
+        ROCPROFILER_BUFFER_CATEGORY_TRACING,
+        ROCPROFILER_AGENT_TYPE_CPU,
+        ROCPROFILER_AGENT_TYPE_GPU,
+        ROCPROFILER_CALLBACK_PHASE_ENTER,
+        ROCPROFILER_CALLBACK_PHASE_EXIT,
+        ROCPROFILER_CALLBACK_TRACING_HIP_RUNTIME_API,
+        ROCPROFILER_CALLBACK_TRACING_MARKER_CORE_API,
+        ROCPROFILER_CALLBACK_TRACING_CODE_OBJECT,
+        ROCPROFILER_CALLBACK_TRACING_HIP_STREAM,
+        ROCPROFILER_BUFFER_TRACING_MEMORY_COPY,
+        ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH,
+        ROCPROFILER_BUFFER_TRACING_SCRATCH_MEMORY,
+        ROCPROFILER_BUFFER_TRACING_CORRELATION_ID_RETIREMENT,
+        ROCPROFILER_BUFFER_TRACING_MEMORY_ALLOCATION,
+        ROCPROFILER_CODE_OBJECT_LOAD,
+        ROCPROFILER_CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER,
+        ROCPROFILER_HIP_STREAM_CREATE,
+        ROCPROFILER_HIP_STREAM_DESTROY,
+        ROCPROFILER_HIP_STREAM_SET,
+        ROCPROFILER_MEMORY_COPY_HOST_TO_HOST,
+        ROCPROFILER_MEMORY_COPY_HOST_TO_DEVICE,
+        ROCPROFILER_MEMORY_COPY_DEVICE_TO_HOST,
+        ROCPROFILER_MEMORY_COPY_DEVICE_TO_DEVICE,
+        ROCPROFILER_MEMORY_ALLOCATION_ALLOCATE,
+        ROCPROFILER_MEMORY_ALLOCATION_VMEM_ALLOCATE,
+        ROCPROFILER_MEMORY_ALLOCATION_FREE,
+        ROCPROFILER_MEMORY_ALLOCATION_VMEM_FREE,
+        ROCPROFILER_SCRATCH_MEMORY_ALLOC,
+        ROCPROFILER_SCRATCH_MEMORY_FREE,
+        ROCPROFILER_SCRATCH_MEMORY_ASYNC_RECLAIM,
+        ROCPROFILER_KERNEL_DISPATCH_COMPLETE,
+        ROCPROFILER_BUFFER_POLICY_DISCARD,
+        ROCPROFILER_BUFFER_POLICY_LOSSLESS,
+        ROCPROFILER_AGENT_INFO_VERSION_0,
+        ROCPROFILER_MARKER_CORE_API_ID_roctxMarkA,
+        ROCPROFILER_MARKER_CORE_API_ID_roctxRangePushA,
+        ROCPROFILER_MARKER_CORE_API_ID_roctxRangePop,
+    ]
+}
+
 /// Facts of the agent struct: the triton header's agent is longer (it appends fields), so only
 /// offsets are compared.
 fn agent_facts() -> Vec<Fact> {
@@ -154,12 +199,17 @@ fn triton_headers_agree() {
         "#include <stdio.h>\n#include <stddef.h>\n#include <rocprofiler-sdk/registration.h>\n\
          #include <rocprofiler-sdk/buffer_tracing.h>\n#include <rocprofiler-sdk/callback_tracing.h>\n\
          #include <rocprofiler-sdk/agent.h>\n#include <rocprofiler-sdk/hip/api_args.h>\n\
+         #include <rocprofiler-sdk/marker/api_id.h>\n\
          int main(void) {\n",
     );
     let facts: Vec<Fact> = shared_facts().into_iter().chain(agent_facts()).collect();
     for (t, f, _, _) in &facts {
         let e = if f.is_empty() { format!("sizeof({t})") } else { format!("offsetof({t}, {f})") };
         c.push_str(&format!("  printf(\"%s %s %zu\\n\", \"{t}\", \"{f}\", (size_t){e});\n"));
+    }
+    let values = enum_values();
+    for (n, _) in &values {
+        c.push_str(&format!("  printf(\"%s %s %lld\\n\", \"{n}\", \"value\", (long long){n});\n"));
     }
     c.push_str("  return 0;\n}\n");
     let dir = std::env::temp_dir().join(format!("rocprofiler-sdk-sys-layout-{}", std::process::id()));
@@ -189,7 +239,13 @@ fn triton_headers_agree() {
             wrong.push(format!("{t}.{f}: ours {ours}, triton's headers {theirs}"));
         }
     }
+    for ((n, ours), line) in values.iter().zip(text.lines().skip(facts.len())) {
+        let theirs: i64 = line.rsplit(' ').next().and_then(|v| v.parse().ok()).unwrap_or(i64::MIN);
+        if theirs != *ours {
+            wrong.push(format!("{n}: ours {ours}, triton's headers {theirs}"));
+        }
+    }
     std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!(text.lines().count(), facts.len());
+    assert_eq!(text.lines().count(), facts.len() + values.len());
     assert!(wrong.is_empty(), "our declarations disagree with {}:\n{}", inc.display(), wrong.join("\n"));
 }

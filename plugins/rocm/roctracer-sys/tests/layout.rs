@@ -69,6 +69,26 @@ fn triton_include() -> Option<std::path::PathBuf> {
     inc.join("roctracer.h").is_file().then_some(inc)
 }
 
+/// Constant values xpuprof uses, compared with the triton headers' enums.
+fn enum_values() -> Vec<(&'static str, i64)> {
+    macro_rules! values { ($($n:ident),* $(,)?) => { vec![$((stringify!($n), $n as i64)),*] }; }
+    values![
+        ACTIVITY_DOMAIN_HSA_API,
+        ACTIVITY_DOMAIN_HSA_OPS,
+        ACTIVITY_DOMAIN_HIP_OPS,
+        ACTIVITY_DOMAIN_HIP_API,
+        ACTIVITY_DOMAIN_ROCTX,
+        ACTIVITY_API_PHASE_ENTER,
+        ACTIVITY_API_PHASE_EXIT,
+        HIP_OP_ID_DISPATCH,
+        HIP_OP_ID_COPY,
+        HIP_OP_ID_BARRIER,
+        ROCTX_API_ID_roctxMarkA,
+        ROCTX_API_ID_roctxRangePushA,
+        ROCTX_API_ID_roctxRangePop,
+    ]
+}
+
 #[test]
 fn triton_headers_agree() {
     let Some(inc) = triton_include() else {
@@ -77,8 +97,11 @@ fn triton_headers_agree() {
         eprintln!("SKIPPED triton_headers_agree: {why}");
         return;
     };
-    let mut c =
-        String::from("#include <stdio.h>\n#include <stddef.h>\n#include <roctracer.h>\nint main(void) {\n");
+    // C++: roctracer_hip.h pulls in the HIP headers, C++ on the AMD platform.
+    let mut c = String::from(
+        "#include <stdio.h>\n#include <stddef.h>\n#include <roctracer.h>\n#include <roctracer_hip.h>\n\
+         #include <roctracer_roctx.h>\nint main(void) {\n",
+    );
     let mut expect = Vec::new();
     for (t, f, ours, _) in facts() {
         let e = if f.is_empty() { format!("sizeof({t})") } else { format!("offsetof({t}, {f})") };
@@ -89,18 +112,24 @@ fn triton_headers_agree() {
         c.push_str(&format!("  printf(\"%zu\\n\", (size_t)offsetof(activity_record_t, {m}));\n"));
         expect.push((format!("activity_record_t.{m}"), at));
     }
+    for (n, v) in enum_values() {
+        c.push_str(&format!("  printf(\"%zu\\n\", (size_t){n});\n"));
+        expect.push((n.to_owned(), v as usize));
+    }
     c.push_str("  return 0;\n}\n");
     let dir = std::env::temp_dir().join(format!("roctracer-sys-layout-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("facts.c"), c).unwrap();
-    let o = Command::new("cc")
-        .args(["-w", "-I"])
+    std::fs::write(dir.join("facts.cpp"), c).unwrap();
+    let o = Command::new("c++")
+        .args(["-x", "c++", "-D__HIP_PLATFORM_AMD__", "-w", "-I"])
         .arg(&inc)
-        .arg(dir.join("facts.c"))
+        .arg("-I")
+        .arg(inc.parent().expect("the include folder"))
+        .arg(dir.join("facts.cpp"))
         .arg("-o")
         .arg(dir.join("facts"))
         .output()
-        .expect("run cc: install a C compiler (scripts/install-deps.sh)");
+        .expect("run c++: install a C++ compiler (scripts/install-deps.sh)");
     assert!(
         o.status.success(),
         "compiling against {}: {}",

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use xpuprof_testkit::host::target_dir;
+use xpuprof_testkit::outputs::Outputs;
+
 const PACKAGES: &[&str] = &[
     "xpuprof-core",
     "xpuprof-plugin-rocm",
@@ -31,12 +34,6 @@ impl Lib {
             Lib::Roctracer => "roctracer",
         }
     }
-}
-
-/// `target/<profile>/`.
-pub fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.parent().and_then(Path::parent).expect("target/<profile>/deps").to_owned()
 }
 
 fn repo() -> PathBuf {
@@ -163,47 +160,7 @@ pub fn probe() -> PathBuf {
 }
 
 /// What one profiled run left.
-#[derive(Debug)]
-pub struct Run {
-    /// xpuprof's stderr.
-    pub stderr: String,
-    /// The output folder.
-    pub out: PathBuf,
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.out);
-    }
-}
-
-impl Run {
-    /// An output file's text.
-    pub fn file(&self, name: &str) -> String {
-        std::fs::read_to_string(self.out.join(name))
-            .unwrap_or_else(|e| panic!("read {name}: {e}\n{}", self.stderr))
-    }
-
-    /// The folded profile's lines, sorted.
-    pub fn folded(&self) -> Vec<String> {
-        let mut l: Vec<String> = self.file("profile.folded").lines().map(str::to_owned).collect();
-        l.sort();
-        l
-    }
-
-    /// The Chrome trace's events.
-    pub fn chrome(&self) -> Vec<serde_json::Value> {
-        let v: serde_json::Value =
-            serde_json::from_str(&self.file("trace.json")).expect("trace.json is JSON");
-        let events = if v.is_array() { v } else { v["traceEvents"].clone() };
-        events.as_array().expect("an event array").clone()
-    }
-
-    /// `summary.json`.
-    pub fn summary(&self) -> serde_json::Value {
-        serde_json::from_str(&self.file("summary.json")).expect("summary.json")
-    }
-}
+pub type Run = Outputs;
 
 /// Runs `xpuprof <args> -- <program> <program_args>` with `env` set, and asserts it succeeded.
 pub fn xpuprof(tag: &str, args: &[&str], program: &Path, program_args: &[&str], env: &[(&str, &str)]) -> Run {
@@ -226,25 +183,10 @@ pub fn xpuprof(tag: &str, args: &[&str], program: &Path, program_args: &[&str], 
     let o = cmd.output().expect("run xpuprof");
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "xpuprof on {} failed ({}):\n{stderr}", program.display(), o.status);
-    Run { stderr, out }
+    Outputs { stderr, out }
 }
 
 /// Runs `xpuprof --source rocm --sink folded,chrome,summary -- app <mode>` on `lib`'s doubles.
 pub fn run(tag: &str, lib: Lib, mode: &str, env: &[(&str, &str)]) -> Run {
     xpuprof(tag, &["--source", "rocm", "--sink", "folded,chrome,summary"], &app(lib), &[mode], env)
-}
-
-/// Device operations of the Chrome trace as sorted `cat name dur=µs bytes=` lines (the timeless
-/// part of the trace, compared with a golden file), durations rounded to 0.1 µs.
-pub fn device_lines(events: &[serde_json::Value]) -> String {
-    let mut l: Vec<String> = events
-        .iter()
-        .filter(|e| e["ph"] == "X" && e["cat"] != "api")
-        .map(|e| {
-            let dur = e["dur"].as_f64().unwrap_or(-1.0);
-            format!("{} {} dur={dur:.1} bytes={}", e["cat"], e["name"], e["args"]["bytes"])
-        })
-        .collect();
-    l.sort();
-    l.join("\n") + "\n"
 }

@@ -5,7 +5,9 @@
 
 use xpuprof_testkit::golden;
 
-use crate::harness::{device_lines, run, Lib};
+use xpuprof_testkit::outputs::device_lines;
+
+use crate::harness::{run, Lib};
 use crate::sdk::{check_markers, check_stacks, summary_kernels, STACKS};
 
 #[test]

@@ -5,7 +5,9 @@
 
 use xpuprof_testkit::golden;
 
-use crate::harness::{device_lines, run, Lib, Run};
+use xpuprof_testkit::outputs::device_lines;
+
+use crate::harness::{run, Lib, Run};
 
 /// Every GPU line of the folded profile under the exact call path that launched it.
 pub fn check_stacks(r: &Run, expect: &[(&str, &str)]) {
@@ -28,7 +30,7 @@ pub const STACKS: [(&str, &str); 9] = [
     ("[GPU_Kernel]spill", ";main;run_all;launch_spill;hipLaunchKernel;"),
     ("[GPU_Memcpy]HtoD", ";main;run_all;copy_in;hipMemcpy;"),
     ("[GPU_Memcpy]DtoH", ";main;run_all;copy_out;hipMemcpy;"),
-    ("[GPU_Other]scratch allocation", ";main;run_all;launch_spill;hipLaunchKernel;"),
+    ("[GPU_Other]scratch_alloc", ";main;run_all;launch_spill;hipLaunchKernel;"),
 ];
 
 /// Kernels of the summary as (name, launches, total ns rounded to 0.1 µs).
