@@ -191,3 +191,119 @@ fn retire(
         Retirement::default().pid(pid).correlation(c).time(r.timestamp).clock(d.domain(conn)),
     ));
 }
+
+#[cfg(test)]
+mod tests {
+    use xpuprof_rocm_wire::{self as rocm_wire, Api};
+    use xpuprof_sdk::codec;
+    use xpuprof_sdk::Logger;
+    use xpuprof_wire as wire;
+
+    use super::*;
+    use crate::decode::SDK_CLOCK;
+
+    fn bytes<T>(v: &T) -> &[u8] {
+        // SAFETY: a plain C struct viewed as its bytes for the duration of the borrow.
+        unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+    }
+
+    fn records_message(recs: &[&[u8]]) -> Vec<u8> {
+        let mut m = Vec::new();
+        let at = wire::begin_message(&mut m, wire::MSG_RECORDS);
+        m.extend_from_slice(&(recs.len() as u32).to_le_bytes());
+        m.extend_from_slice(&0u32.to_le_bytes());
+        for r in recs {
+            m.extend_from_slice(&(r.len() as u16).to_le_bytes());
+        }
+        while (m.len() - at - wire::HEADER_BYTES) % 8 != 0 {
+            m.push(0);
+        }
+        for r in recs {
+            m.extend_from_slice(r);
+        }
+        wire::end_message(&mut m, at);
+        m
+    }
+
+    /// A stream as the SDK path writes it: the dispatch record becomes a kernel with its
+    /// symbol's name and registers, sizes in work-items, the SDK's clock and the low 32 bits of
+    /// the internal id; the retirement a `Retired`; a truncated record is counted, not read.
+    #[test]
+    fn sdk_records_become_model_events() {
+        let mut s = Vec::new();
+        let mut h = wire::Hello::new(10201, wire::FLAG_AGENT_STACKS);
+        h.pid = 4242;
+        h.encode(&mut s);
+        rocm_wire::put_api(&mut s, Api::RocprofilerSdk, (1, 2, 1));
+        let gpu = rocm_wire::Agent {
+            handle: 2,
+            kind: 2,
+            arch: "gfx942".into(),
+            product: "MI300X".into(),
+            ..Default::default()
+        };
+        rocm_wire::put_agents(&mut s, &[gpu]);
+        let k = rocm_wire::Kernel {
+            kernel_id: 7,
+            sgprs: 24,
+            vgprs: 40,
+            name: "saxpy".into(),
+            ..Default::default()
+        };
+        rocm_wire::put_kernels(&mut s, &[k]);
+        wire::put_message(&mut s, wire::MSG_CLOCK, &[&1000u64.to_le_bytes(), &5000u64.to_le_bytes()]);
+        let mut d = rocprofiler_buffer_tracing_kernel_dispatch_record_t {
+            size: std::mem::size_of::<rocprofiler_buffer_tracing_kernel_dispatch_record_t>() as u64,
+            kind: ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH as i32,
+            start_timestamp: 2000,
+            end_timestamp: 2500,
+            ..Default::default()
+        };
+        d.correlation_id.internal = (1 << 32) | 9;
+        d.dispatch_info.agent_id.handle = 2;
+        d.dispatch_info.queue_id.handle = 77;
+        d.dispatch_info.kernel_id = 7;
+        d.dispatch_info.grid_size = rocprofiler_dim3_t { x: 1024, y: 1, z: 1 };
+        d.dispatch_info.workgroup_size = rocprofiler_dim3_t { x: 256, y: 1, z: 1 };
+        let r = rocprofiler_buffer_tracing_correlation_id_retirement_record_t {
+            size: 32,
+            kind: ROCPROFILER_BUFFER_TRACING_CORRELATION_ID_RETIREMENT as i32,
+            timestamp: 2600,
+            internal_correlation_id: (1 << 32) | 9,
+        };
+        let short = &bytes(&d)[..100];
+        s.extend_from_slice(&records_message(&[bytes(&d), bytes(&r), short]));
+        let mut dec = Decoder::new(Logger::stderr());
+        let mut out = Emitter::detached();
+        assert_eq!(dec.feed(1, &s, &mut out), s.len());
+        let recs = codec::decode_all(&out.take_buffer()).expect("a valid batch");
+        let op = recs
+            .iter()
+            .find_map(|r| if let Record::DeviceOp(op) = r { Some(op.clone()) } else { None })
+            .expect("a kernel");
+        assert_eq!(
+            (op.kind, op.pid, op.start, op.end, op.clock),
+            (DeviceOpKind::Kernel, 4242, 2000, 2500, SDK_CLOCK)
+        );
+        assert_eq!(op.correlation, Some(Correlation { backend: backend::ROCM, id: 9 }));
+        let k = op.kernel.expect("launch configuration");
+        assert_eq!(
+            (k.grid, k.block, k.unit, k.vgprs, k.sgprs),
+            ([1024, 1, 1], [256, 1, 1], SizeUnit::WorkItems, 40, 24)
+        );
+        assert!(recs.iter().any(|r| matches!(r, Record::Str(s) if s.text == "saxpy" && s.id == op.name)));
+        assert!(recs
+            .iter()
+            .any(|r| matches!(r, Record::Device(dv) if dv.id == op.device && dv.native_id == 2)));
+        assert!(recs.iter().any(
+            |r| matches!(r, Record::Stream(st) if st.id == op.stream && st.kind == QueueKind::HsaQueue)
+        ));
+        assert!(recs
+            .iter()
+            .any(|r| matches!(r, Record::ClockSync(c) if c.domain == SDK_CLOCK && c.source_time == 1000)));
+        assert!(recs
+            .iter()
+            .any(|r| matches!(r, Record::Retired(t) if t.correlation.id == 9 && t.pid == 4242)));
+        assert_eq!((dec.stats.kernels, dec.stats.retired, dec.stats.skipped), (1, 1, 1));
+    }
+}

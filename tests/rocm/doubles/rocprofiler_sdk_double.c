@@ -7,7 +7,8 @@
  * roctx, HIP streams) on the calling thread, and buffer records laid out as the SDK lays them
  * out (the declarations of plugins/rocm/rocprofiler-sdk-sys) in a DISCARD buffer.
  *
- * Knobs: XPUPROF_TEST_SDK_CAPACITY=N: the buffer holds N records and delivers only when
+ * Knobs: XPUPROF_TEST_SDK_VERSION=M.m.p: the version the double reports.
+ * XPUPROF_TEST_SDK_CAPACITY=N: the buffer holds N records and delivers only when
  * flushed, so the N+1th record between flushes is dropped and counted (the DISCARD policy).
  * Otherwise it holds records up to the tool's byte size and delivers at the watermark.
  */
@@ -74,9 +75,13 @@ static uint64_t tid(void) { return (uint64_t)syscall(SYS_gettid); }
 /* ---- the SDK's entry points ---------------------------------------------------------------- */
 rocprofiler_status_t rocprofiler_get_version(uint32_t* major, uint32_t* minor, uint32_t* patch)
 {
+    /* XPUPROF_TEST_SDK_VERSION=M.m.p plays another SDK release (1.2.1 otherwise). */
+    const char* v = getenv("XPUPROF_TEST_SDK_VERSION");
     *major = 1;
     *minor = 2;
     *patch = 1;
+    if (v && *v)
+        sscanf(v, "%u.%u.%u", major, minor, patch);
     return ROCPROFILER_STATUS_SUCCESS;
 }
 

@@ -31,7 +31,8 @@ fn hello(version: u32, flags: u32) -> Vec<u8> {
     b
 }
 
-/// Tells the host (when reachable) and stderr why this process is not traced.
+/// Tells the host (when reachable) why this process is not traced; the caller says it on
+/// stderr.
 pub(crate) fn refuse(config: &Config, msg: &str) {
     if let Ok(outputs) = Outputs::connect(config.socket.as_deref(), config.dump_dir.as_deref(), "rocm") {
         let ch = Channel::new(NAME, 64 * 1024);
@@ -41,7 +42,6 @@ pub(crate) fn refuse(config: &Config, msg: &str) {
         ch.close();
         ch.run(outputs, || {});
     }
-    crate::say(&format!("{msg}; this process is not traced"));
 }
 
 /// Starts the agent on `tracer` (loaded from `lib_path`); the tracing library's callbacks are

@@ -127,3 +127,17 @@ fn discarded_records_are_counted_as_losses() {
         "{folded:#?}"
     );
 }
+
+#[test]
+fn an_sdk_older_than_1_0_is_refused_with_the_reason() {
+    // SDK 0.x (ROCm 6.2 to 6.4) numbers its buffer kinds differently: the agent must not read
+    // its records as 1.x ones. The program runs untraced and the user is told why.
+    let r = run("sdk-old", Lib::Sdk, "drops", &[("XPUPROF_TEST_SDK_VERSION", "0.5.0")]);
+    assert!(
+        r.stderr.contains("is rocprofiler-sdk 0.5.0: xpuprof reads the 1.x record layouts"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("api = \"roctracer\""), "the hint: {}", r.stderr);
+    assert!(r.stderr.contains("no ROCm process was traced"), "{}", r.stderr);
+}
