@@ -146,7 +146,7 @@ impl Decoder {
                     ModuleMap::new(wire::maps::decode_modules(m.payload))
             }
             wire::MSG_LAUNCHES => self.launches(conn, m.payload, out),
-            wire::MSG_RECORDS => self.records(conn, &mut r, out),
+            wire::MSG_RECORDS => self.records(conn, m.payload, out),
             wire::MSG_STRINGS => {
                 self.conns.entry(conn).or_default().strings.extend(names::parse_strings(m.payload))
             }
@@ -427,17 +427,9 @@ impl Decoder {
         normalise::return_address_frame(&mut self.strs, out, c.pid, &c.maps, ra)
     }
 
-    fn records(&mut self, conn: u64, r: &mut Reader<'_>, out: &mut Emitter) {
-        let n = r.u32() as usize;
-        r.u32();
-        let sizes: Vec<u16> = (0..n).map(|_| r.u16()).collect();
-        r.align8();
+    fn records(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
         let api = self.conns.get(&conn).and_then(|c| c.api);
-        for s in sizes {
-            let rec = r.bytes(s as usize);
-            if r.short {
-                break;
-            }
+        for rec in wire::records::split(payload) {
             match api {
                 Some(Api::RocprofilerSdk) => crate::records::record(self, conn, rec, out),
                 Some(Api::Roctracer) => crate::activity::record(self, conn, rec, out),

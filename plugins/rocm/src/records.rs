@@ -207,24 +207,6 @@ mod tests {
         unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
     }
 
-    fn records_message(recs: &[&[u8]]) -> Vec<u8> {
-        let mut m = Vec::new();
-        let at = wire::begin_message(&mut m, wire::MSG_RECORDS);
-        m.extend_from_slice(&(recs.len() as u32).to_le_bytes());
-        m.extend_from_slice(&0u32.to_le_bytes());
-        for r in recs {
-            m.extend_from_slice(&(r.len() as u16).to_le_bytes());
-        }
-        while (m.len() - at - wire::HEADER_BYTES) % 8 != 0 {
-            m.push(0);
-        }
-        for r in recs {
-            m.extend_from_slice(r);
-        }
-        wire::end_message(&mut m, at);
-        m
-    }
-
     /// A stream as the SDK path writes it: the dispatch record becomes a kernel with its
     /// symbol's name and registers, sizes in work-items, the SDK's clock and the low 32 bits of
     /// the internal id; the retirement a `Retired`; a truncated record is counted, not read.
@@ -272,7 +254,7 @@ mod tests {
             internal_correlation_id: (1 << 32) | 9,
         };
         let short = &bytes(&d)[..100];
-        s.extend_from_slice(&records_message(&[bytes(&d), bytes(&r), short]));
+        wire::records::put(&mut s, &[bytes(&d), bytes(&r), short]);
         let mut dec = Decoder::new(Logger::stderr());
         let mut out = Emitter::detached();
         assert_eq!(dec.feed(1, &s, &mut out), s.len());

@@ -61,6 +61,7 @@ pub mod launches;
 pub mod maps;
 pub mod names;
 mod reader;
+pub mod records;
 
 pub use hello::{Hello, ProtocolError};
 pub use reader::Reader;

@@ -46,6 +46,21 @@ impl Outputs {
     }
 }
 
+/// The kernels of `summary.json` as `(name, launches, total ns rounded to 0.1 µs)`, pretty
+/// printed (for golden files).
+pub fn summary_kernels(summary: &serde_json::Value) -> String {
+    let kernels: Vec<(String, u64, u64)> = summary["kernels"]
+        .as_array()
+        .expect("kernels")
+        .iter()
+        .map(|k| {
+            let total = (k["time"]["total_ns"].as_u64().unwrap_or(0) + 50) / 100 * 100;
+            (k["name"].as_str().unwrap_or("").to_owned(), k["launches"].as_u64().unwrap_or(0), total)
+        })
+        .collect();
+    format!("{kernels:#?}\n")
+}
+
 /// Device operations of a Chrome trace as sorted `cat name dur=µs bytes=` lines (the timeless
 /// part of the trace, for golden files), durations rounded to 0.1 µs: the session clock may be
 /// slewed against a device clock by a few hundred ppm.

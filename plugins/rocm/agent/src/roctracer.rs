@@ -350,7 +350,7 @@ unsafe extern "C" fn on_buffer(begin: *const c_char, end: *const c_char, _arg: *
             wire::put_message(&mut m, wire::MSG_STRINGS, &[&count.to_le_bytes(), &strings]);
         }
         if !recs.is_empty() {
-            crate::sdk::put_records(&mut m, &recs);
+            wire::records::put(&mut m, &recs);
         }
         if !m.is_empty() {
             a.channel.push(Chunk::Bytes(m));

@@ -590,25 +590,8 @@ unsafe extern "C" fn on_buffer(
         }
         if !recs.is_empty() {
             let mut m = Vec::new();
-            put_records(&mut m, &recs);
+            wire::records::put(&mut m, &recs);
             a.channel.push(Chunk::Bytes(m));
         }
     }));
-}
-
-/// Appends an `xpuprof-wire` record message holding `recs`.
-pub(crate) fn put_records(out: &mut Vec<u8>, recs: &[&[u8]]) {
-    let at = wire::begin_message(out, wire::MSG_RECORDS);
-    out.extend_from_slice(&(recs.len() as u32).to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    for r in recs {
-        out.extend_from_slice(&(r.len() as u16).to_le_bytes());
-    }
-    while (out.len() - at - wire::HEADER_BYTES) % 8 != 0 {
-        out.push(0);
-    }
-    for r in recs {
-        out.extend_from_slice(r);
-    }
-    wire::end_message(out, at);
 }

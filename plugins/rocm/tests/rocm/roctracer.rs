@@ -5,10 +5,10 @@
 
 use xpuprof_testkit::golden;
 
-use xpuprof_testkit::outputs::device_lines;
+use xpuprof_testkit::outputs::{device_lines, summary_kernels};
 
 use crate::harness::{run, Lib};
-use crate::sdk::{check_markers, check_stacks, summary_kernels, STACKS};
+use crate::sdk::{check_markers, check_stacks, STACKS};
 
 #[test]
 fn kernels_and_copies_join_their_exact_launch_stacks() {
@@ -21,5 +21,5 @@ fn kernels_and_copies_join_their_exact_launch_stacks() {
     let events = r.chrome();
     golden::check("roctracer.chrome.txt", &device_lines(&events));
     check_markers(&events);
-    golden::check("roctracer.summary-kernels.txt", &summary_kernels(&r));
+    golden::check("roctracer.summary-kernels.txt", &summary_kernels(&r.summary()));
 }

@@ -5,7 +5,7 @@
 
 use xpuprof_testkit::golden;
 
-use xpuprof_testkit::outputs::device_lines;
+use xpuprof_testkit::outputs::{device_lines, summary_kernels};
 
 use crate::harness::{run, Lib, Run};
 
@@ -32,21 +32,6 @@ pub const STACKS: [(&str, &str); 9] = [
     ("[GPU_Memcpy]DtoH", ";main;run_all;copy_out;hipMemcpy;"),
     ("[GPU_Other]scratch_alloc", ";main;run_all;launch_spill;hipLaunchKernel;"),
 ];
-
-/// Kernels of the summary as (name, launches, total ns rounded to 0.1 µs).
-pub fn summary_kernels(r: &Run) -> String {
-    let summary = r.summary();
-    let kernels: Vec<(String, u64, u64)> = summary["kernels"]
-        .as_array()
-        .expect("kernels")
-        .iter()
-        .map(|k| {
-            let total = (k["time"]["total_ns"].as_u64().unwrap_or(0) + 50) / 100 * 100;
-            (k["name"].as_str().unwrap_or("").to_owned(), k["launches"].as_u64().unwrap_or(0), total)
-        })
-        .collect();
-    format!("{kernels:#?}\n")
-}
 
 /// roctx: the range around the work and the marker inside it.
 pub fn check_markers(events: &[serde_json::Value]) {
@@ -85,7 +70,7 @@ fn kernels_copies_memory_and_scratch_join_their_exact_launch_stacks() {
     let events = r.chrome();
     golden::check("sdk.chrome.txt", &device_lines(&events));
     check_markers(&events);
-    golden::check("sdk.summary-kernels.txt", &summary_kernels(&r));
+    golden::check("sdk.summary-kernels.txt", &summary_kernels(&r.summary()));
 }
 
 #[test]
