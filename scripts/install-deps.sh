@@ -28,8 +28,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc g++ golang-go libze1 libze-dev python3.11 libpython3.11-dev chromium)
-APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc golang-go libze1 libze-dev python3.11 libpython3.11-dev libamdhip64-dev g++)
+APT_PKGS=(clang llvm libclang-dev libelf-dev zlib1g-dev pkg-config bpftool make gcc g++ golang-go libze1 libze-dev python3.11 libpython3.11-dev chromium libamdhip64-dev)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
