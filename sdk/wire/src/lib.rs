@@ -56,8 +56,8 @@
 //! | 128–255 | backend-private messages, defined by the backend's own crates |
 
 mod hello;
-pub mod levelzero;
 pub mod launches;
+pub mod levelzero;
 pub mod maps;
 pub mod names;
 mod reader;
