@@ -253,16 +253,10 @@ unsafe extern "C" fn on_api(_domain: u32, cid: u32, data: *const c_void, _arg: *
     // SAFETY: per the contract; the head is the first two fields of hip_api_data_t.
     let d = unsafe { &*(data as *const hip_api_data_head_t) };
     if d.phase == ACTIVITY_API_PHASE_ENTER {
-        let outer = a.launches.enter(
-            &a.sites(),
-            rocm_wire::DOMAIN_ROCTRACER_HIP,
-            cid,
-            d.correlation_id as u32,
-            regs.fp,
-            regs.sp,
-        );
-        if outer && a.config.trampoline() {
-            trampoline::call(regs.fp, xpuprof_sdk::model::backend::ROCM, d.correlation_id);
+        let outer =
+            a.launches.enter(&a.sites(), rocm_wire::DOMAIN_ROCTRACER_HIP, cid, d.correlation_id as u32, regs);
+        if let Some(start) = outer.filter(|_| a.config.trampoline()) {
+            trampoline::call(&start, xpuprof_sdk::model::backend::ROCM, d.correlation_id);
         }
     } else {
         a.launches.exit(0);

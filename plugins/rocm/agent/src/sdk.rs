@@ -427,11 +427,10 @@ unsafe extern "C" fn on_callback(
                     rocm_wire::DOMAIN_SDK_HIP,
                     record.operation as u32,
                     corr as u32,
-                    regs.fp,
-                    regs.sp,
+                    regs,
                 );
-                if outer && a.config.trampoline() {
-                    trampoline::call(regs.fp, xpuprof_sdk::model::backend::ROCM, corr);
+                if let Some(start) = outer.filter(|_| a.config.trampoline()) {
+                    trampoline::call(&start, xpuprof_sdk::model::backend::ROCM, corr);
                 }
             } else {
                 // SAFETY: the HIP API payload, valid during the callback.
