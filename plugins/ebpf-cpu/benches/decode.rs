@@ -43,13 +43,29 @@ fn record_here(depth: u32) -> Vec<u64> {
     };
     // SAFETY: `words` is larger than a StackEvent and 8-byte aligned, as StackEvent needs.
     unsafe { std::ptr::write(words.as_mut_ptr().cast::<StackEvent>(), event) };
-    // SAFETY: `[sp, sp + COPY)` is this thread's live stack (the main thread's stack is far
-    // deeper than 16 KiB below its top at this point of a criterion run).
-    let stack = unsafe { std::slice::from_raw_parts(regs.sp as *const u8, COPY) };
+    // As BPF does: at most COPY bytes, not past the end of the stack's mapping.
+    let len = (mapping_end(regs.sp) - regs.sp).min(COPY as u64) as usize;
+    // SAFETY: `[sp, sp + len)` lies in this thread's stack mapping, below its end.
+    let stack = unsafe { std::slice::from_raw_parts(regs.sp as *const u8, len) };
     // SAFETY: viewing the initialised words as bytes over the same memory.
     let bytes = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 8) };
-    bytes[hdr..].copy_from_slice(stack);
+    bytes[hdr..hdr + len].copy_from_slice(stack);
+    let at = std::mem::offset_of!(StackEvent, ustack_bytes);
+    bytes[at..at + 4].copy_from_slice(&(len as i32).to_ne_bytes());
+    words.truncate((hdr + len).div_ceil(8));
     words
+}
+
+/// The end of this process's mapping that contains `addr` (`/proc/self/maps`).
+fn mapping_end(addr: u64) -> u64 {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
+    maps.lines()
+        .filter_map(|l| {
+            let (s, e) = l.split_whitespace().next()?.split_once('-')?;
+            Some((u64::from_str_radix(s, 16).ok()?, u64::from_str_radix(e, 16).ok()?))
+        })
+        .find(|&(s, e)| s <= addr && addr < e)
+        .map_or(addr, |(_, e)| e)
 }
 
 fn handle(c: &mut Criterion) {
