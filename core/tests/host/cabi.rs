@@ -226,6 +226,13 @@ fn every_record() -> Vec<Record> {
                 .device(DeviceId(1))
                 .clock(ClockDomain(3)),
         ),
+        Record::Retired(
+            Retirement::default()
+                .pid(10)
+                .correlation(Correlation { backend: backend::ROCM, id: big })
+                .time(big + 2)
+                .clock(ClockDomain(3)),
+        ),
     ]
 }
 
@@ -319,6 +326,7 @@ fn the_test_batch_sets_every_field_of_every_record_kind() {
             Record::Loss(_) => format!("{:?}", Loss::default()),
             Record::ClockSync(_) => format!("{:?}", ClockSync::default()),
             Record::Overhead(_) => format!("{:?}", Overhead::default()),
+            Record::Retired(_) => format!("{:?}", Retirement::default()),
             other => panic!("a record kind the C header does not know: {other:?}; add it to records.h"),
         };
         let (set, unset) = (debug_fields(inner), debug_fields(&default));

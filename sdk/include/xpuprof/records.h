@@ -48,6 +48,7 @@ extern "C" {
 #define XPUPROF_TAG_LOSS 23
 #define XPUPROF_TAG_CLOCK_SYNC 24
 #define XPUPROF_TAG_OVERHEAD 25
+#define XPUPROF_TAG_RETIRED 26
 
 /* ---- enumerations (values of docs/formats.md) ---- */
 /* FrameKind */
@@ -337,6 +338,15 @@ typedef struct xpuprof_overhead {
     uint32_t name, device, clock;
 } xpuprof_overhead;
 
+/* A backend retired a correlation id (no device work will carry it any more); the host's
+ * correlator consumes it. */
+typedef struct xpuprof_retirement {
+    uint32_t pid;
+    xpuprof_correlation correlation;
+    uint64_t time;
+    uint32_t clock;
+} xpuprof_retirement;
+
 /* One decoded record: `tag` says which member is valid. */
 typedef struct xpuprof_record {
     uint8_t tag;
@@ -359,6 +369,7 @@ typedef struct xpuprof_record {
         xpuprof_loss loss;
         xpuprof_clock_sync clock_sync;
         xpuprof_overhead overhead;
+        xpuprof_retirement retired;
     } u;
 } xpuprof_record;
 
@@ -872,6 +883,15 @@ static inline int xpuprof_write_overhead(xpuprof_batch *b, const xpuprof_overhea
     return xpuprof__end_record(b, at_);
 }
 
+static inline int xpuprof_write_retired(xpuprof_batch *b, const xpuprof_retirement *r) {
+    XPUPROF__BEGIN(b, XPUPROF_TAG_RETIRED);
+    xpuprof__key_var(b, 1, r->pid);
+    xpuprof__key_corr(b, 2, &r->correlation);
+    xpuprof__key_var(b, 3, r->time);
+    xpuprof__key_var(b, 4, r->clock);
+    return xpuprof__end_record(b, at_);
+}
+
 /* Writes any decoded record back (what a filter or a test round trip needs). */
 static inline int xpuprof_write_record(xpuprof_batch *b, const xpuprof_record *r) {
     switch (r->tag) {
@@ -894,6 +914,7 @@ static inline int xpuprof_write_record(xpuprof_batch *b, const xpuprof_record *r
     case XPUPROF_TAG_LOSS: return xpuprof_write_loss(b, &r->u.loss);
     case XPUPROF_TAG_CLOCK_SYNC: return xpuprof_write_clock_sync(b, &r->u.clock_sync);
     case XPUPROF_TAG_OVERHEAD: return xpuprof_write_overhead(b, &r->u.overhead);
+    case XPUPROF_TAG_RETIRED: return xpuprof_write_retired(b, &r->u.retired);
     default: return -1;
     }
 }
@@ -1355,6 +1376,29 @@ static inline int xpuprof__read_payload(xpuprof__cur *c, uint8_t tag, xpuprof_re
             else if (n == 7) o->device = xpuprof__ku32(c, ty);
             else if (n == 8) o->clock = xpuprof__ku32(c, ty);
             else xpuprof__skip(c, ty);
+        }
+        break;
+    }
+    case XPUPROF_TAG_RETIRED: {
+        xpuprof_retirement *t = &r->u.retired;
+        while (xpuprof__key(c, &n, &ty)) {
+            if (n == 1) {
+                t->pid = xpuprof__ku32(c, ty);
+            } else if (n == 2) {
+                xpuprof__cur s2 = xpuprof__sub(c, ty);
+                if (ty == 2) {
+                    t->correlation.present = 1;
+                    t->correlation.backend = xpuprof__ru32(&s2);
+                    t->correlation.id = xpuprof__rvar(&s2);
+                }
+                xpuprof__merge_bad(c, &s2);
+            } else if (n == 3) {
+                t->time = xpuprof__kvar(c, ty);
+            } else if (n == 4) {
+                t->clock = xpuprof__ku32(c, ty);
+            } else {
+                xpuprof__skip(c, ty);
+            }
         }
         break;
     }
