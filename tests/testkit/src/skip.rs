@@ -18,16 +18,39 @@ pub fn in_ci() -> bool {
 pub fn missing(reason: &str) {
     let thread = std::thread::current();
     let test = thread.name().unwrap_or("a test").to_owned();
-    if in_ci() {
-        panic!("{test}: {reason} (CI is set: a missing prerequisite fails the test)");
+    match verdict(in_ci(), &test, reason) {
+        Verdict::Fail(message) => panic!("{message}"),
+        Verdict::Skip(entry) => {
+            eprintln!("SKIPPED: {entry}");
+            record(&SKIPPED, entry);
+            static AT_EXIT: Once = Once::new();
+            // SAFETY: registers a plain function; atexit has no other precondition.
+            AT_EXIT.call_once(|| unsafe {
+                libc::atexit(print_skipped);
+            });
+        }
     }
-    eprintln!("SKIPPED: {test}: {reason}");
-    SKIPPED.lock().unwrap_or_else(|e| e.into_inner()).push(format!("{test}: {reason}"));
-    static AT_EXIT: Once = Once::new();
-    // SAFETY: registers a plain function; atexit has no other precondition.
-    AT_EXIT.call_once(|| unsafe {
-        libc::atexit(print_skipped);
-    });
+}
+
+/// What a missing prerequisite means for a test.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    /// In CI: the test fails with this message.
+    Fail(String),
+    /// Elsewhere: the test is skipped; this entry goes into the list printed at exit.
+    Skip(String),
+}
+
+fn verdict(ci: bool, test: &str, reason: &str) -> Verdict {
+    if ci {
+        Verdict::Fail(format!("{test}: {reason} (CI is set: a missing prerequisite fails the test)"))
+    } else {
+        Verdict::Skip(format!("{test}: {reason}"))
+    }
+}
+
+fn record(list: &Mutex<Vec<String>>, entry: String) {
+    list.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
 }
 
 /// True when running as root; otherwise reports the missing prerequisite (see [`missing`]).
@@ -61,16 +84,18 @@ mod tests {
 
     #[test]
     fn a_missing_prerequisite_fails_in_ci_and_is_a_counted_skip_elsewhere() {
-        let ci = std::env::var_os("CI");
-        std::env::set_var("CI", "true");
-        let failed = std::panic::catch_unwind(|| missing("needs a unicorn")).is_err();
-        std::env::remove_var("CI");
-        missing("needs a unicorn");
-        if let Some(v) = ci {
-            std::env::set_var("CI", v);
+        // The decision and the list are tested without touching the process: no CI variable
+        // changed under the other tests, and no SKIPPED line printed by a passing test run.
+        match verdict(true, "t", "needs a unicorn") {
+            Verdict::Fail(m) => assert!(m.contains("needs a unicorn") && m.contains("CI is set"), "{m}"),
+            v => panic!("in CI a missing prerequisite fails the test: {v:?}"),
         }
-        assert!(failed, "in CI a missing prerequisite panics");
-        let list = SKIPPED.lock().unwrap();
+        let list = Mutex::new(Vec::new());
+        match verdict(false, "t", "needs a unicorn") {
+            Verdict::Skip(entry) => record(&list, entry),
+            v => panic!("elsewhere it is a skip: {v:?}"),
+        }
+        let list = list.into_inner().unwrap();
         assert_eq!(list.len(), 1, "elsewhere it is counted once: {list:?}");
         assert!(list[0].ends_with("needs a unicorn"), "{list:?}");
     }
