@@ -85,43 +85,8 @@ pub fn workload(name: &str) -> PathBuf {
     prepare().join(name)
 }
 
-/// What one profiled run left.
-#[derive(Debug)]
-pub struct Run {
-    /// xpuprof's stderr.
-    pub stderr: String,
-    /// The output folder.
-    pub out: PathBuf,
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.out);
-    }
-}
-
-impl Run {
-    /// An output file's text.
-    pub fn file(&self, name: &str) -> String {
-        std::fs::read_to_string(self.out.join(name))
-            .unwrap_or_else(|e| panic!("read {name}: {e}\n{}", self.stderr))
-    }
-
-    /// The folded profile's lines, sorted.
-    pub fn folded(&self) -> Vec<String> {
-        let mut l: Vec<String> = self.file("profile.folded").lines().map(str::to_owned).collect();
-        l.sort();
-        l
-    }
-
-    /// The Chrome trace's events.
-    pub fn chrome(&self) -> Vec<serde_json::Value> {
-        let v: serde_json::Value =
-            serde_json::from_str(&self.file("trace.json")).expect("trace.json is JSON");
-        let events = if v.is_array() { v } else { v["traceEvents"].clone() };
-        events.as_array().expect("an event array").clone()
-    }
-}
+/// What one profiled run left (the testkit's reader of an output folder).
+pub use xpuprof_testkit::outputs::{device_lines, Outputs as Run};
 
 /// Runs `xpuprof --source levelzero --sink folded,chrome,summary -- <workload> args` with the
 /// test-double driver scripted by `script`.
@@ -154,20 +119,4 @@ pub fn run_program(tag: &str, script: &str, exe: &Path, args: &[&str], flags: &[
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "xpuprof on {workload_name} failed ({}):\n{stderr}", o.status);
     Run { stderr, out }
-}
-
-/// Device operations of the Chrome trace as sorted `cat name dur=µs` lines (the timeless part
-/// of the trace, compared with a golden file). Durations are rounded to 0.1 µs: the session
-/// clock may be slewed against CLOCK_MONOTONIC_RAW by a few hundred ppm.
-pub fn device_lines(events: &[serde_json::Value]) -> String {
-    let mut l: Vec<String> = events
-        .iter()
-        .filter(|e| e["ph"] == "X" && e["cat"] != "api")
-        .map(|e| {
-            let dur = e["dur"].as_f64().unwrap_or(-1.0);
-            format!("{} {} dur={dur:.1} bytes={}", e["cat"], e["name"], e["args"]["bytes"])
-        })
-        .collect();
-    l.sort();
-    l.join("\n") + "\n"
 }
