@@ -124,61 +124,29 @@ impl Config {
     /// overhead verbose runtime_callbacks monotonic tsc callback_noop` (0/1), `api=launches|all|off`, `stacks=agent|ebpf|both|off`,
     /// `depth=N`, `buffer_kib=N`.
     pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
-        for item in opts.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (k, v) = item.split_once('=').ok_or_else(|| format!("option `{item}` is not key=value"))?;
-            let flag = || match v {
-                "1" | "true" => Ok(true),
-                "0" | "false" => Ok(false),
-                _ => Err(format!("option `{k}` must be 0 or 1, got `{v}`")),
-            };
-            match k {
-                "kernels" => self.kernels = flag()?,
-                "memcpy" => self.memcpy = flag()?,
-                "memset" => self.memset = flag()?,
-                "sync" => self.sync = flag()?,
-                "memory" => self.memory = flag()?,
-                "nvtx" => self.nvtx = flag()?,
-                "devices" => self.devices = flag()?,
-                "overhead" => self.overhead = flag()?,
-                "verbose" => self.verbose = flag()?,
-                "runtime_callbacks" => self.runtime_callbacks = flag()?,
-                "monotonic" => self.monotonic = flag()?,
-                "tsc" => self.tsc = flag()?,
-                "callback_noop" => self.callback_noop = flag()?,
-                "api" => {
-                    self.api = match v {
-                        "launches" => ApiMode::Launches,
-                        "all" => ApiMode::All,
-                        "off" => ApiMode::Off,
-                        _ => return Err(format!("option api must be launches, all or off, got `{v}`")),
-                    }
-                }
-                "stacks" => {
-                    self.stacks = match v {
-                        "agent" => StackMode::Agent,
-                        "ebpf" => StackMode::Ebpf,
-                        "both" => StackMode::Both,
-                        "off" => StackMode::Off,
-                        _ => {
-                            return Err(format!("option stacks must be agent, ebpf, both or off, got `{v}`"))
-                        }
-                    }
-                }
-                "python" => {
-                    self.python = match v {
-                        "auto" => true,
-                        "off" => false,
-                        _ => return Err(format!("option python must be auto or off, got `{v}`")),
-                    }
-                }
-                "depth" => {
-                    self.max_depth = v.parse().map_err(|_| format!("option depth: bad number `{v}`"))?
-                }
-                "buffer_kib" => {
-                    let kib: usize = v.parse().map_err(|_| format!("option buffer_kib: bad number `{v}`"))?;
-                    self.buffer_bytes = kib.clamp(64, 1 << 20) * 1024;
-                }
-                _ => return Err(format!("unknown option `{k}`")),
+        const APIS: [ApiMode; 3] = [ApiMode::Launches, ApiMode::All, ApiMode::Off];
+        const STACKS: [StackMode; 4] = [StackMode::Agent, StackMode::Ebpf, StackMode::Both, StackMode::Off];
+        for o in xpuprof_agent_kit::opts::parse(opts)? {
+            match o.key {
+                "kernels" => self.kernels = o.flag()?,
+                "memcpy" => self.memcpy = o.flag()?,
+                "memset" => self.memset = o.flag()?,
+                "sync" => self.sync = o.flag()?,
+                "memory" => self.memory = o.flag()?,
+                "nvtx" => self.nvtx = o.flag()?,
+                "devices" => self.devices = o.flag()?,
+                "overhead" => self.overhead = o.flag()?,
+                "verbose" => self.verbose = o.flag()?,
+                "runtime_callbacks" => self.runtime_callbacks = o.flag()?,
+                "monotonic" => self.monotonic = o.flag()?,
+                "tsc" => self.tsc = o.flag()?,
+                "callback_noop" => self.callback_noop = o.flag()?,
+                "api" => self.api = APIS[o.one_of(&["launches", "all", "off"])?],
+                "stacks" => self.stacks = STACKS[o.one_of(&["agent", "ebpf", "both", "off"])?],
+                "python" => self.python = o.one_of(&["auto", "off"])? == 0,
+                "depth" => self.max_depth = o.number()?,
+                "buffer_kib" => self.buffer_bytes = o.number::<usize>()?.clamp(64, 1 << 20) * 1024,
+                _ => return Err(o.unknown()),
             }
         }
         self.max_depth = self.max_depth.clamp(1, 255);
