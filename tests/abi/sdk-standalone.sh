@@ -6,6 +6,8 @@
 # Usage: tests/abi/sdk-standalone.sh [TARGET_DIR]   (default: target/sdk-standalone)
 # Run by core/tests/host/abi.rs `sdk_builds_outside_the_workspace`.
 set -euo pipefail
+# A build check, not a debugging session: no debug info and no incremental cache (CI's disk is small).
+export CARGO_PROFILE_DEV_DEBUG=false CARGO_INCREMENTAL=0
 root=$(cd "$(dirname "$0")/../.." && pwd)
 target=${1:-$root/target/sdk-standalone}
 work=$(mktemp -d)

@@ -14,6 +14,8 @@
 #   shared with tests/abi/sdk-standalone.sh so the SDK's dependencies are built once).
 # Run by core/tests/host/kit.rs.
 set -euo pipefail
+# A build check, not a debugging session: no debug info and no incremental cache (CI's disk is small).
+export CARGO_PROFILE_DEV_DEBUG=false CARGO_INCREMENTAL=0
 root=$(cd "$(dirname "$0")/../.." && pwd)
 xpuprof=$(realpath "$1")
 target=${2:-$root/target/sdk-standalone}
