@@ -7,4 +7,4 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # Plugins are cdylibs loaded at run time: build them before the tests that load them.
 cargo build --workspace
-cargo test --workspace
+cargo test --workspace --no-fail-fast
