@@ -6,6 +6,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use xpuprof_plugin_ebpf::decode::{StackEvent, EV_SAMPLE, MAX_KSTACK};
 use xpuprof_plugin_ebpf::handler::Handler;
+use xpuprof_plugin_ebpf::python::PyStack;
 use xpuprof_sdk::{Emitter, Logger};
 use xpuprof_unwind::Registers;
 
@@ -40,6 +41,7 @@ fn record_here(depth: u32) -> Vec<u64> {
         pad: 0,
         comm: *b"bench\0\0\0\0\0\0\0\0\0\0\0",
         kstack: [0; MAX_KSTACK],
+        py: PyStack::default(),
     };
     // SAFETY: `words` is larger than a StackEvent and 8-byte aligned, as StackEvent needs.
     unsafe { std::ptr::write(words.as_mut_ptr().cast::<StackEvent>(), event) };
@@ -72,7 +74,8 @@ fn handle(c: &mut Criterion) {
     let words = record_here(20);
     // SAFETY: viewing initialised u64s as bytes over the same memory.
     let record = unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 8) };
-    let mut h = Handler::new(Emitter::detached(), Logger::stderr(), std::process::id(), &[], Vec::new());
+    let mut h =
+        Handler::new(Emitter::detached(), Logger::stderr(), std::process::id(), &[], Vec::new(), false);
     let mut g = c.benchmark_group("handler");
     g.throughput(Throughput::Elements(1));
     let mut n = 0u64;

@@ -9,12 +9,12 @@ use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use libbpf_rs::{RingBuffer, RingBufferBuilder};
+use libbpf_rs::{MapCore, RingBuffer, RingBufferBuilder};
 use xpuprof_sdk::model::{Loss, Record};
 use xpuprof_sdk::{Emitter, Logger};
 
 use crate::bpf::{self, ProfileSkel};
-use crate::config::Config;
+use crate::config::{Config, Python};
 use crate::handler::Handler;
 use crate::procmaps::ProcMaps;
 use crate::uprobes::{ProbeSet, Programs};
@@ -72,7 +72,14 @@ pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
     let progs = Programs { launch: &skel.progs.on_launch, trampoline: &skel.progs.on_trampoline };
     let mut probes = ProbeSet::new(cfg.launch_probes.clone(), cfg.trampoline);
     pre_attach(&mut probes, progs, &command, &log);
-    let handler = RefCell::new(Handler::new(emitter, log, pid, &command, cfg.launch_probes.clone()));
+    let handler = RefCell::new(Handler::new(
+        emitter,
+        log,
+        pid,
+        &command,
+        cfg.launch_probes.clone(),
+        cfg.python == Python::Auto,
+    ));
     let mut rb = RingBufferBuilder::new();
     let added = rb
         .add(&skel.maps.events, |data: &[u8]| {
@@ -89,7 +96,7 @@ pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
         }
     };
     let _ = ready.send(Ok(()));
-    record_until_stopped(&rb, &handler, &mut probes, progs, &cfg, &stop);
+    record_until_stopped(&rb, &handler, &mut probes, progs, &skel.maps.py_procs, &cfg, &stop);
     drop(rb);
     let mut handler = handler.into_inner();
     handler.flush_parked();
@@ -103,6 +110,7 @@ fn record_until_stopped(
     handler: &RefCell<Handler>,
     probes: &mut ProbeSet,
     progs: Programs<'_, '_>,
+    py_procs: &dyn MapCore,
     cfg: &Config,
     stop: &AtomicBool,
 ) {
@@ -112,6 +120,8 @@ fn record_until_stopped(
             handler.borrow().log.debug(&format!("ring buffer poll: {e}"));
         }
         scans.run(&mut handler.borrow_mut(), probes, progs);
+        let updates = handler.borrow_mut().take_python_updates();
+        crate::python::publish(py_procs, updates, &handler.borrow().log);
         handler.borrow_mut().forget_exited(Instant::now());
         // Records reach the host within the SDK's FLUSH_INTERVAL however few there are, so the
         // live status moves and a killed xpuprof loses at most the last moments (the archive
@@ -194,8 +204,9 @@ impl Scans {
     }
 }
 
-/// Refreshes the maps snapshot of `pid` and probes new files in it.
+/// Refreshes the maps snapshot of `pid`, probes new files in it and looks for its Python.
 fn scan(h: &mut Handler, probes: &mut ProbeSet, progs: Programs<'_, '_>, pid: u32) {
+    h.discover_python(pid);
     if !h.maps.refresh(pid) || probes.is_empty() {
         return;
     }
@@ -232,6 +243,9 @@ fn finish(skel: &ProfileSkel<'_>, h: &mut Handler, probes: &ProbeSet) {
         losses.push((cut_cause(c), stats.cut[c as usize]));
     }
     losses.push(("ring buffer records not decoded", h.bad_records));
+    if let Some(py) = h.python() {
+        losses.extend(crate::python::report(py, &h.log));
+    }
     let time = xpuprof_sdk::clock::now_ns();
     for (cause, count) in losses.into_iter().filter(|(_, n)| *n > 0) {
         h.log.info(&format!("lost {count}: {cause}"));

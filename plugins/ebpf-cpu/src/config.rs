@@ -2,6 +2,7 @@
 
 use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::{ConfigKey, PluginConfig, PluginResult};
+pub use xpuprof_toolbox::python::Python;
 
 xpuprof_sdk::plugin_config! {
     /// The `[source.ebpf]` table as the user wrote it: every key, its type, default, range and
@@ -33,6 +34,10 @@ xpuprof_sdk::plugin_config! {
         /// bytes of user stack copied per sample and launch stack, unwound by the host with the binaries'
         /// unwind tables; stacks deeper than this are cut (and counted)
         pub ustack_copy_bytes: u32 = 16384, one_of([4096, 8192, 16384]);
+        /// Python frames in CPU samples and launch stacks: "auto" (where a process of the tree runs CPython
+        /// 3.9-3.13, found by what it maps, each eval-loop frame replaced by the Python functions it runs, shown
+        /// as function (file.py:line)), "off"
+        pub python: Python = Python::Auto;
         /// size of the kernel-to-host ring buffer (MiB, power of two)
         pub ring_buffer_mib: u32 = 16, one_of([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]);
     }
@@ -79,6 +84,8 @@ pub struct Config {
     pub ring_buffer_bytes: u32,
     /// User stack bytes copied per record.
     pub ustack_copy_bytes: u32,
+    /// Python frames.
+    pub python: Python,
 }
 
 impl Default for Config {
@@ -113,6 +120,7 @@ impl Config {
             maps_scan_ms: k.maps_scan_ms,
             ring_buffer_bytes: k.ring_buffer_mib << 20,
             ustack_copy_bytes: k.ustack_copy_bytes,
+            python: k.python,
         })
     }
 

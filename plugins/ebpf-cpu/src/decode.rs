@@ -50,6 +50,8 @@ pub struct StackEvent {
     pub pad: u32,
     pub comm: [u8; 16],
     pub kstack: [u64; MAX_KSTACK],
+    /// The thread's Python frames as BPF read them (`frames = 0` outside CPython).
+    pub py: crate::python::PyStack,
 }
 
 // SAFETY: `StackEvent` is `repr(C)`, made only of integers and arrays of integers, so every bit
@@ -183,6 +185,8 @@ mod tests {
         assert_eq!(offset_of!(StackEvent, comm), offset_of!(types::xp_stack_event, comm));
         assert_eq!(offset_of!(StackEvent, user_ip), offset_of!(types::xp_stack_event, user_ip));
         assert_eq!(offset_of!(StackEvent, flags), offset_of!(types::xp_stack_event, flags));
+        assert_eq!(offset_of!(StackEvent, py), offset_of!(types::xp_stack_event, py));
+        assert_eq!(size_of::<crate::python::PyStack>(), size_of::<types::xp_py_stack>());
         assert_eq!(offset_of!(ProcEvent, comm), offset_of!(types::xp_proc_event, comm));
         assert_eq!(offset_of!(ProcEvent, time), offset_of!(types::xp_proc_event, time));
         assert_eq!(size_of::<MappingEvent>(), size_of::<types::xp_mapping_event>());

@@ -8,6 +8,7 @@ use xpuprof_sdk::{Emitter, Logger};
 
 use crate::decode::{self, Event, MappingEvent, ProcEvent, StackEvent};
 use crate::procmaps::{Mapping, MapsCache};
+use crate::python::{Interpreters, PyOffsets};
 use xpuprof_toolbox::Interner;
 
 /// `vm_pgoff` unit (4 KiB pages on x86-64).
@@ -50,6 +51,8 @@ pub struct Handler {
     procs: HashMap<u32, ProcInfo>,
     interner: Interner,
     stacks: StackBuilder,
+    /// The tracked processes' Python interpreters (`None`: `python = "off"`).
+    python: Option<Interpreters>,
     launch_symbols: Vec<String>,
     next_uncorrelated: u64,
     /// Records that could not be decoded.
@@ -57,13 +60,15 @@ pub struct Handler {
 }
 
 impl Handler {
-    /// A handler for the tree rooted at `pid`, started by `command`.
+    /// A handler for the tree rooted at `pid`, started by `command` (Python frames in its stacks
+    /// when `python`).
     pub fn new(
         emitter: Emitter,
         log: Logger,
         pid: u32,
         command: &[String],
         launch_symbols: Vec<String>,
+        python: bool,
     ) -> Self {
         let mut h = Self {
             emitter,
@@ -77,6 +82,7 @@ impl Handler {
             procs: HashMap::new(),
             interner: Interner::default(),
             stacks: StackBuilder::default(),
+            python: python.then(Interpreters::default),
             launch_symbols,
             next_uncorrelated: 1,
             bad_records: 0,
@@ -111,6 +117,23 @@ impl Handler {
         self.stacks.stats
     }
 
+    /// Looks for CPython in `pid` (rate-limited while it may still be loading).
+    pub fn discover_python(&mut self, pid: u32) {
+        if let Some(py) = &mut self.python {
+            py.discover(pid, Instant::now());
+        }
+    }
+
+    /// The changes to make in BPF's `py_procs` (offsets to set, `None` to remove).
+    pub fn take_python_updates(&mut self) -> Vec<(u32, Option<PyOffsets>)> {
+        self.python.as_mut().map(Interpreters::take_updates).unwrap_or_default()
+    }
+
+    /// The Python part of the samples, when Python frames are on.
+    pub fn python(&self) -> Option<&Interpreters> {
+        self.python.as_ref()
+    }
+
     fn on_proc(&mut self, p: &ProcEvent) {
         match p.kind {
             decode::EV_FORK => {
@@ -125,6 +148,9 @@ impl Handler {
                 self.procs.entry(p.pid).or_default().command = command;
                 self.maps.exec(p.pid, p.time);
                 self.execs.push(p.pid);
+                if let Some(py) = &mut self.python {
+                    py.forget(p.pid);
+                }
             }
             decode::EV_EXIT => {
                 self.live.remove(&p.pid);
@@ -174,6 +200,9 @@ impl Handler {
             self.maps.forget(pid);
             self.stacks.forget(pid);
             self.procs.remove(&pid);
+            if let Some(py) = &mut self.python {
+                py.forget(pid);
+            }
         }
     }
 
@@ -212,7 +241,9 @@ impl Handler {
 
     fn emit_stack_event(&mut self, e: &StackEvent, ustack: &[u8]) {
         self.define_task(e);
-        let stack = self.stacks.build(e, ustack, &mut self.maps, &mut self.interner, &mut self.emitter);
+        let python = self.python.as_mut();
+        let stack =
+            self.stacks.build(e, ustack, &mut self.maps, python, &mut self.interner, &mut self.emitter);
         let record = match e.kind {
             decode::EV_SAMPLE | decode::EV_OFFCPU => {
                 let kind = if e.kind == decode::EV_SAMPLE { SampleKind::OnCpu } else { SampleKind::OffCpu };
@@ -293,7 +324,8 @@ mod tests {
     #[test]
     fn exited_processes_are_forgotten_so_memory_follows_what_is_alive() {
         let root = 4_000_000; // above pid_max: never a real process
-        let mut h = Handler::new(Emitter::detached(), Logger::stderr(), root, &["sh".into()], Vec::new());
+        let mut h =
+            Handler::new(Emitter::detached(), Logger::stderr(), root, &["sh".into()], Vec::new(), true);
         for pid in root + 1..root + 2001 {
             handle(&mut h, &proc_event(decode::EV_FORK, pid));
             handle(&mut h, &proc_event(decode::EV_EXIT, pid));

@@ -5,10 +5,15 @@
 //! (code object, instruction), merged into the native stack where the eval loop runs them.
 
 use std::collections::HashMap;
+use std::mem::size_of;
 use std::time::{Duration, Instant};
+
+use libbpf_rs::{MapCore, MapFlags};
+use xpuprof_sdk::Logger;
 
 use xpuprof_python::chain::RawFrame;
 use xpuprof_python::layout::{Frames, Layout};
+use xpuprof_python::merge::merge;
 use xpuprof_python::target::{Labels, Target};
 
 /// Entries of `xp_py_stack` (`PY_MAX_FRAMES`).
@@ -56,6 +61,13 @@ pub struct PyStack {
 // SAFETY: `repr(C)`, integers and arrays of integers only: every bit pattern is a valid value.
 unsafe impl plain::Plain for PyStack {}
 
+impl Default for PyStack {
+    /// No Python frames (what BPF sends for a process without a known interpreter).
+    fn default() -> Self {
+        PyStack { frames: 0, status: 0, code: [0; PY_MAX_FRAMES], instr: [0; PY_MAX_FRAMES] }
+    }
+}
+
 impl PyOffsets {
     /// The offsets BPF needs for `target`.
     pub fn of(target: &Target) -> PyOffsets {
@@ -96,8 +108,13 @@ pub struct PyStats {
     pub without_frames: u64,
     /// Samples whose frame chain BPF or user space could not read to its end (cut there).
     pub unreadable: u64,
+    /// Python frames no eval-loop frame of the native stack stood for (the native walk ended
+    /// before the interpreter): put at the outer end of their stack.
+    pub unplaced: u64,
     /// Processes whose interpreter was found (and the version is read).
     pub processes: u64,
+    /// Samples of processes running no CPython (native frames only).
+    pub other_processes: u64,
 }
 
 #[derive(Debug)]
@@ -118,6 +135,11 @@ pub struct Interpreters {
     pub stats: PyStats,
     /// Why interpreters could not be read (each said once).
     pub problems: Vec<String>,
+    /// Changes for the BPF map `py_procs` not made yet: offsets to set, or `None` to remove.
+    updates: Vec<(u32, Option<PyOffsets>)>,
+    /// Scratch: a sample's Python frames and its merged stack.
+    py: Vec<(u64, bool)>,
+    merged: Vec<u64>,
 }
 
 impl Interpreters {
@@ -140,6 +162,7 @@ impl Interpreters {
                 let o = PyOffsets::of(&t);
                 p.target = Some(t);
                 self.stats.processes += 1;
+                self.updates.push((pid, Some(o)));
                 Some(o)
             }
             Ok(None) => None,
@@ -151,9 +174,34 @@ impl Interpreters {
         }
     }
 
-    /// Forgets an exited process.
+    /// Forgets a process that exited or exec'd (a new image is looked at afresh).
     pub fn forget(&mut self, pid: u32) {
-        self.procs.remove(&pid);
+        if self.procs.remove(&pid).is_some_and(|p| p.target.is_some()) {
+            self.updates.push((pid, None));
+        }
+    }
+
+    /// The `py_procs` changes made since the last call, oldest first.
+    pub fn take_updates(&mut self) -> Vec<(u32, Option<PyOffsets>)> {
+        std::mem::take(&mut self.updates)
+    }
+
+    /// Replaces each eval-loop frame of `native` (a sample of `pid`: innermost first, return
+    /// addresses already moved back into their call instruction) by the Python frames of `py`
+    /// it runs, as tagged ids whose text [`Interpreters::label`] gives until the next sample.
+    pub fn merge_into(&mut self, pid: u32, py: &PyStack, native: &mut Vec<u64>) {
+        let mut frames = std::mem::take(&mut self.py);
+        self.frames(pid, py, &mut frames);
+        let eval = self.procs.get(&pid).and_then(|p| p.target.as_ref()).map_or((0, 0), |t| t.eval);
+        if !frames.is_empty() {
+            self.merged.clear();
+            self.merged.resize(native.len() + frames.len(), 0);
+            let m = merge(native, |a| a >= eval.0 && a < eval.1, &frames, &mut self.merged);
+            self.stats.unplaced += m.unplaced as u64;
+            native.clear();
+            native.extend_from_slice(&self.merged[..m.len]);
+        }
+        self.py = frames;
     }
 
     /// True when `addr` (a code address, not a return address) lies in `pid`'s eval loop.
@@ -169,13 +217,17 @@ impl Interpreters {
     pub fn frames(&mut self, pid: u32, py: &PyStack, out: &mut Vec<(u64, bool)>) {
         out.clear();
         self.labels.clear();
-        let Some(p) = self.procs.get_mut(&pid) else { return };
-        let Some(t) = p.target.as_ref() else { return };
+        let Some((t, labels)) =
+            self.procs.get_mut(&pid).and_then(|p| Some((p.target.as_ref()?, &mut p.labels)))
+        else {
+            self.stats.other_processes += 1;
+            return;
+        };
         let n = (py.frames as usize).min(PY_MAX_FRAMES);
         let mut cut = py.status < 0 && n > 0 || py.status == 1;
         for i in 0..n {
             let raw = raw_frame(t.layout, py.code[i], py.instr[i]);
-            match p.labels.label(t, &raw) {
+            match labels.label(t, &raw) {
                 Ok(l) => {
                     out.push((xpuprof_python::PY_FRAME_TAG | self.labels.len() as u64, raw.entry));
                     self.labels.push(l.to_owned());
@@ -199,6 +251,50 @@ impl Interpreters {
         let i = (tagged & !xpuprof_python::PY_FRAME_TAG) as usize;
         self.labels.get(i).map_or("[python frame]", String::as_str)
     }
+}
+
+/// Makes `updates` (from [`Interpreters::take_updates`]) in BPF's `py_procs` map.
+pub fn publish(map: &dyn MapCore, updates: Vec<(u32, Option<PyOffsets>)>, log: &Logger) {
+    for (pid, offsets) in updates {
+        let key = pid.to_ne_bytes();
+        let done = match offsets {
+            Some(o) => {
+                // SAFETY: `PyOffsets` is `repr(C)` plain data without padding (8 + 14 * 4 bytes,
+                // pinned by a test); its bytes are the value BPF reads.
+                let value = unsafe {
+                    std::slice::from_raw_parts((&o as *const PyOffsets).cast::<u8>(), size_of::<PyOffsets>())
+                };
+                map.update(&key, value, MapFlags::ANY)
+            }
+            None => map.delete(&key).or(Ok(())),
+        };
+        if let Err(e) = done {
+            log.warn(&format!("process {pid}: Python frames off, the BPF table py_procs refused it: {e}"));
+        }
+    }
+}
+
+/// Logs what the Python part of the samples did and returns its losses (cause, count).
+pub fn report(py: &Interpreters, log: &Logger) -> Vec<(&'static str, u64)> {
+    let s = py.stats;
+    for p in &py.problems {
+        log.warn(&format!("ebpf: Python frames off for {p}"));
+    }
+    let total = s.with_frames + s.without_frames + s.unreadable;
+    if total > 0 {
+        log.info(&format!(
+            "ebpf: python frames on {} of {total} stacks of Python processes; native frames only on {} of threads \
+             running no Python code and {} of processes without CPython; {} Python stacks cut short",
+            s.with_frames, s.without_frames, s.other_processes, s.unreadable
+        ));
+    }
+    vec![
+        ("Python stacks cut short: frame chain unreadable or deeper than 64 frames", s.unreadable),
+        (
+            "Python frames put at the stack's outer end: the native walk ended before the interpreter",
+            s.unplaced,
+        ),
+    ]
 }
 
 /// A frame as BPF read it -> code object + byte offset + entry flag.

@@ -13,6 +13,7 @@ use xpuprof_unwind::{Cut, End, Registers};
 
 use crate::decode::{StackEvent, START_CALLER};
 use crate::procmaps::MapsCache;
+use crate::python::Interpreters;
 use xpuprof_toolbox::normalise::{build_id, openable_path};
 use xpuprof_toolbox::Interner;
 
@@ -47,12 +48,14 @@ pub struct StackBuilder {
 
 impl StackBuilder {
     /// The interned stack of `ev` (with `ustack`, its copy of the user stack): kernel frames
-    /// (innermost) first, then user frames.
+    /// (innermost) first, then user frames, with the eval-loop frames replaced by the Python
+    /// frames they run where `python` knows the process's interpreter.
     pub fn build(
         &mut self,
         ev: &StackEvent,
         ustack: &[u8],
         maps: &mut MapsCache,
+        mut python: Option<&mut Interpreters>,
         int: &mut Interner,
         em: &mut Emitter,
     ) -> StackId {
@@ -65,12 +68,22 @@ impl StackBuilder {
         }
         self.user_addresses(ev, ustack, maps);
         let caller_start = ev.flags & START_CALLER != 0;
-        for i in 0..self.addrs.len() {
+        for (i, a) in self.addrs.iter_mut().enumerate() {
             // Return addresses (every frame but an interrupted leaf): step back into the call
             // instruction so the symboliser names the caller's line, not the next one.
-            let a = self.addrs[i];
-            let addr = if i == 0 && !caller_start { a } else { a.saturating_sub(1) };
-            let frame = self.user_frame(ev.pid, ev.time, addr, maps, int, em);
+            if i > 0 || caller_start {
+                *a = a.saturating_sub(1);
+            }
+        }
+        if let Some(py) = python.as_deref_mut() {
+            py.merge_into(ev.pid, &ev.py, &mut self.addrs);
+        }
+        for i in 0..self.addrs.len() {
+            let addr = self.addrs[i];
+            let frame = match python.as_deref() {
+                Some(py) if xpuprof_python::is_python_frame(addr) => int.named_frame(em, py.label(addr)),
+                _ => self.user_frame(ev.pid, ev.time, addr, maps, int, em),
+            };
             self.frames.push(frame);
         }
         int.stack(em, &self.frames)

@@ -4,6 +4,8 @@
 #ifndef XPUPROF_EVENTS_H
 #define XPUPROF_EVENTS_H
 
+#include "python_stack.h"
+
 #define MAX_KSTACK 48
 #define COMM_LEN 16
 #define USTACK_MAX 16384 /* most bytes of user stack a record carries (the copy size is set at load) */
@@ -54,6 +56,8 @@ struct xp_stack_event {
 	__u32 pad;
 	char comm[COMM_LEN];
 	__u64 kstack[MAX_KSTACK];
+	/* The thread's Python frames where the process runs CPython (python.h), frames = 0 else. */
+	struct xp_py_stack py;
 	/* The user stack from user_sp up, unwound by the host with the binaries' CFI (the model of
 	 * perf --call-graph dwarf). Records are variable-length: only ustack_bytes of it are sent. */
 	__u8 ustack[USTACK_MAX];

@@ -6,7 +6,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "events.h"
-#include "python.h" /* not called yet: compiled so it cannot rot (see docs/stacks.md) */
+#include "python.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -178,6 +178,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	fill_header(e, EV_SAMPLE, id);
 	e->weight = ctx->sample_period;
 	read_user(bpf_get_current_task_btf(), e);
+	xp_read_python(bpf_get_current_task_btf(), e->pid, e->tid, &e->py);
 	if (kernel_stacks)
 		e->kstack_bytes = bpf_get_stack(ctx, e->kstack, sizeof(e->kstack), 0);
 	if (send_event(e))
@@ -358,6 +359,8 @@ static __always_inline void offcpu_begin(void *ctx, struct task_struct *prev)
 		return;
 	fill_header(s, EV_OFFCPU, ((__u64)prev->tgid << 32) | tid);
 	read_user(prev, s);
+	/* sched_switch runs on prev's address space: its user memory is readable here. */
+	xp_read_python(prev, s->pid, tid, &s->py);
 	if (kernel_stacks)
 		s->kstack_bytes = bpf_get_stack(ctx, s->kstack, sizeof(s->kstack), 0);
 	if (bpf_map_update_elem(&offcpu, &tid, s, BPF_ANY))
@@ -464,6 +467,7 @@ static __always_inline int launch_event(struct pt_regs *ctx, __u32 kind, __u32 b
 		}
 	}
 	copy_user_stack(bpf_get_current_task_btf(), e);
+	xp_read_python(bpf_get_current_task_btf(), e->pid, e->tid, &e->py);
 	if (send_event(e))
 		count_loss(LOSS_RINGBUF_LAUNCH);
 	return 0;

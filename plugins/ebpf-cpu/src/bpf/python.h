@@ -7,37 +7,7 @@
 #ifndef XPUPROF_PYTHON_H
 #define XPUPROF_PYTHON_H
 
-#define PY_MAX_FRAMES 64 /* a power of two: indexes are masked for the verifier */
-#define PY_MAX_THREADS 64
-#define PY_NONE 0xffffffffu
-#define PY_ENTRY (1ull << 63) /* in xp_py_stack.instr: the first frame its eval-loop call ran */
-
-/* Where a process's interpreter keeps what is read (set by the host, see src/python.rs). */
-struct xp_py_offsets {
-	__u64 interpreters_head; /* address of _PyRuntime.interpreters.head */
-	__u32 interp_threads_head;
-	__u32 tstate_next;
-	__u32 tstate_native_tid; /* PY_NONE before 3.11: threads are matched by pthread_t = fs base */
-	__u32 tstate_thread_id;
-	__u32 tstate_frame;
-	__u32 cframe_current; /* PY_NONE when tstate_frame points to the frame itself */
-	__u32 objects;        /* 1: PyFrameObject chain (3.9, 3.10); 0: _PyInterpreterFrame chain */
-	__u32 frame_back;
-	__u32 frame_code;
-	__u32 frame_instr; /* prev_instr / instr_ptr, or f_lasti (an int) for frame objects */
-	__u32 frame_owner; /* PY_NONE for frame objects */
-	__u32 frame_is_entry; /* PY_NONE unless 3.11 */
-	__u32 owner_cstack;   /* PY_NONE before 3.12 */
-	__u32 pad;
-};
-
-/* What a sample carries of Python. */
-struct xp_py_stack {
-	__u32 frames;  /* entries filled */
-	__s32 status;  /* 0: complete; 1: cut at PY_MAX_FRAMES; -1: thread not found; -2: read failed */
-	__u64 code[PY_MAX_FRAMES];
-	__u64 instr[PY_MAX_FRAMES]; /* raw pointer or f_lasti, | PY_ENTRY */
-};
+#include "python_stack.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

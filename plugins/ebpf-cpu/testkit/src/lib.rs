@@ -55,6 +55,8 @@ pub fn workloads() -> &'static Path {
         cc(&[&s("launch_dlopen.c"), "-o", "launch_dlopen", "-ldl"]);
         cc(&[&s("threads.c"), "-o", "threads", "-pthread"]);
         cc(&[&s("launch_loop.c"), "-o", "launch_loop", "-L.", "-llaunchtest", "-Wl,-rpath,$ORIGIN"]);
+        // A thread that never runs Python, started from tests/workloads/python/calls.py.
+        cc(&["-shared", "-fPIC", &s("../python/nativethread.c"), "-o", "libnativethread.so", "-pthread"]);
         out
     })
 }

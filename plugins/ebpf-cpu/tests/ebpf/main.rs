@@ -6,4 +6,5 @@ mod e2e;
 mod flush;
 mod launch;
 mod offcpu;
+mod python;
 mod sampling;

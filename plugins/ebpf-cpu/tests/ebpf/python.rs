@@ -1,0 +1,165 @@
+//! Python frames in CPU samples: a pure-Python workload with known call paths in known
+//! proportions (`tests/workloads/python/calls.py`) under CPython 3.11 (Debian's, which CI
+//! installs), on-CPU and off-CPU; threads and processes that run no Python keep native frames.
+
+use std::path::PathBuf;
+
+use xpuprof_sdk::model::SampleKind;
+
+use crate::common::{profile, root_or_skip, workload, Session};
+
+/// The interpreter the tests run (CI installs it with scripts/install-deps.sh).
+const PYTHON: &str = "/usr/bin/python3.11";
+
+/// calls.py's absolute path (as its code objects' file name will read).
+fn calls_py() -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/workloads/python/calls.py");
+    p.canonicalize().expect("tests/workloads/python/calls.py").to_string_lossy().into_owned()
+}
+
+/// `function (calls.py:LINE)` of the line marked `# CALL <callee>` in calls.py, in `function`.
+fn call(function: &str, callee: &str) -> String {
+    let path = calls_py();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let marker = format!("# CALL {callee}");
+    let line = text.lines().position(|l| l.trim_end().ends_with(&marker)).expect("marker in calls.py") + 1;
+    format!("{function} ({path}:{line})")
+}
+
+/// The Python path from the module's code down to `leaf`'s frame (its line left open).
+fn path_to(via: &str, leaf: &str) -> String {
+    [
+        call("<module>", "main"),
+        call("main", "cpu"),
+        call("cpu", via),
+        call(via, leaf),
+        format!("{leaf} ({}:", calls_py()),
+    ]
+    .join(";")
+}
+
+fn python_or_fail() -> bool {
+    assert!(std::path::Path::new(PYTHON).exists(), "{PYTHON} is missing: run scripts/install-deps.sh");
+    true
+}
+
+/// Weight of the folded lines that contain `needle`.
+fn weight(folded: &std::collections::HashMap<String, u64>, needle: &str) -> u64 {
+    folded.iter().filter(|(l, _)| l.contains(needle)).map(|(_, w)| w).sum()
+}
+
+#[test]
+fn python_samples_show_the_full_python_paths_in_their_ratio() {
+    if !root_or_skip("python_samples_show_the_full_python_paths_in_their_ratio") || !python_or_fail() {
+        return;
+    }
+    // About 2 s of CPU in 8 rounds of long calls (tens of ms: no aliasing with the period).
+    let (records, status) = profile("sample_hz = 499", &[PYTHON, &calls_py(), "cpu", "8", "400000"]);
+    assert!(status.success());
+    let s = Session::new(records);
+    let folded = s.folded(SampleKind::OnCpu);
+    let (a, b) = (path_to("outer_a", "hot_three"), path_to("outer_b", "hot_one"));
+    let (three, one) = (weight(&folded, &a), weight(&folded, &b));
+    let show = || {
+        let mut v: Vec<_> = folded.iter().collect();
+        v.sort_by(|x, y| y.1.cmp(x.1));
+        v.iter().take(12).map(|(l, w)| format!("{w} {l}")).collect::<Vec<_>>().join("\n")
+    };
+    assert!(one > 0 && three > 0, "no sample under\n{a}\nor\n{b}\nin:\n{}", show());
+    let ratio = three as f64 / one as f64;
+    assert!((2.4..=3.6).contains(&ratio), "hot_three:hot_one = {ratio:.2}, expected 3 +-20%:\n{}", show());
+    // Rooted at the interpreter's own start: _start ... Py_BytesMain ... then the Python frames where
+    // the eval loop ran them (no _PyEval_EvalFrameDefault left between them).
+    let total: u64 = folded.values().sum();
+    let rooted: u64 = folded
+        .iter()
+        .filter(|(l, _)| l.contains(&a) || l.contains(&b))
+        .filter(|(l, _)| l.starts_with("_start;__libc_start_main") && l.contains(";Py_BytesMain;"))
+        .map(|(_, w)| w)
+        .sum();
+    eprintln!("hot_three:hot_one = {ratio:.2}; top stacks:\n{}", show());
+    assert!(
+        rooted == three + one,
+        "{rooted} of {} ns of the two paths rooted at _start:\n{}",
+        three + one,
+        show()
+    );
+    assert!(
+        (three + one) as f64 >= 0.9 * total as f64,
+        "{} of {total} ns under the two paths:\n{}",
+        three + one,
+        show()
+    );
+    let eval_between = folded.keys().filter(|l| l.contains(&a)).any(|l| {
+        let py = l.find("<module>").unwrap();
+        l[py..].split(';').take(4).any(|f| f == "_PyEval_EvalFrameDefault")
+    });
+    assert!(!eval_between, "an eval-loop frame was left between Python frames:\n{}", show());
+}
+
+#[test]
+fn python_offcpu_time_sits_under_the_function_that_slept() {
+    if !root_or_skip("python_offcpu_time_sits_under_the_function_that_slept") || !python_or_fail() {
+        return;
+    }
+    let cfg = "offcpu = true\noffcpu_min_us = 5000\nsample_hz = 0";
+    let (records, status) = profile(cfg, &[PYTHON, &calls_py(), "sleep", "20"]);
+    assert!(status.success());
+    let s = Session::new(records);
+    let folded = s.folded(SampleKind::OffCpu);
+    let path =
+        [call("main", "wait_outer"), call("wait_outer", "sleeper"), call("sleeper", "sleep")].join(";");
+    // 20 sleeps of 20 ms.
+    let ms = weight(&folded, &path) as f64 / 1e6;
+    assert!(
+        (360.0..=600.0).contains(&ms),
+        "{ms:.1} ms off-CPU under\n{path}\nexpected about 400 in:\n{folded:#?}"
+    );
+}
+
+#[test]
+fn threads_and_processes_without_python_keep_their_native_frames() {
+    if !root_or_skip("threads_and_processes_without_python_keep_their_native_frames") || !python_or_fail() {
+        return;
+    }
+    std::env::set_var("NATIVE_THREAD_LIB", workload("libnativethread.so"));
+    let burn = workload("burn");
+    let argv = [PYTHON, &calls_py(), "mixed", "4", "200000", &burn, "0.5"];
+    let (records, status) = profile("sample_hz = 499", &argv);
+    assert!(status.success());
+    let s = Session::new(records);
+    let folded = s.folded(SampleKind::OnCpu);
+    let py_frame = |l: &str| l.contains(".py:");
+    let native = |f: &str| -> (u64, u64) {
+        let lines = folded.iter().filter(|(l, _)| l.split(';').any(|x| x == f));
+        lines.fold((0, 0), |(all, py), (l, w)| (all + w, py + if py_frame(l) { *w } else { 0 }))
+    };
+    // The C thread (no Python thread state) and the child process (no CPython mapped).
+    for (f, root) in [("native_spin", "start_thread"), ("burn_three", "_start")] {
+        let (all, py) = native(f);
+        assert!(all > 0, "no sample in {f}: {folded:#?}");
+        assert_eq!(py, 0, "{f}: Python frames on a thread that runs no Python: {folded:#?}");
+        let rooted = folded.iter().filter(|(l, _)| l.split(';').any(|x| x == f) && l.contains(root));
+        assert!(
+            rooted.map(|(_, w)| w).sum::<u64>() as f64 >= 0.9 * all as f64,
+            "{f} not under {root}: {folded:#?}"
+        );
+    }
+    // Meanwhile the main thread's samples have their Python frames.
+    let path = [call("main", "cpu-mixed"), call("cpu", "outer_a"), call("outer_a", "hot_three")].join(";");
+    assert!(weight(&folded, &path) > 0, "no Python path: {folded:#?}");
+}
+
+#[test]
+fn python_off_leaves_the_interpreter_frames_native() {
+    if !root_or_skip("python_off_leaves_the_interpreter_frames_native") || !python_or_fail() {
+        return;
+    }
+    let (records, status) =
+        profile("sample_hz = 499\npython = \"off\"", &[PYTHON, &calls_py(), "cpu", "2", "200000"]);
+    assert!(status.success());
+    let s = Session::new(records);
+    let folded = s.folded(SampleKind::OnCpu);
+    assert!(!folded.keys().any(|l| l.contains(".py:")), "Python frames with python = \"off\": {folded:#?}");
+    assert!(s.weight_with(SampleKind::OnCpu, "_PyEval_EvalFrameDefault") > 0, "{folded:#?}");
+}
