@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Checks the Python frames of a `xpuprof --source cupti --sink folded` run of a Python program.
 
-usage: check_python_stacks.py OUT_DIR SCRIPT.py [--min PCT] [--call-marker TEXT]
+usage: check_python_stacks.py OUT_DIR SCRIPT.py [--min PCT] [--call-marker TEXT] [--cpu]
 
-Reads OUT_DIR/profile.folded (folded values: GPU time) and prints one line:
+Reads OUT_DIR/profile.folded (folded values: GPU time; with --cpu: OUT_DIR/profile.cpu.folded,
+the eBPF source's on-CPU samples, and the percentages are of CPU time) and prints one line:
 PASS/FAIL, then
 - py=X%: GPU time under a stack that has a frame `function (SCRIPT.py:LINE)` of the script;
 - rooted=Y%: GPU time whose stack starts at a thread start (_start, start_thread, clone3, __clone);
@@ -25,6 +26,7 @@ def main():
     out, script = args[0], args[1]
     minimum = float(args[args.index("--min") + 1]) if "--min" in args else 95.0
     marker = args[args.index("--call-marker") + 1] if "--call-marker" in args else None
+    cpu = "--cpu" in args
     call_line = None
     if marker:
         for i, text in enumerate(open(script), 1):
@@ -35,9 +37,13 @@ def main():
     any_py = re.compile(r"\([^()]*\.py:\d+\)")
     total = py = rooted = both = triton = triton_at = 0
     nopy = collections.Counter()
-    for line in open(f"{out}/profile.folded", errors="replace"):
+    for line in open(f"{out}/profile.cpu.folded" if cpu else f"{out}/profile.folded", errors="replace"):
         stack, _, value = line.rstrip("\n").rpartition(" ")
-        if "[GPU_" not in stack or not value.isdigit():
+        if not value.isdigit():
+            continue
+        if cpu and ("[GPU_" in stack or stack.startswith("[off-cpu]")):
+            continue
+        if not cpu and "[GPU_" not in stack:
             continue
         v = int(value)
         frames = stack.split(";")
@@ -54,7 +60,7 @@ def main():
             if call_line and f"{name}:{call_line})" in stack:
                 triton_at += v
     if total == 0:
-        print("FAIL: no GPU time in the folded profile")
+        print("FAIL: no " + ("on-CPU sample" if cpu else "GPU time") + " in the folded profile")
         return 1
     pct = lambda x: 100.0 * x / total  # noqa: E731
     parts = [f"py={pct(py):.1f}%", f"rooted={pct(rooted):.1f}%", f"both={pct(both):.1f}%"]

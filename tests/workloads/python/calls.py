@@ -7,6 +7,8 @@ samples). `calls.py MODE ROUNDS [N]`:
 - mixed: as cpu, while a thread that never runs Python spins in C (libnativethread.so, path in
   $NATIVE_THREAD_LIB) and a child process without Python (argv after N) burns CPU.
 
+With $WORKLOAD_RESULT set, cpu mode writes its wall and CPU nanoseconds there (benchmarks).
+
 Lines marked `# CALL name` are where the tests expect the caller's frame to point.
 """
 import ctypes
@@ -58,7 +60,11 @@ def main(argv):
     mode, rounds = argv[1], int(argv[2])
     n = int(argv[3]) if len(argv) > 3 else 200_000
     if mode == "cpu":
+        wall, cpu_time = time.perf_counter_ns(), time.process_time_ns()
         cpu(rounds, n)  # CALL cpu
+        if "WORKLOAD_RESULT" in os.environ:
+            with open(os.environ["WORKLOAD_RESULT"], "w") as f:
+                f.write(f"{time.perf_counter_ns() - wall} {time.process_time_ns() - cpu_time}\n")
     elif mode == "sleep":
         for _ in range(rounds):
             wait_outer(0.02)  # CALL wait_outer
