@@ -9,7 +9,7 @@ use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use libbpf_rs::{MapCore, RingBuffer, RingBufferBuilder};
+use libbpf_rs::{MapHandle, RingBuffer, RingBufferBuilder};
 use xpuprof_sdk::model::{Loss, Record};
 use xpuprof_sdk::{Emitter, Logger};
 
@@ -72,14 +72,13 @@ pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
     let progs = Programs { launch: &skel.progs.on_launch, trampoline: &skel.progs.on_trampoline };
     let mut probes = ProbeSet::new(cfg.launch_probes.clone(), cfg.trampoline);
     pre_attach(&mut probes, progs, &command, &log);
-    let handler = RefCell::new(Handler::new(
-        emitter,
-        log,
-        pid,
-        &command,
-        cfg.launch_probes.clone(),
-        cfg.python == Python::Auto,
-    ));
+    let mut handler =
+        Handler::new(emitter, log, pid, &command, cfg.launch_probes.clone(), cfg.python == Python::Auto);
+    match MapHandle::try_from(&skel.maps.py_procs) {
+        Ok(map) => handler.set_python_map(map),
+        Err(e) => handler.log.warn(&format!("Python frames off: failed to open the BPF table py_procs: {e}")),
+    }
+    let handler = RefCell::new(handler);
     let mut rb = RingBufferBuilder::new();
     let added = rb
         .add(&skel.maps.events, |data: &[u8]| {
@@ -96,7 +95,7 @@ pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
         }
     };
     let _ = ready.send(Ok(()));
-    record_until_stopped(&rb, &handler, &mut probes, progs, &skel.maps.py_procs, &cfg, &stop);
+    record_until_stopped(&rb, &handler, &mut probes, progs, &cfg, &stop);
     drop(rb);
     let mut handler = handler.into_inner();
     handler.flush_parked();
@@ -110,7 +109,6 @@ fn record_until_stopped(
     handler: &RefCell<Handler>,
     probes: &mut ProbeSet,
     progs: Programs<'_, '_>,
-    py_procs: &dyn MapCore,
     cfg: &Config,
     stop: &AtomicBool,
 ) {
@@ -120,8 +118,6 @@ fn record_until_stopped(
             handler.borrow().log.debug(&format!("ring buffer poll: {e}"));
         }
         scans.run(&mut handler.borrow_mut(), probes, progs);
-        let updates = handler.borrow_mut().take_python_updates();
-        crate::python::publish(py_procs, updates, &handler.borrow().log);
         handler.borrow_mut().forget_exited(Instant::now());
         // Records reach the host within the SDK's FLUSH_INTERVAL however few there are, so the
         // live status moves and a killed xpuprof loses at most the last moments (the archive
@@ -206,8 +202,11 @@ impl Scans {
 
 /// Refreshes the maps snapshot of `pid`, probes new files in it and looks for its Python.
 fn scan(h: &mut Handler, probes: &mut ProbeSet, progs: Programs<'_, '_>, pid: u32) {
+    if !h.maps.refresh(pid) {
+        return;
+    }
     h.discover_python(pid);
-    if !h.maps.refresh(pid) || probes.is_empty() {
+    if probes.is_empty() {
         return;
     }
     let maps: ProcMaps = h.maps.get(pid).cloned().unwrap_or_default();

@@ -8,7 +8,7 @@ use xpuprof_sdk::{Emitter, Logger};
 
 use crate::decode::{self, Event, MappingEvent, ProcEvent, StackEvent};
 use crate::procmaps::{Mapping, MapsCache};
-use crate::python::{Interpreters, PyOffsets};
+use crate::python::Interpreters;
 use xpuprof_toolbox::Interner;
 
 /// `vm_pgoff` unit (4 KiB pages on x86-64).
@@ -53,6 +53,9 @@ pub struct Handler {
     stacks: StackBuilder,
     /// The tracked processes' Python interpreters (`None`: `python = "off"`).
     python: Option<Interpreters>,
+    /// BPF's `py_procs`, written as soon as an interpreter is found or goes (not after the ring
+    /// buffer's poll returns: a busy ring buffer would delay it by the whole backlog).
+    py_procs: Option<libbpf_rs::MapHandle>,
     launch_symbols: Vec<String>,
     next_uncorrelated: u64,
     /// Records that could not be decoded.
@@ -83,6 +86,7 @@ impl Handler {
             interner: Interner::default(),
             stacks: StackBuilder::default(),
             python: python.then(Interpreters::default),
+            py_procs: None,
             launch_symbols,
             next_uncorrelated: 1,
             bad_records: 0,
@@ -117,16 +121,33 @@ impl Handler {
         self.stacks.stats
     }
 
-    /// Looks for CPython in `pid` (rate-limited while it may still be loading).
+    /// Where the interpreters' offsets go (BPF's `py_procs` map).
+    pub fn set_python_map(&mut self, map: libbpf_rs::MapHandle) {
+        self.py_procs = Some(map);
+    }
+
+    /// Looks for CPython in `pid` when its maps (as last read) show a file not looked at yet.
     pub fn discover_python(&mut self, pid: u32) {
-        if let Some(py) = &mut self.python {
-            py.discover(pid, Instant::now());
+        if let (Some(py), Some((generation, maps))) = (&mut self.python, self.maps.get_versioned(pid)) {
+            if py.discover(pid, generation, maps.iter().map(|m| &*m.path)).is_some() {
+                self.publish_python();
+            }
         }
     }
 
-    /// The changes to make in BPF's `py_procs` (offsets to set, `None` to remove).
-    pub fn take_python_updates(&mut self) -> Vec<(u32, Option<PyOffsets>)> {
-        self.python.as_mut().map(Interpreters::take_updates).unwrap_or_default()
+    /// Forgets `pid`'s interpreter (exit, exec) in the host and in BPF.
+    fn forget_python(&mut self, pid: u32) {
+        if let Some(py) = &mut self.python {
+            py.forget(pid);
+        }
+        self.publish_python();
+    }
+
+    /// Makes the pending `py_procs` changes.
+    fn publish_python(&mut self) {
+        if let (Some(py), Some(map)) = (&mut self.python, &self.py_procs) {
+            crate::python::publish(map, py.take_updates(), &self.log);
+        }
     }
 
     /// The Python part of the samples, when Python frames are on.
@@ -140,17 +161,17 @@ impl Handler {
                 self.live.insert(p.pid);
                 self.exited.remove(&p.pid);
                 self.procs.insert(p.pid, ProcInfo { ppid: p.ppid, command: p.comm().to_owned() });
-                // Until it execs, the child runs its parent's image.
+                // Until it execs, the child runs its parent's image (and its interpreter).
                 self.maps.refresh(p.pid);
+                self.discover_python(p.pid);
             }
             decode::EV_EXEC => {
                 let command = read_cmdline(p.pid).unwrap_or_else(|| p.comm().to_owned());
                 self.procs.entry(p.pid).or_default().command = command;
                 self.maps.exec(p.pid, p.time);
                 self.execs.push(p.pid);
-                if let Some(py) = &mut self.python {
-                    py.forget(p.pid);
-                }
+                self.forget_python(p.pid);
+                self.discover_python(p.pid);
             }
             decode::EV_EXIT => {
                 self.live.remove(&p.pid);
@@ -200,9 +221,7 @@ impl Handler {
             self.maps.forget(pid);
             self.stacks.forget(pid);
             self.procs.remove(&pid);
-            if let Some(py) = &mut self.python {
-                py.forget(pid);
-            }
+            self.forget_python(pid);
         }
     }
 
@@ -244,6 +263,13 @@ impl Handler {
         let python = self.python.as_mut();
         let stack =
             self.stacks.build(e, ustack, &mut self.maps, python, &mut self.interner, &mut self.emitter);
+        // libpython is mapped by the dynamic loader after exec, and the periodic scans wait while
+        // the ring buffer is busy: a sample of a process without an interpreter yet looks again.
+        if self.python.as_mut().is_some_and(|py| py.wants_look(e.pid, Instant::now()))
+            && self.maps.refresh(e.pid)
+        {
+            self.discover_python(e.pid);
+        }
         let record = match e.kind {
             decode::EV_SAMPLE | decode::EV_OFFCPU => {
                 let kind = if e.kind == decode::EV_SAMPLE { SampleKind::OnCpu } else { SampleKind::OffCpu };

@@ -22,10 +22,12 @@ pub const PY_MAX_FRAMES: usize = 64;
 const NONE: u32 = u32::MAX;
 /// `PY_ENTRY`: the frame is the first its eval-loop call ran.
 const ENTRY: u64 = 1 << 63;
-/// How often a process that maps no CPython yet is looked at again (libpython is mapped by the
-/// dynamic loader after exec), and for how long.
-const RETRY: Duration = Duration::from_millis(200);
-const RETRIES: u32 = 25;
+
+/// While a process has no interpreter found, its samples read its maps again at most this often
+/// (libpython appears some milliseconds after exec, while the ring buffer may keep the host's
+/// periodic scans waiting), for at most `LOOKS` times.
+const LOOK_EVERY: Duration = Duration::from_millis(10);
+const LOOKS: u32 = 300;
 
 /// Mirror of `struct xp_py_offsets`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,12 +119,20 @@ pub struct PyStats {
     pub other_processes: u64,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Proc {
     target: Option<Target>,
     labels: Labels,
-    tried: Instant,
-    attempts: u32,
+    /// Files that could hold CPython already looked at (a `python3.X` executable that links
+    /// `libpython3.X.so` holds none of its symbols).
+    examined: Vec<String>,
+    /// Its interpreter cannot be read (said in `problems`).
+    failed: bool,
+    /// Generation of the maps last looked at.
+    generation: Option<u64>,
+    /// When the maps were last read for a sample, and how many times.
+    looked: Option<Instant>,
+    looks: u32,
 }
 
 /// The Python interpreters of the tracked processes.
@@ -143,20 +153,34 @@ pub struct Interpreters {
 }
 
 impl Interpreters {
-    /// Looks for CPython in `pid` (again, while it may still be loading); returns the offsets to
-    /// put in `py_procs` when it was just found.
-    pub fn discover(&mut self, pid: u32, now: Instant) -> Option<PyOffsets> {
-        let p = self.procs.entry(pid).or_insert_with(|| Proc {
-            target: None,
-            labels: Labels::default(),
-            tried: now - RETRY,
-            attempts: 0,
-        });
-        if p.target.is_some() || p.attempts >= RETRIES || now.duration_since(p.tried) < RETRY {
+    /// Looks for CPython in `pid` when `mapped` (the paths of the files it maps now) names a file
+    /// that could hold it and was not looked at yet — so each new image (exec) and each library
+    /// the dynamic loader adds is looked at once; returns the offsets to put in `py_procs` when
+    /// the interpreter was just found.
+    /// `generation` identifies the maps: the same maps are not looked through twice.
+    pub fn discover<'a>(
+        &mut self,
+        pid: u32,
+        generation: u64,
+        mapped: impl IntoIterator<Item = &'a str>,
+    ) -> Option<PyOffsets> {
+        let p = self.procs.entry(pid).or_default();
+        if p.target.is_some() || p.failed || p.generation == Some(generation) {
             return None;
         }
-        p.tried = now;
-        p.attempts += 1;
+        p.generation = Some(generation);
+        let mut new = false;
+        for path in mapped {
+            let name = path.rsplit('/').next().unwrap_or_default();
+            let candidate = name.starts_with("libpython3.") || name.starts_with("python3");
+            if candidate && !p.examined.iter().any(|e| e == path) {
+                p.examined.push(path.to_owned());
+                new = true;
+            }
+        }
+        if !new {
+            return None;
+        }
         match Target::find(pid) {
             Ok(Some(t)) => {
                 let o = PyOffsets::of(&t);
@@ -167,11 +191,24 @@ impl Interpreters {
             }
             Ok(None) => None,
             Err(e) => {
-                p.attempts = RETRIES;
+                p.failed = true;
                 self.problems.push(format!("process {pid}: {e}"));
                 None
             }
         }
+    }
+
+    /// True when a sample of `pid` should read its maps again to look for an interpreter (none
+    /// found yet; rate-limited by [`LOOK_EVERY`] and [`LOOKS`]).
+    pub fn wants_look(&mut self, pid: u32, now: Instant) -> bool {
+        let p = self.procs.entry(pid).or_default();
+        let due = p.looked.is_none_or(|t| now.duration_since(t) >= LOOK_EVERY);
+        if p.target.is_some() || p.failed || p.looks >= LOOKS || !due {
+            return false;
+        }
+        p.looked = Some(now);
+        p.looks += 1;
+        true
     }
 
     /// Forgets a process that exited or exec'd (a new image is looked at afresh).
@@ -224,7 +261,8 @@ impl Interpreters {
             return;
         };
         let n = (py.frames as usize).min(PY_MAX_FRAMES);
-        let mut cut = py.status < 0 && n > 0 || py.status == 1;
+        // -2: a read failed in BPF; 1: more than PY_MAX_FRAMES frames.
+        let mut cut = py.status == -2 || py.status == 1;
         for i in 0..n {
             let raw = raw_frame(t.layout, py.code[i], py.instr[i]);
             match labels.label(t, &raw) {
@@ -355,6 +393,26 @@ mod tests {
         let l310 = Layout::of(Version::new(3, 10)).unwrap();
         assert_eq!(raw_frame(l310, 0x1000, 7 | ENTRY).offset, 14);
         assert_eq!(raw_frame(l310, 0x1000, 0xffff_ffff | ENTRY).offset, u64::MAX);
+    }
+
+    #[test]
+    fn looks_for_an_interpreter_only_in_new_candidate_files_and_at_a_bounded_rate() {
+        let mut py = Interpreters::default();
+        let me = std::process::id();
+        // This test binary maps no CPython: nothing found, the candidate noted once.
+        assert_eq!(py.discover(me, 1, ["/usr/lib/libc.so.6"]), None);
+        assert!(py.procs[&me].examined.is_empty());
+        assert_eq!(py.discover(me, 2, ["/usr/lib/libpython3.99.so.1.0"]), None);
+        assert_eq!(py.procs[&me].examined, ["/usr/lib/libpython3.99.so.1.0"]);
+        assert_eq!(py.discover(me, 2, ["/usr/lib/libpython3.99.so.1.0", "/x/python3"]), None, "same maps");
+        assert_eq!(py.procs[&me].examined.len(), 1);
+        let t = Instant::now();
+        assert!(py.wants_look(me, t));
+        assert!(!py.wants_look(me, t + LOOK_EVERY / 2));
+        assert!(py.wants_look(me, t + LOOK_EVERY));
+        py.forget(me);
+        assert!(py.take_updates().is_empty(), "nothing was published for it");
+        assert_eq!(py.stats.processes, 0);
     }
 
     #[test]

@@ -163,3 +163,44 @@ fn python_off_leaves_the_interpreter_frames_native() {
     assert!(!folded.keys().any(|l| l.contains(".py:")), "Python frames with python = \"off\": {folded:#?}");
     assert!(s.weight_with(SampleKind::OnCpu, "_PyEval_EvalFrameDefault") > 0, "{folded:#?}");
 }
+
+#[test]
+fn xpuprof_folded_shows_python_paths_of_a_child_started_by_a_shell() {
+    if !root_or_skip("xpuprof_folded_shows_python_paths_of_a_child_started_by_a_shell") || !python_or_fail() {
+        return;
+    }
+    let Some(bin) = crate::e2e::xpuprof() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let cfg = out.path().join("xpuprof.toml");
+    std::fs::write(&cfg, "[source.ebpf]\nsample_hz = 499\n").unwrap();
+    // The interpreter is a child of the shell, found when it execs.
+    let cmd = format!("{PYTHON} {} cpu 4 400000; true", calls_py());
+    let run = std::process::Command::new(&bin)
+        .args(["-v", "--source", "ebpf", "--sink", "folded", "-c"])
+        .arg(&cfg)
+        .arg("-o")
+        .arg(out.path())
+        .args(["--", "/bin/sh", "-c", &cmd])
+        .output()
+        .expect("run xpuprof");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "stderr:\n{stderr}");
+    let folded = std::fs::read_to_string(out.path().join("profile.folded")).expect("profile.folded");
+    let path = |via, leaf| {
+        let w: u64 = folded
+            .lines()
+            .filter(|l| l.contains(&path_to(via, leaf)))
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+            .sum();
+        w
+    };
+    let (three, one) = (path("outer_a", "hot_three"), path("outer_b", "hot_one"));
+    assert!(one > 0, "no hot_one path in:\n{folded}");
+    let ratio = three as f64 / one as f64;
+    assert!((2.4..=3.6).contains(&ratio), "hot_three:hot_one = {ratio:.2} in:\n{folded}");
+    // The session says how many stacks had Python frames.
+    let line = stderr.lines().find(|l| l.contains("python frames on")).unwrap_or_default();
+    let with: u64 =
+        line.split("python frames on ").nth(1).and_then(|r| r.split(' ').next()?.parse().ok()).unwrap_or(0);
+    assert!(with > 0, "no count of Python stacks in stderr:\n{stderr}");
+}
