@@ -6,12 +6,16 @@
 //!
 //! The stacks are real: C code (`sdk/unwind/tests/fixtures/deep.c`, built here with `cc -O2`)
 //! recursing to a known depth before it calls the bench's "callback", once built with frame
-//! pointers (a C program like B1: each frame's rule is the cached frame-pointer rule) and once
-//! with `-fomit-frame-pointer` (every frame through the CFI, like libtorch). Side by side, on the
-//! same stacks: the unwinders the agent could use, alone (the `walk` group): this crate's
-//! framehop walk, the frame-pointer walk (`stack::fp`, which the agents used before and which
-//! cannot follow the frameless stack) and libgcc's `_Unwind_Backtrace` (the Level Zero agent's
-//! earlier walk).
+//! pointers (a C program like B1: each return address's CFI rule is the frame-pointer rule, so
+//! the walk's fast path steps it) and once with `-fomit-frame-pointer` (every frame through the
+//! CFI, like libtorch). The launch-site group runs the frame-pointer stack twice: with the fast
+//! path and with framehop alone (`xpuprof_unwind::set_fast_path(false)`, the walk before it).
+//! Side by side, on the same stacks: the unwinders the agent could use, alone (the `walk`
+//! group): this crate's walk (fast path on and off), the frame-pointer chain walk (`stack::fp`,
+//! which the agents used before the CFI walk, started at the innermost C frame because the
+//! bench's Rust frames keep no frame pointer; it cannot follow the frameless stack) and libgcc's
+//! `_Unwind_Backtrace` (the Level Zero agent's earlier walk). The frames each one finds are
+//! printed first, so per-frame costs can be compared.
 //!
 //! `cargo bench -p xpuprof-agent-kit --bench launch_site`
 
@@ -119,6 +123,13 @@ fn unwind_backtrace() -> usize {
     n
 }
 
+/// The registers of the innermost frame outside `own` (the bench's code): the C fixture's.
+#[inline(never)]
+fn c_frame(bounds: stack::Bounds, own: &[(u64, u64)]) -> Registers {
+    let mut one = [0u64; 1];
+    stack::walk(stack::registers(), bounds, own, &mut one).1.expect("a C frame")
+}
+
 fn bench(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("xpuprof-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -129,24 +140,34 @@ fn bench(c: &mut Criterion) {
     let clock: &'static Clock = Box::leak(Box::new(Clock::new(false)));
     let mut g = c.benchmark_group("launch_site");
     let mut id = 1u32;
-    for (name, lib, depth, stacks) in [
-        ("enter_exit_api_only", with_fp, 16, false),
-        ("enter_exit_with_stack_16_frames_fp", with_fp, 16, true),
-        ("enter_exit_with_stack_40_frames_fp", with_fp, 40, true),
-        ("enter_exit_with_stack_40_frames_cfi", without_fp, 40, true),
+    for (name, lib, depth, stacks, fast) in [
+        ("enter_exit_api_only", with_fp, 16, false, true),
+        ("enter_exit_with_stack_16_frames_fp", with_fp, 16, true, true),
+        ("enter_exit_with_stack_40_frames_fp", with_fp, 40, true, true),
+        ("enter_exit_with_stack_40_frames_fp_framehop_only", with_fp, 40, true, false),
+        ("enter_exit_with_stack_40_frames_cfi", without_fp, 40, true, true),
     ] {
         g.bench_function(name, |b| {
             b.iter_custom(|n| {
                 let first = id;
                 id = id.wrapping_add(n as u32);
-                at_depth(lib, depth, move || {
+                xpuprof_unwind::set_fast_path(fast);
+                let t = at_depth(lib, depth, move || {
                     let sites = Sites { record_entries: true, stacks, max_depth: 128, own_code: &[], known };
                     launches(reg, &sites, clock, n, first)
-                })
+                });
+                xpuprof_unwind::set_fast_path(true);
+                t
             })
         });
     }
     g.finish();
+    // The bench executable's code: the walk's first frames, left out to find the innermost C
+    // frame's registers (where the frame-pointer chain starts).
+    let here = bottom as extern "C" fn(u64) -> u64 as usize as u64;
+    let own: &'static [(u64, u64)] = Box::leak(
+        xpuprof_unwind::local::known_ranges().into_iter().filter(|&(s, e)| here >= s && here < e).collect(),
+    );
     let mut g = c.benchmark_group("walk");
     for (name, lib) in [("fp_built_40", with_fp), ("cfi_only_40", without_fp)] {
         // The frames each unwinder sees on this stack (printed so the timings can be compared).
@@ -154,38 +175,43 @@ fn bench(c: &mut Criterion) {
             let bounds = stack::thread_bounds();
             let mut out = [0u64; 128];
             let (w, _) = stack::walk(stack::registers(), bounds, &[], &mut out);
-            let r = stack::registers();
-            let f = fp::walk(r.bp as usize, r.sp as usize, bounds.hi, &mut out);
+            let c = c_frame(bounds, own);
+            let f = fp::walk(c.bp as usize, c.sp as usize, bounds.hi, &mut out);
             eprintln!(
-                "{name}: framehop {} frames ({:?}), frame pointers {f}, _Unwind_Backtrace {}",
+                "{name}: xpuprof-unwind {} frames ({:?}), frame-pointer chain from the innermost C frame {f}, _Unwind_Backtrace {}",
                 w.len,
                 w.end,
                 unwind_backtrace()
             );
             Duration::ZERO
         });
-        g.bench_function(format!("framehop_{name}"), |b| {
-            b.iter_custom(|n| {
-                at_depth(lib, 40, move || {
-                    let bounds = stack::thread_bounds();
-                    let mut out = [0u64; 128];
-                    let t = Instant::now();
-                    for _ in 0..n {
-                        std::hint::black_box(stack::walk(stack::registers(), bounds, &[], &mut out));
-                    }
-                    t.elapsed()
+        for (variant, fast) in [("fast_path", true), ("framehop_only", false)] {
+            g.bench_function(format!("{variant}_{name}"), |b| {
+                b.iter_custom(|n| {
+                    xpuprof_unwind::set_fast_path(fast);
+                    let t = at_depth(lib, 40, move || {
+                        let bounds = stack::thread_bounds();
+                        let mut out = [0u64; 128];
+                        let t = Instant::now();
+                        for _ in 0..n {
+                            std::hint::black_box(stack::walk(stack::registers(), bounds, &[], &mut out));
+                        }
+                        t.elapsed()
+                    });
+                    xpuprof_unwind::set_fast_path(true);
+                    t
                 })
-            })
-        });
+            });
+        }
         g.bench_function(format!("frame_pointers_{name}"), |b| {
             b.iter_custom(|n| {
                 at_depth(lib, 40, move || {
                     let bounds = stack::thread_bounds();
+                    let c = c_frame(bounds, own);
                     let mut out = [0u64; 128];
                     let t = Instant::now();
                     for _ in 0..n {
-                        let r: Registers = stack::registers();
-                        std::hint::black_box(fp::walk(r.bp as usize, r.sp as usize, bounds.hi, &mut out));
+                        std::hint::black_box(fp::walk(c.bp as usize, c.sp as usize, bounds.hi, &mut out));
                     }
                     t.elapsed()
                 })

@@ -11,9 +11,10 @@
 //!   mapped files (the model of `perf --call-graph dwarf`).
 //!
 //! Both drive [framehop](https://docs.rs/framehop) (the unwinder behind samply): for every
-//! address it finds the unwind rule in the binary's CFI and caches it per address, so a function
-//! built with frame pointers costs one frame-pointer step and a cache probe, and a function
-//! built without them is stepped through by its CFI. Addresses in code without CFI (JIT code)
+//! address it finds the unwind rule in the binary's CFI and caches it per address. On top of it a
+//! frame-pointer fast path: each return address is classified once (is its CFI rule the
+//! frame-pointer rule?) and cached, so a function built with frame pointers costs a cache probe
+//! and two stack reads, and only a function built without them is stepped by framehop. Addresses in code without CFI (JIT code)
 //! fall back to the frame pointer. A walk never reads outside the stack it was given and never
 //! goes on with garbage: a step that fails, or two consecutive frames outside every known
 //! module, cuts the walk there; every walk's end is counted in [`Stats`].
@@ -31,7 +32,8 @@ pub mod stats;
 pub mod walk;
 
 mod image;
+mod rules;
 
 pub use regs::Registers;
 pub use stats::{stats, Stats, StatsSnapshot};
-pub use walk::{Cut, End, Walk};
+pub use walk::{set_fast_path, Cut, End, Walk};

@@ -7,18 +7,20 @@
 //! the first walk and refreshed when a walk meets an address outside every known module and the
 //! loader's load/unload counters (`dlpi_adds`/`dlpi_subs`) say something changed.
 //!
-//! Each thread keeps its own framehop cache (unwind rules per address), so repeated call sites
-//! cost a cache probe per frame and no lock but the module list's read lock.
+//! Each thread keeps its own caches (framehop's unwind rules per address, and the fast path's
+//! per-address rule classes, [`crate::walk`]), so a repeated call site costs a cache probe per
+//! frame, plus two stack reads where the rule is the frame-pointer rule, and no lock but the
+//! module list's read lock.
 
 use std::cell::RefCell;
 use std::ops::Deref;
 use std::sync::RwLock;
 
-use framehop::x86_64::{CacheX86_64, UnwinderX86_64};
+use framehop::x86_64::UnwinderX86_64;
 use framehop::Unwinder;
 
 use crate::regs::Registers;
-use crate::walk::{self, follows_call, Code, Cut, End, Walk};
+use crate::walk::{self, follows_call, Caches, Code, Cut, End, Walk};
 
 mod phdr;
 
@@ -41,12 +43,14 @@ struct Modules {
     /// `dlpi_adds` / `dlpi_subs` when the list was built.
     adds: u64,
     subs: u64,
+    /// Which build of the list this is (the threads' per-address classes belong to one).
+    generation: u64,
 }
 
 static MODULES: RwLock<Option<Modules>> = RwLock::new(None);
 
 thread_local! {
-    static CACHE: RefCell<Option<Box<CacheX86_64>>> = const { RefCell::new(None) };
+    static CACHE: RefCell<Option<Box<Caches>>> = const { RefCell::new(None) };
 }
 
 /// Walks the calling thread's stack from `regs` (taken with [`Registers::here`] in a frame that
@@ -73,7 +77,7 @@ pub fn walk_skipping(
     let r = walk_once(start, lo, hi, out);
     // An address outside every module: a library loaded since the list was built?
     let r = if r.saw_unknown && refresh() { walk_once(start, lo, hi, out) } else { r };
-    crate::stats().walk(r.walk.len, r.walk.end);
+    crate::stats().walk(r.walk.len, r.fast_steps, r.walk.end);
     (r.walk, r.first)
 }
 /// The in-process module list as the walk sees it.
@@ -97,7 +101,12 @@ impl Code for InProcess<'_> {
 }
 
 fn walk_once(start: walk::Start<impl Fn(u64) -> bool>, lo: u64, hi: u64, out: &mut [u64]) -> walk::Run {
-    let cut = |c| walk::Run { walk: Walk { len: 0, end: End::Cut(c) }, first: None, saw_unknown: false };
+    let cut = |c| walk::Run {
+        walk: Walk { len: 0, end: End::Cut(c) },
+        first: None,
+        saw_unknown: false,
+        fast_steps: 0,
+    };
     if MODULES.read().map(|m| m.is_none()).unwrap_or(true) {
         refresh();
     }
@@ -114,8 +123,9 @@ fn walk_once(start: walk::Start<impl Fn(u64) -> bool>, lo: u64, hi: u64, out: &m
     };
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        let cache = c.get_or_insert_with(|| Box::new(CacheX86_64::new()));
-        walk::run(&m.unwinder, cache, start, &mut read, &InProcess(m), out)
+        let caches = c.get_or_insert_with(Box::default);
+        caches.classes.sync(m.generation);
+        walk::run(&m.unwinder, caches, start, &mut read, &InProcess(m), out)
     })
 }
 
@@ -143,7 +153,8 @@ pub fn refresh() -> bool {
         unwinder.add_module(f.into_module());
     }
     ranges.sort_unstable();
-    *g = Some(Modules { unwinder, ranges, adds, subs });
+    let generation = g.as_ref().map_or(1, |m| m.generation + 1);
+    *g = Some(Modules { unwinder, ranges, adds, subs, generation });
     crate::stats().refresh();
     true
 }

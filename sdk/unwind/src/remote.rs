@@ -10,13 +10,13 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use framehop::x86_64::{CacheX86_64, UnwinderX86_64};
+use framehop::x86_64::UnwinderX86_64;
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
 
 use crate::image::{own_vdso, Bytes, Image};
 use crate::local::contains;
 use crate::regs::Registers;
-use crate::walk::{self, Code, Cut, End, Walk};
+use crate::walk::{self, Caches, Code, Cut, End, Walk};
 
 /// One mapping of a process, as `/proc/PID/maps` shows it.
 #[derive(Debug, Clone, Copy)]
@@ -41,12 +41,13 @@ struct Process {
     unwinder: UnwinderX86_64<Bytes>,
     /// Executable ranges, sorted.
     code: Vec<(u64, u64)>,
+    /// The rule caches of this process's module list (created at its first walk).
+    caches: Option<Box<Caches>>,
 }
 
 /// The unwinder for copied stacks of many processes.
 #[derive(Default)]
 pub struct Remote {
-    cache: Option<Box<CacheX86_64>>,
     images: HashMap<Arc<str>, Option<Arc<Image>>>,
     procs: HashMap<u32, Process>,
 }
@@ -81,7 +82,7 @@ impl Remote {
             unwinder.add_module(module(m.name, m.start..m.end, bias, &image));
         }
         code.sort_unstable();
-        self.procs.insert(pid, Process { generation, unwinder, code });
+        self.procs.insert(pid, Process { generation, unwinder, code, caches: None });
     }
 
     /// Forgets `pid` (it exited and its samples are done).
@@ -92,22 +93,20 @@ impl Remote {
     /// Unwinds a stack of `pid` from `regs`, with `stack` the bytes copied from `regs.sp` up.
     /// Writes the start ip then return addresses into `out`, innermost first.
     pub fn walk(&mut self, pid: u32, regs: Registers, stack: &[u8], out: &mut [u64]) -> Walk {
-        let w = self.walk_inner(pid, regs, false, stack, out);
-        crate::stats().walk(w.len, w.end);
-        w
+        self.walk_inner(pid, regs, false, stack, out)
     }
 
     /// Like [`Remote::walk`] for registers whose `ip` is a return address: the caller-side
     /// start an in-process walk reported ([`crate::local::walk_skipping`]).
     pub fn walk_caller(&mut self, pid: u32, regs: Registers, stack: &[u8], out: &mut [u64]) -> Walk {
-        let w = self.walk_inner(pid, regs, true, stack, out);
-        crate::stats().walk(w.len, w.end);
-        w
+        self.walk_inner(pid, regs, true, stack, out)
     }
 
     fn walk_inner(&mut self, pid: u32, regs: Registers, ret: bool, stack: &[u8], out: &mut [u64]) -> Walk {
-        let Some(p) = self.procs.get(&pid) else {
-            return Walk { len: 0, end: End::Cut(Cut::OutsideModules) };
+        let Some(p) = self.procs.get_mut(&pid) else {
+            let w = Walk { len: 0, end: End::Cut(Cut::OutsideModules) };
+            crate::stats().walk(0, 0, w.end);
+            return w;
         };
         let base = regs.sp;
         let mut read = |addr: u64| -> Result<u64, ()> {
@@ -115,9 +114,11 @@ impl Remote {
             let word = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
             Ok(u64::from_le_bytes(word.try_into().map_err(|_| ())?))
         };
-        let cache = self.cache.get_or_insert_with(|| Box::new(CacheX86_64::new()));
+        let caches = p.caches.get_or_insert_with(Box::default);
         let start = walk::Start { regs, ip_is_return: ret, skip: |_| false };
-        walk::run(&p.unwinder, cache, start, &mut read, &Copied(&p.code), out).walk
+        let r = walk::run(&p.unwinder, caches, start, &mut read, &Copied(&p.code), out);
+        crate::stats().walk(r.walk.len, r.fast_steps, r.walk.end);
+        r.walk
     }
 
     fn image(&mut self, name: &str, open: &Path) -> Option<Arc<Image>> {

@@ -9,6 +9,7 @@ use crate::walk::{Cut, End};
 pub struct Stats {
     walks: AtomicU64,
     frames: AtomicU64,
+    fast_steps: AtomicU64,
     root: AtomicU64,
     max_depth: AtomicU64,
     cut: [AtomicU64; Cut::COUNT],
@@ -22,6 +23,9 @@ pub struct StatsSnapshot {
     pub walks: u64,
     /// Frames written by them.
     pub frames: u64,
+    /// Steps taken by the fast path (a return address's cached frame-pointer or stack-pointer
+    /// rule); the other steps went through framehop.
+    pub fast_steps: u64,
     /// Walks that reached the thread's root (`_start`, `clone`, a zero return address).
     pub root: u64,
     /// Walks stopped by the caller's depth limit.
@@ -42,6 +46,7 @@ impl StatsSnapshot {
 static STATS: Stats = Stats {
     walks: AtomicU64::new(0),
     frames: AtomicU64::new(0),
+    fast_steps: AtomicU64::new(0),
     root: AtomicU64::new(0),
     max_depth: AtomicU64::new(0),
     cut: [const { AtomicU64::new(0) }; Cut::COUNT],
@@ -55,9 +60,12 @@ pub fn stats() -> &'static Stats {
 
 impl Stats {
     /// Counts one walk.
-    pub(crate) fn walk(&self, frames: usize, end: End) {
+    pub(crate) fn walk(&self, frames: usize, fast_steps: u64, end: End) {
         self.walks.fetch_add(1, Relaxed);
         self.frames.fetch_add(frames as u64, Relaxed);
+        if fast_steps > 0 {
+            self.fast_steps.fetch_add(fast_steps, Relaxed);
+        }
         match end {
             End::Root => &self.root,
             End::MaxDepth => &self.max_depth,
@@ -80,6 +88,7 @@ impl Stats {
         StatsSnapshot {
             walks: self.walks.load(Relaxed),
             frames: self.frames.load(Relaxed),
+            fast_steps: self.fast_steps.load(Relaxed),
             root: self.root.load(Relaxed),
             max_depth: self.max_depth.load(Relaxed),
             cut,

@@ -1,12 +1,17 @@
 //! The walk loop both unwinders share: framehop steps, checked so that a broken walk is cut
-//! instead of continued with garbage.
+//! instead of continued with garbage, with a fast path ([`crate::rules`]): a return address whose
+//! CFI rule is the frame-pointer rule (a function built with frame pointers) or a stack-pointer
+//! rule (built without them) is stepped from a per-address rule cache in a few instructions;
+//! the first frame and rules of other shapes go through framehop (its own per-address cache).
 
 use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{Error, FrameAddress, Unwinder};
 
 use crate::regs::Registers;
+use crate::rules::{classify, step, Class, Classes};
 
 /// Why a walk was cut before the thread's root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,25 +98,43 @@ pub(crate) struct Run {
     pub walk: Walk,
     pub first: Option<Registers>,
     pub saw_unknown: bool,
+    /// Steps taken by the fast path (a cached rule), not by framehop.
+    pub fast_steps: u64,
+}
+
+static FAST_PATH: AtomicBool = AtomicBool::new(true);
+
+/// Turns the fast path ([`crate::rules`]: cached frame-pointer and stack-pointer rules) on (the
+/// default) or off, process-wide: off, every frame is stepped by framehop. For benchmarks and tests that compare the two; the frames are the same.
+pub fn set_fast_path(on: bool) {
+    FAST_PATH.store(on, Relaxed);
+}
+
+/// The caches a walk uses: framehop's rule cache and the fast path's per-address classes.
+#[derive(Default)]
+pub(crate) struct Caches {
+    pub framehop: CacheX86_64,
+    pub classes: Classes,
 }
 
 /// Runs a walk, reading stack words with `read`.
 pub(crate) fn run<D: Deref<Target = [u8]>>(
     unwinder: &UnwinderX86_64<D>,
-    cache: &mut CacheX86_64,
+    caches: &mut Caches,
     start: Start<impl Fn(u64) -> bool>,
     read: &mut impl FnMut(u64) -> Result<u64, ()>,
     code: &impl Code,
     out: &mut [u64],
 ) -> Run {
-    let mut run = Run { walk: Walk { len: 0, end: End::MaxDepth }, first: None, saw_unknown: false };
-    run.walk = steps(unwinder, cache, start, read, code, out, &mut run);
+    let mut run =
+        Run { walk: Walk { len: 0, end: End::MaxDepth }, first: None, saw_unknown: false, fast_steps: 0 };
+    run.walk = steps(unwinder, caches, start, read, code, out, &mut run);
     run
 }
 
 fn steps<D: Deref<Target = [u8]>>(
     unwinder: &UnwinderX86_64<D>,
-    cache: &mut CacheX86_64,
+    caches: &mut Caches,
     start: Start<impl Fn(u64) -> bool>,
     read: &mut impl FnMut(u64) -> Result<u64, ()>,
     code: &impl Code,
@@ -133,9 +156,8 @@ fn steps<D: Deref<Target = [u8]>>(
     } else {
         FrameAddress::from_instruction_pointer(regs.ip)
     };
-    let mut unknown = !code.known(regs.ip);
-    run.saw_unknown |= unknown;
     let mut ip = regs.ip;
+    let fast = FAST_PATH.load(Relaxed);
     loop {
         if skipping && !(start.skip)(ip) {
             skipping = false;
@@ -148,7 +170,31 @@ fn steps<D: Deref<Target = [u8]>>(
         if n == out.len() {
             return Walk { len: n, end: End::MaxDepth };
         }
-        let ra = match unwinder.unwind_frame(at, &mut r, cache, read) {
+        // The frame's rule: from the per-address classes for a return address in known code
+        // (the fast path), from framehop for the first frame and for code outside every module.
+        let class = if fast && at.is_return_address() {
+            match caches.classes.get(ip) {
+                Some(c) => Some(c),
+                None if code.known(ip) => {
+                    let c = classify(unwinder, &mut caches.framehop, ip);
+                    caches.classes.put(ip, c);
+                    Some(c)
+                }
+                None => None,
+            }
+        } else {
+            code.known(ip).then_some(Class::Cfi)
+        };
+        let unknown = class.is_none();
+        run.saw_unknown |= unknown;
+        let stepped = match class {
+            Some(c @ (Class::FramePointer | Class::StackPointer { .. } | Class::Root)) => {
+                run.fast_steps += 1;
+                step(c, &mut r, read)
+            }
+            _ => unwinder.unwind_frame(at, &mut r, &mut caches.framehop, read),
+        };
+        let ra = match stepped {
             Ok(None) => return Walk { len: n, end: End::Root },
             Ok(Some(ra)) => ra,
             Err(e) => return Walk { len: n, end: End::Cut(cut_of(e)) },
@@ -161,8 +207,6 @@ fn steps<D: Deref<Target = [u8]>>(
         if unknown && !code.believable(ra) {
             return Walk { len: n, end: End::Cut(Cut::OutsideModules) };
         }
-        unknown = !code.known(ra);
-        run.saw_unknown |= unknown;
         ip = ra;
         at = match FrameAddress::from_return_address(ra) {
             Some(a) => a,

@@ -43,10 +43,12 @@ extern "C" fn capture(x: u64) -> u64 {
 fn run_fixture() -> Captured {
     // The module list exists before the library is loaded: the walk must refresh it.
     assert!(!local::known_ranges().is_empty());
-    let dir = tempfile_dir();
-    let lib = common::build_deep(&dir);
+    run_lib(&common::build_deep(&tempfile_dir()))
+}
+
+fn run_lib(lib: &std::path::Path) -> Captured {
     // SAFETY: the fixture has no initialisers; `deep_entry` has the declared signature.
-    let lib = unsafe { libloading::Library::new(&lib) }.expect("failed to load the fixture");
+    let lib = unsafe { libloading::Library::new(lib) }.expect("failed to load the fixture");
     // SAFETY: as above.
     let entry: libloading::Symbol<'_, DeepEntry> = unsafe { lib.get(b"deep_entry") }.unwrap();
     // SAFETY: `capture` has the callback signature the fixture expects.
@@ -97,6 +99,38 @@ fn walks_through_frameless_code_to_the_root_in_process_and_from_a_copy() {
     assert_eq!(w.end, End::Cut(Cut::Unreadable));
     assert_eq!(&out[..w.len], &c.frames[..w.len]);
     assert!(xpuprof_unwind::stats().snapshot().cut[Cut::Unreadable as usize] >= 1);
+}
+
+#[test]
+fn the_fast_path_finds_the_frames_framehop_finds_with_and_without_frame_pointers() {
+    for (name, flag) in
+        [("libdeep-fp.so", "-fno-omit-frame-pointer"), ("libdeep-nofp.so", "-fomit-frame-pointer")]
+    {
+        let lib = common::build_deep_with(&tempfile_dir(), name, flag);
+        // One call site for both runs, so every frame can be compared: with the fast path, then
+        // framehop alone (the fast path takes the steps the CFI prescribes: the same frames).
+        let mut runs = Vec::new();
+        let mut fast_steps = Vec::new();
+        for fast in [true, false] {
+            xpuprof_unwind::set_fast_path(fast);
+            let before = xpuprof_unwind::stats().snapshot().fast_steps;
+            runs.push(run_lib(&lib));
+            fast_steps.push(xpuprof_unwind::stats().snapshot().fast_steps - before);
+        }
+        xpuprof_unwind::set_fast_path(true);
+        let names = common::names(&runs[0].frames);
+        assert!(common::has_path(&names), "{name}: the full path is not in the walk: {names:?}");
+        assert_eq!(runs[0].walk.unwrap().end, End::Root, "{name}: {names:?}");
+        // The fixture's frames step by their cached rules (other tests may add more).
+        assert!(
+            fast_steps[0] >= common::PATH.len() as u64,
+            "{name}: {} fast steps: {names:?}",
+            fast_steps[0]
+        );
+        let slow = common::names(&runs[1].frames);
+        assert_eq!(runs[1].frames, runs[0].frames, "{name}: framehop alone: {slow:?}");
+        assert_eq!(runs[1].walk.unwrap().end, End::Root);
+    }
 }
 
 fn parse_line(l: &str) -> Option<(u64, u64, u64, bool, String)> {

@@ -7,10 +7,15 @@ use std::process::Command;
 /// Builds `tests/fixtures/deep.c` with `-O2 -fomit-frame-pointer` into a shared library in
 /// `dir`; panics with the compiler's output when that fails (a C compiler is a prerequisite).
 pub fn build_deep(dir: &Path) -> PathBuf {
+    build_deep_with(dir, "libdeep.so", "-fomit-frame-pointer")
+}
+
+/// Builds `tests/fixtures/deep.c` with `-O2` and `flag` into `dir/name`.
+pub fn build_deep_with(dir: &Path, name: &str, flag: &str) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/deep.c");
-    let out = dir.join("libdeep.so");
+    let out = dir.join(name);
     let o = Command::new("cc")
-        .args(["-O2", "-fomit-frame-pointer", "-shared", "-fPIC", "-o"])
+        .args(["-O2", flag, "-shared", "-fPIC", "-o"])
         .arg(&out)
         .arg(&src)
         .output()
