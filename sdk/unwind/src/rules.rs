@@ -134,7 +134,7 @@ fn shape(step: Result<Option<u64>, Error>, sp: u64, bp: u64, after: &UnwindRegsX
         return Class::FramePointer;
     }
     let cfa = new_sp.wrapping_sub(sp);
-    if cfa < 8 || cfa > MAX_CFA || cfa % 8 != 0 || ra != word(new_sp - 8) {
+    if !(8..=MAX_CFA).contains(&cfa) || cfa % 8 != 0 || ra != word(new_sp - 8) {
         return Class::Cfi;
     }
     let saved = word(new_bp).wrapping_sub(sp);
