@@ -74,9 +74,14 @@ pub fn walk_skipping(
 ) -> (Walk, Option<Registers>) {
     let lo = lo.max(regs.sp);
     let start = walk::Start { regs, ip_is_return: false, skip };
-    let r = walk_once(start, lo, hi, out);
-    // An address outside every module: a library loaded since the list was built?
-    let r = if r.saw_unknown && refresh() { walk_once(start, lo, hi, out) } else { r };
+    let (r, used) = walk_once(start, lo, hi, out);
+    // An address outside every module: a library loaded since the list was built? (Another
+    // thread may have rebuilt the list since this walk read it: walk again then too.)
+    let r = if r.saw_unknown && (refresh() || generation() != used) {
+        walk_once(start, lo, hi, out).0
+    } else {
+        r
+    };
     crate::stats().walk(r.walk.len, r.fast_steps, r.walk.end);
     (r.walk, r.first)
 }
@@ -100,12 +105,21 @@ impl Code for InProcess<'_> {
     }
 }
 
-fn walk_once(start: walk::Start<impl Fn(u64) -> bool>, lo: u64, hi: u64, out: &mut [u64]) -> walk::Run {
-    let cut = |c| walk::Run {
-        walk: Walk { len: 0, end: End::Cut(c) },
-        first: None,
-        saw_unknown: false,
-        fast_steps: 0,
+/// Walks once with the module list as it is now; returns the run and the list's generation.
+fn walk_once(
+    start: walk::Start<impl Fn(u64) -> bool>,
+    lo: u64,
+    hi: u64,
+    out: &mut [u64],
+) -> (walk::Run, u64) {
+    let cut = |c| {
+        let run = walk::Run {
+            walk: Walk { len: 0, end: End::Cut(c) },
+            first: None,
+            saw_unknown: false,
+            fast_steps: 0,
+        };
+        (run, 0)
     };
     if MODULES.read().map(|m| m.is_none()).unwrap_or(true) {
         refresh();
@@ -125,8 +139,13 @@ fn walk_once(start: walk::Start<impl Fn(u64) -> bool>, lo: u64, hi: u64, out: &m
         let mut c = c.borrow_mut();
         let caches = c.get_or_insert_with(Box::default);
         caches.classes.sync(m.generation);
-        walk::run(&m.unwinder, caches, start, &mut read, &InProcess(m), out)
+        (walk::run(&m.unwinder, caches, start, &mut read, &InProcess(m), out), m.generation)
     })
+}
+
+/// The generation of the module list now (0 before the first).
+fn generation() -> u64 {
+    MODULES.read().ok().and_then(|g| g.as_ref().map(|m| m.generation)).unwrap_or(0)
 }
 
 /// True when `a` lies in one of the sorted, disjoint `ranges`.
