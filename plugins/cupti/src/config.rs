@@ -55,8 +55,8 @@ xpuprof_sdk::plugin_config! {
         pub api: Api = Api::Launches;
         /// who captures launch stacks: "agent" (no root needed), "ebpf" (uprobe on the trampoline), "both", "off"
         pub launch_stacks: LaunchStacks = LaunchStacks::Agent;
-        /// most frames per launch stack
-        pub max_depth: u8 = 64, min(1);
+        /// most frames per launch stack, Python frames included (a PyTorch launch with its Python frames is 60-100 deep; deeper stacks lose their root frames)
+        pub max_depth: u8 = 255, min(1);
         /// Python frames in launch stacks: "auto" (where the process runs CPython 3.9-3.13, each eval-loop
         /// frame replaced by the Python functions it runs, shown as function (file.py:line)), "off"
         pub python: Python = Python::Auto;
@@ -120,7 +120,7 @@ mod tests {
         let c = Config::from_plugin(&PluginConfig::default()).unwrap();
         assert_eq!(
             c.agent_opts(),
-            "kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent,depth=64,python=auto,buffer_kib=8192"
+            "kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent,depth=255,python=auto,buffer_kib=8192"
         );
         let c = Config::from_plugin(
             &PluginConfig::parse("nvtx = false\napi = \"all\"\nlaunch_stacks = \"both\"").unwrap(),

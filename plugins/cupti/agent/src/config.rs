@@ -94,7 +94,7 @@ impl Default for Config {
             overhead: true,
             api: ApiMode::Launches,
             stacks: StackMode::Agent,
-            max_depth: 64,
+            max_depth: 255,
             python: true,
             buffer_bytes: 8 << 20,
             verbose: false,
