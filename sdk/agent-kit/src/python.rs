@@ -9,10 +9,37 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
+use std::cell::Cell;
+
+use xpuprof_python::autograd::{is_engine_thread, Caller};
 use xpuprof_python::merge;
 use xpuprof_python::own::{Interpreter, MAX_FRAMES};
 
 use crate::wire;
+
+/// The frame between an autograd engine thread's stack and the Python frames of the
+/// `backward()` call it works for (above it in a flame graph).
+pub const AUTOGRAD_MARKER: &str = "[autograd engine thread, running the backward() above]";
+
+thread_local! {
+    /// Whether this thread is an autograd engine thread (by its name), once known.
+    static ENGINE_THREAD: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// True on PyTorch's autograd engine threads (`pt_autograd_N`).
+fn on_engine_thread() -> bool {
+    ENGINE_THREAD.with(|c| {
+        if let Some(v) = c.get() {
+            return v;
+        }
+        let mut name = [0u8; 17];
+        // SAFETY: PR_GET_NAME writes at most 16 bytes and a NUL into the 17-byte buffer.
+        let ok = unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr() as libc::c_ulong, 0, 0, 0) } == 0;
+        let v = ok && is_engine_thread(&name);
+        c.set(Some(v));
+        v
+    })
+}
 
 /// The Python side of an agent's launch stacks.
 #[derive(Debug, Default)]
@@ -56,7 +83,36 @@ impl PythonFrames {
         };
         let mut frames = [(0u64, false); MAX_FRAMES];
         let n = py.capture(&mut frames);
+        if n == 0 && on_engine_thread() {
+            return self.autograd(py, native, out, &mut frames);
+        }
         merge::merge(native, |ra| py.is_eval(ra), &frames[..n], out).len
+    }
+
+    /// A launch of an autograd engine thread: its native frames, then (outermost last) the
+    /// marker [`AUTOGRAD_MARKER`] and the Python frames of the thread whose backward call it
+    /// runs, when exactly one is known ([`xpuprof_python::autograd`]).
+    #[cold]
+    fn autograd(
+        &self,
+        py: &Interpreter,
+        native: &[u64],
+        out: &mut [u64],
+        frames: &mut [(u64, bool)],
+    ) -> usize {
+        let mut n = native.len().min(out.len());
+        out[..n].copy_from_slice(&native[..n]);
+        if let Caller::Found(k) = py.capture_backward_caller(frames) {
+            let marker = py.marker(AUTOGRAD_MARKER);
+            for f in std::iter::once(marker).chain(frames[..k].iter().map(|&(id, _)| id)) {
+                if n == out.len() {
+                    break;
+                }
+                out[n] = f;
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Appends the definitions of the Python frames made since the last call ([`wire::MSG_PY_FRAMES`]).
@@ -70,9 +126,16 @@ impl PythonFrames {
     pub fn put_counts(&self, out: &mut Vec<u8>) {
         if let Some(Some(py)) = self.interpreter.get() {
             let c = &py.counts;
-            let v = [&c.with_frames, &c.without_frames, &c.errors]
-                .map(|a| a.load(Ordering::Relaxed).to_le_bytes());
-            wire::put_message(out, wire::MSG_PY_COUNTS, &[&v[0], &v[1], &v[2]]);
+            let v = [
+                &c.with_frames,
+                &c.without_frames,
+                &c.errors,
+                &c.autograd_attributed,
+                &c.autograd_ambiguous,
+                &c.autograd_unattributed,
+            ]
+            .map(|a| a.load(Ordering::Relaxed).to_le_bytes());
+            wire::put_message(out, wire::MSG_PY_COUNTS, &[&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]]);
         }
     }
 }

@@ -13,11 +13,14 @@
 //! - [`code`] and [`lines`]: a code object's function name, file and the line of an offset;
 //! - [`merge`]: Python frames into a native stack;
 //! - [`own`]: the interpreter of the calling process, for the agents (at API entry);
+//! - [`autograd`]: for launches of PyTorch's autograd engine threads, the Python stack of the
+//!   thread whose `backward()` they run;
 //! - [`target`]: the interpreter of another process, found from its mapped binaries.
 //!
 //! A Python frame travels in a stack's address list as a tagged id ([`PY_FRAME_TAG`] | n) whose
 //! text the agent sends once as a definition; hosts turn it into a named frame.
 
+pub mod autograd;
 pub mod chain;
 pub mod code;
 pub mod layout;

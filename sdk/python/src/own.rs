@@ -32,17 +32,28 @@ pub struct Counts {
     /// Captures whose frame chain could not be read to its end (the frames read before the
     /// failure are kept; not counted in the two others).
     pub errors: AtomicU64,
+    /// Launches of autograd engine threads given the Python stack of the one thread blocked in
+    /// a `backward()` / `autograd.grad()` call ([`Interpreter::capture_backward_caller`]).
+    pub autograd_attributed: AtomicU64,
+    /// Launches of autograd engine threads while several threads were in such calls (not
+    /// attributed: the engine's threads serve them all).
+    pub autograd_ambiguous: AtomicU64,
+    /// Launches of autograd engine threads while no thread was in such a call (the engine driven
+    /// from C++), or whose caller's frames could not be read.
+    pub autograd_unattributed: AtomicU64,
 }
 
 /// The CPython interpreter loaded in this process.
 #[derive(Debug)]
 pub struct Interpreter {
-    layout: &'static Layout,
-    this_thread_state: GetState,
-    is_initialized: IsInitialized,
-    code_type: u64,
+    pub(crate) layout: &'static Layout,
+    pub(crate) this_thread_state: GetState,
+    pub(crate) is_initialized: IsInitialized,
+    pub(crate) code_type: u64,
     eval: (u64, u64),
     table: Mutex<Table>,
+    /// The thread list's entry points, for [`Interpreter::capture_backward_caller`].
+    pub(crate) threads: Option<crate::autograd::ThreadList>,
     /// What the captures found.
     pub counts: Counts,
 }
@@ -92,6 +103,7 @@ impl Interpreter {
             code_type,
             eval: symbol_range(eval),
             table: Mutex::new(Table::default()),
+            threads: crate::autograd::ThreadList::find(&sym),
             counts: Counts::default(),
         }))
     }
@@ -125,22 +137,8 @@ impl Interpreter {
             Ok(n) => (n, false),
             Err(_) => (0, true),
         };
-        let mut written = 0;
-        RESOLVED.with(|cache| {
-            let mut cache = cache.borrow_mut();
-            for f in raw[..n].iter().take(out.len()) {
-                match self.frame_id(&mut cache, f) {
-                    Ok(id) => {
-                        out[written] = (id, f.entry);
-                        written += 1;
-                    }
-                    Err(_) => {
-                        failed = true;
-                        break;
-                    }
-                }
-            }
-        });
+        let (written, resolved) = self.resolve(&raw[..n], out);
+        failed |= !resolved;
         let c = &self.counts;
         let counter = match (failed, n) {
             (true, _) => &c.errors,
@@ -149,6 +147,41 @@ impl Interpreter {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         written
+    }
+
+    /// Resolves `raw` into frame ids in `out`; returns how many were written and whether all
+    /// of them could be resolved.
+    pub(crate) fn resolve(&self, raw: &[RawFrame], out: &mut [(u64, bool)]) -> (usize, bool) {
+        let mut written = 0;
+        let mut ok = true;
+        RESOLVED.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            for f in raw.iter().take(out.len()) {
+                match self.frame_id(&mut cache, f) {
+                    Ok(id) => {
+                        out[written] = (id, f.entry);
+                        written += 1;
+                    }
+                    Err(_) => {
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+        });
+        (written, ok)
+    }
+
+    /// A frame id standing for `label` (a marker the stack shows as a frame of that name),
+    /// defined like a Python frame.
+    pub fn marker(&self, label: &'static str) -> u64 {
+        let Ok(mut t) = self.table.lock() else { return PY_FRAME_TAG };
+        let next = PY_FRAME_TAG | (t.ids.len() as u64 + 1);
+        let id = *t.ids.entry((0, label.as_ptr() as u64, 0)).or_insert(next);
+        if id == next {
+            t.pending.push((id, label.to_string()));
+        }
+        id
     }
 
     fn read_chain(&self, raw: &mut [RawFrame]) -> Result<usize, Error> {
@@ -166,7 +199,11 @@ impl Interpreter {
         chain::walk(&OwnMemory, self.layout, tstate as u64, Some(self.code_type), raw).map(|(n, _)| n)
     }
 
-    fn frame_id(&self, cache: &mut HashMap<(u64, u64), (u64, u64)>, f: &RawFrame) -> Result<u64, Error> {
+    pub(crate) fn frame_id(
+        &self,
+        cache: &mut HashMap<(u64, u64), (u64, u64)>,
+        f: &RawFrame,
+    ) -> Result<u64, Error> {
         let name = OwnMemory.u64(f.code + self.layout.code_qualname.unwrap_or(self.layout.code_name))?;
         if let Some(&(n, id)) = cache.get(&(f.code, f.offset)) {
             if n == name {

@@ -59,6 +59,14 @@ pub struct PyCounts {
     /// Launch stacks whose Python frame chain could not be read to its end (cut where it failed;
     /// not counted in the two others).
     pub errors: u64,
+    /// Of the launches without Python frames, those of PyTorch's autograd engine threads shown
+    /// under the Python stack of the one `backward()` call running (exact: the engine works for
+    /// that call only while it runs).
+    pub autograd_attributed: u64,
+    /// Autograd engine launches made while several threads were in `backward()` (not attributed).
+    pub autograd_ambiguous: u64,
+    /// Autograd engine launches made while no thread was in `backward()` from Python.
+    pub autograd_unattributed: u64,
 }
 
 impl PyCounts {
@@ -66,21 +74,31 @@ impl PyCounts {
     pub fn add(&mut self, payload: &[u8]) {
         let mut r = Reader::new(payload);
         let (w, wo, e) = (r.u64(), r.u64(), r.u64());
+        if r.short {
+            return;
+        }
+        self.with_frames += w;
+        self.without_frames += wo;
+        self.errors += e;
+        // Agents that attribute autograd launches add three counts.
+        let (a, m, u) = (r.u64(), r.u64(), r.u64());
         if !r.short {
-            self.with_frames += w;
-            self.without_frames += wo;
-            self.errors += e;
+            self.autograd_attributed += a;
+            self.autograd_ambiguous += m;
+            self.autograd_unattributed += u;
         }
     }
 
     /// The warning, when launch stacks of Python processes lack Python frames.
     pub fn warning(&self) -> Option<String> {
-        (self.without_frames + self.errors > 0).then(|| {
+        // Attributed autograd launches got the Python frames of the backward() they ran for.
+        let without = self.without_frames.saturating_sub(self.autograd_attributed);
+        (without + self.errors > 0).then(|| {
             format!(
                 "{} launch stacks of Python processes have native frames only ({} launched from threads running no \
                  Python code, such as C++ worker threads; {} whose Python frame chain could not be read)",
-                self.without_frames + self.errors,
-                self.without_frames,
+                without + self.errors,
+                without,
                 self.errors
             )
         })
@@ -90,7 +108,18 @@ impl PyCounts {
     pub fn report(&self) -> Option<String> {
         let total = self.with_frames + self.without_frames + self.errors;
         (total > 0).then(|| {
-            format!("python frames on {} of {total} launch stacks of Python processes", self.with_frames)
+            let mut line =
+                format!("python frames on {} of {total} launch stacks of Python processes", self.with_frames);
+            let engine = self.autograd_attributed + self.autograd_ambiguous + self.autograd_unattributed;
+            if engine > 0 {
+                line.push_str(&format!(
+                    "; autograd engine threads: {} of {engine} launches under the Python stack of the backward() \
+                     they ran for, {} while several backward() calls ran (not attributed), {} with no backward() \
+                     call from Python",
+                    self.autograd_attributed, self.autograd_ambiguous, self.autograd_unattributed
+                ));
+            }
+            line
         })
     }
 }
@@ -122,9 +151,21 @@ mod tests {
         c.add(&p[..10]);
         assert_eq!((c.with_frames, c.without_frames, c.errors), (5, 2, 1));
         assert_eq!(c.report().unwrap(), "python frames on 5 of 8 launch stacks of Python processes");
+
         assert!(c
             .warning()
             .unwrap()
             .starts_with("3 launch stacks of Python processes have native frames only"));
+        let p: Vec<u8> = [0u64, 4, 0, 2, 1, 1].iter().flat_map(|v| v.to_le_bytes()).collect();
+        c.add(&p);
+        assert_eq!((c.autograd_attributed, c.autograd_ambiguous, c.autograd_unattributed), (2, 1, 1));
+        assert!(c.report().unwrap().ends_with(
+            "autograd engine threads: 2 of 4 launches under the Python stack of the backward() they ran for, 1 while \
+             several backward() calls ran (not attributed), 1 with no backward() call from Python"
+        ));
+        assert!(
+            c.warning().unwrap().starts_with("5 launch stacks of Python processes have native frames only"),
+            "the attributed engine launches have Python frames"
+        );
     }
 }

@@ -60,3 +60,42 @@ fn python_off_leaves_native_stacks() {
     assert!(!l.is_empty() && !l[0].contains("launch.py"), "{folded:#?}");
     assert!(!r.stderr.contains("python frames on"), "{}", r.stderr);
 }
+
+#[test]
+fn autograd_engine_launches_sit_under_the_python_stack_of_the_backward_call() {
+    let script = sources().join("autograd.py");
+    let lib = target_dir().join("levelzero-workloads/libpylaunch.so");
+    let args = [script.to_str().unwrap(), lib.to_str().unwrap()];
+    let r = run_program("python-autograd", SCRIPT_AUTOGRAD, Path::new(PYTHON), &args, &["-v"]);
+    let folded = r.folded();
+    let py = script.display().to_string();
+    let engine = lines_of(&folded, "[GPU_Kernel]k_engine");
+    assert_eq!(engine.len(), 1, "{folded:#?}");
+    let want = format!(
+        "<module> ({py}:23);train ({py}:18);_engine_run_backward ({py}:14);[autograd engine thread, running the backward() above];"
+    );
+    assert!(
+        engine[0].starts_with(&want),
+        "k_engine not under the waiting thread's Python stack: {}",
+        engine[0]
+    );
+    assert!(
+        engine[0].contains("native_thread;pylaunch_launch;"),
+        "the engine thread's own frames follow: {}",
+        engine[0]
+    );
+    let other = lines_of(&folded, "[GPU_Kernel]k_other");
+    assert!(
+        other.len() == 1 && !other[0].contains(".py:"),
+        "another native thread gets no Python frames: {other:?}"
+    );
+    assert!(
+        r.stderr.contains(
+            "autograd engine threads: 1 of 1 launches under the Python stack of the backward() they ran for"
+        ),
+        "{}",
+        r.stderr
+    );
+}
+
+const SCRIPT_AUTOGRAD: &str = "kernel.k_engine=20000;kernel.k_other=10000";
