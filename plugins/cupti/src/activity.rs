@@ -164,14 +164,16 @@ fn base_op(kind: DeviceOpKind, pid: u32, clock: ClockDomain, start: u64, end: u6
 
 /// Sets the graph ids of work a graph ran and its submission link: the graph, the call that
 /// built the node ([`crate::graphs`]), the graph launch that ran it.
-fn graph(d: &Decoder, conn: u64, op: &mut DeviceOp, id: u32, node: u64) {
+/// `kernel` is the kernel's name pointer in the record (0 for other work).
+fn graph(d: &mut Decoder, conn: u64, op: &mut DeviceOp, id: u32, node: u64, kernel: u64) {
     if id == 0 && node == 0 {
         return;
     }
     op.graph = Some(GraphInfo::default().graph(id as u64).node(node));
     let launch = op.correlation.map_or(0, |c| c.id as u32);
-    if let Some(c) = d.conns.get(&conn) {
-        op.submission = Some(c.graphs.submission(id, node, launch));
+    if let Some(c) = d.conns.get_mut(&conn) {
+        let name = c.strings.get(&kernel).map(String::as_str);
+        op.submission = Some(c.graphs.submission(id, node, launch, name));
     }
 }
 
@@ -198,7 +200,7 @@ fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
             .shared_memory(u32_at(rec, l.static_shared).saturating_add(u32_at(rec, l.dynamic_shared)))
             .registers(u16_at(rec, l.registers) as u32),
     );
-    graph(d, conn, &mut op, u32_at(rec, l.graph), u64_at(rec, l.graph_node));
+    graph(d, conn, &mut op, u32_at(rec, l.graph), u64_at(rec, l.graph_node), u64_at(rec, l.name));
     emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), None, op, out);
 }
 
@@ -219,7 +221,7 @@ fn memcpy(d: &mut Decoder, conn: u64, rec: &[u8], peer: bool, out: &mut Emitter)
     );
     op.bytes = u64_at(rec, l.bytes);
     op.copy = if peer { CopyKind::PeerToPeer } else { copy_kind(u8_at(rec, l.copy_kind)) };
-    graph(d, conn, &mut op, u32_at(rec, l.graph), u64_at(rec, l.graph_node));
+    graph(d, conn, &mut op, u32_at(rec, l.graph), u64_at(rec, l.graph_node), 0);
     let ends = l.ends.map(|(src, dst)| (u32_at(rec, src), u32_at(rec, dst)));
     emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), ends, op, out);
 }
@@ -239,7 +241,7 @@ fn memset(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         u32_at(rec, l.correlation),
     );
     op.bytes = u64_at(rec, l.bytes);
-    graph(d, conn, &mut op, u32_at(rec, l.graph), u64_at(rec, l.graph_node));
+    graph(d, conn, &mut op, u32_at(rec, l.graph), u64_at(rec, l.graph_node), 0);
     emit_op(d, conn, u32_at(rec, l.device), Some(u32_at(rec, l.stream)), None, op, out);
 }
 

@@ -400,6 +400,18 @@ impl Decoder {
                 c.graphs.malformed
             ));
         }
+        if c.graphs.joined_by_kernel > 0 {
+            self.log.info(&format!(
+                "process {}: {} replayed kernels of child graphs (nodes CUPTI does not report, flattened at instantiation) joined to the launch that captured their kernel, by its name",
+                c.pid, c.graphs.joined_by_kernel
+            ));
+        }
+        if c.graphs.ambiguous_kernel > 0 {
+            self.log.warn(&format!(
+                "process {}: {} replayed kernels of child graphs show no capture stack: CUPTI does not report their nodes (flattened at instantiation), and their kernel was captured by several calls",
+                c.pid, c.graphs.ambiguous_kernel
+            ));
+        }
         if c.hello && !c.bye && !c.refused && c.cupti_version != 0 {
             self.stats.unfinished += 1;
             self.log.warn(&format!(

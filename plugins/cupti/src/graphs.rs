@@ -8,10 +8,18 @@
 //! correlation id, `execution` = the graph launch's. The creating call's launch site is marked
 //! `recording`, so the host keeps its stack for as long as the graph may be replayed.
 //!
+//! Instantiation flattens a child graph's nodes into the executable graph, and CUPTI reports
+//! no callback for those flattened nodes: the kernel records of a child graph's kernels carry
+//! node ids never reported. For them the link is found by the kernel they run: the agent sends
+//! the kernel name of every kernel node a launch created (stream capture,
+//! [`wire::NODE_CREATED_KERNEL`]), and when exactly one call created nodes of that kernel, that
+//! call built the flattened node (it is the only node that kernel can have come from). When
+//! several calls did, the link stays unknown and is counted.
+//!
 //! Memory is bounded: at most [`MAX_NODES`] nodes per process are remembered (the oldest are
 //! forgotten first and counted); a forgotten node's kernels still show their replay stack.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::{backend, Correlation, Submission};
@@ -39,6 +47,12 @@ pub struct GraphNodes {
     order: VecDeque<u64>,
     /// Calls that created a node and whose launch entry has not arrived yet.
     recording_calls: IdSet<u32>,
+    /// Kernel name (demangled) -> the call that created nodes of it, or `None` when several did.
+    by_kernel: HashMap<String, Option<u32>>,
+    /// Executed nodes never reported whose creating call was found by their kernel's name.
+    pub joined_by_kernel: u64,
+    /// Executed nodes never reported whose kernel several calls created nodes of.
+    pub ambiguous_kernel: u64,
     /// Nodes forgotten at the bound.
     pub forgotten: u64,
     /// Graph node messages that were cut short.
@@ -57,20 +71,44 @@ impl GraphNodes {
             return;
         }
         match kind {
-            wire::NODE_CREATED => {
-                let call = origin as u32;
-                if call != 0 {
-                    self.recording_calls.insert(call);
-                    if self.recording_calls.len() > MAX_NODES {
-                        // Launch entries never came (stacks off): forget the oldest guesses.
-                        self.recording_calls.clear();
-                    }
-                }
-                self.insert(node, Origin::Created(call));
+            wire::NODE_CREATED_KERNEL => {
+                let name = String::from_utf8_lossy(&payload[wire::GRAPH_NODE_BYTES..]);
+                self.kernel_created(&name, origin as u32);
+                self.message_created(node, origin as u32);
             }
+            wire::NODE_CREATED => self.message_created(node, origin as u32),
             wire::NODE_CLONED => self.insert(node, Origin::Cloned(origin)),
             _ => self.malformed += 1,
         }
+    }
+
+    fn kernel_created(&mut self, kernel: &str, call: u32) {
+        if call == 0 {
+            return;
+        }
+        let name = normalized(kernel);
+        let room = self.by_kernel.len() < MAX_NODES;
+        match self.by_kernel.get_mut(&name) {
+            Some(e) if *e != Some(call) => *e = None,
+            Some(_) => {}
+            // At the bound new names are not kept (their nodes, if flattened, stay unknown);
+            // forgetting old ones could make an ambiguous name look unique.
+            None if room => {
+                self.by_kernel.insert(name, Some(call));
+            }
+            None => {}
+        }
+    }
+
+    fn message_created(&mut self, node: u64, call: u32) {
+        if call != 0 {
+            self.recording_calls.insert(call);
+            if self.recording_calls.len() > MAX_NODES {
+                // Launch entries never came (stacks off): forget the oldest guesses.
+                self.recording_calls.clear();
+            }
+        }
+        self.insert(node, Origin::Created(call));
     }
 
     fn insert(&mut self, node: u64, origin: Origin) {
@@ -106,15 +144,30 @@ impl GraphNodes {
     }
 
     /// The submission link of work that node `node` of graph `graph` ran, for the graph launch
-    /// with correlation id `launch`.
-    pub fn submission(&self, graph: u32, node: u64, launch: u32) -> Submission {
+    /// with correlation id `launch`; `kernel` is the name of the kernel it ran, if one.
+    pub fn submission(&mut self, graph: u32, node: u64, launch: u32, kernel: Option<&str>) -> Submission {
+        let mut call = self.creating_call(node);
+        if call.is_none() && !self.origin.contains_key(&node) {
+            // Never reported: a child graph's node flattened at instantiation.
+            match kernel.and_then(|k| self.by_kernel.get(&normalized(k))) {
+                Some(Some(c)) => {
+                    call = Some(*c);
+                    self.joined_by_kernel += 1;
+                }
+                Some(None) => self.ambiguous_kernel += 1,
+                None => {}
+            }
+        }
         Submission::default()
             .list(u64::from(graph))
-            .record(
-                self.creating_call(node).map(|c| Correlation { backend: backend::CUDA, id: u64::from(c) }),
-            )
+            .record(call.map(|c| Correlation { backend: backend::CUDA, id: u64::from(c) }))
             .execution(u64::from(launch))
     }
+}
+
+/// A kernel name as both the launch callback and the kernel record may give it: demangled.
+fn normalized(kernel: &str) -> String {
+    xpuprof_toolbox::demangle::demangle(kernel).unwrap_or_else(|| kernel.to_owned())
 }
 
 #[cfg(test)]
@@ -138,10 +191,37 @@ mod tests {
         assert_eq!(g.creating_call(30), Some(501));
         assert_eq!(g.creating_call(31), Some(501));
         assert_eq!(g.creating_call(99), None);
-        let s = g.submission(4, 31, 900);
+        let s = g.submission(4, 31, 900, None);
         assert_eq!((s.list, s.record.map(|c| c.id), s.execution), (4, Some(501), 900));
         assert!(g.take_recording(501));
         assert!(!g.take_recording(501), "once");
+    }
+
+    fn kernel_msg(node: u64, call: u64, name: &str) -> Vec<u8> {
+        let mut m = Vec::new();
+        wire::put_graph_kernel_node(&mut m, 1, node, call, name.as_bytes());
+        m[wire::HEADER_BYTES..].to_vec()
+    }
+
+    #[test]
+    fn flattened_child_nodes_are_found_by_their_kernel_when_one_call_made_it() {
+        let mut g = GraphNodes::default();
+        // Two captured kernels; k2 captured twice, from two calls.
+        g.message(&kernel_msg(10, 3, "_Z6cap_k1Pfi"));
+        g.message(&kernel_msg(11, 4, "_Z6cap_k2Pfi"));
+        g.message(&kernel_msg(12, 9, "_Z6cap_k2Pfi"));
+        assert!(g.take_recording(3), "a kernel node's call is a recording call");
+        // Executable-graph nodes 40, 41 never reported (flattened from a child graph).
+        let s = g.submission(4, 40, 900, Some("_Z6cap_k1Pfi"));
+        assert_eq!(s.record.map(|c| c.id), Some(3));
+        let s = g.submission(4, 40, 900, Some("cap_k1(float*, int)"));
+        assert_eq!(s.record.map(|c| c.id), Some(3), "names compare demangled");
+        assert_eq!(g.submission(4, 41, 900, Some("_Z6cap_k2Pfi")).record, None, "two calls made k2");
+        assert_eq!(g.submission(4, 42, 900, Some("_Z5otherv")).record, None);
+        assert_eq!((g.joined_by_kernel, g.ambiguous_kernel), (2, 1));
+        // A reported node never falls back to the name.
+        g.message(&msg(wire::NODE_CREATED, 50, 0));
+        assert_eq!(g.submission(4, 50, 900, Some("_Z6cap_k1Pfi")).record, None);
     }
 
     #[test]

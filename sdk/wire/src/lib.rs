@@ -34,17 +34,21 @@
 //! - [`MSG_LOST_BYTES`]: `chunks u64, bytes u64`: output the agent's channel dropped (the host
 //!   was gone or too slow).
 //! - [`MSG_BYE`]: `launches u64, stacks u64`: the agent flushed everything and is done.
-//! - [`MSG_GRAPH_NODE`]: `kind u8` ([`NODE_CREATED`] or [`NODE_CLONED`]), `pad u8 × 3`,
-//!   `graph u32, node u64, origin u64`: a node of a recorded graph (a CUDA graph) was created
-//!   by the API call whose correlation id is `origin` (0: outside any traced call), or cloned
-//!   from node `origin` (graph instantiation, cloning, child graphs). Sent during the call, so
-//!   before that call's launch entry and before any record of the node's executions.
+//! - [`MSG_GRAPH_NODE`]: `kind u8` ([`NODE_CREATED`], [`NODE_CLONED`] or
+//!   [`NODE_CREATED_KERNEL`]), `pad u8 × 3`, `graph u32, node u64, origin u64`: a node of a
+//!   recorded graph (a CUDA graph) was created by the API call whose correlation id is `origin`
+//!   (0: outside any traced call), or cloned from node `origin` (graph instantiation, cloning,
+//!   child graphs); a kernel node created by a launch (stream capture) also carries the
+//!   kernel's name after these fields. Sent during the call, so before that call's launch entry
+//!   and before any record of the node's executions.
 //! - [`MSG_PY_FRAMES`]: `count u32`, then per frame `id u64, len u32, bytes`: the text
 //!   (`function (file.py:line)`) of the Python frames that stacks carry as tagged ids
 //!   ([`PY_FRAME_TAG`]); sent before the launches whose stacks use them.
 //! - [`MSG_PY_COUNTS`]: `with_frames u64, without_frames u64, errors u64`: launch stacks that got
 //!   Python frames, that got none (a thread with no Python frame running), and whose frame
-//!   chain could not be read; sent before [`MSG_BYE`].
+//!   chain could not be read; sent before [`MSG_BYE`]. Agents that attribute launches of PyTorch's
+//!   autograd engine threads to the `backward()` call they run add `autograd_attributed u64,
+//!   autograd_ambiguous u64, autograd_unattributed u64` (hosts read them when present).
 //!
 //! Message numbers never change meaning; new messages get new numbers, and a change to an
 //! existing payload raises [`PROTOCOL`]. The numbers are shared out:
@@ -100,6 +104,10 @@ pub const MSG_GRAPH_NODE: u8 = 13;
 pub const NODE_CREATED: u8 = 1;
 /// [`MSG_GRAPH_NODE`] kind: a copy of node `origin`.
 pub const NODE_CLONED: u8 = 2;
+/// [`MSG_GRAPH_NODE`] kind: a kernel node created by the launch whose correlation id is
+/// `origin` (stream capture); the kernel's name (as the vendor's kernel records name it) follows
+/// the fixed payload.
+pub const NODE_CREATED_KERNEL: u8 = 3;
 /// Size of a [`MSG_GRAPH_NODE`] payload.
 pub const GRAPH_NODE_BYTES: usize = 24;
 
@@ -109,6 +117,21 @@ pub fn put_graph_node(out: &mut Vec<u8>, kind: u8, graph: u32, node: u64, origin
         out,
         MSG_GRAPH_NODE,
         &[&[kind, 0, 0, 0], &graph.to_le_bytes(), &node.to_le_bytes(), &origin.to_le_bytes()],
+    );
+}
+
+/// Appends a [`MSG_GRAPH_NODE`] message of kind [`NODE_CREATED_KERNEL`].
+pub fn put_graph_kernel_node(out: &mut Vec<u8>, graph: u32, node: u64, call: u64, kernel: &[u8]) {
+    put_message(
+        out,
+        MSG_GRAPH_NODE,
+        &[
+            &[NODE_CREATED_KERNEL, 0, 0, 0],
+            &graph.to_le_bytes(),
+            &node.to_le_bytes(),
+            &call.to_le_bytes(),
+            kernel,
+        ],
     );
 }
 

@@ -109,7 +109,7 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
     // SAFETY: for API domains CUPTI passes a valid CUpti_CallbackData for the call's duration.
     let d = unsafe { &*(data as *const ffi::CUpti_CallbackData) };
     if d.callbackSite == ffi::CUpti_ApiCallbackSite::CUPTI_API_ENTER {
-        graphs::enter(d.correlationId);
+        graphs::enter(d.correlationId, d.symbolName);
         let outer = a.launches.enter(&a.sites(), domain as u8, cbid, d.correlationId, regs);
         if let Some(start) = outer.filter(|_| a.config.trampoline()) {
             trampoline::call(&start, xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);

@@ -12,11 +12,18 @@
 //! id), and so do `cudaGraphClone` and child-graph nodes. The host follows the copies back to
 //! the created node ([`xpuprof_agent_kit::wire::MSG_GRAPH_NODE`]).
 //!
+//! A kernel node created by a launch (stream capture) is reported with the kernel's name
+//! (`CUpti_CallbackData::symbolName` of the launch): instantiation flattens a child graph's
+//! nodes into the executable graph, and CUPTI reports no callback for those flattened nodes, so
+//! the host can only find their creating call by the kernel they run
+//! ([`wire::NODE_CREATED_KERNEL`]).
+//!
 //! Graph building is not a hot path (a node is built once, replayed many times): each node is
 //! one small message pushed to the channel during the call.
 
 use std::cell::Cell;
-use std::os::raw::c_void;
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_void};
 
 use xpuprof_agent_kit::channel::Chunk;
 use xpuprof_agent_kit::wire;
@@ -34,12 +41,21 @@ pub const DOMAIN_RESOURCE: u32 = ffi::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RESO
 thread_local! {
     /// (launch-class calls active on this thread, correlation id of the outermost one).
     static CURRENT: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
+    /// The kernel name CUPTI gave the active launch (null otherwise) and the nesting depth of
+    /// the call that gave it, cleared when that call returns.
+    static SYMBOL: Cell<(*const c_char, u32)> = const { Cell::new((std::ptr::null(), 0)) };
 }
 
-/// API entry of a launch-class call with correlation id `correlation`.
-pub fn enter(correlation: u32) {
+/// API entry of a launch-class call with correlation id `correlation`; `symbol` is the
+/// callback data's `symbolName` (the kernel's name for launches, else null or garbage-free
+/// null-terminated text CUPTI keeps for the call).
+pub fn enter(correlation: u32, symbol: *const c_char) {
     CURRENT.with(|c| {
         let (depth, outer) = c.get();
+        // The runtime call's name, else that of the driver launch inside it.
+        if depth == 0 || SYMBOL.with(Cell::get).0.is_null() {
+            SYMBOL.with(|s| s.set((symbol, depth + 1)));
+        }
         c.set((depth + 1, if depth == 0 { correlation } else { outer }));
     });
 }
@@ -48,8 +64,19 @@ pub fn enter(correlation: u32) {
 pub fn exit() {
     CURRENT.with(|c| {
         let (depth, outer) = c.get();
+        if SYMBOL.with(Cell::get).1 >= depth {
+            SYMBOL.with(|s| s.set((std::ptr::null(), 0)));
+        }
         c.set((depth.saturating_sub(1), if depth <= 1 { 0 } else { outer }));
     });
+}
+
+/// The kernel name of the launch active on this thread, if any.
+fn current_symbol() -> Option<&'static [u8]> {
+    let p = SYMBOL.with(Cell::get).0;
+    // SAFETY: CUPTI's symbolName is a NUL-terminated string alive for the duration of the
+    // call whose entry set it (it is cleared at that call's exit); it is read only inside it.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes()).filter(|b| !b.is_empty())
 }
 
 /// The correlation id of the launch-class call active on this thread, or 0.
@@ -75,16 +102,22 @@ pub unsafe fn on_resource(a: &Agent, cbid: u32, data: *const c_void) {
     let g = unsafe { &*(r.resourceDescriptor as *const ffi::CUpti_GraphData) };
     let Ok(node) = a.lib.graph_node_id(g.node) else { return };
     let graph = a.lib.graph_id(g.graph).unwrap_or(0);
-    let (kind, origin) = if cbid == CBID_NODE_CREATED {
-        (wire::NODE_CREATED, u64::from(current()))
+    let mut m = Vec::with_capacity(wire::HEADER_BYTES + wire::GRAPH_NODE_BYTES);
+    if cbid == CBID_NODE_CREATED {
+        let call = u64::from(current());
+        let kernel = (g.nodeType == ffi::CUgraphNodeType_enum::CU_GRAPH_NODE_TYPE_KERNEL && call != 0)
+            .then(current_symbol)
+            .flatten();
+        match kernel {
+            Some(name) => wire::put_graph_kernel_node(&mut m, graph, node, call, name),
+            None => wire::put_graph_node(&mut m, wire::NODE_CREATED, graph, node, call),
+        }
     } else {
         match a.lib.graph_node_id(g.originalNode) {
-            Ok(original) => (wire::NODE_CLONED, original),
+            Ok(original) => wire::put_graph_node(&mut m, wire::NODE_CLONED, graph, node, original),
             Err(_) => return,
         }
-    };
-    let mut m = Vec::with_capacity(wire::HEADER_BYTES + wire::GRAPH_NODE_BYTES);
-    wire::put_graph_node(&mut m, kind, graph, node, origin);
+    }
     a.channel.push(Chunk::Bytes(m));
 }
 
@@ -95,13 +128,25 @@ mod tests {
     #[test]
     fn the_outermost_call_is_current_until_it_returns() {
         assert_eq!(current(), 0);
-        enter(7);
-        enter(8);
+        enter(7, std::ptr::null());
+        enter(8, c"k".as_ptr());
+        assert_eq!(
+            current_symbol(),
+            Some(&b"k"[..]),
+            "the driver launch's kernel when the runtime call has none"
+        );
+        enter(9, c"other".as_ptr());
+        assert_eq!(current_symbol(), Some(&b"k"[..]));
+        exit();
+        exit();
+        assert_eq!(current_symbol(), None, "gone with the call that gave it");
+        enter(10, std::ptr::null());
         assert_eq!(current(), 7, "a driver call inside a runtime call keeps the runtime call's id");
         exit();
         assert_eq!(current(), 7);
         exit();
         assert_eq!(current(), 0);
+        assert_eq!(current_symbol(), None);
         exit();
         assert_eq!(current(), 0, "an unbalanced exit stays at zero");
     }
