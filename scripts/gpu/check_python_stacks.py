@@ -9,8 +9,18 @@ PASS/FAIL, then
 - py=X%: GPU time under a stack that has a frame `function (SCRIPT.py:LINE)` of the script;
 - rooted=Y%: GPU time whose stack starts at a thread start (_start, start_thread, clone3, __clone);
 - both=Z%: both at once (what must reach --min, default 95);
-- nopy=W% (top roots): GPU time without any Python frame, by the root..5 frames of its stack
-  (autograd's device threads run backward kernels: they show the engine's C++ frames only);
+- nopy=W% (top roots): GPU time without any Python frame, by the root..5 frames of its stack;
+- unrooted with Python frames (top roots): GPU time with Python frames whose stack does not
+  start at a thread start, by its outermost frame and depth (a walk cut at `max_depth`, or one
+  that stopped early);
+- main=M% of T µs: the same `both` figure over the GPU time launched from threads other than
+  autograd's engine threads (the program's own threads);
+- autograd=A% of T µs: of the GPU time autograd's engine threads (pt_autograd_N) launched (the
+  backward kernels), the share under the Python stack of the backward() call they ran for (the
+  agent's `[autograd engine thread, running the backward() above]` marker, below the caller's
+  Python frames, above the engine thread's own native stack), and unattributed=U%. An engine
+  thread's native stack counts as rooted when it starts at a thread start or inside libc (a
+  thread's first frame is libc's clone3; a libc without symbols names it libc.so.6+0x...);
 - with --call-marker TEXT: triton=T% of the Triton kernels' GPU time sits under the script line
   that contains TEXT.
 """
@@ -19,6 +29,9 @@ import re
 import sys
 
 ROOTS = ("_start", "start_thread", "clone3", "__clone", "__clone3", "thread_start")
+AUTOGRAD = "[autograd engine thread, running the backward() above]"
+ENGINE = re.compile(r"autograd::(python::Python)?Engine::thread_(init|main)")
+LIBC = re.compile(r"^libc\.so[.\d]*\+0x[0-9a-f]+$")
 
 
 def main():
@@ -36,7 +49,9 @@ def main():
     own = re.compile(r"\(([^()]*/)?" + re.escape(name) + r":\d+\)")
     any_py = re.compile(r"\([^()]*\.py:\d+\)")
     total = py = rooted = both = triton = triton_at = 0
+    main_total = main_both = engine_total = engine_attributed = engine_both = 0
     nopy = collections.Counter()
+    unrooted = collections.Counter()
     for line in open(f"{out}/profile.cpu.folded" if cpu else f"{out}/profile.folded", errors="replace"):
         stack, _, value = line.rstrip("\n").rpartition(" ")
         if not value.isdigit():
@@ -50,11 +65,24 @@ def main():
         total += v
         has_py = bool(own.search(stack))
         is_rooted = frames[0] in ROOTS
+        if AUTOGRAD in frames:
+            native = frames[frames.index(AUTOGRAD) + 1:]
+            is_rooted = native[0] in ROOTS or bool(LIBC.match(native[0]))
+            engine_total += v
+            engine_attributed += v
+            engine_both += v * (has_py and is_rooted)
+        elif ENGINE.search(stack):
+            engine_total += v
+        else:
+            main_total += v
+            main_both += v * (has_py and is_rooted)
         py += v * has_py
         rooted += v * is_rooted
         both += v * (has_py and is_rooted)
         if not any_py.search(stack):
             nopy[";".join(frames[:5])] += v
+        elif not is_rooted:
+            unrooted[f"{frames[0][:60]} ({len(frames)} frames)"] += v
         if "[GPU_Kernel]triton" in stack:
             triton += v
             if call_line and f"{name}:{call_line})" in stack:
@@ -68,6 +96,17 @@ def main():
     if nopy_total:
         top = ", ".join(f"{k} {100.0 * v / total:.1f}%" for k, v in nopy.most_common(3))
         parts.append(f"nopy={pct(nopy_total):.1f}% ({top})")
+    if unrooted:
+        top = ", ".join(f"{k} {100.0 * v / total:.1f}%" for k, v in unrooted.most_common(3))
+        parts.append(f"unrooted with Python frames: {top}")
+    share = lambda x, of: 100.0 * x / of if of else 0.0  # noqa: E731
+    parts.append(f"main={share(main_both, main_total):.1f}% of {main_total} µs")
+    if engine_total:
+        parts.append(
+            f"autograd={share(engine_attributed, engine_total):.1f}% of {engine_total} µs under their backward() "
+            f"(rooted+py {share(engine_both, engine_total):.1f}%, unattributed "
+            f"{share(engine_total - engine_attributed, engine_total):.1f}%)"
+        )
     ok = pct(both) >= minimum
     if marker:
         t = 100.0 * triton_at / triton if triton else 0.0
