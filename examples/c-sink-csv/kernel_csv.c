@@ -89,17 +89,20 @@ static int create(const xpuprof_host *host, const xpuprof_create_info *info, voi
     return XPUPROF_OK;
 }
 
+/* Keeps the text people are shown: the host's display text (a demangled kernel name) when it
+ * gave one, else the text as the source sent it. */
 static int remember_string(csv_sink *s, const xpuprof_str_def *d) {
+    const xpuprof_text *t = d->display.len > 0 ? &d->display : &d->text;
     char *copy;
     if (grow((void **)&s->strings, &s->n_strings, sizeof(char *), d->id) != 0) {
         return -1;
     }
-    copy = (char *)malloc(d->text.len + 1);
+    copy = (char *)malloc(t->len + 1);
     if (copy == NULL) {
         return -1;
     }
-    memcpy(copy, d->text.ptr, d->text.len);
-    copy[d->text.len] = '\0';
+    memcpy(copy, t->ptr, t->len);
+    copy[t->len] = '\0';
     free(s->strings[d->id]);
     s->strings[d->id] = copy;
     return 0;

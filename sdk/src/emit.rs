@@ -248,11 +248,11 @@ mod tests {
     fn a_record_waits_at_most_the_flush_interval() {
         let host = FfiHost { ctx: std::ptr::null(), emit: count_batch, log: ignore_log };
         let mut e = Emitter::new(host);
-        e.emit(&Record::Str(StrDef { id: StrId(1), text: "a".into() }));
+        e.emit(&Record::Str(StrDef::new(StrId(1), "a")));
         e.flush_if_due();
         assert_eq!(BATCHES.load(Ordering::SeqCst), 0, "a fresh record is not due yet");
         std::thread::sleep(FLUSH_INTERVAL);
-        e.emit(&Record::Str(StrDef { id: StrId(2), text: "b".into() }));
+        e.emit(&Record::Str(StrDef::new(StrId(2), "b")));
         e.flush_if_due();
         assert_eq!(BATCHES.load(Ordering::SeqCst), 1, "the oldest record was due: one batch sent");
         e.flush_if_due();

@@ -135,7 +135,7 @@ impl Sink for Speedscope {
         for r in records {
             match r {
                 Record::Str(s) => {
-                    self.strings.insert(s.id, s.text.clone());
+                    self.strings.insert(s.id, s.shown().to_owned());
                 }
                 Record::Frame(f) => self.frame(f),
                 Record::Stack(s) => {

@@ -160,7 +160,8 @@ typedef struct xpuprof_external_id {
 /* ---- definitions ---- */
 typedef struct xpuprof_str_def {
     uint32_t id;
-    xpuprof_text text;
+    xpuprof_text text;    /* as the source sent it (a kernel's mangled name) */
+    xpuprof_text display; /* the host's text for people (demangled); empty: show `text` */
 } xpuprof_str_def;
 
 typedef struct xpuprof_process_def {
@@ -585,6 +586,14 @@ static inline void xpuprof__key_var(xpuprof_batch *b, uint32_t number, uint64_t 
     }
 }
 
+/* A keyed string (wire type 2), written only when it is not empty. */
+static inline void xpuprof__key_text(xpuprof_batch *b, uint32_t number, const xpuprof_text *t) {
+    if (t->len != 0) {
+        xpuprof__var(b, (uint64_t)number << 3 | 2);
+        xpuprof__bytes(b, t->ptr, t->len);
+    }
+}
+
 /* A keyed correlation (wire type 2), written when present. */
 static inline void xpuprof__key_corr(xpuprof_batch *b, uint32_t number, const xpuprof_correlation *c) {
     size_t at;
@@ -612,6 +621,7 @@ static inline int xpuprof_write_str_def(xpuprof_batch *b, const xpuprof_str_def 
     XPUPROF__BEGIN(b, XPUPROF_TAG_STR);
     xpuprof__var(b, r->id);
     xpuprof__bytes(b, r->text.ptr, r->text.len);
+    xpuprof__key_text(b, 1, &r->display);
     return xpuprof__end_record(b, at_);
 }
 
@@ -620,6 +630,8 @@ static inline int xpuprof_write_string(xpuprof_batch *b, uint32_t id, const char
     xpuprof_str_def d;
     d.id = id;
     d.text = xpuprof_str(text);
+    d.display.ptr = NULL;
+    d.display.len = 0;
     return xpuprof_write_str_def(b, &d);
 }
 
@@ -1185,6 +1197,10 @@ static inline int xpuprof__read_payload(xpuprof__cur *c, uint8_t tag, xpuprof_re
     case XPUPROF_TAG_STR:
         r->u.str.id = xpuprof__ru32(c);
         r->u.str.text = xpuprof__rtext(c);
+        while (xpuprof__key(c, &n, &ty)) {
+            if (n == 1 && ty == 2) r->u.str.display = xpuprof__rtext(c);
+            else xpuprof__skip(c, ty);
+        }
         break;
     case XPUPROF_TAG_PROCESS:
         r->u.process.pid = xpuprof__ru32(c);

@@ -73,7 +73,17 @@ impl Record {
 impl StrDef {
     /// String `id` with `text`.
     pub fn new(id: StrId, text: impl Into<String>) -> Self {
-        Self { id, text: text.into() }
+        Self { id, text: text.into(), display: String::new() }
+    }
+
+    /// What people are shown: [`display`](Self::display) when the host set one, else
+    /// [`text`](Self::text).
+    pub fn shown(&self) -> &str {
+        if self.display.is_empty() {
+            &self.text
+        } else {
+            &self.display
+        }
     }
 }
 

@@ -17,8 +17,12 @@ model_schema! {
         struct StrDef [] {
             /// Its id.
             id: StrId = [var] [] cold,
-            /// Its text.
+            /// Its text, as the source sent it (a kernel's mangled name stays mangled here).
             text: String = [bytes] [] cold,
+            /// The text for people, filled in by the host: the demangled name when `text` is a
+            /// mangled C++ symbol and demangling is on (the session's one `demangle` switch);
+            /// empty when it is `text` itself. Sinks read both through the toolbox's resolver.
+            display: String = [] [1] cold,
         }
 
         /// A process of the session.

@@ -46,10 +46,17 @@ impl<T> Table<T> {
     }
 }
 
+/// A string's raw text and, when the host gave it one, its display text.
+#[derive(Debug)]
+struct Text {
+    raw: Box<str>,
+    display: Option<Box<str>>,
+}
+
 /// Every definition seen so far, by id.
 #[derive(Debug, Default)]
 pub struct Definitions {
-    strings: Table<String>,
+    strings: Table<Text>,
     processes: hash::IdMap<u32, StrId>,
     threads: hash::IdMap<(u32, u32), StrId>,
     devices: Table<DeviceDef>,
@@ -63,7 +70,13 @@ impl Definitions {
     /// Stores `record` if it is a definition; returns false for events.
     pub fn add(&mut self, record: &Record) -> bool {
         match record {
-            Record::Str(d) => self.strings.insert(d.id.0, d.text.clone()),
+            Record::Str(d) => self.strings.insert(
+                d.id.0,
+                Text {
+                    raw: d.text.as_str().into(),
+                    display: (!d.display.is_empty()).then(|| d.display.as_str().into()),
+                },
+            ),
             Record::Process(d) => drop(self.processes.insert(d.pid, d.command)),
             Record::Thread(d) => drop(self.threads.insert((d.pid, d.tid), d.name)),
             Record::Device(d) => self.devices.insert(d.id.0, d.clone()),
@@ -76,9 +89,15 @@ impl Definitions {
         true
     }
 
-    /// The text of string `id`; `None` for [`StrId::NONE`] and unknown ids.
+    /// The text of string `id` for people: its display text (a demangled kernel name) when the
+    /// host gave it one, else its text; `None` for [`StrId::NONE`] and unknown ids.
     pub fn str(&self, id: StrId) -> Option<&str> {
-        self.strings.get(id.0).map(String::as_str)
+        self.strings.get(id.0).map(|t| t.display.as_deref().unwrap_or(&t.raw))
+    }
+
+    /// The text of string `id` as the source sent it (a kernel's mangled name).
+    pub fn raw(&self, id: StrId) -> Option<&str> {
+        self.strings.get(id.0).map(|t| &*t.raw)
     }
 
     /// The text of string `id`, or `fallback` when it is none, unknown or empty.
@@ -146,5 +165,16 @@ mod tests {
         assert_eq!(d.module_path(ModuleId(3)), Some("/usr/bin/app"));
         assert_eq!(d.stack(StackId(2)), Some(&[FrameId(5), FrameId(6)][..]));
         assert_eq!(d.thread_name(7, 8), None);
+    }
+
+    #[test]
+    fn strings_resolve_to_the_display_text_and_keep_the_raw_one() {
+        let mut d = Definitions::default();
+        let mut def = StrDef::new(StrId(4), "_Z1kv");
+        def.display = "k()".into();
+        d.add(&Record::Str(def));
+        assert_eq!((d.str(StrId(4)), d.raw(StrId(4))), (Some("k()"), Some("_Z1kv")));
+        d.add(&Record::Str(StrDef::new(StrId(5), "plain")));
+        assert_eq!((d.str(StrId(5)), d.raw(StrId(5))), (Some("plain"), Some("plain")));
     }
 }
