@@ -7,6 +7,7 @@
 //! output = "xpuprof-out"
 //! plugin_dirs = ["/opt/xpuprof/plugins"]
 //! plugin_timeout = 30
+//! demangle = true
 //!
 //! [source.ebpf]
 //! sample_hz = 99
@@ -41,7 +42,7 @@ impl ConfigError {
 
 /// Top-level keys of the config file.
 const TOP_KEYS: &[&str] =
-    &["sources", "sinks", "output", "plugin_dirs", "plugin_timeout", "source", "sink", "diff"];
+    &["sources", "sinks", "output", "plugin_dirs", "plugin_timeout", "demangle", "source", "sink", "diff"];
 
 /// How long one call into a plugin may run before the plugin is abandoned, unless the config
 /// file's `plugin_timeout` says otherwise.
@@ -63,6 +64,9 @@ pub struct FileConfig {
     pub plugin_dirs: Vec<PathBuf>,
     /// `plugin_timeout = <seconds>`: the deadline of each plugin call.
     pub plugin_timeout: Option<Duration>,
+    /// `demangle = true|false`: whether the host gives mangled C++ names (kernels, functions)
+    /// a demangled display name for every sink; `None` when the file does not say (on).
+    pub demangle: Option<bool>,
     /// `[diff]` table: `threshold`, `metric`.
     pub diff: toml::Table,
     /// `[source.NAME]` tables with the span of their name.
@@ -126,6 +130,16 @@ impl FileConfig {
                 }
                 self.plugin_timeout = Some(Duration::from_secs_f64(secs));
             }
+            "demangle" => match value {
+                toml::Value::Boolean(b) => self.demangle = Some(b),
+                _ => {
+                    return Err(self.error(
+                        key,
+                        "`demangle` must be true or false (default true: sinks show mangled C++ names \
+                         demangled, and still receive the raw name)",
+                    ))
+                }
+            },
             "diff" => match value {
                 toml::Value::Table(t) => {
                     for (k, v) in &t {
@@ -197,6 +211,11 @@ impl FileConfig {
         file.and_then(|f| f.plugin_timeout).unwrap_or(DEFAULT_PLUGIN_TIMEOUT)
     }
 
+    /// Whether the host demangles names for display: `demangle`, else on.
+    pub fn demangle(file: Option<&Self>) -> bool {
+        file.and_then(|f| f.demangle).unwrap_or(true)
+    }
+
     /// Names of the `[source.NAME]` or `[sink.NAME]` tables.
     pub fn plugin_tables(&self, kind: PluginKind) -> Vec<String> {
         self.tables(kind).keys().cloned().collect()
@@ -262,7 +281,13 @@ pub fn plugin_table(
         let msg = if schema.key(&p.key).is_none() {
             let known: Vec<&str> = schema.keys().iter().map(|k| k.name.as_str()).collect();
             let accepts = if known.is_empty() { "no keys".to_owned() } else { known.join(", ") };
-            format!("unknown key `{}` for {} `{name}`; it accepts: {accepts}", p.key, kind.as_str())
+            let moved = if p.key == "demangle" {
+                "; demangling is one switch for every sink now: a top-level `demangle = false` \
+                 (before any [table])"
+            } else {
+                ""
+            };
+            format!("unknown key `{}` for {} `{name}`; it accepts: {accepts}{moved}", p.key, kind.as_str())
         } else {
             format!("`{}` of {} `{name}` {}", p.key, kind.as_str(), p.problem)
         };
@@ -340,6 +365,19 @@ mod tests {
             err.message.contains("declares an invalid default") && err.message.contains("sample_hz"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn demangle_is_one_top_level_switch() {
+        assert!(FileConfig::demangle(None));
+        assert!(!FileConfig::demangle(Some(&parse("demangle = false\n").unwrap())));
+        let err = parse("demangle = \"no\"\n").unwrap_err();
+        assert_eq!(err.location.as_deref(), Some("x.toml:1:1"));
+        let schema = ConfigSchema::new(vec![ConfigKey::new("width", ConfigType::Integer, "1", "")]);
+        let err =
+            plugin_table(Some(&parse("[sink.chrome]\ndemangle = false\n").unwrap()), PluginKind::Sink, "chrome", &schema)
+                .unwrap_err();
+        assert!(err.message.contains("top-level `demangle = false`"), "{err}");
     }
 
     #[test]

@@ -278,6 +278,8 @@ pub fn example_config(reg: &Registry) -> String {
          # plugin_dirs = []\n\n\
          # Seconds one call into a plugin may take before the plugin is abandoned and named\n\
          # (a second Ctrl+C cuts it to 1 s).\n# plugin_timeout = 30\n\n\
+         # Show mangled C++ names (kernels, functions) demangled in every output; sinks still\n\
+         # receive the raw name (the archive keeps both).\n# demangle = true\n\n\
          # Defaults for `xpuprof diff`.\n[diff]\n# threshold = \"5%\"\n# metric = \"total\"\n",
     );
     for kind in [PluginKind::Source, PluginKind::Sink] {

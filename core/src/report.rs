@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use xpuprof_sdk::model::Record;
 use xpuprof_sdk::PluginKind;
 
 use crate::config::FileConfig;
@@ -119,7 +120,17 @@ pub fn report(opts: &ReportOptions) -> Result<ReportOutcome, SessionError> {
     );
     let mut failures = Vec::new();
     let mut sinks = session::create_sinks(&reg, &sinks, opts.config.as_ref(), &table, &mut failures)?;
-    let stats = reader.replay_records(&mut |batch| sinks.deliver(batch));
+    // Display names are the host's, under this run's switch: an archive recorded before the
+    // host demangled (or with another setting) shows the same names as a live session would.
+    let demangle = FileConfig::demangle(opts.config.as_ref());
+    let stats = reader.replay_records(&mut |batch| {
+        for r in batch.iter_mut() {
+            if let Record::Str(d) = r {
+                xpuprof_toolbox::demangle::set_display(d, demangle);
+            }
+        }
+        sinks.deliver(batch)
+    });
     // Finish the sinks whatever the replay met: what came before a damaged spot is written.
     let results = sinks.finish();
     failures.extend(results.failures);

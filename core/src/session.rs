@@ -282,7 +282,8 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
         env.extend(r.env());
     }
     let counters: Arc<Vec<AtomicU64>> = Arc::new((0..sources.len()).map(|_| AtomicU64::new(0)).collect());
-    let worker = spawn_pipeline(rx, sinks, sources.len(), Arc::clone(&counters));
+    let demangle = FileConfig::demangle(opts.config.as_ref());
+    let worker = spawn_pipeline(rx, sinks, sources.len(), demangle, Arc::clone(&counters));
 
     target::become_subreaper();
     let held = target::spawn_held(&program, &opts.command, &env, run_as.as_ref())?;
@@ -357,12 +358,14 @@ fn spawn_pipeline(
     rx: Receiver<SourceBatch>,
     mut sinks: Sinks,
     n_sources: usize,
+    demangle: bool,
     counters: Arc<Vec<AtomicU64>>,
 ) -> std::thread::JoinHandle<WorkerResult> {
     std::thread::Builder::new()
         .name("xpuprof-pipeline".into())
         .spawn(move || {
             let mut pipeline = Pipeline::new(n_sources, true);
+            pipeline.set_demangle(demangle);
             let mut last_tick = Instant::now();
             loop {
                 let mut deliver = |batch: &mut Vec<Record>| sinks.deliver(batch);

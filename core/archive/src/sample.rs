@@ -50,11 +50,18 @@ fn s(i: u32) -> StrId {
     StrId(i)
 }
 
+/// Display texts the host gives mangled names (demangled; sinks show these).
+const DISPLAY: &[(u32, &str)] = &[(16, "add_kernel(float*, float*, int)")];
+
 fn defs() -> Vec<Record> {
     let mut r: Vec<Record> = STRINGS
         .iter()
         .enumerate()
-        .map(|(i, t)| Record::Str(StrDef::default().id(StrId(i as u32 + 1)).text((*t).to_owned())))
+        .map(|(i, t)| {
+            let id = i as u32 + 1;
+            let display = DISPLAY.iter().find(|d| d.0 == id).map_or("", |d| d.1);
+            Record::Str(StrDef::new(StrId(id), *t).display(display.to_owned()))
+        })
         .collect();
     r.push(Record::Process(ProcessDef::default().pid(PID).ppid(1).command(s(1))));
     r.push(Record::Thread(ThreadDef::default().pid(PID).tid(TID).name(s(2))));

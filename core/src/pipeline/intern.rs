@@ -85,6 +85,8 @@ pub struct Globals {
     pub symbolizer: Symbolizer,
     /// Whether to symbolise (off in tests of the renumbering).
     pub symbolize: bool,
+    /// Whether mangled names keep no display text (the session's `demangle = false`).
+    pub keep_mangled: bool,
     /// Root-end frames cut because they lie outside every module (see `cut_outside_modules`).
     pub frames_cut: u64,
     /// Virtual-address frames turned into module + file offset here.
@@ -106,7 +108,9 @@ impl Globals {
         let id = StrId(self.str_text.len() as u32 + 1);
         self.str_text.push(text.into());
         self.strs.insert(text.into(), id);
-        out.push(Record::Str(StrDef::default().id(id).text(text.to_owned())));
+        let mut def = StrDef::new(id, text);
+        xpuprof_toolbox::demangle::set_display(&mut def, !self.keep_mangled);
+        out.push(Record::Str(def));
         id
     }
 

@@ -146,6 +146,12 @@ impl Pipeline {
         }
     }
 
+    /// Whether string definitions get a demangled display text (on unless the session's
+    /// `demangle = false`).
+    pub fn set_demangle(&mut self, on: bool) {
+        self.session.globals.keep_mangled = !on;
+    }
+
     /// Processes one batch from source `source`; calls `sink` with output batches. A malformed
     /// record is skipped and counted, and the records after it are still processed: every
     /// record is framed by its length (`tag, len, payload`), so the next one is found.
