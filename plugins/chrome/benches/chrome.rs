@@ -12,7 +12,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("write", |b| {
         b.iter(|| {
             let out = std::io::BufWriter::new(std::io::sink());
-            let mut w = TraceWriter::new(out, TraceOptions { demangle: true, cpu_samples: true }).unwrap();
+            let mut w = TraceWriter::new(out, TraceOptions { cpu_samples: true }).unwrap();
             for r in &records {
                 w.record(r).unwrap();
             }

@@ -17,6 +17,4 @@ pub use sink::ChromeSink;
 pub use tracks::{DEVICE_BASE, STREAM_BASE};
 pub use writer::{TraceOptions, TraceWriter};
 
-use xpuprof_toolbox::demangle::demangle;
-
 xpuprof_sdk::export_plugin!(sink: ChromeSink);

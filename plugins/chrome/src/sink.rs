@@ -12,8 +12,6 @@ xpuprof_sdk::plugin_config! {
     /// The `[sink.chrome]` table.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct ChromeConfig {
-        /// demangle names that arrive mangled (_Z...)
-        pub demangle: bool = true;
         /// write CPU samples as instant events
         pub cpu_samples: bool = true;
         /// warn when trace.json grows past this many MB (chrome://tracing refuses files past about 256 MB)
@@ -82,7 +80,7 @@ impl Sink for ChromeSink {
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
         let c: ChromeConfig = ctx.config.typed()?;
-        let opts = TraceOptions { demangle: c.demangle, cpu_samples: c.cpu_samples };
+        let opts = TraceOptions { cpu_samples: c.cpu_samples };
         Self::new(opts, ctx.session, c.warn_mb << 20, ctx.log)
     }
 

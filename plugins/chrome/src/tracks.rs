@@ -1,5 +1,6 @@
 //! Definitions and track layout: which pid/tid each event goes on, and what each track is
-//! called.
+//! called. The definitions themselves are the toolbox's resolver; this keeps only what the JSON
+//! needs on top (each string's JSON literal, the lanes, which tracks are named).
 //!
 //! Host events use the real pid/tid. Each device is a process with pid
 //! [`DEVICE_BASE`] + device id, and each of its streams a thread with tid
@@ -8,8 +9,8 @@
 //! previous operation of its stream goes to an overflow lane, so slices always nest.
 
 use xpuprof_sdk::hash::{IdMap, IdSet};
-
 use xpuprof_sdk::model::*;
+use xpuprof_toolbox::Definitions;
 
 /// First pid/tid used for device tracks.
 pub const DEVICE_BASE: u32 = 0x4000_0000;
@@ -31,21 +32,12 @@ pub enum Naming {
     Thread(Track, String),
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Stream {
-    device: DeviceId,
-    native_id: u64,
-    name: StrId,
-}
-
 /// Definitions and naming state of the trace.
 #[derive(Debug, Default)]
 pub struct Tracks {
-    /// Text and JSON literal of every string.
-    strings: IdMap<StrId, (String, String)>,
-    demangle: bool,
-    devices: IdMap<DeviceId, (u32, StrId)>,
-    streams: IdMap<StreamId, Stream>,
+    defs: Definitions,
+    /// The JSON literal of every string's display text.
+    literals: IdMap<StrId, String>,
     lanes: IdMap<StreamId, Vec<u64>>,
     named_pids: IdSet<u32>,
     named_threads: IdSet<Track>,
@@ -54,56 +46,50 @@ pub struct Tracks {
 }
 
 impl Tracks {
-    /// Empty tables; `demangle` demangles `_Z...` strings as they are defined.
-    pub fn new(demangle: bool) -> Self {
-        Self { demangle, ..Self::default() }
+    /// The definitions seen so far.
+    pub fn defs(&self) -> &Definitions {
+        &self.defs
     }
 
     /// String `id` as a JSON literal (`"?"` for none or unknown).
     pub fn name(&self, id: StrId) -> &str {
-        self.strings.get(&id).map_or("\"?\"", |s| s.1.as_str())
+        self.literals.get(&id).map_or("\"?\"", String::as_str)
     }
 
-    /// The text of string `id`.
+    /// The display text of string `id`.
     pub fn text(&self, id: StrId) -> Option<&str> {
-        self.strings.get(&id).map(|s| s.0.as_str())
+        self.defs.str(id)
     }
 
-    fn raw(&self, id: StrId) -> Option<String> {
+    fn owned(&self, id: StrId) -> Option<String> {
         self.text(id).map(str::to_owned)
     }
 
     /// Records a definition and returns the names it makes known.
     pub fn define(&mut self, r: &Record, out: &mut Vec<Naming>) {
+        self.defs.add(r);
         match r {
             Record::Str(d) => {
-                let text = if self.demangle { crate::demangle(&d.text) } else { None };
-                let text = text.unwrap_or_else(|| d.text.clone());
-                let quoted = crate::json::quoted(&text);
-                self.strings.insert(d.id, (text, quoted));
+                self.literals.insert(d.id, crate::json::quoted(d.shown()));
             }
             Record::Process(d) => {
-                let cmd = self.raw(d.command).unwrap_or_default();
+                let cmd = self.owned(d.command).unwrap_or_default();
                 let exe = cmd.split_whitespace().next().unwrap_or("process");
                 let exe = exe.rsplit('/').next().unwrap_or(exe);
                 self.rename_process(d.pid, &format!("{exe} ({})", d.pid), out);
             }
             Record::Thread(d) => {
-                let name = self.raw(d.name).unwrap_or_else(|| format!("thread {}", d.tid));
+                let name = self.owned(d.name).unwrap_or_else(|| format!("thread {}", d.tid));
                 self.named_threads.insert((d.pid, d.tid));
                 out.push(Naming::Thread((d.pid, d.tid), crate::json::quoted(&name)));
             }
             Record::Device(d) => {
-                self.devices.insert(d.id, (d.index, d.name));
-                let name = self.raw(d.name).unwrap_or_else(|| "device".into());
+                let name = self.owned(d.name).unwrap_or_else(|| "device".into());
                 self.rename_process(
                     DEVICE_BASE.wrapping_add(d.id.0),
                     &format!("GPU {} ({name})", d.index),
                     out,
                 );
-            }
-            Record::Stream(d) => {
-                self.streams.insert(d.id, Stream { device: d.device, native_id: d.native_id, name: d.name });
             }
             _ => {}
         }
@@ -149,7 +135,7 @@ impl Tracks {
 
     /// The track of device work `[start, end)` on `stream`, on the first lane it fits.
     pub fn device_track(&mut self, op: &DeviceOp, out: &mut Vec<Naming>) -> Track {
-        let device = self.streams.get(&op.stream).map_or(op.device, |s| s.device);
+        let device = self.defs.stream(op.stream).map_or(op.device, |s| s.device);
         let pid = self.device_pid(device, out);
         let lanes = self.lanes.entry(op.stream).or_default();
         let lane = match lanes.iter().position(|&end| end <= op.start) {
@@ -173,10 +159,10 @@ impl Tracks {
     }
 
     fn stream_name(&self, id: StreamId, lane: usize) -> String {
-        let base = match self.streams.get(&id) {
+        let base = match self.defs.stream(id) {
             None if id.is_none() => "no stream".to_owned(),
             None => format!("stream #{}", id.0),
-            Some(s) => match self.raw(s.name) {
+            Some(s) => match self.owned(s.name) {
                 Some(n) => n,
                 None => format!("stream {}", s.native_id),
             },

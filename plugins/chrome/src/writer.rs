@@ -82,8 +82,6 @@ impl<W: Write> Write for Counting<W> {
 /// Options of the trace writer.
 #[derive(Debug, Clone)]
 pub struct TraceOptions {
-    /// Demangle `_Z...` names.
-    pub demangle: bool,
     /// Write CPU samples as instant events.
     pub cpu_samples: bool,
 }
@@ -111,7 +109,7 @@ impl<W: Write> TraceWriter<W> {
         Ok(Self {
             out: Counting { inner: out, bytes: 16 },
             line: Vec::with_capacity(4096),
-            tracks: Tracks::new(opts.demangle),
+            tracks: Tracks::default(),
             opts,
             leaves: Leaves::default(),
             namings: Vec::new(),
@@ -175,7 +173,6 @@ impl<W: Write> TraceWriter<W> {
     fn events(&mut self, r: &Record) -> io::Result<()> {
         if r.is_definition() {
             self.tracks.define(r, &mut self.namings);
-            self.leaves.define(r);
             return self.flush_namings();
         }
         match r {

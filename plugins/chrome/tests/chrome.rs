@@ -26,7 +26,7 @@ fn session_info(dir: &Path) -> SessionInfo {
 /// Runs the sink over `records` in batches and returns trace.json's text.
 fn run(records: &[Record]) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let opts = TraceOptions { demangle: true, cpu_samples: true };
+    let opts = TraceOptions { cpu_samples: true };
     let mut sink = ChromeSink::new(opts, session_info(dir.path()), 256 << 20, Logger::stderr()).unwrap();
     for batch in records.chunks(5) {
         sink.consume(batch).unwrap();
@@ -134,7 +134,7 @@ fn sample_session_is_structurally_valid() {
 fn long_run_streams_and_stays_valid() {
     let records = sample::launches(20_000);
     let dir = tempfile::tempdir().unwrap();
-    let opts = TraceOptions { demangle: true, cpu_samples: true };
+    let opts = TraceOptions { cpu_samples: true };
     let mut sink = ChromeSink::new(opts, session_info(dir.path()), 256 << 20, Logger::stderr()).unwrap();
     sink.consume(&records).unwrap();
     // Written while recording, not at the end.
@@ -148,7 +148,7 @@ fn long_run_streams_and_stays_valid() {
 #[test]
 fn warns_once_the_file_passes_the_size_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = TraceOptions { demangle: true, cpu_samples: true };
+    let opts = TraceOptions { cpu_samples: true };
     let mut sink = ChromeSink::new(opts, session_info(dir.path()), 1 << 20, Logger::stderr()).unwrap();
     let records = sample::launches(5_000);
     sink.consume(&records[..200]).unwrap();

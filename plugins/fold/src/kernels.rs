@@ -1,4 +1,4 @@
-//! Kernel names in frames: the full (demangled) name, the short one, and the stable id added to
+//! Kernel names in frames: the full (display) name, the short one, and the stable id added to
 //! a short name that two different kernels of the session share.
 
 use xpuprof_sdk::hash::IdMap;
@@ -6,7 +6,7 @@ use xpuprof_sdk::model::StrId;
 use xpuprof_toolbox::kernel_name;
 use xpuprof_toolbox::Definitions;
 
-use super::names::{demangle, sanitize_frame};
+use super::names::sanitize_frame;
 use super::options::{FoldedOptions, KernelNames};
 
 /// The frame text and full name of every kernel name of a session.
@@ -22,10 +22,8 @@ impl KernelNamer {
     pub(crate) fn new(opts: &FoldedOptions, defs: &Definitions, ids: impl Iterator<Item = StrId>) -> Self {
         let mut full: IdMap<StrId, String> = IdMap::default();
         for id in ids {
-            full.entry(id).or_insert_with(|| {
-                let raw = defs.str(id).unwrap_or("[unknown kernel]");
-                if opts.demangle { demangle(raw) } else { None }.unwrap_or_else(|| raw.to_owned())
-            });
+            // The display text: demangled by the host (unless the session said `demangle = false`).
+            full.entry(id).or_insert_with(|| defs.str(id).unwrap_or("[unknown kernel]").to_owned());
         }
         let mut by_short: IdMap<String, u32> = IdMap::default();
         if opts.kernel_names == KernelNames::Short {

@@ -1,4 +1,5 @@
-//! Frame text: sanitising, kernel name shortening (the toolbox's) and demangling.
+//! Frame text: sanitising and kernel name shortening (the toolbox's). Names arrive demangled
+//! by the host (the string definitions' display text).
 
 use std::borrow::Cow;
 
@@ -18,8 +19,6 @@ pub fn sanitize_frame(name: &str) -> Cow<'_, str> {
             .collect(),
     )
 }
-
-pub use xpuprof_toolbox::demangle::demangle;
 
 pub use xpuprof_toolbox::kernel_name::short as shorten_kernel_name;
 

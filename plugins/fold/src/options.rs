@@ -7,7 +7,7 @@ use xpuprof_sdk::{ConfigKey, PluginConfig, PluginError, PluginResult};
 xpuprof_sdk::config_enum! {
     /// How kernel names are printed.
     pub enum KernelNames {
-        /// As reported (demangled when `demangle` is on).
+        /// As the host shows it (demangled unless the session's `demangle = false`).
         Full = "full",
         /// Qualified function name only: no template arguments, parameters or return type; a
         /// stable id (`#1a2b3c4d`) is added where two different kernels share a short name.
@@ -32,8 +32,6 @@ xpuprof_sdk::plugin_config! {
     /// Options of the folded view.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct FoldedOptions {
-        /// demangle kernel names that arrive mangled (_Z...)
-        pub demangle: bool = true;
         /// "short" (template arguments, parameters and return type dropped; a stable #id added where two kernels share a short name; the flame graph's tooltip and search keep the full name) or "full"
         pub kernel_names: KernelNames = KernelNames::Short;
         /// name the device in GPU frames: [GPU0_Kernel]

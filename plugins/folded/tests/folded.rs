@@ -68,12 +68,22 @@ fn options_change_gpu_frames_and_process_frame() {
 }
 
 #[test]
-fn demangle_off_keeps_mangled_kernel_names() {
+fn kernel_frames_show_the_hosts_display_name_else_the_raw_one() {
     let full = FoldedOptions { kernel_names: KernelNames::Full, ..FoldedOptions::default() };
-    let text = render(FoldedOptions { demangle: false, ..full.clone() }, View::Gpu);
-    assert!(text.contains("[GPU_Kernel]_Z10add_kernelPfS_i "), "{text}");
-    let text = render(full, View::Gpu);
+    let text = render(full.clone(), View::Gpu);
     assert!(text.contains("[GPU_Kernel]add_kernel(float*, float*, int) "), "{text}");
+    // The host gives no display text when the session says `demangle = false`.
+    let mut b = FoldedBuilder::new(full);
+    for mut r in sample::session() {
+        if let xpuprof_sdk::model::Record::Str(d) = &mut r {
+            d.display.clear();
+        }
+        b.add(&r);
+    }
+    let mut out = Vec::new();
+    b.write(View::Gpu, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("[GPU_Kernel]_Z10add_kernelPfS_i "), "{text}");
 }
 
 #[test]

@@ -10,8 +10,6 @@ xpuprof_sdk::plugin_config! {
     /// The `[sink.perfetto]` table.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct PerfettoConfig {
-        /// demangle names that arrive mangled (_Z...)
-        pub demangle: bool = true;
         /// write CPU samples (flame graph) and off-CPU time
         pub cpu_samples: bool = true;
         /// attach correlation ids, bytes and results to slices
@@ -33,7 +31,6 @@ pub fn keys() -> Vec<ConfigKey> {
 impl From<PerfettoConfig> for TraceOptions {
     fn from(c: PerfettoConfig) -> Self {
         TraceOptions {
-            demangle: c.demangle,
             cpu_samples: c.cpu_samples,
             args: c.args,
             output: OutputOptions { compress: c.compress, bundle_bytes: c.bundle_kib * 1024 },

@@ -53,11 +53,8 @@ impl Names {
 /// Everything interned, and the definitions needed to render it.
 #[derive(Debug, Default)]
 pub struct Interner {
-    demangle: bool,
-    /// The definitions, through the toolbox's resolver.
+    /// The definitions, through the toolbox's resolver (display texts: names the host demangled).
     defs: Definitions,
-    /// Demangled display text of the strings that are mangled names.
-    demangled: IdMap<StrId, Box<str>>,
     /// Build ids of modules (the resolver keeps only their paths).
     build_ids: IdMap<ModuleId, Vec<u8>>,
     /// Event name iid of each string used as an event name.
@@ -79,21 +76,11 @@ pub struct Interner {
 }
 
 impl Interner {
-    /// Empty tables; `demangle` demangles `_Z...` strings as they are defined.
-    pub fn new(demangle: bool) -> Self {
-        Self { demangle, ..Self::default() }
-    }
-
     /// Records a definition.
     pub fn define(&mut self, r: &Record) {
         match r {
             Record::Str(d) => {
                 self.by_str.remove(&d.id);
-                self.demangled.remove(&d.id);
-                if let Some(t) = self.demangle.then(|| xpuprof_toolbox::demangle::demangle(&d.text)).flatten()
-                {
-                    self.demangled.insert(d.id, t.into_boxed_str());
-                }
             }
             Record::Module(d) => {
                 self.build_ids.insert(d.id, d.build_id.clone());
@@ -114,9 +101,9 @@ impl Interner {
         &self.defs
     }
 
-    /// The display text of string `id` (demangled when asked).
+    /// The display text of string `id`.
     pub fn text(&self, id: StrId) -> Option<&str> {
-        self.demangled.get(&id).map(|s| &**s).or_else(|| self.defs.str(id))
+        self.defs.str(id)
     }
 
     /// The event name iid of string `id` (`fallback` when it is none or unknown).
@@ -124,7 +111,7 @@ impl Interner {
         if let Some(&i) = self.by_str.get(&id) {
             return i;
         }
-        let text = self.demangled.get(&id).map(|s| &**s).or_else(|| self.defs.str(id));
+        let text = self.defs.str(id);
         let known = text.is_some();
         let i = self.event_names.iid(text.unwrap_or(fallback));
         if known {

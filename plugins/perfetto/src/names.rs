@@ -1,4 +1,4 @@
-//! Display names: file names (demangling is the toolbox's one demangler, used in `intern`).
+//! Display names: file names (names arrive demangled by the host, as display texts).
 
 /// The file name of a path (`/usr/lib/libcuda.so.1` → `libcuda.so.1`).
 pub fn basename(path: &str) -> &str {

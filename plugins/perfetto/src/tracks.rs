@@ -274,7 +274,7 @@ mod tests {
     #[test]
     fn uuids_of_different_kinds_never_collide() {
         let mut t = Tracks::default();
-        let names = Interner::new(false);
+        let names = Interner::default();
         let thread = t.thread(7, 7, &names);
         assert_ne!(thread, t.process(7, &names));
         assert_ne!(thread, t.off_cpu(7, 7, &names));

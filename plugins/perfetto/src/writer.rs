@@ -39,8 +39,6 @@ const LAUNCHES: u64 = 1 << 59;
 /// Options of the trace writer.
 #[derive(Debug, Clone)]
 pub struct TraceOptions {
-    /// Demangle `_Z...` names.
-    pub demangle: bool,
     /// Write CPU samples.
     pub cpu_samples: bool,
     /// Attach arguments (correlation id, bytes, result) to slices.
@@ -103,7 +101,7 @@ const BLOCK: usize = 4;
 impl<W: Write> TraceWriter<W> {
     /// Starts a trace on `out`.
     pub fn new(out: W, opts: TraceOptions) -> Self {
-        let mut names = Interner::new(opts.demangle);
+        let mut names = Interner::default();
         let arg_names = ["correlation", "bytes", "result", "grid", "block"].map(|n| names.annotation_name(n));
         Self {
             out: Output::new(out, opts.output),

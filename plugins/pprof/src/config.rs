@@ -7,8 +7,6 @@ xpuprof_sdk::plugin_config! {
     /// The `[sink.pprof]` table.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct ProfileOptions {
-        /// demangle names that arrive mangled (_Z...)
-        pub demangle: bool = true;
         /// add CPU samples (cpu_time, off_cpu_time)
         pub cpu_samples: bool = true;
     }

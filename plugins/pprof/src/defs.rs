@@ -3,8 +3,6 @@
 //! keep) and the display names of processes, threads, devices and streams. Kept for the whole
 //! run: they grow with distinct things, not with time.
 
-use std::borrow::Cow;
-
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
 use xpuprof_toolbox::defs::Definitions;
@@ -12,17 +10,11 @@ use xpuprof_toolbox::defs::Definitions;
 /// Definitions seen so far.
 #[derive(Debug, Default)]
 pub struct Defs {
-    demangle: bool,
     defs: Definitions,
     build_ids: IdMap<ModuleId, Vec<u8>>,
 }
 
 impl Defs {
-    /// Empty tables; `demangle` shows `_Z...` strings demangled.
-    pub fn new(demangle: bool) -> Self {
-        Self { demangle, ..Self::default() }
-    }
-
     /// Records `r` if it is a definition.
     pub fn define(&mut self, r: &Record) {
         if let Record::Module(d) = r {
@@ -33,10 +25,9 @@ impl Defs {
         self.defs.add(r);
     }
 
-    /// The display text of string `id` (demangled when asked).
-    pub fn text(&self, id: StrId) -> Option<Cow<'_, str>> {
-        let t = self.defs.str(id)?;
-        Some(if self.demangle { xpuprof_toolbox::demangle::display(t) } else { Cow::Borrowed(t) })
+    /// The display text of string `id` (a name the host demangled, or the text itself).
+    pub fn text(&self, id: StrId) -> Option<&str> {
+        self.defs.str(id)
     }
 
     /// Path and build id of module `id`.

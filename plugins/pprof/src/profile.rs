@@ -15,7 +15,6 @@
 //! labels are merged, so the profile grows with distinct (stack, kernel, stream, thread)
 //! combinations, not with the run's length.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
@@ -196,7 +195,7 @@ impl<'d> Builder<'d> {
             None => proto::Location { id, line: vec![self.line("[unknown frame]")], ..Default::default() },
             Some(fr) => {
                 let outer = match self.defs.text(fr.name) {
-                    Some(t) => t.into_owned(),
+                    Some(t) => t.to_owned(),
                     None => self.defs.unsymbolized(&fr),
                 };
                 // Innermost first: the last inlined function, ..., the function it is all in.
@@ -205,7 +204,7 @@ impl<'d> Builder<'d> {
                     .iter()
                     .rev()
                     .map(|s| {
-                        self.defs.text(*s).map_or_else(|| "[unknown inlined]".to_owned(), Cow::into_owned)
+                        self.defs.text(*s).unwrap_or("[unknown inlined]").to_owned()
                     })
                     .collect::<Vec<_>>()
                     .iter()
@@ -271,18 +270,18 @@ impl<'d> Builder<'d> {
     fn gpu_sample(&mut self, k: &GpuKey, v: [i64; 2]) {
         let (kind, leaf) = match k.kind {
             DeviceOpKind::Kernel => {
-                ("kernel", format!("[GPU_Kernel]{}", self.defs.text(k.name).as_deref().unwrap_or("kernel")))
+                ("kernel", format!("[GPU_Kernel]{}", self.defs.text(k.name).unwrap_or("kernel")))
             }
             DeviceOpKind::Memcpy => ("memcpy", format!("[GPU_Memcpy]{}", k.copy.short_name())),
             DeviceOpKind::Memset => ("memset", "[GPU_Memset]".to_owned()),
             DeviceOpKind::Sync => ("sync", "[GPU_Sync]".to_owned()),
             DeviceOpKind::Alloc => ("alloc", "[GPU_Alloc]".to_owned()),
             DeviceOpKind::Free => ("free", "[GPU_Free]".to_owned()),
-            _ => ("other", format!("[GPU_Other]{}", self.defs.text(k.name).as_deref().unwrap_or("other"))),
+            _ => ("other", format!("[GPU_Other]{}", self.defs.text(k.name).unwrap_or("other"))),
         };
         let mut location_id = vec![self.synthetic(&leaf)];
         if let Some(api) = self.defs.text(k.api) {
-            let api = api.into_owned();
+            let api = api.to_owned();
             location_id.push(self.synthetic(&api));
         }
         self.stack(k.stack, &mut location_id);
@@ -293,7 +292,7 @@ impl<'d> Builder<'d> {
         label.push(self.str_label("stream", &stream));
         label.push(self.str_label("kind", kind));
         if k.kind == DeviceOpKind::Kernel {
-            let name = self.defs.text(k.name).map_or_else(|| "kernel".to_owned(), Cow::into_owned);
+            let name = self.defs.text(k.name).unwrap_or("kernel").to_owned();
             label.push(self.str_label("kernel", &name));
         }
         self.p.sample.push(proto::Sample { location_id, value: vec![v[0], v[1], 0, 0, 0], label });
@@ -309,7 +308,7 @@ impl<'d> Builder<'d> {
     }
 
     fn overhead_sample(&mut self, k: &OverheadKey, ns: i64) {
-        let name = self.defs.text(k.name).map_or_else(|| "profiler overhead".to_owned(), Cow::into_owned);
+        let name = self.defs.text(k.name).unwrap_or("profiler overhead").to_owned();
         let location_id = vec![self.synthetic(&format!("[Overhead]{name}"))];
         let mut label = Vec::with_capacity(5);
         self.thread_labels(k.pid, k.tid, &mut label);

@@ -38,7 +38,7 @@ impl PprofSink {
             opts,
             file: Some(file),
             path,
-            defs: Defs::new(opts.demangle),
+            defs: Defs::default(),
             agg: Aggregate::default(),
             losses: BTreeMap::new(),
             command: session.command.clone(),
@@ -82,7 +82,7 @@ impl Sink for PprofSink {
                     let cause = self
                         .defs
                         .text(l.cause)
-                        .map_or_else(|| "unknown cause".to_owned(), |c| c.into_owned());
+                        .map_or_else(|| "unknown cause".to_owned(), str::to_owned);
                     *self.losses.entry(cause).or_default() += l.count;
                 }
                 _ => {}

@@ -123,7 +123,8 @@ fn kernel_rows(c: &mut Collector) -> Vec<KernelRow> {
         .kernels
         .iter_mut()
         .map(|((name, stack), agg)| {
-            let name = demangle(defs.str_or(*name, "[unnamed kernel]"));
+            // The display text: the host demangled the runtime's (often `_Z...`) name.
+            let name = defs.str_or(*name, "[unnamed kernel]").to_owned();
             (name, stack, agg)
         })
         .map(|(name, stack, agg)| KernelRow {
@@ -371,12 +372,6 @@ fn own(c: &Collector, session_ns: u64) -> Own {
         unmatched_device_ops: o.unmatched_device_ops,
         unmatched_by_kind: unmatched_rows(o),
     }
-}
-
-/// Kernel names arrive as the runtime reports them, often Itanium-mangled (`_Z...`); the
-/// report shows them demangled, as the folded and chrome outputs do.
-fn demangle(name: &str) -> String {
-    xpuprof_toolbox::demangle::display(name).into_owned()
 }
 
 fn unmatched_rows(o: &OwnAgg) -> Vec<UnmatchedRow> {
