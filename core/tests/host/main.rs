@@ -16,6 +16,7 @@ mod install;
 mod kit;
 mod lend;
 mod lifecycle;
+mod names;
 mod plugins;
 mod report;
 mod safety;
