@@ -374,9 +374,13 @@ mod tests {
         let err = parse("demangle = \"no\"\n").unwrap_err();
         assert_eq!(err.location.as_deref(), Some("x.toml:1:1"));
         let schema = ConfigSchema::new(vec![ConfigKey::new("width", ConfigType::Integer, "1", "")]);
-        let err =
-            plugin_table(Some(&parse("[sink.chrome]\ndemangle = false\n").unwrap()), PluginKind::Sink, "chrome", &schema)
-                .unwrap_err();
+        let err = plugin_table(
+            Some(&parse("[sink.chrome]\ndemangle = false\n").unwrap()),
+            PluginKind::Sink,
+            "chrome",
+            &schema,
+        )
+        .unwrap_err();
         assert!(err.message.contains("top-level `demangle = false`"), "{err}");
     }
 

@@ -120,7 +120,9 @@ fn every_record() -> Vec<Record> {
         .domain(StrId(2))
         .clock(ClockDomain(3));
     vec![
-        Record::Str(StrDef::new(StrId(1), "acme::gemm<float> \"quoted\" ü".repeat(9)).display("gemm ü".into())),
+        Record::Str(
+            StrDef::new(StrId(1), "acme::gemm<float> \"quoted\" ü".repeat(9)).display("gemm ü".into()),
+        ),
         Record::Process(ProcessDef::default().pid(10).ppid(1).command(StrId(1))),
         Record::Thread(ThreadDef::default().pid(10).tid(11).name(StrId(2))),
         Record::Device(

@@ -203,9 +203,7 @@ impl<'d> Builder<'d> {
                     .inlined
                     .iter()
                     .rev()
-                    .map(|s| {
-                        self.defs.text(*s).unwrap_or("[unknown inlined]").to_owned()
-                    })
+                    .map(|s| self.defs.text(*s).unwrap_or("[unknown inlined]").to_owned())
                     .collect::<Vec<_>>()
                     .iter()
                     .map(|n| self.line(n))

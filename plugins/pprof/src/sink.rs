@@ -79,10 +79,8 @@ impl Sink for PprofSink {
                 Record::CpuSample(s) if self.opts.cpu_samples => self.agg.sample(s),
                 Record::Overhead(o) => self.agg.overhead(o),
                 Record::Loss(l) => {
-                    let cause = self
-                        .defs
-                        .text(l.cause)
-                        .map_or_else(|| "unknown cause".to_owned(), str::to_owned);
+                    let cause =
+                        self.defs.text(l.cause).map_or_else(|| "unknown cause".to_owned(), str::to_owned);
                     *self.losses.entry(cause).or_default() += l.count;
                 }
                 _ => {}
