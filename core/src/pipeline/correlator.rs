@@ -11,18 +11,20 @@ use xpuprof_sdk::hash::{IdMap, IdSet};
 
 use xpuprof_sdk::model::*;
 
+use super::launches::{Forgotten, Launch, LaunchTable};
 use super::recordings::{RecordingStats, Recordings};
 
 /// How long device work waits for its launch stack before it is passed on without one.
 const PENDING_GRACE: Duration = Duration::from_secs(2);
-/// How long a launch stays joinable after its last use (more graph nodes may follow).
+/// How long a generation of launches lasts at a low launch rate: a used launch stays joinable
+/// one to two of these after it was registered (more graph nodes may follow).
 const USED_LIFETIME: Duration = Duration::from_secs(5);
 /// How long a launch that nothing used yet stays joinable (deep GPU queues, slow buffers).
 const UNUSED_LIFETIME: Duration = Duration::from_secs(60);
 /// Most launches kept joinable after their first use, whatever their age: at a million launches
 /// per second, [`USED_LIFETIME`] alone would keep five million. More work of a launch that was
 /// already joined (the other nodes of a graph launch) comes in the same activity buffer as its
-/// first, so this many later launches is a wide margin; the oldest is forgotten first.
+/// first, so half this many later launches (a generation, [`LaunchTable`]) is a wide margin.
 const MAX_USED: usize = 1 << 16;
 
 /// What the correlator counted.
@@ -50,35 +52,38 @@ pub struct CorrelationStats {
     pub retired: u64,
 }
 
-#[derive(Debug)]
-struct Launch {
-    r: LaunchRef,
-    has_stack: bool,
-    /// The source whose stack `r.stack` is.
-    stack_source: usize,
-    inserted: Instant,
-    last_use: Option<Instant>,
-}
-
 #[derive(Debug, Default)]
 struct Pending {
     ops: Vec<DeviceOp>,
 }
 
 /// The correlator's state; memory is bounded by the work in flight.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Correlator {
-    launches: IdMap<CorrelationKey, Launch>,
-    launch_order: VecDeque<CorrelationKey>,
-    /// Keys of used launches in the order of their first use (see [`MAX_USED`]).
-    used_order: VecDeque<CorrelationKey>,
+    launches: LaunchTable,
     pending: IdMap<CorrelationKey, Pending>,
     pending_order: VecDeque<(Instant, CorrelationKey)>,
     /// (backend, pid) pairs that send launch stacks: their device work waits for them.
     stacks_expected: IdSet<(u32, u32)>,
+    /// The pair last added to `stacks_expected` (every launch site would add it again).
+    last_expected: Option<(u32, u32)>,
     /// Calls that recorded work run later (graph nodes' capture sites, command-list appends).
     recordings: Recordings,
     stats: CorrelationStats,
+}
+
+impl Default for Correlator {
+    fn default() -> Self {
+        Self {
+            launches: LaunchTable::new(MAX_USED / 2, USED_LIFETIME, UNUSED_LIFETIME),
+            pending: IdMap::default(),
+            pending_order: VecDeque::new(),
+            stacks_expected: IdSet::default(),
+            last_expected: None,
+            recordings: Recordings::default(),
+            stats: CorrelationStats::default(),
+        }
+    }
 }
 
 impl Correlator {
@@ -90,6 +95,10 @@ impl Correlator {
     /// Device operations waiting for their launch.
     pub fn pending_len(&self) -> usize {
         self.pending.values().map(|p| p.ops.len()).sum()
+    }
+
+    fn count_forgotten(&mut self, f: Forgotten) {
+        self.stats.launch_sites_unused += f.unused_with_stack;
     }
 
     /// Registers a launch stack from source `source`; returns device work that was waiting for
@@ -107,27 +116,37 @@ impl Correlator {
         }
         self.stats.launch_sites += 1;
         let key = CorrelationKey::new(s.pid, s.correlation);
-        self.stacks_expected.insert((key.backend, key.pid));
+        if self.last_expected != Some((key.backend, key.pid)) {
+            self.stacks_expected.insert((key.backend, key.pid));
+            self.last_expected = Some((key.backend, key.pid));
+        }
         let r = LaunchRef::default().tid(s.tid).stack(s.stack).api(s.api).time(s.time);
         if s.recording {
             self.recordings.insert(key, r);
         }
-        let entry = self.launches.entry(key).or_insert_with(|| {
-            self.launch_order.push_back(key);
-            Launch { r, has_stack: false, stack_source: source, inserted: now, last_use: None }
-        });
-        if entry.has_stack {
-            let other = (entry.stack_source != source).then_some(entry.r.stack);
-            if entry.r.api.is_none() {
-                entry.r.api = s.api;
+        match self.launches.get_mut(&key) {
+            Some(entry) if entry.has_stack => {
+                let other = (entry.stack_source != source).then_some(entry.r.stack);
+                if entry.r.api.is_none() {
+                    entry.r.api = s.api;
+                }
+                return (Vec::new(), other);
             }
-            return (Vec::new(), other);
+            Some(entry) => {
+                // A stack wins over an API-call-only entry; the API name is kept if the site
+                // has none.
+                let api = if s.api.is_none() { entry.r.api } else { s.api };
+                entry.r = r.api(api);
+                entry.has_stack = true;
+                entry.stack_source = source;
+            }
+            None => {
+                let l = Launch { r, has_stack: true, used: false, stack_source: source, inserted: now };
+                let recordings = &self.recordings;
+                let gone = self.launches.insert(key, l, now, |k| recordings.contains(k));
+                self.count_forgotten(gone);
+            }
         }
-        // A stack wins over an API-call-only entry; the API name is kept if the site has none.
-        let api = if s.api.is_none() { entry.r.api } else { s.api };
-        entry.r = r.api(api);
-        entry.has_stack = true;
-        entry.stack_source = source;
         (self.release(key, now), None)
     }
 
@@ -143,11 +162,10 @@ impl Correlator {
             }
             None => {
                 let r = LaunchRef::default().tid(c.tid).api(c.name).time(c.start);
-                self.launches.insert(
-                    key,
-                    Launch { r, has_stack: false, stack_source: usize::MAX, inserted: now, last_use: None },
-                );
-                self.launch_order.push_back(key);
+                let l = Launch { r, has_stack: false, used: false, stack_source: usize::MAX, inserted: now };
+                let recordings = &self.recordings;
+                let gone = self.launches.insert(key, l, now, |k| recordings.contains(k));
+                self.count_forgotten(gone);
             }
         }
         if self.stacks_expected.contains(&(key.backend, key.pid)) {
@@ -168,16 +186,11 @@ impl Correlator {
             return Some(op);
         };
         let key = CorrelationKey::new(op.pid, corr);
-        if let Some(l) = self.launches.get_mut(&key) {
+        if let Some(l) = self.launches.get(&key) {
             let ready = l.has_stack || !self.stacks_expected.contains(&(key.backend, key.pid));
-            if ready {
-                let first_use = l.last_use.replace(now).is_none();
+            if let Some(l) = ready.then(|| self.launches.use_launch(&key)).flatten() {
                 op.launch = Some(l.r);
-                let has_stack = l.has_stack;
-                self.count_join(has_stack);
-                if first_use {
-                    self.used(key);
-                }
+                self.count_join(l.has_stack);
                 return Some(op);
             }
         }
@@ -187,22 +200,6 @@ impl Correlator {
         }
         p.ops.push(op);
         None
-    }
-
-    /// Notes the first use of launch `key`, forgetting the oldest used launch beyond
-    /// [`MAX_USED`], and drops keys of forgotten launches from the expiry order once they are
-    /// most of it (so that order, too, stays bounded by the launches kept).
-    fn used(&mut self, key: CorrelationKey) {
-        self.used_order.push_back(key);
-        if self.used_order.len() > MAX_USED {
-            if let Some(old) = self.used_order.pop_front() {
-                self.launches.remove(&old);
-            }
-        }
-        if self.launch_order.len() > 2 * self.launches.len() + 1024 {
-            let launches = &self.launches;
-            self.launch_order.retain(|k| launches.contains_key(k));
-        }
     }
 
     /// Launches kept joinable now.
@@ -218,17 +215,16 @@ impl Correlator {
         }
     }
 
-    fn release(&mut self, key: CorrelationKey, now: Instant) -> Vec<DeviceOp> {
+    fn release(&mut self, key: CorrelationKey, _now: Instant) -> Vec<DeviceOp> {
+        if self.pending.is_empty() {
+            return Vec::new();
+        }
         let Some(p) = self.pending.remove(&key) else { return Vec::new() };
         let mut ops = p.ops;
-        let l = self.launches.get_mut(&key);
-        let (r, has_stack, first_use) = match l {
-            Some(l) => (Some(l.r), l.has_stack, l.last_use.replace(now).is_none()),
-            None => (None, false, false),
+        let (r, has_stack) = match self.launches.use_launch(&key) {
+            Some(l) => (Some(l.r), l.has_stack),
+            None => (None, false),
         };
-        if first_use {
-            self.used(key);
-        }
         for op in &mut ops {
             op.launch = r;
             match r {
@@ -249,30 +245,10 @@ impl Correlator {
             self.pending_order.pop_front();
             out.extend(self.release(key, now));
         }
-        while let Some(key) = self.launch_order.front().copied() {
-            let Some(l) = self.launches.get(&key) else {
-                self.launch_order.pop_front();
-                continue;
-            };
-            let expired = match l.last_use {
-                Some(t) => now.duration_since(t) > USED_LIFETIME,
-                None => now.duration_since(l.inserted) > UNUSED_LIFETIME,
-            };
-            if !expired {
-                break;
-            }
-            self.forget(key);
-        }
+        let recordings = &self.recordings;
+        let gone = self.launches.tick(now, |k| recordings.contains(k));
+        self.count_forgotten(gone);
         out
-    }
-
-    fn forget(&mut self, key: CorrelationKey) {
-        self.launch_order.pop_front();
-        if let Some(l) = self.launches.remove(&key) {
-            if l.last_use.is_none() && l.has_stack && !self.recordings.contains(&key) {
-                self.stats.launch_sites_unused += 1;
-            }
-        }
     }
 
     /// The backend retired `key`'s correlation id: no device work will carry it any more, so
@@ -286,7 +262,7 @@ impl Correlator {
         }
         if let Some(l) = self.launches.remove(&key) {
             self.stats.retired += 1;
-            if l.last_use.is_none() && l.has_stack {
+            if !l.used && l.has_stack {
                 self.stats.launch_sites_unused += 1;
             }
         }
@@ -299,11 +275,9 @@ impl Correlator {
         while let Some((_, key)) = self.pending_order.pop_front() {
             out.extend(self.release(key, now));
         }
-        while !self.launch_order.is_empty() {
-            let key = self.launch_order[0];
-            self.forget(key);
-        }
-        self.used_order.clear();
+        let recordings = &self.recordings;
+        let gone = self.launches.clear(|k| recordings.contains(k));
+        self.count_forgotten(gone);
         out
     }
 }
@@ -369,7 +343,6 @@ mod tests {
             assert!(c.device_op(op(id), now).unwrap().launch.is_some());
         }
         assert!(c.launches_len() <= MAX_USED + 1, "{}", c.launches_len());
-        assert!(c.launch_order.len() <= 2 * c.launches_len() + 1024 + 1);
         assert!(c.device_op(op(0), now).unwrap().launch.is_some(), "the unused launch still joins");
         // The most recent used launches still join more work (graph nodes).
         assert!(c.device_op(op(n), now).unwrap().launch.is_some());

@@ -5,6 +5,7 @@ pub mod batch;
 pub mod clock;
 pub mod correlator;
 pub mod intern;
+pub mod launches;
 pub mod recordings;
 pub mod sinks;
 pub mod symbolizer;

@@ -128,9 +128,13 @@ pub fn emit(e: &mut Emitter, repeat: u64) {
     };
     definitions(&mut w);
     let base = 1_000_000_000u64;
-    // Each round spans 10 ms of session time.
-    for round in 0..repeat {
-        launches(&mut w, base + round * 10_000_000, round * 100);
+    // Each round spans 10 ms of session time. The rounds' names and stacks are defined once,
+    // before the first round (as a real source's interners do), and looked up only then.
+    if repeat > 0 {
+        let ids = RoundIds::new(&mut w);
+        for round in 0..repeat {
+            launches(&mut w, &ids, base + round * 10_000_000, round * 100);
+        }
     }
     let end = base + repeat * 10_000_000;
     epilogue(&mut w, end);
@@ -166,19 +170,45 @@ fn definitions(w: &mut W<'_>) {
     }
 }
 
-fn launches(w: &mut W<'_>, t: u64, id0: u64) {
-    let launch = w.a("cudaLaunchKernel", ApiKind::Launch);
-    let graph = w.a("cudaGraphLaunch", ApiKind::Launch);
-    let memcpy = w.a("cudaMemcpyAsync", ApiKind::Copy);
-    let memset = w.a("cudaMemsetAsync", ApiKind::Memset);
-    let gemm = w.s("void gemm_kernel<float, 128>(float const*, float*, int)");
-    let node_a = w.s("graph_node_a");
-    let node_b = w.s("graph_node_b");
-    let relu = w.s("relu_kernel");
-    let s_gemm = w.stack(&["main", "train_step", "forward", "launch_gemm"]);
-    let s_graph = w.stack(&["main", "train_step", "run_graph"]);
-    let s_copy = w.stack(&["start_thread", "loader_loop", "copy_inputs"]);
-    let s_relu = w.stack(&["main", "train_step", "forward", "launch_relu"]);
+/// The names and stacks every round uses.
+#[derive(Clone, Copy)]
+struct RoundIds {
+    launch: StrId,
+    graph: StrId,
+    memcpy: StrId,
+    memset: StrId,
+    gemm: StrId,
+    node_a: StrId,
+    node_b: StrId,
+    relu: StrId,
+    s_gemm: StackId,
+    s_graph: StackId,
+    s_copy: StackId,
+    s_relu: StackId,
+}
+
+impl RoundIds {
+    fn new(w: &mut W<'_>) -> Self {
+        Self {
+            launch: w.a("cudaLaunchKernel", ApiKind::Launch),
+            graph: w.a("cudaGraphLaunch", ApiKind::Launch),
+            memcpy: w.a("cudaMemcpyAsync", ApiKind::Copy),
+            memset: w.a("cudaMemsetAsync", ApiKind::Memset),
+            gemm: w.s("void gemm_kernel<float, 128>(float const*, float*, int)"),
+            node_a: w.s("graph_node_a"),
+            node_b: w.s("graph_node_b"),
+            relu: w.s("relu_kernel"),
+            s_gemm: w.stack(&["main", "train_step", "forward", "launch_gemm"]),
+            s_graph: w.stack(&["main", "train_step", "run_graph"]),
+            s_copy: w.stack(&["start_thread", "loader_loop", "copy_inputs"]),
+            s_relu: w.stack(&["main", "train_step", "forward", "launch_relu"]),
+        }
+    }
+}
+
+fn launches(w: &mut W<'_>, ids: &RoundIds, t: u64, id0: u64) {
+    let RoundIds { launch, graph, memcpy, memset, gemm, node_a, node_b, relu, .. } = *ids;
+    let RoundIds { s_gemm, s_graph, s_copy, s_relu, .. } = *ids;
 
     // A plain kernel launch: site, API call, kernel.
     site(w, PID, t, launch, s_gemm, id0 + 1);
