@@ -32,22 +32,60 @@ pub struct Layout {
     pub order: Vec<usize>,
     /// Hint of each column (by column index).
     pub hints: Vec<Hint>,
+    /// Mask bit `i`'s column and where its prediction comes from, in one place for the hot
+    /// loops.
+    by_bit: Vec<(usize, Source)>,
+    /// The column whose value the location's next time prediction is (the last time column),
+    /// and the same for correlation ids.
+    time_col: Option<usize>,
+    corr_col: Option<usize>,
+}
+
+/// Where a column's prediction comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Time,
+    Correlation,
+    Previous,
+}
+
+impl Layout {
+    fn new(hints: Vec<Hint>) -> Self {
+        let mut order: Vec<usize> = (0..hints.len()).collect();
+        // Columns that usually change go first, so the mask usually fits a byte or two.
+        order.sort_by_key(|&i| u8::from(hints[i] == Hint::Cold));
+        let source = |h: Hint| match h {
+            Hint::Time => Source::Time,
+            Hint::Correlation => Source::Correlation,
+            Hint::Hot | Hint::Cold => Source::Previous,
+        };
+        let by_bit = order.iter().map(|&c| (c, source(hints[c]))).collect();
+        let time_col = hints.iter().rposition(|h| *h == Hint::Time);
+        let corr_col = hints.iter().rposition(|h| *h == Hint::Correlation);
+        Self { order, hints, by_bit, time_col, corr_col }
+    }
+}
+
+/// Longest encoding of one event's mask and deltas: one varint each.
+const MAX_EVENT_BYTES: usize = (MAX_COLUMNS + 1) * 10;
+
+/// Writes varint `v` at `buf[n..]`, returns the new end.
+#[inline(always)]
+fn varint_at(buf: &mut [u8; MAX_EVENT_BYTES], mut n: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        buf[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    buf[n] = v as u8;
+    n + 1
 }
 
 /// The layout of archive kind `kind` (format version 2), from the schema.
 pub fn layout(kind: u8) -> Option<&'static Layout> {
     static LAYOUTS: OnceLock<Vec<Option<Layout>>> = OnceLock::new();
-    let all = LAYOUTS.get_or_init(|| {
-        (0..KINDS as u8)
-            .map(|k| {
-                let hints = Record::column_hints(k)?;
-                let mut order: Vec<usize> = (0..hints.len()).collect();
-                // Columns that usually change go first, so the mask usually fits a byte or two.
-                order.sort_by_key(|&i| u8::from(hints[i] == Hint::Cold));
-                Some(Layout { order, hints })
-            })
-            .collect()
-    });
+    let all = LAYOUTS
+        .get_or_init(|| (0..KINDS as u8).map(|k| Some(Layout::new(Record::column_hints(k)?))).collect());
     all.get(usize::from(kind))?.as_ref()
 }
 
@@ -109,27 +147,6 @@ impl LocState {
         self.last_seq
     }
 
-    #[inline]
-    fn predict(&self, kind: u8, col: usize, hint: Hint) -> u64 {
-        match hint {
-            Hint::Time => self.last_time,
-            Hint::Correlation => self.last_corr,
-            Hint::Hot | Hint::Cold => self.prev[usize::from(kind)][col],
-        }
-    }
-
-    #[inline]
-    fn remember(&mut self, kind: u8, lay: &Layout, values: &[u64]) {
-        for (col, (&v, hint)) in values.iter().zip(&lay.hints).enumerate() {
-            match hint {
-                Hint::Time => self.last_time = v,
-                Hint::Correlation => self.last_corr = v,
-                Hint::Hot | Hint::Cold => {}
-            }
-            self.prev[usize::from(kind)][col] = v;
-        }
-    }
-
     fn put_header(&mut self, kind: u8, seq: u64, out: &mut Vec<u8>) {
         let delta = seq.wrapping_sub(self.last_seq);
         self.last_seq = seq;
@@ -156,21 +173,44 @@ impl LocState {
         };
         self.put_header(kind, seq, out);
         let values = row.as_slice();
-        let mut mask = 0u64;
-        for (bit, &col) in lay.order.iter().enumerate() {
-            if values[col] != self.predict(kind, col, lay.hints[col]) {
+        let prev = &mut self.prev[usize::from(kind)];
+        let (last_time, last_corr) = (self.last_time, self.last_corr);
+        // The mask first, then the deltas: both into one buffer, written out once.
+        let mut buf = [0u8; MAX_EVENT_BYTES];
+        let mut deltas = [0u64; MAX_COLUMNS];
+        let (mut mask, mut nd) = (0u64, 0usize);
+        for (bit, &(col, src)) in lay.by_bit.iter().enumerate() {
+            let p = match src {
+                Source::Time => last_time,
+                Source::Correlation => last_corr,
+                Source::Previous => prev[col],
+            };
+            let v = values[col];
+            if v != p {
                 mask |= 1 << bit;
+                deltas[nd] = codec::wire::zigzag(v.wrapping_sub(p) as i64);
+                nd += 1;
             }
         }
-        put_varint(out, mask);
-        for (bit, &col) in lay.order.iter().enumerate() {
-            if mask & (1 << bit) != 0 {
-                let p = self.predict(kind, col, lay.hints[col]);
-                put_varint(out, codec::wire::zigzag(values[col].wrapping_sub(p) as i64));
-            }
+        let mut n = varint_at(&mut buf, 0, mask);
+        for &d in &deltas[..nd] {
+            n = varint_at(&mut buf, n, d);
         }
-        self.remember(kind, lay, values);
+        out.extend_from_slice(&buf[..n]);
+        prev[..values.len()].copy_from_slice(values);
+        self.remember_predictions(lay, values);
         self.row = row;
+    }
+
+    /// Updates the location-wide predictions (time, correlation id) from an event's columns.
+    #[inline]
+    fn remember_predictions(&mut self, lay: &Layout, values: &[u64]) {
+        if let Some(c) = lay.time_col {
+            self.last_time = values[c];
+        }
+        if let Some(c) = lay.corr_col {
+            self.last_corr = values[c];
+        }
     }
 
     /// Decodes the next record from `c`; returns its sequence number and the record, or what
@@ -208,8 +248,14 @@ impl LocState {
             return Err("field mask names fields the event kind does not have");
         }
         let mut values = [0u64; MAX_COLUMNS];
-        for (bit, &col) in lay.order.iter().enumerate() {
-            let p = self.predict(kind, col, lay.hints[col]);
+        let prev = &mut self.prev[usize::from(kind)];
+        let (last_time, last_corr) = (self.last_time, self.last_corr);
+        for (bit, &(col, src)) in lay.by_bit.iter().enumerate() {
+            let p = match src {
+                Source::Time => last_time,
+                Source::Correlation => last_corr,
+                Source::Previous => prev[col],
+            };
             values[col] = if mask & (1 << bit) != 0 {
                 p.wrapping_add(codec::wire::unzigzag(c.varint()) as u64)
             } else {
@@ -219,7 +265,8 @@ impl LocState {
         if c.is_bad() {
             return Err("event runs past the end of its chunk");
         }
-        self.remember(kind, lay, &values[..n]);
+        prev[..n].copy_from_slice(&values[..n]);
+        self.remember_predictions(lay, &values[..n]);
         Record::from_columns(kind, &mut RowReader::new(&values[..n])).ok_or("unknown event kind")
     }
 

@@ -19,6 +19,9 @@ const STALE_RECORDS: u64 = 1 << 16;
 /// ...or this much time passed, so a crash loses little.
 const STALE_TIME: Duration = Duration::from_millis(250);
 
+/// Locations remembered in [`Writer::location`]'s small cache.
+const RECENT: usize = 4;
+
 /// Where an event is stored: the global stream (definitions and process-wide events), a host
 /// thread, or a device stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,6 +71,9 @@ pub struct Writer {
     file: File,
     seq: u64,
     locations: IdMap<LocKey, u32>,
+    /// The locations written last (most records go to a few threads and streams in turn),
+    /// looked at before `locations`.
+    recent: [Option<(LocKey, u32)>; RECENT],
     chunks: Vec<OpenChunk>,
     out: Vec<u8>,
     bytes: u64,
@@ -98,6 +104,7 @@ impl Writer {
             file,
             seq: 0,
             locations: IdMap::default(),
+            recent: [None; RECENT],
             chunks: Vec::new(),
             out: Vec::with_capacity(CHUNK_TARGET + 1024),
             bytes: header.len() as u64,
@@ -118,7 +125,18 @@ impl Writer {
         self.bytes
     }
 
+    #[inline]
     fn location(&mut self, key: LocKey) -> usize {
+        if let Some((_, id)) = self.recent.iter().flatten().find(|(k, _)| *k == key) {
+            return *id as usize;
+        }
+        let id = self.location_slow(key);
+        self.recent.rotate_right(1);
+        self.recent[0] = Some((key, id as u32));
+        id
+    }
+
+    fn location_slow(&mut self, key: LocKey) -> usize {
         let next = self.chunks.len() as u32;
         let id = *self.locations.entry(key).or_insert(next);
         if id == next {

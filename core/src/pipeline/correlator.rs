@@ -177,29 +177,54 @@ impl Correlator {
 
     /// Joins one device operation; returns it when ready, or keeps it until its launch arrives.
     pub fn device_op(&mut self, mut op: DeviceOp, now: Instant) -> Option<DeviceOp> {
+        if self.join(&mut op) {
+            Some(op)
+        } else {
+            self.wait(op, now);
+            None
+        }
+    }
+
+    /// Joins one device operation in place; false when it must wait for its launch (hand it
+    /// to [`Correlator::wait`] then). What the pipeline uses: the operation stays where it is
+    /// in the output batch unless it waits.
+    #[inline]
+    pub fn join(&mut self, op: &mut DeviceOp) -> bool {
         self.stats.device_ops += 1;
         // The recording call precedes every execution of what it recorded: no waiting.
-        let launches = &self.launches;
-        self.recordings.join(&mut op, |k| launches.get(k).map(|l| l.r));
+        if op.submission.is_some() {
+            let launches = &self.launches;
+            self.recordings.join(op, |k| launches.get(k).map(|l| l.r));
+        }
         let Some(corr) = op.correlation else {
             self.stats.uncorrelated += 1;
-            return Some(op);
+            return true;
         };
         let key = CorrelationKey::new(op.pid, corr);
-        if let Some(l) = self.launches.get(&key) {
-            let ready = l.has_stack || !self.stacks_expected.contains(&(key.backend, key.pid));
-            if let Some(l) = ready.then(|| self.launches.use_launch(&key)).flatten() {
+        let ready = self
+            .launches
+            .get(&key)
+            .is_some_and(|l| l.has_stack || !self.stacks_expected.contains(&(key.backend, key.pid)));
+        match ready.then(|| self.launches.use_launch(&key)).flatten() {
+            Some(l) => {
                 op.launch = Some(l.r);
                 self.count_join(l.has_stack);
-                return Some(op);
+                true
             }
+            None => false,
         }
+    }
+
+    /// Keeps device operation `op`, which [`Correlator::join`] could not join, until its launch
+    /// arrives or its grace period ends.
+    pub fn wait(&mut self, op: DeviceOp, now: Instant) {
+        let Some(corr) = op.correlation else { return };
+        let key = CorrelationKey::new(op.pid, corr);
         let p = self.pending.entry(key).or_default();
         if p.ops.is_empty() {
             self.pending_order.push_back((now + PENDING_GRACE, key));
         }
         p.ops.push(op);
-        None
     }
 
     /// Launches kept joinable now.

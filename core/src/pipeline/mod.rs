@@ -275,81 +275,90 @@ impl SessionState {
     }
 
     fn event(&mut self, st: &mut SourceState, source: usize, r: Record, now: Instant) {
+        match r {
+            Record::ClockSync(s) => return st.clocks.sync(&s),
+            // Consumed here: a retirement only frees the correlator's entry (its time, in
+            // whatever domain, is not needed for that).
+            Record::Retired(r) => {
+                let ops = self.correlator.retire(CorrelationKey::new(r.pid, r.correlation), now);
+                return self.emit_ops(ops);
+            }
+            _ => {}
+        }
+        // The event goes to the output batch as it is and is converted there: a `Record` is
+        // large, and moving it out and back costs more than the conversion.
+        let at = self.out.len();
+        self.out.push(r);
+        if self.event_in_place(st, source, at, now) {
+            self.out_records += 1;
+        }
+    }
+
+    /// Converts the event at `out[at]` (the last record) to the session's clock and ids and
+    /// correlates it, in place, then appends the device work it released. False when the
+    /// event was taken out again: dropped (its clock has no pairing, or its kind is not an
+    /// event the sinks get) or kept by the correlator until its launch arrives.
+    fn event_in_place(&mut self, st: &mut SourceState, source: usize, at: usize, now: Instant) -> bool {
         let ids = &mut st.ids;
         let clocks = &mut st.clocks;
-        match r {
-            Record::ApiCall(mut c) => {
-                if !clocks.to_session(&mut c.clock, &mut [&mut c.start, &mut c.end]) {
-                    return;
-                }
-                self.last_time = self.last_time.max(c.end);
-                c.name = ids.str(c.name);
-                let ops = self.correlator.api_call(&c, now);
-                self.emit(Record::ApiCall(c));
-                self.emit_ops(ops);
-            }
-            Record::LaunchSite(mut s) => {
-                if !clocks.to_session(&mut s.clock, &mut [&mut s.time]) {
-                    return;
-                }
-                s.api = ids.str(s.api);
-                s.stack = ids.stack(s.stack);
-                let (ops, other) = self.correlator.launch_site(&s, source, now);
-                if let Some(other) = other {
-                    self.compare_stacks(other, s.stack);
-                }
-                self.emit(Record::LaunchSite(s));
-                self.emit_ops(ops);
-            }
-            Record::DeviceOp(mut op) => {
-                if !clocks.to_session(&mut op.clock, &mut [&mut op.start, &mut op.end]) {
-                    return;
-                }
-                op.device = ids.device(op.device);
-                op.stream = ids.stream(op.stream);
-                op.name = ids.str(op.name);
-                op.src_device = ids.device(op.src_device);
-                op.dst_device = ids.device(op.dst_device);
-                self.last_time = self.last_time.max(op.end);
-                // `launch` is the correlator's to fill, never a source's.
-                op.launch = None;
-                if let Some(op) = self.correlator.device_op(op, now) {
-                    self.emit(Record::DeviceOp(op));
+        let mut released = Vec::new();
+        let mut compare = None;
+        let mut waits = false;
+        let keep = match &mut self.out[at] {
+            Record::ApiCall(c) => {
+                clocks.to_session(&mut c.clock, &mut [&mut c.start, &mut c.end]) && {
+                    self.last_time = self.last_time.max(c.end);
+                    c.name = ids.str(c.name);
+                    released = self.correlator.api_call(c, now);
+                    true
                 }
             }
-            Record::CpuSample(mut s) => {
-                if !clocks.to_session(&mut s.clock, &mut [&mut s.time]) {
-                    return;
+            Record::LaunchSite(s) => {
+                clocks.to_session(&mut s.clock, &mut [&mut s.time]) && {
+                    s.api = ids.str(s.api);
+                    s.stack = ids.stack(s.stack);
+                    let (ops, other) = self.correlator.launch_site(s, source, now);
+                    released = ops;
+                    compare = other.map(|o| (o, s.stack));
+                    true
                 }
-                self.last_time = self.last_time.max(s.time);
-                s.stack = ids.stack(s.stack);
-                self.emit(Record::CpuSample(s));
             }
-            Record::Marker(mut a) => {
-                if !clocks.to_session(&mut a.clock, &mut [&mut a.start, &mut a.end]) {
-                    return;
+            Record::DeviceOp(op) => {
+                clocks.to_session(&mut op.clock, &mut [&mut op.start, &mut op.end]) && {
+                    op.device = ids.device(op.device);
+                    op.stream = ids.stream(op.stream);
+                    op.name = ids.str(op.name);
+                    op.src_device = ids.device(op.src_device);
+                    op.dst_device = ids.device(op.dst_device);
+                    self.last_time = self.last_time.max(op.end);
+                    // `launch` is the correlator's to fill, never a source's.
+                    op.launch = None;
+                    waits = !self.correlator.join(op);
+                    true
                 }
-                a.name = ids.str(a.name);
-                a.domain = ids.str(a.domain);
-                self.emit(Record::Marker(a));
             }
-            Record::Range(mut a) => {
-                if !clocks.to_session(&mut a.clock, &mut [&mut a.start, &mut a.end]) {
-                    return;
+            Record::CpuSample(s) => {
+                clocks.to_session(&mut s.clock, &mut [&mut s.time]) && {
+                    self.last_time = self.last_time.max(s.time);
+                    s.stack = ids.stack(s.stack);
+                    true
                 }
-                a.name = ids.str(a.name);
-                a.domain = ids.str(a.domain);
-                self.emit(Record::Range(a));
             }
-            Record::Counter(mut c) => {
-                if !clocks.to_session(&mut c.clock, &mut [&mut c.time]) {
-                    return;
+            Record::Marker(a) | Record::Range(a) => {
+                clocks.to_session(&mut a.clock, &mut [&mut a.start, &mut a.end]) && {
+                    a.name = ids.str(a.name);
+                    a.domain = ids.str(a.domain);
+                    true
                 }
-                c.name = ids.str(c.name);
-                c.device = ids.device(c.device);
-                self.emit(Record::Counter(c));
             }
-            Record::Loss(mut l) => {
+            Record::Counter(c) => {
+                clocks.to_session(&mut c.clock, &mut [&mut c.time]) && {
+                    c.name = ids.str(c.name);
+                    c.device = ids.device(c.device);
+                    true
+                }
+            }
+            Record::Loss(l) => {
                 // A loss is reported even when its time cannot be converted.
                 if !clocks.to_session(&mut l.clock, &mut [&mut l.time]) {
                     clocks.unconvertible -= 1;
@@ -357,25 +366,33 @@ impl SessionState {
                 }
                 l.cause = ids.str(l.cause);
                 *self.losses.entry(self.globals.text(l.cause).to_owned()).or_default() += l.count;
-                self.emit(Record::Loss(l));
+                true
             }
-            Record::Overhead(mut o) => {
-                if !clocks.to_session(&mut o.clock, &mut [&mut o.start, &mut o.end]) {
-                    return;
+            Record::Overhead(o) => {
+                clocks.to_session(&mut o.clock, &mut [&mut o.start, &mut o.end]) && {
+                    o.name = ids.str(o.name);
+                    o.device = ids.device(o.device);
+                    true
                 }
-                o.name = ids.str(o.name);
-                o.device = ids.device(o.device);
-                self.emit(Record::Overhead(o));
             }
-            Record::ClockSync(s) => clocks.sync(&s),
-            // Consumed here: a retirement only frees the correlator's entry (its time, in
-            // whatever domain, is not needed for that).
-            Record::Retired(r) => {
-                let ops = self.correlator.retire(CorrelationKey::new(r.pid, r.correlation), now);
-                self.emit_ops(ops);
-            }
-            _ => {}
+            _ => false,
+        };
+        if !keep {
+            self.out.truncate(at);
+            return false;
         }
+        if waits {
+            // Nothing was emitted after it: it is the last record.
+            if let Some(Record::DeviceOp(op)) = self.out.pop() {
+                self.correlator.wait(op, now);
+            }
+            return false;
+        }
+        if let Some((first, second)) = compare {
+            self.compare_stacks(first, second);
+        }
+        self.emit_ops(released);
+        true
     }
 
     /// The agreement check: the same launch's stack from two sources (an agent and the eBPF
