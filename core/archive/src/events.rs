@@ -69,18 +69,6 @@ impl Layout {
 /// Longest encoding of one event's mask and deltas: one varint each.
 const MAX_EVENT_BYTES: usize = (MAX_COLUMNS + 1) * 10;
 
-/// Writes varint `v` at `buf[n..]`, returns the new end.
-#[inline(always)]
-fn varint_at(buf: &mut [u8; MAX_EVENT_BYTES], mut n: usize, mut v: u64) -> usize {
-    while v >= 0x80 {
-        buf[n] = (v as u8) | 0x80;
-        v >>= 7;
-        n += 1;
-    }
-    buf[n] = v as u8;
-    n + 1
-}
-
 /// The layout of archive kind `kind` (format version 2), from the schema.
 pub fn layout(kind: u8) -> Option<&'static Layout> {
     static LAYOUTS: OnceLock<Vec<Option<Layout>>> = OnceLock::new();
@@ -160,56 +148,50 @@ impl LocState {
 
     /// Appends record `r` with global sequence number `seq` (format version 2).
     pub fn encode(&mut self, seq: u64, r: &Record, out: &mut Vec<u8>) {
-        let mut row = std::mem::take(&mut self.row);
-        row.clear();
-        let layout = r.put_columns(&mut row).and_then(|k| Some((k, layout(k)?)));
+        self.row.clear();
+        let layout = r.put_columns(&mut self.row).and_then(|k| Some((k, layout(k)?)));
         let Some((kind, lay)) = layout else {
             self.put_header(0, seq, out);
             self.raw.clear();
             codec::encode(r, &mut self.raw);
             codec::put_bytes(out, &self.raw);
-            self.row = row;
             return;
         };
         self.put_header(kind, seq, out);
+        let Self { row, prev, last_time, last_corr, .. } = self;
         let values = row.as_slice();
-        let prev = &mut self.prev[usize::from(kind)];
-        let (last_time, last_corr) = (self.last_time, self.last_corr);
-        // The mask first, then the deltas: both into one buffer, written out once.
-        let mut buf = [0u8; MAX_EVENT_BYTES];
-        let mut deltas = [0u64; MAX_COLUMNS];
-        let (mut mask, mut nd) = (0u64, 0usize);
+        let prev = &mut prev[usize::from(kind)];
+        let predict = |col: usize, src: Source| match src {
+            Source::Time => *last_time,
+            Source::Correlation => *last_corr,
+            Source::Previous => prev[col],
+        };
+        let mut mask = 0u64;
         for (bit, &(col, src)) in lay.by_bit.iter().enumerate() {
-            let p = match src {
-                Source::Time => last_time,
-                Source::Correlation => last_corr,
-                Source::Previous => prev[col],
-            };
-            let v = values[col];
-            if v != p {
+            if values[col] != predict(col, src) {
                 mask |= 1 << bit;
-                deltas[nd] = codec::wire::zigzag(v.wrapping_sub(p) as i64);
-                nd += 1;
             }
         }
-        let mut n = varint_at(&mut buf, 0, mask);
-        for &d in &deltas[..nd] {
-            n = varint_at(&mut buf, n, d);
+        out.reserve(MAX_EVENT_BYTES);
+        put_varint(out, mask);
+        for (bit, &(col, src)) in lay.by_bit.iter().enumerate() {
+            if mask & (1 << bit) != 0 {
+                let p = predict(col, src);
+                put_varint(out, codec::wire::zigzag(values[col].wrapping_sub(p) as i64));
+            }
         }
-        out.extend_from_slice(&buf[..n]);
         prev[..values.len()].copy_from_slice(values);
-        self.remember_predictions(lay, values);
-        self.row = row;
+        Self::remember_predictions(last_time, last_corr, lay, values);
     }
 
     /// Updates the location-wide predictions (time, correlation id) from an event's columns.
     #[inline]
-    fn remember_predictions(&mut self, lay: &Layout, values: &[u64]) {
+    fn remember_predictions(last_time: &mut u64, last_corr: &mut u64, lay: &Layout, values: &[u64]) {
         if let Some(c) = lay.time_col {
-            self.last_time = values[c];
+            *last_time = values[c];
         }
         if let Some(c) = lay.corr_col {
-            self.last_corr = values[c];
+            *last_corr = values[c];
         }
     }
 
@@ -247,13 +229,14 @@ impl LocState {
         if n < 64 && mask >> n != 0 {
             return Err("field mask names fields the event kind does not have");
         }
-        let mut values = [0u64; MAX_COLUMNS];
-        let prev = &mut self.prev[usize::from(kind)];
-        let (last_time, last_corr) = (self.last_time, self.last_corr);
+        let Self { row, prev, last_time, last_corr, .. } = self;
+        // Every column of the kind is written below: the row's buffer needs no zeroing.
+        let values = &mut row.values;
+        let prev = &mut prev[usize::from(kind)];
         for (bit, &(col, src)) in lay.by_bit.iter().enumerate() {
             let p = match src {
-                Source::Time => last_time,
-                Source::Correlation => last_corr,
+                Source::Time => *last_time,
+                Source::Correlation => *last_corr,
                 Source::Previous => prev[col],
             };
             values[col] = if mask & (1 << bit) != 0 {
@@ -266,7 +249,7 @@ impl LocState {
             return Err("event runs past the end of its chunk");
         }
         prev[..n].copy_from_slice(&values[..n]);
-        self.remember_predictions(lay, &values[..n]);
+        Self::remember_predictions(last_time, last_corr, lay, &values[..n]);
         Record::from_columns(kind, &mut RowReader::new(&values[..n])).ok_or("unknown event kind")
     }
 

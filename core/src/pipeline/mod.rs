@@ -183,6 +183,7 @@ impl Pipeline {
         }
     }
 
+    #[inline(always)]
     fn record(&mut self, source: usize, r: Record, now: Instant) {
         let st = &mut self.sources[source];
         st.records += 1;
@@ -274,6 +275,7 @@ impl SessionState {
         }
     }
 
+    #[inline(always)]
     fn event(&mut self, st: &mut SourceState, source: usize, r: Record, now: Instant) {
         match r {
             Record::ClockSync(s) => return st.clocks.sync(&s),
