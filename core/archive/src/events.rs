@@ -32,9 +32,11 @@ pub struct Layout {
     pub order: Vec<usize>,
     /// Hint of each column (by column index).
     pub hints: Vec<Hint>,
-    /// Mask bit `i`'s column and where its prediction comes from, in one place for the hot
-    /// loops.
-    by_bit: Vec<(usize, Source)>,
+    /// Mask bit of each column (by column index).
+    bit_of: Vec<u8>,
+    /// The columns not predicted from the previous event of the kind (times, correlation
+    /// ids), with where their prediction comes from.
+    special: Vec<(usize, Source)>,
     /// The column whose value the location's next time prediction is (the last time column),
     /// and the same for correlation ids.
     time_col: Option<usize>,
@@ -59,10 +61,15 @@ impl Layout {
             Hint::Correlation => Source::Correlation,
             Hint::Hot | Hint::Cold => Source::Previous,
         };
-        let by_bit = order.iter().map(|&c| (c, source(hints[c]))).collect();
+        let mut bit_of = vec![0u8; hints.len()];
+        for (bit, &col) in order.iter().enumerate() {
+            bit_of[col] = bit as u8;
+        }
+        let special =
+            (0..hints.len()).map(|c| (c, source(hints[c]))).filter(|(_, s)| *s != Source::Previous).collect();
         let time_col = hints.iter().rposition(|h| *h == Hint::Time);
         let corr_col = hints.iter().rposition(|h| *h == Hint::Correlation);
-        Self { order, hints, by_bit, time_col, corr_col }
+        Self { order, hints, bit_of, special, time_col, corr_col }
     }
 }
 
@@ -160,25 +167,34 @@ impl LocState {
         self.put_header(kind, seq, out);
         let Self { row, prev, last_time, last_corr, .. } = self;
         let values = row.as_slice();
+        let n = values.len();
         let prev = &mut prev[usize::from(kind)];
-        let predict = |col: usize, src: Source| match src {
-            Source::Time => *last_time,
-            Source::Correlation => *last_corr,
-            Source::Previous => prev[col],
-        };
+        // Predict every column from the previous event of the kind (a loop without branches),
+        // then the few predicted otherwise.
+        let mut pred = [0u64; MAX_COLUMNS];
+        pred[..n].copy_from_slice(&prev[..n]);
+        for &(col, src) in &lay.special {
+            pred[col] = if src == Source::Time { *last_time } else { *last_corr };
+        }
+        let mut changed = 0u64;
+        for (i, (v, p)) in values.iter().zip(&pred[..n]).enumerate() {
+            changed |= u64::from(v != p) << i;
+        }
+        // The changed columns as mask bits, then their deltas in mask order.
         let mut mask = 0u64;
-        for (bit, &(col, src)) in lay.by_bit.iter().enumerate() {
-            if values[col] != predict(col, src) {
-                mask |= 1 << bit;
-            }
+        let mut m = changed;
+        while m != 0 {
+            let col = m.trailing_zeros() as usize;
+            mask |= 1 << lay.bit_of[col];
+            m &= m - 1;
         }
         out.reserve(MAX_EVENT_BYTES);
         put_varint(out, mask);
-        for (bit, &(col, src)) in lay.by_bit.iter().enumerate() {
-            if mask & (1 << bit) != 0 {
-                let p = predict(col, src);
-                put_varint(out, codec::wire::zigzag(values[col].wrapping_sub(p) as i64));
-            }
+        let mut m = mask;
+        while m != 0 {
+            let col = lay.order[m.trailing_zeros() as usize];
+            put_varint(out, codec::wire::zigzag(values[col].wrapping_sub(pred[col]) as i64));
+            m &= m - 1;
         }
         prev[..values.len()].copy_from_slice(values);
         Self::remember_predictions(last_time, last_corr, lay, values);
@@ -230,20 +246,17 @@ impl LocState {
             return Err("field mask names fields the event kind does not have");
         }
         let Self { row, prev, last_time, last_corr, .. } = self;
-        // Every column of the kind is written below: the row's buffer needs no zeroing.
         let values = &mut row.values;
         let prev = &mut prev[usize::from(kind)];
-        for (bit, &(col, src)) in lay.by_bit.iter().enumerate() {
-            let p = match src {
-                Source::Time => *last_time,
-                Source::Correlation => *last_corr,
-                Source::Previous => prev[col],
-            };
-            values[col] = if mask & (1 << bit) != 0 {
-                p.wrapping_add(codec::wire::unzigzag(c.varint()) as u64)
-            } else {
-                p
-            };
+        values[..n].copy_from_slice(&prev[..n]);
+        for &(col, src) in &lay.special {
+            values[col] = if src == Source::Time { *last_time } else { *last_corr };
+        }
+        let mut m = mask;
+        while m != 0 {
+            let col = lay.order[m.trailing_zeros() as usize];
+            values[col] = values[col].wrapping_add(codec::wire::unzigzag(c.varint()) as u64);
+            m &= m - 1;
         }
         if c.is_bad() {
             return Err("event runs past the end of its chunk");
