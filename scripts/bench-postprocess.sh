@@ -13,6 +13,7 @@
 #               REPEATS times (default 3), and the table shows them side by side with the ratio.
 #               Both builds record from this build's scripted source (a plugin of a newer SDK
 #               loads in an older host), so only the host and the sinks differ
+# CARGO_TARGET_DIR, when set, is where this build goes (as cargo's own variable says).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-170000}
@@ -20,7 +21,7 @@ BEFORE=${2:-}
 REPEATS=${3:-3}
 cargo build -q --release -p xpuprof-core -p xpuprof-plugin-scripted -p xpuprof-plugin-archive \
   -p xpuprof-plugin-folded -p xpuprof-plugin-chrome -p xpuprof-plugin-perfetto -p xpuprof-plugin-pprof
-AFTER=target/release
+AFTER=$(realpath -m "${CARGO_TARGET_DIR:-target}/release")
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 cat > "$D/xpuprof.toml" <<TOML
@@ -44,7 +45,7 @@ PY
 round() {
   local bin=$1 tag=$2 x="$1/xpuprof"
   # The scripted source is a test plugin (libxpuprof_test_*), found only where it is named.
-  export XPUPROF_PLUGIN_PATH="$PWD/$AFTER/libxpuprof_test_scripted.so"
+  export XPUPROF_PLUGIN_PATH="$AFTER/libxpuprof_test_scripted.so"
   rm -rf "$D/$tag"
   mkdir -p "$D/$tag"
   echo "$tag record $(cd "$D" && peak taskset -c 0 "$x" --quiet --source scripted --sink archive -o "$tag/rec" -- true)" >> "$D/results"
@@ -53,7 +54,7 @@ round() {
 }
 for _ in $(seq "$REPEATS"); do
   if [ -n "$BEFORE" ]; then round "$(cd "$BEFORE" && pwd)" before; fi
-  round "$PWD/$AFTER" after
+  round "$AFTER" after
 done
 arch=$(du -b "$D/after/rec/archive" | tail -1 | cut -f1)
 chrome=$(stat -c %s "$D/after/rep/trace.json")

@@ -213,6 +213,7 @@ impl LocState {
 
     /// Decodes the next record from `c`; returns its sequence number and the record, or what
     /// is wrong with a malformed record.
+    #[inline(always)]
     pub fn decode_record(&mut self, c: &mut Cursor<'_>) -> Result<(u64, Record), Malformed> {
         let header = c.u8();
         let kind = header & 0x0f;
@@ -238,6 +239,7 @@ impl LocState {
         Ok((self.last_seq, r.map_err(Malformed::lost)?))
     }
 
+    #[inline(always)]
     fn decode_v2(&mut self, kind: u8, c: &mut Cursor<'_>) -> Result<Record, &'static str> {
         let lay = layout(kind).ok_or("unknown event kind")?;
         let n = lay.order.len();

@@ -160,6 +160,7 @@ impl<'a> Merge<'a> {
     }
 
     /// Decodes stream `i`'s next record, or skips what is damaged (`None`).
+    #[inline(always)]
     fn step(&mut self, i: usize) -> Option<Record> {
         let bound = self.seq_bound(i);
         let s = &mut self.streams[i];

@@ -8,8 +8,6 @@
 //! with inlined functions becomes one Perfetto frame per function, outermost first, so the
 //! flame graph shows the inlined calls.
 
-use std::collections::HashMap;
-
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::*;
 use xpuprof_toolbox::defs::Definitions;
@@ -30,7 +28,7 @@ struct PFrame {
 /// A table of texts numbered from 1.
 #[derive(Debug, Default)]
 struct Names {
-    ids: HashMap<Box<str>, u64>,
+    ids: IdMap<Box<str>, u64>,
     texts: Vec<Box<str>>,
 }
 
@@ -63,7 +61,7 @@ pub struct Interner {
     annotation_names: Names,
     annotation_values: Names,
     /// Annotation value iid of each launch dimension (`128x1x1`).
-    dims: HashMap<[u32; 3], u64>,
+    dims: IdMap<[u32; 3], u64>,
     functions: Names,
     paths: Names,
     /// Path component iids of each mapping that frames use.

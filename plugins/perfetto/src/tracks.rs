@@ -10,8 +10,6 @@
 //! stream goes to an overflow lane (a sibling track "stream 7 (overlap 1)"), and so do user
 //! ranges that overlap on a thread.
 
-use std::collections::HashMap;
-
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::*;
 
@@ -42,7 +40,7 @@ pub struct Tracks {
     described: IdSet<u64>,
     /// End of the last slice on each lane of each timeline.
     lanes: IdMap<u64, Vec<u64>>,
-    counters: HashMap<(u32, DeviceId, StrId), u64>,
+    counters: IdMap<(u32, DeviceId, StrId), u64>,
     /// Descriptors to write before the next event.
     pub pending: Vec<TrackDescriptor>,
     /// Slices that overlapped work on every lane of their timeline.

@@ -409,6 +409,7 @@ macro_rules! model_schema {
 
             /// Appends the event's columns (see [`crate::codec::columns`]) and returns its
             /// archive kind; `None` (nothing written) for records stored as codec bytes.
+            #[inline]
             pub fn put_columns(&self, row: &mut $crate::codec::columns::Row) -> Option<u8> {
                 match self {
                     $( $(
@@ -422,6 +423,7 @@ macro_rules! model_schema {
             }
 
             /// Rebuilds an event of archive kind `kind` from its columns.
+            #[inline]
             pub fn from_columns(kind: u8, r: &mut $crate::codec::columns::RowReader<'_>) -> Option<Self> {
                 $( $(
                     if kind == $akind {
