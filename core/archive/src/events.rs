@@ -30,8 +30,6 @@ const KINDS: usize = 16;
 pub struct Layout {
     /// Column index of mask bit `i`.
     pub order: Vec<usize>,
-    /// Hint of each column (by column index).
-    pub hints: Vec<Hint>,
     /// Mask bit of each column (by column index).
     bit_of: Vec<u8>,
     /// The columns not predicted from the previous event of the kind (times, correlation
@@ -69,7 +67,7 @@ impl Layout {
             (0..hints.len()).map(|c| (c, source(hints[c]))).filter(|(_, s)| *s != Source::Previous).collect();
         let time_col = hints.iter().rposition(|h| *h == Hint::Time);
         let corr_col = hints.iter().rposition(|h| *h == Hint::Correlation);
-        Self { order, hints, bit_of, special, time_col, corr_col }
+        Self { order, bit_of, special, time_col, corr_col }
     }
 }
 

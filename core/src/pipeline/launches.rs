@@ -233,7 +233,7 @@ impl LaunchTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::hash::{BuildHasher, Hash};
+    use std::hash::BuildHasher;
     use xpuprof_sdk::model::{backend, Correlation};
 
     fn key(pid: u32, id: u64) -> CorrelationKey {
@@ -247,11 +247,7 @@ mod tests {
     #[test]
     fn consecutive_ids_hash_to_consecutive_buckets_with_distinct_tags() {
         let b = BuildHasherDefault::<KeyHasher>::default();
-        let h = |k: CorrelationKey| {
-            let mut s = b.build_hasher();
-            k.hash(&mut s);
-            s.finish()
-        };
+        let h = |k: CorrelationKey| b.hash_one(k);
         let (a, c) = (h(key(7, 100)), h(key(7, 101)));
         assert_eq!((c & !TAG).wrapping_sub(a & !TAG), 1, "neighbouring buckets");
         assert_ne!(a & TAG, c & TAG, "different tags");
