@@ -229,6 +229,16 @@ pub fn put_message(out: &mut Vec<u8>, ty: u8, parts: &[&[u8]]) {
     end_message(out, at);
 }
 
+/// Appends a [`MSG_DROPPED`] message: `count` records the vendor library dropped, by `time`.
+pub fn put_dropped(out: &mut Vec<u8>, count: u64, time: u64) {
+    put_message(out, MSG_DROPPED, &[&count.to_le_bytes(), &time.to_le_bytes()]);
+}
+
+/// Appends a [`MSG_CLOCK`] message: the vendor clock's reading `vendor` taken at `monotonic`.
+pub fn put_clock(out: &mut Vec<u8>, vendor: u64, monotonic: u64) {
+    put_message(out, MSG_CLOCK, &[&vendor.to_le_bytes(), &monotonic.to_le_bytes()]);
+}
+
 /// One message borrowed from a stream.
 #[derive(Debug, Clone, Copy)]
 pub struct Message<'a> {
