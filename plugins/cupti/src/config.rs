@@ -2,6 +2,7 @@
 
 use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::prelude::*;
+pub use xpuprof_toolbox::launch_stacks::LaunchStacks;
 use xpuprof_toolbox::python::Python;
 
 xpuprof_sdk::config_enum! {
@@ -12,20 +13,6 @@ xpuprof_sdk::config_enum! {
         /// Every call (about 1 us each).
         All = "all",
         /// None.
-        Off = "off",
-    }
-}
-
-xpuprof_sdk::config_enum! {
-    /// Who captures launch stacks.
-    pub enum LaunchStacks {
-        /// The agent, in the target (no root needed).
-        Agent = "agent",
-        /// The eBPF source, from a uprobe on the agent's trampoline.
-        Ebpf = "ebpf",
-        /// Both (to compare them).
-        Both = "both",
-        /// Nobody.
         Off = "off",
     }
 }

@@ -66,7 +66,7 @@ impl Cupti {
     /// Creates the instance.
     pub fn new(ctx: CreateContext) -> PluginResult<Self> {
         let config = Config::from_plugin(&ctx.config)?;
-        if matches!(config.launch_stacks, LaunchStacks::Ebpf | LaunchStacks::Both)
+        if config.launch_stacks.needs_ebpf()
             && !ctx.session.sources.iter().any(|s| s == "ebpf")
         {
             ctx.log.warn(&format!(

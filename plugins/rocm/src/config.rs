@@ -3,6 +3,7 @@
 
 use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::prelude::*;
+pub use xpuprof_toolbox::launch_stacks::LaunchStacks;
 
 xpuprof_sdk::config_enum! {
     /// Which tracing library the agent uses.
@@ -13,20 +14,6 @@ xpuprof_sdk::config_enum! {
         RocprofilerSdk = "rocprofiler-sdk",
         /// roctracer only (ROCm before 6.2)
         Roctracer = "roctracer",
-    }
-}
-
-xpuprof_sdk::config_enum! {
-    /// Where launch stacks come from.
-    pub enum LaunchStacks {
-        /// the agent walks the stack at HIP API entry
-        Agent = "agent",
-        /// only the trampoline is called; the eBPF source captures the stack
-        Ebpf = "ebpf",
-        /// both (the host checks they agree)
-        Both = "both",
-        /// no launch stacks
-        Off = "off",
     }
 }
 

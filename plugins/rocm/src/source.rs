@@ -4,7 +4,7 @@
 use xpuprof_sdk::prelude::*;
 use xpuprof_toolbox::agent_host::{AgentHost, AgentLocator, StreamDecoder};
 
-use crate::config::{Config, LaunchStacks};
+use crate::config::Config;
 use crate::decode::{Decoder, Stats};
 
 /// Agent library file name.
@@ -49,7 +49,7 @@ impl Rocm {
     /// Creates the instance.
     pub fn new(ctx: CreateContext) -> PluginResult<Self> {
         let config = Config::from_plugin(&ctx.config)?;
-        if matches!(config.launch_stacks, LaunchStacks::Ebpf | LaunchStacks::Both)
+        if config.launch_stacks.needs_ebpf()
             && !ctx.session.sources.iter().any(|s| s == "ebpf")
         {
             ctx.log.warn(&format!(

@@ -40,6 +40,40 @@ impl Opt<'_> {
     }
 }
 
+/// Where launch stacks come from (`stacks=agent|ebpf|both|off`, the host's `launch_stacks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StackMode {
+    /// The agent walks the stack itself.
+    #[default]
+    Agent,
+    /// Only the trampoline is called; the eBPF source captures the stack.
+    Ebpf,
+    /// Both.
+    Both,
+    /// No launch sites.
+    Off,
+}
+
+impl StackMode {
+    /// True when the agent itself walks launch stacks.
+    pub fn agent_walks(self) -> bool {
+        matches!(self, Self::Agent | Self::Both)
+    }
+
+    /// True when the trampoline is called at launches.
+    pub fn trampoline(self) -> bool {
+        matches!(self, Self::Ebpf | Self::Both)
+    }
+}
+
+impl Opt<'_> {
+    /// A [`StackMode`] written `agent`, `ebpf`, `both` or `off`.
+    pub fn stack_mode(&self) -> Result<StackMode, String> {
+        const MODES: [StackMode; 4] = [StackMode::Agent, StackMode::Ebpf, StackMode::Both, StackMode::Off];
+        Ok(MODES[self.one_of(&["agent", "ebpf", "both", "off"])?])
+    }
+}
+
 /// The items of `opts`, in order; an item without `=` is an error naming it.
 pub fn parse(opts: &str) -> Result<Vec<Opt<'_>>, String> {
     opts.split(',')
@@ -67,5 +101,10 @@ mod tests {
         assert!(o[3].one_of(&["y"]).unwrap_err().contains("must be y"));
         assert!(o[3].flag().unwrap_err().contains("`m` must be 0 or 1"));
         assert!(parse("oops").unwrap_err().contains("`oops` is not key=value"));
+        let s = parse("stacks=both,stacks=off,stacks=x").unwrap();
+        assert_eq!(s[0].stack_mode(), Ok(StackMode::Both));
+        assert!(s[0].stack_mode().unwrap().agent_walks() && s[0].stack_mode().unwrap().trampoline());
+        assert!(!s[1].stack_mode().unwrap().agent_walks());
+        assert!(s[2].stack_mode().unwrap_err().contains("must be agent, ebpf, both, off"));
     }
 }

@@ -12,6 +12,8 @@
 //! - [`kernel_name`]: short kernel names for tables and frames, and the stable id that finds the
 //!   full name again.
 //! - [`python`]: the `python = "auto" | "off"` switch and the Python frames of agents' stacks.
+//! - [`launch_stacks`]: the `launch_stacks = "agent" | "ebpf" | "both" | "off"` switch of GPU
+//!   sources with an agent.
 //!
 //! A sibling crate of the SDK rather than part of it: the SDK stays the small ABI contract a
 //! third-party plugin builds in seconds, while these helpers pull in blazesym and cpp_demangle,
@@ -22,6 +24,7 @@ pub mod defs;
 pub mod demangle;
 pub mod intern;
 pub mod kernel_name;
+pub mod launch_stacks;
 pub mod normalise;
 pub mod python;
 

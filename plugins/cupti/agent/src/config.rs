@@ -16,18 +16,7 @@ pub enum ApiMode {
     Off,
 }
 
-/// Where launch stacks come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StackMode {
-    /// The agent walks the stack itself.
-    Agent,
-    /// Only the trampoline is called; the eBPF source captures the stack.
-    Ebpf,
-    /// Both.
-    Both,
-    /// No launch sites.
-    Off,
-}
+pub use xpuprof_agent_kit::opts::StackMode;
 
 /// Agent settings.
 #[derive(Debug, Clone)]
@@ -125,7 +114,6 @@ impl Config {
     /// `depth=N`, `buffer_kib=N`.
     pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
         const APIS: [ApiMode; 3] = [ApiMode::Launches, ApiMode::All, ApiMode::Off];
-        const STACKS: [StackMode; 4] = [StackMode::Agent, StackMode::Ebpf, StackMode::Both, StackMode::Off];
         for o in xpuprof_agent_kit::opts::parse(opts)? {
             match o.key {
                 "kernels" => self.kernels = o.flag()?,
@@ -142,7 +130,7 @@ impl Config {
                 "tsc" => self.tsc = o.flag()?,
                 "callback_noop" => self.callback_noop = o.flag()?,
                 "api" => self.api = APIS[o.one_of(&["launches", "all", "off"])?],
-                "stacks" => self.stacks = STACKS[o.one_of(&["agent", "ebpf", "both", "off"])?],
+                "stacks" => self.stacks = o.stack_mode()?,
                 "python" => self.python = o.one_of(&["auto", "off"])? == 0,
                 "depth" => self.max_depth = o.number()?,
                 "buffer_kib" => self.buffer_bytes = o.number::<usize>()?.clamp(64, 1 << 20) * 1024,
@@ -155,12 +143,12 @@ impl Config {
 
     /// True when the agent itself walks launch stacks.
     pub fn agent_stacks(&self) -> bool {
-        matches!(self.stacks, StackMode::Agent | StackMode::Both)
+        self.stacks.agent_walks()
     }
 
     /// True when the trampoline is called at launches.
     pub fn trampoline(&self) -> bool {
-        matches!(self.stacks, StackMode::Ebpf | StackMode::Both)
+        self.stacks.trampoline()
     }
 }
 

@@ -6,18 +6,7 @@
 
 use xpuprof_agent_kit::opts;
 
-/// Where launch stacks come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StackMode {
-    /// The agent walks the stack itself.
-    Agent,
-    /// Only the trampoline is called; the eBPF source captures the stack.
-    Ebpf,
-    /// Both.
-    Both,
-    /// No launch sites.
-    Off,
-}
+pub use xpuprof_agent_kit::opts::StackMode;
 
 /// Which tracing library to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +87,6 @@ impl Config {
     /// `stacks=agent|ebpf|both|off`, `depth=N` (1 to 255), `buffer_kib=N` (64 to 1048576).
     pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
         const APIS: [ApiChoice; 3] = [ApiChoice::Auto, ApiChoice::Sdk, ApiChoice::Roctracer];
-        const STACKS: [StackMode; 4] = [StackMode::Agent, StackMode::Ebpf, StackMode::Both, StackMode::Off];
         for o in opts::parse(opts)? {
             match o.key {
                 "kernels" => self.kernels = o.flag()?,
@@ -108,7 +96,7 @@ impl Config {
                 "markers" => self.markers = o.flag()?,
                 "verbose" => self.verbose = o.flag()?,
                 "api" => self.api = APIS[o.one_of(&["auto", "rocprofiler-sdk", "roctracer"])?],
-                "stacks" => self.stacks = STACKS[o.one_of(&["agent", "ebpf", "both", "off"])?],
+                "stacks" => self.stacks = o.stack_mode()?,
                 "depth" => self.max_depth = o.number()?,
                 "buffer_kib" => self.buffer_bytes = o.number::<usize>()?.clamp(64, 1 << 20) * 1024,
                 _ => return Err(o.unknown()),
@@ -120,12 +108,12 @@ impl Config {
 
     /// True when the agent itself walks launch stacks.
     pub fn agent_stacks(&self) -> bool {
-        matches!(self.stacks, StackMode::Agent | StackMode::Both)
+        self.stacks.agent_walks()
     }
 
     /// True when the trampoline is called at launches.
     pub fn trampoline(&self) -> bool {
-        matches!(self.stacks, StackMode::Ebpf | StackMode::Both)
+        self.stacks.trampoline()
     }
 }
 
