@@ -15,6 +15,7 @@ use xpuprof_toolbox::normalise::{self, ModuleMap};
 use xpuprof_toolbox::python::{PyCounts, PyFrames};
 use xpuprof_toolbox::Interner;
 
+use crate::wire::launches::{Entry, Launch};
 use crate::wire::{self, Reader};
 
 /// Counters a user sees in the log at the end.
@@ -141,10 +142,10 @@ impl Decoder {
         match m.ty {
             wire::MSG_HELLO => self.hello(conn, m.payload, out),
             wire::MSG_MODULES => self.modules_msg(conn, m.payload),
-            wire::MSG_LAUNCHES => self.launches(conn, &mut r, out),
-            wire::MSG_RECORDS => self.activity(conn, &mut r, out),
-            wire::MSG_STRINGS => self.strings_msg(conn, &mut r),
-            wire::MSG_API_NAMES => self.api_names_msg(conn, &mut r),
+            wire::MSG_LAUNCHES => self.launches(conn, m.payload, out),
+            wire::MSG_RECORDS => self.activity(conn, m.payload, out),
+            wire::MSG_STRINGS => self.strings_msg(conn, m.payload),
+            wire::MSG_API_NAMES => self.api_names_msg(conn, m.payload),
             wire::MSG_DROPPED => {
                 let (count, time) = (r.u64(), r.u64());
                 let c = self.conns.entry(conn).or_default();
@@ -220,29 +221,16 @@ impl Decoder {
         self.conns.entry(conn).or_default().maps = ModuleMap::new(wire::maps::decode_modules(payload));
     }
 
-    fn strings_msg(&mut self, conn: u64, r: &mut Reader<'_>) {
-        let n = r.u32();
+    fn strings_msg(&mut self, conn: u64, payload: &[u8]) {
         let c = self.conns.entry(conn).or_default();
-        for _ in 0..n {
-            let (p, len) = (r.u64(), r.u32());
-            let text = String::from_utf8_lossy(r.bytes(len as usize)).into_owned();
-            if r.short {
-                break;
-            }
-            c.strings.insert(p, text);
-        }
+        c.strings.extend(wire::names::parse_strings(payload));
     }
 
-    fn api_names_msg(&mut self, conn: u64, r: &mut Reader<'_>) {
-        let n = r.u32();
-        for _ in 0..n {
-            let (domain, cbid, len) = (r.u32(), r.u32(), r.u32());
-            let name = String::from_utf8_lossy(r.bytes(len as usize)).into_owned();
-            if r.short {
-                break;
-            }
+    fn api_names_msg(&mut self, conn: u64, payload: &[u8]) {
+        let c = self.conns.entry(conn).or_default();
+        for (domain, cbid, name) in wire::names::parse_api_names(payload) {
             let name = api_display_name(&name).to_owned();
-            self.conns.entry(conn).or_default().api_names.insert((domain as u8, cbid), ApiName::Text(name));
+            c.api_names.insert((domain as u8, cbid), ApiName::Text(name));
         }
     }
 
@@ -277,54 +265,26 @@ impl Decoder {
         }
     }
 
-    fn launches(&mut self, conn: u64, r: &mut Reader<'_>, out: &mut Emitter) {
-        let tid = r.u32();
-        r.u32();
+    fn launches(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
+        let (tid, entries) = wire::launches::parse(payload);
         let pid = self.conns.entry(conn).or_default().pid;
         self.thread(pid, tid, out);
-        while r.remaining() >= 8 && !r.short {
-            match r.u8() {
-                wire::ENTRY_STACK => {
-                    let n = r.u8() as usize;
-                    r.bytes(6);
-                    let hash = r.u64();
-                    let frames: Vec<u64> = (0..n).map(|_| r.u64()).collect();
-                    if !r.short && !self.stacks.contains_key(&(pid, hash)) {
+        for e in entries {
+            match e {
+                Entry::Stack { hash, frames } => {
+                    if !self.stacks.contains_key(&(pid, hash)) {
                         let ids: Vec<FrameId> = frames.iter().map(|&a| self.frame(conn, a, out)).collect();
                         let id = self.strs.stack(out, &ids);
                         self.stacks.insert((pid, hash), id);
                     }
                 }
-                wire::ENTRY_LAUNCH => {
-                    let domain = r.u8();
-                    let _flags = r.u16();
-                    let (cbid, corr, result) = (r.u32(), r.u32(), r.u32());
-                    let (time, hash, end) = (r.u64(), r.u64(), r.u64());
-                    if r.short {
-                        break;
-                    }
-                    self.launch_entry(conn, pid, tid, domain, cbid, corr, result, time, hash, end, out);
-                }
-                _ => break,
+                Entry::Launch(l) => self.launch_entry(conn, pid, tid, &l, out),
             }
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn launch_entry(
-        &mut self,
-        conn: u64,
-        pid: u32,
-        tid: u32,
-        domain: u8,
-        cbid: u32,
-        corr: u32,
-        result: u32,
-        time: u64,
-        hash: u64,
-        end: u64,
-        out: &mut Emitter,
-    ) {
+    fn launch_entry(&mut self, conn: u64, pid: u32, tid: u32, l: &Launch, out: &mut Emitter) {
+        let Launch { domain, api_id: cbid, correlation: corr, result, time, stack: hash, end, .. } = *l;
         let (api, kind) = self.api_name(conn, domain, cbid, out);
         let correlation = Correlation { backend: backend::CUDA, id: corr as u64 };
         let (stacks, calls, recording) = self
@@ -372,16 +332,8 @@ impl Decoder {
         normalise::return_address_frame(&mut self.strs, out, c.pid, &c.maps, ra)
     }
 
-    fn activity(&mut self, conn: u64, r: &mut Reader<'_>, out: &mut Emitter) {
-        let n = r.u32() as usize;
-        r.u32();
-        let sizes: Vec<u16> = (0..n).map(|_| r.u16()).collect();
-        r.align8();
-        for s in sizes {
-            let rec = r.bytes(s as usize);
-            if r.short {
-                break;
-            }
+    fn activity(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
+        for rec in wire::records::split(payload) {
             crate::activity::record(self, conn, rec, out);
         }
     }

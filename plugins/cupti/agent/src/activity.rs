@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use xpuprof_agent_kit::buffers::Buffer;
 use xpuprof_agent_kit::channel::Chunk;
 use xpuprof_agent_kit::wire;
+use xpuprof_agent_kit::wire::names::Entries;
 
 use crate::sys::ffi::{self, CUpti_ActivityKind as K, DOMAIN_DRIVER, DOMAIN_RUNTIME};
 
@@ -48,10 +49,8 @@ impl Framer {
         let ptr = buf.as_mut_ptr();
         let valid = buf.valid_bytes().len();
         let mut sizes: Vec<u16> = Vec::with_capacity(valid / 64);
-        let mut strings = Vec::new();
-        let mut nstrings = 0u32;
-        let mut names = Vec::new();
-        let mut nnames = 0u32;
+        let mut strings = Entries::default();
+        let mut names = Entries::default();
         // SAFETY: `ptr`/`valid` is the buffer CUPTI just completed, owned by `buf` for the call.
         unsafe {
             agent.lib.for_each_record(ptr, valid, |rec| {
@@ -67,10 +66,7 @@ impl Framer {
                     let text = crate::sys::c_str(p as *const std::os::raw::c_char);
                     let h = text_hash(text);
                     if self.sent.insert(p, h) != Some(h) {
-                        strings.extend_from_slice(&p.to_le_bytes());
-                        strings.extend_from_slice(&(text.len() as u32).to_le_bytes());
-                        strings.extend_from_slice(text);
-                        nstrings += 1;
+                        strings.string(p, text);
                     }
                 }
                 if kind == K::CUPTI_ACTIVITY_KIND_RUNTIME || kind == K::CUPTI_ACTIVITY_KIND_DRIVER {
@@ -79,51 +75,21 @@ impl Framer {
                     let cbid = read_u32(rec, 4);
                     if self.api_names.insert((domain as u32, cbid)) {
                         let name = agent.lib.callback_name(domain as u32, cbid).unwrap_or_default();
-                        put_api_name(&mut names, domain as u32, cbid, &name);
-                        nnames += 1;
+                        names.api_name(domain as u32, cbid, name.as_bytes());
                     }
                 }
             });
         }
-        let mut out = Vec::with_capacity(strings.len() + names.len() + 64);
-        if nstrings > 0 {
-            let at = wire::begin_message(&mut out, wire::MSG_STRINGS);
-            out.extend_from_slice(&nstrings.to_le_bytes());
-            out.extend_from_slice(&strings);
-            wire::end_message(&mut out, at);
-        }
-        if nnames > 0 {
-            let at = wire::begin_message(&mut out, wire::MSG_API_NAMES);
-            out.extend_from_slice(&nnames.to_le_bytes());
-            out.extend_from_slice(&names);
-            wire::end_message(&mut out, at);
-        }
+        let mut out = Vec::new();
+        strings.put_strings(&mut out);
+        names.put_api_names(&mut out);
         if !out.is_empty() {
             agent.channel.push(Chunk::Bytes(out));
         }
         let mut head = Vec::with_capacity(16 + sizes.len() * 2);
-        let at = wire::begin_message(&mut head, wire::MSG_RECORDS);
-        head.extend_from_slice(&(sizes.len() as u32).to_le_bytes());
-        head.extend_from_slice(&0u32.to_le_bytes());
-        for s in &sizes {
-            head.extend_from_slice(&s.to_le_bytes());
-        }
-        while head.len() % 8 != 0 {
-            head.push(0);
-        }
-        // The length covers the records that follow the header in the stream.
-        let len = (head.len() - at - 4 + valid) as u32;
-        head[at..at + 4].copy_from_slice(&len.to_le_bytes());
+        wire::records::put_head(&mut head, &sizes, valid);
         agent.channel.push(Chunk::Records(head, buf));
     }
-}
-
-/// Encodes one API name entry.
-pub fn put_api_name(out: &mut Vec<u8>, domain: u32, cbid: u32, name: &str) {
-    out.extend_from_slice(&domain.to_le_bytes());
-    out.extend_from_slice(&cbid.to_le_bytes());
-    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
-    out.extend_from_slice(name.as_bytes());
 }
 
 fn read_u32(b: &[u8], at: usize) -> u32 {

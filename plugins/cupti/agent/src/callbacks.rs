@@ -14,16 +14,7 @@ use crate::{activity, agent, graphs, Agent};
 /// Queues every thread's pending launch sites (and a fresh module map first when a stack used
 /// an address outside the known modules).
 pub(crate) fn drain_launches(a: &Agent) {
-    let mut out = Vec::new();
-    a.launches.drain(&mut out, &a.clock);
-    if a.known.take_stale() {
-        let mut m = a.known.refresh();
-        m.extend_from_slice(&out);
-        out = m;
-    }
-    if !out.is_empty() {
-        a.channel.push(Chunk::Bytes(out));
-    }
+    a.launches.drain_to(&a.channel, &a.known, &a.clock);
 }
 
 pub(crate) unsafe extern "C" fn monotonic_ns() -> u64 {
@@ -74,10 +65,7 @@ pub(crate) unsafe extern "C" fn buffer_completed(
             if n > 0 {
                 a.dropped.fetch_add(n as u64, Ordering::Relaxed);
                 let mut m = Vec::new();
-                let at = wire::begin_message(&mut m, wire::MSG_DROPPED);
-                m.extend_from_slice(&(n as u64).to_le_bytes());
-                m.extend_from_slice(&xpuprof_sdk::clock::now_ns().to_le_bytes());
-                wire::end_message(&mut m, at);
+                wire::put_dropped(&mut m, n as u64, xpuprof_sdk::clock::now_ns());
                 a.channel.push(Chunk::Bytes(m));
             }
         }

@@ -22,27 +22,16 @@ pub fn finish(a: &Agent) {
             let mut m = Vec::new();
             if let Ok(n) = a.lib.dropped(std::ptr::null_mut(), 0) {
                 if n > 0 {
-                    let at = wire::begin_message(&mut m, wire::MSG_DROPPED);
-                    m.extend_from_slice(&(n as u64).to_le_bytes());
-                    m.extend_from_slice(&xpuprof_sdk::clock::now_ns().to_le_bytes());
-                    wire::end_message(&mut m, at);
+                    wire::put_dropped(&mut m, n as u64, xpuprof_sdk::clock::now_ns());
                 }
             }
-            a.channel.put_lost(&mut m);
             a.launches.python.put_counts(&mut m);
-            let (launches, stacks) = a.launches.totals();
-            let at = wire::begin_message(&mut m, wire::MSG_BYE);
-            m.extend_from_slice(&launches.to_le_bytes());
-            m.extend_from_slice(&stacks.to_le_bytes());
-            wire::end_message(&mut m, at);
-            a.channel.push(Chunk::Bytes(m));
-            a.channel.close();
-            a.channel.wait_idle(Duration::from_secs(10));
-            if let Ok(mut s) = a.sender.lock() {
-                if let Some(h) = s.take() {
-                    let _ = h.join();
-                }
+            if !m.is_empty() {
+                a.channel.push(Chunk::Bytes(m));
             }
+            let (launches, stacks) = a.launches.totals();
+            let sender = a.sender.lock().ok().and_then(|mut s| s.take());
+            a.channel.goodbye(launches, stacks, sender, Duration::from_secs(10));
             if a.config.verbose {
                 crate::say(&format!(
                     "{launches} launch sites, {stacks} distinct stacks, {} bytes sent, {} records dropped by CUPTI",

@@ -12,7 +12,7 @@ use crate::callbacks::{buffer_completed, buffer_requested, monotonic_ns, on_api}
 use crate::config::{self, ApiMode, Config};
 use crate::sys::ffi::{self, CUpti_ActivityKind as K, DOMAIN_DRIVER, DOMAIN_RUNTIME};
 use crate::sys::{self, Lib};
-use crate::{activity, drain_launches, graphs, loader, Agent, AGENT, NAME};
+use crate::{drain_launches, graphs, loader, Agent, AGENT, NAME};
 
 /// Oldest CUPTI API version the decoder knows (CUDA 12.0).
 const MIN_CUPTI_VERSION: u32 = 19;
@@ -121,9 +121,7 @@ fn hello(version: u32, flags: u32) -> Vec<u8> {
 }
 
 fn put_error(out: &mut Vec<u8>, msg: &str) {
-    let at = wire::begin_message(out, wire::MSG_ERROR);
-    out.extend_from_slice(msg.as_bytes());
-    wire::end_message(out, at);
+    wire::put_message(out, wire::MSG_ERROR, &[msg.as_bytes()]);
 }
 
 /// Tells the host about a start-up failure before CUPTI was usable.
@@ -168,10 +166,7 @@ fn clock_pair(a: &Agent, out: &mut Vec<u8>) {
     let before = xpuprof_sdk::clock::now_ns();
     let Ok(cupti) = a.lib.timestamp() else { return };
     let after = xpuprof_sdk::clock::now_ns();
-    let at = wire::begin_message(out, wire::MSG_CLOCK);
-    out.extend_from_slice(&cupti.to_le_bytes());
-    out.extend_from_slice(&(before / 2 + after / 2).to_le_bytes());
-    wire::end_message(out, at);
+    wire::put_clock(out, cupti, before / 2 + after / 2);
 }
 
 /// True for the API names that get a launch site: calls that put work on a device (kernel and
@@ -228,8 +223,7 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
     let _ = lib
         .set_size_attribute(ffi::CUpti_ActivityAttribute::CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, 32 << 20);
     let c = &a.config;
-    let mut names = Vec::new();
-    let mut nnames = 0u32;
+    let mut names = wire::names::Entries::default();
     let runtime_cb = c.runtime_callbacks;
     for (domain, size) in [
         (DOMAIN_RUNTIME, ffi::CUpti_runtime_api_trace_cbid_enum::CUPTI_RUNTIME_TRACE_CBID_SIZE),
@@ -243,8 +237,7 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
             if !is_launch_api(&name) {
                 continue;
             }
-            activity::put_api_name(&mut names, domain as u32, cbid, &name);
-            nnames += 1;
+            names.api_name(domain as u32, cbid, name.as_bytes());
             // Launch-class calls get the entry/exit callback (launch sites, the trampoline, and
             // with api = "launches" the API call itself): no CUPTI API records are needed.
             if c.stacks != config::StackMode::Off || c.api == ApiMode::Launches {
@@ -258,10 +251,7 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
         }
     }
     let mut m = Vec::new();
-    let at = wire::begin_message(&mut m, wire::MSG_API_NAMES);
-    m.extend_from_slice(&nnames.to_le_bytes());
-    m.extend_from_slice(&names);
-    wire::end_message(&mut m, at);
+    names.put_api_names(&mut m);
     a.channel.push(Chunk::Bytes(m));
     let kinds = [
         (c.kernels, K::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),

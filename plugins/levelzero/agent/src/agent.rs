@@ -9,7 +9,6 @@ use xpuprof_agent_kit::channel::{Channel, Chunk};
 use xpuprof_agent_kit::modules::Known;
 use xpuprof_agent_kit::python::PythonFrames;
 use xpuprof_agent_kit::stack;
-use xpuprof_agent_kit::wire as kit_wire;
 
 use level_zero_sys::*;
 use xpuprof_agent_kit::wire::levelzero::{api_kind, loss, op_kind, Msg, Op, Writer};
@@ -456,14 +455,13 @@ impl Agent {
         let stacks = st.stacks.len() as u64;
         self.send(&out);
         drop(st);
-        let mut end = Vec::new();
-        self.chan.put_lost(&mut end);
-        self.python.put_counts(&mut end);
+        let mut counts = Vec::new();
+        self.python.put_counts(&mut counts);
+        if !counts.is_empty() {
+            self.chan.push(Chunk::Bytes(counts));
+        }
         let launches = self.launches.load(std::sync::atomic::Ordering::Relaxed);
-        kit_wire::put_message(&mut end, kit_wire::MSG_BYE, &[&launches.to_le_bytes(), &stacks.to_le_bytes()]);
-        self.chan.push(Chunk::Bytes(end));
-        self.chan.close();
-        self.chan.wait_idle(std::time::Duration::from_secs(2));
+        self.chan.goodbye(launches, stacks, None, std::time::Duration::from_secs(2));
     }
 }
 

@@ -116,7 +116,7 @@ impl Agent {
         }
         let Some((_, vendor, session)) = best else { return };
         let mut m = Vec::new();
-        wire::put_message(&mut m, wire::MSG_CLOCK, &[&vendor.to_le_bytes(), &session.to_le_bytes()]);
+        wire::put_clock(&mut m, vendor, session);
         self.channel.push(Chunk::Bytes(m));
     }
 
@@ -125,7 +125,7 @@ impl Agent {
         self.dropped.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         let mut m = Vec::new();
         let now = xpuprof_sdk::clock::now_ns();
-        wire::put_message(&mut m, wire::MSG_DROPPED, &[&n.to_le_bytes(), &now.to_le_bytes()]);
+        wire::put_dropped(&mut m, n, now);
         self.channel.push(Chunk::Bytes(m));
     }
 }

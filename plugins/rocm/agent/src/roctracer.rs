@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use roctracer_sys::*;
 use xpuprof_agent_kit::channel::Chunk;
 use xpuprof_agent_kit::{stack, trampoline, wire};
+use xpuprof_agent_kit::wire::names::Entries;
 use xpuprof_rocm_wire::{self as rocm_wire, marker_op, Api, Marker};
 
 use crate::config::{ApiChoice, StackMode};
@@ -184,18 +185,13 @@ fn init(config: crate::config::Config) -> Result<(), String> {
 
 fn enable(a: &Agent) -> Result<(), String> {
     let Tracer::Roctracer(r) = &a.tracer else { return Err("not the roctracer path".into()) };
-    let mut names = Vec::new();
-    let mut count = 0u32;
+    let mut names = Entries::default();
     for op in 0..4096 {
         let Some(n) = r.op_name(ACTIVITY_DOMAIN_HIP_API, op) else { continue };
         if !launch_class::is_launch_api(&n) {
             continue;
         }
-        for v in [u32::from(rocm_wire::DOMAIN_ROCTRACER_HIP), op, n.len() as u32] {
-            names.extend_from_slice(&v.to_le_bytes());
-        }
-        names.extend_from_slice(n.as_bytes());
-        count += 1;
+        names.api_name(u32::from(rocm_wire::DOMAIN_ROCTRACER_HIP), op, n.as_bytes());
         if a.config.stacks != StackMode::Off {
             // SAFETY: a static callback.
             let st = unsafe {
@@ -210,7 +206,7 @@ fn enable(a: &Agent) -> Result<(), String> {
         }
     }
     let mut m = Vec::new();
-    wire::put_message(&mut m, wire::MSG_API_NAMES, &[&count.to_le_bytes(), &names]);
+    names.put_api_names(&mut m);
     a.channel.push(Chunk::Bytes(m));
     if a.config.markers {
         for op in [ROCTX_API_ID_roctxMarkA, ROCTX_API_ID_roctxRangePushA, ROCTX_API_ID_roctxRangePop] {
@@ -314,8 +310,7 @@ unsafe extern "C" fn on_buffer(begin: *const c_char, end: *const c_char, _arg: *
         let bytes =
             unsafe { std::slice::from_raw_parts(begin as *const u8, end.offset_from(begin) as usize) };
         let recs: Vec<&[u8]> = bytes.chunks_exact(size).collect();
-        let mut strings = Vec::new();
-        let mut count = 0u32;
+        let mut strings = Entries::default();
         let mut m = Vec::new();
         let Tracer::Roctracer(rt) = &a.tracer else { return };
         for chunk in &recs {
@@ -335,14 +330,9 @@ unsafe extern "C" fn on_buffer(begin: *const c_char, end: *const c_char, _arg: *
             }
             // SAFETY: roctracer keeps kernel names alive for the process's life.
             let name = unsafe { CStr::from_ptr(p) }.to_bytes();
-            strings.extend_from_slice(&(p as u64).to_le_bytes());
-            strings.extend_from_slice(&(name.len() as u32).to_le_bytes());
-            strings.extend_from_slice(name);
-            count += 1;
+            strings.string(p as u64, name);
         }
-        if count > 0 {
-            wire::put_message(&mut m, wire::MSG_STRINGS, &[&count.to_le_bytes(), &strings]);
-        }
+        strings.put_strings(&mut m);
         if !recs.is_empty() {
             wire::records::put(&mut m, &recs);
         }
@@ -369,15 +359,7 @@ fn name_activity(rt: &Rt, op: u32, kind: u32, out: &mut Vec<u8>) {
     // SAFETY: a static NUL-terminated name.
     let n = unsafe { CStr::from_ptr(p) }.to_bytes();
     let domain = u32::from(rocm_wire::DOMAIN_ROCTRACER_OPS) + op;
-    wire::put_message(
-        out,
-        wire::MSG_API_NAMES,
-        &[
-            &1u32.to_le_bytes(),
-            &domain.to_le_bytes(),
-            &kind.to_le_bytes(),
-            &(n.len() as u32).to_le_bytes(),
-            n,
-        ],
-    );
+    let mut names = Entries::default();
+    names.api_name(domain, kind, n);
+    names.put_api_names(out);
 }

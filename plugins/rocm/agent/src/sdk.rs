@@ -337,15 +337,12 @@ fn enable(a: &Agent) -> Result<(), String> {
     // SAFETY: a valid out-pointer.
     check(&s.lib, "rocprofiler_create_context", unsafe { s.lib.rocprofiler_create_context(&mut ctx) })?;
     let ops = s.launch_ops();
-    let mut names = Vec::new();
+    let mut names = wire::names::Entries::default();
     for (op, n) in &ops {
-        for v in [u32::from(rocm_wire::DOMAIN_SDK_HIP), *op as u32, n.len() as u32] {
-            names.extend_from_slice(&v.to_le_bytes());
-        }
-        names.extend_from_slice(n.as_bytes());
+        names.api_name(u32::from(rocm_wire::DOMAIN_SDK_HIP), *op as u32, n.as_bytes());
     }
     let mut m = Vec::new();
-    wire::put_message(&mut m, wire::MSG_API_NAMES, &[&(ops.len() as u32).to_le_bytes(), &names]);
+    names.put_api_names(&mut m);
     a.channel.push(Chunk::Bytes(m));
     if a.config.stacks != StackMode::Off && !ops.is_empty() {
         let ids: Vec<i32> = ops.iter().map(|(op, _)| *op).collect();
