@@ -49,9 +49,7 @@ impl Rocm {
     /// Creates the instance.
     pub fn new(ctx: CreateContext) -> PluginResult<Self> {
         let config = Config::from_plugin(&ctx.config)?;
-        if config.launch_stacks.needs_ebpf()
-            && !ctx.session.sources.iter().any(|s| s == "ebpf")
-        {
+        if config.launch_stacks.needs_ebpf() && !ctx.session.sources.iter().any(|s| s == "ebpf") {
             ctx.log.warn(&format!(
                 "launch_stacks = \"{}\" takes launch stacks from the eBPF source, which is not in this session\n\
                  hint: run with --source ebpf,rocm (root), or set launch_stacks = \"agent\"",

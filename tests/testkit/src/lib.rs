@@ -3,6 +3,8 @@
 //! - [`golden`]: compare an output with `tests/golden/<name>` of the crate under test;
 //!   `XPUPROF_BLESS=1` rewrites the file.
 //! - [`host`]: build and run the real `xpuprof` binary with the plugins under test.
+//! - [`layout`]: `-sys` crates' layout tests: pinned sizes and offsets, measured again from the
+//!   vendor's headers by a C++ compiler.
 //! - [`skip`]: a missing prerequisite fails the test in CI and is a visible, counted skip
 //!   elsewhere (never a silent pass).
 //!
@@ -10,5 +12,6 @@
 
 pub mod golden;
 pub mod host;
+pub mod layout;
 pub mod outputs;
 pub mod skip;

@@ -12,8 +12,8 @@ use std::sync::OnceLock;
 
 use roctracer_sys::*;
 use xpuprof_agent_kit::channel::Chunk;
-use xpuprof_agent_kit::{stack, trampoline, wire};
 use xpuprof_agent_kit::wire::names::Entries;
+use xpuprof_agent_kit::{stack, trampoline, wire};
 use xpuprof_rocm_wire::{self as rocm_wire, marker_op, Api, Marker};
 
 use crate::config::{ApiChoice, StackMode};

@@ -4,22 +4,11 @@
 //! `pip install triton` put them. The wheel's subset lacks the copy, allocation, scratch and
 //! retirement records: those are pinned from AMD's documentation only.
 
-use std::mem::{offset_of, size_of};
-use std::process::Command;
+use std::mem::offset_of;
 
 use rocprofiler_sdk_sys::*;
-
-/// (C type, C member path, offset in our bindings, pinned offset); member "" means sizeof.
-type Fact = (&'static str, &'static str, usize, usize);
-
-macro_rules! facts {
-    ($( $t:ident { size $size:expr $(, $f:ident $(. $g:ident)* = $off:expr)* $(,)? } )*) => {
-        vec![$(
-            (stringify!($t), "", size_of::<$t>(), $size),
-            $( (stringify!($t), concat!(stringify!($f) $(, ".", stringify!($g))*), offset_of!($t, $f $(. $g)*), $off), )*
-        )*]
-    };
-}
+use xpuprof_testkit::layout::{self, Check, Fact};
+use xpuprof_testkit::layout_facts as facts;
 
 /// Facts also present in the triton wheel's trimmed headers.
 fn shared_facts() -> Vec<Fact> {
@@ -148,12 +137,9 @@ fn documented_facts() -> Vec<Fact> {
 
 #[test]
 fn sizes_and_offsets_are_pinned() {
-    let mut wrong = Vec::new();
-    for (t, f, ours, pinned) in shared_facts().into_iter().chain(agent_facts()).chain(documented_facts()) {
-        if ours != pinned {
-            wrong.push(format!("{t}.{f}: bindings {ours}, pinned {pinned}"));
-        }
-    }
+    let facts: Vec<Fact> =
+        shared_facts().into_iter().chain(agent_facts()).chain(documented_facts()).collect();
+    let wrong = layout::pinned_mismatches(&facts);
     assert!(wrong.is_empty(), "layouts moved:\n{}", wrong.join("\n"));
 }
 
@@ -171,81 +157,25 @@ fn enum_values_are_those_of_sdk_1() {
     assert_eq!(ROCPROFILER_BUFFER_POLICY_DISCARD, 1);
 }
 
-/// The folder holding `rocprofiler-sdk/fwd.h` from the installed triton wheel.
-fn triton_include() -> Option<std::path::PathBuf> {
-    let o = Command::new("python3")
-        .args([
-            "-c",
-            "import importlib.util as u; s = u.find_spec('triton'); print(s.submodule_search_locations[0] if s else '')",
-        ])
-        .output()
-        .ok()?;
-    let dir = String::from_utf8_lossy(&o.stdout).trim().to_owned();
-    let inc = std::path::Path::new(&dir).join("backends/amd/include");
-    inc.join("rocprofiler-sdk/fwd.h").is_file().then_some(inc)
-}
-
-/// A C program printing `type member offset` for every shared fact, compiled against triton's
-/// headers; its output must equal our bindings' facts.
+/// Every shared fact and enumerator, measured by a C++ compiler from triton's headers, must
+/// equal our bindings'.
 #[test]
 fn triton_headers_agree() {
-    let Some(inc) = triton_include() else {
-        let why = "the triton wheel's rocprofiler-sdk headers are not installed (pip install --no-deps triton; scripts/install-deps.sh does it)";
-        assert!(std::env::var_os("CI").is_none(), "{why}: the cross-check cannot be skipped in CI");
-        eprintln!("SKIPPED triton_headers_agree: {why}");
-        return;
-    };
-    let mut c = String::from(
-        "#include <stdio.h>\n#include <stddef.h>\n#include <rocprofiler-sdk/registration.h>\n\
-         #include <rocprofiler-sdk/buffer_tracing.h>\n#include <rocprofiler-sdk/callback_tracing.h>\n\
-         #include <rocprofiler-sdk/agent.h>\n#include <rocprofiler-sdk/hip/api_args.h>\n\
-         #include <rocprofiler-sdk/marker/api_id.h>\n\
-         int main(void) {\n",
-    );
-    let facts: Vec<Fact> = shared_facts().into_iter().chain(agent_facts()).collect();
-    for (t, f, _, _) in &facts {
-        let e = if f.is_empty() { format!("sizeof({t})") } else { format!("offsetof({t}, {f})") };
-        c.push_str(&format!("  printf(\"%s %s %zu\\n\", \"{t}\", \"{f}\", (size_t){e});\n"));
-    }
-    let values = enum_values();
-    for (n, _) in &values {
-        c.push_str(&format!("  printf(\"%s %s %lld\\n\", \"{n}\", \"value\", (long long){n});\n"));
-    }
-    c.push_str("  return 0;\n}\n");
-    let dir = std::env::temp_dir().join(format!("rocprofiler-sdk-sys-layout-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("facts.cpp"), c).unwrap();
-    // C++: the HIP headers the SDK's HIP argument union pulls in are C++ on the AMD platform.
-    let o = Command::new("c++")
-        .args(["-x", "c++", "-D__HIP_PLATFORM_AMD__", "-w", "-I"])
-        .arg(&inc)
-        .arg(dir.join("facts.cpp"))
-        .arg("-o")
-        .arg(dir.join("facts"))
-        .output()
-        .expect("run c++: install a C++ compiler (scripts/install-deps.sh)");
-    assert!(
-        o.status.success(),
-        "compiling against {}: {}",
-        inc.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let out = Command::new(dir.join("facts")).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut wrong = Vec::new();
-    for ((t, f, ours, _), line) in facts.iter().zip(text.lines()) {
-        let theirs: usize = line.rsplit(' ').next().and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
-        if theirs != *ours {
-            wrong.push(format!("{t}.{f}: ours {ours}, triton's headers {theirs}"));
-        }
-    }
-    for ((n, ours), line) in values.iter().zip(text.lines().skip(facts.len())) {
-        let theirs: i64 = line.rsplit(' ').next().and_then(|v| v.parse().ok()).unwrap_or(i64::MIN);
-        if theirs != *ours {
-            wrong.push(format!("{n}: ours {ours}, triton's headers {theirs}"));
-        }
-    }
-    std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!(text.lines().count(), facts.len() + values.len());
+    let Some(inc) = layout::triton_amd_include("rocprofiler-sdk/fwd.h") else { return };
+    let headers = [
+        "rocprofiler-sdk/registration.h",
+        "rocprofiler-sdk/buffer_tracing.h",
+        "rocprofiler-sdk/callback_tracing.h",
+        "rocprofiler-sdk/agent.h",
+        "rocprofiler-sdk/hip/api_args.h",
+        "rocprofiler-sdk/marker/api_id.h",
+    ];
+    let checks: Vec<Check> = shared_facts()
+        .iter()
+        .chain(&agent_facts())
+        .map(Check::fact)
+        .chain(enum_values().into_iter().map(|(n, v)| Check::value(n, v)))
+        .collect();
+    let wrong = layout::disagreements(&[inc.clone()], &headers, &checks);
     assert!(wrong.is_empty(), "our declarations disagree with {}:\n{}", inc.display(), wrong.join("\n"));
 }

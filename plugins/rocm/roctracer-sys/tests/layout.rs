@@ -2,11 +2,9 @@
 //! headers of the triton wheel (`triton/backends/amd/include/roctracer`) where it is installed.
 
 use std::mem::{offset_of, size_of};
-use std::process::Command;
 
 use roctracer_sys::*;
-
-type Fact = (&'static str, &'static str, usize, usize);
+use xpuprof_testkit::layout::{self, Check, Fact};
 
 fn facts() -> Vec<Fact> {
     vec![
@@ -35,9 +33,8 @@ fn union_members() -> Vec<(&'static str, usize)> {
 
 #[test]
 fn sizes_and_offsets_are_pinned() {
-    for (t, f, ours, pinned) in facts() {
-        assert_eq!(ours, pinned, "{t}.{f}");
-    }
+    let wrong = layout::pinned_mismatches(&facts());
+    assert!(wrong.is_empty(), "layouts moved:\n{}", wrong.join("\n"));
     let r = activity_record_t::default();
     let base = &r as *const _ as usize;
     // SAFETY: only addresses of union members are taken, nothing is read.
@@ -54,19 +51,6 @@ fn sizes_and_offsets_are_pinned() {
     }
     assert_eq!(size_of::<hip_api_data_head_t>(), 16);
     assert_eq!(offset_of!(hip_api_data_head_t, phase), 8);
-}
-
-fn triton_include() -> Option<std::path::PathBuf> {
-    let o = Command::new("python3")
-        .args([
-            "-c",
-            "import importlib.util as u; s = u.find_spec('triton'); print(s.submodule_search_locations[0] if s else '')",
-        ])
-        .output()
-        .ok()?;
-    let dir = String::from_utf8_lossy(&o.stdout).trim().to_owned();
-    let inc = std::path::Path::new(&dir).join("backends/amd/include/roctracer");
-    inc.join("roctracer.h").is_file().then_some(inc)
 }
 
 /// Constant values xpuprof uses, compared with the triton headers' enums.
@@ -89,59 +73,23 @@ fn enum_values() -> Vec<(&'static str, i64)> {
     ]
 }
 
+/// Every fact, union member and constant, measured by a C++ compiler from triton's headers,
+/// must equal our bindings'.
 #[test]
 fn triton_headers_agree() {
-    let Some(inc) = triton_include() else {
-        let why = "the triton wheel's roctracer headers are not installed (pip install --no-deps triton; scripts/install-deps.sh does it)";
-        assert!(std::env::var_os("CI").is_none(), "{why}: the cross-check cannot be skipped in CI");
-        eprintln!("SKIPPED triton_headers_agree: {why}");
-        return;
-    };
+    let Some(inc) = layout::triton_amd_include("roctracer/roctracer.h") else { return };
     // C++: roctracer_hip.h pulls in the HIP headers, C++ on the AMD platform.
-    let mut c = String::from(
-        "#include <stdio.h>\n#include <stddef.h>\n#include <roctracer.h>\n#include <roctracer_hip.h>\n\
-         #include <roctracer_roctx.h>\nint main(void) {\n",
-    );
-    let mut expect = Vec::new();
-    for (t, f, ours, _) in facts() {
-        let e = if f.is_empty() { format!("sizeof({t})") } else { format!("offsetof({t}, {f})") };
-        c.push_str(&format!("  printf(\"%zu\\n\", (size_t){e});\n"));
-        expect.push((format!("{t}.{f}"), ours));
-    }
-    for (m, at) in union_members() {
-        c.push_str(&format!("  printf(\"%zu\\n\", (size_t)offsetof(activity_record_t, {m}));\n"));
-        expect.push((format!("activity_record_t.{m}"), at));
-    }
-    for (n, v) in enum_values() {
-        c.push_str(&format!("  printf(\"%zu\\n\", (size_t){n});\n"));
-        expect.push((n.to_owned(), v as usize));
-    }
-    c.push_str("  return 0;\n}\n");
-    let dir = std::env::temp_dir().join(format!("roctracer-sys-layout-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("facts.cpp"), c).unwrap();
-    let o = Command::new("c++")
-        .args(["-x", "c++", "-D__HIP_PLATFORM_AMD__", "-w", "-I"])
-        .arg(&inc)
-        .arg("-I")
-        .arg(inc.parent().expect("the include folder"))
-        .arg(dir.join("facts.cpp"))
-        .arg("-o")
-        .arg(dir.join("facts"))
-        .output()
-        .expect("run c++: install a C++ compiler (scripts/install-deps.sh)");
-    assert!(
-        o.status.success(),
-        "compiling against {}: {}",
-        inc.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let out = Command::new(dir.join("facts")).output().unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
-    let theirs: Vec<usize> =
-        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.parse().ok()).collect();
-    assert_eq!(theirs.len(), expect.len());
-    for ((what, ours), t) in expect.iter().zip(theirs) {
-        assert_eq!(*ours, t, "{what}: ours vs triton's roctracer headers");
-    }
+    let headers = ["roctracer.h", "roctracer_hip.h", "roctracer_roctx.h"];
+    let checks: Vec<Check> = facts()
+        .iter()
+        .map(Check::fact)
+        .chain(union_members().into_iter().map(|(m, at)| Check {
+            what: format!("activity_record_t.{m}"),
+            expr: format!("offsetof(activity_record_t, {m})"),
+            ours: at as i64,
+        }))
+        .chain(enum_values().into_iter().map(|(n, v)| Check::value(n, v)))
+        .collect();
+    let wrong = layout::disagreements(&[inc.join("roctracer"), inc.clone()], &headers, &checks);
+    assert!(wrong.is_empty(), "our declarations disagree with {}:\n{}", inc.display(), wrong.join("\n"));
 }
