@@ -66,9 +66,7 @@ impl Cupti {
     /// Creates the instance.
     pub fn new(ctx: CreateContext) -> PluginResult<Self> {
         let config = Config::from_plugin(&ctx.config)?;
-        if config.launch_stacks.needs_ebpf()
-            && !ctx.session.sources.iter().any(|s| s == "ebpf")
-        {
+        if config.launch_stacks.needs_ebpf() && !ctx.session.sources.iter().any(|s| s == "ebpf") {
             ctx.log.warn(&format!(
                 "launch_stacks = \"{}\" takes launch stacks from the eBPF source, which is not in this session: {}\n\
                  hint: run with --source ebpf,cupti (root), or set launch_stacks = \"agent\"",

@@ -176,6 +176,6 @@ fn triton_headers_agree() {
         .map(Check::fact)
         .chain(enum_values().into_iter().map(|(n, v)| Check::value(n, v)))
         .collect();
-    let wrong = layout::disagreements(&[inc.clone()], &headers, &checks);
+    let wrong = layout::disagreements(std::slice::from_ref(&inc), &headers, &checks);
     assert!(wrong.is_empty(), "our declarations disagree with {}:\n{}", inc.display(), wrong.join("\n"));
 }
