@@ -2,11 +2,16 @@
 //! binaries' CFI (`xpuprof_unwind::remote`), normalise its frames against this process's maps,
 //! intern, encode the `CpuSample`. The record is a real one: this benchmark's own registers and
 //! 16 KiB of its stack, as the BPF program copies them. No root needed.
+//!
+//! `python/merge_15_frames`: what a sample of a Python process adds — its 15 Python frames (read
+//! from a live CPython 3.11 blocked 15 calls deep, as BPF hands them: code object + instruction
+//! pointer) resolved to labels through the caches, merged into a 40-frame native stack in
+//! place of its eval-loop frame, and interned as named frames.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use xpuprof_plugin_ebpf::decode::{StackEvent, EV_SAMPLE, MAX_KSTACK};
 use xpuprof_plugin_ebpf::handler::Handler;
-use xpuprof_plugin_ebpf::python::PyStack;
+use xpuprof_plugin_ebpf::python::{Interpreters, PyStack};
 use xpuprof_sdk::{Emitter, Logger};
 use xpuprof_unwind::Registers;
 
@@ -93,5 +98,78 @@ fn handle(c: &mut Criterion) {
     eprintln!("walks cut: {:?}, at the depth limit: {}", s.cut, s.max_depth);
 }
 
-criterion_group!(benches, handle);
+/// The interpreter the Python case runs (CI's; the case is skipped with a message without it).
+const PYTHON: &str = "/usr/bin/python3.11";
+/// Python frames of the blocked script: 14 nested calls under the module's frame.
+const DEPTH: usize = 15;
+
+fn python_merge(c: &mut Criterion) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    use xpuprof_python::chain::{self, RawFrame};
+    use xpuprof_python::layout::Frames;
+    use xpuprof_python::target::Target;
+
+    if !std::path::Path::new(PYTHON).exists() {
+        eprintln!("python/merge_15_frames skipped: {PYTHON} is missing (scripts/install-deps.sh)");
+        return;
+    }
+    let script = format!(
+        "import sys\ndef f(n):\n    if n == 0:\n        print('ready', flush=True)\n        sys.stdin.readline()\n    else:\n        f(n - 1)\nf({})\n",
+        DEPTH - 2
+    );
+    let mut child = Command::new(PYTHON)
+        .args(["-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start python");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    let pid = child.id();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let paths = maps.lines().filter_map(|l| l.split_whitespace().nth(5));
+    let mut py = Interpreters::default();
+    py.discover(pid, 1, paths).expect("CPython found in the child");
+    // The frames as BPF reads them: code object and instruction pointer, entry marked.
+    let target = Target::find(pid).unwrap().unwrap();
+    let state = target.threads().unwrap()[0].state;
+    let mut raw = [RawFrame::default(); 64];
+    let mem = xpuprof_python::memory::ProcessMemory { pid };
+    let (n, _) = chain::walk(&mem, target.layout, state, Some(target.code_type), &mut raw).unwrap();
+    assert!(matches!(target.layout.frames, Frames::Interpreter { .. }), "3.11 or later");
+    let mut stack = PyStack::default();
+    for (i, f) in raw[..n].iter().enumerate() {
+        stack.code[i] = f.code;
+        stack.instr[i] = (f.code + target.layout.code_instructions.unwrap_or(0) + f.offset) | (u64::from(f.entry) << 63);
+    }
+    stack.frames = n as u32;
+    // 40 native frames, the interpreter's eval loop 25 frames from the root.
+    let native: Vec<u64> = (0..40u64).map(|i| if i == 15 { target.eval.0 + 16 } else { 0x40_0000 + i * 64 }).collect();
+    let (mut int, mut em) = (xpuprof_toolbox::Interner::default(), Emitter::detached());
+    let mut addrs = Vec::with_capacity(64);
+    let mut frames = Vec::with_capacity(64);
+    let mut g = c.benchmark_group("python");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("merge_15_frames", |b| {
+        b.iter(|| {
+            addrs.clear();
+            addrs.extend_from_slice(&native);
+            py.merge_into(pid, &stack, &mut addrs);
+            frames.clear();
+            for &a in &addrs {
+                if xpuprof_python::is_python_frame(a) {
+                    frames.push(int.named_frame(&mut em, py.label(a)));
+                }
+            }
+            std::hint::black_box(&frames);
+        })
+    });
+    g.finish();
+    assert_eq!(addrs.len(), 40 - 1 + n, "{n} Python frames in place of the eval-loop frame");
+    let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
+    let _ = child.wait();
+}
+
+criterion_group!(benches, handle, python_merge);
 criterion_main!(benches);
