@@ -141,11 +141,13 @@ fn python_merge(c: &mut Criterion) {
     let mut stack = PyStack::default();
     for (i, f) in raw[..n].iter().enumerate() {
         stack.code[i] = f.code;
-        stack.instr[i] = (f.code + target.layout.code_instructions.unwrap_or(0) + f.offset) | (u64::from(f.entry) << 63);
+        stack.instr[i] =
+            (f.code + target.layout.code_instructions.unwrap_or(0) + f.offset) | (u64::from(f.entry) << 63);
     }
     stack.frames = n as u32;
     // 40 native frames, the interpreter's eval loop 25 frames from the root.
-    let native: Vec<u64> = (0..40u64).map(|i| if i == 15 { target.eval.0 + 16 } else { 0x40_0000 + i * 64 }).collect();
+    let native: Vec<u64> =
+        (0..40u64).map(|i| if i == 15 { target.eval.0 + 16 } else { 0x40_0000 + i * 64 }).collect();
     let (mut int, mut em) = (xpuprof_toolbox::Interner::default(), Emitter::detached());
     let mut addrs = Vec::with_capacity(64);
     let mut frames = Vec::with_capacity(64);
@@ -159,7 +161,7 @@ fn python_merge(c: &mut Criterion) {
             frames.clear();
             for &a in &addrs {
                 if xpuprof_python::is_python_frame(a) {
-                    frames.push(int.named_frame(&mut em, py.label(a)));
+                    frames.push(py.named_frame(a, &mut int, &mut em));
                 }
             }
             std::hint::black_box(&frames);

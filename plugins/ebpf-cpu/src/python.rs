@@ -9,7 +9,9 @@ use std::mem::size_of;
 use std::time::{Duration, Instant};
 
 use libbpf_rs::{MapCore, MapFlags};
-use xpuprof_sdk::Logger;
+use xpuprof_sdk::model::FrameId;
+use xpuprof_sdk::{Emitter, Logger};
+use xpuprof_toolbox::Interner;
 
 use xpuprof_python::chain::RawFrame;
 use xpuprof_python::layout::{Frames, Layout};
@@ -123,6 +125,8 @@ pub struct PyStats {
 struct Proc {
     target: Option<Target>,
     labels: Labels,
+    /// Ids of its frames handed out, by (code object, instruction offset).
+    ids: HashMap<(u64, u64), u64>,
     /// Files that could hold CPython already looked at (a `python3.X` executable that links
     /// `libpython3.X.so` holds none of its symbols).
     examined: Vec<String>,
@@ -139,7 +143,8 @@ struct Proc {
 #[derive(Debug, Default)]
 pub struct Interpreters {
     procs: HashMap<u32, Proc>,
-    /// Labels of the last sample, indexed by the tagged ids [`Interpreters::frames`] hands out.
+    /// Labels by the tagged ids [`Interpreters::frames`] hands out (an id stands for one label
+    /// for the whole session, so callers may cache what they make of it).
     labels: Vec<String>,
     /// Counters.
     pub stats: PyStats,
@@ -147,6 +152,8 @@ pub struct Interpreters {
     pub problems: Vec<String>,
     /// Changes for the BPF map `py_procs` not made yet: offsets to set, or `None` to remove.
     updates: Vec<(u32, Option<PyOffsets>)>,
+    /// The interned frame of each label, made on first use.
+    named: Vec<Option<FrameId>>,
     /// Scratch: a sample's Python frames and its merged stack.
     py: Vec<(u64, bool)>,
     merged: Vec<u64>,
@@ -253,10 +260,11 @@ impl Interpreters {
     /// entry) pairs, innermost first, for [`xpuprof_python::merge::merge`].
     pub fn frames(&mut self, pid: u32, py: &PyStack, out: &mut Vec<(u64, bool)>) {
         out.clear();
-        self.labels.clear();
-        let Some((t, labels)) =
-            self.procs.get_mut(&pid).and_then(|p| Some((p.target.as_ref()?, &mut p.labels)))
-        else {
+        let Some(p) = self.procs.get_mut(&pid) else {
+            self.stats.other_processes += 1;
+            return;
+        };
+        let Some(t) = p.target.as_ref() else {
             self.stats.other_processes += 1;
             return;
         };
@@ -265,16 +273,22 @@ impl Interpreters {
         let mut cut = py.status == -2 || py.status == 1;
         for i in 0..n {
             let raw = raw_frame(t.layout, py.code[i], py.instr[i]);
-            match labels.label(t, &raw) {
-                Ok(l) => {
-                    out.push((xpuprof_python::PY_FRAME_TAG | self.labels.len() as u64, raw.entry));
-                    self.labels.push(l.to_owned());
-                }
-                Err(_) => {
-                    cut = true;
-                    break;
-                }
-            }
+            let id = match p.ids.get(&(raw.code, raw.offset)) {
+                Some(&id) => id,
+                None => match p.labels.label(t, &raw) {
+                    Ok(l) => {
+                        let id = xpuprof_python::PY_FRAME_TAG | self.labels.len() as u64;
+                        self.labels.push(l.to_owned());
+                        p.ids.insert((raw.code, raw.offset), id);
+                        id
+                    }
+                    Err(_) => {
+                        cut = true;
+                        break;
+                    }
+                },
+            };
+            out.push((id, raw.entry));
         }
         let s = &mut self.stats;
         match (cut, out.is_empty()) {
@@ -284,7 +298,17 @@ impl Interpreters {
         }
     }
 
-    /// The label of a tagged id [`Interpreters::frames`] handed out for the current sample.
+    /// The named frame of a tagged id [`Interpreters::frames`] handed out (interned once).
+    pub fn named_frame(&mut self, tagged: u64, int: &mut Interner, em: &mut Emitter) -> FrameId {
+        let i = (tagged & !xpuprof_python::PY_FRAME_TAG) as usize;
+        if self.named.len() <= i {
+            self.named.resize(i + 1, None);
+        }
+        let label = self.labels.get(i).map_or("[python frame]", String::as_str);
+        *self.named[i].get_or_insert_with(|| int.named_frame(em, label))
+    }
+
+    /// The label of a tagged id [`Interpreters::frames`] handed out (the same for the session).
     pub fn label(&self, tagged: u64) -> &str {
         let i = (tagged & !xpuprof_python::PY_FRAME_TAG) as usize;
         self.labels.get(i).map_or("[python frame]", String::as_str)

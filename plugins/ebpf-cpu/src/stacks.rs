@@ -80,8 +80,8 @@ impl StackBuilder {
         }
         for i in 0..self.addrs.len() {
             let addr = self.addrs[i];
-            let frame = match python.as_deref() {
-                Some(py) if xpuprof_python::is_python_frame(addr) => int.named_frame(em, py.label(addr)),
+            let frame = match python.as_deref_mut() {
+                Some(py) if xpuprof_python::is_python_frame(addr) => py.named_frame(addr, int, em),
                 _ => self.user_frame(ev.pid, ev.time, addr, maps, int, em),
             };
             self.frames.push(frame);
