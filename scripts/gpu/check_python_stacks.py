@@ -22,7 +22,11 @@ PASS/FAIL, then
   thread's native stack counts as rooted when it starts at a thread start or inside libc (a
   thread's first frame is libc's clone3; a libc without symbols names it libc.so.6+0x...);
 - with --call-marker TEXT: triton=T% of the Triton kernels' GPU time sits under the script line
-  that contains TEXT.
+  that contains TEXT;
+- with --cpu: pythreads=P% of T µs: of the on-CPU time of the threads that run Python (stacks
+  rooted at `_start`, the main thread, or holding any Python frame), the share under a frame of
+  the script and rooted; that is what must reach --min there (worker threads that run no Python,
+  such as OpenBLAS/OpenMP/CUDA threads, are outside it and shown in nopy).
 """
 import collections
 import re
@@ -50,6 +54,7 @@ def main():
     any_py = re.compile(r"\([^()]*\.py:\d+\)")
     total = py = rooted = both = triton = triton_at = 0
     main_total = main_both = engine_total = engine_attributed = engine_both = 0
+    py_threads = py_threads_both = 0
     nopy = collections.Counter()
     unrooted = collections.Counter()
     for line in open(f"{out}/profile.cpu.folded" if cpu else f"{out}/profile.folded", errors="replace"):
@@ -76,6 +81,9 @@ def main():
         else:
             main_total += v
             main_both += v * (has_py and is_rooted)
+        if frames[0] == "_start" or any_py.search(stack):
+            py_threads += v
+            py_threads_both += v * (has_py and is_rooted)
         py += v * has_py
         rooted += v * is_rooted
         both += v * (has_py and is_rooted)
@@ -108,6 +116,9 @@ def main():
             f"{share(engine_total - engine_attributed, engine_total):.1f}%)"
         )
     ok = pct(both) >= minimum
+    if cpu:
+        parts.append(f"pythreads={share(py_threads_both, py_threads):.1f}% of {py_threads} µs")
+        ok = share(py_threads_both, py_threads) >= minimum
     if marker:
         t = 100.0 * triton_at / triton if triton else 0.0
         parts.append(f"triton={t:.1f}% of {triton} under line {call_line}")
