@@ -84,12 +84,13 @@ pub fn print(o: &SessionOutcome) {
     if a.compared > 0 {
         lines.push(format!(
             "  launch stacks from two sources: {} compared, {} agree, {} differ ({} compared to the shorter depth, \
-             {} after skipping leaf frames only one path saw)",
+             {} after skipping leaf frames only one path saw, {} on their native frames before Python frames)",
             human(a.compared),
             human(a.agreed),
             human(a.compared - a.agreed),
             human(a.depth_limited),
-            human(a.loader_leaf_skipped)
+            human(a.loader_leaf_skipped),
+            human(a.native_only)
         ));
         if let Some((x, y)) = &a.first_disagreement {
             lines.push(format!("    first difference: [{}] vs [{}]", x.join(", "), y.join(", ")));

@@ -114,7 +114,6 @@ impl Correlator {
             self.stats.uncorrelated_launch_sites += 1;
             return (Vec::new(), None);
         }
-        self.stats.launch_sites += 1;
         let key = CorrelationKey::new(s.pid, s.correlation);
         if self.last_expected != Some((key.backend, key.pid)) {
             self.stacks_expected.insert((key.backend, key.pid));
@@ -124,6 +123,25 @@ impl Correlator {
         if s.recording {
             self.recordings.insert(key, r);
         }
+        if s.stack.is_none() {
+            // A launch site without a stack: its stack comes from another source (a backend
+            // whose agent only calls the trampoline, launch_stacks = "ebpf"). The launch is
+            // known; its device work waits for that stack (at most PENDING_GRACE) instead of
+            // joining the API call alone because the other source's records arrive later.
+            match self.launches.get_mut(&key) {
+                Some(l) if l.r.api.is_none() => l.r.api = s.api,
+                Some(_) => {}
+                None => {
+                    let l =
+                        Launch { r, has_stack: false, used: false, stack_source: usize::MAX, inserted: now };
+                    let recordings = &self.recordings;
+                    let gone = self.launches.insert(key, l, now, |k| recordings.contains(k));
+                    self.count_forgotten(gone);
+                }
+            }
+            return (Vec::new(), None);
+        }
+        self.stats.launch_sites += 1;
         match self.launches.get_mut(&key) {
             Some(entry) if entry.has_stack => {
                 let other = (entry.stack_source != source).then_some(entry.r.stack);
@@ -280,6 +298,13 @@ impl Correlator {
     /// work still waiting for it is released now and the launch is forgotten at once (memory is
     /// then bounded by the work in flight exactly, not by the launch lifetimes).
     pub fn retire(&mut self, key: CorrelationKey, now: Instant) -> Vec<DeviceOp> {
+        // A launch whose stack another source still has to send (a site without a stack came):
+        // its work keeps waiting for that stack; expiry forgets it as any other launch.
+        let awaited = self.launches.get(&key).is_some_and(|l| !l.has_stack)
+            && self.stacks_expected.contains(&(key.backend, key.pid));
+        if awaited {
+            return Vec::new();
+        }
         let ops = self.release(key, now);
         // A recording call stays joinable for the replays of what it recorded.
         if self.recordings.contains(&key) {
@@ -458,6 +483,42 @@ mod tests {
         assert!(c.device_op(op(5), now).is_none());
         let out = c.api_call(&call, now);
         assert_eq!(out[0].launch.unwrap().api, StrId(9));
+        assert_eq!(out[0].launch.unwrap().stack, StackId::NONE);
+        assert_eq!(c.stats().joined_api_only, 1);
+    }
+
+    #[test]
+    fn a_site_without_a_stack_makes_device_work_wait_for_the_stack_another_source_sends() {
+        // launch_stacks = "ebpf": the agent announces the launch, the eBPF source's stack comes
+        // later than the device work (its records are flushed less often).
+        let now = Instant::now();
+        let mut c = Correlator::default();
+        let call = ApiCall::default()
+            .pid(1)
+            .tid(2)
+            .start(1)
+            .end(2)
+            .name(StrId(9))
+            .correlation(Some(Correlation { backend: backend::CUDA, id: 5 }));
+        assert!(c.api_call(&call, now).is_empty());
+        let (ops, other) = c.launch_site(&site(5).stack(StackId::NONE), 0, now);
+        assert!(ops.is_empty() && other.is_none());
+        assert!(c.device_op(op(5), now).is_none(), "waits for the stack");
+        let key = CorrelationKey::new(1, Correlation { backend: backend::CUDA, id: 5 });
+        assert!(c.retire(key, now).is_empty(), "retired by its backend, still waiting for the stack");
+        let (ops, other) = c.launch_site(&site(5), 1, now);
+        assert_eq!(ops.len(), 1);
+        assert_eq!(other, None, "an announcement is not a second stack to compare");
+        assert_eq!(ops[0].launch.unwrap().stack, StackId(4));
+        assert_eq!(ops[0].launch.unwrap().api, StrId(3));
+        let s = c.stats();
+        assert_eq!((s.joined_with_stack, s.joined_api_only, s.launch_sites), (1, 0, 1));
+
+        // No stack ever comes: after the grace period the work joins the API call alone.
+        assert!(c.launch_site(&site(6).stack(StackId::NONE), 0, now).0.is_empty());
+        assert!(c.device_op(op(6), now).is_none());
+        let out = c.expire(now + PENDING_GRACE + Duration::from_millis(1));
+        assert_eq!(out.len(), 1);
         assert_eq!(out[0].launch.unwrap().stack, StackId::NONE);
         assert_eq!(c.stats().joined_api_only, 1);
     }

@@ -287,23 +287,27 @@ impl Globals {
         }
     }
 
-    /// The frames of `stack` as comparable identities (module path + file offset, or name),
-    /// innermost first.
-    pub fn comparable_stack(&self, stack: StackId) -> Vec<String> {
+    /// The native frames of `stack` as comparable identities (module path + file offset, or
+    /// name), innermost first, up to its first interpreter frame (a named frame that is not a
+    /// bracketed placeholder like `[vdso]`: a Python `function (file.py:line)`), and whether
+    /// there was one. Interpreter frames replace the interpreter's own native frames in the
+    /// stacks that carry them, so only the native frames before them compare like with like.
+    pub fn comparable_stack(&self, stack: StackId) -> (Vec<String>, bool) {
         let Some(frames) = stack.0.checked_sub(1).and_then(|i| self.stack_frames.get(i as usize)) else {
-            return Vec::new();
+            return (Vec::new(), false);
         };
-        frames
-            .iter()
-            .filter_map(|f| self.frame_keys.get((f.0 as usize).checked_sub(1)?))
-            .map(|k| {
-                if k.module.is_none() {
-                    self.text(k.name).to_owned()
-                } else {
-                    format!("{}+{:#x}", self.text(self.module_paths[k.module.0 as usize - 1]), k.address)
-                }
-            })
-            .collect()
+        let mut out = Vec::with_capacity(frames.len());
+        for k in frames.iter().filter_map(|f| self.frame_keys.get((f.0 as usize).checked_sub(1)?)) {
+            if k.kind == FrameKind::Synthetic && !k.name.is_none() && !self.text(k.name).starts_with('[') {
+                return (out, true);
+            }
+            out.push(if k.module.is_none() {
+                self.text(k.name).to_owned()
+            } else {
+                format!("{}+{:#x}", self.text(self.module_paths[k.module.0 as usize - 1]), k.address)
+            });
+        }
+        (out, false)
     }
 
     fn resolve(&mut self, key: &FrameKey, out: &mut Vec<Record>) -> (StrId, Vec<StrId>) {

@@ -54,6 +54,9 @@ pub struct Agreement {
     /// (the instrumentation itself: agent, vendor tracing library, trampoline; or the dynamic
     /// loader on a first call), skipped before comparing.
     pub loader_leaf_skipped: u64,
+    /// Compared pairs where a stack carried interpreter (Python) frames: compared on the native
+    /// frames before them (the other capture path shows the interpreter's native frames there).
+    pub native_only: u64,
     /// The first pair that differed (innermost first), for diagnosis.
     pub first_disagreement: Option<(Vec<String>, Vec<String>)>,
 }
@@ -322,7 +325,9 @@ impl SessionState {
                     let (ops, other) = self.correlator.launch_site(s, source, now);
                     released = ops;
                     compare = other.map(|o| (o, s.stack));
-                    true
+                    // A site without a stack only announced a launch whose stack another
+                    // source sends (see the correlator): the sinks get that source's site.
+                    !s.stack.is_none()
                 }
             }
             Record::DeviceOp(op) => {
@@ -400,8 +405,11 @@ impl SessionState {
     /// The agreement check: the same launch's stack from two sources (an agent and the eBPF
     /// trampoline) must be the same once the leaf frames only one path sees are left out.
     fn compare_stacks(&mut self, first: StackId, second: StackId) {
-        let mut a = self.globals.comparable_stack(first);
-        let mut b = self.globals.comparable_stack(second);
+        let (mut a, a_py) = self.globals.comparable_stack(first);
+        let (mut b, b_py) = self.globals.comparable_stack(second);
+        if a_py || b_py {
+            self.agreement.native_only += 1;
+        }
         // A walk may see leaf frames the other misses (the instrumentation's own frames, the
         // dynamic loader on a first call); align past such frames only.
         if skip_loader_leaf(&mut a, &b) || skip_loader_leaf(&mut b, &a) {

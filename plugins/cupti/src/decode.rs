@@ -67,6 +67,8 @@ pub(crate) struct Conn {
     pub(crate) cupti_version: u32,
     pub(crate) monotonic: bool,
     agent_stacks: bool,
+    /// The agent calls the trampoline: the eBPF source sends the launch stacks.
+    trampoline_stacks: bool,
     api_from_callbacks: bool,
     maps: ModuleMap,
     python: PyFrames,
@@ -205,6 +207,7 @@ impl Decoder {
         c.cupti_version = h.runtime_version;
         c.monotonic = h.has(wire::FLAG_MONOTONIC_TIMESTAMPS);
         c.agent_stacks = h.has(wire::FLAG_AGENT_STACKS);
+        c.trampoline_stacks = h.has(wire::FLAG_TRAMPOLINE_STACKS);
         c.api_from_callbacks = h.has(wire::FLAG_API_FROM_CALLBACKS);
         self.stats.processes += 1;
         let (pid, version, monotonic) = (h.pid, h.runtime_version, c.monotonic);
@@ -287,11 +290,13 @@ impl Decoder {
         let Launch { domain, api_id: cbid, correlation: corr, result, time, stack: hash, end, .. } = *l;
         let (api, kind) = self.api_name(conn, domain, cbid, out);
         let correlation = Correlation { backend: backend::CUDA, id: corr as u64 };
-        let (stacks, calls, recording) = self
+        let (stacks, elsewhere, calls, recording) = self
             .conns
             .get_mut(&conn)
-            .map(|c| (c.agent_stacks, c.api_from_callbacks, c.graphs.take_recording(corr)))
-            .unwrap_or((true, false, false));
+            .map(|c| {
+                (c.agent_stacks, c.trampoline_stacks, c.api_from_callbacks, c.graphs.take_recording(corr))
+            })
+            .unwrap_or((true, false, false, false));
         if calls {
             let end = if end < time { time } else { end };
             out.emit(&Record::ApiCall(
@@ -307,8 +312,13 @@ impl Decoder {
             ));
             self.stats.api_calls += 1;
         }
-        if stacks {
-            let stack = self.stacks.get(&(pid, hash)).copied().unwrap_or(StackId::NONE);
+        // With stacks only from the eBPF source, the site carries no stack: it tells the host
+        // to wait for that source's stack of this launch.
+        if stacks || elsewhere {
+            let stack = match stacks {
+                true => self.stacks.get(&(pid, hash)).copied().unwrap_or(StackId::NONE),
+                false => StackId::NONE,
+            };
             out.emit(&Record::LaunchSite(
                 LaunchSite::default()
                     .pid(pid)
@@ -319,7 +329,9 @@ impl Decoder {
                     .stack(stack)
                     .recording(recording),
             ));
-            self.stats.launch_sites += 1;
+            if stacks {
+                self.stats.launch_sites += 1;
+            }
         }
     }
 

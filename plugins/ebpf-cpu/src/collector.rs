@@ -122,7 +122,9 @@ fn record_until_stopped(
         // Records reach the host within the SDK's FLUSH_INTERVAL however few there are, so the
         // live status moves and a killed xpuprof loses at most the last moments (the archive
         // sink writes what it receives within a second).
-        handler.borrow_mut().emitter.flush_if_due();
+        let mut h = handler.borrow_mut();
+        h.flush_launch_sites();
+        h.emitter.flush_if_due();
     }
     if let Err(e) = rb.consume() {
         handler.borrow().log.warn(&format!("failed to drain the BPF ring buffer: {e}"));
@@ -139,6 +141,11 @@ fn pre_attach(probes: &mut ProbeSet, progs: Programs<'_, '_>, command: &[String]
     if probes.is_empty() {
         return;
     }
+    // xpuprof's agents sit next to the plugins (this one's folder) or the running binary.
+    let exe_dir = std::env::current_exe().ok().and_then(|e| e.parent().map(PathBuf::from));
+    let dirs: Vec<PathBuf> =
+        [xpuprof_toolbox::agent_host::own_dir(), exe_dir].into_iter().flatten().collect();
+    probes.scan_agent_dirs(progs, &dirs, log);
     let Some(exe) = command.first().and_then(|c| resolve_in_path(c)) else { return };
     probes.scan_file(progs, &exe, log);
     for lib in linked_libraries(&exe) {

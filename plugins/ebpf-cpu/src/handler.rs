@@ -58,6 +58,9 @@ pub struct Handler {
     py_procs: Option<libbpf_rs::MapHandle>,
     launch_symbols: Vec<String>,
     next_uncorrelated: u64,
+    /// A correlated launch site was emitted since the last flush: the backend's device work
+    /// may be waiting for it (see [`Handler::flush_launch_sites`]).
+    launch_sites_unflushed: bool,
     /// Records that could not be decoded.
     pub bad_records: u64,
 }
@@ -89,6 +92,7 @@ impl Handler {
             py_procs: None,
             launch_symbols,
             next_uncorrelated: 1,
+            launch_sites_unflushed: false,
             bad_records: 0,
         };
         let info = ProcInfo { ppid: std::process::id(), command: command.join(" ") };
@@ -250,6 +254,15 @@ impl Handler {
         missing && self.maps.is_gone(pid) && parked < MAX_PARKED_PER_PROCESS
     }
 
+    /// Flushes when correlated launch sites were emitted since the last flush: the backend's
+    /// device work for those launches waits for them in the host (a bounded time), so they go
+    /// out at once instead of within the emitter's flush interval.
+    pub fn flush_launch_sites(&mut self) {
+        if std::mem::take(&mut self.launch_sites_unflushed) {
+            self.emitter.flush();
+        }
+    }
+
     fn on_stack(&mut self, e: &StackEvent, ustack: &[u8]) {
         if self.should_park(e) {
             self.parked.entry(e.pid).or_default().push((*e, ustack.to_vec()));
@@ -295,6 +308,7 @@ impl Handler {
                     self.next_uncorrelated += 1;
                     (Correlation { backend: backend::UNCORRELATED, id }, api)
                 } else {
+                    self.launch_sites_unflushed = true;
                     (Correlation { backend: e.backend, id: e.correlation }, StrId::NONE)
                 };
                 Record::LaunchSite(

@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use blazesym::inspect::source::{Elf, Source};
 use blazesym::inspect::Inspector;
@@ -130,6 +130,26 @@ impl ProbeSet {
                      CONFIG_UPROBES and the file must be on a filesystem that supports them",
                     file.display()
                 ));
+            }
+        }
+    }
+
+    /// Attaches the trampoline in xpuprof's agent libraries (`libxpuprof_*_agent.so`) found in
+    /// `dirs`, before the target maps them: a uprobe on a file holds for every later mapping,
+    /// so the trampoline fires from the first launch even when a program launches right after
+    /// its runtime loads the agent (a tool library the ROCm runtime opens, the CUDA injection),
+    /// sooner than a maps scan would find it.
+    pub fn scan_agent_dirs(&mut self, progs: Programs<'_, '_>, dirs: &[PathBuf], log: &Logger) {
+        if self.trampoline == Trampoline::Off {
+            return;
+        }
+        for dir in dirs {
+            let Ok(entries) = std::fs::read_dir(dir) else { continue };
+            for path in entries.filter_map(|e| e.ok()).map(|e| e.path()) {
+                let agent = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.contains("_agent"));
+                if agent && is_agent_library(&path) {
+                    self.scan_file(progs, &path, log);
+                }
             }
         }
     }

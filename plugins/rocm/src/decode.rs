@@ -72,6 +72,8 @@ pub(crate) struct Conn {
     pub(crate) api: Option<Api>,
     maps: ModuleMap,
     agent_stacks: bool,
+    /// The agent calls the trampoline: the eBPF source sends the launch stacks.
+    trampoline_stacks: bool,
     /// API names by (domain, id).
     pub(crate) names: IdMap<(u32, u32), String>,
     pub(crate) kernels: IdMap<u64, KernelSym>,
@@ -208,6 +210,7 @@ impl Decoder {
             return;
         }
         c.agent_stacks = h.has(wire::FLAG_AGENT_STACKS);
+        c.trampoline_stacks = h.has(wire::FLAG_TRAMPOLINE_STACKS);
         if h.runtime_version != 0 {
             self.stats.processes += 1;
         }
@@ -407,8 +410,15 @@ impl Decoder {
                 .correlation(Some(correlation))
                 .result(i64::from(l.result as i32)),
         ));
-        if self.conns.get(&conn).is_some_and(|c| c.agent_stacks) {
-            let stack = self.stacks.get(&(pid, l.stack)).copied().unwrap_or(StackId::NONE);
+        let (stacks, elsewhere) =
+            self.conns.get(&conn).map_or((false, false), |c| (c.agent_stacks, c.trampoline_stacks));
+        // With stacks only from the eBPF source, the site carries no stack: it tells the host
+        // to wait for that source's stack of this launch.
+        if stacks || elsewhere {
+            let stack = match stacks {
+                true => self.stacks.get(&(pid, l.stack)).copied().unwrap_or(StackId::NONE),
+                false => StackId::NONE,
+            };
             out.emit(&Record::LaunchSite(
                 LaunchSite::default()
                     .pid(pid)
@@ -418,7 +428,9 @@ impl Decoder {
                     .api(api)
                     .stack(stack),
             ));
-            self.stats.launch_sites += 1;
+            if stacks {
+                self.stats.launch_sites += 1;
+            }
         }
     }
 

@@ -192,6 +192,10 @@ pub const FLAG_AGENT_STACKS: u32 = 2;
 /// HELLO flag: launch entries also stand for the API calls, timed by the agent's entry/exit
 /// callbacks instead of vendor API records.
 pub const FLAG_API_FROM_CALLBACKS: u32 = 4;
+/// HELLO flag: the agent calls the correlation trampoline at launches, so the eBPF source sends
+/// their stacks (`launch_stacks = "ebpf"` or `"both"`). Without [`FLAG_AGENT_STACKS`], launch
+/// entries become launch sites without a stack: the host then waits for the eBPF source's.
+pub const FLAG_TRAMPOLINE_STACKS: u32 = 8;
 
 /// Launch entry tag.
 pub const ENTRY_LAUNCH: u8 = 2;

@@ -75,7 +75,13 @@ pub(crate) fn start() -> Result<Option<Agent>, String> {
     if config.api == ApiMode::Launches {
         hello_flags |= wire::FLAG_API_FROM_CALLBACKS;
     }
-    let record_entries = hello_flags & (wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS) != 0;
+    if config.trampoline() {
+        hello_flags |= wire::FLAG_TRAMPOLINE_STACKS;
+    }
+    // Launch entries: for the agent's stacks, for API calls timed by the callbacks, and to
+    // announce each launch whose stack the eBPF source sends (so the host waits for it).
+    let flags = wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS | wire::FLAG_TRAMPOLINE_STACKS;
+    let record_entries = hello_flags & flags != 0;
     let lib_path = lib.path.clone();
     let tsc = config.tsc;
     let me = sys::own_path().unwrap_or_default();

@@ -55,7 +55,10 @@ pub(crate) fn start(
 ) -> Result<&'static Agent, String> {
     let outputs = Outputs::connect(config.socket.as_deref(), config.dump_dir.as_deref(), "rocm")?;
     let channel = Arc::new(Channel::new(NAME, 64 * 1024));
-    let flags = if config.agent_stacks() { wire::FLAG_AGENT_STACKS } else { 0 };
+    let mut flags = if config.agent_stacks() { wire::FLAG_AGENT_STACKS } else { 0 };
+    if config.trampoline() {
+        flags |= wire::FLAG_TRAMPOLINE_STACKS;
+    }
     let me = crate::loader::own_path().unwrap_or_default();
     let a = Agent {
         config,

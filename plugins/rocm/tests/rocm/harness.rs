@@ -16,6 +16,7 @@ const PACKAGES: &[&str] = &[
     "xpuprof-plugin-folded",
     "xpuprof-plugin-chrome",
     "xpuprof-plugin-summary",
+    "xpuprof-plugin-ebpf",
 ];
 
 /// Which tracing-library test double the fake HIP runtime is built against.
