@@ -288,9 +288,8 @@ impl Globals {
     }
 
     /// The native frames of `stack` as comparable identities (module path + file offset, or
-    /// name), innermost first, up to its first interpreter frame (a named frame that is not a
-    /// bracketed placeholder like `[vdso]`: a Python `function (file.py:line)`), and whether
-    /// there was one. Interpreter frames replace the interpreter's own native frames in the
+    /// name), innermost first, up to its first interpreter frame (a Python
+    /// `function (file.py:line)`, see [`is_interpreter_frame`]), and whether there was one. Interpreter frames replace the interpreter's own native frames in the
     /// stacks that carry them, so only the native frames before them compare like with like.
     pub fn comparable_stack(&self, stack: StackId) -> (Vec<String>, bool) {
         let Some(frames) = stack.0.checked_sub(1).and_then(|i| self.stack_frames.get(i as usize)) else {
@@ -298,7 +297,7 @@ impl Globals {
         };
         let mut out = Vec::with_capacity(frames.len());
         for k in frames.iter().filter_map(|f| self.frame_keys.get((f.0 as usize).checked_sub(1)?)) {
-            if k.kind == FrameKind::Synthetic && !k.name.is_none() && !self.text(k.name).starts_with('[') {
+            if k.kind == FrameKind::Synthetic && is_interpreter_frame(self.text(k.name)) {
                 return (out, true);
             }
             out.push(if k.module.is_none() {
@@ -336,12 +335,32 @@ impl Globals {
     }
 }
 
+/// True for a named frame of interpreted code, as the sources name them: `function (file:line)`.
+pub fn is_interpreter_frame(name: &str) -> bool {
+    let Some(inner) = name.strip_suffix(')') else { return false };
+    let Some((_, place)) = inner.rsplit_once(" (") else { return false };
+    place.rsplit_once(':').is_some_and(|(file, line)| {
+        !file.is_empty() && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn frame(kind: FrameKind, address: u64, pid: u32) -> Record {
         Record::Frame(FrameDef::default().id(FrameId(1)).kind(kind).address(address).pid(pid))
+    }
+
+    #[test]
+    fn interpreter_frames_are_told_by_their_name() {
+        assert!(is_interpreter_frame("worker (/w/workload.py:52)"));
+        assert!(is_interpreter_frame("Module.to.<locals>.convert (module.py:1370)"));
+        assert!(is_interpreter_frame("<module> (<frozen importlib._bootstrap>:1360)"));
+        assert!(!is_interpreter_frame("main"));
+        assert!(!is_interpreter_frame("[vdso]"));
+        assert!(!is_interpreter_frame("operator() (x)"));
+        assert!(!is_interpreter_frame("f (file.py:)"));
     }
 
     #[test]

@@ -485,6 +485,20 @@ mod tests {
         assert_eq!(x, [agent, "launch", "main"]);
         assert_eq!(y, [agent, "other", "main"]);
     }
+
+    #[test]
+    fn stacks_with_python_frames_are_compared_on_their_native_frames() {
+        // The agent's stack has Python frames where the eBPF stack has the interpreter's.
+        let mut p = Pipeline::new(2, false);
+        p.push(0, &site_batch(&["launch", "PyObject_Call", "step (w.py:7)", "main (w.py:9)"]), &mut |_| {});
+        p.push(
+            1,
+            &site_batch(&["launch", "PyObject_Call", "_PyEval_EvalFrameDefault", "Py_RunMain"]),
+            &mut |_| {},
+        );
+        let a = p.stats().agreement;
+        assert_eq!((a.compared, a.agreed, a.native_only), (1, 1, 1), "{:?}", a.first_disagreement);
+    }
 }
 
 #[cfg(test)]
