@@ -340,12 +340,12 @@ pub fn publish(map: &dyn MapCore, updates: Vec<(u32, Option<PyOffsets>)>, log: &
 pub fn report(py: &Interpreters, log: &Logger) -> Vec<(&'static str, u64)> {
     let s = py.stats;
     for p in &py.problems {
-        log.warn(&format!("ebpf: Python frames off for {p}"));
+        log.warn(&format!("Python frames off for {p}"));
     }
     let total = s.with_frames + s.without_frames + s.unreadable;
     if total > 0 {
         log.info(&format!(
-            "ebpf: python frames on {} of {total} stacks of Python processes; native frames only on {} of threads \
+            "python frames on {} of {total} stacks of Python processes; native frames only on {} of threads \
              running no Python code and {} of processes without CPython; {} Python stacks cut short",
             s.with_frames, s.without_frames, s.other_processes, s.unreadable
         ));

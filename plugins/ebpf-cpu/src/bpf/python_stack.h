@@ -5,7 +5,7 @@
 #define XPUPROF_PYTHON_STACK_H
 
 #define PY_MAX_FRAMES 64 /* a power of two: indexes are masked for the verifier */
-#define PY_MAX_THREADS 64
+#define PY_MAX_THREADS 256 /* thread states looked at per sample (newest first: the main thread is last) */
 #define PY_NONE 0xffffffffu
 #define PY_ENTRY (1ull << 63) /* in xp_py_stack.instr: the first frame its eval-loop call ran */
 
