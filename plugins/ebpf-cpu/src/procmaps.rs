@@ -7,32 +7,9 @@ use std::sync::Arc;
 
 use xpuprof_sdk::hash::IdMap;
 
-/// One file-backed or anonymous mapping.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mapping {
-    /// First address.
-    pub start: u64,
-    /// One past the last address.
-    pub end: u64,
-    /// File offset of `start`.
-    pub offset: u64,
-    /// Executable.
-    pub exec: bool,
-    /// Path as the kernel shows it (`/usr/lib/libc.so.6`, `[vdso]`), empty for anonymous memory.
-    pub path: Arc<str>,
-}
-
-impl Mapping {
-    /// True for a mapping of a regular file (not `[vdso]`, `[heap]`, anonymous, memfd).
-    pub fn is_file(&self) -> bool {
-        self.path.starts_with('/') && !self.path.starts_with("/memfd:") && !self.path.starts_with("/dev/")
-    }
-
-    /// File offset of `addr`, which must lie inside the mapping.
-    pub fn file_offset(&self, addr: u64) -> u64 {
-        addr - self.start + self.offset
-    }
-}
+/// One file-backed or anonymous mapping: the wire crate's, with a shared path (stack caches
+/// compare paths by pointer).
+pub type Mapping = xpuprof_wire::maps::Mapping<Arc<str>>;
 
 /// A snapshot of one process's maps, sorted by address.
 #[derive(Debug, Clone, Default)]
@@ -112,8 +89,7 @@ fn is_exiting(pid: u32) -> bool {
 
 /// One line, with the parser every source and agent shares.
 fn parse_line(line: &str) -> Option<Mapping> {
-    let m = xpuprof_wire::maps::parse_line(line)?;
-    Some(Mapping { start: m.start, end: m.end, offset: m.offset, exec: m.exec, path: Arc::from(m.path) })
+    Some(xpuprof_wire::maps::parse_line(line)?.map_path(Arc::from))
 }
 
 /// Snapshots of one process: the current image and, after an exec, the one before it.

@@ -5,9 +5,10 @@
 
 use crate::{begin_message, end_message, Reader, MSG_MODULES};
 
-/// One mapping.
+/// One mapping. The path is a `String` unless its holder shares paths otherwise
+/// (`Mapping<Arc<str>>`: the eBPF source's caches compare them by pointer; [`Mapping::map_path`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mapping {
+pub struct Mapping<P = String> {
     /// First address.
     pub start: u64,
     /// One past the last address.
@@ -18,13 +19,14 @@ pub struct Mapping {
     pub exec: bool,
     /// Path as the kernel shows it (`/usr/lib/libc.so.6`, `[vdso]`; spaces kept, a
     /// ` (deleted)` suffix removed), empty for anonymous memory.
-    pub path: String,
+    pub path: P,
 }
 
-impl Mapping {
+impl<P: AsRef<str>> Mapping<P> {
     /// True for a mapping of a regular file (not `[vdso]`, `[heap]`, anonymous, memfd, device).
     pub fn is_file(&self) -> bool {
-        self.path.starts_with('/') && !self.path.starts_with("/memfd:") && !self.path.starts_with("/dev/")
+        let path = self.path.as_ref();
+        path.starts_with('/') && !path.starts_with("/memfd:") && !path.starts_with("/dev/")
     }
 
     /// True when `addr` lies inside the mapping.
@@ -35,6 +37,11 @@ impl Mapping {
     /// File offset of `addr`, which must lie inside the mapping.
     pub fn file_offset(&self, addr: u64) -> u64 {
         addr - self.start + self.offset
+    }
+
+    /// The same mapping with its path turned into another type.
+    pub fn map_path<Q>(self, f: impl FnOnce(P) -> Q) -> Mapping<Q> {
+        Mapping { start: self.start, end: self.end, offset: self.offset, exec: self.exec, path: f(self.path) }
     }
 }
 
