@@ -15,8 +15,18 @@ use xpuprof_toolbox::normalise::{self, ModuleMap};
 use xpuprof_toolbox::python::{PyCounts, PyFrames};
 use xpuprof_toolbox::Interner;
 
-use crate::wire::launches::{Entry, Launch};
+use crate::wire::launches::Launch;
 use crate::wire::{self, Reader};
+use xpuprof_toolbox::agent_host::AgentStacks;
+
+/// The frame of return address `ra` in connection `c`'s process: a Python frame the agent
+/// named, else the module and offset it falls in.
+fn conn_frame(c: &mut Conn, strs: &mut Interner, out: &mut Emitter, ra: u64) -> FrameId {
+    if let Some(f) = c.python.frame(strs, out, ra) {
+        return f;
+    }
+    normalise::return_address_frame(strs, out, c.pid, &c.maps, ra)
+}
 
 /// Counters a user sees in the log at the end.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -94,7 +104,7 @@ pub struct Decoder {
     /// Definitions (strings, threads, modules, frames, stacks), each emitted once.
     pub(crate) strs: Interner,
     /// Stacks by (process, the agent's stack hash).
-    stacks: IdMap<(u32, u64), StackId>,
+    stacks: AgentStacks,
     pub(crate) devices_by_uuid: IdMap<[u8; 16], DeviceId>,
     pub(crate) next_device: u32,
     pub(crate) next_stream: u32,
@@ -116,7 +126,7 @@ impl Decoder {
     pub fn new(log: Logger) -> Self {
         Self {
             strs: Interner::default(),
-            stacks: IdMap::default(),
+            stacks: AgentStacks::default(),
             devices_by_uuid: IdMap::default(),
             next_device: 1,
             next_stream: 1,
@@ -269,20 +279,12 @@ impl Decoder {
     }
 
     fn launches(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
-        let (tid, entries) = wire::launches::parse(payload);
-        let pid = self.conns.entry(conn).or_default().pid;
-        self.thread(pid, tid, out);
-        for e in entries {
-            match e {
-                Entry::Stack { hash, frames } => {
-                    if !self.stacks.contains_key(&(pid, hash)) {
-                        let ids: Vec<FrameId> = frames.iter().map(|&a| self.frame(conn, a, out)).collect();
-                        let id = self.strs.stack(out, &ids);
-                        self.stacks.insert((pid, hash), id);
-                    }
-                }
-                Entry::Launch(l) => self.launch_entry(conn, pid, tid, &l, out),
-            }
+        let c = self.conns.entry(conn).or_default();
+        let pid = c.pid;
+        let frame = |strs: &mut Interner, out: &mut Emitter, ra| conn_frame(c, strs, out, ra);
+        let (tid, calls) = self.stacks.read(&mut self.strs, out, pid, payload, frame);
+        for l in &calls {
+            self.launch_entry(conn, pid, tid, l, out);
         }
     }
 
@@ -316,7 +318,7 @@ impl Decoder {
         // to wait for that source's stack of this launch.
         if stacks || elsewhere {
             let stack = match stacks {
-                true => self.stacks.get(&(pid, hash)).copied().unwrap_or(StackId::NONE),
+                true => self.stacks.get(pid, hash),
                 false => StackId::NONE,
             };
             out.emit(&Record::LaunchSite(
@@ -333,15 +335,6 @@ impl Decoder {
                 self.stats.launch_sites += 1;
             }
         }
-    }
-
-    /// The frame of return address `ra` in connection `conn`'s process.
-    fn frame(&mut self, conn: u64, ra: u64, out: &mut Emitter) -> FrameId {
-        let c = self.conns.entry(conn).or_default();
-        if let Some(f) = c.python.frame(&mut self.strs, out, ra) {
-            return f;
-        }
-        normalise::return_address_frame(&mut self.strs, out, c.pid, &c.maps, ra)
     }
 
     fn activity(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {

@@ -15,9 +15,10 @@ use xpuprof_rocm_wire::{self as rocm_wire, marker_op, Api};
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger};
+use xpuprof_toolbox::agent_host::AgentStacks;
 use xpuprof_toolbox::normalise::{self, ModuleMap};
 use xpuprof_toolbox::Interner;
-use xpuprof_wire::launches::{self, Entry};
+use xpuprof_wire::launches;
 use xpuprof_wire::names;
 use xpuprof_wire::{self as wire, Reader};
 
@@ -101,7 +102,7 @@ pub(crate) struct Conn {
 #[derive(Debug)]
 pub struct Decoder {
     pub(crate) strs: Interner,
-    stacks: IdMap<(u32, u64), StackId>,
+    stacks: AgentStacks,
     next_device: u32,
     next_stream: u32,
     clocks_defined: [bool; 2],
@@ -116,7 +117,7 @@ impl Decoder {
     pub fn new(log: Logger) -> Self {
         Self {
             strs: Interner::default(),
-            stacks: IdMap::default(),
+            stacks: AgentStacks::default(),
             next_device: 1,
             next_stream: 1,
             clocks_defined: [false; 2],
@@ -371,23 +372,14 @@ impl Decoder {
     }
 
     fn launches(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
-        let (tid, entries) = launches::parse(payload);
-        let pid = self.pid(conn);
-        if tid != 0 {
-            self.strs.thread(out, pid, tid, "");
-        }
-        for e in entries {
-            match e {
-                Entry::Stack { hash, frames } => {
-                    if self.stacks.contains_key(&(pid, hash)) {
-                        continue;
-                    }
-                    let ids: Vec<FrameId> = frames.iter().map(|&ra| self.frame(conn, ra, out)).collect();
-                    let id = self.strs.stack(out, &ids);
-                    self.stacks.insert((pid, hash), id);
-                }
-                Entry::Launch(l) => self.launch(conn, pid, tid, l, out),
-            }
+        let c = self.conns.entry(conn).or_default();
+        let pid = c.pid;
+        let frame = |strs: &mut Interner, out: &mut Emitter, ra| {
+            normalise::return_address_frame(strs, out, c.pid, &c.maps, ra)
+        };
+        let (tid, calls) = self.stacks.read(&mut self.strs, out, pid, payload, frame);
+        for l in calls {
+            self.launch(conn, pid, tid, l, out);
         }
     }
 
@@ -416,7 +408,7 @@ impl Decoder {
         // to wait for that source's stack of this launch.
         if stacks || elsewhere {
             let stack = match stacks {
-                true => self.stacks.get(&(pid, l.stack)).copied().unwrap_or(StackId::NONE),
+                true => self.stacks.get(pid, l.stack),
                 false => StackId::NONE,
             };
             out.emit(&Record::LaunchSite(
@@ -432,11 +424,6 @@ impl Decoder {
                 self.stats.launch_sites += 1;
             }
         }
-    }
-
-    fn frame(&mut self, conn: u64, ra: u64, out: &mut Emitter) -> FrameId {
-        let c = self.conns.entry(conn).or_default();
-        normalise::return_address_frame(&mut self.strs, out, c.pid, &c.maps, ra)
     }
 
     fn records(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {

@@ -26,6 +26,7 @@
 //! ```
 
 mod locate;
+mod stacks;
 mod threads;
 
 use std::os::unix::fs::PermissionsExt;
@@ -40,6 +41,7 @@ use std::time::{Duration, Instant};
 use xpuprof_sdk::{Emitter, Logger, PluginError};
 
 pub use locate::{loadable, own_dir, preload, AgentLocator};
+pub use stacks::AgentStacks;
 use threads::Event;
 
 /// How long `stop` waits for connections still open after the target exited (a daemon child).
