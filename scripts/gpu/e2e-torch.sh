@@ -36,7 +36,7 @@ TOML
 run_case() {  # name, check args, workload args...
   local name=$1 check=$2; shift 2
   local o=$W/$name
-  (cd "$W" && $X --source ebpf,cupti --sink folded,chrome,flamegraph,summary -o "$o" -- \
+  (cd "$W" && $X -v --source ebpf,cupti --sink folded,chrome,flamegraph,summary -o "$o" -- \
       python3 "$OLDPWD/$T/workload.py" "$@") >"$OUT/$name.out" 2>"$OUT/$name.err"
   local rc=$?
   local res
@@ -45,6 +45,10 @@ run_case() {  # name, check args, workload args...
   agree=$(grep -o 'launch stacks from two sources: .*' "$OUT/$name.err" | head -1)
   row "$name" "rc=$rc $res"
   row "  agreement" "${agree:-no stacks from two sources}"
+  # How much of the eBPF stack copy the walks to the root needed (chooses ustack_copy_bytes).
+  local depth
+  depth=$(grep -o 'user stacks unwound to their root: .*' "$OUT/$name.err" | head -1)
+  row "  eBPF stack depth" "${depth:-not reported}"
   grep -E 'device ops:|losses:' "$OUT/$name.err" | sed 's/^/    /' | tee -a "$SUMMARY"
   cp "$o/profile.folded" "$OUT/$name.folded" 2>/dev/null
   cp "$o/summary.txt" "$OUT/$name.summary.txt" 2>/dev/null

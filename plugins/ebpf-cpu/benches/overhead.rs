@@ -1,6 +1,8 @@
 //! Overhead of the eBPF source, measured side by side in one run (needs root):
 //!
-//! - on-CPU sampling at 99 Hz on a CPU-bound workload (fixed work): profiled / plain;
+//! - on-CPU sampling at 99 Hz on a CPU-bound workload (fixed work), with user-stack copies of
+//!   16 KiB and of 64 KiB (the default), and at 999 Hz: profiled / plain (the host's CPU time
+//!   per sample is `benches/decode.rs`);
 //! - cost of one launch uprobe hit: (probed - plain) / calls, for every hit captured and for
 //!   `launch_sample_every = 100`.
 //!
@@ -53,11 +55,18 @@ fn side_by_side(cfgs: &[Option<&str>], argv: &[&str]) -> Vec<Times> {
 
 fn sampling() {
     let burn = workload("burn");
-    let t =
-        side_by_side(&[None, Some("sample_hz = 99"), Some("sample_hz = 999")], &[&burn, "-n", BURN_ROUNDS]);
+    let cfgs = [
+        None,
+        Some("sample_hz = 99\nustack_copy_bytes = 16384"),
+        Some("sample_hz = 99\nustack_copy_bytes = 65536"),
+        Some("sample_hz = 999\nustack_copy_bytes = 65536"),
+    ];
+    let t = side_by_side(&cfgs, &[&burn, "-n", BURN_ROUNDS]);
     eprintln!("on-CPU sampling, CPU-bound workload ({BURN_ROUNDS} rounds, min of {RUNS} alternating runs):");
-    eprintln!("           wall        ratio    CPU         ratio");
-    for (name, x) in [("plain ", t[0]), ("99 Hz ", t[1]), ("999 Hz", t[2])] {
+    eprintln!("                          wall        ratio    CPU         ratio");
+    let names =
+        ["plain                ", "99 Hz, 16 KiB copies ", "99 Hz, 64 KiB copies ", "999 Hz, 64 KiB copies"];
+    for (name, x) in names.into_iter().zip(&t) {
         let (w, c) = (x.wall / t[0].wall, x.cpu / t[0].cpu);
         eprintln!("  {name} {:>8.1} ms  {w:.4}   {:>8.1} ms  {c:.4}", x.wall / 1e6, x.cpu / 1e6);
     }

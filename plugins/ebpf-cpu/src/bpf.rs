@@ -8,6 +8,9 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, PrintLevel};
 
 use crate::config::{Config, Trampoline};
+
+/// `event_scratch` slots per CPU (`SCRATCH_SLOTS` in events.h).
+const SCRATCH_SLOTS: u32 = 3;
 use crate::sys;
 
 #[allow(
@@ -70,6 +73,11 @@ pub fn open_load<'obj>(
         .events
         .set_max_entries(cfg.ring_buffer_bytes)
         .map_err(|e| format!("failed to size the ring buffer: {e}"))?;
+    let cpus = libbpf_rs::num_possible_cpus().map_err(|e| format!("failed to count the CPUs: {e}"))?;
+    open.maps
+        .event_scratch
+        .set_max_entries(SCRATCH_SLOTS * cpus as u32)
+        .map_err(|e| format!("failed to size the stack record scratch: {e}"))?;
     if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
         ro.min_offcpu_ns = cfg.offcpu_min_ns;
         ro.kernel_stacks = cfg.kernel_stacks;

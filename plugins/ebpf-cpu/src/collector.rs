@@ -99,7 +99,7 @@ pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
     drop(rb);
     let mut handler = handler.into_inner();
     handler.flush_parked();
-    finish(&skel, &mut handler, &probes);
+    finish(&skel, &mut handler, &probes, cfg.ustack_copy_bytes);
     Some(handler.emitter)
 }
 
@@ -234,9 +234,12 @@ fn cut_cause(c: xpuprof_unwind::Cut) -> &'static str {
 }
 
 /// Emits the loss records and flushes.
-fn finish(skel: &ProfileSkel<'_>, h: &mut Handler, probes: &ProbeSet) {
+fn finish(skel: &ProfileSkel<'_>, h: &mut Handler, probes: &ProbeSet, ustack_copy_bytes: u32) {
     probes.report_missing(&h.log);
     let stats = h.stack_stats();
+    if let Some(line) = stats.depth_report(ustack_copy_bytes) {
+        h.log.info(&line);
+    }
     let mut losses: Vec<(&str, u64)> =
         (0..bpf::LOSS_COUNT).map(|i| (BPF_LOSS_CAUSES[i as usize], bpf::read_loss(skel, i))).collect();
     losses.push(("launch probes not attached", probes.attach_failures));

@@ -33,7 +33,7 @@ xpuprof_sdk::plugin_config! {
         pub maps_scan_ms: u64 = 100, min(1), max(60_000);
         /// bytes of user stack copied per sample and launch stack, unwound by the host with the binaries'
         /// unwind tables; stacks deeper than this are cut (and counted)
-        pub ustack_copy_bytes: u32 = 16384, one_of([4096, 8192, 16384]);
+        pub ustack_copy_bytes: u32 = 65536, one_of([4096, 8192, 16384, 32768, 65536]);
         /// Python frames in CPU samples and launch stacks: "auto" (where a process of the tree runs CPython
         /// 3.9-3.13, found by what it maps, each eval-loop frame replaced by the Python functions it runs, shown
         /// as function (file.py:line)), "off"

@@ -3,7 +3,7 @@
 /// Frames in a kernel stack.
 pub const MAX_KSTACK: usize = 48;
 /// Most bytes of user stack a record carries.
-pub const USTACK_MAX: usize = 16384;
+pub const USTACK_MAX: usize = 65536;
 /// `StackEvent::flags`: `user_ip` is a return address (an agent's caller-side start).
 pub const START_CALLER: u32 = 1;
 

@@ -32,6 +32,36 @@ pub struct StackStats {
     pub cut: [u64; Cut::COUNT],
     /// User stacks that filled the frame limit.
     pub max_depth: u64,
+    /// User stacks unwound to the thread's root, by the stack bytes the walk needed:
+    /// at most 4, 8, 16, 32, 64 KiB ([`DEPTH_BUCKETS`]).
+    pub root_bytes: [u64; DEPTH_BUCKETS.len()],
+    /// The most stack bytes a walk to the root needed.
+    pub deepest: u64,
+}
+
+/// Upper bounds of [`StackStats::root_bytes`]' buckets: the copy sizes `ustack_copy_bytes` offers.
+pub const DEPTH_BUCKETS: [u64; 5] = [4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10];
+
+impl StackStats {
+    /// A line saying how much of the stack copy the walks that reached the root needed, so the
+    /// copy size can be chosen by measurement; `None` when no walk reached a root.
+    pub fn depth_report(&self, copy: u32) -> Option<String> {
+        let n: u64 = self.root_bytes.iter().sum();
+        if n == 0 {
+            return None;
+        }
+        let parts: Vec<String> = DEPTH_BUCKETS
+            .iter()
+            .zip(self.root_bytes)
+            .map(|(b, c)| format!("<= {} KiB {:.1}%", b >> 10, 100.0 * c as f64 / n as f64))
+            .collect();
+        Some(format!(
+            "user stacks unwound to their root: {n}; stack bytes they needed: {} (deepest {:.1} KiB, copy {} KiB)",
+            parts.join(", "),
+            self.deepest as f64 / 1024.0,
+            copy >> 10
+        ))
+    }
 }
 
 /// Builds stacks, reusing one frame buffer.
@@ -117,7 +147,12 @@ impl StackBuilder {
         match w.end {
             End::Cut(c) => self.stats.cut[c as usize] += 1,
             End::MaxDepth => self.stats.max_depth += 1,
-            End::Root => {}
+            End::Root => {
+                let b =
+                    DEPTH_BUCKETS.iter().position(|&b| w.stack_bytes <= b).unwrap_or(DEPTH_BUCKETS.len() - 1);
+                self.stats.root_bytes[b] += 1;
+                self.stats.deepest = self.stats.deepest.max(w.stack_bytes);
+            }
         }
         self.addrs.extend_from_slice(&out[..w.len]);
     }

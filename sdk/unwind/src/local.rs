@@ -114,7 +114,7 @@ fn walk_once(
 ) -> (walk::Run, u64) {
     let cut = |c| {
         let run = walk::Run {
-            walk: Walk { len: 0, end: End::Cut(c) },
+            walk: Walk { len: 0, end: End::Cut(c), stack_bytes: 0 },
             first: None,
             saw_unknown: false,
             fast_steps: 0,

@@ -104,7 +104,7 @@ impl Remote {
 
     fn walk_inner(&mut self, pid: u32, regs: Registers, ret: bool, stack: &[u8], out: &mut [u64]) -> Walk {
         let Some(p) = self.procs.get_mut(&pid) else {
-            let w = Walk { len: 0, end: End::Cut(Cut::OutsideModules) };
+            let w = Walk { len: 0, end: End::Cut(Cut::OutsideModules), stack_bytes: 0 };
             crate::stats().walk(0, 0, w.end);
             return w;
         };

@@ -68,6 +68,9 @@ pub struct Walk {
     pub len: usize,
     /// How it ended.
     pub end: End,
+    /// Bytes of stack above the start's stack pointer the walk read (the size of stack copy it
+    /// needed); 0 when it read none.
+    pub stack_bytes: u64,
 }
 
 /// What the walk asks of the module list.
@@ -126,9 +129,24 @@ pub(crate) fn run<D: Deref<Target = [u8]>>(
     code: &impl Code,
     out: &mut [u64],
 ) -> Run {
-    let mut run =
-        Run { walk: Walk { len: 0, end: End::MaxDepth }, first: None, saw_unknown: false, fast_steps: 0 };
-    run.walk = steps(unwinder, caches, start, read, code, out, &mut run);
+    let mut run = Run {
+        walk: Walk { len: 0, end: End::MaxDepth, stack_bytes: 0 },
+        first: None,
+        saw_unknown: false,
+        fast_steps: 0,
+    };
+    // The highest stack word read, for the walk's `stack_bytes`.
+    let base = start.regs.sp;
+    let mut top = base;
+    let mut read = |addr: u64| {
+        let r = read(addr);
+        if r.is_ok() {
+            top = top.max(addr.saturating_add(8));
+        }
+        r
+    };
+    run.walk = steps(unwinder, caches, start, &mut read, code, out, &mut run);
+    run.walk.stack_bytes = top - base;
     run
 }
 
@@ -143,7 +161,7 @@ fn steps<D: Deref<Target = [u8]>>(
 ) -> Walk {
     let regs = start.regs;
     if out.is_empty() {
-        return Walk { len: 0, end: End::MaxDepth };
+        return Walk { len: 0, end: End::MaxDepth, stack_bytes: 0 };
     }
     let mut n = 0;
     let mut skipping = true;
@@ -151,7 +169,7 @@ fn steps<D: Deref<Target = [u8]>>(
     let mut at = if start.ip_is_return {
         match FrameAddress::from_return_address(regs.ip) {
             Some(a) => a,
-            None => return Walk { len: 0, end: End::Cut(Cut::BadAddress) },
+            None => return Walk { len: 0, end: End::Cut(Cut::BadAddress), stack_bytes: 0 },
         }
     } else {
         FrameAddress::from_instruction_pointer(regs.ip)
@@ -168,7 +186,7 @@ fn steps<D: Deref<Target = [u8]>>(
             n += 1;
         }
         if n == out.len() {
-            return Walk { len: n, end: End::MaxDepth };
+            return Walk { len: n, end: End::MaxDepth, stack_bytes: 0 };
         }
         // The frame's rule: from the per-address classes for a return address in known code
         // (the fast path), from framehop for the first frame and for code outside every module.
@@ -195,22 +213,22 @@ fn steps<D: Deref<Target = [u8]>>(
             _ => unwinder.unwind_frame(at, &mut r, &mut caches.framehop, read),
         };
         let ra = match stepped {
-            Ok(None) => return Walk { len: n, end: End::Root },
+            Ok(None) => return Walk { len: n, end: End::Root, stack_bytes: 0 },
             Ok(Some(ra)) => ra,
-            Err(e) => return Walk { len: n, end: End::Cut(cut_of(e)) },
+            Err(e) => return Walk { len: n, end: End::Cut(cut_of(e)), stack_bytes: 0 },
         };
         if ra < 0x1000 {
-            return Walk { len: n, end: End::Cut(Cut::BadAddress) };
+            return Walk { len: n, end: End::Cut(Cut::BadAddress), stack_bytes: 0 };
         }
         // A step out of code outside every module used the frame pointer: trust it only when
         // it lands right after a call instruction in known code.
         if unknown && !code.believable(ra) {
-            return Walk { len: n, end: End::Cut(Cut::OutsideModules) };
+            return Walk { len: n, end: End::Cut(Cut::OutsideModules), stack_bytes: 0 };
         }
         ip = ra;
         at = match FrameAddress::from_return_address(ra) {
             Some(a) => a,
-            None => return Walk { len: n, end: End::Cut(Cut::BadAddress) },
+            None => return Walk { len: n, end: End::Cut(Cut::BadAddress), stack_bytes: 0 },
         };
     }
 }

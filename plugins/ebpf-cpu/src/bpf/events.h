@@ -8,7 +8,8 @@
 
 #define MAX_KSTACK 48
 #define COMM_LEN 16
-#define USTACK_MAX 16384 /* most bytes of user stack a record carries (the copy size is set at load) */
+#define USTACK_MAX 65536 /* most bytes of user stack a record carries (the copy size is set at load) */
+#define SCRATCH_SLOTS 3  /* event_scratch slots per CPU: samples, scheduler switches, uprobes (see profile.bpf.c) */
 
 /* xp_stack_event.flags */
 #define XP_START_CALLER 1 /* user_ip is a return address: the caller-side start an agent passed */

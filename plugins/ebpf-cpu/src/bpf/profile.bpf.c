@@ -15,7 +15,7 @@ const volatile __u64 min_offcpu_ns = 1000000;
 const volatile bool kernel_stacks = false;
 const volatile __u64 launch_sample_every = 1;
 const volatile __u64 launch_max_per_sec = 0;
-const volatile __u32 ustack_copy = 16384; /* bytes of user stack copied per record, <= USTACK_MAX */
+const volatile __u32 ustack_copy = 65536; /* bytes of user stack copied per record, <= USTACK_MAX */
 
 /* Referenced so the skeleton generates the types; the host pins its mirror against them. */
 struct xp_stack_event _stack_event_layout = {};
@@ -51,13 +51,19 @@ struct {
 	__type(value, struct xp_stack_event);
 } offcpu SEC(".maps");
 
-/* Where a stack record is built before it is sent (too big for the BPF stack). */
+/* Where a stack record is built before it is sent (too big for the BPF stack): SCRATCH_SLOTS
+ * slots per CPU, one per kind of program that may interrupt another on the same CPU (a perf
+ * sample can fire inside a uprobe or a scheduler-switch program). A plain array indexed by CPU,
+ * not a per-CPU array: per-CPU values are limited to 32 KiB, a record with a 64 KiB copy is not.
+ * Sized by the host (SCRATCH_SLOTS x possible CPUs). */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct xp_stack_event);
 } event_scratch SEC(".maps");
+
+enum scratch_slot { SLOT_SAMPLE = 0, SLOT_SWITCH = 1, SLOT_UPROBE = 2 };
 
 struct launch_state {
 	__u64 calls;
@@ -109,16 +115,17 @@ static __always_inline void fill_header(struct xp_stack_event *e, __u32 kind, __
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 }
 
-static __always_inline struct xp_stack_event *scratch_event(void)
+static __always_inline struct xp_stack_event *scratch_event(enum scratch_slot slot)
 {
-	__u32 zero = 0;
+	__u32 key = bpf_get_smp_processor_id() * SCRATCH_SLOTS + slot;
 
-	return bpf_map_lookup_elem(&event_scratch, &zero);
+	return bpf_map_lookup_elem(&event_scratch, &key);
 }
 
 /* Copies the user stack from e->user_sp up: ustack_copy bytes, fewer for the main thread near
  * its top (mm->start_stack, where argc sits, is the end of its frames) and, when a read still
- * faults (a thread stack's end), halving the length a few times. */
+ * faults (a thread stack's end: its thread descriptor and TLS may leave only a few KiB above the
+ * stack pointer of a shallow thread), halving the length down to 2 KiB. */
 static __always_inline void copy_user_stack(struct task_struct *task, struct xp_stack_event *e)
 {
 	__u64 sp = e->user_sp, top = BPF_CORE_READ(task, mm, start_stack);
@@ -126,7 +133,7 @@ static __always_inline void copy_user_stack(struct task_struct *task, struct xp_
 
 	if (sp < top && top - sp + 64 < len)
 		len = top - sp + 64;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 6; i++) {
 		len &= ~7ULL;
 		if (len > USTACK_MAX)
 			len = USTACK_MAX;
@@ -172,7 +179,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	if (!is_tracked(id >> 32))
 		return 0;
-	e = scratch_event();
+	e = scratch_event(SLOT_SAMPLE);
 	if (!e)
 		return 0;
 	fill_header(e, EV_SAMPLE, id);
@@ -353,7 +360,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 static __always_inline void offcpu_begin(void *ctx, struct task_struct *prev)
 {
 	__u32 tid = prev->pid;
-	struct xp_stack_event *s = scratch_event();
+	struct xp_stack_event *s = scratch_event(SLOT_SWITCH);
 
 	if (!s)
 		return;
@@ -443,7 +450,7 @@ static __always_inline int launch_event(struct pt_regs *ctx, __u32 kind, __u32 b
 
 	if (!is_tracked(id >> 32) || !launch_admit((__u32)id))
 		return 0;
-	e = scratch_event();
+	e = scratch_event(SLOT_UPROBE);
 	if (!e)
 		return 0;
 	fill_header(e, kind, id);
