@@ -31,6 +31,10 @@ const ENTRY: u64 = 1 << 63;
 const LOOK_EVERY: Duration = Duration::from_millis(10);
 const LOOKS: u32 = 300;
 
+/// The label of a frame whose code object could not be read because its process had exited
+/// before the host handled the sample.
+const EXITED: &str = "[python frame: the process exited before it was read]";
+
 /// Mirror of `struct xp_py_offsets`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
@@ -112,6 +116,8 @@ pub struct PyStats {
     pub without_frames: u64,
     /// Samples whose frame chain BPF or user space could not read to its end (cut there).
     pub unreadable: u64,
+    /// Samples with frames not named because the process had exited when the host read them.
+    pub exited: u64,
     /// Python frames no eval-loop frame of the native stack stood for (the native walk ended
     /// before the interpreter): put at the outer end of their stack.
     pub unplaced: u64,
@@ -152,6 +158,8 @@ pub struct Interpreters {
     pub problems: Vec<String>,
     /// Changes for the BPF map `py_procs` not made yet: offsets to set, or `None` to remove.
     updates: Vec<(u32, Option<PyOffsets>)>,
+    /// The id of [`EXITED`], once needed.
+    exited_id: Option<u64>,
     /// The interned frame of each label, made on first use.
     named: Vec<Option<FrameId>>,
     /// Scratch: a sample's Python frames and its merged stack.
@@ -271,6 +279,7 @@ impl Interpreters {
         let n = (py.frames as usize).min(PY_MAX_FRAMES);
         // -2: a read failed in BPF; 1: more than PY_MAX_FRAMES frames.
         let mut cut = py.status == -2 || py.status == 1;
+        let mut exited = false;
         for i in 0..n {
             let raw = raw_frame(t.layout, py.code[i], py.instr[i]);
             let id = match p.ids.get(&(raw.code, raw.offset)) {
@@ -282,6 +291,15 @@ impl Interpreters {
                         p.ids.insert((raw.code, raw.offset), id);
                         id
                     }
+                    // Its memory is gone with it (a sample handled after the exit): the frame
+                    // keeps its place, unnamed.
+                    Err(_) if exited_process(pid) => {
+                        exited = true;
+                        *self.exited_id.get_or_insert_with(|| {
+                            self.labels.push(EXITED.to_owned());
+                            xpuprof_python::PY_FRAME_TAG | (self.labels.len() - 1) as u64
+                        })
+                    }
                     Err(_) => {
                         cut = true;
                         break;
@@ -290,6 +308,7 @@ impl Interpreters {
             };
             out.push((id, raw.entry));
         }
+        self.stats.exited += u64::from(exited);
         let s = &mut self.stats;
         match (cut, out.is_empty()) {
             (true, _) => s.unreadable += 1,
@@ -357,6 +376,11 @@ pub fn report(py: &Interpreters, log: &Logger) -> Vec<(&'static str, u64)> {
             s.unplaced,
         ),
     ]
+}
+
+/// True when `pid` has exited or is exiting: its address space is gone (its maps read empty).
+fn exited_process(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/maps")).map_or(true, |m| m.is_empty())
 }
 
 /// A frame as BPF read it -> code object + byte offset + entry flag.
@@ -437,6 +461,39 @@ mod tests {
         py.forget(me);
         assert!(py.take_updates().is_empty(), "nothing was published for it");
         assert_eq!(py.stats.processes, 0);
+    }
+
+    #[test]
+    fn frames_of_an_exited_process_keep_their_place_unnamed() {
+        let python = "/usr/bin/python3.11";
+        assert!(std::path::Path::new(python).exists(), "{python} is missing: run scripts/install-deps.sh");
+        let mut child = std::process::Command::new(python)
+            .args(["-c", "import sys; print('ready', flush=True); sys.stdin.readline()"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.as_mut().unwrap()), &mut line)
+            .unwrap();
+        let pid = child.id();
+        let mut py = Interpreters::default();
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+        assert!(py.discover(pid, 1, maps.lines().filter_map(|l| l.split_whitespace().nth(5))).is_some());
+        drop(child.stdin.take());
+        child.wait().unwrap();
+        // Two frames as BPF would have sent them just before the exit.
+        let stack = PyStack {
+            frames: 2,
+            code: [0x1000; PY_MAX_FRAMES],
+            instr: [0x1100 | ENTRY; PY_MAX_FRAMES],
+            ..PyStack::default()
+        };
+        let mut out = Vec::new();
+        py.frames(pid, &stack, &mut out);
+        assert_eq!(out.len(), 2, "the frames keep their place");
+        assert!(out.iter().all(|&(id, entry)| py.label(id) == EXITED && entry));
+        assert_eq!((py.stats.exited, py.stats.unreadable), (1, 0));
     }
 
     #[test]

@@ -204,3 +204,53 @@ fn xpuprof_folded_shows_python_paths_of_a_child_started_by_a_shell() {
         line.split("python frames on ").nth(1).and_then(|r| r.split(' ').next()?.parse().ok()).unwrap_or(0);
     assert!(with > 0, "no count of Python stacks in stderr:\n{stderr}");
 }
+
+/// The launch stacks of `calls.py launch 5 [extra]` under a `testLaunchKernel` probe.
+fn python_launch_stacks(extra: &[&str]) -> Vec<String> {
+    std::env::set_var("LAUNCH_LIB", workload("liblaunchtest.so"));
+    let cfg = "sample_hz = 0\nlaunch_probes = [\"testLaunchKernel\"]";
+    let script = calls_py();
+    let argv: Vec<&str> = [PYTHON, &script, "launch", "5"].into_iter().chain(extra.iter().copied()).collect();
+    let (records, status) = profile(cfg, &argv);
+    assert!(status.success());
+    let s = Session::new(records);
+    let stacks: Vec<String> = s.launch_sites().iter().map(|l| s.names(l.stack).join(";")).collect();
+    assert_eq!(stacks.len(), 5, "one launch stack per call: {stacks:#?}");
+    for l in &stacks {
+        assert!(l.starts_with("_start;") && l.ends_with(";testLaunchKernel"), "{l}");
+        assert!(!l.contains("_PyEval_EvalFrameDefault"), "an eval-loop frame left in {l}");
+    }
+    stacks
+}
+
+/// `<module>;main;launcher` with the lines of their calls.
+fn launch_path() -> String {
+    [call("<module>", "main"), call("main", "launcher"), call("launcher", "testLaunchKernel")].join(";")
+}
+
+#[test]
+fn launch_stacks_from_python_carry_the_python_frames_of_the_call() {
+    if !root_or_skip("launch_stacks_from_python_carry_the_python_frames_of_the_call") || !python_or_fail() {
+        return;
+    }
+    let path = launch_path();
+    for l in python_launch_stacks(&[]) {
+        assert!(l.contains(&path), "launch stack without\n{path}\n: {l}");
+    }
+}
+
+#[test]
+fn python_frames_of_a_process_gone_before_they_were_read_keep_their_place() {
+    if !root_or_skip("python_frames_of_a_process_gone_before_they_were_read_keep_their_place")
+        || !python_or_fail()
+    {
+        return;
+    }
+    // The process exits right after its last launch: the host may read its code objects too
+    // late. Each Python frame is then still there, unnamed — never dropped with the eval frame.
+    let path = launch_path();
+    let gone = ["[python frame: the process exited before it was read]"; 3].join(";");
+    for l in python_launch_stacks(&["exit"]) {
+        assert!(l.contains(&path) || l.contains(&gone), "neither named nor unnamed Python frames in {l}");
+    }
+}
