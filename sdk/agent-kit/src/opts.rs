@@ -74,6 +74,61 @@ impl Opt<'_> {
     }
 }
 
+/// What every agent reads from the environment its host plugin prepared: where to send
+/// (`XPUPROF_<NAME>_SOCKET`, and `XPUPROF_<NAME>_DUMP` for a copy on disk) and the options all
+/// agents take from `XPUPROF_<NAME>_OPTS` (`stacks`, `depth`, `buffer_kib`, `verbose`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Common {
+    /// Host socket.
+    pub socket: Option<String>,
+    /// Dump directory.
+    pub dump_dir: Option<String>,
+    /// Where launch stacks come from.
+    pub stacks: StackMode,
+    /// Most frames per stack (1 to 255).
+    pub max_depth: usize,
+    /// Size of one record buffer of the vendor library (`buffer_kib`, 64 KiB to 1 GiB).
+    pub buffer_bytes: usize,
+    /// Print a summary line to stderr at exit.
+    pub verbose: bool,
+}
+
+impl Common {
+    /// The defaults of an agent whose stacks keep at most `max_depth` frames: stacks walked by
+    /// the agent, 8 MiB buffers, quiet, no output yet.
+    pub fn new(max_depth: usize) -> Self {
+        Self {
+            socket: None,
+            dump_dir: None,
+            stacks: StackMode::Agent,
+            max_depth,
+            buffer_bytes: 8 << 20,
+            verbose: false,
+        }
+    }
+
+    /// Reads `XPUPROF_<name>_SOCKET` and `XPUPROF_<name>_DUMP` (empty means unset); returns the
+    /// `XPUPROF_<name>_OPTS` text (empty when unset) for the agent to parse.
+    pub fn read_env(&mut self, name: &str) -> String {
+        let var = |what: &str| std::env::var(format!("XPUPROF_{name}_{what}")).ok().filter(|s| !s.is_empty());
+        self.socket = var("SOCKET");
+        self.dump_dir = var("DUMP");
+        var("OPTS").unwrap_or_default()
+    }
+
+    /// Applies `o` when it is one of the common options; false for any other key.
+    pub fn apply(&mut self, o: &Opt<'_>) -> Result<bool, String> {
+        match o.key {
+            "stacks" => self.stacks = o.stack_mode()?,
+            "depth" => self.max_depth = o.number::<usize>()?.clamp(1, 255),
+            "buffer_kib" => self.buffer_bytes = o.number::<usize>()?.clamp(64, 1 << 20) * 1024,
+            "verbose" => self.verbose = o.flag()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
 /// The items of `opts`, in order; an item without `=` is an error naming it.
 pub fn parse(opts: &str) -> Result<Vec<Opt<'_>>, String> {
     opts.split(',')
@@ -106,5 +161,15 @@ mod tests {
         assert!(s[0].stack_mode().unwrap().agent_walks() && s[0].stack_mode().unwrap().trampoline());
         assert!(!s[1].stack_mode().unwrap().agent_walks());
         assert!(s[2].stack_mode().unwrap_err().contains("must be agent, ebpf, both, off"));
+        let mut c = Common::new(64);
+        for o in parse("depth=300,buffer_kib=1,verbose=1,stacks=ebpf,kernels=0").unwrap() {
+            let common = c.apply(&o).unwrap();
+            assert_eq!(common, o.key != "kernels", "{}", o.key);
+        }
+        assert_eq!(
+            (c.max_depth, c.buffer_bytes, c.verbose, c.stacks),
+            (255, 64 * 1024, true, StackMode::Ebpf)
+        );
+        assert!(c.apply(&parse("depth=x").unwrap()[0]).unwrap_err().contains("bad number"));
     }
 }

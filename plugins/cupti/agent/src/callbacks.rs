@@ -99,7 +99,7 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
     if d.callbackSite == ffi::CUpti_ApiCallbackSite::CUPTI_API_ENTER {
         graphs::enter(d.correlationId, d.symbolName);
         let outer = a.launches.enter(&a.sites(), domain as u8, cbid, d.correlationId, regs);
-        if let Some(start) = outer.filter(|_| a.config.trampoline()) {
+        if let Some(start) = outer.filter(|_| a.config.common.stacks.trampoline()) {
             trampoline::call(&start, xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);
         }
     } else {

@@ -16,15 +16,14 @@ pub enum ApiMode {
     Off,
 }
 
+use xpuprof_agent_kit::opts::Common;
 pub use xpuprof_agent_kit::opts::StackMode;
 
 /// Agent settings.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Host socket.
-    pub socket: Option<String>,
-    /// Dump directory.
-    pub dump_dir: Option<String>,
+    /// Outputs, launch stacks, their depth, the buffer size, verbosity: what every agent takes.
+    pub common: Common,
     /// Kernel records.
     pub kernels: bool,
     /// Memcpy records.
@@ -43,16 +42,8 @@ pub struct Config {
     pub overhead: bool,
     /// API records.
     pub api: ApiMode,
-    /// Launch stacks.
-    pub stacks: StackMode,
-    /// Most frames per stack.
-    pub max_depth: usize,
     /// Python frames in launch stacks (`python=auto|off`).
     pub python: bool,
-    /// Size of one CUPTI activity buffer.
-    pub buffer_bytes: usize,
-    /// Print a summary line to stderr at exit.
-    pub verbose: bool,
     /// Also take callbacks on runtime-API launches. Off by default: every runtime launch runs
     /// through a driver launch call with the same correlation id, so the driver callbacks alone
     /// see every launch (runtime and driver API) at half the callback cost.
@@ -71,8 +62,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Self {
-            socket: None,
-            dump_dir: None,
+            common: Common::new(255),
             kernels: true,
             memcpy: true,
             memset: true,
@@ -82,11 +72,7 @@ impl Default for Config {
             devices: true,
             overhead: true,
             api: ApiMode::Launches,
-            stacks: StackMode::Agent,
-            max_depth: 255,
             python: true,
-            buffer_bytes: 8 << 20,
-            verbose: false,
             runtime_callbacks: false,
             monotonic: true,
             tsc: true,
@@ -98,14 +84,9 @@ impl Default for Config {
 impl Config {
     /// Reads the environment.
     pub fn from_env() -> Result<Self, String> {
-        let mut c = Self {
-            socket: std::env::var("XPUPROF_CUPTI_SOCKET").ok().filter(|s| !s.is_empty()),
-            dump_dir: std::env::var("XPUPROF_CUPTI_DUMP").ok().filter(|s| !s.is_empty()),
-            ..Self::default()
-        };
-        if let Ok(opts) = std::env::var("XPUPROF_CUPTI_OPTS") {
-            c.parse_opts(&opts)?;
-        }
+        let mut c = Self::default();
+        let opts = c.common.read_env("CUPTI");
+        c.parse_opts(&opts)?;
         Ok(c)
     }
 
@@ -115,6 +96,9 @@ impl Config {
     pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
         const APIS: [ApiMode; 3] = [ApiMode::Launches, ApiMode::All, ApiMode::Off];
         for o in xpuprof_agent_kit::opts::parse(opts)? {
+            if self.common.apply(&o)? {
+                continue;
+            }
             match o.key {
                 "kernels" => self.kernels = o.flag()?,
                 "memcpy" => self.memcpy = o.flag()?,
@@ -124,31 +108,16 @@ impl Config {
                 "nvtx" => self.nvtx = o.flag()?,
                 "devices" => self.devices = o.flag()?,
                 "overhead" => self.overhead = o.flag()?,
-                "verbose" => self.verbose = o.flag()?,
                 "runtime_callbacks" => self.runtime_callbacks = o.flag()?,
                 "monotonic" => self.monotonic = o.flag()?,
                 "tsc" => self.tsc = o.flag()?,
                 "callback_noop" => self.callback_noop = o.flag()?,
                 "api" => self.api = APIS[o.one_of(&["launches", "all", "off"])?],
-                "stacks" => self.stacks = o.stack_mode()?,
                 "python" => self.python = o.one_of(&["auto", "off"])? == 0,
-                "depth" => self.max_depth = o.number()?,
-                "buffer_kib" => self.buffer_bytes = o.number::<usize>()?.clamp(64, 1 << 20) * 1024,
                 _ => return Err(o.unknown()),
             }
         }
-        self.max_depth = self.max_depth.clamp(1, 255);
         Ok(())
-    }
-
-    /// True when the agent itself walks launch stacks.
-    pub fn agent_stacks(&self) -> bool {
-        self.stacks.agent_walks()
-    }
-
-    /// True when the trampoline is called at launches.
-    pub fn trampoline(&self) -> bool {
-        self.stacks.trampoline()
     }
 }
 
@@ -161,10 +130,10 @@ mod tests {
         let mut c = Config::default();
         c.parse_opts("api=all,stacks=both,nvtx=0,depth=300,buffer_kib=1024").unwrap();
         assert_eq!(c.api, ApiMode::All);
-        assert_eq!(c.stacks, StackMode::Both);
+        assert_eq!(c.common.stacks, StackMode::Both);
         assert!(!c.nvtx);
-        assert_eq!(c.max_depth, 255);
-        assert_eq!(c.buffer_bytes, 1 << 20);
+        assert_eq!(c.common.max_depth, 255);
+        assert_eq!(c.common.buffer_bytes, 1 << 20);
         assert!(c.parse_opts("api=some").unwrap_err().contains("api"));
         assert!(c.parse_opts("bogus=1").unwrap_err().contains("unknown option"));
     }

@@ -32,7 +32,7 @@ pub fn finish(a: &Agent) {
             let (launches, stacks) = a.launches.totals();
             let sender = a.sender.lock().ok().and_then(|mut s| s.take());
             a.channel.goodbye(launches, stacks, sender, Duration::from_secs(10));
-            if a.config.verbose {
+            if a.config.common.verbose {
                 crate::say(&format!(
                     "{launches} launch sites, {stacks} distinct stacks, {} bytes sent, {} records dropped by CUPTI",
                     a.channel.written.load(Ordering::Relaxed),

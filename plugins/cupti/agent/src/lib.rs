@@ -75,8 +75,8 @@ impl Agent {
     pub fn sites(&self) -> launches::Sites<'_> {
         launches::Sites {
             record_entries: self.record_entries,
-            stacks: self.config.agent_stacks(),
-            max_depth: self.config.max_depth,
+            stacks: self.config.common.stacks.agent_walks(),
+            max_depth: self.config.common.max_depth,
             own_code: &self.own_code,
             known: &self.known,
         }

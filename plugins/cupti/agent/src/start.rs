@@ -21,10 +21,10 @@ const MIN_CUPTI_VERSION: u32 = 19;
 pub(crate) static REPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn connect(config: &Config) -> Result<Outputs, String> {
-    if config.socket.is_none() && config.dump_dir.is_none() {
+    if config.common.socket.is_none() && config.common.dump_dir.is_none() {
         return Err("XPUPROF_CUPTI_SOCKET is not set (run the program under `xpuprof --source cupti`); tracing is off".into());
     }
-    Outputs::connect(config.socket.as_deref(), config.dump_dir.as_deref(), "cupti")
+    Outputs::connect(config.common.socket.as_deref(), config.common.dump_dir.as_deref(), "cupti")
 }
 
 fn load_cupti() -> Result<Lib, String> {
@@ -41,7 +41,7 @@ fn load_cupti() -> Result<Lib, String> {
 pub(crate) fn start() -> Result<Option<Agent>, String> {
     let config = Config::from_env().map_err(|e| format!("bad XPUPROF_CUPTI_OPTS: {e}"))?;
     let outputs = connect(&config)?;
-    let channel = Arc::new(Channel::new(NAME, config.buffer_bytes));
+    let channel = Arc::new(Channel::new(NAME, config.common.buffer_bytes));
     let mut hello_flags = 0;
     let lib = match load_cupti() {
         Ok(l) => l,
@@ -69,13 +69,13 @@ pub(crate) fn start() -> Result<Option<Agent>, String> {
     if config.monotonic && lib.register_timestamp(monotonic_ns).is_ok() {
         hello_flags |= wire::FLAG_MONOTONIC_TIMESTAMPS;
     }
-    if config.agent_stacks() {
+    if config.common.stacks.agent_walks() {
         hello_flags |= wire::FLAG_AGENT_STACKS;
     }
     if config.api == ApiMode::Launches {
         hello_flags |= wire::FLAG_API_FROM_CALLBACKS;
     }
-    if config.trampoline() {
+    if config.common.stacks.trampoline() {
         hello_flags |= wire::FLAG_TRAMPOLINE_STACKS;
     }
     // Launch entries: for the agent's stacks, for API calls timed by the callbacks, and to
@@ -246,12 +246,12 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
             names.api_name(domain as u32, cbid, name.as_bytes());
             // Launch-class calls get the entry/exit callback (launch sites, the trampoline, and
             // with api = "launches" the API call itself): no CUPTI API records are needed.
-            if c.stacks != config::StackMode::Off || c.api == ApiMode::Launches {
+            if c.common.stacks != config::StackMode::Off || c.api == ApiMode::Launches {
                 lib.enable_callback(sub, domain as u32, cbid)?;
             }
         }
     }
-    if c.stacks != config::StackMode::Off || c.api == ApiMode::Launches {
+    if c.common.stacks != config::StackMode::Off || c.api == ApiMode::Launches {
         for cbid in [graphs::CBID_NODE_CREATED, graphs::CBID_NODE_CLONED] {
             lib.enable_callback(sub, graphs::DOMAIN_RESOURCE, cbid)?;
         }

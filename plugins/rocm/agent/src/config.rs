@@ -4,7 +4,7 @@
 //! - `XPUPROF_ROCM_DUMP`: a directory; the stream is also written to `<dir>/rocm-<pid>.bin`.
 //! - `XPUPROF_ROCM_OPTS`: comma-separated `key=value` (see [`Config::parse_opts`]).
 
-use xpuprof_agent_kit::opts;
+use xpuprof_agent_kit::opts::{self, Common};
 
 pub use xpuprof_agent_kit::opts::StackMode;
 
@@ -23,10 +23,8 @@ pub enum ApiChoice {
 /// Agent settings.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Host socket.
-    pub socket: Option<String>,
-    /// Dump directory.
-    pub dump_dir: Option<String>,
+    /// Outputs, launch stacks, their depth, the buffer size, verbosity: what every agent takes.
+    pub common: Common,
     /// Tracing library.
     pub api: ApiChoice,
     /// Kernel dispatch records.
@@ -39,31 +37,18 @@ pub struct Config {
     pub scratch: bool,
     /// roctx markers and ranges.
     pub markers: bool,
-    /// Launch stacks.
-    pub stacks: StackMode,
-    /// Most frames per stack.
-    pub max_depth: usize,
-    /// Size of the SDK's record buffer.
-    pub buffer_bytes: usize,
-    /// Print a summary line to stderr at exit.
-    pub verbose: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Self {
-            socket: None,
-            dump_dir: None,
+            common: Common::new(64),
             api: ApiChoice::Auto,
             kernels: true,
             copies: true,
             memory: true,
             scratch: true,
             markers: true,
-            stacks: StackMode::Agent,
-            max_depth: 64,
-            buffer_bytes: 8 << 20,
-            verbose: false,
         }
     }
 }
@@ -71,14 +56,9 @@ impl Default for Config {
 impl Config {
     /// Reads the environment.
     pub fn from_env() -> Result<Self, String> {
-        let mut c = Self {
-            socket: std::env::var("XPUPROF_ROCM_SOCKET").ok().filter(|s| !s.is_empty()),
-            dump_dir: std::env::var("XPUPROF_ROCM_DUMP").ok().filter(|s| !s.is_empty()),
-            ..Self::default()
-        };
-        if let Ok(opts) = std::env::var("XPUPROF_ROCM_OPTS") {
-            c.parse_opts(&opts)?;
-        }
+        let mut c = Self::default();
+        let opts = c.common.read_env("ROCM");
+        c.parse_opts(&opts)?;
         Ok(c)
     }
 
@@ -88,32 +68,20 @@ impl Config {
     pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
         const APIS: [ApiChoice; 3] = [ApiChoice::Auto, ApiChoice::Sdk, ApiChoice::Roctracer];
         for o in opts::parse(opts)? {
+            if self.common.apply(&o)? {
+                continue;
+            }
             match o.key {
                 "kernels" => self.kernels = o.flag()?,
                 "copies" => self.copies = o.flag()?,
                 "memory" => self.memory = o.flag()?,
                 "scratch" => self.scratch = o.flag()?,
                 "markers" => self.markers = o.flag()?,
-                "verbose" => self.verbose = o.flag()?,
                 "api" => self.api = APIS[o.one_of(&["auto", "rocprofiler-sdk", "roctracer"])?],
-                "stacks" => self.stacks = o.stack_mode()?,
-                "depth" => self.max_depth = o.number()?,
-                "buffer_kib" => self.buffer_bytes = o.number::<usize>()?.clamp(64, 1 << 20) * 1024,
                 _ => return Err(o.unknown()),
             }
         }
-        self.max_depth = self.max_depth.clamp(1, 255);
         Ok(())
-    }
-
-    /// True when the agent itself walks launch stacks.
-    pub fn agent_stacks(&self) -> bool {
-        self.stacks.agent_walks()
-    }
-
-    /// True when the trampoline is called at launches.
-    pub fn trampoline(&self) -> bool {
-        self.stacks.trampoline()
     }
 }
 
@@ -125,10 +93,10 @@ mod tests {
     fn parses_options() {
         let mut c = Config::default();
         c.parse_opts("stacks=both,markers=0,depth=300,buffer_kib=1024").unwrap();
-        assert_eq!(c.stacks, StackMode::Both);
+        assert_eq!(c.common.stacks, StackMode::Both);
         assert!(!c.markers);
-        assert_eq!(c.max_depth, 255);
-        assert_eq!(c.buffer_bytes, 1 << 20);
+        assert_eq!(c.common.max_depth, 255);
+        assert_eq!(c.common.buffer_bytes, 1 << 20);
         assert!(c
             .parse_opts("stacks=some")
             .unwrap_err()

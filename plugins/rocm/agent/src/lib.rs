@@ -81,9 +81,9 @@ impl Agent {
     /// The launch-site path's view of the settings.
     pub fn sites(&self) -> launches::Sites<'_> {
         launches::Sites {
-            record_entries: self.config.stacks != config::StackMode::Off,
-            stacks: self.config.agent_stacks(),
-            max_depth: self.config.max_depth,
+            record_entries: self.config.common.stacks != config::StackMode::Off,
+            stacks: self.config.common.stacks.agent_walks(),
+            max_depth: self.config.common.max_depth,
             own_code: &self.own_code,
             known: &self.known,
         }

@@ -192,7 +192,7 @@ fn enable(a: &Agent) -> Result<(), String> {
             continue;
         }
         names.api_name(u32::from(rocm_wire::DOMAIN_ROCTRACER_HIP), op, n.as_bytes());
-        if a.config.stacks != StackMode::Off {
+        if a.config.common.stacks != StackMode::Off {
             // SAFETY: a static callback.
             let st = unsafe {
                 r.lib.roctracer_enable_op_callback(
@@ -223,7 +223,7 @@ fn enable(a: &Agent) -> Result<(), String> {
         }
     }
     let props = roctracer_properties_t {
-        buffer_size: a.config.buffer_bytes,
+        buffer_size: a.config.common.buffer_bytes,
         buffer_callback_fun: Some(on_buffer),
         ..Default::default()
     };
@@ -251,7 +251,7 @@ unsafe extern "C" fn on_api(_domain: u32, cid: u32, data: *const c_void, _arg: *
     if d.phase == ACTIVITY_API_PHASE_ENTER {
         let outer =
             a.launches.enter(&a.sites(), rocm_wire::DOMAIN_ROCTRACER_HIP, cid, d.correlation_id as u32, regs);
-        if let Some(start) = outer.filter(|_| a.config.trampoline()) {
+        if let Some(start) = outer.filter(|_| a.config.common.stacks.trampoline()) {
             trampoline::call(&start, xpuprof_sdk::model::backend::ROCM, d.correlation_id);
         }
     } else {

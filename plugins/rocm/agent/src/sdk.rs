@@ -344,7 +344,7 @@ fn enable(a: &Agent) -> Result<(), String> {
     let mut m = Vec::new();
     names.put_api_names(&mut m);
     a.channel.push(Chunk::Bytes(m));
-    if a.config.stacks != StackMode::Off && !ops.is_empty() {
+    if a.config.common.stacks != StackMode::Off && !ops.is_empty() {
         let ids: Vec<i32> = ops.iter().map(|(op, _)| *op).collect();
         s.callback_service(ctx, ROCPROFILER_CALLBACK_TRACING_HIP_RUNTIME_API, &ids)?;
     }
@@ -368,7 +368,7 @@ fn enable(a: &Agent) -> Result<(), String> {
         &[ROCPROFILER_HIP_STREAM_SET as i32],
     );
     let mut buf = rocprofiler_buffer_id_t::default();
-    let size = a.config.buffer_bytes;
+    let size = a.config.common.buffer_bytes;
     // SAFETY: a static callback and a valid out-pointer; DISCARD: the application never waits.
     let st = unsafe {
         s.lib.rocprofiler_create_buffer(
@@ -426,7 +426,7 @@ unsafe extern "C" fn on_callback(
                     corr as u32,
                     regs,
                 );
-                if let Some(start) = outer.filter(|_| a.config.trampoline()) {
+                if let Some(start) = outer.filter(|_| a.config.common.stacks.trampoline()) {
                     trampoline::call(&start, xpuprof_sdk::model::backend::ROCM, corr);
                 }
             } else {

@@ -16,7 +16,7 @@ use crate::{agent, Agent, Tracer, AGENT, NAME};
 /// The agent's settings, or why it cannot run.
 pub(crate) fn config() -> Result<Config, String> {
     let c = Config::from_env().map_err(|e| format!("bad XPUPROF_ROCM_OPTS: {e}"))?;
-    if c.socket.is_none() && c.dump_dir.is_none() {
+    if c.common.socket.is_none() && c.common.dump_dir.is_none() {
         return Err(
             "XPUPROF_ROCM_SOCKET is not set (run the program under `xpuprof --source rocm`); tracing is off"
                 .into(),
@@ -34,7 +34,9 @@ fn hello(version: u32, flags: u32) -> Vec<u8> {
 /// Tells the host (when reachable) why this process is not traced; the caller says it on
 /// stderr.
 pub(crate) fn refuse(config: &Config, msg: &str) {
-    if let Ok(outputs) = Outputs::connect(config.socket.as_deref(), config.dump_dir.as_deref(), "rocm") {
+    if let Ok(outputs) =
+        Outputs::connect(config.common.socket.as_deref(), config.common.dump_dir.as_deref(), "rocm")
+    {
         let ch = Channel::new(NAME, 64 * 1024);
         let mut m = hello(0, 0);
         wire::put_message(&mut m, wire::MSG_ERROR, &[msg.as_bytes()]);
@@ -53,10 +55,11 @@ pub(crate) fn start(
     version: (u32, u32, u32),
     lib_path: &str,
 ) -> Result<&'static Agent, String> {
-    let outputs = Outputs::connect(config.socket.as_deref(), config.dump_dir.as_deref(), "rocm")?;
+    let outputs =
+        Outputs::connect(config.common.socket.as_deref(), config.common.dump_dir.as_deref(), "rocm")?;
     let channel = Arc::new(Channel::new(NAME, 64 * 1024));
-    let mut flags = if config.agent_stacks() { wire::FLAG_AGENT_STACKS } else { 0 };
-    if config.trampoline() {
+    let mut flags = if config.common.stacks.agent_walks() { wire::FLAG_AGENT_STACKS } else { 0 };
+    if config.common.stacks.trampoline() {
         flags |= wire::FLAG_TRAMPOLINE_STACKS;
     }
     let me = crate::loader::own_path().unwrap_or_default();
