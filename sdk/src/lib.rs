@@ -100,6 +100,10 @@
 //! - converts every clock domain to the session clock;
 //! - turns `Virtual` frames (process addresses) into module + file offset, symbolises them with
 //!   inlined functions, and demangles;
+//! - gives every mangled name (a kernel's `_Z...`) its demangled text for people in
+//!   [`model::StrDef::display`], once, under the session's one `demangle` switch: a source sends
+//!   names as its runtime reports them, a sink shows [`model::StrDef::shown`] and still has the
+//!   raw [`model::StrDef::text`];
 //! - joins device work to its launch site and API call by (backend, process, correlation id)
 //!   and fills [`model::DeviceOp::launch`]; what it cannot join is counted and shown;
 //! - hands every sink the same sequence, each definition before its first use.
