@@ -133,6 +133,32 @@ impl<'a> Cursor<'a> {
     /// Reads a varint; 0 at the end of the payload.
     #[inline]
     pub fn varint(&mut self) -> u64 {
+        // Most values (ids, small counts, deltas) fit one byte.
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return u64::from(b);
+            }
+        }
+        self.varint_long()
+    }
+
+    /// [`Cursor::varint`] past its one-byte case.
+    fn varint_long(&mut self) -> u64 {
+        // Ten bytes ahead (the longest varint): no bounds check per byte.
+        if let Some(bytes) = self.buf.get(self.pos..self.pos + 10) {
+            let mut v = 0u64;
+            for (i, &b) in bytes.iter().enumerate() {
+                v |= u64::from(b & 0x7f) << (7 * i);
+                if b & 0x80 == 0 {
+                    self.pos += i + 1;
+                    return v;
+                }
+            }
+            self.pos += 10;
+            self.set_bad("overlong varint");
+            return 0;
+        }
         let mut v = 0u64;
         let mut shift = 0u32;
         while self.pos < self.buf.len() {
@@ -538,5 +564,33 @@ mod tests {
         });
         assert_eq!(v, 0);
         assert!(!c.is_bad());
+    }
+
+    #[test]
+    fn varints_read_back_near_and_far_from_the_end_and_bad_ones_are_flagged() {
+        let values = [0u64, 1, 127, 128, 300, 1 << 35, u64::MAX - 1, u64::MAX];
+        for v in values {
+            let mut one = Vec::new();
+            put_varint(&mut one, v);
+            // Alone (fewer than ten bytes follow) and with room after it (the unchecked path).
+            let mut padded = one.clone();
+            padded.extend([0u8; 12]);
+            for buf in [&one, &padded] {
+                let mut c = Cursor::new(buf);
+                assert_eq!(c.varint(), v);
+                assert_eq!(c.position(), one.len());
+                assert!(!c.is_bad());
+            }
+        }
+        let mut overlong = vec![0xffu8; 10];
+        overlong.push(0x01);
+        for buf in [overlong.clone(), [overlong, vec![0; 12]].concat()] {
+            let mut c = Cursor::new(&buf);
+            assert_eq!(c.varint(), 0);
+            assert_eq!(c.bad_reason(), Some("overlong varint"));
+        }
+        let mut c = Cursor::new(&[0x80, 0x80]);
+        c.varint();
+        assert_eq!(c.bad_reason(), Some("varint runs past the end of the record"));
     }
 }
