@@ -211,8 +211,17 @@ impl LocState {
 
     /// Decodes the next record from `c`; returns its sequence number and the record, or what
     /// is wrong with a malformed record.
-    #[inline(always)]
     pub fn decode_record(&mut self, c: &mut Cursor<'_>) -> Result<(u64, Record), Malformed> {
+        let mut r = None;
+        let seq = self.decode_into(c, |x| r = Some(x))?;
+        r.map(|r| (seq, r)).ok_or(Malformed::lost("unknown event kind"))
+    }
+
+    /// [`LocState::decode_record`] handing the record to `put` (straight into the replay's
+    /// output batch: a `Record` is large, and each move of it costs about as much as its
+    /// decoding).
+    #[inline(always)]
+    pub fn decode_into(&mut self, c: &mut Cursor<'_>, put: impl FnOnce(Record)) -> Result<u64, Malformed> {
         let header = c.u8();
         let kind = header & 0x0f;
         let delta = match header >> 4 {
@@ -228,17 +237,29 @@ impl LocState {
             // Exactly one valid record, so what reaches the sinks is always one whole record.
             let mut check = codec::Decoder::new(bytes);
             return match (check.next(), check.next()) {
-                (Some(Ok(r)), None) if check.skipped() == 0 => Ok((self.last_seq, r)),
+                (Some(Ok(r)), None) if check.skipped() == 0 => {
+                    put(r);
+                    Ok(self.last_seq)
+                }
                 // Its length framed it: the records after it still decode.
                 _ => Err(Malformed { why: "raw record is not exactly one valid record", framed: true }),
             };
         }
-        let r = if self.version == 1 { self.decode_v1(kind, c) } else { self.decode_v2(kind, c) };
-        Ok((self.last_seq, r.map_err(Malformed::lost)?))
+        if self.version == 1 {
+            put(self.decode_v1(kind, c).map_err(Malformed::lost)?);
+        } else {
+            self.decode_v2(kind, c, put).map_err(Malformed::lost)?;
+        }
+        Ok(self.last_seq)
     }
 
     #[inline(always)]
-    fn decode_v2(&mut self, kind: u8, c: &mut Cursor<'_>) -> Result<Record, &'static str> {
+    fn decode_v2(
+        &mut self,
+        kind: u8,
+        c: &mut Cursor<'_>,
+        put: impl FnOnce(Record),
+    ) -> Result<(), &'static str> {
         let lay = layout(kind).ok_or("unknown event kind")?;
         let n = lay.order.len();
         let mask = c.varint();
@@ -263,7 +284,8 @@ impl LocState {
         }
         prev[..n].copy_from_slice(&values[..n]);
         Self::remember_predictions(last_time, last_corr, lay, &values[..n]);
-        Record::from_columns(kind, &mut RowReader::new(&values[..n])).ok_or("unknown event kind")
+        put(Record::from_columns(kind, &mut RowReader::new(&values[..n])).ok_or("unknown event kind")?);
+        Ok(())
     }
 
     fn decode_v1(&mut self, kind: u8, c: &mut Cursor<'_>) -> Result<Record, &'static str> {

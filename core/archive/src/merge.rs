@@ -137,12 +137,10 @@ impl<'a> Merge<'a> {
         }
         let mut out = Vec::with_capacity(BATCH_RECORDS);
         while let Some(Reverse((_, i))) = self.heap.pop() {
-            if let Some(r) = self.step(i) {
-                out.push(r);
-                if out.len() >= BATCH_RECORDS {
-                    f(&mut out);
-                    out.clear();
-                }
+            self.step(i, &mut out);
+            if out.len() >= BATCH_RECORDS {
+                f(&mut out);
+                out.clear();
             }
             self.push(i);
         }
@@ -159,44 +157,47 @@ impl<'a> Merge<'a> {
         next.or(self.reader.total()).unwrap_or(u64::MAX)
     }
 
-    /// Decodes stream `i`'s next record, or skips what is damaged (`None`).
+    /// Decodes stream `i`'s next record onto `out`, or skips what is damaged.
     #[inline(always)]
-    fn step(&mut self, i: usize) -> Option<Record> {
+    fn step(&mut self, i: usize, out: &mut Vec<Record>) {
         let bound = self.seq_bound(i);
         let s = &mut self.streams[i];
         let at = s.chunk_offset + (CHUNK_HEADER + s.pos) as u64;
         if s.pos >= s.payload.len() {
             s.left = 0;
             self.damage.note(at, "the chunk ends before its last record");
-            return None;
+            return;
         }
         let mut c = Cursor::new(&s.payload[s.pos..]);
-        let decoded = s.state.decode_record(&mut c);
+        let before = out.len();
+        let decoded = s.state.decode_into(&mut c, |r| out.push(r));
         s.pos += c.position();
         s.left -= 1;
-        let (seq, record) = match decoded {
-            Ok((seq, r)) if seq < bound => (seq, r),
+        let seq = match decoded {
+            Ok(seq) if seq < bound => seq,
             Ok(_) => {
                 // A sequence number past the stream's next chunk: the deltas are damaged, and
                 // every later record of this chunk depends on them.
+                out.truncate(before);
                 s.left = 0;
                 self.damage.note(at, "record sequence number out of range");
-                return None;
+                return;
             }
             Err(m) => {
                 if !m.framed {
                     s.left = 0;
                 }
                 self.damage.note(at, m.why);
-                return None;
+                return;
             }
         };
         if s.left == 0 && s.pos != s.payload.len() {
             self.damage.note(at, "chunk has bytes after its last record");
         }
         if seq < self.next_seq {
+            out.truncate(before);
             self.damage.note(at, format!("record {seq} appears twice or out of order"));
-            return None;
+            return;
         }
         if seq > self.next_seq {
             self.skipped += seq - self.next_seq;
@@ -208,7 +209,6 @@ impl<'a> Merge<'a> {
         }
         self.next_seq = seq + 1;
         self.delivered += 1;
-        Some(record)
     }
 
     fn end(&mut self) {
