@@ -164,16 +164,13 @@ impl Pipeline {
         let mut rest = batch;
         while !rest.is_empty() {
             let mut resume = None;
-            for rec in Decoder::new(rest) {
-                match rec {
-                    Ok(r) => self.record(source, r, now),
-                    Err(e) => {
-                        self.sources[source].malformed += 1;
-                        resume = codec_record_end(rest, e.offset);
-                        let what =
-                            if resume.is_some() { "skipped it" } else { "dropped the rest of the batch" };
-                        tracing::warn!("source #{source} sent a malformed record, {what}: {e}");
-                    }
+            let mut records = Decoder::new(rest);
+            while let Some(rec) = records.next_into(|r| self.record(source, r, now)) {
+                if let Err(e) = rec {
+                    self.sources[source].malformed += 1;
+                    resume = codec_record_end(rest, e.offset);
+                    let what = if resume.is_some() { "skipped it" } else { "dropped the rest of the batch" };
+                    tracing::warn!("source #{source} sent a malformed record, {what}: {e}");
                 }
                 if self.session.out.len() >= BATCH_RECORDS {
                     self.flush(sink);

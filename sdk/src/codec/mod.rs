@@ -78,16 +78,18 @@ impl<'a> Decoder<'a> {
         self.pos
     }
 
-    fn fail(&mut self, offset: usize, reason: &'static str) -> Option<Result<Record, DecodeError>> {
+    fn fail(&mut self, offset: usize, reason: &'static str) -> Option<Result<(), DecodeError>> {
         self.pos = self.buf.len();
         Some(Err(DecodeError { offset, reason }))
     }
 }
 
-impl Iterator for Decoder<'_> {
-    type Item = Result<Record, DecodeError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl Decoder<'_> {
+    /// The next record handed to `put` instead of returned: a `Record` is large, and a caller
+    /// that stores it (in a batch vector) saves moving it through `Option<Result<..>>`. `None`
+    /// at the end of the batch; an error as [`Iterator::next`] gives it.
+    #[inline(always)]
+    pub fn next_into(&mut self, put: impl FnOnce(Record)) -> Option<Result<(), DecodeError>> {
         loop {
             if self.pos >= self.buf.len() {
                 return None;
@@ -107,11 +109,27 @@ impl Iterator for Decoder<'_> {
             let mut p = Cursor::new(&self.buf[body..end]);
             match Record::get_payload(t, &mut p) {
                 Some(_) if p.is_bad() => {
-                    return self.fail(start, p.bad_reason().unwrap_or("malformed field in record"))
+                    let reason = p.bad_reason().unwrap_or("malformed field in record");
+                    return self.fail(start, reason);
                 }
-                Some(r) => return Some(Ok(r)),
+                Some(r) => {
+                    put(r);
+                    return Some(Ok(()));
+                }
                 None => self.skipped += 1,
             }
+        }
+    }
+}
+
+impl Iterator for Decoder<'_> {
+    type Item = Result<Record, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut out = None;
+        match self.next_into(|r| out = Some(r))? {
+            Ok(()) => out.map(Ok),
+            Err(e) => Some(Err(e)),
         }
     }
 }
