@@ -209,17 +209,9 @@ impl LocState {
         }
     }
 
-    /// Decodes the next record from `c`; returns its sequence number and the record, or what
-    /// is wrong with a malformed record.
-    pub fn decode_record(&mut self, c: &mut Cursor<'_>) -> Result<(u64, Record), Malformed> {
-        let mut r = None;
-        let seq = self.decode_into(c, |x| r = Some(x))?;
-        r.map(|r| (seq, r)).ok_or(Malformed::lost("unknown event kind"))
-    }
-
-    /// [`LocState::decode_record`] handing the record to `put` (straight into the replay's
+    /// Decodes the next record from `c` and hands it to `put` (straight into the replay's
     /// output batch: a `Record` is large, and each move of it costs about as much as its
-    /// decoding).
+    /// decoding); returns its sequence number, or what is wrong with a malformed record.
     #[inline(always)]
     pub fn decode_into(&mut self, c: &mut Cursor<'_>, put: impl FnOnce(Record)) -> Result<u64, Malformed> {
         let header = c.u8();
@@ -340,7 +332,7 @@ mod tests {
         let mut c = Cursor::new(&buf);
         let mut out = Vec::new();
         while !c.at_end() {
-            out.push(rd.decode_record(&mut c).unwrap().1);
+            rd.decode_into(&mut c, |r| out.push(r)).unwrap();
         }
         assert_eq!(out, recs);
     }
