@@ -104,6 +104,9 @@ enum Command {
         /// Seconds before a call that has not returned counts as blocked.
         #[arg(long, default_value_t = 10)]
         timeout: u64,
+        /// Skip the file name rule `libxpuprof_plugin_<name>.so` (for a build renamed on purpose).
+        #[arg(long)]
+        any_name: bool,
         /// Run the check in this process (by default it runs in a child, so a crash is reported).
         #[arg(long, hide = true)]
         in_process: bool,
@@ -112,6 +115,10 @@ enum Command {
         command: Vec<String>,
     },
     /// Create a plugin crate (Rust) or folder (C) that builds and passes `check-plugin` as is.
+    ///
+    /// It builds against the kit installed beside this xpuprof (PREFIX/share/xpuprof/sdk,
+    /// PREFIX/share/xpuprof/plugin-test, PREFIX/include, PREFIX/lib/pkgconfig/xpuprof.pc for
+    /// PREFIX/bin/xpuprof), else against the repository this xpuprof was built in.
     NewPlugin {
         /// Plugin name (letters, digits, `-`, `_`).
         name: String,
@@ -124,13 +131,13 @@ enum Command {
         /// Folder to create (default: ./NAME).
         #[arg(long)]
         dir: Option<PathBuf>,
-        /// The xpuprof-sdk sources (Rust; default: those this xpuprof was built from).
+        /// The xpuprof-sdk sources (Rust; default: the installed kit's, see above).
         #[arg(long)]
         sdk: Option<PathBuf>,
         /// The xpuprof-plugin-test sources (Rust; default: next to the SDK's).
         #[arg(long)]
         plugin_test: Option<PathBuf>,
-        /// The folder holding xpuprof/plugin.h (C; default: this xpuprof's).
+        /// The folder holding xpuprof/plugin.h (C; default: the installed kit's, see above).
         #[arg(long)]
         include: Option<PathBuf>,
     },
@@ -264,19 +271,29 @@ fn record(args: RecordArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     }
 }
 
+/// `check-plugin`'s switches.
+struct CheckFlags {
+    timeout: u64,
+    any_name: bool,
+    in_process: bool,
+}
+
 fn check_plugin(
     path: PathBuf,
-    timeout: u64,
-    in_process: bool,
+    flags: CheckFlags,
     command: Vec<String>,
     global: &GlobalArgs,
 ) -> anyhow::Result<u8> {
+    let CheckFlags { timeout, any_name, in_process } = flags;
     if !path.is_file() {
         return Err(usage(format!("{} is not a file: give the path of a plugin library", path.display())));
     }
     if !in_process {
         let exe = std::env::current_exe()?;
         let mut args: Vec<std::ffi::OsString> = vec!["check-plugin".into(), "--in-process".into()];
+        if any_name {
+            args.push("--any-name".into());
+        }
         args.extend(["--timeout".into(), timeout.to_string().into(), path.clone().into()]);
         if let Some(c) = &global.config {
             args.extend(["-c".into(), c.clone().into()]);
@@ -291,6 +308,7 @@ fn check_plugin(
     let mut opts = check::CheckOptions {
         config_file: global.config.clone(),
         timeout: std::time::Duration::from_secs(timeout.max(1)),
+        file_name_rule: !any_name,
         ..Default::default()
     };
     if !command.is_empty() {
@@ -367,26 +385,26 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(0)
         }
         Some(Command::NewPlugin { name, kind, lang, dir, sdk, plugin_test, include }) => {
-            let (def_sdk, def_test, def_include) = xpuprof_core::newplugin::default_locations();
-            let sdk_dir = sdk.clone().unwrap_or(def_sdk);
-            let plugin_test = plugin_test
-                .or_else(|| sdk.map(|s| xpuprof_core::newplugin::plugin_test_near(&s)))
-                .unwrap_or(def_test);
+            let mut kit = xpuprof_core::newplugin::Kit::here();
+            if let Some(sdk) = sdk {
+                kit.plugin_test = xpuprof_core::newplugin::plugin_test_near(&sdk);
+                kit.sdk = sdk;
+            }
+            kit.plugin_test = plugin_test.unwrap_or(kit.plugin_test);
+            kit.include = include.unwrap_or(kit.include);
             let req = xpuprof_core::newplugin::NewPlugin {
                 dir: dir.unwrap_or_else(|| PathBuf::from(&name)),
                 name,
                 kind: if kind == "source" { PluginKind::Source } else { PluginKind::Sink },
                 lang: if lang == "rust" { Lang::Rust } else { Lang::C },
-                sdk: sdk_dir,
-                plugin_test,
-                include: include.unwrap_or(def_include),
+                kit,
             };
             let next = req.write().map_err(usage)?;
             term::out(&format!("created {}; next:\n{next}\n", req.dir.display()));
             Ok(0)
         }
-        Some(Command::CheckPlugin { path, timeout, in_process, command }) => {
-            check_plugin(path, timeout, in_process, command, &global)
+        Some(Command::CheckPlugin { path, timeout, any_name, in_process, command }) => {
+            check_plugin(path, CheckFlags { timeout, any_name, in_process }, command, &global)
         }
         Some(Command::Diff { base, current, threshold, metric, format }) => {
             let cfg = load_config(&global).map_err(usage)?;

@@ -1,67 +1,86 @@
 #!/usr/bin/env bash
-# A plugin author outside the repository: builds the C examples from their Makefiles,
-# generates a C source, a C sink and a Rust source and sink with `xpuprof new-plugin`, builds
-# each outside xpuprof's workspace, and runs `xpuprof check-plugin` and a session on every one.
-# Exit 0 when all pass.
-#
-# The C side uses an "installation" of the header (<prefix>/include/xpuprof/*.h, the layout
-# scripts/install.sh gives). The Rust side depends on the SDK's sources by path, as a third
-# party's crate does on an xpuprof checkout (or by git): its conformance kit,
-# xpuprof-plugin-test, builds on the host's crates of the same tree.
+# A plugin author outside the repository, with only an installed xpuprof: installs the build
+# into a temporary prefix with scripts/install.sh, then, from the installation alone,
+#  - builds the C examples of PREFIX/share/xpuprof/examples with `pkg-config --cflags xpuprof`,
+#    checks and runs the two plugins, and runs the C agent example (a third-party agent on
+#    libxpuprof_agent) and checks the launch stacks it sent;
+#  - generates a C source and sink and a Rust source and sink with the installed `xpuprof
+#    new-plugin` (which takes the installed kit by default), builds them (the Rust ones on
+#    PREFIX/share/xpuprof/sdk, their own `cargo test` running the conformance kit of
+#    PREFIX/share/xpuprof/plugin-test), and runs `xpuprof check-plugin` and a session on each.
+# Exit 0 when all pass. Nothing of the repository is used but scripts/install.sh and the build
+# it installs.
 #
 # Usage: tests/plugin-kit/outside.sh XPUPROF_BINARY [TARGET_DIR]
+#   XPUPROF_BINARY: target/<profile>/xpuprof of the build to install (--profile <profile> --no-build).
 #   TARGET_DIR: cargo's build directory for the Rust plugins (default target/sdk-standalone,
 #   shared with tests/abi/sdk-standalone.sh so the SDK's dependencies are built once).
 # Run by core/tests/host/kit.rs.
 set -euo pipefail
 # A build check, not a debugging session: no debug info and no incremental cache (CI's disk is small).
 export CARGO_PROFILE_DEV_DEBUG=false CARGO_INCREMENTAL=0
-root=$(cd "$(dirname "$0")/../.." && pwd)
-xpuprof=$(realpath "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+built=$(realpath "$1")
 target=${2:-$root/target/sdk-standalone}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# 1. The installation.
+# 1. The installation, and an environment that points at it alone.
 prefix=$work/prefix
-mkdir -p "$prefix/include/xpuprof"
-cp "$root"/sdk/include/xpuprof/*.h "$prefix/include/xpuprof/"
+# Without the shipped plugins: none is needed here, and CI's disk is small.
+"$root/scripts/install.sh" --prefix "$prefix" --profile "$(basename "$(dirname "$built")")" --no-build --no-plugins >/dev/null
+export PATH="$prefix/bin:$PATH" PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+unset XPUPROF XPUPROF_PLUGIN_PATH
+xpuprof=$prefix/bin/xpuprof
+[ "$(pkg-config --variable=includedir xpuprof)" -ef "$prefix/include" ] ||
+  { echo "pkg-config does not find the installed xpuprof.pc" >&2; exit 1; }
 
-check() { # LIB: the conformance check, then a session with it
+check() { # LIB: the conformance check
   echo "== xpuprof check-plugin $(basename "$1")"
   "$xpuprof" check-plugin "$1"
 }
 
-# 2. The C examples, from their own folders and Makefiles.
-for ex in c-source-acme c-sink-csv; do
-  cp -r "$root/examples/$ex" "$work/$ex"
-  make -s -C "$work/$ex" XPUPROF_INCLUDE="$prefix/include"
-done
-check "$work/c-source-acme/libxpuprof_plugin_acme.so"
-check "$work/c-sink-csv/libxpuprof_plugin_kernel_csv.so"
-(cd "$work" && "$xpuprof" --plugin-dir c-source-acme --plugin-dir c-sink-csv --source acme \
-  --sink kernel-csv -o out-c --quiet -- true)
-grep -q '"acme::gemm<float>",5,' "$work/out-c/kernels.csv"
-
-# 3. New plugins from the templates.
+# 2. The installed C examples, from their own folders and Makefiles (pkg-config).
 cd "$work"
-"$xpuprof" new-plugin --kind source --lang c --include "$prefix/include" c-src >/dev/null
-"$xpuprof" new-plugin --kind sink --lang c --include "$prefix/include" c-snk >/dev/null
-for p in c-src c-snk; do
-  make -s -C "$p"
-  check "$work/$p/libxpuprof_plugin_${p//-/_}.so"
+for ex in c-source-acme c-sink-csv c-agent-acme; do
+  cp -r "$prefix/share/xpuprof/examples/$ex" "$ex"
 done
-# The Rust ones build offline with the workspace's dependency versions (their own `cargo test`
-# runs the kit too, but builds the whole host: `xpuprof check-plugin` runs the same checks).
+make -s -C c-source-acme
+make -s -C c-sink-csv
+check c-source-acme/libxpuprof_plugin_acme.so
+check c-sink-csv/libxpuprof_plugin_kernel_csv.so
+"$xpuprof" --plugin-dir c-source-acme --plugin-dir c-sink-csv --source acme --sink kernel-csv -o out-c --quiet -- true
+grep -q '"acme::gemm<float>",5,' out-c/kernels.csv
+make -s -C c-agent-acme run >agent.out
+python3 "$here/agent_stream.py" c-agent-acme/dump/agent-*.bin agent.out
+
+# 3. New plugins from the installed templates.
+"$xpuprof" new-plugin --kind source --lang c c-src >/dev/null
+"$xpuprof" new-plugin --kind sink --lang c c-snk >/dev/null
+for p in c-src c-snk; do
+  grep -q "pkg-config --cflags $prefix/lib/pkgconfig/xpuprof.pc" "$p/Makefile" ||
+    { echo "$p/Makefile does not build on the installation's xpuprof.pc" >&2; exit 1; }
+  make -s -C "$p" check
+done
+# The Rust ones build offline with the installation's Cargo.lock (the SDK's tested versions),
+# and their own `cargo test` runs the conformance kit.
 for kind in source sink; do
-  "$xpuprof" new-plugin --kind "$kind" --lang rust --sdk "$root/sdk" "rs-$kind" >/dev/null
-  cp "$root/Cargo.lock" "rs-$kind/Cargo.lock"
-  (cd "rs-$kind" && CARGO_TARGET_DIR="$target" cargo build --offline --quiet)
+  "$xpuprof" new-plugin --kind "$kind" --lang rust "rs-$kind" >/dev/null
+  grep -q "path = \"$prefix/share/xpuprof/sdk\"" "rs-$kind/Cargo.toml" ||
+    { echo "rs-$kind/Cargo.toml does not use the installed SDK" >&2; exit 1; }
+  (cd "rs-$kind" && CARGO_TARGET_DIR="$target" cargo build --offline --quiet &&
+    CARGO_TARGET_DIR="$target" cargo test --offline --quiet >/dev/null)
   check "$target/debug/libxpuprof_plugin_rs_$kind.so"
 done
-mkdir -p "$work/rs-plugins"
-cp "$target/debug/libxpuprof_plugin_rs_source.so" "$target/debug/libxpuprof_plugin_rs_sink.so" "$work/rs-plugins/"
-"$xpuprof" --plugin-dir "$work/rs-plugins" --plugin-dir "$work/c-src" --source rs-source,c-src \
-  --sink rs-sink -o "$work/out-rs" --quiet -- true
-grep -q 'Marker 6' "$work/out-rs/rs-sink.txt"
-echo "outside the workspace: 2 C examples, 2 C and 2 Rust plugins from the templates built, checked and run"
+mkdir -p rs-plugins
+cp "$target/debug/libxpuprof_plugin_rs_source.so" "$target/debug/libxpuprof_plugin_rs_sink.so" rs-plugins/
+"$xpuprof" --plugin-dir rs-plugins --plugin-dir c-src --source rs-source,c-src --sink rs-sink -o out-rs --quiet -- true
+grep -q 'Marker 6' out-rs/rs-sink.txt
+# This run's crates, built from temporary paths, are of no use to the next one.
+for kind in source sink; do
+  (cd "rs-$kind" && CARGO_TARGET_DIR="$target" cargo clean --offline --quiet -p "xpuprof-plugin-rs-$kind" \
+    -p xpuprof-sdk -p xpuprof-plugin-test)
+done
+echo "outside the workspace, from an installation: 2 C examples and the C agent example built and run," \
+  "2 C and 2 Rust plugins from the templates built, checked and run"

@@ -25,27 +25,67 @@ pub struct NewPlugin {
     pub lang: Lang,
     /// The folder to create (it must not exist yet).
     pub dir: PathBuf,
+    /// Where the SDK is.
+    pub kit: Kit,
+}
+
+/// Where the plugin author's kit lies: the install layout of `scripts/install.sh`, or
+/// xpuprof's repository.
+#[derive(Debug, Clone)]
+pub struct Kit {
     /// The `xpuprof-sdk` sources (Rust).
     pub sdk: PathBuf,
     /// The `xpuprof-plugin-test` sources (Rust).
     pub plugin_test: PathBuf,
     /// The directory holding `xpuprof/plugin.h` (C).
     pub include: PathBuf,
+    /// The xpuprof that runs the conformance check (`make check`, the Rust crate's test).
+    pub xpuprof: PathBuf,
 }
 
-/// Where this xpuprof finds the SDK it was built from: the repository it was built in while it
-/// exists, else the install layout (`<prefix>/share/xpuprof/sdk`, `<prefix>/include`).
-pub fn default_locations() -> (PathBuf, PathBuf, PathBuf) {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default();
-    if repo.join("sdk/Cargo.toml").is_file() {
-        return (repo.join("sdk"), repo.join("sdk/plugin-test"), repo.join("sdk/include"));
+impl Kit {
+    /// The kit of the xpuprof at `exe`: its installation's (`<prefix>/share/xpuprof/sdk`,
+    /// `<prefix>/share/xpuprof/plugin-test`, `<prefix>/include` beside `<prefix>/bin/xpuprof`)
+    /// when they are there; else the repository it was built in while that still holds the
+    /// SDK (`cargo run`, `target/debug/xpuprof`); else the installation's paths, which the
+    /// request then reports missing.
+    pub fn of(exe: &Path) -> Self {
+        let prefix = exe.parent().and_then(Path::parent).unwrap_or(Path::new("/usr/local")).to_path_buf();
+        let share = prefix.join("share/xpuprof");
+        let installed = Self {
+            sdk: share.join("sdk"),
+            plugin_test: share.join("plugin-test"),
+            include: prefix.join("include"),
+            xpuprof: exe.to_path_buf(),
+        };
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default();
+        if installed.sdk.join("Cargo.toml").is_file() || !repo.join("sdk/Cargo.toml").is_file() {
+            return installed;
+        }
+        Self {
+            sdk: repo.join("sdk"),
+            plugin_test: repo.join("sdk/plugin-test"),
+            include: repo.join("sdk/include"),
+            xpuprof: exe.to_path_buf(),
+        }
     }
-    let prefix = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().and_then(Path::parent).map(Path::to_path_buf))
-        .unwrap_or_else(|| PathBuf::from("/usr/local"));
-    let share = prefix.join("share/xpuprof");
-    (share.join("sdk"), share.join("plugin-test"), prefix.join("include"))
+
+    /// The kit of the running xpuprof.
+    pub fn here() -> Self {
+        let exe = std::env::current_exe().and_then(|e| e.canonicalize());
+        Self::of(&exe.unwrap_or_else(|_| PathBuf::from("/usr/local/bin/xpuprof")))
+    }
+
+    /// The dependency versions the SDK was built and tested with: `Cargo.lock` beside the SDK's
+    /// folder (`<prefix>/share/xpuprof/Cargo.lock`, the repository's own).
+    pub fn lock(&self) -> Option<PathBuf> {
+        self.sdk.parent().map(|p| p.join("Cargo.lock")).filter(|p| p.is_file())
+    }
+
+    /// The installation's `xpuprof.pc` (`<include>/../lib/pkgconfig/xpuprof.pc`), if any.
+    pub fn pkg_config(&self) -> Option<PathBuf> {
+        self.include.parent().map(|p| p.join("lib/pkgconfig/xpuprof.pc")).filter(|p| p.is_file())
+    }
 }
 
 /// The `xpuprof-plugin-test` sources next to the SDK at `sdk`: `<sdk>/plugin-test` in xpuprof's
@@ -72,6 +112,17 @@ fn camel(name: &str) -> String {
 impl NewPlugin {
     fn fill(&self, template: &str) -> String {
         let lib = self.name.replace('-', "_");
+        // pkg-config with the installation's own xpuprof.pc (not whichever one PKG_CONFIG_PATH
+        // finds first), or the include directory itself.
+        let (cflags, cflags_from) = match self.kit.pkg_config() {
+            Some(pc) => (
+                format!("$(shell pkg-config --cflags {})", pc.display()),
+                "the xpuprof.pc of the installation that generated this folder",
+            ),
+            None => {
+                (format!("-I{}", self.kit.include.display()), "the headers this folder was generated from")
+            }
+        };
         let mut ty = camel(&self.name);
         if ty.starts_with(|c: char| c.is_ascii_digit()) {
             ty.insert(0, 'P');
@@ -81,9 +132,11 @@ impl NewPlugin {
             .replace("{{lib}}", &lib)
             .replace("{{Type}}", &ty)
             .replace("{{kind}}", self.kind.as_str())
-            .replace("{{sdk}}", &self.sdk.display().to_string())
-            .replace("{{plugin_test}}", &self.plugin_test.display().to_string())
-            .replace("{{include}}", &self.include.display().to_string())
+            .replace("{{sdk}}", &self.kit.sdk.display().to_string())
+            .replace("{{plugin_test}}", &self.kit.plugin_test.display().to_string())
+            .replace("{{xpuprof}}", &self.kit.xpuprof.display().to_string())
+            .replace("{{cflags_from}}", cflags_from)
+            .replace("{{cflags}}", &cflags)
     }
 
     /// The files to write: path relative to the folder, contents.
@@ -102,6 +155,7 @@ impl NewPlugin {
                     }),
                 ),
                 ("tests/conformance.rs".into(), self.fill(include_str!("templates/conformance.rs.in"))),
+                (".cargo/config.toml".into(), self.fill(include_str!("templates/cargo-config.toml.in"))),
                 (".gitignore".into(), "/target\n".into()),
             ],
             Lang::C => vec![
@@ -134,8 +188,8 @@ impl NewPlugin {
             return Err(format!("{} already exists: give a new folder with --dir", self.dir.display()));
         }
         let needed = match self.lang {
-            Lang::Rust => [self.sdk.join("Cargo.toml"), self.plugin_test.join("Cargo.toml")].to_vec(),
-            Lang::C => vec![self.include.join("xpuprof/plugin.h")],
+            Lang::Rust => [self.kit.sdk.join("Cargo.toml"), self.kit.plugin_test.join("Cargo.toml")].to_vec(),
+            Lang::C => vec![self.kit.include.join("xpuprof/plugin.h")],
         };
         if let Some(missing) = needed.iter().find(|p| !p.is_file()) {
             return Err(format!(
@@ -150,6 +204,12 @@ impl NewPlugin {
                     .map_err(|e| format!("failed to create {}: {e}", parent.display()))?;
             }
             std::fs::write(&path, text).map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+        }
+        // The first build takes the versions the SDK was tested with (cargo drops the rest).
+        if let (Lang::Rust, Some(lock)) = (self.lang, self.kit.lock()) {
+            let to = self.dir.join("Cargo.lock");
+            std::fs::copy(&lock, &to)
+                .map_err(|e| format!("failed to copy {} to {}: {e}", lock.display(), to.display()))?;
         }
         let dir = self.dir.display();
         Ok(match self.lang {
@@ -179,9 +239,12 @@ mod tests {
             kind: PluginKind::Source,
             lang: Lang::Rust,
             dir: "x".into(),
-            sdk: "/sdk".into(),
-            plugin_test: "/pt".into(),
-            include: "/inc".into(),
+            kit: Kit {
+                sdk: "/sdk".into(),
+                plugin_test: "/pt".into(),
+                include: "/inc".into(),
+                xpuprof: "/bin/xpuprof".into(),
+            },
         };
         let files = p.files();
         let lib = &files.iter().find(|(f, _)| f == "src/lib.rs").unwrap().1;

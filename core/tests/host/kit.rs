@@ -1,7 +1,9 @@
 //! The plugin author's kit end to end, outside the workspace: `tests/plugin-kit/outside.sh`
-//! builds the C examples against an installed header, generates C and Rust sources and sinks
-//! with `xpuprof new-plugin`, builds them outside the workspace, and runs `xpuprof
-//! check-plugin` and a session on each.
+//! installs this build into a temporary prefix with `scripts/install.sh`, builds the installed
+//! C examples (two plugins and an agent on libxpuprof_agent) with `pkg-config`, generates C and
+//! Rust sources and sinks with the installed `xpuprof new-plugin`, builds them against the
+//! installed headers and SDK (the Rust ones run the conformance kit in their own `cargo test`),
+//! and runs `xpuprof check-plugin` and a session on each.
 
 use super::cabi::repo;
 use super::common::*;

@@ -1,16 +1,15 @@
 //! # xpuprof-plugin-test: the conformance kit for xpuprof plugins
 //!
-//! Runs a built plugin library through its whole lifecycle in the host's own harness, the same
-//! checks as `xpuprof check-plugin PATH`, and reports in your terms what breaks the plugin
-//! contract:
+//! Runs a built plugin library through its whole lifecycle in xpuprof's own harness (`xpuprof
+//! check-plugin PATH`, in a child process, so a crash is a finding too) and reports in your
+//! terms what breaks the plugin contract:
 //!
 //! - the library loads (file checks, ABI, layout, descriptor, the name rule
 //!   `libxpuprof_plugin_<name>.so`);
 //! - the config schema: declared defaults within their own constraints, documented keys, and
 //!   the table of a config file when you give one ([`CheckOptions::config_file`]);
 //! - every entry point: errors (with your message), panics (contained, and named with their
-//!   location), calls slower than [`CheckOptions::slow`] and calls blocked past
-//!   [`CheckOptions::timeout`];
+//!   location), slow calls, and calls blocked past [`CheckOptions::timeout`];
 //! - sources, on a real target process: every batch decodes; every id is defined before its
 //!   first use and never redefined differently; clock domains are declared and paired with the
 //!   session clock by `ClockSync`; session-clock timestamps lie inside the session; host-only
@@ -18,6 +17,9 @@
 //! - sinks: a canonical session in the host's order (plus a record kind from a future SDK,
 //!   which a sink must skip) is consumed and finished, the files named exist inside the output
 //!   directory; an empty session finishes too.
+//!
+//! The crate has no dependency and builds in a second: the checks are those of the `xpuprof`
+//! you run your plugin with, found as [`xpuprof`] says.
 //!
 //! ## In your plugin's `cargo test`
 //!
@@ -27,7 +29,8 @@
 //! crate-type = ["cdylib", "rlib"]
 //!
 //! [dev-dependencies]
-//! xpuprof-plugin-test = { path = "..." }
+//! # installed by xpuprof's scripts/install.sh (PREFIX is /usr/local or ~/.local by default)
+//! xpuprof-plugin-test = { path = "PREFIX/share/xpuprof/plugin-test" }
 //! ```
 //!
 //! ```no_run
@@ -42,18 +45,100 @@
 //! `cargo test` builds the `cdylib` before it runs integration tests, so the library is there.
 //! C and C++ authors run the same checks with `xpuprof check-plugin ./libxpuprof_plugin_x.so`.
 
-use std::path::{Path, PathBuf};
+mod report;
 
-pub use xpuprof_core::check::{CheckOptions, Finding, Report, Severity};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+pub use report::{Finding, Report, Severity};
+
+/// How to run the check.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// A config file (`xpuprof.toml` format) whose `[source.NAME]`/`[sink.NAME]` table to use.
+    pub config_file: Option<PathBuf>,
+    /// The target a source records (empty: xpuprof's default, `sleep 0.2`).
+    pub command: Vec<String>,
+    /// A call that has not returned after this is abandoned and an error.
+    pub timeout: Duration,
+    /// Expect the file name rule `libxpuprof_plugin_<name>.so` (off for renamed test builds).
+    pub file_name_rule: bool,
+    /// The `xpuprof` executable to run (default: see [`xpuprof`]).
+    pub xpuprof: Option<PathBuf>,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        Self {
+            config_file: None,
+            command: Vec::new(),
+            timeout: Duration::from_secs(10),
+            file_name_rule: true,
+            xpuprof: None,
+        }
+    }
+}
+
+/// The `xpuprof` that runs the checks: `$XPUPROF` when set; else the one cargo built next to
+/// the running test (inside xpuprof's own workspace); else the first `xpuprof` on `PATH` (an
+/// installed one: `scripts/install.sh` puts it in `PREFIX/bin`).
+pub fn xpuprof() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("XPUPROF").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok();
+    let profile_dir = exe.as_deref().and_then(Path::parent).and_then(Path::parent);
+    if let Some(built) = profile_dir.map(|d| d.join("xpuprof")).filter(|p| p.is_file()) {
+        return Some(built);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join("xpuprof")).find(|p| p.is_file())
+}
 
 /// Checks the plugin library at `path` with the default options.
 pub fn check(path: impl AsRef<Path>) -> Report {
     check_with(path, &CheckOptions::default())
 }
 
-/// Checks the plugin library at `path`.
+/// Checks the plugin library at `path`. When xpuprof cannot run, the report holds one error
+/// saying why.
 pub fn check_with(path: impl AsRef<Path>, options: &CheckOptions) -> Report {
-    xpuprof_core::check::check_plugin(path.as_ref(), options, &mut |_| {})
+    let failed =
+        |message: String| Report::parse(&format!("ERROR   xpuprof runs the check: {message}\n"), false);
+    let Some(exe) = options.xpuprof.clone().or_else(xpuprof) else {
+        return failed(
+            "no xpuprof found: install it (scripts/install.sh) and put PREFIX/bin on PATH, or set XPUPROF to \
+             its path"
+                .into(),
+        );
+    };
+    let mut cmd = Command::new(&exe);
+    if let Some(config) = &options.config_file {
+        cmd.arg("-c").arg(config);
+    }
+    cmd.arg("check-plugin").arg("--timeout").arg(options.timeout.as_secs().max(1).to_string());
+    if !options.file_name_rule {
+        cmd.arg("--any-name");
+    }
+    cmd.arg(path.as_ref());
+    if !options.command.is_empty() {
+        cmd.arg("--").args(&options.command);
+    }
+    let out = match cmd.stdin(Stdio::null()).stderr(Stdio::piped()).output() {
+        Ok(out) => out,
+        Err(e) => return failed(format!("failed to run {}: {e}", exe.display())),
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    match out.status.code() {
+        Some(0 | 1) => Report::parse(&text, out.status.success()),
+        _ => failed(format!(
+            "{} check-plugin exited with {}: {}{}",
+            exe.display(),
+            out.status,
+            text.trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+    }
 }
 
 /// Checks the plugin library at `path` and panics with the report when it breaks a rule.
