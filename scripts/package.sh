@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the relocatable release tarball: target/package/xpuprof-<version>-<arch>-linux.tar.gz,
-# holding bin/xpuprof, lib/xpuprof/plugins/ (the release plugins and agents), install.sh, the
-# README and xpuprof.toml.example. Unpack it anywhere and run bin/xpuprof, or install it with
-# its install.sh [--prefix DIR].
+# holding what scripts/install.sh installs, laid out as installed (bin/xpuprof,
+# lib/xpuprof/plugins/ with the release plugins and agents, and the plugin author's kit:
+# include/xpuprof/, lib/libxpuprof_agent.{so,a}, lib/pkgconfig/xpuprof.pc, share/xpuprof/), plus
+# install.sh, the README and xpuprof.toml.example. Unpack it anywhere and run bin/xpuprof (and
+# point PKG_CONFIG_PATH at its lib/pkgconfig), or install it with its install.sh [--prefix DIR].
 #
 #   scripts/package.sh [--profile release|debug] [--no-build]
 #

@@ -9,9 +9,20 @@
 //!
 //! ## Step by step
 //!
+//! The full walk-through, for Rust and for C/C++ and for in-target agents, with the installed
+//! layout, is the plugin tutorial: `PREFIX/share/xpuprof/plugin-tutorial.md` in an
+//! installation (`scripts/install.sh`), `docs/plugin-tutorial.md` in xpuprof's repository. In
+//! short:
+//!
+//! 0. **Install xpuprof** with `scripts/install.sh --prefix PREFIX`: besides `PREFIX/bin/xpuprof`
+//!    it installs this crate's sources (`PREFIX/share/xpuprof/sdk`), the conformance kit
+//!    (`PREFIX/share/xpuprof/plugin-test`), the C headers (`PREFIX/include/xpuprof`), the C
+//!    agent kit (`PREFIX/lib/libxpuprof_agent.so`), `PREFIX/lib/pkgconfig/xpuprof.pc` and the C
+//!    examples (`PREFIX/share/xpuprof/examples`).
 //! 1. **Generate a plugin** that builds and passes the conformance kit as it is:
 //!    `xpuprof new-plugin --kind source --lang rust mysource` (or `--kind sink`, or `--lang c`
-//!    for a C file and its Makefile). Then `cd mysource && cargo test`.
+//!    for a C file and its Makefile on `pkg-config`). It uses the kit installed beside the
+//!    running xpuprof. Then `cd mysource && cargo test` (C: `make check`).
 //! 2. **Keep the name rule.** The host loads `libxpuprof_plugin_<name>.so` files only
 //!    (`-` in the name becomes `_`): `[lib] name = "xpuprof_plugin_mysource"` and
 //!    `crate-type = ["cdylib", "rlib"]`, and [`PluginInfo::name`] is what users type
@@ -22,16 +33,19 @@
 //! 4. **Implement the lifecycle** ([`Source`] or [`Sink`]; the rules are below): a source emits
 //!    definitions and events through its [`Emitter`], a sink reads them in `consume`.
 //! 5. **Test** with the conformance kit, `xpuprof-plugin-test`, from your own `cargo test`
-//!    (the generated `tests/conformance.rs`): the whole lifecycle in the host's harness, with
-//!    the id, ordering and clock rules, panics, slow and blocked calls, in your terms. C authors
-//!    run the same checks with `xpuprof check-plugin ./libxpuprof_plugin_x.so`.
+//!    (the generated `tests/conformance.rs`; it runs `xpuprof check-plugin`): the whole
+//!    lifecycle in the host's harness, with the id, ordering and clock rules, panics, slow and
+//!    blocked calls, in your terms. C authors run the same checks with
+//!    `xpuprof check-plugin ./libxpuprof_plugin_x.so`.
 //! 6. **Run it**: `xpuprof --plugin-dir target/debug --source mysource --sink folded -- ./app`;
 //!    `xpuprof plugins` says whether it loads and why not.
 //!
 //! Complete examples, each loaded by the real host in xpuprof's tests: `examples/rust-source-fake`
 //! (a fictitious accelerator: devices, launch stacks, kernels in a device clock, a loss),
 //! `examples/rust-sink-speedscope` (a speedscope profile), and their C twins
-//! `examples/c-source-acme` and `examples/c-sink-csv`.
+//! `examples/c-source-acme` and `examples/c-sink-csv`, with `examples/c-agent-acme` (a
+//! third-party in-target agent on the C agent kit); the C ones are installed in
+//! `PREFIX/share/xpuprof/examples`.
 //!
 //! ## A plugin in five lines
 //!
