@@ -3,7 +3,8 @@
 examples/c-agent-acme, run with its dump directory): a hello that announces agent stacks, the
 module map, the three launches of the application with one launch stack shared by all, whose
 frames walk up inner <- middle <- outer <- main (the runtime's and the agent's frames cut from
-its top), and a bye. The format is xpuprof-wire's (docs/formats.md, "The agent wire stream").
+its top), and a bye. The format is xpuprof-wire's (sdk/wire/src/lib.rs, docs/architecture.md
+"The wire protocol").
 
 Usage: agent_stream.py DUMP_FILE APP_STDOUT   (APP_STDOUT: the app's "name 0xADDR" lines)
 """

@@ -5,8 +5,8 @@
 //! declared and paired, session-clock timestamps, host-only fields). Sinks are fed a canonical
 //! session the way the host delivers one, plus a record kind from a future SDK.
 //!
-//! Used by the `check-plugin` command and by the `xpuprof-plugin-test` crate (a plugin's own
-//! `cargo test`).
+//! Used by the `check-plugin` command, which the `xpuprof-plugin-test` crate runs from a
+//! plugin's own `cargo test`.
 
 pub mod isolate;
 mod lifecycle;
