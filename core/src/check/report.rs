@@ -2,16 +2,9 @@
 
 use std::fmt;
 
-/// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
-    /// A check that passed (shown so the author sees what was covered).
-    Pass,
-    /// Works today but is fragile or surprising (a slow call, no records at all).
-    Warning,
-    /// Breaks the contract: the host would refuse it, lose data or show wrong results.
-    Error,
-}
+/// How serious a finding is: the conformance kit's type, whose marks start the report's lines
+/// (the kit reads them back).
+pub use xpuprof_plugin_test::Severity;
 
 /// One finding: the rule, what happened (first occurrence) and how often.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,11 +75,7 @@ impl Report {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for x in &self.findings {
-            let mark = match x.severity {
-                Severity::Pass => "ok     ",
-                Severity::Warning => "warning",
-                Severity::Error => "ERROR  ",
-            };
+            let mark = x.severity.mark();
             let times =
                 if x.count > 1 { format!(" ({} times; the first shown)", x.count) } else { String::new() };
             writeln!(f, "{mark} {}: {}{times}", x.rule, x.message)?;

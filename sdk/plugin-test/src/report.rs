@@ -1,18 +1,33 @@
 //! The report of a check, read back from what `xpuprof check-plugin` prints: one line per
-//! finding (`ok      RULE: MESSAGE`, `warning RULE: MESSAGE`, `ERROR   RULE: MESSAGE`), then a
-//! verdict line naming the plugin.
+//! finding (its [`Severity::mark`], a space, `RULE: MESSAGE`), then a verdict line naming the
+//! plugin.
 
 use std::fmt;
 
-/// How a finding counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How serious a finding is. xpuprof's checker uses this same type, so the marks it prints are
+/// the marks read back here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
-    /// A rule that was checked and holds.
+    /// A check that passed (shown so the author sees what was covered).
     Pass,
-    /// Allowed, but worth fixing (a slow call, an undocumented key...).
+    /// Works today but is fragile or surprising (a slow call, no records at all).
     Warning,
-    /// Breaks the plugin contract: xpuprof refuses the plugin or loses or corrupts data.
+    /// Breaks the contract: the host would refuse it, lose data or show wrong results.
     Error,
+}
+
+impl Severity {
+    /// Every severity.
+    pub const ALL: [Self; 3] = [Self::Pass, Self::Warning, Self::Error];
+
+    /// The 7 characters that start a finding's line in the report, before a space and the rule.
+    pub const fn mark(self) -> &'static str {
+        match self {
+            Self::Pass => "ok     ",
+            Self::Warning => "warning",
+            Self::Error => "ERROR  ",
+        }
+    }
 }
 
 /// One finding of the check.
@@ -44,13 +59,10 @@ impl Report {
     pub fn parse(text: &str, passed: bool) -> Self {
         let mut r = Self { text: text.to_owned(), passed, ..Self::default() };
         for line in text.lines() {
-            let (severity, rest) = if let Some(rest) = line.strip_prefix("ok      ") {
-                (Severity::Pass, rest)
-            } else if let Some(rest) = line.strip_prefix("warning ") {
-                (Severity::Warning, rest)
-            } else if let Some(rest) = line.strip_prefix("ERROR   ") {
-                (Severity::Error, rest)
-            } else {
+            let finding = Severity::ALL
+                .into_iter()
+                .find_map(|s| line.strip_prefix(s.mark()).and_then(|r| r.strip_prefix(' ')).map(|r| (s, r)));
+            let Some((severity, rest)) = finding else {
                 if let Some((name, _)) = line
                     .split_once(" passes the conformance check")
                     .or_else(|| line.split_once(" fails the conformance check"))
