@@ -58,6 +58,8 @@ add() { manifest+=("$1"$'\t'"$2"$'\t'"$3"); }
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ -x "$here/bin/xpuprof" ] && [ -d "$here/lib/xpuprof/plugins" ]; then
   # An unpacked tarball: its files are laid out as they are installed.
+  [ "$prefix" -ef "$here" ] &&
+    die "$prefix is this tarball: it is laid out as installed already (run its bin/xpuprof, or give another --prefix)"
   cd "$here"
   while IFS= read -r f; do
     case "$f" in
