@@ -15,7 +15,9 @@ use xpuprof_plugin_ebpf::python::{Interpreters, PyStack};
 use xpuprof_sdk::{Emitter, Logger};
 use xpuprof_unwind::Registers;
 
-/// Bytes of user stack in the record (the default `ustack_copy_bytes`).
+/// Bytes of user stack in the record: 16 KiB of this thread's stack (the walk reads only the
+/// words it needs, so a larger `ustack_copy_bytes` adds nothing here; a 64 KiB copy would read
+/// past this thread's stack top).
 const COPY: usize = 16384;
 
 /// A sample of this thread: its registers here and the stack above them, as one 8-byte aligned

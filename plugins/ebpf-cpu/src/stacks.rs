@@ -225,3 +225,20 @@ impl StackBuilder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_depth_report_gives_the_share_of_root_walks_per_copy_size() {
+        let mut s = StackStats::default();
+        assert_eq!(s.depth_report(65536), None, "no walk reached a root");
+        s.root_bytes = [2, 1, 0, 1, 0];
+        s.deepest = 20 << 10;
+        let line = s.depth_report(65536).unwrap();
+        assert!(line.starts_with("user stacks unwound to their root: 4;"), "{line}");
+        assert!(line.contains("<= 4 KiB 50.0%, <= 8 KiB 25.0%, <= 16 KiB 0.0%, <= 32 KiB 25.0%"), "{line}");
+        assert!(line.ends_with("(deepest 20.0 KiB, copy 64 KiB)"), "{line}");
+    }
+}
