@@ -469,17 +469,22 @@ mod tests {
         assert_eq!(c.stats().unmatched, 1);
     }
 
-    #[test]
-    fn api_call_only_joins_when_no_stacks_are_sent() {
-        let now = Instant::now();
-        let mut c = Correlator::default();
-        let call = ApiCall::default()
+    /// A launch API call named 9 with CUDA correlation id `id`.
+    fn api_call(id: u64) -> ApiCall {
+        ApiCall::default()
             .pid(1)
             .tid(2)
             .start(1)
             .end(2)
             .name(StrId(9))
-            .correlation(Some(Correlation { backend: backend::CUDA, id: 5 }));
+            .correlation(Some(Correlation { backend: backend::CUDA, id }))
+    }
+
+    #[test]
+    fn api_call_only_joins_when_no_stacks_are_sent() {
+        let now = Instant::now();
+        let mut c = Correlator::default();
+        let call = api_call(5);
         assert!(c.device_op(op(5), now).is_none());
         let out = c.api_call(&call, now);
         assert_eq!(out[0].launch.unwrap().api, StrId(9));
@@ -493,13 +498,7 @@ mod tests {
         // later than the device work (its records are flushed less often).
         let now = Instant::now();
         let mut c = Correlator::default();
-        let call = ApiCall::default()
-            .pid(1)
-            .tid(2)
-            .start(1)
-            .end(2)
-            .name(StrId(9))
-            .correlation(Some(Correlation { backend: backend::CUDA, id: 5 }));
+        let call = api_call(5);
         assert!(c.api_call(&call, now).is_empty());
         let (ops, other) = c.launch_site(&site(5).stack(StackId::NONE), 0, now);
         assert!(ops.is_empty() && other.is_none());
