@@ -28,8 +28,12 @@ if [ "$profile" = release ]; then
 bench=$(cargo bench -q -p xpuprof-python --bench capture --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys; print([j["executable"] for j in map(json.loads, sys.stdin) if j.get("executable")][-1])')
 objcopy --strip-debug "$bench" .device-carry/bench-python-capture
+# The agent's launch-site and stack-walk benchmark (criterion), run by run-all.sh's stacks step.
+bench=$(cargo bench -q -p xpuprof-agent-kit --bench launch_site --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import json,sys; print([j["executable"] for j in map(json.loads, sys.stdin) if j.get("executable")][-1])')
+objcopy --strip-debug "$bench" .device-carry/bench-launch-site
 else
-  rm -f .device-carry/bench-python-capture
+  rm -f .device-carry/bench-python-capture .device-carry/bench-launch-site
 fi
 # The eBPF plugin links libelf, which the GPU machine may lack.
 lib=$(ldconfig -p | awk '/libelf.so.1 / {print $NF; exit}')

@@ -275,6 +275,19 @@ if [[ " $STEPS " == *" stacks "* ]]; then
     else
       row "stacks python bench" "skipped: carry bench-python-capture (scripts/gpu/carry.sh) and a libpython3.X.so.1.0"
     fi
+    # The agent's native launch-stack cost per launch (criterion; #13 B1 and the 40-frame CFI target):
+    # launch site with a 40-frame stack built with / without frame pointers, and the walks alone.
+    if [ -x "$CARRY/bench-launch-site" ]; then
+      XPUPROF_BENCH_DEEP_C=sdk/unwind/tests/fixtures/deep.c "$CARRY/bench-launch-site" --bench --warm-up-time 1 \
+        --measurement-time 2 >"$W/logs/stacks-bench-native.out" 2>&1
+      for b in launch_site/enter_exit_api_only launch_site/enter_exit_with_stack_40_frames_fp \
+               launch_site/enter_exit_with_stack_40_frames_fp_framehop_only launch_site/enter_exit_with_stack_40_frames_cfi \
+               walk/fast_path_fp_built_40 walk/framehop_only_fp_built_40 walk/fast_path_cfi_only_40 walk/frame_pointers_fp_built_40; do
+        row "stacks native bench $b" "$(grep -A1 -E "^$b( |\$)" "$W/logs/stacks-bench-native.out" | grep -o 'time: .*' | head -1)"
+      done
+    else
+      row "stacks native bench" "skipped: carry bench-launch-site (scripts/gpu/carry.sh, release)"
+    fi
     (cd "$W" && tar czf "$OUT/stacks.tar.gz" stacks)
   else
     row "stacks" "skipped: no $CARRY/xpuprof"

@@ -17,7 +17,8 @@
 //! `_Unwind_Backtrace` (the Level Zero agent's earlier walk). The frames each one finds are
 //! printed first, so per-frame costs can be compared.
 //!
-//! `cargo bench -p xpuprof-agent-kit --bench launch_site`
+//! `cargo bench -p xpuprof-agent-kit --bench launch_site` (a binary carried elsewhere finds the
+//! fixture's source through `XPUPROF_BENCH_DEEP_C`; `scripts/gpu/run-all.sh stacks` sets it).
 
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -58,7 +59,9 @@ fn at_depth(recurse: Recurse, depth: u64, work: impl FnMut() -> Duration + 'stat
 }
 
 fn build(dir: &Path, name: &str, flag: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../unwind/tests/fixtures/deep.c");
+    let src = std::env::var_os("XPUPROF_BENCH_DEEP_C")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../unwind/tests/fixtures/deep.c"));
     let out = dir.join(name);
     let ok = std::process::Command::new("cc")
         .args(["-O2", flag, "-shared", "-fPIC", "-o"])
