@@ -233,6 +233,8 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+    // The fixtures stay mapped; their files and folder go.
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 criterion_group!(benches, bench);

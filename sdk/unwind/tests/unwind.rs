@@ -43,7 +43,7 @@ extern "C" fn capture(x: u64) -> u64 {
 fn run_fixture() -> Captured {
     // The module list exists before the library is loaded: the walk must refresh it.
     assert!(!local::known_ranges().is_empty());
-    run_lib(&common::build_deep(&tempfile_dir()))
+    run_lib(&common::build_deep(&tempfile_dir("frameless")))
 }
 
 fn run_lib(lib: &std::path::Path) -> Captured {
@@ -58,8 +58,9 @@ fn run_lib(lib: &std::path::Path) -> Captured {
     c
 }
 
-fn tempfile_dir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("xpuprof-unwind-test-{}", std::process::id()));
+/// A folder of this test process for the test `tag`'s fixtures.
+fn tempfile_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("xpuprof-unwind-test-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -99,6 +100,8 @@ fn walks_through_frameless_code_to_the_root_in_process_and_from_a_copy() {
     assert_eq!(w.end, End::Cut(Cut::Unreadable));
     assert_eq!(&out[..w.len], &c.frames[..w.len]);
     assert!(xpuprof_unwind::stats().snapshot().cut[Cut::Unreadable as usize] >= 1);
+    // The fixture stays mapped; its file and folder go.
+    let _ = std::fs::remove_dir_all(tempfile_dir("frameless"));
 }
 
 #[test]
@@ -106,7 +109,7 @@ fn the_fast_path_finds_the_frames_framehop_finds_with_and_without_frame_pointers
     for (name, flag) in
         [("libdeep-fp.so", "-fno-omit-frame-pointer"), ("libdeep-nofp.so", "-fomit-frame-pointer")]
     {
-        let lib = common::build_deep_with(&tempfile_dir(), name, flag);
+        let lib = common::build_deep_with(&tempfile_dir("fast"), name, flag);
         // One call site for both runs, so every frame can be compared: with the fast path, then
         // framehop alone (the fast path takes the steps the CFI prescribes: the same frames).
         let mut runs = Vec::new();
@@ -131,6 +134,7 @@ fn the_fast_path_finds_the_frames_framehop_finds_with_and_without_frame_pointers
         assert_eq!(runs[1].frames, runs[0].frames, "{name}: framehop alone: {slow:?}");
         assert_eq!(runs[1].walk.unwrap().end, End::Root);
     }
+    let _ = std::fs::remove_dir_all(tempfile_dir("fast"));
 }
 
 fn parse_line(l: &str) -> Option<(u64, u64, u64, bool, String)> {
