@@ -479,7 +479,8 @@ mod tests {
         let pid = child.id();
         let mut py = Interpreters::default();
         let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
-        assert!(py.discover(pid, 1, maps.lines().filter_map(|l| l.split_whitespace().nth(5))).is_some());
+        let paths = xpuprof_wire::maps::parse(&maps);
+        assert!(py.discover(pid, 1, paths.iter().map(|m| m.path.as_str())).is_some());
         drop(child.stdin.take());
         child.wait().unwrap();
         // Two frames as BPF would have sent them just before the exit.

@@ -240,9 +240,9 @@ fn symbols_handle() -> Option<*mut c_void> {
         return Some(libc::RTLD_DEFAULT);
     }
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let path = maps
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
+    let path = xpuprof_wire::maps::parse(&maps)
+        .into_iter()
+        .map(|m| m.path)
         .find(|p| p.rsplit('/').next().is_some_and(|f| f.starts_with("libpython3.") && f.contains(".so")))?;
     let c = std::ffi::CString::new(path).ok()?;
     // SAFETY: RTLD_NOLOAD only returns a handle to a library already loaded; nothing runs.

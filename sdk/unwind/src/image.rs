@@ -93,10 +93,8 @@ pub(crate) fn own_vdso() -> Option<Image> {
         return None;
     }
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-    let (range, _) = line.split_once(' ')?;
-    let (s, e) = range.split_once('-')?;
-    let (s, e) = (u64::from_str_radix(s, 16).ok()?, u64::from_str_radix(e, 16).ok()?);
+    let vdso = xpuprof_wire::maps::parse(&maps).into_iter().find(|m| m.path == "[vdso]")?;
+    let (s, e) = (vdso.start, vdso.end);
     if s != base || e <= s {
         return None;
     }

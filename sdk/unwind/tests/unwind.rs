@@ -74,7 +74,10 @@ fn walks_through_frameless_code_to_the_root_in_process_and_from_a_copy() {
 
     // The same stack from a copy, with modules from /proc/self/maps and the files.
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-    let parsed: Vec<_> = maps.lines().filter_map(parse_line).collect();
+    let parsed: Vec<_> = xpuprof_wire::maps::parse(&maps)
+        .into_iter()
+        .map(|m| (m.start, m.end, m.offset, m.exec, m.path))
+        .collect();
     let mut remote = Remote::default();
     let pid = std::process::id();
     remote.set_maps(
@@ -135,13 +138,4 @@ fn the_fast_path_finds_the_frames_framehop_finds_with_and_without_frame_pointers
         assert_eq!(runs[1].walk.unwrap().end, End::Root);
     }
     let _ = std::fs::remove_dir_all(tempfile_dir("fast"));
-}
-
-fn parse_line(l: &str) -> Option<(u64, u64, u64, bool, String)> {
-    let mut f = l.split_whitespace();
-    let (s, e) = f.next()?.split_once('-')?;
-    let perms = f.next()?;
-    let off = u64::from_str_radix(f.next()?, 16).ok()?;
-    let name = f.nth(2).unwrap_or("").to_owned();
-    Some((u64::from_str_radix(s, 16).ok()?, u64::from_str_radix(e, 16).ok()?, off, perms.contains('x'), name))
 }
