@@ -88,13 +88,13 @@ fn uprobes() {
 }
 
 fn main() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED overhead benchmark: needs root");
-        return;
-    }
     if std::env::args().any(|a| a == "--list") {
         return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("the eBPF overhead benchmark needs root (it loads BPF programs): run it with sudo");
+        std::process::exit(2);
     }
     sampling();
     uprobes();

@@ -273,7 +273,9 @@ mod tests {
     #[test]
     fn tsc_pairs_track_the_session_clock() {
         if !tsc_usable() {
-            eprintln!("SKIPPED: the TSC is not this machine's clocksource");
+            xpuprof_testkit::skip::missing(
+                "the TSC is not this machine's clocksource (or lacks constant_tsc/nonstop_tsc)",
+            );
             return;
         }
         let clock = Clock { tsc: true, pairs: Mutex::new(VecDeque::new()) };
