@@ -112,10 +112,10 @@ fn python_merge(c: &mut Criterion) {
     use xpuprof_python::layout::Frames;
     use xpuprof_python::target::Target;
 
-    if !std::path::Path::new(PYTHON).exists() {
-        eprintln!("python/merge_15_frames skipped: {PYTHON} is missing (scripts/install-deps.sh)");
-        return;
-    }
+    assert!(
+        std::path::Path::new(PYTHON).exists(),
+        "python/merge_15_frames needs {PYTHON}: install it with scripts/install-deps.sh"
+    );
     let script = format!(
         "import sys\ndef f(n):\n    if n == 0:\n        print('ready', flush=True)\n        sys.stdin.readline()\n    else:\n        f(n - 1)\nf({})\n",
         DEPTH - 2
