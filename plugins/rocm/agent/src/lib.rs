@@ -143,6 +143,38 @@ pub(crate) fn say(msg: &str) {
 }
 
 /// The calling thread's kernel id.
+/// The text of a NUL-terminated C string from the tracing library or the application; empty for
+/// null.
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string valid during the call.
+pub(crate) unsafe fn c_text(p: *const std::os::raw::c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: non-null and NUL-terminated (the caller's contract).
+    unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// The error of a tracing-library call `what` that returned `status`, named by the library's
+/// `text` for it (null: the number).
+///
+/// # Safety
+/// As for [`c_text`].
+pub(crate) unsafe fn call_failed(
+    what: &str,
+    status: impl std::fmt::Display,
+    text: *const std::os::raw::c_char,
+) -> String {
+    // SAFETY: the caller's contract.
+    let text = unsafe { c_text(text) };
+    if text.is_empty() {
+        format!("{what} failed: status {status}")
+    } else {
+        format!("{what} failed: {text}")
+    }
+}
+
 pub(crate) fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::syscall(libc::SYS_gettid) as u32 }

@@ -44,13 +44,8 @@ fn check(lib: &Roctracer, what: &str, status: roctracer_status_t) -> Result<(), 
         Ok(f) => unsafe { f() },
         Err(_) => std::ptr::null(),
     };
-    let text = if text.is_null() {
-        format!("status {status}")
-    } else {
-        // SAFETY: non-null, NUL-terminated.
-        unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
-    };
-    Err(format!("{what} failed: {text}"))
+    // SAFETY: null or roctracer's static NUL-terminated string.
+    Err(unsafe { crate::call_failed(what, status, text) })
 }
 
 impl Rt {
@@ -106,11 +101,8 @@ impl Rt {
     fn op_name(&self, domain: u32, op: u32) -> Option<String> {
         // SAFETY: roctracer answers unknown operations with null or "unknown".
         let p = unsafe { self.lib.roctracer_op_string(domain, op, 0) };
-        if p.is_null() {
-            return None;
-        }
-        // SAFETY: a static NUL-terminated name.
-        let n = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        // SAFETY: null or a static NUL-terminated name.
+        let n = unsafe { crate::c_text(p) };
         (!n.is_empty() && n != "unknown").then_some(n)
     }
 }
@@ -277,12 +269,8 @@ unsafe extern "C" fn on_roctx(_domain: u32, cid: u32, data: *const c_void, _arg:
     } else {
         // SAFETY: mark and push carry their message first.
         let p = unsafe { (*(data as *const roctx_api_data_head_t)).message };
-        if p.is_null() {
-            String::new()
-        } else {
-            // SAFETY: the application's NUL-terminated message, valid during the call.
-            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-        }
+        // SAFETY: null or the application's NUL-terminated message, valid during the call.
+        unsafe { crate::c_text(p) }
     };
     let m = Marker { tid: crate::gettid(), op, time: xpuprof_sdk::clock::now_ns(), text };
     let mut body = Vec::new();

@@ -39,13 +39,8 @@ fn check(lib: &RocprofilerSdk, what: &str, status: rocprofiler_status_t) -> Resu
         Ok(f) => unsafe { f(status) },
         Err(_) => std::ptr::null(),
     };
-    let text = if text.is_null() {
-        format!("status {status}")
-    } else {
-        // SAFETY: non-null, NUL-terminated, static.
-        unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
-    };
-    Err(format!("{what} failed: {text}"))
+    // SAFETY: null or the SDK's static NUL-terminated string.
+    Err(unsafe { crate::call_failed(what, status, text) })
 }
 
 impl Sdk {
@@ -218,11 +213,8 @@ unsafe extern "C" fn on_agents(
 }
 
 fn text(p: *const c_char) -> String {
-    if p.is_null() {
-        return String::new();
-    }
-    // SAFETY: the SDK's strings are NUL-terminated and live as long as the SDK.
-    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    // SAFETY: the SDK's strings are null or NUL-terminated and live as long as the SDK.
+    unsafe { crate::c_text(p) }
 }
 
 /// The configure result handed to the SDK (it keeps the pointer).
