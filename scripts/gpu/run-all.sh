@@ -402,39 +402,48 @@ if [[ " $STEPS " == *" e2e "* ]]; then
       torch_profiler|torch_profiler_stack) $PIN "$@" ;;
     esac
   }
+  # Parts (E2E_PARTS, default all): b1 = B1 + B5, b4 = B4 sizes, b2 = B2 PyTorch; B2 knobs:
+  # B2_SIZES (small large), B2_CFGS (all six), B2_STEPS (timed steps; the workload's default), ROUNDS_B2 (2).
+  PARTS=" ${E2E_PARTS:-b1 b4 b2} "
   # B1 + B5
-  : >"$W/logs/b1.txt"; : >"$W/logs/b1-batch.txt"
-  for r in $(seq 1 "${ROUNDS_E2E:-5}"); do
-    for c in unprofiled cupti_alone xpuprof_cupti xpuprof_default xpuprof_uprobe; do
-      line=$(BENCH_CPU=${PIN:+2} e2e_cfg $c "$B" "$BENCH_N" 2>"$W/logs/b1-$c.err" | grep '^BENCH')
-      echo "$r $c $(echo "$line" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')" >>"$W/logs/b1.txt"
-      echo "$r $c $(echo "$line" | sed -n 's/.*batch_median_us=\([0-9.]*\).*/\1/p')" >>"$W/logs/b1-batch.txt"
-    done
-  done
-  bench_summary "$W/logs/b1.txt" "$BENCH_N" B1-total | tee -a "$SUMMARY"
-  bench_summary "$W/logs/b1-batch.txt" 1000000 B1-batch | tee -a "$SUMMARY"
-  for c in xpuprof_cupti xpuprof_default xpuprof_uprobe; do
-    row "B5 $c (last round)" "$(grep -h 'device ops:\|losses:' "$W/logs/b1-$c.err" | tr -s ' ' | tr '\n' ' ')"
-  done
-  # B4: archive and chrome bytes per launch for the B1 program
-  rm -rf "$W/e2e-out/b4"
-  $X --source cupti --sink archive,chrome -o "$W/e2e-out/b4" -- "$B" "$BENCH_N" >/dev/null 2>"$W/logs/b4.err"
-  a=$(du -cb "$W/e2e-out/b4/archive" | tail -1 | cut -f1); j=$(stat -c %s "$W/e2e-out/b4/trace.json" 2>/dev/null)
-  row "B4 bytes per launch (N=$BENCH_N+100)" "archive $(python3 -c "print(round($a/($BENCH_N+100),1))") chrome $(python3 -c "print(round(${j:-0}/($BENCH_N+100),1))")"
-  # B2: PyTorch inference, small and large
-  T=tests/workloads/cuda/transformer_bench.py
-  : >"$W/logs/b2-small.txt"; : >"$W/logs/b2-large.txt"
-  for r in $(seq 1 "${ROUNDS_B2:-2}"); do
-    for size in small large; do
-      for c in unprofiled torch_profiler torch_profiler_stack cupti_alone xpuprof_cupti xpuprof_default; do
-        mode=plain; [ $c = torch_profiler ] && mode=profiler; [ $c = torch_profiler_stack ] && mode=profiler_stack
-        v=$(e2e_cfg $c python3 "$T" $mode $size 2>>"$W/logs/b2-$c.err" | sed -n 's/.*ms_per_step=\([0-9.]*\).*/\1/p')
-        echo "$r $c ${v:-nan}" >>"$W/logs/b2-$size.txt"
+  if [[ $PARTS == *" b1 "* ]]; then
+    : >"$W/logs/b1.txt"; : >"$W/logs/b1-batch.txt"
+    for r in $(seq 1 "${ROUNDS_E2E:-5}"); do
+      for c in unprofiled cupti_alone xpuprof_cupti xpuprof_default xpuprof_uprobe; do
+        line=$(BENCH_CPU=${PIN:+2} e2e_cfg $c "$B" "$BENCH_N" 2>"$W/logs/b1-$c.err" | grep '^BENCH')
+        echo "$r $c $(echo "$line" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')" >>"$W/logs/b1.txt"
+        echo "$r $c $(echo "$line" | sed -n 's/.*batch_median_us=\([0-9.]*\).*/\1/p')" >>"$W/logs/b1-batch.txt"
       done
     done
-  done
-  bench_summary "$W/logs/b2-small.txt" 1000000 B2-small ms/step | tee -a "$SUMMARY"
-  bench_summary "$W/logs/b2-large.txt" 1000000 B2-large ms/step | tee -a "$SUMMARY"
+    bench_summary "$W/logs/b1.txt" "$BENCH_N" B1-total | tee -a "$SUMMARY"
+    bench_summary "$W/logs/b1-batch.txt" 1000000 B1-batch | tee -a "$SUMMARY"
+    for c in xpuprof_cupti xpuprof_default xpuprof_uprobe; do
+      row "B5 $c (last round)" "$(grep -h 'device ops:\|losses:' "$W/logs/b1-$c.err" | tr -s ' ' | tr '\n' ' ')"
+    done
+  fi
+  # B4: archive and chrome bytes per launch for the B1 program
+  if [[ $PARTS == *" b4 "* ]]; then
+    rm -rf "$W/e2e-out/b4"
+    $X --source cupti --sink archive,chrome -o "$W/e2e-out/b4" -- "$B" "$BENCH_N" >/dev/null 2>"$W/logs/b4.err"
+    a=$(du -cb "$W/e2e-out/b4/archive" | tail -1 | cut -f1); j=$(stat -c %s "$W/e2e-out/b4/trace.json" 2>/dev/null)
+    row "B4 bytes per launch (N=$BENCH_N+100)" "archive $(python3 -c "print(round($a/($BENCH_N+100),1))") chrome $(python3 -c "print(round(${j:-0}/($BENCH_N+100),1))")"
+  fi
+  # B2: PyTorch inference, small and large
+  if [[ $PARTS == *" b2 "* ]]; then
+    T=tests/workloads/cuda/transformer_bench.py
+    B2_SIZES=${B2_SIZES:-small large}
+    for size in $B2_SIZES; do : >"$W/logs/b2-$size.txt"; done
+    for r in $(seq 1 "${ROUNDS_B2:-2}"); do
+      for size in $B2_SIZES; do
+        for c in ${B2_CFGS:-unprofiled torch_profiler torch_profiler_stack cupti_alone xpuprof_cupti xpuprof_default}; do
+          mode=plain; [ $c = torch_profiler ] && mode=profiler; [ $c = torch_profiler_stack ] && mode=profiler_stack
+          v=$(e2e_cfg $c python3 "$T" $mode $size ${B2_STEPS:-} 2>>"$W/logs/b2-$c.err" | sed -n 's/.*ms_per_step=\([0-9.]*\).*/\1/p')
+          echo "$r $c ${v:-nan}" >>"$W/logs/b2-$size.txt"
+        done
+      done
+    done
+    for size in $B2_SIZES; do bench_summary "$W/logs/b2-$size.txt" 1000000 "B2-$size" ms/step | tee -a "$SUMMARY"; done
+  fi
 fi
 
 (cd "$W" && tar czf "$OUT/logs.tar.gz" logs summary.txt)
