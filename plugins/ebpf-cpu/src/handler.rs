@@ -18,7 +18,7 @@ const PAGE_SIZE: u64 = 4096;
 const EXIT_GRACE: Duration = Duration::from_secs(1);
 /// Most events of one exited process held back until its final mappings arrive.
 const MAX_PARKED_PER_PROCESS: usize = 4096;
-use crate::stacks::StackBuilder;
+use crate::stacks::{StackBuilder, Unwound};
 
 /// What is known about a process of the tree.
 #[derive(Debug, Clone, Default)]
@@ -242,16 +242,15 @@ impl Handler {
         }
     }
 
-    /// True when `e` starts at a user address no known mapping covers while its process has
-    /// already exited: its final mappings are on their way (sent at exit), so the event waits.
-    fn should_park(&mut self, e: &StackEvent) -> bool {
-        if self.exited.contains(&e.pid) {
-            return false;
-        }
-        let (pid, time) = (e.pid, e.time);
-        let missing = e.user_ip != 0 && self.maps.find(pid, time, e.user_ip).is_none();
-        let parked = self.parked.get(&pid).map_or(0, Vec::len);
-        missing && self.maps.is_gone(pid) && parked < MAX_PARKED_PER_PROCESS
+    /// True when the events of `pid` whose frames the maps do not cover should wait for its
+    /// final mappings: its maps can no longer be read (it is exiting or gone), and the
+    /// mappings the kernel sends at its exit have not arrived yet (they come just before the
+    /// exit event). The snapshot it was seen with may predate libraries the dynamic loader mapped
+    /// after it (a process that lives a millisecond is read once, mid-load).
+    fn waits_for_final_maps(&self, pid: u32) -> bool {
+        !self.exited.contains(&pid)
+            && self.maps.is_gone(pid)
+            && self.parked.get(&pid).map_or(0, Vec::len) < MAX_PARKED_PER_PROCESS
     }
 
     /// Flushes when correlated launch sites were emitted since the last flush: the backend's
@@ -264,18 +263,27 @@ impl Handler {
     }
 
     fn on_stack(&mut self, e: &StackEvent, ustack: &[u8]) {
-        if self.should_park(e) {
+        // Decided by the whole walk, not its first frame: any frame outside the known mappings
+        // of a process whose maps are gone may lie in a library its final mappings show.
+        let unwound = self.stacks.unwind(e, ustack, &mut self.maps);
+        if unwound == Unwound::Unmapped && self.waits_for_final_maps(e.pid) {
             self.parked.entry(e.pid).or_default().push((*e, ustack.to_vec()));
             return;
         }
-        self.emit_stack_event(e, ustack);
+        self.emit_unwound(e);
     }
 
+    /// Emits `e` (a parked event: walked again, now with its process's final mappings).
     fn emit_stack_event(&mut self, e: &StackEvent, ustack: &[u8]) {
+        self.stacks.unwind(e, ustack, &mut self.maps);
+        self.emit_unwound(e);
+    }
+
+    /// Emits `e`, whose user stack [`StackBuilder::unwind`] just walked.
+    fn emit_unwound(&mut self, e: &StackEvent) {
         self.define_task(e);
         let python = self.python.as_mut();
-        let stack =
-            self.stacks.build(e, ustack, &mut self.maps, python, &mut self.interner, &mut self.emitter);
+        let stack = self.stacks.intern(e, &mut self.maps, python, &mut self.interner, &mut self.emitter);
         // libpython is mapped by the dynamic loader after exec, and the periodic scans wait while
         // the ring buffer is busy: a sample of a process without an interpreter yet looks again.
         if self.python.as_mut().is_some_and(|py| py.wants_look(e.pid, Instant::now()))
@@ -342,7 +350,9 @@ mod tests {
     use std::mem::size_of;
 
     use super::*;
-    use crate::decode::ProcEvent;
+    use crate::decode::{ProcEvent, EV_SAMPLE, MAX_KSTACK, NAME_LEN, PATH_DEPTH};
+    use crate::procmaps::ProcMaps;
+    use xpuprof_unwind::{Cut, Registers};
 
     /// The ring-buffer bytes of a process event (8-byte aligned, as the ring buffer hands them).
     fn proc_event(kind: u32, pid: u32) -> Vec<u64> {
@@ -359,6 +369,123 @@ mod tests {
         let bytes =
             unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), size_of::<ProcEvent>()) };
         h.handle(bytes);
+    }
+
+    /// An on-CPU sample of this thread as the BPF program records it (registers here, up to
+    /// 64 KiB of the stack above them), attributed to `pid`.
+    #[inline(never)]
+    fn sample_here(pid: u32) -> (StackEvent, Vec<u8>) {
+        let regs = Registers::here();
+        let own = ProcMaps::read(std::process::id()).unwrap();
+        let top = own.find(regs.sp).expect("the stack is mapped").end;
+        let len = (top - regs.sp).min(64 << 10) as usize;
+        // SAFETY: `[sp, sp + len)` lies in this thread's stack mapping, below its end.
+        let ustack = unsafe { std::slice::from_raw_parts(regs.sp as *const u8, len) }.to_vec();
+        let event = StackEvent {
+            kind: EV_SAMPLE,
+            pid,
+            tid: pid,
+            backend: 0,
+            time: xpuprof_sdk::clock::now_ns(),
+            weight: 1,
+            correlation: 0,
+            cookie: 0,
+            user_ip: regs.ip,
+            user_sp: regs.sp,
+            user_bp: regs.bp,
+            flags: 0,
+            ustack_bytes: len as i32,
+            kstack_bytes: 0,
+            pad: 0,
+            comm: *b"short-lived\0\0\0\0\0",
+            kstack: [0; MAX_KSTACK],
+            py: crate::python::PyStack::default(),
+        };
+        (event, ustack)
+    }
+
+    /// The record the BPF program sends at `pid`'s exit for its executable mapping `m`.
+    fn final_mapping(pid: u32, m: &Mapping) -> MappingEvent {
+        let mut e = MappingEvent {
+            kind: decode::EV_MAPPING,
+            pid,
+            time: 2,
+            start: m.start,
+            end: m.end,
+            pgoff: m.offset / PAGE_SIZE,
+            depth: 0,
+            complete: 1,
+            names: [0; PATH_DEPTH * NAME_LEN],
+        };
+        // Components from the file up, as the BPF path walk writes them.
+        for (i, name) in m.path.rsplit('/').filter(|c| !c.is_empty()).enumerate() {
+            e.names[i * NAME_LEN..i * NAME_LEN + name.len()].copy_from_slice(name.as_bytes());
+            e.depth += 1;
+        }
+        e
+    }
+
+    /// A handler that saw `pid` (an exited process) only through a maps snapshot taken before
+    /// the C library was mapped, and one of its samples whose deeper frames (the thread's
+    /// start) lie in the C library; its final mappings (the C library's) as the kernel sends
+    /// them at exit.
+    fn sampled_mid_load(pid: u32) -> (Handler, Vec<MappingEvent>) {
+        let own = ProcMaps::read(std::process::id()).unwrap();
+        let is_libc = |m: &Mapping| m.path.rsplit('/').next().is_some_and(|f| f.starts_with("libc.so"));
+        let before: Vec<String> = own
+            .iter()
+            .filter(|m| !is_libc(m))
+            .map(|m| {
+                let perms = if m.exec { "r-xp" } else { "r--p" };
+                format!("{:x}-{:x} {perms} {:08x} 00:00 0 {}", m.start, m.end, m.offset, m.path)
+            })
+            .collect();
+        let finals: Vec<MappingEvent> =
+            own.iter().filter(|m| m.exec && is_libc(m)).map(|m| final_mapping(pid, m)).collect();
+        assert!(!finals.is_empty(), "this test process maps the C library");
+        let mut h =
+            Handler::new(Emitter::detached(), Logger::stderr(), pid, &["t".into()], Vec::new(), false);
+        h.maps.set_snapshot(pid, ProcMaps::parse(&before.join("\n")));
+        let (event, ustack) = sample_here(pid);
+        h.on_stack(&event, &ustack);
+        (h, finals)
+    }
+
+    #[test]
+    fn a_sample_whose_deeper_frames_the_snapshot_misses_waits_for_the_final_mappings() {
+        let pid = 4_100_000; // above pid_max: never a real process, its maps are gone
+        let (mut h, finals) = sampled_mid_load(pid);
+        // The leaf (this test binary) is mapped; the thread's start (libc) is not: it waits.
+        assert_eq!(h.parked.get(&pid).map(Vec::len), Some(1), "the sample was not parked");
+        assert_eq!(h.stack_stats().cut, [0; Cut::COUNT], "a parked sample is not counted yet");
+        for m in &finals {
+            h.on_mapping(m);
+        }
+        handle(&mut h, &proc_event(decode::EV_EXIT, pid));
+        let s = h.stack_stats();
+        assert!(h.parked.is_empty());
+        assert_eq!(s.unmapped_frames, 0, "frames left unnormalised");
+        assert_eq!(s.cut, [0; Cut::COUNT], "walk cut: {:?}", s.cut);
+        assert_eq!(s.root_bytes.iter().sum::<u64>(), 1, "the walk reaches the thread's root");
+    }
+
+    #[test]
+    fn without_its_final_mappings_a_parked_sample_counts_what_it_lost() {
+        let pid = 4_100_001;
+        let (mut h, _) = sampled_mid_load(pid);
+        // The exit's records were lost (ring buffer full): the session's end emits it as it is.
+        h.flush_parked();
+        let s = h.stack_stats();
+        assert!(s.unmapped_frames + s.cut[Cut::OutsideModules as usize] > 0, "nothing counted: {s:?}");
+    }
+
+    #[test]
+    fn a_live_process_is_read_again_instead_of_waiting() {
+        let pid = std::process::id();
+        let (h, _) = sampled_mid_load(pid);
+        let s = h.stack_stats();
+        assert!(h.parked.is_empty(), "a live process's sample waited");
+        assert_eq!((s.unmapped_frames, s.cut), (0, [0; Cut::COUNT]));
     }
 
     #[test]

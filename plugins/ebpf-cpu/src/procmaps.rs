@@ -149,6 +149,16 @@ impl MapsCache {
         e.generation += 1;
     }
 
+    /// Sets the snapshot of `pid` as if read at session time 0 (tests: a snapshot taken before
+    /// the process mapped what it maps now).
+    #[cfg(test)]
+    pub(crate) fn set_snapshot(&mut self, pid: u32, maps: ProcMaps) {
+        let e = self.pids.entry(pid).or_default();
+        e.current = maps;
+        e.read_at = 0;
+        e.generation += 1;
+    }
+
     /// Drops everything cached about `pid` (an exited process whose events are all handled).
     pub fn forget(&mut self, pid: u32) {
         self.pids.remove(&pid);
@@ -195,10 +205,28 @@ impl MapsCache {
         if stale {
             self.refresh(pid);
         }
+        self.at(pid, time)?.find(addr)
+    }
+
+    /// True when every address of `addrs` lay in a mapping of `pid` at session time `time`;
+    /// on a miss the maps are read again as [`Self::find`] does.
+    pub fn covers(&mut self, pid: u32, time: u64, addrs: &[u64]) -> bool {
+        let first_miss = |c: &Self| match c.at(pid, time) {
+            Some(m) => addrs.iter().copied().find(|&a| m.find(a).is_none()),
+            None => addrs.first().copied(),
+        };
+        let Some(miss) = first_miss(self) else { return true };
+        // Reads the maps again when they are older than the event (a library mapped since).
+        self.find(pid, time, miss);
+        first_miss(self).is_none()
+    }
+
+    /// The snapshot of `pid` that was current at session time `time`.
+    fn at(&self, pid: u32, time: u64) -> Option<&ProcMaps> {
         let e = self.pids.get(&pid)?;
         match &e.before_exec {
-            Some((exec_time, old)) if time < *exec_time => old.find(addr),
-            _ => e.current.find(addr),
+            Some((exec_time, old)) if time < *exec_time => Some(old),
+            _ => Some(&e.current),
         }
     }
 }
@@ -253,6 +281,29 @@ mod tests {
             Mapping { start: 0x1000, end: 0x2000, offset: 0x3000, exec: true, path: "/lib".into() },
         );
         assert_eq!(c.find(pid, 2, 0x1800).map(|m| m.file_offset(0x1800)), Some(0x3800));
+    }
+
+    #[test]
+    fn covers_says_whether_every_address_is_mapped_and_reads_again_on_a_miss() {
+        let mut c = MapsCache::default();
+        let pid = std::process::id();
+        let here =
+            covers_says_whether_every_address_is_mapped_and_reads_again_on_a_miss as fn() as usize as u64;
+        // A snapshot of this process without the test binary's code, read before the event.
+        let own = ProcMaps::read(pid).unwrap();
+        let without: Vec<String> = own
+            .iter()
+            .filter(|m| !(m.start <= here && here < m.end))
+            .map(|m| format!("{:x}-{:x} r-xp {:08x} 00:00 0 {}", m.start, m.end, m.offset, m.path))
+            .collect();
+        c.set_snapshot(pid, ProcMaps::parse(&without.join("\n")));
+        assert!(c.get(pid).unwrap().find(here).is_none());
+        assert!(c.covers(pid, xpuprof_sdk::clock::now_ns(), &[here]), "read again: the code is mapped");
+        let gone = 999_999_998;
+        c.add_final(gone, Mapping { start: 0x1000, end: 0x2000, offset: 0, exec: true, path: "/l".into() });
+        assert!(c.covers(gone, 1, &[0x1800]) && c.covers(gone, 1, &[]));
+        assert!(!c.covers(gone, 1, &[0x1800, 0x2800]));
+        assert!(c.is_gone(gone), "the miss tried to read its maps");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use xpuprof_sdk::model::{FrameId, ModuleId, StackId};
 use xpuprof_sdk::Emitter;
 use xpuprof_unwind::remote::{Mapping, Remote};
-use xpuprof_unwind::{Cut, End, Registers};
+use xpuprof_unwind::{Cut, End, Registers, Walk};
 
 use crate::decode::{StackEvent, START_CALLER};
 use crate::procmaps::MapsCache;
@@ -64,12 +64,24 @@ impl StackStats {
     }
 }
 
+/// Whether an unwound user stack lies wholly in known mappings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unwound {
+    /// Every frame is in a mapping of the process's maps snapshot.
+    Complete,
+    /// A frame is in no mapping the snapshot has, or the walk stopped at code outside every one
+    /// of them: a library mapped after the snapshot, or code no file backs (JIT).
+    Unmapped,
+}
+
 /// Builds stacks, reusing one frame buffer.
 #[derive(Debug, Default)]
 pub struct StackBuilder {
     frames: Vec<FrameId>,
     addrs: Vec<u64>,
     unwinder: Remote,
+    /// How the last walk ([`Self::unwind`]) ended (`None`: no user stack).
+    walk: Option<Walk>,
     /// The module of the last user frame, by its path (consecutive frames share modules).
     last_module: Option<(Arc<str>, ModuleId)>,
     /// What could not be normalised so far.
@@ -77,13 +89,27 @@ pub struct StackBuilder {
 }
 
 impl StackBuilder {
-    /// The interned stack of `ev` (with `ustack`, its copy of the user stack): kernel frames
-    /// (innermost) first, then user frames, with the eval-loop frames replaced by the Python
-    /// frames they run where `python` knows the process's interpreter.
-    pub fn build(
+    /// Unwinds the user stack of `ev` (nothing interned, nothing counted yet: [`Self::intern`]
+    /// does both). Returns [`Unwound::Complete`] when every user frame lies in a mapping the
+    /// process's maps snapshot knows and the walk did not stop for lack of one.
+    pub fn unwind(&mut self, ev: &StackEvent, ustack: &[u8], maps: &mut MapsCache) -> Unwound {
+        self.user_addresses(ev, ustack, maps);
+        let cut_unmapped = self.walk.is_some_and(|w| w.end == End::Cut(Cut::OutsideModules));
+        // A miss reads the maps again when they are older than the event (a library mapped
+        // since); what still misses is code no snapshot of this process maps.
+        if cut_unmapped || !maps.covers(ev.pid, ev.time, &self.addrs) {
+            Unwound::Unmapped
+        } else {
+            Unwound::Complete
+        }
+    }
+
+    /// The interned stack of the event [`Self::unwind`] just walked (its walk counted): kernel
+    /// frames (innermost) first, then user frames, with the eval-loop frames replaced by the
+    /// Python frames they run where `python` knows the process's interpreter.
+    pub fn intern(
         &mut self,
         ev: &StackEvent,
-        ustack: &[u8],
         maps: &mut MapsCache,
         mut python: Option<&mut Interpreters>,
         int: &mut Interner,
@@ -96,7 +122,9 @@ impl StackBuilder {
         if ev.ustack_bytes < 0 {
             self.stats.missing_user_stacks += 1;
         }
-        self.user_addresses(ev, ustack, maps);
+        if let Some(w) = self.walk {
+            self.count_walk(w);
+        }
         let caller_start = ev.flags & START_CALLER != 0;
         for (i, a) in self.addrs.iter_mut().enumerate() {
             // Return addresses (every frame but an interrupted leaf): step back into the call
@@ -122,6 +150,7 @@ impl StackBuilder {
     /// The user frames, unwound from the event's registers through its stack copy.
     fn user_addresses(&mut self, ev: &StackEvent, ustack: &[u8], maps: &mut MapsCache) {
         self.addrs.clear();
+        self.walk = None;
         if ev.user_ip == 0 {
             return;
         }
@@ -144,6 +173,12 @@ impl StackBuilder {
             self.set_modules(ev.pid, maps);
             w = walk(&mut self.unwinder);
         }
+        self.addrs.extend_from_slice(&out[..w.len]);
+        self.walk = Some(w);
+    }
+
+    /// Counts how the last walk ended.
+    fn count_walk(&mut self, w: Walk) {
         match w.end {
             End::Cut(c) => self.stats.cut[c as usize] += 1,
             End::MaxDepth => self.stats.max_depth += 1,
@@ -154,7 +189,6 @@ impl StackBuilder {
                 self.stats.deepest = self.stats.deepest.max(w.stack_bytes);
             }
         }
-        self.addrs.extend_from_slice(&out[..w.len]);
     }
 
     /// Gives the unwinder `pid`'s current maps when they changed since it last had them.
