@@ -147,9 +147,16 @@ fn python_merge(c: &mut Criterion) {
             (f.code + target.layout.code_instructions.unwrap_or(0) + f.offset) | (u64::from(f.entry) << 63);
     }
     stack.frames = n as u32;
-    // 40 native frames, the interpreter's eval loop 25 frames from the root.
+    // 40 native frames, the interpreter's eval loop 25 frames from the root, 256 stack bytes
+    // each; the eval-loop call's marker on the C stack inside its frame.
     let native: Vec<u64> =
         (0..40u64).map(|i| if i == 15 { target.eval.0 + 16 } else { 0x40_0000 + i * 64 }).collect();
+    let sp: Vec<u64> = (0..40u64).map(|i| 0x7ff0_0000 + i * 256).collect();
+    for (f, mark) in raw[..n].iter().zip(stack.cstack.iter_mut()) {
+        if f.entry {
+            *mark = sp[15] + 64;
+        }
+    }
     let (mut int, mut em) = (xpuprof_toolbox::Interner::default(), Emitter::detached());
     let mut addrs = Vec::with_capacity(64);
     let mut frames = Vec::with_capacity(64);
@@ -159,7 +166,7 @@ fn python_merge(c: &mut Criterion) {
         b.iter(|| {
             addrs.clear();
             addrs.extend_from_slice(&native);
-            py.merge_into(pid, &stack, &mut addrs);
+            py.merge_into(pid, &stack, &mut addrs, &sp);
             frames.clear();
             for &a in &addrs {
                 if xpuprof_python::is_python_frame(a) {

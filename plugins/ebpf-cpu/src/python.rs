@@ -15,11 +15,11 @@ use xpuprof_toolbox::Interner;
 
 use xpuprof_python::chain::RawFrame;
 use xpuprof_python::layout::{Frames, Layout};
-use xpuprof_python::merge::merge;
+use xpuprof_python::merge;
 use xpuprof_python::target::{Labels, Target};
 
 /// Entries of `xp_py_stack` (`PY_MAX_FRAMES`).
-pub const PY_MAX_FRAMES: usize = 64;
+pub const PY_MAX_FRAMES: usize = 256;
 /// `PY_NONE`: an offset the version does not have.
 const NONE: u32 = u32::MAX;
 /// `PY_ENTRY`: the frame is the first its eval-loop call ran.
@@ -53,7 +53,7 @@ pub struct PyOffsets {
     pub frame_owner: u32,
     pub frame_is_entry: u32,
     pub owner_cstack: u32,
-    pub pad: u32,
+    pub cframe_previous: u32,
 }
 
 /// Mirror of `struct xp_py_stack`.
@@ -64,6 +64,7 @@ pub struct PyStack {
     pub status: i32,
     pub code: [u64; PY_MAX_FRAMES],
     pub instr: [u64; PY_MAX_FRAMES],
+    pub cstack: [u64; PY_MAX_FRAMES],
 }
 
 // SAFETY: `repr(C)`, integers and arrays of integers only: every bit pattern is a valid value.
@@ -72,7 +73,13 @@ unsafe impl plain::Plain for PyStack {}
 impl Default for PyStack {
     /// No Python frames (what BPF sends for a process without a known interpreter).
     fn default() -> Self {
-        PyStack { frames: 0, status: 0, code: [0; PY_MAX_FRAMES], instr: [0; PY_MAX_FRAMES] }
+        PyStack {
+            frames: 0,
+            status: 0,
+            code: [0; PY_MAX_FRAMES],
+            instr: [0; PY_MAX_FRAMES],
+            cstack: [0; PY_MAX_FRAMES],
+        }
     }
 }
 
@@ -90,6 +97,7 @@ impl PyOffsets {
             tstate_frame: l.tstate_frame as u32,
             cframe_current: off(l.cframe_current_frame),
             owner_cstack: l.owner_cstack.map_or(NONE, u32::from),
+            cframe_previous: off(l.cframe_previous),
             ..PyOffsets::default()
         };
         match l.frames {
@@ -121,6 +129,12 @@ pub struct PyStats {
     /// Python frames no eval-loop frame of the native stack stood for (the native walk ended
     /// before the interpreter): put at the outer end of their stack.
     pub unplaced: u64,
+    /// Runs of Python frames (one per eval-loop call) put in the native frame that holds their
+    /// call's marker on the C stack (exact).
+    pub runs_placed: u64,
+    /// Runs put in place of a native frame of the eval loop's symbol instead: their marker's
+    /// address was not read (3.9, 3.10) or lies in no frame of the walk.
+    pub runs_by_symbol: u64,
     /// Processes whose interpreter was found (and the version is read).
     pub processes: u64,
     /// Samples of processes running no CPython (native frames only).
@@ -162,8 +176,11 @@ pub struct Interpreters {
     exited_id: Option<u64>,
     /// The interned frame of each label, made on first use.
     named: Vec<Option<FrameId>>,
-    /// Scratch: a sample's Python frames and its merged stack.
+    /// Scratch: a sample's Python frames, the C-stack marker of each entry frame, each run's
+    /// place and the merged stack.
     py: Vec<(u64, bool)>,
+    marks: Vec<u64>,
+    places: Vec<Option<usize>>,
     merged: Vec<u64>,
 }
 
@@ -241,19 +258,38 @@ impl Interpreters {
     /// Replaces each eval-loop frame of `native` (a sample of `pid`: innermost first, return
     /// addresses already moved back into their call instruction) by the Python frames of `py`
     /// it runs, as tagged ids whose text [`Interpreters::label`] gives until the next sample.
-    pub fn merge_into(&mut self, pid: u32, py: &PyStack, native: &mut Vec<u64>) {
+    /// `sp[i]` is the stack pointer of `native[i]`'s frame (as far as it goes): each run of
+    /// Python frames goes in the frame whose stack range holds its eval-loop call's marker.
+    pub fn merge_into(&mut self, pid: u32, py: &PyStack, native: &mut Vec<u64>, sp: &[u64]) {
         let mut frames = std::mem::take(&mut self.py);
-        self.frames(pid, py, &mut frames);
+        let mut marks = std::mem::take(&mut self.marks);
+        self.frames(pid, py, &mut frames, &mut marks);
         let eval = self.procs.get(&pid).and_then(|p| p.target.as_ref()).map_or((0, 0), |t| t.eval);
         if !frames.is_empty() {
+            // Run k ends at the k-th entry frame: the native frame whose [SP, next SP) holds
+            // its marker (the last frame's top is not known: left to the fallback).
+            let sp = &sp[..sp.len().min(native.len())];
+            self.places.clear();
+            self.places.extend(marks.iter().map(|&a| frame_holding(sp, a)));
+            self.places.resize(merge::runs(&frames), None);
             self.merged.clear();
             self.merged.resize(native.len() + frames.len(), 0);
-            let m = merge(native, |a| a >= eval.0 && a < eval.1, &frames, &mut self.merged);
+            let m = merge::merge_placed(
+                native,
+                |a| a >= eval.0 && a < eval.1,
+                &frames,
+                &mut self.places,
+                &mut self.merged,
+            );
             self.stats.unplaced += m.unplaced as u64;
+            self.stats.runs_by_symbol += m.by_symbol as u64;
+            let placed = self.places.iter().flatten().count();
+            self.stats.runs_placed += placed.saturating_sub(m.by_symbol) as u64;
             native.clear();
             native.extend_from_slice(&self.merged[..m.len]);
         }
         self.py = frames;
+        self.marks = marks;
     }
 
     /// True when `addr` (a code address, not a return address) lies in `pid`'s eval loop.
@@ -265,9 +301,11 @@ impl Interpreters {
     }
 
     /// The Python frames of a sample of `pid` as (tagged index into [`Interpreters::label`],
-    /// entry) pairs, innermost first, for [`xpuprof_python::merge::merge`].
-    pub fn frames(&mut self, pid: u32, py: &PyStack, out: &mut Vec<(u64, bool)>) {
+    /// entry) pairs, innermost first, for [`xpuprof_python::merge`]; `marks` receives, per entry
+    /// frame, the address of its eval-loop call's marker on the C stack (0: not known).
+    pub fn frames(&mut self, pid: u32, py: &PyStack, out: &mut Vec<(u64, bool)>, marks: &mut Vec<u64>) {
         out.clear();
+        marks.clear();
         let Some(p) = self.procs.get_mut(&pid) else {
             self.stats.other_processes += 1;
             return;
@@ -307,6 +345,9 @@ impl Interpreters {
                 },
             };
             out.push((id, raw.entry));
+            if raw.entry {
+                marks.push(py.cstack[i]);
+            }
         }
         self.stats.exited += u64::from(exited);
         let s = &mut self.stats;
@@ -365,17 +406,26 @@ pub fn report(py: &Interpreters, log: &Logger) -> Vec<(&'static str, u64)> {
     if total > 0 {
         log.info(&format!(
             "python frames on {} of {total} stacks of Python processes; native frames only on {} of threads \
-             running no Python code and {} of processes without CPython; {} Python stacks cut short",
-            s.with_frames, s.without_frames, s.other_processes, s.unreadable
+             running no Python code and {} of processes without CPython; {} Python stacks cut short; \
+             runs of Python frames placed by their eval call's frame on the C stack: {}, by the eval \
+             loop's symbol (no C-stack address): {}",
+            s.with_frames, s.without_frames, s.other_processes, s.unreadable, s.runs_placed, s.runs_by_symbol
         ));
     }
     vec![
-        ("Python stacks cut short: frame chain unreadable or deeper than 64 frames", s.unreadable),
+        ("Python stacks cut short: frame chain unreadable or deeper than 256 frames", s.unreadable),
         (
             "Python frames put at the stack's outer end: the native walk ended before the interpreter",
             s.unplaced,
         ),
     ]
+}
+
+/// The index of the frame whose stack range holds `addr`: frame `i` spans `[sp[i], sp[i + 1])`
+/// (the last frame's top is not known); `None` for 0 or an address outside them.
+fn frame_holding(sp: &[u64], addr: u64) -> Option<usize> {
+    let above = sp.partition_point(|&s| s <= addr);
+    (addr != 0 && above > 0 && above < sp.len()).then(|| above - 1)
 }
 
 /// True when `pid` has exited or is exiting: its address space is gone (its maps read empty).
@@ -490,16 +540,28 @@ mod tests {
             instr: [0x1100 | ENTRY; PY_MAX_FRAMES],
             ..PyStack::default()
         };
-        let mut out = Vec::new();
-        py.frames(pid, &stack, &mut out);
+        let (mut out, mut marks) = (Vec::new(), Vec::new());
+        py.frames(pid, &stack, &mut out, &mut marks);
         assert_eq!(out.len(), 2, "the frames keep their place");
         assert!(out.iter().all(|&(id, entry)| py.label(id) == EXITED && entry));
         assert_eq!((py.stats.exited, py.stats.unreadable), (1, 0));
     }
 
     #[test]
+    fn a_marker_belongs_to_the_frame_whose_stack_range_holds_it() {
+        let sp = [0x1000, 0x1040, 0x1100, 0x1200];
+        assert_eq!(frame_holding(&sp, 0x1000), Some(0));
+        assert_eq!(frame_holding(&sp, 0x103f), Some(0));
+        assert_eq!(frame_holding(&sp, 0x1040), Some(1));
+        assert_eq!(frame_holding(&sp, 0x11f8), Some(2));
+        assert_eq!(frame_holding(&sp, 0x1200), None, "the last frame's top is not known");
+        assert_eq!(frame_holding(&sp, 0xff8), None, "below the leaf");
+        assert_eq!(frame_holding(&sp, 0), None, "not read");
+    }
+
+    #[test]
     fn plain_mirrors_match_the_header_sizes() {
         assert_eq!(std::mem::size_of::<PyOffsets>(), 8 + 14 * 4);
-        assert_eq!(std::mem::size_of::<PyStack>(), 8 + 2 * 8 * PY_MAX_FRAMES);
+        assert_eq!(std::mem::size_of::<PyStack>(), 8 + 3 * 8 * PY_MAX_FRAMES);
     }
 }

@@ -79,6 +79,8 @@ pub enum Unwound {
 pub struct StackBuilder {
     frames: Vec<FrameId>,
     addrs: Vec<u64>,
+    /// The stack pointer of each frame in `addrs` (before the Python merge).
+    sps: Vec<u64>,
     unwinder: Remote,
     /// How the last walk ([`Self::unwind`]) ended (`None`: no user stack).
     walk: Option<Walk>,
@@ -134,7 +136,7 @@ impl StackBuilder {
             }
         }
         if let Some(py) = python.as_deref_mut() {
-            py.merge_into(ev.pid, &ev.py, &mut self.addrs);
+            py.merge_into(ev.pid, &ev.py, &mut self.addrs, &self.sps);
         }
         for i in 0..self.addrs.len() {
             let addr = self.addrs[i];
@@ -150,6 +152,7 @@ impl StackBuilder {
     /// The user frames, unwound from the event's registers through its stack copy.
     fn user_addresses(&mut self, ev: &StackEvent, ustack: &[u8], maps: &mut MapsCache) {
         self.addrs.clear();
+        self.sps.clear();
         self.walk = None;
         if ev.user_ip == 0 {
             return;
@@ -159,14 +162,8 @@ impl StackBuilder {
         self.set_modules(ev.pid, maps);
         let regs = Registers { ip: ev.user_ip, sp: ev.user_sp, bp: ev.user_bp };
         let caller = ev.flags & START_CALLER != 0;
-        let mut out = [0u64; MAX_USER_FRAMES];
-        let mut walk = |u: &mut Remote| {
-            if caller {
-                u.walk_caller(ev.pid, regs, ustack, &mut out)
-            } else {
-                u.walk(ev.pid, regs, ustack, &mut out)
-            }
-        };
+        let (mut out, mut sp) = ([0u64; MAX_USER_FRAMES], [0u64; MAX_USER_FRAMES]);
+        let mut walk = |u: &mut Remote| u.walk_with_sp(ev.pid, regs, caller, ustack, &mut out, &mut sp);
         let mut w = walk(&mut self.unwinder);
         if w.end == End::Cut(Cut::OutsideModules) && maps.refresh(ev.pid) {
             // Code mapped since the maps were read: once more with the new maps.
@@ -174,6 +171,7 @@ impl StackBuilder {
             w = walk(&mut self.unwinder);
         }
         self.addrs.extend_from_slice(&out[..w.len]);
+        self.sps.extend_from_slice(&sp[..w.len]);
         self.walk = Some(w);
     }
 

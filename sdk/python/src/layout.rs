@@ -100,6 +100,10 @@ pub struct Layout {
     pub tstate_frame: u64,
     /// `_PyCFrame.current_frame` when `tstate_frame` points to a `_PyCFrame` (3.11, 3.12).
     pub cframe_current_frame: Option<u64>,
+    /// `_PyCFrame.previous` (3.11, 3.12): the `_PyCFrame` of the eval-loop call below, so the
+    /// chain of `_PyCFrame`s (locals of `_PyEval_EvalFrameDefault`, one per call) gives each
+    /// call's place on the C stack.
+    pub cframe_previous: Option<u64>,
     /// The frame chain.
     pub frames: Frames,
     /// Value of `owner` that marks the eval loop's own entry frame on the C stack (3.12 and
@@ -150,6 +154,7 @@ const V3_9: Layout = Layout {
     tstate_native_thread_id: None,
     tstate_frame: 24,
     cframe_current_frame: None,
+    cframe_previous: None,
     frames: Frames::Objects { back: 24, code: 32, lasti: 104, lasti_in_units: false },
     owner_cstack: None,
     code_filename: 104,
@@ -180,6 +185,7 @@ const V3_11: Layout = Layout {
     tstate_native_thread_id: Some(160),
     tstate_frame: 56,
     cframe_current_frame: Some(8),
+    cframe_previous: Some(16),
     frames: Frames::Interpreter { code: 32, previous: 48, instr: 56, owner: 69, is_entry: Some(68) },
     owner_cstack: None,
     code_filename: 112,
@@ -199,6 +205,7 @@ const V3_12: Layout = Layout {
     tstate_thread_id: 136,
     tstate_native_thread_id: Some(144),
     cframe_current_frame: Some(0),
+    cframe_previous: Some(8),
     frames: Frames::Interpreter { code: 0, previous: 8, instr: 56, owner: 70, is_entry: None },
     owner_cstack: Some(3),
     code_firstlineno: 68,
@@ -217,6 +224,7 @@ const V3_13: Layout = Layout {
     tstate_native_thread_id: Some(160),
     tstate_frame: 72,
     cframe_current_frame: None,
+    cframe_previous: None,
     code_instructions: Some(200),
     ..V3_12
 };

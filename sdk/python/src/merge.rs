@@ -1,6 +1,12 @@
 //! The merge of a thread's Python frames into its native stack, the way `py-spy --native` shows
 //! them: every native frame inside the interpreter's eval loop is replaced by the Python frames
 //! that call of the eval loop runs.
+//!
+//! Python frames come in runs, one per eval-loop call (innermost first, each ending at the frame
+//! the call entered with). [`merge_placed`] puts each run in the native frame that holds its
+//! call's marker on the C stack (exact: found by stack address, whatever the symbols say);
+//! [`merge`] pairs runs with the native frames whose address lies in the eval loop's symbol
+//! (what is left when no address is known).
 
 /// How a merge went.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -10,6 +16,88 @@ pub struct Merged {
     /// Python frames that no eval-loop frame of the native stack stood for (the native walk
     /// ended before reaching them): appended after the native frames, outermost last.
     pub unplaced: usize,
+    /// Runs of Python frames placed by the eval loop's symbol because their place on the C
+    /// stack was not known ([`merge_placed`]; every placed run, for [`merge`]).
+    pub by_symbol: usize,
+}
+
+/// The number of runs in `python` (`(frame, entry)` pairs, innermost first): each ends at an
+/// entry frame; frames after the last entry frame (a chain read only in part) make one more.
+pub fn runs(python: &[(u64, bool)]) -> usize {
+    let entries = python.iter().filter(|f| f.1).count();
+    entries + usize::from(python.last().is_some_and(|f| !f.1))
+}
+
+/// Writes `native` (innermost first) into `out`, each run of `python` put where `places` says:
+/// `places[k] = Some(i)` replaces `native[i]` by run `k` (innermost first, see [`runs`]), the
+/// native frame that owns its eval-loop call's marker on the C stack. A run without a place goes
+/// to the next native frame in the eval loop's symbol (`is_eval`) between the runs placed around
+/// it ([`Merged::by_symbol`]), else next to the run placed after it; runs left after the last
+/// native frame are appended ([`Merged::unplaced`]). Places that do not go outward as runs do
+/// (a torn read) are all dropped for the symbol pairing. `places` is rewritten with where each
+/// run went (`None`: appended).
+pub fn merge_placed(
+    native: &[u64],
+    is_eval: impl Fn(u64) -> bool,
+    python: &[(u64, bool)],
+    places: &mut [Option<usize>],
+    out: &mut [u64],
+) -> Merged {
+    let mut m = Merged::default();
+    let ordered =
+        places.iter().flatten().try_fold(0, |last, &i| (i >= last && i < native.len()).then_some(i));
+    if ordered.is_none() {
+        places.fill(None);
+    }
+    // Runs without a place: the next eval-loop frame after the previous run's place and before
+    // the next placed run's, else just before the next placed run.
+    let mut from = 0;
+    for k in 0..places.len() {
+        if let Some(i) = places[k] {
+            from = i + 1;
+            continue;
+        }
+        let next = places[k..].iter().flatten().next().copied();
+        let limit = next.unwrap_or(native.len());
+        match (from..limit).find(|&i| is_eval(native[i])) {
+            Some(i) => {
+                places[k] = Some(i);
+                m.by_symbol += 1;
+                from = i + 1;
+            }
+            None => places[k] = next,
+        }
+    }
+    let mut n = 0;
+    let mut push = |f: u64, n: &mut usize| {
+        if *n < out.len() {
+            out[*n] = f;
+            *n += 1;
+        }
+    };
+    let (mut py, mut k) = (python.iter().peekable(), 0);
+    for (i, &f) in native.iter().enumerate() {
+        let mut replaced = false;
+        while k < places.len() && places[k] == Some(i) {
+            replaced = true;
+            for &(p, entry) in py.by_ref() {
+                push(p, &mut n);
+                if entry {
+                    break;
+                }
+            }
+            k += 1;
+        }
+        if !replaced {
+            push(f, &mut n);
+        }
+    }
+    for &(p, _) in py {
+        push(p, &mut n);
+        m.unplaced += 1;
+    }
+    m.len = n;
+    m
 }
 
 /// Writes `native` (innermost first) into `out`, each frame for which `is_eval` holds replaced
@@ -47,7 +135,7 @@ pub fn merge(
         push(p, &mut n);
         unplaced += 1;
     }
-    Merged { len: n, unplaced }
+    Merged { len: n, unplaced, by_symbol: 0 }
 }
 
 #[cfg(test)]
@@ -74,6 +162,61 @@ mod tests {
     fn appends_python_frames_the_native_walk_did_not_reach() {
         assert_eq!(run(&[0x10, EVAL], &[(0xb, true), (0xa, true)]), (vec![0x10, 0xb, 0xa], 1));
         assert_eq!(run(&[0x10], &[(0xb, true)]), (vec![0x10, 0xb], 1));
+    }
+
+    fn placed(native: &[u64], python: &[(u64, bool)], places: &[Option<usize>]) -> (Vec<u64>, Merged) {
+        let mut out = [0u64; 16];
+        let mut places = places.to_vec();
+        assert_eq!(places.len(), runs(python));
+        let m = merge_placed(native, |f| f == EVAL, python, &mut places, &mut out);
+        (out[..m.len].to_vec(), m)
+    }
+
+    #[test]
+    fn counts_runs() {
+        assert_eq!(runs(&[]), 0);
+        assert_eq!(runs(&[(1, false), (2, true), (3, true)]), 2);
+        assert_eq!(runs(&[(1, true), (2, false)]), 2, "a chain read in part ends with a run of its own");
+    }
+
+    #[test]
+    fn places_each_run_in_the_frame_that_owns_its_call_whatever_the_symbols_say() {
+        // The outer call's frame is not recognised by its symbol (0x21: a cold part, stripped),
+        // and a native frame between (0x20) is; the places say where the calls are.
+        let native = [0x10, EVAL, 0x20, 0x21, 0x30];
+        let python = [(0xb, false), (0xa, true), (0x1, true)];
+        let (out, m) = placed(&native, &python, &[Some(1), Some(3)]);
+        assert_eq!(out, [0x10, 0xb, 0xa, 0x20, 0x1, 0x30]);
+        assert_eq!(m, Merged { len: 6, unplaced: 0, by_symbol: 0 });
+        // The symbol pairing of the same stack is one frame off.
+        let mut by_symbol = [0u64; 16];
+        let s = merge(&native, |f| f == EVAL, &python, &mut by_symbol);
+        assert_eq!((&by_symbol[..s.len], s.unplaced), (&[0x10, 0xb, 0xa, 0x20, 0x21, 0x30, 0x1][..], 1));
+    }
+
+    #[test]
+    fn runs_without_a_place_fall_back_to_the_symbol_between_their_neighbours() {
+        let native = [0x10, EVAL, 0x20, EVAL, 0x30, 0x31];
+        let python = [(0xc, true), (0xb, true), (0xa, true)];
+        // The middle run's marker is unknown: the eval frame between its neighbours takes it.
+        let (out, m) = placed(&native, &python, &[Some(1), None, Some(4)]);
+        assert_eq!((out, m.by_symbol, m.unplaced), (vec![0x10, 0xc, 0x20, 0xb, 0xa, 0x31], 1, 0));
+        // No eval frame between: it goes just inside the next placed run.
+        let (out, _) = placed(&[0x10, EVAL, 0x20, 0x30], &python, &[Some(1), None, Some(3)]);
+        assert_eq!(out, [0x10, 0xc, 0x20, 0xb, 0xa]);
+        // The outermost run's marker lies beyond the walk (cut short): appended, counted.
+        let (out, m) = placed(&[0x10, EVAL, 0x20], &python, &[Some(1), None, None]);
+        assert_eq!((out, m.unplaced, m.by_symbol), (vec![0x10, 0xc, 0x20, 0xb, 0xa], 2, 0));
+    }
+
+    #[test]
+    fn places_out_of_order_are_dropped_for_the_symbol_pairing() {
+        let native = [0x10, EVAL, 0x20, EVAL];
+        let python = [(0xb, true), (0xa, true)];
+        let (out, m) = placed(&native, &python, &[Some(3), Some(1)]);
+        assert_eq!((out, m.by_symbol), (vec![0x10, 0xb, 0x20, 0xa], 2));
+        let (_, m) = placed(&native, &python, &[Some(1), Some(9)]);
+        assert_eq!(m.by_symbol, 2, "a place past the native frames");
     }
 
     #[test]

@@ -139,7 +139,7 @@ fn walk_once(
         let mut c = c.borrow_mut();
         let caches = c.get_or_insert_with(Box::default);
         caches.classes.sync(m.generation);
-        (walk::run(&m.unwinder, caches, start, &mut read, &InProcess(m), out), m.generation)
+        (walk::run(&m.unwinder, caches, start, &mut read, &InProcess(m), out, &mut []), m.generation)
     })
 }
 

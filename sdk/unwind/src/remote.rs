@@ -93,16 +93,40 @@ impl Remote {
     /// Unwinds a stack of `pid` from `regs`, with `stack` the bytes copied from `regs.sp` up.
     /// Writes the start ip then return addresses into `out`, innermost first.
     pub fn walk(&mut self, pid: u32, regs: Registers, stack: &[u8], out: &mut [u64]) -> Walk {
-        self.walk_inner(pid, regs, false, stack, out)
+        self.walk_inner(pid, regs, false, stack, out, &mut [])
     }
 
     /// Like [`Remote::walk`] for registers whose `ip` is a return address: the caller-side
     /// start an in-process walk reported ([`crate::local::walk_skipping`]).
     pub fn walk_caller(&mut self, pid: u32, regs: Registers, stack: &[u8], out: &mut [u64]) -> Walk {
-        self.walk_inner(pid, regs, true, stack, out)
+        self.walk_inner(pid, regs, true, stack, out, &mut [])
     }
 
-    fn walk_inner(&mut self, pid: u32, regs: Registers, ret: bool, stack: &[u8], out: &mut [u64]) -> Walk {
+    /// [`Remote::walk`] (or [`Remote::walk_caller`] when `caller`) that also writes each
+    /// frame's stack pointer: `sp_out[i]` for the frame in `out[i]` (as far as `sp_out` goes).
+    /// Frame `i` occupies the stack from `sp_out[i]` up to `sp_out[i + 1]` (its canonical frame
+    /// address), so a local variable's address tells which frame owns it.
+    pub fn walk_with_sp(
+        &mut self,
+        pid: u32,
+        regs: Registers,
+        caller: bool,
+        stack: &[u8],
+        out: &mut [u64],
+        sp_out: &mut [u64],
+    ) -> Walk {
+        self.walk_inner(pid, regs, caller, stack, out, sp_out)
+    }
+
+    fn walk_inner(
+        &mut self,
+        pid: u32,
+        regs: Registers,
+        ret: bool,
+        stack: &[u8],
+        out: &mut [u64],
+        sp_out: &mut [u64],
+    ) -> Walk {
         let Some(p) = self.procs.get_mut(&pid) else {
             let w = Walk { len: 0, end: End::Cut(Cut::OutsideModules), stack_bytes: 0 };
             crate::stats().walk(0, 0, w.end);
@@ -116,7 +140,7 @@ impl Remote {
         };
         let caches = p.caches.get_or_insert_with(Box::default);
         let start = walk::Start { regs, ip_is_return: ret, skip: |_| false };
-        let r = walk::run(&p.unwinder, caches, start, &mut read, &Copied(&p.code), out);
+        let r = walk::run(&p.unwinder, caches, start, &mut read, &Copied(&p.code), out, sp_out);
         crate::stats().walk(r.walk.len, r.fast_steps, r.walk.end);
         r.walk
     }

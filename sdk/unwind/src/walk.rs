@@ -120,7 +120,9 @@ pub(crate) struct Caches {
     pub classes: Classes,
 }
 
-/// Runs a walk, reading stack words with `read`.
+/// Runs a walk, reading stack words with `read`; `sp_out[i]`, where it exists, receives the
+/// stack pointer of the frame written to `out[i]` (its frame's lowest address: the frame spans
+/// up to the next frame's stack pointer).
 pub(crate) fn run<D: Deref<Target = [u8]>>(
     unwinder: &UnwinderX86_64<D>,
     caches: &mut Caches,
@@ -128,6 +130,7 @@ pub(crate) fn run<D: Deref<Target = [u8]>>(
     read: &mut impl FnMut(u64) -> Result<u64, ()>,
     code: &impl Code,
     out: &mut [u64],
+    sp_out: &mut [u64],
 ) -> Run {
     let mut run = Run {
         walk: Walk { len: 0, end: End::MaxDepth, stack_bytes: 0 },
@@ -145,7 +148,7 @@ pub(crate) fn run<D: Deref<Target = [u8]>>(
         }
         r
     };
-    run.walk = steps(unwinder, caches, start, &mut read, code, out, &mut run);
+    run.walk = steps(unwinder, caches, start, &mut read, code, (out, sp_out), &mut run);
     run.walk.stack_bytes = top - base;
     run
 }
@@ -156,7 +159,7 @@ fn steps<D: Deref<Target = [u8]>>(
     start: Start<impl Fn(u64) -> bool>,
     read: &mut impl FnMut(u64) -> Result<u64, ()>,
     code: &impl Code,
-    out: &mut [u64],
+    (out, sp_out): (&mut [u64], &mut [u64]),
     run: &mut Run,
 ) -> Walk {
     let regs = start.regs;
@@ -183,6 +186,9 @@ fn steps<D: Deref<Target = [u8]>>(
         }
         if !skipping {
             out[n] = ip;
+            if let Some(sp) = sp_out.get_mut(n) {
+                *sp = r.sp();
+            }
             n += 1;
         }
         if n == out.len() {

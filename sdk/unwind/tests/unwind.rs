@@ -96,6 +96,14 @@ fn walks_through_frameless_code_to_the_root_in_process_and_from_a_copy() {
     let w = remote.walk(pid, c.regs, &c.stack, &mut out);
     assert_eq!(&out[..w.len], &c.frames[..], "the copied stack unwinds to the same frames ({:?})", w.end);
     assert_eq!(w.end, End::Root);
+    // The same walk with each frame's stack pointer: the leaf's is the start's, each caller's
+    // lies above its callee's (the return address between them), all inside the copy.
+    let (mut again, mut sp) = ([0u64; 128], [0u64; 128]);
+    assert_eq!(remote.walk_with_sp(pid, c.regs, false, &c.stack, &mut again, &mut sp), w);
+    assert_eq!(&again[..w.len], &out[..w.len]);
+    assert_eq!(sp[0], c.regs.sp);
+    assert!(sp[..w.len].windows(2).all(|p| p[0] < p[1]), "{:x?}", &sp[..w.len]);
+    assert!(sp[w.len - 1] < c.regs.sp + c.stack.len() as u64);
 
     // A copy cut short ends the walk where the bytes end, counted, without invented frames.
     let short = &c.stack[..256];

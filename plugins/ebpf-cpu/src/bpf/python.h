@@ -40,6 +40,7 @@ struct py_walk {
 	const struct xp_py_offsets *o;
 	struct xp_py_stack *out;
 	__u64 cur; /* thread state or frame being looked at */
+	__u64 cframe; /* 3.11: the _PyCFrame of the eval-loop call running `cur` */
 	__u64 found;
 	__u64 fsbase;
 	__u32 tid;
@@ -81,9 +82,12 @@ static long py_frame_step(__u64 i, void *data)
 	if (!o->objects) {
 		bpf_probe_read_user(&owner, 1, (void *)(frame + o->frame_owner));
 		if (o->owner_cstack != PY_NONE && owner == o->owner_cstack) {
-			/* The eval loop's own marker frame: its caller ran first in that call. */
-			if (n > 0 && n <= PY_MAX_FRAMES)
+			/* The eval loop's own marker frame (a local of that call): its caller ran first
+			 * in that call. */
+			if (n > 0 && n <= PY_MAX_FRAMES) {
 				w->out->instr[(n - 1) & (PY_MAX_FRAMES - 1)] |= PY_ENTRY;
+				w->out->cstack[(n - 1) & (PY_MAX_FRAMES - 1)] = frame;
+			}
 			return 0;
 		}
 	}
@@ -98,6 +102,13 @@ static long py_frame_step(__u64 i, void *data)
 	}
 	w->out->code[n & (PY_MAX_FRAMES - 1)] = py_u64(frame + o->frame_code, &w->bad);
 	w->out->instr[n & (PY_MAX_FRAMES - 1)] = instr;
+	w->out->cstack[n & (PY_MAX_FRAMES - 1)] = 0;
+	if (entry && w->cframe) {
+		/* 3.11: the first frame of an eval-loop call; the next call out is the _PyCFrame's
+		 * previous one. */
+		w->out->cstack[n & (PY_MAX_FRAMES - 1)] = w->cframe;
+		w->cframe = py_u64(w->cframe + o->cframe_previous, &w->bad);
+	}
 	w->n = n + 1;
 	return 0;
 }
@@ -129,10 +140,13 @@ static __always_inline void xp_read_python(struct task_struct *task, __u32 tgid,
 		return;
 	}
 	frame = py_u64(w.found + o->tstate_frame, &w.bad);
-	if (frame && o->cframe_current != PY_NONE)
+	if (frame && o->cframe_current != PY_NONE) {
+		if (o->cframe_previous != PY_NONE && o->frame_is_entry != PY_NONE)
+			w.cframe = frame;
 		frame = py_u64(frame + o->cframe_current, &w.bad);
+	}
 	w.cur = frame;
-	bpf_loop(PY_MAX_FRAMES + 16, py_frame_step, &w, 0);
+	bpf_loop(2 * PY_MAX_FRAMES, py_frame_step, &w, 0);
 	out->frames = w.n;
 	out->status = w.bad ? -2 : (w.cur ? 1 : 0);
 }

@@ -4,7 +4,8 @@
 #ifndef XPUPROF_PYTHON_STACK_H
 #define XPUPROF_PYTHON_STACK_H
 
-#define PY_MAX_FRAMES 64 /* a power of two: indexes are masked for the verifier */
+#define PY_MAX_FRAMES 256 /* a power of two: indexes are masked for the verifier; `import torch` nests
+                            * imports more than 10 deep, about 6 frames each */
 #define PY_MAX_THREADS 256 /* thread states looked at per sample (newest first: the main thread is last) */
 #define PY_NONE 0xffffffffu
 #define PY_ENTRY (1ull << 63) /* in xp_py_stack.instr: the first frame its eval-loop call ran */
@@ -25,7 +26,7 @@ struct xp_py_offsets {
 	__u32 frame_owner; /* PY_NONE for frame objects */
 	__u32 frame_is_entry; /* PY_NONE unless 3.11 */
 	__u32 owner_cstack;   /* PY_NONE before 3.12 */
-	__u32 pad;
+	__u32 cframe_previous; /* _PyCFrame.previous (3.11), PY_NONE else */
 };
 
 /* What a sample carries of Python. */
@@ -34,6 +35,11 @@ struct xp_py_stack {
 	__s32 status;  /* 0: complete; 1: cut at PY_MAX_FRAMES; -1: thread not found; -2: read failed */
 	__u64 code[PY_MAX_FRAMES];
 	__u64 instr[PY_MAX_FRAMES]; /* raw pointer or f_lasti, | PY_ENTRY */
+	/* For an entry frame: the address of its eval-loop call's marker on the C stack, a local of
+	 * that _PyEval_EvalFrameDefault call (3.11: its _PyCFrame; 3.12, 3.13: its entry frame, owned
+	 * by the C stack), so user space finds the native frame that runs it by stack address;
+	 * 0 when unknown (other frames, 3.9, 3.10). */
+	__u64 cstack[PY_MAX_FRAMES];
 };
 
 #endif

@@ -55,6 +55,7 @@ fn table(l: &Layout) -> HashMap<String, u64> {
     let opt = [
         ("tstate.native_thread_id", l.tstate_native_thread_id),
         ("cframe.current_frame", l.cframe_current_frame),
+        ("cframe.previous", l.cframe_previous),
         ("code.qualname", l.code_qualname),
         ("code.code_adaptive", l.code_instructions),
     ];
