@@ -143,8 +143,9 @@ fn python_merge(c: &mut Criterion) {
     let mut stack = PyStack::default();
     for (i, f) in raw[..n].iter().enumerate() {
         stack.code[i] = f.code;
+        let identity = xpuprof_python::code::identity(&mem, target.layout, f.code).unwrap();
         stack.instr[i] =
-            (f.code + target.layout.code_instructions.unwrap_or(0) + f.offset) | (u64::from(f.entry) << 63);
+            f.offset.min(u64::from(u32::MAX)) | (u64::from(identity) << 32) | (u64::from(f.entry) << 63);
     }
     stack.frames = n as u32;
     // 40 native frames, the interpreter's eval loop 25 frames from the root, 256 stack bytes

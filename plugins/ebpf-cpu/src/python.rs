@@ -34,6 +34,10 @@ const LOOKS: u32 = 300;
 /// The label of a frame whose code object could not be read because its process had exited
 /// before the host handled the sample.
 const EXITED: &str = "[python frame: the process exited before it was read]";
+/// The label of a frame whose code object was freed between the sample and the host's read.
+const FREED: &str = "[python frame: its code was freed before it was read]";
+/// `PY_IDENTITY`: where a frame's code identity sits in `xp_py_stack.instr` (bits 32..62).
+const IDENTITY: u64 = 0x7fff_ffff << 32;
 
 /// Mirror of `struct xp_py_offsets`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -54,6 +58,10 @@ pub struct PyOffsets {
     pub frame_is_entry: u32,
     pub owner_cstack: u32,
     pub cframe_previous: u32,
+    pub code_instructions: u32,
+    pub code_identity: u32,
+    pub identity_version: u32,
+    pub pad: u32,
 }
 
 /// Mirror of `struct xp_py_stack`.
@@ -98,6 +106,9 @@ impl PyOffsets {
             cframe_current: off(l.cframe_current_frame),
             owner_cstack: l.owner_cstack.map_or(NONE, u32::from),
             cframe_previous: off(l.cframe_previous),
+            code_instructions: off(l.code_instructions),
+            code_identity: l.code_version.unwrap_or(l.code_filename) as u32,
+            identity_version: u32::from(l.code_version.is_some()),
             ..PyOffsets::default()
         };
         match l.frames {
@@ -126,6 +137,9 @@ pub struct PyStats {
     pub unreadable: u64,
     /// Samples with frames not named because the process had exited when the host read them.
     pub exited: u64,
+    /// Frames not named because their code object was freed before the host read it (another
+    /// lives at its address: told apart by the identity BPF read at the sample).
+    pub freed: u64,
     /// Python frames no eval-loop frame of the native stack stood for (the native walk ended
     /// before the interpreter): put at the outer end of their stack.
     pub unplaced: u64,
@@ -145,7 +159,8 @@ pub struct PyStats {
 struct Proc {
     target: Option<Target>,
     labels: Labels,
-    /// Ids of its frames handed out, by (code object, instruction offset).
+    /// Ids of its frames handed out, by (code object, identity and instruction offset as BPF
+    /// sends them).
     ids: HashMap<(u64, u64), u64>,
     /// Files that could hold CPython already looked at (a `python3.X` executable that links
     /// `libpython3.X.so` holds none of its symbols).
@@ -172,8 +187,9 @@ pub struct Interpreters {
     pub problems: Vec<String>,
     /// Changes for the BPF map `py_procs` not made yet: offsets to set, or `None` to remove.
     updates: Vec<(u32, Option<PyOffsets>)>,
-    /// The id of [`EXITED`], once needed.
+    /// The ids of [`EXITED`] and [`FREED`], once needed.
     exited_id: Option<u64>,
+    freed_id: Option<u64>,
     /// The interned frame of each label, made on first use.
     named: Vec<Option<FrameId>>,
     /// Scratch: a sample's Python frames, the C-stack marker of each entry frame, each run's
@@ -320,23 +336,25 @@ impl Interpreters {
         let mut exited = false;
         for i in 0..n {
             let raw = raw_frame(t.layout, py.code[i], py.instr[i]);
-            let id = match p.ids.get(&(raw.code, raw.offset)) {
+            let key = (raw.code, py.instr[i] & !ENTRY);
+            let id = match p.ids.get(&key) {
                 Some(&id) => id,
-                None => match p.labels.label(t, &raw) {
+                None => match p.labels.label_of(t, &raw, Some(((py.instr[i] & IDENTITY) >> 32) as u32)) {
                     Ok(l) => {
                         let id = xpuprof_python::PY_FRAME_TAG | self.labels.len() as u64;
                         self.labels.push(l.to_owned());
-                        p.ids.insert((raw.code, raw.offset), id);
+                        p.ids.insert(key, id);
                         id
                     }
-                    // Its memory is gone with it (a sample handled after the exit): the frame
-                    // keeps its place, unnamed.
+                    // Its memory is gone with it (a sample handled after the exit), or its code
+                    // object with it: the frame keeps its place, unnamed.
                     Err(_) if exited_process(pid) => {
                         exited = true;
-                        *self.exited_id.get_or_insert_with(|| {
-                            self.labels.push(EXITED.to_owned());
-                            xpuprof_python::PY_FRAME_TAG | (self.labels.len() - 1) as u64
-                        })
+                        placeholder(&mut self.labels, &mut self.exited_id, EXITED)
+                    }
+                    Err(xpuprof_python::Error::Freed { .. }) => {
+                        self.stats.freed += 1;
+                        placeholder(&mut self.labels, &mut self.freed_id, FREED)
                     }
                     Err(_) => {
                         cut = true;
@@ -381,7 +399,7 @@ pub fn publish(map: &dyn MapCore, updates: Vec<(u32, Option<PyOffsets>)>, log: &
         let key = pid.to_ne_bytes();
         let done = match offsets {
             Some(o) => {
-                // SAFETY: `PyOffsets` is `repr(C)` plain data without padding (8 + 14 * 4 bytes,
+                // SAFETY: `PyOffsets` is `repr(C)` plain data without padding (8 + 18 * 4 bytes,
                 // pinned by a test); its bytes are the value BPF reads.
                 let value = unsafe {
                     std::slice::from_raw_parts((&o as *const PyOffsets).cast::<u8>(), size_of::<PyOffsets>())
@@ -418,7 +436,16 @@ pub fn report(py: &Interpreters, log: &Logger) -> Vec<(&'static str, u64)> {
             "Python frames put at the stack's outer end: the native walk ended before the interpreter",
             s.unplaced,
         ),
+        ("Python frames not named: their code object was freed before it was read", s.freed),
     ]
+}
+
+/// The tagged id of a placeholder label (made once).
+fn placeholder(labels: &mut Vec<String>, id: &mut Option<u64>, text: &str) -> u64 {
+    *id.get_or_insert_with(|| {
+        labels.push(text.to_owned());
+        xpuprof_python::PY_FRAME_TAG | (labels.len() - 1) as u64
+    })
 }
 
 /// The index of the frame whose stack range holds `addr`: frame `i` spans `[sp[i], sp[i + 1])`
@@ -436,21 +463,15 @@ fn exited_process(pid: u32) -> bool {
 /// A frame as BPF read it -> code object + byte offset + entry flag.
 fn raw_frame(layout: &Layout, code: u64, instr: u64) -> RawFrame {
     let entry = instr & ENTRY != 0;
-    let v = instr & !ENTRY;
+    let low = instr as u32;
     let offset = match layout.frames {
-        Frames::Objects { lasti_in_units, .. } => match v as u32 as i32 {
+        Frames::Objects { lasti_in_units, .. } => match low as i32 {
             l if l < 0 => u64::MAX,
             l if lasti_in_units => l as u64 * 2,
             l => l as u64,
         },
-        Frames::Interpreter { .. } => {
-            let start = code + layout.code_instructions.unwrap_or(0);
-            if v >= start {
-                v - start
-            } else {
-                u64::MAX
-            }
-        }
+        Frames::Interpreter { .. } if low == u32::MAX => u64::MAX,
+        Frames::Interpreter { .. } => u64::from(low),
     };
     RawFrame { code, offset, entry }
 }
@@ -476,8 +497,13 @@ mod tests {
             (o.objects, o.frame_code, o.frame_back, o.frame_is_entry, o.owner_cstack),
             (0, 32, 48, 68, NONE)
         );
+        assert_eq!(
+            (o.cframe_previous, o.code_instructions, o.code_identity, o.identity_version),
+            (16, 184, 112, 0)
+        );
         let o = PyOffsets::of(&t(Version::new(3, 12)));
         assert_eq!((o.frame_code, o.frame_back, o.frame_is_entry, o.owner_cstack), (0, 8, NONE, 3));
+        assert_eq!((o.code_instructions, o.code_identity, o.identity_version), (192, 92, 1));
         let o = PyOffsets::of(&t(Version::new(3, 10)));
         assert_eq!((o.objects, o.tstate_native_tid, o.cframe_current, o.frame_owner), (1, NONE, NONE, NONE));
     }
@@ -485,9 +511,9 @@ mod tests {
     #[test]
     fn raw_frames_become_offsets() {
         let l311 = Layout::of(Version::new(3, 11)).unwrap();
-        let f = raw_frame(l311, 0x1000, (0x1000 + 184 + 10) | ENTRY);
-        assert_eq!((f.offset, f.entry), (10, true));
-        assert_eq!(raw_frame(l311, 0x1000, 0x1000).offset, u64::MAX);
+        let f = raw_frame(l311, 0x1000, 10 | (0x1234 << 32) | ENTRY);
+        assert_eq!((f.offset, f.entry), (10, true), "the identity bits are not part of the offset");
+        assert_eq!(raw_frame(l311, 0x1000, 0xffff_ffff).offset, u64::MAX, "not started");
         let l310 = Layout::of(Version::new(3, 10)).unwrap();
         assert_eq!(raw_frame(l310, 0x1000, 7 | ENTRY).offset, 14);
         assert_eq!(raw_frame(l310, 0x1000, 0xffff_ffff | ENTRY).offset, u64::MAX);
@@ -561,7 +587,7 @@ mod tests {
 
     #[test]
     fn plain_mirrors_match_the_header_sizes() {
-        assert_eq!(std::mem::size_of::<PyOffsets>(), 8 + 14 * 4);
+        assert_eq!(std::mem::size_of::<PyOffsets>(), 8 + 18 * 4);
         assert_eq!(std::mem::size_of::<PyStack>(), 8 + 3 * 8 * PY_MAX_FRAMES);
     }
 }

@@ -47,6 +47,32 @@ impl Code {
     }
 }
 
+/// Bits of [`identity`].
+pub const IDENTITY_MASK: u32 = 0x7fff_ffff;
+
+/// Which code object lives at `addr`, as its own memory says (31 bits, what eBPF samples carry
+/// beside a frame's code address, read at the sample): `co_version` where the version has it
+/// (3.12 and later: numbered at creation, never reused), else [`identity_of_names`] of its file
+/// and name objects' addresses. A label cached for an address is only reused for the same
+/// identity, so a code object freed and another created at its address are told apart.
+pub fn identity(mem: &impl Memory, layout: &Layout, addr: u64) -> Result<u32, Error> {
+    if let Some(at) = layout.code_version {
+        return Ok(mem.u32(addr + at)? & IDENTITY_MASK);
+    }
+    // co_filename and co_name are adjacent in every version without co_version.
+    let mut b = [0u8; 16];
+    mem.read(addr + layout.code_filename, &mut b)?;
+    let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+    Ok(identity_of_names(word(0), word(8)))
+}
+
+/// The identity of a code object without `co_version`: its `co_filename` and `co_name`
+/// pointers mixed into 31 bits (the BPF reader computes the same, `src/bpf/python.h`).
+pub fn identity_of_names(file: u64, name: u64) -> u32 {
+    let h = file ^ name.rotate_left(17);
+    (h ^ (h >> 31) ^ (h >> 62)) as u32 & IDENTITY_MASK
+}
+
 /// The text of the `str` object at `addr` (compact strings: every string a code object holds).
 pub fn string(mem: &impl Memory, layout: &Layout, addr: u64) -> Result<String, Error> {
     let len = mem.u64(addr + layout::UNICODE_LENGTH)?.min(MAX_BYTES);

@@ -121,6 +121,9 @@ pub struct Layout {
     pub code_firstlineno: u64,
     /// `co_code_adaptive`, where the instructions start inside the code object (3.11 and later).
     pub code_instructions: Option<u64>,
+    /// `co_version` (3.12 and later): a number no other code object of the process gets, so a
+    /// code object's address plus it names one code object even after the address is reused.
+    pub code_version: Option<u64>,
     /// The line-table format.
     pub line_table: LineTable,
     /// `sizeof(PyASCIIObject)`: where a compact ASCII string's characters start.
@@ -163,6 +166,7 @@ const V3_9: Layout = Layout {
     code_linetable: 120,
     code_firstlineno: 40,
     code_instructions: None,
+    code_version: None,
     line_table: LineTable::Lnotab,
     unicode_ascii_size: 48,
     unicode_compact_size: 72,
@@ -194,6 +198,7 @@ const V3_11: Layout = Layout {
     code_linetable: 136,
     code_firstlineno: 72,
     code_instructions: Some(184),
+    code_version: None,
     line_table: LineTable::Locations,
     unicode_ascii_size: 48,
     unicode_compact_size: 72,
@@ -210,6 +215,7 @@ const V3_12: Layout = Layout {
     owner_cstack: Some(3),
     code_firstlineno: 68,
     code_instructions: Some(192),
+    code_version: Some(92),
     unicode_ascii_size: 40,
     unicode_compact_size: 56,
     ..V3_11

@@ -52,6 +52,13 @@ pub enum Error {
         /// What was expected.
         what: &'static str,
     },
+    /// The code object a frame ran was freed (another object lives at its address) before
+    /// it was read.
+    #[error("the code object at {addr:#x} was freed before it was read")]
+    Freed {
+        /// Address.
+        addr: u64,
+    },
     /// The interpreter does not export a symbol this crate needs.
     #[error("the Python interpreter does not export {name}: Python frames are off for this process")]
     Symbol {

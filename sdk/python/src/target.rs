@@ -99,27 +99,47 @@ impl Target {
     }
 }
 
-/// Labels of a target's frames, read once per (code object, offset).
+/// Labels of a target's frames, read once per (code object, identity, offset).
 #[derive(Debug, Default)]
 pub struct Labels {
-    codes: HashMap<u64, Code>,
-    labels: HashMap<(u64, u64), String>,
+    codes: HashMap<(u64, u32), Code>,
+    labels: HashMap<(u64, u32, u64), String>,
 }
 
 impl Labels {
     /// `function (file:line)` of `frame` in `target`.
     pub fn label(&mut self, target: &Target, frame: &RawFrame) -> Result<&str, Error> {
-        if !self.labels.contains_key(&(frame.code, frame.offset)) {
-            let code = match self.codes.entry(frame.code) {
+        self.label_of(target, frame, None)
+    }
+
+    /// [`Labels::label`] of a frame whose code object had `identity` ([`crate::code::identity`])
+    /// when the frame was seen: a code object read now with another identity was freed since
+    /// ([`Error::Freed`]), and labels are cached per identity, so a reused address gets its own.
+    pub fn label_of(
+        &mut self,
+        target: &Target,
+        frame: &RawFrame,
+        identity: Option<u32>,
+    ) -> Result<&str, Error> {
+        let key = (frame.code, identity.unwrap_or(0), frame.offset);
+        if !self.labels.contains_key(&key) {
+            let code = match self.codes.entry((key.0, key.1)) {
                 Entry::Occupied(e) => e.into_mut(),
                 Entry::Vacant(e) => {
-                    e.insert(Code::read(&ProcessMemory { pid: target.pid }, target.layout, frame.code)?)
+                    let mem = ProcessMemory { pid: target.pid };
+                    let code = Code::read(&mem, target.layout, frame.code)?;
+                    if identity.is_some_and(|id| {
+                        crate::code::identity(&mem, target.layout, frame.code).ok() != Some(id)
+                    }) {
+                        return Err(Error::Freed { addr: frame.code });
+                    }
+                    e.insert(code)
                 }
             };
             let label = code.label(code.line(target.layout, frame.offset()));
-            self.labels.insert((frame.code, frame.offset), label);
+            self.labels.insert(key, label);
         }
-        Ok(&self.labels[&(frame.code, frame.offset)])
+        Ok(&self.labels[&key])
     }
 }
 

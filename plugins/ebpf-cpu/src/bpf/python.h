@@ -34,6 +34,21 @@ static __always_inline __u32 py_u32(__u64 addr, int *bad)
 	return v;
 }
 
+/* Which code object lives at `code` (xpuprof-python's code::identity, the same bits): its
+ * co_version (3.12 and later), else its file and name objects' addresses mixed. Read at the
+ * sample, it tells a code object from one created later at the same address. */
+static __always_inline __u64 py_identity(const struct xp_py_offsets *o, __u64 code, int *bad)
+{
+	__u64 names[2] = {}, h;
+
+	if (o->identity_version)
+		return py_u32(code + o->code_identity, bad) & PY_IDENTITY;
+	if (bpf_probe_read_user(names, sizeof(names), (void *)(code + o->code_identity)))
+		*bad = 1;
+	h = names[0] ^ ((names[1] << 17) | (names[1] >> 47));
+	return (h ^ (h >> 31) ^ (h >> 62)) & PY_IDENTITY;
+}
+
 /* State of a walk, shared with the bpf_loop callbacks (one verification each, whatever the
  * number of threads or frames). */
 struct py_walk {
@@ -72,7 +87,7 @@ static long py_frame_step(__u64 i, void *data)
 {
 	struct py_walk *w = data;
 	const struct xp_py_offsets *o = w->o;
-	__u64 frame = w->cur, instr;
+	__u64 frame = w->cur, instr, code, start;
 	__u32 n = w->n;
 	__u8 owner = 0, entry = 0;
 
@@ -93,15 +108,21 @@ static long py_frame_step(__u64 i, void *data)
 	}
 	if (n >= PY_MAX_FRAMES)
 		return 1;
+	code = py_u64(frame + o->frame_code, &w->bad);
 	if (o->objects) {
-		instr = py_u32(frame + o->frame_instr, &w->bad) | PY_ENTRY;
+		entry = 1;
+		instr = py_u32(frame + o->frame_instr, &w->bad);
 	} else {
 		if (o->frame_is_entry != PY_NONE)
 			bpf_probe_read_user(&entry, 1, (void *)(frame + o->frame_is_entry));
-		instr = py_u64(frame + o->frame_instr, &w->bad) | (entry ? PY_ENTRY : 0);
+		/* The instruction pointer -> its byte offset in the code's instructions. */
+		instr = py_u64(frame + o->frame_instr, &w->bad);
+		start = code + o->code_instructions;
+		instr = instr >= start && instr - start < 0xffffffffull ? instr - start : 0xffffffffull;
 	}
-	w->out->code[n & (PY_MAX_FRAMES - 1)] = py_u64(frame + o->frame_code, &w->bad);
-	w->out->instr[n & (PY_MAX_FRAMES - 1)] = instr;
+	instr |= py_identity(o, code, &w->bad) << 32;
+	w->out->code[n & (PY_MAX_FRAMES - 1)] = code;
+	w->out->instr[n & (PY_MAX_FRAMES - 1)] = instr | (entry ? PY_ENTRY : 0);
 	w->out->cstack[n & (PY_MAX_FRAMES - 1)] = 0;
 	if (entry && w->cframe) {
 		/* 3.11: the first frame of an eval-loop call; the next call out is the _PyCFrame's

@@ -11,18 +11,31 @@ use crate::common::{profile, root_or_skip, workload, Session};
 /// The interpreter the tests run (CI installs it with scripts/install-deps.sh).
 const PYTHON: &str = "/usr/bin/python3.11";
 
-/// calls.py's absolute path (as its code objects' file name will read).
+/// The absolute path of tests/workloads/python/`name` (as its code objects' file name will read).
+fn workload_py(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/workloads/python").join(name);
+    p.canonicalize()
+        .unwrap_or_else(|e| panic!("tests/workloads/python/{name}: {e}"))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// calls.py's absolute path.
 fn calls_py() -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/workloads/python/calls.py");
-    p.canonicalize().expect("tests/workloads/python/calls.py").to_string_lossy().into_owned()
+    workload_py("calls.py")
 }
 
 /// `function (calls.py:LINE)` of the line marked `# CALL <callee>` in calls.py, in `function`.
 fn call(function: &str, callee: &str) -> String {
-    let path = calls_py();
-    let text = std::fs::read_to_string(&path).unwrap();
+    call_in(&calls_py(), function, callee)
+}
+
+/// `function (PATH:LINE)` of the line marked `# CALL <callee>` in the file at `path`.
+fn call_in(path: &str, function: &str, callee: &str) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
     let marker = format!("# CALL {callee}");
-    let line = text.lines().position(|l| l.trim_end().ends_with(&marker)).expect("marker in calls.py") + 1;
+    let line =
+        text.lines().position(|l| l.trim_end().ends_with(&marker)).expect("marker in the workload") + 1;
     format!("{function} ({path}:{line})")
 }
 
@@ -255,4 +268,101 @@ fn python_frames_of_a_process_gone_before_they_were_read_keep_their_place() {
     for l in python_launch_stacks(&["exit"]) {
         assert!(l.contains(&path) || l.contains(&gone), "neither named nor unnamed Python frames in {l}");
     }
+}
+
+/// Imports nested this deep in `imports.py`.
+const DEPTH: usize = 12;
+
+/// The Python frames (outermost first) of a sample in `burn` of `imports.py DEPTH`: the script's
+/// own calls down to `importlib.import_module`, then per level the import machinery and the
+/// imported module's code, then `leaf` and `burn` (called by `sorted`). Frames of importlib
+/// (frozen) are matched by function name, the others with file and line.
+fn import_path() -> Vec<String> {
+    let script = workload_py("imports.py");
+    let mut want = vec![
+        call_in(&script, "<module>", "main"),
+        call_in(&script, "main", "run"),
+        call_in(&script, "run", "import_module"),
+        "import_module (".to_owned(),
+        "_gcd_import (<frozen importlib._bootstrap>:".to_owned(),
+    ];
+    for i in 0..DEPTH {
+        for f in ["_find_and_load", "_find_and_load_unlocked", "_load_unlocked"] {
+            want.push(format!("{f} (<frozen importlib._bootstrap>:"));
+        }
+        want.push("_LoaderBasics.exec_module (<frozen importlib._bootstrap_external>:".to_owned());
+        want.push("_call_with_frames_removed (<frozen importlib._bootstrap>:".to_owned());
+        // deep_i.py: line 3 imports the next module; the last one calls leaf on line 4.
+        want.push(format!("<module> (/deep_{i}.py:{})", if i + 1 < DEPTH { 3 } else { 4 }));
+    }
+    want.push(call_in(&script, "leaf", "burn"));
+    want.push(format!("burn ({script}:"));
+    want
+}
+
+/// True when `frame` is the frame `want` describes (a prefix, or `<module> (/deep_N.py:L)`
+/// for a module in the workload's temporary directory).
+fn is_frame(frame: &str, want: &str) -> bool {
+    match want.strip_prefix("<module> (/") {
+        Some(tail) => frame.starts_with("<module> (/") && frame.ends_with(&format!("/{tail}")),
+        None => frame.starts_with(want),
+    }
+}
+
+#[test]
+fn python_frames_deep_in_nested_imports_sit_in_the_native_frame_of_their_eval_call() {
+    if !root_or_skip("python_frames_deep_in_nested_imports_sit_in_the_native_frame_of_their_eval_call")
+        || !python_or_fail()
+    {
+        return;
+    }
+    // `import torch`'s shape: 12 nested imports, each through builtins.__import__/exec and the
+    // frozen importlib (about 6 Python frames a level, 26 eval-loop calls separated by C
+    // frames), the CPU time spent under the deepest one, in a function that `sorted` calls.
+    let script = workload_py("imports.py");
+    let (records, status) =
+        profile("sample_hz = 499", &[PYTHON, &script, &DEPTH.to_string(), "60", "200000"]);
+    assert!(status.success());
+    let s = Session::new(records);
+    let folded = s.folded(SampleKind::OnCpu);
+    let want = import_path();
+    let is_py = |f: &str| f.ends_with(')') && (f.contains(".py:") || f.contains("(<frozen "));
+    let (mut burn, mut exact, mut all, mut rooted) = (0, 0, 0, 0);
+    let mut wrong = Vec::new();
+    for (line, &w) in &folded {
+        let frames: Vec<&str> = line.split(';').collect();
+        let py: Vec<&str> = frames.iter().copied().filter(|f| is_py(f)).collect();
+        if py.is_empty() && frames[0] != "_start" {
+            continue; // not the interpreter (the test's own start of the process)
+        }
+        all += w;
+        let root = line.starts_with("_start;") && line.contains(";Py_BytesMain;");
+        rooted += w * u64::from(root && py.first().is_some_and(|f| is_frame(f, &want[0])));
+        if !py.last().is_some_and(|f| f.starts_with("burn (")) {
+            continue;
+        }
+        burn += w;
+        // Every Python frame of the chain, in order, none left over, in a stack rooted at the
+        // interpreter's start with no eval-loop frame left.
+        let right = root
+            && py.len() == want.len()
+            && py.iter().zip(&want).all(|(f, w)| is_frame(f, w))
+            && !frames.contains(&"_PyEval_EvalFrameDefault");
+        if right {
+            exact += w;
+        } else {
+            wrong.push(format!("{w} {line}"));
+        }
+    }
+    wrong.sort();
+    let show = || wrong.iter().take(3).cloned().collect::<Vec<_>>().join("\n");
+    assert!(burn > 0, "no sample in burn: {folded:#?}");
+    // A sample whose user stack BPF could not copy (counted) loses its place: a few on a busy machine.
+    assert!(
+        exact as f64 >= 0.95 * burn as f64,
+        "{exact} of {burn} ns in burn on the exact path; expected (outermost first):\n{}\nwrong ones:\n{}",
+        want.join(";"),
+        show()
+    );
+    assert!(rooted as f64 >= 0.9 * all as f64, "{rooted} of {all} ns under the script's <module>, rooted");
 }

@@ -58,6 +58,7 @@ fn table(l: &Layout) -> HashMap<String, u64> {
         ("cframe.previous", l.cframe_previous),
         ("code.qualname", l.code_qualname),
         ("code.code_adaptive", l.code_instructions),
+        ("code.version", l.code_version),
     ];
     t.extend(opt.into_iter().filter_map(|(k, v)| Some((k.to_owned(), v?))));
     match l.frames {
