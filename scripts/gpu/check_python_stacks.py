@@ -25,14 +25,20 @@ PASS/FAIL, then
   that contains TEXT;
 - with --cpu: pythreads=P% of T µs: of the on-CPU time of the threads that run Python (stacks
   rooted at `_start`, the main thread, or holding any Python frame), the share under a frame of
-  the script and rooted; that is what must reach --min there (worker threads that run no Python,
-  such as OpenBLAS/OpenMP/CUDA threads, are outside it and shown in nopy).
+  the script and rooted (worker threads that run no Python, such as OpenBLAS/OpenMP/CUDA
+  threads, are outside it and shown in nopy);
+- with --cpu: script=S% of T µs: the same share of that time while the script runs, that is
+  without the interpreter's start-up (`Py_InitializeFromConfig`: no line of the script has run
+  yet) and shutdown (`Py_FinalizeEx`, `exit`: libraries' destructors after the script returned),
+  whose shares are shown as startup= and shutdown=; that is what must reach --min there.
 """
 import collections
 import re
 import sys
 
 ROOTS = ("_start", "start_thread", "clone3", "__clone", "__clone3", "thread_start")
+STARTUP = ("Py_InitializeFromConfig", "Py_InitializeEx", "Py_Initialize", "pymain_init")
+SHUTDOWN = ("Py_FinalizeEx", "Py_Finalize", "exit")
 AUTOGRAD = "[autograd engine thread, running the backward() above]"
 ENGINE = re.compile(r"autograd::(python::Python)?Engine::thread_(init|main)")
 LIBC = re.compile(r"^libc\.so[.\d]*\+0x[0-9a-f]+$")
@@ -54,7 +60,7 @@ def main():
     any_py = re.compile(r"\([^()]*\.py:\d+\)")
     total = py = rooted = both = triton = triton_at = 0
     main_total = main_both = engine_total = engine_attributed = engine_both = 0
-    py_threads = py_threads_both = 0
+    py_threads = py_threads_both = startup = shutdown = 0
     nopy = collections.Counter()
     unrooted = collections.Counter()
     for line in open(f"{out}/profile.cpu.folded" if cpu else f"{out}/profile.folded", errors="replace"):
@@ -84,6 +90,11 @@ def main():
         if frames[0] == "_start" or any_py.search(stack):
             py_threads += v
             py_threads_both += v * (has_py and is_rooted)
+            # The interpreter's own start-up and shutdown, in its first frames (the main thread).
+            if any(f in STARTUP for f in frames[:8]):
+                startup += v
+            elif any(f in SHUTDOWN for f in frames[:8]):
+                shutdown += v
         py += v * has_py
         rooted += v * is_rooted
         both += v * (has_py and is_rooted)
@@ -118,7 +129,12 @@ def main():
     ok = pct(both) >= minimum
     if cpu:
         parts.append(f"pythreads={share(py_threads_both, py_threads):.1f}% of {py_threads} µs")
-        ok = share(py_threads_both, py_threads) >= minimum
+        running = py_threads - startup - shutdown
+        parts.append(
+            f"startup={share(startup, py_threads):.1f}% shutdown={share(shutdown, py_threads):.1f}% "
+            f"script={share(py_threads_both, running):.1f}% of {running} µs"
+        )
+        ok = share(py_threads_both, running) >= minimum
     if marker:
         t = 100.0 * triton_at / triton if triton else 0.0
         parts.append(f"triton={t:.1f}% of {triton} under line {call_line}")

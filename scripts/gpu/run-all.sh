@@ -254,15 +254,21 @@ if [[ " $STEPS " == *" stacks "* ]]; then
     row "stacks python torch.compile" "rc=$rc $(python3 scripts/gpu/check_python_stacks.py "$o" tests/workloads/torch/compiled.py --call-marker '# CALL' 2>&1 | tail -1)"
     # CPU samples with Python frames (eBPF, read in BPF at each sample; #13.2): of the on-CPU time
     # of the threads that run Python (main thread), the share under a workload.py line and rooted
-    # at a thread start (pythreads=; OpenBLAS/OpenMP/driver threads run no Python: nopy=), and the
-    # source's own count.
+    # at a thread start (pythreads=; OpenBLAS/OpenMP/driver threads run no Python: nopy=); the
+    # same share while the script runs (script=, what must reach 90: the interpreter's start-up
+    # and shutdown run no line of it); the source's own counts, with how each run of Python
+    # frames was placed (by its eval call's frame on the C stack, or by symbol as a fallback).
     if [ -f "$CARRY/libxpuprof_plugin_ebpf.so" ]; then
       printf '[source.ebpf]\nsample_hz = 499\n' >"$W/stacks-cpu.toml"
       o=$W/stacks/torch-cpu; rm -rf "$o"
       "$CARRY/xpuprof" --plugin-dir "$CARRY" -v --source ebpf,cupti --sink folded -c "$W/stacks-cpu.toml" -o "$o" -- \
         python3 tests/workloads/torch/workload.py --mode infer --steps 20 >"$W/logs/stacks-torch-cpu.out" 2>"$W/logs/stacks-torch-cpu.err"
       rc=$?
-      row "stacks python torch cpu samples (eBPF)" "rc=$rc $(python3 scripts/gpu/check_python_stacks.py "$o" tests/workloads/torch/workload.py --cpu --min 90 2>&1 | tail -1) | $(grep -o 'ebpf: python frames on [^;]*' "$W/logs/stacks-torch-cpu.err" | tail -1)"
+      row "stacks python torch cpu samples (eBPF)" "rc=$rc $(python3 scripts/gpu/check_python_stacks.py "$o" tests/workloads/torch/workload.py --cpu --min 90 2>&1 | tail -1) | $(grep -o 'ebpf: python frames on [^;]*' "$W/logs/stacks-torch-cpu.err" | tail -1) | $(grep -o 'runs of Python frames placed.*' "$W/logs/stacks-torch-cpu.err" | tail -1) | $(grep -o 'lost [0-9]*: Python[^(]*' "$W/logs/stacks-torch-cpu.err" | tr '\n' ' ')"
+      # The same placement on a stdlib-only program 12 imports deep, with this machine's python3
+      # (the interpreter torch runs on): rooted= >= 90 and exact= (the whole path in order) >= 90.
+      row "stacks python nested imports (eBPF, $(python3 -c 'import platform; print(platform.python_version())'))" \
+        "$(scripts/python-import-stacks.sh python3 "$CARRY/xpuprof" "$CARRY" 2>&1 | tr '\n' ' ')"
     else
       row "stacks python torch cpu samples (eBPF)" "skipped: carry libxpuprof_plugin_ebpf.so"
     fi
