@@ -93,13 +93,13 @@ impl Remote {
     /// Unwinds a stack of `pid` from `regs`, with `stack` the bytes copied from `regs.sp` up.
     /// Writes the start ip then return addresses into `out`, innermost first.
     pub fn walk(&mut self, pid: u32, regs: Registers, stack: &[u8], out: &mut [u64]) -> Walk {
-        self.walk_inner(pid, regs, false, stack, out, &mut [])
+        self.walk_with_sp(pid, regs, false, stack, out, &mut [])
     }
 
     /// Like [`Remote::walk`] for registers whose `ip` is a return address: the caller-side
     /// start an in-process walk reported ([`crate::local::walk_skipping`]).
     pub fn walk_caller(&mut self, pid: u32, regs: Registers, stack: &[u8], out: &mut [u64]) -> Walk {
-        self.walk_inner(pid, regs, true, stack, out, &mut [])
+        self.walk_with_sp(pid, regs, true, stack, out, &mut [])
     }
 
     /// [`Remote::walk`] (or [`Remote::walk_caller`] when `caller`) that also writes each
@@ -111,18 +111,6 @@ impl Remote {
         pid: u32,
         regs: Registers,
         caller: bool,
-        stack: &[u8],
-        out: &mut [u64],
-        sp_out: &mut [u64],
-    ) -> Walk {
-        self.walk_inner(pid, regs, caller, stack, out, sp_out)
-    }
-
-    fn walk_inner(
-        &mut self,
-        pid: u32,
-        regs: Registers,
-        ret: bool,
         stack: &[u8],
         out: &mut [u64],
         sp_out: &mut [u64],
@@ -139,7 +127,7 @@ impl Remote {
             Ok(u64::from_le_bytes(word.try_into().map_err(|_| ())?))
         };
         let caches = p.caches.get_or_insert_with(Box::default);
-        let start = walk::Start { regs, ip_is_return: ret, skip: |_| false };
+        let start = walk::Start { regs, ip_is_return: caller, skip: |_| false };
         let r = walk::run(&p.unwinder, caches, start, &mut read, &Copied(&p.code), out, sp_out);
         crate::stats().walk(r.walk.len, r.fast_steps, r.walk.end);
         r.walk

@@ -27,10 +27,11 @@ MASK = (1 << 31) - 1
 
 
 def burn(n):
-    x = 1
-    for _ in range(n):
-        x = (x * 1103515245 + 12345) & MASK
-    return x
+    total, i = 0, 0
+    while i < n:
+        total = (total + (i ^ (i >> 3))) & MASK
+        i += 1
+    return total
 
 
 def leaf(n):
