@@ -12,7 +12,7 @@ use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::*;
 use xpuprof_toolbox::defs::Definitions;
 
-use crate::proto;
+use crate::interned::{self, Interned};
 use crate::sequence::{Kind, Sequence};
 
 /// Mapping iid of frames without a module.
@@ -48,6 +48,47 @@ impl Names {
     }
 }
 
+/// Ids below this are looked up in flat tables (the host numbers strings from 1).
+const FLAT: u32 = 1 << 22;
+
+/// Event name iids by string id: a vector indexed by id (0 = none yet), a map beyond [`FLAT`].
+/// Three lookups per launch (API call, launch, kernel names).
+#[derive(Debug, Default)]
+struct ByStr {
+    flat: Vec<u64>,
+    large: IdMap<StrId, u64>,
+}
+
+impl ByStr {
+    #[inline]
+    fn get(&self, id: StrId) -> Option<u64> {
+        if id.0 >= FLAT {
+            return self.large.get(&id).copied();
+        }
+        self.flat.get(id.0 as usize).copied().filter(|&i| i != 0)
+    }
+
+    fn insert(&mut self, id: StrId, iid: u64) {
+        if id.0 >= FLAT {
+            self.large.insert(id, iid);
+            return;
+        }
+        let i = id.0 as usize;
+        if i >= self.flat.len() {
+            self.flat.resize((i + 1).next_power_of_two(), 0);
+        }
+        self.flat[i] = iid;
+    }
+
+    fn remove(&mut self, id: StrId) {
+        if id.0 >= FLAT {
+            self.large.remove(&id);
+        } else if let Some(i) = self.flat.get_mut(id.0 as usize) {
+            *i = 0;
+        }
+    }
+}
+
 /// Everything interned, and the definitions needed to render it.
 #[derive(Debug, Default)]
 pub struct Interner {
@@ -56,12 +97,16 @@ pub struct Interner {
     /// Build ids of modules (the resolver keeps only their paths).
     build_ids: IdMap<ModuleId, Vec<u8>>,
     /// Event name iid of each string used as an event name.
-    by_str: IdMap<StrId, u64>,
+    by_str: ByStr,
+    /// Event name iids of fixed names (`Memcpy HtoD`, ...), by the address of their text.
+    statics: Vec<(usize, u64)>,
     event_names: Names,
     annotation_names: Names,
     annotation_values: Names,
     /// Annotation value iid of each launch dimension (`128x1x1`).
     dims: IdMap<[u32; 3], u64>,
+    /// The last two dimensions looked up (a kernel's grid and block), with their iids.
+    last_dims: [([u32; 3], u64); 2],
     functions: Names,
     paths: Names,
     /// Path component iids of each mapping that frames use.
@@ -78,7 +123,7 @@ impl Interner {
     pub fn define(&mut self, r: &Record) {
         match r {
             Record::Str(d) => {
-                self.by_str.remove(&d.id);
+                self.by_str.remove(d.id);
             }
             Record::Module(d) => {
                 self.build_ids.insert(d.id, d.build_id.clone());
@@ -106,7 +151,7 @@ impl Interner {
 
     /// The event name iid of string `id` (`fallback` when it is none or unknown).
     pub fn event_name_of(&mut self, id: StrId, fallback: &str) -> u64 {
-        if let Some(&i) = self.by_str.get(&id) {
+        if let Some(i) = self.by_str.get(id) {
             return i;
         }
         let text = self.defs.str(id);
@@ -123,6 +168,17 @@ impl Interner {
         self.event_names.iid(text)
     }
 
+    /// The event name iid of fixed name `text`, without hashing the text each time.
+    pub fn static_event_name(&mut self, text: &'static str) -> u64 {
+        let at = text.as_ptr() as usize;
+        if let Some(&(_, i)) = self.statics.iter().find(|(p, _)| *p == at) {
+            return i;
+        }
+        let i = self.event_names.iid(text);
+        self.statics.push((at, i));
+        i
+    }
+
     /// The debug annotation name iid of `text`.
     pub fn annotation_name(&mut self, text: &str) -> u64 {
         self.annotation_names.iid(text)
@@ -130,35 +186,39 @@ impl Interner {
 
     /// The annotation value iid of launch dimensions `d`, rendered `XxYxZ`.
     pub fn dims(&mut self, d: [u32; 3]) -> u64 {
-        if let Some(&i) = self.dims.get(&d) {
+        if let Some(&(_, i)) = self.last_dims.iter().find(|(l, i)| *l == d && *i != 0) {
             return i;
         }
-        let i = self.annotation_values.iid(&format!("{}x{}x{}", d[0], d[1], d[2]));
-        self.dims.insert(d, i);
+        let i = match self.dims.get(&d) {
+            Some(&i) => i,
+            None => {
+                let i = self.annotation_values.iid(&format!("{}x{}x{}", d[0], d[1], d[2]));
+                self.dims.insert(d, i);
+                i
+            }
+        };
+        self.last_dims = [self.last_dims[1], (d, i)];
         i
     }
 
     /// Adds annotation value `iid` to `out` unless `seq` has it.
-    pub fn emit_annotation_value(&self, seq: &mut Sequence, iid: u64, out: &mut proto::InternedData) {
+    pub fn emit_annotation_value(&self, seq: &mut Sequence, iid: u64, out: &mut Interned) {
         if seq.needs(Kind::AnnotationValue, iid) {
-            let str = Some(self.annotation_values.text(iid).as_bytes().to_vec());
-            out.debug_annotation_string_values.push(proto::InternedString { iid: Some(iid), str });
+            out.name(interned::ANNOTATION_VALUES, iid, self.annotation_values.text(iid).as_bytes());
         }
     }
 
     /// Adds event name `iid` to `out` unless `seq` has it.
-    pub fn emit_event_name(&self, seq: &mut Sequence, iid: u64, out: &mut proto::InternedData) {
+    pub fn emit_event_name(&self, seq: &mut Sequence, iid: u64, out: &mut Interned) {
         if seq.needs(Kind::EventName, iid) {
-            let name = Some(self.event_names.text(iid).to_owned());
-            out.event_names.push(proto::EventName { iid: Some(iid), name });
+            out.name(interned::EVENT_NAMES, iid, self.event_names.text(iid).as_bytes());
         }
     }
 
     /// Adds annotation name `iid` to `out` unless `seq` has it.
-    pub fn emit_annotation_name(&self, seq: &mut Sequence, iid: u64, out: &mut proto::InternedData) {
+    pub fn emit_annotation_name(&self, seq: &mut Sequence, iid: u64, out: &mut Interned) {
         if seq.needs(Kind::AnnotationName, iid) {
-            let name = Some(self.annotation_names.text(iid).to_owned());
-            out.debug_annotation_names.push(proto::EventName { iid: Some(iid), name });
+            out.name(interned::ANNOTATION_NAMES, iid, self.annotation_names.text(iid).as_bytes());
         }
     }
 
@@ -228,39 +288,33 @@ impl Interner {
 
     /// Adds callstack `iid` (from [`Interner::callstack`]) and everything it refers to that `seq`
     /// does not have yet to `out`.
-    pub fn emit_callstack(&self, seq: &mut Sequence, iid: u64, out: &mut proto::InternedData) {
+    pub fn emit_callstack(&self, seq: &mut Sequence, iid: u64, out: &mut Interned) {
         if !seq.needs(Kind::Callstack, iid) {
             return;
         }
-        let mut frame_ids = Vec::new();
+        let at = out.begin_callstack(iid);
         for f in self.defs.stack(StackId(iid as u32)).into_iter().flatten().rev() {
             for &pf in self.frames.get(f).map(Vec::as_slice).unwrap_or_default() {
-                frame_ids.push(pf);
+                out.callstack_frame(pf);
                 self.emit_frame(seq, pf, out);
             }
         }
-        out.callstacks.push(proto::Callstack { iid: Some(iid), frame_ids });
+        out.end_callstack(at);
     }
 
-    fn emit_frame(&self, seq: &mut Sequence, iid: u64, out: &mut proto::InternedData) {
+    fn emit_frame(&self, seq: &mut Sequence, iid: u64, out: &mut Interned) {
         if !seq.needs(Kind::Frame, iid) {
             return;
         }
         let f = &self.pframes[iid as usize - 1];
         if seq.needs(Kind::FunctionName, f.function) {
-            let str = Some(self.functions.text(f.function).as_bytes().to_vec());
-            out.function_names.push(proto::InternedString { iid: Some(f.function), str });
+            out.name(interned::FUNCTION_NAMES, f.function, self.functions.text(f.function).as_bytes());
         }
         self.emit_mapping(seq, f.mapping, out);
-        out.frames.push(proto::Frame {
-            iid: Some(iid),
-            function_name_id: Some(f.function),
-            mapping_id: Some(f.mapping),
-            rel_pc: Some(f.rel_pc),
-        });
+        out.frame(iid, f.function, f.mapping, f.rel_pc);
     }
 
-    fn emit_mapping(&self, seq: &mut Sequence, iid: u64, out: &mut proto::InternedData) {
+    fn emit_mapping(&self, seq: &mut Sequence, iid: u64, out: &mut Interned) {
         if !seq.needs(Kind::Mapping, iid) {
             return;
         }
@@ -268,20 +322,16 @@ impl Interner {
             Some(b) if iid != NO_MODULE => b.as_slice(),
             _ => &[][..],
         };
-        let mut mapping = proto::Mapping { iid: Some(iid), ..Default::default() };
-        if !build_id.is_empty() {
-            mapping.build_id = Some(iid);
-            if seq.needs(Kind::BuildId, iid) {
-                out.build_ids.push(proto::InternedString { iid: Some(iid), str: Some(build_id.to_vec()) });
-            }
+        let has_build_id = !build_id.is_empty();
+        if has_build_id && seq.needs(Kind::BuildId, iid) {
+            out.name(interned::BUILD_IDS, iid, build_id);
         }
-        for &i in self.mapping_paths.get(&iid).into_iter().flatten() {
-            mapping.path_string_ids.push(i);
+        let paths = self.mapping_paths.get(&iid).map(Vec::as_slice).unwrap_or_default();
+        for &i in paths {
             if seq.needs(Kind::MappingPath, i) {
-                let str = Some(self.paths.text(i).as_bytes().to_vec());
-                out.mapping_paths.push(proto::InternedString { iid: Some(i), str });
+                out.name(interned::MAPPING_PATHS, i, self.paths.text(i).as_bytes());
             }
         }
-        out.mappings.push(mapping);
+        out.mapping(iid, has_build_id.then_some(iid), paths);
     }
 }

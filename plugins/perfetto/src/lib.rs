@@ -17,9 +17,12 @@
 //! describes the layout.
 
 pub mod config;
+mod event;
 mod intern;
+mod interned;
 mod names;
 mod output;
+mod pb;
 pub mod proto;
 mod sequence;
 mod sink;

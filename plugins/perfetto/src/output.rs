@@ -10,8 +10,7 @@
 
 use std::io::{self, Write};
 
-use flate2::write::ZlibEncoder;
-use flate2::Compression;
+use flate2::{Compress, Compression, FlushCompress, Status};
 use prost::Message;
 
 use crate::proto::TracePacket;
@@ -37,6 +36,9 @@ pub struct Output<W: Write> {
     pending: Vec<u8>,
     /// Reused compression buffer.
     packed: Vec<u8>,
+    /// The compressor, reset for each bundle (a new one per bundle allocated and zeroed its
+    /// tables every time).
+    deflate: Compress,
     /// Bytes written to `out`.
     written: u64,
     /// Framed packet bytes before compression.
@@ -54,6 +56,7 @@ impl<W: Write> Output<W> {
             opts,
             pending: Vec::with_capacity(opts.bundle_bytes + 4096),
             packed: Vec::new(),
+            deflate: Compress::new(Compression::fast(), true),
             written: 0,
             raw: 0,
             packets: 0,
@@ -74,6 +77,32 @@ impl<W: Write> Output<W> {
         Ok(())
     }
 
+    /// Starts a packet encoded by hand into the bundle ([`Output::buf`]): frames it as
+    /// `Trace.packet` and returns where its length goes, for [`Output::end_packet`].
+    #[inline]
+    pub fn begin_packet(&mut self) -> usize {
+        crate::pb::begin(&mut self.pending, 1)
+    }
+
+    /// The bundle the packet begun by [`Output::begin_packet`] is written into.
+    #[inline]
+    pub fn buf(&mut self) -> &mut Vec<u8> {
+        &mut self.pending
+    }
+
+    /// Ends the packet begun at `at` and queues it.
+    #[inline]
+    pub fn end_packet(&mut self, at: usize) -> io::Result<()> {
+        crate::pb::end(&mut self.pending, at);
+        // The packet starts with its key, one byte before its length.
+        self.raw += (self.pending.len() - at + 1) as u64;
+        self.packets += 1;
+        if self.pending.len() >= self.opts.bundle_bytes {
+            self.flush_bundle()?;
+        }
+        Ok(())
+    }
+
     /// Writes what is queued: one compressed bundle, or the framed packets as they are.
     pub fn flush_bundle(&mut self) -> io::Result<()> {
         if self.pending.is_empty() {
@@ -85,10 +114,7 @@ impl<W: Write> Output<W> {
             self.pending.clear();
             return Ok(());
         }
-        self.packed.clear();
-        let mut z = ZlibEncoder::new(std::mem::take(&mut self.packed), Compression::fast());
-        z.write_all(&self.pending)?;
-        self.packed = z.finish()?;
+        self.compress()?;
         // TracePacket { compressed_packets (50) = bytes }, framed as Trace.packet.
         let inner_len = 2 + prost::encoding::encoded_len_varint(self.packed.len() as u64) + self.packed.len();
         let mut tmp = Vec::with_capacity(24);
@@ -101,6 +127,23 @@ impl<W: Write> Output<W> {
         self.written += (tmp.len() + self.packed.len()) as u64;
         self.pending.clear();
         Ok(())
+    }
+
+    /// Deflates the bundle into `packed`, one zlib stream per bundle.
+    fn compress(&mut self) -> io::Result<()> {
+        self.packed.clear();
+        self.deflate.reset();
+        // zlib's compressBound: enough for incompressible input.
+        let n = self.pending.len();
+        self.packed.reserve(n + (n >> 12) + (n >> 14) + (n >> 25) + 64);
+        loop {
+            let done = self.deflate.total_in() as usize;
+            match self.deflate.compress_vec(&self.pending[done..], &mut self.packed, FlushCompress::Finish) {
+                Ok(Status::StreamEnd) => return Ok(()),
+                Ok(_) => self.packed.reserve(4096),
+                Err(e) => return Err(io::Error::other(format!("failed to deflate packets: {e}"))),
+            }
+        }
     }
 
     /// Bytes written to the file so far (queued packets not included).

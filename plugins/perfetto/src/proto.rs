@@ -1,6 +1,10 @@
 //! The subset of Perfetto's trace protos (`protos/perfetto/trace/...`, package
 //! `perfetto.protos`) that the sink writes, declared by hand with prost's derive.
 //!
+//! The rare packets (track descriptors, the packets that start a sequence) are written with
+//! these messages; the per-event packets are encoded by hand to the same bytes (`crate::pb`,
+//! `crate::event`, `crate::interned`), and the tests check both against these declarations.
+//!
 //! Declared rather than generated: the sink needs twenty-odd messages out of several hundred, and
 //! hand declaration keeps `protoc` and a vendored copy of the protos out of the build. Field
 //! numbers and types follow the official protos; the tests decode the output with the official

@@ -54,28 +54,79 @@ pub struct Sequence {
     last: u64,
     /// The reset generation its incremental state belongs to (0 = never started).
     generation: u64,
-    /// Interned ids emitted since the last clear, as `kind << 56 | iid`.
-    emitted: IdSet<u64>,
+    /// Interned ids emitted since the last clear.
+    emitted: Emitted,
 }
 
 impl Sequence {
     /// Whether `iid` of `kind` still has to be emitted on this sequence; marks it emitted.
+    #[inline]
     pub fn needs(&mut self, kind: Kind, iid: u64) -> bool {
-        self.emitted.insert(((kind as u64) << 56) | iid)
+        self.emitted.insert(kind, iid)
     }
+}
+
+/// Iids below this are kept in bit sets (all of them but a frame without a module's mapping).
+const FLAT: u64 = 1 << 24;
+
+/// The interned ids a sequence has, by kind: a bit set per kind indexed by iid (iids are small
+/// numbers counted from 1, or the host's stack and module ids), a hash set beyond [`FLAT`].
+/// Every event asks whether its names are there: a bit test instead of a hash lookup.
+#[derive(Debug, Default)]
+struct Emitted {
+    bits: [Vec<u64>; 9],
+    large: IdSet<u64>,
+}
+
+impl Emitted {
+    #[inline]
+    fn insert(&mut self, kind: Kind, iid: u64) -> bool {
+        if iid >= FLAT {
+            return self.large.insert(((kind as u64) << 56) | iid);
+        }
+        let bits = &mut self.bits[kind as usize - 1];
+        let (word, bit) = ((iid >> 6) as usize, 1u64 << (iid & 63));
+        if word >= bits.len() {
+            bits.resize((word + 1).next_power_of_two(), 0);
+        }
+        let new = bits[word] & bit == 0;
+        bits[word] |= bit;
+        new
+    }
+
+    fn clear(&mut self) {
+        self.bits.iter_mut().for_each(|b| b.fill(0));
+        self.large.clear();
+    }
+}
+
+/// Where an event packet goes: its sequence and its timestamp there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stamp {
+    /// `trusted_packet_sequence_id`.
+    pub sequence: u32,
+    /// `timestamp`: a delta on the sequence's incremental clock, or absolute when `clock` is set.
+    pub timestamp: u64,
+    /// `timestamp_clock_id`, set when `timestamp` is absolute.
+    pub clock: Option<u32>,
 }
 
 /// All sequences of the trace, by key.
 #[derive(Debug)]
 pub struct Sequences {
-    by_key: IdMap<u64, Sequence>,
+    list: Vec<Sequence>,
+    /// Index in `list` of each key.
+    by_key: IdMap<u64, usize>,
+    /// The key stamped last and its index: a slice's end, and the names emitted between
+    /// [`Sequences::stamp`] and the packet's end, find their sequence without a lookup.
+    last: Option<(u64, usize)>,
     next_id: u32,
     generation: u64,
 }
 
 impl Default for Sequences {
     fn default() -> Self {
-        Self { by_key: IdMap::default(), next_id: 2, generation: 1 }
+        Self { list: Vec::new(), by_key: IdMap::default(), last: None, next_id: 2, generation: 1 }
     }
 }
 
@@ -91,31 +142,52 @@ impl Sequences {
 
     /// Number of sequences.
     pub fn len(&self) -> usize {
-        self.by_key.len()
+        self.list.len()
     }
 
     /// The sequence `key`, which [`Sequences::stamp`] created.
+    #[inline]
     pub fn get_mut(&mut self, key: u64) -> &mut Sequence {
-        self.by_key.get_mut(&key).expect("sequence stamped before use")
+        let i = self.index(key).expect("sequence stamped before use");
+        &mut self.list[i]
     }
 
-    /// Prepares the sequence `key` (default track `track`) for an event at `ts` and stamps
-    /// `packet` with its id, flags and timestamp. When the sequence starts or its state was
-    /// cleared, `start` receives the packet that (re)starts it, to be written first.
+    #[inline]
+    fn index(&mut self, key: u64) -> Option<usize> {
+        match self.last {
+            Some((k, i)) if k == key => Some(i),
+            _ => {
+                let i = *self.by_key.get(&key)?;
+                self.last = Some((key, i));
+                Some(i)
+            }
+        }
+    }
+
+    /// Prepares the sequence `key` (default track `track`) for an event at `ts` and returns
+    /// where the event goes (its packets are flagged `SEQ_NEEDS_INCREMENTAL_STATE`). When the
+    /// sequence starts or its state was cleared, `start` receives the packet that (re)starts it,
+    /// to be written first.
     pub fn stamp(
         &mut self,
         key: u64,
         track: Option<u64>,
         ts: u64,
-        packet: &mut TracePacket,
+        stamp: &mut Stamp,
         start: &mut Option<Box<TracePacket>>,
     ) -> &mut Sequence {
         let generation = self.generation;
-        let seq = self.by_key.entry(key).or_insert_with(|| {
-            let id = self.next_id;
-            self.next_id += 1;
-            Sequence { id, track, last: 0, generation: 0, emitted: IdSet::default() }
-        });
+        let i = match self.index(key) {
+            Some(i) => i,
+            None => {
+                let id = self.next_id;
+                self.next_id += 1;
+                self.list.push(Sequence { id, track, last: 0, generation: 0, emitted: Emitted::default() });
+                self.by_key.insert(key, self.list.len() - 1);
+                self.list.len() - 1
+            }
+        };
+        let seq = &mut self.list[i];
         if seq.generation != generation {
             // Trace processor rejects a sequence's clock snapshot that goes back in time (and
             // then stops converting its clock): restart no earlier than the last one. An older
@@ -126,15 +198,12 @@ impl Sequences {
             seq.last = base;
             seq.emitted.clear();
         }
-        packet.trusted_packet_sequence_id = Some(seq.id);
-        packet.sequence_flags = Some(SEQ_NEEDS_INCREMENTAL_STATE);
+        stamp.sequence = seq.id;
         if ts >= seq.last {
-            packet.timestamp = Some(ts - seq.last);
-            packet.timestamp_clock_id = None;
+            (stamp.timestamp, stamp.clock) = (ts - seq.last, None);
             seq.last = ts;
         } else {
-            packet.timestamp = Some(ts);
-            packet.timestamp_clock_id = Some(CLOCK_MONOTONIC);
+            (stamp.timestamp, stamp.clock) = (ts, Some(CLOCK_MONOTONIC));
         }
         seq
     }
@@ -170,25 +239,25 @@ mod tests {
     #[test]
     fn deltas_on_one_sequence_and_absolute_times_when_going_back() {
         let mut s = Sequences::default();
-        let (mut p, mut start) = (TracePacket::default(), None);
+        let (mut p, mut start) = (Stamp::default(), None);
         s.stamp(5, Some(9), 1000, &mut p, &mut start);
         let first = start.take().expect("a new sequence starts with a clear");
         assert_eq!(first.sequence_flags, Some(SEQ_INCREMENTAL_STATE_CLEARED));
         assert_eq!(first.first_packet_on_sequence, Some(true));
-        assert_eq!(p.timestamp, Some(0));
+        assert_eq!(p.timestamp, 0);
         s.stamp(5, Some(9), 1250, &mut p, &mut start);
         assert!(start.is_none());
-        assert_eq!((p.timestamp, p.timestamp_clock_id), (Some(250), None));
+        assert_eq!((p.timestamp, p.clock), (250, None));
         s.stamp(5, Some(9), 1100, &mut p, &mut start);
-        assert_eq!((p.timestamp, p.timestamp_clock_id), (Some(1100), Some(CLOCK_MONOTONIC)));
+        assert_eq!((p.timestamp, p.clock), (1100, Some(CLOCK_MONOTONIC)));
         s.stamp(5, Some(9), 1300, &mut p, &mut start);
-        assert_eq!(p.timestamp, Some(50), "the going-back event left the delta chain alone");
+        assert_eq!(p.timestamp, 50, "the going-back event left the delta chain alone");
     }
 
     #[test]
     fn reset_restarts_every_sequence_and_forgets_what_was_interned() {
         let mut s = Sequences::default();
-        let (mut p, mut start) = (TracePacket::default(), None);
+        let (mut p, mut start) = (Stamp::default(), None);
         let seq = s.stamp(1, None, 10, &mut p, &mut start);
         assert!(seq.needs(Kind::EventName, 4));
         assert!(!seq.needs(Kind::EventName, 4));
@@ -199,19 +268,19 @@ mod tests {
         let again = start.expect("restarted");
         assert_eq!(again.first_packet_on_sequence, None);
         assert!(seq.needs(Kind::EventName, 4));
-        assert_eq!(p.timestamp, Some(0), "deltas start from the new snapshot");
+        assert_eq!(p.timestamp, 0, "deltas start from the new snapshot");
     }
 
     #[test]
     fn a_restart_never_moves_the_clock_back() {
         let mut s = Sequences::default();
-        let (mut p, mut start) = (TracePacket::default(), None);
+        let (mut p, mut start) = (Stamp::default(), None);
         s.stamp(1, None, 500, &mut p, &mut start);
         s.reset_all();
         start = None;
         s.stamp(1, None, 300, &mut p, &mut start);
         let snapshot = start.unwrap().clock_snapshot.unwrap();
         assert!(snapshot.clocks.iter().all(|c| c.timestamp == Some(500)), "{snapshot:?}");
-        assert_eq!((p.timestamp, p.timestamp_clock_id), (Some(300), Some(CLOCK_MONOTONIC)));
+        assert_eq!((p.timestamp, p.clock), (300, Some(CLOCK_MONOTONIC)));
     }
 }

@@ -41,6 +41,9 @@ pub struct Tracks {
     /// End of the last slice on each lane of each timeline.
     lanes: IdMap<u64, Vec<u64>>,
     counters: IdMap<(u32, DeviceId, StrId), u64>,
+    /// The stream and device of the last device operation, its device (from the stream's
+    /// definition) and timeline key: consecutive operations are mostly on one stream.
+    last_stream: Option<(StreamId, DeviceId, DeviceId, u64)>,
     /// Descriptors to write before the next event.
     pub pending: Vec<TrackDescriptor>,
     /// Slices that overlapped work on every lane of their timeline.
@@ -60,6 +63,8 @@ impl Tracks {
             Record::Device(d) if self.described.contains(&(DEVICE | u64::from(d.id.0))) => {
                 self.describe_device(d.id, names);
             }
+            // A stream's device comes from its definition.
+            Record::Stream(_) => self.last_stream = None,
             _ => {}
         }
     }
@@ -174,9 +179,16 @@ impl Tracks {
 
     /// The stream lane track where device operation `op` goes.
     pub fn device_op(&mut self, op: &DeviceOp, names: &Interner) -> u64 {
-        let device = names.defs().stream(op.stream).map_or(op.device, |s| s.device);
+        let (device, key) = match self.last_stream {
+            Some((stream, on, device, key)) if stream == op.stream && on == op.device => (device, key),
+            _ => {
+                let device = names.defs().stream(op.stream).map_or(op.device, |s| s.device);
+                let key = (u64::from(device.0) << 32) | u64::from(op.stream.0);
+                self.last_stream = Some((op.stream, op.device, device, key));
+                (device, key)
+            }
+        };
         let parent = self.device(device, names);
-        let key = (u64::from(device.0) << 32) | u64::from(op.stream.0);
         let lane = self.lane(key, op.start, op.end);
         let uuid = LANE | (lane << 52) | key;
         if !self.described.contains(&uuid) {

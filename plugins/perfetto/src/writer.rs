@@ -16,17 +16,21 @@
 //! - losses: instants "lost N: cause" on a top-level "xpuprof: data lost" track.
 //!
 //! Only definitions, per-sequence state and lane ends are kept: memory does not grow with the
-//! length of the run. One scratch packet is reused, so steady-state events allocate nothing.
+//! length of the run. Event packets are encoded straight into the output's bundle buffer
+//! (`crate::pb`), so steady-state events allocate nothing.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use xpuprof_sdk::model::*;
 
+use crate::event::{Event, Value};
 use crate::intern::Interner;
+use crate::interned::Interned;
 use crate::output::{Output, OutputOptions};
-use crate::proto::{self, event_type, DebugAnnotation, TracePacket, TrackEvent};
-use crate::sequence::{Sequences, METADATA_SEQUENCE};
+use crate::pb;
+use crate::proto::{event_type, TracePacket, SEQ_NEEDS_INCREMENTAL_STATE};
+use crate::sequence::{Sequences, Stamp, METADATA_SEQUENCE};
 use crate::tracks::Tracks;
 
 /// Sequence of CPU samples.
@@ -78,10 +82,14 @@ pub struct TraceWriter<W: Write> {
     names: Interner,
     tracks: Tracks,
     seqs: Sequences,
-    /// The packet being built, reused.
-    packet: TracePacket,
-    /// Its interned data, kept apart so its buffers are reused.
-    interned: Box<proto::InternedData>,
+    /// Where the packet being built goes (sequence, timestamp).
+    stamp: Stamp,
+    /// Its track event, reused.
+    ev: Event,
+    /// Its CPU sample, when it is one: pid, tid and callstack.
+    sample: Option<(u32, u32, Option<u64>)>,
+    /// Its interned data, encoded as it is added.
+    interned: Interned,
     /// The packet that (re)starts a sequence, when the event needs one.
     start: Option<Box<TracePacket>>,
     next_flow: u64,
@@ -110,8 +118,10 @@ impl<W: Write> TraceWriter<W> {
             opts,
             tracks: Tracks::default(),
             seqs: Sequences::default(),
-            packet: TracePacket { track_event: Some(TrackEvent::default()), ..Default::default() },
-            interned: Box::default(),
+            stamp: Stamp::default(),
+            ev: Event::default(),
+            sample: None,
+            interned: Interned::default(),
             start: None,
             next_flow: 1,
             last_reset: 0,
@@ -146,7 +156,11 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Writes the track descriptors queued by the last definition or event.
+    #[inline]
     fn descriptors(&mut self) -> io::Result<()> {
+        if self.tracks.pending.is_empty() {
+            return Ok(());
+        }
         for d in self.tracks.pending.drain(..) {
             let packet = TracePacket {
                 trusted_packet_sequence_id: Some(METADATA_SEQUENCE),
@@ -162,35 +176,43 @@ impl<W: Write> TraceWriter<W> {
     /// pending descriptors and, when needed, the packet that (re)starts the sequence.
     fn begin(&mut self, key: u64, track: Option<u64>, ts: u64) -> io::Result<()> {
         self.descriptors()?;
-        self.packet.perf_sample = None;
-        self.packet.interned_data = None;
-        self.seqs.stamp(key, track, ts, &mut self.packet, &mut self.start);
+        self.seqs.stamp(key, track, ts, &mut self.stamp, &mut self.start);
         if let Some(start) = self.start.take() {
             self.out.packet(&start)?;
         }
         Ok(())
     }
 
-    /// Writes the packet built since [`Self::begin`], with `event` as its track event when set.
+    /// Writes the packet built since [`Self::begin`]: the track event when `with_event`, else
+    /// the CPU sample. Fields in field-number order: `timestamp` (8),
+    /// `trusted_packet_sequence_id` (10), `track_event` (11), `interned_data` (12),
+    /// `sequence_flags` (13), `timestamp_clock_id` (58), `perf_sample` (66).
     fn end(&mut self, with_event: bool) -> io::Result<()> {
-        // The event stays in the packet (moving it in and out cost a fifth of the writer's time);
-        // packets without one take it out for the moment.
-        let saved = if with_event { None } else { self.packet.track_event.take() };
-        if !self.interned.is_empty() {
-            self.packet.interned_data = Some(std::mem::take(&mut self.interned));
+        let at = self.out.begin_packet();
+        let b = self.out.buf();
+        pb::uint(b, 8, self.stamp.timestamp);
+        pb::uint(b, 10, u64::from(self.stamp.sequence));
+        if with_event {
+            let e = pb::begin(b, 11);
+            self.ev.write(b);
+            pb::end(b, e);
         }
-        let r = self.out.packet(&self.packet);
-        if saved.is_some() {
-            self.packet.track_event = saved;
+        self.interned.write(b);
+        pb::uint(b, 13, u64::from(SEQ_NEEDS_INCREMENTAL_STATE));
+        if let Some(clock) = self.stamp.clock {
+            pb::uint(b, 58, u64::from(clock));
         }
-        if let Some(i) = self.packet.interned_data.take() {
-            self.interned = i;
+        if let Some((pid, tid, callstack)) = self.sample.take() {
+            let s = pb::begin(b, 66);
+            pb::uint(b, 2, u64::from(pid));
+            pb::uint(b, 3, u64::from(tid));
+            if let Some(cs) = callstack {
+                pb::uint(b, 4, cs);
+            }
+            pb::end(b, s);
         }
-        let e = self.ev();
-        e.debug_annotations.clear();
-        e.flow_ids.clear();
-        e.terminating_flow_ids.clear();
-        (e.name, e.name_iid, e.track_uuid, e.double_counter_value) = (None, None, None, None);
+        let r = self.out.end_packet(at);
+        self.ev.clear();
         self.interned.clear();
         if self.out.raw_bytes() - self.last_reset >= self.opts.reset_bytes {
             self.last_reset = self.out.raw_bytes();
@@ -199,30 +221,9 @@ impl<W: Write> TraceWriter<W> {
         r
     }
 
-    /// The track event of the packet being built (always there, see [`Self::end`]).
-    fn ev(&mut self) -> &mut TrackEvent {
-        self.packet.track_event.get_or_insert_with(TrackEvent::default)
-    }
-
     /// Queues argument `which` = `value` for the next slice begin.
-    fn arg(&mut self, which: usize, value: u64) {
-        let name_iid = Some(self.arg_names[which]);
-        let a = DebugAnnotation { name_iid, uint_value: Some(value), ..Default::default() };
-        self.ev().debug_annotations.push(a);
-    }
-
-    /// Queues argument `which` = `value` for the next slice begin.
-    fn arg_int(&mut self, which: usize, value: i64) {
-        let name_iid = Some(self.arg_names[which]);
-        let a = DebugAnnotation { name_iid, int_value: Some(value), ..Default::default() };
-        self.ev().debug_annotations.push(a);
-    }
-
-    /// Queues argument `which` = interned string `value` for the next slice begin.
-    fn arg_str(&mut self, which: usize, value: u64) {
-        let name_iid = Some(self.arg_names[which]);
-        let a = DebugAnnotation { name_iid, string_value_iid: Some(value), ..Default::default() };
-        self.ev().debug_annotations.push(a);
+    fn arg(&mut self, which: usize, value: Value) {
+        self.ev.arg(self.arg_names[which], value);
     }
 
     fn api_call(&mut self, c: &ApiCall) -> io::Result<()> {
@@ -230,10 +231,10 @@ impl<W: Write> TraceWriter<W> {
         let name = self.names.event_name_of(c.name, "API call");
         if self.opts.args {
             if let Some(corr) = c.correlation {
-                self.arg(CORRELATION, corr.id);
+                self.arg(CORRELATION, Value::Uint(corr.id));
             }
             if c.result != 0 {
-                self.arg_int(RESULT, c.result);
+                self.arg(RESULT, Value::Int(c.result));
             }
         }
         self.slice(track, track, c.start, c.end, name, None)
@@ -252,20 +253,19 @@ impl<W: Write> TraceWriter<W> {
     ) -> io::Result<()> {
         self.begin(key, Some(track), start)?;
         let seq = self.seqs.get_mut(key);
-        let event = self.packet.track_event.as_ref().expect("the reused track event");
-        for a in &event.debug_annotations {
-            self.names.emit_annotation_name(seq, a.name_iid.unwrap_or(0), &mut self.interned);
-            if let Some(v) = a.string_value_iid {
+        for a in self.ev.args() {
+            self.names.emit_annotation_name(seq, a.name, &mut self.interned);
+            if let Value::Str(v) = a.value {
                 self.names.emit_annotation_value(seq, v, &mut self.interned);
             }
         }
         self.names.emit_event_name(seq, name, &mut self.interned);
-        self.ev().r#type = Some(event_type::SLICE_BEGIN);
-        self.ev().name_iid = Some(name);
-        self.ev().terminating_flow_ids.extend(flow_end);
+        self.ev.kind = Some(event_type::SLICE_BEGIN);
+        self.ev.name_iid = Some(name);
+        self.ev.terminating_flow = flow_end;
         self.end(true)?;
         self.begin(key, Some(track), end.max(start))?;
-        self.ev().r#type = Some(event_type::SLICE_END);
+        self.ev.kind = Some(event_type::SLICE_END);
         self.end(true)?;
         self.stats.slices += 1;
         Ok(())
@@ -274,11 +274,11 @@ impl<W: Write> TraceWriter<W> {
     fn op_name(&mut self, op: &DeviceOp) -> u64 {
         match op.kind {
             DeviceOpKind::Kernel => self.names.event_name_of(op.name, "kernel"),
-            DeviceOpKind::Memcpy => self.names.event_name(copy_name(op.copy)),
-            DeviceOpKind::Memset => self.names.event_name("Memset"),
-            DeviceOpKind::Sync => self.names.event_name("Sync"),
-            DeviceOpKind::Alloc => self.names.event_name("Alloc"),
-            DeviceOpKind::Free => self.names.event_name("Free"),
+            DeviceOpKind::Memcpy => self.names.static_event_name(copy_name(op.copy)),
+            DeviceOpKind::Memset => self.names.static_event_name("Memset"),
+            DeviceOpKind::Sync => self.names.static_event_name("Sync"),
+            DeviceOpKind::Alloc => self.names.static_event_name("Alloc"),
+            DeviceOpKind::Free => self.names.static_event_name("Free"),
             _ => self.names.event_name_of(op.name, "other"),
         }
     }
@@ -292,15 +292,15 @@ impl<W: Write> TraceWriter<W> {
         };
         if self.opts.args {
             if let Some(c) = op.correlation {
-                self.arg(CORRELATION, c.id);
+                self.arg(CORRELATION, Value::Uint(c.id));
             }
             if op.bytes != 0 {
-                self.arg(BYTES, op.bytes);
+                self.arg(BYTES, Value::Uint(op.bytes));
             }
             if let Some(k) = &op.kernel {
                 let (grid, block) = (self.names.dims(k.grid), self.names.dims(k.block));
-                self.arg_str(GRID, grid);
-                self.arg_str(BLOCK, block);
+                self.arg(GRID, Value::Str(grid));
+                self.arg(BLOCK, Value::Str(block));
             }
         }
         self.slice(track, track, op.start, op.end, name, flow)
@@ -315,9 +315,9 @@ impl<W: Write> TraceWriter<W> {
         self.names.emit_event_name(seq, name, &mut self.interned);
         let id = self.next_flow;
         self.next_flow += 1;
-        self.ev().r#type = Some(event_type::INSTANT);
-        self.ev().name_iid = Some(name);
-        self.ev().flow_ids.push(id);
+        self.ev.kind = Some(event_type::INSTANT);
+        self.ev.name_iid = Some(name);
+        self.ev.flow = Some(id);
         self.end(true)?;
         self.stats.flows += 1;
         Ok(id)
@@ -334,12 +334,7 @@ impl<W: Write> TraceWriter<W> {
         if let Some(cs) = callstack {
             self.names.emit_callstack(seq, cs, &mut self.interned);
         }
-        self.packet.perf_sample = Some(Box::new(proto::PerfSample {
-            cpu: None,
-            pid: Some(s.pid),
-            tid: Some(s.tid),
-            callstack_iid: callstack,
-        }));
+        self.sample = Some((s.pid, s.tid, callstack));
         self.end(false)?;
         self.stats.samples += 1;
         Ok(())
@@ -358,8 +353,8 @@ impl<W: Write> TraceWriter<W> {
         self.begin(track, Some(track), a.start)?;
         let seq = self.seqs.get_mut(track);
         self.names.emit_event_name(seq, name, &mut self.interned);
-        self.ev().r#type = Some(event_type::INSTANT);
-        self.ev().name_iid = Some(name);
+        self.ev.kind = Some(event_type::INSTANT);
+        self.ev.name_iid = Some(name);
         self.end(true)
     }
 
@@ -384,9 +379,9 @@ impl<W: Write> TraceWriter<W> {
         }
         let track = self.tracks.counter(c, &self.names);
         self.begin(COUNTERS, None, c.time)?;
-        self.ev().r#type = Some(event_type::COUNTER);
-        self.ev().track_uuid = Some(track);
-        self.ev().double_counter_value = Some(c.value);
+        self.ev.kind = Some(event_type::COUNTER);
+        self.ev.track_uuid = Some(track);
+        self.ev.counter = Some(c.value);
         self.end(true)
     }
 
@@ -395,8 +390,8 @@ impl<W: Write> TraceWriter<W> {
         *self.losses.entry(cause.clone()).or_default() += l.count;
         let track = self.tracks.losses();
         self.begin(track, Some(track), l.time)?;
-        self.ev().r#type = Some(event_type::INSTANT);
-        self.ev().name = Some(format!("lost {}: {cause}", l.count));
+        self.ev.kind = Some(event_type::INSTANT);
+        self.ev.name = Some(format!("lost {}: {cause}", l.count));
         self.end(true)
     }
 

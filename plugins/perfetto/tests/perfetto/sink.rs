@@ -128,3 +128,23 @@ fn profiler_overhead_has_a_track_under_its_thread() {
     assert!(s["tracks"].get("profiler overhead").is_some(), "{s}");
     assert_eq!(s["slice_names"]["CUPTI overhead: buffer flush"], 1, "{s}");
 }
+
+/// The packets are written by hand (`src/pb.rs`), not by prost: every packet of a long run with
+/// many incremental-state clears must be exactly what prost writes for the same message, so the
+/// trace says what the prost-built writer said (the goldens compare the decoded packets too).
+#[test]
+fn hand_encoded_packets_are_what_prost_writes() {
+    use prost::Message;
+    use xpuprof_plugin_perfetto::proto::Trace;
+    let mut opts = config::defaults();
+    opts.output.compress = false;
+    opts.reset_bytes = 16 << 10;
+    let mut records = sample::session();
+    records.extend(sample::launches(5_000));
+    let dir = run(&records, opts, 64);
+    let bytes = std::fs::read(dir.path().join(FILE_NAME)).unwrap();
+    let trace = Trace::decode(bytes.as_slice()).expect("decodes as perfetto.protos.Trace");
+    assert!(trace.packet.len() > 20_000, "{} packets", trace.packet.len());
+    assert!(trace.packet.iter().filter(|p| p.sequence_flags == Some(1)).count() > 20, "clears");
+    assert!(bytes == trace.encode_to_vec(), "the hand-written bytes differ from prost's encoding");
+}

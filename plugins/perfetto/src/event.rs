@@ -1,0 +1,175 @@
+//! The `TrackEvent` of the packet being built, reused from event to event, and its encoding.
+//!
+//! Fields are written in field-number order (what prost writes for `proto::TrackEvent`):
+//! `debug_annotations` (4), `type` (9), `name_iid` (10), `track_uuid` (11), `name` (23),
+//! `double_counter_value` (44), `flow_ids` (47), `terminating_flow_ids` (48).
+
+use crate::pb;
+
+/// Arguments an event can carry (correlation, bytes, result, grid, block).
+const MAX_ARGS: usize = 5;
+
+/// The value of a debug annotation.
+#[derive(Debug, Clone, Copy)]
+pub enum Value {
+    /// `uint_value`.
+    Uint(u64),
+    /// `int_value`.
+    Int(i64),
+    /// `string_value_iid`: an interned annotation value.
+    Str(u64),
+}
+
+/// A debug annotation: an interned name and a value.
+#[derive(Debug, Clone, Copy)]
+pub struct Arg {
+    /// `name_iid`.
+    pub name: u64,
+    /// The value.
+    pub value: Value,
+}
+
+/// A track event.
+#[derive(Debug)]
+pub struct Event {
+    /// `type` (`proto::event_type`).
+    pub kind: Option<i32>,
+    /// `name_iid`.
+    pub name_iid: Option<u64>,
+    /// `track_uuid`, when not the sequence's default track.
+    pub track_uuid: Option<u64>,
+    /// `name`, for names that are not interned (losses).
+    pub name: Option<String>,
+    /// `double_counter_value`.
+    pub counter: Option<f64>,
+    /// The flow this event starts (`flow_ids`).
+    pub flow: Option<u64>,
+    /// The flow this event ends (`terminating_flow_ids`).
+    pub terminating_flow: Option<u64>,
+    args: [Arg; MAX_ARGS],
+    nargs: usize,
+}
+
+impl Default for Event {
+    fn default() -> Self {
+        Self {
+            kind: None,
+            name_iid: None,
+            track_uuid: None,
+            name: None,
+            counter: None,
+            flow: None,
+            terminating_flow: None,
+            args: [Arg { name: 0, value: Value::Uint(0) }; MAX_ARGS],
+            nargs: 0,
+        }
+    }
+}
+
+impl Event {
+    /// Adds an argument (at most five per event; more are not written).
+    pub fn arg(&mut self, name: u64, value: Value) {
+        if self.nargs < MAX_ARGS {
+            self.args[self.nargs] = Arg { name, value };
+            self.nargs += 1;
+        }
+    }
+
+    /// The arguments added so far.
+    pub fn args(&self) -> &[Arg] {
+        &self.args[..self.nargs]
+    }
+
+    /// Empties the event for the next one.
+    pub fn clear(&mut self) {
+        self.kind = None;
+        self.name_iid = None;
+        self.track_uuid = None;
+        self.name = None;
+        self.counter = None;
+        self.flow = None;
+        self.terminating_flow = None;
+        self.nargs = 0;
+    }
+
+    /// Appends the event's fields (the body of `TracePacket.track_event`).
+    pub fn write(&self, b: &mut Vec<u8>) {
+        for a in self.args() {
+            let at = pb::begin(b, 4);
+            pb::uint(b, 1, a.name);
+            match a.value {
+                Value::Uint(v) => pb::uint(b, 3, v),
+                Value::Int(v) => pb::int(b, 4, v),
+                Value::Str(iid) => pb::uint(b, 17, iid),
+            }
+            pb::end(b, at);
+        }
+        if let Some(k) = self.kind {
+            pb::int(b, 9, i64::from(k));
+        }
+        if let Some(n) = self.name_iid {
+            pb::uint(b, 10, n);
+        }
+        if let Some(t) = self.track_uuid {
+            pb::uint(b, 11, t);
+        }
+        if let Some(n) = &self.name {
+            pb::bytes(b, 23, n.as_bytes());
+        }
+        if let Some(v) = self.counter {
+            pb::double(b, 44, v);
+        }
+        if let Some(f) = self.flow {
+            pb::fixed64(b, 47, f);
+        }
+        if let Some(f) = self.terminating_flow {
+            pb::fixed64(b, 48, f);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::{self, DebugAnnotation, TrackEvent};
+    use prost::Message;
+
+    #[test]
+    fn writes_the_bytes_prost_writes() {
+        let mut e = Event::default();
+        e.arg(1, Value::Uint(300));
+        e.arg(3, Value::Int(-1));
+        e.arg(4, Value::Str(7));
+        (e.kind, e.name_iid, e.track_uuid) = (Some(proto::event_type::SLICE_BEGIN), Some(9), Some(1 << 62));
+        (e.name, e.counter, e.flow, e.terminating_flow) =
+            (Some("lost 3".into()), Some(2.5), Some(5), Some(6));
+        let mut ours = Vec::new();
+        e.write(&mut ours);
+        let annotation = |name, uint_value, int_value, string_value_iid| DebugAnnotation {
+            name_iid: Some(name),
+            uint_value,
+            int_value,
+            string_value: None,
+            string_value_iid,
+        };
+        let theirs = TrackEvent {
+            r#type: e.kind,
+            track_uuid: e.track_uuid,
+            name_iid: e.name_iid,
+            name: e.name.clone(),
+            double_counter_value: e.counter,
+            flow_ids: vec![5],
+            terminating_flow_ids: vec![6],
+            debug_annotations: vec![
+                annotation(1, Some(300), None, None),
+                annotation(3, None, Some(-1), None),
+                annotation(4, None, None, Some(7)),
+            ],
+        };
+        assert_eq!(ours, theirs.encode_to_vec());
+        e.clear();
+        let mut empty = Vec::new();
+        e.write(&mut empty);
+        assert!(empty.is_empty());
+    }
+}
