@@ -16,7 +16,7 @@
 //! combinations, not with the run's length.
 
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use xpuprof_sdk::hash::{IdHasher, IdMap};
 use xpuprof_sdk::model::*;
@@ -26,7 +26,7 @@ use crate::proto::{self, Profile};
 
 type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct GpuKey {
     pid: u32,
     tid: u32,
@@ -37,6 +37,18 @@ struct GpuKey {
     kind: DeviceOpKind,
     name: StrId,
     copy: CopyKind,
+}
+
+/// Hashed as four words rather than field by field: every device operation looks its key up
+/// (the derived hash fed the hasher nine values, the enums as `isize`s).
+impl Hash for GpuKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let pair = |a: u32, b: u32| (u64::from(a) << 32) | u64::from(b);
+        h.write_u64(pair(self.pid, self.tid));
+        h.write_u64(pair(self.stack.0, self.api.0));
+        h.write_u64(pair(self.device.0, self.stream.0));
+        h.write_u64(pair(self.name.0, (u32::from(self.kind as u8) << 8) | u32::from(self.copy as u8)));
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
