@@ -123,13 +123,15 @@ pub fn report(opts: &ReportOptions) -> Result<ReportOutcome, SessionError> {
     // Display names are the host's, under this run's switch: an archive recorded before the
     // host demangled (or with another setting) shows the same names as a live session would.
     let demangle = FileConfig::demangle(opts.config.as_ref());
-    let stats = reader.replay_records(&mut |batch| {
-        for r in batch.iter_mut() {
-            if let Record::Str(d) = r {
-                xpuprof_toolbox::demangle::set_display(d, demangle);
+    let stats = reader.replay_marked(&mut |batch, definitions| {
+        if definitions {
+            for r in batch.iter_mut() {
+                if let Record::Str(d) = r {
+                    xpuprof_toolbox::demangle::set_display(d, demangle);
+                }
             }
         }
-        sinks.deliver(batch)
+        sinks.deliver_marked(batch, definitions)
     });
     // Finish the sinks whatever the replay met: what came before a damaged spot is written.
     let results = sinks.finish();

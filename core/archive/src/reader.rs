@@ -303,6 +303,16 @@ impl Reader {
         &mut self,
         f: &mut dyn FnMut(&mut Vec<Record>),
     ) -> Result<ReplayStats, ArchiveError> {
+        self.replay_marked(&mut |records, _| f(records))
+    }
+
+    /// [`Reader::replay_records`], also telling `f` whether the batch holds a definition
+    /// (`Record::is_definition`): most batches hold only events, and a caller that looks at the
+    /// definitions (or must drop them) can then leave the batch's records alone.
+    pub fn replay_marked(
+        &mut self,
+        f: &mut dyn FnMut(&mut Vec<Record>, bool),
+    ) -> Result<ReplayStats, ArchiveError> {
         let mut m = Merge::new(self);
         m.run(f);
         Ok(m.into_stats())

@@ -47,8 +47,14 @@ impl Sinks {
     /// Hands the records in `records` to every live sink (all share them; none copies them),
     /// leaving an empty vector from the pool in their place.
     pub fn deliver(&mut self, records: &mut Vec<Record>) {
+        self.deliver_marked(records, true);
+    }
+
+    /// [`Sinks::deliver`], where `definitions` is false when the producer knows that no record
+    /// of the batch is a definition (the batch is then emptied without visiting its records).
+    pub fn deliver_marked(&mut self, records: &mut Vec<Record>, definitions: bool) {
         let records = std::mem::replace(records, self.pool.take());
-        let batch = Arc::new(RecordBatch::pooled(records, &self.pool));
+        let batch = Arc::new(RecordBatch::pooled(records, &self.pool, definitions));
         for slot in &mut self.sinks {
             let Some(s) = slot else { continue };
             let b = Arc::clone(&batch);
