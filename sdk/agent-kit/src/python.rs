@@ -76,33 +76,32 @@ impl PythonFrames {
     /// frames written (`native` as is when Python frames are off or the process runs no CPython).
     #[inline]
     pub fn merge(&self, native: &[u64], out: &mut [u64]) -> usize {
-        let Some(py) = self.interpreter() else {
+        let copy = |out: &mut [u64]| {
             let n = native.len().min(out.len());
             out[..n].copy_from_slice(&native[..n]);
-            return n;
+            n
         };
-        let mut frames = [(0u64, false); MAX_FRAMES];
-        let n = py.capture(&mut frames);
-        if n == 0 && on_engine_thread() {
-            return self.autograd(py, native, out, &mut frames);
+        let Some(py) = self.interpreter() else { return copy(out) };
+        // The frames are merged where the capture wrote them (the thread's reused buffer).
+        let merged = py.with_capture(|frames| {
+            (!frames.is_empty()).then(|| merge::merge(native, |ra| py.is_eval(ra), frames, out).len)
+        });
+        match merged {
+            Some(n) => n,
+            None if on_engine_thread() => self.autograd(py, native, out),
+            None => copy(out),
         }
-        merge::merge(native, |ra| py.is_eval(ra), &frames[..n], out).len
     }
 
     /// A launch of an autograd engine thread: its native frames, then (outermost last) the
     /// marker [`AUTOGRAD_MARKER`] and the Python frames of the thread whose backward call it
     /// runs, when exactly one is known ([`xpuprof_python::autograd`]).
     #[cold]
-    fn autograd(
-        &self,
-        py: &Interpreter,
-        native: &[u64],
-        out: &mut [u64],
-        frames: &mut [(u64, bool)],
-    ) -> usize {
+    fn autograd(&self, py: &Interpreter, native: &[u64], out: &mut [u64]) -> usize {
         let mut n = native.len().min(out.len());
         out[..n].copy_from_slice(&native[..n]);
-        if let Caller::Found(k) = py.capture_backward_caller(frames) {
+        let mut frames = [(0u64, false); MAX_FRAMES];
+        if let Caller::Found(k) = py.capture_backward_caller(&mut frames) {
             let marker = py.marker(AUTOGRAD_MARKER);
             for f in std::iter::once(marker).chain(frames[..k].iter().map(|&(id, _)| id)) {
                 if n == out.len() {

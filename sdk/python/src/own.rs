@@ -61,13 +61,88 @@ pub struct Interpreter {
 /// Definitions made so far and those not yet sent.
 #[derive(Debug, Default)]
 struct Table {
-    ids: HashMap<(u64, u64, u32), u64>,
+    /// (code object, name object, line-table object, line) -> frame id.
+    ids: HashMap<(u64, u64, u64, u32), u64>,
     pending: Vec<(u64, String)>,
 }
 
+/// Sets of a thread's resolved-frame cache (a power of two), two entries each.
+const SETS: usize = 512;
+
+/// A resolved frame: the code object and instruction offset it was resolved for, what the code
+/// object held then (its name and line-table objects: a code object freed and another made at
+/// the same address holds other ones), and its frame id. 0 in `code`: empty.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Resolved {
+    code: u64,
+    offset: u64,
+    name: u64,
+    table: u64,
+    id: u64,
+}
+
+/// A thread's capture state, reused from launch to launch (nothing is zeroed or allocated per
+/// capture): the frames read, their ids, and the resolved-frame cache, two-way
+/// set-associative by (code object, offset).
+pub(crate) struct ThreadCache {
+    pub(crate) raw: [RawFrame; MAX_FRAMES],
+    pub(crate) ids: [(u64, bool); MAX_FRAMES],
+    sets: Box<[[Resolved; 2]; SETS]>,
+}
+
+impl ThreadCache {
+    fn new() -> Box<ThreadCache> {
+        Box::new(ThreadCache {
+            raw: [RawFrame::default(); MAX_FRAMES],
+            ids: [(0, false); MAX_FRAMES],
+            sets: Box::new([[Resolved::default(); 2]; SETS]),
+        })
+    }
+
+    #[inline(always)]
+    fn set(code: u64, offset: u64) -> usize {
+        let k = code ^ offset.rotate_left(29);
+        (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 55) as usize & (SETS - 1)
+    }
+
+    /// The cached id of `(code, offset)` when the code object still holds `name` and `table`.
+    #[inline(always)]
+    fn get(&self, code: u64, offset: u64, name: u64, table: u64) -> Option<u64> {
+        let [a, b] = &self.sets[Self::set(code, offset)];
+        let hit = |e: &Resolved| e.code == code && e.offset == offset && e.name == name && e.table == table;
+        if hit(a) {
+            Some(a.id)
+        } else if hit(b) {
+            Some(b.id)
+        } else {
+            None
+        }
+    }
+
+    fn put(&mut self, r: Resolved) {
+        let set = &mut self.sets[Self::set(r.code, r.offset)];
+        set[1] = set[0];
+        set[0] = r;
+    }
+}
+
 thread_local! {
-    /// (code object, instruction offset) -> (name pointer when resolved, frame id).
-    static RESOLVED: RefCell<HashMap<(u64, u64), (u64, u64)>> = RefCell::new(HashMap::new());
+    static THREAD: RefCell<Option<Box<ThreadCache>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with the calling thread's capture state (`None` when it is in use further up this
+/// thread's stack, or being torn down).
+#[inline]
+pub(crate) fn with_thread<R>(f: impl FnOnce(Option<&mut ThreadCache>) -> R) -> R {
+    let mut f = Some(f);
+    let r = THREAD.try_with(|t| match t.try_borrow_mut() {
+        Ok(mut t) => (f.take().expect("called once"))(Some(t.get_or_insert_with(ThreadCache::new))),
+        Err(_) => (f.take().expect("called once"))(None),
+    });
+    match r {
+        Ok(r) => r,
+        Err(_) => (f.take().expect("called once"))(None),
+    }
 }
 
 impl Interpreter {
@@ -132,44 +207,74 @@ impl Interpreter {
     /// pushes and pops its frames, and while it is inside this call (a C function called from
     /// Python, which may have released the GIL) they stay where they are.
     pub fn capture(&self, out: &mut [(u64, bool)]) -> usize {
-        let mut raw = [RawFrame::default(); MAX_FRAMES];
-        let (n, mut failed) = match self.read_chain(&mut raw) {
-            Ok(n) => (n, false),
-            Err(_) => (0, true),
-        };
-        let (written, resolved) = self.resolve(&raw[..n], out);
-        failed |= !resolved;
-        let c = &self.counts;
-        let counter = match (failed, n) {
-            (true, _) => &c.errors,
-            (false, 0) => &c.without_frames,
-            _ => &c.with_frames,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        written
+        self.with_capture(|frames| {
+            let n = frames.len().min(out.len());
+            out[..n].copy_from_slice(&frames[..n]);
+            n
+        })
+    }
+
+    /// Like [`Interpreter::capture`], but hands the frames to `f` where they were written (the
+    /// calling thread's reused buffer: nothing is copied). `f` must not capture again.
+    #[inline]
+    pub fn with_capture<R>(&self, f: impl FnOnce(&[(u64, bool)]) -> R) -> R {
+        with_thread(|t| {
+            let Some(t) = t else {
+                self.counts.errors.fetch_add(1, Ordering::Relaxed);
+                return f(&[]);
+            };
+            let (n, mut failed) = match self.read_chain(&mut t.raw) {
+                Ok(n) => (n, false),
+                Err(_) => (0, true),
+            };
+            let (written, resolved) = self.resolve_in(t, n);
+            failed |= !resolved;
+            let c = &self.counts;
+            let counter = match (failed, n) {
+                (true, _) => &c.errors,
+                (false, 0) => &c.without_frames,
+                _ => &c.with_frames,
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            f(&t.ids[..written])
+        })
     }
 
     /// Resolves `raw` into frame ids in `out`; returns how many were written and whether all
     /// of them could be resolved.
     pub(crate) fn resolve(&self, raw: &[RawFrame], out: &mut [(u64, bool)]) -> (usize, bool) {
-        let mut written = 0;
-        let mut ok = true;
-        RESOLVED.with(|cache| {
-            let mut cache = cache.borrow_mut();
-            for f in raw.iter().take(out.len()) {
-                match self.frame_id(&mut cache, f) {
-                    Ok(id) => {
-                        out[written] = (id, f.entry);
-                        written += 1;
-                    }
-                    Err(_) => {
-                        ok = false;
-                        break;
-                    }
-                }
+        with_thread(|t| {
+            let Some(t) = t else { return (0, false) };
+            let n = raw.len().min(MAX_FRAMES);
+            t.raw[..n].copy_from_slice(&raw[..n]);
+            let (written, ok) = self.resolve_in(t, n);
+            let k = written.min(out.len());
+            out[..k].copy_from_slice(&t.ids[..k]);
+            (k, ok && k == written)
+        })
+    }
+
+    /// Resolves `t.raw[..n]` into `t.ids`; returns how many were written and whether all of
+    /// them could be resolved.
+    #[inline]
+    fn resolve_in(&self, t: &mut ThreadCache, n: usize) -> (usize, bool) {
+        let name_at = self.layout.code_qualname.unwrap_or(self.layout.code_name);
+        let table_at = self.layout.code_linetable;
+        for i in 0..n {
+            let f = t.raw[i];
+            let id = match (OwnMemory.u64(f.code + name_at), OwnMemory.u64(f.code + table_at)) {
+                (Ok(name), Ok(table)) => match t.get(f.code, f.offset, name, table) {
+                    Some(id) => Ok(id),
+                    None => self.frame_id(t, &f, name, table),
+                },
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
+            match id {
+                Ok(id) => t.ids[i] = (id, f.entry),
+                Err(_) => return (i, false),
             }
-        });
-        (written, ok)
+        }
+        (n, true)
     }
 
     /// A frame id standing for `label` (a marker the stack shows as a frame of that name),
@@ -177,7 +282,7 @@ impl Interpreter {
     pub fn marker(&self, label: &'static str) -> u64 {
         let Ok(mut t) = self.table.lock() else { return PY_FRAME_TAG };
         let next = PY_FRAME_TAG | (t.ids.len() as u64 + 1);
-        let id = *t.ids.entry((0, label.as_ptr() as u64, 0)).or_insert(next);
+        let id = *t.ids.entry((0, label.as_ptr() as u64, 0, 0)).or_insert(next);
         if id == next {
             t.pending.push((id, label.to_string()));
         }
@@ -199,30 +304,21 @@ impl Interpreter {
         chain::walk(&OwnMemory, self.layout, tstate as u64, Some(self.code_type), raw).map(|(n, _)| n)
     }
 
-    pub(crate) fn frame_id(
-        &self,
-        cache: &mut HashMap<(u64, u64), (u64, u64)>,
-        f: &RawFrame,
-    ) -> Result<u64, Error> {
-        let name = OwnMemory.u64(f.code + self.layout.code_qualname.unwrap_or(self.layout.code_name))?;
-        if let Some(&(n, id)) = cache.get(&(f.code, f.offset)) {
-            if n == name {
-                return Ok(id);
-            }
-        }
+    /// Resolves a frame the thread's cache does not hold (the first time a code object runs
+    /// at this offset): its line, its id (a new one, whose definition goes to the host, when
+    /// no thread made it before), cached.
+    #[cold]
+    fn frame_id(&self, t: &mut ThreadCache, f: &RawFrame, name: u64, table: u64) -> Result<u64, Error> {
         let code = Code::read(&OwnMemory, self.layout, f.code)?;
         let line = code.line(self.layout, f.offset());
-        let mut t = self.table.lock().map_err(|_| Error::Poisoned)?;
-        let next = PY_FRAME_TAG | (t.ids.len() as u64 + 1);
-        let id = *t.ids.entry((f.code, name, line)).or_insert(next);
+        let mut tb = self.table.lock().map_err(|_| Error::Poisoned)?;
+        let next = PY_FRAME_TAG | (tb.ids.len() as u64 + 1);
+        let id = *tb.ids.entry((f.code, name, table, line)).or_insert(next);
         if id == next {
-            t.pending.push((id, code.label(line)));
+            tb.pending.push((id, code.label(line)));
         }
-        drop(t);
-        if cache.len() > 1 << 16 {
-            cache.clear();
-        }
-        cache.insert((f.code, f.offset), (name, id));
+        drop(tb);
+        t.put(Resolved { code: f.code, offset: f.offset, name, table, id });
         Ok(id)
     }
 

@@ -8,19 +8,20 @@
 //! loader's load/unload counters (`dlpi_adds`/`dlpi_subs`) say something changed.
 //!
 //! Each thread keeps its own caches (framehop's unwind rules per address, and the fast path's
-//! per-address rule classes, [`crate::walk`]), so a repeated call site costs a cache probe per
-//! frame, plus two stack reads where the rule is the frame-pointer rule, and no lock but the
-//! module list's read lock.
+//! per-address rules, [`crate::walk`]) and its own reference to the module list, checked
+//! against the list's generation (one atomic load), so a repeated call site costs a cache probe
+//! and one or two stack reads per frame, and no lock.
 
 use std::cell::RefCell;
 use std::ops::Deref;
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use framehop::x86_64::UnwinderX86_64;
 use framehop::Unwinder;
 
 use crate::regs::Registers;
-use crate::walk::{self, follows_call, Caches, Code, Cut, End, Walk};
+use crate::walk::{self, follows_call, Caches, Code, Cut, End, Stack, Walk};
 
 mod phdr;
 
@@ -47,10 +48,39 @@ struct Modules {
     generation: u64,
 }
 
-static MODULES: RwLock<Option<Modules>> = RwLock::new(None);
+static MODULES: RwLock<Option<Arc<Modules>>> = RwLock::new(None);
+/// The generation of the list in [`MODULES`] (0 before the first), stored after it.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// A thread's walk state: the module list it last used and its caches.
+#[derive(Default)]
+struct Thread {
+    modules: Option<Arc<Modules>>,
+    caches: Caches,
+}
 
 thread_local! {
-    static CACHE: RefCell<Option<Box<Caches>>> = const { RefCell::new(None) };
+    static THREAD: RefCell<Option<Box<Thread>>> = const { RefCell::new(None) };
+}
+
+/// The live part of the calling thread's stack: `[lo, hi)`.
+struct Live {
+    lo: u64,
+    /// `hi - 8 - lo`: a word may be read at `lo ..= lo + span`.
+    span: u64,
+}
+
+impl Stack for Live {
+    #[inline(always)]
+    fn word(&self, addr: u64) -> Option<u64> {
+        if addr.wrapping_sub(self.lo) > self.span || addr % 8 != 0 {
+            return None;
+        }
+        // SAFETY: `[addr, addr + 8)` lies inside `[lo, hi)`, the live part of the calling thread's
+        // stack (at or above the stack pointer of a frame that is still active), so it is mapped
+        // and readable; the read is aligned.
+        Some(unsafe { std::ptr::read_volatile(addr as *const u64) })
+    }
 }
 
 /// Walks the calling thread's stack from `regs` (taken with [`Registers::here`] in a frame that
@@ -72,19 +102,33 @@ pub fn walk_skipping(
     out: &mut [u64],
     skip: impl Fn(u64) -> bool + Copy,
 ) -> (Walk, Option<Registers>) {
+    walk_skipping_with_sp(regs, lo, hi, out, &mut [], skip)
+}
+
+/// [`walk_skipping`] that also writes each written frame's stack pointer: `sp_out[i]` for the
+/// frame in `out[i]` (as far as `sp_out` goes; the frame spans up to the next one's).
+pub fn walk_skipping_with_sp(
+    regs: Registers,
+    lo: u64,
+    hi: u64,
+    out: &mut [u64],
+    sp_out: &mut [u64],
+    skip: impl Fn(u64) -> bool + Copy,
+) -> (Walk, Option<Registers>) {
     let lo = lo.max(regs.sp);
-    let start = walk::Start { regs, ip_is_return: false, skip };
-    let (r, used) = walk_once(start, lo, hi, out);
+    let start = walk::Start { regs, ip_is_return: false, cache_first: true, skip };
+    let (r, used) = walk_once(start, lo, hi, out, sp_out);
     // An address outside every module: a library loaded since the list was built? (Another
     // thread may have rebuilt the list since this walk read it: walk again then too.)
     let r = if r.saw_unknown && (refresh() || generation() != used) {
-        walk_once(start, lo, hi, out).0
+        walk_once(start, lo, hi, out, sp_out).0
     } else {
         r
     };
     crate::stats().walk(r.walk.len, r.fast_steps, r.walk.end);
     (r.walk, r.first)
 }
+
 /// The in-process module list as the walk sees it.
 struct InProcess<'a>(&'a Modules);
 
@@ -111,6 +155,7 @@ fn walk_once(
     lo: u64,
     hi: u64,
     out: &mut [u64],
+    sp_out: &mut [u64],
 ) -> (walk::Run, u64) {
     let cut = |c| {
         let run = walk::Run {
@@ -121,31 +166,30 @@ fn walk_once(
         };
         (run, 0)
     };
-    if MODULES.read().map(|m| m.is_none()).unwrap_or(true) {
+    let mut generation = GENERATION.load(Ordering::Acquire);
+    if generation == 0 {
         refresh();
+        generation = GENERATION.load(Ordering::Acquire);
     }
-    let Ok(guard) = MODULES.read() else { return cut(Cut::Error) };
-    let Some(m) = guard.as_ref() else { return cut(Cut::Error) };
-    let mut read = |addr: u64| -> Result<u64, ()> {
-        if addr < lo || addr % 8 != 0 || addr.checked_add(8).is_none_or(|e| e > hi) {
-            return Err(());
-        }
-        // SAFETY: `[addr, addr + 8)` lies inside `[lo, hi)`, the live part of the calling thread's
-        // stack (at or above the stack pointer of a frame that is still active), so it is mapped
-        // and readable; the read is aligned.
-        Ok(unsafe { std::ptr::read_volatile(addr as *const u64) })
+    let stack = match hi.checked_sub(8).and_then(|last| last.checked_sub(lo)) {
+        Some(span) => Live { lo, span },
+        None => Live { lo: u64::MAX, span: 0 },
     };
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        let caches = c.get_or_insert_with(Box::default);
+    THREAD.with(|t| {
+        let Ok(mut t) = t.try_borrow_mut() else { return cut(Cut::Error) };
+        let Thread { modules, caches } = &mut **t.get_or_insert_with(Box::default);
+        if modules.as_ref().is_none_or(|m| m.generation != generation) {
+            *modules = MODULES.read().ok().and_then(|g| g.clone());
+        }
+        let Some(m) = modules.as_deref() else { return cut(Cut::Error) };
         caches.classes.sync(m.generation);
-        (walk::run(&m.unwinder, caches, start, &mut read, &InProcess(m), out, &mut []), m.generation)
+        (walk::run(&m.unwinder, caches, start, &stack, &InProcess(m), out, sp_out), m.generation)
     })
 }
 
 /// The generation of the module list now (0 before the first).
 fn generation() -> u64 {
-    MODULES.read().ok().and_then(|g| g.as_ref().map(|m| m.generation)).unwrap_or(0)
+    GENERATION.load(Ordering::Acquire)
 }
 
 /// True when `a` lies in one of the sorted, disjoint `ranges`.
@@ -173,14 +217,15 @@ pub fn refresh() -> bool {
     }
     ranges.sort_unstable();
     let generation = g.as_ref().map_or(1, |m| m.generation + 1);
-    *g = Some(Modules { unwinder, ranges, adds, subs, generation });
+    *g = Some(Arc::new(Modules { unwinder, ranges, adds, subs, generation }));
+    GENERATION.store(generation, Ordering::Release);
     crate::stats().refresh();
     true
 }
 
 /// Code ranges of the modules known now (for tests and diagnostics).
 pub fn known_ranges() -> Vec<(u64, u64)> {
-    if MODULES.read().map(|m| m.is_none()).unwrap_or(true) {
+    if generation() == 0 {
         refresh();
     }
     MODULES.read().ok().and_then(|g| g.as_ref().map(|m| m.ranges.clone())).unwrap_or_default()

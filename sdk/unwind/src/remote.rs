@@ -120,15 +120,10 @@ impl Remote {
             crate::stats().walk(0, 0, w.end);
             return w;
         };
-        let base = regs.sp;
-        let mut read = |addr: u64| -> Result<u64, ()> {
-            let off = addr.checked_sub(base).ok_or(())? as usize;
-            let word = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
-            Ok(u64::from_le_bytes(word.try_into().map_err(|_| ())?))
-        };
         let caches = p.caches.get_or_insert_with(Box::default);
-        let start = walk::Start { regs, ip_is_return: caller, skip: |_| false };
-        let r = walk::run(&p.unwinder, caches, start, &mut read, &Copied(&p.code), out, sp_out);
+        let start = walk::Start { regs, ip_is_return: caller, cache_first: false, skip: |_| false };
+        let copy = Copy { base: regs.sp, bytes: stack };
+        let r = walk::run(&p.unwinder, caches, start, &copy, &Copied(&p.code), out, sp_out);
         crate::stats().walk(r.walk.len, r.fast_steps, r.walk.end);
         r.walk
     }
@@ -148,6 +143,21 @@ impl Remote {
         .map(Arc::new);
         self.images.insert(Arc::from(name), image.clone());
         image
+    }
+}
+
+/// A copy of a stack from its stack pointer `base` up.
+struct Copy<'a> {
+    base: u64,
+    bytes: &'a [u8],
+}
+
+impl walk::Stack for Copy<'_> {
+    #[inline]
+    fn word(&self, addr: u64) -> Option<u64> {
+        let off = usize::try_from(addr.checked_sub(self.base)?).ok()?;
+        let word = self.bytes.get(off..off.checked_add(8)?)?;
+        Some(u64::from_le_bytes(word.try_into().ok()?))
     }
 }
 

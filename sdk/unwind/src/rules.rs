@@ -1,8 +1,8 @@
-//! The fast path: a per-address cache of the unwind rule each return address needs, in a form
+//! The fast path: a per-address cache of the unwind rule each frame's address needs, in a form
 //! the walk runs in a few instructions, without going through framehop.
 //!
 //! The rule of an address comes from the binary's CFI, through framehop itself: the first time
-//! a return address is met, framehop steps it on two synthetic frames (registers and stacks
+//! an address is met, framehop steps it on two synthetic frames (registers and stacks
 //! whose every word is distinct, [`classify`]) and the rule is read off what it did. On x86_64
 //! every rule framehop caches has one of two shapes, both recognised exactly:
 //!
@@ -14,11 +14,15 @@
 //! So the fast path takes exactly the step the CFI prescribes, never a frame-pointer guess over
 //! code that does not keep one (where a plain frame-pointer walk silently skips the caller of a
 //! function that leaves `rbp` alone). A rule of any other shape (a CFA computed from another
-//! register, a DWARF expression) stays with framehop ([`Class::Cfi`]), as does the first frame
-//! of a walk (its rule may depend on where in a prologue or epilogue the instruction pointer
-//! is) and any address outside every known module (the walk checks those steps).
+//! register, a DWARF expression) stays with framehop ([`Class::Cfi`]), as does any address
+//! outside every known module (the walk checks those steps).
 //!
-//! The cache is direct-mapped (one slot per address hash, a later address takes the slot) and
+//! The first frame of a walk starts at an instruction pointer, not a return address: its rule
+//! depends on where in a prologue or epilogue it is, so it is cached under its exact address
+//! ([`key`]). In-process walks start in the agent's callback, at the same few addresses every
+//! time, and cache it; walks of samples (which start anywhere) step it with framehop.
+//!
+//! The cache is two-way set-associative (one probe of one cache line, one or two compares) and
 //! tied to one module list: [`Classes::sync`] empties it when the list changes.
 
 use std::ops::Deref;
@@ -26,9 +30,11 @@ use std::ops::Deref;
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{Error, FrameAddress, Unwinder};
 
-/// Slots in a [`Classes`] cache (a power of two): 2048 distinct return addresses cover the
-/// call sites of a program's hot launch paths; 16 bytes a slot (32 KiB per cache).
-const SLOTS: usize = 2048;
+use crate::walk::{Cut, Stack};
+
+/// Sets in a [`Classes`] cache (a power of two), two entries each: 2048 return addresses cover
+/// the call sites of a program's hot launch paths; 16 bytes an entry (32 KiB per cache).
+const SETS: usize = 1024;
 
 /// How the frame of a return address is stepped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,17 +55,74 @@ impl Class {
     pub const BP_KEPT: u32 = u32::MAX;
 }
 
-/// Per-address classes of the return addresses seen, for one module list.
+/// A class as the cache keeps it: `cfa > 0` is [`Class::StackPointer`]; with `cfa == 0`, `bp`
+/// says which of the other classes it is ([`Rule::FRAME_POINTER`], [`Rule::ROOT`],
+/// [`Rule::CFI`]). 8 bytes, read with the entry's key in one cache line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rule {
+    pub cfa: u32,
+    pub bp: u32,
+}
+
+impl Rule {
+    pub const FRAME_POINTER: u32 = 0;
+    pub const ROOT: u32 = 1;
+    pub const CFI: u32 = 2;
+
+    #[inline]
+    pub fn of(class: Class) -> Rule {
+        match class {
+            Class::StackPointer { cfa, bp } => Rule { cfa, bp },
+            Class::FramePointer => Rule { cfa: 0, bp: Rule::FRAME_POINTER },
+            Class::Root => Rule { cfa: 0, bp: Rule::ROOT },
+            Class::Cfi => Rule { cfa: 0, bp: Rule::CFI },
+        }
+    }
+
+    #[cfg(test)]
+    pub fn class(self) -> Class {
+        match (self.cfa, self.bp) {
+            (0, Rule::FRAME_POINTER) => Class::FramePointer,
+            (0, Rule::ROOT) => Class::Root,
+            (0, _) => Class::Cfi,
+            (cfa, bp) => Class::StackPointer { cfa, bp },
+        }
+    }
+}
+
+/// The cache key of a frame's address: a return address as it is, the instruction pointer of
+/// a walk's first frame (whose rule is looked up at the address itself, not before it) with
+/// the top bit set (no user-space address has it).
+#[inline]
+pub(crate) fn key(addr: u64, is_return: bool) -> u64 {
+    if is_return {
+        addr
+    } else {
+        addr | 1 << 63
+    }
+}
+
+/// One cache entry: a key ([`key`]; 0 = empty) and its rule.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    key: u64,
+    rule: Rule,
+}
+
+const EMPTY: Entry = Entry { key: 0, rule: Rule { cfa: 0, bp: Rule::CFI } };
+
+/// Per-address rules of the frames seen, for one module list: two-way set-associative (a set
+/// is 32 bytes, one probe of one cache line; a new key goes to the first way and the one there
+/// moves to the second, so two hot addresses of one set do not evict each other).
 pub(crate) struct Classes {
     /// The module list the entries belong to.
     generation: u64,
-    /// `(address, class)`, address 0 = empty slot.
-    slots: Box<[(u64, Class)]>,
+    sets: Box<[[Entry; 2]; SETS]>,
 }
 
 impl Default for Classes {
     fn default() -> Self {
-        Self { generation: 0, slots: vec![(0, Class::Cfi); SLOTS].into_boxed_slice() }
+        Self { generation: 0, sets: Box::new([[EMPTY; 2]; SETS]) }
     }
 }
 
@@ -68,27 +131,30 @@ impl Classes {
     #[inline]
     pub fn sync(&mut self, generation: u64) {
         if self.generation != generation {
-            self.slots.fill((0, Class::Cfi));
+            self.sets.fill([EMPTY; 2]);
             self.generation = generation;
         }
     }
 
-    #[inline]
-    fn slot(ra: u64) -> usize {
-        (ra.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros())) as usize
+    #[inline(always)]
+    fn set(key: u64) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SETS.trailing_zeros())) as usize & (SETS - 1)
     }
 
-    /// The class of return address `ra`, if cached.
-    #[inline]
-    pub fn get(&self, ra: u64) -> Option<Class> {
-        let (a, c) = self.slots[Self::slot(ra)];
-        (a == ra).then_some(c)
+    /// The rule cached for `key` ([`key`]).
+    #[inline(always)]
+    pub fn get(&self, key: u64) -> Option<Rule> {
+        let [a, b] = &self.sets[Self::set(key)];
+        let e = if a.key == key { a } else { b };
+        (e.key == key).then_some(e.rule)
     }
 
-    /// Caches the class of return address `ra` (in a known module).
+    /// Caches the rule of `key` (an address in a known module).
     #[inline]
-    pub fn put(&mut self, ra: u64, class: Class) {
-        self.slots[Self::slot(ra)] = (ra, class);
+    pub fn put(&mut self, key: u64, class: Class) {
+        let set = &mut self.sets[Self::set(key)];
+        set[1] = set[0];
+        set[0] = Entry { key, rule: Rule::of(class) };
     }
 }
 
@@ -101,16 +167,23 @@ const PROBES: [(u64, u64); 2] = [(0x1000_0000_0000, 0x4000_0000_0000), (0x2000_0
 /// Largest `cfa` recognised (a frame of 1 MiB).
 const MAX_CFA: u64 = 1 << 20;
 
-/// The class of the rule framehop applies at return address `ra` (a return address of a known
-/// module), read off two steps on synthetic frames. Also fills framehop's rule cache.
+/// The class of the rule framehop applies at `addr` (in a known module): a return address
+/// when `is_return`, else the instruction pointer of a walk's first frame. Read off two steps on
+/// synthetic frames; also fills framehop's rule cache.
 pub(crate) fn classify<D: Deref<Target = [u8]>>(
     unwinder: &UnwinderX86_64<D>,
     cache: &mut CacheX86_64,
-    ra: u64,
+    addr: u64,
+    is_return: bool,
 ) -> Class {
-    let Some(at) = FrameAddress::from_return_address(ra) else { return Class::Cfi };
+    let at = if is_return {
+        let Some(at) = FrameAddress::from_return_address(addr) else { return Class::Cfi };
+        at
+    } else {
+        FrameAddress::from_instruction_pointer(addr)
+    };
     let mut classes = PROBES.iter().map(|&(sp, bp)| {
-        let mut regs = UnwindRegsX86_64::new(ra, sp, bp);
+        let mut regs = UnwindRegsX86_64::new(addr, sp, bp);
         let mut read = |addr: u64| -> Result<u64, ()> { Ok(addr ^ PROBE_MIX) };
         let step = unwinder.unwind_frame(at, &mut regs, cache, &mut read);
         shape(step, sp, bp, &regs)
@@ -148,54 +221,54 @@ fn shape(step: Result<Option<u64>, Error>, sp: u64, bp: u64, after: &UnwindRegsX
     Class::StackPointer { cfa: cfa as u32, bp: bp_rule }
 }
 
-/// One step by a cached rule, as framehop takes it: `Ok(None)` at the root (a zero return
-/// address, or a zero `bp` for the frame-pointer rule), an error where a frame-pointer chain
-/// goes backwards or a read leaves the readable stack.
-#[inline]
-pub(crate) fn step(
-    class: Class,
-    regs: &mut UnwindRegsX86_64,
-    read: &mut impl FnMut(u64) -> Result<u64, ()>,
-) -> Result<Option<u64>, Error> {
-    let (sp, bp) = (regs.sp(), regs.bp());
-    let (new_sp, new_bp) = match class {
-        Class::FramePointer => {
-            if bp == 0 {
-                return Ok(None);
-            }
-            let new_sp = bp.checked_add(16).ok_or(Error::IntegerOverflow)?;
-            if new_sp <= sp {
-                return Err(Error::FramepointerUnwindingMovedBackwards);
-            }
-            (new_sp, read(bp).map_err(|_| Error::CouldNotReadStack(bp))?)
-        }
-        Class::StackPointer { cfa, bp: at } => {
-            let new_sp = sp.checked_add(cfa as u64).ok_or(Error::IntegerOverflow)?;
-            let new_bp = if at == Class::BP_KEPT {
-                bp
-            } else {
-                let a = sp + at as u64;
-                read(a).map_err(|_| Error::CouldNotReadStack(a))?
-            };
-            (new_sp, new_bp)
-        }
-        Class::Root => return Ok(None),
-        // Never asked: the walk hands these to framehop.
-        Class::Cfi => return Err(Error::DidNotAdvance),
+/// A step's outcome: the caller's frame (its return address, `sp`, `bp`), or `None` at the
+/// thread's root.
+pub(crate) type Stepped = Result<Option<(u64, u64, u64)>, Cut>;
+
+/// One step from `(sp, bp)` by a cached rule (not [`Rule::CFI`]), as framehop takes it: `None`
+/// at the root (the root rule, a zero return address, or a zero `bp` for the frame-pointer
+/// rule); a cut where a frame-pointer chain goes backwards or a read leaves the readable stack.
+/// `top` is raised past every word read.
+#[inline(always)]
+pub(crate) fn step(rule: Rule, sp: u64, bp: u64, stack: &impl Stack, top: &mut u64) -> Stepped {
+    let mut read = |a: u64| {
+        let w = stack.word(a).ok_or(Cut::Unreadable)?;
+        *top = (*top).max(a.wrapping_add(8));
+        Ok(w)
     };
-    let ra = read(new_sp - 8).map_err(|_| Error::CouldNotReadStack(new_sp - 8))?;
-    if ra == 0 {
+    let (new_sp, new_bp) = if rule.cfa != 0 {
+        // (A stack pointer this close to the top of the address space wraps to an address the
+        // stack cannot hold: the read below fails.)
+        let new_sp = sp.wrapping_add(u64::from(rule.cfa));
+        let new_bp = if rule.bp == Class::BP_KEPT { bp } else { read(sp.wrapping_add(u64::from(rule.bp)))? };
+        (new_sp, new_bp)
+    } else if rule.bp == Rule::FRAME_POINTER {
+        if bp == 0 {
+            return Ok(None);
+        }
+        let new_sp = bp.checked_add(16).ok_or(Cut::Error)?;
+        if new_sp <= sp {
+            return Err(Cut::OutsideModules);
+        }
+        (new_sp, read(bp)?)
+    } else {
+        // The root rule (the walk hands Rule::CFI to framehop).
         return Ok(None);
-    }
-    regs.set_ip(ra);
-    regs.set_sp(new_sp);
-    regs.set_bp(new_bp);
-    Ok(Some(ra))
+    };
+    let ra = read(new_sp.wrapping_sub(8))?;
+    Ok((ra != 0).then_some((ra, new_sp, new_bp)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct Words<'a>(u64, &'a [u64]);
+    impl Stack for Words<'_> {
+        fn word(&self, a: u64) -> Option<u64> {
+            self.1.get((a.checked_sub(self.0)? / 8) as usize).copied()
+        }
+    }
 
     #[test]
     fn the_cache_answers_what_was_put_and_forgets_on_a_new_module_list() {
@@ -204,45 +277,58 @@ mod tests {
         assert_eq!(c.get(0x40_1234), None);
         c.put(0x40_1234, Class::FramePointer);
         c.put(0x40_5678, Class::StackPointer { cfa: 24, bp: Class::BP_KEPT });
-        assert_eq!(c.get(0x40_1234), Some(Class::FramePointer));
-        assert_eq!(c.get(0x40_5678), Some(Class::StackPointer { cfa: 24, bp: Class::BP_KEPT }));
+        c.put(key(0x40_1234, false), Class::Root);
+        assert_eq!(c.get(0x40_1234).map(Rule::class), Some(Class::FramePointer));
+        let sp = Class::StackPointer { cfa: 24, bp: Class::BP_KEPT };
+        assert_eq!(c.get(0x40_5678).map(Rule::class), Some(sp));
+        assert_eq!(c.get(key(0x40_1234, false)).map(Rule::class), Some(Class::Root), "an ip is its own key");
         c.sync(7);
-        assert_eq!(c.get(0x40_1234), Some(Class::FramePointer), "same list: kept");
+        assert_eq!(c.get(0x40_1234).map(Rule::class), Some(Class::FramePointer), "same list: kept");
         c.sync(8);
         assert_eq!(c.get(0x40_1234), None, "another list: emptied");
     }
 
     #[test]
+    fn two_keys_of_one_set_are_both_kept_a_third_evicts_the_older() {
+        let mut c = Classes::default();
+        let same: Vec<u64> =
+            (0x1000..).filter(|&k| Classes::set(k) == Classes::set(0x1000)).take(3).collect();
+        c.put(same[0], Class::FramePointer);
+        c.put(same[1], Class::Root);
+        assert_eq!(c.get(same[0]).map(Rule::class), Some(Class::FramePointer));
+        assert_eq!(c.get(same[1]).map(Rule::class), Some(Class::Root));
+        c.put(same[2], Class::Cfi);
+        assert_eq!(c.get(same[0]), None);
+        assert_eq!(c.get(same[2]).map(Rule::class), Some(Class::Cfi));
+        for class in [Class::FramePointer, Class::Root, Class::Cfi, Class::StackPointer { cfa: 8, bp: 0 }] {
+            assert_eq!(Rule::of(class).class(), class);
+        }
+    }
+
+    #[test]
     fn steps_follow_frame_pointer_and_stack_pointer_rules_and_stop_at_the_root() {
+        let fp = Rule::of(Class::FramePointer);
         // [saved bp, return address] pairs at word 2 and word 6 of a fake stack at 0x1000.
         let words = [0u64, 0, 0x1030, 0x40_1000, 0, 0, 0, 0x40_2000];
-        let mut read = |a: u64| words.get(((a - 0x1000) / 8) as usize).copied().ok_or(());
-        let mut r = UnwindRegsX86_64::new(0x40_0000, 0x1000, 0x1010);
-        assert_eq!(step(Class::FramePointer, &mut r, &mut read), Ok(Some(0x40_1000)));
-        assert_eq!((r.sp(), r.bp()), (0x1020, 0x1030));
-        assert_eq!(step(Class::FramePointer, &mut r, &mut read), Ok(Some(0x40_2000)));
-        assert_eq!(r.bp(), 0);
-        assert_eq!(step(Class::FramePointer, &mut r, &mut read), Ok(None), "bp 0: the root");
-        let mut r = UnwindRegsX86_64::new(0x40_0000, 0x1020, 0x1010);
-        assert_eq!(
-            step(Class::FramePointer, &mut r, &mut read),
-            Err(Error::FramepointerUnwindingMovedBackwards)
-        );
+        let s = Words(0x1000, &words);
+        let mut top = 0x1000;
+        assert_eq!(step(fp, 0x1000, 0x1010, &s, &mut top), Ok(Some((0x40_1000, 0x1020, 0x1030))));
+        assert_eq!(top, 0x1020);
+        assert_eq!(step(fp, 0x1020, 0x1030, &s, &mut top), Ok(Some((0x40_2000, 0x1040, 0))));
+        assert_eq!(step(fp, 0x1040, 0, &s, &mut top), Ok(None), "bp 0: the root");
+        assert_eq!(step(fp, 0x1020, 0x1010, &s, &mut top), Err(Cut::OutsideModules), "backwards");
+        assert_eq!(step(fp, 0x1000, 0x1100, &s, &mut top), Err(Cut::Unreadable));
 
         // A frameless function: 16 bytes of locals, rbp pushed below the return address.
         // Words at 0x1000: [local, saved rbp 0x1230, ra 0x40_3000, ...].
         let words = [7u64, 0x1230, 0x40_3000, 0];
-        let mut read = |a: u64| words.get(((a - 0x1000) / 8) as usize).copied().ok_or(());
-        let mut r = UnwindRegsX86_64::new(0x40_0000, 0x1000, 0x99);
-        let class = Class::StackPointer { cfa: 24, bp: 8 };
-        assert_eq!(step(class, &mut r, &mut read), Ok(Some(0x40_3000)));
-        assert_eq!((r.sp(), r.bp()), (0x1018, 0x1230));
-        let mut r = UnwindRegsX86_64::new(0x40_0000, 0x1000, 0x99);
-        let kept = Class::StackPointer { cfa: 24, bp: Class::BP_KEPT };
-        assert_eq!(step(kept, &mut r, &mut read), Ok(Some(0x40_3000)));
-        assert_eq!(r.bp(), 0x99, "bp kept");
-        let mut r = UnwindRegsX86_64::new(0x40_0000, 0x1008, 0x99);
-        assert_eq!(step(kept, &mut r, &mut read), Ok(None), "a zero return address: the root");
+        let s = Words(0x1000, &words);
+        let saved = Rule::of(Class::StackPointer { cfa: 24, bp: 8 });
+        assert_eq!(step(saved, 0x1000, 0x99, &s, &mut top), Ok(Some((0x40_3000, 0x1018, 0x1230))));
+        let kept = Rule::of(Class::StackPointer { cfa: 24, bp: Class::BP_KEPT });
+        assert_eq!(step(kept, 0x1000, 0x99, &s, &mut top), Ok(Some((0x40_3000, 0x1018, 0x99))), "bp kept");
+        assert_eq!(step(kept, 0x1008, 0x99, &s, &mut top), Ok(None), "a zero return address: the root");
+        assert_eq!(step(Rule::of(Class::Root), 0x1000, 0x99, &s, &mut top), Ok(None));
     }
 
     #[test]

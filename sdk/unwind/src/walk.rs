@@ -1,8 +1,9 @@
 //! The walk loop both unwinders share: framehop steps, checked so that a broken walk is cut
-//! instead of continued with garbage, with a fast path ([`crate::rules`]): a return address whose
+//! instead of continued with garbage, with a fast path ([`crate::rules`]): an address whose
 //! CFI rule is the frame-pointer rule (a function built with frame pointers) or a stack-pointer
-//! rule (built without them) is stepped from a per-address rule cache in a few instructions;
-//! the first frame and rules of other shapes go through framehop (its own per-address cache).
+//! rule (built without them) is stepped from a per-address rule cache in a few instructions,
+//! on the registers kept in locals; rules of other shapes, and the first frame of a sample,
+//! go through framehop (its own per-address cache).
 
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -11,7 +12,7 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{Error, FrameAddress, Unwinder};
 
 use crate::regs::Registers;
-use crate::rules::{classify, step, Class, Classes};
+use crate::rules::{classify, key, step, Classes, Rule, Stepped};
 
 /// Why a walk was cut before the thread's root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +84,12 @@ pub(crate) trait Code {
     fn believable(&self, ra: u64) -> bool;
 }
 
+/// The stack a walk reads.
+pub(crate) trait Stack {
+    /// The 8-byte word at `addr`, or `None` outside the readable stack.
+    fn word(&self, addr: u64) -> Option<u64>;
+}
+
 /// Where a walk starts and which leading frames it leaves out.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Start<S> {
@@ -91,6 +98,9 @@ pub(crate) struct Start<S> {
     /// `regs.ip` is a return address (a caller frame found by an earlier walk): its rule is
     /// looked up at `ip - 1`.
     pub ip_is_return: bool,
+    /// The first frame's rule is cached under its instruction pointer (in-process walks, which
+    /// start at the same few places); otherwise framehop steps it.
+    pub cache_first: bool,
     /// Leading frames for which this is true are not written (the profiler's own frames).
     pub skip: S,
 }
@@ -120,14 +130,14 @@ pub(crate) struct Caches {
     pub classes: Classes,
 }
 
-/// Runs a walk, reading stack words with `read`; `sp_out[i]`, where it exists, receives the
-/// stack pointer of the frame written to `out[i]` (its frame's lowest address: the frame spans
-/// up to the next frame's stack pointer).
+/// Runs a walk over `stack`; `sp_out[i]`, where it exists, receives the stack pointer of the
+/// frame written to `out[i]` (its frame's lowest address: the frame spans up to the next
+/// frame's stack pointer).
 pub(crate) fn run<D: Deref<Target = [u8]>>(
     unwinder: &UnwinderX86_64<D>,
     caches: &mut Caches,
     start: Start<impl Fn(u64) -> bool>,
-    read: &mut impl FnMut(u64) -> Result<u64, ()>,
+    stack: &impl Stack,
     code: &impl Code,
     out: &mut [u64],
     sp_out: &mut [u64],
@@ -138,104 +148,206 @@ pub(crate) fn run<D: Deref<Target = [u8]>>(
         saw_unknown: false,
         fast_steps: 0,
     };
-    // The highest stack word read, for the walk's `stack_bytes`.
+    // One past the highest stack word read, for the walk's `stack_bytes`.
     let base = start.regs.sp;
     let mut top = base;
-    let mut read = |addr: u64| {
-        let r = read(addr);
-        if r.is_ok() {
-            top = top.max(addr.saturating_add(8));
-        }
-        r
-    };
-    run.walk = steps(unwinder, caches, start, &mut read, code, (out, sp_out), &mut run);
-    run.walk.stack_bytes = top - base;
+    let (len, end) = steps(unwinder, caches, start, stack, code, (out, sp_out), &mut run, &mut top);
+    run.walk = Walk { len, end, stack_bytes: top - base };
     run
 }
 
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn steps<D: Deref<Target = [u8]>>(
     unwinder: &UnwinderX86_64<D>,
     caches: &mut Caches,
     start: Start<impl Fn(u64) -> bool>,
-    read: &mut impl FnMut(u64) -> Result<u64, ()>,
+    stack: &impl Stack,
     code: &impl Code,
     (out, sp_out): (&mut [u64], &mut [u64]),
     run: &mut Run,
-) -> Walk {
-    let regs = start.regs;
+    top: &mut u64,
+) -> (usize, End) {
+    let Registers { mut ip, mut sp, mut bp } = start.regs;
     if out.is_empty() {
-        return Walk { len: 0, end: End::MaxDepth, stack_bytes: 0 };
+        return (0, End::MaxDepth);
     }
+    let mut is_return = start.ip_is_return;
+    if is_return && ip == 0 {
+        return (0, End::Cut(Cut::BadAddress));
+    }
+    let fast = FAST_PATH.load(Relaxed);
     let mut n = 0;
     let mut skipping = true;
-    let mut r = UnwindRegsX86_64::new(regs.ip, regs.sp, regs.bp);
-    let mut at = if start.ip_is_return {
-        match FrameAddress::from_return_address(regs.ip) {
-            Some(a) => a,
-            None => return Walk { len: 0, end: End::Cut(Cut::BadAddress), stack_bytes: 0 },
-        }
-    } else {
-        FrameAddress::from_instruction_pointer(regs.ip)
-    };
-    let mut ip = regs.ip;
-    let fast = FAST_PATH.load(Relaxed);
     loop {
+        if fast && is_return && !skipping {
+            // The frames whose rule is cached, in a loop of their own.
+            let mut at = Frame { n, ip, sp, bp, top: *top, fast_steps: run.fast_steps };
+            let end = if sp_out.is_empty() {
+                cached_run::<false>(&caches.classes, stack, out, &mut [], &mut at)
+            } else {
+                cached_run::<true>(&caches.classes, stack, out, sp_out, &mut at)
+            };
+            (n, ip, sp, bp, *top, run.fast_steps) = (at.n, at.ip, at.sp, at.bp, at.top, at.fast_steps);
+            if let Some(end) = end {
+                return (n, end);
+            }
+        }
         if skipping && !(start.skip)(ip) {
             skipping = false;
-            run.first = Some(Registers { ip, sp: r.sp(), bp: r.bp() });
+            run.first = Some(Registers { ip, sp, bp });
         }
         if !skipping {
             out[n] = ip;
-            if let Some(sp) = sp_out.get_mut(n) {
-                *sp = r.sp();
+            if let Some(s) = sp_out.get_mut(n) {
+                *s = sp;
             }
             n += 1;
-        }
-        if n == out.len() {
-            return Walk { len: n, end: End::MaxDepth, stack_bytes: 0 };
-        }
-        // The frame's rule: from the per-address classes for a return address in known code
-        // (the fast path), from framehop for the first frame and for code outside every module.
-        let class = if fast && at.is_return_address() {
-            match caches.classes.get(ip) {
-                Some(c) => Some(c),
-                None if code.known(ip) => {
-                    let c = classify(unwinder, &mut caches.framehop, ip);
-                    caches.classes.put(ip, c);
-                    Some(c)
-                }
-                None => None,
+            if n == out.len() {
+                return (n, End::MaxDepth);
             }
-        } else {
-            code.known(ip).then_some(Class::Cfi)
+        }
+        // The frame's rule: from the per-address cache (the fast path), else found and cached
+        // (cold); `None` for code outside every module.
+        let cacheable = fast && (is_return || start.cache_first);
+        let k = key(ip, is_return);
+        let cached = if cacheable { caches.classes.get(k) } else { None };
+        let rule = match cached {
+            Some(r) => Some(r),
+            None => lookup(unwinder, caches, ip, is_return, cacheable, code),
         };
-        let unknown = class.is_none();
-        run.saw_unknown |= unknown;
-        let stepped = match class {
-            Some(c @ (Class::FramePointer | Class::StackPointer { .. } | Class::Root)) => {
+        let stepped = match rule {
+            Some(r) if r != Rule::of(crate::rules::Class::Cfi) => {
                 run.fast_steps += 1;
-                step(c, &mut r, read)
+                step(r, sp, bp, stack, top)
             }
-            _ => unwinder.unwind_frame(at, &mut r, &mut caches.framehop, read),
+            _ => framehop_step(unwinder, &mut caches.framehop, ip, is_return, sp, bp, stack, top),
         };
-        let ra = match stepped {
-            Ok(None) => return Walk { len: n, end: End::Root, stack_bytes: 0 },
-            Ok(Some(ra)) => ra,
-            Err(e) => return Walk { len: n, end: End::Cut(cut_of(e)), stack_bytes: 0 },
+        let (ra, new_sp, new_bp) = match stepped {
+            Ok(Some(next)) => next,
+            Ok(None) => return (n, End::Root),
+            Err(c) => return (n, End::Cut(c)),
         };
         if ra < 0x1000 {
-            return Walk { len: n, end: End::Cut(Cut::BadAddress), stack_bytes: 0 };
+            return (n, End::Cut(Cut::BadAddress));
         }
         // A step out of code outside every module used the frame pointer: trust it only when
         // it lands right after a call instruction in known code.
-        if unknown && !code.believable(ra) {
-            return Walk { len: n, end: End::Cut(Cut::OutsideModules), stack_bytes: 0 };
+        if rule.is_none() {
+            run.saw_unknown = true;
+            if !code.believable(ra) {
+                return (n, End::Cut(Cut::OutsideModules));
+            }
         }
-        ip = ra;
-        at = match FrameAddress::from_return_address(ra) {
-            Some(a) => a,
-            None => return Walk { len: n, end: End::Cut(Cut::BadAddress), stack_bytes: 0 },
-        };
+        (ip, sp, bp, is_return) = (ra, new_sp, new_bp, true);
+    }
+}
+
+/// Where a walk is: frames written, the next frame's registers (its `ip` a return address), the
+/// stack read so far, the fast steps taken.
+struct Frame {
+    n: usize,
+    ip: u64,
+    sp: u64,
+    bp: u64,
+    top: u64,
+    fast_steps: u64,
+}
+
+/// Writes and steps frames while their rules are cached (the walk's hot loop: a cache probe,
+/// one or two stack reads and a few checks a frame, everything in registers). Returns how the
+/// walk ended, or `None` at the first frame whose rule is not cached (not written: the walk
+/// writes it and takes the step itself). With `SP`, each frame's stack pointer goes to `sp_out`
+/// (as far as it goes).
+#[inline(never)]
+fn cached_run<const SP: bool>(
+    classes: &Classes,
+    stack: &impl Stack,
+    out: &mut [u64],
+    sp_out: &mut [u64],
+    at: &mut Frame,
+) -> Option<End> {
+    let Frame { mut n, mut ip, mut sp, mut bp, mut top, fast_steps } = *at;
+    let first = n;
+    let end = loop {
+        let Some(rule) = classes.get(ip) else { break None };
+        if rule == Rule::of(crate::rules::Class::Cfi) {
+            break None;
+        }
+        let Some(slot) = out.get_mut(n) else { break Some(End::MaxDepth) };
+        *slot = ip;
+        if SP {
+            if let Some(s) = sp_out.get_mut(n) {
+                *s = sp;
+            }
+        }
+        n += 1;
+        if n == out.len() {
+            break Some(End::MaxDepth);
+        }
+        match step(rule, sp, bp, stack, &mut top) {
+            Ok(Some((ra, new_sp, new_bp))) if ra >= 0x1000 => (ip, sp, bp) = (ra, new_sp, new_bp),
+            Ok(Some(_)) => break Some(End::Cut(Cut::BadAddress)),
+            Ok(None) => break Some(End::Root),
+            Err(c) => break Some(End::Cut(c)),
+        }
+    };
+    // Every frame written here was stepped by its cached rule.
+    *at = Frame { n, ip, sp, bp, top, fast_steps: fast_steps + (n - first) as u64 };
+    end
+}
+
+/// The rule of a frame the cache does not hold: found (from the CFI, through framehop) and
+/// cached when `cacheable`, [`Rule::CFI`] (framehop steps it) when not; `None` outside every
+/// known module.
+#[inline(never)]
+fn lookup<D: Deref<Target = [u8]>>(
+    unwinder: &UnwinderX86_64<D>,
+    caches: &mut Caches,
+    ip: u64,
+    is_return: bool,
+    cacheable: bool,
+    code: &impl Code,
+) -> Option<Rule> {
+    if !code.known(ip) {
+        return None;
+    }
+    if !cacheable {
+        return Some(Rule::of(crate::rules::Class::Cfi));
+    }
+    let class = classify(unwinder, &mut caches.framehop, ip, is_return);
+    caches.classes.put(key(ip, is_return), class);
+    Some(Rule::of(class))
+}
+
+/// One step by framehop (a rule of another shape, code outside every module, the fast path off).
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn framehop_step<D: Deref<Target = [u8]>>(
+    unwinder: &UnwinderX86_64<D>,
+    cache: &mut CacheX86_64,
+    ip: u64,
+    is_return: bool,
+    sp: u64,
+    bp: u64,
+    stack: &impl Stack,
+    top: &mut u64,
+) -> Stepped {
+    let at = if is_return {
+        FrameAddress::from_return_address(ip).ok_or(Cut::BadAddress)?
+    } else {
+        FrameAddress::from_instruction_pointer(ip)
+    };
+    let mut regs = UnwindRegsX86_64::new(ip, sp, bp);
+    let mut read = |a: u64| {
+        let w = stack.word(a).ok_or(())?;
+        *top = (*top).max(a.saturating_add(8));
+        Ok(w)
+    };
+    match unwinder.unwind_frame(at, &mut regs, cache, &mut read) {
+        Ok(Some(ra)) => Ok(Some((ra, regs.sp(), regs.bp()))),
+        Ok(None) => Ok(None),
+        Err(e) => Err(cut_of(e)),
     }
 }
 

@@ -15,6 +15,8 @@ type DeepEntry = unsafe extern "C" fn(extern "C" fn(u64) -> u64) -> u64;
 #[derive(Default)]
 struct Captured {
     frames: Vec<u64>,
+    /// Each frame's stack pointer, from the in-process walk.
+    sps: Vec<u64>,
     walk: Option<Walk>,
     regs: Registers,
     stack: Vec<u8>,
@@ -30,12 +32,16 @@ extern "C" fn capture(x: u64) -> u64 {
     let (lo, hi) = common::thread_stack();
     let mut out = [0u64; 128];
     let w = local::walk(regs, lo, hi, &mut out);
+    let (mut again, mut sps) = ([0u64; 128], [0u64; 128]);
+    let (w2, _) = local::walk_skipping_with_sp(regs, lo, hi, &mut again, &mut sps, |_| false);
+    assert_eq!((w2, &again[..w2.len]), (w, &out[..w.len]), "the same walk with stack pointers");
     // The copy an eBPF sample would carry: at most 64 KiB from the stack pointer up.
     let len = (hi - regs.sp).min(64 << 10) as usize;
     // SAFETY: `[sp, sp + len)` is the live part of this thread's stack.
     let stack = unsafe { std::slice::from_raw_parts(regs.sp as *const u8, len) }.to_vec();
     CAPTURED.with(|c| {
-        *c.borrow_mut() = Captured { frames: out[..w.len].to_vec(), walk: Some(w), regs, stack };
+        let sps = sps[..w.len].to_vec();
+        *c.borrow_mut() = Captured { frames: out[..w.len].to_vec(), sps, walk: Some(w), regs, stack };
     });
     std::hint::black_box(x)
 }
@@ -104,6 +110,7 @@ fn walks_through_frameless_code_to_the_root_in_process_and_from_a_copy() {
     assert_eq!(sp[0], c.regs.sp);
     assert!(sp[..w.len].windows(2).all(|p| p[0] < p[1]), "{:x?}", &sp[..w.len]);
     assert!(sp[w.len - 1] < c.regs.sp + c.stack.len() as u64);
+    assert_eq!(&sp[..w.len], &c.sps[..], "in-process and copied walks give the same stack pointers");
 
     // A copy cut short ends the walk where the bytes end, counted, without invented frames.
     let short = &c.stack[..256];
