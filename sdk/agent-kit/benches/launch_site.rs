@@ -17,16 +17,25 @@
 //! `_Unwind_Backtrace` (the Level Zero agent's earlier walk). The frames each one finds are
 //! printed first, so per-frame costs can be compared.
 //!
+//! The budget case of issue #13 (`budget/launch_40_cfi_frames_15_python_frames`): a launch
+//! whose stack is 40 native frames, every one stepped through the CFI (the frameless C fixture
+//! to the depth that makes 40 with the frames under it: the interpreter's, ctypes', the
+//! bench's), under 15 live Python frames of a real CPython (`libpython3.11.so.1.0`, or
+//! `XPUPROF_BENCH_LIBPYTHON`: the GPU machine runs 3.12) that reach the C code through ctypes,
+//! captured and merged as the agents do at a launch (`Registry::python` on). The stack's
+//! composition is printed first.
+//!
 //! `cargo bench -p xpuprof-agent-kit --bench launch_site` (a binary carried elsewhere finds the
 //! fixture's source through `XPUPROF_BENCH_DEEP_C`; `scripts/gpu/run-all.sh stacks` sets it).
 
-use std::cell::RefCell;
-use std::ffi::c_void;
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_char, c_void, CString};
 use std::os::raw::c_int;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::Criterion;
 use xpuprof_agent_kit::launches::{Registry, Sites};
 use xpuprof_agent_kit::modules::Known;
 use xpuprof_agent_kit::stack::{self, fp, Registers};
@@ -133,14 +142,10 @@ fn c_frame(bounds: stack::Bounds, own: &[(u64, u64)]) -> Registers {
     stack::walk(stack::registers(), bounds, own, &mut one).1.expect("a C frame")
 }
 
-fn bench(c: &mut Criterion) {
-    let dir = std::env::temp_dir().join(format!("xpuprof-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let with_fp = load(&build(&dir, "libdeep-fp.so", "-fno-omit-frame-pointer"));
-    let without_fp = load(&build(&dir, "libdeep-nofp.so", "-fomit-frame-pointer"));
+fn bench(c: &mut Criterion, with_fp: Recurse, without_fp: Recurse) {
     let known: &'static Known = Box::leak(Box::default());
     let reg: &'static Registry = Box::leak(Box::default());
-    let clock: &'static Clock = Box::leak(Box::new(Clock::new(false)));
+    let clock: &'static Clock = Box::leak(Box::new(Clock::new(true)));
     let mut g = c.benchmark_group("launch_site");
     let mut id = 1u32;
     for (name, lib, depth, stacks, fast) in [
@@ -233,9 +238,131 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+}
+
+/// The interpreter library the budget case loads.
+const LIBPYTHON: &str = "libpython3.11.so.1.0";
+/// Native frames of the budget case's stack, and its Python frames.
+const BUDGET_NATIVE: usize = 40;
+const BUDGET_PYTHON: usize = 15;
+
+thread_local! {
+    /// The work to run under the Python frames (called back from the script).
+    static UNDER_PYTHON: RefCell<Option<Box<dyn FnMut()>>> = RefCell::new(None);
+}
+
+extern "C" fn from_python() {
+    let f = UNDER_PYTHON.with(|w| w.borrow_mut().take());
+    if let Some(mut f) = f {
+        f();
+        UNDER_PYTHON.with(|w| *w.borrow_mut() = Some(f));
+    }
+}
+
+type PyRun = unsafe extern "C" fn(*const c_char) -> c_int;
+
+/// Loads and starts CPython on this thread; returns its `PyRun_SimpleString`, with the script's
+/// `down(n)` defined: `n + 1` Python frames (and `<module>`) calling [`from_python`] through ctypes.
+fn start_python() -> PyRun {
+    type Init = unsafe extern "C" fn();
+    let lib = std::env::var("XPUPROF_BENCH_LIBPYTHON").unwrap_or_else(|_| LIBPYTHON.to_owned());
+    let name = CString::new(lib.clone()).unwrap();
+    // SAFETY: loads the interpreter library with its symbols global (as a python executable
+    // exports them, where the agent finds them), initialises it on this thread, and runs a
+    // script; the symbols have the C API's signatures.
+    unsafe {
+        let h = libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL);
+        assert!(!h.is_null(), "{lib} is missing: scripts/install-deps.sh installs libpython3.11-dev");
+        let init: Init = std::mem::transmute(libc::dlsym(h, c"Py_Initialize".as_ptr()));
+        let run: PyRun = std::mem::transmute(libc::dlsym(h, c"PyRun_SimpleString".as_ptr()));
+        init();
+        let script = format!(
+            "import ctypes\nmeasure = ctypes.CFUNCTYPE(None)({})\ndef down(n):\n    if n == 0:\n        measure()\n    else:\n        down(n - 1)\n",
+            from_python as extern "C" fn() as usize
+        );
+        let script = CString::new(script).unwrap();
+        assert_eq!(run(script.as_ptr()), 0, "the benchmark script failed");
+        run
+    }
+}
+
+/// Runs `f` under `BUDGET_PYTHON` Python frames (`<module>` and `down` 14 deep).
+fn under_python(run: PyRun, f: impl FnMut() + 'static) {
+    UNDER_PYTHON.with(|w| *w.borrow_mut() = Some(Box::new(f)));
+    let call = CString::new(format!("down({})", BUDGET_PYTHON - 2)).unwrap();
+    // SAFETY: the interpreter was started on this thread by `start_python`.
+    assert_eq!(unsafe { run(call.as_ptr()) }, 0, "the benchmark script failed");
+    UNDER_PYTHON.with(|w| *w.borrow_mut() = None);
+}
+
+/// The native frames a launch would walk here (the walk starts in this frame, as in `launches`).
+#[inline(never)]
+fn native_frames() -> usize {
+    let mut out = [0u64; 256];
+    stack::walk(stack::registers(), stack::thread_bounds(), &[], &mut out).0.len
+}
+
+/// The budget case: a launch with 40 native frames through the CFI and 15 Python frames.
+fn budget(c: &mut Criterion, without_fp: Recurse) {
+    let run = start_python();
+    let known: &'static Known = Box::leak(Box::default());
+    let reg: &'static Registry = Box::leak(Box::default());
+    reg.python.set_enabled(true);
+    let clock: &'static Clock = Box::leak(Box::new(Clock::new(true)));
+    // The C fixture's depth that makes the stack 40 native frames (each level is one frame).
+    let base = Rc::new(Cell::new(0));
+    let (b, py) = (base.clone(), Rc::new(Cell::new(0)));
+    let p = py.clone();
+    under_python(run, move || {
+        b.set(at_depth(without_fp, 0, || Duration::from_nanos(native_frames() as u64)).as_nanos() as usize);
+        let interp = reg.python.interpreter().expect("the agent finds the interpreter");
+        p.set(interp.capture(&mut [(0, false); 256]));
+    });
+    let depth =
+        BUDGET_NATIVE.checked_sub(base.get()).expect("the stack under the C fixture is under 40 frames");
+    let walked = Rc::new(Cell::new(0));
+    let w = walked.clone();
+    under_python(run, move || {
+        w.set(at_depth(without_fp, depth as u64, || Duration::from_nanos(native_frames() as u64)).as_nanos()
+            as usize)
+    });
+    eprintln!(
+        "budget stack: {} native frames ({depth} frameless C frames + {} of the interpreter, ctypes, the bench and the runtime), {} Python frames",
+        walked.get(),
+        base.get(),
+        py.get()
+    );
+    assert_eq!((walked.get(), py.get()), (BUDGET_NATIVE, BUDGET_PYTHON), "the budget case's stack");
+    let mut g = c.benchmark_group("budget");
+    let mut id = 1u32;
+    g.bench_function("launch_40_cfi_frames_15_python_frames", |b| {
+        b.iter_custom(|n| {
+            let first = id;
+            id = id.wrapping_add(n as u32);
+            let took = Rc::new(Cell::new(Duration::ZERO));
+            let t = took.clone();
+            under_python(run, move || {
+                t.set(at_depth(without_fp, depth as u64, move || {
+                    let sites =
+                        Sites { record_entries: true, stacks: true, max_depth: 128, own_code: &[], known };
+                    launches(reg, &sites, clock, n, first)
+                }))
+            });
+            took.get()
+        })
+    });
+    g.finish();
+}
+
+fn main() {
+    let dir = std::env::temp_dir().join(format!("xpuprof-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let with_fp = load(&build(&dir, "libdeep-fp.so", "-fno-omit-frame-pointer"));
+    let without_fp = load(&build(&dir, "libdeep-nofp.so", "-fomit-frame-pointer"));
+    let mut c = Criterion::default().configure_from_args();
+    bench(&mut c, with_fp, without_fp);
+    budget(&mut c, without_fp);
+    c.final_summary();
     // The fixtures stay mapped; their files and folder go.
     let _ = std::fs::remove_dir_all(&dir);
 }
-
-criterion_group!(benches, bench);
-criterion_main!(benches);

@@ -9,7 +9,11 @@
 //! - the frame-pointer rule (functions built with frame pointers): `sp' = bp + 16`,
 //!   `bp' = [bp]`, return address `[bp + 8]`;
 //! - a stack-pointer rule (functions built without them): `sp' = sp + cfa`, return address
-//!   `[sp' - 8]`, and `bp` either untouched or restored from `[sp + k]`.
+//!   `[sp' - 8]`, and `bp` either untouched or restored from `[sp + k]`;
+//! - a frame-pointer-based rule of another layout (hand-written assembly such as libffi's call
+//!   trampoline, which `ctypes` and every FFI call go through): `sp' = bp + a`, return address
+//!   `[bp + b]`, `bp` untouched or restored from `[bp + c]` (framehop keeps no cached form of
+//!   it and runs the DWARF each time).
 //!
 //! So the fast path takes exactly the step the CFI prescribes, never a frame-pointer guess over
 //! code that does not keep one (where a plain frame-pointer walk silently skips the caller of a
@@ -44,6 +48,9 @@ pub(crate) enum Class {
     /// `sp' = sp + cfa`, return address `[sp' - 8]`; `bp' = [sp + bp]` when `bp` is not
     /// [`Class::BP_KEPT`], else `bp` is left as it is.
     StackPointer { cfa: u32, bp: u32 },
+    /// `sp' = bp + cfa`, return address `[bp + ra]`, `bp' = [bp + bp]` when `bp` is not
+    /// [`Class::BP_KEPT`] (offsets below 32 KiB).
+    BpBased { cfa: u32, ra: u32, bp: u32 },
     /// The CFI marks the end of the stack (the thread's root).
     Root,
     /// Any other rule: framehop runs it (from its own rule cache).
@@ -55,9 +62,11 @@ impl Class {
     pub const BP_KEPT: u32 = u32::MAX;
 }
 
-/// A class as the cache keeps it: `cfa > 0` is [`Class::StackPointer`]; with `cfa == 0`, `bp`
-/// says which of the other classes it is ([`Rule::FRAME_POINTER`], [`Rule::ROOT`],
-/// [`Rule::CFI`]). 8 bytes, read with the entry's key in one cache line.
+/// A class as the cache keeps it: `0 < cfa < 2^31` is [`Class::StackPointer`]; `cfa` with the
+/// top bit set is [`Class::BpBased`] (`bp` holds the return address's offset in its high half,
+/// the saved `bp`'s in its low half, 0xffff when kept); with `cfa == 0`, `bp` says which of
+/// the other classes it is ([`Rule::FRAME_POINTER`], [`Rule::ROOT`], [`Rule::CFI`]). 8 bytes,
+/// read with the entry's key in one cache line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Rule {
     pub cfa: u32,
@@ -68,12 +77,18 @@ impl Rule {
     pub const FRAME_POINTER: u32 = 0;
     pub const ROOT: u32 = 1;
     pub const CFI: u32 = 2;
+    const BP_BASED: u32 = 1 << 31;
+    const KEPT16: u32 = 0xffff;
 
     #[inline]
     pub fn of(class: Class) -> Rule {
         match class {
             Class::StackPointer { cfa, bp } => Rule { cfa, bp },
             Class::FramePointer => Rule { cfa: 0, bp: Rule::FRAME_POINTER },
+            Class::BpBased { cfa, ra, bp } => {
+                let bp = if bp == Class::BP_KEPT { Rule::KEPT16 } else { bp };
+                Rule { cfa: Rule::BP_BASED | cfa, bp: ra << 16 | bp }
+            }
             Class::Root => Rule { cfa: 0, bp: Rule::ROOT },
             Class::Cfi => Rule { cfa: 0, bp: Rule::CFI },
         }
@@ -85,6 +100,10 @@ impl Rule {
             (0, Rule::FRAME_POINTER) => Class::FramePointer,
             (0, Rule::ROOT) => Class::Root,
             (0, _) => Class::Cfi,
+            (cfa, bp) if cfa & Rule::BP_BASED != 0 => {
+                let saved = if bp & 0xffff == Rule::KEPT16 { Class::BP_KEPT } else { bp & 0xffff };
+                Class::BpBased { cfa: cfa & !Rule::BP_BASED, ra: bp >> 16, bp: saved }
+            }
             (cfa, bp) => Class::StackPointer { cfa, bp },
         }
     }
@@ -144,9 +163,18 @@ impl Classes {
     /// The rule cached for `key` ([`key`]).
     #[inline(always)]
     pub fn get(&self, key: u64) -> Option<Rule> {
-        let [a, b] = &self.sets[Self::set(key)];
-        let e = if a.key == key { a } else { b };
-        (e.key == key).then_some(e.rule)
+        let set = &self.sets[Self::set(key)];
+        // A branch, not a select: the walk's next load does not wait for the compare.
+        if set[0].key == key {
+            return Some(set[0].rule);
+        }
+        Self::second(set, key)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn second(set: &[Entry; 2], key: u64) -> Option<Rule> {
+        (set[1].key == key).then_some(set[1].rule)
     }
 
     /// Caches the rule of `key` (an address in a known module).
@@ -206,6 +234,9 @@ fn shape(step: Result<Option<u64>, Error>, sp: u64, bp: u64, after: &UnwindRegsX
     if new_sp == bp + 16 && new_bp == word(bp) && ra == word(bp + 8) {
         return Class::FramePointer;
     }
+    if let Some(c) = bp_based(sp, bp, new_sp, new_bp, ra) {
+        return c;
+    }
     let cfa = new_sp.wrapping_sub(sp);
     if !(8..=MAX_CFA).contains(&cfa) || cfa % 8 != 0 || ra != word(new_sp - 8) {
         return Class::Cfi;
@@ -225,6 +256,21 @@ fn shape(step: Result<Option<u64>, Error>, sp: u64, bp: u64, after: &UnwindRegsX
 /// thread's root.
 pub(crate) type Stepped = Result<Option<(u64, u64, u64)>, Cut>;
 
+/// Largest offset from `bp` a [`Class::BpBased`] rule keeps.
+const MAX_BP_OFFSET: u64 = 1 << 15;
+
+/// The frame-pointer-based rule a synthetic step followed, if it was one: `sp'`, the return
+/// address and the new `bp` (when not kept) all at fixed offsets from `bp`.
+fn bp_based(sp: u64, bp: u64, new_sp: u64, new_bp: u64, ra: u64) -> Option<Class> {
+    let word_at = |w: u64| (w ^ PROBE_MIX).wrapping_sub(bp);
+    let offset = |o: u64| (o < MAX_BP_OFFSET && o % 8 == 0).then_some(o as u32);
+    let cfa = offset(new_sp.wrapping_sub(bp)).filter(|&c| c >= 16)?;
+    let ra = offset(word_at(ra)).filter(|&r| r < cfa)?;
+    let saved = if new_bp == bp { Class::BP_KEPT } else { offset(word_at(new_bp)).filter(|&b| b < cfa)? };
+    // (The probes' `sp` lies far from `bp`: a rule that used `sp` cannot land here.)
+    (new_sp.abs_diff(sp) > MAX_CFA).then_some(Class::BpBased { cfa, ra, bp: saved })
+}
+
 /// One step from `(sp, bp)` by a cached rule (not [`Rule::CFI`]), as framehop takes it: `None`
 /// at the root (the root rule, a zero return address, or a zero `bp` for the frame-pointer
 /// rule); a cut where a frame-pointer chain goes backwards or a read leaves the readable stack.
@@ -236,7 +282,7 @@ pub(crate) fn step(rule: Rule, sp: u64, bp: u64, stack: &impl Stack, top: &mut u
         *top = (*top).max(a.wrapping_add(8));
         Ok(w)
     };
-    let (new_sp, new_bp) = if rule.cfa != 0 {
+    let (new_sp, new_bp) = if rule.cfa as i32 > 0 {
         // (A stack pointer this close to the top of the address space wraps to an address the
         // stack cannot hold: the read below fails.)
         let new_sp = sp.wrapping_add(u64::from(rule.cfa));
@@ -251,6 +297,16 @@ pub(crate) fn step(rule: Rule, sp: u64, bp: u64, stack: &impl Stack, top: &mut u
             return Err(Cut::OutsideModules);
         }
         (new_sp, read(bp)?)
+    } else if rule.cfa != 0 {
+        // Frame-pointer-based, another layout: `sp'`, the return address and `bp` from `bp`.
+        let new_sp = bp.wrapping_add(u64::from(rule.cfa & !Rule::BP_BASED));
+        if new_sp <= sp {
+            return Err(Cut::OutsideModules);
+        }
+        let ra = read(bp.wrapping_add(u64::from(rule.bp >> 16)))?;
+        let saved = rule.bp & 0xffff;
+        let new_bp = if saved == Rule::KEPT16 { bp } else { read(bp.wrapping_add(u64::from(saved)))? };
+        return Ok((ra != 0).then_some((ra, new_sp, new_bp)));
     } else {
         // The root rule (the walk hands Rule::CFI to framehop).
         return Ok(None);
@@ -300,7 +356,14 @@ mod tests {
         c.put(same[2], Class::Cfi);
         assert_eq!(c.get(same[0]), None);
         assert_eq!(c.get(same[2]).map(Rule::class), Some(Class::Cfi));
-        for class in [Class::FramePointer, Class::Root, Class::Cfi, Class::StackPointer { cfa: 8, bp: 0 }] {
+        for class in [
+            Class::FramePointer,
+            Class::Root,
+            Class::Cfi,
+            Class::StackPointer { cfa: 8, bp: 0 },
+            Class::BpBased { cfa: 32, ra: 8, bp: 0 },
+            Class::BpBased { cfa: 48, ra: 40, bp: Class::BP_KEPT },
+        ] {
             assert_eq!(Rule::of(class).class(), class);
         }
     }
@@ -329,6 +392,11 @@ mod tests {
         assert_eq!(step(kept, 0x1000, 0x99, &s, &mut top), Ok(Some((0x40_3000, 0x1018, 0x99))), "bp kept");
         assert_eq!(step(kept, 0x1008, 0x99, &s, &mut top), Ok(None), "a zero return address: the root");
         assert_eq!(step(Rule::of(Class::Root), 0x1000, 0x99, &s, &mut top), Ok(None));
+
+        // libffi's call trampoline: the caller's frame at bp = 0x1008: [saved bp, ra], CFA bp + 32.
+        let ffi = Rule::of(Class::BpBased { cfa: 32, ra: 8, bp: 0 });
+        assert_eq!(step(ffi, 0x1000, 0x1008, &s, &mut top), Ok(Some((0x40_3000, 0x1028, 0x1230))));
+        assert_eq!(step(ffi, 0x1030, 0x1008, &s, &mut top), Err(Cut::OutsideModules), "backwards");
     }
 
     #[test]
@@ -346,5 +414,8 @@ mod tests {
         assert_eq!(shape(Ok(Some(5)), sp, bp, &regs(sp + 48, bp)), Class::Cfi, "ra not at the CFA");
         assert_eq!(shape(Ok(Some(w(sp + 40))), sp, bp, &regs(sp + 48, 12345)), Class::Cfi, "bp from nowhere");
         assert_eq!(shape(Err(Error::IntegerOverflow), sp, bp, &regs(sp, bp)), Class::Cfi);
+        // CFA = bp + 32, return address at bp + 8, bp restored from [bp] (libffi's trampoline).
+        let ffi = shape(Ok(Some(w(bp + 8))), sp, bp, &regs(bp + 32, w(bp)));
+        assert_eq!(ffi, Class::BpBased { cfa: 32, ra: 8, bp: 0 });
     }
 }
