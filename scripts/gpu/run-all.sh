@@ -282,10 +282,13 @@ if [[ " $STEPS " == *" stacks "* ]]; then
       row "stacks python bench" "skipped: carry bench-python-capture (scripts/gpu/carry.sh) and a libpython3.X.so.1.0"
     fi
     # The agent's native launch-stack cost per launch (criterion; #13 B1 and the 40-frame CFI target):
-    # launch site with a 40-frame stack built with / without frame pointers, and the walks alone.
+    # launch site with a 40-frame stack built with / without frame pointers, and the walks alone;
+    # then #13's budget case: a launch with 40 native frames through the CFI under 15 live Python
+    # frames of the machine's libpython, captured and merged as the agent does (target <= 1 us).
     if [ -x "$CARRY/bench-launch-site" ]; then
-      XPUPROF_BENCH_DEEP_C=sdk/unwind/tests/fixtures/deep.c "$CARRY/bench-launch-site" --bench --warm-up-time 1 \
-        --measurement-time 2 >"$W/logs/stacks-bench-native.out" 2>&1
+      XPUPROF_BENCH_DEEP_C=sdk/unwind/tests/fixtures/deep.c XPUPROF_BENCH_LIBPYTHON=${lp:-libpython3.11.so.1.0} \
+        "$CARRY/bench-launch-site" --bench --warm-up-time 1 --measurement-time 2 >"$W/logs/stacks-bench-native.out" 2>&1
+      row "stacks budget bench ($(basename "${lp:-none}"))" "$(grep -A1 -E '^budget/launch_40_cfi_frames_15_python_frames( |$)' "$W/logs/stacks-bench-native.out" | grep -o 'time: .*' | head -1) | $(grep -o 'budget stack: .*' "$W/logs/stacks-bench-native.out" | head -1)"
       for b in launch_site/enter_exit_api_only launch_site/enter_exit_with_stack_40_frames_fp \
                launch_site/enter_exit_with_stack_40_frames_fp_framehop_only launch_site/enter_exit_with_stack_40_frames_cfi \
                walk/fast_path_fp_built_40 walk/framehop_only_fp_built_40 walk/fast_path_cfi_only_40 walk/frame_pointers_fp_built_40; do
