@@ -286,7 +286,7 @@ impl Interpreters {
             // its marker (the last frame's top is not known: left to the fallback).
             let sp = &sp[..sp.len().min(native.len())];
             self.places.clear();
-            self.places.extend(marks.iter().map(|&a| frame_holding(sp, a)));
+            self.places.extend(marks.iter().map(|&a| merge::frame_holding(sp, a)));
             self.places.resize(merge::runs(&frames), None);
             self.merged.clear();
             self.merged.resize(native.len() + frames.len(), 0);
@@ -448,13 +448,6 @@ fn placeholder(labels: &mut Vec<String>, id: &mut Option<u64>, text: &str) -> u6
     })
 }
 
-/// The index of the frame whose stack range holds `addr`: frame `i` spans `[sp[i], sp[i + 1])`
-/// (the last frame's top is not known); `None` for 0 or an address outside them.
-fn frame_holding(sp: &[u64], addr: u64) -> Option<usize> {
-    let above = sp.partition_point(|&s| s <= addr);
-    (addr != 0 && above > 0 && above < sp.len()).then(|| above - 1)
-}
-
 /// True when `pid` has exited or is exiting: its address space is gone (its maps read empty).
 fn exited_process(pid: u32) -> bool {
     std::fs::read(format!("/proc/{pid}/maps")).map_or(true, |m| m.is_empty())
@@ -473,7 +466,7 @@ fn raw_frame(layout: &Layout, code: u64, instr: u64) -> RawFrame {
         Frames::Interpreter { .. } if low == u32::MAX => u64::MAX,
         Frames::Interpreter { .. } => u64::from(low),
     };
-    RawFrame { code, offset, entry }
+    RawFrame { code, offset, entry, marker: 0 }
 }
 
 #[cfg(test)]
@@ -571,18 +564,6 @@ mod tests {
         assert_eq!(out.len(), 2, "the frames keep their place");
         assert!(out.iter().all(|&(id, entry)| py.label(id) == EXITED && entry));
         assert_eq!((py.stats.exited, py.stats.unreadable), (1, 0));
-    }
-
-    #[test]
-    fn a_marker_belongs_to_the_frame_whose_stack_range_holds_it() {
-        let sp = [0x1000, 0x1040, 0x1100, 0x1200];
-        assert_eq!(frame_holding(&sp, 0x1000), Some(0));
-        assert_eq!(frame_holding(&sp, 0x103f), Some(0));
-        assert_eq!(frame_holding(&sp, 0x1040), Some(1));
-        assert_eq!(frame_holding(&sp, 0x11f8), Some(2));
-        assert_eq!(frame_holding(&sp, 0x1200), None, "the last frame's top is not known");
-        assert_eq!(frame_holding(&sp, 0xff8), None, "below the leaf");
-        assert_eq!(frame_holding(&sp, 0), None, "not read");
     }
 
     #[test]

@@ -71,6 +71,8 @@ struct Local {
     outer_at: usize,
     /// The stack walk's output, reused (not zeroed again at every launch).
     frames: Box<[u64; MAX_FRAMES]>,
+    /// The stack pointer of each frame of `frames` (where Python frames go).
+    sps: Box<[u64; MAX_FRAMES]>,
     /// The walk's output with Python frames merged in.
     merged: Box<[u64; MAX_FRAMES]>,
     launches: u64,
@@ -131,6 +133,7 @@ impl Registry {
             scratch: Vec::with_capacity(1024),
             outer_at: 0,
             frames: Box::new([0; MAX_FRAMES]),
+            sps: Box::new([0; MAX_FRAMES]),
             merged: Box::new([0; MAX_FRAMES]),
             launches: 0,
             stacks: 0,
@@ -167,9 +170,14 @@ impl Registry {
             let mut start = None;
             if !nested && sites.stacks {
                 let frames = &mut l.frames[..sites.max_depth.min(MAX_FRAMES)];
-                let (w, first) = stack::walk(regs, l.bounds, sites.own_code, frames);
+                let sps = &mut l.sps[..frames.len()];
+                let (w, first) = stack::walk_with_sp(regs, l.bounds, sites.own_code, frames, sps);
                 start = first;
-                let n = self.python.merge(&frames[..w.len], &mut l.merged[..sites.max_depth.min(MAX_FRAMES)]);
+                let n = self.python.merge(
+                    &frames[..w.len],
+                    &sps[..w.len],
+                    &mut l.merged[..sites.max_depth.min(MAX_FRAMES)],
+                );
                 let frames = &l.merged[..n];
                 key = stack::hash(frames);
                 if l.seen.len() > 1 << 16 {

@@ -17,6 +17,44 @@ use xpuprof_python::own::{Interpreter, MAX_FRAMES};
 
 use crate::wire;
 
+/// Eval-loop calls placed by their C-stack marker per launch stack (a deeper stack places them
+/// all by the eval loop's symbol, counted).
+const MAX_RUNS: usize = 64;
+
+/// `frames` (with `raw`, the same frames as read) merged into `native` (stack pointers `sp`)
+/// into `out`, each run of Python frames in the native frame holding its eval call's marker;
+/// counts how the runs were placed.
+#[inline]
+fn place_and_merge(
+    py: &Interpreter,
+    native: &[u64],
+    sp: &[u64],
+    frames: &[(u64, bool)],
+    raw: &[xpuprof_python::chain::RawFrame],
+    out: &mut [u64],
+) -> usize {
+    let c = &py.counts;
+    let runs = merge::runs(frames);
+    if runs > MAX_RUNS {
+        // More eval-loop calls than places kept (rare): all by symbol.
+        c.runs_by_symbol.fetch_add(runs as u64, Ordering::Relaxed);
+        return merge::merge(native, |ra| py.is_eval(ra), frames, out).len;
+    }
+    let mut places = [None; MAX_RUNS];
+    let sp = &sp[..sp.len().min(native.len())];
+    // Run k ends at the k-th entry frame (a chain read only in part ends with a run without one:
+    // no marker, placed by symbol).
+    for (p, f) in places.iter_mut().zip(raw.iter().filter(|f| f.entry)) {
+        *p = merge::frame_holding(sp, f.marker);
+    }
+    let places = &mut places[..runs];
+    let merged = merge::merge_placed(native, |ra| py.is_eval(ra), frames, places, out);
+    let placed = places.iter().flatten().count().saturating_sub(merged.by_symbol);
+    c.runs_placed.fetch_add(placed as u64, Ordering::Relaxed);
+    c.runs_by_symbol.fetch_add(merged.by_symbol as u64, Ordering::Relaxed);
+    merged.len
+}
+
 /// The frame between an autograd engine thread's stack and the Python frames of the
 /// `backward()` call it works for (above it in a flame graph).
 pub const AUTOGRAD_MARKER: &str = "[autograd engine thread, running the backward() above]";
@@ -74,8 +112,11 @@ impl PythonFrames {
 
     /// Writes `native` with the calling thread's Python frames merged in into `out`; returns the
     /// frames written (`native` as is when Python frames are off or the process runs no CPython).
+    /// `sp[i]` is the stack pointer of `native[i]`'s frame (as far as it goes): each run of
+    /// Python frames replaces the native frame whose stack range holds its eval-loop call's
+    /// marker ([`merge::merge_placed`]; the eval loop's symbol only where no marker is known).
     #[inline]
-    pub fn merge(&self, native: &[u64], out: &mut [u64]) -> usize {
+    pub fn merge(&self, native: &[u64], sp: &[u64], out: &mut [u64]) -> usize {
         let copy = |out: &mut [u64]| {
             let n = native.len().min(out.len());
             out[..n].copy_from_slice(&native[..n]);
@@ -83,8 +124,8 @@ impl PythonFrames {
         };
         let Some(py) = self.interpreter() else { return copy(out) };
         // The frames are merged where the capture wrote them (the thread's reused buffer).
-        let merged = py.with_capture(|frames| {
-            (!frames.is_empty()).then(|| merge::merge(native, |ra| py.is_eval(ra), frames, out).len)
+        let merged = py.with_capture_raw(|frames, raw| {
+            (!frames.is_empty()).then(|| place_and_merge(py, native, sp, frames, raw, out))
         });
         match merged {
             Some(n) => n,
@@ -132,9 +173,11 @@ impl PythonFrames {
                 &c.autograd_attributed,
                 &c.autograd_ambiguous,
                 &c.autograd_unattributed,
+                &c.runs_placed,
+                &c.runs_by_symbol,
             ]
             .map(|a| a.load(Ordering::Relaxed).to_le_bytes());
-            wire::put_message(out, wire::MSG_PY_COUNTS, &[&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]]);
+            wire::put_message(out, wire::MSG_PY_COUNTS, &v.each_ref().map(|b| &b[..]));
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The agent's Python cost per launch: reading the launching thread's frame chain (15 Python
 //! frames, the depth of a PyTorch model's forward call from a script), resolving each frame
-//! through the per-thread cache, and merging them into a 40-frame native stack. The interpreter
+//! through the per-thread cache, and merging them into a 40-frame native stack at the frame that
+//! holds their eval call's marker on the C stack. The interpreter
 //! is the machine's real CPython 3.11 (`libpython3.11.so.1.0`, loaded into this process): the
 //! script recurses 15 deep and calls back into this benchmark through ctypes, so the timed
 //! captures read live interpreter frames exactly as the agent does at API entry.
@@ -27,18 +28,35 @@ extern "C" fn measure() {
         INTERPRETER.get_or_init(|| Interpreter::find().expect("read CPython").expect("CPython is loaded"));
     let mut frames = [(0u64, false); MAX_FRAMES];
     assert_eq!(py.capture(&mut frames), PY_FRAMES + 1, "15 recursive frames + <module>");
-    // A native stack whose eval-loop frames sit where an interpreter's would: every third frame.
+    let marker =
+        py.with_capture_raw(|_, raw| raw.iter().filter(|f| f.entry).map(|f| f.marker).collect::<Vec<_>>());
+    assert_eq!(marker.len(), 1, "one eval-loop call runs them");
+    // A native stack whose eval-loop frames sit where an interpreter's would: every third frame;
+    // 64 stack bytes per frame, the eval call's marker inside the frame at index 2 (where the
+    // agent's walk would find it).
     let eval = py_eval_return_address(py);
     let native: Vec<u64> = (0..NATIVE_FRAMES as u64)
         .map(|i| if i % 3 == 2 { eval } else { 0x5555_0000_1000 + 64 * i })
         .collect();
+    let sp: Vec<u64> = (0..NATIVE_FRAMES as u64).map(|i| marker[0] - 2 * 64 - 32 + 64 * i).collect();
     let mut out = [0u64; 256];
     let mut c = Criterion::default().configure_from_args();
     c.bench_function("python capture (15 frames, cached)", |b| b.iter(|| py.capture(&mut frames)));
+    // What the agent does per launch (sdk/agent-kit's PythonFrames::merge): the frames, their
+    // eval call's marker, its native frame by stack address, the merge.
     c.bench_function("python capture + merge into 40 native frames", |b| {
         b.iter(|| {
-            let n = py.capture(&mut frames);
-            merge::merge(&native, |ra| py.is_eval(ra), &frames[..n], &mut out).len
+            py.with_capture_raw(|frames, raw| {
+                let mut places = [None; 64];
+                for (p, f) in places.iter_mut().zip(raw.iter().filter(|f| f.entry)) {
+                    *p = merge::frame_holding(&sp, f.marker);
+                }
+                let runs = merge::runs(frames);
+                let m =
+                    merge::merge_placed(&native, |ra| py.is_eval(ra), frames, &mut places[..runs], &mut out);
+                debug_assert_eq!(m.by_symbol, 0);
+                m.len
+            })
         })
     });
     c.final_summary();

@@ -21,6 +21,11 @@ pub struct RawFrame {
     /// The first frame of its eval-loop call: the native stack's eval-loop frame stands for this
     /// frame and the frames after it back to the previous entry.
     pub entry: bool,
+    /// For an entry frame of 3.11 and later: the address of its eval-loop call's marker on the C
+    /// stack, a local of that `_PyEval_EvalFrameDefault` call (3.11: its `_PyCFrame`; 3.12,
+    /// 3.13: its entry frame owned by the C stack), so the native frame that runs the call is
+    /// the one whose stack range holds it ([`crate::merge::merge_placed`]); 0 when not known.
+    pub marker: u64,
 }
 
 impl RawFrame {
@@ -41,9 +46,14 @@ pub fn walk(
     out: &mut [RawFrame],
 ) -> Result<(usize, bool), Error> {
     let mut frame = mem.u64(tstate + layout.tstate_frame)?;
+    // 3.11: the _PyCFrame of the eval-loop call running `frame` (one per call, chained outward).
+    let mut cframe = 0;
     if let Some(current) = layout.cframe_current_frame {
         if frame == 0 {
             return Ok((0, false));
+        }
+        if layout.owner_cstack.is_none() && layout.cframe_previous.is_some() {
+            cframe = frame;
         }
         frame = mem.u64(frame + current)?;
     }
@@ -63,7 +73,7 @@ pub fn walk(
                     l if lasti_in_units => l as u64 * 2,
                     l => l as u64,
                 };
-                out[n] = RawFrame { code: mem.u64(frame + code)?, offset, entry: true };
+                out[n] = RawFrame { code: mem.u64(frame + code)?, offset, entry: true, marker: 0 };
                 n += 1;
                 mem.u64(frame + back)?
             }
@@ -72,6 +82,7 @@ pub fn walk(
                 if layout.owner_cstack == Some(own) {
                     if n > 0 {
                         out[n - 1].entry = true;
+                        out[n - 1].marker = frame;
                     }
                 } else {
                     let c = mem.u64(frame + code)?;
@@ -82,7 +93,12 @@ pub fn walk(
                         Some(at) => mem.u8(frame + at)? != 0,
                         None => false,
                     };
-                    out[n] = RawFrame { code: c, offset, entry };
+                    let mut marker = 0;
+                    if entry && cframe != 0 {
+                        marker = cframe;
+                        cframe = mem.u64(cframe + layout.cframe_previous.unwrap_or(0))?;
+                    }
+                    out[n] = RawFrame { code: c, offset, entry, marker };
                     n += 1;
                 }
                 mem.u64(frame + previous)?

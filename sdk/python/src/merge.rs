@@ -28,6 +28,14 @@ pub fn runs(python: &[(u64, bool)]) -> usize {
     entries + usize::from(python.last().is_some_and(|f| !f.1))
 }
 
+/// The index of the native frame whose stack range holds `addr` (an eval-loop call's marker):
+/// with `sp[i]` the stack pointer of frame `i` (innermost first, increasing), frame `i` spans
+/// `[sp[i], sp[i + 1])`; the last frame's top is not known. `None` for 0 or an address outside.
+pub fn frame_holding(sp: &[u64], addr: u64) -> Option<usize> {
+    let above = sp.partition_point(|&s| s <= addr);
+    (addr != 0 && above > 0 && above < sp.len()).then(|| above - 1)
+}
+
 /// Writes `native` (innermost first) into `out`, each run of `python` put where `places` says:
 /// `places[k] = Some(i)` replaces `native[i]` by run `k` (innermost first, see [`runs`]), the
 /// native frame that owns its eval-loop call's marker on the C stack. A run without a place goes
@@ -170,6 +178,18 @@ mod tests {
         assert_eq!(places.len(), runs(python));
         let m = merge_placed(native, |f| f == EVAL, python, &mut places, &mut out);
         (out[..m.len].to_vec(), m)
+    }
+
+    #[test]
+    fn a_marker_belongs_to_the_frame_whose_stack_range_holds_it() {
+        let sp = [0x1000, 0x1040, 0x1100, 0x1200];
+        assert_eq!(frame_holding(&sp, 0x1000), Some(0));
+        assert_eq!(frame_holding(&sp, 0x103f), Some(0));
+        assert_eq!(frame_holding(&sp, 0x1040), Some(1));
+        assert_eq!(frame_holding(&sp, 0x11f8), Some(2));
+        assert_eq!(frame_holding(&sp, 0x1200), None, "the last frame's top is not known");
+        assert_eq!(frame_holding(&sp, 0xff8), None, "below the leaf");
+        assert_eq!(frame_holding(&sp, 0), None, "not read");
     }
 
     #[test]

@@ -41,6 +41,11 @@ pub struct Counts {
     /// Launches of autograd engine threads while no thread was in such a call (the engine driven
     /// from C++), or whose caller's frames could not be read.
     pub autograd_unattributed: AtomicU64,
+    /// Runs of Python frames (one per eval-loop call) put in the native frame that holds their
+    /// call's marker on the C stack (exact; [`crate::merge::merge_placed`]).
+    pub runs_placed: AtomicU64,
+    /// Runs put by the eval loop's symbol instead (no marker: 3.9, 3.10; or one outside the walk).
+    pub runs_by_symbol: AtomicU64,
 }
 
 /// The CPython interpreter loaded in this process.
@@ -218,10 +223,18 @@ impl Interpreter {
     /// calling thread's reused buffer: nothing is copied). `f` must not capture again.
     #[inline]
     pub fn with_capture<R>(&self, f: impl FnOnce(&[(u64, bool)]) -> R) -> R {
+        self.with_capture_raw(|frames, _| f(frames))
+    }
+
+    /// [`Interpreter::with_capture`] that also hands `f` the frames as read, one per frame
+    /// given (same order): their entry frames' [`RawFrame::marker`]s place them in the native
+    /// stack ([`crate::merge::merge_placed`]).
+    #[inline]
+    pub fn with_capture_raw<R>(&self, f: impl FnOnce(&[(u64, bool)], &[RawFrame]) -> R) -> R {
         with_thread(|t| {
             let Some(t) = t else {
                 self.counts.errors.fetch_add(1, Ordering::Relaxed);
-                return f(&[]);
+                return f(&[], &[]);
             };
             let (n, mut failed) = match self.read_chain(&mut t.raw) {
                 Ok(n) => (n, false),
@@ -236,7 +249,7 @@ impl Interpreter {
                 _ => &c.with_frames,
             };
             counter.fetch_add(1, Ordering::Relaxed);
-            f(&t.ids[..written])
+            f(&t.ids[..written], &t.raw[..written])
         })
     }
 

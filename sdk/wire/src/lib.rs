@@ -48,7 +48,9 @@
 //!   Python frames, that got none (a thread with no Python frame running), and whose frame
 //!   chain could not be read; sent before [`MSG_BYE`]. Agents that attribute launches of PyTorch's
 //!   autograd engine threads to the `backward()` call they run add `autograd_attributed u64,
-//!   autograd_ambiguous u64, autograd_unattributed u64` (hosts read them when present).
+//!   autograd_ambiguous u64, autograd_unattributed u64`, and agents that place Python frames by
+//!   their eval call's marker on the C stack then add `runs_placed u64, runs_by_symbol u64`
+//!   (hosts read them when present).
 //!
 //! Message numbers never change meaning; new messages get new numbers, and a change to an
 //! existing payload raises [`PROTOCOL`]. The numbers are shared out:

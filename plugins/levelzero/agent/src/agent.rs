@@ -111,10 +111,10 @@ impl Agent {
             b.set(Some(v));
             v
         });
-        let mut buf = [0u64; MAX_FRAMES];
-        let (w, _) = stack::walk(regs, bounds, &self.skip, &mut buf);
+        let (mut buf, mut sp) = ([0u64; MAX_FRAMES], [0u64; MAX_FRAMES]);
+        let (w, _) = stack::walk_with_sp(regs, bounds, &self.skip, &mut buf, &mut sp);
         let mut merged = [0u64; MAX_FRAMES];
-        let n = self.python.merge(&buf[..w.len], &mut merged);
+        let n = self.python.merge(&buf[..w.len], &sp[..w.len], &mut merged);
         let frames = &merged[..n];
         if frames.is_empty() {
             return 0;

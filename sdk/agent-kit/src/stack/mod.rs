@@ -34,8 +34,21 @@ pub fn walk(
     own_code: &[(u64, u64)],
     out: &mut [u64],
 ) -> (Walk, Option<Registers>) {
+    walk_with_sp(regs, bounds, own_code, out, &mut [])
+}
+
+/// [`walk`] that also writes each frame's stack pointer: `sp_out[i]`, as far as it goes, for
+/// the frame in `out[i]` (what places Python frames: [`crate::python::PythonFrames::merge`]).
+#[inline]
+pub fn walk_with_sp(
+    regs: Registers,
+    bounds: Bounds,
+    own_code: &[(u64, u64)],
+    out: &mut [u64],
+    sp_out: &mut [u64],
+) -> (Walk, Option<Registers>) {
     let skip = |a: u64| own_code.iter().any(|&(s, e)| a >= s && a < e);
-    xpuprof_unwind::local::walk_skipping(regs, bounds.lo as u64, bounds.hi as u64, out, skip)
+    xpuprof_unwind::local::walk_skipping_with_sp(regs, bounds.lo as u64, bounds.hi as u64, out, sp_out, skip)
 }
 
 /// The stack bounds of the calling thread.

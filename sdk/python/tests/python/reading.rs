@@ -66,5 +66,21 @@ fn reads_the_call_path_and_lines_of_a_blocked_script_in_every_interpreter() {
         let entries: Vec<bool> = raw[..n].iter().map(|f| f.entry).collect();
         let per_frame = target.layout.version.minor < 11;
         assert_eq!(entries, [per_frame, per_frame, per_frame, true], "{}", target.layout.version);
+        // From 3.11 on, the entry frame carries its eval-loop call's marker: a local of that
+        // call, so an address in the main thread's stack.
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+        let stack = xpuprof_wire::maps::parse(&maps).into_iter().find(|m| m.path == "[stack]").unwrap();
+        let marker = raw[n - 1].marker;
+        if per_frame {
+            assert_eq!(marker, 0, "{}: no marker before 3.11", target.layout.version);
+        } else {
+            assert!(
+                (stack.start..stack.end).contains(&marker),
+                "{}: marker {marker:#x} outside the stack {:#x}..{:#x}",
+                target.layout.version,
+                stack.start,
+                stack.end
+            );
+        }
     }
 }
