@@ -60,6 +60,10 @@ fn op_args(l: &mut Vec<u8>, op: &DeviceOp) {
     }
 }
 
+/// Events are handed to the output once this many bytes of them are buffered (the sink's file
+/// buffer is as large, so they go straight to the file).
+const EMIT_BYTES: usize = 256 * 1024;
+
 /// Counts the bytes written through it.
 #[derive(Debug)]
 struct Counting<W> {
@@ -90,7 +94,7 @@ pub struct TraceOptions {
 #[derive(Debug)]
 pub struct TraceWriter<W: Write> {
     out: Counting<W>,
-    /// The events of the record being written, handed to `out` in one call.
+    /// Events not handed to `out` yet (at most about [`EMIT_BYTES`]).
     line: Vec<u8>,
     opts: TraceOptions,
     tracks: Tracks,
@@ -108,7 +112,7 @@ impl<W: Write> TraceWriter<W> {
         out.write_all(b"{\"traceEvents\":[")?;
         Ok(Self {
             out: Counting { inner: out, bytes: 16 },
-            line: Vec::with_capacity(4096),
+            line: Vec::with_capacity(EMIT_BYTES + 64 * 1024),
             tracks: Tracks::default(),
             opts,
             leaves: Leaves::default(),
@@ -122,7 +126,7 @@ impl<W: Write> TraceWriter<W> {
 
     /// Bytes written so far.
     pub fn bytes(&self) -> u64 {
-        self.out.bytes
+        self.out.bytes + self.line.len() as u64
     }
 
     /// Hands the buffered events to the output.
@@ -167,7 +171,12 @@ impl<W: Write> TraceWriter<W> {
     /// Writes the events of one record.
     pub fn record(&mut self, r: &Record) -> io::Result<()> {
         self.events(r)?;
-        self.emit()
+        // Handed on in large pieces: one `write_all` per record copied every event again into
+        // the file's buffer; a piece at least as large as that buffer goes past it.
+        if self.line.len() >= EMIT_BYTES {
+            self.emit()?;
+        }
+        Ok(())
     }
 
     fn events(&mut self, r: &Record) -> io::Result<()> {
