@@ -63,7 +63,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let mut p = Pipeline::new(1, false);
             let mut n = 0usize;
-            let mut sink = |out: &mut Vec<Record>| {
+            let mut sink = |out: &mut Vec<Record>, _| {
                 n += black_box(&*out).len();
                 out.clear();
             };

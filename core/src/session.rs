@@ -368,7 +368,8 @@ fn spawn_pipeline(
             pipeline.set_demangle(demangle);
             let mut last_tick = Instant::now();
             loop {
-                let mut deliver = |batch: &mut Vec<Record>| sinks.deliver(batch);
+                let mut deliver =
+                    |batch: &mut Vec<Record>, definitions| sinks.deliver_marked(batch, definitions);
                 match rx.recv_timeout(TICK) {
                     Ok(b) => {
                         // Counted on arrival for the status line: the first batches can take
@@ -390,7 +391,8 @@ fn spawn_pipeline(
                     last_tick = Instant::now();
                 }
             }
-            pipeline.finish(&mut |batch: &mut Vec<Record>| sinks.deliver(batch));
+            pipeline
+                .finish(&mut |batch: &mut Vec<Record>, definitions| sinks.deliver_marked(batch, definitions));
             (pipeline.stats(), sinks.finish())
         })
         .expect("failed to spawn the pipeline thread")

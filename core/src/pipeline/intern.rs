@@ -83,6 +83,8 @@ pub struct Globals {
     threads: IdMap<(u32, u32), StrId>,
     /// Symbolizer for new frames.
     pub symbolizer: Symbolizer,
+    /// Definitions pushed to the output so far (a batch without new ones holds only events).
+    pub definitions_emitted: u64,
     /// Whether to symbolise (off in tests of the renumbering).
     pub symbolize: bool,
     /// Whether mangled names keep no display text (the session's `demangle = false`).
@@ -111,6 +113,7 @@ impl Globals {
         let mut def = StrDef::new(id, text);
         xpuprof_toolbox::demangle::set_display(&mut def, !self.keep_mangled);
         out.push(Record::Str(def));
+        self.definitions_emitted += 1;
         id
     }
 
@@ -135,6 +138,7 @@ impl Globals {
                 if known.is_none() || (known == Some(StrId::NONE) && !command.is_none()) {
                     self.processes.insert(d.pid, command);
                     out.push(Record::Process(d.clone().command(command)));
+                    self.definitions_emitted += 1;
                 }
             }
             Record::Thread(d) => {
@@ -143,6 +147,7 @@ impl Globals {
                 if known.is_none() || (known == Some(StrId::NONE) && !name.is_none()) {
                     self.threads.insert((d.pid, d.tid), name);
                     out.push(Record::Thread(d.clone().name(name)));
+                    self.definitions_emitted += 1;
                 }
             }
             Record::Device(d) => {
@@ -154,6 +159,7 @@ impl Globals {
                 let g = *self.devices.entry(key).or_insert_with(|| {
                     let d = d.clone().id(next).name(name).arch(arch).vendor_name(vendor_name).parent(parent);
                     out.push(Record::Device(d));
+                    self.definitions_emitted += 1;
                     next
                 });
                 ids.devices.insert(d.id.0, g);
@@ -166,6 +172,7 @@ impl Globals {
                 let g = *self.streams.entry((d.pid, device, d.native_id)).or_insert_with(|| {
                     let d = d.clone().id(next).device(device).name(name).parent(parent);
                     out.push(Record::Stream(d));
+                    self.definitions_emitted += 1;
                     next
                 });
                 ids.streams.insert(d.id.0, g);
@@ -187,6 +194,7 @@ impl Globals {
                     Some(g) => *g,
                     None => {
                         out.push(Record::Stack(StackDef::default().id(next).frames(frames.clone())));
+                        self.definitions_emitted += 1;
                         self.stack_frames.push(frames.clone());
                         self.stacks.insert(frames, next);
                         next
@@ -207,6 +215,7 @@ impl Globals {
         self.modules.insert((path, build_id.to_vec()), id);
         self.module_paths.push(path);
         out.push(Record::Module(ModuleDef::default().id(id).path(path).build_id(build_id.to_vec())));
+        self.definitions_emitted += 1;
         id
     }
 
@@ -237,6 +246,7 @@ impl Globals {
             .name(name)
             .inlined(inlined);
         out.push(Record::Frame(def));
+        self.definitions_emitted += 1;
         self.frame_keys.push(key.clone());
         self.frames.insert(key, id);
         id

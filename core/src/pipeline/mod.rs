@@ -116,6 +116,8 @@ pub struct Pipeline {
     /// Everything but the per-source state, kept apart so a record can borrow its source's
     /// state and the session state at once.
     session: SessionState,
+    /// `Globals::definitions_emitted` when the last batch was handed on.
+    definitions_delivered: u64,
 }
 
 /// Session-wide state: definitions, correlation, output.
@@ -147,6 +149,7 @@ impl Pipeline {
                 last_time: 0,
                 agreement: Agreement::default(),
             },
+            definitions_delivered: 0,
         }
     }
 
@@ -156,10 +159,11 @@ impl Pipeline {
         self.session.globals.keep_mangled = !on;
     }
 
-    /// Processes one batch from source `source`; calls `sink` with output batches. A malformed
+    /// Processes one batch from source `source`; calls `sink` with output batches (and whether
+    /// each may hold a definition). A malformed
     /// record is skipped and counted, and the records after it are still processed: every
     /// record is framed by its length (`tag, len, payload`), so the next one is found.
-    pub fn push(&mut self, source: usize, batch: &[u8], sink: &mut dyn FnMut(&mut Vec<Record>)) {
+    pub fn push(&mut self, source: usize, batch: &[u8], sink: &mut dyn FnMut(&mut Vec<Record>, bool)) {
         let now = Instant::now();
         let mut rest = batch;
         while !rest.is_empty() {
@@ -198,23 +202,26 @@ impl Pipeline {
     }
 
     /// Periodic work: releases device work whose launch did not arrive in time.
-    pub fn tick(&mut self, sink: &mut dyn FnMut(&mut Vec<Record>)) {
+    pub fn tick(&mut self, sink: &mut dyn FnMut(&mut Vec<Record>, bool)) {
         let ops = self.session.correlator.expire(Instant::now());
         self.session.emit_ops(ops);
         self.flush(sink);
     }
 
-    /// Hands buffered output to the sinks.
-    pub fn flush(&mut self, sink: &mut dyn FnMut(&mut Vec<Record>)) {
+    /// Hands buffered output to the sinks, with whether it may hold a definition (false when
+    /// it holds only events: see `Sinks::deliver_marked`).
+    pub fn flush(&mut self, sink: &mut dyn FnMut(&mut Vec<Record>, bool)) {
         if !self.session.out.is_empty() {
-            sink(&mut self.session.out);
+            let emitted = self.session.globals.definitions_emitted;
+            sink(&mut self.session.out, emitted != self.definitions_delivered);
+            self.definitions_delivered = emitted;
             self.session.out.clear();
         }
     }
 
     /// End of the session: releases everything still waiting and reports unmatched device
     /// work as a loss record, so every sink shows it.
-    pub fn finish(&mut self, sink: &mut dyn FnMut(&mut Vec<Record>)) {
+    pub fn finish(&mut self, sink: &mut dyn FnMut(&mut Vec<Record>, bool)) {
         let ops = self.session.correlator.finish(Instant::now());
         self.session.emit_ops(ops);
         let malformed: u64 = self.sources.iter().map(|s| s.malformed).sum();
@@ -470,11 +477,11 @@ mod tests {
     #[test]
     fn stacks_from_two_sources_are_compared_past_the_agent_frame() {
         let mut p = Pipeline::new(2, false);
-        p.push(0, &site_batch(&["launch", "main"]), &mut |_| {});
+        p.push(0, &site_batch(&["launch", "main"]), &mut |_, _| {});
         // The second source's stack has a different agent frame id but the same user frames.
         let mut b = site_batch(&["launch", "main"]);
         b.extend(site_batch(&["other", "main"]));
-        p.push(1, &b, &mut |_| {});
+        p.push(1, &b, &mut |_, _| {});
         let a = p.stats().agreement;
         assert_eq!((a.compared, a.agreed), (2, 1));
         let (x, y) = a.first_disagreement.unwrap();
@@ -487,11 +494,15 @@ mod tests {
     fn stacks_with_python_frames_are_compared_on_their_native_frames() {
         // The agent's stack has Python frames where the eBPF stack has the interpreter's.
         let mut p = Pipeline::new(2, false);
-        p.push(0, &site_batch(&["launch", "PyObject_Call", "step (w.py:7)", "main (w.py:9)"]), &mut |_| {});
+        p.push(
+            0,
+            &site_batch(&["launch", "PyObject_Call", "step (w.py:7)", "main (w.py:9)"]),
+            &mut |_, _| {},
+        );
         p.push(
             1,
             &site_batch(&["launch", "PyObject_Call", "_PyEval_EvalFrameDefault", "Py_RunMain"]),
-            &mut |_| {},
+            &mut |_, _| {},
         );
         let a = p.stats().agreement;
         assert_eq!((a.compared, a.agreed, a.native_only), (1, 1, 1), "{:?}", a.first_disagreement);
@@ -519,8 +530,8 @@ mod malformed_tests {
         batch.extend(e.take_buffer());
         let mut p = Pipeline::new(1, false);
         let mut records = Vec::new();
-        p.push(0, &batch, &mut |b| records.append(b));
-        p.finish(&mut |b| records.append(b));
+        p.push(0, &batch, &mut |b, _| records.append(b));
+        p.finish(&mut |b, _| records.append(b));
         let times: Vec<u64> = records
             .iter()
             .filter_map(|r| if let Record::CpuSample(s) = r { Some(s.time) } else { None })
@@ -532,6 +543,27 @@ mod malformed_tests {
             "the loss reaches the sinks"
         );
         assert_eq!(p.stats().losses.get("malformed records from a source, skipped"), Some(&1));
+    }
+}
+
+#[cfg(test)]
+mod mark_tests {
+    use super::*;
+    use xpuprof_sdk::emit::Emitter;
+
+    #[test]
+    fn a_batch_is_marked_event_only_when_no_definition_went_out_since_the_last() {
+        let mut e = Emitter::detached();
+        e.emit(&Record::Str(StrDef::default().id(StrId(1)).text("main".into())));
+        e.emit(&Record::CpuSample(CpuSample::default().pid(1).tid(1).time(5)));
+        let mut p = Pipeline::new(1, false);
+        let mut marks = Vec::new();
+        p.push(0, &e.take_buffer(), &mut |_, _| {});
+        p.flush(&mut |b, definitions| marks.push((b.len(), definitions)));
+        e.emit(&Record::CpuSample(CpuSample::default().pid(1).tid(1).time(6)));
+        p.push(0, &e.take_buffer(), &mut |_, _| {});
+        p.flush(&mut |b, definitions| marks.push((b.len(), definitions)));
+        assert_eq!(marks, [(2, true), (1, false)]);
     }
 }
 
@@ -565,8 +597,8 @@ mod cut_tests {
         ])));
         let mut p = Pipeline::new(1, false);
         let mut out = Vec::new();
-        p.push(0, &e.take_buffer(), &mut |b| out.append(b));
-        p.finish(&mut |b| out.append(b));
+        p.push(0, &e.take_buffer(), &mut |b, _| out.append(b));
+        p.finish(&mut |b, _| out.append(b));
         let stack = out
             .into_iter()
             .find_map(|r| match r {
@@ -620,8 +652,8 @@ mod clock_tests {
         e.emit(&Record::ApiCall(ApiCall::default().clock(unpaired).start(1).end(2)));
         let mut p = Pipeline::new(1, false);
         let mut recs = Vec::new();
-        p.push(0, &e.take_buffer(), &mut |b| recs.append(b));
-        p.finish(&mut |b| recs.append(b));
+        p.push(0, &e.take_buffer(), &mut |b, _| recs.append(b));
+        p.finish(&mut |b, _| recs.append(b));
         let ops: Vec<_> = recs
             .iter()
             .filter_map(|r| match r {

@@ -26,9 +26,9 @@ pub fn scripted_records() -> (Vec<Record>, xpuprof_core::pipeline::PipelineStats
     let mut pipeline = Pipeline::new(1, false);
     let mut out = Vec::new();
     for b in rx.iter() {
-        pipeline.push(0, &b.bytes, &mut |o| out.append(o));
+        pipeline.push(0, &b.bytes, &mut |o, _| out.append(o));
     }
-    pipeline.finish(&mut |o| out.append(o));
+    pipeline.finish(&mut |o, _| out.append(o));
     (out, pipeline.stats())
 }
 
