@@ -45,8 +45,9 @@ def main():
         # Each deep module's frame follows its importer's _call_with_frames_removed (native
         # frames between: the builtin exec and PyEval_EvalCode).
         chained = all(
-            any(PY.search(f) and "_call_with_frames_removed" in f for f in frames[: frames.index(m)][-6:])
-            for m in (f for f in frames if f.startswith("<module> (") and "deep_" in f)
+            before.startswith("_call_with_frames_removed (")
+            for before, f in zip(py, py[1:])
+            if f.startswith("<module> (") and "deep_" in f
         )
         good = ok_root and modules == want and chained and "_PyEval_EvalFrameDefault" not in frames
         exact += v * bool(good)

@@ -251,6 +251,7 @@ fn finish(skel: &ProfileSkel<'_>, h: &mut Handler, probes: &ProbeSet, ustack_cop
     for c in xpuprof_unwind::Cut::ALL {
         losses.push((cut_cause(c), stats.cut[c as usize]));
     }
+    losses.push((crate::stacks::MAX_DEPTH_CAUSE, stats.max_depth));
     losses.push(("ring buffer records not decoded", h.bad_records));
     if let Some(py) = h.python() {
         losses.extend(crate::python::report(py, &h.log));

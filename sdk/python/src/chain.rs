@@ -79,6 +79,7 @@ pub fn walk(
             }
             Frames::Interpreter { code, previous, instr, owner, is_entry } => {
                 let own = mem.u8(frame + owner)?;
+                let next = mem.u64(frame + previous)?;
                 if layout.owner_cstack == Some(own) {
                     if n > 0 {
                         out[n - 1].entry = true;
@@ -95,13 +96,20 @@ pub fn walk(
                     };
                     let mut marker = 0;
                     if entry && cframe != 0 {
+                        // The next call out is the _PyCFrame's previous one, whose current frame
+                        // is the next frame of the chain (else the chains do not pair up, e.g.
+                        // frames run by a PEP 523 evaluator: no more markers).
                         marker = cframe;
                         cframe = mem.u64(cframe + layout.cframe_previous.unwrap_or(0))?;
+                        if cframe != 0 && mem.u64(cframe + layout.cframe_current_frame.unwrap_or(0))? != next
+                        {
+                            cframe = 0;
+                        }
                     }
                     out[n] = RawFrame { code: c, offset, entry, marker };
                     n += 1;
                 }
-                mem.u64(frame + previous)?
+                next
             }
         };
         if let Some(ty) = code_type {

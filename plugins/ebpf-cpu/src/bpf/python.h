@@ -126,9 +126,12 @@ static long py_frame_step(__u64 i, void *data)
 	w->out->cstack[n & (PY_MAX_FRAMES - 1)] = 0;
 	if (entry && w->cframe) {
 		/* 3.11: the first frame of an eval-loop call; the next call out is the _PyCFrame's
-		 * previous one. */
+		 * previous one, whose current frame must be the next frame of the chain (else the
+		 * two chains do not pair up, e.g. frames run by a PEP 523 evaluator: no more markers). */
 		w->out->cstack[n & (PY_MAX_FRAMES - 1)] = w->cframe;
 		w->cframe = py_u64(w->cframe + o->cframe_previous, &w->bad);
+		if (w->cframe && py_u64(w->cframe + o->cframe_current, &w->bad) != w->cur)
+			w->cframe = 0;
 	}
 	w->n = n + 1;
 	return 0;
