@@ -155,9 +155,11 @@ impl Classes {
         }
     }
 
+    /// The set of `key`: its low bits as they are (return addresses are spread over them; no
+    /// multiplication on the walk's dependency chain, two ways for the pairs that meet).
     #[inline(always)]
     fn set(key: u64) -> usize {
-        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SETS.trailing_zeros())) as usize & (SETS - 1)
+        key as usize & (SETS - 1)
     }
 
     /// The rule cached for `key` ([`key`]).
