@@ -25,6 +25,9 @@
 //! captured and merged as the agents do at a launch (`Registry::python` on). The stack's
 //! composition is printed first.
 //!
+//! Times are the bench thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not wall time: on the
+//! shared development VM the thread is often descheduled, which wall time would count.
+//!
 //! `cargo bench -p xpuprof-agent-kit --bench launch_site` (a binary carried elsewhere finds the
 //! fixture's source through `XPUPROF_BENCH_DEEP_C`; `scripts/gpu/run-all.sh stacks` sets it).
 
@@ -33,7 +36,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::os::raw::c_int;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::Criterion;
 use xpuprof_agent_kit::launches::{Registry, Sites};
@@ -89,6 +92,24 @@ fn load(path: &Path) -> Recurse {
     *unsafe { lib.get::<Recurse>(b"deep_recurse") }.expect("deep_recurse")
 }
 
+/// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`): every timing here is the thread's
+/// own, so time it spends descheduled on a loaded machine is not counted.
+#[derive(Clone, Copy)]
+struct ThreadTime(Duration);
+
+impl ThreadTime {
+    fn now() -> ThreadTime {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `ts` is a valid out-pointer; the clock id is a constant the kernel knows.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ThreadTime(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+    }
+
+    fn elapsed(self) -> Duration {
+        ThreadTime::now().0.saturating_sub(self.0)
+    }
+}
+
 /// `n` launches (enter + exit) with the walk starting in this frame; the drains are not timed.
 #[inline(never)]
 fn launches(reg: &Registry, sites: &Sites<'_>, clock: &Clock, n: u64, first_id: u32) -> Duration {
@@ -97,7 +118,7 @@ fn launches(reg: &Registry, sites: &Sites<'_>, clock: &Clock, n: u64, first_id: 
     let mut done = 0;
     while done < n {
         let chunk = (n - done).min(1024);
-        let t = Instant::now();
+        let t = ThreadTime::now();
         for i in done..done + chunk {
             let regs = stack::registers();
             reg.enter(sites, DOMAIN_DRIVER, 307, first_id.wrapping_add(i as u32), regs);
@@ -200,7 +221,7 @@ fn bench(c: &mut Criterion, with_fp: Recurse, without_fp: Recurse) {
                     let t = at_depth(lib, 40, move || {
                         let bounds = stack::thread_bounds();
                         let mut out = [0u64; 128];
-                        let t = Instant::now();
+                        let t = ThreadTime::now();
                         for _ in 0..n {
                             std::hint::black_box(stack::walk(stack::registers(), bounds, &[], &mut out));
                         }
@@ -217,7 +238,7 @@ fn bench(c: &mut Criterion, with_fp: Recurse, without_fp: Recurse) {
                     let bounds = stack::thread_bounds();
                     let c = c_frame(bounds, own);
                     let mut out = [0u64; 128];
-                    let t = Instant::now();
+                    let t = ThreadTime::now();
                     for _ in 0..n {
                         std::hint::black_box(fp::walk(c.bp as usize, c.sp as usize, bounds.hi, &mut out));
                     }
@@ -228,7 +249,7 @@ fn bench(c: &mut Criterion, with_fp: Recurse, without_fp: Recurse) {
         g.bench_function(format!("unwind_backtrace_{name}"), |b| {
             b.iter_custom(|n| {
                 at_depth(lib, 40, move || {
-                    let t = Instant::now();
+                    let t = ThreadTime::now();
                     for _ in 0..n {
                         std::hint::black_box(unwind_backtrace());
                     }
