@@ -32,7 +32,7 @@
 //! fixture's source through `XPUPROF_BENCH_DEEP_C`; `scripts/gpu/run-all.sh stacks` sets it).
 
 use std::cell::{Cell, RefCell};
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -43,6 +43,7 @@ use xpuprof_agent_kit::launches::{Registry, Sites};
 use xpuprof_agent_kit::modules::Known;
 use xpuprof_agent_kit::stack::{self, fp, Registers};
 use xpuprof_agent_kit::timestamps::Clock;
+use xpuprof_testkit::python;
 
 /// CUPTI's driver-API callback domain, as the CUPTI agent records it.
 const DOMAIN_DRIVER: u8 = 1;
@@ -261,8 +262,6 @@ fn bench(c: &mut Criterion, with_fp: Recurse, without_fp: Recurse) {
     g.finish();
 }
 
-/// The interpreter library the budget case loads.
-const LIBPYTHON: &str = "libpython3.11.so.1.0";
 /// Native frames of the budget case's stack, and its Python frames.
 const BUDGET_NATIVE: usize = 40;
 const BUDGET_PYTHON: usize = 15;
@@ -280,39 +279,10 @@ extern "C" fn from_python() {
     }
 }
 
-type PyRun = unsafe extern "C" fn(*const c_char) -> c_int;
-
-/// Loads and starts CPython on this thread; returns its `PyRun_SimpleString`, with the script's
-/// `down(n)` defined: `n + 1` Python frames (and `<module>`) calling [`from_python`] through ctypes.
-fn start_python() -> PyRun {
-    type Init = unsafe extern "C" fn();
-    let lib = std::env::var("XPUPROF_BENCH_LIBPYTHON").unwrap_or_else(|_| LIBPYTHON.to_owned());
-    let name = CString::new(lib.clone()).unwrap();
-    // SAFETY: loads the interpreter library with its symbols global (as a python executable
-    // exports them, where the agent finds them), initialises it on this thread, and runs a
-    // script; the symbols have the C API's signatures.
-    unsafe {
-        let h = libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL);
-        assert!(!h.is_null(), "{lib} is missing: scripts/install-deps.sh installs libpython3.11-dev");
-        let init: Init = std::mem::transmute(libc::dlsym(h, c"Py_Initialize".as_ptr()));
-        let run: PyRun = std::mem::transmute(libc::dlsym(h, c"PyRun_SimpleString".as_ptr()));
-        init();
-        let script = format!(
-            "import ctypes\nmeasure = ctypes.CFUNCTYPE(None)({})\ndef down(n):\n    if n == 0:\n        measure()\n    else:\n        down(n - 1)\n",
-            from_python as extern "C" fn() as usize
-        );
-        let script = CString::new(script).unwrap();
-        assert_eq!(run(script.as_ptr()), 0, "the benchmark script failed");
-        run
-    }
-}
-
 /// Runs `f` under `BUDGET_PYTHON` Python frames (`<module>` and `down` 14 deep).
-fn under_python(run: PyRun, f: impl FnMut() + 'static) {
+fn under_python(run: python::Run, f: impl FnMut() + 'static) {
     UNDER_PYTHON.with(|w| *w.borrow_mut() = Some(Box::new(f)));
-    let call = CString::new(format!("down({})", BUDGET_PYTHON - 2)).unwrap();
-    // SAFETY: the interpreter was started on this thread by `start_python`.
-    assert_eq!(unsafe { run(call.as_ptr()) }, 0, "the benchmark script failed");
+    python::run_or_panic(run, &format!("down({})", BUDGET_PYTHON - 2));
     UNDER_PYTHON.with(|w| *w.borrow_mut() = None);
 }
 
@@ -325,7 +295,7 @@ fn native_frames() -> usize {
 
 /// The budget case: a launch with 40 native frames through the CFI and 15 Python frames.
 fn budget(c: &mut Criterion, without_fp: Recurse) {
-    let run = start_python();
+    let run = python::start(from_python);
     let known: &'static Known = Box::leak(Box::default());
     let reg: &'static Registry = Box::leak(Box::default());
     reg.python.set_enabled(true);

@@ -8,15 +8,12 @@
 //!
 //! `cargo bench -p xpuprof-python --bench capture`
 
-use std::ffi::{c_char, c_int, CString};
 use std::sync::OnceLock;
 
 use criterion::Criterion;
 use xpuprof_python::merge;
 use xpuprof_python::own::{Interpreter, MAX_FRAMES};
 
-/// The interpreter library loaded (`XPUPROF_BENCH_LIBPYTHON` overrides it: the GPU machine runs 3.12).
-const LIBPYTHON: &str = "libpython3.11.so.1.0";
 const PY_FRAMES: usize = 15;
 const NATIVE_FRAMES: usize = 40;
 
@@ -68,25 +65,6 @@ fn py_eval_return_address(py: &Interpreter) -> u64 {
 }
 
 fn main() {
-    type Init = unsafe extern "C" fn();
-    type Run = unsafe extern "C" fn(*const c_char) -> c_int;
-    let lib = std::env::var("XPUPROF_BENCH_LIBPYTHON").unwrap_or_else(|_| LIBPYTHON.to_owned());
-    let lib = CString::new(lib).unwrap();
-    // SAFETY: loads the system's libpython with its symbols global (as a python executable
-    // exports them), initialises it, and runs a script on this thread; the symbols have the C
-    // API's signatures.
-    unsafe {
-        let h = libc::dlopen(lib.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL);
-        assert!(!h.is_null(), "{lib:?} is missing: scripts/install-deps.sh installs libpython3.11-dev");
-        let init: Init = std::mem::transmute(libc::dlsym(h, c"Py_Initialize".as_ptr()));
-        let run: Run = std::mem::transmute(libc::dlsym(h, c"PyRun_SimpleString".as_ptr()));
-        init();
-        let script = format!(
-            "import ctypes\nmeasure = ctypes.CFUNCTYPE(None)({})\ndef down(n):\n    if n == 0:\n        measure()\n    else:\n        down(n - 1)\ndown({})\n",
-            measure as extern "C" fn() as usize,
-            PY_FRAMES - 1
-        );
-        let script = CString::new(script).unwrap();
-        assert_eq!(run(script.as_ptr()), 0, "the benchmark script failed");
-    }
+    let run = xpuprof_testkit::python::start(measure);
+    xpuprof_testkit::python::run_or_panic(run, &format!("down({})", PY_FRAMES - 1));
 }

@@ -5,6 +5,7 @@
 //! - [`host`]: build and run the real `xpuprof` binary with the plugins under test.
 //! - [`layout`]: `-sys` crates' layout tests: pinned sizes and offsets, measured again from the
 //!   vendor's headers by a C++ compiler.
+//! - [`python`]: an embedded CPython for benchmarks that read live interpreter frames.
 //! - [`skip`]: a missing prerequisite fails the test in CI and is a visible, counted skip
 //!   elsewhere (never a silent pass).
 //!
@@ -14,4 +15,5 @@ pub mod golden;
 pub mod host;
 pub mod layout;
 pub mod outputs;
+pub mod python;
 pub mod skip;
