@@ -175,16 +175,19 @@ fn walk_once(
         Some(span) => Live { lo, span },
         None => Live { lo: u64::MAX, span: 0 },
     };
-    THREAD.with(|t| {
-        let Ok(mut t) = t.try_borrow_mut() else { return cut(Cut::Error) };
-        let Thread { modules, caches } = &mut **t.get_or_insert_with(Box::default);
-        if modules.as_ref().is_none_or(|m| m.generation != generation) {
-            *modules = MODULES.read().ok().and_then(|g| g.clone());
-        }
-        let Some(m) = modules.as_deref() else { return cut(Cut::Error) };
-        caches.classes.sync(m.generation);
-        (walk::run(&m.unwinder, caches, start, &stack, &InProcess(m), out, sp_out), m.generation)
-    })
+    // (A walk from a thread-local destructor, after this thread's state is gone, is cut.)
+    THREAD
+        .try_with(|t| {
+            let Ok(mut t) = t.try_borrow_mut() else { return cut(Cut::Error) };
+            let Thread { modules, caches } = &mut **t.get_or_insert_with(Box::default);
+            if modules.as_ref().is_none_or(|m| m.generation != generation) {
+                *modules = MODULES.read().ok().and_then(|g| g.clone());
+            }
+            let Some(m) = modules.as_deref() else { return cut(Cut::Error) };
+            caches.classes.sync(m.generation);
+            (walk::run(&m.unwinder, caches, start, &stack, &InProcess(m), out, sp_out), m.generation)
+        })
+        .unwrap_or_else(|_| cut(Cut::Error))
 }
 
 /// The generation of the module list now (0 before the first).
