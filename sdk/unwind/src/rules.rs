@@ -274,16 +274,13 @@ fn bp_based(sp: u64, bp: u64, new_sp: u64, new_bp: u64, ra: u64) -> Option<Class
 }
 
 /// One step from `(sp, bp)` by a cached rule (not [`Rule::CFI`]), as framehop takes it: `None`
-/// at the root (the root rule, a zero return address, or a zero `bp` for the frame-pointer
-/// rule); a cut where a frame-pointer chain goes backwards or a read leaves the readable stack.
-/// `top` is raised past every word read.
+/// at the root (the root rule, or a zero `bp` for the frame-pointer rule), a zero return address
+/// (also the root: the caller checks) with the `sp'` it was read below; a cut where a
+/// frame-pointer chain goes backwards or a read leaves the readable stack. Every word read lies
+/// below `sp'`.
 #[inline(always)]
-pub(crate) fn step(rule: Rule, sp: u64, bp: u64, stack: &impl Stack, top: &mut u64) -> Stepped {
-    let mut read = |a: u64| {
-        let w = stack.word(a).ok_or(Cut::Unreadable)?;
-        *top = (*top).max(a.wrapping_add(8));
-        Ok(w)
-    };
+pub(crate) fn step(rule: Rule, sp: u64, bp: u64, stack: &impl Stack) -> Stepped {
+    let read = |a: u64| stack.word(a).ok_or(Cut::Unreadable);
     let (new_sp, new_bp) = if rule.cfa as i32 > 0 {
         // (A stack pointer this close to the top of the address space wraps to an address the
         // stack cannot hold: the read below fails.)
@@ -308,13 +305,13 @@ pub(crate) fn step(rule: Rule, sp: u64, bp: u64, stack: &impl Stack, top: &mut u
         let ra = read(bp.wrapping_add(u64::from(rule.bp >> 16)))?;
         let saved = rule.bp & 0xffff;
         let new_bp = if saved == Rule::KEPT16 { bp } else { read(bp.wrapping_add(u64::from(saved)))? };
-        return Ok((ra != 0).then_some((ra, new_sp, new_bp)));
+        return Ok(Some((ra, new_sp, new_bp)));
     } else {
         // The root rule (the walk hands Rule::CFI to framehop).
         return Ok(None);
     };
     let ra = read(new_sp.wrapping_sub(8))?;
-    Ok((ra != 0).then_some((ra, new_sp, new_bp)))
+    Ok(Some((ra, new_sp, new_bp)))
 }
 
 #[cfg(test)]
@@ -376,29 +373,27 @@ mod tests {
         // [saved bp, return address] pairs at word 2 and word 6 of a fake stack at 0x1000.
         let words = [0u64, 0, 0x1030, 0x40_1000, 0, 0, 0, 0x40_2000];
         let s = Words(0x1000, &words);
-        let mut top = 0x1000;
-        assert_eq!(step(fp, 0x1000, 0x1010, &s, &mut top), Ok(Some((0x40_1000, 0x1020, 0x1030))));
-        assert_eq!(top, 0x1020);
-        assert_eq!(step(fp, 0x1020, 0x1030, &s, &mut top), Ok(Some((0x40_2000, 0x1040, 0))));
-        assert_eq!(step(fp, 0x1040, 0, &s, &mut top), Ok(None), "bp 0: the root");
-        assert_eq!(step(fp, 0x1020, 0x1010, &s, &mut top), Err(Cut::OutsideModules), "backwards");
-        assert_eq!(step(fp, 0x1000, 0x1100, &s, &mut top), Err(Cut::Unreadable));
+        assert_eq!(step(fp, 0x1000, 0x1010, &s), Ok(Some((0x40_1000, 0x1020, 0x1030))));
+        assert_eq!(step(fp, 0x1020, 0x1030, &s), Ok(Some((0x40_2000, 0x1040, 0))));
+        assert_eq!(step(fp, 0x1040, 0, &s), Ok(None), "bp 0: the root");
+        assert_eq!(step(fp, 0x1020, 0x1010, &s), Err(Cut::OutsideModules), "backwards");
+        assert_eq!(step(fp, 0x1000, 0x1100, &s), Err(Cut::Unreadable));
 
         // A frameless function: 16 bytes of locals, rbp pushed below the return address.
         // Words at 0x1000: [local, saved rbp 0x1230, ra 0x40_3000, ...].
         let words = [7u64, 0x1230, 0x40_3000, 0];
         let s = Words(0x1000, &words);
         let saved = Rule::of(Class::StackPointer { cfa: 24, bp: 8 });
-        assert_eq!(step(saved, 0x1000, 0x99, &s, &mut top), Ok(Some((0x40_3000, 0x1018, 0x1230))));
+        assert_eq!(step(saved, 0x1000, 0x99, &s), Ok(Some((0x40_3000, 0x1018, 0x1230))));
         let kept = Rule::of(Class::StackPointer { cfa: 24, bp: Class::BP_KEPT });
-        assert_eq!(step(kept, 0x1000, 0x99, &s, &mut top), Ok(Some((0x40_3000, 0x1018, 0x99))), "bp kept");
-        assert_eq!(step(kept, 0x1008, 0x99, &s, &mut top), Ok(None), "a zero return address: the root");
-        assert_eq!(step(Rule::of(Class::Root), 0x1000, 0x99, &s, &mut top), Ok(None));
+        assert_eq!(step(kept, 0x1000, 0x99, &s), Ok(Some((0x40_3000, 0x1018, 0x99))), "bp kept");
+        assert_eq!(step(kept, 0x1008, 0x99, &s), Ok(Some((0, 0x1020, 0x99))), "a zero return address");
+        assert_eq!(step(Rule::of(Class::Root), 0x1000, 0x99, &s), Ok(None));
 
         // libffi's call trampoline: the caller's frame at bp = 0x1008: [saved bp, ra], CFA bp + 32.
         let ffi = Rule::of(Class::BpBased { cfa: 32, ra: 8, bp: 0 });
-        assert_eq!(step(ffi, 0x1000, 0x1008, &s, &mut top), Ok(Some((0x40_3000, 0x1028, 0x1230))));
-        assert_eq!(step(ffi, 0x1030, 0x1008, &s, &mut top), Err(Cut::OutsideModules), "backwards");
+        assert_eq!(step(ffi, 0x1000, 0x1008, &s), Ok(Some((0x40_3000, 0x1028, 0x1230))));
+        assert_eq!(step(ffi, 0x1030, 0x1008, &s), Err(Cut::OutsideModules), "backwards");
     }
 
     #[test]

@@ -219,7 +219,14 @@ fn steps<D: Deref<Target = [u8]>>(
         let stepped = match rule {
             Some(r) if r != Rule::of(crate::rules::Class::Cfi) => {
                 run.fast_steps += 1;
-                step(r, sp, bp, stack, top)
+                match step(r, sp, bp, stack) {
+                    // Every word the step read lies below the stack pointer it gave.
+                    Ok(Some((ra, new_sp, new_bp))) => {
+                        *top = (*top).max(new_sp);
+                        Ok((ra != 0).then_some((ra, new_sp, new_bp)))
+                    }
+                    other => other,
+                }
             }
             _ => framehop_step(unwinder, &mut caches.framehop, ip, is_return, sp, bp, stack, top),
         };
@@ -285,13 +292,21 @@ fn cached_run<const SP: bool>(
         if n == out.len() {
             break Some(End::MaxDepth);
         }
-        match step(rule, sp, bp, stack, &mut top) {
+        match step(rule, sp, bp, stack) {
             Ok(Some((ra, new_sp, new_bp))) if ra >= 0x1000 => (ip, sp, bp) = (ra, new_sp, new_bp),
+            Ok(Some((0, new_sp, _))) => {
+                // A zero return address (read just below `new_sp`): the root.
+                sp = new_sp;
+                break Some(End::Root);
+            }
             Ok(Some(_)) => break Some(End::Cut(Cut::BadAddress)),
             Ok(None) => break Some(End::Root),
             Err(c) => break Some(End::Cut(c)),
         }
     };
+    // Every word a step read lies below the stack pointer it gave: the highest read is below
+    // the last one (the stack a walk to the root needed, `Walk::stack_bytes`).
+    top = top.max(sp);
     // Every frame written here was stepped by its cached rule.
     *at = Frame { n, ip, sp, bp, top, fast_steps: fast_steps + (n - first) as u64 };
     end

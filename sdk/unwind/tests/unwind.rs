@@ -111,6 +111,18 @@ fn walks_through_frameless_code_to_the_root_in_process_and_from_a_copy() {
     assert!(sp[..w.len].windows(2).all(|p| p[0] < p[1]), "{:x?}", &sp[..w.len]);
     assert!(sp[w.len - 1] < c.regs.sp + c.stack.len() as u64);
     assert_eq!(&sp[..w.len], &c.sps[..], "in-process and copied walks give the same stack pointers");
+    // The walk says how much of the copy it needed: exactly that much still reaches the root.
+    assert!(w.stack_bytes > 0 && w.stack_bytes <= c.stack.len() as u64, "{}", w.stack_bytes);
+    let needed = &c.stack[..w.stack_bytes as usize];
+    let mut just = [0u64; 128];
+    assert_eq!(remote.walk(pid, c.regs, needed, &mut just), w, "a copy of stack_bytes bytes");
+    assert_eq!(&just[..w.len], &out[..w.len]);
+    let less = &c.stack[..w.stack_bytes as usize - 8];
+    assert_ne!(
+        remote.walk(pid, c.regs, less, &mut just).end,
+        End::Root,
+        "8 bytes less do not reach the root"
+    );
 
     // A copy cut short ends the walk where the bytes end, counted, without invented frames.
     let short = &c.stack[..256];
