@@ -36,6 +36,6 @@ else
   rm -f .device-carry/bench-python-capture .device-carry/bench-launch-site
 fi
 # The eBPF plugin links libelf, which the GPU machine may lack.
-lib=$(ldconfig -p | awk '/libelf.so.1 / {print $NF; exit}')
+lib=$(ldconfig -p | awk '/libelf.so.1 / && !f {print $NF; f = 1}')
 [ -n "$lib" ] && cp -L "$lib" .device-carry/lib/libelf.so.1
 ls -la .device-carry

@@ -398,6 +398,7 @@ if [[ " $STEPS " == *" e2e "* ]]; then
   B=$W/bin/launch_bench
   # As in `bench`: every process on CPUs 3-9, the launch loop alone on CPU 2.
   PIN=""; command -v taskset >/dev/null && PIN="taskset -c 3-9"
+  PIN=${E2E_PIN-$PIN}   # E2E_PIN="taskset -c 4-7" pins every run to other CPUs; E2E_PIN= pins nothing
   printf '[source.cupti]\nlaunch_stacks = "ebpf"\n' >"$W/ebpf-stacks.toml"
   X="$CARRY/xpuprof --plugin-dir $CARRY"
   e2e_cfg() {  # config, program + args...
