@@ -211,10 +211,13 @@ fn steps<D: Deref<Target = [u8]>>(
         // (cold); `None` for code outside every module.
         let cacheable = fast && (is_return || start.cache_first);
         let k = key(ip, is_return);
-        let cached = if cacheable { caches.classes.get(k) } else { None };
-        let rule = match cached {
-            Some(r) => Some(r),
-            None => lookup(unwinder, caches, ip, is_return, cacheable, code),
+        let rule = if !cacheable {
+            code.known(ip).then_some(Rule::of(crate::rules::Class::Cfi))
+        } else {
+            match caches.classes.get(k) {
+                Some(r) => Some(r),
+                None => lookup(unwinder, caches, ip, is_return, code),
+            }
         };
         let stepped = match rule {
             Some(r) if r != Rule::of(crate::rules::Class::Cfi) => {
@@ -313,22 +316,17 @@ fn cached_run<const SP: bool>(
 }
 
 /// The rule of a frame the cache does not hold: found (from the CFI, through framehop) and
-/// cached when `cacheable`, [`Rule::CFI`] (framehop steps it) when not; `None` outside every
-/// known module.
+/// cached; `None` outside every known module.
 #[inline(never)]
 fn lookup<D: Deref<Target = [u8]>>(
     unwinder: &UnwinderX86_64<D>,
     caches: &mut Caches,
     ip: u64,
     is_return: bool,
-    cacheable: bool,
     code: &impl Code,
 ) -> Option<Rule> {
     if !code.known(ip) {
         return None;
-    }
-    if !cacheable {
-        return Some(Rule::of(crate::rules::Class::Cfi));
     }
     let class = classify(unwinder, &mut caches.framehop, ip, is_return);
     caches.classes.put(key(ip, is_return), class);
@@ -337,7 +335,7 @@ fn lookup<D: Deref<Target = [u8]>>(
 
 /// One step by framehop (a rule of another shape, code outside every module, the fast path off).
 #[allow(clippy::too_many_arguments)]
-#[inline(never)]
+#[inline]
 fn framehop_step<D: Deref<Target = [u8]>>(
     unwinder: &UnwinderX86_64<D>,
     cache: &mut CacheX86_64,
