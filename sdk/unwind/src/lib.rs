@@ -12,12 +12,14 @@
 //!
 //! Both drive [framehop](https://docs.rs/framehop) (the unwinder behind samply): for every
 //! address it finds the unwind rule in the binary's CFI and caches it per address. On top of it a
-//! frame-pointer fast path: each return address is classified once (is its CFI rule the
-//! frame-pointer rule?) and cached, so a function built with frame pointers costs a cache probe
-//! and two stack reads, and only a function built without them is stepped by framehop. Addresses in code without CFI (JIT code)
-//! fall back to the frame pointer. A walk never reads outside the stack it was given and never
-//! goes on with garbage: a step that fails, or two consecutive frames outside every known
-//! module, cuts the walk there; every walk's end is counted in [`Stats`].
+//! fast path: each address's rule is classified once (the frame-pointer rule, a stack-pointer
+//! rule, or a frame-pointer-based rule of another layout such as libffi's trampoline) and cached
+//! per thread, and the walk's hot loop steps cached frames with the registers in locals: a cache
+//! probe and one or two stack reads per frame, with or without frame pointers; only rules of
+//! other shapes (and the first frame of a sample) are stepped by framehop. Addresses in code
+//! without CFI (JIT code) fall back to the frame pointer. A walk never reads outside the stack it
+//! was given and never goes on with garbage: a step that fails, or two consecutive frames outside
+//! every known module, cuts the walk there; every walk's end is counted in [`Stats`].
 //!
 //! Frames are written innermost first: `out[0]` is the start instruction pointer, every later
 //! entry a return address (as read from the stack: symbolise `addr - 1` to name the call site).
