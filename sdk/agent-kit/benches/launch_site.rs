@@ -317,8 +317,14 @@ fn budget(c: &mut Criterion, without_fp: Recurse) {
         w.set(at_depth(without_fp, depth as u64, || Duration::from_nanos(native_frames() as u64)).as_nanos()
             as usize)
     });
+    // How many steps of one more walk of this stack took a cached rule (the rest: framehop).
+    let before = xpuprof_unwind::stats().snapshot();
+    under_python(run, move || {
+        at_depth(without_fp, depth as u64, || Duration::from_nanos(native_frames() as u64));
+    });
+    let fast = xpuprof_unwind::stats().snapshot().fast_steps - before.fast_steps;
     eprintln!(
-        "budget stack: {} native frames ({depth} frameless C frames + {} of the interpreter, ctypes, the bench and the runtime), {} Python frames",
+        "budget stack: {} native frames ({depth} frameless C frames + {} of the interpreter, ctypes, the bench and the runtime; {fast} steps by a cached rule, the others by framehop), {} Python frames",
         walked.get(),
         base.get(),
         py.get()
