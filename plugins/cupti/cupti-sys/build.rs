@@ -13,6 +13,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use xpuprof_sys_build::{find_headers, record_include_dir, rerun_if_env_changed, Bindings};
+
 fn cuda_roots() -> Vec<PathBuf> {
     let mut roots = Vec::new();
     for var in ["CUDA_HOME", "CUDA_PATH"] {
@@ -47,44 +49,32 @@ fn candidates() -> Vec<PathBuf> {
 }
 
 fn main() {
-    for var in ["CUPTI_INCLUDE_DIR", "CUDA_HOME", "CUDA_PATH"] {
-        println!("cargo:rerun-if-env-changed={var}");
-    }
-    println!("cargo:rerun-if-changed=wrapper.h");
+    rerun_if_env_changed(&["CUPTI_INCLUDE_DIR", "CUDA_HOME", "CUDA_PATH"]);
     let dirs = candidates();
-    let Some(cupti_dir) = dirs.iter().find(|d| d.join("cupti.h").is_file()).cloned() else {
-        panic!(
-            "failed to find the CUPTI headers (cupti.h) in any of: {}\nhint: set CUDA_HOME to a CUDA 13 toolkit, or `pip install nvidia-cuda-cupti==13.5.25 nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37`",
-            dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
-        );
-    };
+    let cupti_dir = find_headers(
+        "CUPTI",
+        "cupti.h",
+        &dirs,
+        "set CUDA_HOME to a CUDA 13 toolkit, or `pip install nvidia-cuda-cupti==13.5.25 nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37`",
+    );
     // cuda.h and crt/host_defines.h may come from sibling folders (separate wheels or toolkit parts).
-    let mut clang_args = vec![format!("-I{}", cupti_dir.display())];
+    let mut include_dirs = vec![cupti_dir.clone()];
     for d in &dirs {
         if d != &cupti_dir && (d.join("cuda.h").is_file() || d.join("crt/host_defines.h").is_file()) {
-            clang_args.push(format!("-I{}", d.display()));
+            include_dirs.push(d.clone());
         }
     }
-    println!("cargo:include={}", cupti_dir.display());
     println!("cargo:rerun-if-changed={}", cupti_dir.join("cupti_version.h").display());
-    let bindings = bindgen::Builder::default()
-        .header("wrapper.h")
-        .clang_args(&clang_args)
-        .allowlist_function("cupti.*")
-        .allowlist_type("CUpti_.*")
-        .allowlist_type("CUptiResult")
-        .allowlist_var("CUPTI_.*")
-        .default_enum_style(bindgen::EnumVariation::ModuleConsts)
-        .dynamic_library_name("Cupti")
-        .dynamic_link_require_all(false)
-        .derive_default(true)
-        .derive_debug(true)
-        .layout_tests(false)
-        .generate_comments(false)
-        .generate()
-        .unwrap_or_else(|e| panic!("failed to generate CUPTI bindings from {}: {e}", cupti_dir.display()));
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    bindings.write_to_file(out.join("bindings.rs")).expect("failed to write bindings.rs");
-    std::fs::write(out.join("include_dir.txt"), cupti_dir.display().to_string())
-        .expect("failed to write include_dir.txt");
+    Bindings {
+        what: "CUPTI",
+        header: "wrapper.h".into(),
+        include_dirs,
+        table: "Cupti",
+        functions: &["cupti.*"],
+        types: &["CUpti_.*", "CUptiResult"],
+        vars: &["CUPTI_.*"],
+        enums_as_modules: true,
+    }
+    .generate();
+    record_include_dir(&cupti_dir);
 }

@@ -25,37 +25,9 @@ pub mod source;
 
 pub use xpuprof_wire as wire;
 
-use xpuprof_sdk::prelude::*;
-
 pub use source::Cupti;
 
-impl Source for Cupti {
-    fn info() -> PluginInfo {
-        PluginInfo {
-            name: "cupti",
-            version: env!("CARGO_PKG_VERSION"),
-            description:
-                "NVIDIA GPUs via CUPTI: kernels, copies, memory, NVTX, API calls and exact launch stacks",
-            config_keys: config::keys(),
-            capabilities: vec![Capability::CudaRuntime],
-        }
-    }
+/// The plugin: the toolbox's agent-backed source with this backend.
+pub type Plugin = xpuprof_toolbox::agent_host::AgentSource<Cupti>;
 
-    fn create(ctx: CreateContext) -> PluginResult<Self> {
-        Cupti::new(ctx)
-    }
-
-    fn prepare(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
-        self.prepare_env(env)
-    }
-
-    fn start(&mut self, _pid: u32) -> PluginResult<()> {
-        self.start_threads()
-    }
-
-    fn stop(&mut self) -> PluginResult<()> {
-        self.stop_threads()
-    }
-}
-
-xpuprof_sdk::export_plugin!(source: Cupti);
+xpuprof_sdk::export_plugin!(source: Plugin);

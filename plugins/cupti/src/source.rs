@@ -1,10 +1,11 @@
-//! The `cupti` source: prepares the target's environment (agent injection, socket), accepts one
-//! connection per CUDA process of the session, and decodes the streams on one thread.
+//! The `cupti` backend of the toolbox's agent-backed source: the agent injected through
+//! `CUDA_INJECTION64_PATH` (and NVTX's), the socket and options it reads, the decoder of its
+//! streams and the end-of-session report.
 
 use std::path::Path;
 
 use xpuprof_sdk::prelude::*;
-use xpuprof_toolbox::agent_host::{loadable, AgentHost, AgentLocator, StreamDecoder};
+use xpuprof_toolbox::agent_host::{loadable, AgentBackend, AgentLocator, StreamDecoder};
 
 use crate::config::{Config, LaunchStacks};
 use crate::decode::{Decoder, Stats};
@@ -21,13 +22,10 @@ pub const AGENT: AgentLocator = AgentLocator {
     what: "CUPTI agent",
 };
 
-/// The plugin instance.
+/// The backend: its configuration.
 #[derive(Debug)]
 pub struct Cupti {
     config: Config,
-    emitter: Option<Emitter>,
-    log: Logger,
-    host: AgentHost<Decoder>,
 }
 
 impl StreamDecoder for Decoder {
@@ -62,9 +60,23 @@ fn check_machine(log: &Logger) {
     }
 }
 
-impl Cupti {
-    /// Creates the instance.
-    pub fn new(ctx: CreateContext) -> PluginResult<Self> {
+impl AgentBackend for Cupti {
+    type Decoder = Decoder;
+    const AGENT: AgentLocator = AGENT;
+    const PROCESSES: &'static str = "CUDA";
+
+    fn info() -> PluginInfo {
+        PluginInfo {
+            name: "cupti",
+            version: env!("CARGO_PKG_VERSION"),
+            description:
+                "NVIDIA GPUs via CUPTI: kernels, copies, memory, NVTX, API calls and exact launch stacks",
+            config_keys: crate::config::keys(),
+            capabilities: vec![Capability::CudaRuntime],
+        }
+    }
+
+    fn create(ctx: &CreateContext) -> PluginResult<Self> {
         let config = Config::from_plugin(&ctx.config)?;
         if config.launch_stacks.needs_ebpf() && !ctx.session.sources.iter().any(|s| s == "ebpf") {
             ctx.log.warn(&format!(
@@ -74,70 +86,55 @@ impl Cupti {
                 if config.launch_stacks == LaunchStacks::Ebpf { "kernels get no launch stacks" } else { "only the agent's stacks are recorded" }
             ));
         }
-        Ok(Self {
-            config,
-            emitter: Some(ctx.emitter),
-            log: ctx.log,
-            host: AgentHost::new("cupti", "CUDA", ctx.log),
-        })
+        Ok(Self { config })
     }
 
-    /// Sets the agent injection and the socket in the target's environment.
-    pub fn prepare_env(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
-        let agent = AGENT.find(self.config.agent.as_deref())?;
-        check_machine(&self.log);
-        let sock = self.host.listen()?;
+    fn agent_setting(&self) -> Option<&str> {
+        self.config.agent.as_deref()
+    }
+
+    fn inject(&self, agent: &Path, socket: &Path, env: &mut TargetEnv, log: &Logger) {
+        check_machine(log);
         let agent = agent.display().to_string();
         env.set("CUDA_INJECTION64_PATH", agent.clone());
         if self.config.nvtx() {
             env.set("NVTX_INJECTION64_PATH", agent);
         }
-        env.set("XPUPROF_CUPTI_SOCKET", sock.display().to_string());
+        env.set("XPUPROF_CUPTI_SOCKET", socket.display().to_string());
         env.set("XPUPROF_CUPTI_OPTS", self.config.agent_opts());
-        Ok(())
     }
 
-    /// Starts accepting agents and decoding.
-    pub fn start_threads(&mut self) -> PluginResult<()> {
-        let emitter = self.emitter.take().ok_or_else(|| PluginError::new("cupti: started twice"))?;
-        Ok(self.host.start(Decoder::new(self.log), emitter)?)
+    fn decoder(&self, log: Logger) -> Decoder {
+        Decoder::new(log)
     }
 
-    /// Waits for every agent connection to end, decodes the rest and reports.
-    pub fn stop_threads(&mut self) -> PluginResult<()> {
-        let stats = self.host.stop()?.unwrap_or_default();
-        self.report(&stats);
-        Ok(())
-    }
-
-    fn report(&self, s: &Stats) {
+    fn report(&self, s: &Stats, log: &Logger) {
         if s.processes == 0 {
-            self.log.warn(
+            log.warn(
                 "no CUDA process was seen: nothing was recorded from the GPU. The program did not initialise CUDA \
                  (no CUDA calls, no GPU, or no NVIDIA driver), or it was started in a way that drops the environment \
                  (CUDA_INJECTION64_PATH)",
             );
             return;
         }
-        self.log.info(&format!(
+        log.info(&format!(
             "cupti: {} process(es), {} device operations ({} kernels), {} launch sites, {} API calls",
             s.processes, s.device_ops, s.kernels, s.launch_sites, s.api_calls
         ));
         if let Some(line) = s.python.report() {
-            self.log.info(&format!("cupti: {line}"));
+            log.info(&format!("cupti: {line}"));
         }
         if let Some(line) = s.python.warning() {
-            self.log.warn(&format!("cupti: {line}"));
+            log.warn(&format!("cupti: {line}"));
         }
         if s.dropped > 0 {
-            self.log.warn(&format!(
+            log.warn(&format!(
                 "CUPTI dropped {} records (buffers full); raise [source.cupti] buffer_kib",
                 s.dropped
             ));
         }
         if s.unknown_versions > 0 {
-            self.log
-                .warn(&format!("{} CUPTI records of an unknown version were skipped", s.unknown_versions));
+            log.warn(&format!("{} CUPTI records of an unknown version were skipped", s.unknown_versions));
         }
     }
 }

@@ -12,6 +12,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use xpuprof_sys_build::{find_headers, record_include_dir, rerun_if_env_changed, Bindings};
+
 fn candidates() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(v) = std::env::var_os("LEVEL_ZERO_INCLUDE_DIR") {
@@ -29,45 +31,26 @@ fn candidates() -> Vec<PathBuf> {
 }
 
 fn main() {
-    println!("cargo:rerun-if-env-changed=LEVEL_ZERO_INCLUDE_DIR");
-    println!("cargo:rerun-if-changed=wrapper.h");
+    rerun_if_env_changed(&["LEVEL_ZERO_INCLUDE_DIR"]);
     let dirs = candidates();
-    let Some(dir) = dirs.iter().find(|d| d.join("level_zero/ze_api.h").is_file()).cloned() else {
-        panic!(
-            "failed to find the Level Zero headers (level_zero/ze_api.h) in any of: {}\n\
-             hint: `apt-get install libze-dev` (Debian 12 ships loader 1.8.12), or set LEVEL_ZERO_INCLUDE_DIR \
-             to the folder that contains level_zero/",
-            dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
-        );
-    };
-    println!("cargo:include={}", dir.display());
+    let dir = find_headers(
+        "Level Zero",
+        "level_zero/ze_api.h",
+        &dirs,
+        "`apt-get install libze-dev` (Debian 12 ships loader 1.8.12), or set LEVEL_ZERO_INCLUDE_DIR to the folder \
+         that contains level_zero/",
+    );
     println!("cargo:rerun-if-changed={}", dir.join("level_zero/ze_api.h").display());
-    let bindings = bindgen::Builder::default()
-        .header("wrapper.h")
-        .clang_arg(format!("-I{}", dir.display()))
-        .allowlist_function("ze.*")
-        .allowlist_function("zel.*")
-        .allowlist_function("zet.*")
-        .allowlist_function("zes.*")
-        .allowlist_type("_?ze.*")
-        .allowlist_type("_?zel.*")
-        .allowlist_type("_?zet.*")
-        .allowlist_type("_?zes.*")
-        .allowlist_var("ZE_.*")
-        .allowlist_var("ZEL_.*")
-        .allowlist_var("ZET_.*")
-        .allowlist_var("ZES_.*")
-        .default_enum_style(bindgen::EnumVariation::ModuleConsts)
-        .dynamic_library_name("ZeLoader")
-        .dynamic_link_require_all(false)
-        .derive_default(true)
-        .derive_debug(true)
-        .layout_tests(false)
-        .generate_comments(false)
-        .generate()
-        .unwrap_or_else(|e| panic!("failed to generate Level Zero bindings from {}: {e}", dir.display()));
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    bindings.write_to_file(out.join("bindings.rs")).expect("failed to write bindings.rs");
-    std::fs::write(out.join("include_dir.txt"), dir.display().to_string())
-        .expect("failed to write include_dir.txt");
+    Bindings {
+        what: "Level Zero",
+        header: "wrapper.h".into(),
+        include_dirs: vec![dir.clone()],
+        table: "ZeLoader",
+        functions: &["ze.*", "zel.*", "zet.*", "zes.*"],
+        types: &["_?ze.*", "_?zel.*", "_?zet.*", "_?zes.*"],
+        vars: &["ZE_.*", "ZEL_.*", "ZET_.*", "ZES_.*"],
+        enums_as_modules: true,
+    }
+    .generate();
+    record_include_dir(&dir);
 }

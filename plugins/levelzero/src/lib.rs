@@ -23,36 +23,9 @@ pub mod devices;
 pub mod machine;
 pub mod source;
 
-use xpuprof_sdk::prelude::*;
-
 pub use source::LevelZero;
 
-impl Source for LevelZero {
-    fn info() -> PluginInfo {
-        PluginInfo {
-            name: "levelzero",
-            version: env!("CARGO_PKG_VERSION"),
-            description: "Intel GPUs via the Level Zero tracing layer: kernels, copies, fills, API calls and exact launch stacks",
-            config_keys: config::keys(),
-            capabilities: vec![Capability::LevelZeroRuntime],
-        }
-    }
+/// The plugin: the toolbox's agent-backed source with this backend.
+pub type Plugin = xpuprof_toolbox::agent_host::AgentSource<LevelZero>;
 
-    fn create(ctx: CreateContext) -> PluginResult<Self> {
-        LevelZero::new(ctx)
-    }
-
-    fn prepare(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
-        self.prepare_env(env)
-    }
-
-    fn start(&mut self, _pid: u32) -> PluginResult<()> {
-        self.start_threads()
-    }
-
-    fn stop(&mut self) -> PluginResult<()> {
-        self.stop_threads()
-    }
-}
-
-xpuprof_sdk::export_plugin!(source: LevelZero);
+xpuprof_sdk::export_plugin!(source: Plugin);

@@ -8,22 +8,16 @@ use std::path::PathBuf;
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-    let header = manifest.join("include/rocprofiler_sdk_decls.h");
-    println!("cargo:rerun-if-changed={}", header.display());
     println!("cargo:include={}", manifest.join("include").display());
-    let bindings = bindgen::Builder::default()
-        .header(header.display().to_string())
-        .allowlist_function("rocprofiler_.*")
-        .allowlist_type("rocprofiler_.*")
-        .allowlist_var("ROCPROFILER_.*")
-        .dynamic_library_name("RocprofilerSdk")
-        .dynamic_link_require_all(false)
-        .derive_default(true)
-        .derive_debug(true)
-        .layout_tests(false)
-        .generate_comments(false)
-        .generate()
-        .unwrap_or_else(|e| panic!("failed to generate bindings from {}: {e}", header.display()));
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    bindings.write_to_file(out.join("bindings.rs")).expect("failed to write bindings.rs");
+    xpuprof_sys_build::Bindings {
+        what: "rocprofiler-sdk",
+        header: manifest.join("include/rocprofiler_sdk_decls.h"),
+        include_dirs: Vec::new(),
+        table: "RocprofilerSdk",
+        functions: &["rocprofiler_.*"],
+        types: &["rocprofiler_.*"],
+        vars: &["ROCPROFILER_.*"],
+        enums_as_modules: false,
+    }
+    .generate();
 }

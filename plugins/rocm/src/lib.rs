@@ -24,36 +24,9 @@ pub mod decode;
 pub mod records;
 pub mod source;
 
-use xpuprof_sdk::prelude::*;
-
 pub use source::Rocm;
 
-impl Source for Rocm {
-    fn info() -> PluginInfo {
-        PluginInfo {
-            name: "rocm",
-            version: env!("CARGO_PKG_VERSION"),
-            description: "AMD GPUs via rocprofiler-sdk (roctracer on ROCm before 6.2): kernels, copies, allocations, scratch, roctx and exact launch stacks",
-            config_keys: config::keys(),
-            capabilities: vec![Capability::RocmRuntime],
-        }
-    }
+/// The plugin: the toolbox's agent-backed source with this backend.
+pub type Plugin = xpuprof_toolbox::agent_host::AgentSource<Rocm>;
 
-    fn create(ctx: CreateContext) -> PluginResult<Self> {
-        Rocm::new(ctx)
-    }
-
-    fn prepare(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
-        self.prepare_env(env)
-    }
-
-    fn start(&mut self, _pid: u32) -> PluginResult<()> {
-        self.start_threads()
-    }
-
-    fn stop(&mut self) -> PluginResult<()> {
-        self.stop_threads()
-    }
-}
-
-xpuprof_sdk::export_plugin!(source: Rocm);
+xpuprof_sdk::export_plugin!(source: Plugin);

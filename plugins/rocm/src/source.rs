@@ -1,8 +1,11 @@
-//! The `rocm` source: prepares the target's environment (agent injection, socket) and runs the
-//! toolbox's agent host (one connection per ROCm process, one decoder thread).
+//! The `rocm` backend of the toolbox's agent-backed source: the agent loaded as a
+//! rocprofiler-sdk tool (`ROCP_TOOL_LIBRARIES`) or by ROCr on older ROCm (`HSA_TOOLS_LIB`), the
+//! socket and options it reads, the decoder of its streams and the end-of-session report.
+
+use std::path::Path;
 
 use xpuprof_sdk::prelude::*;
-use xpuprof_toolbox::agent_host::{AgentHost, AgentLocator, StreamDecoder};
+use xpuprof_toolbox::agent_host::{AgentBackend, AgentLocator, StreamDecoder};
 
 use crate::config::Config;
 use crate::decode::{Decoder, Stats};
@@ -36,18 +39,28 @@ impl StreamDecoder for Decoder {
     }
 }
 
-/// The plugin instance.
+/// The backend: its configuration.
 #[derive(Debug)]
 pub struct Rocm {
     config: Config,
-    emitter: Option<Emitter>,
-    log: Logger,
-    host: AgentHost<Decoder>,
 }
 
-impl Rocm {
-    /// Creates the instance.
-    pub fn new(ctx: CreateContext) -> PluginResult<Self> {
+impl AgentBackend for Rocm {
+    type Decoder = Decoder;
+    const AGENT: AgentLocator = AGENT;
+    const PROCESSES: &'static str = "ROCm";
+
+    fn info() -> PluginInfo {
+        PluginInfo {
+            name: "rocm",
+            version: env!("CARGO_PKG_VERSION"),
+            description: "AMD GPUs via rocprofiler-sdk (roctracer on ROCm before 6.2): kernels, copies, allocations, scratch, roctx and exact launch stacks",
+            config_keys: crate::config::keys(),
+            capabilities: vec![Capability::RocmRuntime],
+        }
+    }
+
+    fn create(ctx: &CreateContext) -> PluginResult<Self> {
         let config = Config::from_plugin(&ctx.config)?;
         if config.launch_stacks.needs_ebpf() && !ctx.session.sources.iter().any(|s| s == "ebpf") {
             ctx.log.warn(&format!(
@@ -56,69 +69,51 @@ impl Rocm {
                 config.launch_stacks.as_str()
             ));
         }
-        Ok(Self {
-            config,
-            emitter: Some(ctx.emitter),
-            log: ctx.log,
-            host: AgentHost::new("rocm", "ROCm", ctx.log),
-        })
+        Ok(Self { config })
     }
 
-    /// Sets the agent injection and the socket in the target's environment.
-    pub fn prepare_env(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
-        let agent = AGENT.find(self.config.agent.as_deref())?;
-        if !std::path::Path::new("/dev/kfd").exists() {
-            self.log.warn(
+    fn agent_setting(&self) -> Option<&str> {
+        self.config.agent.as_deref()
+    }
+
+    fn inject(&self, agent: &Path, socket: &Path, env: &mut TargetEnv, log: &Logger) {
+        if !Path::new("/dev/kfd").exists() {
+            log.warn(
                 "no /dev/kfd (the amdgpu kernel driver): HIP programs find no GPU here and the ROCm runtime loads no \
                  tool, so the rocm source may record nothing (see `xpuprof doctor`)",
             );
         }
         for var in ["ROCP_TOOL_LIBRARIES", "HSA_TOOLS_LIB"] {
             if let Ok(v) = std::env::var(var) {
-                self.log.warn(&format!(
-                    "{var} was already set to {v}; the target gets the xpuprof agent instead"
-                ));
+                log.warn(&format!("{var} was already set to {v}; the target gets the xpuprof agent instead"));
             }
         }
-        let socket = self.host.listen()?;
         let agent = agent.display().to_string();
         env.set("ROCP_TOOL_LIBRARIES", agent.clone());
         env.set("HSA_TOOLS_LIB", agent);
         env.set("XPUPROF_ROCM_SOCKET", socket.display().to_string());
         env.set("XPUPROF_ROCM_OPTS", self.config.agent_opts());
-        Ok(())
     }
 
-    /// Starts accepting agents and decoding.
-    pub fn start_threads(&mut self) -> PluginResult<()> {
-        let emitter = self.emitter.take().ok_or_else(|| PluginError::new("rocm: started twice"))?;
-        self.host.start(Decoder::new(self.log), emitter)?;
-        Ok(())
+    fn decoder(&self, log: Logger) -> Decoder {
+        Decoder::new(log)
     }
 
-    /// Waits for every agent connection to end, decodes the rest and reports.
-    pub fn stop_threads(&mut self) -> PluginResult<()> {
-        if let Some(s) = self.host.stop()? {
-            self.report(&s);
-        }
-        Ok(())
-    }
-
-    fn report(&self, s: &Stats) {
+    fn report(&self, s: &Stats, log: &Logger) {
         if s.processes == 0 {
-            self.log.warn(
+            log.warn(
                 "no ROCm process was traced: nothing was recorded from the GPU. The program did not initialise HIP, \
                  the runtime did not load the agent (no librocprofiler-register or /dev/kfd: see `xpuprof doctor`), \
                  or the program was started in a way that drops the environment (ROCP_TOOL_LIBRARIES)",
             );
             return;
         }
-        self.log.info(&format!(
+        log.info(&format!(
             "rocm: {} process(es), {} device operations ({} kernels), {} launch sites, {} correlation ids retired",
             s.processes, s.device_ops, s.kernels, s.launch_sites, s.retired
         ));
         if s.dropped > 0 {
-            self.log.warn(&format!(
+            log.warn(&format!(
                 "the ROCm tracing library dropped {} records (its buffer was full); raise [source.rocm] buffer_kib",
                 s.dropped
             ));

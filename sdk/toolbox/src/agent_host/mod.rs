@@ -4,7 +4,8 @@
 //! one decoder thread that owns the source's [`StreamDecoder`] and its [`Emitter`].
 //!
 //! A source plugin keeps only what is its own: the agent's name and how it is injected
-//! ([`AgentLocator`], [`preload`]), the environment variables its agent reads, and the decoder.
+//! ([`AgentLocator`], [`preload`]), the environment variables its agent reads, the decoder and
+//! its report, as an [`AgentBackend`]; [`AgentSource`] is then its whole `Source`.
 //!
 //! ```no_run
 //! # use xpuprof_sdk::prelude::*;
@@ -26,6 +27,7 @@
 //! ```
 
 mod locate;
+mod source;
 mod stacks;
 mod threads;
 
@@ -41,6 +43,7 @@ use std::time::{Duration, Instant};
 use xpuprof_sdk::{Emitter, Logger, PluginError};
 
 pub use locate::{loadable, own_dir, preload, AgentLocator};
+pub use source::{AgentBackend, AgentSource};
 pub use stacks::AgentStacks;
 use threads::Event;
 

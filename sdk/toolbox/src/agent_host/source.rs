@@ -1,0 +1,145 @@
+//! The `Source` of every GPU backend with an in-target agent: a backend says what it is, how
+//! its agent is injected, which decoder reads its agents' streams and what it reports at the
+//! end ([`AgentBackend`]); [`AgentSource`] does the rest (the agent found, the socket opened in
+//! `prepare`, the [`AgentHost`]'s threads started and stopped, the report).
+//!
+//! ```no_run
+//! # use std::path::Path;
+//! # use xpuprof_sdk::prelude::*;
+//! # use xpuprof_toolbox::agent_host::{AgentBackend, AgentLocator, AgentSource, StreamDecoder};
+//! # struct MyDecoder;
+//! # impl StreamDecoder for MyDecoder {
+//! #     type Stats = u64;
+//! #     fn feed(&mut self, _: u64, b: &[u8], _: &mut Emitter) -> usize { b.len() }
+//! #     fn end(&mut self, _: u64, _: &mut Emitter) {}
+//! #     fn finish(self, _: &mut Emitter) -> u64 { 0 }
+//! # }
+//! struct MyGpu;
+//!
+//! impl AgentBackend for MyGpu {
+//!     type Decoder = MyDecoder;
+//!     const AGENT: AgentLocator = AgentLocator {
+//!         file: "libmy_agent.so",
+//!         env_var: "MY_AGENT",
+//!         config_key: "[source.my-gpu] agent",
+//!         package: "my-agent",
+//!         what: "MyGPU agent",
+//!     };
+//!     const PROCESSES: &'static str = "MyGPU";
+//!
+//!     fn info() -> PluginInfo {
+//!         PluginInfo { name: "my-gpu", version: "0.1.0", description: "MyGPU kernels", config_keys: vec![], capabilities: vec![] }
+//!     }
+//!     fn create(_ctx: &CreateContext) -> PluginResult<Self> {
+//!         Ok(MyGpu)
+//!     }
+//!     fn inject(&self, agent: &Path, socket: &Path, env: &mut TargetEnv, _log: &Logger) {
+//!         env.set("MY_RUNTIME_TOOL", agent.display().to_string());
+//!         env.set("MY_AGENT_SOCKET", socket.display().to_string());
+//!     }
+//!     fn decoder(&self, _log: Logger) -> MyDecoder {
+//!         MyDecoder
+//!     }
+//!     fn report(&self, records: &u64, log: &Logger) {
+//!         log.info(&format!("my-gpu: {records} records"));
+//!     }
+//! }
+//!
+//! xpuprof_sdk::export_plugin!(source: AgentSource<MyGpu>);
+//! ```
+
+use std::path::Path;
+
+use xpuprof_sdk::{CreateContext, Emitter, Logger, PluginError, PluginInfo, PluginResult, Source, TargetEnv};
+
+use super::{AgentHost, AgentLocator, StreamDecoder};
+
+/// What a GPU backend with an in-target agent is made of; [`AgentSource`] turns it into the
+/// plugin's `Source`.
+pub trait AgentBackend: Sized + Send + 'static {
+    /// Reads the agents' streams on the decoder thread.
+    type Decoder: StreamDecoder;
+
+    /// Where the agent library is looked for.
+    const AGENT: AgentLocator;
+
+    /// What the processes its agents run in are called in messages ("CUDA", "Level Zero").
+    const PROCESSES: &'static str;
+
+    /// The plugin's declaration (its name also names the host's threads and socket folder).
+    fn info() -> PluginInfo;
+
+    /// Reads the configuration (and warns about settings this session makes pointless).
+    fn create(ctx: &CreateContext) -> PluginResult<Self>;
+
+    /// The agent library the user named (the `agent` setting), if any.
+    fn agent_setting(&self) -> Option<&str> {
+        None
+    }
+
+    /// Warns about what the machine lacks and sets what makes the target load `agent` and
+    /// connect to `socket`; children inherit the environment.
+    fn inject(&self, agent: &Path, socket: &Path, env: &mut TargetEnv, log: &Logger);
+
+    /// A decoder for one session.
+    fn decoder(&self, log: Logger) -> Self::Decoder;
+
+    /// Logs what was recorded once every connection ended.
+    fn report(&self, stats: &<Self::Decoder as StreamDecoder>::Stats, log: &Logger);
+}
+
+/// The `Source` of backend `B`: export it with `xpuprof_sdk::export_plugin!(source: AgentSource<B>)`.
+pub struct AgentSource<B: AgentBackend> {
+    backend: B,
+    log: Logger,
+    /// Taken by `start`.
+    emitter: Option<Emitter>,
+    host: AgentHost<B::Decoder>,
+}
+
+impl<B: AgentBackend> std::fmt::Debug for AgentSource<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentSource").field("host", &self.host).finish()
+    }
+}
+
+impl<B: AgentBackend> AgentSource<B> {
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+}
+
+impl<B: AgentBackend> Source for AgentSource<B> {
+    fn info() -> PluginInfo {
+        B::info()
+    }
+
+    fn create(ctx: CreateContext) -> PluginResult<Self> {
+        let backend = B::create(&ctx)?;
+        let host = AgentHost::new(B::info().name, B::PROCESSES, ctx.log);
+        Ok(Self { backend, log: ctx.log, emitter: Some(ctx.emitter), host })
+    }
+
+    fn prepare(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
+        let agent = B::AGENT.find(self.backend.agent_setting())?;
+        let socket = self.host.listen()?;
+        self.backend.inject(&agent, &socket, env, &self.log);
+        Ok(())
+    }
+
+    fn start(&mut self, _pid: u32) -> PluginResult<()> {
+        let emitter = self
+            .emitter
+            .take()
+            .ok_or_else(|| PluginError::new(format!("{}: started twice", B::info().name)))?;
+        Ok(self.host.start(self.backend.decoder(self.log), emitter)?)
+    }
+
+    fn stop(&mut self) -> PluginResult<()> {
+        if let Some(stats) = self.host.stop()? {
+            self.backend.report(&stats, &self.log);
+        }
+        Ok(())
+    }
+}
