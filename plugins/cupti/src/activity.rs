@@ -72,9 +72,9 @@ pub fn record(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
 /// The connection's clock domain for CUPTI's timestamps (device and host times alike: the host
 /// converts [`CUPTI_CLOCK`] through the agent's pairings), and its process.
 fn clock(d: &Decoder, conn: u64) -> (ClockDomain, u32) {
-    match d.conns.get(&conn) {
-        Some(c) if c.monotonic || c.cupti_version == 0 => (ClockDomain::SESSION, c.pid),
-        Some(c) => (CUPTI_CLOCK, c.pid),
+    match d.kit.conns.get(&conn) {
+        Some(c) if c.monotonic || c.agent.runtime_version == 0 => (ClockDomain::SESSION, c.agent.pid),
+        Some(c) => (CUPTI_CLOCK, c.agent.pid),
         None => (ClockDomain::SESSION, 0),
     }
 }
@@ -84,12 +84,13 @@ fn text(d: &mut Decoder, conn: u64, ptr: u64, out: &mut Emitter) -> StrId {
         return StrId::NONE;
     }
     let s = d
+        .kit
         .conns
         .get(&conn)
-        .and_then(|c| c.strings.get(&ptr))
+        .and_then(|c| c.agent.strings.get(&ptr))
         .cloned()
         .unwrap_or_else(|| "[unnamed]".to_owned());
-    d.strs.string(out, &s)
+    d.kit.strs.string(out, &s)
 }
 
 fn stream(
@@ -101,14 +102,14 @@ fn stream(
     out: &mut Emitter,
 ) -> StreamId {
     let next = &mut d.next_stream;
-    let c = d.conns.entry(conn).or_default();
+    let c = d.kit.conns.entry(conn).or_default();
     if let Some(s) = c.streams.get(&(ordinal, native)) {
         return *s;
     }
     let id = StreamId(*next);
     *next += 1;
     c.streams.insert((ordinal, native), id);
-    let def = StreamDef::default().id(id).device(device).pid(c.pid).native_id(native as u64);
+    let def = StreamDef::default().id(id).device(device).pid(c.agent.pid).native_id(native as u64);
     out.emit(&Record::Stream(def.kind(QueueKind::CudaStream)));
     id
 }
@@ -124,10 +125,10 @@ fn emit_op(
     mut op: DeviceOp,
     out: &mut Emitter,
 ) {
-    let devices = d.conns.get(&conn).map(|c| &c.devices);
+    let devices = d.kit.conns.get(&conn).map(|c| &c.devices);
     let device_of = |o: u32| devices.and_then(|m| m.get(&o).copied());
     let Some(dev) = device_of(ordinal) else {
-        d.conns.entry(conn).or_default().pending.push((ordinal, native_stream, ends, op));
+        d.kit.conns.entry(conn).or_default().pending.push((ordinal, native_stream, ends, op));
         return;
     };
     op.device = dev;
@@ -145,9 +146,9 @@ fn emit_op(
     if let Some(s) = native_stream {
         op.stream = stream(d, conn, dev, ordinal, s, out);
     }
-    d.stats.device_ops += 1;
+    d.kit.counts.device_ops += 1;
     if op.kind == DeviceOpKind::Kernel {
-        d.stats.kernels += 1;
+        d.kit.counts.kernels += 1;
     }
     out.emit(&Record::DeviceOp(op));
 }
@@ -171,8 +172,8 @@ fn graph(d: &mut Decoder, conn: u64, op: &mut DeviceOp, id: u32, node: u64, kern
     }
     op.graph = Some(GraphInfo::default().graph(id as u64).node(node));
     let launch = op.correlation.map_or(0, |c| c.id as u32);
-    if let Some(c) = d.conns.get_mut(&conn) {
-        let name = c.strings.get(&kernel).map(String::as_str);
+    if let Some(c) = d.kit.conns.get_mut(&conn) {
+        let name = c.agent.strings.get(&kernel).map(String::as_str);
         op.submission = Some(c.graphs.submission(id, node, launch, name));
     }
 }
@@ -262,8 +263,10 @@ fn sync(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     let (clk, pid) = clock(d, conn);
     let mut op =
         base_op(DeviceOpKind::Sync, pid, clk, u64_at(rec, start), u64_at(rec, end), u32_at(rec, corr));
-    op.name = d.strs.string(out, SYNC_NAMES.get(u32_at(rec, ty) as usize).copied().unwrap_or(SYNC_NAMES[0]));
-    let ordinal = d.conns.get(&conn).and_then(|c| c.ctx_device.get(&u32_at(rec, ctx)).copied()).unwrap_or(0);
+    op.name =
+        d.kit.strs.string(out, SYNC_NAMES.get(u32_at(rec, ty) as usize).copied().unwrap_or(SYNC_NAMES[0]));
+    let ordinal =
+        d.kit.conns.get(&conn).and_then(|c| c.ctx_device.get(&u32_at(rec, ctx)).copied()).unwrap_or(0);
     let s = u32_at(rec, stream);
     emit_op(d, conn, ordinal, (s != u32::MAX).then_some(s), None, op, out);
 }
@@ -287,7 +290,7 @@ fn memory(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     if corr == 0 {
         // Not caused by an API call of the program (the driver's own allocations, e.g. when it
         // loads a module lazily): say so instead of leaving it nameless.
-        op.name = d.strs.string(out, "driver-internal");
+        op.name = d.kit.strs.string(out, "driver-internal");
     }
     let s = u32_at(rec, stream);
     emit_op(d, conn, u32_at(rec, device), (s != 0 && s != u32::MAX).then_some(s), None, op, out);
@@ -304,9 +307,10 @@ fn marker(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     d.thread(pid, tid, out);
     let (name, domain) = (text(d, conn, u64_at(rec, name), out), text(d, conn, u64_at(rec, domain), out));
     if flags & 2 != 0 {
-        d.conns.entry(conn).or_default().open_ranges.insert(id, (t, name, domain, tid));
+        d.kit.conns.entry(conn).or_default().open_ranges.insert(id, (t, name, domain, tid));
     } else if flags & 4 != 0 {
-        if let Some((start, name, domain, tid)) = d.conns.entry(conn).or_default().open_ranges.remove(&id) {
+        if let Some((start, name, domain, tid)) = d.kit.conns.entry(conn).or_default().open_ranges.remove(&id)
+        {
             out.emit(&Record::Range(
                 Annotation::default()
                     .pid(pid)
@@ -341,8 +345,9 @@ fn device(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
             let dev = DeviceId(d.next_device);
             d.next_device += 1;
             let name = text(d, conn, u64_at(rec, name), out);
-            let arch = d.strs.string(out, &format!("sm_{}{}", u32_at(rec, cc_major), u32_at(rec, cc_minor)));
-            let vendor_name = d.strs.string(out, "NVIDIA");
+            let arch =
+                d.kit.strs.string(out, &format!("sm_{}{}", u32_at(rec, cc_major), u32_at(rec, cc_minor)));
+            let vendor_name = d.kit.strs.string(out, "NVIDIA");
             out.emit(&Record::Device(
                 DeviceDef::default()
                     .id(dev)
@@ -360,12 +365,12 @@ fn device(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
             dev
         }
     };
-    d.conns.entry(conn).or_default().devices.insert(ordinal, dev);
+    d.kit.conns.entry(conn).or_default().devices.insert(ordinal, dev);
     release_pending(d, conn, Some(ordinal), out);
 }
 
 fn release_pending(d: &mut Decoder, conn: u64, ordinal: Option<u32>, out: &mut Emitter) {
-    let Some(c) = d.conns.get_mut(&conn) else { return };
+    let Some(c) = d.kit.conns.get_mut(&conn) else { return };
     let (ready, keep): (Vec<_>, Vec<_>) =
         std::mem::take(&mut c.pending).into_iter().partition(|(o, _, _, _)| ordinal.is_none_or(|x| x == *o));
     c.pending = keep;
@@ -378,18 +383,18 @@ fn release_pending(d: &mut Decoder, conn: u64, ordinal: Option<u32>, out: &mut E
 /// device definition (ordinal only) instead of being dropped.
 pub fn flush_pending(d: &mut Decoder, conn: u64, out: &mut Emitter) {
     let ordinals: Vec<u32> =
-        d.conns.get(&conn).map(|c| c.pending.iter().map(|(o, _, _, _)| *o).collect()).unwrap_or_default();
+        d.kit.conns.get(&conn).map(|c| c.pending.iter().map(|(o, _, _, _)| *o).collect()).unwrap_or_default();
     for o in ordinals {
-        if d.conns.get(&conn).is_some_and(|c| c.devices.contains_key(&o)) {
+        if d.kit.conns.get(&conn).is_some_and(|c| c.devices.contains_key(&o)) {
             continue;
         }
         let dev = DeviceId(d.next_device);
         d.next_device += 1;
-        let name = d.strs.string(out, &format!("CUDA device {o}"));
+        let name = d.kit.strs.string(out, &format!("CUDA device {o}"));
         out.emit(&Record::Device(
             DeviceDef::default().id(dev).vendor(Vendor::Nvidia).index(o).name(name).uuid([0; 16]),
         ));
-        d.conns.entry(conn).or_default().devices.insert(o, dev);
+        d.kit.conns.entry(conn).or_default().devices.insert(o, dev);
     }
     release_pending(d, conn, None, out);
 }
@@ -399,7 +404,7 @@ fn context(d: &mut Decoder, conn: u64, rec: &[u8]) {
         return;
     }
     let [ctx, dev] = layout::CONTEXT;
-    d.conns.entry(conn).or_default().ctx_device.insert(u32_at(rec, ctx), u32_at(rec, dev));
+    d.kit.conns.entry(conn).or_default().ctx_device.insert(u32_at(rec, ctx), u32_at(rec, dev));
 }
 
 fn overhead(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
@@ -422,7 +427,7 @@ fn overhead(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         0x70000 => ("activity buffer request", OverheadKind::BufferFlush),
         _ => ("other", OverheadKind::Other),
     };
-    let name = d.strs.string(out, &format!("CUPTI overhead: {what}"));
+    let name = d.kit.strs.string(out, &format!("CUPTI overhead: {what}"));
     let (s, e) = (u64_at(rec, start), u64_at(rec, end));
     let o = Overhead::default().pid(pid).tid(tid).start(s).end(e).clock(clk);
     out.emit(&Record::Overhead(o.kind(okind).name(name)));
@@ -466,7 +471,7 @@ mod tests {
     #[test]
     fn a_peer_copy_names_both_devices() {
         let mut d = Decoder::new(Logger::stderr());
-        let c = d.conns.entry(1).or_default();
+        let c = d.kit.conns.entry(1).or_default();
         c.devices.insert(0, DeviceId(7));
         c.devices.insert(1, DeviceId(8));
         let (size, l) = layout::PEER_COPIES[0];

@@ -5,22 +5,12 @@
 use std::path::Path;
 
 use xpuprof_sdk::prelude::*;
-use xpuprof_toolbox::agent_host::{loadable, AgentBackend, AgentLocator, StreamDecoder};
+use xpuprof_toolbox::agent_host::{
+    loadable, AgentBackend, AgentCounts, AgentDescriptor, AgentLocator, StreamDecoder,
+};
 
 use crate::config::{Config, LaunchStacks};
 use crate::decode::{Decoder, Stats};
-
-/// Agent library file name.
-pub const AGENT_FILE: &str = "libxpuprof_cupti_agent.so";
-
-/// Where the CUPTI agent is looked for.
-pub const AGENT: AgentLocator = AgentLocator {
-    file: AGENT_FILE,
-    env_var: "XPUPROF_CUPTI_AGENT",
-    config_key: "[source.cupti] agent",
-    package: "xpuprof-cupti-agent",
-    what: "CUPTI agent",
-};
 
 /// The backend: its configuration.
 #[derive(Debug)]
@@ -29,7 +19,7 @@ pub struct Cupti {
 }
 
 impl StreamDecoder for Decoder {
-    type Stats = Stats;
+    type Stats = (AgentCounts, Stats);
 
     fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
         Decoder::feed(self, conn, buf, out)
@@ -39,9 +29,9 @@ impl StreamDecoder for Decoder {
         self.finish(conn, out);
     }
 
-    fn finish(mut self, out: &mut Emitter) -> Stats {
+    fn finish(mut self, out: &mut Emitter) -> (AgentCounts, Stats) {
         self.finish_all(out);
-        self.stats
+        (self.kit.counts, self.stats)
     }
 }
 
@@ -62,18 +52,24 @@ fn check_machine(log: &Logger) {
 
 impl AgentBackend for Cupti {
     type Decoder = Decoder;
-    const AGENT: AgentLocator = AGENT;
-    const PROCESSES: &'static str = "CUDA";
+    const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
+        name: "cupti",
+        version: env!("CARGO_PKG_VERSION"),
+        description:
+            "NVIDIA GPUs via CUPTI: kernels, copies, memory, NVTX, API calls and exact launch stacks",
+        capability: Capability::CudaRuntime,
+        processes: "CUDA",
+        agent: AgentLocator {
+            file: "libxpuprof_cupti_agent.so",
+            env_var: "XPUPROF_CUPTI_AGENT",
+            config_key: "[source.cupti] agent",
+            package: "xpuprof-cupti-agent",
+            what: "CUPTI agent",
+        },
+    };
 
-    fn info() -> PluginInfo {
-        PluginInfo {
-            name: "cupti",
-            version: env!("CARGO_PKG_VERSION"),
-            description:
-                "NVIDIA GPUs via CUPTI: kernels, copies, memory, NVTX, API calls and exact launch stacks",
-            config_keys: crate::config::keys(),
-            capabilities: vec![Capability::CudaRuntime],
-        }
+    fn config_keys() -> Vec<ConfigKey> {
+        crate::config::keys()
     }
 
     fn create(ctx: &CreateContext) -> PluginResult<Self> {
@@ -108,7 +104,7 @@ impl AgentBackend for Cupti {
         Decoder::new(log)
     }
 
-    fn report(&self, s: &Stats, log: &Logger) {
+    fn report(&self, (s, own): &(AgentCounts, Stats), log: &Logger) {
         if s.processes == 0 {
             log.warn(
                 "no CUDA process was seen: nothing was recorded from the GPU. The program did not initialise CUDA \
@@ -117,10 +113,7 @@ impl AgentBackend for Cupti {
             );
             return;
         }
-        log.info(&format!(
-            "cupti: {} process(es), {} device operations ({} kernels), {} launch sites, {} API calls",
-            s.processes, s.device_ops, s.kernels, s.launch_sites, s.api_calls
-        ));
+        log.info(&format!("{}, {} API calls", s.summary("cupti"), own.api_calls));
         if let Some(line) = s.python.report() {
             log.info(&format!("cupti: {line}"));
         }
@@ -133,8 +126,8 @@ impl AgentBackend for Cupti {
                 s.dropped
             ));
         }
-        if s.unknown_versions > 0 {
-            log.warn(&format!("{} CUPTI records of an unknown version were skipped", s.unknown_versions));
+        if own.unknown_versions > 0 {
+            log.warn(&format!("{} CUPTI records of an unknown version were skipped", own.unknown_versions));
         }
     }
 }

@@ -346,8 +346,9 @@ fn an_agent_of_another_wire_protocol_is_refused() {
     assert_eq!(dec.feed(1, &bytes, &mut out), bytes.len());
     dec.finish_all(&mut out);
     let records = codec::decode_all(&out.take_buffer()).expect("decodes");
-    assert_eq!(dec.stats.refused, 1);
-    assert_eq!((dec.stats.processes, dec.stats.device_ops, dec.stats.launch_sites), (0, 0, 0));
+    let c = &dec.kit.counts;
+    assert_eq!(c.refused, 1);
+    assert_eq!((c.processes, c.device_ops, c.launch_sites), (0, 0, 0));
     assert!(
         !records.iter().any(|r| matches!(r, Record::DeviceOp(_) | Record::LaunchSite(_))),
         "nothing of a refused stream reaches the session"

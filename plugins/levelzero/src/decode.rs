@@ -11,6 +11,7 @@
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger};
+use xpuprof_toolbox::agent_host::parent_of;
 use xpuprof_toolbox::normalise::{self, ModuleMap};
 use xpuprof_toolbox::Interner;
 use xpuprof_wire::levelzero::{self as wire, api_kind, op_kind, Msg};
@@ -332,12 +333,6 @@ fn copy_ends(copy: CopyKind, device: DeviceId) -> (DeviceId, DeviceId) {
 }
 
 /// The parent of a live process (0 when it is gone).
-fn parent_of(pid: u32) -> u32 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // `pid (comm) state ppid ...`: comm may hold spaces and parentheses, so split after the last ')'.
-    stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok()).unwrap_or(0)
-}
-
 /// The stable phrase of an agent loss cause.
 fn loss_cause(cause: u8) -> &'static str {
     match cause {

@@ -5,22 +5,10 @@
 use std::path::Path;
 
 use xpuprof_sdk::prelude::*;
-use xpuprof_toolbox::agent_host::{preload, AgentBackend, AgentLocator, StreamDecoder};
+use xpuprof_toolbox::agent_host::{preload, AgentBackend, AgentDescriptor, AgentLocator, StreamDecoder};
 
 use crate::config::Config;
 use crate::decode::{Decoder, Stats};
-
-/// Agent library file name.
-pub const AGENT_FILE: &str = "libxpuprof_levelzero_agent.so";
-
-/// Where the Level Zero agent is looked for.
-pub const AGENT: AgentLocator = AgentLocator {
-    file: AGENT_FILE,
-    env_var: "XPUPROF_LEVELZERO_AGENT",
-    config_key: "[source.levelzero] agent",
-    package: "xpuprof-levelzero-agent",
-    what: "Level Zero agent",
-};
 
 /// The backend: its configuration.
 #[derive(Debug)]
@@ -46,17 +34,23 @@ impl StreamDecoder for Decoder {
 
 impl AgentBackend for LevelZero {
     type Decoder = Decoder;
-    const AGENT: AgentLocator = AGENT;
-    const PROCESSES: &'static str = "Level Zero";
+    const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
+        name: "levelzero",
+        version: env!("CARGO_PKG_VERSION"),
+        description: "Intel GPUs via the Level Zero tracing layer: kernels, copies, fills, API calls and exact launch stacks",
+        capability: Capability::LevelZeroRuntime,
+        processes: "Level Zero",
+        agent: AgentLocator {
+        file: "libxpuprof_levelzero_agent.so",
+        env_var: "XPUPROF_LEVELZERO_AGENT",
+        config_key: "[source.levelzero] agent",
+        package: "xpuprof-levelzero-agent",
+        what: "Level Zero agent",
+        },
+    };
 
-    fn info() -> PluginInfo {
-        PluginInfo {
-            name: "levelzero",
-            version: env!("CARGO_PKG_VERSION"),
-            description: "Intel GPUs via the Level Zero tracing layer: kernels, copies, fills, API calls and exact launch stacks",
-            config_keys: crate::config::keys(),
-            capabilities: vec![Capability::LevelZeroRuntime],
-        }
+    fn config_keys() -> Vec<ConfigKey> {
+        crate::config::keys()
     }
 
     fn create(ctx: &CreateContext) -> PluginResult<Self> {

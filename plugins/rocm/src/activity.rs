@@ -40,17 +40,18 @@ pub fn record(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         // SAFETY: dispatch records carry the kernel name pointer.
         let p = unsafe { r.__bindgen_anon_3.kernel_name } as u64;
         let text = d
+            .kit
             .conns
             .get(&conn)
-            .and_then(|c| c.strings.get(&p))
+            .and_then(|c| c.agent.strings.get(&p))
             .cloned()
             .unwrap_or_else(|| "[unnamed kernel]".into());
-        let name = d.strs.string(out, &text);
+        let name = d.kit.strs.string(out, &text);
         op = op.kind(DeviceOpKind::Kernel).name(name);
-        d.stats.kernels += 1;
+        d.kit.counts.kernels += 1;
     } else {
         let key = (u32::from(rocm_wire::DOMAIN_ROCTRACER_OPS) + r.op, r.kind);
-        let name = d.conns.get(&conn).and_then(|c| c.names.get(&key)).map(String::as_str).unwrap_or("");
+        let name = d.kit.conns.get(&conn).and_then(|c| c.names.get(&key)).map(String::as_str).unwrap_or("");
         let (kind, host_src, host_dst) = match name {
             "CopyHostToDevice" => (CopyKind::HostToDevice, true, false),
             "CopyDeviceToHost" => (CopyKind::DeviceToHost, false, true),
@@ -67,6 +68,6 @@ pub fn record(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
             .src_device(if host_src { DeviceId::NONE } else { device })
             .dst_device(if host_dst { DeviceId::NONE } else { device });
     }
-    d.stats.device_ops += 1;
+    d.kit.counts.device_ops += 1;
     out.emit(&Record::DeviceOp(op));
 }

@@ -15,12 +15,10 @@ use xpuprof_rocm_wire::{self as rocm_wire, marker_op, Api};
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger};
-use xpuprof_toolbox::agent_host::AgentStacks;
-use xpuprof_toolbox::normalise::{self, ModuleMap};
-use xpuprof_toolbox::Interner;
+use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn as KitConn, Step};
 use xpuprof_wire::launches;
 use xpuprof_wire::names;
-use xpuprof_wire::{self as wire, Reader};
+use xpuprof_wire::{self as wire, Hello, Reader};
 
 /// Clock domain of rocprofiler-sdk timestamps (CLOCK_BOOTTIME nanoseconds).
 pub const SDK_CLOCK: ClockDomain = ClockDomain(0x0A00_0001);
@@ -32,31 +30,14 @@ pub const LOSS_DROPPED: &str = "rocm tracing library dropped records";
 /// Cause of a loss: messages the agent's channel dropped (the host was gone or too slow).
 pub const LOSS_AGENT_CHANNEL: &str = "rocm agent messages dropped";
 
-/// Counters a user sees in the log at the end.
+/// Counters of this backend (the kit's, shared with every agent-backed decoder, are in
+/// `AgentDecoder::counts`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Stats {
-    /// Processes that connected.
-    pub processes: u64,
-    /// Device operations emitted.
-    pub device_ops: u64,
-    /// Kernels among them.
-    pub kernels: u64,
-    /// Launch sites emitted.
-    pub launch_sites: u64,
     /// Correlation ids retired.
     pub retired: u64,
     /// Records of a kind this decoder does not use.
     pub skipped: u64,
-    /// Records the tracing library dropped.
-    pub dropped: u64,
-    /// Agents that reported an error instead of tracing.
-    pub agent_errors: u64,
-    /// Agents refused for speaking another wire protocol.
-    pub refused: u64,
-    /// Connections that ended without the agent's final message.
-    pub unfinished: u64,
-    /// Messages the agents' channels dropped.
-    pub lost_chunks: u64,
 }
 
 /// A kernel symbol of a process.
@@ -68,13 +49,10 @@ pub(crate) struct KernelSym {
 
 /// Per-connection (per-process) state.
 #[derive(Debug, Default)]
-pub(crate) struct Conn {
-    pub(crate) pid: u32,
+pub struct Conn {
+    /// What the kit's messages said (process, hello, module map, strings).
+    pub(crate) agent: AgentConn,
     pub(crate) api: Option<Api>,
-    maps: ModuleMap,
-    agent_stacks: bool,
-    /// The agent calls the trampoline: the eBPF source sends the launch stacks.
-    trampoline_stacks: bool,
     /// API names by (domain, id).
     pub(crate) names: IdMap<(u32, u32), String>,
     pub(crate) kernels: IdMap<u64, KernelSym>,
@@ -89,94 +67,82 @@ pub(crate) struct Conn {
     pub(crate) stream_of: IdMap<u32, u64>,
     /// Sizes of live allocations by address (a free record carries only the address).
     pub(crate) allocations: IdMap<u64, u64>,
-    /// Strings behind pointers (roctracer kernel names).
-    pub(crate) strings: IdMap<u64, String>,
     /// Open roctx ranges per thread: (start, name).
     ranges: IdMap<u32, Vec<(u64, StrId)>>,
-    hello: bool,
-    bye: bool,
-    refused: bool,
+}
+
+impl KitConn for Conn {
+    fn agent(&self) -> &AgentConn {
+        &self.agent
+    }
+
+    fn agent_mut(&mut self) -> &mut AgentConn {
+        &mut self.agent
+    }
 }
 
 /// Decoder state shared by all connections.
 #[derive(Debug)]
 pub struct Decoder {
-    pub(crate) strs: Interner,
-    stacks: AgentStacks,
+    /// The kit's part: definitions, launch stacks, connections, the shared counters.
+    pub kit: AgentDecoder<Conn>,
     next_device: u32,
     next_stream: u32,
     clocks_defined: [bool; 2],
-    pub(crate) conns: IdMap<u64, Conn>,
-    /// Counters.
+    /// This backend's counters.
     pub stats: Stats,
-    log: Logger,
 }
 
 impl Decoder {
     /// A decoder logging through `log`.
     pub fn new(log: Logger) -> Self {
         Self {
-            strs: Interner::default(),
-            stacks: AgentStacks::default(),
+            kit: AgentDecoder::new(log, LOSS_AGENT_CHANNEL),
             next_device: 1,
             next_stream: 1,
             clocks_defined: [false; 2],
-            conns: IdMap::default(),
             stats: Stats::default(),
-            log,
         }
     }
 
     /// Decodes every complete message at the front of `buf` for connection `conn`; returns the
     /// number of bytes consumed (a partial message is left for the next call).
     pub fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
-        let (msgs, used) = wire::split_messages(buf);
-        for m in msgs {
-            if m.ty != wire::MSG_HELLO && self.conns.get(&conn).is_some_and(|c| c.refused) {
-                continue;
-            }
-            self.message(conn, m, out);
-        }
-        used
+        AgentDecoder::feed(self, conn, buf, out, |d| &mut d.kit, Self::step)
     }
 
-    fn message(&mut self, conn: u64, m: wire::Message<'_>, out: &mut Emitter) {
+    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter) {
+        let m = match step {
+            Step::Hello(h) => return self.hello(&h),
+            Step::Launches { pid, tid, launches } => {
+                for l in launches {
+                    self.launch(conn, pid, tid, l, out);
+                }
+                return;
+            }
+            Step::Message(m) => m,
+        };
         let mut r = Reader::new(m.payload);
         match m.ty {
-            wire::MSG_HELLO => self.hello(conn, m.payload, out),
-            wire::MSG_MODULES => {
-                self.conns.entry(conn).or_default().maps =
-                    ModuleMap::new(wire::maps::decode_modules(m.payload))
-            }
-            wire::MSG_LAUNCHES => self.launches(conn, m.payload, out),
             wire::MSG_RECORDS => self.records(conn, m.payload, out),
-            wire::MSG_STRINGS => {
-                self.conns.entry(conn).or_default().strings.extend(names::parse_strings(m.payload))
-            }
             wire::MSG_API_NAMES => {
-                let c = self.conns.entry(conn).or_default();
+                let c = self.kit.conns.entry(conn).or_default();
                 c.names.extend(names::parse_api_names(m.payload).into_iter().map(|(d, id, n)| ((d, id), n)));
             }
             wire::MSG_CLOCK => self.clock(conn, r.u64(), r.u64(), out),
             wire::MSG_DROPPED => self.dropped(conn, r.u64(), out),
-            wire::MSG_ERROR => {
-                self.stats.agent_errors += 1;
-                let pid = self.pid(conn);
-                self.log.error(&format!("process {pid}: {}", String::from_utf8_lossy(m.payload)));
-            }
-            wire::MSG_LOST_BYTES => self.lost_bytes(conn, r.u64(), r.u64(), out),
-            wire::MSG_BYE => self.conns.entry(conn).or_default().bye = true,
             rocm_wire::MSG_API => {
                 let api = rocm_wire::get_api(m.payload);
                 if let Some((api, _)) = api {
-                    self.conns.entry(conn).or_default().api = Some(api);
+                    self.kit.conns.entry(conn).or_default().api = Some(api);
                     self.define_clock(api, out);
                 }
             }
             rocm_wire::MSG_KERNELS => {
                 for k in rocm_wire::get_kernels(m.payload) {
-                    let name = self.strs.string(out, &k.name);
-                    self.conns
+                    let name = self.kit.strs.string(out, &k.name);
+                    self.kit
+                        .conns
                         .entry(conn)
                         .or_default()
                         .kernels
@@ -186,7 +152,7 @@ impl Decoder {
             rocm_wire::MSG_AGENTS => self.agents(conn, rocm_wire::get_agents(m.payload), out),
             rocm_wire::MSG_MARKERS => self.markers(conn, rocm_wire::get_markers(m.payload), out),
             rocm_wire::MSG_STREAMS => {
-                let c = self.conns.entry(conn).or_default();
+                let c = self.kit.conns.entry(conn).or_default();
                 for u in rocm_wire::get_streams(m.payload) {
                     c.stream_of.insert(u.correlation as u32, u.stream);
                 }
@@ -195,32 +161,20 @@ impl Decoder {
         }
     }
 
-    pub(crate) fn pid(&self, conn: u64) -> u32 {
-        self.conns.get(&conn).map(|c| c.pid).unwrap_or(0)
+    /// An accepted hello: a process that found a tracing library counts as traced.
+    fn hello(&mut self, h: &Hello) {
+        if h.runtime_version != 0 {
+            self.kit.counts.processes += 1;
+        }
     }
 
-    fn hello(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
-        let h = wire::Hello::decode(payload);
-        let c = self.conns.entry(conn).or_default();
-        c.pid = h.pid;
-        c.hello = true;
-        if let Err(e) = h.check() {
-            c.refused = true;
-            self.stats.refused += 1;
-            self.log.error(&e.to_string());
-            return;
-        }
-        c.agent_stacks = h.has(wire::FLAG_AGENT_STACKS);
-        c.trampoline_stacks = h.has(wire::FLAG_TRAMPOLINE_STACKS);
-        if h.runtime_version != 0 {
-            self.stats.processes += 1;
-        }
-        self.strs.process(out, h.pid, parent_of(h.pid), &h.command);
+    pub(crate) fn pid(&self, conn: u64) -> u32 {
+        self.kit.pid(conn)
     }
 
     /// The clock domain of connection `conn`'s device timestamps.
     pub(crate) fn domain(&self, conn: u64) -> ClockDomain {
-        match self.conns.get(&conn).and_then(|c| c.api) {
+        match self.kit.conns.get(&conn).and_then(|c| c.api) {
             Some(Api::Roctracer) => ROCTRACER_CLOCK,
             _ => SDK_CLOCK,
         }
@@ -234,7 +188,7 @@ impl Decoder {
         if std::mem::replace(&mut self.clocks_defined[i], true) {
             return;
         }
-        let name = self.strs.string(out, name);
+        let name = self.kit.strs.string(out, name);
         out.emit(&Record::ClockDomain(ClockDomainDef::default().domain(domain).name(name)));
     }
 
@@ -246,35 +200,24 @@ impl Decoder {
     }
 
     fn dropped(&mut self, conn: u64, count: u64, out: &mut Emitter) {
-        self.stats.dropped += count;
+        self.kit.counts.dropped += count;
         let pid = self.pid(conn);
-        let cause = self.strs.string(out, LOSS_DROPPED);
+        let cause = self.kit.strs.string(out, LOSS_DROPPED);
         let now = xpuprof_sdk::clock::now_ns();
         out.emit(&Record::Loss(Loss::default().pid(pid).time(now).cause(cause).count(count)));
-    }
-
-    fn lost_bytes(&mut self, conn: u64, chunks: u64, bytes: u64, out: &mut Emitter) {
-        let pid = self.pid(conn);
-        self.stats.lost_chunks += chunks;
-        self.log.warn(&format!(
-            "process {pid}: the agent dropped {chunks} messages ({bytes} bytes) because the host was gone or too slow"
-        ));
-        let cause = self.strs.string(out, LOSS_AGENT_CHANNEL);
-        let now = xpuprof_sdk::clock::now_ns();
-        out.emit(&Record::Loss(Loss::default().pid(pid).time(now).cause(cause).count(chunks)));
     }
 
     fn agents(&mut self, conn: u64, agents: Vec<rocm_wire::Agent>, out: &mut Emitter) {
         let pid = self.pid(conn);
         for a in agents {
             if a.kind != 2 {
-                self.conns.entry(conn).or_default().agents.insert(a.handle, DeviceId::NONE);
+                self.kit.conns.entry(conn).or_default().agents.insert(a.handle, DeviceId::NONE);
                 continue;
             }
             let id = DeviceId(self.next_device);
             self.next_device += 1;
-            let name = self.strs.string(out, if a.product.is_empty() { &a.arch } else { &a.product });
-            let arch = self.strs.string(out, &a.arch);
+            let name = self.kit.strs.string(out, if a.product.is_empty() { &a.arch } else { &a.product });
+            let arch = self.kit.strs.string(out, &a.arch);
             let def = DeviceDef::default()
                 .id(id)
                 .vendor(Vendor::Amd)
@@ -287,19 +230,19 @@ impl Decoder {
                 .arch(arch);
             out.emit(&Record::Device(def));
             let _ = pid;
-            self.conns.entry(conn).or_default().agents.insert(a.handle, id);
+            self.kit.conns.entry(conn).or_default().agents.insert(a.handle, id);
         }
     }
 
     /// The device of agent `handle` (a roctracer device index when no agents were sent: it is
     /// defined on first use).
     pub(crate) fn device(&mut self, conn: u64, handle: u64, out: &mut Emitter) -> DeviceId {
-        if let Some(d) = self.conns.get(&conn).and_then(|c| c.agents.get(&handle)) {
+        if let Some(d) = self.kit.conns.get(&conn).and_then(|c| c.agents.get(&handle)) {
             return *d;
         }
         let id = DeviceId(self.next_device);
         self.next_device += 1;
-        let name = self.strs.string(out, &format!("AMD GPU {handle}"));
+        let name = self.kit.strs.string(out, &format!("AMD GPU {handle}"));
         out.emit(&Record::Device(
             DeviceDef::default()
                 .id(id)
@@ -308,13 +251,13 @@ impl Decoder {
                 .name(name)
                 .kind(DeviceKind::Gpu),
         ));
-        self.conns.entry(conn).or_default().agents.insert(handle, id);
+        self.kit.conns.entry(conn).or_default().agents.insert(handle, id);
         id
     }
 
     /// HSA queue `queue` of `device`.
     pub(crate) fn queue(&mut self, conn: u64, device: DeviceId, queue: u64, out: &mut Emitter) -> StreamId {
-        if let Some(q) = self.conns.get(&conn).and_then(|c| c.queues.get(&queue)) {
+        if let Some(q) = self.kit.conns.get(&conn).and_then(|c| c.queues.get(&queue)) {
             return *q;
         }
         let id = StreamId(self.next_stream);
@@ -326,7 +269,7 @@ impl Decoder {
             .native_id(queue)
             .kind(QueueKind::HsaQueue);
         out.emit(&Record::Stream(def));
-        self.conns.entry(conn).or_default().queues.insert(queue, id);
+        self.kit.conns.entry(conn).or_default().queues.insert(queue, id);
         id
     }
 
@@ -339,8 +282,8 @@ impl Decoder {
         parent: StreamId,
         out: &mut Emitter,
     ) -> Option<StreamId> {
-        let hip = self.conns.get(&conn).and_then(|c| c.stream_of.get(&corr)).copied()?;
-        if let Some(s) = self.conns.get(&conn).and_then(|c| c.hip_streams.get(&hip)) {
+        let hip = self.kit.conns.get(&conn).and_then(|c| c.stream_of.get(&corr)).copied()?;
+        if let Some(s) = self.kit.conns.get(&conn).and_then(|c| c.hip_streams.get(&hip)) {
             return Some(*s);
         }
         let id = StreamId(self.next_stream);
@@ -353,7 +296,7 @@ impl Decoder {
             .kind(QueueKind::HipStream)
             .parent(parent);
         out.emit(&Record::Stream(def));
-        self.conns.entry(conn).or_default().hip_streams.insert(hip, id);
+        self.kit.conns.entry(conn).or_default().hip_streams.insert(hip, id);
         Some(id)
     }
 
@@ -371,22 +314,11 @@ impl Decoder {
         self.hip_stream(conn, device, corr, q, out).unwrap_or(q)
     }
 
-    fn launches(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
-        let c = self.conns.entry(conn).or_default();
-        let pid = c.pid;
-        let frame = |strs: &mut Interner, out: &mut Emitter, ra| {
-            normalise::return_address_frame(strs, out, c.pid, &c.maps, ra)
-        };
-        let (tid, calls) = self.stacks.read(&mut self.strs, out, pid, payload, frame);
-        for l in calls {
-            self.launch(conn, pid, tid, l, out);
-        }
-    }
-
     fn launch(&mut self, conn: u64, pid: u32, tid: u32, l: launches::Launch, out: &mut Emitter) {
-        let name = self.conns.get(&conn).and_then(|c| c.names.get(&(u32::from(l.domain), l.api_id)).cloned());
+        let name =
+            self.kit.conns.get(&conn).and_then(|c| c.names.get(&(u32::from(l.domain), l.api_id)).cloned());
         let (api, kind) = match name {
-            Some(n) => (self.strs.string(out, &n), crate::api_kind::classify(&n)),
+            Some(n) => (self.kit.strs.string(out, &n), crate::api_kind::classify(&n)),
             None => (StrId::NONE, ApiKind::Unknown),
         };
         let correlation = Correlation { backend: backend::ROCM, id: u64::from(l.correlation) };
@@ -402,32 +334,13 @@ impl Decoder {
                 .correlation(Some(correlation))
                 .result(i64::from(l.result as i32)),
         ));
-        let (stacks, elsewhere) =
-            self.conns.get(&conn).map_or((false, false), |c| (c.agent_stacks, c.trampoline_stacks));
-        // With stacks only from the eBPF source, the site carries no stack: it tells the host
-        // to wait for that source's stack of this launch.
-        if stacks || elsewhere {
-            let stack = match stacks {
-                true => self.stacks.get(pid, l.stack),
-                false => StackId::NONE,
-            };
-            out.emit(&Record::LaunchSite(
-                LaunchSite::default()
-                    .pid(pid)
-                    .tid(tid)
-                    .time(l.time)
-                    .correlation(correlation)
-                    .api(api)
-                    .stack(stack),
-            ));
-            if stacks {
-                self.stats.launch_sites += 1;
-            }
+        if let Some(site) = self.kit.launch_site(conn, tid, &l, correlation, api) {
+            out.emit(&Record::LaunchSite(site));
         }
     }
 
     fn records(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
-        let api = self.conns.get(&conn).and_then(|c| c.api);
+        let api = self.kit.conns.get(&conn).and_then(|c| c.api);
         for rec in wire::records::split(payload) {
             match api {
                 Some(Api::RocprofilerSdk) => crate::records::record(self, conn, rec, out),
@@ -442,17 +355,25 @@ impl Decoder {
         for m in markers {
             match m.op {
                 marker_op::MARK => {
-                    let name = self.strs.string(out, &m.text);
+                    let name = self.kit.strs.string(out, &m.text);
                     out.emit(&Record::Marker(
                         Annotation::default().pid(pid).tid(m.tid).start(m.time).end(m.time).name(name),
                     ));
                 }
                 marker_op::PUSH => {
-                    let name = self.strs.string(out, &m.text);
-                    self.conns.entry(conn).or_default().ranges.entry(m.tid).or_default().push((m.time, name));
+                    let name = self.kit.strs.string(out, &m.text);
+                    self.kit
+                        .conns
+                        .entry(conn)
+                        .or_default()
+                        .ranges
+                        .entry(m.tid)
+                        .or_default()
+                        .push((m.time, name));
                 }
                 marker_op::POP => {
-                    let open = self.conns.entry(conn).or_default().ranges.get_mut(&m.tid).and_then(Vec::pop);
+                    let open =
+                        self.kit.conns.entry(conn).or_default().ranges.get_mut(&m.tid).and_then(Vec::pop);
                     if let Some((start, name)) = open {
                         out.emit(&Record::Range(
                             Annotation::default().pid(pid).tid(m.tid).start(start).end(m.time).name(name),
@@ -466,19 +387,20 @@ impl Decoder {
 
     /// Ends connection `conn`: closes its open ranges and reports an agent that did not finish.
     pub fn finish(&mut self, conn: u64, out: &mut Emitter) {
-        let Some(c) = self.conns.remove(&conn) else { return };
-        if c.hello && !c.bye && !c.refused && c.api.is_some() {
-            self.stats.unfinished += 1;
-            self.log.warn(&format!(
+        let Some(c) = self.kit.conns.remove(&conn) else { return };
+        let (a, pid) = (&c.agent, c.agent.pid);
+        if a.hello && !a.bye && !a.refused && c.api.is_some() {
+            self.kit.counts.unfinished += 1;
+            self.kit.log.warn(&format!(
                 "process {} ended without flushing its ROCm buffers (killed, or exited through _exit); \
                  device work of its last moments may be missing",
-                c.pid
+                pid
             ));
         }
         for (tid, open) in c.ranges {
             for (start, name) in open {
                 out.emit(&Record::Range(
-                    Annotation::default().pid(c.pid).tid(tid).start(start).end(start).name(name),
+                    Annotation::default().pid(pid).tid(tid).start(start).end(start).name(name),
                 ));
             }
         }
@@ -486,16 +408,8 @@ impl Decoder {
 
     /// Ends every connection still open.
     pub fn finish_all(&mut self, out: &mut Emitter) {
-        let conns: Vec<u64> = self.conns.keys().copied().collect();
-        for c in conns {
+        for c in self.kit.open() {
             self.finish(c, out);
         }
     }
-}
-
-fn parent_of(pid: u32) -> u32 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("PPid:").map(|v| v.trim().parse().unwrap_or(0))))
-        .unwrap_or(0)
 }

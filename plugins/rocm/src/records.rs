@@ -53,9 +53,9 @@ fn base(d: &Decoder, conn: u64, kind: DeviceOpKind, start: u64, end: u64, corr: 
 }
 
 fn emit(d: &mut Decoder, op: DeviceOp, out: &mut Emitter) {
-    d.stats.device_ops += 1;
+    d.kit.counts.device_ops += 1;
     if op.kind == DeviceOpKind::Kernel {
-        d.stats.kernels += 1;
+        d.kit.counts.kernels += 1;
     }
     out.emit(&Record::DeviceOp(op));
 }
@@ -70,10 +70,10 @@ fn kernel(
     let corr = r.correlation_id.internal;
     let device = d.device(conn, info.agent_id.handle, out);
     let stream = d.stream(conn, device, info.queue_id.handle, corr as u32, out);
-    let sym = d.conns.get(&conn).and_then(|c| c.kernels.get(&info.kernel_id)).cloned();
+    let sym = d.kit.conns.get(&conn).and_then(|c| c.kernels.get(&info.kernel_id)).cloned();
     let name = match &sym {
         Some(k) => k.name,
-        None => d.strs.string(out, &format!("[kernel {}]", info.kernel_id)),
+        None => d.kit.strs.string(out, &format!("[kernel {}]", info.kernel_id)),
     };
     let dim = |v: rocprofiler_dim3_t| [v.x, v.y, v.z];
     let mut k = KernelInfo::default()
@@ -138,7 +138,7 @@ fn allocation(
     // SAFETY: every member of the address union is a 64-bit value.
     let address = unsafe { r.address.value };
     let mut bytes = r.allocation_size;
-    if let Some(c) = d.conns.get_mut(&conn) {
+    if let Some(c) = d.kit.conns.get_mut(&conn) {
         if kind == DeviceOpKind::Alloc {
             c.allocations.insert(address, bytes);
         } else if let Some(size) = c.allocations.remove(&address) {
@@ -164,7 +164,7 @@ fn scratch(
         ROCPROFILER_SCRATCH_MEMORY_ASYNC_RECLAIM => "scratch_reclaim",
         _ => "scratch",
     };
-    let name = d.strs.string(out, name);
+    let name = d.kit.strs.string(out, name);
     let corr = r.correlation_id.internal;
     let device = d.device(conn, r.agent_id.handle, out);
     let stream = d.stream(conn, device, r.queue_id.handle, corr as u32, out);
@@ -184,7 +184,7 @@ fn retire(
     let Some(c) = correlation(r.internal_correlation_id) else { return };
     d.stats.retired += 1;
     let pid = d.pid(conn);
-    if let Some(conn) = d.conns.get_mut(&conn) {
+    if let Some(conn) = d.kit.conns.get_mut(&conn) {
         conn.stream_of.remove(&(r.internal_correlation_id as u32));
     }
     out.emit(&Record::Retired(
@@ -286,6 +286,6 @@ mod tests {
         assert!(recs
             .iter()
             .any(|r| matches!(r, Record::Retired(t) if t.correlation.id == 9 && t.pid == 4242)));
-        assert_eq!((dec.stats.kernels, dec.stats.retired, dec.stats.skipped), (1, 1, 1));
+        assert_eq!((dec.kit.counts.kernels, dec.stats.retired, dec.stats.skipped), (1, 1, 1));
     }
 }

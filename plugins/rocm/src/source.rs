@@ -5,25 +5,13 @@
 use std::path::Path;
 
 use xpuprof_sdk::prelude::*;
-use xpuprof_toolbox::agent_host::{AgentBackend, AgentLocator, StreamDecoder};
+use xpuprof_toolbox::agent_host::{AgentBackend, AgentCounts, AgentDescriptor, AgentLocator, StreamDecoder};
 
 use crate::config::Config;
 use crate::decode::{Decoder, Stats};
 
-/// Agent library file name.
-pub const AGENT_FILE: &str = "libxpuprof_rocm_agent.so";
-
-/// Where the agent is.
-pub const AGENT: AgentLocator = AgentLocator {
-    file: AGENT_FILE,
-    env_var: "XPUPROF_ROCM_AGENT",
-    config_key: "[source.rocm] agent",
-    package: "xpuprof-rocm-agent",
-    what: "ROCm agent",
-};
-
 impl StreamDecoder for Decoder {
-    type Stats = Stats;
+    type Stats = (AgentCounts, Stats);
 
     fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
         Decoder::feed(self, conn, buf, out)
@@ -33,9 +21,9 @@ impl StreamDecoder for Decoder {
         Decoder::finish(self, conn, out);
     }
 
-    fn finish(mut self, out: &mut Emitter) -> Stats {
+    fn finish(mut self, out: &mut Emitter) -> (AgentCounts, Stats) {
         self.finish_all(out);
-        self.stats
+        (self.kit.counts, self.stats)
     }
 }
 
@@ -47,17 +35,23 @@ pub struct Rocm {
 
 impl AgentBackend for Rocm {
     type Decoder = Decoder;
-    const AGENT: AgentLocator = AGENT;
-    const PROCESSES: &'static str = "ROCm";
+    const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
+        name: "rocm",
+        version: env!("CARGO_PKG_VERSION"),
+        description: "AMD GPUs via rocprofiler-sdk (roctracer on ROCm before 6.2): kernels, copies, allocations, scratch, roctx and exact launch stacks",
+        capability: Capability::RocmRuntime,
+        processes: "ROCm",
+        agent: AgentLocator {
+        file: "libxpuprof_rocm_agent.so",
+        env_var: "XPUPROF_ROCM_AGENT",
+        config_key: "[source.rocm] agent",
+        package: "xpuprof-rocm-agent",
+        what: "ROCm agent",
+        },
+    };
 
-    fn info() -> PluginInfo {
-        PluginInfo {
-            name: "rocm",
-            version: env!("CARGO_PKG_VERSION"),
-            description: "AMD GPUs via rocprofiler-sdk (roctracer on ROCm before 6.2): kernels, copies, allocations, scratch, roctx and exact launch stacks",
-            config_keys: crate::config::keys(),
-            capabilities: vec![Capability::RocmRuntime],
-        }
+    fn config_keys() -> Vec<ConfigKey> {
+        crate::config::keys()
     }
 
     fn create(ctx: &CreateContext) -> PluginResult<Self> {
@@ -99,7 +93,7 @@ impl AgentBackend for Rocm {
         Decoder::new(log)
     }
 
-    fn report(&self, s: &Stats, log: &Logger) {
+    fn report(&self, (s, own): &(AgentCounts, Stats), log: &Logger) {
         if s.processes == 0 {
             log.warn(
                 "no ROCm process was traced: nothing was recorded from the GPU. The program did not initialise HIP, \
@@ -108,10 +102,7 @@ impl AgentBackend for Rocm {
             );
             return;
         }
-        log.info(&format!(
-            "rocm: {} process(es), {} device operations ({} kernels), {} launch sites, {} correlation ids retired",
-            s.processes, s.device_ops, s.kernels, s.launch_sites, s.retired
-        ));
+        log.info(&format!("{}, {} correlation ids retired", s.summary("rocm"), own.retired));
         if s.dropped > 0 {
             log.warn(&format!(
                 "the ROCm tracing library dropped {} records (its buffer was full); raise [source.rocm] buffer_kib",

@@ -26,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+mod decoder;
 mod locate;
 mod source;
 mod stacks;
@@ -42,8 +43,9 @@ use std::time::{Duration, Instant};
 
 use xpuprof_sdk::{Emitter, Logger, PluginError};
 
+pub use decoder::{parent_of, AgentConn, AgentCounts, AgentDecoder, Conn, Step};
 pub use locate::{loadable, own_dir, preload, AgentLocator};
-pub use source::{AgentBackend, AgentSource};
+pub use source::{AgentBackend, AgentDescriptor, AgentSource};
 pub use stacks::AgentStacks;
 use threads::Event;
 

@@ -6,7 +6,7 @@
 //! ```no_run
 //! # use std::path::Path;
 //! # use xpuprof_sdk::prelude::*;
-//! # use xpuprof_toolbox::agent_host::{AgentBackend, AgentLocator, AgentSource, StreamDecoder};
+//! # use xpuprof_toolbox::agent_host::{AgentBackend, AgentDescriptor, AgentLocator, AgentSource, StreamDecoder};
 //! # struct MyDecoder;
 //! # impl StreamDecoder for MyDecoder {
 //! #     type Stats = u64;
@@ -18,17 +18,23 @@
 //!
 //! impl AgentBackend for MyGpu {
 //!     type Decoder = MyDecoder;
-//!     const AGENT: AgentLocator = AgentLocator {
-//!         file: "libmy_agent.so",
-//!         env_var: "MY_AGENT",
-//!         config_key: "[source.my-gpu] agent",
-//!         package: "my-agent",
-//!         what: "MyGPU agent",
+//!     const DESCRIPTOR: AgentDescriptor = AgentDescriptor {
+//!         name: "my-gpu",
+//!         version: env!("CARGO_PKG_VERSION"),
+//!         description: "MyGPU kernels",
+//!         capability: Capability::named("my-gpu-runtime"),
+//!         processes: "MyGPU",
+//!         agent: AgentLocator {
+//!             file: "libmy_agent.so",
+//!             env_var: "MY_AGENT",
+//!             config_key: "[source.my-gpu] agent",
+//!             package: "my-agent",
+//!             what: "MyGPU agent",
+//!         },
 //!     };
-//!     const PROCESSES: &'static str = "MyGPU";
 //!
-//!     fn info() -> PluginInfo {
-//!         PluginInfo { name: "my-gpu", version: "0.1.0", description: "MyGPU kernels", config_keys: vec![], capabilities: vec![] }
+//!     fn config_keys() -> Vec<ConfigKey> {
+//!         Vec::new()
 //!     }
 //!     fn create(_ctx: &CreateContext) -> PluginResult<Self> {
 //!         Ok(MyGpu)
@@ -50,9 +56,30 @@
 
 use std::path::Path;
 
-use xpuprof_sdk::{CreateContext, Emitter, Logger, PluginError, PluginInfo, PluginResult, Source, TargetEnv};
+use xpuprof_sdk::{
+    Capability, ConfigKey, CreateContext, Emitter, Logger, PluginError, PluginInfo, PluginResult, Source,
+    TargetEnv,
+};
 
 use super::{AgentHost, AgentLocator, StreamDecoder};
+
+/// What a backend is: the fixed part of its plugin declaration, its agent library, and what the
+/// processes its agents run in are called.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentDescriptor {
+    /// The plugin's name (`--source NAME`); it also names the host's threads and socket folder.
+    pub name: &'static str,
+    /// The plugin's version (`env!("CARGO_PKG_VERSION")`).
+    pub version: &'static str,
+    /// One line saying what it records.
+    pub description: &'static str,
+    /// What it needs from the machine.
+    pub capability: Capability,
+    /// What the processes its agents run in are called in messages ("CUDA", "Level Zero").
+    pub processes: &'static str,
+    /// Where its agent library is looked for.
+    pub agent: AgentLocator,
+}
 
 /// What a GPU backend with an in-target agent is made of; [`AgentSource`] turns it into the
 /// plugin's `Source`.
@@ -60,14 +87,11 @@ pub trait AgentBackend: Sized + Send + 'static {
     /// Reads the agents' streams on the decoder thread.
     type Decoder: StreamDecoder;
 
-    /// Where the agent library is looked for.
-    const AGENT: AgentLocator;
+    /// What it is.
+    const DESCRIPTOR: AgentDescriptor;
 
-    /// What the processes its agents run in are called in messages ("CUDA", "Level Zero").
-    const PROCESSES: &'static str;
-
-    /// The plugin's declaration (its name also names the host's threads and socket folder).
-    fn info() -> PluginInfo;
+    /// Its configuration keys.
+    fn config_keys() -> Vec<ConfigKey>;
 
     /// Reads the configuration (and warns about settings this session makes pointless).
     fn create(ctx: &CreateContext) -> PluginResult<Self>;
@@ -112,17 +136,24 @@ impl<B: AgentBackend> AgentSource<B> {
 
 impl<B: AgentBackend> Source for AgentSource<B> {
     fn info() -> PluginInfo {
-        B::info()
+        let d = B::DESCRIPTOR;
+        PluginInfo {
+            name: d.name,
+            version: d.version,
+            description: d.description,
+            config_keys: B::config_keys(),
+            capabilities: vec![d.capability],
+        }
     }
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
         let backend = B::create(&ctx)?;
-        let host = AgentHost::new(B::info().name, B::PROCESSES, ctx.log);
+        let host = AgentHost::new(B::DESCRIPTOR.name, B::DESCRIPTOR.processes, ctx.log);
         Ok(Self { backend, log: ctx.log, emitter: Some(ctx.emitter), host })
     }
 
     fn prepare(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
-        let agent = B::AGENT.find(self.backend.agent_setting())?;
+        let agent = B::DESCRIPTOR.agent.find(self.backend.agent_setting())?;
         let socket = self.host.listen()?;
         self.backend.inject(&agent, &socket, env, &self.log);
         Ok(())
@@ -132,7 +163,7 @@ impl<B: AgentBackend> Source for AgentSource<B> {
         let emitter = self
             .emitter
             .take()
-            .ok_or_else(|| PluginError::new(format!("{}: started twice", B::info().name)))?;
+            .ok_or_else(|| PluginError::new(format!("{}: started twice", B::DESCRIPTOR.name)))?;
         Ok(self.host.start(self.backend.decoder(self.log), emitter)?)
     }
 
