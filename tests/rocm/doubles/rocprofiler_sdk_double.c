@@ -410,20 +410,28 @@ void xpt_stream(uint64_t corr, uint64_t stream)
     callback(ROCPROFILER_CALLBACK_TRACING_HIP_STREAM, ROCPROFILER_HIP_STREAM_SET, ROCPROFILER_CALLBACK_PHASE_ENTER, corr, &d);
 }
 
+/* The fields every activity record of the SDK's buffers starts with: size, kind and operation,
+ * the call's correlation id, the thread, and a span of `duration_ns` starting now. */
+#define BUFFER_RECORD_HEAD(r, kind_, operation_, corr, duration_ns)                                \
+    do {                                                                                          \
+        memset(&(r), 0, sizeof(r));                                                               \
+        (r).size = sizeof(r);                                                                     \
+        (r).kind = (kind_);                                                                       \
+        (r).operation = (operation_);                                                             \
+        (r).correlation_id.internal = (corr);                                                     \
+        (r).thread_id = tid();                                                                    \
+        (r).start_timestamp = boottime();                                                         \
+        (r).end_timestamp = (r).start_timestamp + (duration_ns);                                  \
+    } while (0)
+
 void xpt_kernel(uint64_t corr, uint64_t kernel_id, const char* name, uint64_t duration_ns, const uint32_t grid[3],
                 const uint32_t block[3], uint64_t queue)
 {
     (void)name;
     static uint64_t dispatch_id;
     rocprofiler_buffer_tracing_kernel_dispatch_record_t r;
-    memset(&r, 0, sizeof r);
-    r.size = sizeof r;
-    r.kind = ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH;
-    r.operation = ROCPROFILER_KERNEL_DISPATCH_COMPLETE;
-    r.correlation_id.internal = corr;
-    r.thread_id = tid();
-    r.start_timestamp = boottime();
-    r.end_timestamp = r.start_timestamp + duration_ns;
+    BUFFER_RECORD_HEAD(r, ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH, ROCPROFILER_KERNEL_DISPATCH_COMPLETE, corr,
+                       duration_ns);
     r.dispatch_info.size = sizeof r.dispatch_info - sizeof r.dispatch_info.reserved_padding;
     r.dispatch_info.agent_id.handle = XPT_GPU_AGENT;
     r.dispatch_info.queue_id.handle = queue;
@@ -442,14 +450,7 @@ void xpt_copy(uint64_t corr, int direction, uint64_t bytes, uint64_t duration_ns
 {
     (void)queue;
     rocprofiler_buffer_tracing_memory_copy_record_t r;
-    memset(&r, 0, sizeof r);
-    r.size = sizeof r;
-    r.kind = ROCPROFILER_BUFFER_TRACING_MEMORY_COPY;
-    r.operation = direction;
-    r.correlation_id.internal = corr;
-    r.thread_id = tid();
-    r.start_timestamp = boottime();
-    r.end_timestamp = r.start_timestamp + duration_ns;
+    BUFFER_RECORD_HEAD(r, ROCPROFILER_BUFFER_TRACING_MEMORY_COPY, direction, corr, duration_ns);
     r.src_agent_id.handle = direction == XPT_COPY_H2D ? XPT_CPU_AGENT : XPT_GPU_AGENT;
     r.dst_agent_id.handle = direction == XPT_COPY_D2H ? XPT_CPU_AGENT : XPT_GPU_AGENT;
     r.bytes = bytes;
@@ -459,14 +460,8 @@ void xpt_copy(uint64_t corr, int direction, uint64_t bytes, uint64_t duration_ns
 void xpt_alloc(uint64_t corr, int is_free, uint64_t address, uint64_t bytes)
 {
     rocprofiler_buffer_tracing_memory_allocation_record_t r;
-    memset(&r, 0, sizeof r);
-    r.size = sizeof r;
-    r.kind = ROCPROFILER_BUFFER_TRACING_MEMORY_ALLOCATION;
-    r.operation = is_free ? ROCPROFILER_MEMORY_ALLOCATION_FREE : ROCPROFILER_MEMORY_ALLOCATION_ALLOCATE;
-    r.correlation_id.internal = corr;
-    r.thread_id = tid();
-    r.start_timestamp = boottime();
-    r.end_timestamp = r.start_timestamp + 1000;
+    int op = is_free ? ROCPROFILER_MEMORY_ALLOCATION_FREE : ROCPROFILER_MEMORY_ALLOCATION_ALLOCATE;
+    BUFFER_RECORD_HEAD(r, ROCPROFILER_BUFFER_TRACING_MEMORY_ALLOCATION, op, corr, 1000);
     r.agent_id.handle = XPT_GPU_AGENT;
     r.address.value = address;
     r.allocation_size = bytes;
@@ -477,16 +472,9 @@ void xpt_scratch(uint64_t corr, uint64_t bytes, uint64_t duration_ns, uint64_t q
 {
     (void)bytes;
     rocprofiler_buffer_tracing_scratch_memory_record_t r;
-    memset(&r, 0, sizeof r);
-    r.size = sizeof r;
-    r.kind = ROCPROFILER_BUFFER_TRACING_SCRATCH_MEMORY;
-    r.operation = ROCPROFILER_SCRATCH_MEMORY_ALLOC;
-    r.correlation_id.internal = corr;
+    BUFFER_RECORD_HEAD(r, ROCPROFILER_BUFFER_TRACING_SCRATCH_MEMORY, ROCPROFILER_SCRATCH_MEMORY_ALLOC, corr, duration_ns);
     r.agent_id.handle = XPT_GPU_AGENT;
     r.queue_id.handle = queue;
-    r.thread_id = tid();
-    r.start_timestamp = boottime();
-    r.end_timestamp = r.start_timestamp + duration_ns;
     record(&r, sizeof r);
 }
 
