@@ -56,7 +56,7 @@ impl Bindings<'_> {
     /// Generates the bindings into `$OUT_DIR/bindings.rs` (and asks cargo to run the build
     /// again when the header changes).
     pub fn generate(&self) {
-        println!("cargo:rerun-if-changed={}", self.header.display());
+        cargo(format_args!("rerun-if-changed={}", self.header.display()));
         let mut b = bindgen::Builder::default()
             .header(self.header.display().to_string())
             .clang_args(self.include_dirs.iter().map(|d| format!("-I{}", d.display())));
@@ -102,7 +102,7 @@ pub fn find_headers(what: &str, file: &str, dirs: &[PathBuf], hint: &str) -> Pat
 /// Tells dependents where the headers are (`DEP_<links>_INCLUDE` for the crates that build C
 /// against them) and writes `$OUT_DIR/include_dir.txt` (the crate's `INCLUDE_DIR`).
 pub fn record_include_dir(dir: &Path) {
-    println!("cargo:include={}", dir.display());
+    cargo(format_args!("include={}", dir.display()));
     std::fs::write(out_dir().join("include_dir.txt"), dir.display().to_string())
         .expect("failed to write include_dir.txt");
 }
@@ -110,8 +110,14 @@ pub fn record_include_dir(dir: &Path) {
 /// Asks cargo to run the build again when one of `vars` changes.
 pub fn rerun_if_env_changed(vars: &[&str]) {
     for var in vars {
-        println!("cargo:rerun-if-env-changed={var}");
+        cargo(format_args!("rerun-if-env-changed={var}"));
     }
+}
+
+/// Writes `cargo:<directive>`: a build script talks to cargo on its standard output.
+#[allow(clippy::print_stdout)]
+fn cargo(directive: std::fmt::Arguments<'_>) {
+    println!("cargo:{directive}");
 }
 
 fn out_dir() -> PathBuf {
@@ -130,8 +136,9 @@ mod tests {
         std::fs::create_dir_all(&a).unwrap();
         std::fs::write(b.join("vendor/api.h"), "").unwrap();
         assert_eq!(find_headers("Vendor", "vendor/api.h", &[a.clone(), b.clone()], "install it"), b);
-        let missing =
-            std::panic::catch_unwind(|| find_headers("Vendor", "vendor/none.h", &[a.clone()], "install it"));
+        let missing = std::panic::catch_unwind(|| {
+            find_headers("Vendor", "vendor/none.h", std::slice::from_ref(&a), "install it")
+        });
         let msg = *missing.unwrap_err().downcast::<String>().unwrap();
         assert!(
             msg.contains("Vendor headers (vendor/none.h)") && msg.contains(&a.display().to_string()),

@@ -41,7 +41,7 @@ use xpuprof_sdk::{Emitter, Logger};
 use xpuprof_wire::launches::Launch;
 use xpuprof_wire::{self as wire, Hello, Message, Reader};
 
-use super::AgentStacks;
+use super::stacks::AgentStacks;
 use crate::normalise::{self, ModuleMap};
 use crate::python::{PyCounts, PyFrames};
 use crate::Interner;
