@@ -19,7 +19,7 @@ use crate::wire;
 
 /// Eval-loop calls placed by their C-stack marker per launch stack (a deeper stack places them
 /// all by the eval loop's symbol, counted).
-const MAX_RUNS: usize = 64;
+const MAX_RUNS: usize = 32;
 
 /// `frames` (with `raw`, the same frames as read) merged into `native` (stack pointers `sp`)
 /// into `out`, each run of Python frames in the native frame holding its eval call's marker;
@@ -33,11 +33,15 @@ fn place_and_merge(
     raw: &[xpuprof_python::chain::RawFrame],
     out: &mut [u64],
 ) -> usize {
-    let c = &py.counts;
     let runs = merge::runs(frames);
+    let by_symbol = |n: usize| {
+        if n > 0 {
+            py.counts.runs_by_symbol.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    };
     if runs > MAX_RUNS {
         // More eval-loop calls than places kept (rare): all by symbol.
-        c.runs_by_symbol.fetch_add(runs as u64, Ordering::Relaxed);
+        by_symbol(runs);
         return merge::merge(native, |ra| py.is_eval(ra), frames, out).len;
     }
     let mut places = [None; MAX_RUNS];
@@ -47,11 +51,8 @@ fn place_and_merge(
     for (p, f) in places.iter_mut().zip(raw.iter().filter(|f| f.entry)) {
         *p = merge::frame_holding(sp, f.marker);
     }
-    let places = &mut places[..runs];
-    let merged = merge::merge_placed(native, |ra| py.is_eval(ra), frames, places, out);
-    let placed = places.iter().flatten().count().saturating_sub(merged.by_symbol);
-    c.runs_placed.fetch_add(placed as u64, Ordering::Relaxed);
-    c.runs_by_symbol.fetch_add(merged.by_symbol as u64, Ordering::Relaxed);
+    let merged = merge::merge_placed(native, |ra| py.is_eval(ra), frames, &mut places[..runs], out);
+    by_symbol(merged.by_symbol);
     merged.len
 }
 
@@ -173,7 +174,6 @@ impl PythonFrames {
                 &c.autograd_attributed,
                 &c.autograd_ambiguous,
                 &c.autograd_unattributed,
-                &c.runs_placed,
                 &c.runs_by_symbol,
             ]
             .map(|a| a.load(Ordering::Relaxed).to_le_bytes());

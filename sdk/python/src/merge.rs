@@ -76,36 +76,36 @@ pub fn merge_placed(
             None => places[k] = next,
         }
     }
-    let mut n = 0;
-    let mut push = |f: u64, n: &mut usize| {
-        if *n < out.len() {
-            out[*n] = f;
-            *n += 1;
+    // Native frames up to each run's place, the run instead of the frame there; then the native
+    // frames left and the runs without a place (only the outermost can be left without one).
+    let (mut n, mut from, mut p) = (0, 0, 0);
+    for &place in places.iter() {
+        let Some(i) = place else { break };
+        let end = python[p..].iter().position(|f| f.1).map_or(python.len(), |e| p + e + 1);
+        if i >= from {
+            n = copy(&native[from..i], out, n);
+            from = i + 1;
         }
-    };
-    let (mut py, mut k) = (python.iter().peekable(), 0);
-    for (i, &f) in native.iter().enumerate() {
-        let mut replaced = false;
-        while k < places.len() && places[k] == Some(i) {
-            replaced = true;
-            for &(p, entry) in py.by_ref() {
-                push(p, &mut n);
-                if entry {
-                    break;
-                }
-            }
-            k += 1;
+        for &(f, _) in &python[p..end] {
+            n = copy(&[f], out, n);
         }
-        if !replaced {
-            push(f, &mut n);
-        }
+        p = end;
     }
-    for &(p, _) in py {
-        push(p, &mut n);
-        m.unplaced += 1;
+    n = copy(&native[from.min(native.len())..], out, n);
+    for &(f, _) in &python[p..] {
+        n = copy(&[f], out, n);
     }
+    m.unplaced = python.len() - p;
     m.len = n;
     m
+}
+
+/// Copies `frames` into `out` from `n` on, as far as it goes; returns the new end.
+#[inline]
+fn copy(frames: &[u64], out: &mut [u64], n: usize) -> usize {
+    let k = frames.len().min(out.len().saturating_sub(n));
+    out[n..n + k].copy_from_slice(&frames[..k]);
+    n + k
 }
 
 /// Writes `native` (innermost first) into `out`, each frame for which `is_eval` holds replaced

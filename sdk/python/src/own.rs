@@ -41,10 +41,9 @@ pub struct Counts {
     /// Launches of autograd engine threads while no thread was in such a call (the engine driven
     /// from C++), or whose caller's frames could not be read.
     pub autograd_unattributed: AtomicU64,
-    /// Runs of Python frames (one per eval-loop call) put in the native frame that holds their
-    /// call's marker on the C stack (exact; [`crate::merge::merge_placed`]).
-    pub runs_placed: AtomicU64,
-    /// Runs put by the eval loop's symbol instead (no marker: 3.9, 3.10; or one outside the walk).
+    /// Runs of Python frames (one per eval-loop call) put by the eval loop's symbol because no
+    /// native frame held their call's marker on the C stack (3.9, 3.10 have none; a walk that
+    /// ended early); the others are placed exactly ([`crate::merge::merge_placed`]).
     pub runs_by_symbol: AtomicU64,
 }
 

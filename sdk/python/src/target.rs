@@ -127,13 +127,21 @@ impl Labels {
                 Entry::Occupied(e) => e.into_mut(),
                 Entry::Vacant(e) => {
                     let mem = ProcessMemory { pid: target.pid };
-                    let code = Code::read(&mem, target.layout, frame.code)?;
-                    if identity.is_some_and(|id| {
-                        crate::code::identity(&mem, target.layout, frame.code).ok() != Some(id)
-                    }) {
+                    // The code object the frame ran must still be there, before and after it is
+                    // read (an interpreter shutting down frees them while the host reads).
+                    let gone = || {
+                        identity.is_some_and(|id| {
+                            crate::code::identity(&mem, target.layout, frame.code).ok() != Some(id)
+                        })
+                    };
+                    if gone() {
                         return Err(Error::Freed { addr: frame.code });
                     }
-                    e.insert(code)
+                    let code = Code::read(&mem, target.layout, frame.code);
+                    if gone() {
+                        return Err(Error::Freed { addr: frame.code });
+                    }
+                    e.insert(code?)
                 }
             };
             let label = code.label(code.line(target.layout, frame.offset()));

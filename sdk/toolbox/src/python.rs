@@ -67,10 +67,8 @@ pub struct PyCounts {
     pub autograd_ambiguous: u64,
     /// Autograd engine launches made while no thread was in `backward()` from Python.
     pub autograd_unattributed: u64,
-    /// Runs of Python frames (one per eval-loop call) put in the native frame that holds their
-    /// call's marker on the C stack (exact).
-    pub runs_placed: u64,
-    /// Runs put by the eval loop's symbol instead (no marker known).
+    /// Runs of Python frames (one per eval-loop call) put by the eval loop's symbol because no
+    /// native frame held their call's marker on the C stack (the others are placed exactly).
     pub runs_by_symbol: u64,
 }
 
@@ -92,10 +90,9 @@ impl PyCounts {
             self.autograd_ambiguous += m;
             self.autograd_unattributed += u;
         }
-        // Agents that place Python frames by their eval call's C-stack marker add two more.
-        let (p, b) = (r.u64(), r.u64());
+        // Agents that place Python frames by their eval call's C-stack marker add one more.
+        let b = r.u64();
         if !r.short {
-            self.runs_placed += p;
             self.runs_by_symbol += b;
         }
     }
@@ -130,11 +127,11 @@ impl PyCounts {
                     self.autograd_attributed, self.autograd_ambiguous, self.autograd_unattributed
                 ));
             }
-            if self.runs_placed + self.runs_by_symbol > 0 {
+            if self.runs_by_symbol > 0 {
                 line.push_str(&format!(
-                    "; runs of Python frames placed by their eval call's frame on the C stack: {}, by the eval \
-                     loop's symbol (no C-stack address): {}",
-                    self.runs_placed, self.runs_by_symbol
+                    "; {} runs of Python frames placed by the eval loop's symbol (no native frame held their \
+                     eval call's marker on the C stack)",
+                    self.runs_by_symbol
                 ));
             }
             line
@@ -185,12 +182,12 @@ mod tests {
             c.warning().unwrap().starts_with("5 launch stacks of Python processes have native frames only"),
             "the attributed engine launches have Python frames"
         );
-        let p: Vec<u8> = [1u64, 0, 0, 0, 0, 0, 7, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let p: Vec<u8> = [1u64, 0, 0, 0, 0, 0, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
         c.add(&p);
-        assert_eq!((c.runs_placed, c.runs_by_symbol), (7, 2));
+        assert_eq!(c.runs_by_symbol, 2);
         assert!(c.report().unwrap().ends_with(
-            "; runs of Python frames placed by their eval call's frame on the C stack: 7, by the eval loop's symbol \
-             (no C-stack address): 2"
+            "; 2 runs of Python frames placed by the eval loop's symbol (no native frame held their eval call's \
+             marker on the C stack)"
         ));
     }
 }

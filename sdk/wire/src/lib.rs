@@ -49,8 +49,8 @@
 //!   chain could not be read; sent before [`MSG_BYE`]. Agents that attribute launches of PyTorch's
 //!   autograd engine threads to the `backward()` call they run add `autograd_attributed u64,
 //!   autograd_ambiguous u64, autograd_unattributed u64`, and agents that place Python frames by
-//!   their eval call's marker on the C stack then add `runs_placed u64, runs_by_symbol u64`
-//!   (hosts read them when present).
+//!   their eval call's marker on the C stack then add `runs_by_symbol u64` (runs placed by the
+//!   eval loop's symbol instead; hosts read them when present).
 //!
 //! Message numbers never change meaning; new messages get new numbers, and a change to an
 //! existing payload raises [`PROTOCOL`]. The numbers are shared out:

@@ -262,11 +262,24 @@ fn python_frames_of_a_process_gone_before_they_were_read_keep_their_place() {
         return;
     }
     // The process exits right after its last launch: the host may read its code objects too
-    // late. Each Python frame is then still there, unnamed — never dropped with the eval frame.
-    let path = launch_path();
-    let gone = ["[python frame: the process exited before it was read]"; 3].join(";");
+    // late, after the process is gone or while the interpreter's shutdown frees them. Each
+    // Python frame is then still in its place, named or unnamed — never dropped with the eval
+    // frame, never named after what took its code object's place.
+    let want = [call("<module>", "main"), call("main", "launcher"), call("launcher", "testLaunchKernel")];
+    let unnamed = [
+        "[python frame: the process exited before it was read]",
+        "[python frame: its code was freed before it was read]",
+    ];
     for l in python_launch_stacks(&["exit"]) {
-        assert!(l.contains(&path) || l.contains(&gone), "neither named nor unnamed Python frames in {l}");
+        let frames: Vec<&str> = l.split(';').collect();
+        let Some(at) = frames.iter().position(|f| *f == want[0] || unnamed.contains(f)) else {
+            panic!("no Python frame in {l}");
+        };
+        let py = &frames[at..(at + 3).min(frames.len())];
+        assert!(
+            py.len() == 3 && py.iter().zip(&want).all(|(f, w)| f == w || unnamed.contains(f)),
+            "the three Python frames, named or unnamed, not in their place in {l}"
+        );
     }
 }
 
