@@ -95,14 +95,16 @@ impl Event {
     /// Appends the event's fields (the body of `TracePacket.track_event`).
     pub fn write(&self, b: &mut Vec<u8>) {
         for a in self.args() {
-            let at = pb::begin(b, 4);
+            // Lengths known up front: key + name, then the value's key (two bytes for field 17)
+            // and varint.
+            let (field, key_len, v) = match a.value {
+                Value::Uint(v) => (3, 1, v),
+                Value::Int(v) => (4, 1, v as u64),
+                Value::Str(iid) => (17, 2, iid),
+            };
+            pb::message_head(b, 4, 1 + pb::varint_len(a.name) + key_len + pb::varint_len(v));
             pb::uint(b, 1, a.name);
-            match a.value {
-                Value::Uint(v) => pb::uint(b, 3, v),
-                Value::Int(v) => pb::int(b, 4, v),
-                Value::Str(iid) => pb::uint(b, 17, iid),
-            }
-            pb::end(b, at);
+            pb::uint(b, field, v);
         }
         if let Some(k) = self.kind {
             pb::int(b, 9, i64::from(k));

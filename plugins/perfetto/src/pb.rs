@@ -109,13 +109,20 @@ pub fn begin(buf: &mut Vec<u8>, field: u32) -> usize {
 
 /// Ends the message started by [`begin`] at `at`: writes its length, moving the message right
 /// when the length needs more than one byte (messages of 128 bytes or more: rare here).
-#[inline]
+#[inline(always)]
 pub fn end(buf: &mut Vec<u8>, at: usize) {
     let len = buf.len() - at - 1;
     if len < 0x80 {
         buf[at] = len as u8;
-        return;
+    } else {
+        end_long(buf, at, len);
     }
+}
+
+/// [`end`] of a message of `len` >= 128 bytes.
+#[cold]
+#[inline(never)]
+fn end_long(buf: &mut Vec<u8>, at: usize, len: usize) {
     let n = varint_len(len as u64);
     let old = buf.len();
     buf.resize(old + n - 1, 0);
