@@ -41,11 +41,11 @@ impl AgentBackend for LevelZero {
         capability: Capability::LevelZeroRuntime,
         processes: "Level Zero",
         agent: AgentLocator {
-        file: "libxpuprof_levelzero_agent.so",
-        env_var: "XPUPROF_LEVELZERO_AGENT",
-        config_key: "[source.levelzero] agent",
-        package: "xpuprof-levelzero-agent",
-        what: "Level Zero agent",
+            file: "libxpuprof_levelzero_agent.so",
+            env_var: "XPUPROF_LEVELZERO_AGENT",
+            config_key: "[source.levelzero] agent",
+            package: "xpuprof-levelzero-agent",
+            what: "Level Zero agent",
         },
     };
 

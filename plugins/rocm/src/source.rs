@@ -42,11 +42,11 @@ impl AgentBackend for Rocm {
         capability: Capability::RocmRuntime,
         processes: "ROCm",
         agent: AgentLocator {
-        file: "libxpuprof_rocm_agent.so",
-        env_var: "XPUPROF_ROCM_AGENT",
-        config_key: "[source.rocm] agent",
-        package: "xpuprof-rocm-agent",
-        what: "ROCm agent",
+            file: "libxpuprof_rocm_agent.so",
+            env_var: "XPUPROF_ROCM_AGENT",
+            config_key: "[source.rocm] agent",
+            package: "xpuprof-rocm-agent",
+            what: "ROCm agent",
         },
     };
 
