@@ -442,19 +442,25 @@ if [[ " $STEPS " == *" e2e "* ]]; then
   if [[ $PARTS == *" b2 "* ]]; then
     T=tests/workloads/cuda/transformer_bench.py
     B2_SIZES=${B2_SIZES:-small large}
-    for size in $B2_SIZES; do : >"$W/logs/b2-$size.txt"; done
+    for size in $B2_SIZES; do : >"$W/logs/b2-$size.txt"; : >"$W/logs/b2-$size-median.txt"; done
     # Round 0 warms the machine (page cache, GPU clocks, compiled kernels) and is not counted:
     # the first round of each configuration ran up to 2x slower than the rest (third session).
     for r in $(seq 0 "${ROUNDS_B2:-2}"); do
       for size in $B2_SIZES; do
         for c in ${B2_CFGS:-unprofiled torch_profiler torch_profiler_stack cupti_alone xpuprof_cupti xpuprof_default}; do
           mode=plain; [ $c = torch_profiler ] && mode=profiler; [ $c = torch_profiler_stack ] && mode=profiler_stack
-          v=$(e2e_cfg $c python3 "$T" $mode $size ${B2_STEPS:-} 2>>"$W/logs/b2-$c.err" | sed -n 's/.*ms_per_step=\([0-9.]*\).*/\1/p')
-          [ "$r" -gt 0 ] && echo "$r $c ${v:-nan}" >>"$W/logs/b2-$size.txt"
+          # As in B1: the launching thread alone on CPU 2 (after the warm-up), everything else on $PIN's CPUs.
+          line=$(BENCH_CPU=${PIN:+2} e2e_cfg $c python3 "$T" $mode $size ${B2_STEPS:-} 2>>"$W/logs/b2-$c.err" | grep '^BENCH2')
+          v=$(echo "$line" | sed -n 's/.*ms_per_step=\([0-9.]*\).*/\1/p')
+          m=$(echo "$line" | sed -n 's/.*ms_per_step_median=\([0-9.]*\).*/\1/p')
+          [ "$r" -gt 0 ] && echo "$r $c ${v:-nan}" >>"$W/logs/b2-$size.txt" && echo "$r $c ${m:-nan}" >>"$W/logs/b2-$size-median.txt"
         done
       done
     done
-    for size in $B2_SIZES; do bench_summary "$W/logs/b2-$size.txt" 1000000 "B2-$size" ms/step | tee -a "$SUMMARY"; done
+    for size in $B2_SIZES; do
+      bench_summary "$W/logs/b2-$size.txt" 1000000 "B2-$size" ms/step | tee -a "$SUMMARY"
+      bench_summary "$W/logs/b2-$size-median.txt" 1000000 "B2-$size-window-median" ms/step | tee -a "$SUMMARY"
+    done
   fi
 fi
 

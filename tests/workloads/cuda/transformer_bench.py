@@ -7,8 +7,15 @@ usage: transformer_bench.py MODE SIZE [STEPS]
 6 layers, d_model 512, 8 heads, feed-forward 2048, fp16, eval mode under inference_mode. Warms
 up first (inside the profiler for the profiler modes, so its start-up is excluded), then times
 STEPS forward passes from the first launch to a final synchronize; the profiler is stopped
-after the timing and nothing is exported. Prints `BENCH2 mode=... size=... ms_per_step=...`.
+after the timing and nothing is exported. Prints `BENCH2 mode=... size=... ms_per_step=...
+ms_per_step_median=...`: the whole run's mean, and the median of ten equal windows (each ended by a
+synchronize), which a single hiccup of the machine does not move.
+
+BENCH_CPU=N pins the launching (main) thread, and only it, to CPU N after the warm-up, as the B1
+program does: the threads PyTorch, CUDA and a profiler started earlier keep their CPUs, so a
+profiler's own threads never share the launching thread's CPU.
 """
+import os
 import contextlib
 import sys
 import time
@@ -28,6 +35,24 @@ def run(model, x, steps):
         model(x)
 
 
+def timed(model, x, steps, windows=10):
+    """Mean ms per step over `steps`, and the median of `windows` equal windows' ms per step."""
+    per = max(1, steps // windows)
+    times = []
+    t0 = time.perf_counter()
+    done = 0
+    while done < steps:
+        n = min(per, steps - done)
+        t = time.perf_counter()
+        run(model, x, n)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t) * 1e3 / n)
+        done += n
+    total = (time.perf_counter() - t0) * 1e3 / steps
+    times.sort()
+    return total, times[len(times) // 2]
+
+
 def main():
     mode, size = sys.argv[1], sys.argv[2]
     batch, seq = {"small": (8, 128), "large": (64, 512)}[size]
@@ -43,11 +68,12 @@ def main():
         with profiler:
             run(model, x, 20)
             torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            run(model, x, steps)
-            torch.cuda.synchronize()
-            dt = time.perf_counter() - t0
-    print(f"BENCH2 mode={mode} size={size} steps={steps} ms_per_step={dt * 1e3 / steps:.4f}", flush=True)
+            cpu = os.environ.get("BENCH_CPU")
+            if cpu:
+                os.sched_setaffinity(0, {int(cpu)})
+            mean, median = timed(model, x, steps)
+    print(f"BENCH2 mode={mode} size={size} steps={steps} ms_per_step={mean:.4f} ms_per_step_median={median:.4f}",
+          flush=True)
 
 
 if __name__ == "__main__":
