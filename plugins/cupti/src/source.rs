@@ -73,20 +73,15 @@ impl AgentBackend for Cupti {
     }
 
     fn create(ctx: &CreateContext) -> PluginResult<Self> {
-        let config = Config::from_plugin(&ctx.config)?;
-        if config.launch_stacks.needs_ebpf() && !ctx.session.sources.iter().any(|s| s == "ebpf") {
-            ctx.log.warn(&format!(
-                "launch_stacks = \"{}\" takes launch stacks from the eBPF source, which is not in this session: {}\n\
-                 hint: run with --source ebpf,cupti (root), or set launch_stacks = \"agent\"",
-                config.launch_stacks.as_str(),
-                if config.launch_stacks == LaunchStacks::Ebpf { "kernels get no launch stacks" } else { "only the agent's stacks are recorded" }
-            ));
-        }
-        Ok(Self { config })
+        Ok(Self { config: Config::from_plugin(&ctx.config)? })
     }
 
     fn agent_setting(&self) -> Option<&str> {
         self.config.agent.as_deref()
+    }
+
+    fn launch_stacks(&self) -> Option<LaunchStacks> {
+        Some(self.config.launch_stacks)
     }
 
     fn inject(&self, agent: &Path, socket: &Path, env: &mut TargetEnv, log: &Logger) {

@@ -175,3 +175,33 @@ fn a_target_without_cuda_is_reported_as_no_cuda_process_seen() {
     assert_eq!(o.status.code(), Some(0), "the target's exit code: {stderr}");
     assert!(stderr.contains("no CUDA process was seen"), "{stderr}");
 }
+
+/// `launch_stacks = "both"` in a session without the eBPF source: half of the setting cannot
+/// work, and the user is told which half and how to fix it.
+#[test]
+fn ebpf_launch_stacks_without_the_ebpf_source_warn_with_the_fix() {
+    let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
+    let out = tempfile::tempdir().unwrap();
+    let cfg = out.path().join("xpuprof.toml");
+    std::fs::write(&cfg, "[source.cupti]\nlaunch_stacks = \"both\"\n").unwrap();
+    let o = Command::new(&xpuprof)
+        .args(["--plugin-dir"])
+        .arg(host::target_dir())
+        .arg("-c")
+        .arg(&cfg)
+        .args(["--source", "cupti", "--sink", "folded", "-o"])
+        .arg(out.path().join("out"))
+        .args(["--", "true"])
+        .output()
+        .expect("run xpuprof");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "launch_stacks = \"both\" takes launch stacks from the eBPF source, which is not in \
+             this session: only the agent's stacks are recorded\nhint: run with --source ebpf,cupti (root), or \
+             set launch_stacks = \"agent\""
+        ),
+        "{stderr}"
+    );
+}

@@ -61,6 +61,11 @@ impl AgentBackend for LevelZero {
         self.config.agent.as_deref()
     }
 
+    // No `launch_stacks` setting, so the trait's `launch_stacks` stays `None` and nothing warns
+    // about a missing eBPF source: this agent always captures its own stacks and never calls the
+    // eBPF correlation trampoline, because it runs inside the loader's tracing layer and a stack
+    // taken from there would stop in that layer (README, "stacks").
+
     fn inject(&self, agent: &Path, socket: &Path, env: &mut TargetEnv, log: &Logger) {
         for (missing, why) in crate::machine::missing() {
             log.warn(&format!("{missing}: {why}"));

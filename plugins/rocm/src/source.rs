@@ -7,7 +7,7 @@ use std::path::Path;
 use xpuprof_sdk::prelude::*;
 use xpuprof_toolbox::agent_host::{AgentBackend, AgentCounts, AgentDescriptor, AgentLocator, StreamDecoder};
 
-use crate::config::Config;
+use crate::config::{Config, LaunchStacks};
 use crate::decode::{Decoder, Stats};
 
 impl StreamDecoder for Decoder {
@@ -55,19 +55,15 @@ impl AgentBackend for Rocm {
     }
 
     fn create(ctx: &CreateContext) -> PluginResult<Self> {
-        let config = Config::from_plugin(&ctx.config)?;
-        if config.launch_stacks.needs_ebpf() && !ctx.session.sources.iter().any(|s| s == "ebpf") {
-            ctx.log.warn(&format!(
-                "launch_stacks = \"{}\" takes launch stacks from the eBPF source, which is not in this session\n\
-                 hint: run with --source ebpf,rocm (root), or set launch_stacks = \"agent\"",
-                config.launch_stacks.as_str()
-            ));
-        }
-        Ok(Self { config })
+        Ok(Self { config: Config::from_plugin(&ctx.config)? })
     }
 
     fn agent_setting(&self) -> Option<&str> {
         self.config.agent.as_deref()
+    }
+
+    fn launch_stacks(&self) -> Option<LaunchStacks> {
+        Some(self.config.launch_stacks)
     }
 
     fn inject(&self, agent: &Path, socket: &Path, env: &mut TargetEnv, log: &Logger) {

@@ -26,3 +26,26 @@ fn with_ebpf_launch_stacks_every_device_op_joins_the_stack_the_uprobe_captured()
     assert!(r.stderr.contains("19 with launch stack, 0 with API call only, 0 unmatched"), "{}", r.stderr);
     check_stacks(&r, &STACKS);
 }
+
+/// The same setting in a session without the eBPF source: nobody would capture the stacks, and
+/// the user is told so, with the fix (no root needed).
+#[test]
+fn ebpf_launch_stacks_without_the_ebpf_source_warn_with_the_fix() {
+    let dir = std::env::temp_dir().join(format!("xpuprof-rocm-no-ebpf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("xpuprof.toml");
+    std::fs::write(&config, "[source.rocm]\nlaunch_stacks = \"ebpf\"\n").unwrap();
+    let config = config.display().to_string();
+    let args = ["--source", "rocm", "--sink", "summary", "-c", &config];
+    let r = xpuprof("sdk-no-ebpf", &args, &app(Lib::Sdk), &["all"], &[]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        r.stderr.contains(
+            "launch_stacks = \"ebpf\" takes launch stacks from the eBPF source, which is not in \
+             this session: kernels get no launch stacks\nhint: run with --source ebpf,rocm (root), or set \
+             launch_stacks = \"agent\""
+        ),
+        "{}",
+        r.stderr
+    );
+}

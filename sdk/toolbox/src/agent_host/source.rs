@@ -62,6 +62,7 @@ use xpuprof_sdk::{
 };
 
 use super::{AgentHost, AgentLocator, StreamDecoder};
+use crate::launch_stacks::LaunchStacks;
 
 /// What a backend is: the fixed part of its plugin declaration, its agent library, and what the
 /// processes its agents run in are called.
@@ -101,6 +102,14 @@ pub trait AgentBackend: Sized + Send + 'static {
         None
     }
 
+    /// The `launch_stacks` setting, for a backend whose agent can leave launch stacks to the
+    /// eBPF source (its agent calls the correlation trampoline); `None` (the default) for one
+    /// whose agent always captures them itself. [`AgentSource`] warns when the setting wants
+    /// the eBPF source and the session lacks it.
+    fn launch_stacks(&self) -> Option<LaunchStacks> {
+        None
+    }
+
     /// Warns about what the machine lacks and sets what makes the target load `agent` and
     /// connect to `socket`; children inherit the environment.
     fn inject(&self, agent: &Path, socket: &Path, env: &mut TargetEnv, log: &Logger);
@@ -134,6 +143,23 @@ impl<B: AgentBackend> AgentSource<B> {
     }
 }
 
+/// Warns when `launch_stacks` of source `name` wants launch stacks from the eBPF source and the
+/// session does not run it.
+fn warn_without_ebpf(name: &str, stacks: LaunchStacks, ctx: &CreateContext) {
+    if !stacks.needs_ebpf() || ctx.session.sources.iter().any(|s| s == "ebpf") {
+        return;
+    }
+    let effect = match stacks {
+        LaunchStacks::Both => "only the agent's stacks are recorded",
+        _ => "kernels get no launch stacks",
+    };
+    ctx.log.warn(&format!(
+        "launch_stacks = \"{}\" takes launch stacks from the eBPF source, which is not in this session: {effect}\n\
+         hint: run with --source ebpf,{name} (root), or set launch_stacks = \"agent\"",
+        stacks.as_str()
+    ));
+}
+
 impl<B: AgentBackend> Source for AgentSource<B> {
     fn info() -> PluginInfo {
         let d = B::DESCRIPTOR;
@@ -148,6 +174,9 @@ impl<B: AgentBackend> Source for AgentSource<B> {
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
         let backend = B::create(&ctx)?;
+        if let Some(stacks) = backend.launch_stacks() {
+            warn_without_ebpf(B::DESCRIPTOR.name, stacks, &ctx);
+        }
         let host = AgentHost::new(B::DESCRIPTOR.name, B::DESCRIPTOR.processes, ctx.log);
         Ok(Self { backend, log: ctx.log, emitter: Some(ctx.emitter), host })
     }
