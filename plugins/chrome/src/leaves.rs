@@ -4,7 +4,7 @@ use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::*;
 
-use crate::tracks::Tracks;
+use crate::names::Names;
 
 /// The JSON literal naming each stack's leaf, made on first use from the definitions.
 #[derive(Debug, Default)]
@@ -15,12 +15,12 @@ pub struct Leaves {
 impl Leaves {
     /// The JSON literal naming the leaf of `stack`: the innermost (inlined) function, or
     /// `module+0xoffset` when it has no symbol.
-    pub fn leaf(&mut self, stack: StackId, tracks: &Tracks) -> &str {
-        self.cache.entry(stack).or_insert_with(|| crate::json::quoted(&Self::render(stack, tracks)))
+    pub fn leaf(&mut self, stack: StackId, names: &Names) -> &str {
+        self.cache.entry(stack).or_insert_with(|| crate::json::quoted(&Self::render(stack, names)))
     }
 
-    fn render(stack: StackId, tracks: &Tracks) -> String {
-        let defs = tracks.defs();
+    fn render(stack: StackId, names: &Names) -> String {
+        let defs = names.defs();
         let Some(f) = defs.stack(stack).and_then(|s| s.first()).and_then(|f| defs.frame(*f)) else {
             return "[unknown stack]".into();
         };

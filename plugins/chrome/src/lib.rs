@@ -7,14 +7,16 @@
 //! while recording; memory does not grow with the run's length. `docs/formats.md` describes the
 //! layout.
 
+mod flows;
 mod json;
 mod leaves;
+mod names;
 mod sink;
 mod tracks;
 mod writer;
 
 pub use sink::ChromeSink;
-pub use tracks::{DEVICE_BASE, STREAM_BASE};
+pub use tracks::{device_pid, stream_tid, DEVICE_BASE, LANE_STEP, STREAM_BASE};
 pub use writer::{TraceOptions, TraceWriter};
 
 xpuprof_sdk::export_plugin!(sink: ChromeSink);

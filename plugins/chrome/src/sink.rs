@@ -109,6 +109,14 @@ impl Sink for ChromeSink {
         if overlaps > 0 {
             self.log.warn(&format!("{overlaps} device operations overlapped on every lane of their stream"));
         }
+        let not_drawn = w.flows_not_drawn();
+        if not_drawn > 0 {
+            self.log.warn(&format!(
+                "{not_drawn} launch ends were written without their flow arrow: a correlation id of \
+                 2^36 or more, or more than 131,072 processes (their device work names its pid and \
+                 correlation id in args instead)"
+            ));
+        }
         w.finish(&self.session).map_err(|e| self.fail(e))?;
         Ok(vec![self.path.clone()])
     }

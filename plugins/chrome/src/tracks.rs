@@ -1,147 +1,103 @@
-//! Definitions and track layout: which pid/tid each event goes on, and what each track is
-//! called. The definitions themselves are the toolbox's resolver; this keeps only what the JSON
-//! needs on top (each string's JSON literal, the lanes, which tracks are named).
+//! Track layout: which pid/tid each event goes on, the lanes of each stream, and the start of
+//! the complete events of each track (written once, copied per event).
 //!
-//! Host events use the real pid/tid. Each device is a process with pid
-//! [`DEVICE_BASE`] + device id, and each of its streams a thread with tid
-//! [`STREAM_BASE`] + stream id (+ `lane << 20` for overflow lanes), above any Linux pid or tid
-//! (at most 2^22), so device tracks never collide with host ones. Device work that overlaps the
+//! Host events use the real pid/tid. Each device is a process with pid [`DEVICE_BASE`] +
+//! device id, and each of its streams a thread with tid [`STREAM_BASE`] + stream id (+
+//! [`LANE_STEP`] × lane for overflow lanes): seven digits, above any Linux pid or tid (at most
+//! 2^22 = 4,194,304), so device tracks never collide with host ones, and device pids never equal
+//! stream tids. Ids too large for these ranges (never made by the host, which numbers devices
+//! and streams from 1) take the wide ranges above 2^30 instead. Device work that overlaps the
 //! previous operation of its stream goes to an overflow lane, so slices always nest.
 
-use xpuprof_sdk::hash::{IdMap, IdSet};
-use xpuprof_sdk::model::*;
-use xpuprof_toolbox::Definitions;
+use std::collections::hash_map::Entry;
 
-/// First pid/tid used for device tracks.
-pub const DEVICE_BASE: u32 = 0x4000_0000;
-/// First tid used for device stream tracks: apart from device pids, because Perfetto keys
-/// threads by tid and a process's metadata event also names its thread `tid == pid`.
-pub const STREAM_BASE: u32 = 0x6000_0000;
+use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::model::*;
+
+use crate::json::Push;
+use crate::names::{Names, Naming, Track};
+
+/// First pid used for device tracks (device id 0).
+pub const DEVICE_BASE: u32 = 5_000_000;
+/// First tid used for device stream tracks (stream id 0, lane 0): apart from device pids,
+/// because Perfetto keys threads by tid and a process's metadata event also names its thread
+/// `tid == pid`.
+pub const STREAM_BASE: u32 = 6_000_000;
+/// Tid distance between the overflow lanes of a stream.
+pub const LANE_STEP: u32 = 100_000;
+/// Device pids of device ids at or past `DEVICE_BASE`'s range (one million devices).
+const WIDE_DEVICE_BASE: u32 = 0x4000_0000;
+/// Stream tids of stream ids at or past [`LANE_STEP`].
+const WIDE_STREAM_BASE: u32 = 0x6000_0000;
 /// Overflow lanes per stream; beyond this, overlapping work shares the last lane.
 const MAX_LANES: u32 = 16;
 
-/// A `(pid, tid)` track.
-pub type Track = (u32, u32);
-
-/// A name that still has to be written as a metadata event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Naming {
-    /// `process_name` of `pid`, already a JSON string literal.
-    Process(u32, String),
-    /// `thread_name` of `(pid, tid)`, already a JSON string literal.
-    Thread(Track, String),
+/// The pid of device `device`'s process track.
+pub fn device_pid(device: DeviceId) -> u32 {
+    if device.0 < 1_000_000 {
+        DEVICE_BASE + device.0
+    } else {
+        WIDE_DEVICE_BASE.wrapping_add(device.0)
+    }
 }
 
-/// Definitions and naming state of the trace.
+/// The tid of lane `lane` of stream `stream`.
+pub fn stream_tid(stream: StreamId, lane: u32) -> u32 {
+    if stream.0 < LANE_STEP {
+        STREAM_BASE + stream.0 + lane * LANE_STEP
+    } else {
+        WIDE_STREAM_BASE + (stream.0 & 0xf_ffff) + (lane << 20)
+    }
+}
+
+/// The start of a complete event on track `(pid, tid)`: `{"ph":"X","pid":P,"tid":T,"ts":`.
+fn x_prefix(pid: u32, tid: u32) -> Box<[u8]> {
+    let mut p = Vec::with_capacity(48);
+    p.s(r#"{"ph":"X","pid":"#).n(pid.into()).s(r#","tid":"#).n(tid.into()).s(r#","ts":"#);
+    p.into_boxed_slice()
+}
+
+/// One lane of a stream: where its last operation ends and how its events start.
+#[derive(Debug)]
+struct Lane {
+    end: u64,
+    prefix: Box<[u8]>,
+}
+
+/// Names and track layout of the trace.
 #[derive(Debug, Default)]
 pub struct Tracks {
-    defs: Definitions,
-    /// The JSON literal of every string's display text.
-    literals: IdMap<StrId, String>,
-    lanes: IdMap<StreamId, Vec<u64>>,
-    named_pids: IdSet<u32>,
-    named_threads: IdSet<Track>,
+    /// Definitions and names.
+    pub names: Names,
+    lanes: IdMap<StreamId, Vec<Lane>>,
+    /// The start of the complete events (API calls) of each host thread.
+    host_prefixes: IdMap<Track, Box<[u8]>>,
     /// Device operations that overlapped work on every lane of their stream.
     pub overlaps: u64,
 }
 
 impl Tracks {
-    /// The definitions seen so far.
-    pub fn defs(&self) -> &Definitions {
-        &self.defs
-    }
-
-    /// String `id` as a JSON literal (`"?"` for none or unknown).
-    pub fn name(&self, id: StrId) -> &str {
-        self.literals.get(&id).map_or("\"?\"", String::as_str)
-    }
-
-    /// The display text of string `id`.
-    pub fn text(&self, id: StrId) -> Option<&str> {
-        self.defs.str(id)
-    }
-
-    fn owned(&self, id: StrId) -> Option<String> {
-        self.text(id).map(str::to_owned)
-    }
-
-    /// Records a definition and returns the names it makes known.
-    pub fn define(&mut self, r: &Record, out: &mut Vec<Naming>) {
-        self.defs.add(r);
-        match r {
-            Record::Str(d) => {
-                self.literals.insert(d.id, crate::json::quoted(d.shown()));
+    /// The start of a complete event on host thread `(pid, tid)` (see [`x_prefix`]), the track
+    /// and its process named if they were not yet.
+    pub fn host_x_prefix(&mut self, pid: u32, tid: u32, out: &mut Vec<Naming>) -> &[u8] {
+        match self.host_prefixes.entry((pid, tid)) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                self.names.host_track(pid, tid, out);
+                e.insert(x_prefix(pid, tid))
             }
-            Record::Process(d) => {
-                let cmd = self.owned(d.command).unwrap_or_default();
-                let exe = cmd.split_whitespace().next().unwrap_or("process");
-                let exe = exe.rsplit('/').next().unwrap_or(exe);
-                self.rename_process(d.pid, &format!("{exe} ({})", d.pid), out);
-            }
-            Record::Thread(d) => {
-                let name = self.owned(d.name).unwrap_or_else(|| format!("thread {}", d.tid));
-                self.named_threads.insert((d.pid, d.tid));
-                out.push(Naming::Thread((d.pid, d.tid), crate::json::quoted(&name)));
-            }
-            Record::Device(d) => {
-                let name = self.owned(d.name).unwrap_or_else(|| "device".into());
-                self.rename_process(
-                    DEVICE_BASE.wrapping_add(d.id.0),
-                    &format!("GPU {} ({name})", d.index),
-                    out,
-                );
-            }
-            _ => {}
         }
     }
 
-    fn name_process(&mut self, pid: u32, name: &str, out: &mut Vec<Naming>) {
-        if self.named_pids.insert(pid) {
-            out.push(Naming::Process(pid, crate::json::quoted(name)));
-        }
-    }
-
-    /// Names `pid` even if it already had a (placeholder) name: the last name wins.
-    fn rename_process(&mut self, pid: u32, name: &str, out: &mut Vec<Naming>) {
-        self.named_pids.insert(pid);
-        out.push(Naming::Process(pid, crate::json::quoted(name)));
-    }
-
-    fn name_thread(&mut self, track: Track, name: &str, out: &mut Vec<Naming>) {
-        if self.named_threads.insert(track) {
-            out.push(Naming::Thread(track, crate::json::quoted(name)));
-        }
-    }
-
-    /// Makes sure host track `(pid, tid)` and its process are named.
-    pub fn host_track(&mut self, pid: u32, tid: u32, out: &mut Vec<Naming>) -> Track {
-        if !self.named_pids.contains(&pid) {
-            self.name_process(pid, &format!("process {pid}"), out);
-        }
-        if !self.named_threads.contains(&(pid, tid)) {
-            self.name_thread((pid, tid), &format!("thread {tid}"), out);
-        }
-        (pid, tid)
-    }
-
-    /// The pid of a device's process track, named if it was not yet.
-    pub fn device_pid(&mut self, device: DeviceId, out: &mut Vec<Naming>) -> u32 {
-        let pid = DEVICE_BASE.wrapping_add(device.0);
-        if !self.named_pids.contains(&pid) {
-            self.name_process(pid, &format!("device {}", device.0), out);
-        }
-        pid
-    }
-
-    /// The track of device work `[start, end)` on `stream`, on the first lane it fits.
-    pub fn device_track(&mut self, op: &DeviceOp, out: &mut Vec<Naming>) -> Track {
-        let device = self.defs.stream(op.stream).map_or(op.device, |s| s.device);
-        let pid = self.device_pid(device, out);
+    /// The start of the complete event of device work `op` (see [`x_prefix`]), on the first
+    /// lane of its stream that is free at its start; a lane's track is named when it is first
+    /// used.
+    pub fn device_x_prefix(&mut self, op: &DeviceOp, out: &mut Vec<Naming>) -> &[u8] {
         let lanes = self.lanes.entry(op.stream).or_default();
-        let lane = match lanes.iter().position(|&end| end <= op.start) {
+        let lane = match lanes.iter().position(|l| l.end <= op.start) {
             Some(i) => i,
             None if (lanes.len() as u32) < MAX_LANES => {
-                lanes.push(0);
+                lanes.push(new_lane(&mut self.names, op, lanes.len(), out));
                 lanes.len() - 1
             }
             None => {
@@ -149,28 +105,20 @@ impl Tracks {
                 lanes.len() - 1
             }
         };
-        lanes[lane] = lanes[lane].max(op.end);
-        let tid = STREAM_BASE + (op.stream.0 & 0xf_ffff) + ((lane as u32) << 20);
-        if !self.named_threads.contains(&(pid, tid)) {
-            let name = self.stream_name(op.stream, lane);
-            self.name_thread((pid, tid), &name, out);
-        }
-        (pid, tid)
+        let l = &mut lanes[lane];
+        l.end = l.end.max(op.end);
+        &l.prefix
     }
+}
 
-    fn stream_name(&self, id: StreamId, lane: usize) -> String {
-        let base = match self.defs.stream(id) {
-            None if id.is_none() => "no stream".to_owned(),
-            None => format!("stream #{}", id.0),
-            Some(s) => match self.owned(s.name) {
-                Some(n) => n,
-                None => format!("stream {}", s.native_id),
-            },
-        };
-        if lane == 0 {
-            base
-        } else {
-            format!("{base} (overlap {lane})")
-        }
+/// A new lane `lane` of `op`'s stream, its device and itself named.
+fn new_lane(names: &mut Names, op: &DeviceOp, lane: usize, out: &mut Vec<Naming>) -> Lane {
+    let device = names.defs().stream(op.stream).map_or(op.device, |s| s.device);
+    let pid = names.device_pid(device, out);
+    let tid = stream_tid(op.stream, lane as u32);
+    if !names.thread_named((pid, tid)) {
+        let name = names.stream_name(op.stream, lane);
+        names.name_thread((pid, tid), &name, out);
     }
+    Lane { end: 0, prefix: x_prefix(pid, tid) }
 }

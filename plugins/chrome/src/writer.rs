@@ -10,13 +10,11 @@ use std::io::{self, Write};
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::SessionInfo;
 
+use crate::flows::Flows;
 use crate::json::{quoted, write_us, Push};
 use crate::leaves::Leaves;
-use crate::tracks::{Naming, Tracks};
-
-/// Flow events (launch → device work) all use this category and name; Perfetto pairs them by
-/// id, category and name.
-pub const FLOW: &str = r#""cat":"flow","name":"launch""#;
+use crate::names::{Names, Naming};
+use crate::tracks::Tracks;
 
 /// The JSON name of a copy of kind `k`.
 fn memcpy_name(k: CopyKind) -> &'static str {
@@ -30,7 +28,43 @@ fn memcpy_name(k: CopyKind) -> &'static str {
     }
 }
 
-/// Appends the `args` of device operation `op` after its `pid`.
+/// The category and the name (a JSON literal) of device operation `op`.
+fn op_name<'t>(names: &'t Names, op: &DeviceOp) -> (&'static str, &'t str) {
+    match op.kind {
+        DeviceOpKind::Kernel => ("kernel", names.name(op.name)),
+        DeviceOpKind::Memcpy => ("memcpy", memcpy_name(op.copy)),
+        DeviceOpKind::Memset => ("memset", "\"Memset\""),
+        DeviceOpKind::Sync => ("sync", "\"Sync\""),
+        DeviceOpKind::Alloc => ("alloc", "\"Alloc\""),
+        DeviceOpKind::Free => ("free", "\"Free\""),
+        _ => ("other", names.name(op.name)),
+    }
+}
+
+/// Starts the next event in `line`: a separator (none before the first) and a newline.
+#[inline]
+fn begin(line: &mut Vec<u8>, first: &mut bool) {
+    line.extend_from_slice(if *first { b"\n" } else { b",\n" });
+    *first = false;
+}
+
+/// Writes the metadata events of `namings` (names of tracks about to be used) and empties it.
+fn flush_namings(line: &mut Vec<u8>, first: &mut bool, namings: &mut Vec<Naming>) {
+    for n in namings.drain(..) {
+        begin(line, first);
+        match n {
+            Naming::Process(pid, name) => {
+                line.s(r#"{"ph":"M","pid":"#).n(pid.into());
+                line.s(r#","name":"process_name","args":{"name":"#).s(&name).s("}}");
+            }
+            Naming::Thread((pid, tid), name) => {
+                line.s(r#"{"ph":"M","pid":"#).n(pid.into()).s(r#","tid":"#).n(tid.into());
+                line.s(r#","name":"thread_name","args":{"name":"#).s(&name).s("}}");
+            }
+        }
+    }
+}
+
 fn overhead_kind(k: OverheadKind) -> &'static str {
     match k {
         OverheadKind::BufferFlush => "buffer flush",
@@ -40,23 +74,34 @@ fn overhead_kind(k: OverheadKind) -> &'static str {
     }
 }
 
-fn op_args(l: &mut Vec<u8>, op: &DeviceOp) {
-    if let Some(c) = op.correlation {
-        l.s(r#","correlation":"#).n(c.id);
+/// Appends the `args` of device operation `op`, without the braces. The launching pid and the
+/// correlation id are written only for work without an arrow (`launched` false): an arrow's
+/// start is the API call, on the launching process, which carries the correlation id.
+fn op_args(l: &mut Vec<u8>, op: &DeviceOp, launched: bool) {
+    let mut sep = "";
+    if !launched {
+        l.s(r#""pid":"#).n(op.pid.into());
+        if let Some(c) = op.correlation {
+            l.s(r#","correlation":"#).n(c.id);
+        }
+        sep = ",";
     }
     if op.bytes != 0 {
-        l.s(r#","bytes":"#).n(op.bytes);
+        l.s(sep).s(r#""bytes":"#).n(op.bytes);
+        sep = ",";
     }
     if let Some(k) = &op.kernel {
-        l.s(r#","grid":["#).n(k.grid[0].into()).s(",").n(k.grid[1].into()).s(",").n(k.grid[2].into());
+        l.s(sep).s(r#""grid":["#).n(k.grid[0].into()).s(",").n(k.grid[1].into()).s(",").n(k.grid[2].into());
         l.s(r#"],"block":["#).n(k.block[0].into()).s(",").n(k.block[1].into()).s(",").n(k.block[2].into());
         l.s(r#"],"shared_memory":"#).n(k.shared_memory.into()).s(r#","registers":"#).n(k.registers.into());
+        sep = ",";
     }
     if let Some(g) = &op.graph {
-        l.s(r#","graph":"#).n(g.graph).s(r#","graph_node":"#).n(g.node);
+        l.s(sep).s(r#""graph":"#).n(g.graph).s(r#","graph_node":"#).n(g.node);
+        sep = ",";
     }
     if op.launch.is_none() {
-        l.s(r#","launch":"unknown launch site""#);
+        l.s(sep).s(r#""launch":"unknown launch site""#);
     }
 }
 
@@ -101,7 +146,7 @@ pub struct TraceWriter<W: Write> {
     leaves: Leaves,
     namings: Vec<Naming>,
     first: bool,
-    next_flow: u64,
+    flows: Flows,
     next_range: u64,
     losses: BTreeMap<String, u64>,
 }
@@ -118,7 +163,7 @@ impl<W: Write> TraceWriter<W> {
             leaves: Leaves::default(),
             namings: Vec::new(),
             first: true,
-            next_flow: 1,
+            flows: Flows::default(),
             next_range: 1,
             losses: BTreeMap::new(),
         })
@@ -141,31 +186,19 @@ impl<W: Write> TraceWriter<W> {
         self.tracks.overlaps
     }
 
-    /// Starts the next event: a separator and a newline.
-    fn begin(&mut self) -> io::Result<()> {
-        let sep: &[u8] = if self.first { b"\n" } else { b",\n" };
-        self.first = false;
-        self.line.write_all(sep)
+    /// Launches (API calls and device work) drawn without an arrow because their correlation
+    /// key does not fit a flow id (see [`crate::flows`]).
+    pub fn flows_not_drawn(&self) -> u64 {
+        self.flows.not_drawn
     }
 
-    fn flush_namings(&mut self) -> io::Result<()> {
-        let namings = std::mem::take(&mut self.namings);
-        for n in &namings {
-            self.begin()?;
-            match n {
-                Naming::Process(pid, name) => write!(
-                    self.line,
-                    r#"{{"ph":"M","pid":{pid},"name":"process_name","args":{{"name":{name}}}}}"#
-                )?,
-                Naming::Thread((pid, tid), name) => write!(
-                    self.line,
-                    r#"{{"ph":"M","pid":{pid},"tid":{tid},"name":"thread_name","args":{{"name":{name}}}}}"#
-                )?,
-            }
-        }
-        self.namings = namings;
-        self.namings.clear();
-        Ok(())
+    /// Starts the next event: a separator and a newline.
+    fn begin(&mut self) {
+        begin(&mut self.line, &mut self.first);
+    }
+
+    fn flush_namings(&mut self) {
+        flush_namings(&mut self.line, &mut self.first, &mut self.namings);
     }
 
     /// Writes the events of one record.
@@ -181,8 +214,9 @@ impl<W: Write> TraceWriter<W> {
 
     fn events(&mut self, r: &Record) -> io::Result<()> {
         if r.is_definition() {
-            self.tracks.define(r, &mut self.namings);
-            return self.flush_namings();
+            self.tracks.names.define(r, &mut self.namings);
+            self.flush_namings();
+            return Ok(());
         }
         match r {
             Record::ApiCall(c) => self.api_call(c),
@@ -208,14 +242,16 @@ impl<W: Write> TraceWriter<W> {
         Ok(())
     }
 
+    /// An API call: a complete event on its thread, the start of the arrows to the device work
+    /// it launches (`flow_out`) when it has a correlation id.
     fn api_call(&mut self, c: &ApiCall) -> io::Result<()> {
-        let (pid, tid) = self.tracks.host_track(c.pid, c.tid, &mut self.namings);
-        self.flush_namings()?;
-        self.begin()?;
+        let prefix = self.tracks.host_x_prefix(c.pid, c.tid, &mut self.namings);
+        flush_namings(&mut self.line, &mut self.first, &mut self.namings);
+        begin(&mut self.line, &mut self.first);
         let l = &mut self.line;
-        l.s(r#"{"ph":"X","pid":"#).n(pid.into()).s(r#","tid":"#).n(tid.into());
-        l.s(r#","ts":"#).us(c.start).s(r#","dur":"#).us(c.end.saturating_sub(c.start));
-        l.s(r#","cat":"api","name":"#).s(self.tracks.name(c.name)).s(r#","args":{"#);
+        l.extend_from_slice(prefix);
+        l.us(c.start).s(r#","dur":"#).us(c.end.saturating_sub(c.start));
+        l.s(r#","cat":"api","name":"#).s(self.tracks.names.name(c.name)).s(r#","args":{"#);
         let mut sep = "";
         if let Some(corr) = c.correlation {
             l.s(r#""correlation":"#).n(corr.id);
@@ -224,72 +260,58 @@ impl<W: Write> TraceWriter<W> {
         if c.result != 0 {
             write!(l, r#"{sep}"result":{}"#, c.result)?;
         }
-        l.s("}}");
+        l.s("}");
+        if let Some(id) = c.correlation.and_then(|corr| self.flows.id(c.pid, corr)) {
+            l.s(r#","bind_id":"#).n(id).s(r#","flow_out":true"#);
+        }
+        l.s("}");
         Ok(())
     }
 
+    /// Device work: a complete event on its stream's lane, the end of its launch's arrow
+    /// (`flow_in`) when the correlator joined it to one.
     fn device_op(&mut self, op: &DeviceOp) -> io::Result<()> {
-        let (pid, tid) = self.tracks.device_track(op, &mut self.namings);
-        let host = op.launch.map(|l| self.tracks.host_track(op.pid, l.tid, &mut self.namings));
-        self.flush_namings()?;
-        self.begin()?;
-        let (cat, name) = Self::op_name(&self.tracks, op);
+        let flow = match (op.launch, op.correlation) {
+            (Some(_), Some(corr)) => self.flows.id(op.pid, corr),
+            _ => None,
+        };
+        let prefix = self.tracks.device_x_prefix(op, &mut self.namings);
+        flush_namings(&mut self.line, &mut self.first, &mut self.namings);
+        begin(&mut self.line, &mut self.first);
         let l = &mut self.line;
-        l.s(r#"{"ph":"X","pid":"#).n(pid.into()).s(r#","tid":"#).n(tid.into());
-        l.s(r#","ts":"#).us(op.start).s(r#","dur":"#).us(op.end.saturating_sub(op.start));
-        l.s(r#","cat":""#).s(cat).s(r#"","name":"#).s(name).s(r#","args":{"pid":"#).n(op.pid.into());
-        op_args(l, op);
-        l.s("}}");
-        if let (Some(launch), Some((hpid, htid))) = (op.launch, host) {
-            let id = self.next_flow;
-            self.next_flow += 1;
-            let l = &mut self.line;
-            l.s(",\n").s(r#"{"ph":"s","id":"#).n(id).s(",").s(FLOW);
-            l.s(r#","pid":"#)
-                .n(hpid.into())
-                .s(r#","tid":"#)
-                .n(htid.into())
-                .s(r#","ts":"#)
-                .us(launch.time)
-                .s("}");
-            l.s(",\n").s(r#"{"ph":"f","bp":"e","id":"#).n(id).s(",").s(FLOW);
-            l.s(r#","pid":"#).n(pid.into()).s(r#","tid":"#).n(tid.into()).s(r#","ts":"#).us(op.start).s("}");
+        l.extend_from_slice(prefix);
+        let (cat, name) = op_name(&self.tracks.names, op);
+        l.us(op.start).s(r#","dur":"#).us(op.end.saturating_sub(op.start));
+        l.s(r#","cat":""#).s(cat).s(r#"","name":"#).s(name).s(r#","args":{"#);
+        op_args(l, op, flow.is_some());
+        l.s("}");
+        if let Some(id) = flow {
+            l.s(r#","bind_id":"#).n(id).s(r#","flow_in":true"#);
         }
+        l.s("}");
         Ok(())
-    }
-
-    fn op_name<'t>(tracks: &'t Tracks, op: &DeviceOp) -> (&'static str, &'t str) {
-        match op.kind {
-            DeviceOpKind::Kernel => ("kernel", tracks.name(op.name)),
-            DeviceOpKind::Memcpy => ("memcpy", memcpy_name(op.copy)),
-            DeviceOpKind::Memset => ("memset", "\"Memset\""),
-            DeviceOpKind::Sync => ("sync", "\"Sync\""),
-            DeviceOpKind::Alloc => ("alloc", "\"Alloc\""),
-            DeviceOpKind::Free => ("free", "\"Free\""),
-            _ => ("other", tracks.name(op.name)),
-        }
     }
 
     fn sample(&mut self, s: &CpuSample) -> io::Result<()> {
-        let (pid, tid) = self.tracks.host_track(s.pid, s.tid, &mut self.namings);
-        self.flush_namings()?;
-        self.begin()?;
+        let (pid, tid) = self.tracks.names.host_track(s.pid, s.tid, &mut self.namings);
+        self.flush_namings();
+        self.begin();
         let kind = if s.kind == SampleKind::OffCpu { "off-cpu" } else { "cpu" };
-        let name = self.leaves.leaf(s.stack, &self.tracks);
+        let name = self.leaves.leaf(s.stack, &self.tracks.names);
         write!(self.line, r#"{{"ph":"i","s":"t","pid":{pid},"tid":{tid},"cat":"{kind}","name":{name}"#)?;
         self.times(s.time, None)?;
         write!(self.line, r#","args":{{"weight_ns":{},"stack":{}}}}}"#, s.weight, s.stack.0)
     }
 
     fn marker(&mut self, a: &Annotation) -> io::Result<()> {
-        let (pid, tid) = self.tracks.host_track(a.pid, a.tid, &mut self.namings);
-        self.flush_namings()?;
-        self.begin()?;
-        let cat = if a.domain.is_none() { "\"marker\"" } else { self.tracks.name(a.domain) };
+        let (pid, tid) = self.tracks.names.host_track(a.pid, a.tid, &mut self.namings);
+        self.flush_namings();
+        self.begin();
+        let cat = if a.domain.is_none() { "\"marker\"" } else { self.tracks.names.name(a.domain) };
         write!(
             self.line,
             r#"{{"ph":"i","s":"t","pid":{pid},"tid":{tid},"cat":{cat},"name":{}"#,
-            self.tracks.name(a.name)
+            self.tracks.names.name(a.name)
         )?;
         self.times(a.start, None)?;
         self.line.write_all(b"}")
@@ -297,14 +319,14 @@ impl<W: Write> TraceWriter<W> {
 
     /// Ranges are async slices ("b"/"e"): user ranges may overlap API calls without nesting.
     fn range(&mut self, a: &Annotation) -> io::Result<()> {
-        let (pid, tid) = self.tracks.host_track(a.pid, a.tid, &mut self.namings);
-        self.flush_namings()?;
+        let (pid, tid) = self.tracks.names.host_track(a.pid, a.tid, &mut self.namings);
+        self.flush_namings();
         let id = self.next_range;
         self.next_range += 1;
-        let cat = if a.domain.is_none() { "\"range\"" } else { self.tracks.name(a.domain) }.to_owned();
-        let name = self.tracks.name(a.name).to_owned();
+        let cat = if a.domain.is_none() { "\"range\"" } else { self.tracks.names.name(a.domain) }.to_owned();
+        let name = self.tracks.names.name(a.name).to_owned();
         for (ph, ts) in [("b", a.start), ("e", a.end)] {
-            self.begin()?;
+            self.begin();
             write!(
                 self.line,
                 r#"{{"ph":"{ph}","id":{id},"cat":{cat},"name":{name},"pid":{pid},"tid":{tid}"#
@@ -319,14 +341,14 @@ impl<W: Write> TraceWriter<W> {
     /// from: an async slice of category "overhead", since it may overlap the thread's API calls.
     fn overhead(&mut self, o: &Overhead) -> io::Result<()> {
         let tid = if o.tid == 0 { o.pid } else { o.tid };
-        let (pid, tid) = self.tracks.host_track(o.pid, tid, &mut self.namings);
-        self.flush_namings()?;
+        let (pid, tid) = self.tracks.names.host_track(o.pid, tid, &mut self.namings);
+        self.flush_namings();
         let id = self.next_range;
         self.next_range += 1;
         let name =
-            if o.name.is_none() { "\"profiler overhead\"" } else { self.tracks.name(o.name) }.to_owned();
+            if o.name.is_none() { "\"profiler overhead\"" } else { self.tracks.names.name(o.name) }.to_owned();
         for (ph, ts) in [("b", o.start), ("e", o.end.max(o.start))] {
-            self.begin()?;
+            self.begin();
             write!(
                 self.line,
                 r#"{{"ph":"{ph}","id":{id},"cat":"overhead","name":{name},"pid":{pid},"tid":{tid}"#
@@ -345,23 +367,23 @@ impl<W: Write> TraceWriter<W> {
             return Ok(());
         }
         let pid = if c.device.is_none() {
-            self.tracks.host_track(c.pid, c.pid, &mut self.namings).0
+            self.tracks.names.host_track(c.pid, c.pid, &mut self.namings).0
         } else {
-            self.tracks.device_pid(c.device, &mut self.namings)
+            self.tracks.names.device_pid(c.device, &mut self.namings)
         };
-        self.flush_namings()?;
-        self.begin()?;
-        write!(self.line, r#"{{"ph":"C","pid":{pid},"name":{}"#, self.tracks.name(c.name))?;
+        self.flush_namings();
+        self.begin();
+        write!(self.line, r#"{{"ph":"C","pid":{pid},"name":{}"#, self.tracks.names.name(c.name))?;
         self.times(c.time, None)?;
         write!(self.line, r#","args":{{"value":{}}}}}"#, c.value)
     }
 
     fn loss(&mut self, l: &Loss) -> io::Result<()> {
-        let cause = self.tracks.text(l.cause).unwrap_or("unknown cause").to_owned();
+        let cause = self.tracks.names.text(l.cause).unwrap_or("unknown cause").to_owned();
         *self.losses.entry(cause.clone()).or_default() += l.count;
-        let (pid, tid) = self.tracks.host_track(l.pid, l.pid, &mut self.namings);
-        self.flush_namings()?;
-        self.begin()?;
+        let (pid, tid) = self.tracks.names.host_track(l.pid, l.pid, &mut self.namings);
+        self.flush_namings();
+        self.begin();
         let name = quoted(&format!("lost {}: {cause}", l.count));
         write!(self.line, r#"{{"ph":"i","s":"p","pid":{pid},"tid":{tid},"cat":"loss","name":{name}"#)?;
         self.times(l.time, None)?;
@@ -376,11 +398,13 @@ impl<W: Write> TraceWriter<W> {
         write!(
             self.line,
             "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{{\"tool\":\"xpuprof\",\"command\":[{}],\
-             \"sources\":[{}],\"start_time_ns\":{},\"losses\":{{{losses}}},\"device_overlaps\":{}}}}}\n",
+             \"sources\":[{}],\"start_time_ns\":{},\"losses\":{{{losses}}},\"device_overlaps\":{},\
+             \"flows_not_drawn\":{}}}}}\n",
             list(&session.command),
             list(&session.sources),
             session.start_time,
             self.tracks.overlaps,
+            self.flows.not_drawn,
         )?;
         self.emit()?;
         self.out.flush()?;

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde_json::Value;
 use xpuprof_archive::sample;
-use xpuprof_plugin_chrome::{ChromeSink, TraceOptions};
-use xpuprof_sdk::model::Record;
+use xpuprof_plugin_chrome::{ChromeSink, TraceOptions, DEVICE_BASE, LANE_STEP, STREAM_BASE};
+use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Logger, SessionInfo, Sink};
 
 use xpuprof_testkit::golden;
@@ -47,18 +47,20 @@ fn track(e: &Value) -> (i64, i64) {
 fn check_structure(text: &str) -> usize {
     let doc: Value = serde_json::from_str(text).expect("trace.json is valid JSON");
     let events = doc["traceEvents"].as_array().unwrap();
+    // Every process and thread is named by a metadata event before its first event.
     let (mut pids, mut threads) = (HashSet::new(), HashSet::new());
-    for e in events.iter().filter(|e| e["ph"] == "M") {
-        match e["name"].as_str().unwrap() {
-            "process_name" => pids.insert(e["pid"].as_i64().unwrap()),
-            "thread_name" => threads.insert(track(e)),
-            other => panic!("unexpected metadata {other}"),
-        };
-        assert!(e["args"]["name"].as_str().is_some_and(|n| !n.is_empty()));
-    }
     let mut slices: HashMap<(i64, i64), Vec<(i64, i64)>> = HashMap::new();
-    for e in events.iter().filter(|e| e["ph"] != "M") {
+    for e in events {
         let ph = e["ph"].as_str().unwrap();
+        if ph == "M" {
+            match e["name"].as_str().unwrap() {
+                "process_name" => pids.insert(e["pid"].as_i64().unwrap()),
+                "thread_name" => threads.insert(track(e)),
+                other => panic!("unexpected metadata {other}"),
+            };
+            assert!(e["args"]["name"].as_str().is_some_and(|n| !n.is_empty()));
+            continue;
+        }
         assert!(pids.contains(&e["pid"].as_i64().unwrap()), "unnamed process: {e}");
         if ph != "C" {
             assert!(threads.contains(&track(e)), "unnamed thread: {e}");
@@ -81,19 +83,7 @@ fn check_structure(text: &str) -> usize {
             open.push(e);
         }
     }
-    let enclosed =
-        |t: (i64, i64), ts: i64| slices.get(&t).is_some_and(|v| v.iter().any(|&(s, e)| s <= ts && ts <= e));
-    let mut flows: HashMap<i64, Vec<&Value>> = HashMap::new();
-    for e in events.iter().filter(|e| e["ph"] == "s" || e["ph"] == "f") {
-        assert_eq!((e["cat"].as_str(), e["name"].as_str()), (Some("flow"), Some("launch")));
-        assert!(enclosed(track(e), ns(&e["ts"])), "flow end outside any slice: {e}");
-        flows.entry(e["id"].as_i64().unwrap()).or_default().push(e);
-    }
-    for (id, ends) in &flows {
-        let phs: Vec<_> = ends.iter().map(|e| e["ph"].as_str().unwrap()).collect();
-        assert_eq!(phs, ["s", "f"], "flow {id}");
-        assert_eq!(ends[1]["bp"], "e");
-    }
+    check_flows(events);
     let mut ranges: HashMap<(String, i64), Vec<&str>> = HashMap::new();
     for e in events.iter().filter(|e| e["ph"] == "b" || e["ph"] == "e") {
         ranges
@@ -102,7 +92,42 @@ fn check_structure(text: &str) -> usize {
             .push(e["ph"].as_str().unwrap());
     }
     assert!(ranges.values().all(|v| v == &["b", "e"]), "{ranges:?}");
-    flows.len()
+    check_flows(events)
+}
+
+/// Checks the launch arrows (flow events v2, the form both viewers read: catapult's
+/// trace_event_importer and Perfetto's JSON parser bind a `bind_id` with `flow_out` / `flow_in`
+/// to the complete event carrying it): every `flow_in` has exactly one `flow_out` with its id,
+/// on an API call on a host thread, starting no later than the device work it points at (both
+/// importers pair the ends in timestamp order); every id is a non-zero integer below 2^53
+/// (catapult reads JSON numbers as doubles and ignores a 0 id); no v1 flow event is left (their
+/// ids would share Perfetto's flow id space with the v2 ids). Returns the number of arrows.
+fn check_flows(events: &[Value]) -> usize {
+    let mut starts: HashMap<u64, &Value> = HashMap::new();
+    let mut ends: Vec<&Value> = Vec::new();
+    for e in events {
+        assert!(!matches!(e["ph"].as_str(), Some("s" | "t" | "f")), "a v1 flow event: {e}");
+        let Some(id) = e.get("bind_id") else { continue };
+        let id = id.as_u64().unwrap_or_else(|| panic!("bind_id is not an integer: {e}"));
+        assert!(id != 0 && id < 1 << 53, "bind_id out of range: {e}");
+        assert_eq!(e["ph"], "X", "a flow end on an event that is no slice: {e}");
+        match (e.get("flow_out"), e.get("flow_in")) {
+            (Some(Value::Bool(true)), None) => {
+                assert_eq!(e["cat"], "api", "a flow starts at an API call: {e}");
+                assert!(starts.insert(id, e).is_none(), "two flows start with id {id}");
+            }
+            (None, Some(Value::Bool(true))) => ends.push(e),
+            _ => panic!("a flow end needs one of flow_out / flow_in, true: {e}"),
+        }
+    }
+    for e in &ends {
+        let id = e["bind_id"].as_u64().unwrap();
+        let start = starts.get(&id).unwrap_or_else(|| panic!("flow {id} has no start: {e}"));
+        assert!(ns(&start["ts"]) <= ns(&e["ts"]), "flow {id} ends before it starts: {start} -> {e}");
+        assert_ne!(track(start), track(e), "flow {id} starts and ends on one track");
+        assert!(e["args"].get("correlation").is_none(), "the arrow's start carries the correlation: {e}");
+    }
+    ends.len()
 }
 
 #[test]
@@ -113,7 +138,8 @@ fn sample_session_matches_golden() {
 #[test]
 fn sample_session_is_structurally_valid() {
     let text = run(&sample::session());
-    // Ten device ops were joined to a launch; the unmatched one has no arrow.
+    // Eight device ops were joined to a launch; the unmatched one has no arrow and names its
+    // launching process and correlation id itself.
     assert_eq!(check_structure(&text), 8);
     let doc: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(doc["metadata"]["command"], serde_json::json!(["python3", "train.py"]));
@@ -182,7 +208,6 @@ fn scripted_session_through_the_host_matches_golden_and_is_valid() {
 
 #[test]
 fn profiler_overhead_is_shown_on_its_thread() {
-    use xpuprof_sdk::model::{Overhead, OverheadKind, StrDef, StrId};
     let recs = vec![
         Record::Str(StrDef::new(StrId(1), "CUPTI overhead: buffer flush")),
         Record::Overhead(
@@ -205,4 +230,83 @@ fn profiler_overhead_is_shown_on_its_thread() {
     assert_eq!(ev[0]["name"], "CUPTI overhead: buffer flush");
     assert_eq!(ev[0]["args"]["kind"], "buffer flush");
     assert_eq!((track(ev[0]), ns(&ev[1]["ts"]) - ns(&ev[0]["ts"])), ((7, 8), 2_000));
+}
+
+/// Two processes with the same correlation ids, two devices, overlapping work on one stream, work
+/// without a launch and a correlation id too large for a flow id: every arrow has both ends and
+/// the right ones, every device track is named, ids never mix up the processes.
+#[test]
+fn every_flow_has_both_ends_and_every_device_track_its_name() {
+    let corr = |id| Some(Correlation { backend: 1, id });
+    let mut recs = vec![
+        Record::Str(StrDef::new(StrId(1), "cudaLaunchKernel")),
+        Record::Str(StrDef::new(StrId(2), "k")),
+        Record::Device(DeviceDef::default().id(DeviceId(1)).index(0)),
+        Record::Device(DeviceDef::default().id(DeviceId(2)).index(1)),
+        Record::Stream(StreamDef::default().id(StreamId(1)).device(DeviceId(1)).pid(100).native_id(7)),
+        Record::Stream(StreamDef::default().id(StreamId(2)).device(DeviceId(2)).pid(200).native_id(7)),
+    ];
+    let mut expected = Vec::new();
+    for (i, pid, stream) in [(0u64, 100u32, 1u32), (0, 200, 2), (1, 100, 1), (1, 200, 2)] {
+        let t = 1_000_000 + i * 10_000;
+        let id = 1 + i;
+        let call = ApiCall::default().pid(pid).tid(pid).start(t).end(t + 2_000).name(StrId(1));
+        recs.push(Record::ApiCall(call.correlation(corr(id))));
+        let launch = LaunchRef::default().tid(pid).time(t);
+        // Two kernels per launch on the same stream, the second overlapping the first (an
+        // overflow lane).
+        for (start, end) in [(t + 5_000, t + 9_000), (t + 6_000, t + 8_500)] {
+            let op = DeviceOp::default().kind(DeviceOpKind::Kernel).pid(pid).stream(StreamId(stream));
+            let op = op.start(start).end(end).name(StrId(2)).correlation(corr(id)).launch(Some(launch));
+            recs.push(Record::DeviceOp(op));
+            expected.push((pid, (stream - 1) as i64, id));
+        }
+    }
+    // No launch: no arrow, its process and correlation in args.
+    let op = DeviceOp::default().kind(DeviceOpKind::Kernel).pid(100).stream(StreamId(1)).name(StrId(2));
+    recs.push(Record::DeviceOp(op.start(2_000_000).end(2_001_000).correlation(corr(9))));
+    // A correlation id too large for a flow id: no arrow either, counted.
+    let big = 1 << 40;
+    let call = ApiCall::default().pid(100).tid(100).start(3_000_000).end(3_001_000).name(StrId(1));
+    recs.push(Record::ApiCall(call.correlation(corr(big))));
+    let op = DeviceOp::default().kind(DeviceOpKind::Kernel).pid(100).stream(StreamId(1)).name(StrId(2));
+    let op = op.start(3_005_000).end(3_006_000).correlation(corr(big));
+    recs.push(Record::DeviceOp(op.launch(Some(LaunchRef::default().tid(100).time(3_000_000)))));
+
+    let text = run(&recs);
+    assert_eq!(check_structure(&text), 8);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    assert_eq!(doc["metadata"]["flows_not_drawn"], 2, "the API call and the kernel of the large id");
+    let names: HashMap<(i64, i64), &str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M")
+        .map(|e| (track(e), e["args"]["name"].as_str().unwrap()))
+        .collect();
+    // Both ends of each arrow: the kernel's flow comes from its own process's call with its id.
+    let calls: HashMap<u64, &Value> = events
+        .iter()
+        .filter(|e| e.get("flow_out").is_some())
+        .map(|e| (e["bind_id"].as_u64().unwrap(), e))
+        .collect();
+    let mut seen = Vec::new();
+    for k in events.iter().filter(|e| e["ph"] == "X" && e["cat"] == "kernel") {
+        let (pid, tid) = track(k);
+        assert!(pid >= i64::from(DEVICE_BASE) && tid >= i64::from(STREAM_BASE), "{k}");
+        assert!(names[&(pid, 0)].starts_with("GPU "), "device process named: {names:?}");
+        assert!(names[&(pid, tid)].starts_with("stream 7"), "stream thread named: {names:?}");
+        let Some(id) = k.get("bind_id") else {
+            assert!(k["args"]["pid"] == 100 && k["args"]["correlation"].is_u64(), "{k}");
+            continue;
+        };
+        let call = calls[&id.as_u64().unwrap()];
+        let stream = (tid - i64::from(STREAM_BASE)) % i64::from(LANE_STEP) - 1;
+        seen.push((call["pid"].as_u64().unwrap() as u32, stream, call["args"]["correlation"].as_u64().unwrap()));
+    }
+    seen.sort();
+    expected.sort();
+    assert_eq!(seen, expected);
+    let lanes: HashSet<i64> = events.iter().filter(|e| e["cat"] == "kernel").map(|e| track(e).1).collect();
+    assert_eq!(lanes.len(), 4, "two streams, each with an overflow lane: {lanes:?}");
+    assert!(names.values().any(|n| n.ends_with("(overlap 1)")), "{names:?}");
 }

@@ -21,7 +21,10 @@ def main():
     ev = json.load(open(f"{out}/trace.json"))
     ev = ev.get("traceEvents", ev) if isinstance(ev, dict) else ev
     kernels = [e for e in ev if e.get("cat") == "kernel"]
-    kpids = {e.get("args", {}).get("pid") for e in kernels}
+    # A kernel's launching process: the API call at its arrow's start (same bind_id, flow_out),
+    # or `args.pid` for a kernel without an arrow.
+    launcher = {e["bind_id"]: e.get("pid") for e in ev if e.get("flow_out") and "bind_id" in e}
+    kpids = {e.get("args", {}).get("pid", launcher.get(e.get("bind_id"))) for e in kernels}
     kdevs = {e.get("pid") for e in kernels}
     folded = open(f"{out}/profile.folded").read().splitlines()
     gpu = [l for l in folded if "_Kernel]" in l]

@@ -35,7 +35,7 @@ fn immediate_lists_give_exact_stacks_and_scripted_durations() {
     golden::check("immediate.folded", &(r.folded().join("\n") + "\n"));
     let events = r.chrome();
     golden::check("immediate.chrome.txt", &device_lines(&events));
-    let flows = events.iter().filter(|e| e["ph"] == "s").count();
+    let flows = events.iter().filter(|e| e.get("flow_in").is_some()).count();
     assert_eq!(flows, 8, "one launch flow per device operation");
     let summary: serde_json::Value = serde_json::from_str(&r.file("summary.json")).expect("summary.json");
     let kernels: Vec<(String, u64, u64)> = summary["kernels"]

@@ -11,10 +11,10 @@ use xpuprof_testkit::golden;
 fn every_execution_joins_all_its_work_to_the_execute() {
     let r = run("regular", "kernel.k_step_a=30000;kernel.k_step_b=10000", "regular", &["5"]);
     golden::check("regular.folded", &(r.folded().join("\n") + "\n"));
-    // One correlation id per execute, two kernels under each.
+    // One launch arrow (`bind_id`: one per correlation id) per execute, two kernels under each.
     let mut by_launch: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for e in r.chrome().iter().filter(|e| e["ph"] == "X" && e["cat"] == "kernel") {
-        let c = e["args"]["correlation"].as_u64().expect("a correlation id");
+        let c = e["bind_id"].as_u64().expect("an arrow from the execute call");
         by_launch.entry(c).or_default().push(e["name"].as_str().unwrap_or("").to_owned());
     }
     assert_eq!(by_launch.len(), 5, "{by_launch:?}");

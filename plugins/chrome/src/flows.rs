@@ -1,0 +1,87 @@
+//! Flow arrows from a launch to the device work it caused, as the Trace Event format's "flow
+//! events v2": the API call's complete event carries `"bind_id":N,"flow_out":true` and each
+//! device operation joined to it `"bind_id":N,"flow_in":true`. No flow event of its own (the
+//! `"ph":"s"` / `"ph":"f"` pair of v1 cost about 225 bytes per arrow), and each end binds to its
+//! own slice, not to whatever encloses a timestamp.
+//!
+//! The id must be the same at both ends and is only known from the correlation key (backend,
+//! process, correlation id), so it is made from it: `slot << 36 | correlation id`, where `slot`
+//! numbers the (backend, process) pairs in the order they appear (0 for the first one, so a
+//! one-process trace's ids are its correlation ids). It stays below 2^53 (catapult reads JSON
+//! numbers as doubles) and is never 0 (catapult ignores a `bind_id` that is 0). A key that does
+//! not fit (a correlation id of 2^36 or more, or past 131,072 processes) gets no arrow: its
+//! device work keeps its launching pid and correlation id in `args` instead, and it is counted.
+
+use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::model::Correlation;
+
+/// Bits of the correlation id in a flow id.
+const ID_BITS: u32 = 36;
+/// Bits of the (backend, process) slot: 36 + 17 = 53.
+const SLOT_BITS: u32 = 17;
+
+/// Flow ids of the trace.
+#[derive(Debug, Default)]
+pub struct Flows {
+    slots: IdMap<(u32, u32), u64>,
+    /// The last (backend, pid) looked up and its slot (traces mostly come from one process).
+    last: Option<((u32, u32), u64)>,
+    /// Launch ends that got no flow id (see the module docs).
+    pub not_drawn: u64,
+}
+
+impl Flows {
+    /// The flow id of correlation `c` in process `pid`, or `None` (counted) when it does not fit.
+    #[inline]
+    pub fn id(&mut self, pid: u32, c: Correlation) -> Option<u64> {
+        let key = (c.backend, pid);
+        let slot = match self.last {
+            Some((k, slot)) if k == key => slot,
+            _ => {
+                let next = self.slots.len() as u64;
+                let slot = *self.slots.entry(key).or_insert(next);
+                self.last = Some((key, slot));
+                slot
+            }
+        };
+        if c.id == 0 || c.id >> ID_BITS != 0 || slot >> SLOT_BITS != 0 {
+            self.not_drawn += 1;
+            return None;
+        }
+        Some(slot << ID_BITS | c.id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn corr(backend: u32, id: u64) -> Correlation {
+        Correlation { backend, id }
+    }
+
+    #[test]
+    fn the_first_process_keeps_its_correlation_ids_and_others_get_their_own_range() {
+        let mut f = Flows::default();
+        assert_eq!(f.id(10, corr(1, 7)), Some(7));
+        assert_eq!(f.id(11, corr(1, 7)), Some(1 << 36 | 7));
+        assert_eq!(f.id(10, corr(2, 7)), Some(2 << 36 | 7), "another backend of the same process");
+        assert_eq!(f.id(10, corr(1, 8)), Some(8));
+        assert_eq!(f.id(11, corr(1, 8)), Some(1 << 36 | 8));
+        assert_eq!(f.not_drawn, 0);
+    }
+
+    #[test]
+    fn ids_that_do_not_fit_are_counted_not_drawn() {
+        let mut f = Flows::default();
+        assert_eq!(f.id(10, corr(1, 0)), None, "0 is no id for catapult");
+        assert_eq!(f.id(10, corr(1, 1 << 36)), None);
+        assert_eq!(f.id(10, corr(1, (1 << 36) - 1)), Some((1 << 36) - 1));
+        for pid in 11..(11 + (1 << 17) - 1) {
+            f.id(pid, corr(1, 1)).expect("a slot");
+        }
+        assert_eq!(f.id(5, corr(1, 1)), None, "past 2^17 processes");
+        assert_eq!(f.not_drawn, 3);
+        assert!(f.id(10 + (1 << 17) - 1, corr(1, (1 << 36) - 1)).unwrap() < 1 << 53);
+    }
+}
