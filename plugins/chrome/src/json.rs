@@ -166,7 +166,13 @@ fn put_us(out: &mut Vec<u8>, ns: u64) {
     if f != 0 {
         // `.` and three digits in one store; the trailing zeros are then not kept.
         let (a, b, c) = (f / 100, f / 10 % 10, f % 10);
-        let len = if c != 0 { 4 } else if b != 0 { 3 } else { 2 };
+        let len = if c != 0 {
+            4
+        } else if b != 0 {
+            3
+        } else {
+            2
+        };
         let text = u32::from_le_bytes([b'.', b'0' + a as u8, b'0' + b as u8, b'0' + c as u8]);
         out.reserve(8);
         let at = out.len();

@@ -68,7 +68,11 @@ impl Names {
             }
             Record::Device(d) => {
                 let name = self.owned(d.name).unwrap_or_else(|| "device".into());
-                self.rename_process(crate::tracks::device_pid(d.id), &format!("GPU {} ({name})", d.index), out);
+                self.rename_process(
+                    crate::tracks::device_pid(d.id),
+                    &format!("GPU {} ({name})", d.index),
+                    out,
+                );
             }
             _ => {}
         }

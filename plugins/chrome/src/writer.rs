@@ -345,8 +345,8 @@ impl<W: Write> TraceWriter<W> {
         self.flush_namings();
         let id = self.next_range;
         self.next_range += 1;
-        let name =
-            if o.name.is_none() { "\"profiler overhead\"" } else { self.tracks.names.name(o.name) }.to_owned();
+        let name = if o.name.is_none() { "\"profiler overhead\"" } else { self.tracks.names.name(o.name) }
+            .to_owned();
         for (ph, ts) in [("b", o.start), ("e", o.end.max(o.start))] {
             self.begin();
             write!(

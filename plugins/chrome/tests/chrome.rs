@@ -301,7 +301,11 @@ fn every_flow_has_both_ends_and_every_device_track_its_name() {
         };
         let call = calls[&id.as_u64().unwrap()];
         let stream = (tid - i64::from(STREAM_BASE)) % i64::from(LANE_STEP) - 1;
-        seen.push((call["pid"].as_u64().unwrap() as u32, stream, call["args"]["correlation"].as_u64().unwrap()));
+        seen.push((
+            call["pid"].as_u64().unwrap() as u32,
+            stream,
+            call["args"]["correlation"].as_u64().unwrap(),
+        ));
     }
     seen.sort();
     expected.sort();
