@@ -7,6 +7,7 @@
 //! while recording; memory does not grow with the run's length. `docs/formats.md` describes the
 //! layout.
 
+mod args;
 mod flows;
 mod json;
 mod leaves;

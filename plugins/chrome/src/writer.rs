@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::SessionInfo;
 
+use crate::args::OpArgs;
 use crate::flows::Flows;
 use crate::json::{quoted, write_us, Push};
 use crate::leaves::Leaves;
@@ -49,7 +50,15 @@ fn begin(line: &mut Vec<u8>, first: &mut bool) {
 }
 
 /// Writes the metadata events of `namings` (names of tracks about to be used) and empties it.
+#[inline]
 fn flush_namings(line: &mut Vec<u8>, first: &mut bool, namings: &mut Vec<Naming>) {
+    if !namings.is_empty() {
+        write_namings(line, first, namings);
+    }
+}
+
+#[cold]
+fn write_namings(line: &mut Vec<u8>, first: &mut bool, namings: &mut Vec<Naming>) {
     for n in namings.drain(..) {
         begin(line, first);
         match n {
@@ -71,37 +80,6 @@ fn overhead_kind(k: OverheadKind) -> &'static str {
         OverheadKind::Instrumentation => "instrumentation",
         OverheadKind::Resolution => "resolution",
         _ => "other",
-    }
-}
-
-/// Appends the `args` of device operation `op`, without the braces. The launching pid and the
-/// correlation id are written only for work without an arrow (`launched` false): an arrow's
-/// start is the API call, on the launching process, which carries the correlation id.
-fn op_args(l: &mut Vec<u8>, op: &DeviceOp, launched: bool) {
-    let mut sep = "";
-    if !launched {
-        l.s(r#""pid":"#).n(op.pid.into());
-        if let Some(c) = op.correlation {
-            l.s(r#","correlation":"#).n(c.id);
-        }
-        sep = ",";
-    }
-    if op.bytes != 0 {
-        l.s(sep).s(r#""bytes":"#).n(op.bytes);
-        sep = ",";
-    }
-    if let Some(k) = &op.kernel {
-        l.s(sep).s(r#""grid":["#).n(k.grid[0].into()).s(",").n(k.grid[1].into()).s(",").n(k.grid[2].into());
-        l.s(r#"],"block":["#).n(k.block[0].into()).s(",").n(k.block[1].into()).s(",").n(k.block[2].into());
-        l.s(r#"],"shared_memory":"#).n(k.shared_memory.into()).s(r#","registers":"#).n(k.registers.into());
-        sep = ",";
-    }
-    if let Some(g) = &op.graph {
-        l.s(sep).s(r#""graph":"#).n(g.graph).s(r#","graph_node":"#).n(g.node);
-        sep = ",";
-    }
-    if op.launch.is_none() {
-        l.s(sep).s(r#""launch":"unknown launch site""#);
     }
 }
 
@@ -147,6 +125,7 @@ pub struct TraceWriter<W: Write> {
     namings: Vec<Naming>,
     first: bool,
     flows: Flows,
+    args: OpArgs,
     next_range: u64,
     losses: BTreeMap<String, u64>,
 }
@@ -164,6 +143,7 @@ impl<W: Write> TraceWriter<W> {
             namings: Vec::new(),
             first: true,
             flows: Flows::default(),
+            args: OpArgs::default(),
             next_range: 1,
             losses: BTreeMap::new(),
         })
@@ -283,7 +263,7 @@ impl<W: Write> TraceWriter<W> {
         let (cat, name) = op_name(&self.tracks.names, op);
         l.us(op.start).s(r#","dur":"#).us(op.end.saturating_sub(op.start));
         l.s(r#","cat":""#).s(cat).s(r#"","name":"#).s(name).s(r#","args":{"#);
-        op_args(l, op, flow.is_some());
+        self.args.write(l, op, flow.is_some());
         l.s("}");
         if let Some(id) = flow {
             l.s(r#","bind_id":"#).n(id).s(r#","flow_in":true"#);
