@@ -209,11 +209,12 @@ impl LocState {
         }
     }
 
-    /// Decodes the next record from `c` and hands it to `put` (straight into the replay's
+    /// Decodes the next record from `c` onto the end of `out` (straight into the replay's
     /// output batch: a `Record` is large, and each move of it costs about as much as its
-    /// decoding); returns its sequence number, or what is wrong with a malformed record.
+    /// decoding); returns its sequence number, or what is wrong with a malformed record (then
+    /// nothing is added).
     #[inline(always)]
-    pub fn decode_into(&mut self, c: &mut Cursor<'_>, put: impl FnOnce(Record)) -> Result<u64, Malformed> {
+    pub fn decode_into(&mut self, c: &mut Cursor<'_>, out: &mut Vec<Record>) -> Result<u64, Malformed> {
         let header = c.u8();
         let kind = header & 0x0f;
         let delta = match header >> 4 {
@@ -230,7 +231,7 @@ impl LocState {
             let mut check = codec::Decoder::new(bytes);
             return match (check.next(), check.next()) {
                 (Some(Ok(r)), None) if check.skipped() == 0 => {
-                    put(r);
+                    out.push(r);
                     Ok(self.last_seq)
                 }
                 // Its length framed it: the records after it still decode.
@@ -238,30 +239,25 @@ impl LocState {
             };
         }
         if self.version == 1 {
-            put(self.decode_v1(kind, c).map_err(Malformed::lost)?);
+            out.push(self.decode_v1(kind, c).map_err(Malformed::lost)?);
         } else {
-            self.decode_v2(kind, c, put).map_err(Malformed::lost)?;
+            self.decode_v2(kind, c, out).map_err(Malformed::lost)?;
         }
         Ok(self.last_seq)
     }
 
     #[inline(always)]
-    fn decode_v2(
-        &mut self,
-        kind: u8,
-        c: &mut Cursor<'_>,
-        put: impl FnOnce(Record),
-    ) -> Result<(), &'static str> {
+    fn decode_v2(&mut self, kind: u8, c: &mut Cursor<'_>, out: &mut Vec<Record>) -> Result<(), &'static str> {
         let lay = layout(kind).ok_or("unknown event kind")?;
         let n = lay.order.len();
         let mask = c.varint();
         if n < 64 && mask >> n != 0 {
             return Err("field mask names fields the event kind does not have");
         }
-        let Self { row, prev, last_time, last_corr, .. } = self;
-        let values = &mut row.values;
-        let prev = &mut prev[usize::from(kind)];
-        values[..n].copy_from_slice(&prev[..n]);
+        // Decoded in place: the previous event of the kind becomes this one (an error drops the
+        // rest of the chunk, whose predictions then no longer matter).
+        let Self { prev, last_time, last_corr, .. } = self;
+        let values = &mut prev[usize::from(kind)];
         for &(col, src) in &lay.special {
             values[col] = if src == Source::Time { *last_time } else { *last_corr };
         }
@@ -274,9 +270,10 @@ impl LocState {
         if c.is_bad() {
             return Err("event runs past the end of its chunk");
         }
-        prev[..n].copy_from_slice(&values[..n]);
         Self::remember_predictions(last_time, last_corr, lay, &values[..n]);
-        put(Record::from_columns(kind, &mut RowReader::new(&values[..n])).ok_or("unknown event kind")?);
+        if !Record::push_from_columns(kind, &mut RowReader::new(&values[..n]), out) {
+            return Err("unknown event kind");
+        }
         Ok(())
     }
 
@@ -332,7 +329,7 @@ mod tests {
         let mut c = Cursor::new(&buf);
         let mut out = Vec::new();
         while !c.at_end() {
-            rd.decode_into(&mut c, |r| out.push(r)).unwrap();
+            rd.decode_into(&mut c, &mut out).unwrap();
         }
         assert_eq!(out, recs);
     }

@@ -196,11 +196,10 @@ impl<'a> Merge<'a> {
         }
         let mut c = Cursor::new(&s.payload[s.pos..]);
         let before = out.len();
-        let definitions = &mut self.definitions;
-        let decoded = s.state.decode_into(&mut c, |r| {
-            *definitions |= r.is_definition();
-            out.push(r);
-        });
+        let decoded = s.state.decode_into(&mut c, out);
+        if let Some(r) = out.get(before) {
+            self.definitions |= r.is_definition();
+        }
         s.pos += c.position();
         s.left -= 1;
         let seq = match decoded {

@@ -4,7 +4,7 @@
 //! `debug_annotations` (4), `type` (9), `name_iid` (10), `track_uuid` (11), `name` (23),
 //! `double_counter_value` (44), `flow_ids` (47), `terminating_flow_ids` (48).
 
-use crate::pb;
+use crate::pb::{self, Enc};
 
 /// Arguments an event can carry (correlation, bytes, result, grid, block).
 const MAX_ARGS: usize = 5;
@@ -92,8 +92,18 @@ impl Event {
         self.nargs = 0;
     }
 
+    /// The most bytes [`Event::write`] can append.
+    #[inline(always)]
+    pub fn max_len(&self) -> usize {
+        // Per argument: key and length (2), name (1 + 10), value (2 + 10); type, name iid and
+        // track (11 each), counter (9), flows (9 each), the name (2 + 10 + text).
+        const FIXED: usize = MAX_ARGS * 25 + 3 * 11 + 9 + 2 * 9 + 12;
+        FIXED + self.name.as_ref().map_or(0, String::len)
+    }
+
     /// Appends the event's fields (the body of `TracePacket.track_event`).
-    pub fn write(&self, b: &mut Vec<u8>) {
+    #[inline(always)]
+    pub fn write(&self, b: &mut Enc<'_>) {
         for a in self.args() {
             // Lengths known up front: key + name, then the value's key (two bytes for field 17)
             // and varint.
@@ -102,32 +112,40 @@ impl Event {
                 Value::Int(v) => (4, 1, v as u64),
                 Value::Str(iid) => (17, 2, iid),
             };
-            pb::message_head(b, 4, 1 + pb::varint_len(a.name) + key_len + pb::varint_len(v));
-            pb::uint(b, 1, a.name);
-            pb::uint(b, field, v);
+            b.message_head(4, 1 + pb::varint_len(a.name) + key_len + pb::varint_len(v));
+            b.uint(1, a.name);
+            b.uint(field, v);
         }
         if let Some(k) = self.kind {
-            pb::int(b, 9, i64::from(k));
+            b.int(9, i64::from(k));
         }
         if let Some(n) = self.name_iid {
-            pb::uint(b, 10, n);
+            b.uint(10, n);
         }
         if let Some(t) = self.track_uuid {
-            pb::uint(b, 11, t);
+            b.uint(11, t);
         }
         if let Some(n) = &self.name {
-            pb::bytes(b, 23, n.as_bytes());
+            b.bytes(23, n.as_bytes());
         }
         if let Some(v) = self.counter {
-            pb::double(b, 44, v);
+            b.double(44, v);
         }
         if let Some(f) = self.flow {
-            pb::fixed64(b, 47, f);
+            b.fixed64(47, f);
         }
         if let Some(f) = self.terminating_flow {
-            pb::fixed64(b, 48, f);
+            b.fixed64(48, f);
         }
     }
+}
+
+/// Encodes `e` alone, as the body of a `TrackEvent` (tests).
+#[cfg(test)]
+pub fn encode(e: &Event) -> Vec<u8> {
+    let mut v = Vec::new();
+    Enc::reserved(&mut v, e.max_len(), |b| e.write(b));
+    v
 }
 
 #[cfg(test)]
@@ -145,8 +163,7 @@ mod tests {
         (e.kind, e.name_iid, e.track_uuid) = (Some(proto::event_type::SLICE_BEGIN), Some(9), Some(1 << 62));
         (e.name, e.counter, e.flow, e.terminating_flow) =
             (Some("lost 3".into()), Some(2.5), Some(5), Some(6));
-        let mut ours = Vec::new();
-        e.write(&mut ours);
+        let ours = encode(&e);
         let annotation = |name, uint_value, int_value, string_value_iid| DebugAnnotation {
             name_iid: Some(name),
             uint_value,
@@ -170,8 +187,6 @@ mod tests {
         };
         assert_eq!(ours, theirs.encode_to_vec());
         e.clear();
-        let mut empty = Vec::new();
-        e.write(&mut empty);
-        assert!(empty.is_empty());
+        assert!(encode(&e).is_empty());
     }
 }

@@ -5,7 +5,7 @@
 //! while an entry of one table (a callstack) can be written between entries of others (its
 //! frames, their function names and mappings). The buffers are reused from packet to packet.
 
-use crate::pb;
+use crate::pb::{self, Enc};
 
 /// `InternedData.event_names` (`EventName`).
 pub const EVENT_NAMES: usize = 0;
@@ -111,19 +111,33 @@ impl Interned {
         pb::end(b, at);
     }
 
+    /// The most bytes [`Interned::write`] can append.
+    #[inline(always)]
+    pub fn max_len(&self) -> usize {
+        if !self.any {
+            return 0;
+        }
+        11 + self.tables.iter().map(Vec::len).sum::<usize>()
+    }
+
     /// Appends `interned_data` to the packet in `out`, if anything was added.
-    #[inline]
-    pub fn write(&self, out: &mut Vec<u8>) {
+    #[inline(always)]
+    pub fn write(&self, out: &mut Enc<'_>) {
         if !self.any {
             return;
         }
+        self.write_tables(out);
+    }
+
+    #[inline(always)]
+    fn write_tables(&self, out: &mut Enc<'_>) {
         let len: usize = self.tables.iter().map(Vec::len).sum();
         if len == 0 {
             return;
         }
-        pb::message_head(out, INTERNED_DATA, len);
+        out.message_head(INTERNED_DATA, len);
         for t in &self.tables {
-            out.extend_from_slice(t);
+            out.slice(t);
         }
     }
 }
@@ -146,7 +160,7 @@ mod tests {
         i.name(EVENT_NAMES, 3, b"kernel");
         i.name(ANNOTATION_VALUES, 2, b"1x1x1");
         let mut out = Vec::new();
-        i.write(&mut out);
+        Enc::reserved(&mut out, i.max_len(), |e| i.write(e));
         let p = proto::TracePacket::decode(out.as_slice()).unwrap();
         let d = p.interned_data.unwrap();
         assert_eq!(d.callstacks, vec![proto::Callstack { iid: Some(9), frame_ids: vec![1] }]);
@@ -160,7 +174,7 @@ mod tests {
         assert_eq!(out, again, "the bytes prost writes");
         i.clear();
         let mut none = Vec::new();
-        i.write(&mut none);
+        Enc::reserved(&mut none, i.max_len(), |e| i.write(e));
         assert!(none.is_empty(), "nothing once cleared");
     }
 }

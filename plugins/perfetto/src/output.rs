@@ -13,6 +13,7 @@ use std::io::{self, Write};
 use flate2::{Compress, Compression, FlushCompress, Status};
 use prost::Message;
 
+use crate::pb::Enc;
 use crate::proto::TracePacket;
 
 /// Perfetto's limit on one `compressed_packets` packet, header included.
@@ -77,25 +78,18 @@ impl<W: Write> Output<W> {
         Ok(())
     }
 
-    /// Starts a packet encoded by hand into the bundle ([`Output::buf`]): frames it as
-    /// `Trace.packet` and returns where its length goes, for [`Output::end_packet`].
-    #[inline]
-    pub fn begin_packet(&mut self) -> usize {
-        crate::pb::begin(&mut self.pending, 1)
-    }
-
-    /// The bundle the packet begun by [`Output::begin_packet`] is written into.
-    #[inline]
-    pub fn buf(&mut self) -> &mut Vec<u8> {
-        &mut self.pending
-    }
-
-    /// Ends the packet begun at `at` and queues it.
-    #[inline]
-    pub fn end_packet(&mut self, at: usize) -> io::Result<()> {
-        crate::pb::end(&mut self.pending, at);
-        // The packet starts with its key, one byte before its length.
-        self.raw += (self.pending.len() - at + 1) as u64;
+    /// Queues a packet encoded by hand: `f` writes its fields (at most `bound` bytes) straight
+    /// into the bundle, framed as `Trace.packet`.
+    #[inline(always)]
+    pub fn encoded(&mut self, bound: usize, f: impl FnOnce(&mut Enc<'_>)) -> io::Result<()> {
+        let before = self.pending.len();
+        // The frame: key, length (moved when 128 bytes or more: up to 3 more bytes).
+        Enc::reserved(&mut self.pending, bound + 8, |e| {
+            let at = e.begin(1);
+            f(e);
+            e.end(at);
+        });
+        self.raw += (self.pending.len() - before) as u64;
         self.packets += 1;
         if self.pending.len() >= self.opts.bundle_bytes {
             self.flush_bundle()?;

@@ -8,7 +8,8 @@
 //! and a nested message's length is patched when it ends. Rare packets (track descriptors,
 //! sequence starts) still go through prost's messages in [`crate::proto`].
 //!
-//! Every function appends to a `Vec<u8>`; field numbers and types follow the official protos
+//! The per-event packets go through [`Enc`] (one reservation per packet); the functions on
+//! `Vec<u8>` serve the rest. Both append; field numbers and types follow the official protos
 //! (the tests decode the output with Perfetto's own `perfetto_trace_pb2`).
 
 /// Wire type of varints (`uint32`, `uint64`, `int32`, `int64`, `bool`, enums).
@@ -17,6 +18,8 @@ const VARINT: u32 = 0;
 const I64: u32 = 1;
 /// Wire type of length-delimited fields (messages, strings, bytes).
 const LEN: u32 = 2;
+
+use std::mem::MaybeUninit;
 
 /// Bytes of the varint encoding of `v`.
 #[inline]
@@ -61,26 +64,6 @@ fn key(buf: &mut Vec<u8>, field: u32, wire: u32) {
 pub fn uint(buf: &mut Vec<u8>, field: u32, v: u64) {
     key(buf, field, VARINT);
     varint(buf, v);
-}
-
-/// Appends `int32`/`int64` field `field` = `v` (negative values take ten bytes, as in every
-/// protobuf encoder: the two's complement of the 64-bit value).
-#[inline]
-pub fn int(buf: &mut Vec<u8>, field: u32, v: i64) {
-    uint(buf, field, v as u64);
-}
-
-/// Appends `fixed64` field `field` = `v`.
-#[inline]
-pub fn fixed64(buf: &mut Vec<u8>, field: u32, v: u64) {
-    key(buf, field, I64);
-    buf.extend_from_slice(&v.to_le_bytes());
-}
-
-/// Appends `double` field `field` = `v`.
-#[inline]
-pub fn double(buf: &mut Vec<u8>, field: u32, v: f64) {
-    fixed64(buf, field, v.to_bits());
 }
 
 /// Appends `bytes`/`string` field `field` = `b`.
@@ -132,6 +115,149 @@ fn end_long(buf: &mut Vec<u8>, at: usize, len: usize) {
     buf[at..at + n].copy_from_slice(&head);
 }
 
+/// A packet encoded into capacity reserved up front ([`Enc::reserved`]): the hot path's writer.
+///
+/// Every field goes into the spare capacity of the bundle buffer at a local position, so a
+/// packet costs one capacity check instead of one per byte (`Vec::push` loads and stores the
+/// vector's length and checks its capacity each time: a third of the sink's encoding time).
+/// Writes past the reservation panic (a bounds check on the slice), never corrupt memory.
+#[derive(Debug)]
+pub struct Enc<'a> {
+    buf: &'a mut [MaybeUninit<u8>],
+    n: usize,
+}
+
+impl Enc<'_> {
+    /// Runs `f` on an encoder over `bound` reserved bytes after the end of `v`, then appends
+    /// what `f` wrote to `v`.
+    #[inline(always)]
+    pub fn reserved<R>(v: &mut Vec<u8>, bound: usize, f: impl FnOnce(&mut Enc<'_>) -> R) -> R {
+        v.reserve(bound);
+        let len = v.len();
+        let mut e = Enc { buf: &mut v.spare_capacity_mut()[..bound], n: 0 };
+        let r = f(&mut e);
+        let n = e.n;
+        // SAFETY: an `Enc` initialises its bytes in order from 0 (`byte`, `slice`) and only
+        // rewrites or moves bytes below its position (`end`), so bytes `0..n` of the spare
+        // capacity are initialised, and `n <= bound <= spare capacity` (slice bounds checks).
+        unsafe { v.set_len(len + n) };
+        r
+    }
+
+    #[inline(always)]
+    fn byte(&mut self, b: u8) {
+        self.buf[self.n].write(b);
+        self.n += 1;
+    }
+
+    /// Appends the varint encoding of `v`.
+    #[inline(always)]
+    pub fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.byte((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.byte(v as u8);
+    }
+
+    /// Appends a key whose encoding is one byte (fields 1 to 15).
+    #[inline(always)]
+    fn key(&mut self, field: u32, wire: u32) {
+        self.varint(u64::from((field << 3) | wire));
+    }
+
+    /// Appends varint field `field` = `v`.
+    #[inline(always)]
+    pub fn uint(&mut self, field: u32, v: u64) {
+        self.key(field, VARINT);
+        self.varint(v);
+    }
+
+    /// Appends `int32`/`int64` field `field` = `v`.
+    #[inline(always)]
+    pub fn int(&mut self, field: u32, v: i64) {
+        self.uint(field, v as u64);
+    }
+
+    /// Appends `fixed64` field `field` = `v`.
+    #[inline(always)]
+    pub fn fixed64(&mut self, field: u32, v: u64) {
+        self.key(field, I64);
+        let b = v.to_le_bytes();
+        let dst = &mut self.buf[self.n..self.n + 8];
+        for i in 0..8 {
+            dst[i].write(b[i]);
+        }
+        self.n += 8;
+    }
+
+    /// Appends `double` field `field` = `v`.
+    #[inline(always)]
+    pub fn double(&mut self, field: u32, v: f64) {
+        self.fixed64(field, v.to_bits());
+    }
+
+    /// Appends `bytes`/`string` field `field` = `b`.
+    #[inline(always)]
+    pub fn bytes(&mut self, field: u32, b: &[u8]) {
+        self.key(field, LEN);
+        self.varint(b.len() as u64);
+        self.slice(b);
+    }
+
+    /// Appends `b` as it is.
+    #[inline(always)]
+    pub fn slice(&mut self, b: &[u8]) {
+        let end = self.n + b.len();
+        for (d, s) in self.buf[self.n..end].iter_mut().zip(b) {
+            d.write(*s);
+        }
+        self.n = end;
+    }
+
+    /// Appends the key and the (known) length of message field `field`.
+    #[inline(always)]
+    pub fn message_head(&mut self, field: u32, len: usize) {
+        self.key(field, LEN);
+        self.varint(len as u64);
+    }
+
+    /// Starts message field `field` of unknown length (a one-byte length is reserved); returns
+    /// where that length is, for [`Enc::end`].
+    #[inline(always)]
+    pub fn begin(&mut self, field: u32) -> usize {
+        self.key(field, LEN);
+        self.byte(0);
+        self.n - 1
+    }
+
+    /// Ends the message begun at `at`: writes its length, moving the message right when the
+    /// length needs more than one byte (the reservation must allow for it).
+    #[inline(always)]
+    pub fn end(&mut self, at: usize) {
+        let len = self.n - at - 1;
+        if len < 0x80 {
+            self.buf[at].write(len as u8);
+        } else {
+            // The encoder stays in registers: the cold path gets its parts, not its address.
+            self.n = end_long_in(self.buf, self.n, at, len);
+        }
+    }
+}
+
+/// [`Enc::end`] of a message of `len` >= 128 bytes begun at `at` in `buf`, written up to `n`:
+/// moves the message right to make room for its length; returns the new end.
+#[cold]
+#[inline(never)]
+fn end_long_in(buf: &mut [MaybeUninit<u8>], n: usize, at: usize, len: usize) -> usize {
+    let extra = varint_len(len as u64) - 1;
+    // Bounds-checked: the moved bytes must fit the reservation.
+    buf.copy_within(at + 1..n, at + 1 + extra);
+    let mut head = Enc { buf, n: at };
+    head.varint(len as u64);
+    head.n + len
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +288,53 @@ mod tests {
             assert_eq!(buf, expect, "{len}");
             let _ = crate::proto::InternedString::decode(&buf[1..buf.len() - 1]).unwrap();
         }
+    }
+
+    #[test]
+    fn the_reserved_encoder_writes_what_prost_writes() {
+        use prost::encoding::{encode_key, encode_varint, WireType};
+        for v in [0, 1, 127, 128, 300, 16_384, u32::MAX as u64, u64::MAX] {
+            let mut ours = vec![0xaa];
+            Enc::reserved(&mut ours, 64, |e| {
+                e.uint(3, v);
+                e.int(4, -(v as i64));
+                e.fixed64(47, v);
+                e.double(44, v as f64);
+                e.bytes(23, b"lost 3");
+            });
+            let mut theirs = vec![0xaa];
+            prost::encoding::uint64::encode(3, &v, &mut theirs);
+            prost::encoding::int64::encode(4, &-(v as i64), &mut theirs);
+            prost::encoding::fixed64::encode(47, &v, &mut theirs);
+            prost::encoding::double::encode(44, &(v as f64), &mut theirs);
+            encode_key(23, WireType::LengthDelimited, &mut theirs);
+            encode_varint(6, &mut theirs);
+            theirs.extend_from_slice(b"lost 3");
+            assert_eq!(ours, theirs, "{v}");
+        }
+    }
+
+    #[test]
+    fn reserved_nested_messages_of_any_length_decode() {
+        for len in [0usize, 1, 127, 128, 200, 20_000] {
+            let mut buf = vec![0xff];
+            Enc::reserved(&mut buf, len + 16, |e| {
+                let at = e.begin(2);
+                e.slice(&vec![7u8; len]);
+                e.end(at);
+                e.byte(0xee);
+            });
+            let mut expect = vec![0xff];
+            prost::encoding::bytes::encode(2, &vec![7u8; len], &mut expect);
+            expect.push(0xee);
+            assert_eq!(buf, expect, "{len}");
+        }
+    }
+
+    #[test]
+    #[should_panic]
+    fn writing_past_the_reservation_panics() {
+        let mut buf = Vec::with_capacity(1024);
+        Enc::reserved(&mut buf, 4, |e| e.slice(&[1, 2, 3, 4, 5]));
     }
 }

@@ -117,18 +117,31 @@ pub struct Sequences {
     list: Vec<Sequence>,
     /// Index in `list` of each key.
     by_key: IdMap<u64, usize>,
-    /// The key stamped last and its index: a slice's end, and the names emitted between
-    /// [`Sequences::stamp`] and the packet's end, find their sequence without a lookup.
-    last: Option<(u64, usize)>,
+    /// Keys stamped lately and their indices, the last one first: a slice's end, the names
+    /// emitted between [`Sequences::stamp`] and the packet's end, and the next launch's
+    /// timelines (its thread, its launch instants, its stream) find their sequence without a
+    /// hash lookup.
+    recent: [(u64, usize); RECENT],
     next_id: u32,
     generation: u64,
 }
 
 impl Default for Sequences {
     fn default() -> Self {
-        Self { list: Vec::new(), by_key: IdMap::default(), last: None, next_id: 2, generation: 1 }
+        Self {
+            list: Vec::new(),
+            by_key: IdMap::default(),
+            recent: [(NO_KEY, 0); RECENT],
+            next_id: 2,
+            generation: 1,
+        }
     }
 }
+
+/// Keys remembered by [`Sequences::index`].
+const RECENT: usize = 4;
+/// No key: no sequence has it (keys are track uuids, whose top bits name a kind).
+const NO_KEY: u64 = u64::MAX;
 
 /// The sequence of track descriptors and other packets that need no incremental state.
 pub const METADATA_SEQUENCE: u32 = 1;
@@ -154,14 +167,20 @@ impl Sequences {
 
     #[inline]
     fn index(&mut self, key: u64) -> Option<usize> {
-        match self.last {
-            Some((k, i)) if k == key => Some(i),
-            _ => {
-                let i = *self.by_key.get(&key)?;
-                self.last = Some((key, i));
-                Some(i)
-            }
+        if self.recent[0].0 == key {
+            return Some(self.recent[0].1);
         }
+        // The key found goes first (swapped with the first); a key looked up replaces the last.
+        let at = match self.recent[1..].iter().position(|&(k, _)| k == key) {
+            Some(at) => at + 1,
+            None => {
+                let i = *self.by_key.get(&key)?;
+                self.recent[RECENT - 1] = (key, i);
+                RECENT - 1
+            }
+        };
+        self.recent.swap(0, at);
+        Some(self.recent[0].1)
     }
 
     /// Prepares the sequence `key` (default track `track`) for an event at `ts` and returns

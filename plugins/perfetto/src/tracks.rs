@@ -34,16 +34,38 @@ fn thread_bits(pid: u32, tid: u32) -> u64 {
     (u64::from(pid) << 28) | u64::from(tid & 0x0fff_ffff)
 }
 
+/// The lanes of one timeline.
+#[derive(Debug, Default)]
+struct Lanes {
+    /// End of the last slice on each lane.
+    ends: Vec<u64>,
+    /// Lanes whose track is described (bit per lane).
+    described: u16,
+}
+
+/// Where the last device operation went.
+#[derive(Debug, Clone, Copy)]
+struct LastStream {
+    stream: StreamId,
+    device: DeviceId,
+    /// The device track's uuid (described), from the stream's definition.
+    parent: u64,
+    /// The stream's timeline key and its index in `Tracks::lanes`.
+    key: u64,
+    lanes: usize,
+}
+
 /// Track state of the trace.
 #[derive(Debug, Default)]
 pub struct Tracks {
     described: IdSet<u64>,
-    /// End of the last slice on each lane of each timeline.
-    lanes: IdMap<u64, Vec<u64>>,
+    /// The lanes of each timeline, by key.
+    timelines: IdMap<u64, usize>,
+    lanes: Vec<Lanes>,
     counters: IdMap<(u32, DeviceId, StrId), u64>,
-    /// The stream and device of the last device operation, its device (from the stream's
-    /// definition) and timeline key: consecutive operations are mostly on one stream.
-    last_stream: Option<(StreamId, DeviceId, DeviceId, u64)>,
+    /// The last device operation's stream and device, with its timeline: consecutive
+    /// operations are mostly on one stream.
+    last_stream: Option<LastStream>,
     /// Descriptors to write before the next event.
     pub pending: Vec<TrackDescriptor>,
     /// Slices that overlapped work on every lane of their timeline.
@@ -159,9 +181,26 @@ impl Tracks {
         uuid
     }
 
+    /// The index of timeline `key` in `lanes`.
+    fn timeline(&mut self, key: u64) -> usize {
+        let next = self.lanes.len();
+        let i = *self.timelines.entry(key).or_insert(next);
+        if i == next {
+            self.lanes.push(Lanes::default());
+        }
+        i
+    }
+
     /// The first lane of timeline `key` free at `start`; the lane then runs until `end`.
     fn lane(&mut self, key: u64, start: u64, end: u64) -> u64 {
-        let lanes = self.lanes.entry(key).or_default();
+        let t = self.timeline(key);
+        self.lane_of(t, start, end)
+    }
+
+    /// [`Tracks::lane`] of the timeline at index `t`.
+    #[inline]
+    fn lane_of(&mut self, t: usize, start: u64, end: u64) -> u64 {
+        let lanes = &mut self.lanes[t].ends;
         let lane = match lanes.iter().position(|&e| e <= start) {
             Some(i) => i,
             None if (lanes.len() as u64) < MAX_LANES => {
@@ -178,22 +217,33 @@ impl Tracks {
     }
 
     /// The stream lane track where device operation `op` goes.
+    #[inline]
     pub fn device_op(&mut self, op: &DeviceOp, names: &Interner) -> u64 {
-        let (device, key) = match self.last_stream {
-            Some((stream, on, device, key)) if stream == op.stream && on == op.device => (device, key),
+        let last = match self.last_stream {
+            Some(l) if l.stream == op.stream && l.device == op.device => l,
             _ => {
                 let device = names.defs().stream(op.stream).map_or(op.device, |s| s.device);
                 let key = (u64::from(device.0) << 32) | u64::from(op.stream.0);
-                self.last_stream = Some((op.stream, op.device, device, key));
-                (device, key)
+                let l = LastStream {
+                    stream: op.stream,
+                    device: op.device,
+                    parent: self.device(device, names),
+                    key,
+                    lanes: self.timeline(key),
+                };
+                self.last_stream = Some(l);
+                l
             }
         };
-        let parent = self.device(device, names);
-        let lane = self.lane(key, op.start, op.end);
-        let uuid = LANE | (lane << 52) | key;
-        if !self.described.contains(&uuid) {
-            let name = self.stream_name(op.stream, lane, names);
-            self.child(uuid, parent, || name);
+        let lane = self.lane_of(last.lanes, op.start, op.end);
+        let uuid = LANE | (lane << 52) | last.key;
+        let bit = 1u16 << lane;
+        if self.lanes[last.lanes].described & bit == 0 {
+            self.lanes[last.lanes].described |= bit;
+            if !self.described.contains(&uuid) {
+                let name = self.stream_name(op.stream, lane, names);
+                self.child(uuid, last.parent, || name);
+            }
         }
         uuid
     }

@@ -28,7 +28,6 @@ use crate::event::{Event, Value};
 use crate::intern::Interner;
 use crate::interned::Interned;
 use crate::output::{Output, OutputOptions};
-use crate::pb;
 use crate::proto::{event_type, TracePacket, SEQ_NEEDS_INCREMENTAL_STATE};
 use crate::sequence::{Sequences, Stamp, METADATA_SEQUENCE};
 use crate::tracks::Tracks;
@@ -188,30 +187,34 @@ impl<W: Write> TraceWriter<W> {
     /// `trusted_packet_sequence_id` (10), `track_event` (11), `interned_data` (12),
     /// `sequence_flags` (13), `timestamp_clock_id` (58), `perf_sample` (66).
     fn end(&mut self, with_event: bool) -> io::Result<()> {
-        let at = self.out.begin_packet();
-        let b = self.out.buf();
-        pb::uint(b, 8, self.stamp.timestamp);
-        pb::uint(b, 10, u64::from(self.stamp.sequence));
-        if with_event {
-            let e = pb::begin(b, 11);
-            self.ev.write(b);
-            pb::end(b, e);
-        }
-        self.interned.write(b);
-        pb::uint(b, 13, u64::from(SEQ_NEEDS_INCREMENTAL_STATE));
-        if let Some(clock) = self.stamp.clock {
-            pb::uint(b, 58, u64::from(clock));
-        }
-        if let Some((pid, tid, callstack)) = self.sample.take() {
-            let s = pb::begin(b, 66);
-            pb::uint(b, 2, u64::from(pid));
-            pb::uint(b, 3, u64::from(tid));
-            if let Some(cs) = callstack {
-                pb::uint(b, 4, cs);
+        // Timestamp, sequence, flags, clock (11 + 6 + 2 + 6), the track event's key and length
+        // (3), the sample (3 + 6 + 6 + 11).
+        const FIXED: usize = 60;
+        let (stamp, ev, interned, sample) = (&self.stamp, &self.ev, &self.interned, self.sample.take());
+        let bound = FIXED + if with_event { ev.max_len() } else { 0 } + interned.max_len();
+        let r = self.out.encoded(bound, |b| {
+            b.uint(8, stamp.timestamp);
+            b.uint(10, u64::from(stamp.sequence));
+            if with_event {
+                let e = b.begin(11);
+                ev.write(b);
+                b.end(e);
             }
-            pb::end(b, s);
-        }
-        let r = self.out.end_packet(at);
+            interned.write(b);
+            b.uint(13, u64::from(SEQ_NEEDS_INCREMENTAL_STATE));
+            if let Some(clock) = stamp.clock {
+                b.uint(58, u64::from(clock));
+            }
+            if let Some((pid, tid, callstack)) = sample {
+                let s = b.begin(66);
+                b.uint(2, u64::from(pid));
+                b.uint(3, u64::from(tid));
+                if let Some(cs) = callstack {
+                    b.uint(4, cs);
+                }
+                b.end(s);
+            }
+        });
         self.ev.clear();
         self.interned.clear();
         if self.out.raw_bytes() - self.last_reset >= self.opts.reset_bytes {

@@ -434,6 +434,30 @@ macro_rules! model_schema {
                 None
             }
 
+            /// [`Record::from_columns`] onto the end of `out` (built in the vector's spare
+            /// capacity: a record is large, and each move of it costs about as much as reading
+            /// its columns); false, and nothing added, for an unknown kind.
+            #[inline]
+            pub fn push_from_columns(
+                kind: u8,
+                r: &mut $crate::codec::columns::RowReader<'_>,
+                out: &mut Vec<Self>,
+            ) -> bool {
+                out.reserve(1);
+                let slot = &mut out.spare_capacity_mut()[0];
+                $( $(
+                    if kind == $akind {
+                        slot.write(Record::$V($crate::codec::columns::Columns::get_columns(r)));
+                        // SAFETY: the slot after the vector's end was initialised just above,
+                        // within the capacity reserved.
+                        unsafe { out.set_len(out.len() + 1) };
+                        return true;
+                    }
+                )? )*
+                let _ = (r, slot);
+                false
+            }
+
             /// The column hints of archive kind `kind`, one per column.
             pub fn column_hints(kind: u8) -> Option<Vec<$crate::codec::columns::Hint>> {
                 $( $(
