@@ -91,7 +91,14 @@ impl<'a> Merge<'a> {
     }
 
     /// Makes sure stream `i` has a record to read; false when it has no more.
+    #[inline(always)]
     fn fill(&mut self, i: usize) -> bool {
+        self.streams[i].left != 0 || self.load_next(i)
+    }
+
+    /// [`Merge::fill`] when stream `i`'s chunk is used up: loads its next intact chunk.
+    #[inline(never)]
+    fn load_next(&mut self, i: usize) -> bool {
         while self.streams[i].left == 0 {
             let Some(c) = self.streams[i].chunks.pop_front() else { return false };
             if let Err(why) = self.load(i, c) {

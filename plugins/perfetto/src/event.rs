@@ -112,7 +112,8 @@ impl Event {
                 Value::Int(v) => (4, 1, v as u64),
                 Value::Str(iid) => (17, 2, iid),
             };
-            b.message_head(4, 1 + pb::varint_len(a.name) + key_len + pb::varint_len(v));
+            let name_len = if a.name < 0x80 { 2 } else { 1 + pb::varint_len(a.name) };
+            b.message_head(4, name_len + key_len + pb::varint_len(v));
             b.uint(1, a.name);
             b.uint(field, v);
         }

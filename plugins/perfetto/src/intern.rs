@@ -89,6 +89,13 @@ impl ByStr {
     }
 }
 
+/// Adds `text` as entry `iid` of `table` (once per sequence and name: kept out of the callers).
+#[cold]
+#[inline(never)]
+fn add_name(out: &mut Interned, table: usize, iid: u64, text: &str) {
+    out.name(table, iid, text.as_bytes());
+}
+
 /// Everything interned, and the definitions needed to render it.
 #[derive(Debug, Default)]
 pub struct Interner {
@@ -202,23 +209,26 @@ impl Interner {
     }
 
     /// Adds annotation value `iid` to `out` unless `seq` has it.
+    #[inline(always)]
     pub fn emit_annotation_value(&self, seq: &mut Sequence, iid: u64, out: &mut Interned) {
         if seq.needs(Kind::AnnotationValue, iid) {
-            out.name(interned::ANNOTATION_VALUES, iid, self.annotation_values.text(iid).as_bytes());
+            add_name(out, interned::ANNOTATION_VALUES, iid, self.annotation_values.text(iid));
         }
     }
 
     /// Adds event name `iid` to `out` unless `seq` has it.
+    #[inline(always)]
     pub fn emit_event_name(&self, seq: &mut Sequence, iid: u64, out: &mut Interned) {
         if seq.needs(Kind::EventName, iid) {
-            out.name(interned::EVENT_NAMES, iid, self.event_names.text(iid).as_bytes());
+            add_name(out, interned::EVENT_NAMES, iid, self.event_names.text(iid));
         }
     }
 
     /// Adds annotation name `iid` to `out` unless `seq` has it.
+    #[inline(always)]
     pub fn emit_annotation_name(&self, seq: &mut Sequence, iid: u64, out: &mut Interned) {
         if seq.needs(Kind::AnnotationName, iid) {
-            out.name(interned::ANNOTATION_NAMES, iid, self.annotation_names.text(iid).as_bytes());
+            add_name(out, interned::ANNOTATION_NAMES, iid, self.annotation_names.text(iid));
         }
     }
 

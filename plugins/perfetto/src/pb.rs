@@ -150,14 +150,28 @@ impl Enc<'_> {
         self.n += 1;
     }
 
-    /// Appends the varint encoding of `v`.
+    /// Appends the varint encoding of `v`: values of up to three bytes (keys, sequence ids,
+    /// timestamp deltas, interned ids, correlation ids) with one bounds check and no loop.
     #[inline(always)]
-    pub fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.byte((v as u8) | 0x80);
-            v >>= 7;
+    pub fn varint(&mut self, v: u64) {
+        let n = self.n;
+        if v < 0x80 {
+            self.buf[n].write(v as u8);
+            self.n = n + 1;
+        } else if v < 0x4000 {
+            let d = &mut self.buf[n..n + 2];
+            d[0].write((v as u8) | 0x80);
+            d[1].write((v >> 7) as u8);
+            self.n = n + 2;
+        } else if v < 0x20_0000 {
+            let d = &mut self.buf[n..n + 3];
+            d[0].write((v as u8) | 0x80);
+            d[1].write(((v >> 7) as u8) | 0x80);
+            d[2].write((v >> 14) as u8);
+            self.n = n + 3;
+        } else {
+            self.n = varint_long_in(self.buf, n, v);
         }
-        self.byte(v as u8);
     }
 
     /// Appends a key whose encoding is one byte (fields 1 to 15).
@@ -243,6 +257,18 @@ impl Enc<'_> {
             self.n = end_long_in(self.buf, self.n, at, len);
         }
     }
+}
+
+/// [`Enc::varint`] of a value of four bytes or more, written at `n` in `buf`; returns the end.
+#[inline(never)]
+fn varint_long_in(buf: &mut [MaybeUninit<u8>], mut n: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        buf[n].write((v as u8) | 0x80);
+        v >>= 7;
+        n += 1;
+    }
+    buf[n].write(v as u8);
+    n + 1
 }
 
 /// [`Enc::end`] of a message of `len` >= 128 bytes begun at `at` in `buf`, written up to `n`:

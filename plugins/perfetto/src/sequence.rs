@@ -59,8 +59,23 @@ pub struct Sequence {
 }
 
 impl Sequence {
+    /// Clears the sequence's incremental state for reset generation `generation`, before an
+    /// event at `ts`; `start` receives the packet that restarts it.
+    #[cold]
+    #[inline(never)]
+    fn restart(&mut self, generation: u64, ts: u64, start: &mut Option<Box<TracePacket>>) {
+        // Trace processor rejects a sequence's clock snapshot that goes back in time (and then
+        // stops converting its clock): restart no earlier than the last one. An older event is
+        // then written with an absolute timestamp.
+        let base = ts.max(self.last);
+        *start = Some(Box::new(restart(self, base)));
+        self.generation = generation;
+        self.last = base;
+        self.emitted.clear();
+    }
+
     /// Whether `iid` of `kind` still has to be emitted on this sequence; marks it emitted.
-    #[inline]
+    #[inline(always)]
     pub fn needs(&mut self, kind: Kind, iid: u64) -> bool {
         self.emitted.insert(kind, iid)
     }
@@ -79,19 +94,32 @@ struct Emitted {
 }
 
 impl Emitted {
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, kind: Kind, iid: u64) -> bool {
+        let bits = &mut self.bits[kind as usize - 1];
+        let (word, bit) = ((iid >> 6) as usize, 1u64 << (iid & 63));
+        match bits.get_mut(word) {
+            Some(w) if iid < FLAT => {
+                let new = *w & bit == 0;
+                *w |= bit;
+                new
+            }
+            _ => self.insert_slow(kind, iid),
+        }
+    }
+
+    /// [`Emitted::insert`] of an iid beyond the bit set's words (or beyond [`FLAT`]).
+    #[cold]
+    #[inline(never)]
+    fn insert_slow(&mut self, kind: Kind, iid: u64) -> bool {
         if iid >= FLAT {
             return self.large.insert(((kind as u64) << 56) | iid);
         }
         let bits = &mut self.bits[kind as usize - 1];
-        let (word, bit) = ((iid >> 6) as usize, 1u64 << (iid & 63));
-        if word >= bits.len() {
-            bits.resize((word + 1).next_power_of_two(), 0);
-        }
-        let new = bits[word] & bit == 0;
-        bits[word] |= bit;
-        new
+        let word = (iid >> 6) as usize;
+        bits.resize((word + 1).next_power_of_two(), 0);
+        bits[word] |= 1 << (iid & 63);
+        true
     }
 
     fn clear(&mut self) {
@@ -187,6 +215,7 @@ impl Sequences {
     /// where the event goes (its packets are flagged `SEQ_NEEDS_INCREMENTAL_STATE`). When the
     /// sequence starts or its state was cleared, `start` receives the packet that (re)starts it,
     /// to be written first.
+    #[inline]
     pub fn stamp(
         &mut self,
         key: u64,
@@ -208,14 +237,7 @@ impl Sequences {
         };
         let seq = &mut self.list[i];
         if seq.generation != generation {
-            // Trace processor rejects a sequence's clock snapshot that goes back in time (and
-            // then stops converting its clock): restart no earlier than the last one. An older
-            // event is then written with an absolute timestamp below.
-            let base = ts.max(seq.last);
-            *start = Some(Box::new(restart(seq, base)));
-            seq.generation = generation;
-            seq.last = base;
-            seq.emitted.clear();
+            seq.restart(generation, ts, start);
         }
         stamp.sequence = seq.id;
         if ts >= seq.last {

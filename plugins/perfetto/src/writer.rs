@@ -155,11 +155,17 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Writes the track descriptors queued by the last definition or event.
-    #[inline]
+    #[inline(always)]
     fn descriptors(&mut self) -> io::Result<()> {
         if self.tracks.pending.is_empty() {
             return Ok(());
         }
+        self.write_descriptors()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn write_descriptors(&mut self) -> io::Result<()> {
         for d in self.tracks.pending.drain(..) {
             let packet = TracePacket {
                 trusted_packet_sequence_id: Some(METADATA_SEQUENCE),
@@ -176,10 +182,10 @@ impl<W: Write> TraceWriter<W> {
     fn begin(&mut self, key: u64, track: Option<u64>, ts: u64) -> io::Result<()> {
         self.descriptors()?;
         self.seqs.stamp(key, track, ts, &mut self.stamp, &mut self.start);
-        if let Some(start) = self.start.take() {
-            self.out.packet(&start)?;
+        match self.start.take() {
+            Some(start) => self.out.packet(&start),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Writes the packet built since [`Self::begin`]: the track event when `with_event`, else
