@@ -3,7 +3,10 @@
 perfetto_trace_pb2) and prints a JSON summary for the Rust tests.
 
 `check_trace.py FILE` checks and prints the summary; `check_trace.py --dump FILE` prints every
-packet in text format (the golden files).
+packet in text format (the golden files); `check_trace.py --events FILE` checks and prints what the
+trace says, one line per event in file order, whatever its encoding: absolute timestamps (the
+incremental clocks applied), track names, event types, names, arguments and flows with interned
+ids resolved, CPU samples with their callstacks' function names.
 
 Checks, failing with a message naming the packet:
 - the file decodes as perfetto.protos.Trace; compressed_packets bundles inflate and decode;
@@ -63,8 +66,9 @@ def fail(i, msg):
     sys.exit(f"packet {i}: {msg}")
 
 
-def main(path):
+def main(path, show_events=False):
     seqs = collections.defaultdict(Seq)
+    said = []  # what the trace says, for --events
     tracks = {}
     events = []  # (ts, order, track, type, name, flow_ids, terminating)
     args = collections.Counter()
@@ -110,20 +114,37 @@ def main(path):
             name = e.name
             if e.HasField("name_iid"):
                 name = lookup(i, seq, "event_names", e.name_iid).name
+            shown = []
             for a in e.debug_annotations:
                 key = lookup(i, seq, "debug_annotation_names", a.name_iid).name if a.HasField("name_iid") else a.name
                 if a.HasField("string_value_iid"):
                     value = lookup(i, seq, "debug_annotation_string_values", a.string_value_iid).str.decode()
                     args[f"{key}={value}"] += 1
+                else:
+                    value = a.uint_value if a.HasField("uint_value") else a.int_value
                 args[key] += 1
+                shown.append(f"{key}={value}")
             events.append((ts, i, track, e.type, name, list(e.flow_ids), list(e.terminating_flow_ids)))
+            if show_events:
+                value = f" value={e.double_counter_value}" if e.HasField("double_counter_value") else ""
+                said.append(f"{ts} {track_name(tracks, track)!r} {TE.Type.Name(e.type)} {name!r}"
+                            f" args={shown} flows={list(e.flow_ids)}->{list(e.terminating_flow_ids)}{value}")
         elif p.HasField("perf_sample"):
             s = p.perf_sample
+            functions = []
             if s.HasField("callstack_iid"):
                 cs = lookup(i, seq, "callstacks", s.callstack_iid)
                 callstack_frames[len(cs.frame_ids)] += 1
+                for f in cs.frame_ids:
+                    frame = lookup(i, seq, "frames", f)
+                    functions.append(lookup(i, seq, "function_names", frame.function_name_id).str.decode())
             samples += 1
+            if show_events:
+                said.append(f"{ts} sample pid={s.pid} tid={s.tid} stack={functions}")
     summary = summarize(tracks, events, samples, count, len(seqs))
+    if show_events:
+        print("\n".join(said))
+        return
     summary["clears"] = clears
     summary["args"] = args
     print(json.dumps(summary))
@@ -246,5 +267,7 @@ def dump(path):
 if __name__ == "__main__":
     if sys.argv[1] == "--dump":
         dump(sys.argv[2])
+    elif sys.argv[1] == "--events":
+        main(sys.argv[2], show_events=True)
     else:
         main(sys.argv[1])

@@ -34,3 +34,9 @@ pub fn check(trace: &Path) -> Value {
 pub fn dump(trace: &Path) -> String {
     python(&["--dump".as_ref(), trace.as_os_str()])
 }
+
+/// What `trace` says, one line per event (`check_trace.py --events`): absolute timestamps,
+/// track names, names, arguments, flows and callstacks, whatever the encoding.
+pub fn events(trace: &Path) -> String {
+    python(&["--events".as_ref(), trace.as_os_str()])
+}

@@ -72,6 +72,36 @@ fn sample_session_decodes_and_passes_the_checks() {
 }
 
 #[test]
+fn sample_session_says_what_its_golden_says() {
+    let dir = run(&sample::session(), config::defaults(), 5);
+    golden::check("trace.events.txt", &check::events(&dir.path().join(FILE_NAME)));
+}
+
+/// What the trace says (timestamps once the incremental clocks are applied, tracks, names,
+/// arguments, flows, callstacks) does not depend on how it is encoded: compressed or not, in
+/// small or large bundles, with its incremental state cleared every 16 KiB or never.
+#[test]
+fn what_the_trace_says_does_not_depend_on_its_encoding() {
+    let mut records = sample::session();
+    records.extend(sample::launches(3_000));
+    let mut other = config::defaults();
+    other.output.compress = false;
+    other.reset_bytes = 16 << 10;
+    let mut small_bundles = config::defaults();
+    small_bundles.output.bundle_bytes = 4096;
+    small_bundles.reset_bytes = 40 << 10;
+    let said = |opts| check::events(&run(&records, opts, 64).path().join(FILE_NAME));
+    let reference = said(config::defaults());
+    assert!(reference.lines().count() > 15_000, "{} events", reference.lines().count());
+    assert!(reference.lines().any(|l| l.contains("sample pid=")), "CPU samples decoded");
+    for opts in [other, small_bundles] {
+        let theirs = said(opts.clone());
+        let first = reference.lines().zip(theirs.lines()).position(|(a, b)| a != b);
+        assert!(first.is_none() && reference == theirs, "{opts:?}: first difference at event {first:?}");
+    }
+}
+
+#[test]
 fn uncompressed_output_holds_the_same_packets() {
     let mut plain = config::defaults();
     plain.output.compress = false;
