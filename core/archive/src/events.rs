@@ -165,17 +165,18 @@ impl LocState {
         self.put_header(kind, seq, out);
         let Self { row, prev, last_time, last_corr, .. } = self;
         let values = row.as_slice();
-        let n = values.len();
-        let prev = &mut prev[usize::from(kind)];
-        // Predict every column from the previous event of the kind (a loop without branches),
-        // then the few predicted otherwise.
-        let mut pred = [0u64; MAX_COLUMNS];
-        pred[..n].copy_from_slice(&prev[..n]);
+        let n = values.len().min(lay.order.len());
+        let values = &values[..n];
+        let prev = &mut prev[usize::from(kind)][..n];
+        // The prediction of every column, in place: the previous event of the kind's value,
+        // except for the few predicted otherwise (their own previous value is never a
+        // prediction, so the slot holds their prediction until the event is encoded).
         for &(col, src) in &lay.special {
-            pred[col] = if src == Source::Time { *last_time } else { *last_corr };
+            prev[col] = if src == Source::Time { *last_time } else { *last_corr };
         }
+        // A bit per column that differs from its prediction (a loop without branches).
         let mut changed = 0u64;
-        for (i, (v, p)) in values.iter().zip(&pred[..n]).enumerate() {
+        for (i, (v, p)) in values.iter().zip(prev.iter()).enumerate() {
             changed |= u64::from(v != p) << i;
         }
         // The changed columns as mask bits, then their deltas in mask order.
@@ -191,10 +192,12 @@ impl LocState {
         let mut m = mask;
         while m != 0 {
             let col = lay.order[m.trailing_zeros() as usize];
-            put_varint(out, codec::wire::zigzag(values[col].wrapping_sub(pred[col]) as i64));
+            let (v, p) = (values[col], &mut prev[col]);
+            put_varint(out, codec::wire::zigzag(v.wrapping_sub(*p) as i64));
+            // The unchanged columns already hold the event's value.
+            *p = v;
             m &= m - 1;
         }
-        prev[..values.len()].copy_from_slice(values);
         Self::remember_predictions(last_time, last_corr, lay, values);
     }
 

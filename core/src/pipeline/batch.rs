@@ -32,6 +32,12 @@ impl BatchPool {
     }
 
     fn give(&self, mut records: Vec<Record>, definitions: bool) {
+        // Only vectors with room for a batch are worth keeping: a smaller one (the periodic
+        // empty batch's) handed out again would be regrown by doubling, a copy of up to a
+        // whole batch each time.
+        if records.capacity() < BATCH_RECORDS {
+            return;
+        }
         if definitions {
             records.clear();
         } else {
@@ -141,6 +147,13 @@ mod tests {
         drop(RecordBatch::pooled(v, &pool, true));
         let again = pool.take();
         assert!(again.is_empty() && std::ptr::eq(again.as_ptr(), ptr), "the same vector, emptied");
+    }
+
+    #[test]
+    fn a_vector_too_small_for_a_batch_is_not_kept() {
+        let pool = BatchPool::default();
+        drop(RecordBatch::pooled(Vec::new(), &pool, true));
+        assert!(pool.take().capacity() >= BATCH_RECORDS, "the pool hands out only room for a batch");
     }
 
     #[test]

@@ -85,6 +85,11 @@ impl Generation {
     fn new(now: Instant) -> Self {
         Self { map: Map::default(), fresh: 0, started: now }
     }
+
+    /// A generation with room for `launches` (a full one): it never grows by rehashing.
+    fn with_room(launches: usize, now: Instant) -> Self {
+        Self { map: Map::with_capacity_and_hasher(launches, Default::default()), fresh: 0, started: now }
+    }
 }
 
 /// What a rotation or the end forgot, for the correlator's counters.
@@ -113,9 +118,13 @@ impl LaunchTable {
     /// launches until `unused_lifetime`.
     pub fn new(per_generation: usize, generation_age: Duration, unused_lifetime: Duration) -> Self {
         let now = Instant::now();
+        // Buckets are reserved (address space: untouched pages cost nothing) so that neither
+        // map rehashes while the first generations fill; after that, each rotation hands the
+        // drained map on with its buckets.
+        let room = per_generation.clamp(1, 1 << 20);
         Self {
-            young: Generation::new(now),
-            old: Generation::new(now),
+            young: Generation::with_room(room, now),
+            old: Generation::with_room(room, now),
             per_generation: per_generation.max(1),
             generation_age,
             unused_lifetime,

@@ -169,12 +169,18 @@ impl Pipeline {
         while !rest.is_empty() {
             let mut resume = None;
             let mut records = Decoder::new(rest);
-            while let Some(rec) = records.next_into(|r| self.record(source, r, now)) {
-                if let Err(e) = rec {
-                    self.sources[source].malformed += 1;
-                    resume = codec_record_end(rest, e.offset);
-                    let what = if resume.is_some() { "skipped it" } else { "dropped the rest of the batch" };
-                    tracing::warn!("source #{source} sent a malformed record, {what}: {e}");
+            // Each record is decoded onto the output batch and handled there: a `Record` is
+            // large, and an event is converted in place (see `SessionState::event_last`).
+            while let Some(rec) = records.next_onto(&mut self.session.out) {
+                match rec {
+                    Ok(()) => self.record_last(source, now),
+                    Err(e) => {
+                        self.sources[source].malformed += 1;
+                        resume = codec_record_end(rest, e.offset);
+                        let what =
+                            if resume.is_some() { "skipped it" } else { "dropped the rest of the batch" };
+                        tracing::warn!("source #{source} sent a malformed record, {what}: {e}");
+                    }
                 }
                 if self.session.out.len() >= BATCH_RECORDS {
                     self.flush(sink);
@@ -187,17 +193,24 @@ impl Pipeline {
         }
     }
 
+    /// Handles the record just decoded onto the end of the output batch.
     #[inline(always)]
-    fn record(&mut self, source: usize, r: Record, now: Instant) {
+    fn record_last(&mut self, source: usize, now: Instant) {
         let st = &mut self.sources[source];
         st.records += 1;
-        if let Record::ClockDomain(d) = &r {
-            // Source-scoped and consumed here: sinks only ever see the session clock.
-            st.clocks.define(d);
-        } else if r.is_definition() {
-            self.session.globals.define(&mut st.ids, &r, &mut self.session.out);
-        } else {
-            self.session.event(st, source, r, now);
+        let out = &mut self.session.out;
+        match out.last() {
+            Some(r) if matches!(r, Record::ClockDomain(_)) || r.is_definition() => {
+                // Taken out again (definitions are few): a definition goes out renumbered.
+                match out.pop() {
+                    // Source-scoped and consumed here: sinks only ever see the session clock.
+                    Some(Record::ClockDomain(d)) => st.clocks.define(&d),
+                    Some(r) => self.session.globals.define(&mut st.ids, &r, &mut self.session.out),
+                    None => {}
+                }
+            }
+            Some(_) => self.session.event_last(st, source, now),
+            None => {}
         }
     }
 
@@ -282,22 +295,25 @@ impl SessionState {
         }
     }
 
+    /// Handles the event at the end of the output batch, where it was decoded: it is
+    /// converted there (a `Record` is large, and moving it out and back costs more than the
+    /// conversion); the two kinds consumed here are taken out.
     #[inline(always)]
-    fn event(&mut self, st: &mut SourceState, source: usize, r: Record, now: Instant) {
-        match r {
-            Record::ClockSync(s) => return st.clocks.sync(&s),
-            // Consumed here: a retirement only frees the correlator's entry (its time, in
-            // whatever domain, is not needed for that).
-            Record::Retired(r) => {
-                let ops = self.correlator.retire(CorrelationKey::new(r.pid, r.correlation), now);
-                return self.emit_ops(ops);
+    fn event_last(&mut self, st: &mut SourceState, source: usize, now: Instant) {
+        if matches!(self.out.last(), Some(Record::ClockSync(_) | Record::Retired(_))) {
+            match self.out.pop() {
+                Some(Record::ClockSync(s)) => st.clocks.sync(&s),
+                // Consumed here: a retirement only frees the correlator's entry (its time, in
+                // whatever domain, is not needed for that).
+                Some(Record::Retired(r)) => {
+                    let ops = self.correlator.retire(CorrelationKey::new(r.pid, r.correlation), now);
+                    self.emit_ops(ops);
+                }
+                _ => {}
             }
-            _ => {}
+            return;
         }
-        // The event goes to the output batch as it is and is converted there: a `Record` is
-        // large, and moving it out and back costs more than the conversion.
-        let at = self.out.len();
-        self.out.push(r);
+        let at = self.out.len() - 1;
         if self.event_in_place(st, source, at, now) {
             self.out_records += 1;
         }

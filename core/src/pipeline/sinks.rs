@@ -53,7 +53,10 @@ impl Sinks {
     /// [`Sinks::deliver`], where `definitions` is false when the producer knows that no record
     /// of the batch is a definition (the batch is then emptied without visiting its records).
     pub fn deliver_marked(&mut self, records: &mut Vec<Record>, definitions: bool) {
-        let records = std::mem::replace(records, self.pool.take());
+        // An unallocated vector (the periodic empty batch) is given nothing from the pool in
+        // exchange: its caller has no use for a batch vector.
+        let replacement = if records.capacity() == 0 { Vec::new() } else { self.pool.take() };
+        let records = std::mem::replace(records, replacement);
         let batch = Arc::new(RecordBatch::pooled(records, &self.pool, definitions));
         for slot in &mut self.sinks {
             let Some(s) = slot else { continue };

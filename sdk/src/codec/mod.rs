@@ -78,35 +78,44 @@ impl<'a> Decoder<'a> {
         self.pos
     }
 
-    fn fail(&mut self, offset: usize, reason: &'static str) -> Option<Result<(), DecodeError>> {
+    fn fail<T>(&mut self, offset: usize, reason: &'static str) -> Option<Result<T, DecodeError>> {
         self.pos = self.buf.len();
         Some(Err(DecodeError { offset, reason }))
     }
-}
 
-impl Decoder<'_> {
+    /// The next record's start offset, tag and payload, from its framing; `None` at the end of
+    /// the batch.
+    #[inline(always)]
+    fn frame(&mut self) -> Option<Result<(usize, u8, &'a [u8]), DecodeError>> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        let start = self.pos;
+        let t = self.buf[start];
+        let mut c = Cursor::new(&self.buf[start + 1..]);
+        let len = c.varint() as usize;
+        if c.is_bad() {
+            return self.fail(start, "truncated record length");
+        }
+        let body = start + 1 + c.position();
+        let Some(end) = body.checked_add(len).filter(|&e| e <= self.buf.len()) else {
+            return self.fail(start, "record runs past the end of the batch");
+        };
+        self.pos = end;
+        Some(Ok((start, t, &self.buf[body..end])))
+    }
+
     /// The next record handed to `put` instead of returned: a `Record` is large, and a caller
     /// that stores it (in a batch vector) saves moving it through `Option<Result<..>>`. `None`
     /// at the end of the batch; an error as [`Iterator::next`] gives it.
     #[inline(always)]
     pub fn next_into(&mut self, put: impl FnOnce(Record)) -> Option<Result<(), DecodeError>> {
         loop {
-            if self.pos >= self.buf.len() {
-                return None;
-            }
-            let start = self.pos;
-            let t = self.buf[start];
-            let mut c = Cursor::new(&self.buf[start + 1..]);
-            let len = c.varint() as usize;
-            if c.is_bad() {
-                return self.fail(start, "truncated record length");
-            }
-            let body = start + 1 + c.position();
-            let Some(end) = body.checked_add(len).filter(|&e| e <= self.buf.len()) else {
-                return self.fail(start, "record runs past the end of the batch");
+            let (start, t, body) = match self.frame()? {
+                Ok(f) => f,
+                Err(e) => return Some(Err(e)),
             };
-            self.pos = end;
-            let mut p = Cursor::new(&self.buf[body..end]);
+            let mut p = Cursor::new(body);
             match Record::get_payload(t, &mut p) {
                 Some(_) if p.is_bad() => {
                     let reason = p.bad_reason().unwrap_or("malformed field in record");
@@ -118,6 +127,29 @@ impl Decoder<'_> {
                 }
                 None => self.skipped += 1,
             }
+        }
+    }
+
+    /// The next record appended to `out`, decoded in its place there (no move of the whole
+    /// `Record` at all): the cheapest way to fill a batch vector. `None` at the end of the
+    /// batch; an error as [`Iterator::next`] gives it, with nothing appended.
+    #[inline(always)]
+    pub fn next_onto(&mut self, out: &mut Vec<Record>) -> Option<Result<(), DecodeError>> {
+        loop {
+            let (start, t, body) = match self.frame()? {
+                Ok(f) => f,
+                Err(e) => return Some(Err(e)),
+            };
+            let mut p = Cursor::new(body);
+            if Record::push_payload(t, &mut p, out) {
+                if p.is_bad() {
+                    out.pop();
+                    let reason = p.bad_reason().unwrap_or("malformed field in record");
+                    return self.fail(start, reason);
+                }
+                return Some(Ok(()));
+            }
+            self.skipped += 1;
         }
     }
 }

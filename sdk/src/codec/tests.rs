@@ -191,3 +191,26 @@ fn count_records_reads_the_framing_only_and_stops_at_a_broken_frame() {
     assert_eq!(count_records(&buf), recs.len() as u64);
     assert_eq!(count_records(&buf[..whole - 1]), recs.len() as u64 - 1);
 }
+
+#[test]
+fn records_decoded_onto_a_vector_are_the_iterators_and_a_bad_one_is_not_appended() {
+    let recs: Vec<Record> = sample_records().into_iter().chain(new_field_records()).collect();
+    let mut buf = vec![200, 3, 1, 2, 3];
+    for r in &recs {
+        encode(r, &mut buf);
+    }
+    let mut d = Decoder::new(&buf);
+    let mut out = vec![Record::Loss(Loss::default())];
+    while let Some(r) = d.next_onto(&mut out) {
+        r.unwrap();
+    }
+    assert_eq!(out[1..], recs);
+    assert_eq!(d.skipped(), 1);
+    // The launch site without its correlation id: malformed, an error, and nothing appended.
+    let bad = [18u8, 4, 1, 2, 3, 0];
+    let mut d = Decoder::new(&bad);
+    let err = d.next_onto(&mut out).unwrap().unwrap_err();
+    assert!(err.reason.contains("correlation"), "{err}");
+    assert_eq!(out.len(), recs.len() + 1);
+    assert!(d.next_onto(&mut out).is_none());
+}

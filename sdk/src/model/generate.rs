@@ -399,6 +399,26 @@ macro_rules! model_schema {
                 None
             }
 
+            /// Reads the payload of a record with `tag` and appends the record to `out`, built
+            /// there (a `Record` is large: this saves moving it through a return value and
+            /// the caller's hands); false, nothing appended, for a tag this SDK does not know.
+            #[inline]
+            pub(crate) fn push_payload(
+                tag: u8,
+                c: &mut $crate::codec::wire::Cursor<'_>,
+                out: &mut Vec<Self>,
+            ) -> bool {
+                $(
+                    if tag == $tag {
+                        let mut v = <$VS as $crate::model::generate::Message>::get_pos(c);
+                        $crate::model::generate::Message::merge_ext(&mut v, c);
+                        out.push(Record::$V(v));
+                        return true;
+                    }
+                )*
+                false
+            }
+
             /// The event's kind number in the archive's column layout; `None` for records the
             /// archive stores as codec bytes.
             pub fn archive_kind(&self) -> Option<u8> {
