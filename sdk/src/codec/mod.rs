@@ -62,6 +62,13 @@ pub struct Decoder<'a> {
     skipped: u64,
 }
 
+/// One record's place in a batch: where it starts, its tag, its payload.
+struct Frame<'a> {
+    start: usize,
+    tag: u8,
+    payload: &'a [u8],
+}
+
 impl<'a> Decoder<'a> {
     /// A decoder over `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
@@ -83,10 +90,9 @@ impl<'a> Decoder<'a> {
         Some(Err(DecodeError { offset, reason }))
     }
 
-    /// The next record's start offset, tag and payload, from its framing; `None` at the end of
-    /// the batch.
+    /// The next record's framing; `None` at the end of the batch.
     #[inline(always)]
-    fn frame(&mut self) -> Option<Result<(usize, u8, &'a [u8]), DecodeError>> {
+    fn frame(&mut self) -> Option<Result<Frame<'a>, DecodeError>> {
         if self.pos >= self.buf.len() {
             return None;
         }
@@ -102,7 +108,7 @@ impl<'a> Decoder<'a> {
             return self.fail(start, "record runs past the end of the batch");
         };
         self.pos = end;
-        Some(Ok((start, t, &self.buf[body..end])))
+        Some(Ok(Frame { start, tag: t, payload: &self.buf[body..end] }))
     }
 
     /// The next record handed to `put` instead of returned: a `Record` is large, and a caller
@@ -111,11 +117,11 @@ impl<'a> Decoder<'a> {
     #[inline(always)]
     pub fn next_into(&mut self, put: impl FnOnce(Record)) -> Option<Result<(), DecodeError>> {
         loop {
-            let (start, t, body) = match self.frame()? {
+            let Frame { start, tag: t, payload } = match self.frame()? {
                 Ok(f) => f,
                 Err(e) => return Some(Err(e)),
             };
-            let mut p = Cursor::new(body);
+            let mut p = Cursor::new(payload);
             match Record::get_payload(t, &mut p) {
                 Some(_) if p.is_bad() => {
                     let reason = p.bad_reason().unwrap_or("malformed field in record");
@@ -136,11 +142,11 @@ impl<'a> Decoder<'a> {
     #[inline(always)]
     pub fn next_onto(&mut self, out: &mut Vec<Record>) -> Option<Result<(), DecodeError>> {
         loop {
-            let (start, t, body) = match self.frame()? {
+            let Frame { start, tag: t, payload } = match self.frame()? {
                 Ok(f) => f,
                 Err(e) => return Some(Err(e)),
             };
-            let mut p = Cursor::new(body);
+            let mut p = Cursor::new(payload);
             if Record::push_payload(t, &mut p, out) {
                 if p.is_bad() {
                     out.pop();
