@@ -164,21 +164,28 @@ impl LocState {
         };
         self.put_header(kind, seq, out);
         let Self { row, prev, last_time, last_corr, .. } = self;
-        let values = row.as_slice();
-        let n = values.len().min(lay.order.len());
-        let values = &values[..n];
-        let prev = &mut prev[usize::from(kind)][..n];
+        let n = row.len().min(lay.order.len());
+        let prev = &mut prev[usize::from(kind)];
         // The prediction of every column, in place: the previous event of the kind's value,
         // except for the few predicted otherwise (their own previous value is never a
         // prediction, so the slot holds their prediction until the event is encoded).
         for &(col, src) in &lay.special {
             prev[col] = if src == Source::Time { *last_time } else { *last_corr };
         }
-        // A bit per column that differs from its prediction (a loop without branches).
+        // A bit per column that differs from its prediction: eight columns at a time, without
+        // branches; the bits of the row's slots past its columns are dropped.
         let mut changed = 0u64;
-        for (i, (v, p)) in values.iter().zip(prev.iter()).enumerate() {
-            changed |= u64::from(v != p) << i;
+        for (c, (v8, p8)) in
+            row.values.chunks_exact(8).zip(prev.chunks_exact(8)).take(n.div_ceil(8)).enumerate()
+        {
+            let mut bits = 0u64;
+            for j in 0..8 {
+                bits |= u64::from(v8[j] != p8[j]) << j;
+            }
+            changed |= bits << (8 * c);
         }
+        changed &= u64::MAX.checked_shr(64 - n as u32).unwrap_or(0);
+        let values = &row.values[..n];
         // The changed columns as mask bits, then their deltas in mask order.
         let mut mask = 0u64;
         let mut m = changed;
