@@ -244,10 +244,11 @@ impl Decoder {
     fn op(&mut self, conn: u64, op: wire::Op, out: &mut Emitter) {
         let c = self.conns.get_mut(&conn).expect("checked by the caller");
         let pid = c.pid;
-        let Some(&Device { id: device, clock }) = c.devices.get(&op.device) else {
+        let Some(&dev) = c.devices.get(&op.device) else {
             self.stats.unconvertible += 1;
             return self.loss(pid, "levelzero device work on a device the agent did not describe", 1, out);
         };
+        let Device { id: device, clock, .. } = dev;
         let stream = c.streams.get(&op.queue).copied().unwrap_or(StreamId::NONE);
         let name = c.names.get(&op.name).copied();
         let (kind, name) = match op.kind {
@@ -274,7 +275,7 @@ impl Decoder {
                 .device(device)
                 .stream(stream)
                 .start(op.start)
-                .end(op.end)
+                .end(dev.end_after(op.start, op.end))
                 .clock(clock)
                 .name(name)
                 .bytes(op.bytes)

@@ -25,6 +25,23 @@ pub struct Device {
     pub id: DeviceId,
     /// Its clock domain.
     pub clock: ClockDomain,
+    /// Its kernel timestamps' width (they wrap there).
+    pub valid_bits: u32,
+}
+
+impl Device {
+    /// The end tick of work that started at tick `start` and ended at tick `end`, never below
+    /// `start`: where the timestamps wrapped between the two, the wrap added back. Records carry
+    /// an end as its distance from the start (the batch codec), so an end that wrapped past its
+    /// start would read as a zero duration; the host ignores the bits above the valid ones when
+    /// it unwraps, so the sum converts like the raw value.
+    pub fn end_after(&self, start: u64, end: u64) -> u64 {
+        if self.valid_bits >= 64 || self.valid_bits == 0 {
+            return end.max(start);
+        }
+        let mask = (1u64 << self.valid_bits) - 1;
+        start.saturating_add(end.wrapping_sub(start) & mask)
+    }
 }
 
 /// What the agent says about one device.
@@ -74,6 +91,7 @@ impl Devices {
                 .valid_bits(d.valid_bits.min(64) as u8)
                 .name(timer),
         ));
+        let valid_bits = d.valid_bits;
         let (name, vendor_name) = (strs.string(out, &name), strs.string(out, "Intel"));
         let kind = if d.sub.is_some() { DeviceKind::SubDevice } else { DeviceKind::Gpu };
         out.emit(&Record::Device(
@@ -89,7 +107,7 @@ impl Devices {
                 .native_id(d.handle)
                 .parent(d.parent.unwrap_or(DeviceId::NONE)),
         ));
-        Device { id, clock }
+        Device { id, clock, valid_bits }
     }
 }
 
@@ -132,6 +150,18 @@ mod tests {
         p.host(2_000_000, 8_000_000, &mut out); // nothing pending: nothing emitted
         let recs = decode_all(&out.take_buffer()).unwrap();
         assert_eq!(recs, [Record::ClockSync(ClockSync::new(ClockDomain(DOMAIN_BASE + 1), 5_000, 7_000_000))]);
+    }
+
+    #[test]
+    fn an_end_that_wrapped_past_its_start_keeps_the_duration() {
+        let d = Device { id: DeviceId(1), clock: ClockDomain(DOMAIN_BASE + 1), valid_bits: 32 };
+        let start = (1u64 << 32) - 10_000;
+        // 50 000 ticks of work across the wrap: the raw end is 40 000.
+        assert_eq!(d.end_after(start, 40_000), start + 50_000);
+        assert_eq!(d.end_after(100, 300), 300, "no wrap: the end as it is");
+        assert_eq!(d.end_after(100, 100), 100);
+        let wide = Device { valid_bits: 64, ..d };
+        assert_eq!(wide.end_after(500, 400), 500, "a 64-bit clock never wraps: a backward end is no work");
     }
 
     #[test]

@@ -152,7 +152,9 @@ model_schema! {
             /// Ticks per second; 0 means nanoseconds (1 000 000 000).
             ticks_per_second: u64 = [] [2] cold,
             /// Bits of a timestamp that are valid before it wraps (Level Zero's
-            /// `kernelTimestampValidBits`); 0 means 64 (never wraps).
+            /// `kernelTimestampValidBits`); 0 means 64 (never wraps). The host ignores the bits
+            /// above these when it unwraps, and records carry an end as its distance from the
+            /// start: give an end that wrapped past its start as start plus that distance.
             valid_bits: u8 = [] [3] cold,
             /// Display name ("level-zero device 0 timer"), or [`StrId::NONE`].
             name: StrId = [] [4] cold,

@@ -53,11 +53,17 @@ fn immediate_lists_give_exact_stacks_and_scripted_durations() {
 
 #[test]
 fn a_kernel_timestamp_wrap_keeps_the_durations() {
-    // 1 tick = 1 ns and 32-bit kernel timestamps that wrap 2 ms after the driver starts: the
-    // clock pairs are taken before the wrap, the kernels run after it.
-    let wrap = (1u64 << 32) - 2_000_000;
-    let r =
-        run("wrap", &format!("{SCRIPT};tick_hz=1000000000;valid_bits=32;offset={wrap}"), "immediate", &[]);
+    // 1 tick = 1 ns and 32-bit kernel timestamps. The engine has 1 s of work queued when the
+    // driver starts, so the workload's commands run back to back from 1 s on, and the kernel
+    // timestamps wrap 10 µs into the first of them: its end tick is below its start tick. The
+    // clock pairs the agent takes at start and every 100 ms come before the wrap (the program
+    // is done long before 1 s; were it slower, the wrap would only fall elsewhere), the
+    // commands' other timestamps after it. A duration across the wrap once read as 0 (records
+    // carry an end as its distance from the start): this run checks it does not, every time.
+    let queued = 1_000_000_000u64;
+    let wrap = (1u64 << 32) - queued - 10_000;
+    let script = format!("{SCRIPT};tick_hz=1000000000;valid_bits=32;offset={wrap};queued_ns={queued}");
+    let r = run("wrap", &script, "immediate", &[]);
     check_stacks(&r);
     golden::check("immediate.folded", &(r.folded().join("\n") + "\n"));
     golden::check("immediate.chrome.txt", &device_lines(&r.chrome()));

@@ -10,7 +10,8 @@
 //! - devices and sub-devices with a scripted tick rate, tick offset and kernel timestamp wrap
 //!   width (`kernelTimestampValidBits`); `zeDeviceGetGlobalTimestamps` pairs device ticks with
 //!   CLOCK_MONOTONIC_RAW, as Intel's driver does;
-//! - kernels with scripted durations by name; copies and fills that really copy;
+//! - kernels with scripted durations by name; copies and fills that really copy; optionally
+//!   work already queued on each engine at start, so commands run back to back at known ticks;
 //! - immediate lists run a command at append, regular lists at every execute (`exec`);
 //! - timestamps only on events of pools created with `ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP`;
 //! - host, device and shared allocations answered by `zeMemGetAllocProperties`;

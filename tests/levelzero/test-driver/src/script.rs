@@ -10,6 +10,7 @@
 //! | `tick_hz` | device timestamp ticks per second | 12500000 (80 ns per tick) |
 //! | `offset` | device ticks at driver start | 0 |
 //! | `valid_bits` | `kernelTimestampValidBits`: kernel timestamps wrap there | 32 |
+//! | `queued_ns` | work already queued on each engine at driver start: the first command starts this long after the driver started (or when it comes, if later), the next ones right after it | 0 |
 //! | `kernel.NAME` | duration of kernel `NAME` in ns | |
 //! | `kernel_ns` | duration of any other kernel | 10000 |
 //! | `copy_ns` | duration of a copy | 4000 |
@@ -34,6 +35,8 @@ pub struct Script {
     pub offset: u64,
     /// Kernel timestamp valid bits.
     pub valid_bits: u32,
+    /// Work queued on each engine at driver start, ns.
+    pub queued_ns: u64,
     /// Kernel durations by name, ns.
     pub kernels: HashMap<String, u64>,
     /// Default kernel duration, ns.
@@ -57,6 +60,7 @@ impl Default for Script {
             tick_hz: 12_500_000,
             offset: 0,
             valid_bits: 32,
+            queued_ns: 0,
             kernels: HashMap::new(),
             kernel_ns: 10_000,
             copy_ns: 4_000,
@@ -84,6 +88,7 @@ impl Script {
                 "tick_hz" => s.tick_hz = num().max(1),
                 "offset" => s.offset = num(),
                 "valid_bits" => s.valid_bits = (num() as u32).clamp(1, 64),
+                "queued_ns" => s.queued_ns = num(),
                 "kernel_ns" => s.kernel_ns = num(),
                 "copy_ns" => s.copy_ns = num(),
                 "fill_ns" => s.fill_ns = num(),
@@ -108,6 +113,11 @@ impl Script {
         self.kernels.get(name).copied().unwrap_or(self.kernel_ns)
     }
 
+    /// Ticks of `ns` nanoseconds.
+    pub fn ticks_of(&self, ns: u64) -> u64 {
+        (ns as u128 * self.tick_hz as u128 / 1_000_000_000) as u64
+    }
+
     /// Mask of the kernel timestamp bits.
     pub fn mask(&self) -> u64 {
         if self.valid_bits >= 64 {
@@ -125,9 +135,9 @@ mod tests {
     #[test]
     fn parses_every_key() {
         let s = Script::parse(
-            "devices=2;subdevices=2;tick_hz=1000;offset=5;valid_bits=16;kernel.k=7;complete=sync",
+            "devices=2;subdevices=2;tick_hz=1000;offset=5;valid_bits=16;queued_ns=9;kernel.k=7;complete=sync",
         );
-        assert_eq!((s.devices, s.subdevices, s.tick_hz, s.offset), (2, 2, 1000, 5));
+        assert_eq!((s.devices, s.subdevices, s.tick_hz, s.offset, s.queued_ns), (2, 2, 1000, 5, 9));
         assert_eq!(s.mask(), 0xffff);
         assert_eq!(s.kernel_duration("k"), 7);
         assert_eq!(s.kernel_duration("other"), 10_000);

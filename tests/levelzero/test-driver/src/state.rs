@@ -130,16 +130,18 @@ pub fn monotonic_raw() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn new_device(index: u32, sub: Option<u32>, subs: u32) -> *mut Device {
-    let subs = (0..subs).map(|s| new_device(index, Some(s), 0)).collect();
-    Box::into_raw(Box::new(Device { index, sub, subs, busy_until: Mutex::new(0) }))
+/// A device whose engine is busy until tick `busy` (work queued before the driver started).
+fn new_device(index: u32, sub: Option<u32>, subs: u32, busy: u64) -> *mut Device {
+    let subs = (0..subs).map(|s| new_device(index, Some(s), 0, busy)).collect();
+    Box::into_raw(Box::new(Device { index, sub, subs, busy_until: Mutex::new(busy) }))
 }
 
 /// The driver, created at the first call.
 pub fn driver() -> &'static Driver {
     DRIVER.get_or_init(|| {
         let script = Script::from_env();
-        let devices = (0..script.devices).map(|i| new_device(i, None, script.subdevices)).collect();
+        let busy = script.offset.wrapping_add(script.ticks_of(script.queued_ns));
+        let devices = (0..script.devices).map(|i| new_device(i, None, script.subdevices, busy)).collect();
         Driver { script, devices, start_raw: monotonic_raw(), pending: Mutex::new(Vec::new()) }
     })
 }
@@ -147,13 +149,12 @@ pub fn driver() -> &'static Driver {
 impl Driver {
     /// Device ticks (full width) at CLOCK_MONOTONIC_RAW `raw`.
     pub fn ticks_at(&self, raw: u64) -> u64 {
-        let ns = raw.saturating_sub(self.start_raw) as u128;
-        self.script.offset.wrapping_add((ns * self.script.tick_hz as u128 / 1_000_000_000) as u64)
+        self.script.offset.wrapping_add(self.ticks_of(raw.saturating_sub(self.start_raw)))
     }
 
     /// Ticks of `ns` nanoseconds.
     pub fn ticks_of(&self, ns: u64) -> u64 {
-        (ns as u128 * self.script.tick_hz as u128 / 1_000_000_000) as u64
+        self.script.ticks_of(ns)
     }
 }
 
