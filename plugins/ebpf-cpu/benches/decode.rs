@@ -9,7 +9,7 @@
 //! place of its eval-loop frame, and interned as named frames.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use xpuprof_plugin_ebpf::decode::{StackEvent, EV_SAMPLE, MAX_KSTACK};
+use xpuprof_plugin_ebpf::decode::StackEvent;
 use xpuprof_plugin_ebpf::handler::Handler;
 use xpuprof_plugin_ebpf::python::{Interpreters, PyStack};
 use xpuprof_sdk::{Emitter, Logger};
@@ -30,25 +30,11 @@ fn record_here(depth: u32) -> Vec<u64> {
     let regs = Registers::here();
     let hdr = std::mem::size_of::<StackEvent>();
     let mut words = vec![0u64; (hdr + COPY) / 8];
+    let pid = std::process::id();
     let event = StackEvent {
-        kind: EV_SAMPLE,
-        pid: std::process::id(),
-        tid: std::process::id(),
-        backend: 0,
-        time: xpuprof_sdk::clock::now_ns(),
         weight: 10_101_010,
-        correlation: 0,
-        cookie: 0,
-        user_ip: regs.ip,
-        user_sp: regs.sp,
-        user_bp: regs.bp,
-        flags: 0,
-        ustack_bytes: COPY as i32,
-        kstack_bytes: 0,
-        pad: 0,
         comm: *b"bench\0\0\0\0\0\0\0\0\0\0\0",
-        kstack: [0; MAX_KSTACK],
-        py: PyStack::default(),
+        ..StackEvent::sample(pid, pid, &regs, COPY)
     };
     // SAFETY: `words` is larger than a StackEvent and 8-byte aligned, as StackEvent needs.
     unsafe { std::ptr::write(words.as_mut_ptr().cast::<StackEvent>(), event) };

@@ -138,6 +138,33 @@ pub fn decode(data: &[u8]) -> Option<Event<'_>> {
 }
 
 impl StackEvent {
+    /// An on-CPU sample of thread `tid` of `pid` as the BPF program writes it now: the user
+    /// registers `regs`, `ustack_bytes` of user stack copied after the header, weight 1, no
+    /// kernel or Python frames, no thread name (the handler's tests and the decode benchmark
+    /// build their records with it, changing what they need).
+    pub fn sample(pid: u32, tid: u32, regs: &xpuprof_unwind::Registers, ustack_bytes: usize) -> Self {
+        Self {
+            kind: EV_SAMPLE,
+            pid,
+            tid,
+            backend: 0,
+            time: xpuprof_sdk::clock::now_ns(),
+            weight: 1,
+            correlation: 0,
+            cookie: 0,
+            user_ip: regs.ip,
+            user_sp: regs.sp,
+            user_bp: regs.bp,
+            flags: 0,
+            ustack_bytes: ustack_bytes.min(USTACK_MAX) as i32,
+            kstack_bytes: 0,
+            pad: 0,
+            comm: [0; 16],
+            kstack: [0; MAX_KSTACK],
+            py: crate::python::PyStack::default(),
+        }
+    }
+
     /// The captured kernel frames, innermost first.
     pub fn kernel_frames(&self) -> &[u64] {
         frames(&self.kstack, self.kstack_bytes)

@@ -350,7 +350,7 @@ mod tests {
     use std::mem::size_of;
 
     use super::*;
-    use crate::decode::{ProcEvent, EV_SAMPLE, MAX_KSTACK, NAME_LEN, PATH_DEPTH};
+    use crate::decode::{ProcEvent, NAME_LEN, PATH_DEPTH};
     use crate::procmaps::ProcMaps;
     use xpuprof_unwind::{Cut, Registers};
 
@@ -381,26 +381,8 @@ mod tests {
         let len = (top - regs.sp).min(64 << 10) as usize;
         // SAFETY: `[sp, sp + len)` lies in this thread's stack mapping, below its end.
         let ustack = unsafe { std::slice::from_raw_parts(regs.sp as *const u8, len) }.to_vec();
-        let event = StackEvent {
-            kind: EV_SAMPLE,
-            pid,
-            tid: pid,
-            backend: 0,
-            time: xpuprof_sdk::clock::now_ns(),
-            weight: 1,
-            correlation: 0,
-            cookie: 0,
-            user_ip: regs.ip,
-            user_sp: regs.sp,
-            user_bp: regs.bp,
-            flags: 0,
-            ustack_bytes: len as i32,
-            kstack_bytes: 0,
-            pad: 0,
-            comm: *b"short-lived\0\0\0\0\0",
-            kstack: [0; MAX_KSTACK],
-            py: crate::python::PyStack::default(),
-        };
+        let event =
+            StackEvent { comm: *b"short-lived\0\0\0\0\0", ..StackEvent::sample(pid, pid, &regs, len) };
         (event, ustack)
     }
 
