@@ -60,7 +60,7 @@ impl ChromeSink {
 /// What the user is told once trace.json passes `warn_mb`.
 pub fn size_warning(path: &std::path::Path, mb: u64) -> String {
     format!(
-        "{} passed {mb} MB: chrome://tracing cannot open files this large and JSON costs ~430 bytes \
+        "{} passed {mb} MB: chrome://tracing cannot open files this large and JSON costs ~440 bytes \
          per kernel launch; record with `--sink perfetto` instead (Perfetto's native format, ~30 \
          bytes per launch), or convert an archive with `xpuprof report <dir> --sink perfetto`",
         path.display()
