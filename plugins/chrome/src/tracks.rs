@@ -64,27 +64,36 @@ struct Lane {
     prefix: Box<[u8]>,
 }
 
+/// A host thread's event start and the last arrow started on it.
+#[derive(Debug)]
+pub struct HostThread {
+    /// The start of its complete events (see [`x_prefix`]).
+    pub prefix: Box<[u8]>,
+    /// The flow id of the last arrow that started on this thread (0: none yet).
+    pub last_flow: u64,
+}
+
 /// Names and track layout of the trace.
 #[derive(Debug, Default)]
 pub struct Tracks {
     /// Definitions and names.
     pub names: Names,
     lanes: IdMap<StreamId, Vec<Lane>>,
-    /// The start of the complete events (API calls) of each host thread.
-    host_prefixes: IdMap<Track, Box<[u8]>>,
+    /// The start of the complete events (API calls) of each host thread, and its last arrow.
+    host_threads: IdMap<Track, HostThread>,
     /// Device operations that overlapped work on every lane of their stream.
     pub overlaps: u64,
 }
 
 impl Tracks {
-    /// The start of a complete event on host thread `(pid, tid)` (see [`x_prefix`]), the track
-    /// and its process named if they were not yet.
-    pub fn host_x_prefix(&mut self, pid: u32, tid: u32, out: &mut Vec<Naming>) -> &[u8] {
-        match self.host_prefixes.entry((pid, tid)) {
+    /// Host thread `(pid, tid)`: the start of its complete events (see [`x_prefix`]) and its
+    /// last arrow; the track and its process are named if they were not yet.
+    pub fn host_thread(&mut self, pid: u32, tid: u32, out: &mut Vec<Naming>) -> &mut HostThread {
+        match self.host_threads.entry((pid, tid)) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
                 self.names.host_track(pid, tid, out);
-                e.insert(x_prefix(pid, tid))
+                e.insert(HostThread { prefix: x_prefix(pid, tid), last_flow: 0 })
             }
         }
     }

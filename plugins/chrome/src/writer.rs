@@ -223,13 +223,21 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// An API call: a complete event on its thread, the start of the arrows to the device work
-    /// it launches (`flow_out`) when it has a correlation id.
+    /// it launches (`flow_out`) when it has a correlation id. A call nested in another with
+    /// the same id on the same thread (a runtime call and the driver call it makes, where a
+    /// backend gives both one id) starts no second arrow: Perfetto counts a second start of one
+    /// flow id as an import error (`flow_duplicate_id`) and catapult ignores it.
     fn api_call(&mut self, c: &ApiCall) -> io::Result<()> {
-        let prefix = self.tracks.host_x_prefix(c.pid, c.tid, &mut self.namings);
+        let flow = c.correlation.and_then(|corr| self.flows.id(c.pid, corr));
+        let thread = self.tracks.host_thread(c.pid, c.tid, &mut self.namings);
+        let flow = flow.filter(|&id| id != thread.last_flow);
+        if let Some(id) = flow {
+            thread.last_flow = id;
+        }
         flush_namings(&mut self.line, &mut self.first, &mut self.namings);
         begin(&mut self.line, &mut self.first);
         let l = &mut self.line;
-        l.extend_from_slice(prefix);
+        l.extend_from_slice(&thread.prefix);
         l.us(c.start).s(r#","dur":"#).us(c.end.saturating_sub(c.start));
         l.s(r#","cat":"api","name":"#).s(self.tracks.names.name(c.name)).s(r#","args":{"#);
         let mut sep = "";
@@ -241,7 +249,7 @@ impl<W: Write> TraceWriter<W> {
             write!(l, r#"{sep}"result":{}"#, c.result)?;
         }
         l.s("}");
-        if let Some(id) = c.correlation.and_then(|corr| self.flows.id(c.pid, corr)) {
+        if let Some(id) = flow {
             l.s(r#","bind_id":"#).n(id).s(r#","flow_out":true"#);
         }
         l.s("}");

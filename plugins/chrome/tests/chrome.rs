@@ -314,3 +314,40 @@ fn every_flow_has_both_ends_and_every_device_track_its_name() {
     assert_eq!(lanes.len(), 4, "two streams, each with an overflow lane: {lanes:?}");
     assert!(names.values().any(|n| n.ends_with("(overlap 1)")), "{names:?}");
 }
+
+/// A runtime call and the driver call it makes, given one correlation id by their backend: one
+/// arrow, from the first of them written, so that no flow id starts twice.
+#[test]
+fn nested_calls_with_one_correlation_id_start_one_arrow() {
+    let corr = Some(Correlation { backend: 1, id: 5 });
+    let call = |start, end, name| {
+        Record::ApiCall(
+            ApiCall::default().pid(10).tid(10).start(start).end(end).name(StrId(name)).correlation(corr),
+        )
+    };
+    let recs = vec![
+        Record::Str(StrDef::new(StrId(1), "cudaLaunchKernel")),
+        Record::Str(StrDef::new(StrId(2), "cuLaunchKernel")),
+        Record::Str(StrDef::new(StrId(3), "k")),
+        call(1_500, 2_500, 2),
+        call(1_000, 3_000, 1),
+        Record::DeviceOp(
+            DeviceOp::default()
+                .kind(DeviceOpKind::Kernel)
+                .pid(10)
+                .stream(StreamId(1))
+                .name(StrId(3))
+                .start(5_000)
+                .end(6_000)
+                .correlation(corr)
+                .launch(Some(LaunchRef::default().tid(10).time(1_000))),
+        ),
+    ];
+    let text = run(&recs);
+    assert_eq!(check_structure(&text), 1);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let starts: Vec<&Value> =
+        doc["traceEvents"].as_array().unwrap().iter().filter(|e| e.get("flow_out").is_some()).collect();
+    assert_eq!(starts.len(), 1, "{text}");
+    assert_eq!(starts[0]["name"], "cuLaunchKernel", "the first written");
+}
