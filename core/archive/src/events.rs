@@ -172,19 +172,7 @@ impl LocState {
         for &(col, src) in &lay.special {
             prev[col] = if src == Source::Time { *last_time } else { *last_corr };
         }
-        // A bit per column that differs from its prediction: eight columns at a time, without
-        // branches; the bits of the row's slots past its columns are dropped.
-        let mut changed = 0u64;
-        for (c, (v8, p8)) in
-            row.values.chunks_exact(8).zip(prev.chunks_exact(8)).take(n.div_ceil(8)).enumerate()
-        {
-            let mut bits = 0u64;
-            for j in 0..8 {
-                bits |= u64::from(v8[j] != p8[j]) << j;
-            }
-            changed |= bits << (8 * c);
-        }
-        changed &= u64::MAX.checked_shr(64 - n as u32).unwrap_or(0);
+        let changed = crate::changed::changed_columns(&row.values, prev, n);
         let values = &row.values[..n];
         // The changed columns as mask bits, then their deltas in mask order.
         let mut mask = 0u64;

@@ -19,6 +19,7 @@
 //! # Ok::<(), xpuprof_archive::ArchiveError>(())
 //! ```
 
+mod changed;
 mod error;
 mod events;
 mod format;
