@@ -4,6 +4,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use xpuprof_plugin_cupti::decode::Decoder;
 use xpuprof_plugin_cupti::wire;
 use xpuprof_sdk::{Emitter, Logger};
+use xpuprof_toolbox::agent_host::StreamDecoder;
 
 fn stream(n: usize) -> Vec<u8> {
     let mut b = Vec::new();
@@ -45,7 +46,7 @@ fn bench(c: &mut Criterion) {
             let mut d = Decoder::new(Logger::stderr());
             let mut e = Emitter::detached();
             d.feed(1, &s, &mut e);
-            d.finish_all(&mut e);
+            d.finish(&mut e);
             e.take_buffer().len()
         })
     });

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use xpuprof_plugin_cupti::decode::Decoder;
 use xpuprof_sdk::{codec, Emitter, Logger};
+use xpuprof_toolbox::agent_host::StreamDecoder;
 
 fn main() -> ExitCode {
     let Some(path) = std::env::args_os().nth(1) else {
@@ -25,7 +26,7 @@ fn main() -> ExitCode {
     let mut d = Decoder::new(Logger::stderr());
     let mut e = Emitter::detached();
     let used = d.feed(1, &bytes, &mut e);
-    d.finish_all(&mut e);
+    let (counts, own) = d.finish(&mut e);
     let records = match codec::decode_all(&e.take_buffer()) {
         Ok(r) => r,
         Err(err) => {
@@ -39,6 +40,6 @@ fn main() -> ExitCode {
             break; // `dump … | head` closed stdout
         }
     }
-    eprintln!("consumed {used} of {} bytes; {:?}", bytes.len(), d.stats);
+    eprintln!("consumed {used} of {} bytes; {counts:?}; {own:?}", bytes.len());
     ExitCode::SUCCESS
 }

@@ -22,6 +22,7 @@ use xpuprof_plugin_cupti::decode::Decoder;
 use xpuprof_plugin_cupti::wire;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{codec, Emitter, Logger};
+use xpuprof_toolbox::agent_host::StreamDecoder;
 
 /// Ids of the nodes the double creates (the real exec-node ids are far below).
 const CREATED_BASE: u64 = 1 << 40;
@@ -31,7 +32,7 @@ fn records(bytes: &[u8]) -> Vec<Record> {
     let mut d = Decoder::new(Logger::stderr());
     let mut e = Emitter::detached();
     d.feed(1, bytes, &mut e);
-    d.finish_all(&mut e);
+    d.finish(&mut e);
     codec::decode_all(&e.take_buffer()).expect("the decoder writes valid batches")
 }
 

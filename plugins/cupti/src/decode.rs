@@ -11,7 +11,7 @@ use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger};
-use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn as KitConn, Step};
+use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn as KitConn, KitDecoder, Step};
 
 use crate::wire::launches::Launch;
 use crate::wire::{self, Hello, Reader};
@@ -95,48 +95,6 @@ impl Decoder {
             next_device: 1,
             next_stream: 1,
             stats: Stats::default(),
-        }
-    }
-
-    /// Decodes every complete message at the front of `buf` for connection `conn`; returns the
-    /// number of bytes consumed (a partial message at the end is left for the next call).
-    pub fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
-        AgentDecoder::feed(self, conn, buf, out, |d| &mut d.kit, Self::step)
-    }
-
-    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter) {
-        let m = match step {
-            Step::Hello(h) => return self.hello(conn, &h),
-            Step::Launches { pid, tid, launches } => {
-                for l in &launches {
-                    self.launch_entry(conn, pid, tid, l, out);
-                }
-                return;
-            }
-            Step::Message(m) => m,
-        };
-        let mut r = Reader::new(m.payload);
-        match m.ty {
-            wire::MSG_RECORDS => self.activity(conn, m.payload, out),
-            wire::MSG_API_NAMES => self.api_names_msg(conn, m.payload),
-            wire::MSG_DROPPED => {
-                let (count, time) = (r.u64(), r.u64());
-                let pid = self.kit.pid(conn);
-                self.kit.counts.dropped += count;
-                let cause = self.kit.strs.string(out, LOSS_DROPPED);
-                out.emit(&Record::Loss(Loss::default().pid(pid).time(time).cause(cause).count(count)));
-            }
-            wire::MSG_CLOCK => {
-                let (cupti, session) = (r.u64(), r.u64());
-                out.emit(&Record::ClockSync(
-                    ClockSync::default()
-                        .domain(crate::activity::CUPTI_CLOCK)
-                        .source_time(cupti)
-                        .session_time(session),
-                ));
-            }
-            wire::MSG_GRAPH_NODE => self.kit.conns.entry(conn).or_default().graphs.message(m.payload),
-            _ => {}
         }
     }
 
@@ -227,10 +185,55 @@ impl Decoder {
             crate::activity::record(self, conn, rec, out);
         }
     }
+}
 
-    /// Ends connection `conn`: flushes device work still waiting for its device and reports
-    /// an agent that did not finish cleanly.
-    pub fn finish(&mut self, conn: u64, out: &mut Emitter) {
+impl KitDecoder for Decoder {
+    type Conn = Conn;
+    type Own = Stats;
+
+    fn kit(&mut self) -> &mut AgentDecoder<Conn> {
+        &mut self.kit
+    }
+
+    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter) {
+        let m = match step {
+            Step::Hello(h) => return self.hello(conn, &h),
+            Step::Launches { pid, tid, launches } => {
+                for l in &launches {
+                    self.launch_entry(conn, pid, tid, l, out);
+                }
+                return;
+            }
+            Step::Message(m) => m,
+        };
+        let mut r = Reader::new(m.payload);
+        match m.ty {
+            wire::MSG_RECORDS => self.activity(conn, m.payload, out),
+            wire::MSG_API_NAMES => self.api_names_msg(conn, m.payload),
+            wire::MSG_DROPPED => {
+                let (count, time) = (r.u64(), r.u64());
+                let pid = self.kit.pid(conn);
+                self.kit.counts.dropped += count;
+                let cause = self.kit.strs.string(out, LOSS_DROPPED);
+                out.emit(&Record::Loss(Loss::default().pid(pid).time(time).cause(cause).count(count)));
+            }
+            wire::MSG_CLOCK => {
+                let (cupti, session) = (r.u64(), r.u64());
+                out.emit(&Record::ClockSync(
+                    ClockSync::default()
+                        .domain(crate::activity::CUPTI_CLOCK)
+                        .source_time(cupti)
+                        .session_time(session),
+                ));
+            }
+            wire::MSG_GRAPH_NODE => self.kit.conns.entry(conn).or_default().graphs.message(m.payload),
+            _ => {}
+        }
+    }
+
+    /// Flushes device work still waiting for its device, reports an agent that did not
+    /// finish cleanly and closes its open ranges.
+    fn end_conn(&mut self, conn: u64, out: &mut Emitter) {
         crate::activity::flush_pending(self, conn, out);
         let Some(c) = self.kit.conns.remove(&conn) else { return };
         let pid = c.agent.pid;
@@ -271,19 +274,19 @@ impl Decoder {
         }
     }
 
-    /// Emits the end-of-session losses (unknown record versions).
-    pub fn finish_all(&mut self, out: &mut Emitter) {
-        for c in self.kit.open() {
-            self.finish(c, out);
-        }
+    /// The loss of the records of unknown versions.
+    fn end_session(&mut self, out: &mut Emitter) {
         if self.stats.unknown_versions > 0 {
             let cause = self.kit.strs.string(out, LOSS_UNKNOWN_VERSION);
             let time = xpuprof_sdk::clock::now_ns();
             out.emit(&Record::Loss(
                 Loss::default().time(time).cause(cause).count(self.stats.unknown_versions),
             ));
-            self.stats.unknown_versions = 0;
         }
+    }
+
+    fn into_own(self) -> Stats {
+        self.stats
     }
 }
 

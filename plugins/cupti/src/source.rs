@@ -5,9 +5,7 @@
 use std::path::Path;
 
 use xpuprof_sdk::prelude::*;
-use xpuprof_toolbox::agent_host::{
-    loadable, AgentBackend, AgentCounts, AgentDescriptor, AgentLocator, StreamDecoder,
-};
+use xpuprof_toolbox::agent_host::{loadable, AgentBackend, AgentCounts, AgentDescriptor, AgentLocator};
 
 use crate::config::{Config, LaunchStacks};
 use crate::decode::{Decoder, Stats};
@@ -16,23 +14,6 @@ use crate::decode::{Decoder, Stats};
 #[derive(Debug)]
 pub struct Cupti {
     config: Config,
-}
-
-impl StreamDecoder for Decoder {
-    type Stats = (AgentCounts, Stats);
-
-    fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
-        Decoder::feed(self, conn, buf, out)
-    }
-
-    fn end(&mut self, conn: u64, out: &mut Emitter) {
-        self.finish(conn, out);
-    }
-
-    fn finish(mut self, out: &mut Emitter) -> (AgentCounts, Stats) {
-        self.finish_all(out);
-        (self.kit.counts, self.stats)
-    }
 }
 
 /// Warns about what will keep CUDA processes from being traced.

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use xpuprof_plugin_cupti::decode::Decoder;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{codec, Emitter, Logger};
+use xpuprof_toolbox::agent_host::StreamDecoder;
 
 fn dir(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cupti").join(name)
@@ -40,9 +41,8 @@ fn load(name: &str) -> Session {
         pending.drain(..used);
     }
     assert!(pending.is_empty(), "{name}: stream ends inside a message");
-    dec.finish(1, &mut out);
-    dec.finish_all(&mut out);
-    assert_eq!(dec.stats.unknown_versions, 0, "{name}: records of unknown versions");
+    let (_, own) = dec.finish(&mut out);
+    assert_eq!(own.unknown_versions, 0, "{name}: records of unknown versions");
     let records = codec::decode_all(&out.take_buffer()).expect("decodable records");
     let mut s = Session {
         records,
@@ -344,9 +344,8 @@ fn an_agent_of_another_wire_protocol_is_refused() {
     let mut dec = Decoder::new(Logger::stderr());
     let mut out = Emitter::detached();
     assert_eq!(dec.feed(1, &bytes, &mut out), bytes.len());
-    dec.finish_all(&mut out);
+    let (c, _) = dec.finish(&mut out);
     let records = codec::decode_all(&out.take_buffer()).expect("decodes");
-    let c = &dec.kit.counts;
     assert_eq!(c.refused, 1);
     assert_eq!((c.processes, c.device_ops, c.launch_sites), (0, 0, 0));
     assert!(

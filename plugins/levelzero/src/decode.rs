@@ -11,38 +11,25 @@
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger};
-use xpuprof_toolbox::agent_host::parent_of;
+use xpuprof_toolbox::agent_host::{parent_of, AgentCounts};
 use xpuprof_toolbox::normalise::{self, ModuleMap};
 use xpuprof_toolbox::Interner;
 use xpuprof_wire::levelzero::{self as wire, api_kind, op_kind, Msg};
 use xpuprof_wire::{self as kit_wire, Hello, Reader};
 
 use crate::devices::{Described, Device, Devices, Pairs};
-use xpuprof_toolbox::python::{PyCounts, PyFrames};
+use xpuprof_toolbox::python::PyFrames;
 
-/// Counters a user sees in the log at the end.
+/// Counters of this backend (those every agent-backed decoder keeps are the toolbox's
+/// [`AgentCounts`], in [`Decoder::counts`]).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Stats {
-    /// Processes that connected.
-    pub processes: u64,
-    /// Device operations emitted.
-    pub device_ops: u64,
-    /// Kernels among them.
-    pub kernels: u64,
-    /// Launch sites emitted.
-    pub launch_sites: u64,
     /// API calls emitted.
     pub api_calls: u64,
     /// Operations on a device the agent never described (not emitted, reported as a loss).
     pub unconvertible: u64,
     /// Operations the agents counted lost.
     pub lost: u64,
-    /// Agents that could not trace their process.
-    pub agent_errors: u64,
-    /// Connections that ended without the agent's final message.
-    pub unfinished: u64,
-    /// Python frames in the launch stacks.
-    pub python: PyCounts,
 }
 
 /// Per-connection (per-process) state.
@@ -68,7 +55,9 @@ pub struct Decoder {
     strs: Interner,
     devices: Devices,
     streams: u32,
-    /// What was decoded.
+    /// The counters every agent-backed decoder keeps.
+    pub counts: AgentCounts,
+    /// This backend's counters.
     pub stats: Stats,
 }
 
@@ -81,6 +70,7 @@ impl Decoder {
             strs: Interner::default(),
             devices: Devices::default(),
             streams: 0,
+            counts: AgentCounts::default(),
             stats: Stats::default(),
         }
     }
@@ -104,18 +94,18 @@ impl Decoder {
         match ty {
             kit_wire::MSG_MODULES => c.maps = ModuleMap::new(kit_wire::maps::decode_modules(payload)),
             kit_wire::MSG_ERROR => {
-                self.stats.agent_errors += 1;
+                self.counts.agent_errors += 1;
                 let text = String::from_utf8_lossy(payload);
                 self.log.warn(&format!("the levelzero agent could not trace process {pid}: {text}"));
             }
             kit_wire::MSG_LOST_BYTES => {
                 let chunks = Reader::new(payload).u64();
-                self.stats.lost += chunks;
+                self.counts.lost_chunks += chunks;
                 self.loss(pid, "levelzero agent output dropped (chunks)", chunks, out);
             }
             kit_wire::MSG_BYE => c.bye = true,
             kit_wire::MSG_PY_FRAMES => c.python.define(payload),
-            kit_wire::MSG_PY_COUNTS => self.stats.python.add(payload),
+            kit_wire::MSG_PY_COUNTS => self.counts.python.add(payload),
             _ => match wire::decode(ty, payload) {
                 Some(Msg::Version(v)) if v != wire::VERSION => {
                     c.ok = false;
@@ -190,7 +180,7 @@ impl Decoder {
                             .stack(stack)
                             .recording(recording),
                     ));
-                    self.stats.launch_sites += 1;
+                    self.counts.launch_sites += 1;
                 }
             }
             Msg::Op(op) => self.op(conn, op, out),
@@ -216,7 +206,7 @@ impl Decoder {
             }
         };
         if ok {
-            self.stats.processes += 1;
+            self.counts.processes += 1;
             self.strs.process(out, h.pid, parent_of(h.pid), &h.command);
         }
         self.conns.insert(conn, Conn { pid: h.pid, ok, ..Default::default() });
@@ -286,8 +276,8 @@ impl Decoder {
                 .kernel(kernel)
                 .submission(submission),
         ));
-        self.stats.device_ops += 1;
-        self.stats.kernels += u64::from(op.kind == op_kind::KERNEL);
+        self.counts.device_ops += 1;
+        self.counts.kernels += u64::from(op.kind == op_kind::KERNEL);
     }
 
     fn loss(&mut self, pid: u32, cause: &str, count: u64, out: &mut Emitter) {
@@ -301,7 +291,7 @@ impl Decoder {
     pub fn finish(&mut self, conn: u64) {
         if let Some(c) = self.conns.remove(&conn) {
             if c.ok && !c.bye {
-                self.stats.unfinished += 1;
+                self.counts.unfinished += 1;
                 self.log.warn(&format!(
                     "the levelzero agent of process {} ended without flushing (killed?): its last work is missing",
                     c.pid

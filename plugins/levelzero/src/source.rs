@@ -5,7 +5,9 @@
 use std::path::Path;
 
 use xpuprof_sdk::prelude::*;
-use xpuprof_toolbox::agent_host::{preload, AgentBackend, AgentDescriptor, AgentLocator, StreamDecoder};
+use xpuprof_toolbox::agent_host::{
+    preload, AgentBackend, AgentCounts, AgentDescriptor, AgentLocator, StreamDecoder,
+};
 
 use crate::config::Config;
 use crate::decode::{Decoder, Stats};
@@ -17,7 +19,7 @@ pub struct LevelZero {
 }
 
 impl StreamDecoder for Decoder {
-    type Stats = Stats;
+    type Stats = (AgentCounts, Stats);
 
     fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
         Decoder::feed(self, conn, buf, out)
@@ -27,8 +29,8 @@ impl StreamDecoder for Decoder {
         self.finish(conn);
     }
 
-    fn finish(self, _out: &mut Emitter) -> Stats {
-        self.stats
+    fn finish(self, _out: &mut Emitter) -> (AgentCounts, Stats) {
+        (self.counts, self.stats)
     }
 }
 
@@ -80,7 +82,7 @@ impl AgentBackend for LevelZero {
         Decoder::new(log)
     }
 
-    fn report(&self, s: &Stats, log: &Logger) {
+    fn report(&self, (s, own): &(AgentCounts, Stats), log: &Logger) {
         if s.processes == 0 {
             log.warn(
                 "no Level Zero process connected: the program did not load the Level Zero loader (libze_loader.so.1), \
@@ -88,27 +90,31 @@ impl AgentBackend for LevelZero {
             );
             return;
         }
-        log.info(&format!(
-            "levelzero: {} process(es), {} device operations ({} kernels), {} launch sites, {} API calls",
-            s.processes, s.device_ops, s.kernels, s.launch_sites, s.api_calls
-        ));
+        log.info(&format!("{}, {} API calls", s.summary("levelzero"), own.api_calls));
         if let Some(line) = s.python.report() {
             log.info(&format!("levelzero: {line}"));
         }
         if let Some(line) = s.python.warning() {
             log.warn(&format!("levelzero: {line}"));
         }
-        if s.lost > 0 {
+        if own.lost > 0 {
             log.warn(&format!(
                 "levelzero: {} device operations lost (see the losses in the outputs: lists re-executed before their \
                  timestamps could be read, or work unfinished at exit)",
-                s.lost
+                own.lost
             ));
         }
-        if s.unconvertible > 0 {
+        if s.lost_chunks > 0 {
+            log.warn(&format!(
+                "levelzero: the agents dropped {} messages because the host was gone or too slow (see the losses in \
+                 the outputs)",
+                s.lost_chunks
+            ));
+        }
+        if own.unconvertible > 0 {
             log.warn(&format!(
                 "levelzero: {} device operations had no device clock to convert their time",
-                s.unconvertible
+                own.unconvertible
             ));
         }
     }

@@ -15,7 +15,7 @@ use xpuprof_rocm_wire::{self as rocm_wire, marker_op, Api};
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger};
-use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn as KitConn, Step};
+use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn as KitConn, KitDecoder, Step};
 use xpuprof_wire::launches;
 use xpuprof_wire::names;
 use xpuprof_wire::{self as wire, Hello, Reader};
@@ -102,62 +102,6 @@ impl Decoder {
             next_stream: 1,
             clocks_defined: [false; 2],
             stats: Stats::default(),
-        }
-    }
-
-    /// Decodes every complete message at the front of `buf` for connection `conn`; returns the
-    /// number of bytes consumed (a partial message is left for the next call).
-    pub fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
-        AgentDecoder::feed(self, conn, buf, out, |d| &mut d.kit, Self::step)
-    }
-
-    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter) {
-        let m = match step {
-            Step::Hello(h) => return self.hello(&h),
-            Step::Launches { pid, tid, launches } => {
-                for l in launches {
-                    self.launch(conn, pid, tid, l, out);
-                }
-                return;
-            }
-            Step::Message(m) => m,
-        };
-        let mut r = Reader::new(m.payload);
-        match m.ty {
-            wire::MSG_RECORDS => self.records(conn, m.payload, out),
-            wire::MSG_API_NAMES => {
-                let c = self.kit.conns.entry(conn).or_default();
-                c.names.extend(names::parse_api_names(m.payload).into_iter().map(|(d, id, n)| ((d, id), n)));
-            }
-            wire::MSG_CLOCK => self.clock(conn, r.u64(), r.u64(), out),
-            wire::MSG_DROPPED => self.dropped(conn, r.u64(), out),
-            rocm_wire::MSG_API => {
-                let api = rocm_wire::get_api(m.payload);
-                if let Some((api, _)) = api {
-                    self.kit.conns.entry(conn).or_default().api = Some(api);
-                    self.define_clock(api, out);
-                }
-            }
-            rocm_wire::MSG_KERNELS => {
-                for k in rocm_wire::get_kernels(m.payload) {
-                    let name = self.kit.strs.string(out, &k.name);
-                    self.kit
-                        .conns
-                        .entry(conn)
-                        .or_default()
-                        .kernels
-                        .insert(k.kernel_id, KernelSym { name, sym: k });
-                }
-            }
-            rocm_wire::MSG_AGENTS => self.agents(conn, rocm_wire::get_agents(m.payload), out),
-            rocm_wire::MSG_MARKERS => self.markers(conn, rocm_wire::get_markers(m.payload), out),
-            rocm_wire::MSG_STREAMS => {
-                let c = self.kit.conns.entry(conn).or_default();
-                for u in rocm_wire::get_streams(m.payload) {
-                    c.stream_of.insert(u.correlation as u32, u.stream);
-                }
-            }
-            _ => {}
         }
     }
 
@@ -384,9 +328,68 @@ impl Decoder {
             }
         }
     }
+}
 
-    /// Ends connection `conn`: closes its open ranges and reports an agent that did not finish.
-    pub fn finish(&mut self, conn: u64, out: &mut Emitter) {
+impl KitDecoder for Decoder {
+    type Conn = Conn;
+    type Own = Stats;
+
+    fn kit(&mut self) -> &mut AgentDecoder<Conn> {
+        &mut self.kit
+    }
+
+    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter) {
+        let m = match step {
+            Step::Hello(h) => return self.hello(&h),
+            Step::Launches { pid, tid, launches } => {
+                for l in launches {
+                    self.launch(conn, pid, tid, l, out);
+                }
+                return;
+            }
+            Step::Message(m) => m,
+        };
+        let mut r = Reader::new(m.payload);
+        match m.ty {
+            wire::MSG_RECORDS => self.records(conn, m.payload, out),
+            wire::MSG_API_NAMES => {
+                let c = self.kit.conns.entry(conn).or_default();
+                c.names.extend(names::parse_api_names(m.payload).into_iter().map(|(d, id, n)| ((d, id), n)));
+            }
+            wire::MSG_CLOCK => self.clock(conn, r.u64(), r.u64(), out),
+            wire::MSG_DROPPED => self.dropped(conn, r.u64(), out),
+            rocm_wire::MSG_API => {
+                let api = rocm_wire::get_api(m.payload);
+                if let Some((api, _)) = api {
+                    self.kit.conns.entry(conn).or_default().api = Some(api);
+                    self.define_clock(api, out);
+                }
+            }
+            rocm_wire::MSG_KERNELS => {
+                for k in rocm_wire::get_kernels(m.payload) {
+                    let name = self.kit.strs.string(out, &k.name);
+                    self.kit
+                        .conns
+                        .entry(conn)
+                        .or_default()
+                        .kernels
+                        .insert(k.kernel_id, KernelSym { name, sym: k });
+                }
+            }
+            rocm_wire::MSG_AGENTS => self.agents(conn, rocm_wire::get_agents(m.payload), out),
+            rocm_wire::MSG_MARKERS => self.markers(conn, rocm_wire::get_markers(m.payload), out),
+            rocm_wire::MSG_STREAMS => {
+                let c = self.kit.conns.entry(conn).or_default();
+                for u in rocm_wire::get_streams(m.payload) {
+                    c.stream_of.insert(u.correlation as u32, u.stream);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Closes the connection's open ranges and reports an agent that did not finish.
+    fn end_conn(&mut self, conn: u64, out: &mut Emitter) {
         let Some(c) = self.kit.conns.remove(&conn) else { return };
         let (a, pid) = (&c.agent, c.agent.pid);
         if a.hello && !a.bye && !a.refused && c.api.is_some() {
@@ -406,10 +409,7 @@ impl Decoder {
         }
     }
 
-    /// Ends every connection still open.
-    pub fn finish_all(&mut self, out: &mut Emitter) {
-        for c in self.kit.open() {
-            self.finish(c, out);
-        }
+    fn into_own(self) -> Stats {
+        self.stats
     }
 }

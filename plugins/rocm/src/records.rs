@@ -197,6 +197,7 @@ mod tests {
     use xpuprof_rocm_wire::{self as rocm_wire, Api};
     use xpuprof_sdk::codec;
     use xpuprof_sdk::Logger;
+    use xpuprof_toolbox::agent_host::StreamDecoder;
     use xpuprof_wire as wire;
 
     use super::*;

@@ -5,27 +5,10 @@
 use std::path::Path;
 
 use xpuprof_sdk::prelude::*;
-use xpuprof_toolbox::agent_host::{AgentBackend, AgentCounts, AgentDescriptor, AgentLocator, StreamDecoder};
+use xpuprof_toolbox::agent_host::{AgentBackend, AgentCounts, AgentDescriptor, AgentLocator};
 
 use crate::config::{Config, LaunchStacks};
 use crate::decode::{Decoder, Stats};
-
-impl StreamDecoder for Decoder {
-    type Stats = (AgentCounts, Stats);
-
-    fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
-        Decoder::feed(self, conn, buf, out)
-    }
-
-    fn end(&mut self, conn: u64, out: &mut Emitter) {
-        Decoder::finish(self, conn, out);
-    }
-
-    fn finish(mut self, out: &mut Emitter) -> (AgentCounts, Stats) {
-        self.finish_all(out);
-        (self.kit.counts, self.stats)
-    }
-}
 
 /// The backend: its configuration.
 #[derive(Debug)]

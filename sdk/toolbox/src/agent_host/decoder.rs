@@ -307,14 +307,15 @@ pub fn parent_of(pid: u32) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use xpuprof_sdk::codec::decode_all;
 
     use super::*;
 
+    /// A connection with nothing but the kit's part (the other decoder tests use it too).
     #[derive(Default)]
-    struct TestConn {
-        agent: AgentConn,
+    pub(in crate::agent_host) struct TestConn {
+        pub(in crate::agent_host) agent: AgentConn,
     }
 
     impl Conn for TestConn {

@@ -6,6 +6,8 @@
 //! A source plugin keeps only what is its own: the agent's name and how it is injected
 //! ([`AgentLocator`], [`preload`]), the environment variables its agent reads, the decoder and
 //! its report, as an [`AgentBackend`]; [`AgentSource`] is then its whole `Source`.
+//! A decoder of the kit's stream holds an [`AgentDecoder`] and implements [`KitDecoder`], which
+//! makes it a [`StreamDecoder`].
 //!
 //! ```no_run
 //! # use xpuprof_sdk::prelude::*;
@@ -27,6 +29,7 @@
 //! ```
 
 mod decoder;
+mod kit_decoder;
 mod locate;
 mod source;
 mod stacks;
@@ -44,6 +47,7 @@ use std::time::{Duration, Instant};
 use xpuprof_sdk::{Emitter, Logger, PluginError};
 
 pub use decoder::{parent_of, AgentConn, AgentCounts, AgentDecoder, Conn, Step};
+pub use kit_decoder::KitDecoder;
 pub use locate::{loadable, own_dir, preload, AgentLocator};
 pub use source::{AgentBackend, AgentDescriptor, AgentSource};
 pub use stacks::AgentStacks;

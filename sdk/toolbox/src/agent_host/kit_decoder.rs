@@ -1,0 +1,153 @@
+//! A backend decoder built on the kit's [`AgentDecoder`] is a [`StreamDecoder`] through this
+//! trait: it says where its kit part is, what it does with each [`Step`], how a connection ends
+//! and what is left at the session's end; feeding, ending every connection still open and
+//! returning the counters ([`AgentCounts`] beside its own) are the same for every backend.
+//!
+//! ```no_run
+//! # use xpuprof_sdk::Emitter;
+//! # use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn, KitDecoder, Step};
+//! # #[derive(Default)]
+//! # struct MyConn { agent: AgentConn }
+//! # impl Conn for MyConn {
+//! #     fn agent(&self) -> &AgentConn { &self.agent }
+//! #     fn agent_mut(&mut self) -> &mut AgentConn { &mut self.agent }
+//! # }
+//! struct MyDecoder {
+//!     kit: AgentDecoder<MyConn>,
+//!     records: u64,
+//! }
+//!
+//! impl KitDecoder for MyDecoder {
+//!     type Conn = MyConn;
+//!     type Own = u64;
+//!
+//!     fn kit(&mut self) -> &mut AgentDecoder<MyConn> {
+//!         &mut self.kit
+//!     }
+//!     fn step(&mut self, _conn: u64, step: Step<'_>, _out: &mut Emitter) {
+//!         if let Step::Message(_) = step {
+//!             self.records += 1;
+//!         }
+//!     }
+//!     fn end_conn(&mut self, conn: u64, _out: &mut Emitter) {
+//!         self.kit.conns.remove(&conn);
+//!     }
+//!     fn into_own(self) -> u64 {
+//!         self.records
+//!     }
+//! }
+//! // `MyDecoder` is now a `StreamDecoder` whose stats are `(AgentCounts, u64)`.
+//! ```
+
+use xpuprof_sdk::Emitter;
+
+use super::{AgentCounts, AgentDecoder, Conn, Step, StreamDecoder};
+
+/// A decoder whose kit part is an [`AgentDecoder`]; every one is a [`StreamDecoder`] whose
+/// counters are `(AgentCounts, Own)`.
+pub trait KitDecoder: Send + 'static {
+    /// Its per-connection state.
+    type Conn: Conn;
+    /// Its own counters, returned beside the kit's.
+    type Own: Send + 'static;
+
+    /// The kit's part.
+    fn kit(&mut self) -> &mut AgentDecoder<Self::Conn>;
+
+    /// What the kit left of a message of connection `conn`.
+    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter);
+
+    /// Connection `conn` ended: emits what it still held and removes it from the kit's
+    /// connections.
+    fn end_conn(&mut self, conn: u64, out: &mut Emitter);
+
+    /// Every connection ended: emits what belongs to the whole session (nothing by default).
+    fn end_session(&mut self, _out: &mut Emitter) {}
+
+    /// Its own counters.
+    fn into_own(self) -> Self::Own;
+}
+
+impl<D: KitDecoder> StreamDecoder for D {
+    type Stats = (AgentCounts, D::Own);
+
+    fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
+        AgentDecoder::feed(self, conn, buf, out, D::kit, D::step)
+    }
+
+    fn end(&mut self, conn: u64, out: &mut Emitter) {
+        self.end_conn(conn, out);
+    }
+
+    fn finish(mut self, out: &mut Emitter) -> (AgentCounts, D::Own) {
+        for conn in self.kit().open() {
+            self.end_conn(conn, out);
+        }
+        self.end_session(out);
+        let counts = std::mem::take(&mut self.kit().counts);
+        (counts, self.into_own())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use xpuprof_sdk::Logger;
+    use xpuprof_wire::{self as wire, Hello};
+
+    use super::*;
+    use crate::agent_host::decoder::tests::TestConn;
+
+    /// Notes which connections ended, and when the session did.
+    struct Ends {
+        kit: AgentDecoder<TestConn>,
+        ended: Vec<u64>,
+    }
+
+    impl KitDecoder for Ends {
+        type Conn = TestConn;
+        type Own = Vec<u64>;
+
+        fn kit(&mut self) -> &mut AgentDecoder<TestConn> {
+            &mut self.kit
+        }
+        fn step(&mut self, _conn: u64, step: Step<'_>, _out: &mut Emitter) {
+            if let Step::Hello(_) = step {
+                self.kit.counts.processes += 1;
+            }
+        }
+        fn end_conn(&mut self, conn: u64, _out: &mut Emitter) {
+            self.kit.conns.remove(&conn);
+            self.ended.push(conn);
+        }
+        fn end_session(&mut self, _out: &mut Emitter) {
+            self.ended.push(0);
+        }
+        fn into_own(self) -> Vec<u64> {
+            self.ended
+        }
+    }
+
+    #[test]
+    fn finish_ends_the_connections_still_open_then_the_session_and_returns_both_counters() {
+        let mut d = Ends { kit: AgentDecoder::new(Logger::stderr(), "lost"), ended: Vec::new() };
+        let mut out = Emitter::detached();
+        for (conn, pid) in [(1, 4_000_011), (2, 4_000_012), (3, 4_000_013)] {
+            let mut h = Hello::new(1, 0);
+            h.pid = pid;
+            let mut bytes = Vec::new();
+            h.encode(&mut bytes);
+            wire::put_message(&mut bytes, wire::MSG_LOST_BYTES, &[&2u64.to_le_bytes(), &20u64.to_le_bytes()]);
+            assert_eq!(d.feed(conn, &bytes, &mut out), bytes.len());
+        }
+        d.end(2, &mut out);
+        let (counts, ended) = d.finish(&mut out);
+        assert_eq!((counts.processes, counts.lost_chunks), (3, 6));
+        let (mut conns, session) = (ended[..3].to_vec(), ended[3]);
+        conns.sort_unstable();
+        assert_eq!(
+            (conns, session),
+            (vec![1, 2, 3], 0),
+            "2 ended once, 1 and 3 at the finish, then the session"
+        );
+    }
+}
