@@ -145,7 +145,7 @@ pub struct Sequences {
     list: Vec<Sequence>,
     /// Index in `list` of each key.
     by_key: IdMap<u64, usize>,
-    /// Keys stamped lately and their indices, the last one first: a slice's end, the names
+    /// Keys stamped lately and their indices (a direct-mapped cache): a slice's end, the names
     /// emitted between [`Sequences::stamp`] and the packet's end, and the next launch's
     /// timelines (its thread, its launch instants, its stream) find their sequence without a
     /// hash lookup.
@@ -167,7 +167,7 @@ impl Default for Sequences {
 }
 
 /// Keys remembered by [`Sequences::index`].
-const RECENT: usize = 4;
+const RECENT: usize = 8;
 /// No key: no sequence has it (keys are track uuids, whose top bits name a kind).
 const NO_KEY: u64 = u64::MAX;
 
@@ -195,20 +195,16 @@ impl Sequences {
 
     #[inline]
     fn index(&mut self, key: u64) -> Option<usize> {
-        if self.recent[0].0 == key {
-            return Some(self.recent[0].1);
+        // Direct-mapped: a thread's key, its launch key (bit 59) and a stream lane's key (kind
+        // in the top bits) fall in different slots.
+        let slot = ((key >> 56) ^ (key >> 3) ^ key) as usize % RECENT;
+        let (k, i) = self.recent[slot];
+        if k == key {
+            return Some(i);
         }
-        // The key found goes first (swapped with the first); a key looked up replaces the last.
-        let at = match self.recent[1..].iter().position(|&(k, _)| k == key) {
-            Some(at) => at + 1,
-            None => {
-                let i = *self.by_key.get(&key)?;
-                self.recent[RECENT - 1] = (key, i);
-                RECENT - 1
-            }
-        };
-        self.recent.swap(0, at);
-        Some(self.recent[0].1)
+        let i = *self.by_key.get(&key)?;
+        self.recent[slot] = (key, i);
+        Some(i)
     }
 
     /// Prepares the sequence `key` (default track `track`) for an event at `ts` and returns
