@@ -11,8 +11,16 @@
 //! numbers as doubles) and is never 0 (catapult ignores a `bind_id` that is 0). A key that does
 //! not fit (a correlation id of 2^36 or more, or past 131,072 processes) gets no arrow: its
 //! device work keeps its launching pid and correlation id in `args` instead, and it is counted.
+//!
+//! An id must start one arrow only: Perfetto keeps a v2 flow id's start for the whole trace (a
+//! second start is an import error, `flow_duplicate_id`, and later ends would bind to the first
+//! start). A correlation id used again by a later call of its process (a test source's fixed
+//! ids; CUPTI's 32-bit ids after four billion calls) therefore starts no arrow, and the device
+//! work joined to it gets none either, counted like the above. Which ids started is kept as one
+//! bit per id, in pages of 4,096 ids (512 bytes), so the sink's memory grows by about one bit
+//! per launch.
 
-use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::Correlation;
 
 /// Bits of the correlation id in a flow id.
@@ -26,6 +34,14 @@ pub struct Flows {
     slots: IdMap<(u32, u32), u64>,
     /// The last (backend, pid) looked up and its slot (traces mostly come from one process).
     last: Option<((u32, u32), u64)>,
+    /// The flow ids that started an arrow: bit `id % 4096` of page `id / 4096`, the pages in
+    /// `pages` at the index `page_index` gives.
+    page_index: IdMap<u64, usize>,
+    pages: Vec<[u64; 64]>,
+    /// The page looked up last and its index (consecutive ids share a page).
+    last_page: Option<(u64, usize)>,
+    /// Flow ids whose correlation id came again on a later call: no arrow starts or ends there.
+    reused: IdSet<u64>,
     /// Launch ends that got no flow id (see the module docs).
     pub not_drawn: u64,
 }
@@ -50,6 +66,45 @@ impl Flows {
         }
         Some(slot << ID_BITS | c.id)
     }
+
+    /// Whether flow id `id` (from [`Flows::id`]) may start an arrow at an API call: not when it
+    /// already started one (counted, and the id is not used again).
+    pub fn start(&mut self, id: u64) -> Option<u64> {
+        let key = id >> 12;
+        let index = match self.last_page {
+            Some((k, i)) if k == key => i,
+            _ => {
+                let next = self.pages.len();
+                let i = *self.page_index.entry(key).or_insert(next);
+                if i == next {
+                    self.pages.push([0; 64]);
+                }
+                self.last_page = Some((key, i));
+                i
+            }
+        };
+        let page = &mut self.pages[index];
+        let (word, bit) = ((id >> 6 & 63) as usize, 1u64 << (id & 63));
+        if page[word] & bit != 0 {
+            self.reused.insert(id);
+            self.not_drawn += 1;
+            return None;
+        }
+        page[word] |= bit;
+        Some(id)
+    }
+
+    /// The flow id device work joined to correlation `c` of process `pid` ends, or `None`
+    /// (counted) when it does not fit or its correlation id was used again.
+    #[inline]
+    pub fn end(&mut self, pid: u32, c: Correlation) -> Option<u64> {
+        let id = self.id(pid, c)?;
+        if !self.reused.is_empty() && self.reused.contains(&id) {
+            self.not_drawn += 1;
+            return None;
+        }
+        Some(id)
+    }
 }
 
 #[cfg(test)]
@@ -69,6 +124,20 @@ mod tests {
         assert_eq!(f.id(10, corr(1, 8)), Some(8));
         assert_eq!(f.id(11, corr(1, 8)), Some(1 << 36 | 8));
         assert_eq!(f.not_drawn, 0);
+    }
+
+    #[test]
+    fn an_id_starts_one_arrow_and_a_reused_one_none() {
+        let mut f = Flows::default();
+        let start = |f: &mut Flows, pid, id| f.id(pid, corr(1, id)).and_then(|id| f.start(id));
+        assert_eq!(start(&mut f, 10, 7), Some(7));
+        assert_eq!(f.end(10, corr(1, 7)), Some(7));
+        assert_eq!(start(&mut f, 10, 4096 + 7), Some(4096 + 7), "another page");
+        assert_eq!(start(&mut f, 11, 7), Some(1 << 36 | 7), "another process");
+        assert_eq!(start(&mut f, 10, 7), None, "a later call with the same id");
+        assert_eq!(f.end(10, corr(1, 7)), None, "and its work");
+        assert_eq!(f.end(11, corr(1, 7)), Some(1 << 36 | 7));
+        assert_eq!(f.not_drawn, 2);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! chrome://tracing open: host API calls as complete events on their pid/tid, one track per
 //! device stream, flow arrows from each launch to the device work it caused, CPU samples,
 //! markers, ranges, counters and losses, and a metadata block at the end. The file is streamed
-//! while recording; memory does not grow with the run's length. `docs/formats.md` describes the
+//! while recording; memory grows only by a bit per launch arrow. `docs/formats.md` describes the
 //! layout.
 
 mod args;

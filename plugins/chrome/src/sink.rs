@@ -112,9 +112,10 @@ impl Sink for ChromeSink {
         let not_drawn = w.flows_not_drawn();
         if not_drawn > 0 {
             self.log.warn(&format!(
-                "{not_drawn} launch ends were written without their flow arrow: a correlation id of \
-                 2^36 or more, or more than 131,072 processes (their device work names its pid and \
-                 correlation id in args instead)"
+                "{not_drawn} launch ends were written without their flow arrow: a correlation id used \
+                 again by a later call of its process, a correlation id of 2^36 or more, or more than \
+                 131,072 processes (their device work names its pid and correlation id in args \
+                 instead)"
             ));
         }
         w.finish(&self.session).map_err(|e| self.fail(e))?;

@@ -1,8 +1,8 @@
 //! Streams records out as Trace Event JSON.
 //!
 //! Layout: `{"traceEvents":[` + one event per line + `],"displayTimeUnit":"ns","metadata":{..}}`.
-//! Events are written as records arrive; only names, per-stream lane ends and loss totals are
-//! kept, so memory does not grow with the length of the run.
+//! Events are written as records arrive; only names, per-stream lane ends, loss totals and one
+//! bit per launch arrow (which flow ids started, see [`crate::flows`]) are kept.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -228,9 +228,13 @@ impl<W: Write> TraceWriter<W> {
     /// backend gives both one id) starts no second arrow: Perfetto counts a second start of one
     /// flow id as an import error (`flow_duplicate_id`) and catapult ignores it.
     fn api_call(&mut self, c: &ApiCall) -> io::Result<()> {
-        let flow = c.correlation.and_then(|corr| self.flows.id(c.pid, corr));
         let thread = self.tracks.host_thread(c.pid, c.tid, &mut self.namings);
-        let flow = flow.filter(|&id| id != thread.last_flow);
+        let flow = match c.correlation.and_then(|corr| self.flows.id(c.pid, corr)) {
+            // The nested call of the one that started this arrow: no second start.
+            Some(id) if id == thread.last_flow => None,
+            Some(id) => self.flows.start(id),
+            None => None,
+        };
         if let Some(id) = flow {
             thread.last_flow = id;
         }
@@ -260,7 +264,7 @@ impl<W: Write> TraceWriter<W> {
     /// (`flow_in`) when the correlator joined it to one.
     fn device_op(&mut self, op: &DeviceOp) -> io::Result<()> {
         let flow = match (op.launch, op.correlation) {
-            (Some(_), Some(corr)) => self.flows.id(op.pid, corr),
+            (Some(_), Some(corr)) => self.flows.end(op.pid, corr),
             _ => None,
         };
         let prefix = self.tracks.device_x_prefix(op, &mut self.namings);

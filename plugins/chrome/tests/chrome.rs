@@ -351,3 +351,50 @@ fn nested_calls_with_one_correlation_id_start_one_arrow() {
     assert_eq!(starts.len(), 1, "{text}");
     assert_eq!(starts[0]["name"], "cuLaunchKernel", "the first written");
 }
+
+/// A correlation id used again by a later call of the same process (the scripted source's fixed
+/// ids do this): the first call's arrow stays, the later call and its work get none, counted.
+#[test]
+fn a_reused_correlation_id_starts_no_second_arrow() {
+    let corr = Some(Correlation { backend: 1, id: 5 });
+    let call = |tid, start| {
+        Record::ApiCall(
+            ApiCall::default()
+                .pid(10)
+                .tid(tid)
+                .start(start)
+                .end(start + 1_000)
+                .name(StrId(1))
+                .correlation(corr),
+        )
+    };
+    let work = |start| {
+        Record::DeviceOp(
+            DeviceOp::default()
+                .kind(DeviceOpKind::Kernel)
+                .pid(10)
+                .stream(StreamId(1))
+                .name(StrId(2))
+                .start(start)
+                .end(start + 1_000)
+                .correlation(corr)
+                .launch(Some(LaunchRef::default().tid(10).time(start - 2_000))),
+        )
+    };
+    let recs = vec![
+        Record::Str(StrDef::new(StrId(1), "cudaLaunchKernel")),
+        Record::Str(StrDef::new(StrId(2), "k")),
+        call(10, 1_000),
+        work(3_000),
+        call(11, 9_000),
+        work(11_000),
+    ];
+    let text = run(&recs);
+    assert_eq!(check_structure(&text), 1);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["metadata"]["flows_not_drawn"], 2, "{text}");
+    let kernels: Vec<&Value> =
+        doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "kernel").collect();
+    assert_eq!(kernels[0]["bind_id"], 5);
+    assert!(kernels[1].get("bind_id").is_none() && kernels[1]["args"]["correlation"] == 5, "{text}");
+}
