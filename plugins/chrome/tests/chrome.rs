@@ -315,6 +315,14 @@ fn every_flow_has_both_ends_and_every_device_track_its_name() {
     assert!(names.values().any(|n| n.ends_with("(overlap 1)")), "{names:?}");
 }
 
+/// Kernel `name` of process 10 on stream 1 at `start` (1 µs long), joined to the launch of
+/// correlation id `corr` on thread 10.
+fn launched_kernel(name: StrId, start: u64, corr: u64) -> Record {
+    let op = DeviceOp::default().kind(DeviceOpKind::Kernel).pid(10).stream(StreamId(1)).name(name);
+    let op = op.start(start).end(start + 1_000).correlation(Some(Correlation { backend: 1, id: corr }));
+    Record::DeviceOp(op.launch(Some(LaunchRef::default().tid(10).time(start - 2_000))))
+}
+
 /// A runtime call and the driver call it makes, given one correlation id by their backend: one
 /// arrow, from the first of them written, so that no flow id starts twice.
 #[test]
@@ -331,17 +339,7 @@ fn nested_calls_with_one_correlation_id_start_one_arrow() {
         Record::Str(StrDef::new(StrId(3), "k")),
         call(1_500, 2_500, 2),
         call(1_000, 3_000, 1),
-        Record::DeviceOp(
-            DeviceOp::default()
-                .kind(DeviceOpKind::Kernel)
-                .pid(10)
-                .stream(StreamId(1))
-                .name(StrId(3))
-                .start(5_000)
-                .end(6_000)
-                .correlation(corr)
-                .launch(Some(LaunchRef::default().tid(10).time(1_000))),
-        ),
+        launched_kernel(StrId(3), 5_000, 5),
     ];
     let text = run(&recs);
     assert_eq!(check_structure(&text), 1);
@@ -368,19 +366,7 @@ fn a_reused_correlation_id_starts_no_second_arrow() {
                 .correlation(corr),
         )
     };
-    let work = |start| {
-        Record::DeviceOp(
-            DeviceOp::default()
-                .kind(DeviceOpKind::Kernel)
-                .pid(10)
-                .stream(StreamId(1))
-                .name(StrId(2))
-                .start(start)
-                .end(start + 1_000)
-                .correlation(corr)
-                .launch(Some(LaunchRef::default().tid(10).time(start - 2_000))),
-        )
-    };
+    let work = |start| launched_kernel(StrId(2), start, 5);
     let recs = vec![
         Record::Str(StrDef::new(StrId(1), "cudaLaunchKernel")),
         Record::Str(StrDef::new(StrId(2), "k")),
