@@ -1,20 +1,18 @@
-//! Decodes the agents' streams ([`crate::wire`]) into SDK records.
+//! The decoder of the agents' streams ([`crate::wire`]) into SDK records: its state and the
+//! lookups the message handlers share.
 //!
 //! One [`Decoder`] serves every connection of a session (one per CUDA process), so all
 //! definitions share one id space. Launch stacks arrive as raw return addresses plus the
 //! process's module map; they become `ModuleDef` + `FrameDef::default().kind(FileOffset)` (address =
 //! return address − 1, the call instruction, − mapping start + mapping file offset) so the host
-//! can symbolise them after the process is gone. Activity records are decoded in
-//! [`crate::activity`].
+//! can symbolise them after the process is gone. What each message does is in `stream.rs` (the
+//! decoder as the toolbox's `KitDecoder`); activity records are decoded in [`crate::activity`].
 
 use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger};
-use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn as KitConn, KitDecoder, Step};
-
-use crate::wire::launches::Launch;
-use crate::wire::{self, Hello, Reader};
+use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn as KitConn};
 
 /// Counters of this backend (the kit's, shared with every agent-backed decoder, are in
 /// `AgentDecoder::counts`).
@@ -45,7 +43,7 @@ pub struct Conn {
     /// What the kit's messages said (process, hello, module map, strings, Python frames).
     pub(crate) agent: AgentConn,
     pub(crate) monotonic: bool,
-    api_from_callbacks: bool,
+    pub(crate) api_from_callbacks: bool,
     pub(crate) api_names: IdMap<(u8, u32), ApiName>,
     pub(crate) devices: IdMap<u32, DeviceId>,
     pub(crate) ctx_device: IdMap<u32, u32>,
@@ -98,27 +96,6 @@ impl Decoder {
         }
     }
 
-    fn hello(&mut self, conn: u64, h: &Hello) {
-        let c = self.kit.conns.entry(conn).or_default();
-        c.monotonic = c.agent.has(wire::FLAG_MONOTONIC_TIMESTAMPS);
-        c.api_from_callbacks = c.agent.has(wire::FLAG_API_FROM_CALLBACKS);
-        self.kit.counts.processes += 1;
-        if h.runtime_version != 0 && !c.monotonic {
-            self.kit.log.info(&format!(
-                "process {}: CUPTI timestamp callback unavailable; GPU times converted from paired clock samples",
-                h.pid
-            ));
-        }
-    }
-
-    fn api_names_msg(&mut self, conn: u64, payload: &[u8]) {
-        let c = self.kit.conns.entry(conn).or_default();
-        for (domain, cbid, name) in wire::names::parse_api_names(payload) {
-            let name = api_display_name(&name).to_owned();
-            c.api_names.insert((domain as u8, cbid), ApiName::Text(name));
-        }
-    }
-
     /// The interned name of API `cbid` of `domain` and what the call does, or none (and
     /// [`ApiKind::Unknown`]) if the agent never named it.
     pub(crate) fn api_name(
@@ -148,145 +125,6 @@ impl Decoder {
         if tid != 0 {
             self.kit.strs.thread(out, pid, tid, "");
         }
-    }
-
-    fn launch_entry(&mut self, conn: u64, pid: u32, tid: u32, l: &Launch, out: &mut Emitter) {
-        let Launch { domain, api_id: cbid, correlation: corr, result, time, end, .. } = *l;
-        let (api, kind) = self.api_name(conn, domain, cbid, out);
-        let correlation = Correlation { backend: backend::CUDA, id: corr as u64 };
-        let (calls, recording) = self
-            .kit
-            .conns
-            .get_mut(&conn)
-            .map(|c| (c.api_from_callbacks, c.graphs.take_recording(corr)))
-            .unwrap_or((false, false));
-        if calls {
-            let end = if end < time { time } else { end };
-            out.emit(&Record::ApiCall(
-                ApiCall::default()
-                    .pid(pid)
-                    .tid(tid)
-                    .start(time)
-                    .end(end)
-                    .name(api)
-                    .kind(kind)
-                    .correlation(Some(correlation))
-                    .result(result as i64),
-            ));
-            self.stats.api_calls += 1;
-        }
-        if let Some(site) = self.kit.launch_site(conn, tid, l, correlation, api) {
-            out.emit(&Record::LaunchSite(site.recording(recording)));
-        }
-    }
-
-    fn activity(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
-        for rec in wire::records::split(payload) {
-            crate::activity::record(self, conn, rec, out);
-        }
-    }
-}
-
-impl KitDecoder for Decoder {
-    type Conn = Conn;
-    type Own = Stats;
-
-    fn kit(&mut self) -> &mut AgentDecoder<Conn> {
-        &mut self.kit
-    }
-
-    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter) {
-        let m = match step {
-            Step::Hello(h) => return self.hello(conn, &h),
-            Step::Launches { pid, tid, launches } => {
-                for l in &launches {
-                    self.launch_entry(conn, pid, tid, l, out);
-                }
-                return;
-            }
-            Step::Message(m) => m,
-        };
-        let mut r = Reader::new(m.payload);
-        match m.ty {
-            wire::MSG_RECORDS => self.activity(conn, m.payload, out),
-            wire::MSG_API_NAMES => self.api_names_msg(conn, m.payload),
-            wire::MSG_DROPPED => {
-                let (count, time) = (r.u64(), r.u64());
-                let pid = self.kit.pid(conn);
-                self.kit.counts.dropped += count;
-                let cause = self.kit.strs.string(out, LOSS_DROPPED);
-                out.emit(&Record::Loss(Loss::default().pid(pid).time(time).cause(cause).count(count)));
-            }
-            wire::MSG_CLOCK => {
-                let (cupti, session) = (r.u64(), r.u64());
-                out.emit(&Record::ClockSync(
-                    ClockSync::default()
-                        .domain(crate::activity::CUPTI_CLOCK)
-                        .source_time(cupti)
-                        .session_time(session),
-                ));
-            }
-            wire::MSG_GRAPH_NODE => self.kit.conns.entry(conn).or_default().graphs.message(m.payload),
-            _ => {}
-        }
-    }
-
-    /// Flushes device work still waiting for its device, reports an agent that did not
-    /// finish cleanly and closes its open ranges.
-    fn end_conn(&mut self, conn: u64, out: &mut Emitter) {
-        crate::activity::flush_pending(self, conn, out);
-        let Some(c) = self.kit.conns.remove(&conn) else { return };
-        let pid = c.agent.pid;
-        if c.graphs.forgotten > 0 || c.graphs.malformed > 0 {
-            self.kit.log.warn(&format!(
-                "process {}: {} CUDA graph nodes forgotten at the bound of {} (their replays show the replay stack only), {} malformed graph-node messages",
-                pid,
-                c.graphs.forgotten,
-                crate::graphs::MAX_NODES,
-                c.graphs.malformed
-            ));
-        }
-        if c.graphs.joined_by_kernel > 0 {
-            self.kit.log.info(&format!(
-                "process {}: {} replayed kernels of child graphs (nodes CUPTI does not report, flattened at instantiation) joined to the launch that captured their kernel, by its name",
-                pid, c.graphs.joined_by_kernel
-            ));
-        }
-        if c.graphs.ambiguous_kernel > 0 {
-            self.kit.log.warn(&format!(
-                "process {}: {} replayed kernels of child graphs show no capture stack: CUPTI does not report their nodes (flattened at instantiation), and their kernel was captured by several calls",
-                pid, c.graphs.ambiguous_kernel
-            ));
-        }
-        let a = &c.agent;
-        if a.hello && !a.bye && !a.refused && a.runtime_version != 0 {
-            self.kit.counts.unfinished += 1;
-            self.kit.log.warn(&format!(
-                "process {} ended without flushing its CUPTI buffers (killed, or exited through _exit); \
-                 device work of its last moments may be missing",
-                pid
-            ));
-        }
-        for (_, (start, name, domain, tid)) in c.open_ranges {
-            out.emit(&Record::Range(
-                Annotation::default().pid(pid).tid(tid).start(start).end(start).name(name).domain(domain),
-            ));
-        }
-    }
-
-    /// The loss of the records of unknown versions.
-    fn end_session(&mut self, out: &mut Emitter) {
-        if self.stats.unknown_versions > 0 {
-            let cause = self.kit.strs.string(out, LOSS_UNKNOWN_VERSION);
-            let time = xpuprof_sdk::clock::now_ns();
-            out.emit(&Record::Loss(
-                Loss::default().time(time).cause(cause).count(self.stats.unknown_versions),
-            ));
-        }
-    }
-
-    fn into_own(self) -> Stats {
-        self.stats
     }
 }
 

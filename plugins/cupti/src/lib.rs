@@ -22,6 +22,7 @@ pub mod decode;
 pub mod graphs;
 pub mod layout;
 pub mod source;
+mod stream;
 
 pub use xpuprof_wire as wire;
 

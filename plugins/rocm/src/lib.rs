@@ -23,6 +23,7 @@ pub mod config;
 pub mod decode;
 pub mod records;
 pub mod source;
+mod stream;
 
 pub use source::Rocm;
 
