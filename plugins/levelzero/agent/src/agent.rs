@@ -3,7 +3,7 @@
 //! and the reads of device timestamps with loss counting.
 
 use std::cell::{Cell, RefCell};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use xpuprof_agent_kit::channel::{Channel, Chunk};
 use xpuprof_agent_kit::modules::Known;
@@ -18,6 +18,18 @@ use crate::state::{Pending, Recorded, State};
 
 /// Most frames of a launch stack.
 const MAX_FRAMES: usize = 128;
+
+/// The running agent (set once, by `start`).
+pub static AGENT: OnceLock<Agent> = OnceLock::new();
+
+/// The agent, when tracing is on and the call is the application's (not one the agent makes
+/// itself, see [`INSIDE`]).
+pub fn active() -> Option<&'static Agent> {
+    if INSIDE.with(|c| c.get()) {
+        return None;
+    }
+    AGENT.get().filter(|a| !a.stopping())
+}
 
 thread_local! {
     /// This thread's stack bounds, read once.

@@ -9,23 +9,15 @@ use std::os::raw::c_void;
 use level_zero_sys::*;
 use xpuprof_agent_kit::wire::levelzero::{api_kind, copy_kind, op_kind, Op};
 
-use crate::agent::{kernel_op, Agent, INSIDE};
+use crate::agent::{active, kernel_op, Agent};
 use crate::state::{Kernel, List};
-
-/// The agent, when tracing is on and the call is the application's.
-fn agent() -> Option<&'static Agent> {
-    if INSIDE.with(|c| c.get()) {
-        return None;
-    }
-    crate::start::AGENT.get().filter(|a| !a.stopping())
-}
 
 /// Declares a callback `$f(params: *mut $p)` whose body runs with `a: &Agent`, `p: &$p`,
 /// `r: ze_result_t` when the agent is active.
 macro_rules! callback {
     ($f:ident, $p:ty, |$a:ident, $params:ident, $r:ident| $body:block) => {
         unsafe extern "C" fn $f(params: *mut $p, result: ze_result_t, _u: *mut c_void, _i: *mut *mut c_void) {
-            let Some($a) = agent() else { return };
+            let Some($a) = active() else { return };
             // SAFETY: the tracing layer passes the call's parameter block, valid for the callback.
             let $params: &$p = unsafe { &*params };
             let $r = result;
@@ -102,7 +94,7 @@ callback!(barrier_pro, ze_command_list_append_barrier_params_t, |a, p, r| {
     unsafe { a.append_prologue("zeCommandListAppendBarrier", l, p.phSignalEvent, op) };
 });
 unsafe extern "C" fn append_epi<P>(_p: *mut P, r: ze_result_t, _u: *mut c_void, _i: *mut *mut c_void) {
-    if let Some(a) = agent() {
+    if let Some(a) = active() {
         a.append_epilogue(r);
     }
 }
@@ -118,7 +110,7 @@ callback!(execute_pro, ze_command_queue_execute_command_lists_params_t, |a, p, r
     a.execute_prologue(q, &lists);
 });
 unsafe extern "C" fn execute_epi<P>(_p: *mut P, r: ze_result_t, _u: *mut c_void, _i: *mut *mut c_void) {
-    if let Some(a) = agent() {
+    if let Some(a) = active() {
         a.execute_epilogue(r);
     }
 }
@@ -136,7 +128,7 @@ callback!(fence_sync_pro, ze_fence_host_synchronize_params_t, |a, p, r| {
     a.call_prologue("zeFenceHostSynchronize", api_kind::SYNC);
 });
 unsafe extern "C" fn sync_epi<P>(_p: *mut P, r: ze_result_t, _u: *mut c_void, _i: *mut *mut c_void) {
-    if let Some(a) = agent() {
+    if let Some(a) = active() {
         a.sync_epilogue(r);
     }
 }

@@ -80,9 +80,7 @@ unsafe fn traced(
     signal: ze_event_handle_t,
     call: impl FnOnce(ze_event_handle_t) -> ze_result_t,
 ) -> ze_result_t {
-    let agent =
-        (!INSIDE.with(|c| c.get())).then(|| crate::start::AGENT.get()).flatten().filter(|a| !a.stopping());
-    let Some(a) = agent else { return call(signal) };
+    let Some(a) = crate::agent::active() else { return call(signal) };
     let mut signal = signal;
     let mut op = kernel_op(&a.lock(), kernel as usize, groups);
     if let Some(size) = size {

@@ -7,7 +7,7 @@
 
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use level_zero_sys::*;
@@ -16,14 +16,12 @@ use xpuprof_agent_kit::modules::{self, Known};
 use xpuprof_agent_kit::wire::levelzero::{Msg, VERSION};
 use xpuprof_agent_kit::{exit, wire};
 
-use crate::agent::{Agent, INSIDE};
+use crate::agent::{Agent, AGENT, INSIDE};
 use crate::{callbacks, devices, sys};
 
 /// The socket of the host plugin.
 pub const SOCKET_ENV: &str = "XPUPROF_LEVELZERO_SOCKET";
 
-/// The running agent.
-pub static AGENT: OnceLock<Agent> = OnceLock::new();
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Runs at load (`.init_array`): starts at once when the application links the loader.
