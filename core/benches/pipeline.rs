@@ -1,7 +1,8 @@
 //! The host's stages on a long run of kernel launches (API call + launch site + kernel per
-//! launch), in records per second: decoding a source's batches, the whole pipeline (decode,
-//! renumber, clocks, correlate; symbolizer off), the correlator alone, and what each sink's
-//! input costs, lent (`consume_records`) or encoded and decoded again (`consume`).
+//! launch), in records per second: decoding a source's batches (returned one by one, or onto a
+//! batch vector as the pipeline does), the whole pipeline (decode, renumber, clocks, correlate;
+//! symbolizer off), the correlator alone, and what each sink's input costs, lent
+//! (`consume_records`) or encoded and decoded again (`consume`).
 
 use std::time::Instant;
 
@@ -53,6 +54,26 @@ fn bench(c: &mut Criterion) {
             for batch in &batches {
                 for r in Decoder::new(batch) {
                     n += usize::from(black_box(r).is_ok());
+                }
+            }
+            n
+        })
+    });
+
+    // What the pipeline does since each record is decoded in its place in the output batch
+    // (`Decoder::next_onto`), beside the iterator above (each record returned, then moved).
+    g.bench_function("decode_onto_batch", |b| {
+        b.iter(|| {
+            let mut out: Vec<Record> = Vec::with_capacity(BATCH_RECORDS + 64);
+            let mut n = 0usize;
+            for batch in &batches {
+                let mut d = Decoder::new(batch);
+                while let Some(r) = d.next_onto(&mut out) {
+                    n += usize::from(r.is_ok());
+                    if out.len() >= BATCH_RECORDS {
+                        black_box(&out);
+                        out.clear();
+                    }
                 }
             }
             n
