@@ -29,6 +29,7 @@ macro_rules! lookup {
     ($fn:ident, $field:ident, $ty:ident) => {
         /// Maps a source id to the session id ([`$ty::NONE`] stays none; unknown ids are
         /// counted as dangling and become none).
+        #[inline]
         pub fn $fn(&mut self, id: $ty) -> $ty {
             if id.is_none() {
                 return id;

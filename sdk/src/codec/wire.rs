@@ -307,6 +307,7 @@ impl Varint for u32 {
     fn to_var(&self) -> u64 {
         u64::from(*self)
     }
+    #[inline]
     fn from_var(v: u64, c: &mut Cursor<'_>) -> Self {
         u32::try_from(v).unwrap_or_else(|_| {
             c.set_bad("value too large for a 32-bit field");
@@ -319,6 +320,7 @@ impl Varint for u16 {
     fn to_var(&self) -> u64 {
         u64::from(*self)
     }
+    #[inline]
     fn from_var(v: u64, c: &mut Cursor<'_>) -> Self {
         u16::try_from(v).unwrap_or_else(|_| {
             c.set_bad("value too large for a 16-bit field");

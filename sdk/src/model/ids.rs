@@ -37,6 +37,7 @@ macro_rules! id_type {
             fn to_var(&self) -> u64 {
                 u64::from(self.0)
             }
+            #[inline]
             fn from_var(v: u64, c: &mut Cursor<'_>) -> Self {
                 Self(u32::from_var(v, c))
             }
@@ -95,6 +96,7 @@ impl Varint for ClockDomain {
     fn to_var(&self) -> u64 {
         u64::from(self.0)
     }
+    #[inline]
     fn from_var(v: u64, c: &mut Cursor<'_>) -> Self {
         Self(u32::from_var(v, c))
     }
@@ -185,6 +187,7 @@ pub(crate) fn put_opt_corr(o: &mut Vec<u8>, c: Option<Correlation>) {
     }
 }
 
+#[inline]
 pub(crate) fn get_opt_corr(c: &mut Cursor<'_>) -> Option<Correlation> {
     match c.varint() {
         0 => None,
@@ -203,6 +206,7 @@ pub(crate) fn put_opt_external(o: &mut Vec<u8>, x: Option<ExternalId>) {
     }
 }
 
+#[inline]
 pub(crate) fn get_opt_external(c: &mut Cursor<'_>) -> Option<ExternalId> {
     match c.varint() {
         0 => None,
