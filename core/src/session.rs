@@ -378,6 +378,7 @@ fn spawn_pipeline(
                             c.fetch_add(xpuprof_sdk::codec::count_records(&b.bytes), Ordering::Relaxed);
                         }
                         pipeline.push(b.source, &b.bytes, &mut deliver);
+                        b.recycle();
                     }
                     Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => break,
