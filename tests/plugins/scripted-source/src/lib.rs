@@ -7,8 +7,12 @@
 //! correlation id (one-to-many), a kernel whose launch stack arrives after it, copies both
 //! ways, a memset, allocations (one never freed), a kernel with a correlation id nothing
 //! matches, on- and off-CPU samples, a marker, a range, a counter and a loss. `repeat = N`
-//! replays the launch part N times with shifted timestamps (for benchmarks).
+//! replays the launch part N times with shifted timestamps (for benchmarks); `devices = D` runs
+//! it on D simulated devices at once (each round: 6 launches per device); `rate = R` paces the
+//! rounds at R launches per second per device on a thread of the source (see [`paced`]), as a
+//! node's agents would deliver them, dropping and counting what an agent's full buffer would.
 
+mod paced;
 mod script;
 
 use xpuprof_sdk::prelude::*;
@@ -19,14 +23,19 @@ xpuprof_sdk::plugin_config! {
     pub struct ScriptedConfig {
         /// how many times to replay the launch part of the script
         pub repeat: u64 = 1, min(1);
+        /// how many simulated devices run each round (each its own device id and streams)
+        pub devices: u32 = 1, min(1), max(64);
+        /// kernel launches per second per device (0: as fast as the host takes them)
+        pub rate: u64 = 0;
     }
 }
 
 /// The scripted source.
 #[derive(Debug)]
 pub struct Scripted {
-    emitter: Emitter,
-    repeat: u64,
+    emitter: Option<Emitter>,
+    config: ScriptedConfig,
+    paced: Option<paced::Paced>,
 }
 
 impl Source for Scripted {
@@ -41,18 +50,30 @@ impl Source for Scripted {
     }
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
-        let repeat = ctx.config.typed::<ScriptedConfig>()?.repeat;
-        Ok(Self { emitter: ctx.emitter, repeat })
+        let config = ctx.config.typed::<ScriptedConfig>()?;
+        Ok(Self { emitter: Some(ctx.emitter), config, paced: None })
     }
 
     fn start(&mut self, _pid: u32) -> PluginResult<()> {
-        script::emit(&mut self.emitter, self.repeat);
-        self.emitter.flush();
+        let c = &self.config;
+        if c.rate > 0 {
+            if let Some(e) = self.emitter.take() {
+                self.paced = Some(paced::Paced::start(e, c.repeat, c.devices, c.rate)?);
+            }
+        } else if let Some(e) = self.emitter.as_mut() {
+            script::emit(e, c.repeat, c.devices);
+            e.flush();
+        }
         Ok(())
     }
 
     fn stop(&mut self) -> PluginResult<()> {
-        self.emitter.flush();
+        if let Some(p) = self.paced.take() {
+            p.stop();
+        }
+        if let Some(e) = self.emitter.as_mut() {
+            e.flush();
+        }
         Ok(())
     }
 }

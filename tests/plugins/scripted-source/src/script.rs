@@ -89,6 +89,7 @@ fn site(w: &mut W<'_>, tid: u32, time: u64, api: StrId, stack: StackId, id: u64)
 #[allow(clippy::too_many_arguments)]
 fn op(
     kind: DeviceOpKind,
+    device: u32,
     stream: u32,
     start: u64,
     dur: u64,
@@ -100,7 +101,7 @@ fn op(
     DeviceOp::default()
         .kind(kind)
         .pid(PID)
-        .device(DeviceId(1))
+        .device(DeviceId(device))
         .stream(StreamId(stream))
         .start(start)
         .end(start + dur)
@@ -110,37 +111,92 @@ fn op(
         .correlation(if id == 0 { None } else { corr(id) })
 }
 
-fn kernel(stream: u32, start: u64, dur: u64, name: StrId, id: u64, grid: u32) -> DeviceOp {
-    op(DeviceOpKind::Kernel, stream, start, dur, name, id, 0, CopyKind::Unknown).kernel(Some(
-        KernelInfo::default().grid([grid, 1, 1]).block([256, 1, 1]).shared_memory(4096).registers(32),
-    ))
+fn kernel(dev: Dev, stream: u32, start: u64, dur: u64, name: StrId, id: u64, grid: u32) -> DeviceOp {
+    op(DeviceOpKind::Kernel, dev.id, dev.stream(stream), start, dur, name, id, 0, CopyKind::Unknown).kernel(
+        Some(KernelInfo::default().grid([grid, 1, 1]).block([256, 1, 1]).shared_memory(4096).registers(32)),
+    )
 }
 
-/// Emits the script; the launch part `repeat` times.
-pub fn emit(e: &mut Emitter, repeat: u64) {
-    let mut w = W {
-        e,
-        strings: StringInterner::default(),
-        next_frame: 0,
-        next_stack: 0,
-        stacks: Vec::new(),
-        kinds: Vec::new(),
-    };
-    definitions(&mut w);
-    let base = 1_000_000_000u64;
-    // Each round spans 10 ms of session time. The rounds' names and stacks are defined once,
-    // before the first round (as a real source's interners do), and looked up only then.
-    if repeat > 0 {
+/// One simulated device of the script: device id `id`, its streams numbered from `id`.
+#[derive(Clone, Copy)]
+pub struct Dev {
+    id: u32,
+}
+
+impl Dev {
+    /// The device's stream numbered `s` on device 1 (7 or 13): device 1 keeps the script's
+    /// stream ids, device n adds 100 * (n - 1).
+    fn stream(self, s: u32) -> u32 {
+        s + 100 * (self.id - 1)
+    }
+}
+
+/// Session time of the first round.
+const BASE: u64 = 1_000_000_000;
+
+/// Emits the script; the launch part `repeat` times on each of `devices` devices.
+pub fn emit(e: &mut Emitter, repeat: u64, devices: u32) {
+    let mut s = Script::start(e, devices);
+    for round in 0..repeat {
+        s.round(round);
+    }
+    s.finish(repeat);
+}
+
+/// The script emitted a round at a time (the paced mode drives it from a clock).
+pub struct Script<'a> {
+    w: W<'a>,
+    ids: RoundIds,
+    devices: u32,
+}
+
+impl<'a> Script<'a> {
+    /// Emits the definitions: the process, its threads, `devices` devices with two streams
+    /// each, and the rounds' names and stacks (defined once, before the first round, as a real
+    /// source's interners do).
+    pub fn start(e: &'a mut Emitter, devices: u32) -> Self {
+        let mut w = W {
+            e,
+            strings: StringInterner::default(),
+            next_frame: 0,
+            next_stack: 0,
+            stacks: Vec::new(),
+            kinds: Vec::new(),
+        };
+        definitions(&mut w, devices);
         let ids = RoundIds::new(&mut w);
-        for round in 0..repeat {
-            launches(&mut w, &ids, base + round * 10_000_000, round * 100);
+        Self { w, ids, devices }
+    }
+
+    /// Emits round `round` (6 launches, 8 device operations) on every device. Each round spans
+    /// 10 ms of session time; correlation ids stay distinct across devices.
+    pub fn round(&mut self, round: u64) {
+        let t = BASE + round * 10_000_000;
+        for d in 0..self.devices {
+            let id0 = (round * u64::from(self.devices) + u64::from(d)) * 100;
+            launches(&mut self.w, &self.ids, Dev { id: d + 1 }, t, id0);
         }
     }
-    let end = base + repeat * 10_000_000;
-    epilogue(&mut w, end);
+
+    /// Emits a loss of `launches` kernel launches at round `round`'s time.
+    pub fn loss(&mut self, round: u64, launches: u64, cause: &str) {
+        let cause = self.w.s(cause);
+        let time = BASE + round * 10_000_000;
+        self.w.e.emit(&Record::Loss(Loss::default().pid(PID).time(time).cause(cause).count(launches)));
+    }
+
+    /// Hands what is buffered to the host when it waited long enough.
+    pub fn flush_if_due(&mut self) {
+        self.w.e.flush_if_due();
+    }
+
+    /// Emits the end of the session after `rounds` rounds.
+    pub fn finish(mut self, rounds: u64) {
+        epilogue(&mut self.w, BASE + rounds * 10_000_000);
+    }
 }
 
-fn definitions(w: &mut W<'_>) {
+fn definitions(w: &mut W<'_>, devices: u32) {
     let cmd = w.s("python3 train.py");
     w.e.emit(&Record::Process(ProcessDef::default().pid(PID).ppid(1).command(cmd)));
     let main = w.s("python3");
@@ -148,25 +204,31 @@ fn definitions(w: &mut W<'_>) {
     let worker = w.s("loader");
     w.e.emit(&Record::Thread(ThreadDef::default().pid(PID).tid(WORKER).name(worker)));
     let gpu = w.s("Scripted GPU");
-    w.e.emit(&Record::Device(
-        DeviceDef::default()
-            .id(DeviceId(1))
-            .vendor(Vendor::Test)
-            .name(gpu)
-            .uuid([7; 16])
-            .compute_units(108)
-            .memory_bytes(40 << 30)
-            .kind(DeviceKind::Gpu),
-    ));
-    for (id, native) in [(7u32, 7u64), (13, 13)] {
-        w.e.emit(&Record::Stream(
-            StreamDef::default()
-                .id(StreamId(id))
-                .device(DeviceId(1))
-                .pid(PID)
-                .native_id(native)
-                .kind(QueueKind::CudaStream),
+    for id in 1..=devices {
+        let dev = Dev { id };
+        let mut uuid = [7; 16];
+        uuid[0] = 7 + (id - 1) as u8;
+        w.e.emit(&Record::Device(
+            DeviceDef::default()
+                .id(DeviceId(id))
+                .vendor(Vendor::Test)
+                .name(gpu)
+                .uuid(uuid)
+                .compute_units(108)
+                .memory_bytes(40 << 30)
+                .kind(DeviceKind::Gpu),
         ));
+        for s in [7u32, 13] {
+            let stream = dev.stream(s);
+            w.e.emit(&Record::Stream(
+                StreamDef::default()
+                    .id(StreamId(stream))
+                    .device(DeviceId(id))
+                    .pid(PID)
+                    .native_id(u64::from(stream))
+                    .kind(QueueKind::CudaStream),
+            ));
+        }
     }
 }
 
@@ -206,21 +268,21 @@ impl RoundIds {
     }
 }
 
-fn launches(w: &mut W<'_>, ids: &RoundIds, t: u64, id0: u64) {
+fn launches(w: &mut W<'_>, ids: &RoundIds, dev: Dev, t: u64, id0: u64) {
     let RoundIds { launch, graph, memcpy, memset, gemm, node_a, node_b, relu, .. } = *ids;
     let RoundIds { s_gemm, s_graph, s_copy, s_relu, .. } = *ids;
 
     // A plain kernel launch: site, API call, kernel.
     site(w, PID, t, launch, s_gemm, id0 + 1);
     api(w, PID, t, 5_000, launch, id0 + 1);
-    w.e.emit(&Record::DeviceOp(kernel(7, t + 10_000, 250_000, gemm, id0 + 1, 64)));
+    w.e.emit(&Record::DeviceOp(kernel(dev, 7, t + 10_000, 250_000, gemm, id0 + 1, 64)));
     // A graph launch: three kernels under one correlation id (one-to-many).
     site(w, PID, t + 20_000, graph, s_graph, id0 + 2);
     api(w, PID, t + 20_000, 8_000, graph, id0 + 2);
     for (i, (name, dur)) in
         [(node_a, 100_000u64), (node_b, 50_000), (node_a, 100_000)].into_iter().enumerate()
     {
-        let mut k = kernel(7, t + 300_000 + i as u64 * 120_000, dur, name, id0 + 2, 32);
+        let mut k = kernel(dev, 7, t + 300_000 + i as u64 * 120_000, dur, name, id0 + 2, 32);
         k.graph = Some(GraphInfo::default().graph(1).node(i as u64 + 1));
         w.e.emit(&Record::DeviceOp(k));
     }
@@ -229,7 +291,8 @@ fn launches(w: &mut W<'_>, ids: &RoundIds, t: u64, id0: u64) {
     api(w, WORKER, t + 30_000, 4_000, memcpy, id0 + 3);
     w.e.emit(&Record::DeviceOp(op(
         DeviceOpKind::Memcpy,
-        13,
+        dev.id,
+        dev.stream(13),
         t + 40_000,
         80_000,
         memcpy,
@@ -241,7 +304,8 @@ fn launches(w: &mut W<'_>, ids: &RoundIds, t: u64, id0: u64) {
     api(w, WORKER, t + 130_000, 3_000, memset, id0 + 4);
     w.e.emit(&Record::DeviceOp(op(
         DeviceOpKind::Memset,
-        13,
+        dev.id,
+        dev.stream(13),
         t + 140_000,
         10_000,
         memset,
@@ -253,7 +317,8 @@ fn launches(w: &mut W<'_>, ids: &RoundIds, t: u64, id0: u64) {
     api(w, WORKER, t + 160_000, 4_000, memcpy, id0 + 5);
     w.e.emit(&Record::DeviceOp(op(
         DeviceOpKind::Memcpy,
-        13,
+        dev.id,
+        dev.stream(13),
         t + 170_000,
         40_000,
         memcpy,
@@ -262,7 +327,7 @@ fn launches(w: &mut W<'_>, ids: &RoundIds, t: u64, id0: u64) {
         CopyKind::DeviceToHost,
     )));
     // A kernel recorded before its launch stack (as with a lagging stack source).
-    w.e.emit(&Record::DeviceOp(kernel(7, t + 700_000, 30_000, relu, id0 + 6, 16)));
+    w.e.emit(&Record::DeviceOp(kernel(dev, 7, t + 700_000, 30_000, relu, id0 + 6, 16)));
     site(w, PID, t + 650_000, launch, s_relu, id0 + 6);
     api(w, PID, t + 650_000, 5_000, launch, id0 + 6);
 }
@@ -282,6 +347,7 @@ fn epilogue(w: &mut W<'_>, t: u64) {
         api(w, PID, t + i * 1_000, 500, malloc, id);
         w.e.emit(&Record::DeviceOp(op(
             DeviceOpKind::Alloc,
+            1,
             0,
             t + i * 1_000 + 100,
             0,
@@ -294,6 +360,7 @@ fn epilogue(w: &mut W<'_>, t: u64) {
     api(w, PID, t + 5_000, 400, free, 10_003);
     w.e.emit(&Record::DeviceOp(op(
         DeviceOpKind::Free,
+        1,
         0,
         t + 5_100,
         0,
@@ -303,7 +370,7 @@ fn epilogue(w: &mut W<'_>, t: u64) {
         CopyKind::Unknown,
     )));
     // Device work whose correlation id matches nothing: shown under [unknown launch site].
-    w.e.emit(&Record::DeviceOp(kernel(13, t + 6_000, 20_000, lost, 99_999, 8)));
+    w.e.emit(&Record::DeviceOp(kernel(Dev { id: 1 }, 13, t + 6_000, 20_000, lost, 99_999, 8)));
     // Three on-CPU samples at 99 Hz and one off-CPU wait of 5 ms.
     for i in 0..3 {
         w.e.emit(&Record::CpuSample(
