@@ -415,3 +415,56 @@ fn annotations(w: &mut W<'_>, t: u64) {
     }
     w.e.emit(&Record::Loss(Loss::default().pid(PID).time(t + 50_000).cause(cause).count(3)));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+    use xpuprof_sdk::codec;
+
+    fn records(repeat: u64, devices: u32) -> Vec<Record> {
+        let mut e = Emitter::detached();
+        emit(&mut e, repeat, devices);
+        codec::decode_all(&e.take_buffer()).expect("the script decodes")
+    }
+
+    #[test]
+    fn devices_each_get_their_streams_and_distinct_correlation_ids() {
+        let recs = records(4, 3);
+        let devices: Vec<_> =
+            recs.iter().filter_map(|r| if let Record::Device(d) = r { Some(d.id) } else { None }).collect();
+        assert_eq!(devices, [DeviceId(1), DeviceId(2), DeviceId(3)]);
+        let streams: HashSet<_> = recs
+            .iter()
+            .filter_map(|r| if let Record::Stream(s) = r { Some((s.device, s.id)) } else { None })
+            .collect();
+        assert_eq!(streams.len(), 6);
+        let mut sites = HashSet::new();
+        for r in &recs {
+            if let Record::LaunchSite(s) = r {
+                assert!(sites.insert(s.correlation.id), "correlation id {} used twice", s.correlation.id);
+            }
+            if let Record::DeviceOp(op) = r {
+                if op.kind == DeviceOpKind::Kernel && op.correlation.is_some() {
+                    assert!(streams.contains(&(op.device, op.stream)), "op on an undefined stream: {op:?}");
+                }
+            }
+        }
+        // 6 launches per round and device, plus the epilogue's 2 allocations.
+        assert_eq!(sites.len(), 4 * 3 * 6 + 2);
+    }
+
+    #[test]
+    fn one_device_keeps_the_scripts_ids() {
+        let recs = records(2, 1);
+        let streams: Vec<_> =
+            recs.iter().filter_map(|r| if let Record::Stream(s) = r { Some(s.id) } else { None }).collect();
+        assert_eq!(streams, [StreamId(7), StreamId(13)]);
+        let ids: Vec<_> = recs
+            .iter()
+            .filter_map(|r| if let Record::LaunchSite(s) = r { Some(s.correlation.id) } else { None })
+            .collect();
+        assert_eq!(&ids[..6], [1, 2, 3, 4, 5, 6]);
+        assert_eq!(&ids[6..12], [101, 102, 103, 104, 105, 106]);
+    }
+}
