@@ -412,6 +412,20 @@ if [[ " $STEPS " == *" e2e "* ]]; then
       xpuprof_default) $PIN $X --source ebpf,cupti --sink folded -o "$W/e2e-out/$c" -- "$@" ;;
       xpuprof_uprobe) $PIN $X --source ebpf,cupti -c "$W/ebpf-stacks.toml" --sink folded -o "$W/e2e-out/$c" -- "$@" ;;
       torch_profiler|torch_profiler_stack) $PIN "$@" ;;
+      # The breakdown of xpuprof's cost (B2_CFGS picks them): CUPTI with no-op callbacks on the
+      # driver's launch calls; then the agent as `--source cupti` configures it, writing files
+      # instead of the host's socket, with its callbacks returning at once, with launch stacks
+      # off, with Python frames off, and whole.
+      cupti_alone_cb) CUDA_INJECTION64_PATH=$W/bin/libcupti_alone.so CUPTI_ALONE_CALLBACKS=1 $PIN "$@" ;;
+      agent_*)
+        local o=kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent
+        case $c in
+          agent_cb_noop) o="$o,callback_noop=1" ;;
+          agent_nostacks) o="${o/stacks=agent/stacks=off}" ;;
+          agent_nopython) o="$o,python=off" ;;
+        esac
+        rm -rf "$W/e2e-out/dump" && mkdir -p "$W/e2e-out/dump"
+        CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/e2e-out/dump XPUPROF_CUPTI_OPTS=$o $PIN "$@" ;;
     esac
   }
   # Parts (E2E_PARTS, default all): b1 = B1 + B5, b4 = B4 sizes, b2 = B2 PyTorch; B2 knobs:
@@ -444,7 +458,7 @@ if [[ " $STEPS " == *" e2e "* ]]; then
   if [[ $PARTS == *" b2 "* ]]; then
     T=tests/workloads/cuda/transformer_bench.py
     B2_SIZES=${B2_SIZES:-small large}
-    for size in $B2_SIZES; do : >"$W/logs/b2-$size.txt"; : >"$W/logs/b2-$size-median.txt"; done
+    for size in $B2_SIZES; do : >"$W/logs/b2-$size.txt"; : >"$W/logs/b2-$size-median.txt"; : >"$W/logs/b2-$size-loops.txt"; : >"$W/logs/b2-$size-lines.txt"; done
     # Round 0 warms the machine (page cache, GPU clocks, compiled kernels) and is not counted:
     # the first round of each configuration ran up to 2x slower than the rest (third session).
     for r in $(seq 0 "${ROUNDS_B2:-2}"); do
@@ -455,13 +469,20 @@ if [[ " $STEPS " == *" e2e "* ]]; then
           line=$(BENCH_CPU=${PIN:+2} e2e_cfg $c python3 "$T" $mode $size ${B2_STEPS:-} 2>>"$W/logs/b2-$c.err" | grep '^BENCH2')
           v=$(echo "$line" | sed -n 's/.*ms_per_step=\([0-9.]*\).*/\1/p')
           m=$(echo "$line" | sed -n 's/.*ms_per_step_median=\([0-9.]*\).*/\1/p')
-          [ "$r" -gt 0 ] && echo "$r $c ${v:-nan}" >>"$W/logs/b2-$size.txt" && echo "$r $c ${m:-nan}" >>"$W/logs/b2-$size-median.txt"
+          l=$(echo "$line" | sed -n 's/.*loops_per_step_median=\([0-9.]*\).*/\1/p')
+          echo "$r $c $line" >>"$W/logs/b2-$size-lines.txt"
+          if [ "$r" -gt 0 ]; then
+            echo "$r $c ${v:-nan}" >>"$W/logs/b2-$size.txt"; echo "$r $c ${m:-nan}" >>"$W/logs/b2-$size-median.txt"
+            echo "$r $c ${l:-nan}" >>"$W/logs/b2-$size-loops.txt"
+          fi
         done
       done
     done
     for size in $B2_SIZES; do
       bench_summary "$W/logs/b2-$size.txt" 1000000 "B2-$size" ms/step | tee -a "$SUMMARY"
       bench_summary "$W/logs/b2-$size-median.txt" 1000000 "B2-$size-window-median" ms/step | tee -a "$SUMMARY"
+      # Step time in calibration loops (transformer_bench.py's calibration_ms): the host's clock phases cancel.
+      bench_summary "$W/logs/b2-$size-loops.txt" 1000000 "B2-$size-loops" loops/step | tee -a "$SUMMARY"
     done
   fi
 fi
