@@ -415,7 +415,9 @@ if [[ " $STEPS " == *" e2e "* ]]; then
       # The breakdown of xpuprof's cost (B2_CFGS picks them): CUPTI with no-op callbacks on the
       # driver's launch calls; then the agent as `--source cupti` configures it, writing files
       # instead of the host's socket, with its callbacks returning at once, with launch stacks
-      # off, with Python frames off, and whole.
+      # off, with Python frames off, and whole; agent_kinds_<k>[+<k>...] is the whole agent with
+      # kernel records plus only the named record kinds (memcpy memset memory nvtx devices
+      # overhead; `none` for kernels alone): what each kind costs a launch-bound program.
       cupti_alone_cb) CUDA_INJECTION64_PATH=$W/bin/libcupti_alone.so CUPTI_ALONE_CALLBACKS=1 $PIN "$@" ;;
       agent_*)
         local o=kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent
@@ -423,6 +425,10 @@ if [[ " $STEPS " == *" e2e "* ]]; then
           agent_cb_noop) o="$o,callback_noop=1" ;;
           agent_nostacks) o="${o/stacks=agent/stacks=off}" ;;
           agent_nopython) o="$o,python=off" ;;
+          agent_kinds_*)
+            o=kernels=1,memcpy=0,memset=0,sync=0,memory=0,nvtx=0,devices=0,overhead=0,api=launches,stacks=agent
+            local k
+            for k in $(echo "${c#agent_kinds_}" | tr + ' '); do [ "$k" = none ] || o="$o,$k=1"; done ;;
         esac
         rm -rf "$W/e2e-out/dump" && mkdir -p "$W/e2e-out/dump"
         CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/e2e-out/dump XPUPROF_CUPTI_OPTS=$o $PIN "$@" ;;
