@@ -1,5 +1,7 @@
 //! # xpuprof-testkit: helpers for the crates' integration tests
 //!
+//! - [`alloc`]: count the allocations a piece of code makes (hot paths allocate nothing per
+//!   record).
 //! - [`golden`]: compare an output with `tests/golden/<name>` of the crate under test;
 //!   `XPUPROF_BLESS=1` rewrites the file.
 //! - [`host`]: build and run the real `xpuprof` binary with the plugins under test.
@@ -11,6 +13,7 @@
 //!
 //! A dev-dependency only (`xpuprof-testkit = { path = "../../tests/testkit" }`).
 
+pub mod alloc;
 pub mod golden;
 pub mod host;
 pub mod layout;
