@@ -11,39 +11,16 @@ use xpuprof_archive::sample;
 use xpuprof_core::pipeline::batch::{RecordBatch, BATCH_RECORDS};
 use xpuprof_core::pipeline::correlator::Correlator;
 use xpuprof_core::pipeline::Pipeline;
-use xpuprof_sdk::codec::{self, Decoder};
+use xpuprof_sdk::codec::Decoder;
 use xpuprof_sdk::model::Record;
 
 const LAUNCHES: usize = 100_000;
 /// A source's batches are at most this big (the SDK emitter's flush size).
 const SOURCE_BATCH: usize = 64 * 1024;
 
-/// The records as a source sends them: device work not yet joined to its launch.
-fn source_records() -> Vec<Record> {
-    let mut records = sample::launches(LAUNCHES);
-    for r in &mut records {
-        if let Record::DeviceOp(op) = r {
-            op.launch = None;
-        }
-    }
-    records
-}
-
-/// Encodes `records` into source-sized batches.
-fn encode_batches(records: &[Record]) -> Vec<Vec<u8>> {
-    let mut batches = vec![Vec::new()];
-    for r in records {
-        if batches.last().unwrap().len() >= SOURCE_BATCH {
-            batches.push(Vec::new());
-        }
-        codec::encode(r, batches.last_mut().unwrap());
-    }
-    batches
-}
-
 fn bench(c: &mut Criterion) {
-    let records = source_records();
-    let batches = encode_batches(&records);
+    let batches = sample::source_batches(LAUNCHES, SOURCE_BATCH);
+    let records: Vec<Record> = batches.iter().flat_map(|b| Decoder::new(b).map(Result::unwrap)).collect();
     let mut g = c.benchmark_group("pipeline");
     g.throughput(Throughput::Elements(records.len() as u64));
     g.sample_size(10);

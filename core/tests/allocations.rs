@@ -5,31 +5,15 @@
 
 use xpuprof_archive::sample;
 use xpuprof_core::pipeline::Pipeline;
-use xpuprof_sdk::codec;
 use xpuprof_sdk::model::Record;
 use xpuprof_testkit::alloc::{allocations, assert_flat, Counting};
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-/// A source's batches for `n` launches (API call, launch site, kernel not yet joined).
-fn batches(n: usize) -> Vec<Vec<u8>> {
-    let mut out = vec![Vec::new()];
-    for mut r in sample::launches(n) {
-        if let Record::DeviceOp(op) = &mut r {
-            op.launch = None;
-        }
-        if out.last().unwrap().len() >= 64 * 1024 {
-            out.push(Vec::new());
-        }
-        codec::encode(&r, out.last_mut().unwrap());
-    }
-    out
-}
-
 /// Records the pipeline delivered for `n` launches, and the allocations it made doing so.
 fn run(n: usize) -> (usize, u64) {
-    let input = batches(n);
+    let input = sample::source_batches(n, 64 * 1024);
     let mut p = Pipeline::new(1, false);
     let (count, delivered) = allocations(|| {
         let mut delivered = 0usize;

@@ -4,7 +4,8 @@
 //! session-wide ids, launches joined to their device work, a graph launch that ran three kernels,
 //! copies both ways, a memset, a kernel nobody launched (as far as the correlator knows), on- and
 //! off-CPU samples, a marker, a range, a counter and a loss. [`launches`] generates a long run of
-//! kernel launches for throughput and size measurements.
+//! kernel launches for throughput and size measurements, and [`source_batches`] the same run as
+//! a source sends it to the host.
 
 use xpuprof_sdk::model::*;
 
@@ -293,4 +294,22 @@ pub fn launches(n: usize) -> Vec<Record> {
         t += 5_000 + i % 900;
     }
     r
+}
+
+/// [`launches`] as a source sends them to the host: device work not yet joined to its launch,
+/// encoded into batches of at most `batch_bytes` (the SDK emitter's flush size is 64 KiB).
+pub fn source_batches(n: usize, batch_bytes: usize) -> Vec<Vec<u8>> {
+    let mut batches = vec![Vec::new()];
+    for mut r in launches(n) {
+        if let Record::DeviceOp(op) = &mut r {
+            op.launch = None;
+        }
+        if batches.last().is_some_and(|b: &Vec<u8>| b.len() >= batch_bytes) {
+            batches.push(Vec::new());
+        }
+        if let Some(b) = batches.last_mut() {
+            xpuprof_sdk::codec::encode(&r, b);
+        }
+    }
+    batches
 }
