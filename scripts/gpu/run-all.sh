@@ -18,6 +18,8 @@ export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda-13.0}
 INC=$CUDA_HOME/targets/x86_64-linux/include
 LIB=$CUDA_HOME/targets/x86_64-linux/lib
 AGENT=$CARRY/libxpuprof_cupti_agent.so
+# The agent's options as `xpuprof --source cupti` sets them, for runs of the agent alone (writing files).
+AGENT_DEFAULT_OPTS=kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent
 BENCH_N=${BENCH_N:-200000}
 ROUNDS=${ROUNDS:-7}
 STEPS=${*:-capture test graphs agree stacks bench outputs}   # e2e: issue 6 benchmarks (run it on its own)
@@ -350,7 +352,7 @@ if [[ " $STEPS " == *" bench "* ]]; then
       # The agent exactly as `xpuprof --source cupti` configures it, writing to files instead
       # of the host's socket: what the host costs the program.
       agent_default) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump $PIN env \
-        XPUPROF_CUPTI_OPTS=kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent "$B" "$BENCH_N" ;;
+        XPUPROF_CUPTI_OPTS=$AGENT_DEFAULT_OPTS "$B" "$BENCH_N" ;;
       agent_nocallbacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump XPUPROF_CUPTI_OPTS=stacks=off,api=off $PIN "$B" "$BENCH_N" ;;
       agent_nostacks) dump; CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/dump XPUPROF_CUPTI_OPTS=stacks=off $PIN "$B" "$BENCH_N" ;;
       xpuprof) $PIN "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded -o "$W/bench-out" -- "$B" "$BENCH_N" ;;
@@ -420,7 +422,7 @@ if [[ " $STEPS " == *" e2e "* ]]; then
       # overhead; `none` for kernels alone): what each kind costs a launch-bound program.
       cupti_alone_cb) CUDA_INJECTION64_PATH=$W/bin/libcupti_alone.so CUPTI_ALONE_CALLBACKS=1 $PIN "$@" ;;
       agent_*)
-        local o=kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent
+        local o=$AGENT_DEFAULT_OPTS
         case $c in
           agent_cb_noop) o="$o,callback_noop=1" ;;
           agent_nostacks) o="${o/stacks=agent/stacks=off}" ;;
