@@ -18,7 +18,7 @@
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::python::PythonFrames;
@@ -61,6 +61,8 @@ struct Local {
     bounds: Bounds,
     /// Launch-class calls active on this thread (an inner driver call inside a runtime call).
     depth: u32,
+    /// The registry's epoch when the outermost active call entered.
+    epoch: u32,
     last_stack: u64,
     /// Correlation id of the outermost active call.
     outer_id: u32,
@@ -83,6 +85,40 @@ thread_local! {
     static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
 }
 
+impl Local {
+    /// At the outermost call's exit: records its exit time and result in its entry and
+    /// publishes the call's entries to the thread's shared buffer.
+    fn publish(&mut self, result: u32, exit_time: u64) {
+        let at = self.outer_at;
+        if self.scratch.len() >= at + wire::LAUNCH_ENTRY_BYTES {
+            self.scratch[at + 12..at + 16].copy_from_slice(&result.to_le_bytes());
+            self.scratch[at + 32..at + 40].copy_from_slice(&exit_time.to_le_bytes());
+        }
+        if let Ok(mut sh) = self.shared.lock() {
+            sh.bytes.extend_from_slice(&self.scratch);
+            sh.launches = self.launches;
+            sh.stacks = self.stacks;
+        }
+        self.scratch.clear();
+    }
+
+    /// Closes an outermost call left open across a pause ([`Registry::new_epoch`]): its exit
+    /// was not seen, so its exit time is its entry time and its result reads as success.
+    fn settle_if_stale(&mut self, epoch: u32) {
+        if self.depth == 0 || self.epoch == epoch {
+            return;
+        }
+        self.depth = 0;
+        if self.scratch.is_empty() {
+            return;
+        }
+        let at = self.outer_at;
+        let entered =
+            self.scratch.get(at + 16..at + 24).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes);
+        self.publish(0, entered);
+    }
+}
+
 /// Every thread's buffer.
 #[derive(Debug, Default)]
 pub struct Registry {
@@ -91,6 +127,8 @@ pub struct Registry {
     retired: (AtomicU64, AtomicU64),
     /// Python frames in the stacks (off until the agent turns them on).
     pub python: PythonFrames,
+    /// Bumped when the agent pauses its callbacks ([`Registry::new_epoch`]).
+    epoch: AtomicU32,
 }
 
 const MAX_FRAMES: usize = 256;
@@ -128,6 +166,7 @@ impl Registry {
             seen: StackSet::default(),
             bounds: stack::thread_bounds(),
             depth: 0,
+            epoch: 0,
             last_stack: 0,
             outer_id: 0,
             scratch: Vec::with_capacity(1024),
@@ -156,9 +195,11 @@ impl Registry {
             return self.enter_untracked(sites, regs);
         }
         let time = stamp::raw();
+        let epoch = self.epoch.load(Ordering::Relaxed);
         LOCAL.with(|cell| {
             let mut cell = cell.borrow_mut();
             let l = cell.get_or_insert_with(|| self.local());
+            l.settle_if_stale(epoch);
             let nested = l.depth > 0;
             l.depth += 1;
             if nested && correlation == l.outer_id {
@@ -193,6 +234,7 @@ impl Registry {
             if !nested {
                 l.outer_id = correlation;
                 l.outer_at = l.scratch.len();
+                l.epoch = epoch;
             }
             put_launch(&mut l.scratch, domain, cbid, correlation, time, key, nested);
             l.launches += 1;
@@ -210,7 +252,12 @@ impl Registry {
         LOCAL.with(|cell| {
             let mut cell = cell.borrow_mut();
             let l = cell.get_or_insert_with(|| self.local());
+            let epoch = self.epoch.load(Ordering::Relaxed);
+            l.settle_if_stale(epoch);
             l.depth += 1;
+            if l.depth == 1 {
+                l.epoch = epoch;
+            }
             (l.depth == 1).then(|| caller_side(regs, l.bounds, sites.own_code))
         })
     }
@@ -226,18 +273,17 @@ impl Registry {
                 return;
             }
             let time = stamp::raw();
-            let at = l.outer_at;
-            if l.scratch.len() >= at + wire::LAUNCH_ENTRY_BYTES {
-                l.scratch[at + 12..at + 16].copy_from_slice(&result.to_le_bytes());
-                l.scratch[at + 32..at + 40].copy_from_slice(&time.to_le_bytes());
-            }
-            if let Ok(mut sh) = l.shared.lock() {
-                sh.bytes.extend_from_slice(&l.scratch);
-                sh.launches = l.launches;
-                sh.stacks = l.stacks;
-            }
-            l.scratch.clear();
+            l.publish(result, time);
         });
+    }
+
+    /// Starts a new epoch: called when the agent turns its callbacks off, after which an API
+    /// call that entered before may never see its exit callback. A thread whose outermost call
+    /// entered in an earlier epoch and is still open at its next entry publishes that call
+    /// (with its entry time as its exit time) and starts afresh, instead of counting every
+    /// later call as nested in it.
+    pub fn new_epoch(&self) {
+        self.epoch.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Takes every thread's pending entries as `MSG_LAUNCHES` messages appended to `out`, their

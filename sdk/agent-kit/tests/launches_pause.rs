@@ -1,0 +1,59 @@
+//! The launch-site registry across a pause of the agent's callbacks: a call that entered before
+//! the pause and whose exit callback never came is closed at the thread's next entry, so later
+//! calls keep their own launch entries and stacks instead of reading as nested in it.
+
+use xpuprof_agent_kit::launches::{Registry, Sites};
+use xpuprof_agent_kit::wire::launches::{parse, Entry, Launch};
+use xpuprof_agent_kit::{modules, stack, timestamps, wire};
+
+fn launches(r: &Registry) -> Vec<Launch> {
+    let mut out = Vec::new();
+    r.drain(&mut out, &timestamps::Clock::new(false));
+    let (msgs, _) = wire::split_messages(&out);
+    msgs.iter()
+        .filter(|m| m.ty == wire::MSG_LAUNCHES)
+        .flat_map(|m| parse(m.payload).1)
+        .filter_map(|e| match e {
+            Entry::Launch(l) => Some(l),
+            Entry::Stack { .. } => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_call_left_open_by_a_pause_is_closed_at_the_next_entry() {
+    let known = modules::Known::default();
+    let sites = Sites { record_entries: true, stacks: true, max_depth: 64, own_code: &[], known: &known };
+    let r = Registry::default();
+
+    // Entered while collecting; the pause turns the callbacks off before its exit.
+    assert!(r.enter(&sites, 1, 7, 100, stack::registers()).is_some());
+    r.new_epoch();
+    // After the resume: a new outermost call, not one nested in call 100.
+    assert!(r.enter(&sites, 1, 7, 101, stack::registers()).is_some(), "call 101 read as nested");
+    r.exit(0);
+
+    let got = launches(&r);
+    assert_eq!(got.iter().map(|l| l.correlation).collect::<Vec<_>>(), [100, 101]);
+    for l in &got {
+        assert_eq!(l.flags & wire::LAUNCH_NESTED, 0, "{l:?}");
+        assert_ne!(l.stack, 0, "{l:?} has no stack");
+        assert!(l.end >= l.time && l.end > 0, "{l:?} has no exit time");
+    }
+    // Call 100's exit was never seen: its exit time is its entry time.
+    assert_eq!(got[0].end, got[0].time);
+}
+
+#[test]
+fn without_a_pause_an_inner_call_stays_nested() {
+    let known = modules::Known::default();
+    let sites = Sites { record_entries: true, stacks: true, max_depth: 64, own_code: &[], known: &known };
+    let r = Registry::default();
+    assert!(r.enter(&sites, 1, 7, 200, stack::registers()).is_some());
+    assert!(r.enter(&sites, 2, 9, 201, stack::registers()).is_none());
+    r.exit(0);
+    r.exit(0);
+    let got = launches(&r);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1].flags & wire::LAUNCH_NESTED, wire::LAUNCH_NESTED);
+}
