@@ -14,6 +14,8 @@
 //! - the graph-node resource callbacks ([`graphs`]): which call created each CUDA graph node
 //!   and which node each copy came from, so replayed kernels show their capture site too.
 //!
+//! Collection can be paused and resumed while the program runs ([`capture`]).
+//!
 //! CUPTI timestamps are switched to `CLOCK_MONOTONIC` with the timestamp callback. Everything is
 //! flushed at exit and on SIGINT/SIGTERM. If the host cannot be reached the agent turns itself
 //! off with one line on stderr; the program runs unharmed.
@@ -24,6 +26,7 @@
 
 pub mod activity;
 mod callbacks;
+pub mod capture;
 pub mod config;
 mod finish;
 pub mod graphs;
@@ -68,6 +71,8 @@ pub struct Agent {
     /// it are the instrumentation, not the program, and are left out.
     pub own_code: Vec<(u64, u64)>,
     pub(crate) sender: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// What is turned on, to pause and resume ([`capture`]).
+    pub(crate) capture: capture::State,
 }
 
 impl Agent {

@@ -96,6 +96,7 @@ pub(crate) fn start() -> Result<Option<Agent>, String> {
         record_entries,
         own_code: modules::ranges_of(&[&lib_path, &me]),
         sender: std::sync::Mutex::new(None),
+        capture: Default::default(),
     };
     a.launches.python.set_enabled(a.config.python);
     let mut first = hello(version, hello_flags);
@@ -224,6 +225,8 @@ pub fn is_launch_api(name: &str) -> bool {
 
 fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiError> {
     let lib = &a.lib;
+    let mut capture = a.capture.lock().unwrap_or_else(|p| p.into_inner());
+    capture.subscribed(sub);
     lib.register_buffers(buffer_requested, buffer_completed)?;
     lib.use_system_thread_ids()?;
     let _ = lib
@@ -247,13 +250,13 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
             // Launch-class calls get the entry/exit callback (launch sites, the trampoline, and
             // with api = "launches" the API call itself): no CUPTI API records are needed.
             if c.common.stacks != config::StackMode::Off || c.api == ApiMode::Launches {
-                lib.enable_callback(sub, domain as u32, cbid)?;
+                capture.enable_callback(lib, domain as u32, cbid)?;
             }
         }
     }
     if c.common.stacks != config::StackMode::Off || c.api == ApiMode::Launches {
         for cbid in [graphs::CBID_NODE_CREATED, graphs::CBID_NODE_CLONED] {
-            lib.enable_callback(sub, graphs::DOMAIN_RESOURCE, cbid)?;
+            capture.enable_callback(lib, graphs::DOMAIN_RESOURCE, cbid)?;
         }
     }
     let mut m = Vec::new();
@@ -275,7 +278,7 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
     ];
     for (on, kind) in kinds {
         if on {
-            lib.activity_enable(kind)?;
+            capture.enable_kind(lib, kind)?;
         }
     }
     Ok(())

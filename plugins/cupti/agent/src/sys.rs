@@ -175,19 +175,25 @@ impl Lib {
         call!(self, cuptiUnsubscribe(h))
     }
 
-    /// `cuptiEnableCallback(1, h, domain, cbid)`.
-    pub fn enable_callback(
+    /// `cuptiEnableCallback(on, h, domain, cbid)`.
+    pub fn set_callback(
         &self,
+        on: bool,
         h: ffi::CUpti_SubscriberHandle,
         domain: u32,
         cbid: u32,
     ) -> Result<(), CuptiError> {
-        call!(self, cuptiEnableCallback(1, h, domain, cbid))
+        call!(self, cuptiEnableCallback(u32::from(on), h, domain, cbid))
     }
 
     /// `cuptiActivityEnable`.
     pub fn activity_enable(&self, kind: u32) -> Result<(), CuptiError> {
         call!(self, cuptiActivityEnable(kind))
+    }
+
+    /// `cuptiActivityDisable`.
+    pub fn activity_disable(&self, kind: u32) -> Result<(), CuptiError> {
+        call!(self, cuptiActivityDisable(kind))
     }
 
     /// `cuptiActivityEnableRuntimeApi(cbid, 1)`.

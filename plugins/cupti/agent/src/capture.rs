@@ -1,0 +1,105 @@
+//! Pausing and resuming collection while the program runs: `xpuprof_cupti_capture(0)` turns
+//! off every launch callback and record kind the agent turned on, `xpuprof_cupti_capture(1)`
+//! turns them back on. While paused CUPTI has nothing enabled for this agent, so the program's
+//! CUDA calls run as they would without a profiler (CUPTI stays loaded and subscribed).
+//!
+//! A program (or a benchmark) calls it through the agent's path, which the host puts in
+//! `CUDA_INJECTION64_PATH`: from Python,
+//! `ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).xpuprof_cupti_capture(0)`. The B2 benchmark
+//! uses it to time the same process's steps with and without the profiler in adjacent windows
+//! (`tests/workloads/cuda/transformer_bench.py`, mode `ab`).
+
+use std::os::raw::c_int;
+use std::sync::Mutex;
+
+use crate::sys::{ffi, CuptiError, Lib};
+
+/// What the agent turned on at start, to turn off and on again.
+#[derive(Debug, Default)]
+pub struct Capture {
+    sub: Option<Subscriber>,
+    callbacks: Vec<(u32, u32)>,
+    kinds: Vec<u32>,
+    paused: bool,
+}
+
+/// CUPTI's subscriber handle: an opaque pointer CUPTI accepts from any thread.
+#[derive(Debug, Clone, Copy)]
+struct Subscriber(ffi::CUpti_SubscriberHandle);
+
+// SAFETY: the handle is an opaque token passed back to CUPTI, whose calls take it from any thread.
+unsafe impl Send for Subscriber {}
+
+impl Capture {
+    /// Remembers the subscriber the callbacks below belong to.
+    pub fn subscribed(&mut self, sub: ffi::CUpti_SubscriberHandle) {
+        self.sub = Some(Subscriber(sub));
+    }
+
+    /// Turns on the callback `(domain, cbid)` and remembers it.
+    pub fn enable_callback(&mut self, lib: &Lib, domain: u32, cbid: u32) -> Result<(), CuptiError> {
+        let Some(s) = self.sub else { return Ok(()) };
+        lib.set_callback(true, s.0, domain, cbid)?;
+        self.callbacks.push((domain, cbid));
+        Ok(())
+    }
+
+    /// Turns on the record kind and remembers it.
+    pub fn enable_kind(&mut self, lib: &Lib, kind: u32) -> Result<(), CuptiError> {
+        lib.activity_enable(kind)?;
+        self.kinds.push(kind);
+        Ok(())
+    }
+
+    /// Pauses (`on = false`) or resumes collection; returns whether it was on before. Callbacks
+    /// go off before the record kinds and come back after them, so no launch site is recorded
+    /// while its kernel's record kind is off.
+    pub fn set(&mut self, lib: &Lib, on: bool) -> Result<bool, CuptiError> {
+        let was_on = !self.paused;
+        if on == was_on {
+            return Ok(was_on);
+        }
+        let Some(s) = self.sub else { return Ok(was_on) };
+        if on {
+            for &k in &self.kinds {
+                lib.activity_enable(k)?;
+            }
+            for &(d, c) in &self.callbacks {
+                lib.set_callback(true, s.0, d, c)?;
+            }
+        } else {
+            for &(d, c) in &self.callbacks {
+                lib.set_callback(false, s.0, d, c)?;
+            }
+            for &k in &self.kinds {
+                lib.activity_disable(k)?;
+            }
+        }
+        self.paused = !on;
+        Ok(was_on)
+    }
+}
+
+/// The agent's capture state.
+pub(crate) type State = Mutex<Capture>;
+
+/// Pauses (`on == 0`) or resumes (`on != 0`) collection. Returns 1 if collection was on before
+/// the call, 0 if it was paused, and -1 if the agent is not running or CUPTI refused (the
+/// reason goes to stderr).
+#[no_mangle]
+pub extern "C" fn xpuprof_cupti_capture(on: c_int) -> c_int {
+    let Some(a) = crate::agent() else { return -1 };
+    let Ok(mut c) = a.capture.lock() else { return -1 };
+    match c.set(&a.lib, on != 0) {
+        Ok(was_on) => {
+            if was_on && on == 0 {
+                a.launches.new_epoch();
+            }
+            c_int::from(was_on)
+        }
+        Err(e) => {
+            crate::say(&format!("cannot {} collection: {e}", if on != 0 { "resume" } else { "pause" }));
+            -1
+        }
+    }
+}
