@@ -427,6 +427,8 @@ if [[ " $STEPS " == *" e2e "* ]]; then
           agent_cb_noop) o="$o,callback_noop=1" ;;
           agent_nostacks) o="${o/stacks=agent/stacks=off}" ;;
           agent_nopython) o="$o,python=off" ;;
+          # agent_with_<opt>=<v>[+<opt>=<v>...]: the whole agent with these options changed.
+          agent_with_*) o="$o,$(echo "${c#agent_with_}" | tr + ,)" ;;
           agent_kinds_*)
             o=kernels=1,memcpy=0,memset=0,sync=0,memory=0,nvtx=0,devices=0,overhead=0,api=launches,stacks=agent
             local k
@@ -436,7 +438,8 @@ if [[ " $STEPS " == *" e2e "* ]]; then
         CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/e2e-out/dump XPUPROF_CUPTI_OPTS=$o $PIN "$@" ;;
     esac
   }
-  # Parts (E2E_PARTS, default all): b1 = B1 + B5, b4 = B4 sizes, b2 = B2 PyTorch; B2 knobs:
+  # Parts (E2E_PARTS, default all but ab): b1 = B1 + B5, b4 = B4 sizes, b2 = B2 PyTorch, ab = B2
+  # small paused/collecting in one process, residual = CUPTI attached idle vs detached; B2 knobs:
   # B2_SIZES (small large), B2_CFGS (all six), B2_STEPS (timed steps; the workload's default), ROUNDS_B2 (2).
   PARTS=" ${E2E_PARTS:-b1 b4 b2} "
   # B1 + B5
@@ -462,9 +465,70 @@ if [[ " $STEPS " == *" e2e "* ]]; then
     a=$(du -cb "$W/e2e-out/b4/archive" | tail -1 | cut -f1); j=$(stat -c %s "$W/e2e-out/b4/trace.json" 2>/dev/null)
     row "B4 bytes per launch (N=$BENCH_N+100)" "archive $(python3 -c "print(round($a/($BENCH_N+100),1))") chrome $(python3 -c "print(round(${j:-0}/($BENCH_N+100),1))")"
   fi
+  T=tests/workloads/cuda/transformer_bench.py
+  # B2 small, paused/collecting windows in one process (transformer_bench.py mode ab): part `ab`;
+  # knobs AB_CFGS (unprofiled = the method's own spread), ROUNDS_AB (4), AB_STEPS (2000), AB_PAIRS (20).
+  if [[ $PARTS == *" ab "* ]]; then
+    : >"$W/logs/b2ab-lines.txt"
+    for r in $(seq 0 "${ROUNDS_AB:-4}"); do
+      for c in ${AB_CFGS:-unprofiled xpuprof_default xpuprof_cupti}; do
+        line=$(BENCH_CPU=${PIN:+2} e2e_cfg $c python3 "$T" ab small "${AB_STEPS:-2000}" 2>>"$W/logs/b2ab-$c.err" | grep '^BENCH2AB')
+        echo "$r $c $line" >>"$W/logs/b2ab-lines.txt"
+      done
+    done
+    python3 - "$W/logs/b2ab-lines.txt" <<'PY' | tee -a "$SUMMARY"
+import re, statistics, sys
+per, pooled, off, loops = {}, {}, {}, {}
+for ln in open(sys.argv[1]):
+    f = ln.split()
+    if len(f) < 2 or f[0] == "0":  # round 0 warms the machine up
+        continue
+    kv = dict(x.split("=", 1) for x in f[3:] if "=" in x)
+    if "ratio_median" not in kv:
+        print(f"bench[B2-small-ab] {f[1]} round {f[0]}: no result")
+        continue
+    per.setdefault(f[1], []).append(float(kv["ratio_median"]))
+    pooled.setdefault(f[1], []).extend(float(v) for v in kv["ratios"].split(","))
+    off.setdefault(f[1], []).append(float(kv["off_ms_median"]))
+    loops.setdefault(f[1], []).append(float(kv.get("off_loops_median", "nan")))
+base = statistics.median(loops["unprofiled"]) if "unprofiled" in loops else None
+for c in per:
+    q = sorted(pooled[c])
+    print(f"bench[B2-small-ab] {c:<22} on/off median of processes {statistics.median(per[c]):.3f} "
+          f"(processes {' '.join(f'{v:.3f}' for v in per[c])}); all pairs median {statistics.median(q):.3f} "
+          f"[{q[len(q) // 4]:.3f}-{q[3 * len(q) // 4]:.3f}] n={len(q)}; paused windows {statistics.median(off[c]):.3f} ms/step, "
+          f"{statistics.median(loops[c]):.4f} loops/step" + (f" ({statistics.median(loops[c]) / base:.3f}x unprofiled's)" if base else ""))
+PY
+  fi
+  # What the agent's paused state leaves (mode residual): part `residual`, ROUNDS_AB rounds.
+  if [[ $PARTS == *" residual "* ]]; then
+    : >"$W/logs/b2res-lines.txt"
+    for r in $(seq 0 "${ROUNDS_AB:-4}"); do
+      line=$(BENCH_CPU=${PIN:+2} e2e_cfg unprofiled python3 "$T" residual small "${AB_STEPS:-2000}" 2>>"$W/logs/b2res.err" | grep '^BENCH2RES')
+      echo "$r residual $line" >>"$W/logs/b2res-lines.txt"
+    done
+    python3 - "$W/logs/b2res-lines.txt" <<'PY' | tee -a "$SUMMARY"
+import statistics, sys
+per, pooled = [], []
+for ln in open(sys.argv[1]):
+    f = ln.split()
+    kv = dict(x.split("=", 1) for x in f[3:] if "=" in x)
+    if f[0] == "0":
+        continue
+    if "ratio_median" not in kv:
+        print(f"bench[B2-small-residual] round {f[0]}: no result")
+        continue
+    per.append(float(kv["ratio_median"]))
+    pooled += [float(v) for v in kv["ratios"].split(",")]
+if per:
+    q = sorted(pooled)
+    print(f"bench[B2-small-residual] CUPTI attached, nothing enabled / detached: median of processes "
+          f"{statistics.median(per):.3f} (processes {' '.join(f'{v:.3f}' for v in per)}); all pairs median "
+          f"{statistics.median(q):.3f} [{q[len(q) // 4]:.3f}-{q[3 * len(q) // 4]:.3f}] n={len(q)}")
+PY
+  fi
   # B2: PyTorch inference, small and large
   if [[ $PARTS == *" b2 "* ]]; then
-    T=tests/workloads/cuda/transformer_bench.py
     B2_SIZES=${B2_SIZES:-small large}
     for size in $B2_SIZES; do : >"$W/logs/b2-$size.txt"; : >"$W/logs/b2-$size-median.txt"; : >"$W/logs/b2-$size-loops.txt"; : >"$W/logs/b2-$size-lines.txt"; done
     # Round 0 warms the machine (page cache, GPU clocks, compiled kernels) and is not counted:

@@ -2,6 +2,8 @@
 
 usage: transformer_bench.py MODE SIZE [STEPS]
   MODE: plain | profiler | profiler_stack   (torch.profiler with CPU+CUDA activities)
+        | ab   (xpuprof's cupti agent paused and resumed in alternate windows, see `ab`)
+        | residual   (CUPTI attached with nothing enabled vs detached, see `residual`)
   SIZE: small (batch 8 x seq 128, launch-bound) | large (batch 64 x seq 512, compute-bound)
 
 6 layers, d_model 512, 8 heads, feed-forward 2048, fp16, eval mode under inference_mode. Warms
@@ -96,6 +98,125 @@ def timed(model, x, steps, windows=10):
     return total, times[len(times) // 2], rel[len(rel) // 2], cpu, steal
 
 
+def agent_capture():
+    """The cupti agent's pause/resume switch (`xpuprof_cupti_capture`, found through the path the
+    host put in CUDA_INJECTION64_PATH), or None when the process runs without the agent."""
+    import ctypes
+    path = os.environ.get("CUDA_INJECTION64_PATH")
+    if not path:
+        return None
+    try:
+        f = ctypes.CDLL(path).xpuprof_cupti_capture
+    except (OSError, AttributeError):
+        return None
+    f.argtypes, f.restype = [ctypes.c_int], ctypes.c_int
+    return f
+
+
+def ab(model, x, steps, pairs):
+    """Times the same process with the profiler paused (off) and collecting (on) in `pairs`
+    pairs of adjacent windows of steps // (2 * pairs) steps, each ended by a synchronize, the
+    order inside a pair alternating (off-on, on-off). The machine's clock phases last seconds,
+    a pair a fraction of one, so the ratio on/off of one pair compares like with like; between
+    processes the same configuration varied by up to 2x on the GPU machine. Pausing and resuming
+    happen between windows, outside the timing. Without the agent both windows run unprofiled:
+    the ratios then show the method's own spread. A calibration loop before each pair gives the
+    off windows' step time in loops, to compare the paused state with unprofiled processes.
+    Returns the per-pair ratios, the median ms per step of the off and on windows, and the
+    median of the off windows in loops."""
+    capture = agent_capture()
+    per = max(1, steps // (2 * pairs))
+    ratios, on_ms, off_ms, off_loops = [], [], [], []
+
+    def window(on):
+        if capture is not None and capture(1 if on else 0) < 0:
+            sys.exit("xpuprof_cupti_capture failed")
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        run(model, x, per)
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t) * 1e3 / per
+
+    for i in range(pairs):
+        loop = calibration_ms()
+        if i % 2 == 0:
+            off = window(False)
+            on = window(True)
+        else:
+            on = window(True)
+            off = window(False)
+        ratios.append(on / off)
+        on_ms.append(on)
+        off_ms.append(off)
+        off_loops.append(off / loop)
+    if capture is not None:
+        capture(1)
+    mid = pairs // 2
+    return ratios, sorted(off_ms)[mid], sorted(on_ms)[mid], sorted(off_loops)[mid], capture is not None
+
+
+def find_cupti():
+    """The libcupti beside the libcudart this process maps (where the agent looks first), else
+    the toolkit's; BENCH_CUPTI overrides."""
+    import glob
+    if os.environ.get("BENCH_CUPTI"):
+        return os.environ["BENCH_CUPTI"]
+    dirs = []
+    with open("/proc/self/maps") as f:
+        for ln in f:
+            path = ln.split()[-1]
+            if "/libcudart.so" in path:
+                dirs.append(os.path.dirname(path))
+    dirs += ["/usr/local/cuda/targets/x86_64-linux/lib", "/usr/local/cuda/lib64", "/usr/local/cuda/extras/CUPTI/lib64"]
+    for d in dirs:
+        found = sorted(glob.glob(os.path.join(d, "libcupti.so*")))
+        if found:
+            return found[0]
+    sys.exit("residual: no libcupti found; set BENCH_CUPTI")
+
+
+def residual(model, x, steps, pairs):
+    """What the agent's paused state leaves on a launch: the same process's steps with CUPTI
+    attached and subscribed but nothing enabled (as while `xpuprof_cupti_capture(0)` holds),
+    against CUPTI detached (`cuptiUnsubscribe` + `cuptiFinalize`, CUPTI's documented detach), in
+    adjacent windows as in `ab`. Run without the agent. Returns the per-pair ratios
+    attached/detached."""
+    import ctypes
+    lib = ctypes.CDLL(find_cupti())
+    cb_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p)
+    callback = cb_type(lambda *a: None)  # never called: no callback is enabled
+    sub = ctypes.c_void_p()
+    per = max(1, steps // (2 * pairs))
+
+    def check(what, rc):
+        if rc != 0:
+            sys.exit(f"residual: {what} failed with CUPTI error {rc}")
+
+    def window(attached):
+        if attached:
+            check("cuptiSubscribe", lib.cuptiSubscribe(ctypes.byref(sub), callback, None))
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        run(model, x, per)
+        torch.cuda.synchronize()
+        took = (time.perf_counter() - t) * 1e3 / per
+        if attached:
+            check("cuptiUnsubscribe", lib.cuptiUnsubscribe(sub))
+            check("cuptiFinalize", lib.cuptiFinalize())
+        return took
+
+    ratios = []
+    for i in range(pairs):
+        if i % 2 == 0:
+            off = window(False)
+            on = window(True)
+        else:
+            on = window(True)
+            off = window(False)
+        ratios.append(on / off)
+    return ratios
+
+
 def main():
     mode, size = sys.argv[1], sys.argv[2]
     batch, seq = {"small": (8, 128), "large": (64, 512)}[size]
@@ -103,7 +224,7 @@ def main():
     model = build()
     x = torch.randn(batch, seq, 512, device="cuda", dtype=torch.half)
     with torch.inference_mode():
-        if mode == "plain":
+        if mode in ("plain", "ab", "residual"):
             profiler = contextlib.nullcontext()
         else:
             acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
@@ -114,6 +235,20 @@ def main():
             cpu = os.environ.get("BENCH_CPU")
             if cpu:
                 os.sched_setaffinity(0, {int(cpu)})
+            if mode == "ab":
+                pairs = int(os.environ.get("AB_PAIRS", "20"))
+                ratios, off, on, off_loops, agent = ab(model, x, steps, pairs)
+                r = sorted(ratios)
+                print(f"BENCH2AB size={size} steps={steps} pairs={pairs} agent={int(agent)} off_ms_median={off:.4f}"
+                      f" on_ms_median={on:.4f} off_loops_median={off_loops:.4f} ratio_median={r[len(r) // 2]:.4f}"
+                      f" ratio_mean={sum(r) / len(r):.4f} ratios={','.join(f'{v:.3f}' for v in ratios)}", flush=True)
+                return
+            if mode == "residual":
+                pairs = int(os.environ.get("AB_PAIRS", "20"))
+                r = sorted(residual(model, x, steps, pairs))
+                print(f"BENCH2RES size={size} steps={steps} pairs={pairs} ratio_median={r[len(r) // 2]:.4f}"
+                      f" ratio_mean={sum(r) / len(r):.4f} ratios={','.join(f'{v:.3f}' for v in r)}", flush=True)
+                return
             mean, median, rel, cpu, steal = timed(model, x, steps)
     print(f"BENCH2 mode={mode} size={size} steps={steps} ms_per_step={mean:.4f} ms_per_step_median={median:.4f}"
           f" loops_per_step_median={rel:.4f} cpu_ms_per_step={cpu:.4f}"
