@@ -113,6 +113,21 @@ def agent_capture():
     return f
 
 
+def alternate(pairs, window):
+    """Runs `pairs` pairs of windows, `window(False)` and `window(True)`, the order alternating
+    (off-on, on-off) so that a drift of the machine within a pair favours neither; a calibration
+    loop before each pair. Yields (on ms, off ms, loop ms) per pair."""
+    for i in range(pairs):
+        loop = calibration_ms()
+        if i % 2 == 0:
+            off = window(False)
+            on = window(True)
+        else:
+            on = window(True)
+            off = window(False)
+        yield on, off, loop
+
+
 def ab(model, x, steps, pairs):
     """Times the same process with the profiler paused (off) and collecting (on) in `pairs`
     pairs of adjacent windows of steps // (2 * pairs) steps, each ended by a synchronize, the
@@ -137,14 +152,7 @@ def ab(model, x, steps, pairs):
         torch.cuda.synchronize()
         return (time.perf_counter() - t) * 1e3 / per
 
-    for i in range(pairs):
-        loop = calibration_ms()
-        if i % 2 == 0:
-            off = window(False)
-            on = window(True)
-        else:
-            on = window(True)
-            off = window(False)
+    for on, off, loop in alternate(pairs, window):
         ratios.append(on / off)
         on_ms.append(on)
         off_ms.append(off)
@@ -205,16 +213,7 @@ def residual(model, x, steps, pairs):
             check("cuptiFinalize", lib.cuptiFinalize())
         return took
 
-    ratios = []
-    for i in range(pairs):
-        if i % 2 == 0:
-            off = window(False)
-            on = window(True)
-        else:
-            on = window(True)
-            off = window(False)
-        ratios.append(on / off)
-    return ratios
+    return [on / off for on, off, _ in alternate(pairs, window)]
 
 
 def main():
