@@ -11,6 +11,7 @@
 
 use std::os::raw::c_int;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use crate::sys::{ffi, CuptiError, Lib};
 
@@ -21,6 +22,10 @@ pub struct Capture {
     callbacks: Vec<(u32, u32)>,
     kinds: Vec<u32>,
     paused: bool,
+    /// Pauses so far, when the current one began, and the time paused before it.
+    pauses: u32,
+    since: Option<Instant>,
+    paused_for: Duration,
 }
 
 /// CUPTI's subscriber handle: an opaque pointer CUPTI accepts from any thread.
@@ -76,7 +81,27 @@ impl Capture {
             }
         }
         self.paused = !on;
+        if on {
+            self.paused_for += self.since.take().map_or(Duration::ZERO, |t| t.elapsed());
+        } else {
+            self.pauses += 1;
+            self.since = Some(Instant::now());
+        }
         Ok(was_on)
+    }
+
+    /// How often and how long collection was paused, for the user; `None` if it never was.
+    pub fn report(&self) -> Option<String> {
+        if self.pauses == 0 {
+            return None;
+        }
+        let total = self.paused_for + self.since.map_or(Duration::ZERO, |t| t.elapsed());
+        Some(format!(
+            "collection was paused {} time{} by xpuprof_cupti_capture, {:.2} s in all: launches made while paused are not in the profile",
+            self.pauses,
+            if self.pauses == 1 { "" } else { "s" },
+            total.as_secs_f64()
+        ))
     }
 }
 
@@ -101,5 +126,20 @@ pub extern "C" fn xpuprof_cupti_capture(on: c_int) -> c_int {
             crate::say(&format!("cannot {} collection: {e}", if on != 0 { "resume" } else { "pause" }));
             -1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Capture;
+
+    #[test]
+    fn reports_pauses_only_when_there_were_some() {
+        let mut c = Capture::default();
+        assert_eq!(c.report(), None);
+        c.pauses = 2;
+        let line = c.report().unwrap();
+        assert!(line.starts_with("collection was paused 2 times"), "{line}");
+        assert!(line.contains("not in the profile"), "{line}");
     }
 }

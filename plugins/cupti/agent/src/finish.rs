@@ -29,6 +29,9 @@ pub fn finish(a: &Agent) {
             if !m.is_empty() {
                 a.channel.push(Chunk::Bytes(m));
             }
+            if let Some(line) = a.capture.lock().ok().and_then(|c| c.report()) {
+                crate::say(&line);
+            }
             let (launches, stacks) = a.launches.totals();
             let sender = a.sender.lock().ok().and_then(|mut s| s.take());
             a.channel.goodbye(launches, stacks, sender, Duration::from_secs(10));
