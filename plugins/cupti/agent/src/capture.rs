@@ -21,8 +21,8 @@ pub struct Capture {
     sub: Option<Subscriber>,
     callbacks: Vec<(u32, u32)>,
     kinds: Vec<u32>,
-    paused: bool,
-    /// Pauses so far, when the current one began, and the time paused before it.
+    /// Pauses so far, when the current one began (`Some` while paused), and the time paused
+    /// before it.
     pauses: u32,
     since: Option<Instant>,
     paused_for: Duration,
@@ -60,7 +60,7 @@ impl Capture {
     /// go off before the record kinds and come back after them, so no launch site is recorded
     /// while its kernel's record kind is off.
     pub fn set(&mut self, lib: &Lib, on: bool) -> Result<bool, CuptiError> {
-        let was_on = !self.paused;
+        let was_on = self.since.is_none();
         if on == was_on {
             return Ok(was_on);
         }
@@ -72,6 +72,7 @@ impl Capture {
             for &(d, c) in &self.callbacks {
                 lib.set_callback(true, s.0, d, c)?;
             }
+            self.paused_for += self.since.take().map_or(Duration::ZERO, |t| t.elapsed());
         } else {
             for &(d, c) in &self.callbacks {
                 lib.set_callback(false, s.0, d, c)?;
@@ -79,11 +80,6 @@ impl Capture {
             for &k in &self.kinds {
                 lib.activity_disable(k)?;
             }
-        }
-        self.paused = !on;
-        if on {
-            self.paused_for += self.since.take().map_or(Duration::ZERO, |t| t.elapsed());
-        } else {
             self.pauses += 1;
             self.since = Some(Instant::now());
         }
