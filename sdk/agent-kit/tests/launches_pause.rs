@@ -6,7 +6,13 @@ use xpuprof_agent_kit::launches::{Registry, Sites};
 use xpuprof_agent_kit::wire::launches::{parse, Entry, Launch};
 use xpuprof_agent_kit::{modules, stack, timestamps, wire};
 
-fn launches(r: &Registry) -> Vec<Launch> {
+/// Runs `calls` against a fresh registry (agent stacks on) and returns the launch entries it
+/// drained.
+fn launches(calls: impl FnOnce(&Registry, &Sites<'_>)) -> Vec<Launch> {
+    let known = modules::Known::default();
+    let sites = Sites { record_entries: true, stacks: true, max_depth: 64, own_code: &[], known: &known };
+    let r = Registry::default();
+    calls(&r, &sites);
     let mut out = Vec::new();
     r.drain(&mut out, &timestamps::Clock::new(false));
     let (msgs, _) = wire::split_messages(&out);
@@ -22,18 +28,14 @@ fn launches(r: &Registry) -> Vec<Launch> {
 
 #[test]
 fn a_call_left_open_by_a_pause_is_closed_at_the_next_entry() {
-    let known = modules::Known::default();
-    let sites = Sites { record_entries: true, stacks: true, max_depth: 64, own_code: &[], known: &known };
-    let r = Registry::default();
-
-    // Entered while collecting; the pause turns the callbacks off before its exit.
-    assert!(r.enter(&sites, 1, 7, 100, stack::registers()).is_some());
-    r.new_epoch();
-    // After the resume: a new outermost call, not one nested in call 100.
-    assert!(r.enter(&sites, 1, 7, 101, stack::registers()).is_some(), "call 101 read as nested");
-    r.exit(0);
-
-    let got = launches(&r);
+    let got = launches(|r, sites| {
+        // Entered while collecting; the pause turns the callbacks off before its exit.
+        assert!(r.enter(sites, 1, 7, 100, stack::registers()).is_some());
+        r.new_epoch();
+        // After the resume: a new outermost call, not one nested in call 100.
+        assert!(r.enter(sites, 1, 7, 101, stack::registers()).is_some(), "call 101 read as nested");
+        r.exit(0);
+    });
     assert_eq!(got.iter().map(|l| l.correlation).collect::<Vec<_>>(), [100, 101]);
     for l in &got {
         assert_eq!(l.flags & wire::LAUNCH_NESTED, 0, "{l:?}");
@@ -46,14 +48,12 @@ fn a_call_left_open_by_a_pause_is_closed_at_the_next_entry() {
 
 #[test]
 fn without_a_pause_an_inner_call_stays_nested() {
-    let known = modules::Known::default();
-    let sites = Sites { record_entries: true, stacks: true, max_depth: 64, own_code: &[], known: &known };
-    let r = Registry::default();
-    assert!(r.enter(&sites, 1, 7, 200, stack::registers()).is_some());
-    assert!(r.enter(&sites, 2, 9, 201, stack::registers()).is_none());
-    r.exit(0);
-    r.exit(0);
-    let got = launches(&r);
+    let got = launches(|r, sites| {
+        assert!(r.enter(sites, 1, 7, 200, stack::registers()).is_some());
+        assert!(r.enter(sites, 2, 9, 201, stack::registers()).is_none());
+        r.exit(0);
+        r.exit(0);
+    });
     assert_eq!(got.len(), 2);
     assert_eq!(got[1].flags & wire::LAUNCH_NESTED, wire::LAUNCH_NESTED);
 }
