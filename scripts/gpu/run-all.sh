@@ -466,6 +466,39 @@ if [[ " $STEPS " == *" e2e "* ]]; then
     row "B4 bytes per launch (N=$BENCH_N+100)" "archive $(python3 -c "print(round($a/($BENCH_N+100),1))") chrome $(python3 -c "print(round(${j:-0}/($BENCH_N+100),1))")"
   fi
   T=tests/workloads/cuda/transformer_bench.py
+  # Summary of a file of "round config BENCH2AB|BENCH2RES k=v..." lines (round 0 is the warm-up):
+  # per configuration, the median of the processes' median pair ratio and of all pairs; for
+  # `ab`, also the paused windows' ms and loops per step against the unprofiled processes'.
+  pairs_summary() {  # label, file
+    python3 - "$1" "$2" <<'PY' | tee -a "$SUMMARY"
+import statistics, sys
+label = sys.argv[1]
+per, pooled, off, loops = {}, {}, {}, {}
+for ln in open(sys.argv[2]):
+    f = ln.split()
+    if len(f) < 2 or f[0] == "0":
+        continue
+    kv = dict(x.split("=", 1) for x in f[3:] if "=" in x)
+    if "ratio_median" not in kv:
+        print(f"bench[{label}] {f[1]} round {f[0]}: no result")
+        continue
+    per.setdefault(f[1], []).append(float(kv["ratio_median"]))
+    pooled.setdefault(f[1], []).extend(float(v) for v in kv["ratios"].split(","))
+    if "off_ms_median" in kv:
+        off.setdefault(f[1], []).append(float(kv["off_ms_median"]))
+        loops.setdefault(f[1], []).append(float(kv.get("off_loops_median", "nan")))
+base = statistics.median(loops["unprofiled"]) if "unprofiled" in loops else None
+for c in per:
+    q = sorted(pooled[c])
+    line = (f"bench[{label}] {c:<22} on/off median of processes {statistics.median(per[c]):.3f} "
+            f"(processes {' '.join(f'{v:.3f}' for v in per[c])}); all pairs median {statistics.median(q):.3f} "
+            f"[{q[len(q) // 4]:.3f}-{q[3 * len(q) // 4]:.3f}] n={len(q)}")
+    if c in off:
+        line += (f"; paused windows {statistics.median(off[c]):.3f} ms/step, {statistics.median(loops[c]):.4f} loops/step"
+                 + (f" ({statistics.median(loops[c]) / base:.3f}x unprofiled's)" if base else ""))
+    print(line)
+PY
+  }
   # B2 small, paused/collecting windows in one process (transformer_bench.py mode ab): part `ab`;
   # knobs AB_CFGS (unprofiled = the method's own spread), ROUNDS_AB (4), AB_STEPS (2000), AB_PAIRS (20).
   if [[ $PARTS == *" ab "* ]]; then
@@ -476,56 +509,17 @@ if [[ " $STEPS " == *" e2e "* ]]; then
         echo "$r $c $line" >>"$W/logs/b2ab-lines.txt"
       done
     done
-    python3 - "$W/logs/b2ab-lines.txt" <<'PY' | tee -a "$SUMMARY"
-import re, statistics, sys
-per, pooled, off, loops = {}, {}, {}, {}
-for ln in open(sys.argv[1]):
-    f = ln.split()
-    if len(f) < 2 or f[0] == "0":  # round 0 warms the machine up
-        continue
-    kv = dict(x.split("=", 1) for x in f[3:] if "=" in x)
-    if "ratio_median" not in kv:
-        print(f"bench[B2-small-ab] {f[1]} round {f[0]}: no result")
-        continue
-    per.setdefault(f[1], []).append(float(kv["ratio_median"]))
-    pooled.setdefault(f[1], []).extend(float(v) for v in kv["ratios"].split(","))
-    off.setdefault(f[1], []).append(float(kv["off_ms_median"]))
-    loops.setdefault(f[1], []).append(float(kv.get("off_loops_median", "nan")))
-base = statistics.median(loops["unprofiled"]) if "unprofiled" in loops else None
-for c in per:
-    q = sorted(pooled[c])
-    print(f"bench[B2-small-ab] {c:<22} on/off median of processes {statistics.median(per[c]):.3f} "
-          f"(processes {' '.join(f'{v:.3f}' for v in per[c])}); all pairs median {statistics.median(q):.3f} "
-          f"[{q[len(q) // 4]:.3f}-{q[3 * len(q) // 4]:.3f}] n={len(q)}; paused windows {statistics.median(off[c]):.3f} ms/step, "
-          f"{statistics.median(loops[c]):.4f} loops/step" + (f" ({statistics.median(loops[c]) / base:.3f}x unprofiled's)" if base else ""))
-PY
+    pairs_summary B2-small-ab "$W/logs/b2ab-lines.txt"
   fi
-  # What the agent's paused state leaves (mode residual): part `residual`, ROUNDS_AB rounds.
+  # What the agent's paused state leaves (mode residual: CUPTI attached and idle = "on",
+  # detached = "off"): part `residual`, ROUNDS_AB rounds.
   if [[ $PARTS == *" residual "* ]]; then
     : >"$W/logs/b2res-lines.txt"
     for r in $(seq 0 "${ROUNDS_AB:-4}"); do
       line=$(BENCH_CPU=${PIN:+2} e2e_cfg unprofiled python3 "$T" residual small "${AB_STEPS:-2000}" 2>>"$W/logs/b2res.err" | grep '^BENCH2RES')
       echo "$r residual $line" >>"$W/logs/b2res-lines.txt"
     done
-    python3 - "$W/logs/b2res-lines.txt" <<'PY' | tee -a "$SUMMARY"
-import statistics, sys
-per, pooled = [], []
-for ln in open(sys.argv[1]):
-    f = ln.split()
-    kv = dict(x.split("=", 1) for x in f[3:] if "=" in x)
-    if f[0] == "0":
-        continue
-    if "ratio_median" not in kv:
-        print(f"bench[B2-small-residual] round {f[0]}: no result")
-        continue
-    per.append(float(kv["ratio_median"]))
-    pooled += [float(v) for v in kv["ratios"].split(",")]
-if per:
-    q = sorted(pooled)
-    print(f"bench[B2-small-residual] CUPTI attached, nothing enabled / detached: median of processes "
-          f"{statistics.median(per):.3f} (processes {' '.join(f'{v:.3f}' for v in per)}); all pairs median "
-          f"{statistics.median(q):.3f} [{q[len(q) // 4]:.3f}-{q[3 * len(q) // 4]:.3f}] n={len(q)}")
-PY
+    pairs_summary B2-small-residual "$W/logs/b2res-lines.txt"
   fi
   # B2: PyTorch inference, small and large
   if [[ $PARTS == *" b2 "* ]]; then
