@@ -113,6 +113,15 @@ def agent_capture():
     return f
 
 
+def ms_per_step(model, x, n):
+    """Milliseconds per step of `n` steps, from a synchronized start to a final synchronize."""
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    run(model, x, n)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) * 1e3 / n
+
+
 def alternate(pairs, window):
     """Runs `pairs` pairs of windows, `window(False)` and `window(True)`, the order alternating
     (off-on, on-off) so that a drift of the machine within a pair favours neither; a calibration
@@ -146,11 +155,7 @@ def ab(model, x, steps, pairs):
     def window(on):
         if capture is not None and capture(1 if on else 0) < 0:
             sys.exit("xpuprof_cupti_capture failed")
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        run(model, x, per)
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t) * 1e3 / per
+        return ms_per_step(model, x, per)
 
     for on, off, loop in alternate(pairs, window):
         ratios.append(on / off)
@@ -203,11 +208,7 @@ def residual(model, x, steps, pairs):
     def window(attached):
         if attached:
             check("cuptiSubscribe", lib.cuptiSubscribe(ctypes.byref(sub), callback, None))
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        run(model, x, per)
-        torch.cuda.synchronize()
-        took = (time.perf_counter() - t) * 1e3 / per
+        took = ms_per_step(model, x, per)
         if attached:
             check("cuptiUnsubscribe", lib.cuptiUnsubscribe(sub))
             check("cuptiFinalize", lib.cuptiFinalize())
