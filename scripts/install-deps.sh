@@ -19,11 +19,12 @@
 # - libamdhip64-dev, g++: Debian's HIP runtime 5.2 (the rocm tests put a uprobe on its real
 #   hipLaunchKernel and link a C program against it) and the C++ compiler the rocm layout
 #   cross-check compiles the SDK's HIP headers with;
-# - the triton wheel, pinned and without dependencies: the only package here that ships
+# - the ROCm headers of the triton wheel, pinned: the only package here that ships
 #   rocprofiler-sdk 1.x and roctracer headers (trimmed); rocprofiler-sdk-sys and roctracer-sys
-#   check their hand-written declarations against them.
-# Idempotent: skips what is already there. Needs root (or sudo) for apt.
+#   check their hand-written declarations against them. Only the headers are kept (.deps/).
+# Idempotent: skips what is already there. Keeps no download caches (CI machines can be short of disk). Needs root (or sudo) for apt.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -37,6 +38,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  $SUDO apt-get clean # the downloaded .deb files: CI machines can be short of disk
 fi
 
 PIP_PKGS=("nvidia-cuda-cupti==13.5.25" "nvidia-cuda-runtime==13.5.37" "nvidia-cuda-crt==13.5.37")
@@ -44,20 +46,44 @@ if [ -z "${CUDA_HOME:-}" ]; then
   have=$(python3 -c 'import importlib.metadata as m; print(" ".join(f"{p}=={m.version(p)}" for p in ("nvidia-cuda-cupti","nvidia-cuda-runtime","nvidia-cuda-crt")))' 2>/dev/null || true)
   if [ "$have" != "${PIP_PKGS[*]}" ]; then
     echo "install-deps: pip install ${PIP_PKGS[*]}"
-    python3 -m pip install -q "${PIP_PKGS[@]}"
+    python3 -m pip install -q --no-cache-dir "${PIP_PKGS[@]}"
   fi
 fi
 
 PERFETTO_PY="perfetto==0.59.1"
 if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("perfetto"))' 2>/dev/null || true)" != "${PERFETTO_PY#*==}" ]; then
   echo "install-deps: pip install $PERFETTO_PY"
-  python3 -m pip install -q "$PERFETTO_PY"
+  python3 -m pip install -q --no-cache-dir "$PERFETTO_PY"
 fi
 
+# Only the wheel's ROCm headers (2.6 MB of its 1 GB) are kept, under .deps/ (git ignores it): CI
+# machines can be short of disk.
 TRITON_PY="triton==3.9.0"
-if [ "$(python3 -c 'import importlib.metadata as m; print(m.version("triton"))' 2>/dev/null || true)" != "${TRITON_PY#*==}" ]; then
-  echo "install-deps: pip install --no-deps $TRITON_PY"
-  python3 -m pip install -q --no-deps "$TRITON_PY"
+ROCM_INC=".deps/${TRITON_PY/==/-}-amd-include"
+if [ ! -f "$ROCM_INC/roctracer/roctracer.h" ] || [ ! -f "$ROCM_INC/rocprofiler-sdk/fwd.h" ]; then
+  echo "install-deps: pip download --no-deps $TRITON_PY, keeping its ROCm headers in $ROCM_INC"
+  wheel_dir=$(mktemp -d)
+  python3 -m pip download -q --no-deps --no-cache-dir --only-binary=:all: -d "$wheel_dir" "$TRITON_PY"
+  python3 - "$wheel_dir" "$ROCM_INC" <<'PY'
+import pathlib, shutil, sys, zipfile
+wheel_dir, dest = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+(wheel,) = wheel_dir.glob("triton-*.whl")
+prefix = "triton/backends/amd/include/"
+tmp = dest.with_name(dest.name + ".partial")
+shutil.rmtree(tmp, ignore_errors=True)
+with zipfile.ZipFile(wheel) as z:
+    names = [n for n in z.namelist() if n.startswith(prefix) and not n.endswith("/")]
+    if not names:
+        sys.exit(f"install-deps: {wheel.name} has no {prefix}: the pinned triton wheel changed")
+    for n in names:
+        out = tmp / n[len(prefix):]
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(z.read(n))
+shutil.rmtree(dest, ignore_errors=True)
+tmp.rename(dest)
+print(f"install-deps: {len(names)} header files in {dest}")
+PY
+  rm -rf "$wheel_dir"
 fi
 
 command -v cargo >/dev/null || { echo "install-deps: cargo not found: install Rust with rustup first" >&2; exit 1; }
