@@ -8,8 +8,13 @@
 //!
 //! It also fingerprints what decides the in-memory layout of `model::Record`
 //! (`XPUPROF_RECORD_LAYOUT`, see `src/model/layout.rs`): the compiler's full version, the target,
-//! the flags given to rustc, and the source of the model's types. Two builds with the same
-//! fingerprint lay `Record` out identically, so the host may lend a sink its decoded records.
+//! the flags given to rustc (less those that only reach the linker, such as the workspace's
+//! `-C link-arg=-Wl,--compress-debug-sections=zlib`), and the source of the model's types. Two
+//! builds with the same fingerprint lay `Record` out identically, so the host may lend a sink its
+//! decoded records.
+
+#[path = "build/flags.rs"]
+mod flags;
 
 /// `0.<ABI_VERSION>.0`; change it together with `ABI_VERSION` only.
 const ABI_STAMP: &str = "0.1.0";
@@ -44,9 +49,10 @@ fn record_layout_fingerprint() -> u64 {
         // Without the compiler's identity no two builds may claim the same layout.
         .unwrap_or_else(|| format!("unknown rustc {:?}", std::time::SystemTime::now()).into_bytes());
     add(&version);
-    for var in ["TARGET", "CARGO_ENCODED_RUSTFLAGS", "CARGO_CFG_TARGET_FEATURE"] {
+    for var in ["TARGET", "CARGO_CFG_TARGET_FEATURE"] {
         add(std::env::var(var).unwrap_or_default().as_bytes());
     }
+    add(flags::layout_flags(&std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default()).as_bytes());
     let dir = std::path::Path::new("src/model");
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .expect("src/model exists")

@@ -25,12 +25,34 @@ pub fn record_layout() -> u64 {
 }
 
 #[cfg(test)]
+#[path = "../../build/flags.rs"]
+mod flags;
+
+#[cfg(test)]
 mod tests {
+    use super::flags::layout_flags;
     use super::*;
 
     #[test]
     fn the_fingerprint_is_stable_and_never_unknown() {
         assert_ne!(record_layout(), 0);
         assert_eq!(record_layout(), record_layout());
+    }
+
+    #[test]
+    fn flags_that_only_reach_the_linker_do_not_change_the_fingerprint() {
+        let sep = |flags: &[&str]| flags.join("\x1f");
+        let compress = "link-arg=-Wl,--compress-debug-sections=zlib";
+        let plain = sep(&["-C", "target-cpu=native"]);
+        for with_link in [
+            sep(&["-C", compress, "-C", "target-cpu=native"]),
+            sep(&["-C", "target-cpu=native", &format!("-C{compress}")]),
+            sep(&["-C", "target-cpu=native", "-C", "link-args=-Wl,-z,now -Wl,-O1"]),
+        ] {
+            assert_eq!(layout_flags(&with_link), layout_flags(&plain), "{with_link:?}");
+        }
+        assert_eq!(layout_flags(""), "");
+        assert_ne!(layout_flags(&sep(&["-C", "opt-level=3"])), layout_flags(""), "codegen flags count");
+        assert_ne!(layout_flags(&sep(&["-Z", "randomize-layout"])), layout_flags(""), "layout flags count");
     }
 }
