@@ -61,35 +61,22 @@ impl Check {
     }
 }
 
-/// The pinned triton wheel whose ROCm headers the layout tests compile against.
+/// The pinned triton wheel whose ROCm headers the layout tests compile against
+/// (`TRITON_PY` in `scripts/install-deps.sh`).
 const TRITON: &str = "triton-3.9.0";
 
-/// The ROCm include folder of the triton wheel (`triton/backends/amd/include`) when it holds
-/// `marker` (`"roctracer/roctracer.h"`): first the copy `scripts/install-deps.sh` extracts into
-/// `.deps/triton-3.9.0-amd-include` (the headers only, not the 1 GB wheel), else an installed
-/// triton package. Missing: the test fails in CI and is a visible skip elsewhere
-/// ([`crate::skip::missing`]); the caller then returns.
+/// The ROCm include folder of the pinned triton wheel (its `triton/backends/amd/include`, which
+/// `scripts/install-deps.sh` extracts into `.deps/triton-3.9.0-amd-include` without the rest of
+/// the 1 GB wheel) when it holds `marker` (`"roctracer/roctracer.h"`). Missing: the test fails in
+/// CI and is a visible skip elsewhere ([`crate::skip::missing`]); the caller then returns.
 pub fn triton_amd_include(marker: &str) -> Option<PathBuf> {
-    let extracted =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.deps").join(format!("{TRITON}-amd-include"));
-    if extracted.join(marker).is_file() {
-        return Some(extracted);
-    }
-    let o = Command::new("python3")
-        .args([
-            "-c",
-            "import importlib.util as u; s = u.find_spec('triton'); print(s.submodule_search_locations[0] if s else '')",
-        ])
-        .output()
-        .ok();
-    let dir = o.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default();
-    let inc = Path::new(&dir).join("backends/amd/include");
-    if !dir.is_empty() && inc.join(marker).is_file() {
+    let inc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.deps").join(format!("{TRITON}-amd-include"));
+    if inc.join(marker).is_file() {
         return Some(inc);
     }
     crate::skip::missing(&format!(
-        "the triton wheel's {marker} is neither in {} nor in an installed triton package (scripts/install-deps.sh extracts it)",
-        extracted.display()
+        "{TRITON}'s {marker} is not in {} (scripts/install-deps.sh extracts the wheel's ROCm headers there)",
+        inc.display()
     ));
     None
 }
