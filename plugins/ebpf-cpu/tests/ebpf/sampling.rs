@@ -29,7 +29,11 @@ fn cpu_samples_show_known_functions_in_their_ratio() {
     // Weights are the sampling period in ns; their sum is the CPU time the kernel accounted.
     let total = folded.values().sum::<u64>() as f64;
     let cpu = cpu_ns as f64;
-    assert!((0.75 * cpu..=1.25 * cpu).contains(&total), "on-CPU weight {total} ns vs CPU time {cpu} ns");
+    assert!(
+        (0.75 * cpu..=1.25 * cpu).contains(&total),
+        "on-CPU weight {total} ns vs CPU time {cpu} ns; losses: {:?}",
+        s.losses()
+    );
 }
 
 #[test]
