@@ -6,6 +6,7 @@ pub mod clock;
 pub mod correlator;
 pub mod intern;
 pub mod launches;
+mod plt;
 pub mod recordings;
 pub mod sinks;
 pub mod symbolizer;

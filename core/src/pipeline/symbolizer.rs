@@ -1,10 +1,20 @@
-//! Symbolization of normalised frames with blazesym: demangled names and inlined functions,
-//! from the module file (so processes that already exited still symbolise).
+//! Symbolization of normalised frames with blazesym: symbol names and inlined functions, from
+//! the module file (so processes that already exited still symbolise); PLT stubs named after
+//! their target (`puts@plt`, [`PltStubs`]).
+//!
+//! Names come back raw (mangled): the host gives every string its display text once, with the
+//! one demangler of the toolbox (`xpuprof_toolbox::demangle`), under the session's `demangle`
+//! switch. blazesym's own demangling is off: it hands names without a `_Z` prefix to
+//! `cpp_demangle`, which reads C functions `f`, `g`, `h` as the types `float`, `__float128`,
+//! `unsigned char`.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer as Blaze};
+
+use super::plt::PltStubs;
 
 /// A resolved location: the function and, outermost first, the functions inlined into it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +28,8 @@ pub struct Resolved {
 /// Wraps a blazesym symbolizer with the settings xpuprof uses.
 pub struct Symbolizer {
     inner: Blaze,
+    /// PLT stubs of each module file met so far.
+    plt: HashMap<PathBuf, PltStubs>,
     /// Addresses that could not be resolved.
     pub failures: u64,
 }
@@ -30,15 +42,22 @@ impl std::fmt::Debug for Symbolizer {
 
 impl Default for Symbolizer {
     fn default() -> Self {
-        let inner =
-            Blaze::builder().enable_demangling(true).enable_inlined_fns(true).enable_code_info(false).build();
-        Self { inner, failures: 0 }
+        let inner = Blaze::builder()
+            .enable_demangling(false)
+            .enable_inlined_fns(true)
+            .enable_code_info(false)
+            .build();
+        Self { inner, plt: HashMap::new(), failures: 0 }
     }
 }
 
 impl Symbolizer {
     /// Resolves a file offset inside the ELF file at `path`.
     pub fn file_offset(&mut self, path: &Path, offset: u64) -> Option<Resolved> {
+        let stubs = self.plt.entry(path.to_owned()).or_insert_with(|| PltStubs::read(path));
+        if let Some(name) = stubs.name(offset) {
+            return Some(Resolved { name: name.to_owned(), inlined: Vec::new() });
+        }
         let mut elf = Elf::new(path);
         elf.debug_syms = true;
         self.resolve(&Source::Elf(elf), Input::FileOffset(offset))
@@ -71,6 +90,121 @@ impl Symbolizer {
                 self.failures += 1;
                 None
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use object::{Object, ObjectSection, ObjectSymbol};
+    use xpuprof_toolbox::demangle::display;
+
+    use super::*;
+
+    /// C functions with one-letter names (which `cpp_demangle` alone reads as types), a C++ name
+    /// given by an asm label, and calls into libc through the PLT.
+    const PROGRAM: &str = r#"
+        #include <stdio.h>
+        #include <unistd.h>
+        __attribute__((noinline)) int f(int x) { return x * 3 + getpid(); }
+        __attribute__((noinline)) int g(int x) { return f(x) ^ 5; }
+        __attribute__((noinline)) int h(int x) { return g(x) + 1; }
+        __attribute__((noinline)) int cxx(int x) __asm__("_Z3cxxi");
+        int cxx(int x) { return h(x) - 2; }
+        int main(void) { printf("%d\n", cxx(1)); puts("done"); return 0; }
+    "#;
+
+    /// Compiles [`PROGRAM`] with `flags`; `None` (with the reason printed) where no C compiler
+    /// runs, which fails under CI.
+    fn compile(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
+        let (src, exe) = (dir.join("prog.c"), dir.join(name));
+        std::fs::write(&src, PROGRAM).unwrap();
+        let o = Command::new("cc").args(flags).arg("-O1").arg("-o").arg(&exe).arg(&src).output();
+        match o {
+            Ok(o) if o.status.success() => Some(exe),
+            other => {
+                let why = format!("cannot compile the test program with cc {flags:?}: {other:?}");
+                assert!(std::env::var_os("CI").is_none(), "{why}");
+                crate::say!("SKIPPED: {why}");
+                None
+            }
+        }
+    }
+
+    /// File offset of virtual address `addr` in `exe`.
+    fn file_offset(exe: &Path, addr: u64) -> u64 {
+        let bytes = std::fs::read(exe).unwrap();
+        let obj = object::File::parse(&*bytes).unwrap();
+        let s = obj
+            .sections()
+            .find(|s| (s.address()..s.address() + s.size()).contains(&addr))
+            .unwrap_or_else(|| panic!("no section holds {addr:#x}"));
+        addr - s.address() + s.file_range().unwrap().0
+    }
+
+    /// The file offset of symbol `name`'s first instruction + 1.
+    fn symbol_offset(exe: &Path, name: &str) -> u64 {
+        let bytes = std::fs::read(exe).unwrap();
+        let obj = object::File::parse(&*bytes).unwrap();
+        let sym = obj.symbols().find(|s| s.name() == Ok(name)).unwrap_or_else(|| panic!("no {name}"));
+        file_offset(exe, sym.address() + 1)
+    }
+
+    /// The PLT stubs `objdump -d` names (`getpid@plt`), as (name, address).
+    fn objdump_plt_stubs(exe: &Path) -> Vec<(String, u64)> {
+        let o = Command::new("objdump").args(["-d", "-j", ".plt", "-j", ".plt.sec"]).arg(exe).output();
+        let o = o.expect("objdump (binutils) runs");
+        let text = String::from_utf8_lossy(&o.stdout);
+        text.lines()
+            .filter_map(|l| {
+                let (addr, rest) = l.split_once(" <")?;
+                let name = rest.strip_suffix(">:")?.strip_suffix("@plt")?;
+                Some((name.to_owned(), u64::from_str_radix(addr.trim(), 16).ok()?))
+            })
+            .collect()
+    }
+
+    const VARIANTS: [(&str, &[&str]); 4] = [
+        ("pie", &[]),
+        ("no-pie", &["-no-pie", "-fno-pie"]),
+        ("now", &["-Wl,-z,now"]),
+        ("ibtplt", &["-fcf-protection", "-Wl,-z,ibtplt"]),
+    ];
+
+    #[test]
+    fn names_that_are_not_mangled_are_shown_as_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(exe) = compile(dir.path(), "prog", &[]) else { return };
+        let mut s = Symbolizer::default();
+        for name in ["f", "g", "h", "main"] {
+            let r = s.file_offset(&exe, symbol_offset(&exe, name)).expect(name);
+            assert_eq!((r.name.as_str(), display(&r.name).as_ref()), (name, name));
+        }
+        // A mangled name comes back raw; the host's one demangler gives its display text.
+        let r = s.file_offset(&exe, symbol_offset(&exe, "_Z3cxxi")).unwrap();
+        assert_eq!((r.name.as_str(), display(&r.name).as_ref()), ("_Z3cxxi", "cxx(int)"));
+    }
+
+    #[test]
+    fn plt_stubs_are_named_after_their_target_as_perf_and_objdump_do() {
+        let dir = tempfile::tempdir().unwrap();
+        for (variant, flags) in VARIANTS {
+            let Some(exe) = compile(dir.path(), variant, flags) else { return };
+            let stubs = objdump_plt_stubs(&exe);
+            let names: Vec<&str> = stubs.iter().map(|(n, _)| n.as_str()).collect();
+            assert!(names.contains(&"getpid") && names.contains(&"puts"), "{variant}: {names:?}");
+            let mut s = Symbolizer::default();
+            for (name, addr) in &stubs {
+                for within in [0, 4, 15] {
+                    let r = s.file_offset(&exe, file_offset(&exe, addr + within));
+                    let got = r.map(|r| r.name);
+                    assert_eq!(got.as_deref(), Some(format!("{name}@plt").as_str()), "{variant} +{within}");
+                }
+            }
+            // Code outside the PLT still resolves to its function.
+            assert_eq!(s.file_offset(&exe, symbol_offset(&exe, "f")).unwrap().name, "f");
         }
     }
 }

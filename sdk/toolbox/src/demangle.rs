@@ -1,16 +1,26 @@
-//! Names for people: Itanium C++ mangled names (`_Z...`, CUDA and HIP kernels, C++ functions)
-//! demangled with `cpp_demangle`; anything else is already readable.
+//! Names for people: mangled names demangled, anything else left exactly as it is. Rust names
+//! (`_R...` v0 and legacy `_ZN...E` with its hash) go to `rustc-demangle`, shown without the
+//! hash as `perf` shows them; other Itanium C++ names (`_Z...`: CUDA and HIP kernels, C++
+//! functions) to `cpp_demangle`. A name without the `_R` or `_Z` prefix is never handed to a
+//! demangler: `cpp_demangle` reads a bare `f` as the type `float`.
 //!
 //! The host demangles once, for every sink: it gives each string definition its display text
 //! ([`set_display`]) live and on replay, under the session's one `demangle` switch. Sinks show
-//! what [`crate::Definitions::str`] returns and never demangle themselves.
+//! what [`crate::Definitions::str`] returns and never demangle themselves; the symbolizer hands
+//! the host raw symbol names.
 
 use std::borrow::Cow;
 
 use xpuprof_sdk::model::StrDef;
 
-/// The demangled form of `name`, or `None` when it is not a mangled Itanium C++ name.
+/// The demangled form of `name`, or `None` when it is not a mangled Rust or Itanium C++ name.
 pub fn demangle(name: &str) -> Option<String> {
+    if !(name.starts_with("_Z") || name.starts_with("_R")) {
+        return None;
+    }
+    if let Ok(rust) = rustc_demangle::try_demangle(name) {
+        return Some(format!("{rust:#}"));
+    }
     if !name.starts_with("_Z") {
         return None;
     }
@@ -58,5 +68,22 @@ mod tests {
         assert_eq!(demangle("_Znot a symbol"), None);
         assert_eq!(display("cudaLaunchKernel"), "cudaLaunchKernel");
         assert_eq!(display("_Z3fooi"), "foo(int)");
+    }
+
+    #[test]
+    fn names_that_are_not_mangled_stay_as_they_are() {
+        // cpp_demangle alone reads these as types: `float`, `__float128`, `unsigned char`.
+        for plain in ["f", "g", "h", "i", "main", "Rf", "_init", "_start", "Z3fooi"] {
+            assert_eq!(demangle(plain), None, "{plain}");
+            assert_eq!(display(plain), plain);
+        }
+    }
+
+    #[test]
+    fn rust_v0_and_legacy_names_are_demangled_without_their_hash() {
+        assert_eq!(demangle("_ZN4core3fmt5write17h0123456789abcdefE").as_deref(), Some("core::fmt::write"));
+        assert_eq!(demangle("_RNvCs1234_7mycrate3foo").as_deref(), Some("mycrate::foo"));
+        assert_eq!(demangle("_ZN3foo3barEv").as_deref(), Some("foo::bar()"), "C++ with parameters");
+        assert_eq!(demangle("_Rnot a symbol"), None);
     }
 }
