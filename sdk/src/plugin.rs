@@ -88,6 +88,19 @@ pub struct SessionInfo {
     pub start_time: u64,
     /// Verbosity: 0 = warnings, 1 = info, 2 = debug.
     pub verbosity: u8,
+    /// The session starts with no capture window open: sources read it in `create` or
+    /// [`Source::prepare`] and start dormant (a GPU source tells its agent through the target's
+    /// environment), until the host calls [`Source::set_capture`]`(true)`. `false` when the host
+    /// predates windows.
+    pub start_paused: bool,
+    /// The program's own markers that open and close capture windows, as the user gave them:
+    /// `cuda-profiler-api` or `nvtx:MESSAGE[@DOMAIN]`; empty when windows are not marker-driven.
+    /// A source that implements markers opens and closes windows itself and emits a window
+    /// record for each; the others ignore it.
+    pub capture_range: String,
+    /// What happens at the end of the first marker window: `stop` (the session ends) or
+    /// `repeat` (every later range opens a window again); empty when `capture_range` is.
+    pub capture_range_end: String,
 }
 
 /// Everything a plugin gets when it is created.
@@ -169,6 +182,11 @@ impl TargetEnv {
 /// `start(pid)` (the target is spawned but held before `exec`, so nothing is missed) → `stop`
 /// (the target and its children exited, or the user pressed Ctrl+C) → drop.
 ///
+/// For a process xpuprof did not start (`xpuprof attach`), `attach(pid, tree)` replaces
+/// `prepare` + `start`. Between `start` (or `attach`) and `stop`, the host may call
+/// [`Source::set_capture`] any number of times to open and close capture windows; a session that
+/// starts paused ([`SessionInfo::start_paused`]) begins with the window closed.
+///
 /// Events go through the [`Emitter`] from [`CreateContext`], from any thread, at any time
 /// between `start` and the end of `stop`. `stop` must not return before everything recorded
 /// has been emitted and flushed: the host finishes the sinks right after.
@@ -193,6 +211,34 @@ pub trait Source: Send + 'static {
 
     /// Emits everything still buffered and stops.
     fn stop(&mut self) -> PluginResult<()>;
+
+    /// Opens (`on == true`) or closes (`false`) a capture window while the target runs.
+    ///
+    /// Outside a window the source is dormant and costs the target nothing measurable: a GPU
+    /// agent detaches the vendor's tracing (no callbacks), an eBPF source detaches or disables its
+    /// perf events and probes. Closing a window emits (or keeps queued for emission) everything
+    /// recorded inside it; the host writes the window's record itself.
+    /// Calls alternate (`true`, `false`, `true`, …) and are idempotent; they come only between
+    /// `start`/`attach` and `stop`.
+    ///
+    /// Default: an error saying the source cannot pause; the host then reports that this source
+    /// records the whole run, and refuses it in attach mode.
+    fn set_capture(&mut self, _on: bool) -> PluginResult<()> {
+        Err(PluginError::new(
+            "this source cannot pause: it records the whole run, not only the capture windows",
+        ))
+    }
+
+    /// Starts recording a process that is already running and was not started by xpuprof: `pid`
+    /// and, with `tree`, its existing and future descendants. Called instead of `prepare` +
+    /// `start`; `stop` ends it and must leave the process as it found it (nothing of the
+    /// source attached to it, the process still running).
+    ///
+    /// Default: an error saying this source cannot attach; the host names it and goes on
+    /// without it (or refuses the session when no source can attach).
+    fn attach(&mut self, _pid: u32, _tree: bool) -> PluginResult<()> {
+        Err(PluginError::new("this source cannot attach to a running process"))
+    }
 }
 
 /// A plugin that consumes events and writes an output.

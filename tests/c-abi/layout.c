@@ -54,5 +54,7 @@ int main(void) {
     OFF(xpuprof_plugin, consume);
     OFF(xpuprof_plugin, finish);
     OFF(xpuprof_plugin, destroy);
+    OFF(xpuprof_plugin, set_capture);
+    OFF(xpuprof_plugin, attach);
     return 0;
 }

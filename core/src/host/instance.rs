@@ -141,6 +141,13 @@ extern "C" fn host_log(ctx: *const c_void, level: u8, message: RStr<'_>) {
     ctx.log(level, message.as_str());
 }
 
+/// Why a plugin without the `set_capture` entry point (built before windows) fails it.
+pub(crate) const CANNOT_PAUSE: &str =
+    "this source cannot pause (its plugin has no set_capture entry point): it records the whole run";
+/// Why a plugin without the `attach` entry point (built before attach) fails it.
+pub(crate) const CANNOT_ATTACH: &str =
+    "this source cannot attach to a running process (its plugin has no attach entry point)";
+
 /// The plugin behind an instance: a Rust root module or a C descriptor.
 enum Live {
     Rust { module: PluginModuleRef, inst: FfiInstance },
@@ -248,6 +255,30 @@ impl Instance {
         match &mut self.live {
             Live::Rust { module, inst } => into_result((module.stop())(*inst)),
             Live::C(c) => c.stop(),
+        }
+    }
+
+    /// Sources: opens (`on`) or closes a capture window. A plugin built before windows existed
+    /// (no entry point) cannot pause: that is an error, as is the SDK's default.
+    pub fn set_capture(&mut self, on: bool) -> Result<(), String> {
+        match &mut self.live {
+            Live::Rust { module, inst } => match module.set_capture() {
+                Some(f) => into_result(f(*inst, on)),
+                None => Err(CANNOT_PAUSE.to_owned()),
+            },
+            Live::C(c) => c.set_capture(on),
+        }
+    }
+
+    /// Sources: starts recording the running process `pid` (and with `tree` its descendants),
+    /// instead of `prepare` + `start`.
+    pub fn attach(&mut self, pid: u32, tree: bool) -> Result<(), String> {
+        match &mut self.live {
+            Live::Rust { module, inst } => match module.attach() {
+                Some(f) => into_result(f(*inst, pid, tree)),
+                None => Err(CANNOT_ATTACH.to_owned()),
+            },
+            Live::C(c) => c.attach(pid, tree),
         }
     }
 

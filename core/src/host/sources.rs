@@ -91,6 +91,38 @@ impl Sources {
         }
     }
 
+    /// Starts every source on the running process `pid` that xpuprof did not start (with
+    /// `tree`, its descendants too). A source that cannot attach is reported and dropped.
+    pub fn attach(&mut self, pid: u32, tree: bool, failures: &mut Vec<String>) {
+        for slot in &mut self.slots {
+            let Some(s) = slot else { continue };
+            if let Err(e) = s.call("attach", move |inst| inst.attach(pid, tree)) {
+                drop_failed(slot, failures, &e);
+            }
+        }
+    }
+
+    /// Number of sources still running.
+    pub fn live(&self) -> usize {
+        self.slots.iter().flatten().filter(|s| s.is_live()).count()
+    }
+
+    /// Opens (`on`) or closes a capture window in every source. A source that cannot pause keeps
+    /// recording and stays in the session; its error is returned by name (the caller reports it
+    /// once), not counted as a failure. A source stuck in the call is abandoned as for any call.
+    pub fn set_capture(&mut self, on: bool, failures: &mut Vec<String>) -> Vec<(String, String)> {
+        let mut cannot = Vec::new();
+        for slot in &mut self.slots {
+            let Some(s) = slot else { continue };
+            match s.call("set_capture", move |inst| inst.set_capture(on)) {
+                Ok(()) => {}
+                Err(CallError::Failed { name, message, .. }) => cannot.push((name, message)),
+                Err(e) => drop_failed(slot, failures, &e),
+            }
+        }
+        cannot
+    }
+
     /// Stops every source (all at once, each bounded by its deadline), disconnects them from
     /// the session and destroys them. What they emit afterwards is counted as late.
     pub fn stop(&mut self, failures: &mut Vec<String>) {

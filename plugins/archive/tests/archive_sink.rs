@@ -15,6 +15,7 @@ fn sink_archive_replays_what_it_received() {
         sinks: vec!["archive".into()],
         start_time: 77,
         verbosity: 0,
+        ..SessionInfo::default()
     };
     let mut sink = ArchiveSink::new(&session, Logger::stderr()).unwrap();
     let records = sample::session();

@@ -20,6 +20,7 @@ fn session_info(dir: &Path) -> SessionInfo {
         sinks: vec!["chrome".into()],
         start_time: sample::T0,
         verbosity: 0,
+        ..SessionInfo::default()
     }
 }
 

@@ -15,6 +15,7 @@ fn bench(c: &mut Criterion) {
         sinks: vec!["pprof".into()],
         start_time: 0,
         verbosity: 0,
+        ..SessionInfo::default()
     };
     let mut g = c.benchmark_group("pprof");
     g.throughput(Throughput::Elements(records.len() as u64));

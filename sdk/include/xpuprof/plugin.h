@@ -17,7 +17,8 @@
  * entry symbol.
  *
  * Lifecycle, all entry points on one host thread per instance:
- *   sources: create -> prepare -> start(pid) -> stop -> destroy
+ *   sources: create -> prepare -> start(pid) -> set_capture(on)* -> stop -> destroy
+ *            create -> attach(pid, tree) -> set_capture(on)* -> stop -> destroy (xpuprof attach)
  *   sinks:   create -> consume(batch)* -> finish -> destroy
  * A source may call host->emit from any thread between start and the return of stop; stop
  * returns only when everything recorded has been emitted. Entry points return XPUPROF_OK or an
@@ -161,6 +162,16 @@ typedef struct xpuprof_plugin {
     int (*finish)(void *instance, const xpuprof_files *files);
     /* Releases the instance. Called once, also after a failed call. */
     void (*destroy)(void *instance);
+    /* Sources, optional (NULL: the source cannot pause and records the whole run): opens (`on`
+     * non-zero) or closes a capture window while the target runs. Outside a window the source
+     * is dormant and costs the target nothing measurable. Called only between start/attach and
+     * stop. Added in header 0.4: hosts read it only when `size` covers it. */
+    int (*set_capture)(void *instance, int on);
+    /* Sources, optional (NULL: the source cannot attach): starts recording the running process
+     * `pid` that xpuprof did not start, and with `tree` non-zero its existing and future
+     * descendants; called instead of prepare + start. stop must leave the process running and
+     * untouched. Added in header 0.4. */
+    int (*attach)(void *instance, uint32_t pid, int tree);
     /* Append new fields here. */
 } xpuprof_plugin;
 

@@ -119,6 +119,10 @@ pub type ConsumeFn = unsafe extern "C" fn(*mut c_void, *const u8, usize) -> c_in
 pub type FinishFn = unsafe extern "C" fn(*mut c_void, *const Files) -> c_int;
 /// `destroy`.
 pub type DestroyFn = unsafe extern "C" fn(*mut c_void);
+/// `set_capture`.
+pub type SetCaptureFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+/// `attach`.
+pub type AttachFn = unsafe extern "C" fn(*mut c_void, u32, c_int) -> c_int;
 
 /// `xpuprof_plugin`, the descriptor. Entry points are `Option`s: C may leave them NULL.
 #[repr(C)]
@@ -158,6 +162,16 @@ pub struct Plugin {
     pub finish: Option<FinishFn>,
     /// Entry point.
     pub destroy: Option<DestroyFn>,
+    /// Entry point, appended (absent from descriptors whose `size` ends before it).
+    pub set_capture: Option<SetCaptureFn>,
+    /// Entry point, appended (absent from descriptors whose `size` ends before it).
+    pub attach: Option<AttachFn>,
+}
+
+impl Plugin {
+    /// The size of the first C ABI 1 descriptor (up to `destroy`): shorter ones are refused,
+    /// fields past it are read only when the plugin's `size` covers them.
+    pub const MIN_SIZE: usize = std::mem::offset_of!(Plugin, set_capture);
 }
 
 /// Offsets and sizes of every field of the ABI structs, by C name, as this build lays them out
@@ -202,7 +216,9 @@ pub fn layout() -> Vec<(&'static str, usize)> {
             stop,
             consume,
             finish,
-            destroy
+            destroy,
+            set_capture,
+            attach
         ]
     );
     out

@@ -234,6 +234,22 @@ impl CInstance {
         self.result("stop", rc)
     }
 
+    /// Sources: opens or closes a capture window; a plugin without the entry point cannot pause.
+    pub fn set_capture(&mut self, on: bool) -> Result<(), String> {
+        let f = self.module.desc().set_capture.ok_or(crate::host::instance::CANNOT_PAUSE)?;
+        // SAFETY: as in `start`.
+        let rc = unsafe { f(self.inst, c_int::from(on)) };
+        self.result("set_capture", rc)
+    }
+
+    /// Sources: starts recording the running process `pid` (`tree`: with its descendants).
+    pub fn attach(&mut self, pid: u32, tree: bool) -> Result<(), String> {
+        let f = self.module.desc().attach.ok_or(crate::host::instance::CANNOT_ATTACH)?;
+        // SAFETY: as in `start`.
+        let rc = unsafe { f(self.inst, pid, c_int::from(tree)) };
+        self.result("attach", rc)
+    }
+
     /// Sinks: one batch.
     pub fn consume(&mut self, batch: &[u8]) -> Result<(), String> {
         let f = self.module.desc().consume.ok_or("this plugin is a source, not a sink")?;

@@ -58,20 +58,33 @@ pub fn load(path: &Path) -> Result<(CModule, PluginMeta), String> {
     }
     // SAFETY: non-null, and `size` is the descriptor's first field in every version.
     let size = unsafe { std::ptr::read(ptr.cast::<u32>()) } as usize;
-    if size < std::mem::size_of::<ffi::Plugin>() {
+    if size < ffi::Plugin::MIN_SIZE {
         return Err(format!(
             "its descriptor is {size} bytes, shorter than the {} of C ABI {}: set `size` with \
              XPUPROF_PLUGIN_INIT (xpuprof/plugin.h)",
-            std::mem::size_of::<ffi::Plugin>(),
+            ffi::Plugin::MIN_SIZE,
             ffi::C_ABI_VERSION
         ));
     }
-    // SAFETY: at least our whole struct is there (checked above); a newer plugin's appended
-    // fields lie beyond it and are not read. The descriptor is static data of a library that is
-    // never unloaded.
-    let desc: &'static ffi::Plugin = unsafe { &*ptr };
+    let desc: &'static ffi::Plugin = Box::leak(Box::new(copy_descriptor(ptr, size)));
     let meta = describe(desc)?;
     Ok((CModule { desc }, meta))
+}
+
+/// A copy of the descriptor at `ptr`, `size` bytes as the plugin was compiled: the fields an
+/// older header did not have yet (past `size`) are zero, i.e. NULL entry points; a newer
+/// plugin's appended fields beyond ours are not read.
+fn copy_descriptor(ptr: *const ffi::Plugin, size: usize) -> ffi::Plugin {
+    let mut out = std::mem::MaybeUninit::<ffi::Plugin>::zeroed();
+    let n = size.min(std::mem::size_of::<ffi::Plugin>());
+    // SAFETY: the plugin declares `size` readable bytes at `ptr` (at least `MIN_SIZE`, checked
+    // by the caller); `out` has room for `n`. Every field of `ffi::Plugin` is an integer, a raw
+    // pointer or an `Option` of a function pointer, for which all-zero bytes are valid (0 or
+    // NULL/None), so the partly copied value is initialised.
+    unsafe {
+        std::ptr::copy_nonoverlapping(ptr.cast::<u8>(), out.as_mut_ptr().cast::<u8>(), n);
+        out.assume_init()
+    }
 }
 
 fn text(p: *const c_char, what: &str) -> Result<String, String> {

@@ -18,6 +18,7 @@ pub fn session_info(dir: &Path) -> SessionInfo {
         sinks: vec!["perfetto".into()],
         start_time: sample::T0,
         verbosity: 0,
+        ..SessionInfo::default()
     }
 }
 

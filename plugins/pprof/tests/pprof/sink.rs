@@ -21,6 +21,7 @@ pub fn session_info(dir: &Path) -> SessionInfo {
         sinks: vec!["pprof".into()],
         start_time: sample::T0,
         verbosity: 0,
+        ..SessionInfo::default()
     }
 }
 
