@@ -6,13 +6,26 @@
 //! name is unlinked first (unlinking a symbolic link removes the link, never its target), and the
 //! file is created with `O_CREAT | O_EXCL | O_NOFOLLOW`, which fails rather than follow a link
 //! that appeared in between. Subdirectories (`archive/`) are created the same way: an existing
-//! entry that is not a real directory is refused. The host checks the output directory itself
-//! (owner and mode, as root) before any sink runs.
+//! entry that is not a real directory is refused.
+//!
+//! Paths are never resolved in one call: the output directory is opened one name at a time
+//! (`openat` with `O_NOFOLLOW | O_DIRECTORY`), and every file is created, read or removed
+//! relative to that handle ([`Dir`]), so a link in the middle of a name (`archive/`, or
+//! `out2/` given with a trailing slash) is seen and never silently followed. As root, a link on
+//! the way to the output directory is followed only when root or the invoking user (`SUDO_UID`)
+//! owns it and its directory, which no other user may change (a sticky directory like `/tmp`
+//! may be writable); the output directory itself is never a link. Without root, links on the
+//! way to it are followed as usual; names inside it never follow links. The host also checks
+//! the output directory's owner and mode, as root, before any sink runs.
 
-use std::fs::{self, File, OpenOptions};
+mod dir;
+mod sys;
+mod walk;
+
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+pub use dir::Dir;
 
 /// Why an output file could not be created.
 #[derive(Debug)]
@@ -55,68 +68,17 @@ fn refuse(path: &Path, why: &str) -> OutputError {
 
 /// Creates the output file `relative` (e.g. `"trace.json"`, `"archive/trace.xpa"`) under the
 /// output directory `dir`, replacing whatever had that name, without ever following a symbolic
-/// link. Returns the file, open for writing, and its path.
-pub fn create_file(dir: &Path, relative: impl AsRef<Path>) -> Result<(File, PathBuf), OutputError> {
-    let relative = relative.as_ref();
-    let path = dir.join(relative);
-    let names: Vec<&std::ffi::OsStr> = relative
-        .components()
-        .map(|c| match c {
-            Component::Normal(n) => Ok(n),
-            _ => Err(refuse(
-                &path,
-                "an output name must be a plain relative path (no `..`, no `/` at the start)",
-            )),
-        })
-        .collect::<Result<_, _>>()?;
-    let Some((file_name, parents)) = names.split_last() else {
-        return Err(refuse(&path, "an output name must not be empty"));
-    };
-    // The directory itself was checked by the host; create it for standalone use (tests).
-    fs::create_dir_all(dir).map_err(|source| OutputError { path: dir.to_owned(), source })?;
-    let mut at = dir.to_path_buf();
-    for name in parents {
-        at.push(name);
-        make_real_dir(&at)?;
-    }
-    at.push(file_name);
-    let fail = |source: io::Error| OutputError { path: at.clone(), source };
-    match fs::symlink_metadata(&at) {
-        Ok(m) if m.is_dir() => return Err(refuse(&at, "a directory has the output file's name")),
-        Ok(_) => fs::remove_file(&at).map_err(fail)?,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(fail(e)),
-    }
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .mode(0o644)
-        .open(&at)
-        .map_err(fail)?;
-    Ok((file, at))
-}
-
-/// Creates directory `path` unless a real directory (not a link to one) is already there.
-fn make_real_dir(path: &Path) -> Result<(), OutputError> {
-    match fs::DirBuilder::new().mode(0o755).create(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match fs::symlink_metadata(path) {
-            Ok(m) if m.is_dir() => Ok(()),
-            Ok(m) if m.file_type().is_symlink() => {
-                Err(refuse(path, "it is a symbolic link; outputs are never written through links"))
-            }
-            Ok(_) => Err(refuse(path, "it exists and is not a directory")),
-            Err(e) => Err(OutputError { path: path.to_owned(), source: e }),
-        },
-        Err(e) => Err(OutputError { path: path.to_owned(), source: e }),
-    }
+/// link inside `dir` (nor, as root, one of another user on the way to it). Creates `dir` when it
+/// is missing. Returns the file, open for writing, and its path. See [`Dir::create_file`].
+pub fn create_file(dir: &Path, relative: impl AsRef<Path>) -> Result<(std::fs::File, PathBuf), OutputError> {
+    Dir::create(dir)?.create_file(relative)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
     use std::io::Write;
-    use std::os::unix::fs::symlink;
+    use std::os::unix::fs::{symlink, MetadataExt};
 
     use super::*;
 
@@ -146,6 +108,99 @@ mod tests {
         let (_, p) = create_file(&dir, "sub/x.txt").unwrap();
         assert!(p.ends_with("sub/x.txt"));
         assert!(create_file(&dir, "../x").is_err() && create_file(&dir, "/etc/x").is_err());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A uid that owns nothing here: as it is the only trusted owner, every link is another user's.
+    const STRANGER: u32 = 0xfffe_fffe;
+
+    /// `dir/pub` (sticky, writable by all, like `/tmp`) holding `out2 -> dir/victim`.
+    fn sticky_dir_with_a_link(dir: &Path) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let public = dir.join("pub");
+        fs::create_dir(&public).unwrap();
+        fs::set_permissions(&public, fs::Permissions::from_mode(0o1777)).unwrap();
+        fs::create_dir(dir.join("victim")).unwrap();
+        symlink(dir.join("victim"), public.join("out2")).unwrap();
+        dir.join("victim")
+    }
+
+    #[test]
+    fn as_root_a_link_of_another_user_is_refused_wherever_it_is_on_the_output_path() {
+        let dir = tempfile_dir();
+        let victim = sticky_dir_with_a_link(&dir);
+        let stranger = walk::Links::OwnedBy([STRANGER, STRANGER]);
+        for out in ["pub/out2", "pub/out2/", "pub/out2/.", "pub/out2/newsub", "pub/out2/a/b"] {
+            let e = Dir::create_with(&dir.join(out), stranger).unwrap_err();
+            assert!(
+                e.to_string().contains("`out2`") && e.to_string().contains("symbolic link"),
+                "{out}: {e}"
+            );
+        }
+        assert!(fs::read_dir(&victim).unwrap().next().is_none(), "something was created through the link");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn as_root_a_link_of_a_trusted_user_is_followed_on_the_way_but_never_as_the_directory() {
+        let dir = tempfile_dir();
+        let victim = sticky_dir_with_a_link(&dir);
+        let me = fs::symlink_metadata(dir.join("pub/out2")).unwrap().uid();
+        let trusted = walk::Links::OwnedBy([me, me]);
+        let out = Dir::create_with(&dir.join("pub/out2/newsub"), trusted).unwrap();
+        out.create_file("x").unwrap();
+        assert!(victim.join("newsub/x").is_file());
+        let e = Dir::create_with(&dir.join("pub/out2/"), trusted).unwrap_err();
+        assert!(e.to_string().contains("the output directory `out2` is a symbolic link"), "{e}");
+        // Not sticky: anyone could swap the link.
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(dir.join("pub"), fs::Permissions::from_mode(0o777)).unwrap();
+        let e = Dir::create_with(&dir.join("pub/out2/newsub"), trusted).unwrap_err();
+        assert!(e.to_string().contains("other users can change"), "{e}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn without_root_links_on_the_way_are_followed_and_none_inside_the_directory() {
+        let dir = tempfile_dir();
+        let victim = sticky_dir_with_a_link(&dir);
+        let out = Dir::create_with(&dir.join("pub/out2/"), walk::Links::Follow).unwrap();
+        out.create_file("x").unwrap();
+        assert!(victim.join("x").is_file());
+        symlink(dir.join("pub"), victim.join("sub")).unwrap();
+        let e = out.create_file("sub/y").unwrap_err();
+        assert!(e.to_string().contains("`sub` is a symbolic link"), "{e}");
+        assert!(!dir.join("pub/y").exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn removal_never_follows_a_link_in_the_middle_of_a_name() {
+        let dir = tempfile_dir();
+        let elsewhere = dir.join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        fs::write(elsewhere.join("f5"), "keep").unwrap();
+        let out = Dir::create(&dir.join("out")).unwrap();
+        symlink(&elsewhere, dir.join("out/sub")).unwrap();
+        assert!(out.remove_file("sub/f5").is_err());
+        assert_eq!(fs::read_to_string(elsewhere.join("f5")).unwrap(), "keep");
+        assert!(out.file_id("sub/f5").is_none() && out.open_file("sub/f5").is_err());
+        out.create_file("real/f6").unwrap();
+        assert!(out.file_id("real/f6").is_some());
+        assert!(out.remove_file("real/f6").unwrap());
+        assert!(!dir.join("out/real").exists(), "the emptied subdirectory was left");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_directory_handle_is_locked_once() {
+        let dir = tempfile_dir();
+        let a = Dir::create(&dir).unwrap();
+        let b = Dir::open(&dir).unwrap();
+        assert!(a.try_lock().unwrap());
+        assert!(!b.try_lock().unwrap());
+        drop(a);
+        assert!(b.try_lock().unwrap());
         fs::remove_dir_all(&dir).unwrap();
     }
 
