@@ -305,10 +305,10 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     // Read last: records a source's leftover threads emit while the sinks finish count too.
     let late_records = sources.late_records();
     failures.extend(sinks.failures);
-    warn_foreign(&out, &sinks.files);
+    let files = finish_outputs(&out, &sinks.files, &mut failures);
     Ok(SessionOutcome {
         target_exit,
-        files: sinks.files,
+        files,
         sources: names,
         stats,
         plugin_failures: failures,
@@ -330,17 +330,21 @@ fn report_removed(out: &OutputDir) {
     }
 }
 
-/// Records this run's files and warns about files in the output directory it did not write.
-fn warn_foreign(out: &OutputDir, files: &[String]) {
-    let foreign = out.finish(files);
-    if !foreign.is_empty() {
-        let names: Vec<String> = foreign.iter().map(|p| p.display().to_string()).collect();
+/// Records this run's files, warns about files in the output directory it did not write, and
+/// returns the sinks' files that are in place: an output removed while the session ran (or its
+/// directory) is a failure (exit code 125), never a "wrote" line.
+fn finish_outputs(out: &OutputDir, files: &[String], failures: &mut Vec<String>) -> Vec<String> {
+    let end = out.finish(files);
+    if !end.foreign.is_empty() {
+        let names: Vec<String> = end.foreign.iter().map(|p| p.display().to_string()).collect();
         tracing::warn!(
             "{} also holds files this run did not write (from an older xpuprof, or not xpuprof's): {}",
             out.path().display(),
             names.join(", ")
         );
     }
+    failures.extend(end.lost);
+    end.present
 }
 
 type WorkerResult = (PipelineStats, SinkResults);
