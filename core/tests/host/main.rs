@@ -17,6 +17,7 @@ mod kit;
 mod lend;
 mod lifecycle;
 mod names;
+mod outdir;
 mod plugins;
 mod report;
 mod safety;
