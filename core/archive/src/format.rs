@@ -1,11 +1,14 @@
 //! The archive file layout: header, chunks, checksums (see `docs/formats.md`).
 //!
 //! ```text
-//! file   = header chunk* end-chunk
-//! header = "XPUARCH\0" version:u32le meta_len:u32le meta crc32(meta):u32le
+//! file   = header copy-chunk chunk* end-chunk
+//! header = "XPUARCH\0" version:u32le meta_len:u32le meta crc32(version..meta):u32le
 //! chunk  = "XPCK" location:u32le first_seq:u64le records:u32le payload_len:u32le
 //!          crc32(location..payload_len ++ payload):u32le payload
 //! ```
+//! The copy chunk (version 3) has location [`COPY_LOCATION`], no records, and the version and
+//! meta as its payload: a reader whose header is damaged finds it by scanning for an intact
+//! chunk. (Versions 1 and 2 have no copy, and their header checksum covers the meta alone.)
 //! The end chunk has location [`END_LOCATION`] and no records; its absence means the recording
 //! was cut short.
 
@@ -13,8 +16,12 @@ use xpuprof_sdk::codec::{put_bytes, put_varint, Cursor};
 
 /// File magic.
 pub const MAGIC: &[u8; 8] = b"XPUARCH\0";
-/// Format version written by this crate: 2 = event columns generated from the model schema.
-pub const VERSION: u32 = 2;
+/// Format version written by this crate: 3 = version 2's records, the header checksum covering
+/// the version and length too, and a checksummed copy of the header in the first chunk
+/// (2 = event columns generated from the model schema).
+pub const VERSION: u32 = 3;
+/// First version with the header copy chunk and the header checksum over version..meta.
+pub const COPY_VERSION: u32 = 3;
 /// Oldest format version the reader accepts (1 = the frozen layout of [`crate::layout_v1`]).
 pub const OLDEST_VERSION: u32 = 1;
 /// Chunk magic.
@@ -23,6 +30,8 @@ pub const CHUNK_MAGIC: &[u8; 4] = b"XPCK";
 pub const CHUNK_HEADER: usize = 28;
 /// Location of the end-of-archive chunk.
 pub const END_LOCATION: u32 = u32::MAX;
+/// Location of the chunk holding the header's copy (version and meta).
+pub const COPY_LOCATION: u32 = u32::MAX - 1;
 /// Largest payload a reader accepts (a writer flushes far below this).
 pub const MAX_PAYLOAD: u32 = 64 << 20;
 /// File name of the trace inside the archive directory.
@@ -93,16 +102,38 @@ impl Meta {
     }
 }
 
-/// The header of the file holding `meta`.
+/// The header of the file holding `meta`, followed by its copy chunk.
 pub fn file_header(meta: &Meta) -> Vec<u8> {
     let m = meta.encode();
-    let mut out = Vec::with_capacity(m.len() + 20);
+    let mut out = Vec::with_capacity(2 * m.len() + 60);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&(m.len() as u32).to_le_bytes());
     out.extend_from_slice(&m);
-    out.extend_from_slice(&crc32fast::hash(&m).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&out[MAGIC.len()..]).to_le_bytes());
+    let mut copy = Vec::with_capacity(m.len() + 4);
+    copy.extend_from_slice(&VERSION.to_le_bytes());
+    copy.extend_from_slice(&m);
+    ChunkHeader::write(COPY_LOCATION, 0, 0, &copy, &mut out);
     out
+}
+
+/// The header checksum stored after the meta: of the meta alone before [`COPY_VERSION`], of
+/// the version, length and meta since. `fixed` is the header's first 16 bytes.
+pub fn header_crc(version: u32, fixed: &[u8; 16], meta: &[u8]) -> u32 {
+    if version < COPY_VERSION {
+        return crc32fast::hash(meta);
+    }
+    let mut h = crc32fast::Hasher::new();
+    h.update(&fixed[MAGIC.len()..]);
+    h.update(meta);
+    h.finalize()
+}
+
+/// The version and meta held by a copy chunk's (checksum-verified) payload.
+pub fn parse_copy(payload: &[u8]) -> Option<(u32, Meta)> {
+    let (version, meta) = payload.split_first_chunk::<4>()?;
+    Some((u32::from_le_bytes(*version), Meta::decode(meta)?))
 }
 
 /// A decoded chunk header.

@@ -5,7 +5,7 @@
 //! it. A *repaired* mutation damages the bytes inside chunks and then recomputes every chunk's
 //! checksum, so the damage reaches the record decoder behind the checksums.
 
-use crate::format::{ChunkHeader, CHUNK_HEADER, CHUNK_MAGIC};
+use crate::format::{ChunkHeader, CHUNK_HEADER, CHUNK_MAGIC, COPY_LOCATION};
 
 /// A small deterministic generator (xorshift64*), so a failing seed can be replayed.
 #[derive(Debug, Clone)]
@@ -33,7 +33,26 @@ impl Rng {
 
 /// Where each chunk of `bytes` starts and how long its payload is, following the chunk
 /// headers from the end of the file header; stops at the first header that does not parse.
+/// The header's copy chunk is left out (see [`header_region`]): the first chunk is the first
+/// one of records.
 pub fn chunks(bytes: &[u8]) -> Vec<(usize, usize)> {
+    chunks_and_copy(bytes).into_iter().filter(|&(at, _)| location(bytes, at) != COPY_LOCATION).collect()
+}
+
+/// The bytes of the file header and its copy chunk (version 3 on): `0..end`.
+pub fn header_region(bytes: &[u8]) -> usize {
+    match chunks_and_copy(bytes).first() {
+        Some(&(at, len)) if location(bytes, at) == COPY_LOCATION => at + CHUNK_HEADER + len,
+        Some(&(at, _)) => at,
+        None => bytes.len(),
+    }
+}
+
+fn location(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([bytes[at + 4], bytes[at + 5], bytes[at + 6], bytes[at + 7]])
+}
+
+fn chunks_and_copy(bytes: &[u8]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let Some(meta_len) = bytes.get(12..16) else { return out };
     let meta_len = u32::from_le_bytes([meta_len[0], meta_len[1], meta_len[2], meta_len[3]]) as usize;

@@ -61,6 +61,8 @@ pub struct Reader {
     total: Option<u64>,
     /// Damage met while indexing.
     scan_damage: Damage,
+    /// Version and meta from the first intact header copy chunk.
+    copy: Option<(u32, Meta)>,
 }
 
 /// Finds the trace file: `path` itself, `path/trace.xpa` or `path/archive/trace.xpa`.
@@ -82,15 +84,59 @@ fn resolve(path: &Path) -> Result<PathBuf, ArchiveError> {
 }
 
 /// Opens an archive: the `<out>/archive` directory, the `<out>` directory containing it, or the
-/// trace file itself.
+/// trace file itself. A damaged file header is recovered from: the session facts and version
+/// come from the header's copy chunk, the chunks are found by scanning for intact ones, and the
+/// damage is counted and reported by the replay like damage anywhere else.
 pub fn open(path: &Path) -> Result<Reader, ArchiveError> {
     let path = resolve(path)?;
     let mut file = File::open(&path).map_err(|e| ArchiveError::io("open", &path, e))?;
-    let (meta, start, version) = read_header(&path, &mut file)?;
-    let mut r =
-        Reader { path, file, meta, version, chunks: Vec::new(), total: None, scan_damage: Damage::default() };
-    r.scan(start)?;
+    let header = read_header(&path, &mut file)?;
+    let version = match &header {
+        Header::Intact { version, .. } => *version,
+        Header::Damaged { version, .. } => version.unwrap_or(VERSION),
+    };
+    let mut r = Reader {
+        path,
+        file,
+        meta: Meta::default(),
+        version,
+        chunks: Vec::new(),
+        total: None,
+        scan_damage: Damage::default(),
+        copy: None,
+    };
+    match header {
+        Header::Intact { meta, start, .. } => {
+            r.meta = meta;
+            r.scan(start)?;
+        }
+        Header::Damaged { offset, why, version, field, magic } => {
+            r.recover(Found { offset, why, version, field, magic })?
+        }
+    }
     Ok(r)
+}
+
+/// What the file header says.
+enum Header {
+    /// Read and checked: the session facts, where the chunks start, the format version.
+    Intact { meta: Meta, start: u64, version: u32 },
+    /// Damaged: see [`Found`].
+    Damaged { offset: u64, why: &'static str, version: Option<u32>, field: u32, magic: bool },
+}
+
+/// What was found of a damaged header.
+struct Found {
+    /// Where the damage is.
+    offset: u64,
+    /// What is wrong.
+    why: &'static str,
+    /// The version field when it is one this reader speaks.
+    version: Option<u32>,
+    /// The version field.
+    field: u32,
+    /// Whether the file magic was intact.
+    magic: bool,
 }
 
 /// Reads up to `buf.len()` bytes; returns how many were read (fewer only at the end).
@@ -107,33 +153,37 @@ pub(crate) fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<usiz
     Ok(n)
 }
 
-fn read_header(path: &Path, file: &mut File) -> Result<(Meta, u64, u32), ArchiveError> {
+fn read_header(path: &Path, file: &mut File) -> Result<Header, ArchiveError> {
     let io = |e| ArchiveError::io("read", path, e);
     let mut fixed = [0u8; 16];
-    if read_full(file, &mut fixed).map_err(io)? < 16 || &fixed[..8] != MAGIC {
-        return Err(ArchiveError::NotAnArchive {
-            path: path.to_owned(),
-            reason: "the file does not start with an xpuprof archive header".into(),
-        });
+    let n = read_full(file, &mut fixed).map_err(io)?;
+    let magic = n >= MAGIC.len() && &fixed[..MAGIC.len()] == MAGIC;
+    let field = u32::from_le_bytes([fixed[8], fixed[9], fixed[10], fixed[11]]);
+    let version = (OLDEST_VERSION..=VERSION).contains(&field).then_some(field);
+    let damaged = |offset, why| Ok(Header::Damaged { offset, why, version, field, magic });
+    if !magic {
+        return damaged(0, "bad file magic");
     }
-    let version = u32::from_le_bytes([fixed[8], fixed[9], fixed[10], fixed[11]]);
-    if !(OLDEST_VERSION..=VERSION).contains(&version) {
-        return Err(ArchiveError::Version { path: path.to_owned(), found: version, supported: VERSION });
+    if n < 16 {
+        return damaged(n as u64, "the header is truncated");
+    }
+    if version.is_none() {
+        return damaged(8, "format version unknown");
     }
     let len = u32::from_le_bytes([fixed[12], fixed[13], fixed[14], fixed[15]]);
     if len > MAX_PAYLOAD {
-        return Err(ArchiveError::corrupt(path, 12, "header metadata length is implausibly large"));
+        return damaged(12, "header metadata length is implausibly large");
     }
     let mut meta = vec![0u8; len as usize + 4];
     if read_full(file, &mut meta).map_err(io)? < meta.len() {
-        return Err(ArchiveError::corrupt(path, 16, "the header is truncated"));
+        return damaged(16, "the header is truncated");
     }
     let (m, crc) = meta.split_at(len as usize);
-    if crc32fast::hash(m).to_le_bytes() != crc {
-        return Err(ArchiveError::corrupt(path, 16, "header checksum mismatch"));
+    if header_crc(field, &fixed, m).to_le_bytes() != crc {
+        return damaged(16, "header checksum mismatch");
     }
-    let meta = Meta::decode(m).ok_or_else(|| ArchiveError::corrupt(path, 16, "malformed header metadata"))?;
-    Ok((meta, 16 + len as u64 + 4, version))
+    let Some(meta) = Meta::decode(m) else { return damaged(16, "malformed header metadata") };
+    Ok(Header::Intact { meta, start: 16 + u64::from(len) + 4, version: field })
 }
 
 impl Reader {
@@ -199,8 +249,73 @@ impl Reader {
                 self.end_marker(offset, &h, len)?;
                 return Ok(());
             }
+            if h.location == COPY_LOCATION {
+                offset = match self.header_copy(offset, len)? {
+                    Some(next) => next,
+                    None => return Ok(()),
+                };
+                continue;
+            }
             self.chunks.push(Indexed { offset, header: h });
             offset += CHUNK_HEADER as u64 + u64::from(h.payload_len);
+        }
+    }
+
+    /// Reads the header copy chunk at `offset`: kept when intact (the first one), noted as
+    /// damage when not. Returns where the next chunk starts: after it when intact, else the
+    /// next intact chunk (its length may be what is damaged).
+    fn header_copy(&mut self, offset: u64, len: u64) -> Result<Option<u64>, ArchiveError> {
+        let payload = self.intact_payload(offset)?;
+        let Some(copy) = payload.as_deref().and_then(parse_copy) else {
+            self.scan_damage.note(offset, "damaged copy of the file header");
+            return self.resync(offset + 1, len);
+        };
+        self.copy.get_or_insert(copy);
+        Ok(Some(offset + (CHUNK_HEADER + payload.map_or(0, |p| p.len())) as u64))
+    }
+
+    /// Recovers from a damaged file header: notes the damage, finds the first intact chunk,
+    /// indexes the chunks from there, and takes the version and session facts from the header
+    /// copy. Without a copy (versions 1 and 2), the version field is used where it is one this
+    /// reader speaks, and the session facts are left empty.
+    fn recover(&mut self, found: Found) -> Result<(), ArchiveError> {
+        let Found { offset, why, version, field, magic } = found;
+        let len = self.file.metadata().map_err(|e| self.io(e))?.len();
+        let first = self.resync(0, len)?;
+        if !magic && first.is_none() {
+            return Err(ArchiveError::NotAnArchive {
+                path: self.path.clone(),
+                reason: "the file does not start with an xpuprof archive header".into(),
+            });
+        }
+        self.scan_damage.note(offset, format!("damaged file header ({why})"));
+        if let Some(first) = first {
+            self.scan(first)?;
+        } else {
+            self.scan_damage.note(len, "no intact chunk follows the damaged file header");
+        }
+        let path = self.path.clone();
+        match self.copy.take() {
+            Some((v, meta)) if (OLDEST_VERSION..=VERSION).contains(&v) => {
+                (self.version, self.meta) = (v, meta);
+                Ok(())
+            }
+            Some((found, _)) => Err(ArchiveError::Version { path, found, supported: VERSION }),
+            None if version.is_some() => Ok(()),
+            // An intact magic and a version this reader does not speak, with no copy to say
+            // otherwise: most likely an archive from a newer xpuprof.
+            None if magic && version.is_none() && offset == 8 => {
+                Err(ArchiveError::Version { path, found: field, supported: VERSION })
+            }
+            None if magic => Err(ArchiveError::corrupt(
+                path,
+                offset,
+                format!("damaged file header ({why}) and no intact copy of it"),
+            )),
+            None => Err(ArchiveError::NotAnArchive {
+                path,
+                reason: "the file does not start with an xpuprof archive header".into(),
+            }),
         }
     }
 
@@ -270,13 +385,23 @@ impl Reader {
 
     /// True when a chunk whose checksum matches starts at `at`.
     fn intact_at(&mut self, at: u64, len: u64) -> Result<bool, ArchiveError> {
-        let Ok(h) = self.header_at(at, len)? else { return Ok(false) };
+        if self.header_at(at, len)?.is_err() {
+            return Ok(false);
+        }
+        Ok(self.intact_payload(at)?.is_some())
+    }
+
+    /// The payload of the chunk at `at` when its header parses and its checksum matches.
+    fn intact_payload(&mut self, at: u64) -> Result<Option<Vec<u8>>, ArchiveError> {
         let mut raw = [0u8; CHUNK_HEADER];
         self.file.seek(SeekFrom::Start(at)).map_err(|e| self.io(e))?;
-        read_full(&mut self.file, &mut raw).map_err(|e| self.io(e))?;
+        if read_full(&mut self.file, &mut raw).map_err(|e| self.io(e))? < CHUNK_HEADER {
+            return Ok(None);
+        }
+        let Ok(h) = ChunkHeader::parse(&raw) else { return Ok(None) };
         let mut payload = vec![0u8; h.payload_len as usize];
         let n = read_full(&mut self.file, &mut payload).map_err(|e| self.io(e))?;
-        Ok(n == payload.len() && h.check(&raw, &payload))
+        Ok((n == payload.len() && h.check(&raw, &payload)).then_some(payload))
     }
 
     /// Calls `f` with batches of records encoded with `xpuprof_sdk::codec`, in exactly the

@@ -104,6 +104,34 @@ fn a_malformed_record_behind_a_valid_checksum_is_skipped_and_every_output_stays_
     assert!(folded.lines().count() > 3, "the records after the bad one were replayed:\n{folded}");
 }
 
+#[test]
+fn a_damaged_file_header_is_recovered_from_and_every_output_matches_the_intact_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = scripted_archive(dir.path());
+    let intact = std::fs::read(&trace).unwrap();
+    let clean = dir.path().join("clean");
+    let o = report(dir.path(), &clean, "folded,summary");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let folded = std::fs::read_to_string(clean.join("profile.folded")).unwrap();
+    let region = mutate::header_region(&intact);
+    let header_end = 16 + u32::from_le_bytes(intact[12..16].try_into().unwrap()) as usize + 4;
+    // The bytes the issue named (magic, version, metadata length, metadata, checksum), and the
+    // copy of the header (its checksum, its payload).
+    for at in [0, 9, 12, 20, 40, header_end - 1, header_end + 24, region - 1] {
+        let mut bytes = intact.clone();
+        bytes[at] ^= 0x10;
+        std::fs::write(&trace, &bytes).unwrap();
+        let out = dir.path().join(format!("at{at}"));
+        let o = report(dir.path(), &out, "folded,summary");
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "byte {at}: damage is exit 1: {e}");
+        assert!(e.contains("the archive is damaged in 1 place(s)") && e.contains("0 record(s)"), "byte {at}: {e}");
+        assert!(e.contains("header"), "byte {at}: the damage is named: {e}");
+        let got = std::fs::read_to_string(out.join("profile.folded")).unwrap();
+        assert_eq!(got, folded, "byte {at}: every record is replayed");
+    }
+}
+
 /// The archives of the CUDA fixtures, recorded by the real host from the captured agent
 /// streams (the `cupti` source with a replaying target, as `plugins/cupti/tests/host.rs` does).
 fn cuda_archives(dir: &Path) -> Vec<PathBuf> {
@@ -152,7 +180,9 @@ fn fuzz_report(seeds: &[Vec<u8>], iterations: usize, seed: u64) {
         let e = stderr(&o);
         let what = format!("seed {seed} iteration {it} (archive {k})");
         if o.status.code() == Some(2) && e.contains("trace.xpa") && !e.contains("panicked") {
-            continue; // the file header itself is damaged: a clear error naming it, nothing to write
+            // The file header and its copy both damaged (or the old formats' header, which has
+            // no copy): a clear error naming it, nothing to write.
+            continue;
         }
         assert!(matches!(o.status.code(), Some(0 | 1)), "{what}: exit {:?}: {e}", o.status.code());
         assert!(!e.contains("FAILED") && !e.contains("panicked"), "{what}: {e}");

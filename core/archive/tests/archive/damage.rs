@@ -110,6 +110,39 @@ fn junk_after_the_end_marker_is_reported() {
     assert!(e.contains("36 bytes of unknown data after the end marker"), "{e}");
 }
 
+#[test]
+fn every_bit_of_the_file_header_and_its_copy_is_recovered_from() {
+    let records = sample::session();
+    let bytes = archive_bytes(&records);
+    let region = mutate::header_region(&bytes);
+    let meta_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    assert_eq!(
+        region,
+        (16 + meta_len + 4) + (28 + 4 + meta_len),
+        "the header and its copy chunk, as written"
+    );
+    for at in 0..region {
+        for bit in 0..8 {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 1 << bit;
+            let what = format!("bit {bit} of byte {at}");
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("trace.xpa");
+            std::fs::write(&file, &damaged).unwrap();
+            let reader = open(&file).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(reader.meta(), &meta(), "{what}: the session facts survive");
+            let (got, stats) = replay_file(&file).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(got == records, "{what}: {} of {} records replayed", got.len(), records.len());
+            assert_eq!(stats.skipped, 0, "{what}");
+            assert!(stats.damaged_places >= 1, "{what}: the damage is counted");
+            match stats.corruption {
+                Some(ArchiveError::Corrupt { offset, .. }) if offset as usize <= region => {}
+                other => panic!("{what}: the damage must be reported inside the header: {other:?}"),
+            }
+        }
+    }
+}
+
 /// The real archives the fuzzers start from: the sample session, a long run of launches, and
 /// the frozen archive of the scripted source.
 fn seeds() -> Vec<Vec<u8>> {
