@@ -166,6 +166,10 @@ mod tests {
         assert!(read("names = \"medium\"").unwrap_err().problem.contains("\"full\", \"short\""));
         assert!(read("depth = 0").is_err() && read("depth = 256").is_err());
         assert!(read("gap_us = -1.5").is_err());
+        for v in ["nan", "+inf", "-inf"] {
+            let e = read(&format!("gap_us = {v}")).unwrap_err();
+            assert!(e.problem.ends_with("must be a finite number"), "{e}");
+        }
         assert!(read("nope = 1").unwrap_err().problem.contains("not a key"));
         assert!(Cfg::from_table_lenient(&"nope = 1".parse().unwrap()).is_ok());
     }

@@ -124,6 +124,11 @@ impl ConfigKey {
         if !self.ty.matches(v) {
             return Err(format!("must be {}, found {}", self.ty.name(), v.type_str()));
         }
+        // TOML has `nan` and `inf`; no range check can hold them (every comparison with NaN is
+        // false), and no key means them.
+        if v.as_float().is_some_and(|f| !f.is_finite()) {
+            return Err(format!("is {v}, but must be a finite number"));
+        }
         if !self.allowed.is_empty() {
             let items: Vec<&Value> = match v.as_array() {
                 Some(a) => a.iter().collect(),
@@ -385,6 +390,25 @@ mod tests {
         list.allowed = vec!["create".into()];
         assert!(list.check(&Value::Array(vec!["create".into()])).is_ok());
         assert!(list.check(&Value::Array(vec!["nope".into()])).is_err());
+    }
+
+    #[test]
+    fn nan_and_infinities_are_refused_whatever_the_range() {
+        let mut gap = ConfigKey::new("idle_gap_threshold_us", ConfigType::Float, "100.0", "");
+        gap.min = Some(Value::Float(0.0));
+        let unbounded = ConfigKey::new("ratio", ConfigType::Float, "1.0", "");
+        for k in [&gap, &unbounded] {
+            for v in [f64::NAN, -f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                let e = k.check(&Value::Float(v)).unwrap_err();
+                assert!(e.ends_with("but must be a finite number"), "{v}: {e}");
+            }
+            assert!(k.check(&Value::Float(2.5)).is_ok() && k.check(&Value::Integer(3)).is_ok());
+        }
+        let table: Table = "idle_gap_threshold_us = nan".parse().unwrap();
+        let p = ConfigSchema::new(vec![gap.clone()]).check_table(&table).unwrap_err();
+        assert_eq!(p.to_string(), "config key `idle_gap_threshold_us` is nan, but must be a finite number");
+        gap.default = Some(Value::Float(f64::INFINITY));
+        assert!(ConfigSchema::new(vec![gap]).check_defaults().is_err(), "a plugin's default too");
     }
 
     #[test]
