@@ -141,6 +141,35 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// False (a visible skip) without root; in CI (`CI` set) a missing root is a failure.
+    fn require_root(test: &str) -> bool {
+        if crate::trust::running_as_root() {
+            return true;
+        }
+        assert!(std::env::var_os("CI").is_none_or(|v| v.is_empty()), "{test} needs root (CI runs as root)");
+        eprintln!("SKIPPED: {test}: needs root");
+        false
+    }
+
+    #[test]
+    fn as_root_create_file_never_writes_through_a_link_of_another_user() {
+        if !require_root("as_root_create_file_never_writes_through_a_link_of_another_user") {
+            return;
+        }
+        let dir = tempfile_dir();
+        let victim = sticky_dir_with_a_link(&dir);
+        std::os::unix::fs::lchown(dir.join("pub/out2"), Some(65534), Some(65534)).unwrap();
+        for out in ["pub/out2/", "pub/out2/.", "pub/out2/newsub"] {
+            let e = create_file(&dir.join(out), "trace.json").unwrap_err();
+            assert!(
+                e.to_string().contains("`out2`") && e.to_string().contains("symbolic link"),
+                "{out}: {e}"
+            );
+        }
+        assert!(fs::read_dir(&victim).unwrap().next().is_none(), "root wrote through the link");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn as_root_a_link_of_a_trusted_user_is_followed_on_the_way_but_never_as_the_directory() {
         let dir = tempfile_dir();
