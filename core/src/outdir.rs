@@ -78,8 +78,15 @@ pub fn prepare(dir: &Path) -> Result<OutputDir, OutputDirError> {
     if fs::metadata(dir).map(|m| (m.dev(), m.ino())).ok() != Some(id) {
         return Err(fail("check", &"it was replaced while it was checked; the target was not started"));
     }
-    if !handle.try_lock().map_err(|e| fail("lock", &e.source))? {
-        return Err(busy(dir, &handle));
+    match handle.try_lock() {
+        Ok(true) => {}
+        Ok(false) => return Err(busy(dir, &handle)),
+        // Some network file systems have no `flock` on directories: go on, unguarded.
+        Err(e) => tracing::warn!(
+            "failed to lock output directory {}: {}; a second session into it would not be refused",
+            dir.display(),
+            e.source
+        ),
     }
     let mut out = OutputDir { dir: handle, id, before: BTreeMap::new(), removed: Vec::new() };
     out.write(LOCK, &format!("{}\n", std::process::id()))

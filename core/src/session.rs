@@ -228,8 +228,11 @@ pub fn create_sinks(
 ) -> Result<Sinks, SessionError> {
     let timeout = FileConfig::plugin_timeout(file);
     let mut sinks = Vec::new();
+    // The sinks name correlation backends as the sources declared them.
+    let mut session = session.clone();
+    session.insert("backends".into(), reg.session_backends());
     for (p, table) in checked_plugins(reg, PluginKind::Sink, names, file)? {
-        let (plugin, args) = (p.clone(), create_args(table, session));
+        let (plugin, args) = (p.clone(), create_args(table, &session));
         let host = HostContext::new(&p.meta.name, 0, None);
         let create = move || Instance::create_with(&plugin, &args, host);
         match PluginThread::spawn(host, timeout, SINK_QUEUE, create) {

@@ -117,7 +117,41 @@ pub struct FfiDescriptorExt {
     /// ([`crate::model::record_layout`]): when it equals the host's, the host may lend a sink
     /// its decoded records through [`PluginModule::consume_records`]. Added in SDK 0.3.
     pub record_layout: u64,
+    /// The plugin's machine checks for `xpuprof doctor` ([`crate::Source::machine_checks`]);
+    /// the host calls it when it needs them (`doctor`, choosing default sources), never at load.
+    /// Added in SDK 0.4.
+    pub machine_checks: extern "C" fn() -> RVec<FfiMachineCheck>,
+    /// Sources: run when the user names no source, if every capability passed its check
+    /// ([`crate::Source::default_source`]). Added in SDK 0.4.
+    pub default_source: bool,
+    /// Sources: the correlation backends the plugin issues ids for, with their names in
+    /// reports ([`crate::Source::backends`]). Added in SDK 0.4.
+    pub backends: RSlice<'static, FfiBackendName>,
     // Append new fields here, each with a doc line naming the SDK version that added it.
+}
+
+/// One machine check as it crosses the ABI (see [`crate::MachineCheck`]). Added in SDK 0.4.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct FfiMachineCheck {
+    /// The capability it decides.
+    pub capability: RString,
+    /// [`crate::CheckStatus::as_u8`].
+    pub status: u8,
+    /// What was found or is missing.
+    pub detail: RString,
+    /// The fix; empty when there is none.
+    pub hint: RString,
+}
+
+/// A correlation backend and its name in reports (see [`crate::BackendName`]). Added in SDK 0.4.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, Copy)]
+pub struct FfiBackendName {
+    /// The backend id ([`crate::model::backend`]).
+    pub id: u32,
+    /// Its name in reports.
+    pub name: RStr<'static>,
 }
 
 /// Callbacks the host gives every plugin instance. All of them may be called from any thread.

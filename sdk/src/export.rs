@@ -13,6 +13,7 @@ use crate::abi::*;
 use crate::codec::Decoder;
 use crate::config::{ConfigSchema, PluginConfig};
 use crate::emit::{Emitter, Logger};
+use crate::machine::MachineCheck;
 use crate::model::Record;
 use crate::panics;
 use crate::plugin::*;
@@ -66,17 +67,64 @@ fn descriptor(info: PluginInfo, kind: u8) -> FfiDescriptor {
     }
 }
 
-/// The descriptor extension of a plugin declaring `info`. Built on each call and leaked (the host
-/// calls it once per load), so its fields can be `'static`.
-fn descriptor_ext(info: PluginInfo) -> FfiDescriptorExtRef {
+/// What a plugin declares beyond [`PluginInfo`] (its trait's default methods).
+struct Extra {
+    machine_checks: extern "C" fn() -> RVec<FfiMachineCheck>,
+    default_source: bool,
+    backends: Vec<BackendName>,
+}
+
+/// The descriptor extension of a plugin declaring `info` and `extra`. Built on each call and
+/// leaked (the host calls it once per load), so its fields can be `'static`.
+fn descriptor_ext(info: PluginInfo, extra: Extra) -> FfiDescriptorExtRef {
     // Built once per load and leaked, as the extension's fields must be `Copy`.
     let schema: &'static str = Box::leak(ConfigSchema::new(info.config_keys).to_toml().into_boxed_str());
+    let backends: Vec<FfiBackendName> = extra
+        .backends
+        .into_iter()
+        .map(|b| FfiBackendName { id: b.id, name: RStr::from_str(Box::leak(b.name.into_boxed_str())) })
+        .collect();
     FfiDescriptorExt {
         sdk_version: RStr::from_str(SDK_VERSION),
         config_schema: RStr::from_str(schema),
         record_layout: crate::model::record_layout(),
+        machine_checks: extra.machine_checks,
+        default_source: extra.default_source,
+        backends: RSlice::from_slice(Box::leak(backends.into_boxed_slice())),
     }
     .leak_into_prefix()
+}
+
+/// Runs a plugin's machine checks for the host; a panic in them becomes a failed check.
+fn machine_checks(name: &str, checks: impl FnOnce() -> Vec<MachineCheck>) -> RVec<FfiMachineCheck> {
+    let checks = panics::catch(checks).unwrap_or_else(|msg| {
+        vec![MachineCheck::fail(
+            Capability::named("machine-checks"),
+            format!("plugin `{name}` panicked in its machine checks: {msg}"),
+            "",
+        )]
+    });
+    checks
+        .into_iter()
+        .map(|c| FfiMachineCheck {
+            capability: c.capability.as_str().into(),
+            status: c.status.as_u8(),
+            detail: c.detail.into(),
+            hint: c.hint.into(),
+        })
+        .collect()
+}
+
+/// Reads the session's correlation backends from the `[session]` table's `backends` array of
+/// `{ id, name }` tables (hosts of SDK 0.4 and later).
+fn session_backends(s: &toml::Table) -> Vec<BackendName> {
+    let Some(list) = s.get("backends").and_then(|v| v.as_array()) else { return Vec::new() };
+    list.iter()
+        .filter_map(|b| {
+            let id = u32::try_from(b.get("id")?.as_integer()?).ok()?;
+            Some(BackendName::new(id, b.get("name")?.as_str()?))
+        })
+        .collect()
 }
 
 /// Parses the `create` arguments: `[plugin]` and `[session]` tables.
@@ -103,6 +151,7 @@ fn parse_args(args: &str, host: FfiHost) -> PluginResult<CreateContext> {
         command: strs("command"),
         sources: strs("sources"),
         sinks: strs("sinks"),
+        backends: session_backends(&s),
         start_time: s.get("start_time").and_then(|v| v.as_integer()).unwrap_or(0) as u64,
         verbosity: s.get("verbosity").and_then(|v| v.as_integer()).unwrap_or(0) as u8,
         // Hosts that predate capture windows leave these out.
@@ -166,7 +215,16 @@ extern "C" fn describe_source<S: Source>() -> FfiDescriptor {
 }
 
 extern "C" fn describe_ext_source<S: Source>() -> FfiDescriptorExtRef {
-    descriptor_ext(S::info())
+    let extra = Extra {
+        machine_checks: machine_checks_source::<S>,
+        default_source: S::default_source(),
+        backends: S::backends(),
+    };
+    descriptor_ext(S::info(), extra)
+}
+
+extern "C" fn machine_checks_source<S: Source>() -> RVec<FfiMachineCheck> {
+    machine_checks(S::info().name, S::machine_checks)
 }
 
 extern "C" fn create_source<S: Source>(args: RStr<'_>, host: FfiHost) -> FfiResult<FfiInstance> {
@@ -241,7 +299,13 @@ extern "C" fn describe_sink<K: Sink>() -> FfiDescriptor {
 }
 
 extern "C" fn describe_ext_sink<K: Sink>() -> FfiDescriptorExtRef {
-    descriptor_ext(K::info())
+    let extra =
+        Extra { machine_checks: machine_checks_sink::<K>, default_source: false, backends: Vec::new() };
+    descriptor_ext(K::info(), extra)
+}
+
+extern "C" fn machine_checks_sink<K: Sink>() -> RVec<FfiMachineCheck> {
+    machine_checks(K::info().name, K::machine_checks)
 }
 
 extern "C" fn create_sink<K: Sink>(args: RStr<'_>, host: FfiHost) -> FfiResult<FfiInstance> {

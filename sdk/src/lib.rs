@@ -172,6 +172,7 @@ pub mod emit;
 #[doc(hidden)]
 pub mod export;
 pub mod hash;
+mod machine;
 pub mod model;
 pub mod output;
 mod panics;
@@ -181,19 +182,21 @@ pub mod trust;
 
 pub use config::{ConfigKey, ConfigSchema, ConfigType, PluginConfig, TypedConfig};
 pub use emit::{Emitter, Level, Logger, StringInterner};
+pub use machine::{CheckStatus, MachineCheck};
 pub use plugin::{
-    Capability, CreateContext, PluginError, PluginInfo, PluginKind, PluginResult, SessionInfo, Sink, Source,
-    TargetEnv,
+    BackendName, Capability, CreateContext, PluginError, PluginInfo, PluginKind, PluginResult, SessionInfo,
+    Sink, Source, TargetEnv,
 };
 
 /// Everything a plugin author usually needs.
 pub mod prelude {
     pub use crate::config::{ConfigKey, ConfigSchema, ConfigType, PluginConfig, TypedConfig};
     pub use crate::emit::{Emitter, Logger, StringInterner};
+    pub use crate::machine::{CheckStatus, MachineCheck};
     pub use crate::model::*;
     pub use crate::plugin::{
-        Capability, CreateContext, PluginError, PluginInfo, PluginResult, SessionInfo, Sink, Source,
-        TargetEnv,
+        BackendName, Capability, CreateContext, PluginError, PluginInfo, PluginResult, SessionInfo, Sink,
+        Source, TargetEnv,
     };
 }
 

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use crate::config::{ConfigKey, PluginConfig};
 use crate::emit::{Emitter, Logger};
+use crate::machine::MachineCheck;
 use crate::model::Record;
 
 /// Source or sink.
@@ -84,6 +85,10 @@ pub struct SessionInfo {
     pub sources: Vec<String>,
     /// Names of the session's sinks.
     pub sinks: Vec<String>,
+    /// The correlation backends the host's sources declared ([`Source::backends`]), with
+    /// their names for reports; see [`SessionInfo::backend_name`]. Empty when the host predates
+    /// SDK 0.4.
+    pub backends: Vec<BackendName>,
     /// Session start, session clock ns.
     pub start_time: u64,
     /// Verbosity: 0 = warnings, 1 = info, 2 = debug.
@@ -101,6 +106,37 @@ pub struct SessionInfo {
     /// What happens at the end of the first marker window: `stop` (the session ends) or
     /// `repeat` (every later range opens a window again); empty when `capture_range` is.
     pub capture_range_end: String,
+}
+
+impl SessionInfo {
+    /// The name reports show for correlation backend `id` ([`crate::model::backend`]): the name
+    /// its source declared, `uncorrelated` and `test` for the SDK's own ids, else `backend-ID`.
+    pub fn backend_name(&self, id: u32) -> String {
+        use crate::model::backend;
+        match self.backends.iter().find(|b| b.id == id) {
+            Some(b) => b.name.clone(),
+            None if id == backend::UNCORRELATED => "uncorrelated".to_owned(),
+            None if id == backend::TEST => "test".to_owned(),
+            None => format!("backend-{id}"),
+        }
+    }
+}
+
+/// A correlation backend a source issues ids for ([`crate::model::Correlation::backend`]), and
+/// the short name reports show for it (`events_by_backend` of the summary).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendName {
+    /// The backend id (see [`crate::model::backend`]).
+    pub id: u32,
+    /// Its name in reports: lowercase words joined by `-`.
+    pub name: String,
+}
+
+impl BackendName {
+    /// Backend `id`, shown as `name`.
+    pub fn new(id: u32, name: impl Into<String>) -> Self {
+        Self { id, name: name.into() }
+    }
 }
 
 /// Everything a plugin gets when it is created.
@@ -196,6 +232,37 @@ pub trait Source: Send + 'static {
     where
         Self: Sized;
 
+    /// Checks what this source needs from the machine, for `xpuprof doctor` and for choosing
+    /// the default sources: one [`MachineCheck`] per capability it declares in
+    /// [`PluginInfo::capabilities`] (runtime libraries found, permissions, kernel features).
+    /// Runs in the host process, without an instance; it must be quick and must not change the
+    /// machine. Default: no checks (the capabilities show as not checked).
+    fn machine_checks() -> Vec<MachineCheck>
+    where
+        Self: Sized,
+    {
+        Vec::new()
+    }
+
+    /// Whether the host runs this source when the user names no source, provided every one
+    /// of its capabilities passed [`Source::machine_checks`]. Default: `false` (run only when
+    /// named).
+    fn default_source() -> bool
+    where
+        Self: Sized,
+    {
+        false
+    }
+
+    /// The correlation backends this source issues ids for, with their names in reports
+    /// ([`SessionInfo::backend_name`] gives them to the sinks). Default: none.
+    fn backends() -> Vec<BackendName>
+    where
+        Self: Sized,
+    {
+        Vec::new()
+    }
+
     /// Creates an instance for one session.
     fn create(ctx: CreateContext) -> PluginResult<Self>
     where
@@ -252,6 +319,15 @@ pub trait Sink: Send + 'static {
     fn info() -> PluginInfo
     where
         Self: Sized;
+
+    /// Checks what this sink needs from the machine, for `xpuprof doctor`; see
+    /// [`Source::machine_checks`]. Default: no checks.
+    fn machine_checks() -> Vec<MachineCheck>
+    where
+        Self: Sized,
+    {
+        Vec::new()
+    }
 
     /// Creates an instance for one session.
     fn create(ctx: CreateContext) -> PluginResult<Self>

@@ -8,9 +8,10 @@ use abi_stable::StableAbi;
 use xpuprof_sdk::abi::{
     abi_of_stamp, PluginModuleRef, ABI_STAMP, ABI_VERSION, KIND_SINK, KIND_SOURCE, ROOT_MODULE_SYMBOL,
 };
-use xpuprof_sdk::{ConfigKey, ConfigSchema, ConfigType, PluginKind};
+use xpuprof_sdk::{BackendName, ConfigKey, ConfigSchema, ConfigType, PluginKind};
 
 use super::cabi::{self, CModule};
+use super::checks::{self, MachineChecks};
 use super::discovery::{self, Found, SearchPath};
 use super::{bounded, elf, trust};
 
@@ -45,6 +46,14 @@ pub struct PluginMeta {
     /// The fingerprint of the plugin's `Record` layout (SDK 0.3 and later): when it is the
     /// host's, sinks are lent decoded records instead of encoded batches.
     pub record_layout: Option<u64>,
+    /// Sources: run when the user names no source, if every capability passed its machine
+    /// check (SDK 0.4 and later; `false` for older plugins).
+    pub default_source: bool,
+    /// Sources: the correlation backends the plugin issues ids for, with their names in
+    /// reports (SDK 0.4 and later).
+    pub backends: Vec<BackendName>,
+    /// How to run the plugin's machine checks (SDK 0.4 and later).
+    pub machine_checks: Option<MachineChecks>,
 }
 
 /// A plugin library that loaded and passed every check.
@@ -227,6 +236,13 @@ fn describe(module: PluginModuleRef) -> Result<PluginMeta, String> {
         sdk_version: ext.map(|e| e.sdk_version().to_string()),
         // Appended in SDK 0.3.
         record_layout: ext.and_then(|e| e.record_layout()),
+        // Appended in SDK 0.4.
+        default_source: ext.and_then(|e| e.default_source()).unwrap_or(false),
+        backends: ext
+            .and_then(|e| e.backends())
+            .map(|b| checks::backend_names(b.as_slice()))
+            .unwrap_or_default(),
+        machine_checks: ext.and_then(|e| e.machine_checks()).map(MachineChecks::Rust),
     })
 }
 

@@ -2,6 +2,7 @@
 
 pub mod bounded;
 pub mod cabi;
+mod checks;
 pub mod discovery;
 pub mod elf;
 pub mod instance;
@@ -10,6 +11,7 @@ pub mod sources;
 pub mod trust;
 pub mod worker;
 
+pub use checks::{MachineChecks, PluginCheck};
 pub use discovery::SearchPath;
 pub use instance::{HostContext, Instance, SourceBatch};
 pub use loader::{LoadFailure, LoadedPlugin, PluginEntry, PluginMeta, Registry};

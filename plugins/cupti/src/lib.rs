@@ -21,6 +21,7 @@ pub mod config;
 pub mod decode;
 pub mod graphs;
 pub mod layout;
+mod machine;
 pub mod source;
 mod stream;
 

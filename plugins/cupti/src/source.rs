@@ -53,6 +53,19 @@ impl AgentBackend for Cupti {
         crate::config::keys()
     }
 
+    fn machine_checks() -> Vec<MachineCheck> {
+        crate::machine::checks()
+    }
+
+    /// GPU time is wanted whenever CUDA can run here.
+    fn default_source() -> bool {
+        true
+    }
+
+    fn backends() -> Vec<BackendName> {
+        vec![BackendName::new(backend::CUDA, "cuda")]
+    }
+
     fn create(ctx: &CreateContext) -> PluginResult<Self> {
         Ok(Self { config: Config::from_plugin(&ctx.config)? })
     }

@@ -18,6 +18,7 @@ mod collector;
 pub mod config;
 pub mod decode;
 pub mod handler;
+mod machine;
 pub mod procmaps;
 pub mod python;
 mod source;

@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
-use xpuprof_sdk::{CreateContext, Emitter, Logger, PluginError, PluginInfo, PluginResult, Source};
+use xpuprof_sdk::{
+    CreateContext, Emitter, Logger, MachineCheck, PluginError, PluginInfo, PluginResult, Source,
+};
 
 use crate::collector::{self, Job};
 use crate::config::Config;
@@ -67,6 +69,15 @@ impl EbpfSource {
 impl Source for EbpfSource {
     fn info() -> PluginInfo {
         crate::info()
+    }
+
+    fn machine_checks() -> Vec<MachineCheck> {
+        crate::machine::checks()
+    }
+
+    /// CPU stacks are wanted in every profile: run whenever the machine allows it.
+    fn default_source() -> bool {
+        true
     }
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {

@@ -55,6 +55,14 @@ impl AgentBackend for LevelZero {
         crate::config::keys()
     }
 
+    fn machine_checks() -> Vec<MachineCheck> {
+        crate::machine::checks()
+    }
+
+    fn backends() -> Vec<BackendName> {
+        vec![BackendName::new(backend::LEVEL_ZERO, "level-zero")]
+    }
+
     fn create(ctx: &CreateContext) -> PluginResult<Self> {
         Ok(Self { config: Config::from_plugin(&ctx.config)? })
     }

@@ -21,6 +21,7 @@ pub mod activity;
 pub mod api_kind;
 pub mod config;
 pub mod decode;
+mod machine;
 pub mod records;
 pub mod source;
 mod stream;

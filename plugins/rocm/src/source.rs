@@ -37,6 +37,14 @@ impl AgentBackend for Rocm {
         crate::config::keys()
     }
 
+    fn machine_checks() -> Vec<MachineCheck> {
+        crate::machine::checks()
+    }
+
+    fn backends() -> Vec<BackendName> {
+        vec![BackendName::new(backend::ROCM, "rocm")]
+    }
+
     fn create(ctx: &CreateContext) -> PluginResult<Self> {
         Ok(Self { config: Config::from_plugin(&ctx.config)? })
     }

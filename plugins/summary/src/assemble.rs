@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use xpuprof_sdk::model::{backend, DeviceId, DeviceOpKind};
+use xpuprof_sdk::model::{DeviceId, DeviceOpKind};
 use xpuprof_sdk::SessionInfo;
 
 use crate::allocators;
@@ -71,7 +71,7 @@ pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
         threads: thread_rows(c),
         cpu: Cpu { on_cpu: cpu_profile(c, &c.cpu.on_cpu), off_cpu: cpu_profile(c, &c.cpu.off_cpu) },
         counters: counter_rows(c),
-        xpuprof: own(c, session_ns),
+        xpuprof: own(c, session, session_ns),
     }
 }
 
@@ -321,19 +321,9 @@ fn counter_rows(c: &Collector) -> Vec<CounterRow> {
     rows
 }
 
-/// Display name of a correlation backend.
-pub fn backend_name(b: u32) -> String {
-    match b {
-        backend::UNCORRELATED => "uncorrelated".to_owned(),
-        backend::CUDA => "cuda".to_owned(),
-        backend::ROCM => "rocm".to_owned(),
-        backend::LEVEL_ZERO => "level-zero".to_owned(),
-        backend::TEST => "test".to_owned(),
-        n => format!("backend-{n}"),
-    }
-}
-
-fn own(c: &Collector, session_ns: u64) -> Own {
+/// What xpuprof itself recorded; backends are named as their sources declared them
+/// ([`SessionInfo::backend_name`]).
+fn own(c: &Collector, session: &SessionInfo, session_ns: u64) -> Own {
     let o = &c.own;
     let records_by_kind: BTreeMap<String, u64> = RECORD_KINDS
         .iter()
@@ -341,7 +331,7 @@ fn own(c: &Collector, session_ns: u64) -> Own {
         .filter(|(_, n)| *n > 0)
         .map(|(k, n)| ((*k).to_owned(), n))
         .collect();
-    let events_by_backend = o.by_backend.iter().map(|(b, n)| (backend_name(*b), *n)).collect();
+    let events_by_backend = o.by_backend.iter().map(|(b, n)| (session.backend_name(*b), *n)).collect();
     let mut losses: Vec<LossRow> = o
         .losses
         .iter()

@@ -152,6 +152,9 @@ fn describe(d: &ffi::Plugin) -> Result<PluginMeta, String> {
         sdk_version: Some(format!("{} (C header)", optional_text(d.header_version))),
         // C plugins read encoded batches only.
         record_layout: None,
+        default_source: false,
+        backends: Vec::new(),
+        machine_checks: None,
     })
 }
 

@@ -57,8 +57,8 @@
 use std::path::Path;
 
 use xpuprof_sdk::{
-    Capability, ConfigKey, CreateContext, Emitter, Logger, PluginError, PluginInfo, PluginResult, Source,
-    TargetEnv,
+    BackendName, Capability, ConfigKey, CreateContext, Emitter, Logger, MachineCheck, PluginError,
+    PluginInfo, PluginResult, Source, TargetEnv,
 };
 
 use super::{AgentHost, AgentLocator, StreamDecoder};
@@ -93,6 +93,25 @@ pub trait AgentBackend: Sized + Send + 'static {
 
     /// Its configuration keys.
     fn config_keys() -> Vec<ConfigKey>;
+
+    /// What `xpuprof doctor` checks for it: one check of [`AgentDescriptor::capability`] (the
+    /// runtime libraries, drivers and device nodes its agent needs). See
+    /// [`Source::machine_checks`]; default: none.
+    fn machine_checks() -> Vec<MachineCheck> {
+        Vec::new()
+    }
+
+    /// Whether it runs when the user names no source and its check passes
+    /// ([`Source::default_source`]); default: `false`.
+    fn default_source() -> bool {
+        false
+    }
+
+    /// The correlation backends it issues ids for, with their names in reports
+    /// ([`Source::backends`]); default: none.
+    fn backends() -> Vec<BackendName> {
+        Vec::new()
+    }
 
     /// Reads the configuration (and warns about settings this session makes pointless).
     fn create(ctx: &CreateContext) -> PluginResult<Self>;
@@ -170,6 +189,18 @@ impl<B: AgentBackend> Source for AgentSource<B> {
             config_keys: B::config_keys(),
             capabilities: vec![d.capability],
         }
+    }
+
+    fn machine_checks() -> Vec<MachineCheck> {
+        B::machine_checks()
+    }
+
+    fn default_source() -> bool {
+        B::default_source()
+    }
+
+    fn backends() -> Vec<BackendName> {
+        B::backends()
     }
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
