@@ -26,8 +26,9 @@
 //!
 //! [`run`] returns `Ok(true)` when at least one row regressed (exit code 1), `Ok(false)`
 //! otherwise (exit 0), and a [`DiffError`] for bad input (exit 2): unreadable files, malformed
-//! JSON (with line and column), a file that is not a summary, or a `schema_version` this
-//! xpuprof does not read.
+//! JSON (with line and column), a file that is not a summary, a `schema_version` this
+//! xpuprof does not read, or a section (`api`, `kernels`, `cpu`) only one input has (its rows
+//! would all show as added or removed, which no threshold judges).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -127,6 +128,26 @@ pub enum DiffError {
         found: u64,
         /// The version read here.
         supported: u64,
+    },
+    /// A section (`api`, `kernels`, `cpu`) that one input has and the other lacks.
+    #[error(
+        "failed to compare the runs: the {lacking} {} has no `{section}` section, but {} has one, \
+         so every row of it would show as {}; hint: record both runs with the same sources and \
+         the summary sink (it always writes `api`, `kernels` and `cpu`), or regenerate a summary \
+         with `xpuprof report ARCHIVE --sink summary`",
+        lacks.display(),
+        has.display(),
+        if *lacking == "baseline" { "added" } else { "removed" }
+    )]
+    MissingSection {
+        /// `api`, `kernels` or `cpu`.
+        section: &'static str,
+        /// The input that has it.
+        has: PathBuf,
+        /// The input that lacks it.
+        lacks: PathBuf,
+        /// Which input lacks it: `baseline` or `current run`.
+        lacking: &'static str,
     },
     /// A threshold that is not a percentage.
     #[error("invalid threshold {value:?}: expected a percentage >= 0 such as \"5%\"")]
@@ -255,6 +276,7 @@ pub fn compare_files(opts: &DiffOptions) -> Result<Comparison, DiffError> {
     }
     let (base_path, base) = input::load(&opts.base, "base")?;
     let (cur_path, cur) = input::load(&opts.current, "current")?;
+    input::check_sections((&base_path, &base), (&cur_path, &cur))?;
     let entries = compare::compare(&base, &cur, metric, threshold);
     let mut counts = BTreeMap::new();
     for e in &entries {

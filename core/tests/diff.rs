@@ -145,6 +145,41 @@ fn missing_inputs_and_bad_options_are_clear() {
     assert!(matches!(run(&opts(&base, &base, "total", "html")).0, Err(DiffError::BadFormat { .. })));
 }
 
+/// A summary without a section the other has is refused (exit 2), not read as every row of
+/// that section added or removed: a run that lost its CPU profile must not pass the gate.
+#[test]
+fn a_section_only_one_input_has_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base.json", &golden_summary());
+    for section in ["cpu", "kernels", "api"] {
+        let mut v = golden_summary();
+        v.as_object_mut().unwrap().remove(section);
+        let lacking = write(dir.path(), &format!("no-{section}.json"), &v);
+        for (b, c, side, shown) in
+            [(&base, &lacking, "current run", "removed"), (&lacking, &base, "baseline", "added")]
+        {
+            let err = run(&opts(b, c, "total", "text")).0.unwrap_err();
+            assert!(matches!(err, DiffError::MissingSection { .. }), "{err:?}");
+            let msg = err.to_string();
+            let want = format!("the {side} {} has no `{section}` section", lacking.display());
+            assert!(msg.contains(&want) && msg.contains(&format!("would show as {shown}")), "{msg}");
+        }
+        // Both without it: nothing of it to compare, no difference.
+        assert!(!run(&opts(&lacking, &lacking, "total", "text")).0.unwrap());
+    }
+    let no_cpu = dir.path().join("no-cpu.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_xpuprof")).arg("diff").arg(&base).arg(&no_cpu).output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("has no `cpu` section"), "{e}");
+    // An empty section is there: a run without API calls is compared, not refused.
+    let mut v = golden_summary();
+    v["api"] = Value::Array(Vec::new());
+    let no_calls = write(dir.path(), "no-calls.json", &v);
+    let (r, text) = run(&opts(&base, &no_calls, "total", "text"));
+    assert!(!r.unwrap() && text.contains("removed"), "{text}");
+}
+
 /// The CLI maps the result to exit codes 0, 1 and 2.
 #[test]
 fn cli_exit_codes() {

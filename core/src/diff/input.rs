@@ -68,6 +68,33 @@ pub(super) struct SummaryIn {
     pub(super) kernels: Vec<KernelIn>,
     #[serde(default)]
     pub(super) cpu: Option<CpuIn>,
+    /// Which of [`SECTIONS`] the file has (an empty `api` list is there; a missing one is not).
+    #[serde(skip)]
+    sections: Vec<&'static str>,
+}
+
+/// The sections of a summary that `diff` compares; the summary sink always writes all three.
+const SECTIONS: [&str; 3] = ["api", "kernels", "cpu"];
+
+/// Refuses two inputs of which only one has a section: every row of it would show as added or
+/// removed, which no threshold judges, so a run that lost its CPU profile would pass.
+pub(super) fn check_sections(
+    (base_path, base): (&Path, &SummaryIn),
+    (cur_path, cur): (&Path, &SummaryIn),
+) -> Result<(), DiffError> {
+    for section in SECTIONS {
+        let (b, c) = (base.sections.contains(&section), cur.sections.contains(&section));
+        if b != c {
+            let (has, lacks) = if b { (base_path, cur_path) } else { (cur_path, base_path) };
+            return Err(DiffError::MissingSection {
+                section,
+                has: has.to_owned(),
+                lacks: lacks.to_owned(),
+                lacking: if b { "current run" } else { "baseline" },
+            });
+        }
+    }
+    Ok(())
 }
 
 /// What an input path holds.
@@ -177,5 +204,7 @@ fn read_summary(file: &Path) -> Result<SummaryIn, DiffError> {
             supported: SUPPORTED_SCHEMA_VERSION,
         });
     }
-    serde_json::from_value(value).map_err(|e| not_summary(e.to_string()))
+    let sections = SECTIONS.into_iter().filter(|s| value.get(s).is_some()).collect();
+    let summary: SummaryIn = serde_json::from_value(value).map_err(|e| not_summary(e.to_string()))?;
+    Ok(SummaryIn { sections, ..summary })
 }
