@@ -48,6 +48,49 @@ const TOP_KEYS: &[&str] =
 /// file's `plugin_timeout` says otherwise.
 pub const DEFAULT_PLUGIN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Largest config file read: a real one is a few KiB.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Reads the config file at `path`: a regular file (devices, FIFOs and directories are refused
+/// before and after opening it, so no read blocks or never ends), trusted when running as root,
+/// of at most [`MAX_CONFIG_BYTES`], in UTF-8. The error is the cause, with the fix.
+fn read_bounded(path: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let not_regular = |m: &std::fs::Metadata| {
+        let kind = m.file_type();
+        let what =
+            if kind.is_dir() { "a directory" } else { "not a regular file (a device, FIFO or socket)" };
+        format!("it is {what}; hint: give the path of a TOML file such as xpuprof.toml")
+    };
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    let what = format!("the config file {}", path.display());
+    xpuprof_sdk::trust::check_trusted_file(path, &what)?;
+    // O_NONBLOCK: if the path was swapped for a FIFO since, opening it does not wait for a writer.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "it is larger than {} MiB, too large for a config file; hint: give the path of a TOML file \
+             such as xpuprof.toml",
+            MAX_CONFIG_BYTES >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("it is not UTF-8 text ({e})"))
+}
+
 /// The parsed config file.
 #[derive(Debug, Clone, Default)]
 pub struct FileConfig {
@@ -79,12 +122,12 @@ pub struct FileConfig {
 
 impl FileConfig {
     /// Reads and parses `path`. When running as root, a file that another user could have
-    /// written (owned by someone else, or writable by group or others) is refused.
+    /// written (owned by someone else, or writable by group or others) is refused. Only a
+    /// regular file of at most [`MAX_CONFIG_BYTES`] is read (`-c /dev/zero` would never end).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::plain(format!("failed to read config file {}: {e}", path.display())))?;
-        let what = format!("the config file {}", path.display());
-        xpuprof_sdk::trust::check_trusted_file(path, &what).map_err(ConfigError::plain)?;
+        let text = read_bounded(path).map_err(|cause| {
+            ConfigError::plain(format!("failed to read config file {}: {cause}", path.display()))
+        })?;
         Self::parse(path, &text)
     }
 
@@ -110,7 +153,16 @@ impl FileConfig {
             "sources" => self.sources = Some(self.string_list(key, value)?),
             "sinks" => self.sinks = Some(self.string_list(key, value)?),
             "output" => match value {
-                toml::Value::String(s) => self.output = Some(PathBuf::from(s)),
+                toml::Value::String(s) if !s.is_empty() && !s.contains('\0') => {
+                    self.output = Some(PathBuf::from(s))
+                }
+                toml::Value::String(s) => {
+                    let what = if s.is_empty() { "empty" } else { "a path with a NUL character" };
+                    return Err(self.error(
+                        key,
+                        &format!("`output` is {what}, but must name a directory (default xpuprof-out)"),
+                    ));
+                }
                 _ => return Err(self.error(key, "`output` must be a string (a directory path)")),
             },
             "plugin_dirs" => {
@@ -382,6 +434,41 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.message.contains("top-level `demangle = false`"), "{err}");
+    }
+
+    #[test]
+    fn only_a_regular_file_of_bounded_size_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let big = dir.path().join("big.toml");
+        std::fs::write(&big, format!("# {}\n", "x".repeat(MAX_CONFIG_BYTES as usize))).unwrap();
+        let cases = [
+            (Path::new("/dev/zero"), "not a regular file"),
+            (fifo.as_path(), "not a regular file"),
+            (dir.path(), "it is a directory"),
+            (big.as_path(), "larger than 1 MiB"),
+        ];
+        for (path, why) in cases {
+            let err = FileConfig::load(path).unwrap_err();
+            let want = format!("failed to read config file {}: ", path.display());
+            assert!(err.message.starts_with(&want) && err.message.contains(why), "{err}");
+            assert!(err.message.contains("hint: give the path of a TOML file"), "{err}");
+        }
+        let ok = dir.path().join("ok.toml");
+        std::fs::write(&ok, "output = \"out\"\n").unwrap();
+        assert_eq!(FileConfig::load(&ok).unwrap().output.as_deref(), Some(Path::new("out")));
+    }
+
+    #[test]
+    fn an_empty_output_is_a_located_config_error() {
+        for text in ["output = \"\"\n", "output = \"a\\u0000b\"\n"] {
+            let err = parse(&format!("sinks = [\"folded\"]\n{text}")).unwrap_err();
+            assert_eq!(err.location.as_deref(), Some("x.toml:2:1"), "{text}");
+            assert!(err.message.contains("but must name a directory"), "{err}");
+        }
     }
 
     #[test]
