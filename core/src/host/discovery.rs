@@ -93,9 +93,37 @@ pub fn scan(path: &SearchPath) -> Vec<Found> {
     out
 }
 
+/// The plugin name a file's name stands for, `-` written `_`: `NAME` for
+/// `libxpuprof_plugin_NAME.so`, and, for a file the search path names directly,
+/// `libxpuprof_test_NAME.so`, `libNAME.so` or `NAME.so`. A file that cannot be loaded still
+/// holds its name's place in the search order: a plugin of that name found later is not used in
+/// its stead.
+pub fn claimed_name(p: &Path) -> Option<String> {
+    let stem = p.file_name()?.to_str()?.strip_suffix(FILE_SUFFIX)?;
+    let stem = stem.strip_prefix("lib").unwrap_or(stem);
+    let stem = ["xpuprof_plugin_", "xpuprof_test_"].iter().find_map(|x| stem.strip_prefix(x)).unwrap_or(stem);
+    (!stem.is_empty()).then(|| stem.replace('-', "_"))
+}
+
 /// True for `libxpuprof_plugin_*.so`.
 pub fn is_plugin_file_name(p: &Path) -> bool {
     p.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.starts_with(FILE_PREFIX) && n.ends_with(FILE_SUFFIX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_name_claims_its_plugin_name() {
+        let claim = |p: &str| claimed_name(Path::new(p));
+        assert_eq!(claim("/x/libxpuprof_plugin_folded.so").as_deref(), Some("folded"));
+        assert_eq!(claim("/x/libxpuprof_test_stuck_sink.so").as_deref(), Some("stuck_sink"));
+        assert_eq!(claim("/x/libmy-sink.so").as_deref(), Some("my_sink"));
+        assert_eq!(claim("folded.so").as_deref(), Some("folded"));
+        assert_eq!(claim("/x/plugins"), None);
+        assert_eq!(claim("/x/lib.so"), None);
+    }
 }

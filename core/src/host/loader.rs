@@ -116,7 +116,9 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Scans the search path and loads every candidate.
+    /// Scans the search path and loads every candidate. The first file of a name wins, also
+    /// when it cannot be loaded: a plugin of the same name found later is shadowed, not used in
+    /// its stead (a session that names the plugin stops with the first file's refusal).
     pub fn discover(path: &SearchPath) -> Self {
         let mut reg = Registry::default();
         for found in discovery::scan(path) {
@@ -126,22 +128,30 @@ impl Registry {
                     reason: format!("plugin directory from {origin} cannot be read: {reason}"),
                 }),
                 Found::File(file) => match load(&file) {
-                    Ok(p) => {
-                        let dup = reg
-                            .plugins
-                            .iter()
-                            .any(|q| q.meta.name == p.meta.name && q.meta.kind == p.meta.kind);
-                        if dup {
-                            reg.shadowed.push(p);
-                        } else {
-                            reg.plugins.push(p);
-                        }
-                    }
+                    Ok(p) => reg.add(p),
                     Err(reason) => reg.failures.push(LoadFailure { path: file, reason }),
                 },
             }
         }
         reg
+    }
+
+    /// Adds a loaded plugin: usable, unless an earlier plugin or unloadable file has its name.
+    fn add(&mut self, p: LoadedPlugin) {
+        let dup = self.plugins.iter().any(|q| q.meta.name == p.meta.name && q.meta.kind == p.meta.kind);
+        let refused = self.failure_for(&p.meta.name).map(|f| f.path.display().to_string());
+        if let (false, Some(first)) = (dup, &refused) {
+            tracing::debug!(
+                "plugin {} at {} is not used: {first}, found first, cannot be loaded",
+                p.meta.name,
+                p.path.display()
+            );
+        }
+        if dup || refused.is_some() {
+            self.shadowed.push(p);
+        } else {
+            self.plugins.push(p);
+        }
     }
 
     /// The plugin of `kind` named `name`.
@@ -157,10 +167,11 @@ impl Registry {
         v
     }
 
-    /// The load failure of a file whose name suggests it is plugin `name`, if any.
+    /// The first load failure of a file whose name says it is plugin `name`
+    /// ([`discovery::claimed_name`]), if any.
     pub fn failure_for(&self, name: &str) -> Option<&LoadFailure> {
-        let file = format!("{}{}{}", discovery::FILE_PREFIX, name.replace('-', "_"), discovery::FILE_SUFFIX);
-        self.failures.iter().find(|f| f.path.file_name().and_then(|n| n.to_str()) == Some(file.as_str()))
+        let name = name.replace('-', "_");
+        self.failures.iter().find(|f| discovery::claimed_name(&f.path).as_deref() == Some(name.as_str()))
     }
 }
 

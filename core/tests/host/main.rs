@@ -5,6 +5,7 @@
 //! `cargo test --workspace` (the README's test command does both).
 
 mod abi;
+mod bad_input;
 mod cabi;
 mod check;
 mod cli;
