@@ -75,6 +75,12 @@ impl Outputs {
         };
         Ok(Self { socket, dump })
     }
+
+    /// A second handle on the host connection, for reading the host's commands
+    /// ([`crate::control`]); `None` without a socket.
+    pub fn control(&self) -> Option<UnixStream> {
+        self.socket.as_ref().and_then(|s| s.try_clone().ok())
+    }
 }
 
 /// The message queue.
@@ -180,6 +186,24 @@ impl Channel {
             q.closed = true;
         }
         self.ready.notify_all();
+    }
+
+    /// Opens the channel again after [`Channel::goodbye`], for the next session of an agent that
+    /// stays loaded (a later attach): nothing queued, nothing lost so far, not broken. Run a new
+    /// sender ([`Channel::run`]) with the new session's outputs.
+    pub fn reopen(&self) {
+        if let Ok(mut q) = self.q.lock() {
+            q.closed = false;
+            q.bytes = 0;
+            for c in q.chunks.drain(..) {
+                if let Chunk::Records(_, b) = c {
+                    self.pool.put(b);
+                }
+            }
+        }
+        self.broken.store(false, Ordering::Relaxed);
+        self.lost_chunks.store(0, Ordering::Relaxed);
+        self.lost_bytes.store(0, Ordering::Relaxed);
     }
 
     /// Ends the stream: queues the losses so far and [`wire::MSG_BYE`] with the agent's totals

@@ -63,6 +63,8 @@ struct Local {
     depth: u32,
     /// The registry's epoch when the outermost active call entered.
     epoch: u32,
+    /// The session whose host `seen` stacks were sent to ([`Registry::new_session`]).
+    session: u32,
     last_stack: u64,
     /// Correlation id of the outermost active call.
     outer_id: u32,
@@ -129,6 +131,8 @@ pub struct Registry {
     pub python: PythonFrames,
     /// Bumped when the agent pauses its callbacks ([`Registry::new_epoch`]).
     epoch: AtomicU32,
+    /// Bumped when the agent connects to a new host ([`Registry::new_session`]).
+    session: AtomicU32,
 }
 
 const MAX_FRAMES: usize = 256;
@@ -167,6 +171,7 @@ impl Registry {
             bounds: stack::thread_bounds(),
             depth: 0,
             epoch: 0,
+            session: self.session.load(Ordering::Relaxed),
             last_stack: 0,
             outer_id: 0,
             scratch: Vec::with_capacity(1024),
@@ -200,6 +205,12 @@ impl Registry {
             let mut cell = cell.borrow_mut();
             let l = cell.get_or_insert_with(|| self.local());
             l.settle_if_stale(epoch);
+            let session = self.session.load(Ordering::Relaxed);
+            if l.session != session {
+                // A new host knows none of this thread's stacks.
+                l.seen.clear();
+                l.session = session;
+            }
             let nested = l.depth > 0;
             l.depth += 1;
             if nested && correlation == l.outer_id {
@@ -284,6 +295,16 @@ impl Registry {
     /// later call as nested in it.
     pub fn new_epoch(&self) {
         self.epoch.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Starts a session with a new host (an agent attached again after a detach): a new epoch,
+    /// and every stack and Python frame is sent again before its next use, since the new host
+    /// has seen none of them. Entries still pending belong to the previous session: drain them
+    /// into its channel first.
+    pub fn new_session(&self) {
+        self.new_epoch();
+        self.session.fetch_add(1, Ordering::Relaxed);
+        self.python.resend_all();
     }
 
     /// Takes every thread's pending entries as `MSG_LAUNCHES` messages appended to `out`, their

@@ -23,6 +23,8 @@
 //!   bp)` that the eBPF source probes to capture the same stack from the same start.
 //! - [`python`]: the launching thread's Python frames merged into its stack (`python = "auto"`).
 //! - [`modules`]: this process's executable mappings, re-sent when a stack leaves them.
+//! - [`control`]: the host's commands (capture on/off, detach) read from the agent's socket by an
+//!   agent thread.
 //! - [`exit`]: flush at `exit` and on SIGINT/SIGTERM, then let the program's own handling go on.
 //! - [`discovery`]: find and load the vendor library that matches the process's runtime.
 //! - [`opts`]: the `key=value,...` option string the host plugin passes in the environment.
@@ -58,6 +60,7 @@
 
 pub mod buffers;
 pub mod channel;
+pub mod control;
 pub mod discovery;
 pub mod exit;
 pub mod launches;

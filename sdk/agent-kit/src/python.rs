@@ -87,6 +87,9 @@ pub struct PythonFrames {
     interpreter: OnceLock<Option<Interpreter>>,
     /// Why the interpreter could not be read (said once by the agent).
     pub problem: OnceLock<String>,
+    /// Every definition sent, for a new host ([`PythonFrames::resend_all`]).
+    sent: std::sync::Mutex<Vec<(u64, String)>>,
+    resend: AtomicBool,
 }
 
 impl PythonFrames {
@@ -159,8 +162,20 @@ impl PythonFrames {
     /// Appends the definitions of the Python frames made since the last call ([`wire::MSG_PY_FRAMES`]).
     pub fn put_definitions(&self, out: &mut Vec<u8>) {
         if let Some(Some(py)) = self.interpreter.get() {
-            wire::put_py_frames(out, &py.take_definitions());
+            let new = py.take_definitions();
+            let Ok(mut sent) = self.sent.lock() else { return };
+            if self.resend.swap(false, Ordering::Relaxed) {
+                wire::put_py_frames(out, &sent);
+            }
+            wire::put_py_frames(out, &new);
+            sent.extend(new);
         }
+    }
+
+    /// Sends every definition again at the next [`PythonFrames::put_definitions`]: a new host
+    /// (an agent attached again) knows none of the frame ids the threads have cached.
+    pub fn resend_all(&self) {
+        self.resend.store(true, Ordering::Relaxed);
     }
 
     /// Appends the capture counts ([`wire::MSG_PY_COUNTS`]) when an interpreter was found.

@@ -51,6 +51,9 @@
 //!   autograd_ambiguous u64, autograd_unattributed u64`, and agents that place Python frames by
 //!   their eval call's marker on the C stack then add `runs_by_symbol u64` (runs placed by the
 //!   eval loop's symbol instead; hosts read them when present).
+//! - [`MSG_WINDOW`]: `open u8, cause u8, pad u16, time u64`, then the marker's text: the agent
+//!   started or stopped collecting ([`control`], which also has the host's commands to the agent,
+//!   sent on the same socket the other way).
 //!
 //! Message numbers never change meaning; new messages get new numbers, and a change to an
 //! existing payload raises [`PROTOCOL`]. The numbers are shared out:
@@ -61,6 +64,7 @@
 //! | 64–127 | vendor messages defined in this crate, one module per backend, versioned by the module: 64–73 [`levelzero`] (its first message is its own version) |
 //! | 128–255 | backend-private messages, defined by the backend's own crates |
 
+pub mod control;
 mod hello;
 pub mod launches;
 pub mod levelzero;
@@ -141,6 +145,8 @@ pub fn put_graph_kernel_node(out: &mut Vec<u8>, graph: u32, node: u64, call: u64
 pub const MSG_PY_FRAMES: u8 = 14;
 /// Python frame counts of the session.
 pub const MSG_PY_COUNTS: u8 = 15;
+/// A capture window opened or closed ([`control::WindowEdge`]).
+pub const MSG_WINDOW: u8 = 16;
 
 /// High byte of a Python frame's id in a stack's address list: no user or kernel code address
 /// starts with it (x86-64 and aarch64 user addresses are below 2^48, kernel ones start 0xffff).
