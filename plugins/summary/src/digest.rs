@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::fmt::{bytes, function, ns, pct};
+use crate::fmt::{bytes, escape, function, ns, pct};
 use crate::report::Summary;
 
 /// Items listed per digest line.
@@ -23,9 +23,10 @@ fn short(name: &str) -> String {
     s
 }
 
-/// The digest, exactly five lines (no trailing newlines).
+/// The digest, exactly five lines (no trailing newlines), each [`escape`]d whole: the names in
+/// it are the profiled program's text, and none of its own text holds a control character.
 pub fn lines(s: &Summary, files: &[PathBuf]) -> [String; 5] {
-    [totals(s), busy(s), top(s), losses(s), leaks(s, files)]
+    [totals(s), busy(s), top(s), losses(s), leaks(s, files)].map(|l| escape(&l).into_owned())
 }
 
 fn totals(s: &Summary) -> String {

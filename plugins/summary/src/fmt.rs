@@ -1,5 +1,7 @@
 //! Formatting helpers for the text report: human units and aligned tables.
 
+pub use xpuprof_toolbox::printable::escape;
+
 /// A duration in ns with a unit that keeps 3–4 significant digits (`"912 ns"`, `"1.50 ms"`).
 pub use xpuprof_sdk::clock::format_duration as ns;
 
@@ -68,10 +70,11 @@ impl Table {
         Self { headers, left, rows: Vec::new() }
     }
 
-    /// Adds a row (as many cells as headers).
+    /// Adds a row (as many cells as headers), each cell [`escape`]d: names are the profiled
+    /// program's text.
     pub fn row(&mut self, cells: Vec<String>) {
         debug_assert_eq!(cells.len(), self.headers.len());
-        self.rows.push(cells);
+        self.rows.push(cells.into_iter().map(|c| escape(&c).into_owned()).collect());
     }
 
     /// Renders the table, each line indented by two spaces, with trailing spaces trimmed, at
@@ -158,6 +161,15 @@ mod tests {
         let mut s = String::new();
         t.render(&mut s);
         assert_eq!(s, "  Name        Calls  Note\n  cudaMalloc      3  x\n  f             100  long\n");
+    }
+
+    #[test]
+    fn cells_holding_escapes_and_line_breaks_print_escaped() {
+        let mut t = Table::new(&["Name", "Calls"]);
+        t.row(vec!["evil\x1b[2J\nforged".into(), "1".into()]);
+        let mut s = String::new();
+        t.render(&mut s);
+        assert_eq!(s, "  Name                   Calls\n  evil\\u{1b}[2J\\nforged      1\n");
     }
 
     #[test]

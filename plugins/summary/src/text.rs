@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::fmt::{bytes, function, ns, pct, stack, Table, MAX_WIDTH};
+use crate::fmt::{bytes, escape, function, ns, pct, stack, Table, MAX_WIDTH};
 use crate::report::*;
 
 /// Frames shown per stack in the text report.
@@ -38,10 +38,10 @@ fn section(out: &mut String, title: &str, shown: usize, total: usize) {
 fn header(s: &Summary, out: &mut String) {
     let _ = writeln!(out, "xpuprof summary (schema {})", s.schema_version);
     if !s.session.command.is_empty() {
-        let _ = writeln!(out, "command:  {}", s.session.command.join(" "));
+        let _ = writeln!(out, "command:  {}", escape(&s.session.command.join(" ")));
     }
     if !s.session.sources.is_empty() {
-        let _ = writeln!(out, "sources:  {}", s.session.sources.join(", "));
+        let _ = writeln!(out, "sources:  {}", escape(&s.session.sources.join(", ")));
     }
     let _ = writeln!(
         out,
@@ -225,7 +225,7 @@ fn devices(s: &Summary, out: &mut String) {
     }
     t.render(out);
     for r in s.devices.iter().filter(|r| !r.largest_gaps.is_empty()) {
-        let _ = writeln!(out, "  largest idle gaps on {}:", device(r.device_index, &r.device));
+        let _ = writeln!(out, "  largest idle gaps on {}:", escape(&device(r.device_index, &r.device)));
         let mut t = Table::new(&["  Gap", "From (ns)", "To (ns)", "<CPU before the gap"]);
         for g in &r.largest_gaps {
             let cpu = g.cpu_before.as_ref().map_or("[no CPU sample before the gap]".to_owned(), |c| {
@@ -360,7 +360,7 @@ fn own(s: &Summary, out: &mut String) {
         let _ = writeln!(
             out,
             "  overhead:  {} x{}, {} ({} of the session)",
-            r.name,
+            escape(&r.name),
             r.count,
             ns(r.total_ns),
             pct(r.session_pct)
@@ -401,7 +401,7 @@ fn wrap(out: &mut String, head: &str, items: &[String]) {
         } else if !fresh {
             line.push(' ');
         }
-        line.push_str(item);
+        line.push_str(&escape(item));
         line.push_str(sep);
     }
     out.push_str(line.trim_end());

@@ -6,7 +6,8 @@
 //! - [`intern`]: emits each string, process, thread, module, frame and stack definition once and
 //!   hands out its id, so a source numbers its definitions without bookkeeping of its own.
 //! - [`defs`]: the definitions resolver for sinks: what the ids in events refer to.
-//! - [`demangle`]: kernel and function names for people (Itanium C++), one implementation.
+//! - [`demangle`]: kernel and function names for people (Rust and Itanium C++), one implementation.
+//! - [`printable`]: the one escaping of the target's strings (names) for terminals and tables.
 //! - [`agent_host`]: the host side of an in-target agent (private socket, one reader per
 //!   process, the decoder thread, finding and preloading the agent), for GPU sources.
 //! - [`kernel_name`]: short kernel names for tables and frames, and the stable id that finds the
@@ -26,6 +27,7 @@ pub mod intern;
 pub mod kernel_name;
 pub mod launch_stacks;
 pub mod normalise;
+pub mod printable;
 pub mod python;
 
 pub use defs::Definitions;

@@ -2,6 +2,7 @@
 //! golden files (`XPUPROF_BLESS=1` regenerates them), and the digest.
 
 mod bounded;
+mod hygiene;
 mod e2e;
 use xpuprof_testkit::golden;
 mod session;
