@@ -79,6 +79,16 @@ pub enum LineTable {
     Locations,
 }
 
+/// Where the GIL's state (`struct _gil_runtime_state`) is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GilAt {
+    /// `_PyRuntime.ceval.gil`, at this offset of `_PyRuntime` (3.9 to 3.11: one GIL).
+    Runtime(u64),
+    /// `PyInterpreterState.ceval.gil`, a pointer to it at this offset of the interpreter
+    /// state (3.12 and later: a GIL per interpreter, possibly shared).
+    Interpreter(u64),
+}
+
 /// Offsets (bytes) of one CPython version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
@@ -126,6 +136,8 @@ pub struct Layout {
     pub code_version: Option<u64>,
     /// The line-table format.
     pub line_table: LineTable,
+    /// The GIL's state.
+    pub gil: GilAt,
     /// `sizeof(PyASCIIObject)`: where a compact ASCII string's characters start.
     pub unicode_ascii_size: u64,
     /// `sizeof(PyCompactUnicodeObject)`: where other compact strings' characters start.
@@ -144,6 +156,12 @@ mod fixed {
     pub const UNICODE_LENGTH: u64 = 16;
     /// `PyASCIIObject.state` (bit field: interned 2, kind 3, compact 1, ascii 1).
     pub const UNICODE_STATE: u64 = 32;
+    /// `_gil_runtime_state.last_holder`: the thread state that took the GIL last.
+    pub const GIL_LAST_HOLDER: u64 = 8;
+    /// `_gil_runtime_state.locked` (a C int; -1 before the GIL is made).
+    pub const GIL_LOCKED: u64 = 16;
+    /// `_gil_runtime_state.switch_number`: how many times another thread took the GIL.
+    pub const GIL_SWITCH_NUMBER: u64 = 24;
 }
 pub use fixed::*;
 
@@ -168,6 +186,7 @@ const V3_9: Layout = Layout {
     code_instructions: None,
     code_version: None,
     line_table: LineTable::Lnotab,
+    gil: GilAt::Runtime(352),
     unicode_ascii_size: 48,
     unicode_compact_size: 72,
 };
@@ -200,6 +219,7 @@ const V3_11: Layout = Layout {
     code_instructions: Some(184),
     code_version: None,
     line_table: LineTable::Locations,
+    gil: GilAt::Runtime(360),
     unicode_ascii_size: 48,
     unicode_compact_size: 72,
 };
@@ -216,6 +236,7 @@ const V3_12: Layout = Layout {
     code_firstlineno: 68,
     code_instructions: Some(192),
     code_version: Some(92),
+    gil: GilAt::Interpreter(384),
     unicode_ascii_size: 40,
     unicode_compact_size: 56,
     ..V3_11
@@ -232,6 +253,7 @@ const V3_13: Layout = Layout {
     cframe_current_frame: None,
     cframe_previous: None,
     code_instructions: Some(200),
+    gil: GilAt::Interpreter(16),
     ..V3_12
 };
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::process::Command;
 
-use xpuprof_python::layout::{self, Frames, Layout, Version};
+use xpuprof_python::layout::{self, Frames, GilAt, Layout, Version};
 
 use crate::interpreters::{self, eval, fixture};
 
@@ -48,6 +48,9 @@ fn table(l: &Layout) -> HashMap<String, u64> {
         ("unicode.length", layout::UNICODE_LENGTH),
         ("unicode.state", layout::UNICODE_STATE),
         ("object.type", layout::OBJECT_TYPE),
+        ("gil.last_holder", layout::GIL_LAST_HOLDER),
+        ("gil.locked", layout::GIL_LOCKED),
+        ("gil.switch_number", layout::GIL_SWITCH_NUMBER),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -61,6 +64,11 @@ fn table(l: &Layout) -> HashMap<String, u64> {
         ("code.version", l.code_version),
     ];
     t.extend(opt.into_iter().filter_map(|(k, v)| Some((k.to_owned(), v?))));
+    let gil = match l.gil {
+        GilAt::Runtime(at) => ("runtime.ceval_gil", at),
+        GilAt::Interpreter(at) => ("interp.ceval_gil", at),
+    };
+    t.insert(gil.0.to_owned(), gil.1);
     match l.frames {
         Frames::Objects { back, code, lasti, .. } => {
             t.extend(
