@@ -13,24 +13,27 @@
 //! The other threads are read through `process_vm_readv` on this process (a thread running
 //! Python may free its frames while they are read; a failed read is an error, never a fault);
 //! the one caller found is read directly, as it cannot leave its call before the launch
-//! returns.
+//! returns. Each engine thread keeps what it found from launch to launch and looks again only
+//! at what the GIL's hand-over record says may have changed ([`crate::callers`]): a launch
+//! reads one thread's innermost frame in one system call, then the caller's frames as any
+//! launch reads its own.
 
 use std::collections::HashMap;
 use std::ffi::{c_void, CStr};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use crate::chain::{self, RawFrame};
 use crate::code::Code;
-use crate::memory::{Memory, OwnMemory, ProcessMemory};
+use crate::gil::Gil;
+use crate::memory::{OwnMemory, ProcessMemory};
 use crate::own::{Interpreter, MAX_FRAMES};
 
 type InterpreterHead = unsafe extern "C" fn() -> *mut c_void;
 type ThreadHead = unsafe extern "C" fn(*mut c_void) -> *mut c_void;
 
-/// `PyThreadState.next`: the second pointer of the struct in CPython 3.9 to 3.13 (after `prev`).
-const TSTATE_NEXT: u64 = 8;
 /// Most thread states looked at (a corrupt list that loops ends here).
-const MAX_THREADS: usize = 1024;
+pub(crate) const MAX_THREADS: usize = 1024;
 
 /// The C API entry points of the interpreter's thread list.
 #[derive(Debug, Clone, Copy)]
@@ -83,9 +86,33 @@ pub fn is_engine_thread(name: &[u8]) -> bool {
 impl Interpreter {
     /// For a launch of an autograd engine thread: the Python frames (innermost first, as
     /// [`Interpreter::capture`] writes them) of the one thread blocked in a backward call.
-    /// Counts the outcome in [`Interpreter::counts`].
+    /// Counts the outcome in [`Interpreter::counts`]. What the calling thread found at its
+    /// previous launches is kept and looked at again only where it may have changed
+    /// ([`crate::callers`]).
     pub fn capture_backward_caller(&self, out: &mut [(u64, bool)]) -> Caller {
-        let found = self.find_backward_caller();
+        let found = match self.heads() {
+            Some((head, own)) => {
+                let gil = self.gil().map(|g| g.read());
+                crate::callers::find(self, head, own, gil)
+            }
+            None => Ok(None),
+        };
+        self.capture_found(found, out)
+    }
+
+    /// [`Interpreter::capture_backward_caller`] without what earlier launches found: scans
+    /// the interpreter's threads now (what every launch paid before they were kept; the
+    /// benchmarks' reference).
+    pub fn capture_backward_caller_scanning(&self, out: &mut [(u64, bool)]) -> Caller {
+        let found = match self.heads() {
+            Some((head, own)) => crate::callers::find(self, head, own, None),
+            None => Ok(None),
+        };
+        self.capture_found(found, out)
+    }
+
+    /// The frames of the caller `found`, counted.
+    fn capture_found(&self, found: Result<Option<u64>, ()>, out: &mut [(u64, bool)]) -> Caller {
         let c = &self.counts;
         let counter = match found {
             Ok(Some(tstate)) => {
@@ -94,62 +121,52 @@ impl Interpreter {
                 if let Ok((n, _)) = read {
                     let (written, ok) = self.resolve(&raw[..n], out);
                     if ok && written > 0 {
-                        c.autograd_attributed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        c.autograd_attributed.fetch_add(1, Ordering::Relaxed);
                         return Caller::Found(written);
                     }
                 }
                 &c.autograd_unattributed
             }
             Err(()) => {
-                c.autograd_ambiguous.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                c.autograd_ambiguous.fetch_add(1, Ordering::Relaxed);
                 return Caller::Ambiguous;
             }
             Ok(None) => &c.autograd_unattributed,
         };
-        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        counter.fetch_add(1, Ordering::Relaxed);
         Caller::None
     }
 
-    /// The thread state of the one thread in a backward call; `Err` when several are.
-    fn find_backward_caller(&self) -> Result<Option<u64>, ()> {
-        let Some(list) = self.threads else { return Ok(None) };
+    /// The interpreter's first thread state and the calling thread's (0: none); `None` before
+    /// the interpreter is initialised or without its thread list.
+    fn heads(&self) -> Option<(u64, u64)> {
+        let list = self.threads?;
         // SAFETY: C API functions without preconditions once the interpreter is initialised
         // (checked first); they read the interpreter's list heads, which live as long as it.
-        let (own, mut tstate) = unsafe {
+        unsafe {
             if (self.is_initialized)() == 0 {
-                return Ok(None);
+                return None;
             }
             let interp = (list.head)();
             if interp.is_null() {
-                return Ok(None);
+                return None;
             }
-            ((self.this_thread_state)() as u64, (list.threads)(interp) as u64)
-        };
-        let mem = ProcessMemory { pid: std::process::id() };
-        let mut found = None;
-        for _ in 0..MAX_THREADS {
-            if tstate == 0 {
-                break;
-            }
-            if tstate != own && self.in_backward(&mem, tstate) {
-                if found.is_some() {
-                    return Err(());
-                }
-                found = Some(tstate);
-            }
-            let Ok(next) = mem.u64(tstate + TSTATE_NEXT) else { break };
-            tstate = next;
+            Some(((list.threads)(interp) as u64, (self.this_thread_state)() as u64))
         }
-        Ok(found)
     }
 
-    /// True when the innermost Python frame of thread state `tstate` is a backward entry.
-    fn in_backward(&self, mem: &ProcessMemory, tstate: u64) -> bool {
-        let mut first = [RawFrame::default(); 1];
-        let Ok((1, _)) = chain::walk(mem, self.layout, tstate, Some(self.code_type), &mut first) else {
-            return false;
-        };
-        let code = first[0].code;
+    /// The GIL, found at the first call (the interpreter is initialised: `heads` said so).
+    fn gil(&self) -> Option<Gil> {
+        *self.gil.get_or_init(|| {
+            let list = self.threads?;
+            // SAFETY: as in `heads`, which the caller called first.
+            let interp = unsafe { (list.head)() } as u64;
+            Gil::find(self.layout, self.runtime, interp, self.free_threaded)
+        })
+    }
+
+    /// True when the code object at `code` is a backward entry (classified once per address).
+    pub(crate) fn is_backward_code(&self, mem: &ProcessMemory, code: u64) -> bool {
         let Ok(mut cache) = CLASSIFIED.lock() else { return false };
         let cache = cache.get_or_insert_with(HashMap::new);
         if let Some(&yes) = cache.get(&code) {

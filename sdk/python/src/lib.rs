@@ -14,15 +14,18 @@
 //! - [`merge`]: Python frames into a native stack;
 //! - [`own`]: the interpreter of the calling process, for the agents (at API entry);
 //! - [`autograd`]: for launches of PyTorch's autograd engine threads, the Python stack of the
-//!   thread whose `backward()` they run;
+//!   thread whose `backward()` they run (which threads are in such calls is kept from launch to
+//!   launch and looked at again where the GIL's hand-over record says it may have changed);
 //! - [`target`]: the interpreter of another process, found from its mapped binaries.
 //!
 //! A Python frame travels in a stack's address list as a tagged id ([`PY_FRAME_TAG`] | n) whose
 //! text the agent sends once as a definition; hosts turn it into a named frame.
 
 pub mod autograd;
+mod callers;
 pub mod chain;
 pub mod code;
+mod gil;
 pub mod layout;
 pub mod lines;
 pub mod memory;

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use crate::chain::{self, RawFrame};
 use crate::code::Code;
@@ -41,6 +41,9 @@ pub struct Counts {
     /// Launches of autograd engine threads while no thread was in such a call (the engine driven
     /// from C++), or whose caller's frames could not be read.
     pub autograd_unattributed: AtomicU64,
+    /// Scans of the interpreter's thread list for those launches (the others read only the
+    /// thread that may have changed since the last scan: [`crate::callers`]).
+    pub autograd_scans: AtomicU64,
     /// Runs of Python frames (one per eval-loop call) put by the eval loop's symbol because no
     /// native frame held their call's marker on the C stack (3.9, 3.10 have none; a walk that
     /// ended early); the others are placed exactly ([`crate::merge::merge_placed`]).
@@ -58,6 +61,12 @@ pub struct Interpreter {
     table: Mutex<Table>,
     /// The thread list's entry points, for [`Interpreter::capture_backward_caller`].
     pub(crate) threads: Option<crate::autograd::ThreadList>,
+    /// `_PyRuntime`'s address.
+    pub(crate) runtime: Option<u64>,
+    /// A build without GIL (3.13's free-threading build).
+    pub(crate) free_threaded: bool,
+    /// The GIL, found at the first launch of an autograd engine thread.
+    pub(crate) gil: OnceLock<Option<crate::gil::Gil>>,
     /// What the captures found.
     pub counts: Counts,
 }
@@ -172,6 +181,7 @@ impl Interpreter {
             CStr::from_ptr(get()).to_string_lossy().into_owned()
         };
         let v = Version::parse(&text).ok_or(Error::Version { text: text.clone() })?;
+        let free_threaded = text.contains("free-threading");
         let layout = Layout::of(v).ok_or(Error::Version { text })?;
         Ok(Some(Interpreter {
             layout,
@@ -183,6 +193,9 @@ impl Interpreter {
             eval: symbol_range(eval),
             table: Mutex::new(Table::default()),
             threads: crate::autograd::ThreadList::find(&sym),
+            runtime: sym(c"_PyRuntime").map(|p| p as u64),
+            free_threaded,
+            gil: OnceLock::new(),
             counts: Counts::default(),
         }))
     }
