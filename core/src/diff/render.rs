@@ -1,8 +1,11 @@
-//! Rendering a comparison as an aligned text table or a Markdown table.
+//! Rendering a comparison as an aligned text table or a Markdown table. Names are the profiled
+//! programs' text: every cell holding one is escaped ([`escape`]), and Markdown cells also
+//! escape `|` and backticks ([`markdown_cell`]).
 
 use super::compare::{Entry, RowStats, Status};
 use super::{Comparison, Metric};
 use xpuprof_sdk::clock::format_duration as ns;
+use xpuprof_toolbox::printable::{escape, markdown_cell};
 
 pub(super) fn status_name(s: Status) -> &'static str {
     match s {
@@ -44,6 +47,7 @@ fn cells(e: &Entry, time: Metric) -> [String; 9] {
             if site.is_empty() { "[unknown launch site]".into() } else { site.join(" < ") }
         );
     }
+    let name = escape(&name).into_owned();
     [
         e.kind.to_owned(),
         name,
@@ -110,10 +114,6 @@ pub(super) fn render_text(cmp: &Comparison) -> String {
     out
 }
 
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|").replace('`', "'")
-}
-
 pub(super) fn render_markdown(cmp: &Comparison) -> String {
     let time = time_metric(cmp);
     let t = time.name();
@@ -125,11 +125,70 @@ pub(super) fn render_markdown(cmp: &Comparison) -> String {
     out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---|\n");
     for e in &cmp.entries {
         let mut c = cells(e, time);
-        c[1] = format!("`{}`", md_escape(&c[1]));
+        c[1] = format!("`{}`", markdown_cell(&c[1]));
         if e.status == Status::Regressed {
             c[8] = format!("**{}**", c[8]);
         }
         out.push_str(&format!("| {} |\n", c.join(" | ")));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// A comparison of one kernel whose name sets the terminal's title, clears the screen,
+    /// forges a line and holds Markdown's `|` and backtick.
+    fn comparison() -> Comparison {
+        let stats =
+            RowStats { count: 3, total_ns: 3000, mean_ns: 1000, p50_ns: Some(1000), p99_ns: Some(1000) };
+        Comparison {
+            schema_version: 1,
+            base: "base.json".into(),
+            current: "current.json".into(),
+            metric: "total",
+            threshold_pct: 10.0,
+            regressed: false,
+            counts: BTreeMap::new(),
+            entries: vec![Entry {
+                kind: "kernel",
+                name: "evil\x1b]0;pwned\x07|`x`\nxpuprof diff: 0 regressed".into(),
+                launch_site: Some(vec!["main\r".into()]),
+                status: Status::Unchanged,
+                base: Some(stats),
+                current: Some(stats),
+                change_pct: Some(0.0),
+            }],
+        }
+    }
+
+    fn assert_clean(text: &str) {
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "a control character:\n{text:?}");
+        assert!(!text.lines().any(|l| l.starts_with("xpuprof diff: 0 regressed")), "a forged line:\n{text}");
+    }
+
+    #[test]
+    fn text_tables_print_names_escaped() {
+        let text = render_text(&comparison());
+        assert_clean(&text);
+        assert!(
+            text.contains("evil\\u{1b}]0;pwned\\u{7}|`x`\\nxpuprof diff: 0 regressed @ main\\r"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn markdown_tables_print_names_escaped_in_one_cell() {
+        let md = render_markdown(&comparison());
+        assert_clean(&md);
+        let row = md.lines().find(|l| l.starts_with("| kernel |")).expect(&md);
+        assert!(
+            row.contains("| `evil\\u{1b}]0;pwned\\u{7}\\|'x'\\nxpuprof diff: 0 regressed @ main\\r` |"),
+            "{row}"
+        );
+        assert_eq!(row.matches(" | ").count(), 8, "nine cells: {row}");
+    }
 }
