@@ -18,6 +18,7 @@
 // A closed stderr must never abort a session: print through `say!` (see `term`).
 #![deny(clippy::print_stderr)]
 
+pub mod attach;
 pub mod check;
 pub mod config;
 pub mod diff;
@@ -33,3 +34,5 @@ pub mod signals;
 pub mod summary;
 pub mod target;
 pub mod term;
+pub mod trigger;
+pub mod window;

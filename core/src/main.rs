@@ -17,6 +17,8 @@ use xpuprof_core::session::RecordOptions;
 use xpuprof_core::{check, diff, doctor, report, say, session, summary, term};
 use xpuprof_sdk::PluginKind;
 
+mod capture_cli;
+
 /// Exit code for xpuprof's own failures.
 const EXIT_INTERNAL: u8 = 125;
 /// Exit code for usage and config errors.
@@ -27,7 +29,7 @@ const EXIT_USAGE: u8 = 2;
     name = "xpuprof",
     version,
     about = "GPU time under the exact CPU stacks that launched it, next to where the CPU spent its own time",
-    after_help = "Examples:\n  xpuprof --source ebpf,cupti --sink folded,chrome -- python train.py\n  xpuprof report xpuprof-out --sink chrome\n  xpuprof plugins\n  xpuprof doctor"
+    after_help = "Examples:\n  xpuprof --sink folded,chrome -- python train.py\n  xpuprof report xpuprof-out --sink chrome\n  xpuprof plugins\n  xpuprof doctor"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -53,7 +55,8 @@ struct GlobalArgs {
 
 #[derive(Args, Debug, Clone, Default)]
 struct RecordArgs {
-    /// Source plugins, comma separated (default: the config's, else ebpf and cupti where usable).
+    /// Source plugins, comma separated (default: the config's, else the default sources this
+    /// machine supports, as `xpuprof doctor` lists them).
     #[arg(long = "source", value_delimiter = ',', value_name = "A,B")]
     sources: Option<Vec<String>>,
     /// Sink plugins, comma separated (default: the config's, else folded and summary).
@@ -68,6 +71,8 @@ struct RecordArgs {
     /// Under sudo, run the command as root (default: as the user who invoked sudo).
     #[arg(long)]
     keep_root: bool,
+    #[command(flatten)]
+    windows: capture_cli::WindowArgs,
     /// The command to profile, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -77,6 +82,10 @@ struct RecordArgs {
 enum Command {
     /// Record a command (the default when no subcommand is given).
     Record(RecordArgs),
+    /// Profile a running process that xpuprof did not start (eBPF: `--tree` for its children).
+    Attach(capture_cli::AttachArgs),
+    /// Open a capture window in a running session (`xpuprof record --start-paused ...`).
+    Trigger(capture_cli::TriggerArgs),
     /// Replay an archive through sinks.
     Report {
         /// The archive directory or the output directory containing it.
@@ -258,6 +267,7 @@ fn record(args: RecordArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         verbosity: global.verbose,
         status_line: !args.quiet,
         keep_root: args.keep_root,
+        capture: args.windows.options()?,
     };
     match session::record(&opts) {
         Ok(outcome) => {
@@ -326,6 +336,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         None => record(cli.record, &global),
         Some(Command::Record(args)) => record(args, &global),
+        Some(Command::Attach(args)) => capture_cli::attach(args, &global),
+        Some(Command::Trigger(args)) => capture_cli::trigger(args),
         Some(Command::Report { archive, sinks, output }) => {
             check_list("sink", &sinks).map_err(usage)?;
             let cfg = load_config(&global).map_err(usage)?;

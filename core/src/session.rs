@@ -42,6 +42,8 @@ pub struct RecordOptions {
     pub status_line: bool,
     /// Under sudo, run the target as root instead of the invoking user.
     pub keep_root: bool,
+    /// When the sources record (capture windows); the default records the whole run.
+    pub capture: crate::window::CaptureOptions,
 }
 
 /// Why a session could not run.
@@ -269,8 +271,9 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     let out = outdir::prepare(&opts.output_dir)?;
     report_removed(&out);
     let start = xpuprof_sdk::clock::now_ns();
-    let session =
+    let mut session =
         session_table(&opts.output_dir, &opts.command, &opts.sources, &opts.sinks, start, opts.verbosity);
+    opts.capture.fill_session(&mut session);
     let mut failures = Vec::new();
     let sinks = create_sinks(&reg, &opts.sinks, opts.config.as_ref(), &session, &mut failures)?;
     out.sinks_created()?;
@@ -301,7 +304,13 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
         }
     };
     let names: Vec<String> = opts.sources.clone();
-    let (target_exit, cpu_during) = wait_for_target(pid, opts.status_line, started, &names, &counters);
+    let mut windows =
+        crate::window::Controller::new(&opts.capture, Instant::now(), crate::window::Opener::Start);
+    let _registered = crate::trigger::register(&opts.output_dir);
+    let mut tick = || crate::attach::window_tick(&mut windows, &mut sources, &mut failures);
+    let (target_exit, cpu_during) =
+        wait_for_target(pid, opts.status_line, started, &names, &counters, &mut tick);
+    crate::attach::report_windows(&windows.finish());
     sources.stop(&mut failures);
     let (stats, sinks) =
         worker.join().map_err(|_| SessionError::Internal("the event pipeline thread panicked".into()))?;
@@ -321,7 +330,7 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     })
 }
 
-fn report_removed(out: &OutputDir) {
+pub(crate) fn report_removed(out: &OutputDir) {
     if !out.removed.is_empty() {
         let names: Vec<String> = out.removed.iter().map(|p| p.display().to_string()).collect();
         tracing::info!(
@@ -336,7 +345,7 @@ fn report_removed(out: &OutputDir) {
 /// Records this run's files, warns about files in the output directory it did not write, and
 /// returns the sinks' files that are in place: an output removed while the session ran (or its
 /// directory) is a failure (exit code 125), never a "wrote" line.
-fn finish_outputs(out: &OutputDir, files: &[String], failures: &mut Vec<String>) -> Vec<String> {
+pub(crate) fn finish_outputs(out: &OutputDir, files: &[String], failures: &mut Vec<String>) -> Vec<String> {
     let end = out.finish(files);
     if !end.foreign.is_empty() {
         let names: Vec<String> = end.foreign.iter().map(|p| p.display().to_string()).collect();
@@ -350,18 +359,18 @@ fn finish_outputs(out: &OutputDir, files: &[String], failures: &mut Vec<String>)
     end.present
 }
 
-type WorkerResult = (PipelineStats, SinkResults);
+pub(crate) type WorkerResult = (PipelineStats, SinkResults);
 
 /// Source batches (each at most 64 KiB, the SDK emitter's flush size) waiting for the pipeline:
 /// 16 MiB, a fifth of a second of the pipeline's work. A full queue blocks the emitting source
 /// thread (never an application thread: agents buffer and count their drops).
-const SOURCE_QUEUE: usize = 256;
+pub(crate) const SOURCE_QUEUE: usize = 256;
 
 /// How often the pipeline releases what waited and lets the sinks flush, under load too.
 const TICK: Duration = Duration::from_millis(200);
 
 /// Runs the pipeline on its own thread (each sink has its own too) until every source is gone.
-fn spawn_pipeline(
+pub(crate) fn spawn_pipeline(
     rx: Receiver<SourceBatch>,
     mut sinks: Sinks,
     n_sources: usize,
@@ -407,7 +416,7 @@ fn spawn_pipeline(
 }
 
 /// This process's CPU time so far, all threads, user + system.
-fn own_cpu_time() -> Duration {
+pub(crate) fn own_cpu_time() -> Duration {
     // SAFETY: getrusage writes into the zeroed struct it is given.
     let ru = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
@@ -426,6 +435,7 @@ fn wait_for_target(
     started: Instant,
     names: &[String],
     counters: &[AtomicU64],
+    tick: &mut dyn FnMut(),
 ) -> (i32, Duration) {
     let tty = status_line && std::io::stderr().is_terminal();
     let mut target_exit = None;
@@ -480,6 +490,7 @@ fn wait_for_target(
                 warned = true;
             }
         }
+        tick();
         if tty && last_status.elapsed() > Duration::from_millis(500) {
             summary::status_line(started.elapsed(), names, counters);
             last_status = Instant::now();

@@ -3,7 +3,8 @@
 //! An OTF2-like trace: global definitions plus one event stream per *location* (a host thread
 //! or a device stream), in a compact binary form (varints, values predicted from the previous
 //! event of the same location and stored as deltas), in CRC-32-checksummed chunks behind a
-//! versioned header. The `archive` sink writes it while recording, so a crash leaves everything
+//! versioned header, whose checksummed copy is the first chunk (a damaged header is recovered
+//! from and reported). The `archive` sink writes it while recording, so a crash leaves everything
 //! up to the last complete chunk readable; `xpuprof report` replays it through any sink, in
 //! exactly the order the live sinks saw, so the outputs are byte-identical.
 //!

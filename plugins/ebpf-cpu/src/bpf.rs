@@ -61,8 +61,11 @@ fn hint_for(e: &libbpf_rs::Error) -> &'static str {
 }
 
 /// Opens and loads the BPF object configured from `cfg`.
+/// `follow_forks`: children of tracked processes are tracked too (off only for `xpuprof attach`
+/// without `--tree`).
 pub fn open_load<'obj>(
     cfg: &Config,
+    follow_forks: bool,
     storage: &'obj mut MaybeUninit<OpenObject>,
 ) -> Result<ProfileSkel<'obj>, String> {
     libbpf_rs::set_print(Some((PrintLevel::Info, collect_libbpf_log)));
@@ -84,6 +87,7 @@ pub fn open_load<'obj>(
         ro.launch_sample_every = cfg.launch_sample_every;
         ro.launch_max_per_sec = cfg.launch_max_per_sec;
         ro.ustack_copy = cfg.ustack_copy_bytes;
+        ro.follow_forks = follow_forks;
     }
     open.progs.on_sample.set_autoload(cfg.sample_hz > 0);
     open.progs.on_switch.set_autoload(cfg.offcpu);
@@ -100,32 +104,55 @@ pub struct Attachments {
     links: Vec<Link>,
 }
 
-/// Seeds the tracked set with `pid` and attaches the scheduler, fork and sampling programs.
-pub fn attach(skel: &mut ProfileSkel<'_>, cfg: &Config, pid: u32) -> Result<Attachments, String> {
-    skel.maps
-        .tracked
-        .update(&pid.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY)
-        .map_err(|e| format!("failed to add pid {pid} to the tracked set: {e}"))?;
+/// Seeds the tracked set with `pids` and attaches the process-tree tracepoints (fork, exec,
+/// exit): they stay attached for the whole session, also while no window is open, so the tree
+/// stays known (they run only on those scheduler events, never in the target's code).
+pub fn attach(skel: &mut ProfileSkel<'_>, pids: &[u32]) -> Result<Attachments, String> {
+    for pid in pids {
+        skel.maps
+            .tracked
+            .update(&pid.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| format!("failed to add pid {pid} to the tracked set: {e}"))?;
+    }
     let mut att = Attachments::default();
     let progs = &skel.progs;
-    let mut fixed = vec![("sched_process_fork", &progs.on_fork), ("sched_process_exec", &progs.on_exec)];
-    fixed.push(("sched_process_exit", &progs.on_exit));
-    if cfg.offcpu {
-        fixed.push(("sched_switch", &progs.on_switch));
-    }
-    for (name, prog) in fixed {
-        let link = prog.attach().map_err(|e| {
-            format!(
-                "failed to attach to the {name} tracepoint: {e}{}\nhint: needs kernel BTF (5.5+)",
-                hint_for(&e)
-            )
-        })?;
-        att.links.push(link);
-    }
-    if cfg.sample_hz > 0 {
-        attach_sampling(&progs.on_sample, cfg.sample_hz, &mut att)?;
+    let fixed = [("sched_process_fork", &progs.on_fork), ("sched_process_exec", &progs.on_exec)];
+    for (name, prog) in fixed.into_iter().chain([("sched_process_exit", &progs.on_exit)]) {
+        att.links.push(attach_tracepoint(name, prog)?);
     }
     Ok(att)
+}
+
+/// Attaches what records inside a capture window: the samplers (one perf event per CPU) and
+/// `sched_switch` for off-CPU time. Dropping the result closes the window: the perf events are
+/// closed and nothing of the window is left in the kernel.
+pub fn attach_window(skel: &ProfileSkel<'_>, cfg: &Config) -> Result<Attachments, String> {
+    let mut att = Attachments::default();
+    if cfg.offcpu {
+        att.links.push(attach_tracepoint("sched_switch", &skel.progs.on_switch)?);
+    }
+    if cfg.sample_hz > 0 {
+        attach_sampling(&skel.progs.on_sample, cfg.sample_hz, &mut att)?;
+    }
+    Ok(att)
+}
+
+/// Forgets the threads `sched_switch` saw block: a window that opens later must not measure an
+/// interval that began in an earlier one.
+pub fn clear_offcpu(skel: &ProfileSkel<'_>) {
+    let keys: Vec<Vec<u8>> = skel.maps.offcpu.keys().collect();
+    for k in keys {
+        let _ = skel.maps.offcpu.delete(&k);
+    }
+}
+
+fn attach_tracepoint(name: &str, prog: &libbpf_rs::ProgramMut<'_>) -> Result<Link, String> {
+    prog.attach().map_err(|e| {
+        format!(
+            "failed to attach to the {name} tracepoint: {e}{}\nhint: needs kernel BTF (5.5+)",
+            hint_for(&e)
+        )
+    })
 }
 
 fn attach_sampling(prog: &libbpf_rs::ProgramMut<'_>, hz: u64, att: &mut Attachments) -> Result<(), String> {

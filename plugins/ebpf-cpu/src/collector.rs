@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::SyncSender;
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,7 @@ use xpuprof_sdk::model::{Loss, Record};
 use xpuprof_sdk::{Emitter, Logger};
 
 use crate::bpf::{self, ProfileSkel};
+use crate::capture::{Control, Window};
 use crate::config::{Config, Python};
 use crate::handler::Handler;
 use crate::procmaps::ProcMaps;
@@ -47,6 +48,15 @@ pub struct Job {
     pub cfg: Config,
     /// Root of the process tree.
     pub pid: u32,
+    /// The processes already running to track from the start (`xpuprof attach`: the root's
+    /// descendants with `--tree`), with their parents; empty for a target xpuprof started.
+    pub adopted: Vec<(u32, u32)>,
+    /// Children of tracked processes are tracked too.
+    pub follow_forks: bool,
+    /// A capture window is open from the start.
+    pub capture: bool,
+    /// Window requests from the host's thread.
+    pub control: Receiver<Control>,
     /// The profiled command (for pre-attaching probes to its executable and libraries).
     pub command: Vec<String>,
     /// Emits records.
@@ -60,20 +70,30 @@ pub struct Job {
 /// Runs a recording; `ready` receives `Ok` once everything is attached, or the fatal error.
 pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
     let mut storage = MaybeUninit::uninit();
-    let mut skel = match bpf::open_load(&job.cfg, &mut storage) {
+    let mut skel = match bpf::open_load(&job.cfg, job.follow_forks, &mut storage) {
         Ok(s) => s,
         Err(e) => return fail(&ready, e, job.emitter),
     };
-    let _attachments = match bpf::attach(&mut skel, &job.cfg, job.pid) {
+    let seeds: Vec<u32> = std::iter::once(job.pid).chain(job.adopted.iter().map(|(p, _)| *p)).collect();
+    let _attachments = match bpf::attach(&mut skel, &seeds) {
         Ok(a) => a,
         Err(e) => return fail(&ready, e, job.emitter),
     };
-    let Job { cfg, pid, command, emitter, log, stop } = job;
+    let mut window = Window::default();
+    let mut probes = ProbeSet::new(job.cfg.launch_probes.clone(), job.cfg.trampoline);
+    if !job.capture {
+        probes.pause();
+    } else if let Err(e) = window.open(&skel, &job.cfg, &mut probes) {
+        return fail(&ready, e, job.emitter);
+    }
+    let Job { cfg, pid, adopted, command, emitter, log, stop, control, .. } = job;
     let progs = Programs { launch: &skel.progs.on_launch, trampoline: &skel.progs.on_trampoline };
-    let mut probes = ProbeSet::new(cfg.launch_probes.clone(), cfg.trampoline);
     pre_attach(&mut probes, progs, &command, &log);
     let mut handler =
         Handler::new(emitter, log, pid, &command, cfg.launch_probes.clone(), cfg.python == Python::Auto);
+    for (child, parent) in adopted {
+        handler.adopt(child, parent);
+    }
     match MapHandle::try_from(&skel.maps.py_procs) {
         Ok(map) => handler.set_python_map(map),
         Err(e) => handler.log.warn(&format!("Python frames off: failed to open the BPF table py_procs: {e}")),
@@ -95,7 +115,8 @@ pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
         }
     };
     let _ = ready.send(Ok(()));
-    record_until_stopped(&rb, &handler, &mut probes, progs, &cfg, &stop);
+    let windows = Windows { skel: &skel, window: &mut window, control: &control, command: &command };
+    record_until_stopped(&rb, &handler, &mut probes, progs, &cfg, &stop, windows);
     drop(rb);
     let mut handler = handler.into_inner();
     handler.flush_parked();
@@ -111,9 +132,11 @@ fn record_until_stopped(
     progs: Programs<'_, '_>,
     cfg: &Config,
     stop: &AtomicBool,
+    mut windows: Windows<'_, '_>,
 ) {
     let mut scans = Scans::new(cfg.maps_scan_ms);
     while !stop.load(Ordering::Acquire) {
+        windows.serve(&mut handler.borrow_mut(), probes, progs, cfg);
         if let Err(e) = rb.poll(Duration::from_millis(10)) {
             handler.borrow().log.debug(&format!("ring buffer poll: {e}"));
         }
@@ -128,6 +151,46 @@ fn record_until_stopped(
     }
     if let Err(e) = rb.consume() {
         handler.borrow().log.warn(&format!("failed to drain the BPF ring buffer: {e}"));
+    }
+}
+
+/// The window state and the host's requests to change it.
+struct Windows<'a, 'obj> {
+    skel: &'a ProfileSkel<'obj>,
+    window: &'a mut Window,
+    control: &'a Receiver<Control>,
+    command: &'a [String],
+}
+
+impl Windows<'_, '_> {
+    /// Applies the host's pending requests (open or close the window) and answers each.
+    fn serve(&mut self, h: &mut Handler, probes: &mut ProbeSet, progs: Programs<'_, '_>, cfg: &Config) {
+        loop {
+            let req = match self.control.try_recv() {
+                Ok(r) => r,
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return,
+            };
+            let r = if req.on {
+                let was_open = self.window.is_open();
+                let r = self.window.open(self.skel, cfg, probes);
+                if r.is_ok() && !was_open {
+                    // The tree's files get their uprobes again.
+                    pre_attach(probes, progs, self.command, &h.log);
+                    let live: Vec<u32> = h.live.iter().copied().collect();
+                    for pid in live {
+                        let maps: ProcMaps = h.maps.get(pid).cloned().unwrap_or_default();
+                        probes.scan_maps(progs, pid, &maps, &h.log);
+                    }
+                }
+                r
+            } else {
+                self.window.close(probes);
+                // What was sampled inside the window goes out now.
+                h.emitter.flush();
+                Ok(())
+            };
+            let _ = req.reply.send(r);
+        }
     }
 }
 

@@ -100,6 +100,15 @@ impl Handler {
         h
     }
 
+    /// Adds `pid`, a descendant of the root already running (`xpuprof attach --tree`), child
+    /// of `ppid`.
+    pub fn adopt(&mut self, pid: u32, ppid: u32) {
+        self.live.insert(pid);
+        self.procs.insert(pid, ProcInfo { ppid, command: crate::proctree::command_of(pid) });
+        self.maps.refresh(pid);
+        self.discover_python(pid);
+    }
+
     /// Handles one ring-buffer record.
     pub fn handle(&mut self, data: &[u8]) {
         match decode::decode(data) {

@@ -14,12 +14,14 @@
 //! Design notes and measured costs: `docs/ebpf.md`.
 
 mod bpf;
+mod capture;
 mod collector;
 pub mod config;
 pub mod decode;
 pub mod handler;
 mod machine;
 pub mod procmaps;
+mod proctree;
 pub mod python;
 mod source;
 mod stacks;

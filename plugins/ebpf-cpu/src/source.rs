@@ -1,16 +1,22 @@
-//! The `Source` implementation: checks, the recording thread's lifecycle.
+//! The `Source` implementation: checks, the recording thread's lifecycle, capture windows.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use xpuprof_sdk::{
     CreateContext, Emitter, Logger, MachineCheck, PluginError, PluginInfo, PluginResult, Source,
 };
 
+use crate::capture::Control;
 use crate::collector::{self, Job};
 use crate::config::Config;
-use crate::sys;
+use crate::{proctree, sys};
+
+/// How long the host's thread waits for the recording thread to open or close a window (it
+/// answers within one ring-buffer poll, 10 ms, plus the time to attach the samplers).
+const WINDOW_REPLY: Duration = Duration::from_secs(20);
 
 /// The `ebpf` source plugin.
 #[derive(Debug)]
@@ -20,12 +26,23 @@ pub struct EbpfSource {
     log: Logger,
     emitter: Option<Emitter>,
     running: Option<Running>,
+    /// Whether a capture window is open (before `start`: whether one opens with it).
+    capture: bool,
 }
 
 #[derive(Debug)]
 struct Running {
     stop: Arc<AtomicBool>,
+    control: mpsc::SyncSender<Control>,
     thread: JoinHandle<Option<Emitter>>,
+}
+
+/// What to record: a target xpuprof started, or a running process it attaches to.
+struct Target {
+    pid: u32,
+    adopted: Vec<(u32, u32)>,
+    follow_forks: bool,
+    command: Vec<String>,
 }
 
 impl EbpfSource {
@@ -34,12 +51,17 @@ impl EbpfSource {
         self.emitter.as_mut().map(Emitter::take_buffer).unwrap_or_default()
     }
 
-    fn spawn(&mut self, pid: u32, emitter: Emitter) -> PluginResult<()> {
+    fn spawn(&mut self, target: Target, emitter: Emitter) -> PluginResult<()> {
         let stop = Arc::new(AtomicBool::new(false));
+        let (control, control_rx) = mpsc::sync_channel(4);
         let job = Job {
             cfg: self.cfg.clone(),
-            pid,
-            command: self.command.clone(),
+            pid: target.pid,
+            adopted: target.adopted,
+            follow_forks: target.follow_forks,
+            capture: self.capture,
+            control: control_rx,
+            command: target.command,
             emitter,
             log: self.log,
             stop: stop.clone(),
@@ -51,7 +73,7 @@ impl EbpfSource {
             .map_err(|e| PluginError::new(format!("failed to start the eBPF recording thread: {e}")))?;
         match rx.recv() {
             Ok(Ok(())) => {
-                self.running = Some(Running { stop, thread });
+                self.running = Some(Running { stop, control, thread });
                 Ok(())
             }
             Ok(Err(msg)) => {
@@ -87,6 +109,7 @@ impl Source for EbpfSource {
             log: ctx.log,
             emitter: Some(ctx.emitter),
             running: None,
+            capture: !ctx.session.start_paused,
         })
     }
 
@@ -94,7 +117,47 @@ impl Source for EbpfSource {
         sys::check_privileges()?;
         sys::check_btf()?;
         let emitter = self.emitter.take().unwrap_or_else(Emitter::detached);
-        self.spawn(pid, emitter)
+        let target = Target { pid, adopted: Vec::new(), follow_forks: true, command: self.command.clone() };
+        self.spawn(target, emitter)
+    }
+
+    fn attach(&mut self, pid: u32, tree: bool) -> PluginResult<()> {
+        sys::check_privileges()?;
+        sys::check_btf()?;
+        let Some(ppid) = proctree::parent_of(pid) else {
+            return Err(PluginError::new(format!("failed to attach to process {pid}: no such process")));
+        };
+        let mut adopted = vec![(pid, ppid)];
+        if tree {
+            let all = proctree::tree(pid);
+            adopted.extend(all.into_iter().skip(1).filter_map(|p| Some((p, proctree::parent_of(p)?))));
+        }
+        let command = vec![proctree::command_of(pid)];
+        let emitter = self.emitter.take().unwrap_or_else(Emitter::detached);
+        self.spawn(Target { pid, adopted, follow_forks: tree, command }, emitter)
+    }
+
+    fn set_capture(&mut self, on: bool) -> PluginResult<()> {
+        let Some(run) = &self.running else {
+            self.capture = on;
+            return Ok(());
+        };
+        let (reply, answer) = mpsc::sync_channel(1);
+        let what = if on { "open" } else { "close" };
+        run.control.send(Control { on, reply }).map_err(|_| {
+            PluginError::new(format!("failed to {what} the capture window: the recording ended"))
+        })?;
+        match answer.recv_timeout(WINDOW_REPLY) {
+            Ok(Ok(())) => {
+                self.capture = on;
+                Ok(())
+            }
+            Ok(Err(e)) => Err(PluginError::new(format!("failed to {what} the capture window: {e}"))),
+            Err(_) => Err(PluginError::new(format!(
+                "failed to {what} the capture window: the recording thread did not answer within {}s",
+                WINDOW_REPLY.as_secs()
+            ))),
+        }
     }
 
     fn stop(&mut self) -> PluginResult<()> {

@@ -40,6 +40,8 @@ pub struct ProbeSet {
     trampoline_attached: u64,
     /// Attachments that failed (reported as a loss).
     pub attach_failures: u64,
+    /// No capture window is open: nothing is attached, scans attach nothing.
+    paused: bool,
 }
 
 impl ProbeSet {
@@ -55,6 +57,7 @@ impl ProbeSet {
             attached: vec![0; n],
             trampoline_attached: 0,
             attach_failures: 0,
+            paused: false,
         }
     }
 
@@ -71,9 +74,22 @@ impl ProbeSet {
         }
     }
 
+    /// Detaches every probe (the capture window closed): no uprobe of xpuprof stays in any
+    /// file. Scans attach nothing until [`ProbeSet::resume`]; every file is scanned again then.
+    pub fn pause(&mut self) {
+        self.links.clear();
+        self.scanned.clear();
+        self.paused = true;
+    }
+
+    /// Lets scans attach again (a capture window opened); the caller scans the tree's files.
+    pub fn resume(&mut self) {
+        self.paused = false;
+    }
+
     /// Attaches in `file` if it defines any of the symbols; each file (inode) is scanned once.
     pub fn scan_file(&mut self, progs: Programs<'_, '_>, file: &Path, log: &Logger) {
-        if self.is_empty() {
+        if self.is_empty() || self.paused {
             return;
         }
         let Ok(meta) = std::fs::metadata(file) else { return };

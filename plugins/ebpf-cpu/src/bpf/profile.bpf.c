@@ -16,6 +16,7 @@ const volatile bool kernel_stacks = false;
 const volatile __u64 launch_sample_every = 1;
 const volatile __u64 launch_max_per_sec = 0;
 const volatile __u32 ustack_copy = 65536; /* bytes of user stack copied per record, <= USTACK_MAX */
+const volatile bool follow_forks = true; /* false: `xpuprof attach PID` without --tree */
 
 /* Referenced so the skeleton generates the types; the host pins its mirror against them. */
 struct xp_stack_event _stack_event_layout = {};
@@ -217,7 +218,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 pid = child->tgid;
 	__u32 one = 1;
 
-	if (pid == ppid || !is_tracked(ppid))
+	if (!follow_forks || pid == ppid || !is_tracked(ppid))
 		return 0;
 	if (bpf_map_update_elem(&tracked, &pid, &one, BPF_ANY)) {
 		count_loss(LOSS_TRACKED_MAP_FULL);

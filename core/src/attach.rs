@@ -1,0 +1,201 @@
+//! `xpuprof attach PID`: a session on a process xpuprof did not start.
+//!
+//! The sources' `attach(pid, tree)` replaces `prepare` + `start`; the session ends when its
+//! window closes (`--duration`), on Ctrl+C, or when the process exits. Then every source stops
+//! and detaches, leaving the process running as it found it; xpuprof never signals it, never
+//! waits for it as a parent, and its exit code stays its own.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use xpuprof_sdk::PluginKind;
+
+use crate::config::{ConfigError, FileConfig};
+use crate::host::sources::Sources;
+use crate::host::{Registry, SearchPath, SourceBatch};
+use crate::session::{self, SessionError, SessionOutcome};
+use crate::window::{CaptureOptions, Controller, Opener, Span};
+use crate::{outdir, signals, trigger};
+
+/// Everything `xpuprof attach` needs, resolved from flags and the config file.
+#[derive(Debug, Clone)]
+pub struct AttachOptions {
+    /// The running process.
+    pub pid: u32,
+    /// Its existing and future descendants too.
+    pub tree: bool,
+    /// Source plugin names.
+    pub sources: Vec<String>,
+    /// Sink plugin names.
+    pub sinks: Vec<String>,
+    /// Output directory.
+    pub output_dir: PathBuf,
+    /// The config file, if any.
+    pub config: Option<FileConfig>,
+    /// Where plugins are looked for.
+    pub search: SearchPath,
+    /// 0 = warnings, 1 = info, 2 = debug.
+    pub verbosity: u8,
+    /// The window (`--delay`, `--duration`); without a duration it lasts until Ctrl+C or the
+    /// process's exit.
+    pub capture: CaptureOptions,
+}
+
+/// Opens and closes what is due: a trigger (SIGUSR2, `xpuprof trigger`) first, then the timed
+/// windows. Called by the waiting loops of `record` and `attach`.
+pub fn window_tick(windows: &mut Controller, sources: &mut Sources, failures: &mut Vec<String>) {
+    if let Some(len) = trigger::take() {
+        windows.trigger(len, sources, failures);
+    }
+    windows.tick(sources, failures);
+}
+
+/// Logs the session's windows (session clock).
+pub fn report_windows(spans: &[Span]) {
+    for (i, s) in spans.iter().enumerate() {
+        let secs = s.end.saturating_sub(s.start) as f64 / 1e9;
+        tracing::info!("capture window {} ({}): {secs:.3}s", i + 1, s.opener.as_str());
+    }
+}
+
+fn refuse(message: String) -> SessionError {
+    SessionError::Config(ConfigError { location: None, message })
+}
+
+/// Whether `pid` has exited (gone, or a zombie its parent has not reaped yet).
+fn exited(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => true,
+    }
+}
+
+/// The lock that keeps two xpuprof sessions from attaching to one process; released on drop.
+fn lock_target(pid: u32) -> Result<File, SessionError> {
+    let path = std::env::temp_dir().join(format!("xpuprof-attach-{pid}.lock"));
+    let file =
+        std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).map_err(
+            |e| SessionError::Internal(format!("failed to create the attach lock {}: {e}", path.display())),
+        )?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let holder = std::fs::read_to_string(&path).unwrap_or_default();
+        return Err(refuse(format!(
+            "process {pid} is already being profiled by another xpuprof session (pid {}); wait for it to \
+             end or stop it",
+            holder.trim()
+        )));
+    }
+    let _ = file.set_len(0);
+    let _ = std::fs::write(&path, std::process::id().to_string());
+    Ok(file)
+}
+
+/// The command line of `pid`, for the outputs.
+fn command_of(pid: u32) -> Vec<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    raw.split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+/// Runs an attach session.
+pub fn attach(opts: &AttachOptions) -> Result<SessionOutcome, SessionError> {
+    signals::install();
+    let started = Instant::now();
+    let pid = opts.pid;
+    if pid == 0 || exited(pid) {
+        return Err(refuse(format!("failed to attach to process {pid}: no such process")));
+    }
+    if pid == std::process::id() {
+        return Err(refuse("failed to attach: that is this xpuprof's own process".into()));
+    }
+    let _lock = lock_target(pid)?;
+    let reg = Registry::discover(&opts.search);
+    if let Some(file) = &opts.config {
+        session::check_file_tables(&reg, file)?;
+    }
+    let source_plugins =
+        session::checked_plugins(&reg, PluginKind::Source, &opts.sources, opts.config.as_ref())?;
+    session::checked_plugins(&reg, PluginKind::Sink, &opts.sinks, opts.config.as_ref())?;
+    let out = outdir::prepare(&opts.output_dir)?;
+    session::report_removed(&out);
+    let command = command_of(pid);
+    let start = xpuprof_sdk::clock::now_ns();
+    let mut table =
+        session::session_table(&opts.output_dir, &command, &opts.sources, &opts.sinks, start, opts.verbosity);
+    opts.capture.fill_session(&mut table);
+    let mut failures = Vec::new();
+    let sinks = session::create_sinks(&reg, &opts.sinks, opts.config.as_ref(), &table, &mut failures)?;
+    out.sinks_created()?;
+
+    let (tx, rx) = mpsc::sync_channel::<SourceBatch>(session::SOURCE_QUEUE);
+    let plugins = source_plugins.into_iter().map(|(p, t)| (p.clone(), session::create_args(t, &table)));
+    let timeout = FileConfig::plugin_timeout(opts.config.as_ref());
+    let mut sources = Sources::create(plugins.collect(), &tx, timeout, &mut failures);
+    drop(tx);
+    let counters: Arc<Vec<AtomicU64>> = Arc::new((0..sources.len()).map(|_| AtomicU64::new(0)).collect());
+    let demangle = FileConfig::demangle(opts.config.as_ref());
+    let worker = session::spawn_pipeline(rx, sinks, sources.len(), demangle, counters);
+    sources.attach(pid, opts.tree, &mut failures);
+    if sources.live() == 0 {
+        sources.stop(&mut failures);
+        let _ = worker.join();
+        return Err(SessionError::Internal(format!(
+            "failed to attach to process {pid}: no source could attach ({}); the process was left as it was",
+            failures.join("; ")
+        )));
+    }
+    let mut windows = Controller::new(&opts.capture, Instant::now(), Opener::Attach);
+    let _registered = trigger::register(&opts.output_dir);
+    crate::say!("xpuprof: attached to process {pid}{}", if opts.tree { " and its descendants" } else { "" });
+    let cpu_during = wait_while_attached(pid, &mut windows, &mut sources, &mut failures);
+    report_windows(&windows.finish());
+    sources.stop(&mut failures);
+    let (stats, sinks) =
+        worker.join().map_err(|_| SessionError::Internal("the event pipeline thread panicked".into()))?;
+    let late_records = sources.late_records();
+    failures.extend(sinks.failures);
+    let files = session::finish_outputs(&out, &sinks.files, &mut failures);
+    Ok(SessionOutcome {
+        target_exit: 0,
+        files,
+        sources: opts.sources.clone(),
+        stats,
+        plugin_failures: failures,
+        late_records,
+        elapsed: started.elapsed(),
+        own_cpu: (cpu_during, session::own_cpu_time()),
+    })
+}
+
+/// Runs the windows until the last one closed, a termination signal came, or the process
+/// exited; returns xpuprof's CPU time by then.
+fn wait_while_attached(
+    pid: u32,
+    windows: &mut Controller,
+    sources: &mut Sources,
+    failures: &mut Vec<String>,
+) -> Duration {
+    loop {
+        window_tick(windows, sources, failures);
+        if signals::received() > 0 {
+            crate::say!("xpuprof: interrupted: detaching from process {pid}");
+            break;
+        }
+        if exited(pid) {
+            crate::say!("xpuprof: process {pid} exited");
+            break;
+        }
+        if windows.finished(false) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    session::own_cpu_time()
+}
