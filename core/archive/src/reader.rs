@@ -93,7 +93,7 @@ pub fn open(path: &Path) -> Result<Reader, ArchiveError> {
     let header = read_header(&path, &mut file)?;
     let version = match &header {
         Header::Intact { version, .. } => *version,
-        Header::Damaged { version, .. } => version.unwrap_or(VERSION),
+        Header::Damaged(found) => found.version.unwrap_or(VERSION),
     };
     let mut r = Reader {
         path,
@@ -110,9 +110,7 @@ pub fn open(path: &Path) -> Result<Reader, ArchiveError> {
             r.meta = meta;
             r.scan(start)?;
         }
-        Header::Damaged { offset, why, version, field, magic } => {
-            r.recover(Found { offset, why, version, field, magic })?
-        }
+        Header::Damaged(found) => r.recover(found)?,
     }
     Ok(r)
 }
@@ -121,8 +119,8 @@ pub fn open(path: &Path) -> Result<Reader, ArchiveError> {
 enum Header {
     /// Read and checked: the session facts, where the chunks start, the format version.
     Intact { meta: Meta, start: u64, version: u32 },
-    /// Damaged: see [`Found`].
-    Damaged { offset: u64, why: &'static str, version: Option<u32>, field: u32, magic: bool },
+    /// Damaged: what could be read of it.
+    Damaged(Found),
 }
 
 /// What was found of a damaged header.
@@ -160,7 +158,7 @@ fn read_header(path: &Path, file: &mut File) -> Result<Header, ArchiveError> {
     let magic = n >= MAGIC.len() && &fixed[..MAGIC.len()] == MAGIC;
     let field = u32::from_le_bytes([fixed[8], fixed[9], fixed[10], fixed[11]]);
     let version = (OLDEST_VERSION..=VERSION).contains(&field).then_some(field);
-    let damaged = |offset, why| Ok(Header::Damaged { offset, why, version, field, magic });
+    let damaged = |offset, why| Ok(Header::Damaged(Found { offset, why, version, field, magic }));
     if !magic {
         return damaged(0, "bad file magic");
     }
