@@ -2,14 +2,14 @@
 //! each plugin's table against the keys the plugin declared.
 //!
 //! ```toml
-//! sources = ["ebpf", "cupti"]
+//! sources = ["sampler", "tracer"]
 //! sinks = ["folded", "chrome"]
 //! output = "xpuprof-out"
 //! plugin_dirs = ["/opt/xpuprof/plugins"]
 //! plugin_timeout = 30
 //! demangle = true
 //!
-//! [source.ebpf]
+//! [source.sampler]
 //! sample_hz = 99
 //!
 //! [sink.folded]
@@ -116,7 +116,7 @@ pub struct FileConfig {
     source_tables: BTreeMap<String, (toml::Table, Range<usize>)>,
     /// `[sink.NAME]` tables with the span of their name.
     sink_tables: BTreeMap<String, (toml::Table, Range<usize>)>,
-    /// Spans of every key, by dotted path (`source.ebpf.sample_hz`).
+    /// Spans of every key, by dotted path (`source.sampler.sample_hz`).
     spans: BTreeMap<String, Range<usize>>,
 }
 
@@ -373,14 +373,14 @@ mod tests {
 
     #[test]
     fn unknown_top_level_key_names_line_and_column() {
-        let err = parse("sources = [\"ebpf\"]\n  bogus = 1\n").unwrap_err();
+        let err = parse("sources = [\"sampler\"]\n  bogus = 1\n").unwrap_err();
         assert_eq!(err.location.as_deref(), Some("x.toml:2:3"));
         assert!(err.message.contains("unknown key `bogus`"), "{err}");
     }
 
     #[test]
     fn malformed_toml_is_located() {
-        let err = parse("sources = [\"ebpf\"\n").unwrap_err();
+        let err = parse("sources = [\"sampler\"\n").unwrap_err();
         assert!(err.location.as_deref().unwrap().starts_with("x.toml:"), "{err}");
         assert!(err.message.starts_with("invalid TOML"), "{err}");
     }
@@ -391,20 +391,20 @@ mod tests {
         hz.min = Some(0.into());
         let schema = ConfigSchema::new(vec![hz, ConfigKey::new("offcpu", ConfigType::Bool, "false", "")]);
         let check =
-            |text: &str| plugin_table(Some(&parse(text).unwrap()), PluginKind::Source, "ebpf", &schema);
-        let err = check("[source.ebpf]\nsample_hz = \"fast\"\n").unwrap_err();
+            |text: &str| plugin_table(Some(&parse(text).unwrap()), PluginKind::Source, "sampler", &schema);
+        let err = check("[source.sampler]\nsample_hz = \"fast\"\n").unwrap_err();
         assert_eq!(err.location.as_deref(), Some("x.toml:2:1"));
         assert!(err.message.contains("must be an integer"), "{err}");
 
-        let err = check("[source.ebpf]\n\n  sample_hz = -5\n").unwrap_err();
+        let err = check("[source.sampler]\n\n  sample_hz = -5\n").unwrap_err();
         assert_eq!(err.location.as_deref(), Some("x.toml:3:3"));
-        assert_eq!(err.message, "`sample_hz` of source `ebpf` is -5, but must be at least 0");
+        assert_eq!(err.message, "`sample_hz` of source `sampler` is -5, but must be at least 0");
 
-        let t = check("[source.ebpf]\nsample_hz = 49\n").unwrap();
+        let t = check("[source.sampler]\nsample_hz = 49\n").unwrap();
         assert_eq!(t["sample_hz"].as_integer(), Some(49));
         assert!(!t.contains_key("offcpu"), "defaults are the plugin's to apply");
 
-        let err = check("[source.ebpf]\nsample_hz = 49\nnope = 1\n").unwrap_err();
+        let err = check("[source.sampler]\nsample_hz = 49\nnope = 1\n").unwrap_err();
         assert_eq!(err.location.as_deref(), Some("x.toml:3:1"));
     }
 

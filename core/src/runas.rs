@@ -1,5 +1,5 @@
 //! Under `sudo`, the target runs as the user who invoked sudo (`SUDO_UID`/`SUDO_GID`), not as
-//! root: xpuprof needs root for eBPF, the profiled program does not. `--keep-root` keeps root.
+//! root: xpuprof needs root for kernel tracing, the profiled program does not. `--keep-root` keeps root.
 
 use std::ffi::{CStr, CString};
 

@@ -25,7 +25,7 @@ pub enum MachineChecks {
 /// One machine check, as a plugin reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginCheck {
-    /// The capability it decides (`bpf-perf`, ...).
+    /// The capability it decides, by the name sources declare.
     pub capability: String,
     /// How it came out.
     pub status: CheckStatus,

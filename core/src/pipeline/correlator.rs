@@ -1,8 +1,8 @@
 //! Joins device work to the launch that caused it, on exact correlation keys only
-//! (design.md §6). One launch may cause many device operations (a graph launch); device work
+//! (docs/architecture.md, "Pipeline"). One launch may cause many device operations (a graph launch); device work
 //! that arrives before its launch stack waits a bounded time; nothing is matched by time
-//! windows, and everything unmatched is counted. Work run from a recording (a CUDA graph
-//! replay, a Level Zero regular command list) is also joined to the call that recorded it,
+//! windows, and everything unmatched is counted. Work run from a recording (a replayed
+//! graph, a command list submitted again) is also joined to the call that recorded it,
 //! through the model's submission link ([`super::recordings`]).
 
 use std::collections::VecDeque;
@@ -125,9 +125,10 @@ impl Correlator {
         }
         if s.stack.is_none() {
             // A launch site without a stack: its stack comes from another source (a backend
-            // whose agent only calls the trampoline, launch_stacks = "ebpf"). The launch is
-            // known; its device work waits for that stack (at most PENDING_GRACE) instead of
-            // joining the API call alone because the other source's records arrive later.
+            // whose agent only calls the trampoline and leaves the stack to a CPU-sampling
+            // source). The launch is known; its device work waits for that stack (at most
+            // PENDING_GRACE) instead of joining the API call alone because the other source's
+            // records arrive later.
             match self.launches.get_mut(&key) {
                 Some(l) if l.r.api.is_none() => l.r.api = s.api,
                 Some(_) => {}
@@ -345,7 +346,7 @@ mod tests {
             .start(10)
             .end(20)
             .name(StrId(1))
-            .correlation(Some(Correlation { backend: backend::CUDA, id }))
+            .correlation(Some(Correlation { backend: backend::TEST, id }))
     }
 
     fn site(id: u64) -> LaunchSite {
@@ -353,7 +354,7 @@ mod tests {
             .pid(1)
             .tid(2)
             .time(5)
-            .correlation(Correlation { backend: backend::CUDA, id })
+            .correlation(Correlation { backend: backend::TEST, id })
             .api(StrId(3))
             .stack(StackId(4))
     }
@@ -442,7 +443,7 @@ mod tests {
         node.submission = Some(
             Submission::default()
                 .list(1)
-                .record(Some(Correlation { backend: backend::CUDA, id: 20 }))
+                .record(Some(Correlation { backend: backend::TEST, id: 20 }))
                 .execution(30),
         );
         let out = c.device_op(node, later).unwrap();
@@ -460,7 +461,7 @@ mod tests {
         let t = Instant::now();
         c.launch_site(&site(7), 0, t);
         assert!(c.device_op(op(7), t).is_some_and(|o| o.launch.is_some()));
-        let key = CorrelationKey::new(1, Correlation { backend: backend::CUDA, id: 7 });
+        let key = CorrelationKey::new(1, Correlation { backend: backend::TEST, id: 7 });
         assert!(c.retire(key, t).is_empty());
         assert_eq!(c.stats().retired, 1);
         let late = c.device_op(op(7), t);
@@ -469,7 +470,7 @@ mod tests {
         assert_eq!(c.stats().unmatched, 1);
     }
 
-    /// A launch API call named 9 with CUDA correlation id `id`.
+    /// A launch API call named 9 with correlation id `id` of the test backend.
     fn api_call(id: u64) -> ApiCall {
         ApiCall::default()
             .pid(1)
@@ -477,7 +478,7 @@ mod tests {
             .start(1)
             .end(2)
             .name(StrId(9))
-            .correlation(Some(Correlation { backend: backend::CUDA, id }))
+            .correlation(Some(Correlation { backend: backend::TEST, id }))
     }
 
     #[test]
@@ -494,8 +495,8 @@ mod tests {
 
     #[test]
     fn a_site_without_a_stack_makes_device_work_wait_for_the_stack_another_source_sends() {
-        // launch_stacks = "ebpf": the agent announces the launch, the eBPF source's stack comes
-        // later than the device work (its records are flushed less often).
+        // Stacks left to a CPU-sampling source: the agent announces the launch, that source's
+        // stack comes later than the device work (its records are flushed less often).
         let now = Instant::now();
         let mut c = Correlator::default();
         let call = api_call(5);
@@ -503,7 +504,7 @@ mod tests {
         let (ops, other) = c.launch_site(&site(5).stack(StackId::NONE), 0, now);
         assert!(ops.is_empty() && other.is_none());
         assert!(c.device_op(op(5), now).is_none(), "waits for the stack");
-        let key = CorrelationKey::new(1, Correlation { backend: backend::CUDA, id: 5 });
+        let key = CorrelationKey::new(1, Correlation { backend: backend::TEST, id: 5 });
         assert!(c.retire(key, now).is_empty(), "retired by its backend, still waiting for the stack");
         let (ops, other) = c.launch_site(&site(5), 1, now);
         assert_eq!(ops.len(), 1);

@@ -246,7 +246,7 @@ mod tests {
     use xpuprof_sdk::model::{backend, Correlation};
 
     fn key(pid: u32, id: u64) -> CorrelationKey {
-        CorrelationKey::new(pid, Correlation { backend: backend::CUDA, id })
+        CorrelationKey::new(pid, Correlation { backend: backend::TEST, id })
     }
 
     fn launch(now: Instant) -> Launch {

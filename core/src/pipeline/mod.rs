@@ -433,8 +433,8 @@ impl SessionState {
         true
     }
 
-    /// The agreement check: the same launch's stack from two sources (an agent and the eBPF
-    /// trampoline) must be the same once the leaf frames only one path sees are left out.
+    /// The agreement check: the same launch's stack from two sources (an agent and a
+    /// CPU-sampling source's trampoline probe) must be the same once the leaf frames only one path sees are left out.
     fn compare_stacks(&mut self, first: StackId, second: StackId) {
         let (mut a, a_py) = self.globals.comparable_stack(first);
         let (mut b, b_py) = self.globals.comparable_stack(second);
@@ -467,12 +467,12 @@ mod tests {
     use super::*;
     use xpuprof_sdk::emit::{Emitter, StringInterner};
 
-    /// One source's batch: a launch site for CUDA correlation id 5 with the given frames
+    /// One source's batch: a launch site for correlation id 5 of the test backend with the given frames
     /// (names, innermost first), the first one inside the agent's library.
     fn site_batch(frames: &[&str]) -> Vec<u8> {
         let mut e = Emitter::detached();
         let mut s = StringInterner::default();
-        let agent = s.intern(&mut e, "/opt/x/libxpuprof_cupti_agent.so");
+        let agent = s.intern(&mut e, "/opt/x/libxpuprof_gpu_agent.so");
         e.emit(&Record::Module(ModuleDef::default().id(ModuleId(1)).path(agent)));
         e.emit(&Record::Frame(
             FrameDef::default()
@@ -495,7 +495,7 @@ mod tests {
                 .pid(1)
                 .tid(1)
                 .time(1)
-                .correlation(Correlation { backend: backend::CUDA, id: 5 })
+                .correlation(Correlation { backend: backend::TEST, id: 5 })
                 .stack(StackId(1)),
         ));
         e.take_buffer()
@@ -512,14 +512,14 @@ mod tests {
         let a = p.stats().agreement;
         assert_eq!((a.compared, a.agreed), (2, 1));
         let (x, y) = a.first_disagreement.unwrap();
-        let agent = "/opt/x/libxpuprof_cupti_agent.so+0x10";
+        let agent = "/opt/x/libxpuprof_gpu_agent.so+0x10";
         assert_eq!(x, [agent, "launch", "main"]);
         assert_eq!(y, [agent, "other", "main"]);
     }
 
     #[test]
     fn stacks_with_python_frames_are_compared_on_their_native_frames() {
-        // The agent's stack has Python frames where the eBPF stack has the interpreter's.
+        // The agent's stack has Python frames where the sampled stack has the interpreter's.
         let mut p = Pipeline::new(2, false);
         p.push(
             0,

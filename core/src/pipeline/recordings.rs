@@ -1,5 +1,5 @@
-//! The model's submission link (design.md §5): work recorded once and executed many times (a
-//! CUDA graph's nodes, a Level Zero regular command list) names the call that recorded it in
+//! The model's submission link (docs/architecture.md, "The model schema"): work recorded once and executed many times (a
+//! graph's nodes, a command list submitted again) names the call that recorded it in
 //! `DeviceOp::submission.record`; this table joins it to that call's launch stack, which the
 //! correlator puts in `DeviceOp::recorded` beside the executing launch in `DeviceOp::launch`.
 //!
@@ -105,7 +105,7 @@ mod tests {
     use super::*;
 
     fn corr(id: u64) -> Correlation {
-        Correlation { backend: backend::CUDA, id }
+        Correlation { backend: backend::TEST, id }
     }
 
     fn replayed(record: Option<u64>, execution: u64) -> DeviceOp {

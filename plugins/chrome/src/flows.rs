@@ -15,7 +15,7 @@
 //! An id must start one arrow only: Perfetto keeps a v2 flow id's start for the whole trace (a
 //! second start is an import error, `flow_duplicate_id`, and later ends would bind to the first
 //! start). A correlation id used again by a later call of its process (a test source's fixed
-//! ids; CUPTI's 32-bit ids after four billion calls) therefore starts no arrow, and the device
+//! ids; a backend's 32-bit ids after four billion calls) therefore starts no arrow, and the device
 //! work joined to it gets none either, counted like the above. Which ids started is kept as one
 //! bit per id, in pages of 4,096 ids (512 bytes), so the sink's memory grows by about one bit
 //! per launch.

@@ -329,7 +329,7 @@ impl<W: Write> TraceWriter<W> {
         Ok(())
     }
 
-    /// Time the profiling machinery took (a CUPTI buffer flush, ...), on the thread it took it
+    /// Time the profiling machinery took (a tracing buffer flush, ...), on the thread it took it
     /// from: an async slice of category "overhead", since it may overlap the thread's API calls.
     fn overhead(&mut self, o: &Overhead) -> io::Result<()> {
         let tid = if o.tid == 0 { o.pid } else { o.tid };

@@ -82,7 +82,7 @@ pub fn graphs(view: GraphView, title: Option<&str>, subtitle: Option<String>, wi
                 "flamegraph.cpu.svg",
                 CPU,
                 cpu_title,
-                "no CPU samples were recorded (the eBPF source samples CPU stacks)",
+                "no CPU samples were recorded (add a source that samples CPU stacks: `xpuprof plugins` lists them)",
             ),
         ],
         GraphView::Gpu => {

@@ -3,7 +3,7 @@
 //! Writes `<out>/profile.folded` and, by default (`split = true`), `profile.gpu.folded` (GPU work
 //! only) and `profile.cpu.folded` (CPU samples only) beside it: one line per distinct stack, `frame;frame;...;frame weight`,
 //! root frame first, readable by flamegraph.pl, inferno and speedscope. GPU work hangs under the
-//! CPU stack that launched it (`...;cudaLaunchKernel;[GPU_Kernel]name`), weighted by device time
+//! CPU stack that launched it (`...;launchKernel;[GPU_Kernel]name`), weighted by device time
 //! in microseconds; CPU samples are weighted by their period (or blocked time) in microseconds.
 //! The format and every option are described in `docs/formats.md`.
 //!

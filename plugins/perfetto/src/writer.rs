@@ -373,7 +373,7 @@ impl<W: Write> TraceWriter<W> {
         self.slice(track, track, a.start, a.end, name, None)
     }
 
-    /// Time the profiling machinery took (a CUPTI buffer flush, ...), on a track of its own under
+    /// Time the profiling machinery took (a tracing buffer flush, ...), on a track of its own under
     /// the thread it took the time from.
     fn overhead(&mut self, o: &Overhead) -> io::Result<()> {
         let tid = if o.tid == 0 { o.pid } else { o.tid };

@@ -7,7 +7,7 @@
 //! 2. `gpu_ops/count`: how many device operations;
 //! 3. `cpu_time/nanoseconds`: on-CPU samples, weighted by their period;
 //! 4. `off_cpu_time/nanoseconds`: off-CPU samples, weighted by the time blocked;
-//! 5. `profiler_overhead/nanoseconds`: time the profiling machinery took on a thread (CUPTI
+//! 5. `profiler_overhead/nanoseconds`: time the profiling machinery took on a thread (tracing
 //!    buffer flushes, ...), under an `[Overhead]<name>` frame.
 //!
 //! Labels: `process` and `thread` (names) with `pid` and `tid` (numbers) on every sample;

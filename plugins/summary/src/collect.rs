@@ -253,8 +253,8 @@ impl Collector {
     }
 
     /// Records that do not state their [`ApiKind`] (archives written before API kinds existed)
-    /// are classified by the CUDA naming rule those archives were summarised with, so they
-    /// still report the same; every current source states the kind.
+    /// are classified by the naming rule those archives were summarised with (`Synchronize` or
+    /// `Launch` in the name), so they still report the same; every current source states the kind.
     fn classify_legacy_api(&mut self, name: StrId) -> ApiClass {
         if let Some(c) = self.api_class.get(&name) {
             return *c;

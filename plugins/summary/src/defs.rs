@@ -46,7 +46,7 @@ impl Defs {
         }
     }
 
-    /// Display label of a device: `"0 NVIDIA H100"`.
+    /// Display label of a device: `"0 Acme X100"`.
     pub fn device_label(&self, id: DeviceId) -> String {
         match self.device(id) {
             (-1, name) => name,

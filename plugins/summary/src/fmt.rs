@@ -156,11 +156,11 @@ mod tests {
     #[test]
     fn table_aligns_columns() {
         let mut t = Table::new(&["Name", "Calls", "<Note"]);
-        t.row(vec!["cudaMalloc".into(), "3".into(), "x".into()]);
+        t.row(vec!["gpuMalloc".into(), "3".into(), "x".into()]);
         t.row(vec!["f".into(), "100".into(), "long".into()]);
         let mut s = String::new();
         t.render(&mut s);
-        assert_eq!(s, "  Name        Calls  Note\n  cudaMalloc      3  x\n  f             100  long\n");
+        assert_eq!(s, "  Name       Calls  Note\n  gpuMalloc      3  x\n  f            100  long\n");
     }
 
     #[test]
@@ -189,6 +189,6 @@ mod tests {
     fn functions_lose_templates_and_parameters_but_not_locations() {
         assert_eq!(function("at::native::launch<float, 4>(int, float*)"), "at::native::launch");
         assert_eq!(function("forward (model.py:12)"), "forward (model.py:12)");
-        assert_eq!(function("libcuda.so.1+0x340855"), "libcuda.so.1+0x340855");
+        assert_eq!(function("libgpu.so.1+0x340855"), "libgpu.so.1+0x340855");
     }
 }

@@ -20,21 +20,21 @@
 //! | `memory` | `DeviceOp` alloc/free | per device: allocations, frees, bytes, peak in use, in use at exit; what was still allocated at exit grouped by allocating stack (leaks) |
 //! | `devices` | kernels, `CpuSample` | per device: kernel busy time (union of kernel intervals) over session time, idle gaps ≥ `idle_gap_threshold_us`, the five largest with the CPU sample taken last before each |
 //! | `threads` | `ApiCall`, `LaunchSite`, `DeviceOp` sync | per process and thread: launches, launch-API time, synchronisation API time (`*Synchronize*` calls) and device sync operations |
-//! | `cpu` | `CpuSample` | on-CPU hot functions (self and total time) and off-CPU blocked time by function: the whole report of an eBPF-only run |
+//! | `cpu` | `CpuSample` | on-CPU hot functions (self and total time) and off-CPU blocked time by function: the whole report of a CPU-only run |
 //! | `counters` | `Counter` | per series and device: points, min, mean, max, last |
 //! | `xpuprof` | everything | records per kind, correlated events per backend, losses per cause, overhead records, device work the host could not join to a launch |
 //!
 //! **Events per source.** Sinks receive the merged stream without the name of the source of each
-//! record, so the report counts records per *kind* and correlated events per *backend* (CUDA,
-//! ROCm, Level Zero, test, uncorrelated), which identifies the GPU source; CPU samples are
-//! counted under `cpu_sample` (the eBPF source). The session's source names are in
+//! record, so the report counts records per *kind* and correlated events per *backend* (named
+//! as the backend's source declares it, plus `test` and `uncorrelated`), which identifies the
+//! GPU source; CPU samples are counted under `cpu_sample`. The session's source names are in
 //! `session.sources`.
 //!
-//! **Overhead records** are the model's `Overhead` events (for example CUPTI's overhead activity
-//! records), counted per name with their duration. **API calls** are classified by their
+//! **Overhead records** are the model's `Overhead` events (for example a tracing library's overhead
+//! activity records), counted per name with their duration. **API calls** are classified by their
 //! `ApiKind` (launch, sync, ...), never by name; only records that do not state a kind
-//! (archives written before kinds existed) fall back to the CUDA naming rule they were first
-//! summarised with.
+//! (archives written before kinds existed) fall back to the naming rule they were first
+//! summarised with (`Synchronize` or `Launch` in the name).
 //!
 //! **Percentiles** are nearest-rank, exact while a series has at most
 //! `exact_percentile_samples` values (default 10 000), and within 0.4 % relative error beyond,
@@ -54,13 +54,13 @@
 //!
 //! ## The seed sample's report, item by item
 //!
-//! The CUPTI callback-profiling sample xpuprof grew from (`shared/seeds/001`) reports the items
-//! below; this is where each one is in the summary.
+//! The vendor callback-profiling sample xpuprof grew from reports the items below; this is where
+//! each one is in the summary.
 //!
 //! | Seed sample item | Counterpart in the summary |
 //! |---|---|
-//! | "CUDA Runtime API Calls": `cudaMalloc: 3 calls, total, avg` | `api[]`: `calls`, `time.total_ns`, `time.mean_ns` (text: "API calls" table) |
-//! | "CUDA Driver API Calls": `cuCtxCreate`, `cuModuleLoad`, `cuLaunchKernel` | the same `api[]` table: driver calls are API calls like runtime ones (recorded with the cupti source's `api = "all"`) |
+//! | "Runtime API Calls": `<runtime>Malloc: 3 calls, total, avg` | `api[]`: `calls`, `time.total_ns`, `time.mean_ns` (text: "API calls" table) |
+//! | "Driver API Calls": context creation, module loading, kernel launch | the same `api[]` table: driver calls are API calls like runtime ones (where the GPU source records them) |
 //! | API timing statistics: min, max, average, total | `api[].time`: `min_ns`, `max_ns`, `mean_ns`, `total_ns`, plus `p50_ns`, `p99_ns` |
 //! | Error tracking: failed calls and error codes | `api[].errors`, `api[].errors_by_code[]` (text: "Errors", "Error codes") |
 //! | Parameter analysis: memory sizes | `transfers[].bytes`, `memory.devices[].allocated_bytes`, `memory.leaks[].bytes` |

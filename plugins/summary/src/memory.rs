@@ -43,7 +43,7 @@ pub struct Leak {
     pub stack: StackId,
     /// The allocating API call's name ([`StrId::NONE`] when not joined).
     pub api: StrId,
-    /// Allocated without a correlation id: by the runtime on its own (CUDA's lazy module
+    /// Allocated without a correlation id: by the runtime on its own (a lazy module
     /// loading, for one), not by a call of the program.
     pub by_runtime: bool,
     /// Allocations.

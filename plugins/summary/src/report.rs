@@ -222,11 +222,11 @@ pub struct LeakRow {
     /// Allocating stack, innermost first, from the allocating API call's caller (`[]` when
     /// unknown).
     pub stack: Vec<String>,
-    /// The caching allocator whose pool holds this memory (`"PyTorch's CUDA caching
+    /// The caching allocator whose pool holds this memory (`"PyTorch's XPU caching
     /// allocator"`), recognised by its frame on the stack; `null` otherwise. Such memory is
     /// kept on purpose and released by the driver at exit: not a leak.
     pub caching_allocator: Option<&'static str>,
-    /// Allocated without a correlation id: by the runtime on its own (CUDA's lazy module
+    /// Allocated without a correlation id: by the runtime on its own (a lazy module
     /// loading, for one), not by a call of the program.
     pub by_runtime: bool,
 }
@@ -376,8 +376,8 @@ pub struct CounterRow {
 pub struct Own {
     /// Records received per kind (definitions included).
     pub records_by_kind: BTreeMap<String, u64>,
-    /// API calls, device operations and launch sites per correlation backend (`cuda`, `rocm`,
-    /// `level-zero`, `test`, `uncorrelated`, `backend-N`).
+    /// API calls, device operations and launch sites per correlation backend, by the name its
+    /// source declared (`test`, `uncorrelated`, or `backend-N` for one no loaded source names).
     pub events_by_backend: BTreeMap<String, u64>,
     /// Items lost per cause, largest first.
     pub losses: Vec<LossRow>,
