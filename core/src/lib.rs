@@ -1,6 +1,6 @@
 //! # xpuprof-core: the xpuprof host
 //!
-//! The small core that every profile goes through (design.md §2–§7):
+//! The small core that every profile goes through (docs/architecture.md, "Design principles"):
 //!
 //! - [`host`]: finds plugin libraries, loads them through the SDK's ABI with layout and version
 //!   checks, and wraps live instances;

@@ -1,6 +1,6 @@
 //! # `cupti`: the NVIDIA GPU source (CUDA's reference backend)
 //!
-//! Two parts (design.md §3): the in-target agent (`xpuprof-cupti-agent`, injected with
+//! Two parts (docs/architecture.md): the in-target agent (`xpuprof-cupti-agent`, injected with
 //! `CUDA_INJECTION64_PATH`) and this host plugin, which
 //!
 //! - **prepare**: finds the agent next to this plugin, opens a Unix socket, and sets

@@ -1,6 +1,6 @@
 //! # `levelzero`: the Intel GPU source (Level Zero)
 //!
-//! Two parts (design.md §3): the in-target agent (`xpuprof-levelzero-agent`, preloaded, on the
+//! Two parts (docs/architecture.md): the in-target agent (`xpuprof-levelzero-agent`, preloaded, on the
 //! loader's tracing layer) and this host plugin, which
 //!
 //! - **prepare**: finds the agent next to this plugin, opens a Unix socket, and sets

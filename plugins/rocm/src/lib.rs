@@ -1,6 +1,6 @@
 //! # `rocm`: the AMD GPU source (rocprofiler-sdk, roctracer on older ROCm)
 //!
-//! Two parts (design.md §3): the in-target agent (`xpuprof-rocm-agent`) and this host plugin,
+//! Two parts (docs/architecture.md): the in-target agent (`xpuprof-rocm-agent`) and this host plugin,
 //! which
 //!
 //! - **prepare**: finds the agent next to this plugin, opens a Unix socket (the toolbox's

@@ -1,6 +1,6 @@
 //! Throughput of the summary sink on a launch-bound stream: per launch one API call, one launch
-//! site and one kernel, over 50 kernel names and 8 threads (design.md §12: post-processing
-//! >= 1M launches/s on one core).
+//! site and one kernel, over 50 kernel names and 8 threads (the budget of docs/architecture.md,
+//! "Design principles": post-processing >= 1M launches/s on one core).
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use xpuprof_plugin_summary::config::SummaryConfig;

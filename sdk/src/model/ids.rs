@@ -148,7 +148,7 @@ impl Correlation {
     }
 }
 
-/// The full correlation key: backend, process, id (design.md §5).
+/// The full correlation key: backend, process, id (docs/architecture.md, "Design principles").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CorrelationKey {
     /// Which backend issued the id.

@@ -1,4 +1,4 @@
-//! The vendor-neutral event model (design.md §5).
+//! The vendor-neutral event model (docs/architecture.md, "Design principles").
 //!
 //! Everything a source reports and everything a sink receives is a [`Record`]: either a
 //! *definition* (a string, process, thread, device, stream, module, frame, stack or clock

@@ -365,7 +365,7 @@ model_schema! {
             clock: ClockDomain = [] [1] cold,
         }
 
-        /// Data that was dropped: never silent (design.md §5).
+        /// Data that was dropped: never silent (docs/architecture.md, "Design principles").
         #[derive(Debug, Clone, PartialEq, Eq, Default)]
         struct Loss [] {
             /// Process it concerns, or 0.

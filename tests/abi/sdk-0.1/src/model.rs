@@ -1,4 +1,4 @@
-//! The vendor-neutral event model (design.md §5).
+//! The vendor-neutral event model (docs/architecture.md, "Design principles").
 //!
 //! Everything a source reports and everything a sink receives is a [`Record`]: either a
 //! *definition* (a string, process, thread, device, stream, module, frame or stack, each
@@ -89,7 +89,7 @@ pub struct Correlation {
     pub id: u64,
 }
 
-/// The full correlation key: backend, process, id (design.md §5).
+/// The full correlation key: backend, process, id (docs/architecture.md, "Design principles").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CorrelationKey {
     /// Which backend issued the id.
@@ -540,7 +540,7 @@ pub struct Counter {
     pub value: f64,
 }
 
-/// Data that was dropped: never silent (design.md §5).
+/// Data that was dropped: never silent (docs/architecture.md, "Design principles").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Loss {
     /// Process it concerns, or 0.
