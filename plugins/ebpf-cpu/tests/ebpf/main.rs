@@ -8,3 +8,4 @@ mod launch;
 mod offcpu;
 mod python;
 mod sampling;
+mod windows;
