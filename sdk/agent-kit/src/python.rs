@@ -13,7 +13,7 @@ use std::cell::Cell;
 
 use xpuprof_python::autograd::{is_engine_thread, Caller};
 use xpuprof_python::merge;
-use xpuprof_python::own::{Interpreter, MAX_FRAMES};
+use xpuprof_python::own::Interpreter;
 
 use crate::wire;
 
@@ -85,6 +85,8 @@ fn on_engine_thread() -> bool {
 pub struct PythonFrames {
     enabled: AtomicBool,
     interpreter: OnceLock<Option<Interpreter>>,
+    /// The frame id of [`AUTOGRAD_MARKER`], made at the first attributed launch.
+    autograd_marker: OnceLock<u64>,
     /// Why the interpreter could not be read (said once by the agent).
     pub problem: OnceLock<String>,
     /// Every definition sent, for a new host ([`PythonFrames::resend_all`]).
@@ -145,17 +147,19 @@ impl PythonFrames {
     fn autograd(&self, py: &Interpreter, native: &[u64], out: &mut [u64]) -> usize {
         let mut n = native.len().min(out.len());
         out[..n].copy_from_slice(&native[..n]);
-        let mut frames = [(0u64, false); MAX_FRAMES];
-        if let Caller::Found(k) = py.capture_backward_caller(&mut frames) {
-            let marker = py.marker(AUTOGRAD_MARKER);
-            for f in std::iter::once(marker).chain(frames[..k].iter().map(|&(id, _)| id)) {
-                if n == out.len() {
-                    break;
+        // The caller's frames are appended where they were resolved (the thread's reused buffer).
+        py.with_backward_caller(|caller, frames| {
+            if let Caller::Found(_) = caller {
+                let marker = *self.autograd_marker.get_or_init(|| py.marker(AUTOGRAD_MARKER));
+                for f in std::iter::once(marker).chain(frames.iter().map(|&(id, _)| id)) {
+                    if n == out.len() {
+                        break;
+                    }
+                    out[n] = f;
+                    n += 1;
                 }
-                out[n] = f;
-                n += 1;
             }
-        }
+        });
         n
     }
 

@@ -23,11 +23,10 @@ use std::ffi::{c_void, CStr};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-use crate::chain::{self, RawFrame};
 use crate::code::Code;
 use crate::gil::Gil;
-use crate::memory::{OwnMemory, ProcessMemory};
-use crate::own::{Interpreter, MAX_FRAMES};
+use crate::memory::ProcessMemory;
+use crate::own::Interpreter;
 
 type InterpreterHead = unsafe extern "C" fn() -> *mut c_void;
 type ThreadHead = unsafe extern "C" fn(*mut c_void) -> *mut c_void;
@@ -90,6 +89,21 @@ impl Interpreter {
     /// previous launches is kept and looked at again only where it may have changed
     /// ([`crate::callers`]).
     pub fn capture_backward_caller(&self, out: &mut [(u64, bool)]) -> Caller {
+        self.with_backward_caller(|caller, frames| {
+            let k = frames.len().min(out.len());
+            out[..k].copy_from_slice(&frames[..k]);
+            match caller {
+                Caller::Found(_) => Caller::Found(k),
+                other => other,
+            }
+        })
+    }
+
+    /// Like [`Interpreter::capture_backward_caller`], but hands `f` the frames where they were
+    /// resolved (the calling thread's reused buffer: nothing is copied; empty unless
+    /// [`Caller::Found`]). `f` must not capture again.
+    #[inline]
+    pub fn with_backward_caller<R>(&self, f: impl FnOnce(Caller, &[(u64, bool)]) -> R) -> R {
         let found = match self.heads() {
             Some((head, own)) => {
                 let gil = self.gil().map(|g| g.read());
@@ -97,7 +111,7 @@ impl Interpreter {
             }
             None => Ok(None),
         };
-        self.capture_found(found, out)
+        self.with_found(found, f)
     }
 
     /// [`Interpreter::capture_backward_caller`] without what earlier launches found: scans
@@ -108,33 +122,40 @@ impl Interpreter {
             Some((head, own)) => crate::callers::find(self, head, own, None),
             None => Ok(None),
         };
-        self.capture_found(found, out)
+        self.with_found(found, |caller, frames| {
+            let k = frames.len().min(out.len());
+            out[..k].copy_from_slice(&frames[..k]);
+            caller
+        })
     }
 
-    /// The frames of the caller `found`, counted.
-    fn capture_found(&self, found: Result<Option<u64>, ()>, out: &mut [(u64, bool)]) -> Caller {
+    /// Hands `f` the frames of the caller `found`, counted.
+    fn with_found<R>(
+        &self,
+        found: Result<Option<u64>, ()>,
+        f: impl FnOnce(Caller, &[(u64, bool)]) -> R,
+    ) -> R {
         let c = &self.counts;
-        let counter = match found {
-            Ok(Some(tstate)) => {
-                let mut raw = [RawFrame::default(); MAX_FRAMES];
-                let read = chain::walk(&OwnMemory, self.layout, tstate, Some(self.code_type), &mut raw);
-                if let Ok((n, _)) = read {
-                    let (written, ok) = self.resolve(&raw[..n], out);
-                    if ok && written > 0 {
-                        c.autograd_attributed.fetch_add(1, Ordering::Relaxed);
-                        return Caller::Found(written);
-                    }
+        match found {
+            Ok(Some(tstate)) => self.with_frames_of(tstate, |frames| match frames {
+                Some(frames) => {
+                    c.autograd_attributed.fetch_add(1, Ordering::Relaxed);
+                    f(Caller::Found(frames.len()), frames)
                 }
-                &c.autograd_unattributed
-            }
+                None => {
+                    c.autograd_unattributed.fetch_add(1, Ordering::Relaxed);
+                    f(Caller::None, &[])
+                }
+            }),
             Err(()) => {
                 c.autograd_ambiguous.fetch_add(1, Ordering::Relaxed);
-                return Caller::Ambiguous;
+                f(Caller::Ambiguous, &[])
             }
-            Ok(None) => &c.autograd_unattributed,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-        Caller::None
+            Ok(None) => {
+                c.autograd_unattributed.fetch_add(1, Ordering::Relaxed);
+                f(Caller::None, &[])
+            }
+        }
     }
 
     /// The interpreter's first thread state and the calling thread's (0: none); `None` before

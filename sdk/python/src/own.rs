@@ -265,20 +265,6 @@ impl Interpreter {
         })
     }
 
-    /// Resolves `raw` into frame ids in `out`; returns how many were written and whether all
-    /// of them could be resolved.
-    pub(crate) fn resolve(&self, raw: &[RawFrame], out: &mut [(u64, bool)]) -> (usize, bool) {
-        with_thread(|t| {
-            let Some(t) = t else { return (0, false) };
-            let n = raw.len().min(MAX_FRAMES);
-            t.raw[..n].copy_from_slice(&raw[..n]);
-            let (written, ok) = self.resolve_in(t, n);
-            let k = written.min(out.len());
-            out[..k].copy_from_slice(&t.ids[..k]);
-            (k, ok && k == written)
-        })
-    }
-
     /// Resolves `t.raw[..n]` into `t.ids`; returns how many were written and whether all of
     /// them could be resolved.
     #[inline]
@@ -312,6 +298,21 @@ impl Interpreter {
             t.pending.push((id, label.to_string()));
         }
         id
+    }
+
+    /// The frames of thread state `tstate`, read directly (the caller knows they stand still
+    /// until it returns) into the calling thread's buffers and resolved there; `f` gets their
+    /// ids, or `None` when the chain could not be read or resolved to its end, or is empty.
+    pub(crate) fn with_frames_of<R>(&self, tstate: u64, f: impl FnOnce(Option<&[(u64, bool)]>) -> R) -> R {
+        with_thread(|t| {
+            let Some(t) = t else { return f(None) };
+            let Ok((n, _)) = chain::walk(&OwnMemory, self.layout, tstate, Some(self.code_type), &mut t.raw)
+            else {
+                return f(None);
+            };
+            let (written, ok) = self.resolve_in(t, n);
+            f((ok && written > 0).then_some(&t.ids[..written]))
+        })
     }
 
     fn read_chain(&self, raw: &mut [RawFrame]) -> Result<usize, Error> {
