@@ -22,6 +22,9 @@ pub const CAUSE_NVTX: u8 = 3;
 pub const CAUSE_ATTACH: u8 = 4;
 /// The process is exiting.
 pub const CAUSE_EXIT: u8 = 5;
+/// The process started under xpuprof with collection on (the window every run has unless it
+/// starts paused).
+pub const CAUSE_START: u8 = 6;
 
 /// Host command: open (1) or close (0) a capture window.
 pub const CMD_CAPTURE: u8 = 1;

@@ -9,7 +9,7 @@ use xpuprof_agent_kit::channel::Chunk;
 use xpuprof_agent_kit::{stack, trampoline, wire};
 
 use crate::sys::ffi::{self, DOMAIN_DRIVER, DOMAIN_RUNTIME};
-use crate::{activity, agent, graphs, Agent};
+use crate::{activity, agent, graphs, markers, window, Agent};
 
 /// Queues every thread's pending launch sites (and a fresh module map first when a stack used
 /// an address outside the known modules).
@@ -86,12 +86,31 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
     if data.is_null() {
         return;
     }
+    let api = domain == DOMAIN_RUNTIME as u32 || domain == DOMAIN_DRIVER as u32;
+    // SAFETY: for API domains CUPTI passes a valid CUpti_CallbackData for the call's duration.
+    let exit = api
+        && unsafe { &*(data as *const ffi::CUpti_CallbackData) }.callbackSite
+            == ffi::CUpti_ApiCallbackSite::CUPTI_API_EXIT;
+    if window::finalize_hook(a, exit) {
+        return;
+    }
+    if a.config.range.is_some() {
+        if domain == markers::DOMAIN_NVTX {
+            // SAFETY: for the NVTX domain CUPTI passes a valid CUpti_NvtxData.
+            unsafe { markers::on_nvtx(a, cbid, data) };
+            return;
+        }
+        if api && markers::is_profiler_call(domain, cbid) {
+            markers::on_profiler_call(a, domain, cbid, exit);
+            return;
+        }
+    }
     if domain == graphs::DOMAIN_RESOURCE {
         // SAFETY: for the resource domain CUPTI passes a valid CUpti_ResourceData.
         unsafe { graphs::on_resource(a, cbid, data) };
         return;
     }
-    if domain != DOMAIN_RUNTIME as u32 && domain != DOMAIN_DRIVER as u32 {
+    if !api {
         return;
     }
     // SAFETY: for API domains CUPTI passes a valid CUpti_CallbackData for the call's duration.

@@ -21,6 +21,18 @@ pub struct Capture {
     sub: Option<Subscriber>,
     callbacks: Vec<(u32, u32)>,
     kinds: Vec<u32>,
+    /// Marker callbacks (`cuProfilerStart`/`Stop`, NVTX ranges): on while subscribed, windows
+    /// or not ([`crate::markers`]).
+    markers: Vec<(u32, u32)>,
+    /// A capture window is open ([`crate::window`]).
+    pub(crate) open: bool,
+    /// CUPTI is detached (`cuptiFinalize`): opening a window subscribes again.
+    pub(crate) detached: bool,
+    /// Marker windows end for good (`range_end=stop` after the first one).
+    pub(crate) markers_done: bool,
+    /// `xpuprof_cupti_capture` paused collection at least once (windows are reported by the
+    /// host, not by [`Capture::report`]).
+    by_function: bool,
     /// Pauses so far, when the current one began (`Some` while paused), and the time paused
     /// before it.
     pauses: u32,
@@ -46,6 +58,41 @@ impl Capture {
         let Some(s) = self.sub else { return Ok(()) };
         lib.set_callback(true, s.0, domain, cbid)?;
         self.callbacks.push((domain, cbid));
+        Ok(())
+    }
+
+    /// Turns on the marker callback `(domain, cbid)` and remembers it.
+    pub fn enable_marker(&mut self, lib: &Lib, domain: u32, cbid: u32) -> Result<(), CuptiError> {
+        let Some(s) = self.sub else { return Ok(()) };
+        lib.set_callback(true, s.0, domain, cbid)?;
+        self.markers.push((domain, cbid));
+        Ok(())
+    }
+
+    /// The subscriber, while subscribed.
+    pub(crate) fn subscriber(&self) -> Option<ffi::CUpti_SubscriberHandle> {
+        self.sub.map(|s| s.0)
+    }
+
+    /// CUPTI was detached: the subscriber is gone; collection counts as paused.
+    pub(crate) fn finalized(&mut self) {
+        self.sub = None;
+        self.detached = true;
+        self.since.get_or_insert_with(Instant::now);
+    }
+
+    /// CUPTI attached again under subscriber `sub`: the marker callbacks go back on (the
+    /// launch callbacks and record kinds with the next [`Capture::set`]).
+    pub(crate) fn resubscribed(
+        &mut self,
+        lib: &Lib,
+        sub: ffi::CUpti_SubscriberHandle,
+    ) -> Result<(), CuptiError> {
+        self.sub = Some(Subscriber(sub));
+        self.detached = false;
+        for &(d, c) in &self.markers {
+            lib.set_callback(true, sub, d, c)?;
+        }
         Ok(())
     }
 
@@ -88,7 +135,7 @@ impl Capture {
 
     /// How often and how long collection was paused, for the user; `None` if it never was.
     pub fn report(&self) -> Option<String> {
-        if self.pauses == 0 {
+        if self.pauses == 0 || !self.by_function {
             return None;
         }
         let total = self.paused_for + self.since.map_or(Duration::ZERO, |t| t.elapsed());
@@ -111,6 +158,7 @@ pub(crate) type State = Mutex<Capture>;
 pub extern "C" fn xpuprof_cupti_capture(on: c_int) -> c_int {
     let Some(a) = crate::agent() else { return -1 };
     let Ok(mut c) = a.capture.lock() else { return -1 };
+    c.by_function = true;
     match c.set(&a.lib, on != 0) {
         Ok(was_on) => {
             if was_on && on == 0 {
@@ -134,6 +182,8 @@ mod tests {
         let mut c = Capture::default();
         assert_eq!(c.report(), None);
         c.pauses = 2;
+        assert_eq!(c.report(), None, "windows alone are not reported here");
+        c.by_function = true;
         let line = c.report().unwrap();
         assert!(line.starts_with("collection was paused 2 times"), "{line}");
         assert!(line.contains("not in the profile"), "{line}");

@@ -19,6 +19,27 @@ pub enum ApiMode {
 use xpuprof_agent_kit::opts::Common;
 pub use xpuprof_agent_kit::opts::StackMode;
 
+pub use crate::markers::Range;
+
+/// What is left of CUPTI outside a capture window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dormancy {
+    /// CUPTI detached (`cuptiFinalize`): nothing of it runs; the next window subscribes again.
+    Finalize,
+    /// CUPTI subscribed with every callback and record kind off (what `xpuprof_cupti_capture`
+    /// does).
+    Pause,
+}
+
+/// What the end of the first marker window does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeEnd {
+    /// No more windows.
+    Stop,
+    /// Every later matching range opens one again.
+    Repeat,
+}
+
 /// Agent settings.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -57,6 +78,17 @@ pub struct Config {
     /// Measurement aid: take the launch callbacks but return at once (CUPTI's own callback
     /// cost, without the agent's work).
     pub callback_noop: bool,
+    /// Start with no window open (`paused=1`): the host, or the program's markers, open one.
+    pub paused: bool,
+    /// The program's markers that open and close windows (`range=cuda-profiler-api` or
+    /// `range=nvtx:MESSAGE[@DOMAIN]`, percent-encoded).
+    pub range: Option<Range>,
+    /// After the first marker window (`range_end=stop|repeat`).
+    pub range_end: RangeEnd,
+    /// Outside windows (`dormant=finalize|pause`).
+    pub dormancy: Dormancy,
+    /// Started by a late attach (`xpuprof attach`), not at `cuInit`: not an option.
+    pub late: bool,
 }
 
 impl Default for Config {
@@ -77,6 +109,11 @@ impl Default for Config {
             monotonic: true,
             tsc: true,
             callback_noop: false,
+            paused: false,
+            range: None,
+            range_end: RangeEnd::Stop,
+            dormancy: Dormancy::Finalize,
+            late: false,
         }
     }
 }
@@ -91,8 +128,10 @@ impl Config {
     }
 
     /// Applies `key=value,...`: booleans `kernels memcpy memset sync memory nvtx devices
-    /// overhead verbose runtime_callbacks monotonic tsc callback_noop` (0/1), `api=launches|all|off`, `stacks=agent|ebpf|both|off`,
-    /// `depth=N`, `buffer_kib=N`.
+    /// overhead verbose runtime_callbacks monotonic tsc callback_noop paused` (0/1),
+    /// `api=launches|all|off`, `stacks=agent|ebpf|both|off`, `depth=N`, `buffer_kib=N`,
+    /// `range=cuda-profiler-api|nvtx:MESSAGE[@DOMAIN]` (percent-encoded), `range_end=stop|repeat`,
+    /// `dormant=finalize|pause`.
     pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
         const APIS: [ApiMode; 3] = [ApiMode::Launches, ApiMode::All, ApiMode::Off];
         for o in xpuprof_agent_kit::opts::parse(opts)? {
@@ -114,6 +153,14 @@ impl Config {
                 "callback_noop" => self.callback_noop = o.flag()?,
                 "api" => self.api = APIS[o.one_of(&["launches", "all", "off"])?],
                 "python" => self.python = o.one_of(&["auto", "off"])? == 0,
+                "paused" => self.paused = o.flag()?,
+                "range" => self.range = Some(Range::parse(&crate::markers::percent_decode(o.value))?),
+                "range_end" => {
+                    self.range_end = [RangeEnd::Stop, RangeEnd::Repeat][o.one_of(&["stop", "repeat"])?]
+                }
+                "dormant" => {
+                    self.dormancy = [Dormancy::Finalize, Dormancy::Pause][o.one_of(&["finalize", "pause"])?]
+                }
                 _ => return Err(o.unknown()),
             }
         }
@@ -136,5 +183,12 @@ mod tests {
         assert_eq!(c.common.buffer_bytes, 1 << 20);
         assert!(c.parse_opts("api=some").unwrap_err().contains("api"));
         assert!(c.parse_opts("bogus=1").unwrap_err().contains("unknown option"));
+        c.parse_opts("paused=1,range=nvtx:step%2C 5@train,range_end=repeat,dormant=pause").unwrap();
+        assert!(c.paused);
+        assert_eq!(c.range, Some(Range::Nvtx { message: "step, 5".into(), domain: Some("train".into()) }));
+        assert_eq!((c.range_end, c.dormancy), (RangeEnd::Repeat, Dormancy::Pause));
+        c.parse_opts("range=cuda-profiler-api").unwrap();
+        assert_eq!(c.range, Some(Range::ProfilerApi));
+        assert!(c.parse_opts("range=other").unwrap_err().contains("cuda-profiler-api"));
     }
 }

@@ -1,47 +1,38 @@
-//! The agent's last words, run once at exit or on SIGINT/SIGTERM (hooked by the kit's
-//! [`exit`](xpuprof_agent_kit::exit)): flush CUPTI and the launch buffers, send the totals and
-//! the channel's losses, and wait for the sender.
-
-use std::sync::atomic::Ordering;
-use std::sync::Once;
-use std::time::Duration;
+//! The agent's last words, run at exit or on SIGINT/SIGTERM (hooked by the kit's
+//! [`exit`](xpuprof_agent_kit::exit)): when a host is connected, close the window (flushing
+//! CUPTI and the launch buffers), send the totals and the channel's losses, and wait for the
+//! sender. Runs once per session; nothing without one (a dormant agent after a detach).
 
 use xpuprof_agent_kit::channel::Chunk;
-use xpuprof_agent_kit::wire;
+use xpuprof_agent_kit::wire::control::{WindowEdge, CAUSE_EXIT};
 
 use crate::Agent;
 
-static FINISH: Once = Once::new();
-
-/// Flushes CUPTI and the launch buffers, sends the totals and waits for the sender (once).
+/// Flushes CUPTI and the launch buffers, sends the totals and waits for the sender.
 pub fn finish(a: &Agent) {
-    FINISH.call_once(|| {
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if !a.session.lock().map(|s| s.connected).unwrap_or(false) {
+            return;
+        }
+        let (open, detached) = a.capture.lock().map(|c| (c.open, c.detached)).unwrap_or((false, true));
+        if !detached {
             let _ = a.lib.flush_all(crate::sys::ffi::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-            crate::drain_launches(a);
+        }
+        crate::drain_launches(a);
+        if open {
             let mut m = Vec::new();
-            if let Ok(n) = a.lib.dropped(std::ptr::null_mut(), 0) {
-                if n > 0 {
-                    wire::put_dropped(&mut m, n as u64, xpuprof_sdk::clock::now_ns());
-                }
+            WindowEdge {
+                open: false,
+                cause: CAUSE_EXIT,
+                time: xpuprof_sdk::clock::now_ns(),
+                marker: String::new(),
             }
-            a.launches.python.put_counts(&mut m);
-            if !m.is_empty() {
-                a.channel.push(Chunk::Bytes(m));
-            }
-            if let Some(line) = a.capture.lock().ok().and_then(|c| c.report()) {
-                crate::say(&line);
-            }
-            let (launches, stacks) = a.launches.totals();
-            let sender = a.sender.lock().ok().and_then(|mut s| s.take());
-            a.channel.goodbye(launches, stacks, sender, Duration::from_secs(10));
-            if a.config.common.verbose {
-                crate::say(&format!(
-                    "{launches} launch sites, {stacks} distinct stacks, {} bytes sent, {} records dropped by CUPTI",
-                    a.channel.written.load(Ordering::Relaxed),
-                    a.dropped.load(Ordering::Relaxed)
-                ));
-            }
-        }));
-    });
+            .encode(&mut m);
+            a.channel.push(Chunk::Bytes(m));
+        }
+        if let Some(line) = a.capture.lock().ok().and_then(|c| c.report()) {
+            crate::say(&line);
+        }
+        crate::session::goodbye(a);
+    }));
 }

@@ -14,7 +14,10 @@
 //! - the graph-node resource callbacks ([`graphs`]): which call created each CUDA graph node
 //!   and which node each copy came from, so replayed kernels show their capture site too.
 //!
-//! Collection can be paused and resumed while the program runs ([`capture`]).
+//! Collection can be paused and resumed while the program runs ([`capture`]); capture windows
+//! ([`window`]) are opened and closed by the host or by the program's markers ([`markers`]),
+//! and outside them CUPTI is detached. The agent can also be loaded into a running process and
+//! attach late, and stays loaded, dormant, for a later attach ([`session`]).
 //!
 //! CUPTI timestamps are switched to `CLOCK_MONOTONIC` with the timestamp callback. Everything is
 //! flushed at exit and on SIGINT/SIGTERM. If the host cannot be reached the agent turns itself
@@ -31,8 +34,11 @@ pub mod config;
 mod finish;
 pub mod graphs;
 pub mod loader;
+pub mod markers;
+pub mod session;
 mod start;
 pub mod sys;
+mod window;
 
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::AtomicU64;
@@ -71,8 +77,18 @@ pub struct Agent {
     /// it are the instrumentation, not the program, and are left out.
     pub own_code: Vec<(u64, u64)>,
     pub(crate) sender: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// What is turned on, to pause and resume ([`capture`]).
+    /// What is turned on, to pause and resume ([`capture`]), and the window state ([`window`]).
     pub(crate) capture: capture::State,
+    /// CUPTI's API version (the hello's).
+    pub(crate) version: u32,
+    /// The hello's flags.
+    pub(crate) hello_flags: u32,
+    /// CUPTI's timestamps are in the session clock (the timestamp callback is registered).
+    pub(crate) monotonic: bool,
+    /// The API-name message of the launch-class calls, sent at the start of every session.
+    pub(crate) api_names: std::sync::Mutex<Vec<u8>>,
+    /// The connection to the current host ([`session`]).
+    pub(crate) session: std::sync::Mutex<session::Session>,
 }
 
 impl Agent {
@@ -130,8 +146,24 @@ pub unsafe extern "C" fn InitializeInjectionNvtx2(get_export_table: *const c_voi
 }
 
 fn ensure_started() {
-    AGENT.get_or_init(|| match start::start() {
-        Ok(a) => a,
+    match Config::from_env() {
+        Ok(config) => ensure_started_with(config),
+        Err(e) => {
+            let _ = AGENT.set(None);
+            say(&format!("bad XPUPROF_CUPTI_OPTS: {e}"));
+        }
+    }
+}
+
+/// Starts the agent with `config` (once per process), its first session, and its first window
+/// unless it starts paused or the program's markers decide.
+pub(crate) fn ensure_started_with(config: Config) {
+    let mut first = None;
+    AGENT.get_or_init(|| match start::start(config) {
+        Ok((a, outputs)) => {
+            first = Some(outputs);
+            Some(a)
+        }
         Err(e) => {
             if !start::REPORTED.load(std::sync::atomic::Ordering::Relaxed) {
                 say(&e);
@@ -139,11 +171,15 @@ fn ensure_started() {
             None
         }
     });
-    if agent().is_some() {
-        xpuprof_agent_kit::exit::install(|| {
-            if let Some(a) = agent() {
-                finish::finish(a);
-            }
-        });
+    let (Some(a), Some(outputs)) = (agent(), first) else { return };
+    xpuprof_agent_kit::exit::install(|| {
+        if let Some(a) = agent() {
+            finish::finish(a);
+        }
+    });
+    if let Err(e) = session::begin(a, outputs) {
+        say(&e);
+        return;
     }
+    window::first(a);
 }

@@ -38,8 +38,10 @@ fn load_cupti() -> Result<Lib, String> {
     })
 }
 
-pub(crate) fn start() -> Result<Option<Agent>, String> {
-    let config = Config::from_env().map_err(|e| format!("bad XPUPROF_CUPTI_OPTS: {e}"))?;
+/// Connects, loads and checks CUPTI, subscribes and turns everything on; returns the agent and
+/// the outputs of its first session ([`crate::session::begin`] starts it once the agent is
+/// stored). Errors are sent to the host when it is reachable.
+pub(crate) fn start(config: Config) -> Result<(Agent, Outputs), String> {
     let outputs = connect(&config)?;
     let channel = Arc::new(Channel::new(NAME, config.common.buffer_bytes));
     let mut hello_flags = 0;
@@ -66,7 +68,8 @@ pub(crate) fn start() -> Result<Option<Agent>, String> {
             return Err(e);
         }
     };
-    if config.monotonic && lib.register_timestamp(monotonic_ns).is_ok() {
+    let monotonic = config.monotonic && lib.register_timestamp(monotonic_ns).is_ok();
+    if monotonic {
         hello_flags |= wire::FLAG_MONOTONIC_TIMESTAMPS;
     }
     if config.common.stacks.agent_walks() {
@@ -97,17 +100,16 @@ pub(crate) fn start() -> Result<Option<Agent>, String> {
         own_code: modules::ranges_of(&[&lib_path, &me]),
         sender: std::sync::Mutex::new(None),
         capture: Default::default(),
+        version,
+        hello_flags,
+        monotonic,
+        api_names: Default::default(),
+        session: Default::default(),
     };
     a.launches.python.set_enabled(a.config.python);
-    let mut first = hello(version, hello_flags);
-    first.extend_from_slice(&a.known.refresh());
-    if hello_flags & wire::FLAG_MONOTONIC_TIMESTAMPS == 0 {
-        clock_pair(&a, &mut first);
-    }
-    channel.push(Chunk::Bytes(first));
     if let Err(e) = enable(&a, sub) {
         let msg = e.to_string();
-        let mut m = Vec::new();
+        let mut m = hello(version, hello_flags);
         put_error(&mut m, &msg);
         channel.push(Chunk::Bytes(m));
         channel.close();
@@ -117,11 +119,10 @@ pub(crate) fn start() -> Result<Option<Agent>, String> {
         run_sender_inline(&a, outputs);
         return Err(msg);
     }
-    *a.sender.lock().map_err(|_| "poisoned")? = Some(spawn_sender(channel, outputs));
-    Ok(Some(a))
+    Ok((a, outputs))
 }
 
-fn hello(version: u32, flags: u32) -> Vec<u8> {
+pub(crate) fn hello(version: u32, flags: u32) -> Vec<u8> {
     let mut b = Vec::new();
     wire::Hello::new(version, flags).encode(&mut b);
     b
@@ -132,7 +133,7 @@ fn put_error(out: &mut Vec<u8>, msg: &str) {
 }
 
 /// Tells the host about a start-up failure before CUPTI was usable.
-fn send_error_now(outputs: Outputs, msg: &str) {
+pub(crate) fn send_error_now(outputs: Outputs, msg: &str) {
     if outputs.socket.is_some() {
         REPORTED.store(true, Ordering::Relaxed);
     }
@@ -148,7 +149,7 @@ fn run_sender_inline(a: &Agent, outputs: Outputs) {
     a.channel.run(outputs, || {});
 }
 
-fn spawn_sender(channel: Arc<Channel>, outputs: Outputs) -> std::thread::JoinHandle<()> {
+pub(crate) fn spawn_sender(channel: Arc<Channel>, outputs: Outputs) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
         .name("xpuprof-cupti".into())
         .spawn(move || {
@@ -169,7 +170,7 @@ fn agent_wait() -> Option<&'static Agent> {
     None
 }
 
-fn clock_pair(a: &Agent, out: &mut Vec<u8>) {
+pub(crate) fn clock_pair(a: &Agent, out: &mut Vec<u8>) {
     let before = xpuprof_sdk::clock::now_ns();
     let Ok(cupti) = a.lib.timestamp() else { return };
     let after = xpuprof_sdk::clock::now_ns();
@@ -259,9 +260,12 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
             capture.enable_callback(lib, graphs::DOMAIN_RESOURCE, cbid)?;
         }
     }
-    let mut m = Vec::new();
-    names.put_api_names(&mut m);
-    a.channel.push(Chunk::Bytes(m));
+    if let Some(range) = &c.range {
+        crate::markers::enable(&mut capture, lib, range)?;
+    }
+    if let Ok(mut m) = a.api_names.lock() {
+        names.put_api_names(&mut m);
+    }
     let kinds = [
         (c.kernels, K::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
         (c.memcpy, K::CUPTI_ACTIVITY_KIND_MEMCPY),

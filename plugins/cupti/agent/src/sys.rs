@@ -175,6 +175,22 @@ impl Lib {
         call!(self, cuptiUnsubscribe(h))
     }
 
+    /// `cuptiFinalize`: CUPTI detaches from the process (every subscriber, enabled kind and
+    /// registered callback gone); any later CUPTI call attaches it again.
+    pub fn finalize(&self) -> Result<(), CuptiError> {
+        call!(self, cuptiFinalize())
+    }
+
+    /// `cuptiEnableDomain(on, h, domain)`.
+    pub fn set_domain(
+        &self,
+        on: bool,
+        h: ffi::CUpti_SubscriberHandle,
+        domain: u32,
+    ) -> Result<(), CuptiError> {
+        call!(self, cuptiEnableDomain(u32::from(on), h, domain))
+    }
+
     /// `cuptiEnableCallback(on, h, domain, cbid)`.
     pub fn set_callback(
         &self,

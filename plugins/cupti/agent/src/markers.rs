@@ -1,0 +1,357 @@
+//! Capture windows opened and closed by the program's own markers (`range=`):
+//!
+//! - `cuda-profiler-api`: `cuProfilerStart` opens a window when it returns, `cuProfilerStop`
+//!   closes it when it is called (`cudaProfilerStart`/`Stop` and `torch.cuda.profiler.start`/
+//!   `stop` run through them; the runtime calls are watched too, in case a runtime does not).
+//! - `nvtx:MESSAGE[@DOMAIN]`: an NVTX range with that message (in that domain; without one, the
+//!   default domain) opens a window, on push (`nvtxRangePush*`, closed by the pop of the same
+//!   thread at the same depth) or on start (`nvtxRangeStart*`, closed by the end of that range).
+//!   NVTX reaches CUPTI only through the NVTX injection the host sets at process start
+//!   (`NVTX_INJECTION64_PATH`), so NVTX windows need a program started under xpuprof.
+//!
+//! The switch happens on the calling thread inside the marker call (so exactly the launches
+//! between the markers are recorded); the flush and the window message are left to the window
+//! thread ([`crate::window`]). With `range_end=stop` only the first range opens a window.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_void};
+use std::sync::Mutex;
+
+use xpuprof_agent_kit::wire::control::{CAUSE_NVTX, CAUSE_PROFILER_API};
+
+use crate::capture::Capture;
+use crate::sys::ffi::{self, CUpti_nvtx_api_trace_cbid as N};
+use crate::sys::{CuptiError, Lib};
+use crate::{window, Agent};
+
+/// The markers that open and close windows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Range {
+    /// `cuProfilerStart` / `cuProfilerStop`.
+    ProfilerApi,
+    /// NVTX ranges with this message, in this domain (`None`: the default domain).
+    Nvtx {
+        /// The range's message.
+        message: String,
+        /// The domain's name.
+        domain: Option<String>,
+    },
+}
+
+impl Range {
+    /// Reads `cuda-profiler-api` or `nvtx:MESSAGE[@DOMAIN]`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text == "cuda-profiler-api" {
+            return Ok(Self::ProfilerApi);
+        }
+        let Some(spec) = text.strip_prefix("nvtx:").filter(|s| !s.is_empty()) else {
+            return Err(format!(
+                "option range must be cuda-profiler-api or nvtx:MESSAGE[@DOMAIN], got `{text}`"
+            ));
+        };
+        Ok(match spec.rsplit_once('@') {
+            Some((m, d)) if !d.is_empty() => Self::Nvtx { message: m.to_owned(), domain: Some(d.to_owned()) },
+            _ => Self::Nvtx { message: spec.to_owned(), domain: None },
+        })
+    }
+}
+
+/// Undoes the host's `%XX` escapes (option values cannot hold `,` or `=` as such).
+pub fn percent_decode(v: &str) -> String {
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b[i], hex) {
+            (b'%', Some(x)) => {
+                out.push(x);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+const PROFILER_START: [(u32, u32); 2] = [
+    (
+        ffi::DOMAIN_DRIVER as u32,
+        ffi::CUpti_driver_api_trace_cbid_enum::CUPTI_DRIVER_TRACE_CBID_cuProfilerStart,
+    ),
+    (
+        ffi::DOMAIN_RUNTIME as u32,
+        ffi::CUpti_runtime_api_trace_cbid_enum::CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000,
+    ),
+];
+const PROFILER_STOP: [(u32, u32); 2] = [
+    (
+        ffi::DOMAIN_DRIVER as u32,
+        ffi::CUpti_driver_api_trace_cbid_enum::CUPTI_DRIVER_TRACE_CBID_cuProfilerStop,
+    ),
+    (
+        ffi::DOMAIN_RUNTIME as u32,
+        ffi::CUpti_runtime_api_trace_cbid_enum::CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000,
+    ),
+];
+/// The NVTX callback domain.
+pub const DOMAIN_NVTX: u32 = ffi::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_NVTX;
+const NVTX_CALLS: [u32; 12] = [
+    N::CUPTI_CBID_NVTX_nvtxRangePushA,
+    N::CUPTI_CBID_NVTX_nvtxRangePushEx,
+    N::CUPTI_CBID_NVTX_nvtxRangePop,
+    N::CUPTI_CBID_NVTX_nvtxRangeStartA,
+    N::CUPTI_CBID_NVTX_nvtxRangeStartEx,
+    N::CUPTI_CBID_NVTX_nvtxRangeEnd,
+    N::CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+    N::CUPTI_CBID_NVTX_nvtxDomainRangePop,
+    N::CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
+    N::CUPTI_CBID_NVTX_nvtxDomainRangeEnd,
+    N::CUPTI_CBID_NVTX_nvtxDomainCreateA,
+    N::CUPTI_CBID_NVTX_nvtxDomainRegisterStringA,
+];
+
+/// Turns on the callbacks of `range`'s markers.
+pub fn enable(c: &mut Capture, lib: &Lib, range: &Range) -> Result<(), CuptiError> {
+    match range {
+        Range::ProfilerApi => {
+            for (d, cbid) in PROFILER_START.into_iter().chain(PROFILER_STOP) {
+                c.enable_marker(lib, d, cbid)?;
+            }
+        }
+        Range::Nvtx { .. } => {
+            for cbid in NVTX_CALLS {
+                c.enable_marker(lib, DOMAIN_NVTX, cbid)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// True for a driver or runtime callback that is a profiler-API marker.
+pub fn is_profiler_call(domain: u32, cbid: u32) -> bool {
+    PROFILER_START.contains(&(domain, cbid)) || PROFILER_STOP.contains(&(domain, cbid))
+}
+
+/// `cuProfilerStart` at its exit opens a window, `cuProfilerStop` at its entry closes it.
+pub fn on_profiler_call(a: &Agent, domain: u32, cbid: u32, exit: bool) {
+    if a.config.range != Some(Range::ProfilerApi) {
+        return;
+    }
+    if PROFILER_START.contains(&(domain, cbid)) && exit {
+        window::from_marker(a, true, CAUSE_PROFILER_API, String::new());
+    } else if PROFILER_STOP.contains(&(domain, cbid)) && !exit {
+        window::from_marker(a, false, CAUSE_PROFILER_API, String::new());
+    }
+}
+
+// ---- NVTX -------------------------------------------------------------------------------------
+
+/// `nvtxEventAttributes_t` (NVTX v2): `size` at 2, `messageType` at 32, `message` at 40.
+const ATTR_SIZE: usize = 2;
+const ATTR_MESSAGE_TYPE: usize = 32;
+const ATTR_MESSAGE: usize = 40;
+const MESSAGE_ASCII: i32 = 1;
+const MESSAGE_REGISTERED: i32 = 3;
+
+/// NVTX names seen so far: domains and registered strings by handle; the range id that opened
+/// the window (start/end ranges).
+#[derive(Debug, Default)]
+struct Names {
+    domains: HashMap<u64, String>,
+    strings: HashMap<u64, String>,
+    opener: Option<u64>,
+}
+
+static NAMES: Mutex<Option<Names>> = Mutex::new(None);
+
+thread_local! {
+    /// Per domain handle: this thread's push depth, and the depth of the push that opened the
+    /// window, if this thread opened it.
+    static DEPTHS: RefCell<Vec<(u64, u32, Option<u32>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// # Safety
+/// `p` is null or a NUL-terminated string alive for the call.
+unsafe fn text(p: *const c_char) -> Option<String> {
+    // SAFETY: the caller's contract.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// # Safety
+/// `p` points to `n` readable pointer-sized values (an NVTX call's parameter struct).
+unsafe fn word(p: *const c_void, n: usize) -> u64 {
+    // SAFETY: the caller's contract; parameter structs hold pointers and 64-bit handles.
+    unsafe { *(p as *const u64).add(n) }
+}
+
+/// The message of an event-attributes struct, when it is ASCII or a registered string.
+///
+/// # Safety
+/// `attr` is null or points to an `nvtxEventAttributes_t` of at least its `size` bytes.
+unsafe fn attr_message(attr: *const u8, names: &Names) -> Option<String> {
+    if attr.is_null() {
+        return None;
+    }
+    // SAFETY: the header fields exist in every version of the struct.
+    let size = unsafe { std::ptr::read_unaligned(attr.add(ATTR_SIZE) as *const u16) } as usize;
+    if size < ATTR_MESSAGE + 8 {
+        return None;
+    }
+    // SAFETY: `size` covers both fields.
+    let (kind, msg) = unsafe {
+        (
+            std::ptr::read_unaligned(attr.add(ATTR_MESSAGE_TYPE) as *const i32),
+            std::ptr::read_unaligned(attr.add(ATTR_MESSAGE) as *const u64),
+        )
+    };
+    match kind {
+        // SAFETY: an ASCII message is a NUL-terminated string alive for the call.
+        MESSAGE_ASCII => unsafe { text(msg as *const c_char) },
+        MESSAGE_REGISTERED => names.strings.get(&msg).cloned(),
+        _ => None,
+    }
+}
+
+/// An NVTX callback: remembers domain and string names; opens or closes the window.
+///
+/// # Safety
+/// `data` is the `CUpti_NvtxData` CUPTI passes for NVTX callback `cbid`.
+pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void) {
+    let Some(Range::Nvtx { message, domain }) = &a.config.range else { return };
+    // SAFETY: the caller's contract.
+    let d = unsafe { &*(data as *const ffi::CUpti_NvtxData) };
+    let (params, ret) = (d.functionParams, d.functionReturnValue as *const u64);
+    if params.is_null() {
+        return;
+    }
+    let Ok(mut guard) = NAMES.lock() else { return };
+    let names = guard.get_or_insert_with(Names::default);
+    // (domain handle, message) of a push/start; the domain handle of a pop; the id of an end.
+    let (dom, msg) = match cbid {
+        N::CUPTI_CBID_NVTX_nvtxDomainCreateA | N::CUPTI_CBID_NVTX_nvtxDomainRegisterStringA => {
+            // SAFETY: the parameter structs of these calls (generated_nvtx_meta.h): `name`, or
+            // `domain, string`; the return value is the new handle.
+            unsafe {
+                let s = if cbid == N::CUPTI_CBID_NVTX_nvtxDomainCreateA {
+                    word(params, 0)
+                } else {
+                    word(params, 1)
+                };
+                if let (false, Some(t)) = (ret.is_null(), text(s as *const c_char)) {
+                    let map = if cbid == N::CUPTI_CBID_NVTX_nvtxDomainCreateA {
+                        &mut names.domains
+                    } else {
+                        &mut names.strings
+                    };
+                    map.insert(*ret, t);
+                }
+            }
+            return;
+        }
+        N::CUPTI_CBID_NVTX_nvtxRangePushA | N::CUPTI_CBID_NVTX_nvtxRangeStartA => {
+            // SAFETY: `message` is the first parameter.
+            (0, unsafe { text(word(params, 0) as *const c_char) })
+        }
+        N::CUPTI_CBID_NVTX_nvtxRangePushEx | N::CUPTI_CBID_NVTX_nvtxRangeStartEx => {
+            // SAFETY: `eventAttrib` is the first parameter.
+            (0, unsafe { attr_message(word(params, 0) as *const u8, names) })
+        }
+        N::CUPTI_CBID_NVTX_nvtxDomainRangePushEx | N::CUPTI_CBID_NVTX_nvtxDomainRangeStartEx => {
+            // SAFETY: `domain, core.eventAttrib`.
+            unsafe { (word(params, 0), attr_message(word(params, 1) as *const u8, names)) }
+        }
+        // SAFETY: `domain` first for the domain pop; nothing for the plain pop.
+        N::CUPTI_CBID_NVTX_nvtxDomainRangePop => (unsafe { word(params, 0) }, None),
+        N::CUPTI_CBID_NVTX_nvtxRangePop => (0, None),
+        N::CUPTI_CBID_NVTX_nvtxRangeEnd | N::CUPTI_CBID_NVTX_nvtxDomainRangeEnd => {
+            let at = usize::from(cbid == N::CUPTI_CBID_NVTX_nvtxDomainRangeEnd);
+            // SAFETY: `id` (after `domain` for the domain call).
+            let id = unsafe { word(params, at) };
+            if names.opener.is_some_and(|o| o == id) {
+                names.opener = None;
+                drop(guard);
+                window::from_marker(a, false, CAUSE_NVTX, message.clone());
+            }
+            return;
+        }
+        _ => return,
+    };
+    let domain_ok = match domain {
+        None => dom == 0,
+        Some(want) => names.domains.get(&dom).is_some_and(|n| n == want),
+    };
+    let is_start = matches!(
+        cbid,
+        N::CUPTI_CBID_NVTX_nvtxRangeStartA
+            | N::CUPTI_CBID_NVTX_nvtxRangeStartEx
+            | N::CUPTI_CBID_NVTX_nvtxDomainRangeStartEx
+    );
+    let matches = domain_ok && msg.as_deref() == Some(message.as_str());
+    if is_start {
+        if matches && !ret.is_null() && names.opener.is_none() {
+            // SAFETY: the range id the start call returns.
+            names.opener = Some(unsafe { *ret });
+            drop(guard);
+            window::from_marker(a, true, CAUSE_NVTX, message.clone());
+        }
+        return;
+    }
+    drop(guard);
+    let push = matches!(
+        cbid,
+        N::CUPTI_CBID_NVTX_nvtxRangePushA
+            | N::CUPTI_CBID_NVTX_nvtxRangePushEx
+            | N::CUPTI_CBID_NVTX_nvtxDomainRangePushEx
+    );
+    let edge = DEPTHS.with(|d| {
+        let mut d = d.borrow_mut();
+        let i = d.iter().position(|e| e.0 == dom).unwrap_or_else(|| {
+            d.push((dom, 0, None));
+            d.len() - 1
+        });
+        let e = &mut d[i];
+        if push {
+            let opens = matches && e.2.is_none();
+            if opens {
+                e.2 = Some(e.1);
+            }
+            e.1 += 1;
+            opens.then_some(true)
+        } else {
+            e.1 = e.1.saturating_sub(1);
+            (e.2 == Some(e.1)).then(|| {
+                e.2 = None;
+                false
+            })
+        }
+    });
+    if let Some(open) = edge {
+        window::from_marker(a, open, CAUSE_NVTX, message.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_ranges_and_escapes() {
+        assert_eq!(Range::parse("cuda-profiler-api"), Ok(Range::ProfilerApi));
+        assert_eq!(Range::parse("nvtx:step"), Ok(Range::Nvtx { message: "step".into(), domain: None }));
+        assert_eq!(
+            Range::parse("nvtx:a@b@dom"),
+            Ok(Range::Nvtx { message: "a@b".into(), domain: Some("dom".into()) })
+        );
+        assert!(Range::parse("nvtx:").is_err());
+        assert_eq!(percent_decode("a%2Cb%3Dc%25%zz"), "a,b=c%%zz");
+    }
+}
