@@ -36,7 +36,9 @@
 //! ```
 
 use xpuprof_sdk::hash::IdMap;
-use xpuprof_sdk::model::{Correlation, FrameId, LaunchSite, Loss, Record, StackId, StrId};
+use xpuprof_sdk::model::{
+    CaptureWindow, Correlation, FrameId, LaunchSite, Loss, Record, StackId, StrId, WindowOpener,
+};
 use xpuprof_sdk::{Emitter, Logger};
 use xpuprof_wire::launches::Launch;
 use xpuprof_wire::{self as wire, Hello, Message, Reader};
@@ -67,6 +69,9 @@ pub struct AgentConn {
     pub strings: IdMap<u64, String>,
     /// The Python frames the agent named (`MSG_PY_FRAMES`).
     pub python: PyFrames,
+    /// A window the program's markers opened and that is not closed yet: its start and opener
+    /// (`MSG_WINDOW`).
+    pub window: Option<(u64, WindowOpener)>,
 }
 
 impl AgentConn {
@@ -229,6 +234,31 @@ impl<C: Conn> AgentDecoder<C> {
             wire::MSG_PY_FRAMES => a.python.define(m.payload),
             wire::MSG_PY_COUNTS => self.counts.python.add(m.payload),
             wire::MSG_BYE => a.bye = true,
+            wire::MSG_WINDOW => {
+                let e = wire::control::WindowEdge::decode(m.payload)?;
+                let opener = match e.cause {
+                    wire::control::CAUSE_PROFILER_API => Some(WindowOpener::CudaProfilerApi),
+                    wire::control::CAUSE_NVTX => Some(WindowOpener::Nvtx),
+                    _ => None,
+                };
+                // Windows the host opened are the host's to write; the program's markers' are
+                // written here, one per process.
+                match (e.open, opener) {
+                    (true, Some(o)) => a.window = Some((e.time, o)),
+                    (false, _) => {
+                        if let Some((start, o)) = a.window.take() {
+                            out.emit(&Record::Window(
+                                CaptureWindow::default()
+                                    .start(start)
+                                    .end(e.time.max(start))
+                                    .opener(o)
+                                    .pid(pid),
+                            ));
+                        }
+                    }
+                    _ => {}
+                }
+            }
             wire::MSG_ERROR => {
                 self.counts.agent_errors += 1;
                 self.log.error(&format!("process {pid}: {}", String::from_utf8_lossy(m.payload)));
@@ -285,6 +315,18 @@ impl<C: Conn> AgentDecoder<C> {
                 .api(api)
                 .stack(stack),
         )
+    }
+
+    /// Ends the window the program's markers opened in connection `conn`'s process, if one is
+    /// still open (its process ended), at `end`.
+    pub fn end_window(&mut self, conn: u64, end: u64, out: &mut Emitter) {
+        let Some(a) = self.conns.get_mut(&conn).map(|c| c.agent_mut()) else { return };
+        if let Some((start, o)) = a.window.take() {
+            let pid = a.pid;
+            out.emit(&Record::Window(
+                CaptureWindow::default().start(start).end(end.max(start)).opener(o).pid(pid),
+            ));
+        }
     }
 
     /// The process of connection `conn` (0 before its hello).
@@ -380,6 +422,42 @@ pub(super) mod tests {
         assert!(records.iter().any(|r| matches!(r, Record::Process(p) if p.pid == 4_000_001)));
         assert!(!records.iter().any(|r| matches!(r, Record::Process(p) if p.pid == 4_000_002)));
         assert!(records.iter().any(|r| matches!(r, Record::Loss(l) if l.count == 3 && l.pid == 4_000_001)));
+    }
+
+    #[test]
+    fn windows_of_the_programs_markers_become_window_records_and_the_hosts_do_not() {
+        use wire::control::{WindowEdge, CAUSE_HOST, CAUSE_NVTX, CAUSE_PROFILER_API};
+        let mut d = Steps { kit: AgentDecoder::new(Logger::stderr(), "lost"), seen: Vec::new() };
+        let mut out = Emitter::detached();
+        let mut b = hello(4_000_003, wire::PROTOCOL, 0);
+        for (open, cause, time) in [
+            (true, CAUSE_HOST, 5),
+            (false, CAUSE_HOST, 6),
+            (true, CAUSE_PROFILER_API, 10),
+            (false, CAUSE_PROFILER_API, 20),
+            (true, CAUSE_NVTX, 30),
+        ] {
+            WindowEdge { open, cause, time, marker: "step".into() }.encode(&mut b);
+        }
+        AgentDecoder::feed(&mut d, 1, &b, &mut out, |d| &mut d.kit, Steps::step);
+        d.kit.end_window(1, 45, &mut out);
+        assert_eq!(d.seen.len(), 1, "the backend sees only the hello");
+        let windows: Vec<CaptureWindow> = decode_all(&out.take_buffer())
+            .unwrap()
+            .into_iter()
+            .filter_map(|r| if let Record::Window(w) = r { Some(w) } else { None })
+            .collect();
+        assert_eq!(
+            windows,
+            [
+                CaptureWindow::default()
+                    .start(10)
+                    .end(20)
+                    .opener(WindowOpener::CudaProfilerApi)
+                    .pid(4_000_003),
+                CaptureWindow::default().start(30).end(45).opener(WindowOpener::Nvtx).pid(4_000_003),
+            ]
+        );
     }
 
     #[test]

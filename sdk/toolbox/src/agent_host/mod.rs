@@ -28,6 +28,7 @@
 //! # Ok(()) }
 //! ```
 
+mod control;
 mod decoder;
 mod kit_decoder;
 mod locate;
@@ -134,6 +135,7 @@ pub struct AgentHost<D: StreamDecoder> {
     accept: Option<JoinHandle<Vec<JoinHandle<()>>>>,
     decoder: Option<JoinHandle<D::Stats>>,
     tx: Option<Sender<Event>>,
+    control: Arc<control::Control>,
 }
 
 impl<D: StreamDecoder> std::fmt::Debug for AgentHost<D> {
@@ -157,6 +159,7 @@ impl<D: StreamDecoder> AgentHost<D> {
             accept: None,
             decoder: None,
             tx: None,
+            control: Arc::default(),
         }
     }
 
@@ -210,15 +213,38 @@ impl<D: StreamDecoder> AgentHost<D> {
                 .spawn(move || threads::decode_loop(rx, decoder, out, log, processes))
                 .map_err(thread("decoder"))?,
         );
-        let (stop, tx2) = (self.stop.clone(), tx.clone());
+        let (stop, tx2, control) = (self.stop.clone(), tx.clone(), self.control.clone());
         self.accept = Some(
             std::thread::Builder::new()
                 .name(format!("{label}-accept"))
-                .spawn(move || threads::accept_loop(label, listener, stop, tx2))
+                .spawn(move || threads::accept_loop(label, listener, stop, tx2, control))
                 .map_err(thread("accept"))?,
         );
         self.tx = Some(tx);
         Ok(())
+    }
+
+    /// Opens (`on`) or closes a capture window in every connected agent, and in agents that
+    /// connect later; returns how many agents it reached.
+    pub fn set_capture(&self, on: bool) -> usize {
+        self.control.send(xpuprof_wire::control::Command::Capture(on))
+    }
+
+    /// Ends the session in every connected agent: each flushes, says goodbye and closes its
+    /// connection, staying loaded and dormant in its process (call it before [`AgentHost::stop`]
+    /// when the processes outlive the session: attach).
+    pub fn detach_agents(&self) -> usize {
+        self.control.send(xpuprof_wire::control::Command::Detach)
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> u64 {
+        self.control.count()
+    }
+
+    /// Waits until `n` connections were accepted in all, at most `timeout`; true when they were.
+    pub fn wait_for_connections(&self, n: u64, timeout: Duration) -> bool {
+        self.control.wait_for(n, timeout)
     }
 
     /// Waits for every connection to end (a connection still open after [`LINGER`] is reported

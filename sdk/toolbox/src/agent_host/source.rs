@@ -133,6 +133,32 @@ pub trait AgentBackend: Sized + Send + 'static {
     /// connect to `socket`; children inherit the environment.
     fn inject(&self, agent: &Path, socket: &Path, env: &mut TargetEnv, log: &Logger);
 
+    /// True when the backend's agent obeys the host's capture commands (opens and closes
+    /// windows, [`AgentHost::set_capture`]); without it `set_capture` is refused, so the host
+    /// says the source records the whole run.
+    fn windows(&self) -> bool {
+        false
+    }
+
+    /// Loads the agent into the running process `pid` (with `tree`, into its descendants too)
+    /// so that it connects to `socket`; returns the processes it was loaded into. The default
+    /// refuses: the backend's runtime chooses its tracing at start.
+    fn attach(
+        &self,
+        pid: u32,
+        tree: bool,
+        agent: &Path,
+        socket: &Path,
+        log: &Logger,
+    ) -> PluginResult<Vec<u32>> {
+        let _ = (pid, tree, agent, socket, log);
+        Err(PluginError::new(format!(
+            "the {} source cannot attach to a running process: its runtime chooses its tracing when the process starts; \
+             start the program under `xpuprof record` instead",
+            Self::DESCRIPTOR.name
+        )))
+    }
+
     /// A decoder for one session.
     fn decoder(&self, log: Logger) -> Self::Decoder;
 
@@ -147,7 +173,12 @@ pub struct AgentSource<B: AgentBackend> {
     /// Taken by `start`.
     emitter: Option<Emitter>,
     host: AgentHost<B::Decoder>,
+    /// The agents were loaded into running processes (attach): `stop` detaches them.
+    attached: bool,
 }
+
+/// How long `attach` waits for the agents it loaded to connect.
+pub const ATTACH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl<B: AgentBackend> std::fmt::Debug for AgentSource<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -209,7 +240,7 @@ impl<B: AgentBackend> Source for AgentSource<B> {
             warn_without_ebpf(B::DESCRIPTOR.name, stacks, &ctx);
         }
         let host = AgentHost::new(B::DESCRIPTOR.name, B::DESCRIPTOR.processes, ctx.log);
-        Ok(Self { backend, log: ctx.log, emitter: Some(ctx.emitter), host })
+        Ok(Self { backend, log: ctx.log, emitter: Some(ctx.emitter), host, attached: false })
     }
 
     fn prepare(&mut self, env: &mut TargetEnv) -> PluginResult<()> {
@@ -227,7 +258,41 @@ impl<B: AgentBackend> Source for AgentSource<B> {
         Ok(self.host.start(self.backend.decoder(self.log), emitter)?)
     }
 
+    fn set_capture(&mut self, on: bool) -> PluginResult<()> {
+        if !self.backend.windows() {
+            return Err(PluginError::new(format!(
+                "the {} agent cannot pause: it records the whole run",
+                B::DESCRIPTOR.name
+            )));
+        }
+        self.host.set_capture(on);
+        Ok(())
+    }
+
+    fn attach(&mut self, pid: u32, tree: bool) -> PluginResult<()> {
+        let agent = B::DESCRIPTOR.agent.find(self.backend.agent_setting())?;
+        let socket = self.host.listen()?;
+        self.start(pid)?;
+        let before = self.host.accepted();
+        let pids = self.backend.attach(pid, tree, &agent, &socket, &self.log)?;
+        self.attached = true;
+        let want = before + pids.len() as u64;
+        if !self.host.wait_for_connections(want, ATTACH_WAIT) {
+            self.log.warn(&format!(
+                "{} of {} {} processes the agent was loaded into connected within {} s; the others are not recorded",
+                self.host.accepted() - before,
+                pids.len(),
+                B::DESCRIPTOR.processes,
+                ATTACH_WAIT.as_secs()
+            ));
+        }
+        Ok(())
+    }
+
     fn stop(&mut self) -> PluginResult<()> {
+        if self.attached {
+            self.host.detach_agents();
+        }
         if let Some(stats) = self.host.stop()? {
             self.backend.report(&stats, &self.log);
         }

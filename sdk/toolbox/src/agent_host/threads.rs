@@ -11,6 +11,7 @@ use std::time::Duration;
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::{Emitter, Logger};
 
+use super::control::Control;
 use super::StreamDecoder;
 
 /// How often the accept thread looks for new connections and for `stop`.
@@ -34,6 +35,7 @@ pub(super) fn accept_loop(
     listener: UnixListener,
     stop: Arc<AtomicBool>,
     tx: Sender<Event>,
+    control: Arc<Control>,
 ) -> Vec<JoinHandle<()>> {
     let mut readers = Vec::new();
     let mut next = 1u64;
@@ -41,6 +43,7 @@ pub(super) fn accept_loop(
         if let Ok((s, _)) = listener.accept() {
             let (id, tx) = (next, tx.clone());
             next += 1;
+            control.accepted(id, &s);
             let spawned = std::thread::Builder::new()
                 .name(format!("{label}-conn-{id}"))
                 .spawn(move || read_loop(id, s, tx));
