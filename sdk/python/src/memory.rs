@@ -81,42 +81,31 @@ impl Memory for ProcessMemory {
     }
 }
 
-/// Most reads [`ProcessMemory::read_words`] makes in one call.
-pub const MAX_WORDS: usize = 16;
+/// Most ranges [`ProcessMemory::read_ranges`] reads in one call.
+pub const MAX_RANGES: usize = 16;
 
 impl ProcessMemory {
-    /// Reads each `(address, length)` of `at` (a length of 1 to 8 bytes) into the same index
-    /// of `out`, little-endian and zero-extended, in one `process_vm_readv` call (one system
-    /// call however many words: what the repeated checks of other threads' state cost); false
-    /// unless every one of them was read. At most [`MAX_WORDS`] words.
-    pub fn read_words(&self, at: &[(u64, u8)], out: &mut [u64]) -> bool {
+    /// Reads the ranges `at` (address, length) one after the other into `out`, in one
+    /// `process_vm_readv` call (one system call however many ranges: what the repeated checks
+    /// of other threads' state cost); false unless all of them were read whole. At most
+    /// [`MAX_RANGES`] ranges, no more bytes than `out` holds.
+    pub fn read_ranges(&self, at: &[(u64, usize)], out: &mut [u8]) -> bool {
         let n = at.len();
-        if n > MAX_WORDS || out.len() < n || at.iter().any(|&(_, len)| !(1..=8).contains(&len)) {
+        let total: usize = at.iter().map(|r| r.1).sum();
+        if n > MAX_RANGES || total > out.len() {
             return false;
         }
         let empty = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 };
-        let (mut local, mut remote) = ([empty; MAX_WORDS], [empty; MAX_WORDS]);
-        let mut total = 0;
-        for (i, (&(addr, len), word)) in at.iter().zip(out.iter_mut()).enumerate() {
-            *word = 0;
-            // The first `len` bytes of a u64 hold its low bytes: the targets are little-endian.
-            local[i] = libc::iovec { iov_base: (word as *mut u64).cast(), iov_len: len as usize };
-            remote[i] = libc::iovec { iov_base: addr as *mut libc::c_void, iov_len: len as usize };
-            total += len as isize;
+        let mut remote = [empty; MAX_RANGES];
+        for (r, &(addr, len)) in remote.iter_mut().zip(at) {
+            *r = libc::iovec { iov_base: addr as *mut libc::c_void, iov_len: len };
         }
-        // SAFETY: `local[..n]` describe parts of `out`, writable for their lengths; the kernel
-        // checks `remote`.
-        let got = unsafe {
-            libc::process_vm_readv(
-                self.pid as libc::pid_t,
-                local.as_ptr(),
-                n as _,
-                remote.as_ptr(),
-                n as _,
-                0,
-            )
-        };
-        got == total
+        let local = libc::iovec { iov_base: out.as_mut_ptr().cast(), iov_len: total };
+        // SAFETY: `local` describes the first `total` bytes of `out`, writable; the kernel checks
+        // `remote`.
+        let got =
+            unsafe { libc::process_vm_readv(self.pid as libc::pid_t, &local, 1, remote.as_ptr(), n as _, 0) };
+        got == total as isize
     }
 }
 
@@ -156,14 +145,16 @@ mod tests {
     }
 
     #[test]
-    fn reads_scattered_words_in_one_call() {
+    fn reads_scattered_ranges_in_one_call() {
         let (a, b): (u64, u32) = (0x1122_3344_5566_7788, 0xaabb_ccdd);
         let at = [(&a as *const u64 as u64, 8), (&b as *const u32 as u64, 4), (&a as *const u64 as u64, 1)];
         let mem = ProcessMemory { pid: std::process::id() };
-        let mut out = [9; 3];
-        assert!(mem.read_words(&at, &mut out));
-        assert_eq!(out, [a, b as u64, 0x88]);
-        assert!(!mem.read_words(&[(at[0].0, 8), (8, 8)], &mut out), "an unreadable word fails the call");
-        assert!(!mem.read_words(&[(at[0].0, 9)], &mut out));
+        let mut out = [0u8; 16];
+        assert!(mem.read_ranges(&at, &mut out));
+        assert_eq!(out[..8], a.to_le_bytes());
+        assert_eq!(out[8..12], b.to_le_bytes());
+        assert_eq!(out[12], 0x88);
+        assert!(!mem.read_ranges(&[(at[0].0, 8), (8, 8)], &mut out), "an unreadable range fails the call");
+        assert!(!mem.read_ranges(&[(at[0].0, 8), (at[0].0, 9)], &mut out), "more than `out` holds");
     }
 }
