@@ -12,6 +12,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use xpuprof_sdk::model::Record;
 use xpuprof_sdk::PluginKind;
 
 use crate::config::{ConfigError, FileConfig};
@@ -54,11 +55,16 @@ pub fn window_tick(windows: &mut Controller, sources: &mut Sources, failures: &m
     windows.tick(sources, failures);
 }
 
-/// Logs the session's windows (session clock).
-pub fn report_windows(spans: &[Span]) {
+/// Ends the session's windows: logs them and, when the session asked for windows
+/// (`windowed`), hands one window record per window to the sinks (before the sources stop).
+pub fn end_windows(spans: Vec<Span>, windowed: bool, sources: &Sources) {
     for (i, s) in spans.iter().enumerate() {
         let secs = s.end.saturating_sub(s.start) as f64 / 1e9;
         tracing::info!("capture window {} ({}): {secs:.3}s", i + 1, s.opener.as_str());
+    }
+    if windowed {
+        let records: Vec<Record> = spans.iter().map(|s| Record::Window(s.record())).collect();
+        sources.emit_host_records(&records);
     }
 }
 
@@ -155,7 +161,7 @@ pub fn attach(opts: &AttachOptions) -> Result<SessionOutcome, SessionError> {
     let _registered = trigger::register(&opts.output_dir);
     crate::say!("xpuprof: attached to process {pid}{}", if opts.tree { " and its descendants" } else { "" });
     let cpu_during = wait_while_attached(pid, &mut windows, &mut sources, &mut failures);
-    report_windows(&windows.finish());
+    end_windows(windows.finish(), true, &sources);
     sources.stop(&mut failures);
     let (stats, sinks) =
         worker.join().map_err(|_| SessionError::Internal("the event pipeline thread panicked".into()))?;

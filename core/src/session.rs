@@ -310,7 +310,7 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     let mut tick = || crate::attach::window_tick(&mut windows, &mut sources, &mut failures);
     let (target_exit, cpu_during) =
         wait_for_target(pid, opts.status_line, started, &names, &counters, &mut tick);
-    crate::attach::report_windows(&windows.finish());
+    crate::attach::end_windows(windows.finish(), opts.capture.windowed(), &sources);
     sources.stop(&mut failures);
     let (stats, sinks) =
         worker.join().map_err(|_| SessionError::Internal("the event pipeline thread panicked".into()))?;

@@ -9,6 +9,8 @@
 
 use std::time::{Duration, Instant};
 
+use xpuprof_sdk::model::{CaptureWindow, WindowOpener};
+
 use crate::host::sources::Sources;
 
 /// Window choices of a session, from the command line.
@@ -175,6 +177,19 @@ pub struct Span {
     pub end: u64,
     /// What opened it.
     pub opener: Opener,
+}
+
+impl Span {
+    /// The window record of this span.
+    pub fn record(&self) -> CaptureWindow {
+        let opener = match self.opener {
+            Opener::Start => WindowOpener::Start,
+            Opener::Delay => WindowOpener::Delay,
+            Opener::Trigger => WindowOpener::Trigger,
+            Opener::Attach => WindowOpener::Attach,
+        };
+        CaptureWindow::default().start(self.start).end(self.end.max(self.start)).opener(opener)
+    }
 }
 
 /// Opens and closes the windows of a running session.

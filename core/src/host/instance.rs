@@ -89,6 +89,11 @@ impl HostContext {
         *self.tx.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
+    /// Whether records emitted through this context still reach the session.
+    pub fn is_connected(&self) -> bool {
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
     /// Records this instance emitted after [`HostContext::disconnect`] (dropped).
     pub fn late_records(&self) -> u64 {
         self.late_records.load(Ordering::Relaxed)

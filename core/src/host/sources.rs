@@ -159,6 +159,19 @@ impl Sources {
         }
     }
 
+    /// Sends records the host itself made (capture windows) into the session, in order with what
+    /// the sources emitted so far; through the first source still connected, before `stop`.
+    pub fn emit_host_records(&self, records: &[xpuprof_sdk::model::Record]) {
+        let mut bytes = Vec::new();
+        for r in records {
+            xpuprof_sdk::codec::encode(r, &mut bytes);
+        }
+        match self.hosts.iter().find(|h| h.is_connected()) {
+            Some(h) if !bytes.is_empty() => h.emit_batch(&bytes),
+            _ => {}
+        }
+    }
+
     /// Records each source emitted after it was stopped (dropped), by plugin name; only those
     /// with some.
     pub fn late_records(&self) -> Vec<(String, u64)> {

@@ -413,6 +413,7 @@ impl SessionState {
                     true
                 }
             }
+            Record::Window(w) => clocks.to_session(&mut w.clock, &mut [&mut w.start, &mut w.end]),
             _ => false,
         };
         if !keep {

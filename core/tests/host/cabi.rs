@@ -235,6 +235,14 @@ fn every_record() -> Vec<Record> {
                 .time(big + 2)
                 .clock(ClockDomain(3)),
         ),
+        Record::Window(
+            CaptureWindow::default()
+                .start(big + 3)
+                .end(big + 900)
+                .opener(WindowOpener::Nvtx)
+                .pid(10)
+                .clock(ClockDomain(3)),
+        ),
     ]
 }
 
@@ -329,6 +337,7 @@ fn the_test_batch_sets_every_field_of_every_record_kind() {
             Record::ClockSync(_) => format!("{:?}", ClockSync::default()),
             Record::Overhead(_) => format!("{:?}", Overhead::default()),
             Record::Retired(_) => format!("{:?}", Retirement::default()),
+            Record::Window(_) => format!("{:?}", CaptureWindow::default()),
             other => panic!("a record kind the C header does not know: {other:?}; add it to records.h"),
         };
         let (set, unset) = (debug_fields(inner), debug_fields(&default));

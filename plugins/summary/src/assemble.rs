@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use xpuprof_sdk::model::{DeviceId, DeviceOpKind};
+use xpuprof_sdk::model::{DeviceId, DeviceOpKind, WindowOpener};
 use xpuprof_sdk::SessionInfo;
 
 use crate::allocators;
@@ -46,8 +46,13 @@ fn time(s: DurSummary) -> Time {
 /// Builds the report (consumes the collector's kept durations for sorting).
 pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
     c.finish();
-    let (start, end) = c.span.unwrap_or((0, 0));
-    let session_ns = end - start;
+    let windows = window_rows(&mut c.windows);
+    let (start, end) = match (windows.first(), windows.last()) {
+        (Some(first), Some(last)) => (first.start_ns, last.end_ns.max(first.start_ns)),
+        _ => c.span.unwrap_or((0, 0)),
+    };
+    // Rates and busy shares are per window: the session's time is the time inside them.
+    let session_ns = if windows.is_empty() { end - start } else { union_ns(&windows) };
     Summary {
         schema_version: SCHEMA_VERSION,
         generator: format!("xpuprof-plugin-summary {}", env!("CARGO_PKG_VERSION")),
@@ -57,6 +62,7 @@ pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
             start_ns: start,
             end_ns: end,
             duration_ns: session_ns,
+            windows,
         },
         percentiles: PercentileMethod {
             definition: "nearest-rank",
@@ -73,6 +79,45 @@ pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
         counters: counter_rows(c),
         xpuprof: own(c, session, session_ns),
     }
+}
+
+/// The windows in time order.
+fn window_rows(windows: &mut [(u64, u64, WindowOpener)]) -> Vec<WindowRow> {
+    windows.sort_unstable_by_key(|w| (w.0, w.1));
+    windows
+        .iter()
+        .map(|&(start, end, opener)| WindowRow {
+            start_ns: start,
+            end_ns: end,
+            duration_ns: end - start,
+            opened_by: opener_name(opener),
+        })
+        .collect()
+}
+
+fn opener_name(o: WindowOpener) -> &'static str {
+    match o {
+        WindowOpener::Start => "start",
+        WindowOpener::Delay => "delay",
+        WindowOpener::Trigger => "trigger",
+        WindowOpener::Attach => "attach",
+        WindowOpener::CudaProfilerApi => "cuda-profiler-api",
+        WindowOpener::Nvtx => "nvtx",
+        _ => "other",
+    }
+}
+
+/// The time covered by windows sorted by start (overlaps counted once).
+fn union_ns(windows: &[WindowRow]) -> u64 {
+    let (mut total, mut reach) = (0u64, 0u64);
+    for w in windows {
+        let from = w.start_ns.max(reach);
+        if w.end_ns > from {
+            total += w.end_ns - from;
+        }
+        reach = reach.max(w.end_ns);
+    }
+    total
 }
 
 fn api_rows(c: &mut Collector) -> Vec<ApiRow> {

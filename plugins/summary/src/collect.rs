@@ -152,6 +152,8 @@ pub struct Collector {
     pub counters: IdMap<(StrId, DeviceId), CounterAgg>,
     /// Earliest and latest event time seen.
     pub span: Option<(u64, u64)>,
+    /// Capture windows (start, end, opener), as they arrived.
+    pub windows: Vec<(u64, u64, WindowOpener)>,
     api_class: IdMap<StrId, ApiClass>,
 }
 
@@ -203,6 +205,7 @@ impl Collector {
             Record::Counter(c) => self.counter(c),
             Record::Loss(l) => self.loss(l),
             Record::Overhead(o) => self.overhead(o),
+            Record::Window(w) => self.windows.push((w.start, w.end.max(w.start), w.opener)),
             _ => {}
         }
     }

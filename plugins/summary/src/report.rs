@@ -53,8 +53,25 @@ pub struct Session {
     pub start_ns: u64,
     /// Latest event time.
     pub end_ns: u64,
+    /// `end_ns - start_ns`; with capture windows, the time inside them (their union).
+    pub duration_ns: u64,
+    /// The capture windows the report covers, in order; absent when the session recorded the
+    /// whole run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<WindowRow>,
+}
+
+/// One capture window.
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowRow {
+    /// Opened at.
+    pub start_ns: u64,
+    /// Closed at.
+    pub end_ns: u64,
     /// `end_ns - start_ns`.
     pub duration_ns: u64,
+    /// What opened it: `start`, `delay`, `trigger`, `attach`, `cuda-profiler-api`, `nvtx`.
+    pub opened_by: &'static str,
 }
 
 /// How percentiles were computed (see the crate docs).

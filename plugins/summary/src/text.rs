@@ -50,6 +50,17 @@ fn header(s: &Summary, out: &mut String) {
         s.session.start_ns,
         s.session.end_ns
     );
+    for (i, w) in s.session.windows.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "window {}: {} from {} to {} ns (opened by {})",
+            i + 1,
+            ns(w.duration_ns),
+            w.start_ns,
+            w.end_ns,
+            w.opened_by
+        );
+    }
 }
 
 fn times(t: &Time) -> [String; 6] {

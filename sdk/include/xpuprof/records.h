@@ -49,6 +49,7 @@ extern "C" {
 #define XPUPROF_TAG_CLOCK_SYNC 24
 #define XPUPROF_TAG_OVERHEAD 25
 #define XPUPROF_TAG_RETIRED 26
+#define XPUPROF_TAG_WINDOW 27
 
 /* ---- enumerations (values of docs/formats.md) ---- */
 /* FrameKind */
@@ -105,6 +106,14 @@ extern "C" {
 #define XPUPROF_OVERHEAD_BUFFER_FLUSH 1
 #define XPUPROF_OVERHEAD_INSTRUMENTATION 2
 #define XPUPROF_OVERHEAD_RESOLUTION 3
+/* WindowOpener */
+#define XPUPROF_WINDOW_OTHER 0
+#define XPUPROF_WINDOW_START 1
+#define XPUPROF_WINDOW_DELAY 2
+#define XPUPROF_WINDOW_TRIGGER 3
+#define XPUPROF_WINDOW_ATTACH 4
+#define XPUPROF_WINDOW_CUDA_PROFILER_API 5
+#define XPUPROF_WINDOW_NVTX 6
 /* Vendor: an open byte; third parties use 0x40 and up and name themselves in vendor_name. */
 #define XPUPROF_VENDOR_UNKNOWN 0
 #define XPUPROF_VENDOR_NVIDIA 1
@@ -348,6 +357,13 @@ typedef struct xpuprof_retirement {
     uint32_t clock;
 } xpuprof_retirement;
 
+/* A capture window: the sources recorded from start to end, dormant outside every window. */
+typedef struct xpuprof_capture_window {
+    uint64_t start, end;
+    uint32_t opener; /* XPUPROF_WINDOW_* */
+    uint32_t pid, clock;
+} xpuprof_capture_window;
+
 /* One decoded record: `tag` says which member is valid. */
 typedef struct xpuprof_record {
     uint8_t tag;
@@ -371,6 +387,7 @@ typedef struct xpuprof_record {
         xpuprof_clock_sync clock_sync;
         xpuprof_overhead overhead;
         xpuprof_retirement retired;
+        xpuprof_capture_window window;
     } u;
 } xpuprof_record;
 
@@ -904,6 +921,16 @@ static inline int xpuprof_write_retired(xpuprof_batch *b, const xpuprof_retireme
     return xpuprof__end_record(b, at_);
 }
 
+static inline int xpuprof_write_window(xpuprof_batch *b, const xpuprof_capture_window *r) {
+    XPUPROF__BEGIN(b, XPUPROF_TAG_WINDOW);
+    xpuprof__key_var(b, 1, r->start);
+    xpuprof__key_var(b, 2, r->end);
+    xpuprof__key_var(b, 3, r->opener);
+    xpuprof__key_var(b, 4, r->pid);
+    xpuprof__key_var(b, 5, r->clock);
+    return xpuprof__end_record(b, at_);
+}
+
 /* Writes any decoded record back (what a filter or a test round trip needs). */
 static inline int xpuprof_write_record(xpuprof_batch *b, const xpuprof_record *r) {
     switch (r->tag) {
@@ -927,6 +954,7 @@ static inline int xpuprof_write_record(xpuprof_batch *b, const xpuprof_record *r
     case XPUPROF_TAG_CLOCK_SYNC: return xpuprof_write_clock_sync(b, &r->u.clock_sync);
     case XPUPROF_TAG_OVERHEAD: return xpuprof_write_overhead(b, &r->u.overhead);
     case XPUPROF_TAG_RETIRED: return xpuprof_write_retired(b, &r->u.retired);
+    case XPUPROF_TAG_WINDOW: return xpuprof_write_window(b, &r->u.window);
     default: return -1;
     }
 }
@@ -1391,6 +1419,18 @@ static inline int xpuprof__read_payload(xpuprof__cur *c, uint8_t tag, xpuprof_re
             else if (n == 6) o->name = xpuprof__ku32(c, ty);
             else if (n == 7) o->device = xpuprof__ku32(c, ty);
             else if (n == 8) o->clock = xpuprof__ku32(c, ty);
+            else xpuprof__skip(c, ty);
+        }
+        break;
+    }
+    case XPUPROF_TAG_WINDOW: {
+        xpuprof_capture_window *w = &r->u.window;
+        while (xpuprof__key(c, &n, &ty)) {
+            if (n == 1) w->start = xpuprof__kvar(c, ty);
+            else if (n == 2) w->end = xpuprof__kvar(c, ty);
+            else if (n == 3) w->opener = xpuprof__ku32(c, ty);
+            else if (n == 4) w->pid = xpuprof__ku32(c, ty);
+            else if (n == 5) w->clock = xpuprof__ku32(c, ty);
             else xpuprof__skip(c, ty);
         }
         break;

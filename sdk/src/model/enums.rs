@@ -248,6 +248,27 @@ wire_enum! {
     }
 }
 
+wire_enum! {
+    /// What opened a capture window ([`super::CaptureWindow`]).
+    WindowOpener fallback Other {
+        /// Anything else.
+        #[default]
+        Other = 0,
+        /// The session started with the window open.
+        Start = 1,
+        /// `--delay` elapsed.
+        Delay = 2,
+        /// `xpuprof trigger` or SIGUSR2.
+        Trigger = 3,
+        /// `xpuprof attach`.
+        Attach = 4,
+        /// The program called `cudaProfilerStart` / `cuProfilerStart`.
+        CudaProfilerApi = 5,
+        /// The program entered an NVTX range of the `--capture-range` message.
+        Nvtx = 6,
+    }
+}
+
 /// GPU / accelerator vendor: a number, open to vendors this SDK does not list (a device
 /// carries its vendor's name in [`super::DeviceDef::vendor_name`] too, so a third party names
 /// itself). Values are stable; ask for a number, or use one from [`Vendor::FIRST_THIRD_PARTY`].

@@ -39,7 +39,7 @@ pub mod schema;
 
 pub use enums::{
     ApiKind, CopyKind, DeviceKind, DeviceOpKind, FrameKind, OverheadKind, QueueKind, SampleKind, SizeUnit,
-    Vendor,
+    Vendor, WindowOpener,
 };
 pub use ids::{
     backend, ClockDomain, Correlation, CorrelationKey, DeviceId, ExternalId, FrameId, IdType, ModuleId,
@@ -47,9 +47,9 @@ pub use ids::{
 };
 pub use layout::record_layout;
 pub use schema::{
-    Annotation, ApiCall, ClockDomainDef, ClockSync, Counter, CpuSample, DeviceDef, DeviceOp, FrameDef,
-    GraphInfo, KernelInfo, LaunchRef, LaunchSite, Loss, ModuleDef, Overhead, ProcessDef, Record, Retirement,
-    StackDef, StrDef, StreamDef, Submission, ThreadDef,
+    Annotation, ApiCall, CaptureWindow, ClockDomainDef, ClockSync, Counter, CpuSample, DeviceDef, DeviceOp,
+    FrameDef, GraphInfo, KernelInfo, LaunchRef, LaunchSite, Loss, ModuleDef, Overhead, ProcessDef, Record,
+    Retirement, StackDef, StrDef, StreamDef, Submission, ThreadDef,
 };
 
 impl Record {

@@ -428,6 +428,23 @@ model_schema! {
             /// Clock domain of `time`.
             clock: ClockDomain = [] [4] cold,
         }
+
+        /// A capture window: the sources recorded from `start` to `end` and were dormant outside
+        /// every window. A session without windows has none (it covers the whole run); sinks that
+        /// report time, busy shares or rates take the windows' union as the session's time.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+        struct CaptureWindow [] {
+            /// Opened at.
+            start: Nanos = [] [1] time,
+            /// Closed at.
+            end: Nanos = [] [2] dur(start),
+            /// What opened it.
+            opener: WindowOpener = [] [3] cold,
+            /// The process whose markers opened it (capture ranges), or 0.
+            pid: u32 = [] [4] cold,
+            /// Clock domain of `start` and `end`.
+            clock: ClockDomain = [] [5] cold,
+        }
     }
     records {
         /// String definition.
@@ -470,5 +487,7 @@ model_schema! {
         Overhead(Overhead) = 25 archive 8,
         /// A correlation id retired by its backend.
         Retired(Retirement) = 26,
+        /// A capture window.
+        Window(CaptureWindow) = 27,
     }
 }

@@ -105,7 +105,7 @@ fn record_with_delay_and_duration_samples_only_inside_the_window() {
             "--source",
             "ebpf",
             "--sink",
-            "folded",
+            "folded,summary",
             "--delay",
             "3s",
             "--duration",
@@ -124,6 +124,13 @@ fn record_with_delay_and_duration_samples_only_inside_the_window() {
     assert_eq!(weight_with(&folded, "burn_three"), 0, "samples from before the window:\n{folded}");
     // One busy thread for 1.5 s: at most 1.5 s of CPU time (plus a sampling period or two).
     assert!(total(&folded) <= 1_700_000_000, "more CPU time than the window holds:\n{folded}");
+    // The summary says which window it covers; its session time is the window's, not the run's.
+    let summary = std::fs::read_to_string(out.path().join("summary.txt")).expect("summary.txt");
+    let windows: Vec<&str> = summary.lines().filter(|l| l.starts_with("window ")).collect();
+    assert_eq!(windows.len(), 1, "{summary}");
+    assert!(windows[0].ends_with("(opened by delay)"), "{summary}");
+    let session = summary.lines().find(|l| l.starts_with("session:")).unwrap_or_default();
+    assert!(session.starts_with("session:  1.5") || session.starts_with("session:  1.6"), "{summary}");
 }
 
 #[test]
