@@ -287,16 +287,31 @@ static void destroy(void *instance) {
     free(a);
 }
 
+/* What `xpuprof doctor` prints for acme, one check per capability the plugin needs: a real
+ * backend looks for its runtime library and device nodes here, and says how to install what is
+ * missing in the hint. Acme is simulated, so its device is always there. */
+static void machine_checks(const xpuprof_checks *checks) {
+    checks->add(checks->ctx, "acme-npu", XPUPROF_CHECK_OK, "simulated Acme NPU (no hardware needed)", NULL);
+}
+
+static const char *const capabilities[] = {"acme-npu", NULL};
+
+/* Acme's correlation backend, as reports name it (the summary's events per backend). */
+static const xpuprof_backend_name backends[] = {{ACME_BACKEND, "acme"}, {0, NULL}};
+
 static const xpuprof_plugin plugin = {
     XPUPROF_PLUGIN_INIT(XPUPROF_KIND_SOURCE),
     .name = "acme",
     .version = "1.0.0",
     .description = "the fictitious Acme NPU: devices, launches with stacks, kernels, a copy and a loss",
     .config_schema = schema,
+    .capabilities = capabilities,
     .create = create,
     .start = start,
     .stop = stop,
     .destroy = destroy,
+    .machine_checks = machine_checks,
+    .backends = backends,
 };
 
 XPUPROF_EXPORT_PLUGIN(plugin)

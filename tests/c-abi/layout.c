@@ -36,6 +36,13 @@ int main(void) {
     OFF(xpuprof_files, size);
     OFF(xpuprof_files, ctx);
     OFF(xpuprof_files, add);
+    SIZE(xpuprof_checks);
+    OFF(xpuprof_checks, size);
+    OFF(xpuprof_checks, ctx);
+    OFF(xpuprof_checks, add);
+    SIZE(xpuprof_backend_name);
+    OFF(xpuprof_backend_name, id);
+    OFF(xpuprof_backend_name, name);
     SIZE(xpuprof_plugin);
     OFF(xpuprof_plugin, size);
     OFF(xpuprof_plugin, abi_version);
@@ -56,5 +63,9 @@ int main(void) {
     OFF(xpuprof_plugin, destroy);
     OFF(xpuprof_plugin, set_capture);
     OFF(xpuprof_plugin, attach);
+    OFF(xpuprof_plugin, machine_checks);
+    OFF(xpuprof_plugin, backends);
+    OFF(xpuprof_plugin, default_source);
+    OFF(xpuprof_plugin, reserved2);
     return 0;
 }

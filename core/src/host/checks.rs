@@ -2,11 +2,14 @@
 //! for `xpuprof doctor` and the default sources) and the names of their correlation backends
 //! (handed to the sinks in the `[session]` table). The host knows no backend itself.
 
+use std::ffi::{c_char, c_int, c_void, CStr};
+
 use abi_stable::std_types::RVec;
-use xpuprof_sdk::abi::{FfiBackendName, FfiMachineCheck};
+use xpuprof_sdk::abi::FfiMachineCheck;
 use xpuprof_sdk::{BackendName, CheckStatus, PluginKind};
 
 use super::bounded;
+use super::cabi::ffi;
 use super::loader::{LoadedPlugin, Registry};
 
 /// Most checks read from one plugin; the rest are dropped.
@@ -20,6 +23,8 @@ const MAX_BACKENDS: usize = 64;
 pub enum MachineChecks {
     /// The Rust SDK's `FfiDescriptorExt::machine_checks` (SDK 0.4 and later).
     Rust(extern "C" fn() -> RVec<FfiMachineCheck>),
+    /// The C header's `xpuprof_plugin.machine_checks` (header 0.4 and later).
+    C(ffi::MachineChecksFn),
 }
 
 /// One machine check, as a plugin reported it.
@@ -40,19 +45,68 @@ pub struct PluginCheck {
 impl LoadedPlugin {
     /// Runs the plugin's machine checks (none for a plugin that predates them).
     pub fn machine_checks(&self) -> Vec<PluginCheck> {
-        let text = |s: &str| bounded::cap(s, bounded::MAX_MESSAGE_BYTES).into_owned();
-        let Some(MachineChecks::Rust(f)) = self.meta.machine_checks else { return Vec::new() };
-        f().iter()
-            .take(MAX_CHECKS)
-            .map(|c| PluginCheck {
-                capability: text(&c.capability),
-                status: CheckStatus::from_u8(c.status),
-                detail: text(&c.detail),
-                hint: text(&c.hint),
-                plugin: self.meta.name.clone(),
-            })
-            .collect()
+        let mut checks = match self.meta.machine_checks {
+            None => return Vec::new(),
+            Some(MachineChecks::Rust(f)) => f()
+                .iter()
+                .take(MAX_CHECKS)
+                .map(|c| check(&c.capability, c.status, &c.detail, &c.hint))
+                .collect(),
+            Some(MachineChecks::C(f)) => c_checks(f),
+        };
+        for c in &mut checks {
+            c.plugin.clone_from(&self.meta.name);
+        }
+        checks
     }
+}
+
+/// One check as a plugin reported it, its texts bounded (the plugin's name is set by the caller).
+fn check(capability: &str, status: u8, detail: &str, hint: &str) -> PluginCheck {
+    let text = |s: &str| bounded::cap(s, bounded::MAX_MESSAGE_BYTES).into_owned();
+    PluginCheck {
+        capability: text(capability),
+        status: CheckStatus::from_u8(status),
+        detail: text(detail),
+        hint: text(hint),
+        plugin: String::new(),
+    }
+}
+
+/// Runs a C plugin's `machine_checks`, collecting what it reports through `add`.
+fn c_checks(f: ffi::MachineChecksFn) -> Vec<PluginCheck> {
+    extern "C" fn add(
+        ctx: *mut c_void,
+        capability: *const c_char,
+        status: c_int,
+        detail: *const c_char,
+        hint: *const c_char,
+    ) {
+        // SAFETY: `ctx` is the `Vec` `c_checks` lends for the length of the call, the only time
+        // the header allows `add` to be called.
+        let out = unsafe { &mut *ctx.cast::<Vec<PluginCheck>>() };
+        let text = |p: *const c_char| {
+            if p.is_null() {
+                return Default::default();
+            }
+            // SAFETY: the header requires NUL-terminated strings (or NULL, handled above).
+            unsafe { CStr::from_ptr(p) }.to_string_lossy()
+        };
+        if out.len() < MAX_CHECKS && !capability.is_null() {
+            let status = u8::try_from(status).unwrap_or(u8::MAX);
+            out.push(check(&text(capability), status, &text(detail), &text(hint)));
+        }
+    }
+    let mut out: Vec<PluginCheck> = Vec::new();
+    let checks = ffi::Checks {
+        size: std::mem::size_of::<ffi::Checks>() as u32,
+        ctx: (&mut out as *mut Vec<PluginCheck>).cast(),
+        add,
+    };
+    // SAFETY: the descriptor's entry point, called with a valid `xpuprof_checks` that outlives
+    // the call.
+    unsafe { f(&checks) };
+    out
 }
 
 impl Registry {
@@ -95,11 +149,11 @@ impl Registry {
 }
 
 /// The backends a descriptor declares, bounded, with names that are plain words.
-pub(crate) fn backend_names(list: &[FfiBackendName]) -> Vec<BackendName> {
+pub(crate) fn backend_names<'a>(list: impl IntoIterator<Item = (u32, &'a str)>) -> Vec<BackendName> {
     let word = |s: &str| !s.is_empty() && s.len() <= 64 && s.bytes().all(|c| c.is_ascii_graphic());
-    list.iter()
+    list.into_iter()
         .take(MAX_BACKENDS)
-        .filter(|b| word(b.name.as_str()))
-        .map(|b| BackendName::new(b.id, b.name.as_str()))
+        .filter(|(_, name)| word(name))
+        .map(|(id, name)| BackendName::new(id, name))
         .collect()
 }

@@ -251,7 +251,7 @@ fn describe(module: PluginModuleRef) -> Result<PluginMeta, String> {
         default_source: ext.and_then(|e| e.default_source()).unwrap_or(false),
         backends: ext
             .and_then(|e| e.backends())
-            .map(|b| checks::backend_names(b.as_slice()))
+            .map(|b| checks::backend_names(b.as_slice().iter().map(|b| (b.id, b.name.as_str()))))
             .unwrap_or_default(),
         machine_checks: ext.and_then(|e| e.machine_checks()).map(MachineChecks::Rust),
     })

@@ -83,6 +83,22 @@ fn the_c_examples_load_and_run_in_the_host() {
 }
 
 #[test]
+fn a_c_source_brings_its_machine_checks_and_its_backends_name() {
+    let plugins = c_examples();
+    let (o, _cwd) = record(plugins.path(), &["doctor"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("[ ok ] acme-npu") && out.contains("simulated Acme NPU"), "{out}");
+    assert!(out.lines().any(|l| l.trim_start().starts_with("acme ") && l.contains("ready")), "{out}");
+    let args = ["--source", "acme", "--sink", "summary", "-o", "out", "--", "true"];
+    let (o, cwd) = record(plugins.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let json = std::fs::read_to_string(cwd.path().join("out/summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let by_backend = &summary["xpuprof"]["events_by_backend"];
+    assert!(by_backend["acme"].as_u64().is_some_and(|n| n > 0), "{by_backend}");
+}
+
+#[test]
 fn c_plugins_are_listed_with_their_schema_and_header() {
     let plugins = c_examples();
     let (o, _cwd) = record(plugins.path(), &["plugins"]);

@@ -124,6 +124,29 @@ typedef struct xpuprof_files {
     void (*add)(void *ctx, const char *path);
 } xpuprof_files;
 
+/* Results of a machine check (xpuprof_checks.add). */
+#define XPUPROF_CHECK_OK 0   /* the machine has the capability */
+#define XPUPROF_CHECK_WARN 1 /* usable, with a caveat the user should know */
+#define XPUPROF_CHECK_FAIL 2 /* missing: sources that need it cannot record here */
+
+/* What xpuprof_plugin.machine_checks reports through; valid only during the call. */
+typedef struct xpuprof_checks {
+    /* sizeof(xpuprof_checks) as the host was built. */
+    uint32_t size;
+    /* Passed back to `add`. */
+    void *ctx;
+    /* Reports one check: the capability it decides ("bpf-perf", "npu-runtime"), an
+     * XPUPROF_CHECK_* status, what was found or is missing, and the fix (NULL or "" when none). */
+    void (*add)(void *ctx, const char *capability, int status, const char *detail, const char *hint);
+} xpuprof_checks;
+
+/* A correlation backend (the `backend` of a correlation, records.h) and its name in reports:
+ * lowercase words joined by '-'. */
+typedef struct xpuprof_backend_name {
+    uint32_t id;
+    const char *name;
+} xpuprof_backend_name;
+
 /* What a plugin says about itself, and its entry points. Returned by xpuprof_plugin_v1(),
  * must stay valid while the library is loaded (a static const object). */
 typedef struct xpuprof_plugin {
@@ -172,6 +195,18 @@ typedef struct xpuprof_plugin {
      * descendants; called instead of prepare + start. stop must leave the process running and
      * untouched. Added in header 0.4. */
     int (*attach)(void *instance, uint32_t pid, int tree);
+    /* Optional (NULL: no checks): checks what the plugin needs from the machine, for
+     * `xpuprof doctor` and the choice of default sources, calling checks->add once per
+     * capability it declares (runtime libraries found, permissions, kernel features). Runs in
+     * the host without an instance; quick, and changes nothing. Added in header 0.4. */
+    void (*machine_checks)(const xpuprof_checks *checks);
+    /* Sources, optional (NULL: none): the correlation backends the plugin issues ids for, with
+     * their names in reports, ended by an entry whose name is NULL. Added in header 0.4. */
+    const xpuprof_backend_name *backends;
+    /* Sources: non-zero to run when the user names no source, provided every capability passed
+     * its machine check; 0 to run only when named. Added in header 0.4. */
+    uint32_t default_source;
+    uint32_t reserved2; /* zero */
     /* Append new fields here. */
 } xpuprof_plugin;
 

@@ -124,6 +124,31 @@ pub type SetCaptureFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 /// `attach`.
 pub type AttachFn = unsafe extern "C" fn(*mut c_void, u32, c_int) -> c_int;
 
+/// `xpuprof_checks`: what `machine_checks` reports through.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Checks {
+    /// Size of this struct.
+    pub size: u32,
+    /// Passed back to `add`.
+    pub ctx: *mut c_void,
+    /// Reports one check: capability, status, detail, hint (may be NULL).
+    pub add: extern "C" fn(*mut c_void, *const c_char, c_int, *const c_char, *const c_char),
+}
+
+/// `xpuprof_backend_name`: a correlation backend and its name in reports.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct BackendName {
+    /// The backend id.
+    pub id: u32,
+    /// Its name; NULL ends the plugin's list.
+    pub name: *const c_char,
+}
+
+/// `machine_checks`.
+pub type MachineChecksFn = unsafe extern "C" fn(*const Checks);
+
 /// `xpuprof_plugin`, the descriptor. Entry points are `Option`s: C may leave them NULL.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -166,6 +191,14 @@ pub struct Plugin {
     pub set_capture: Option<SetCaptureFn>,
     /// Entry point, appended (absent from descriptors whose `size` ends before it).
     pub attach: Option<AttachFn>,
+    /// Machine checks, appended in header 0.4.
+    pub machine_checks: Option<MachineChecksFn>,
+    /// Correlation backends, a list ended by a NULL name, or NULL; appended in header 0.4.
+    pub backends: *const BackendName,
+    /// Non-zero: a default source; appended in header 0.4.
+    pub default_source: u32,
+    /// Zero.
+    pub reserved2: u32,
 }
 
 impl Plugin {
@@ -195,6 +228,8 @@ pub fn layout() -> Vec<(&'static str, usize)> {
     );
     fields!(out, "xpuprof_env", Env, [size, ctx, set]);
     fields!(out, "xpuprof_files", Files, [size, ctx, add]);
+    fields!(out, "xpuprof_checks", Checks, [size, ctx, add]);
+    fields!(out, "xpuprof_backend_name", BackendName, [id, name]);
     fields!(
         out,
         "xpuprof_plugin",
@@ -218,7 +253,11 @@ pub fn layout() -> Vec<(&'static str, usize)> {
             finish,
             destroy,
             set_capture,
-            attach
+            attach,
+            machine_checks,
+            backends,
+            default_source,
+            reserved2
         ]
     );
     out

@@ -8,11 +8,12 @@ mod instance;
 use std::ffi::{c_char, CStr};
 use std::path::Path;
 
-use xpuprof_sdk::{ConfigSchema, PluginKind};
+use xpuprof_sdk::{BackendName, ConfigSchema, PluginKind};
 
 pub use instance::CInstance;
 
 use super::bounded;
+use super::checks::{self, MachineChecks};
 use super::loader::PluginMeta;
 
 /// A loaded C plugin's descriptor (the library stays mapped for the rest of the process).
@@ -152,10 +153,28 @@ fn describe(d: &ffi::Plugin) -> Result<PluginMeta, String> {
         sdk_version: Some(format!("{} (C header)", optional_text(d.header_version))),
         // C plugins read encoded batches only.
         record_layout: None,
-        default_source: false,
-        backends: Vec::new(),
-        machine_checks: None,
+        // Appended in header 0.4 (zero, i.e. absent, in older descriptors: see `copy_descriptor`).
+        default_source: kind == PluginKind::Source && d.default_source != 0,
+        backends: backends(d.backends),
+        machine_checks: d.machine_checks.map(MachineChecks::C),
     })
+}
+
+/// The correlation backends of a descriptor: a list ended by a NULL name (at most 64 read).
+fn backends(mut p: *const ffi::BackendName) -> Vec<BackendName> {
+    let mut out: Vec<(u32, String)> = Vec::new();
+    if p.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: the header requires an array ended by an entry whose name is NULL, of
+    // NUL-terminated names; at most 64 entries are read.
+    unsafe {
+        while !(*p).name.is_null() && out.len() < 64 {
+            out.push(((*p).id, CStr::from_ptr((*p).name).to_string_lossy().into_owned()));
+            p = p.add(1);
+        }
+    }
+    checks::backend_names(out.iter().map(|(id, name)| (*id, name.as_str())))
 }
 
 fn capabilities(mut p: *const *const c_char) -> Vec<String> {
