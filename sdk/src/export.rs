@@ -433,3 +433,38 @@ macro_rules! __export_root_module {
         };
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::backend;
+    use crate::CheckStatus;
+
+    #[test]
+    fn sinks_get_the_backend_names_the_host_passes_and_the_sdks_own() {
+        let table: toml::Table = "backends = [{ id = 300, name = \"npu\" }, { id = -1, name = \"bad\" }]\n\
+                                  [x]\n"
+            .parse()
+            .unwrap();
+        let session = SessionInfo { backends: session_backends(&table), ..SessionInfo::default() };
+        assert_eq!(session.backends, [BackendName::new(300, "npu")]);
+        assert_eq!(session.backend_name(300), "npu");
+        assert_eq!(session.backend_name(backend::UNCORRELATED), "uncorrelated");
+        assert_eq!(session.backend_name(backend::TEST), "test");
+        assert_eq!(session.backend_name(301), "backend-301");
+        // A host that predates backend names sends none.
+        assert!(session_backends(&toml::Table::new()).is_empty());
+    }
+
+    #[test]
+    fn a_panic_in_machine_checks_is_a_failed_check() {
+        let checks = machine_checks("p", || panic!("boom"));
+        assert_eq!(checks.len(), 1);
+        assert_eq!(CheckStatus::from_u8(checks[0].status), CheckStatus::Fail);
+        assert!(
+            checks[0].detail.contains("plugin `p` panicked in its machine checks: boom"),
+            "{:?}",
+            checks[0]
+        );
+    }
+}
