@@ -26,6 +26,9 @@ const MIN_DRIFT_SPAN_NS: u64 = 50_000_000;
 /// What the host knows about one domain.
 #[derive(Debug, Default, Clone)]
 struct Domain {
+    /// The source declared the domain ([`ClockDomainDef`]), so its rate is known: its ticks
+    /// per second, or nanoseconds.
+    declared: bool,
     /// Ticks per second (0 = nanoseconds).
     ticks_per_second: u64,
     /// Valid bits before the timestamp wraps (0 or 64 = never).
@@ -74,9 +77,11 @@ impl Domain {
         let ((s0, h0), (s1, h1)) = self.pairs?;
         let v = if s1 == s0 {
             i128::from(h0) + self.ticks_to_ns(i128::from(t) - i128::from(s0))
-        } else if self.ticks_per_second != 0 && h1.saturating_sub(h0) < MIN_DRIFT_SPAN_NS {
+        } else if self.declared && h1.saturating_sub(h0) < MIN_DRIFT_SPAN_NS {
             // Pairs this close measure the rate worse than the declared one (a tick of
-            // quantisation is a large share of the span): the latest offset, the declared rate.
+            // quantisation, or the tens of ns a pairing's reads may be apart, is a large share
+            // of the span: 100 ns over 2 ms made a 2 ms kernel 0.1 µs long or short): the
+            // latest offset, the declared rate.
             i128::from(h1) + self.ticks_to_ns(i128::from(t) - i128::from(s1))
         } else {
             let slope = (h1 as f64 - h0 as f64) / (s1 as f64 - s0 as f64);
@@ -98,6 +103,7 @@ impl ClockMap {
     /// Records a domain's declaration (rate, wrap).
     pub fn define(&mut self, d: &ClockDomainDef) {
         let e = self.domains.entry(d.domain.0).or_default();
+        e.declared = true;
         e.ticks_per_second = d.ticks_per_second;
         e.valid_bits = d.valid_bits;
     }
@@ -180,6 +186,24 @@ mod tests {
         // "rate" is not used, the declared 80 ns per tick is, from the latest pairing.
         c.sync(&ClockSync::new(d, 1_024, 1_002_000));
         assert_eq!(c.convert(d, 1_124), Some(1_010_000));
+    }
+
+    #[test]
+    fn close_pairings_of_a_declared_nanosecond_domain_keep_durations_exact() {
+        // A domain declared in nanoseconds (ROCr's system clock), paired at the agent's start
+        // and 2 ms later at its flush, the second pairing's midpoint 100 ns off (the reads of a
+        // loaded machine): a 2 ms kernel stays 2 ms long, not 2000.1 µs.
+        let mut c = ClockMap::default();
+        let d = ClockDomain(6);
+        c.define(&ClockDomainDef::default().domain(d));
+        c.sync(&ClockSync::new(d, 10_000_000, 1_000_000));
+        c.sync(&ClockSync::new(d, 12_000_000, 3_000_100));
+        let (start, end) = (c.convert(d, 10_500_000).unwrap(), c.convert(d, 12_500_000).unwrap());
+        assert_eq!((start, end - start), (1_500_100, 2_000_000));
+        // 50 ms and more apart, the measured rate corrects the drift.
+        c.sync(&ClockSync::new(d, 60_000_000, 51_000_100));
+        assert_eq!(c.convert(d, 60_000_000), Some(51_000_100));
+        assert_eq!(c.convert(d, 35_000_000), Some(26_000_050));
     }
 
     #[test]
