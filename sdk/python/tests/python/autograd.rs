@@ -3,7 +3,8 @@
 //! from a second thread, and a native thread named `pt_autograd_0` makes "launches"
 //! ([`Interpreter::capture_backward_caller`]) while the calling thread waits in it. What the
 //! engine thread found is kept from launch to launch: each launch must still get the stack of
-//! the backward call running then.
+//! the backward call running then. Debian's 3.11 runs in this process; every other installed
+//! CPython 3.9-3.13 library (pyenv's) in a child process running the same test.
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -14,7 +15,7 @@ use std::sync::{Condvar, Mutex, OnceLock};
 use xpuprof_python::autograd::Caller;
 use xpuprof_python::own::{Interpreter, MAX_FRAMES};
 
-use crate::interpreters::fixture;
+use crate::interpreters::{self, fixture};
 
 /// What one launch got.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,6 +129,31 @@ fn line_of(stack: &[String], function: &str) -> u32 {
     f.rsplit(':').next().unwrap().trim_end_matches(')').parse().unwrap()
 }
 
+#[test]
+fn engine_launches_get_the_stack_of_the_backward_call_running_then_in_every_interpreter() {
+    let mut checked = Vec::new();
+    for python in interpreters::all().into_iter().skip(1) {
+        let Some(prefix) = python.parent().and_then(|bin| bin.parent()) else { continue };
+        let minor = python.file_name().unwrap().to_string_lossy().trim_start_matches("python").to_owned();
+        let lib = prefix.join(format!("lib/libpython{minor}.so.1.0"));
+        if !lib.exists() {
+            continue;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["autograd::engine_launches_get_the_stack_of_the_backward_call_running_then", "--exact"])
+            .env("PYTHONHOME", prefix)
+            .env("XPUPROF_BENCH_LIBPYTHON", &lib)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && text.contains("1 passed"), "{}: {text}", lib.display());
+        checked.push(minor);
+    }
+    eprintln!("autograd attribution checked in this process (3.11) and with the libraries of: {checked:?}");
+}
+
+/// The test proper, in this process: Debian's 3.11, or the library `XPUPROF_BENCH_LIBPYTHON`
+/// names (with its `PYTHONHOME`).
 #[test]
 fn engine_launches_get_the_stack_of_the_backward_call_running_then() {
     let run = xpuprof_testkit::python::start(nothing);
