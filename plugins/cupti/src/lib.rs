@@ -17,6 +17,7 @@
 
 pub mod activity;
 pub mod api_kind;
+mod attach;
 pub mod config;
 pub mod decode;
 pub mod graphs;
@@ -24,6 +25,7 @@ pub mod layout;
 mod machine;
 pub mod source;
 mod stream;
+mod windows;
 
 pub use xpuprof_wire as wire;
 

@@ -14,6 +14,10 @@ use crate::decode::{Decoder, Stats};
 #[derive(Debug)]
 pub struct Cupti {
     config: Config,
+    /// The session's capture windows, as agent options ([`crate::windows`]).
+    windows: String,
+    /// The program's NVTX ranges open windows.
+    nvtx_range: bool,
 }
 
 /// Warns about what will keep CUDA processes from being traced.
@@ -28,6 +32,18 @@ fn check_machine(log: &Logger) {
         log.warn(&format!(
             "CUDA_INJECTION64_PATH was already set to {v}; the target gets the xpuprof agent instead"
         ));
+    }
+}
+
+impl Cupti {
+    /// The agent's options: the `[source.cupti]` settings and the session's windows.
+    fn agent_opts(&self) -> String {
+        let mut o = self.config.agent_opts();
+        if !self.windows.is_empty() {
+            o.push(',');
+            o.push_str(&self.windows);
+        }
+        o
     }
 }
 
@@ -67,7 +83,11 @@ impl AgentBackend for Cupti {
     }
 
     fn create(ctx: &CreateContext) -> PluginResult<Self> {
-        Ok(Self { config: Config::from_plugin(&ctx.config)? })
+        Ok(Self {
+            config: Config::from_plugin(&ctx.config)?,
+            windows: crate::windows::agent_opts(&ctx.session)?,
+            nvtx_range: crate::windows::nvtx_range(&ctx.session),
+        })
     }
 
     fn agent_setting(&self) -> Option<&str> {
@@ -82,11 +102,26 @@ impl AgentBackend for Cupti {
         check_machine(log);
         let agent = agent.display().to_string();
         env.set("CUDA_INJECTION64_PATH", agent.clone());
-        if self.config.nvtx() {
+        if self.config.nvtx() || self.nvtx_range {
             env.set("NVTX_INJECTION64_PATH", agent);
         }
         env.set("XPUPROF_CUPTI_SOCKET", socket.display().to_string());
-        env.set("XPUPROF_CUPTI_OPTS", self.config.agent_opts());
+        env.set("XPUPROF_CUPTI_OPTS", self.agent_opts());
+    }
+
+    fn windows(&self) -> bool {
+        true
+    }
+
+    fn attach(
+        &self,
+        pid: u32,
+        tree: bool,
+        agent: &Path,
+        socket: &Path,
+        log: &Logger,
+    ) -> PluginResult<Vec<u32>> {
+        crate::attach::attach(pid, tree, agent, socket, &self.agent_opts(), log)
     }
 
     fn decoder(&self, log: Logger) -> Decoder {

@@ -118,6 +118,7 @@ impl KitDecoder for Decoder {
     /// finish cleanly and closes its open ranges.
     fn end_conn(&mut self, conn: u64, out: &mut Emitter) {
         crate::activity::flush_pending(self, conn, out);
+        self.kit.end_window(conn, xpuprof_sdk::clock::now_ns(), out);
         let Some(c) = self.kit.conns.remove(&conn) else { return };
         let pid = c.agent.pid;
         if c.graphs.forgotten > 0 || c.graphs.malformed > 0 {

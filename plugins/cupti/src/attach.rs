@@ -1,0 +1,126 @@
+//! `xpuprof attach` for CUDA: the agent is loaded into each running CUDA process of the target
+//! (with `--tree`, its descendants too) by `xpuprof-inject` (a ptrace-driven `dlopen` on one
+//! stopped thread), which then calls the agent's `xpuprof_cupti_attach(socket, opts)`; the agent
+//! connects to this session's socket, subscribes CUPTI late and records from then on. A process
+//! that has the agent loaded already (an earlier attach) only gets the call. A process without
+//! libcuda mapped is not a CUDA process (yet): refused, by name.
+
+use std::path::Path;
+
+use xpuprof_inject::{inject, Arg, Request};
+use xpuprof_sdk::{Logger, PluginError, PluginResult};
+
+/// The agent's attach function.
+pub const ATTACH_SYMBOL: &str = "xpuprof_cupti_attach";
+
+/// Loads `agent` into the CUDA processes among `pid` (and its descendants with `tree`) and
+/// starts it with `socket` and `opts`; returns the processes it started in.
+pub fn attach(
+    pid: u32,
+    tree: bool,
+    agent: &Path,
+    socket: &Path,
+    opts: &str,
+    log: &Logger,
+) -> PluginResult<Vec<u32>> {
+    let candidates = if tree { with_descendants(pid) } else { vec![pid] };
+    if !Path::new(&format!("/proc/{pid}")).exists() {
+        return Err(PluginError::new(format!("failed to attach to process {pid}: no such process")));
+    }
+    let cuda: Vec<u32> = candidates
+        .iter()
+        .copied()
+        .filter(|&p| xpuprof_inject::maps_library(p, "libcuda.so").unwrap_or(false))
+        .collect();
+    if cuda.is_empty() {
+        let which = if tree {
+            format!(
+                "neither process {pid} nor any of its {} descendants has libcuda loaded",
+                candidates.len() - 1
+            )
+        } else {
+            format!("process {pid} has no libcuda loaded")
+        };
+        return Err(PluginError::new(format!(
+            "failed to attach the cupti source: {which}: not a CUDA process, or CUDA is not initialised yet; \
+             attach once it uses the GPU, or start it under `xpuprof record`"
+        )));
+    }
+    let req = Request::new(agent)
+        .call(ATTACH_SYMBOL, vec![Arg::Text(socket.display().to_string()), Arg::Text(opts.to_owned())]);
+    let mut started = Vec::new();
+    let mut first_error = None;
+    for p in cuda {
+        match inject(p, &req) {
+            Ok(done) if done.returned == Some(0) => {
+                let how = if done.already_loaded { "reused the agent already loaded in" } else { "loaded the agent into" };
+                log.info(&format!("cupti: {how} process {p} (thread {})", done.tid));
+                started.push(p);
+            }
+            Ok(done) => log.warn(&format!(
+                "cupti: the agent in process {p} could not start its attach thread (returned {:?}); that process is not recorded",
+                done.returned.map(|v| v as i64)
+            )),
+            Err(e) => {
+                log.warn(&format!("cupti: failed to load the agent into process {p}: {e}"));
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match (started.is_empty(), first_error) {
+        (true, Some(e)) => Err(PluginError::new(format!("failed to attach the cupti source: {e}"))),
+        _ => Ok(started),
+    }
+}
+
+/// `pid` and every process descended from it (one scan of `/proc`).
+fn with_descendants(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| {
+                    let p: u32 = e.file_name().to_str()?.parse().ok()?;
+                    let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+                    // `pid (comm) state ppid ...`: the command may hold spaces and parentheses.
+                    let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+                    Some((p, ppid))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        out.extend(parents.iter().filter(|&&(_, pp)| pp == parent).map(|&(p, _)| p));
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_descendants_and_refuses_a_process_without_cuda() {
+        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let me = std::process::id();
+        let all = with_descendants(me);
+        assert_eq!(all[0], me);
+        assert!(all.contains(&child.id()), "{all:?}");
+        let e = attach(
+            child.id(),
+            false,
+            Path::new("/nonexistent.so"),
+            Path::new("/tmp/s"),
+            "",
+            &Logger::stderr(),
+        )
+        .unwrap_err();
+        assert!(e.0.contains(&format!("process {} has no libcuda loaded", child.id())), "{e}");
+        assert!(e.0.contains("not a CUDA process"), "{e}");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
