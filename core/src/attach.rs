@@ -19,7 +19,7 @@ use crate::config::{ConfigError, FileConfig};
 use crate::host::sources::Sources;
 use crate::host::{Registry, SearchPath, SourceBatch};
 use crate::session::{self, SessionError, SessionOutcome};
-use crate::window::{CaptureOptions, Controller, Opener, Span};
+use crate::window::{CaptureOptions, Controller, MarkerWindows, Opener, Span};
 use crate::{outdir, signals, trigger};
 
 /// Everything `xpuprof attach` needs, resolved from flags and the config file.
@@ -53,6 +53,18 @@ pub fn window_tick(windows: &mut Controller, sources: &mut Sources, failures: &m
         windows.trigger(len, sources, failures);
     }
     windows.tick(sources, failures);
+}
+
+/// The window controller of a session whose sources started (or attached) just now; with
+/// `--capture-range` it follows the windows the sources open at the program's markers.
+pub fn start_windows(opts: &CaptureOptions, sources: &Sources, opened: Opener) -> Controller {
+    let mut c = Controller::new(opts, Instant::now(), opened);
+    if opts.range.is_some() {
+        let markers = MarkerWindows::leak();
+        sources.watch_windows(markers);
+        c.follow_markers(markers);
+    }
+    c
 }
 
 /// Ends the session's windows: logs them and, when the session asked for windows
@@ -157,7 +169,7 @@ pub fn attach(opts: &AttachOptions) -> Result<SessionOutcome, SessionError> {
             failures.join("; ")
         )));
     }
-    let mut windows = Controller::new(&opts.capture, Instant::now(), Opener::Attach);
+    let mut windows = start_windows(&opts.capture, &sources, Opener::Attach);
     let _registered = trigger::register(&opts.output_dir);
     crate::say!("xpuprof: attached to process {pid}{}", if opts.tree { " and its descendants" } else { "" });
     let cpu_during = wait_while_attached(pid, &mut windows, &mut sources, &mut failures);

@@ -110,7 +110,7 @@ pub fn attach(args: AttachArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     };
     match attach::attach(&opts) {
         Ok(outcome) => {
-            summary::print(&outcome);
+            summary::print_attached(&outcome, opts.pid);
             Ok(outcome.exit_code().clamp(0, 255) as u8)
         }
         Err(e) => {

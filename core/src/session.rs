@@ -304,8 +304,7 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
         }
     };
     let names: Vec<String> = opts.sources.clone();
-    let mut windows =
-        crate::window::Controller::new(&opts.capture, Instant::now(), crate::window::Opener::Start);
+    let mut windows = crate::attach::start_windows(&opts.capture, &sources, crate::window::Opener::Start);
     let _registered = crate::trigger::register(&opts.output_dir);
     let mut tick = || crate::attach::window_tick(&mut windows, &mut sources, &mut failures);
     let (target_exit, cpu_during) =

@@ -29,12 +29,18 @@ pub fn status_line(elapsed: Duration, names: &[String], counters: &[AtomicU64]) 
 
 /// Prints the end-of-session summary.
 pub fn print(o: &SessionOutcome) {
-    let mut lines = Vec::new();
-    lines.push(format!(
-        "xpuprof: target exited with code {} after {:.2}s",
-        o.target_exit,
-        o.elapsed.as_secs_f64()
-    ));
+    let headline =
+        format!("xpuprof: target exited with code {} after {:.2}s", o.target_exit, o.elapsed.as_secs_f64());
+    print_with(o, headline);
+}
+
+/// Prints the end-of-session summary of `xpuprof attach`, whose process keeps running.
+pub fn print_attached(o: &SessionOutcome, pid: u32) {
+    print_with(o, format!("xpuprof: detached from process {pid} after {:.2}s", o.elapsed.as_secs_f64()));
+}
+
+fn print_with(o: &SessionOutcome, headline: String) {
+    let mut lines = vec![headline];
     let per: Vec<String> = o
         .sources
         .iter()

@@ -192,6 +192,40 @@ impl Span {
     }
 }
 
+/// The capture windows sources open and close themselves, at the program's markers
+/// (`--capture-range`): a source emits a window record with `end` 0 when its window opens and
+/// the complete record when it closes. The host follows them in the other sources.
+#[derive(Debug, Default)]
+pub struct MarkerWindows {
+    /// Opened (`true`) and closed (`false`), oldest first, not yet applied.
+    events: std::sync::Mutex<Vec<bool>>,
+}
+
+impl MarkerWindows {
+    /// A watch that lives as long as the process (source threads may report late).
+    pub fn leak() -> &'static Self {
+        Box::leak(Box::default())
+    }
+
+    /// Notes the window records in an encoded batch (called on the emitting source's thread).
+    pub fn scan(&self, batch: &[u8]) {
+        let found: Vec<bool> = xpuprof_sdk::codec::Decoder::new(batch)
+            .filter_map(Result::ok)
+            .filter_map(|r| match r {
+                xpuprof_sdk::model::Record::Window(w) => Some(w.end == 0),
+                _ => None,
+            })
+            .collect();
+        if !found.is_empty() {
+            self.events.lock().unwrap_or_else(|e| e.into_inner()).extend(found);
+        }
+    }
+
+    fn take(&self) -> Vec<bool> {
+        std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// Opens and closes the windows of a running session.
 #[derive(Debug)]
 pub struct Controller {
@@ -202,6 +236,9 @@ pub struct Controller {
     next_opener: Opener,
     spans: Vec<Span>,
     told_cannot_pause: bool,
+    /// The sources' own marker windows, followed in every source (their records are the
+    /// sources'; the host writes none for them).
+    markers: Option<&'static MarkerWindows>,
 }
 
 /// How long a window opened by a trigger lasts when neither the trigger nor `--duration` says.
@@ -219,6 +256,7 @@ impl Controller {
             next_opener: Opener::Delay,
             spans: Vec::new(),
             told_cannot_pause: false,
+            markers: None,
         };
         if let Some(d) = opts.delay {
             c.open_at = Some(started + d);
@@ -229,6 +267,11 @@ impl Controller {
             c.spans.push(Span { start: xpuprof_sdk::clock::now_ns(), end: 0, opener: opened });
         }
         c
+    }
+
+    /// Follows the windows that sources open at the program's markers.
+    pub fn follow_markers(&mut self, markers: &'static MarkerWindows) {
+        self.markers = Some(markers);
     }
 
     /// Whether a window is open.
@@ -255,6 +298,14 @@ impl Controller {
 
     /// Opens or closes what is due now.
     pub fn tick(&mut self, sources: &mut Sources, failures: &mut Vec<String>) {
+        if let Some(m) = self.markers {
+            for on in m.take() {
+                // The marker source already switched itself; the others follow (idempotent).
+                let cannot = sources.set_capture(on, failures);
+                self.tell_cannot_pause(&cannot);
+                tracing::info!("marker window {}", if on { "opened" } else { "closed" });
+            }
+        }
         let now = Instant::now();
         if !self.is_open && self.open_at.is_some_and(|t| now >= t) {
             self.open_at = None;
@@ -288,8 +339,12 @@ impl Controller {
         }
         self.is_open = on;
         tracing::info!("capture window {}", if on { "opened" } else { "closed" });
+        self.tell_cannot_pause(&cannot);
+    }
+
+    fn tell_cannot_pause(&mut self, cannot: &[(String, String)]) {
         if !self.told_cannot_pause {
-            for (name, why) in &cannot {
+            for (name, why) in cannot {
                 tracing::warn!("source `{name}` records the whole run, not only the capture windows: {why}");
             }
             self.told_cannot_pause = !cannot.is_empty();
@@ -324,6 +379,21 @@ mod tests {
         assert!("nvtx:".parse::<CaptureRange>().unwrap_err().contains("names no NVTX message"));
         assert!("cupti".parse::<CaptureRange>().unwrap_err().contains("cuda-profiler-api or nvtx"));
         assert!("again".parse::<RangeEnd>().is_err());
+    }
+
+    #[test]
+    fn marker_windows_are_seen_opening_and_closing_in_a_sources_batch() {
+        use xpuprof_sdk::model::{CaptureWindow, Record, WindowOpener};
+        let mut batch = Vec::new();
+        let open = CaptureWindow::default().start(10).opener(WindowOpener::CudaProfilerApi);
+        for r in [Record::Window(open), Record::Window(open.end(20))] {
+            xpuprof_sdk::codec::encode(&r, &mut batch);
+        }
+        let m = MarkerWindows::default();
+        m.scan(&batch);
+        m.scan(&[]);
+        assert_eq!(m.take(), vec![true, false]);
+        assert!(m.take().is_empty());
     }
 
     #[test]

@@ -100,8 +100,11 @@ pub struct SessionInfo {
     pub start_paused: bool,
     /// The program's own markers that open and close capture windows, as the user gave them:
     /// `cuda-profiler-api` or `nvtx:MESSAGE[@DOMAIN]`; empty when windows are not marker-driven.
-    /// A source that implements markers opens and closes windows itself and emits a window
-    /// record for each; the others ignore it.
+    /// A source that implements markers opens and closes windows itself and emits a
+    /// [`crate::model::CaptureWindow`] record twice per window: with `end` 0 the moment it opens
+    /// (the host then opens the window in the other sources) and complete when it closes (the
+    /// host closes the others'; sinks see only complete ones as windows). The other sources ignore
+    /// it: the host drives them with [`Source::set_capture`].
     pub capture_range: String,
     /// What happens at the end of the first marker window: `stop` (the session ends) or
     /// `repeat` (every later range opens a window again); empty when `capture_range` is.

@@ -69,6 +69,9 @@ pub struct HostContext {
     source: usize,
     tx: Mutex<Option<SyncSender<SourceBatch>>>,
     late_records: AtomicU64,
+    /// Where the capture windows this source opens and closes itself are reported (sessions
+    /// with `--capture-range` only).
+    marker_windows: std::sync::OnceLock<&'static crate::window::MarkerWindows>,
 }
 
 impl HostContext {
@@ -80,6 +83,7 @@ impl HostContext {
             source,
             tx: Mutex::new(tx),
             late_records: AtomicU64::new(0),
+            marker_windows: std::sync::OnceLock::new(),
         }))
     }
 
@@ -87,6 +91,11 @@ impl HostContext {
     /// now on what it emits is counted as late and dropped.
     pub fn disconnect(&self) {
         *self.tx.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Reports the window records this instance emits to `windows` from now on.
+    pub fn watch_windows(&self, windows: &'static crate::window::MarkerWindows) {
+        let _ = self.marker_windows.set(windows);
     }
 
     /// Whether records emitted through this context still reach the session.
@@ -111,6 +120,9 @@ impl HostContext {
 
     /// Queues a batch the instance emitted (copied), or counts it as late once disconnected.
     pub(crate) fn emit_batch(&self, batch: &[u8]) {
+        if let Some(w) = self.marker_windows.get() {
+            w.scan(batch);
+        }
         let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let sent = match tx {
             Some(tx) => tx.send(SourceBatch { source: self.source, bytes: copy_batch(batch) }).is_ok(),

@@ -159,6 +159,14 @@ impl Sources {
         }
     }
 
+    /// Reports the capture windows the sources open and close themselves (program markers) to
+    /// `windows`.
+    pub fn watch_windows(&self, windows: &'static crate::window::MarkerWindows) {
+        for h in &self.hosts {
+            h.watch_windows(windows);
+        }
+    }
+
     /// Sends records the host itself made (capture windows) into the session, in order with what
     /// the sources emitted so far; through the first source still connected, before `stop`.
     pub fn emit_host_records(&self, records: &[xpuprof_sdk::model::Record]) {

@@ -205,7 +205,8 @@ impl Collector {
             Record::Counter(c) => self.counter(c),
             Record::Loss(l) => self.loss(l),
             Record::Overhead(o) => self.overhead(o),
-            Record::Window(w) => self.windows.push((w.start, w.end.max(w.start), w.opener)),
+            // A source announces a marker window with `end` 0 and sends it again when it closes.
+            Record::Window(w) if w.end != 0 => self.windows.push((w.start, w.end.max(w.start), w.opener)),
             _ => {}
         }
     }
