@@ -99,6 +99,16 @@ fn a_c_source_brings_its_machine_checks_and_its_backends_name() {
 }
 
 #[test]
+fn a_rust_source_of_another_vendor_brings_its_machine_check() {
+    let plugins = tempfile::tempdir().unwrap();
+    add_rust_examples(plugins.path());
+    let (o, _cwd) = record(plugins.path(), &["doctor"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("[ ok ] fakeacc-device simulated device"), "{out}");
+    assert!(out.lines().any(|l| l.trim_start().starts_with("fakeacc ") && l.contains("ready")), "{out}");
+}
+
+#[test]
 fn c_plugins_are_listed_with_their_schema_and_header() {
     let plugins = c_examples();
     let (o, _cwd) = record(plugins.path(), &["plugins"]);

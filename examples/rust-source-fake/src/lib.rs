@@ -8,7 +8,9 @@
 //! - definitions before use, each id numbered by the source from 1 (the host renumbers);
 //! - events emitted from a thread of the plugin, joined in `stop` before it returns;
 //! - a non-session clock domain: [`ClockDomainDef`] plus [`ClockSync`] pairs;
-//! - a [`Loss`] for everything the (imaginary) runtime dropped.
+//! - a [`Loss`] for everything the (imaginary) runtime dropped;
+//! - what it tells `xpuprof doctor` (its machine check) and the sinks (its correlation
+//!   backend's name), declared with the `Source` trait's default methods.
 //!
 //! Build: `cargo build` gives `libxpuprof_example_fakeacc.so` (see `Cargo.toml` for the name
 //! rule); run: `xpuprof --plugin-dir DIR --source fakeacc --sink folded -- sleep 1`.
@@ -27,6 +29,8 @@ xpuprof_sdk::plugin_config! {
     }
 }
 
+/// What the source needs from the machine: the fictitious device.
+const FAKE_DEVICE: Capability = Capability::named("fakeacc-device");
 /// The fictitious runtime's correlation backend (a third-party number).
 const BACKEND: u32 = backend::FIRST_THIRD_PARTY + 0x43;
 /// The device's clock domain: ticks of 3 ns.
@@ -48,8 +52,19 @@ impl Source for FakeSource {
             version: env!("CARGO_PKG_VERSION"),
             description: "a fictitious accelerator: a device, launches with stacks, kernels and a loss",
             config_keys: FakeConfig::schema().into_keys(),
-            capabilities: vec![],
+            capabilities: vec![FAKE_DEVICE],
         }
+    }
+
+    /// What `xpuprof doctor` prints for this source: a real backend looks for its runtime
+    /// library and device nodes here and says how to install what is missing.
+    fn machine_checks() -> Vec<MachineCheck> {
+        vec![MachineCheck::ok(FAKE_DEVICE, "simulated device (no hardware needed)")]
+    }
+
+    /// Reports name the fictitious runtime's correlation ids `fakeacc`.
+    fn backends() -> Vec<BackendName> {
+        vec![BackendName::new(BACKEND, "fakeacc")]
     }
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
