@@ -1,12 +1,13 @@
 //! The Python cost of a launch made by an autograd engine thread (`pt_autograd_0`): finding
-//! the one thread blocked in a backward call and reading its Python stack (15 frames, innermost
+//! the one thread blocked in a backward call and reading its Python stack (16 frames, innermost
 //! `_engine_run_backward`), with 0, 8 and 64 other Python threads present (blocked in
-//! `threading.Event.wait`, as data-loader and pin-memory threads mostly are). Two ways side by
-//! side: scanning every thread state at each launch (what every launch paid before the
-//! callers were kept), and the kept callers (one thread's innermost frame re-read in one
-//! `process_vm_readv` while no other thread took the GIL). The reference is the capture of a
-//! launching thread's own 15 frames (`capture`'s first case). The interpreter is the machine's
-//! real CPython 3.11, loaded into this process.
+//! `threading.Event.wait`, as data-loader and pin-memory threads mostly are), and with 8
+//! blocked and one running Python (the GIL's last holder, classified anew at each launch). Two
+//! ways side by side: scanning every thread state at each launch (what every launch paid
+//! before the callers were kept), and the kept callers (one thread's innermost frame re-read in
+//! one `process_vm_readv` while no other thread took the GIL). The reference is the capture of
+//! a launching thread's own 16 frames. The interpreter is the machine's real CPython 3.11
+//! (`XPUPROF_BENCH_LIBPYTHON` names another), loaded into this process.
 //!
 //! `cargo bench -p xpuprof-python --bench autograd`
 
@@ -27,8 +28,13 @@ fn py() -> &'static Interpreter {
 }
 
 /// Called from `_engine_run_backward` (GIL released) with `threads` other Python threads
-/// blocked: times the launches of an engine thread meanwhile.
+/// blocked (negative: that many blocked and one running Python): times the launches of an
+/// engine thread meanwhile.
 extern "C" fn measure(threads: c_int) {
+    let others = match threads {
+        0.. => format!("{threads} other threads"),
+        _ => format!("{} other threads blocked and one running Python", -threads),
+    };
     if threads == 0 {
         let mut c = Criterion::default().configure_from_args();
         let mut frames = [(0u64, false); MAX_FRAMES];
@@ -42,10 +48,10 @@ extern "C" fn measure(threads: c_int) {
             let mut c = Criterion::default().configure_from_args();
             let mut frames = [(0u64, false); MAX_FRAMES];
             assert_eq!(py().capture_backward_caller(&mut frames), Caller::Found(PY_FRAMES));
-            c.bench_function(&format!("autograd caller, {threads} other threads: scan per launch"), |b| {
+            c.bench_function(&format!("autograd caller, {others}: scan per launch"), |b| {
                 b.iter(|| py().capture_backward_caller_scanning(&mut frames))
             });
-            c.bench_function(&format!("autograd caller, {threads} other threads: kept"), |b| {
+            c.bench_function(&format!("autograd caller, {others}: kept"), |b| {
                 b.iter(|| py().capture_backward_caller(&mut frames))
             });
             c.final_summary();
@@ -70,6 +76,10 @@ def deep(k, n):
     else:
         deep(k - 1, n)
 stop = threading.Event()
+spinning = True
+def spin():
+    while spinning:
+        pass
 others = []
 for n in (0, 8, 64):
     while len(others) < n:
@@ -77,6 +87,13 @@ for n in (0, 8, 64):
         t.start()
         others.append(t)
     deep(13, n)
+    if n == 8:
+        # One thread running Python meanwhile: the last GIL holder, looked at again each launch.
+        s = threading.Thread(target=spin)
+        s.start()
+        deep(13, -n)
+        spinning = False
+        s.join()
 stop.set()
 "#,
         measure as *const () as usize

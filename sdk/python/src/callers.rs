@@ -170,7 +170,7 @@ pub(crate) fn find(py: &Interpreter, head: u64, own: u64, gil: Option<Switches>)
         match gil {
             Some(g) if c.interp == key && c.gil == g && c.own == own => c.recheck(py, g.holder, own),
             _ => {
-                c.scan(py, head, own, gil.is_some());
+                c.scan(py, head, own, gil.map(|g| g.holder));
                 c.interp = if gil.is_some() { key } else { 0 };
                 c.gil = gil.unwrap_or(Switches { number: 0, holder: 0 });
                 c.own = own;
@@ -202,9 +202,10 @@ impl Callers {
         holder: Signature::EMPTY,
     };
 
-    /// Classifies every thread but `own`, from `head` on; `record`: keeps what the callers'
-    /// classifications read, to replay them at the next launches.
-    fn scan(&mut self, py: &Interpreter, head: u64, own: u64, record: bool) {
+    /// Classifies every thread but `own`, from `head` on. With the GIL's last `holder` known,
+    /// keeps what the classifications of the callers and of the holder read, to replay them at
+    /// the next launches.
+    fn scan(&mut self, py: &Interpreter, head: u64, own: u64, holder: Option<u64>) {
         py.counts.autograd_scans.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mem = ProcessMemory { pid: std::process::id() };
         self.count = 0;
@@ -215,12 +216,14 @@ impl Callers {
                 break;
             }
             if tstate != own {
-                let sig = classify(py, &mem, tstate, record);
+                let sig = classify(py, &mem, tstate, holder.is_some());
                 if sig.in_backward {
                     if self.count < 2 {
                         self.sigs[self.count] = sig;
                     }
                     self.count += 1;
+                } else if holder == Some(tstate) {
+                    self.holder = sig;
                 }
             }
             let Ok(next) = mem.u64(tstate + py.layout.tstate_next) else { break };
