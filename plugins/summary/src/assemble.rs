@@ -95,16 +95,18 @@ fn window_rows(windows: &mut [(u64, u64, WindowOpener)]) -> Vec<WindowRow> {
         .collect()
 }
 
-fn opener_name(o: WindowOpener) -> &'static str {
-    match o {
-        WindowOpener::Start => "start",
-        WindowOpener::Delay => "delay",
-        WindowOpener::Trigger => "trigger",
-        WindowOpener::Attach => "attach",
-        WindowOpener::CudaProfilerApi => "cuda-profiler-api",
-        WindowOpener::Nvtx => "nvtx",
-        _ => "other",
+/// What opened a window, as the report names it: the model's [`WindowOpener`] variant in
+/// kebab case (`Start` is `start`, a source's marker kind `FooMarkerApi` is `foo-marker-api`),
+/// so an opener added to the model needs no change here.
+fn opener_name(o: WindowOpener) -> String {
+    let mut name = String::new();
+    for (i, c) in format!("{o:?}").chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            name.push('-');
+        }
+        name.push(c.to_ascii_lowercase());
     }
+    name
 }
 
 /// The time covered by windows sorted by start (overlaps counted once).
@@ -436,5 +438,17 @@ fn op_kind_name(k: DeviceOpKind) -> &'static str {
         DeviceOpKind::Alloc => "alloc",
         DeviceOpKind::Free => "free",
         _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod opener_tests {
+    use super::*;
+
+    #[test]
+    fn openers_are_named_in_kebab_case() {
+        assert_eq!(opener_name(WindowOpener::Start), "start");
+        assert_eq!(opener_name(WindowOpener::Other), "other");
+        assert_eq!(opener_name(WindowOpener::Trigger), "trigger");
     }
 }

@@ -70,8 +70,9 @@ pub struct WindowRow {
     pub end_ns: u64,
     /// `end_ns - start_ns`.
     pub duration_ns: u64,
-    /// What opened it: `start`, `delay`, `trigger`, `attach`, `cuda-profiler-api`, `nvtx`.
-    pub opened_by: &'static str,
+    /// What opened it: the model's `WindowOpener` in kebab case (`start`, `delay`, `trigger`,
+    /// `attach`, or the marker kind of the source that opened it).
+    pub opened_by: String,
 }
 
 /// How percentiles were computed (see the crate docs).
