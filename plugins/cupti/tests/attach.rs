@@ -1,0 +1,132 @@
+//! `xpuprof attach` with the cupti source, end to end without a GPU: a program started without
+//! xpuprof runs on a test double of the CUDA driver and CUPTI (`tests/cupti/doubles/`, built here
+//! as `libcuda.so.1` against the real CUPTI headers), and the real `xpuprof attach` loads the real
+//! agent into it with the real injector, the agent subscribes late, records a window through the
+//! real host, detaches CUPTI (`cuptiFinalize`) and stays loaded; a second attach reuses it. A
+//! process without libcuda is refused by name.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+#[allow(dead_code)]
+use xpuprof_testkit::host;
+
+fn doubles() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/cupti/doubles")
+}
+
+fn cc(args: &[&str], out: &Path) {
+    let o = Command::new("cc").args(args).arg("-o").arg(out).output().expect("run cc");
+    assert!(o.status.success(), "cc {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Builds the double (`libcuda.so.1`) and the program on it in `dir`; returns the program.
+fn build(dir: &Path) -> PathBuf {
+    let lib = dir.join("libcuda.so.1");
+    let include = format!("-I{}", cupti_sys::INCLUDE_DIR.trim());
+    let src = doubles().join("libcuda_double.c");
+    cc(&["-Wall", "-O1", "-shared", "-fPIC", &include, src.to_str().unwrap(), "-lpthread"], &lib);
+    let app = dir.join("app");
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let src = doubles().join("app.c");
+    cc(&["-O1", "-fno-omit-frame-pointer", src.to_str().unwrap(), lib.to_str().unwrap(), &rpath], &app);
+    app
+}
+
+/// Runs `xpuprof attach PID --source cupti --sink folded --duration 1s -o OUT`; returns
+/// (success, profile.folded, stderr).
+fn attach(xpuprof: &Path, pid: u32, out: &Path) -> (bool, String, String) {
+    let o = Command::new(xpuprof)
+        .arg("attach")
+        .arg(pid.to_string())
+        .arg("--plugin-dir")
+        .arg(host::target_dir())
+        .args(["--source", "cupti", "--sink", "folded", "--duration", "1s", "-v", "-o"])
+        .arg(out)
+        .output()
+        .expect("run xpuprof attach");
+    let folded = std::fs::read_to_string(out.join("profile.folded")).unwrap_or_default();
+    (o.status.success(), folded, String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+fn start(app: &Path, dir: &Path, seconds: &str) -> Child {
+    let mut child = Command::new(app)
+        .arg(seconds)
+        .env("XPUPROF_CUPTI_LIB", dir.join("libcuda.so.1"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    child
+}
+
+/// Kernel lines of a folded profile, and how many of them sit under the program's `train_step`.
+fn kernel_lines(folded: &str) -> (usize, usize) {
+    let lines: Vec<&str> = folded.lines().filter(|l| l.contains("[GPU_Kernel]step_kernel")).collect();
+    (lines.len(), lines.iter().filter(|l| l.contains(";main;train_step;cuLaunchKernel;")).count())
+}
+
+/// `device ops: N (M with launch stack` of xpuprof's end summary.
+fn device_ops(err: &str) -> (u64, u64) {
+    let rest = err.split("device ops: ").nth(1).unwrap_or_default();
+    let n = rest.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let m = rest
+        .split('(')
+        .nth(1)
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    (n, m)
+}
+
+#[test]
+fn attaches_twice_to_a_running_cuda_program_which_goes_on_unharmed() {
+    let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
+    if !host::target_dir().join("libxpuprof_cupti_agent.so").exists() {
+        xpuprof_testkit::skip::missing("libxpuprof_cupti_agent.so not built");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let app = build(dir.path());
+    let child = start(&app, dir.path(), "6");
+    let pid = child.id();
+    for (round, how) in [(1, "loaded the agent into"), (2, "reused the agent already loaded in")] {
+        let (ok, folded, err) = attach(&xpuprof, pid, &dir.path().join(format!("out{round}")));
+        assert!(ok, "attach {round} failed: {err}");
+        assert!(err.contains(&format!("{how} process {pid}")), "attach {round}: {err}");
+        let (ops, with_stack) = device_ops(&err);
+        assert!(ops > 50, "attach {round}: a 1 s window of launches every 2 ms: {ops}\n{err}");
+        assert_eq!(with_stack, ops, "attach {round}: every kernel with its launch stack: {err}");
+        let (lines, under_step) = kernel_lines(&folded);
+        assert!(lines > 0 && under_step == lines, "attach {round}: kernels under train_step:\n{folded}");
+    }
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "the program exits with its own code: {out} {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("subscribed 2 finalized 2"),
+        "each window subscribed CUPTI and each detach finalized it, leaving the agent dormant: {out}"
+    );
+}
+
+#[test]
+fn a_process_without_cuda_is_refused_by_name() {
+    let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
+    let mut sleeper = Command::new("sleep").arg("10").spawn().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, _, err) = attach(&xpuprof, sleeper.id(), &dir.path().join("out"));
+    assert!(!ok, "{err}");
+    assert!(err.contains(&format!("process {} has no libcuda loaded", sleeper.id())), "{err}");
+    assert!(sleeper.try_wait().unwrap().is_none(), "the process runs on");
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}

@@ -1,0 +1,313 @@
+/*
+ * A test double of the CUDA driver and CUPTI in one library, built as libcuda.so.1 by
+ * plugins/cupti/tests/attach.rs (no GPU in CI). It lets the real cupti agent run in a process:
+ * the program "launches kernels" with xpuprof_double_launch(name), which behaves as
+ * cuLaunchKernel does under CUPTI (driver API enter/exit callbacks to the subscriber for the
+ * callbacks it enabled, and a CUpti_ActivityKernel13 record in the activity buffer when kernel
+ * records are on); the agent loads the same file as its libcupti (XPUPROF_CUPTI_LIB) and calls
+ * the CUPTI functions below, which keep the state a real CUPTI keeps: one subscriber, enabled
+ * callbacks, domains and record kinds, the buffer callbacks, the timestamp callback, and
+ * cuptiFinalize forgetting all of it. Record layouts come from the real CUPTI headers.
+ * xpuprof_double_finalized() and xpuprof_double_subscribed() let the program report what the
+ * agent did.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cupti.h>
+
+#define MAX_CALLBACKS 64
+#define LAUNCH_CBID CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
+
+static pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static CUpti_CallbackFunc subscriber_cb;
+static void *subscriber_data;
+static int subscribed;
+static uint32_t callbacks[MAX_CALLBACKS][2];
+static unsigned n_callbacks;
+static int driver_domain;
+static int kernel_records;
+static CUpti_BuffersCallbackRequestFunc request_cb;
+static CUpti_BuffersCallbackCompleteFunc complete_cb;
+static CUpti_TimestampCallbackFunc timestamp_cb;
+static uint8_t *buffer;
+static size_t buffer_size, buffer_used;
+static uint32_t next_correlation = 1;
+static unsigned finalized, subscriptions;
+
+unsigned xpuprof_double_finalized(void) { return finalized; }
+unsigned xpuprof_double_subscribed(void) { return subscriptions; }
+
+static uint64_t now(void) {
+    struct timespec t;
+    if (timestamp_cb != NULL) {
+        return timestamp_cb();
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static int callback_on(uint32_t domain, uint32_t cbid) {
+    unsigned i;
+    if (!subscribed) {
+        return 0;
+    }
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && driver_domain) {
+        return 1;
+    }
+    for (i = 0; i < n_callbacks; i++) {
+        if (callbacks[i][0] == domain && callbacks[i][1] == cbid) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Hands the current buffer back to the agent (called with the lock held). */
+static void complete(void) {
+    if (buffer != NULL && complete_cb != NULL) {
+        uint8_t *b = buffer;
+        size_t size = buffer_size, used = buffer_used;
+        buffer = NULL;
+        buffer_used = 0;
+        complete_cb(NULL, 0, b, size, used);
+    }
+}
+
+static void put_kernel(const char *name, uint32_t correlation, uint64_t start) {
+    CUpti_ActivityKernel13 k;
+    if (!kernel_records || request_cb == NULL) {
+        return;
+    }
+    if (buffer != NULL && buffer_size - buffer_used < sizeof k) {
+        complete();
+    }
+    if (buffer == NULL) {
+        size_t max_records = 0;
+        request_cb(&buffer, &buffer_size, &max_records);
+        buffer_used = 0;
+        if (buffer == NULL || buffer_size < sizeof k) {
+            buffer = NULL;
+            return;
+        }
+    }
+    memset(&k, 0, sizeof k);
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.start = start + 1000;
+    k.end = start + 21000;
+    k.completed = k.end;
+    k.deviceId = 0;
+    k.contextId = 1;
+    k.streamId = 7;
+    k.gridX = k.gridY = k.gridZ = 1;
+    k.blockX = 32;
+    k.blockY = k.blockZ = 1;
+    k.correlationId = correlation;
+    k.name = name;
+    memcpy(buffer + buffer_used, &k, sizeof k);
+    buffer_used += sizeof k;
+}
+
+static void api_callback(CUpti_ApiCallbackSite site, uint32_t correlation, const char *symbol) {
+    CUresult result = CUDA_SUCCESS;
+    CUpti_CallbackData d;
+    memset(&d, 0, sizeof d);
+    d.callbackSite = site;
+    d.functionName = "cuLaunchKernel";
+    d.symbolName = symbol;
+    d.correlationId = correlation;
+    d.functionReturnValue = site == CUPTI_API_EXIT ? &result : NULL;
+    subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_DRIVER_API, LAUNCH_CBID, &d);
+}
+
+/* The double's cuLaunchKernel: the calling thread runs the subscriber's callbacks, as CUPTI's
+ * do, and the kernel "runs" at once. */
+int xpuprof_double_launch(const char *kernel) {
+    uint32_t correlation;
+    int traced;
+    pthread_mutex_lock(&lock);
+    correlation = next_correlation++;
+    traced = callback_on(CUPTI_CB_DOMAIN_DRIVER_API, LAUNCH_CBID);
+    pthread_mutex_unlock(&lock);
+    if (traced) {
+        api_callback(CUPTI_API_ENTER, correlation, kernel);
+    }
+    pthread_mutex_lock(&lock);
+    put_kernel(kernel, correlation, now());
+    pthread_mutex_unlock(&lock);
+    pthread_mutex_lock(&lock);
+    traced = callback_on(CUPTI_CB_DOMAIN_DRIVER_API, LAUNCH_CBID);
+    pthread_mutex_unlock(&lock);
+    if (traced) {
+        api_callback(CUPTI_API_EXIT, correlation, kernel);
+    }
+    return 0;
+}
+
+/* ---- CUPTI ---------------------------------------------------------------------------------- */
+
+CUptiResult cuptiGetVersion(uint32_t *version) {
+    *version = CUPTI_API_VERSION;
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiGetResultString(CUptiResult result, const char **str) {
+    *str = result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "multiple subscribers (test double)" : "error (test double)";
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback, void *userdata) {
+    pthread_mutex_lock(&lock);
+    if (subscribed) {
+        pthread_mutex_unlock(&lock);
+        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    }
+    subscribed = 1;
+    subscriptions++;
+    subscriber_cb = callback;
+    subscriber_data = userdata;
+    *subscriber = (CUpti_SubscriberHandle)&subscribed;
+    pthread_mutex_unlock(&lock);
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+    (void)subscriber;
+    pthread_mutex_lock(&lock);
+    subscribed = 0;
+    n_callbacks = 0;
+    driver_domain = 0;
+    pthread_mutex_unlock(&lock);
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain,
+                                CUpti_CallbackId cbid) {
+    unsigned i;
+    (void)subscriber;
+    pthread_mutex_lock(&lock);
+    for (i = 0; i < n_callbacks; i++) {
+        if (callbacks[i][0] == (uint32_t)domain && callbacks[i][1] == cbid) {
+            break;
+        }
+    }
+    if (enable && i == n_callbacks && n_callbacks < MAX_CALLBACKS) {
+        callbacks[n_callbacks][0] = domain;
+        callbacks[n_callbacks][1] = cbid;
+        n_callbacks++;
+    } else if (!enable && i < n_callbacks) {
+        callbacks[i][0] = callbacks[n_callbacks - 1][0];
+        callbacks[i][1] = callbacks[n_callbacks - 1][1];
+        n_callbacks--;
+    }
+    pthread_mutex_unlock(&lock);
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain) {
+    (void)subscriber;
+    pthread_mutex_lock(&lock);
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+        driver_domain = enable != 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char **name) {
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == LAUNCH_CBID) {
+        *name = "cuLaunchKernel";
+        return CUPTI_SUCCESS;
+    }
+    return CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+    pthread_mutex_lock(&lock);
+    if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+        kernel_records = 1;
+    }
+    pthread_mutex_unlock(&lock);
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+    pthread_mutex_lock(&lock);
+    if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+        kernel_records = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                           CUpti_BuffersCallbackCompleteFunc done) {
+    pthread_mutex_lock(&lock);
+    request_cb = request;
+    complete_cb = done;
+    pthread_mutex_unlock(&lock);
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc callback) {
+    timestamp_cb = callback;
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t *size, void *value) {
+    (void)attr, (void)size, (void)value;
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
+    (void)type;
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+    (void)flag;
+    pthread_mutex_lock(&lock);
+    complete();
+    pthread_mutex_unlock(&lock);
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t stream, size_t *dropped) {
+    (void)context, (void)stream;
+    *dropped = 0;
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiGetTimestamp(uint64_t *timestamp) {
+    *timestamp = now();
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activity **record) {
+    size_t at = *record == NULL ? 0 : (size_t)((uint8_t *)*record - buf) + sizeof(CUpti_ActivityKernel13);
+    if (at + sizeof(CUpti_ActivityKernel13) > valid) {
+        return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    }
+    *record = (CUpti_Activity *)(buf + at);
+    return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiFinalize(void) {
+    pthread_mutex_lock(&lock);
+    buffer = NULL;
+    buffer_used = 0;
+    subscribed = 0;
+    n_callbacks = 0;
+    driver_domain = 0;
+    kernel_records = 0;
+    request_cb = NULL;
+    complete_cb = NULL;
+    timestamp_cb = NULL;
+    finalized++;
+    pthread_mutex_unlock(&lock);
+    return CUPTI_SUCCESS;
+}
