@@ -83,6 +83,17 @@
 //!   in order: a definition before any event that uses it, ids session-wide, timestamps in the
 //!   session clock, device work already joined to its launch by the host's correlator.
 //!
+//! ## Describing what the plugin needs
+//!
+//! Besides [`PluginInfo`], a plugin tells the host about itself through default methods of
+//! [`Source`] and [`Sink`]; the host itself knows no backend:
+//!
+//! - `machine_checks`: one [`MachineCheck`] per [`Capability`] it declares (ok, warn or fail,
+//!   what was found, and the fix), printed by `xpuprof doctor`;
+//! - `default_source` (sources): run when the user names no source, if every check passed;
+//! - `backends` (sources): the name reports give the correlation backend it issues ids for
+//!   ([`BackendName`]); sinks read it back with [`SessionInfo::backend_name`].
+//!
 //! ## Events and ids
 //!
 //! See [`model`]. Definitions (strings, processes, threads, devices, streams, modules, frames,
