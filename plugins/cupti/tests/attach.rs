@@ -1,9 +1,14 @@
-//! `xpuprof attach` with the cupti source, end to end without a GPU: a program started without
-//! xpuprof runs on a test double of the CUDA driver and CUPTI (`tests/cupti/doubles/`, built here
-//! as `libcuda.so.1` against the real CUPTI headers), and the real `xpuprof attach` loads the real
-//! agent into it with the real injector, the agent subscribes late, records a window through the
-//! real host, detaches CUPTI (`cuptiFinalize`) and stays loaded; a second attach reuses it. A
-//! process without libcuda is refused by name.
+//! Attach and capture windows with the cupti source, end to end without a GPU: programs run on a
+//! test double of the CUDA driver and CUPTI (`tests/cupti/doubles/`, built here as `libcuda.so.1`
+//! against the real CUPTI headers) with the real agent, injector, host and sinks.
+//!
+//! - A program started without xpuprof: `xpuprof attach` loads the agent into it, the agent
+//!   subscribes late, records a window, detaches CUPTI (`cuptiFinalize`) and stays loaded; a
+//!   second attach reuses it. A process without libcuda is refused by name.
+//! - `xpuprof record --capture-range cuda-profiler-api | nvtx:step` selects exactly the kernels
+//!   launched between the markers (first range, or every one with `repeat`).
+//! - `xpuprof record --start-paused` + `xpuprof trigger`: only the triggered window is recorded,
+//!   and CUPTI is detached before and after it.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -26,7 +31,7 @@ fn build(dir: &Path) -> PathBuf {
     let lib = dir.join("libcuda.so.1");
     let include = format!("-I{}", cupti_sys::INCLUDE_DIR.trim());
     let src = doubles().join("libcuda_double.c");
-    cc(&["-Wall", "-O1", "-shared", "-fPIC", &include, src.to_str().unwrap(), "-lpthread"], &lib);
+    cc(&["-Wall", "-O1", "-shared", "-fPIC", &include, src.to_str().unwrap(), "-lpthread", "-ldl"], &lib);
     let app = dir.join("app");
     let rpath = format!("-Wl,-rpath,{}", dir.display());
     let src = doubles().join("app.c");
@@ -48,6 +53,28 @@ fn attach(xpuprof: &Path, pid: u32, out: &Path) -> (bool, String, String) {
         .expect("run xpuprof attach");
     let folded = std::fs::read_to_string(out.join("profile.folded")).unwrap_or_default();
     (o.status.success(), folded, String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Runs `xpuprof record --source cupti --sink folded ARGS -- APP MODE` with the double as
+/// CUPTI; returns (xpuprof's child, the output directory).
+fn record(xpuprof: &Path, dir: &Path, args: &[&str], mode: &str) -> (Child, PathBuf) {
+    let out = dir.join(format!("rec-{}", args.join("-").replace([':', '/'], "_")));
+    let child = Command::new(xpuprof)
+        .arg("record")
+        .arg("--plugin-dir")
+        .arg(host::target_dir())
+        .args(["--source", "cupti", "--sink", "folded", "-o"])
+        .arg(&out)
+        .args(args)
+        .arg("--")
+        .arg(dir.join("app"))
+        .arg(mode)
+        .env("XPUPROF_CUPTI_LIB", dir.join("libcuda.so.1"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run xpuprof record");
+    (child, out)
 }
 
 fn start(app: &Path, dir: &Path, seconds: &str) -> Child {
@@ -92,7 +119,7 @@ fn attaches_twice_to_a_running_cuda_program_which_goes_on_unharmed() {
     }
     let dir = tempfile::tempdir().unwrap();
     let app = build(dir.path());
-    let child = start(&app, dir.path(), "6");
+    let child = start(&app, dir.path(), "10");
     let pid = child.id();
     for (round, how) in [(1, "loaded the agent into"), (2, "reused the agent already loaded in")] {
         let (ok, folded, err) = attach(&xpuprof, pid, &dir.path().join(format!("out{round}")));
@@ -129,4 +156,53 @@ fn a_process_without_cuda_is_refused_by_name() {
     assert!(sleeper.try_wait().unwrap().is_none(), "the process runs on");
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
+}
+
+#[test]
+fn marker_ranges_select_exactly_the_kernels_between_the_markers() {
+    let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    for (range, end, mode, want) in [
+        ("cuda-profiler-api", "stop", "markers", 7),
+        ("cuda-profiler-api", "repeat", "markers", 11),
+        ("nvtx:step", "stop", "nvtx", 7),
+        ("nvtx:step", "repeat", "nvtx", 11),
+    ] {
+        let (child, out) =
+            record(&xpuprof, dir.path(), &["--capture-range", range, "--capture-range-end", end], mode);
+        let o = child.wait_with_output().unwrap();
+        let (stdout, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert_eq!(o.status.code(), Some(3), "{range} {end}: the program's own code: {stdout} {err}");
+        assert!(stdout.contains("launches 19 "), "{stdout}");
+        assert_eq!(device_ops(&err), (want, want), "{range} {end}: {err}");
+        let folded = std::fs::read_to_string(out.join("profile.folded")).unwrap();
+        assert!(!folded.contains("outside_kernel"), "{range} {end}: nothing outside the markers:\n{folded}");
+    }
+}
+
+#[test]
+fn a_paused_session_records_only_its_triggered_window_and_detaches_cupti_outside_it() {
+    let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let (child, _) = record(&xpuprof, dir.path(), &["--start-paused"], "6");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let t = Command::new(&xpuprof)
+        .args(["trigger", &child.id().to_string(), "--duration", "1s"])
+        .output()
+        .expect("run xpuprof trigger");
+    assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+    let o = child.wait_with_output().unwrap();
+    let (stdout, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(3), "{stdout} {err}");
+    let launches: u64 =
+        stdout.split("launches ").nth(1).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap();
+    let (ops, with_stack) = device_ops(&err);
+    assert!(ops > 50 && ops < launches / 2, "a 1 s window of a 6 s run: {ops} of {launches}: {err}");
+    assert_eq!(with_stack, ops, "{err}");
+    assert!(
+        stdout.contains("subscribed 2 finalized 2"),
+        "CUPTI detached while paused, attached for the window, detached after it: {stdout}"
+    );
 }

@@ -8,10 +8,14 @@
  * the CUPTI functions below, which keep the state a real CUPTI keeps: one subscriber, enabled
  * callbacks, domains and record kinds, the buffer callbacks, the timestamp callback, and
  * cuptiFinalize forgetting all of it. Record layouts come from the real CUPTI headers.
+ * xpuprof_double_init() is cuInit's injection (it loads CUDA_INJECTION64_PATH and calls its
+ * InitializeInjection, as the driver does), xpuprof_double_profiler(1|0) is cuProfilerStart/Stop
+ * and xpuprof_double_nvtx(message|NULL) an NVTX push/pop reaching CUPTI's NVTX callbacks.
  * xpuprof_double_finalized() and xpuprof_double_subscribed() let the program report what the
  * agent did.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -112,38 +116,91 @@ static void put_kernel(const char *name, uint32_t correlation, uint64_t start) {
     buffer_used += sizeof k;
 }
 
-static void api_callback(CUpti_ApiCallbackSite site, uint32_t correlation, const char *symbol) {
+static void api_callback(CUpti_ApiCallbackSite site, uint32_t cbid, const char *function, uint32_t correlation,
+                         const char *symbol) {
     CUresult result = CUDA_SUCCESS;
     CUpti_CallbackData d;
     memset(&d, 0, sizeof d);
     d.callbackSite = site;
-    d.functionName = "cuLaunchKernel";
+    d.functionName = function;
     d.symbolName = symbol;
     d.correlationId = correlation;
     d.functionReturnValue = site == CUPTI_API_EXIT ? &result : NULL;
-    subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_DRIVER_API, LAUNCH_CBID, &d);
+    subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+}
+
+static int traced(uint32_t domain, uint32_t cbid) {
+    int on;
+    pthread_mutex_lock(&lock);
+    on = callback_on(domain, cbid);
+    pthread_mutex_unlock(&lock);
+    return on;
+}
+
+int xpuprof_double_init(void) {
+    static int done;
+    const char *path = getenv("CUDA_INJECTION64_PATH");
+    void *h;
+    int (*init)(void);
+    if (done || path == NULL) {
+        return 0;
+    }
+    done = 1;
+    h = dlopen(path, RTLD_NOW);
+    if (h == NULL) {
+        return -1;
+    }
+    init = (int (*)(void))dlsym(h, "InitializeInjection");
+    return init != NULL ? init() : -1;
+}
+
+void xpuprof_double_profiler(int start) {
+    uint32_t cbid = start ? CUPTI_DRIVER_TRACE_CBID_cuProfilerStart : CUPTI_DRIVER_TRACE_CBID_cuProfilerStop;
+    const char *name = start ? "cuProfilerStart" : "cuProfilerStop";
+    uint32_t correlation;
+    pthread_mutex_lock(&lock);
+    correlation = next_correlation++;
+    pthread_mutex_unlock(&lock);
+    if (traced(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) {
+        api_callback(CUPTI_API_ENTER, cbid, name, correlation, NULL);
+    }
+    if (traced(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) {
+        api_callback(CUPTI_API_EXIT, cbid, name, correlation, NULL);
+    }
+}
+
+/* nvtxRangePushA(message), or nvtxRangePop() for NULL. */
+void xpuprof_double_nvtx(const char *message) {
+    /* nvtxRangePushA_params of generated_nvtx_meta.h (which needs the NVTX headers). */
+    struct {
+        const char *message;
+    } push = {message};
+    int depth = 0;
+    CUpti_NvtxData d;
+    uint32_t cbid = message != NULL ? CUPTI_CBID_NVTX_nvtxRangePushA : CUPTI_CBID_NVTX_nvtxRangePop;
+    d.functionName = message != NULL ? "nvtxRangePushA" : "nvtxRangePop";
+    d.functionParams = message != NULL ? (const void *)&push : (const void *)&depth;
+    d.functionReturnValue = &depth;
+    if (traced(CUPTI_CB_DOMAIN_NVTX, cbid)) {
+        subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_NVTX, cbid, &d);
+    }
 }
 
 /* The double's cuLaunchKernel: the calling thread runs the subscriber's callbacks, as CUPTI's
  * do, and the kernel "runs" at once. */
 int xpuprof_double_launch(const char *kernel) {
     uint32_t correlation;
-    int traced;
     pthread_mutex_lock(&lock);
     correlation = next_correlation++;
-    traced = callback_on(CUPTI_CB_DOMAIN_DRIVER_API, LAUNCH_CBID);
     pthread_mutex_unlock(&lock);
-    if (traced) {
-        api_callback(CUPTI_API_ENTER, correlation, kernel);
+    if (traced(CUPTI_CB_DOMAIN_DRIVER_API, LAUNCH_CBID)) {
+        api_callback(CUPTI_API_ENTER, LAUNCH_CBID, "cuLaunchKernel", correlation, kernel);
     }
     pthread_mutex_lock(&lock);
     put_kernel(kernel, correlation, now());
     pthread_mutex_unlock(&lock);
-    pthread_mutex_lock(&lock);
-    traced = callback_on(CUPTI_CB_DOMAIN_DRIVER_API, LAUNCH_CBID);
-    pthread_mutex_unlock(&lock);
-    if (traced) {
-        api_callback(CUPTI_API_EXIT, correlation, kernel);
+    if (traced(CUPTI_CB_DOMAIN_DRIVER_API, LAUNCH_CBID)) {
+        api_callback(CUPTI_API_EXIT, LAUNCH_CBID, "cuLaunchKernel", correlation, kernel);
     }
     return 0;
 }
