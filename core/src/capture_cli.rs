@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use xpuprof_core::attach::AttachOptions;
+use xpuprof_core::session::{self, RecordOptions, SessionError, SessionOutcome};
 use xpuprof_core::window::{self, CaptureOptions, CaptureRange, RangeEnd};
 use xpuprof_core::{attach, say, summary, trigger};
 
@@ -33,11 +34,27 @@ pub struct WindowArgs {
     /// After the first marker window: stop (default) or repeat.
     #[arg(long, value_name = "stop|repeat", value_parser = |s: &str| s.parse::<RangeEnd>(), requires = "capture_range")]
     pub capture_range_end: Option<RangeEnd>,
+    /// Continuous mode: a --duration window every INTERVAL, each in its own directory under -o.
+    #[arg(long, value_name = "INTERVAL", value_parser = duration, requires = "duration")]
+    pub every: Option<Duration>,
+    /// Continuous mode: keep only the newest N window directories.
+    #[arg(long, value_name = "N", requires = "every", value_parser = clap::value_parser!(u32).range(1..))]
+    pub keep: Option<u32>,
 }
 
 impl WindowArgs {
     /// The checked window options.
     pub fn options(&self) -> anyhow::Result<CaptureOptions> {
+        if let (Some(every), Some(d)) = (self.every, self.duration) {
+            if d > every {
+                return Err(usage(format!(
+                    "--duration ({d:?}) is longer than --every ({every:?}): windows would overlap"
+                )));
+            }
+            if self.start_paused || self.capture_range.is_some() {
+                return Err(usage("--every opens windows by time: it cannot be combined with --start-paused or --capture-range"));
+            }
+        }
         if self.capture_range.is_some() && (self.delay.is_some() || self.start_paused) {
             return Err(usage(
                 "--capture-range opens windows at the program's markers: it cannot be combined with --delay or \
@@ -50,7 +67,18 @@ impl WindowArgs {
             start_paused: self.start_paused,
             range: self.capture_range.clone(),
             range_end: self.capture_range_end.unwrap_or_default(),
+            every: self.every,
+            keep: self.keep.map(|k| k as usize),
         })
+    }
+}
+
+/// Runs a recording: continuous (`--every`) or one session.
+pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
+    if opts.capture.every.is_some() {
+        xpuprof_core::continuous::record(opts)
+    } else {
+        session::record(opts)
     }
 }
 

@@ -21,6 +21,7 @@
 pub mod attach;
 pub mod check;
 pub mod config;
+pub mod continuous;
 pub mod diff;
 pub mod doctor;
 pub mod host;

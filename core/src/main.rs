@@ -14,7 +14,7 @@ use xpuprof_core::host::{Registry, SearchPath};
 use xpuprof_core::newplugin::Lang;
 use xpuprof_core::report::ReportOptions;
 use xpuprof_core::session::RecordOptions;
-use xpuprof_core::{check, diff, doctor, report, say, session, summary, term};
+use xpuprof_core::{check, diff, doctor, report, say, summary, term};
 use xpuprof_sdk::PluginKind;
 
 mod capture_cli;
@@ -269,7 +269,7 @@ fn record(args: RecordArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         keep_root: args.keep_root,
         capture: args.windows.options()?,
     };
-    match session::record(&opts) {
+    match capture_cli::record(&opts) {
         Ok(outcome) => {
             summary::print(&outcome);
             Ok(outcome.exit_code().clamp(0, 255) as u8)

@@ -26,6 +26,10 @@ pub struct CaptureOptions {
     pub range: Option<CaptureRange>,
     /// What the end of a marker window does.
     pub range_end: RangeEnd,
+    /// Continuous mode: a window of `duration` every this long, each its own output directory.
+    pub every: Option<Duration>,
+    /// Continuous mode: keep the newest this many window directories.
+    pub keep: Option<usize>,
 }
 
 /// The markers of `--capture-range`.
@@ -121,7 +125,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 impl CaptureOptions {
     /// Whether the session starts with no window open.
     pub fn starts_paused(&self) -> bool {
-        self.start_paused || self.delay.is_some() || self.range.is_some()
+        self.start_paused || self.delay.is_some() || self.range.is_some() || self.every.is_some()
     }
 
     /// Whether the session records only inside windows.

@@ -276,3 +276,45 @@ fn attach_refuses_a_missing_process_and_a_process_already_attached() {
     let _ = target.kill();
     let _ = target.wait();
 }
+
+#[test]
+fn every_writes_one_complete_directory_per_window_and_keeps_the_newest() {
+    if !root_or_skip("every_writes_one_complete_directory_per_window_and_keeps_the_newest") {
+        return;
+    }
+    let Some(bin) = xpuprof() else { return };
+    let out = tempfile::tempdir().unwrap();
+    // Windows of 1 s at 0, 2, 4 and 6 s of a 7.5 s run: four (or five) written, two kept.
+    let cmd = format!("{} 7.5; exit 4", workload("jit"));
+    let status = Command::new(&bin)
+        .args(["--quiet", "--source", "ebpf", "--sink", "folded,summary"])
+        .args(["--every", "2s", "--duration", "1s", "--keep", "2", "-c"])
+        .arg(config(out.path()))
+        .arg("-o")
+        .arg(out.path())
+        .args(["--", "/bin/sh", "-c", &cmd])
+        .status()
+        .expect("run xpuprof");
+    assert_eq!(status.code(), Some(4), "xpuprof exits with the target's own code");
+    let mut dirs: Vec<String> = std::fs::read_dir(out.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 2, "not the newest two windows: {dirs:?}");
+    let index = std::fs::read_to_string(out.path().join("windows.json")).expect("windows.json");
+    // The newest window may have opened just as the program ended (a loaded machine runs late).
+    let mut sampled = 0;
+    for d in &dirs {
+        assert!(d.ends_with('Z') && d.contains('T'), "{d} is not named by its UTC start");
+        assert!(index.contains(&format!("\"dir\": \"{d}\"")), "{d} missing from the index:\n{index}");
+        let folded = read_folded(&out.path().join(d));
+        sampled += usize::from(weight_with(&folded, "jit_burn_loop") > 0);
+        assert!(total(&folded) <= 1_300_000_000, "{d} holds more than its 1 s window:\n{folded}");
+        let summary = std::fs::read_to_string(out.path().join(d).join("summary.txt")).unwrap();
+        assert_eq!(summary.lines().filter(|l| l.starts_with("window ")).count(), 1, "{summary}");
+    }
+    assert!(sampled >= 1, "no kept window holds the program's samples: {dirs:?}");
+}
