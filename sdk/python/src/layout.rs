@@ -138,6 +138,10 @@ pub struct Layout {
     pub line_table: LineTable,
     /// The GIL's state.
     pub gil: GilAt,
+    /// `PyThreadState.datastack_chunk` (3.11 and later): the newest chunk of the thread's
+    /// frame stack, whose `previous` links lead to the root chunk, never freed before the
+    /// thread state.
+    pub tstate_datastack_chunk: Option<u64>,
     /// `sizeof(PyASCIIObject)`: where a compact ASCII string's characters start.
     pub unicode_ascii_size: u64,
     /// `sizeof(PyCompactUnicodeObject)`: where other compact strings' characters start.
@@ -156,6 +160,10 @@ mod fixed {
     pub const UNICODE_LENGTH: u64 = 16;
     /// `PyASCIIObject.state` (bit field: interned 2, kind 3, compact 1, ascii 1).
     pub const UNICODE_STATE: u64 = 32;
+    /// `_PyStackChunk.previous` (3.11 and later).
+    pub const CHUNK_PREVIOUS: u64 = 0;
+    /// `_PyStackChunk.size`, in bytes, the header included (3.11 and later).
+    pub const CHUNK_SIZE: u64 = 8;
     /// `_gil_runtime_state.last_holder`: the thread state that took the GIL last.
     pub const GIL_LAST_HOLDER: u64 = 8;
     /// `_gil_runtime_state.locked` (a C int; -1 before the GIL is made).
@@ -187,6 +195,7 @@ const V3_9: Layout = Layout {
     code_version: None,
     line_table: LineTable::Lnotab,
     gil: GilAt::Runtime(352),
+    tstate_datastack_chunk: None,
     unicode_ascii_size: 48,
     unicode_compact_size: 72,
 };
@@ -220,6 +229,7 @@ const V3_11: Layout = Layout {
     code_version: None,
     line_table: LineTable::Locations,
     gil: GilAt::Runtime(360),
+    tstate_datastack_chunk: Some(296),
     unicode_ascii_size: 48,
     unicode_compact_size: 72,
 };
@@ -237,6 +247,7 @@ const V3_12: Layout = Layout {
     code_instructions: Some(192),
     code_version: Some(92),
     gil: GilAt::Interpreter(384),
+    tstate_datastack_chunk: Some(232),
     unicode_ascii_size: 40,
     unicode_compact_size: 56,
     ..V3_11

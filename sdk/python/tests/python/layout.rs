@@ -62,6 +62,9 @@ fn table(l: &Layout) -> HashMap<String, u64> {
         ("code.qualname", l.code_qualname),
         ("code.code_adaptive", l.code_instructions),
         ("code.version", l.code_version),
+        ("tstate.datastack_chunk", l.tstate_datastack_chunk),
+        ("chunk.previous", l.tstate_datastack_chunk.map(|_| layout::CHUNK_PREVIOUS)),
+        ("chunk.size", l.tstate_datastack_chunk.map(|_| layout::CHUNK_SIZE)),
     ];
     t.extend(opt.into_iter().filter_map(|(k, v)| Some((k.to_owned(), v?))));
     let gil = match l.gil {
