@@ -31,6 +31,7 @@ pub mod lines;
 pub mod memory;
 pub mod merge;
 pub mod own;
+mod signature;
 pub mod target;
 
 pub use xpuprof_wire::{is_python_frame, PY_FRAME_TAG};
