@@ -3,7 +3,7 @@
 # program under `xpuprof --source cupti --sink folded,chrome` with exact checks, and runs the
 # launch-bound benchmark. Run from the repository root on the GPU machine:
 #
-#   scripts/gpu/run-all.sh [capture] [test] [graphs] [agree] [stacks] [bench] [outputs]   (default: all)
+#   scripts/gpu/run-all.sh [capture] [test] [graphs] [agree] [stacks] [bench] [outputs] [attach]   (default: all)
 #
 # Needs: nvcc and CUPTI (CUDA_HOME, default /usr/local/cuda-13.0), python3, and the Rust parts
 # built on the development machine and carried in .device-carry/ (xpuprof, the plugins and
@@ -22,7 +22,7 @@ AGENT=$CARRY/libxpuprof_cupti_agent.so
 AGENT_DEFAULT_OPTS=kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent
 BENCH_N=${BENCH_N:-200000}
 ROUNDS=${ROUNDS:-7}
-STEPS=${*:-capture test graphs agree stacks bench outputs}   # e2e: issue 6 benchmarks (run it on its own)
+STEPS=${*:-capture test graphs agree stacks bench outputs attach}   # e2e: issue 6 benchmarks (run it on its own)
 mkdir -p "$OUT" "$W/bin" "$W/fixtures" "$W/logs"
 SUMMARY=$W/summary.txt
 : >"$SUMMARY"
@@ -59,7 +59,7 @@ bench_summary() { python3 "$W/bench_summary.py" "$@"; }
 
 # ---- build ---------------------------------------------------------------------------------
 NVCC="$CUDA_HOME/bin/nvcc -g -O2 -std=c++17 -arch=sm_90 -Xcompiler -fno-omit-frame-pointer -I$INC"
-PROGS="basic multi_stream multi_thread driver_launch graph_launch graph_stacks launch_bench"
+PROGS="basic multi_stream multi_thread driver_launch graph_launch graph_stacks launch_bench markers"
 for p in $PROGS; do
   extra=""
   [ "$p" = driver_launch ] && extra="-lcuda"
@@ -393,6 +393,63 @@ if [[ " $STEPS " == *" outputs "* ]]; then
     (cd "$W" && tar czf "$OUT/outputs.tar.gz" outputs)
   else
     row "outputs" "skipped: no $CARRY/xpuprof"
+  fi
+fi
+
+# ---- attach: capture windows and attach on a running job (#25) ----------------------------------
+# 1. markers.cu: --capture-range cuda-profiler-api and nvtx:window select exactly the kernels between
+#    the markers (stop: 7 inside_kernel, repeat: 11; never an outside_kernel).
+# 2. attach_train.py (PyTorch training, started without xpuprof): the kernels per step come from a
+#    calibration run (--capture-range cuda-profiler-api around 50 steps); then the running loop is
+#    attached after ATTACH_DELAY s for ATTACH_DUR s, twice in a row (the second reuses the loaded
+#    agent): check_attach.py wants every step inside each window with exactly its kernels, the
+#    first record within 2 s of the attach, and prints the step time before/during/after;
+#    check_python_stacks.py wants >= 99% of the GPU time under the workload's Python lines.
+# xpuprof attach needs ptrace rights on the loop (root, or the same user with Yama ptrace_scope 0).
+if [[ " $STEPS " == *" attach "* ]]; then
+  if [ -x "$CARRY/xpuprof" ]; then
+    A=$W/attach; rm -rf "$A"; mkdir -p "$A"
+    # Kernel names are demangled or not (inside_kernel(float*), _Z13inside_kernelPf): by substring.
+    count_kernels() { python3 -c "import json,sys; t=json.load(open(sys.argv[1])); e=t.get('traceEvents',t) if isinstance(t,dict) else t; n=[str(x.get('name')) for x in e if x.get('cat')=='kernel']; print(' '.join(f'{k}={sum(k in m for m in n)}' for k in ('inside_kernel','outside_kernel')))" "$1" 2>/dev/null; }
+    for range in cuda-profiler-api nvtx:window; do
+      mode=profiler; [ "$range" = nvtx:window ] && mode=nvtx
+      for end in stop repeat; do
+        o=$A/markers-$mode-$end
+        "$CARRY/xpuprof" --plugin-dir "$CARRY" record --capture-range "$range" --capture-range-end $end --source cupti --sink chrome,folded -o "$o" -- \
+          "$W/bin/markers" $mode >"$A/markers-$mode-$end.out" 2>"$A/markers-$mode-$end.err"
+        rc=$?
+        want="inside_kernel=7 outside_kernel=0"; [ $end = repeat ] && want="inside_kernel=11 outside_kernel=0"
+        got=$(count_kernels "$o/trace.json")
+        [ "$got" = "$want" ] && v=PASS || v=FAIL
+        row "attach markers $range $end" "rc=$rc $v $got (want $want)"
+      done
+    done
+    T=tests/workloads/cuda/attach_train.py
+    "$CARRY/xpuprof" --plugin-dir "$CARRY" record --capture-range cuda-profiler-api --source cupti --sink chrome -o "$A/calib" -- \
+      python3 "$T" --calibrate 50 --log "$A/calib-steps.log" >"$A/calib.out" 2>"$A/calib.err"
+    rc=$?
+    n=$(python3 -c "import json; t=json.load(open('$A/calib/trace.json')); e=t.get('traceEvents',t) if isinstance(t,dict) else t; print(sum(1 for x in e if x.get('cat')=='kernel'))" 2>/dev/null)
+    KPS=$(( ${n:-0} / 50 )); row "attach calibrate" "rc=$rc kernels=${n:-?} of 50 steps: $KPS per step (remainder $(( ${n:-0} % 50 )))"
+    D=${ATTACH_DELAY:-20}; L=${ATTACH_DUR:-5}
+    python3 "$T" --seconds $((D + 2 * L + 40)) --log "$A/steps.log" >"$A/train.out" 2>"$A/train.err" &
+    TP=$!
+    for _ in $(seq 1 120); do grep -q '^ready' "$A/train.out" && break; sleep 1; done
+    sleep "$D"
+    for k in 1 2; do
+      o=$A/attach$k; t0=$(python3 -c 'import time; print(time.monotonic_ns())')
+      "$CARRY/xpuprof" --plugin-dir "$CARRY" attach "$TP" --source cupti --sink chrome,folded,summary --duration ${L}s -v -o "$o" \
+        >"$A/attach$k.out" 2>"$A/attach$k.err"
+      rc=$?
+      row "attach $k ($(grep -o 'loaded the agent into\|reused the agent already loaded in' "$A/attach$k.err" | head -1))" \
+        "rc=$rc $(python3 scripts/gpu/check_attach.py "$o/trace.json" "$A/steps.log" "$KPS" "$L" "$t0" 2>&1 | tail -1)"
+      row "attach $k python lines" "$(python3 scripts/gpu/check_python_stacks.py "$o" "$T" --min 99 2>&1 | tail -1)"
+      sleep 10
+    done
+    wait "$TP"; rc=$?
+    row "attach training loop after both" "rc=$rc $(tail -1 "$A/train.out") $(grep -c -i 'error\|Traceback' "$A/train.err") error lines"
+    (cd "$W" && tar czf "$OUT/attach.tar.gz" attach)
+  else
+    row "attach" "skipped: no $CARRY/xpuprof"
   fi
 fi
 
