@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use clap::Args;
 use xpuprof_core::attach::AttachOptions;
+use xpuprof_core::host::Registry;
 use xpuprof_core::session::{self, RecordOptions, SessionError, SessionOutcome};
 use xpuprof_core::window::{self, CaptureOptions, CaptureRange, RangeEnd};
-use xpuprof_core::{attach, say, summary, trigger};
+use xpuprof_core::{attach, doctor, say, summary, trigger};
 
 use super::{check_list, load_config, search_path, usage, GlobalArgs};
 
@@ -28,7 +29,7 @@ pub struct WindowArgs {
     /// Start dormant; `xpuprof trigger` or SIGUSR2 to xpuprof opens a window.
     #[arg(long)]
     pub start_paused: bool,
-    /// Record between the program's markers: cuda-profiler-api or nvtx:MESSAGE[@DOMAIN].
+    /// Record between the program's own markers: KIND or KIND:MESSAGE[@DOMAIN] (kinds: README).
     #[arg(long, value_name = "RANGE", value_parser = |s: &str| s.parse::<CaptureRange>())]
     pub capture_range: Option<CaptureRange>,
     /// After the first marker window: stop (default) or repeat.
@@ -96,7 +97,7 @@ pub struct AttachArgs {
     /// Start recording DUR after attaching.
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub delay: Option<Duration>,
-    /// Source plugins, comma separated (default: the config's, else ebpf).
+    /// Source plugins, comma separated (default: the config's, else the machine's default sources).
     #[arg(long = "source", value_delimiter = ',', value_name = "A,B")]
     pub sources: Option<Vec<String>>,
     /// Sink plugins, comma separated (default: the config's, else folded and summary).
@@ -116,7 +117,7 @@ pub fn attach(args: AttachArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
     let sources = args
         .sources
         .or_else(|| cfg.as_ref().and_then(|c| c.sources.clone()))
-        .unwrap_or_else(|| vec!["ebpf".into()]);
+        .unwrap_or_else(|| doctor::default_sources(&Registry::discover(&search)));
     let sinks = args
         .sinks
         .or_else(|| cfg.as_ref().and_then(|c| c.sinks.clone()))

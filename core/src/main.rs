@@ -82,7 +82,7 @@ struct RecordArgs {
 enum Command {
     /// Record a command (the default when no subcommand is given).
     Record(RecordArgs),
-    /// Profile a running process that xpuprof did not start (eBPF: `--tree` for its children).
+    /// Profile a running process that xpuprof did not start (`--tree`: with its children).
     Attach(capture_cli::AttachArgs),
     /// Open a capture window in a running session (`xpuprof record --start-paused ...`).
     Trigger(capture_cli::TriggerArgs),

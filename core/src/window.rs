@@ -32,18 +32,17 @@ pub struct CaptureOptions {
     pub keep: Option<usize>,
 }
 
-/// The markers of `--capture-range`.
+/// The markers of `--capture-range`: `KIND` or `KIND:MESSAGE[@DOMAIN]`. The kinds belong to the
+/// sources that implement them (the README lists them); the host checks the form and passes the
+/// text on verbatim (`[session] capture_range`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CaptureRange {
-    /// `cudaProfilerStart`/`cudaProfilerStop` (and `cuProfilerStart/Stop`).
-    CudaProfilerApi,
-    /// NVTX ranges (push/pop, start/end) with this message, in this domain when one is given.
-    Nvtx {
-        /// The range's message.
-        message: String,
-        /// Its domain; `None`: any domain.
-        domain: Option<String>,
-    },
+pub struct CaptureRange {
+    /// The marker kind: lowercase letters, digits and `-`.
+    pub kind: String,
+    /// The range's message, for kinds that select annotation ranges by name.
+    pub message: Option<String>,
+    /// Its domain; `None`: any domain.
+    pub domain: Option<String>,
 }
 
 /// `--capture-range-end`.
@@ -60,13 +59,20 @@ impl std::str::FromStr for CaptureRange {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        if s == "cuda-profiler-api" {
-            return Ok(Self::CudaProfilerApi);
-        }
-        let Some(spec) = s.strip_prefix("nvtx:") else {
+        let (kind, spec) = match s.split_once(':') {
+            Some((k, rest)) => (k, Some(rest)),
+            None => (s, None),
+        };
+        let kind_ok = !kind.is_empty()
+            && kind.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if !kind_ok {
             return Err(format!(
-                "unknown capture range `{s}`: use cuda-profiler-api or nvtx:MESSAGE[@DOMAIN]"
+                "invalid capture range `{s}`: write KIND or KIND:MESSAGE[@DOMAIN] (the README's \
+                 'Attach and capture windows' lists the kinds)"
             ));
+        }
+        let Some(spec) = spec else {
+            return Ok(Self { kind: kind.to_owned(), message: None, domain: None });
         };
         let (message, domain) = match spec.rsplit_once('@') {
             Some((m, d)) if !d.is_empty() => (m, Some(d.to_owned())),
@@ -74,18 +80,21 @@ impl std::str::FromStr for CaptureRange {
             None => (spec, None),
         };
         if message.is_empty() {
-            return Err(format!("capture range `{s}` names no NVTX message: use nvtx:MESSAGE[@DOMAIN]"));
+            return Err(format!("capture range `{s}` names no message: write {kind}:MESSAGE[@DOMAIN]"));
         }
-        Ok(Self::Nvtx { message: message.to_owned(), domain })
+        Ok(Self { kind: kind.to_owned(), message: Some(message.to_owned()), domain })
     }
 }
 
 impl std::fmt::Display for CaptureRange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::CudaProfilerApi => f.write_str("cuda-profiler-api"),
-            Self::Nvtx { message, domain: None } => write!(f, "nvtx:{message}"),
-            Self::Nvtx { message, domain: Some(d) } => write!(f, "nvtx:{message}@{d}"),
+        f.write_str(&self.kind)?;
+        if let Some(m) = &self.message {
+            write!(f, ":{m}")?;
+        }
+        match &self.domain {
+            Some(d) => write!(f, "@{d}"),
+            None => Ok(()),
         }
     }
 }
@@ -243,6 +252,8 @@ pub struct Controller {
     /// The sources' own marker windows, followed in every source (their records are the
     /// sources'; the host writes none for them).
     markers: Option<&'static MarkerWindows>,
+    /// A marker window was seen.
+    marker_seen: bool,
 }
 
 /// How long a window opened by a trigger lasts when neither the trigger nor `--duration` says.
@@ -261,6 +272,7 @@ impl Controller {
             spans: Vec::new(),
             told_cannot_pause: false,
             markers: None,
+            marker_seen: false,
         };
         if let Some(d) = opts.delay {
             c.open_at = Some(started + d);
@@ -304,6 +316,7 @@ impl Controller {
     pub fn tick(&mut self, sources: &mut Sources, failures: &mut Vec<String>) {
         if let Some(m) = self.markers {
             for on in m.take() {
+                self.marker_seen = true;
                 // The marker source already switched itself; the others follow (idempotent).
                 let cannot = sources.set_capture(on, failures);
                 self.tell_cannot_pause(&cannot);
@@ -321,8 +334,22 @@ impl Controller {
         }
     }
 
-    /// Closes the open window (the session ends) and returns every window.
+    /// Closes the open window (the session ends) and returns every window. Says so when no
+    /// window ever opened: the outputs hold nothing but definitions.
     pub fn finish(mut self) -> Vec<Span> {
+        if self.spans.is_empty() && !self.marker_seen {
+            if self.markers.is_some() {
+                tracing::warn!(
+                    "no capture window opened: no source saw the program's --capture-range markers (it \
+                     needs a source that implements that kind), so nothing was recorded"
+                );
+            } else {
+                tracing::warn!(
+                    "no capture window opened (the program ended before --delay, or no trigger came \
+                     after --start-paused), so nothing was recorded"
+                );
+            }
+        }
         if let Some(last) = self.spans.last_mut().filter(|s| s.end == 0) {
             last.end = xpuprof_sdk::clock::now_ns();
         }
@@ -375,13 +402,18 @@ mod tests {
 
     #[test]
     fn capture_ranges_parse_and_print_back() {
-        let r: CaptureRange = "nvtx:step@train".parse().unwrap();
-        assert_eq!(r, CaptureRange::Nvtx { message: "step".into(), domain: Some("train".into()) });
-        assert_eq!(r.to_string(), "nvtx:step@train");
-        assert_eq!("nvtx:a@b@c".parse::<CaptureRange>().unwrap().to_string(), "nvtx:a@b@c");
-        assert_eq!("cuda-profiler-api".parse::<CaptureRange>(), Ok(CaptureRange::CudaProfilerApi));
-        assert!("nvtx:".parse::<CaptureRange>().unwrap_err().contains("names no NVTX message"));
-        assert!("cupti".parse::<CaptureRange>().unwrap_err().contains("cuda-profiler-api or nvtx"));
+        let r: CaptureRange = "ranges:step@train".parse().unwrap();
+        let want = CaptureRange {
+            kind: "ranges".into(),
+            message: Some("step".into()),
+            domain: Some("train".into()),
+        };
+        assert_eq!(r, want);
+        assert_eq!(r.to_string(), "ranges:step@train");
+        assert_eq!("ranges:a@b@c".parse::<CaptureRange>().unwrap().to_string(), "ranges:a@b@c");
+        assert_eq!("profiler-api".parse::<CaptureRange>().unwrap().to_string(), "profiler-api");
+        assert!("ranges:".parse::<CaptureRange>().unwrap_err().contains("names no message"));
+        assert!("Bad Kind".parse::<CaptureRange>().unwrap_err().contains("KIND:MESSAGE[@DOMAIN]"));
         assert!("again".parse::<RangeEnd>().is_err());
     }
 
@@ -389,7 +421,7 @@ mod tests {
     fn marker_windows_are_seen_opening_and_closing_in_a_sources_batch() {
         use xpuprof_sdk::model::{CaptureWindow, Record, WindowOpener};
         let mut batch = Vec::new();
-        let open = CaptureWindow::default().start(10).opener(WindowOpener::CudaProfilerApi);
+        let open = CaptureWindow::default().start(10).opener(WindowOpener::Trigger);
         for r in [Record::Window(open), Record::Window(open.end(20))] {
             xpuprof_sdk::codec::encode(&r, &mut batch);
         }
@@ -403,14 +435,14 @@ mod tests {
     #[test]
     fn the_session_table_says_paused_and_the_range() {
         let opts = CaptureOptions {
-            range: Some(CaptureRange::CudaProfilerApi),
+            range: Some("profiler-api".parse().unwrap()),
             range_end: RangeEnd::Repeat,
             ..Default::default()
         };
         let mut t = toml::Table::new();
         opts.fill_session(&mut t);
         assert_eq!(t["start_paused"].as_bool(), Some(true));
-        assert_eq!(t["capture_range"].as_str(), Some("cuda-profiler-api"));
+        assert_eq!(t["capture_range"].as_str(), Some("profiler-api"));
         assert_eq!(t["capture_range_end"].as_str(), Some("repeat"));
         assert!(!CaptureOptions::default().windowed());
     }
