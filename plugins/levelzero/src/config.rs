@@ -1,4 +1,5 @@
-//! `[source.levelzero]` settings, declared once in [`Config`].
+//! `[source.levelzero]` settings, declared once in [`Config`]; what the agent gets of them
+//! travels in `XPUPROF_LEVELZERO_OPTS`.
 
 use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::prelude::*;
@@ -26,5 +27,10 @@ impl Config {
     /// Reads the settings.
     pub fn from_plugin(c: &PluginConfig) -> PluginResult<Self> {
         c.typed()
+    }
+
+    /// The agent's options (`XPUPROF_LEVELZERO_OPTS`).
+    pub fn agent_opts(&self) -> String {
+        format!("python={}", self.python.as_str())
     }
 }

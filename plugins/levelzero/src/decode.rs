@@ -11,17 +11,17 @@
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger};
-use xpuprof_toolbox::agent_host::{parent_of, AgentCounts};
-use xpuprof_toolbox::normalise::{self, ModuleMap};
-use xpuprof_toolbox::Interner;
-use xpuprof_wire::levelzero::{self as wire, api_kind, op_kind, Msg};
-use xpuprof_wire::{self as kit_wire, Hello, Reader};
+use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn as KitConn, KitDecoder, Step};
+use xpuprof_wire::launches::Launch;
+use xpuprof_wire::levelzero::{self as wire, api_kind, launch_domain, op_kind, Msg};
 
 use crate::devices::{Described, Device, Devices, Pairs};
-use xpuprof_toolbox::python::PyFrames;
+
+/// Cause of a loss: messages the agent's channel dropped (the host was gone or too slow).
+pub const LOSS_AGENT_CHANNEL: &str = "levelzero agent output dropped (chunks)";
 
 /// Counters of this backend (those every agent-backed decoder keeps are the toolbox's
-/// [`AgentCounts`], in [`Decoder::counts`]).
+/// `AgentCounts`, in `AgentDecoder::counts`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Stats {
     /// API calls emitted.
@@ -34,125 +34,135 @@ pub struct Stats {
 
 /// Per-connection (per-process) state.
 #[derive(Debug, Default)]
-struct Conn {
-    pid: u32,
-    ok: bool,
-    bye: bool,
-    maps: ModuleMap,
-    python: PyFrames,
+pub struct Conn {
+    /// What the kit's messages said (process, hello, module map, Python frames).
+    agent: AgentConn,
+    /// The agent writes Level Zero messages of another version: they are ignored.
+    refused: bool,
     names: IdMap<u32, StrId>,
     devices: IdMap<u64, Device>,
     streams: IdMap<u64, StreamId>,
-    stacks: IdMap<u64, StackId>,
     pairs: Pairs,
+}
+
+impl KitConn for Conn {
+    fn agent(&self) -> &AgentConn {
+        &self.agent
+    }
+
+    fn agent_mut(&mut self) -> &mut AgentConn {
+        &mut self.agent
+    }
 }
 
 /// The decoder.
 #[derive(Debug)]
 pub struct Decoder {
-    log: Logger,
-    conns: IdMap<u64, Conn>,
-    strs: Interner,
+    /// The kit's part: definitions, launch stacks, connections, the shared counters.
+    pub kit: AgentDecoder<Conn>,
     devices: Devices,
     streams: u32,
-    /// The counters every agent-backed decoder keeps.
-    pub counts: AgentCounts,
     /// This backend's counters.
     pub stats: Stats,
+}
+
+impl KitDecoder for Decoder {
+    type Conn = Conn;
+    type Own = Stats;
+
+    fn kit(&mut self) -> &mut AgentDecoder<Conn> {
+        &mut self.kit
+    }
+
+    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter) {
+        let refused = self.kit.conns.get(&conn).is_none_or(|c| c.refused);
+        match step {
+            Step::Hello(_) => self.kit.counts.processes += 1,
+            Step::Launches { tid, launches, .. } if !refused => {
+                for l in launches {
+                    self.launch(conn, tid, &l, out);
+                }
+            }
+            Step::Message(m) if !refused => match wire::decode(m.ty, m.payload) {
+                Some(Msg::Version(v)) if v != wire::VERSION => self.refuse(conn, v),
+                Some(m) => self.ze_message(conn, m, out),
+                None => {}
+            },
+            _ => {}
+        }
+    }
+
+    /// Reports an agent that did not flush.
+    fn end_conn(&mut self, conn: u64, _out: &mut Emitter) {
+        let Some(c) = self.kit.conns.remove(&conn) else { return };
+        let a = &c.agent;
+        if a.hello && !a.refused && !c.refused && !a.bye {
+            self.kit.counts.unfinished += 1;
+            self.kit.log.warn(&format!(
+                "the levelzero agent of process {} ended without flushing (killed?): its last work is missing",
+                a.pid
+            ));
+        }
+    }
+
+    fn into_own(self) -> Stats {
+        self.stats
+    }
 }
 
 impl Decoder {
     /// A decoder for one session.
     pub fn new(log: Logger) -> Self {
         Self {
-            log,
-            conns: IdMap::default(),
-            strs: Interner::default(),
+            kit: AgentDecoder::new(log, LOSS_AGENT_CHANNEL),
             devices: Devices::default(),
             streams: 0,
-            counts: AgentCounts::default(),
             stats: Stats::default(),
         }
     }
 
-    /// Decodes the complete messages at the front of `buf` from connection `conn`; returns the
-    /// bytes consumed.
-    pub fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
-        let (msgs, used) = kit_wire::split_messages(buf);
-        for m in msgs {
-            self.message(conn, m.ty, m.payload, out);
+    fn refuse(&mut self, conn: u64, v: u32) {
+        let pid = self.kit.pid(conn);
+        if let Some(c) = self.kit.conns.get_mut(&conn) {
+            c.refused = true;
         }
-        used
+        self.kit.log.error(&format!(
+            "the levelzero agent in process {pid} writes Level Zero messages version {v}, this plugin reads \
+             version {}: its stream is ignored; use the agent built with this xpuprof",
+            wire::VERSION
+        ));
     }
 
-    fn message(&mut self, conn: u64, ty: u8, payload: &[u8], out: &mut Emitter) {
-        if ty == kit_wire::MSG_HELLO {
-            return self.hello(conn, Hello::decode(payload), out);
-        }
-        let Some(c) = self.conns.get_mut(&conn).filter(|c| c.ok) else { return };
-        let pid = c.pid;
-        match ty {
-            kit_wire::MSG_MODULES => c.maps = ModuleMap::new(kit_wire::maps::decode_modules(payload)),
-            kit_wire::MSG_ERROR => {
-                self.counts.agent_errors += 1;
-                let text = String::from_utf8_lossy(payload);
-                self.log.warn(&format!("the levelzero agent could not trace process {pid}: {text}"));
-            }
-            kit_wire::MSG_LOST_BYTES => {
-                let chunks = Reader::new(payload).u64();
-                self.counts.lost_chunks += chunks;
-                self.loss(pid, "levelzero agent output dropped (chunks)", chunks, out);
-            }
-            kit_wire::MSG_BYE => c.bye = true,
-            kit_wire::MSG_PY_FRAMES => c.python.define(payload),
-            kit_wire::MSG_PY_COUNTS => self.counts.python.add(payload),
-            _ => match wire::decode(ty, payload) {
-                Some(Msg::Version(v)) if v != wire::VERSION => {
-                    c.ok = false;
-                    self.log.error(&format!(
-                        "the levelzero agent in process {pid} writes Level Zero messages version {v}, this plugin reads \
-                         version {}: its stream is ignored; use the agent built with this xpuprof",
-                        wire::VERSION
-                    ));
-                }
-                Some(m) => self.ze_message(conn, pid, m, out),
-                None => {}
-            },
+    /// The site of a launch-class call (an append or an execute) with the agent's stack.
+    fn launch(&mut self, conn: u64, tid: u32, l: &Launch, out: &mut Emitter) {
+        let Some(c) = self.kit.conns.get(&conn) else { return };
+        let api = c.names.get(&l.api_id).copied().unwrap_or(StrId::NONE);
+        let correlation = Correlation { backend: backend::LEVEL_ZERO, id: u64::from(l.correlation) };
+        if let Some(site) = self.kit.launch_site(conn, tid, l, correlation, api) {
+            out.emit(&Record::LaunchSite(site.recording(l.domain == launch_domain::RECORDING)));
         }
     }
 
-    fn ze_message(&mut self, conn: u64, pid: u32, m: Msg, out: &mut Emitter) {
-        let c = self.conns.get_mut(&conn).expect("checked by the caller");
+    fn ze_message(&mut self, conn: u64, m: Msg, out: &mut Emitter) {
+        let Some(c) = self.kit.conns.get_mut(&conn) else { return };
+        let pid = c.agent.pid;
+        let strs = &mut self.kit.strs;
         match m {
             Msg::Version(_) => {}
-            Msg::Stack { hash, frames } => {
-                if c.stacks.contains_key(&hash) {
-                    return;
-                }
-                let ids: Vec<FrameId> = frames
-                    .iter()
-                    .map(|&ra| match c.python.frame(&mut self.strs, out, ra) {
-                        Some(f) => f,
-                        None => normalise::return_address_frame(&mut self.strs, out, pid, &c.maps, ra),
-                    })
-                    .collect();
-                let id = self.strs.stack(out, &ids);
-                c.stacks.insert(hash, id);
-            }
             Msg::Str { id, text } => {
-                let s = self.strs.string(out, &text);
+                let s = strs.string(out, &text);
                 c.names.insert(id, s);
             }
             Msg::Device { handle, parent, index, sub, tick_hz, valid_bits, compute_units, uuid, name } => {
                 let parent = c.devices.get(&parent).map(|d| d.id);
                 let d =
                     Described { handle, parent, index, sub, tick_hz, valid_bits, compute_units, uuid, name };
-                let dev = self.devices.define(d, &mut self.strs, out);
+                let dev = self.devices.define(d, strs, out);
                 c.devices.insert(handle, dev);
             }
             Msg::Queue { handle, device, kind } => self.queue(conn, handle, device, kind, out),
-            Msg::Api { tid, name, kind, recording, start, end, correlation, result, stack } => {
-                self.strs.thread(out, pid, tid, "");
+            Msg::Api { tid, name, kind, start, end, correlation, result } => {
+                strs.thread(out, pid, tid, "");
                 let name = c.names.get(&name).copied().unwrap_or(StrId::NONE);
                 let corr = (correlation != 0)
                     .then_some(Correlation { backend: backend::LEVEL_ZERO, id: correlation });
@@ -167,21 +177,6 @@ impl Decoder {
                     .result(result as i64);
                 out.emit(&Record::ApiCall(call));
                 self.stats.api_calls += 1;
-                // Launch-class calls (appends, executes) carry a correlation id and a stack.
-                if let Some(correlation) = corr {
-                    let stack = c.stacks.get(&stack).copied().unwrap_or(StackId::NONE);
-                    out.emit(&Record::LaunchSite(
-                        LaunchSite::default()
-                            .pid(pid)
-                            .tid(tid)
-                            .time(start)
-                            .correlation(correlation)
-                            .api(name)
-                            .stack(stack)
-                            .recording(recording),
-                    ));
-                    self.counts.launch_sites += 1;
-                }
             }
             Msg::Op(op) => self.op(conn, op, out),
             Msg::Clock { device, ticks, raw } => {
@@ -197,23 +192,8 @@ impl Decoder {
         }
     }
 
-    fn hello(&mut self, conn: u64, h: Hello, out: &mut Emitter) {
-        let ok = match h.check() {
-            Ok(()) => true,
-            Err(e) => {
-                self.log.error(&e.to_string());
-                false
-            }
-        };
-        if ok {
-            self.counts.processes += 1;
-            self.strs.process(out, h.pid, parent_of(h.pid), &h.command);
-        }
-        self.conns.insert(conn, Conn { pid: h.pid, ok, ..Default::default() });
-    }
-
     fn queue(&mut self, conn: u64, handle: u64, device: u64, kind: u8, out: &mut Emitter) {
-        let c = self.conns.get_mut(&conn).expect("checked by the caller");
+        let Some(c) = self.kit.conns.get_mut(&conn) else { return };
         let Some(dev) = c.devices.get(&device).map(|d| d.id) else { return };
         self.streams += 1;
         let id = StreamId(self.streams);
@@ -224,16 +204,16 @@ impl Decoder {
         };
         let n = c.streams.len() + 1;
         c.streams.insert(handle, id);
-        let pid = c.pid;
-        let name = self.strs.string(out, &format!("{what} {n}"));
+        let pid = c.agent.pid;
+        let name = self.kit.strs.string(out, &format!("{what} {n}"));
         out.emit(&Record::Stream(
             StreamDef::default().id(id).device(dev).pid(pid).native_id(handle).name(name).kind(kind),
         ));
     }
 
     fn op(&mut self, conn: u64, op: wire::Op, out: &mut Emitter) {
-        let c = self.conns.get_mut(&conn).expect("checked by the caller");
-        let pid = c.pid;
+        let Some(c) = self.kit.conns.get_mut(&conn) else { return };
+        let pid = c.agent.pid;
         let Some(&dev) = c.devices.get(&op.device) else {
             self.stats.unconvertible += 1;
             return self.loss(pid, "levelzero device work on a device the agent did not describe", 1, out);
@@ -243,9 +223,13 @@ impl Decoder {
         let name = c.names.get(&op.name).copied();
         let (kind, name) = match op.kind {
             op_kind::KERNEL => (DeviceOpKind::Kernel, name.unwrap_or(StrId::NONE)),
-            op_kind::COPY => (DeviceOpKind::Memcpy, self.strs.string(out, "zeCommandListAppendMemoryCopy")),
-            op_kind::FILL => (DeviceOpKind::Memset, self.strs.string(out, "zeCommandListAppendMemoryFill")),
-            _ => (DeviceOpKind::Sync, self.strs.string(out, "zeCommandListAppendBarrier")),
+            op_kind::COPY => {
+                (DeviceOpKind::Memcpy, self.kit.strs.string(out, "zeCommandListAppendMemoryCopy"))
+            }
+            op_kind::FILL => {
+                (DeviceOpKind::Memset, self.kit.strs.string(out, "zeCommandListAppendMemoryFill"))
+            }
+            _ => (DeviceOpKind::Sync, self.kit.strs.string(out, "zeCommandListAppendBarrier")),
         };
         let kernel = (op.kind == op_kind::KERNEL)
             .then_some(KernelInfo::default().grid(op.groups).block(op.group_size));
@@ -276,28 +260,15 @@ impl Decoder {
                 .kernel(kernel)
                 .submission(submission),
         ));
-        self.counts.device_ops += 1;
-        self.counts.kernels += u64::from(op.kind == op_kind::KERNEL);
+        self.kit.counts.device_ops += 1;
+        self.kit.counts.kernels += u64::from(op.kind == op_kind::KERNEL);
     }
 
     fn loss(&mut self, pid: u32, cause: &str, count: u64, out: &mut Emitter) {
-        let cause = self.strs.string(out, cause);
+        let cause = self.kit.strs.string(out, cause);
         out.emit(&Record::Loss(
             Loss::default().pid(pid).time(xpuprof_sdk::clock::now_ns()).cause(cause).count(count),
         ));
-    }
-
-    /// Connection `conn` ended.
-    pub fn finish(&mut self, conn: u64) {
-        if let Some(c) = self.conns.remove(&conn) {
-            if c.ok && !c.bye {
-                self.counts.unfinished += 1;
-                self.log.warn(&format!(
-                    "the levelzero agent of process {} ended without flushing (killed?): its last work is missing",
-                    c.pid
-                ));
-            }
-        }
     }
 }
 
@@ -323,7 +294,6 @@ fn copy_ends(copy: CopyKind, device: DeviceId) -> (DeviceId, DeviceId) {
     }
 }
 
-/// The parent of a live process (0 when it is gone).
 /// The stable phrase of an agent loss cause.
 fn loss_cause(cause: u8) -> &'static str {
     match cause {

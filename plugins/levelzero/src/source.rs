@@ -5,9 +5,7 @@
 use std::path::Path;
 
 use xpuprof_sdk::prelude::*;
-use xpuprof_toolbox::agent_host::{
-    preload, AgentBackend, AgentCounts, AgentDescriptor, AgentLocator, StreamDecoder,
-};
+use xpuprof_toolbox::agent_host::{preload, AgentBackend, AgentCounts, AgentDescriptor, AgentLocator};
 
 use crate::config::Config;
 use crate::decode::{Decoder, Stats};
@@ -16,22 +14,6 @@ use crate::decode::{Decoder, Stats};
 #[derive(Debug)]
 pub struct LevelZero {
     config: Config,
-}
-
-impl StreamDecoder for Decoder {
-    type Stats = (AgentCounts, Stats);
-
-    fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
-        Decoder::feed(self, conn, buf, out)
-    }
-
-    fn end(&mut self, conn: u64, _out: &mut Emitter) {
-        self.finish(conn);
-    }
-
-    fn finish(self, _out: &mut Emitter) -> (AgentCounts, Stats) {
-        (self.counts, self.stats)
-    }
 }
 
 impl AgentBackend for LevelZero {
@@ -83,7 +65,7 @@ impl AgentBackend for LevelZero {
         preload(env, agent);
         env.set("ZE_ENABLE_TRACING_LAYER", "1");
         env.set("XPUPROF_LEVELZERO_SOCKET", socket.display().to_string());
-        env.set("XPUPROF_LEVELZERO_PYTHON", self.config.python.as_str());
+        env.set("XPUPROF_LEVELZERO_OPTS", self.config.agent_opts());
     }
 
     fn decoder(&self, log: Logger) -> Decoder {

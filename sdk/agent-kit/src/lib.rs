@@ -28,6 +28,8 @@
 //! - [`exit`]: flush at `exit` and on SIGINT/SIGTERM, then let the program's own handling go on.
 //! - [`discovery`]: find and load the vendor library that matches the process's runtime.
 //! - [`opts`]: the `key=value,...` option string the host plugin passes in the environment.
+//! - [`agent`]: [`AgentCore`], what every agent holds of the above (channel, launch registry,
+//!   known modules, clock, own code, sender thread) with the stream's opening and last words.
 //!
 //! ## An agent in outline
 //!
@@ -58,6 +60,7 @@
 //!
 //! The CUPTI agent (`plugins/cupti/agent`) is the complete example.
 
+pub mod agent;
 pub mod buffers;
 pub mod channel;
 pub mod control;
@@ -71,6 +74,7 @@ pub mod stack;
 pub mod timestamps;
 pub mod trampoline;
 
+pub use agent::AgentCore;
 pub use xpuprof_wire as wire;
 
 /// One line on stderr, prefixed with the agent's name and the process id so the user knows who

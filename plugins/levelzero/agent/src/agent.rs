@@ -3,21 +3,19 @@
 //! and the reads of device timestamps with loss counting.
 
 use std::cell::{Cell, RefCell};
-use std::sync::{Arc, Mutex, OnceLock};
-
-use xpuprof_agent_kit::channel::{Channel, Chunk};
-use xpuprof_agent_kit::modules::Known;
-use xpuprof_agent_kit::python::PythonFrames;
-use xpuprof_agent_kit::stack;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 use level_zero_sys::*;
-use xpuprof_agent_kit::wire::levelzero::{api_kind, loss, op_kind, Msg, Op, Writer};
+use xpuprof_agent_kit::channel::Chunk;
+use xpuprof_agent_kit::stack;
+use xpuprof_agent_kit::wire::levelzero::{api_kind, launch_domain, loss, op_kind, Msg, Op, Writer};
+use xpuprof_agent_kit::AgentCore;
 
 use crate::clock;
+use crate::config::Config;
 use crate::state::{Pending, Recorded, State};
-
-/// Most frames of a launch stack.
-const MAX_FRAMES: usize = 128;
 
 /// The running agent (set once, by `start`).
 pub static AGENT: OnceLock<Agent> = OnceLock::new();
@@ -32,8 +30,6 @@ pub fn active() -> Option<&'static Agent> {
 }
 
 thread_local! {
-    /// This thread's stack bounds, read once.
-    static BOUNDS: Cell<Option<stack::Bounds>> = const { Cell::new(None) };
     /// Set while the agent itself calls Level Zero outside a callback (its reader thread, exit):
     /// those calls are traced too and must not be recorded.
     pub static INSIDE: Cell<bool> = const { Cell::new(false) };
@@ -46,11 +42,9 @@ thread_local! {
 struct Call {
     name: u32,
     kind: u8,
-    /// An append to a regular list: it records work that runs at every execute.
-    recording: bool,
     start: u64,
+    /// A launch-class call's id (its entry is open in the kit's registry); 0 for other calls.
     correlation: u64,
-    stack: u64,
     list: usize,
     queue: usize,
     lists: Vec<usize>,
@@ -67,22 +61,17 @@ struct Call {
 pub struct Agent {
     /// The loader's functions.
     pub ze: ZeLoader,
-    /// To the host (drops and counts when the host is gone or too slow).
-    pub chan: Arc<Channel>,
+    /// Channel, launch registry (stacks, Python frames), known modules, clock, own code (the
+    /// agent and the tracing layer, left off launch stacks), sender.
+    pub core: AgentCore,
+    /// Settings.
+    pub config: Config,
     /// Bookkeeping.
     pub state: Mutex<State>,
-    /// Address ranges of the agent and the tracing layer (left off launch stacks).
-    pub skip: Vec<(u64, u64)>,
     /// Devices, for clock pairs.
     pub devices: Vec<usize>,
-    /// Executable mappings the host knows.
-    pub known: Known,
     /// Set at exit: callbacks stop recording.
-    pub exiting: std::sync::atomic::AtomicBool,
-    /// Launch-class calls recorded.
-    pub launches: std::sync::atomic::AtomicU64,
-    /// Python frames in launch stacks (`XPUPROF_LEVELZERO_PYTHON`, `auto` unless `off`).
-    pub python: PythonFrames,
+    pub exiting: AtomicBool,
 }
 
 impl std::fmt::Debug for Agent {
@@ -94,17 +83,21 @@ impl std::fmt::Debug for Agent {
 impl Agent {
     /// True once the process is exiting.
     pub fn stopping(&self) -> bool {
-        self.exiting.load(std::sync::atomic::Ordering::Relaxed)
+        self.exiting.load(Ordering::Relaxed)
     }
 
-    /// Sends messages to the host.
+    /// Sends messages to the host; device work goes after the launch sites recorded so far, so
+    /// the host has every launch before the work it caused.
     pub fn send(&self, msgs: &[Msg]) {
         if msgs.is_empty() {
             return;
         }
+        if msgs.iter().any(|m| matches!(m, Msg::Op(_))) {
+            self.core.drain_launches();
+        }
         let mut w = Writer::default();
         msgs.iter().for_each(|m| w.put(m));
-        self.chan.push(Chunk::Bytes(w.buf));
+        self.core.channel.push(Chunk::Bytes(w.buf));
     }
 
     /// Locks the bookkeeping.
@@ -112,67 +105,39 @@ impl Agent {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The calling thread's launch stack (agent and tracing-layer frames left off), sent once.
-    /// The loader and its tracing layer are built without frame pointers: the kit's walk goes
-    /// through them with their CFI.
+    /// Prologue of a call: its name and start time; for a launch-class call (appends and
+    /// executes, `domain` in [`launch_domain`]) a correlation id and the kit's launch entry
+    /// with the calling thread's stack. The loader and its tracing layer are built without
+    /// frame pointers: the kit's walk goes through them with their CFI.
     #[inline(never)]
-    fn stack(&self, st: &mut State, out: &mut Vec<Msg>) -> u64 {
-        let regs = stack::registers();
-        let bounds = BOUNDS.with(|b| {
-            let v = b.get().unwrap_or_else(stack::thread_bounds);
-            b.set(Some(v));
-            v
-        });
-        let (mut buf, mut sp) = ([0u64; MAX_FRAMES], [0u64; MAX_FRAMES]);
-        let (w, _) = stack::walk_with_sp(regs, bounds, &self.skip, &mut buf, &mut sp);
-        let mut merged = [0u64; MAX_FRAMES];
-        let n = self.python.merge(&buf[..w.len], &sp[..w.len], &mut merged);
-        let frames = &merged[..n];
-        if frames.is_empty() {
-            return 0;
-        }
-        let hash = stack::hash(frames);
-        if st.stacks.insert(hash) {
-            self.known.check(frames);
-            if self.known.take_stale() {
-                // Before the stack that needs it: pushed now, the stack goes with `out` later.
-                self.chan.push(Chunk::Bytes(self.known.refresh()));
-            }
-            let mut defs = Vec::new();
-            self.python.put_definitions(&mut defs);
-            if !defs.is_empty() {
-                // Likewise: the Python frames' texts before the stack that uses them.
-                self.chan.push(Chunk::Bytes(defs));
-            }
-            out.push(Msg::Stack { hash, frames: frames.to_vec() });
-        }
-        hash
-    }
-
-    /// Prologue of a call: its name, start time, and for launch-class calls (appends, executes)
-    /// a correlation id and stack.
-    fn begin(&self, st: &mut State, name: &str, kind: u8, launch: bool, out: &mut Vec<Msg>) -> Call {
+    fn begin(&self, st: &mut State, name: &str, kind: u8, domain: Option<u8>, out: &mut Vec<Msg>) -> Call {
         let name = st.intern(name, out);
-        let (correlation, stack) = if launch {
-            self.launches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            (st.next_id(), self.stack(st, out))
-        } else {
-            (0, 0)
+        let start = clock::mono();
+        let correlation = match domain {
+            Some(domain) => {
+                let id = st.next_id();
+                let sites = self.core.sites(&self.config.common);
+                let _ = self.core.launches.enter(&sites, domain, name, id as u32, stack::registers());
+                id
+            }
+            None => 0,
         };
-        Call { name, kind, start: clock::mono(), correlation, stack, ..Default::default() }
+        Call { name, kind, start, correlation, ..Default::default() }
     }
 
+    /// The call's API record; a launch-class call's launch entry closes.
     fn api(&self, c: &Call, result: ze_result_t, out: &mut Vec<Msg>) {
+        if c.correlation != 0 {
+            self.core.launches.exit(result);
+        }
         out.push(Msg::Api {
             tid: clock::tid(),
             name: c.name,
             kind: c.kind,
-            recording: c.recording,
             start: c.start,
             end: clock::mono(),
             correlation: c.correlation,
             result,
-            stack: c.stack,
         });
     }
 
@@ -196,8 +161,10 @@ impl Agent {
             op_kind::BARRIER => api_kind::SYNC,
             _ => api_kind::LAUNCH,
         };
-        let mut c = self.begin(&mut st, name, kind, true, &mut out);
         let info = st.lists.get(&list).map(|l| (l.context, l.device, l.immediate));
+        let recording = info.is_some_and(|(_, _, immediate)| !immediate);
+        let domain = if recording { launch_domain::RECORDING } else { launch_domain::CALL };
+        let mut c = self.begin(&mut st, name, kind, Some(domain), &mut out);
         // SAFETY: `signal` points at the call's signal-event argument (the tracing layer's copy).
         let app = unsafe { *signal } as usize;
         if let Some((context, device, _)) = info {
@@ -219,7 +186,6 @@ impl Agent {
             }
         }
         c.list = list;
-        c.recording = info.is_some_and(|(_, _, immediate)| !immediate);
         op.correlation = c.correlation;
         c.op = op;
         // Under the lock: a definition (name, stack) reaches the channel before any other
@@ -269,8 +235,8 @@ impl Agent {
     pub fn execute_prologue(&self, queue: usize, lists: &[usize]) {
         let mut out = Vec::new();
         let mut st = self.lock();
-        let mut c =
-            self.begin(&mut st, "zeCommandQueueExecuteCommandLists", api_kind::LAUNCH, true, &mut out);
+        let name = "zeCommandQueueExecuteCommandLists";
+        let mut c = self.begin(&mut st, name, api_kind::LAUNCH, Some(launch_domain::CALL), &mut out);
         let mut lost = 0;
         for l in lists {
             let events: Vec<(usize, bool)> = st
@@ -327,7 +293,7 @@ impl Agent {
     pub fn call_prologue(&self, name: &str, kind: u8) {
         let mut out = Vec::new();
         let mut st = self.lock();
-        let c = self.begin(&mut st, name, kind, false, &mut out);
+        let c = self.begin(&mut st, name, kind, None, &mut out);
         self.send(&out);
         drop(st);
         CALL.with(|k| *k.borrow_mut() = Some(c));
@@ -450,9 +416,10 @@ impl Agent {
         drop(st);
     }
 
-    /// At exit: everything that can still be read, what cannot as lost, a last clock pair.
+    /// At exit: everything that can still be read, what cannot as lost, a last clock pair,
+    /// then the kit's last words.
     pub fn finish(&self) {
-        self.exiting.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.exiting.store(true, Ordering::Relaxed);
         let mut out = Vec::new();
         let mut st = self.lock();
         if std::mem::replace(&mut st.stopped, true) {
@@ -464,16 +431,9 @@ impl Agent {
             st.pending.clear();
         }
         crate::devices::clock_pairs(&self.ze, &self.devices, &mut out);
-        let stacks = st.stacks.len() as u64;
         self.send(&out);
         drop(st);
-        let mut counts = Vec::new();
-        self.python.put_counts(&mut counts);
-        if !counts.is_empty() {
-            self.chan.push(Chunk::Bytes(counts));
-        }
-        let launches = self.launches.load(std::sync::atomic::Ordering::Relaxed);
-        self.chan.goodbye(launches, stacks, None, std::time::Duration::from_secs(2));
+        self.core.finish(Duration::from_secs(2));
     }
 }
 

@@ -27,6 +27,7 @@
 pub mod agent;
 pub mod callbacks;
 pub mod clock;
+pub mod config;
 pub mod devices;
 pub mod events;
 pub mod extensions;

@@ -7,17 +7,20 @@
 
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use level_zero_sys::*;
-use xpuprof_agent_kit::channel::{Channel, Chunk, Outputs};
-use xpuprof_agent_kit::modules::{self, Known};
+use xpuprof_agent_kit::channel::Outputs;
+use xpuprof_agent_kit::modules;
 use xpuprof_agent_kit::wire::levelzero::{Msg, VERSION};
-use xpuprof_agent_kit::{exit, wire};
+use xpuprof_agent_kit::{exit, wire, AgentCore};
 
 use crate::agent::{Agent, AGENT, INSIDE};
+use crate::config::Config;
 use crate::{callbacks, devices, sys};
+
+/// The agent's name in messages.
+const NAME: &str = "levelzero agent";
 
 /// The socket of the host plugin.
 pub const SOCKET_ENV: &str = "XPUPROF_LEVELZERO_SOCKET";
@@ -59,30 +62,29 @@ pub fn start() {
     }
     INSIDE.with(|c| c.set(true));
     if let Err(e) = try_start() {
-        xpuprof_agent_kit::say("levelzero agent", &format!("{e}; this process is not traced"));
+        xpuprof_agent_kit::say(NAME, &format!("{e}; this process is not traced"));
     }
     INSIDE.with(|c| c.set(false));
 }
 
 fn try_start() -> Result<(), String> {
-    let path = std::env::var(SOCKET_ENV).map_err(|_| format!("{SOCKET_ENV} is not set"))?;
-    let outputs = Outputs::connect(Some(&path), None, "ze")?;
-    let chan = Arc::new(Channel::new("level zero agent", 1 << 16));
-    let sender = chan.clone();
-    std::thread::Builder::new()
-        .name("xpuprof-ze-send".into())
-        .spawn(move || sender.run(outputs, || {}))
-        .map_err(|e| format!("failed to start the sender thread: {e}"))?;
+    let mut config = Config::default();
+    let opts = config.common.read_env("LEVELZERO");
+    let c = &config.common;
+    let outputs = Outputs::connect(c.socket.as_deref(), c.dump_dir.as_deref(), "ze")?;
+    // No record buffers: Level Zero has none, the agent sends its own messages.
+    let mut core = AgentCore::new(NAME, 1 << 16, Vec::new());
+    core.start_sender("xpuprof-ze-send", outputs, || {
+        if let Some(a) = AGENT.get() {
+            a.core.drain_launches();
+        }
+    })?;
     // An error is said to the host (and on stderr by the caller); the program runs untraced.
     let fail = |e: String| {
-        let mut b = Vec::new();
-        wire::Hello::new(0, 0).encode(&mut b);
-        wire::put_message(&mut b, wire::MSG_ERROR, &[e.as_bytes()]);
-        chan.push(Chunk::Bytes(b));
-        chan.close();
-        chan.wait_idle(Duration::from_secs(2));
+        core.refuse(&e, Duration::from_secs(2));
         e
     };
+    config.parse_opts(&opts).map_err(|e| fail(format!("bad XPUPROF_LEVELZERO_OPTS: {e}")))?;
     let ze = sys::load().map_err(fail)?;
     enable_tracing_layer();
     // SAFETY: zeInit may be called any number of times; the tracer needs it to have run.
@@ -100,33 +102,15 @@ fn try_start() -> Result<(), String> {
     })?;
     // SAFETY: `tracer` was just created.
     unsafe { callbacks::register_all(&ze, tracer) }.map_err(|e| fail(e.to_string()))?;
-    let mut first = Vec::new();
-    wire::Hello::new(sys::loader_version(&ze), wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS)
-        .encode(&mut first);
-    let known = Known::default();
-    first.extend_from_slice(&known.refresh());
-    chan.push(Chunk::Bytes(first));
+    // zeInit loaded the tracing layer: its code and the agent's are left off launch stacks.
+    core.own_code = own_code();
+    let flags = wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS;
+    core.hello(&wire::Hello::new(sys::loader_version(&ze), flags), &[]);
+    core.launches.python.set_enabled(config.python);
     let mut out = vec![Msg::Version(VERSION)];
     let devices = devices::discover(&ze, &mut out);
     devices::clock_pairs(&ze, &devices, &mut out);
-    let own = own_path();
-    let skip = modules::own()
-        .iter()
-        .filter(|m| Some(&m.path) == own.as_ref() || m.path.contains("libze_tracing_layer"))
-        .map(|m| (m.start, m.end))
-        .collect();
-    let agent = Agent {
-        ze,
-        chan,
-        state: Default::default(),
-        skip,
-        devices,
-        known,
-        exiting: Default::default(),
-        launches: Default::default(),
-        python: Default::default(),
-    };
-    agent.python.set_enabled(std::env::var("XPUPROF_LEVELZERO_PYTHON").as_deref() != Ok("off"));
+    let agent = Agent { ze, core, config, state: Default::default(), devices, exiting: Default::default() };
     let agent = AGENT.get_or_init(|| agent);
     agent.send(&out);
     // SAFETY: the tracer was created above; enabling starts the callbacks.
@@ -150,6 +134,16 @@ fn enable_tracing_layer() {
         // SAFETY: no arguments.
         let _ = unsafe { f() };
     }
+}
+
+/// The executable ranges of this agent and of the loader's tracing layer.
+fn own_code() -> Vec<(u64, u64)> {
+    let own = own_path();
+    modules::own()
+        .iter()
+        .filter(|m| Some(&m.path) == own.as_ref() || m.path.contains("libze_tracing_layer"))
+        .map(|m| (m.start, m.end))
+        .collect()
 }
 
 /// The path of this agent's library.

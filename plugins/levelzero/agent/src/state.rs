@@ -1,5 +1,5 @@
 //! What the agent remembers about the application's Level Zero objects: lists (and the work
-//! recorded on regular lists), kernels, queues, timestamp pools, names, sent stacks.
+//! recorded on regular lists), kernels, queues, timestamp pools, names.
 
 use std::collections::{HashMap, HashSet};
 
@@ -72,8 +72,6 @@ pub struct State {
     pub pools: Pools,
     /// Submitted work not read yet.
     pub pending: Vec<Pending>,
-    /// Stacks already sent.
-    pub stacks: HashSet<u64>,
     /// The process is exiting: the agent no longer calls Level Zero.
     pub stopped: bool,
 }

@@ -4,7 +4,7 @@ use super::{Msg, Op, FIRST};
 use crate::{begin_message, end_message, Reader};
 
 const VERSION: u8 = FIRST;
-const STACK: u8 = FIRST + 1;
+// FIRST + 1 was a stack (version 2): stacks travel in the kit's launch messages since version 3.
 const STR: u8 = FIRST + 2;
 const DEVICE: u8 = FIRST + 3;
 const QUEUE: u8 = FIRST + 4;
@@ -41,11 +41,6 @@ impl Writer {
         let at = begin_message(&mut self.buf, ty(m));
         match m {
             Msg::Version(v) => self.u32(*v),
-            Msg::Stack { hash, frames } => {
-                self.u64(*hash);
-                self.u32(frames.len() as u32);
-                frames.iter().for_each(|f| self.u64(*f));
-            }
             Msg::Str { id, text } => {
                 self.u32(*id);
                 self.str(text);
@@ -66,16 +61,14 @@ impl Writer {
                 self.u64(*device);
                 self.u8(*kind);
             }
-            Msg::Api { tid, name, kind, recording, start, end, correlation, result, stack } => {
+            Msg::Api { tid, name, kind, start, end, correlation, result } => {
                 self.u32(*tid);
                 self.u32(*name);
                 self.u8(*kind);
-                self.u8(u8::from(*recording));
                 self.u64(*start);
                 self.u64(*end);
                 self.u64(*correlation);
                 self.u32(*result);
-                self.u64(*stack);
             }
             Msg::Op(o) => self.op(o),
             Msg::Clock { device, ticks, raw } => {
@@ -109,7 +102,6 @@ impl Writer {
 fn ty(m: &Msg) -> u8 {
     match m {
         Msg::Version(_) => VERSION,
-        Msg::Stack { .. } => STACK,
         Msg::Str { .. } => STR,
         Msg::Device { .. } => DEVICE,
         Msg::Queue { .. } => QUEUE,
@@ -124,11 +116,6 @@ fn ty(m: &Msg) -> u8 {
 fn str(r: &mut Reader<'_>) -> String {
     let n = r.u32() as usize;
     String::from_utf8_lossy(r.bytes(n)).into_owned()
-}
-
-/// A count of items of at least `min` bytes each, bounded by what the payload can hold.
-fn count(r: &mut Reader<'_>, min: usize) -> usize {
-    (r.u32() as usize).min(r.remaining() / min.max(1))
 }
 
 fn op(r: &mut Reader<'_>) -> Op {
@@ -160,11 +147,6 @@ pub fn decode(ty: u8, payload: &[u8]) -> Option<Msg> {
     let mut r = Reader::new(payload);
     let m = match ty {
         VERSION => Msg::Version(r.u32()),
-        STACK => {
-            let hash = r.u64();
-            let n = count(&mut r, 8);
-            Msg::Stack { hash, frames: (0..n).map(|_| r.u64()).collect() }
-        }
         STR => Msg::Str { id: r.u32(), text: str(&mut r) },
         DEVICE => {
             let (handle, parent, index, sub) = (r.u64(), r.u64(), r.u32(), r.u32());
@@ -188,12 +170,10 @@ pub fn decode(ty: u8, payload: &[u8]) -> Option<Msg> {
             tid: r.u32(),
             name: r.u32(),
             kind: r.u8(),
-            recording: r.u8() != 0,
             start: r.u64(),
             end: r.u64(),
             correlation: r.u64(),
             result: r.u32(),
-            stack: r.u64(),
         },
         OP => Msg::Op(op(&mut r)),
         CLOCK => Msg::Clock { device: r.u64(), ticks: r.u64(), raw: r.u64() },
@@ -212,7 +192,6 @@ mod tests {
     fn every_message_round_trips() {
         let msgs = vec![
             Msg::Version(1),
-            Msg::Stack { hash: 9, frames: vec![1, 2, 3] },
             Msg::Str { id: 4, text: "k".into() },
             Msg::Device {
                 handle: 1,
@@ -226,17 +205,7 @@ mod tests {
                 name: "gpu".into(),
             },
             Msg::Queue { handle: 5, device: 1, kind: 1 },
-            Msg::Api {
-                tid: 1,
-                name: 2,
-                kind: 1,
-                recording: true,
-                start: 3,
-                end: 4,
-                correlation: 5,
-                result: 0,
-                stack: 6,
-            },
+            Msg::Api { tid: 1, name: 2, kind: 1, start: 3, end: 4, correlation: 5, result: 0 },
             Msg::Op(Op { kind: 1, copy: 2, start: 10, end: 20, groups: [1, 2, 3], ..Default::default() }),
             Msg::Clock { device: 1, ticks: 2, raw: 3 },
             Msg::HostClock { raw: 1, mono: 2 },

@@ -15,6 +15,10 @@
 //!
 //! Version 2: [`api_kind::COPY`] and [`api_kind::MEMSET`] (a version-1 host would take copy and
 //! fill appends for calls without a launch), and [`Msg::Api`]'s `recording` byte.
+//!
+//! Version 3: launch sites and their stacks travel as the kit's launch messages
+//! ([`crate::MSG_LAUNCHES`], see [`launch_domain`], which says whether the call records work);
+//! the stack message and [`Msg::Api`]'s stack and `recording` are gone.
 
 mod codec;
 
@@ -22,7 +26,7 @@ pub use crate::MSG_HELLO;
 pub use codec::{decode, Writer};
 
 /// Version of the Level Zero messages, in [`Msg::Version`]. Raise it when a payload changes.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// The first message number of this crate.
 pub const FIRST: u8 = 64;
@@ -40,6 +44,16 @@ pub mod api_kind {
     pub const COPY: u8 = 3;
     /// Appends a memory fill.
     pub const MEMSET: u8 = 4;
+}
+
+/// The domain of a launch entry (the kit's [`crate::MSG_LAUNCHES`]) of a launch-class call; its
+/// API id is the call's name ([`Msg::Str`] id), its correlation id the call's (agent ids fit in
+/// 32 bits).
+pub mod launch_domain {
+    /// A call that runs its work: an append to an immediate list, an execute.
+    pub const CALL: u8 = 0;
+    /// An append to a regular list: it records work that runs at every execute.
+    pub const RECORDING: u8 = 1;
 }
 
 /// Kinds of device work.
@@ -126,8 +140,6 @@ pub struct Op {
 pub enum Msg {
     /// The version of these messages ([`VERSION`]); the first Level Zero message of a stream.
     Version(u32),
-    /// A stack: hash and return addresses, innermost first.
-    Stack { hash: u64, frames: Vec<u64> },
     /// An interned string (API and kernel names).
     Str { id: u32, text: String },
     /// A device or sub-device.
@@ -144,18 +156,8 @@ pub enum Msg {
     },
     /// A command queue or immediate list ([`queue_kind`]).
     Queue { handle: u64, device: u64, kind: u8 },
-    /// An API call; `recording`: an append to a regular list (its work runs at every execute).
-    Api {
-        tid: u32,
-        name: u32,
-        kind: u8,
-        recording: bool,
-        start: u64,
-        end: u64,
-        correlation: u64,
-        result: u32,
-        stack: u64,
-    },
+    /// An API call.
+    Api { tid: u32, name: u32, kind: u8, start: u64, end: u64, correlation: u64, result: u32 },
     /// Device work.
     Op(Op),
     /// A `zeDeviceGetGlobalTimestamps` pair.
