@@ -217,7 +217,7 @@ impl Windows<'_> {
         let _ = self.rotations.send(Rotation::Open(sinks));
         let start = xpuprof_sdk::clock::now_ns();
         for (n, why) in sources.set_capture(true, &mut self.failures) {
-            tracing::warn!("source `{n}` records the whole run, not only the capture windows: {why}");
+            tracing::warn!("source `{n}` records the whole run, not only the capture windows ({why})");
         }
         let span = Span { start, end: 0, opener: crate::window::Opener::Delay };
         self.open = Some((span, out, name));

@@ -376,7 +376,7 @@ impl Controller {
     fn tell_cannot_pause(&mut self, cannot: &[(String, String)]) {
         if !self.told_cannot_pause {
             for (name, why) in cannot {
-                tracing::warn!("source `{name}` records the whole run, not only the capture windows: {why}");
+                tracing::warn!("source `{name}` records the whole run, not only the capture windows ({why})");
             }
             self.told_cannot_pause = !cannot.is_empty();
         }

@@ -294,9 +294,7 @@ pub trait Source: Send + 'static {
     /// Default: an error saying the source cannot pause; the host then reports that this source
     /// records the whole run, and refuses it in attach mode.
     fn set_capture(&mut self, _on: bool) -> PluginResult<()> {
-        Err(PluginError::new(
-            "this source cannot pause: it records the whole run, not only the capture windows",
-        ))
+        Err(PluginError::new("this source cannot pause"))
     }
 
     /// Starts recording a process that is already running and was not started by xpuprof: `pid`

@@ -160,7 +160,7 @@ extern "C" fn host_log(ctx: *const c_void, level: u8, message: RStr<'_>) {
 
 /// Why a plugin without the `set_capture` entry point (built before windows) fails it.
 pub(crate) const CANNOT_PAUSE: &str =
-    "this source cannot pause (its plugin has no set_capture entry point): it records the whole run";
+    "its plugin has no set_capture entry point (built before capture windows)";
 /// Why a plugin without the `attach` entry point (built before attach) fails it.
 pub(crate) const CANNOT_ATTACH: &str =
     "this source cannot attach to a running process (its plugin has no attach entry point)";

@@ -23,3 +23,4 @@ mod plugins;
 mod report;
 mod safety;
 mod terminal;
+mod windows;
