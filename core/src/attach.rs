@@ -113,6 +113,12 @@ fn lock_target(pid: u32) -> Result<File, SessionError> {
     Ok(file)
 }
 
+/// Marks `pid`, a target this session started, as profiled, so `xpuprof attach` refuses it
+/// while the session runs; `None` when that cannot be done (nothing depends on it).
+pub fn hold_target(pid: u32) -> Option<File> {
+    lock_target(pid).ok()
+}
+
 /// The command line of `pid`, for the outputs.
 fn command_of(pid: u32) -> Vec<String> {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();

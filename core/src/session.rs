@@ -306,6 +306,7 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     let names: Vec<String> = opts.sources.clone();
     let mut windows = crate::attach::start_windows(&opts.capture, &sources, crate::window::Opener::Start);
     let _registered = crate::trigger::register(&opts.output_dir);
+    let _held = crate::attach::hold_target(pid);
     let mut tick = || crate::attach::window_tick(&mut windows, &mut sources, &mut failures);
     let (target_exit, cpu_during) =
         wait_for_target(pid, opts.status_line, started, &names, &counters, &mut tick);

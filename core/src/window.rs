@@ -302,8 +302,12 @@ impl Controller {
     }
 
     /// Opens a window now that closes after `len` (`None`: at `--duration`, else the
-    /// trigger default), or extends the open one.
+    /// trigger default), or extends the open one; a window open until the end stays so.
     pub fn trigger(&mut self, len: Option<Duration>, sources: &mut Sources, failures: &mut Vec<String>) {
+        if self.is_open && self.close_at.is_none() {
+            tracing::info!("window requested: one is open already, until the end of the run");
+            return;
+        }
         let len = len.or(self.duration).unwrap_or(DEFAULT_TRIGGER_WINDOW);
         self.close_at = Some(Instant::now() + len);
         if !self.is_open {
