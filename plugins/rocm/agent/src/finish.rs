@@ -3,7 +3,6 @@
 //! library's buffers and the launch buffers, send the totals and the channel's losses, wait for
 //! the sender.
 
-use std::sync::atomic::Ordering;
 use std::sync::Once;
 use std::time::Duration;
 
@@ -19,17 +18,10 @@ pub fn finish(a: &Agent) {
                 Tracer::Sdk(s) => s.flush(),
                 Tracer::Roctracer(r) => r.flush(),
             }
-            a.drain_launches();
             a.send_clock_pair();
-            let (launches, stacks) = a.launches.totals();
-            let sender = a.sender.lock().ok().and_then(|mut s| s.take());
-            a.channel.goodbye(launches, stacks, sender, Duration::from_secs(10));
+            let totals = a.core.finish(Duration::from_secs(10));
             if a.config.common.verbose {
-                crate::say(&format!(
-                    "{launches} launch sites, {stacks} distinct stacks, {} bytes sent, {} records dropped by the tracing library",
-                    a.channel.written.load(Ordering::Relaxed),
-                    a.dropped.load(Ordering::Relaxed)
-                ));
+                crate::say(&a.core.summary(totals, "the tracing library"));
             }
         }));
     });

@@ -31,11 +31,10 @@ pub mod roctracer;
 pub mod sdk;
 mod start;
 
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 
-use xpuprof_agent_kit::channel::{Channel, Chunk};
-use xpuprof_agent_kit::{launches, modules, timestamps, wire};
+use xpuprof_agent_kit::channel::Chunk;
+use xpuprof_agent_kit::{launches, wire, AgentCore};
 
 use config::Config;
 
@@ -61,38 +60,15 @@ pub struct Agent {
     pub config: Config,
     /// The tracing library.
     pub tracer: Tracer,
-    /// Output queue.
-    pub channel: Arc<Channel>,
-    /// Launch buffers.
-    pub launches: launches::Registry,
-    /// Module ranges known to the host.
-    pub known: modules::Known,
-    /// Converts launch-entry timestamps to the session clock.
-    pub clock: timestamps::Clock,
-    /// Records the tracing library dropped.
-    pub dropped: AtomicU64,
-    /// Code of the profiler itself (the tracing library, this agent): leading launch-stack
-    /// frames inside it are instrumentation and are left out.
-    pub own_code: Vec<(u64, u64)>,
-    pub(crate) sender: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Channel, launch registry, known modules, clock, own code (the tracing library, this
+    /// agent: left off launch stacks), drops, sender.
+    pub core: AgentCore,
 }
 
 impl Agent {
     /// The launch-site path's view of the settings.
     pub fn sites(&self) -> launches::Sites<'_> {
-        launches::Sites {
-            record_entries: self.config.common.stacks != config::StackMode::Off,
-            stacks: self.config.common.stacks.agent_walks(),
-            max_depth: self.config.common.max_depth,
-            own_code: &self.own_code,
-            known: &self.known,
-        }
-    }
-
-    /// Queues every thread's pending launch sites (and a fresh module map first when a stack
-    /// used an address outside the known modules).
-    pub(crate) fn drain_launches(&self) {
-        self.launches.drain_to(&self.channel, &self.known, &self.clock);
+        self.core.sites(&self.config.common)
     }
 
     /// Queues a paired reading of the tracing library's clock and the session clock: the
@@ -117,16 +93,7 @@ impl Agent {
         let Some((_, vendor, session)) = best else { return };
         let mut m = Vec::new();
         wire::put_clock(&mut m, vendor, session);
-        self.channel.push(Chunk::Bytes(m));
-    }
-
-    /// Queues a drop report.
-    pub(crate) fn send_dropped(&self, n: u64) {
-        self.dropped.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-        let mut m = Vec::new();
-        let now = xpuprof_sdk::clock::now_ns();
-        wire::put_dropped(&mut m, n, now);
-        self.channel.push(Chunk::Bytes(m));
+        self.core.channel.push(Chunk::Bytes(m));
     }
 }
 

@@ -199,7 +199,7 @@ fn enable(a: &Agent) -> Result<(), String> {
     }
     let mut m = Vec::new();
     names.put_api_names(&mut m);
-    a.channel.push(Chunk::Bytes(m));
+    a.core.channel.push(Chunk::Bytes(m));
     if a.config.markers {
         for op in [ROCTX_API_ID_roctxMarkA, ROCTX_API_ID_roctxRangePushA, ROCTX_API_ID_roctxRangePop] {
             // SAFETY: a static callback.
@@ -241,13 +241,18 @@ unsafe extern "C" fn on_api(_domain: u32, cid: u32, data: *const c_void, _arg: *
     // SAFETY: per the contract; the head is the first two fields of hip_api_data_t.
     let d = unsafe { &*(data as *const hip_api_data_head_t) };
     if d.phase == ACTIVITY_API_PHASE_ENTER {
-        let outer =
-            a.launches.enter(&a.sites(), rocm_wire::DOMAIN_ROCTRACER_HIP, cid, d.correlation_id as u32, regs);
+        let outer = a.core.launches.enter(
+            &a.sites(),
+            rocm_wire::DOMAIN_ROCTRACER_HIP,
+            cid,
+            d.correlation_id as u32,
+            regs,
+        );
         if let Some(start) = outer.filter(|_| a.config.common.stacks.trampoline()) {
             trampoline::call(&start, xpuprof_sdk::model::backend::ROCM, d.correlation_id);
         }
     } else {
-        a.launches.exit(0);
+        a.core.launches.exit(0);
     }
 }
 
@@ -277,7 +282,7 @@ unsafe extern "C" fn on_roctx(_domain: u32, cid: u32, data: *const c_void, _arg:
     rocm_wire::put_marker(&mut body, &m);
     let mut out = Vec::new();
     rocm_wire::finish_markers(&mut out, 1, &body);
-    a.channel.push(Chunk::Bytes(out));
+    a.core.channel.push(Chunk::Bytes(out));
 }
 
 /// A full or flushed pool: launch sites first, a clock pair, the kernel names the records point
@@ -291,7 +296,7 @@ unsafe extern "C" fn on_buffer(begin: *const c_char, end: *const c_char, _arg: *
         return;
     }
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        a.drain_launches();
+        a.core.drain_launches();
         a.send_clock_pair();
         let size = std::mem::size_of::<activity_record_t>();
         // SAFETY: the pool's bytes, valid during the callback.
@@ -325,7 +330,7 @@ unsafe extern "C" fn on_buffer(begin: *const c_char, end: *const c_char, _arg: *
             wire::records::put(&mut m, &recs);
         }
         if !m.is_empty() {
-            a.channel.push(Chunk::Bytes(m));
+            a.core.channel.push(Chunk::Bytes(m));
         }
     }));
 }

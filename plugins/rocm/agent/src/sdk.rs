@@ -335,7 +335,7 @@ fn enable(a: &Agent) -> Result<(), String> {
     }
     let mut m = Vec::new();
     names.put_api_names(&mut m);
-    a.channel.push(Chunk::Bytes(m));
+    a.core.channel.push(Chunk::Bytes(m));
     if a.config.common.stacks != StackMode::Off && !ops.is_empty() {
         let ids: Vec<i32> = ops.iter().map(|(op, _)| *op).collect();
         s.callback_service(ctx, ROCPROFILER_CALLBACK_TRACING_HIP_RUNTIME_API, &ids)?;
@@ -390,7 +390,7 @@ fn enable(a: &Agent) -> Result<(), String> {
     let agents = s.agents();
     let mut m = Vec::new();
     rocm_wire::put_agents(&mut m, &agents);
-    a.channel.push(Chunk::Bytes(m));
+    a.core.channel.push(Chunk::Bytes(m));
     // SAFETY: a context this agent created and configured.
     check(&s.lib, "rocprofiler_start_context", unsafe { s.lib.rocprofiler_start_context(ctx) })
 }
@@ -411,7 +411,7 @@ unsafe extern "C" fn on_callback(
         ROCPROFILER_CALLBACK_TRACING_HIP_RUNTIME_API => {
             let corr = record.correlation_id.internal;
             if record.phase == ROCPROFILER_CALLBACK_PHASE_ENTER as i32 {
-                let outer = a.launches.enter(
+                let outer = a.core.launches.enter(
                     &a.sites(),
                     rocm_wire::DOMAIN_SDK_HIP,
                     record.operation as u32,
@@ -423,7 +423,7 @@ unsafe extern "C" fn on_callback(
                 }
             } else {
                 // SAFETY: the HIP API payload, valid during the callback.
-                a.launches.exit(unsafe { hip_result(record.payload) } as u32);
+                a.core.launches.exit(unsafe { hip_result(record.payload) } as u32);
             }
         }
         ROCPROFILER_CALLBACK_TRACING_CODE_OBJECT => {
@@ -484,7 +484,7 @@ unsafe fn code_object(a: &Agent, r: &rocprofiler_callback_tracing_record_t) {
     };
     let mut m = Vec::new();
     rocm_wire::put_kernels(&mut m, &[kernel]);
-    a.channel.push(Chunk::Bytes(m));
+    a.core.channel.push(Chunk::Bytes(m));
 }
 
 /// # Safety
@@ -511,7 +511,7 @@ unsafe fn marker(a: &Agent, r: &rocprofiler_callback_tracing_record_t) {
     rocm_wire::put_marker(&mut body, &m);
     let mut out = Vec::new();
     rocm_wire::finish_markers(&mut out, 1, &body);
-    a.channel.push(Chunk::Bytes(out));
+    a.core.channel.push(Chunk::Bytes(out));
 }
 
 /// # Safety
@@ -530,7 +530,7 @@ unsafe fn stream(a: &Agent, r: &rocprofiler_callback_tracing_record_t) {
         &mut m,
         &[StreamUse { correlation: r.correlation_id.internal, stream: s.stream_id.handle }],
     );
-    a.channel.push(Chunk::Bytes(m));
+    a.core.channel.push(Chunk::Bytes(m));
 }
 
 /// Largest record the agent forwards (a corrupt size is skipped, not copied).
@@ -551,10 +551,10 @@ unsafe extern "C" fn on_buffer(
 ) {
     let Some(a) = agent() else { return };
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        a.drain_launches();
+        a.core.drain_launches();
         a.send_clock_pair();
         if drop_count > 0 {
-            a.send_dropped(drop_count);
+            a.core.send_dropped(drop_count);
         }
         let mut recs: Vec<&[u8]> = Vec::with_capacity(n);
         for i in 0..n {
@@ -579,7 +579,7 @@ unsafe extern "C" fn on_buffer(
         if !recs.is_empty() {
             let mut m = Vec::new();
             wire::records::put(&mut m, &recs);
-            a.channel.push(Chunk::Bytes(m));
+            a.core.channel.push(Chunk::Bytes(m));
         }
     }));
 }

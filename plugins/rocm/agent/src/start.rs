@@ -3,11 +3,8 @@
 //! Every failure is one message, sent to the host when it is reachable (which shows it) and
 //! otherwise printed once on stderr; the program runs untraced.
 
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
-
 use xpuprof_agent_kit::channel::{Channel, Chunk, Outputs};
-use xpuprof_agent_kit::{launches, modules, timestamps, wire};
+use xpuprof_agent_kit::{modules, wire, AgentCore};
 use xpuprof_rocm_wire::{self as rocm_wire, Api};
 
 use crate::config::Config;
@@ -57,45 +54,26 @@ pub(crate) fn start(
 ) -> Result<&'static Agent, String> {
     let outputs =
         Outputs::connect(config.common.socket.as_deref(), config.common.dump_dir.as_deref(), "rocm")?;
-    let channel = Arc::new(Channel::new(NAME, 64 * 1024));
     let mut flags = if config.common.stacks.agent_walks() { wire::FLAG_AGENT_STACKS } else { 0 };
     if config.common.stacks.trampoline() {
         flags |= wire::FLAG_TRAMPOLINE_STACKS;
     }
     let me = crate::loader::own_path().unwrap_or_default();
-    let a = Agent {
-        config,
-        tracer,
-        channel: channel.clone(),
-        launches: launches::Registry::default(),
-        known: modules::Known::default(),
-        clock: timestamps::Clock::new(true),
-        dropped: AtomicU64::new(0),
-        own_code: modules::ranges_of(&[lib_path, &me]),
-        sender: Mutex::new(None),
-    };
-    let mut first = hello(version.0 * 10_000 + version.1 * 100 + version.2, flags);
-    rocm_wire::put_api(&mut first, api, version);
-    first.extend_from_slice(&a.known.refresh());
-    channel.push(Chunk::Bytes(first));
-    if AGENT.set(Some(a)).is_err() {
+    let core = AgentCore::new(NAME, 64 * 1024, modules::ranges_of(&[lib_path, &me]));
+    let mut api_message = Vec::new();
+    rocm_wire::put_api(&mut api_message, api, version);
+    let runtime = version.0 * 10_000 + version.1 * 100 + version.2;
+    core.hello(&wire::Hello::new(runtime, flags), &api_message);
+    if AGENT.set(Some(Agent { config, tracer, core })).is_err() {
         return Err("the agent was started twice".into());
     }
     let a = agent().ok_or("the agent did not start")?;
     a.send_clock_pair();
-    let sender = std::thread::Builder::new()
-        .name("xpuprof-rocm-send".into())
-        .spawn(move || {
-            channel.run(outputs, || {
-                if let Some(a) = agent() {
-                    a.drain_launches();
-                }
-            })
-        })
-        .map_err(|e| format!("failed to start the sender thread: {e}"))?;
-    if let Ok(mut s) = a.sender.lock() {
-        *s = Some(sender);
-    }
+    a.core.start_sender("xpuprof-rocm-send", outputs, || {
+        if let Some(a) = agent() {
+            a.core.drain_launches();
+        }
+    })?;
     xpuprof_agent_kit::exit::install(|| {
         if let Some(a) = agent() {
             crate::finish::finish(a);
@@ -108,6 +86,6 @@ pub(crate) fn start(
 pub(crate) fn fail_after_start(a: &Agent, msg: &str) {
     let mut m = Vec::new();
     wire::put_message(&mut m, wire::MSG_ERROR, &[msg.as_bytes()]);
-    a.channel.push(Chunk::Bytes(m));
+    a.core.channel.push(Chunk::Bytes(m));
     crate::finish::finish(a);
 }
