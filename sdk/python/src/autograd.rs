@@ -182,7 +182,7 @@ impl Interpreter {
             let list = self.threads?;
             // SAFETY: as in `heads`, which the caller called first.
             let interp = unsafe { (list.head)() } as u64;
-            Gil::find(self.layout, self.runtime, interp, self.free_threaded)
+            Gil::find(self.layout, self.runtime.map(|r| r.0), interp, self.free_threaded)
         })
     }
 

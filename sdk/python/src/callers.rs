@@ -129,7 +129,7 @@ impl Callers {
             Some(i) => &mut self.sigs[i],
             None => &mut self.holder,
         };
-        if sig.tstate != holder || !sig.holds(&mem) {
+        if sig.tstate != holder || !sig.holds(&mem, &py.counts.autograd_direct) {
             *sig = classify(py, &mem, holder, true);
         }
         match (pos, sig.in_backward) {

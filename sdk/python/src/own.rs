@@ -44,6 +44,9 @@ pub struct Counts {
     /// Scans of the interpreter's thread list for those launches (the others read only the
     /// thread that may have changed since the last scan: [`crate::callers`]).
     pub autograd_scans: AtomicU64,
+    /// Of the looks at one thread between scans, those made without a system call (its
+    /// frames lie in memory that stays mapped: the main thread's, from 3.11 on).
+    pub autograd_direct: AtomicU64,
     /// Runs of Python frames (one per eval-loop call) put by the eval loop's symbol because no
     /// native frame held their call's marker on the C stack (3.9, 3.10 have none; a walk that
     /// ended early); the others are placed exactly ([`crate::merge::merge_placed`]).
@@ -61,12 +64,15 @@ pub struct Interpreter {
     table: Mutex<Table>,
     /// The thread list's entry points, for [`Interpreter::capture_backward_caller`].
     pub(crate) threads: Option<crate::autograd::ThreadList>,
-    /// `_PyRuntime`'s address.
-    pub(crate) runtime: Option<u64>,
+    /// `_PyRuntime`: `[start, end)`.
+    pub(crate) runtime: Option<(u64, u64)>,
     /// A build without GIL (3.13's free-threading build).
     pub(crate) free_threaded: bool,
     /// The GIL, found at the first launch of an autograd engine thread.
     pub(crate) gil: OnceLock<Option<crate::gil::Gil>>,
+    /// Memory that stays mapped while the interpreter runs, found at the first classification
+    /// of a thread for an autograd engine thread.
+    pub(crate) fixed: OnceLock<Option<crate::signature::Fixed>>,
     /// What the captures found.
     pub counts: Counts,
 }
@@ -193,9 +199,10 @@ impl Interpreter {
             eval: symbol_range(eval),
             table: Mutex::new(Table::default()),
             threads: crate::autograd::ThreadList::find(&sym),
-            runtime: sym(c"_PyRuntime").map(|p| p as u64),
+            runtime: sym(c"_PyRuntime").map(symbol_range),
             free_threaded,
             gil: OnceLock::new(),
+            fixed: OnceLock::new(),
             counts: Counts::default(),
         }))
     }

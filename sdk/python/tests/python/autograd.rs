@@ -13,6 +13,7 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Condvar, Mutex, OnceLock};
 
 use xpuprof_python::autograd::Caller;
+use xpuprof_python::layout::Version;
 use xpuprof_python::own::{Interpreter, MAX_FRAMES};
 
 use crate::interpreters::{self, fixture};
@@ -205,4 +206,12 @@ fn engine_launches_get_the_stack_of_the_backward_call_running_then() {
     assert_eq!(c.autograd_attributed.load(Ordering::Relaxed), 3 * 5 + 4);
     assert_eq!(c.autograd_ambiguous.load(Ordering::Relaxed), 2);
     assert_eq!(c.autograd_unattributed.load(Ordering::Relaxed), 3);
+    // From 3.13 the thread state points at the innermost frame itself: the caller's thread
+    // state (the main interpreter's first one, in `_PyRuntime`) and its frames (in the root
+    // chunk of its frame stack) are read again without a system call. 3.11 and 3.12 go through
+    // a `_PyCFrame` on the C stack of this test's thread, not the main stack: through the kernel.
+    let direct = c.autograd_direct.load(Ordering::Relaxed);
+    if py().version() >= Version::new(3, 13) {
+        assert!(direct > 0, "{direct}");
+    }
 }
