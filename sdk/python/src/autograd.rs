@@ -14,9 +14,9 @@
 //! Python may free its frames while they are read; a failed read is an error, never a fault);
 //! the one caller found is read directly, as it cannot leave its call before the launch
 //! returns. Each engine thread keeps what it found from launch to launch and looks again only
-//! at what the GIL's hand-over record says may have changed ([`crate::callers`]): a launch
-//! reads one thread's innermost frame in one system call, then the caller's frames as any
-//! launch reads its own.
+//! at what the GIL's hand-over record says may have changed (`callers.rs`): a launch
+//! reads one thread's innermost frame in one system call (none for the main thread from 3.11
+//! on), then the caller's frames as any launch reads its own.
 
 use std::collections::HashMap;
 use std::ffi::{c_void, CStr};
@@ -87,7 +87,7 @@ impl Interpreter {
     /// [`Interpreter::capture`] writes them) of the one thread blocked in a backward call.
     /// Counts the outcome in [`Interpreter::counts`]. What the calling thread found at its
     /// previous launches is kept and looked at again only where it may have changed
-    /// ([`crate::callers`]).
+    /// (`callers.rs`).
     pub fn capture_backward_caller(&self, out: &mut [(u64, bool)]) -> Caller {
         self.with_backward_caller(|caller, frames| {
             let k = frames.len().min(out.len());

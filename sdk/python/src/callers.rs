@@ -7,8 +7,9 @@
 //! `L` has run Python since the scan began: every other thread is where the scan saw it (in or
 //! out of its backward call), and only `L` is looked at again, by replaying the reads that
 //! classified it (its innermost frame: the thread state's frame pointer, the frame's code and
-//! instruction pointer...) in one `process_vm_readv`; when all read the same, `L`'s innermost
-//! frame is the one classified, else it is classified anew. When the record changed (another
+//! instruction pointer...) in one `process_vm_readv`, or directly where they lie in memory that
+//! stays mapped ([`crate::signature`]); when all read the same, `L`'s innermost frame is the
+//! one classified, else it is classified anew. When the record changed (another
 //! thread took the GIL: a thread started, woke up, or entered a backward call), the engine
 //! thread scans again. So a loop calling `loss.backward()` again, from another line or the same
 //! one, at the same depth (the same frame addresses on 3.11's data stack) is seen for what it

@@ -42,7 +42,7 @@ pub struct Counts {
     /// from C++), or whose caller's frames could not be read.
     pub autograd_unattributed: AtomicU64,
     /// Scans of the interpreter's thread list for those launches (the others read only the
-    /// thread that may have changed since the last scan: [`crate::callers`]).
+    /// thread that may have changed since the last scan: `callers.rs`).
     pub autograd_scans: AtomicU64,
     /// Of the looks at one thread between scans, those made without a system call (its
     /// frames lie in memory that stays mapped: the main thread's, from 3.11 on).
