@@ -142,8 +142,8 @@ impl PythonFrames {
 
     /// A launch of an autograd engine thread: its native frames, then (outermost last) the
     /// marker [`AUTOGRAD_MARKER`] and the Python frames of the thread whose backward call it
-    /// runs, when exactly one is known ([`xpuprof_python::autograd`]).
-    #[cold]
+    /// runs, when exactly one is known ([`xpuprof_python::autograd`]). Not cold: in a training
+    /// step most launches are the engine's.
     fn autograd(&self, py: &Interpreter, native: &[u64], out: &mut [u64]) -> usize {
         let mut n = native.len().min(out.len());
         out[..n].copy_from_slice(&native[..n]);
