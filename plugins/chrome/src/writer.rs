@@ -83,6 +83,18 @@ fn overhead_kind(k: OverheadKind) -> &'static str {
     }
 }
 
+/// `TriggerName` as `trigger-name`: a model variant's name as outputs show it.
+fn kebab(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('-');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
 /// Events are handed to the output once this many bytes of them are buffered (the sink's file
 /// buffer is as large, so they go straight to the file).
 const EMIT_BYTES: usize = 256 * 1024;
@@ -128,6 +140,8 @@ pub struct TraceWriter<W: Write> {
     args: OpArgs,
     next_range: u64,
     losses: BTreeMap<String, u64>,
+    /// The capture windows the trace covers (metadata `windows`), as JSON objects.
+    windows: Vec<String>,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -146,6 +160,7 @@ impl<W: Write> TraceWriter<W> {
             args: OpArgs::default(),
             next_range: 1,
             losses: BTreeMap::new(),
+            windows: Vec::new(),
         })
     }
 
@@ -207,6 +222,16 @@ impl<W: Write> TraceWriter<W> {
             Record::Counter(c) => self.counter(c),
             Record::Loss(l) => self.loss(l),
             Record::Overhead(o) => self.overhead(o),
+            // A source announces a marker window with `end` 0; the complete record follows.
+            Record::Window(w) if w.end != 0 => {
+                self.windows.push(format!(
+                    r#"{{"start_ns":{},"end_ns":{},"opened_by":"{}"}}"#,
+                    w.start,
+                    w.end.max(w.start),
+                    kebab(&format!("{:?}", w.opener))
+                ));
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
@@ -387,11 +412,17 @@ impl<W: Write> TraceWriter<W> {
         let list = |v: &[String]| v.iter().map(|s| quoted(s)).collect::<Vec<_>>().join(",");
         let losses =
             self.losses.iter().map(|(k, v)| format!("{}:{v}", quoted(k))).collect::<Vec<_>>().join(",");
+        // Only a session with capture windows lists them (it covers only those).
+        let windows = if self.windows.is_empty() {
+            String::new()
+        } else {
+            format!(",\"windows\":[{}]", self.windows.join(","))
+        };
         write!(
             self.line,
             "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{{\"tool\":\"xpuprof\",\"command\":[{}],\
              \"sources\":[{}],\"start_time_ns\":{},\"losses\":{{{losses}}},\"device_overlaps\":{},\
-             \"flows_not_drawn\":{}}}}}\n",
+             \"flows_not_drawn\":{}{windows}}}}}\n",
             list(&session.command),
             list(&session.sources),
             session.start_time,
