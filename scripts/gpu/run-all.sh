@@ -440,12 +440,17 @@ if [[ " $STEPS " == *" attach "* ]]; then
       "$CARRY/xpuprof" --plugin-dir "$CARRY" attach "$TP" --source cupti --sink chrome,folded,summary --duration ${L}s -v -o "$o" \
         >"$A/attach$k.out" 2>"$A/attach$k.err"
       rc=$?
-      row "attach $k ($(grep -o 'loaded the agent into\|reused the agent already loaded in' "$A/attach$k.err" | head -1))" \
-        "rc=$rc $(python3 scripts/gpu/check_attach.py "$o/trace.json" "$A/steps.log" "$KPS" "$L" "$t0" 2>&1 | tail -1)"
-      row "attach $k python lines" "$(python3 scripts/gpu/check_python_stacks.py "$o" "$T" --min 99 2>&1 | tail -1)"
+      echo "$rc $t0" >"$A/attach$k.rc"
       sleep 10
     done
     wait "$TP"; rc=$?
+    # Checked once the loop ended: the step time after each window needs the steps after it.
+    for k in 1 2; do
+      read -r arc t0 <"$A/attach$k.rc"
+      row "attach $k ($(grep -o 'loaded the agent into\|reused the agent already loaded in' "$A/attach$k.err" | head -1))" \
+        "rc=$arc $(python3 scripts/gpu/check_attach.py "$A/attach$k/trace.json" "$A/steps.log" "$KPS" "$L" "$t0" 2>&1 | tail -1)"
+      row "attach $k python lines" "$(python3 scripts/gpu/check_python_stacks.py "$A/attach$k" "$T" --min 99 2>&1 | tail -1)"
+    done
     row "attach training loop after both" "rc=$rc $(tail -1 "$A/train.out") $(grep -c -i 'error\|Traceback' "$A/train.err") error lines"
     (cd "$W" && tar czf "$OUT/attach.tar.gz" attach)
   else
