@@ -79,6 +79,15 @@
 //!   source can attach before the first instruction) → `stop` (the target and all its children
 //!   exited, or Ctrl+C) → drop. The host calls these on one thread. Events may be emitted from
 //!   any thread between `start` and the return of `stop`; `stop` must flush everything.
+//! - **Capture windows and attach** (sources, optional): between `start` and `stop` the host may
+//!   call [`Source::set_capture`] to open (`true`) and close (`false`) capture windows; outside a
+//!   window the source is dormant and costs the target nothing measurable (detach the vendor's
+//!   tracing, close perf events). A session that starts with no window says so in
+//!   [`SessionInfo::start_paused`]; sources that implement the program's own markers read
+//!   [`SessionInfo::capture_range`] and report each window as a [`model::CaptureWindow`] record.
+//!   For `xpuprof attach`, [`Source::attach`] replaces `prepare` + `start` on a running process,
+//!   and `stop` must leave it as it was. Both default to a refusal: the host then records the
+//!   whole run with that source, or attaches without it.
 //! - **Sinks**: `create` → `consume(records)` any number of times → `finish` → drop. Records come
 //!   in order: a definition before any event that uses it, ids session-wide, timestamps in the
 //!   session clock, device work already joined to its launch by the host's correlator.
