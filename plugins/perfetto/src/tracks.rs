@@ -29,6 +29,8 @@ const COUNTER: u64 = 7 << 60;
 const OVERHEAD: u64 = 9 << 60;
 /// The track of loss markers.
 pub const LOSSES: u64 = 8 << 60;
+/// The track of the capture windows the trace covers.
+pub const WINDOWS: u64 = 10 << 60;
 
 fn thread_bits(pid: u32, tid: u32) -> u64 {
     (u64::from(pid) << 28) | u64::from(tid & 0x0fff_ffff)
@@ -310,6 +312,20 @@ impl Tracks {
             });
         }
         uuid
+    }
+
+    /// The track of the capture windows (a session that recorded only inside them).
+    pub fn windows(&mut self) -> u64 {
+        if self.described.insert(WINDOWS) {
+            self.pending.push(TrackDescriptor {
+                uuid: Some(WINDOWS),
+                name: Some("xpuprof: capture windows".to_owned()),
+                description: Some("The sources recorded only inside these windows".to_owned()),
+                sibling_order_rank: Some(-2),
+                ..Default::default()
+            });
+        }
+        WINDOWS
     }
 
     /// The track of loss markers.

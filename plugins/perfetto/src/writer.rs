@@ -150,6 +150,8 @@ impl<W: Write> TraceWriter<W> {
             Record::Counter(c) => self.counter(c),
             Record::Loss(l) => self.loss(l),
             Record::Overhead(o) => self.overhead(o),
+            // A source announces a marker window with `end` 0; the complete record follows.
+            Record::Window(w) if w.end != 0 => self.window(w),
             _ => Ok(()),
         }
     }
@@ -391,6 +393,24 @@ impl<W: Write> TraceWriter<W> {
         self.ev.kind = Some(event_type::COUNTER);
         self.ev.track_uuid = Some(track);
         self.ev.counter = Some(c.value);
+        self.end(true)
+    }
+
+    fn window(&mut self, w: &CaptureWindow) -> io::Result<()> {
+        let track = self.tracks.windows();
+        let mut opener = String::new();
+        for (i, c) in format!("{:?}", w.opener).chars().enumerate() {
+            if c.is_ascii_uppercase() && i > 0 {
+                opener.push('-');
+            }
+            opener.push(c.to_ascii_lowercase());
+        }
+        self.begin(track, Some(track), w.start)?;
+        self.ev.kind = Some(event_type::SLICE_BEGIN);
+        self.ev.name = Some(format!("capture window (opened by {opener})"));
+        self.end(true)?;
+        self.begin(track, Some(track), w.end.max(w.start))?;
+        self.ev.kind = Some(event_type::SLICE_END);
         self.end(true)
     }
 
