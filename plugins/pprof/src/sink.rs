@@ -27,6 +27,8 @@ pub struct PprofSink {
     agg: Aggregate,
     losses: BTreeMap<String, u64>,
     command: Vec<String>,
+    /// The capture windows the profile covers, as comment lines.
+    windows: Vec<String>,
 }
 
 impl PprofSink {
@@ -42,6 +44,7 @@ impl PprofSink {
             agg: Aggregate::default(),
             losses: BTreeMap::new(),
             command: session.command.clone(),
+            windows: Vec::new(),
         })
     }
 
@@ -51,6 +54,7 @@ impl PprofSink {
             c.push(format!("command: {}", self.command.join(" ")));
         }
         c.extend(self.losses.iter().map(|(cause, n)| format!("lost {n}: {cause}")));
+        c.extend(self.windows.iter().cloned());
         c
     }
 }
@@ -78,6 +82,13 @@ impl Sink for PprofSink {
                 Record::DeviceOp(op) => self.agg.device_op(op),
                 Record::CpuSample(s) if self.opts.cpu_samples => self.agg.sample(s),
                 Record::Overhead(o) => self.agg.overhead(o),
+                // A source announces a marker window with `end` 0; the complete record follows.
+                Record::Window(w) if w.end != 0 => self.windows.push(format!(
+                    "capture window: {} to {} ns, opened by {:?}",
+                    w.start,
+                    w.end.max(w.start),
+                    w.opener
+                )),
                 Record::Loss(l) => {
                     let cause =
                         self.defs.text(l.cause).map_or_else(|| "unknown cause".to_owned(), str::to_owned);
