@@ -79,7 +79,7 @@ fn call_export(
     let no_symbol = || InjectError::NoSymbol { pid, path: library.to_path_buf(), symbol: symbol.to_owned() };
     let maps = maps::read(pid).map_err(|e| crate::error::proc_error(pid, e))?;
     let first = maps::loaded(&maps, library).ok_or_else(no_symbol)?;
-    let lib = Loaded::read(&maps::host_path(pid, &first.path), first)
+    let lib = Loaded::read(&maps::mapped_file(pid, first), first)
         .map_err(|why| InjectError::Library { path: library.to_path_buf(), why })?;
     let func = lib.function(&[symbol]).ok_or_else(no_symbol)?;
     let mut values = Vec::with_capacity(args.len());

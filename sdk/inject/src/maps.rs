@@ -53,14 +53,21 @@ pub fn read(pid: u32) -> std::io::Result<Vec<Mapping>> {
     Ok(parse(&std::fs::read_to_string(format!("/proc/{pid}/maps"))?))
 }
 
-/// The path under which this process can open a file the target maps at `path` (the target may
-/// live in another mount namespace: its root is `/proc/PID/root`).
-pub fn host_path(pid: u32, path: &str) -> PathBuf {
-    let inside = Path::new("/proc").join(pid.to_string()).join("root").join(path.trim_start_matches('/'));
+/// The path under which this process can read the file the target maps at `m`: the mapping
+/// itself (`/proc/PID/map_files/START-END`), which is the file the target loaded even when it was
+/// replaced or removed since (a rebuilt library at the same path); else the path inside the
+/// target's root (`/proc/PID/root`, another mount namespace), else the path as is.
+pub fn mapped_file(pid: u32, m: &Mapping) -> PathBuf {
+    let proc = Path::new("/proc").join(pid.to_string());
+    let exact = proc.join("map_files").join(format!("{:x}-{:x}", m.start, m.end));
+    if std::fs::File::open(&exact).is_ok() {
+        return exact;
+    }
+    let inside = proc.join("root").join(m.path.trim_start_matches('/'));
     if inside.exists() {
         inside
     } else {
-        PathBuf::from(path)
+        PathBuf::from(&m.path)
     }
 }
 
@@ -69,8 +76,9 @@ pub fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// The mapping at file offset 0 of `library` (the same file: device and inode, else the same
-/// path), if the target has loaded it.
+/// The mapping at file offset 0 of `library`, if the target has loaded it: the same file
+/// (device and inode), or what was at its path when the target loaded it (a library rebuilt or
+/// reinstalled since: the target runs the old one, and [`mapped_file`] reads that one).
 pub fn loaded<'a>(maps: &'a [Mapping], library: &Path) -> Option<&'a Mapping> {
     let meta = std::fs::metadata(library).ok();
     let id = meta.map(|m| (libc::major(m.dev()), libc::minor(m.dev()), m.ino()));

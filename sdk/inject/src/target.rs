@@ -37,7 +37,7 @@ pub fn dl_functions(pid: u32, maps: &[Mapping]) -> Result<DlFunctions, InjectErr
             continue;
         }
         seen.push(&m.path);
-        let Ok(lib) = Loaded::read(&maps::host_path(pid, &m.path), m) else { continue };
+        let Ok(lib) = Loaded::read(&maps::mapped_file(pid, m), m) else { continue };
         if let Some(dlopen) = lib.function(&["dlopen"]) {
             return Ok(DlFunctions { dlopen, mode: RTLD_NOW, dlerror: lib.function(&["dlerror"]) });
         }

@@ -189,3 +189,23 @@ fn without_permission_the_refusal_names_the_fix_and_the_program_is_untouched() {
     let (code, err) = t.finish();
     assert_eq!(code, 7, "{err}");
 }
+
+#[test]
+fn a_library_replaced_on_disk_after_loading_is_called_as_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (exe, lib) = (program(dir.path()), library(dir.path()));
+    let t = Target::start(&exe, dir.path(), &["sleep"]);
+    assert_eq!(inject(t.pid(), &kick(&lib, 3)).unwrap().returned, Some(6));
+    // A rebuild at the same path (a new file renamed over it) whose functions sit elsewhere.
+    let src = dir.path().join("moved.c");
+    let padding: String =
+        (0..200).map(|i| format!("long pad{i}(long x) {{ return x * {i} + 1; }}\n")).collect();
+    std::fs::write(&src, padding + &std::fs::read_to_string(c_file("library.c")).unwrap()).unwrap();
+    let rebuilt = cc(dir.path(), "librebuilt.so", &["-O0", "-shared", "-fPIC", src.to_str().unwrap()]);
+    std::fs::rename(&rebuilt, &lib).unwrap();
+    let again = inject(t.pid(), &kick(&lib, 4)).unwrap();
+    assert_eq!((again.already_loaded, again.returned), (true, Some(8)), "the loaded build's kick ran");
+    assert_eq!(lines(dir.path(), "kick"), ["hello 3", "hello 4"]);
+    let (code, err) = t.finish();
+    assert_eq!(code, 7, "{err}");
+}
