@@ -242,18 +242,21 @@ impl<C: Conn> AgentDecoder<C> {
                     _ => None,
                 };
                 // Windows the host opened are the host's to write; the program's markers' are
-                // written here, one per process.
+                // written here, one per process: with `end` 0 when it opens (the host follows it
+                // in the other sources at once: flushed now), complete when it closes.
+                let w = |start: u64, end: u64, o| {
+                    CaptureWindow::default().start(start).end(end).opener(o).pid(pid)
+                };
                 match (e.open, opener) {
-                    (true, Some(o)) => a.window = Some((e.time, o)),
+                    (true, Some(o)) => {
+                        a.window = Some((e.time, o));
+                        out.emit(&Record::Window(w(e.time, 0, o)));
+                        out.flush();
+                    }
                     (false, _) => {
                         if let Some((start, o)) = a.window.take() {
-                            out.emit(&Record::Window(
-                                CaptureWindow::default()
-                                    .start(start)
-                                    .end(e.time.max(start))
-                                    .opener(o)
-                                    .pid(pid),
-                            ));
+                            out.emit(&Record::Window(w(start, e.time.max(start), o)));
+                            out.flush();
                         }
                     }
                     _ => {}
@@ -447,16 +450,17 @@ pub(super) mod tests {
             .into_iter()
             .filter_map(|r| if let Record::Window(w) = r { Some(w) } else { None })
             .collect();
+        let w =
+            |start, end, opener| CaptureWindow::default().start(start).end(end).opener(opener).pid(4_000_003);
         assert_eq!(
             windows,
             [
-                CaptureWindow::default()
-                    .start(10)
-                    .end(20)
-                    .opener(WindowOpener::CudaProfilerApi)
-                    .pid(4_000_003),
-                CaptureWindow::default().start(30).end(45).opener(WindowOpener::Nvtx).pid(4_000_003),
-            ]
+                w(10, 0, WindowOpener::CudaProfilerApi),
+                w(10, 20, WindowOpener::CudaProfilerApi),
+                w(30, 0, WindowOpener::Nvtx),
+                w(30, 45, WindowOpener::Nvtx),
+            ],
+            "an open window first (end 0), then the complete one"
         );
     }
 
