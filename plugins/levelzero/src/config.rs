@@ -4,6 +4,8 @@
 use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::prelude::*;
 use xpuprof_toolbox::python::Python;
+use xpuprof_wire::levelzero::AgentOpts;
+use xpuprof_wire::opts::PythonMode;
 
 xpuprof_sdk::plugin_config! {
     /// The `[source.levelzero]` table.
@@ -30,7 +32,7 @@ impl Config {
     }
 
     /// The agent's options (`XPUPROF_LEVELZERO_OPTS`).
-    pub fn agent_opts(&self) -> String {
-        format!("python={}", self.python.as_str())
+    pub fn agent_opts(&self) -> AgentOpts {
+        AgentOpts { python: PythonMode::from_word(self.python.as_str()).unwrap_or_default() }
     }
 }

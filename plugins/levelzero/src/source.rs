@@ -65,7 +65,7 @@ impl AgentBackend for LevelZero {
         preload(env, agent);
         env.set("ZE_ENABLE_TRACING_LAYER", "1");
         env.set("XPUPROF_LEVELZERO_SOCKET", socket.display().to_string());
-        env.set("XPUPROF_LEVELZERO_OPTS", self.config.agent_opts());
+        env.set("XPUPROF_LEVELZERO_OPTS", self.config.agent_opts().to_opts());
     }
 
     fn decoder(&self, log: Logger) -> Decoder {

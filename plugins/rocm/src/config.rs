@@ -1,9 +1,11 @@
 //! `[source.rocm]` settings, declared once in [`Config`]; what the agent gets of them travels in
 //! `XPUPROF_ROCM_OPTS`.
 
+use xpuprof_rocm_wire::{AgentOpts, ApiChoice};
 use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::prelude::*;
 pub use xpuprof_toolbox::launch_stacks::LaunchStacks;
+use xpuprof_wire::opts::{CommonOpts, StackMode};
 
 xpuprof_sdk::config_enum! {
     /// Which tracing library the agent uses.
@@ -56,20 +58,23 @@ impl Config {
         c.typed()
     }
 
-    /// The agent's options (`XPUPROF_ROCM_OPTS`).
+    /// The agent's options (`XPUPROF_ROCM_OPTS`): those every agent takes, then this backend's
+    /// ([`AgentOpts`], declared once in `xpuprof-rocm-wire` for both ends).
     pub fn agent_opts(&self) -> String {
-        let b = |v: bool| u8::from(v);
-        format!(
-            "api={},stacks={},depth={},buffer_kib={},kernels={},copies={},memory={},scratch={},markers={}",
-            self.api.as_str(),
-            self.launch_stacks.as_str(),
-            self.max_depth,
-            self.buffer_kib,
-            b(self.kernels),
-            b(self.copies),
-            b(self.memory),
-            b(self.scratch),
-            b(self.markers)
-        )
+        let common = CommonOpts {
+            stacks: StackMode::from_word(self.launch_stacks.as_str()).unwrap_or_default(),
+            depth: usize::from(self.max_depth),
+            buffer_kib: self.buffer_kib as usize,
+            verbose: false,
+        };
+        let own = AgentOpts {
+            api: ApiChoice::from_word(self.api.as_str()).unwrap_or(ApiChoice::Auto),
+            kernels: self.kernels,
+            copies: self.copies,
+            memory: self.memory,
+            scratch: self.scratch,
+            markers: self.markers,
+        };
+        format!("{},{}", common.to_opts(), own.to_opts())
     }
 }

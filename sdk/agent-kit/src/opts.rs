@@ -1,78 +1,10 @@
 //! The agents' option strings (`XPUPROF_<BACKEND>_OPTS`): comma-separated `key=value` items,
 //! written by the host plugin from its typed config and read in the target, where nothing but
-//! the environment reaches the agent. Parsing is here so every agent says the same thing about a
-//! bad item.
+//! the environment reaches the agent. The items, their parsing and the options every agent
+//! takes ([`CommonOpts`]) are `xpuprof-wire`'s (both ends use it); [`Common`] is what the
+//! agent makes of them, with the outputs its host set.
 
-/// One `key=value` item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Opt<'a> {
-    /// The key.
-    pub key: &'a str,
-    /// The value, as written.
-    pub value: &'a str,
-}
-
-impl Opt<'_> {
-    /// A boolean written `1`/`true` or `0`/`false`.
-    pub fn flag(&self) -> Result<bool, String> {
-        match self.value {
-            "1" | "true" => Ok(true),
-            "0" | "false" => Ok(false),
-            v => Err(format!("option `{}` must be 0 or 1, got `{v}`", self.key)),
-        }
-    }
-
-    /// A number.
-    pub fn number<T: std::str::FromStr>(&self) -> Result<T, String> {
-        self.value.parse().map_err(|_| format!("option {}: bad number `{}`", self.key, self.value))
-    }
-
-    /// One of `allowed` (returned as the matching index).
-    pub fn one_of(&self, allowed: &[&str]) -> Result<usize, String> {
-        allowed.iter().position(|a| *a == self.value).ok_or_else(|| {
-            format!("option {} must be {}, got `{}`", self.key, allowed.join(", "), self.value)
-        })
-    }
-
-    /// The error for a key the agent does not know.
-    pub fn unknown(&self) -> String {
-        format!("unknown option `{}`", self.key)
-    }
-}
-
-/// Where launch stacks come from (`stacks=agent|ebpf|both|off`, the host's `launch_stacks`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum StackMode {
-    /// The agent walks the stack itself.
-    #[default]
-    Agent,
-    /// Only the trampoline is called; the eBPF source captures the stack.
-    Ebpf,
-    /// Both.
-    Both,
-    /// No launch sites.
-    Off,
-}
-
-impl StackMode {
-    /// True when the agent itself walks launch stacks.
-    pub fn agent_walks(self) -> bool {
-        matches!(self, Self::Agent | Self::Both)
-    }
-
-    /// True when the trampoline is called at launches.
-    pub fn trampoline(self) -> bool {
-        matches!(self, Self::Ebpf | Self::Both)
-    }
-}
-
-impl Opt<'_> {
-    /// A [`StackMode`] written `agent`, `ebpf`, `both` or `off`.
-    pub fn stack_mode(&self) -> Result<StackMode, String> {
-        const MODES: [StackMode; 4] = [StackMode::Agent, StackMode::Ebpf, StackMode::Both, StackMode::Off];
-        Ok(MODES[self.one_of(&["agent", "ebpf", "both", "off"])?])
-    }
-}
+pub use crate::wire::opts::{parse, CommonOpts, Opt, PythonMode, StackMode};
 
 /// What every agent reads from the environment its host plugin prepared: where to send
 /// (`XPUPROF_<NAME>_SOCKET`, and `XPUPROF_<NAME>_DUMP` for a copy on disk) and the options all
@@ -116,30 +48,40 @@ impl Common {
         var("OPTS").unwrap_or_default()
     }
 
-    /// Applies `o` when it is one of the common options; false for any other key.
+    /// Applies `o` when it is one of the common options ([`CommonOpts`]); false for any other
+    /// key. The depth is kept to 1 to 255 frames, the buffer to 64 KiB to 1 GiB.
     pub fn apply(&mut self, o: &Opt<'_>) -> Result<bool, String> {
-        match o.key {
-            "stacks" => self.stacks = o.stack_mode()?,
-            "depth" => self.max_depth = o.number::<usize>()?.clamp(1, 255),
-            "buffer_kib" => self.buffer_bytes = o.number::<usize>()?.clamp(64, 1 << 20) * 1024,
-            "verbose" => self.verbose = o.flag()?,
-            _ => return Ok(false),
+        let mut c = CommonOpts {
+            stacks: self.stacks,
+            depth: self.max_depth,
+            buffer_kib: self.buffer_bytes / 1024,
+            verbose: self.verbose,
+        };
+        if !c.apply(o)? {
+            return Ok(false);
         }
+        self.stacks = c.stacks;
+        self.max_depth = c.depth.clamp(1, 255);
+        self.buffer_bytes = c.buffer_kib.clamp(64, 1 << 20) * 1024;
+        self.verbose = c.verbose;
         Ok(true)
     }
-}
 
-/// The items of `opts`, in order; an item without `=` is an error naming it.
-pub fn parse(opts: &str) -> Result<Vec<Opt<'_>>, String> {
-    opts.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|item| {
-            let (key, value) =
-                item.split_once('=').ok_or_else(|| format!("option `{item}` is not key=value"))?;
-            Ok(Opt { key, value })
-        })
-        .collect()
+    /// Applies the items of `opts`: the common ones here, the others through `own` (the
+    /// backend's options' `apply`, from `xpuprof_wire::agent_options!`); a key neither takes is
+    /// an error naming it.
+    pub fn parse_with(
+        &mut self,
+        opts: &str,
+        mut own: impl FnMut(&Opt<'_>) -> Result<bool, String>,
+    ) -> Result<(), String> {
+        for o in parse(opts)? {
+            if !self.apply(&o)? && !own(&o)? {
+                return Err(o.unknown());
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -147,20 +89,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_items_and_names_bad_ones() {
-        let o = parse("a=1, b=false,,n=42,m=x").unwrap();
-        assert_eq!(o.len(), 4);
-        assert_eq!((o[0].flag(), o[1].flag()), (Ok(true), Ok(false)));
-        assert_eq!(o[2].number::<u32>(), Ok(42));
-        assert_eq!(o[3].one_of(&["x", "y"]), Ok(0));
-        assert!(o[3].one_of(&["y"]).unwrap_err().contains("must be y"));
-        assert!(o[3].flag().unwrap_err().contains("`m` must be 0 or 1"));
-        assert!(parse("oops").unwrap_err().contains("`oops` is not key=value"));
-        let s = parse("stacks=both,stacks=off,stacks=x").unwrap();
-        assert_eq!(s[0].stack_mode(), Ok(StackMode::Both));
-        assert!(s[0].stack_mode().unwrap().agent_walks() && s[0].stack_mode().unwrap().trampoline());
-        assert!(!s[1].stack_mode().unwrap().agent_walks());
-        assert!(s[2].stack_mode().unwrap_err().contains("must be agent, ebpf, both, off"));
+    fn common_options_are_read_and_kept_in_range() {
         let mut c = Common::new(64);
         for o in parse("depth=300,buffer_kib=1,verbose=1,stacks=ebpf,kernels=0").unwrap() {
             let common = c.apply(&o).unwrap();
@@ -171,5 +100,17 @@ mod tests {
             (255, 64 * 1024, true, StackMode::Ebpf)
         );
         assert!(c.apply(&parse("depth=x").unwrap()[0]).unwrap_err().contains("bad number"));
+    }
+
+    #[test]
+    fn a_key_neither_the_kit_nor_the_backend_takes_is_named() {
+        let mut c = Common::new(64);
+        let mut seen = Vec::new();
+        let own = |o: &Opt<'_>| {
+            seen.push(o.key.to_string());
+            Ok(o.key == "mine")
+        };
+        assert_eq!(c.parse_with("depth=3,mine=1,theirs=2", own), Err("unknown option `theirs`".into()));
+        assert_eq!((c.max_depth, seen), (3, vec!["mine".to_string(), "theirs".into()]));
     }
 }

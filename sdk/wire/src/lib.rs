@@ -70,6 +70,7 @@ pub mod launches;
 pub mod levelzero;
 pub mod maps;
 pub mod names;
+pub mod opts;
 mod reader;
 pub mod records;
 

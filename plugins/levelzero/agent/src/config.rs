@@ -2,39 +2,37 @@
 //!
 //! - `XPUPROF_LEVELZERO_SOCKET`: Unix socket path of the host plugin.
 //! - `XPUPROF_LEVELZERO_DUMP`: a directory; the stream is also written to `<dir>/ze-<pid>.bin`.
-//! - `XPUPROF_LEVELZERO_OPTS`: comma-separated `key=value` (see [`Config::parse_opts`]).
+//! - `XPUPROF_LEVELZERO_OPTS`: comma-separated `key=value`: the options every agent takes and
+//!   this backend's ([`AgentOpts`], declared once in the wire crate for both ends).
 
-use xpuprof_agent_kit::opts::{self, Common};
+use xpuprof_agent_kit::opts::{Common, PythonMode};
+use xpuprof_agent_kit::wire::levelzero::AgentOpts;
 
 /// Agent settings: `Common::read_env("LEVELZERO")`, then [`Config::parse_opts`] on the options.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Outputs, launch stacks, their depth, verbosity: what every agent takes.
     pub common: Common,
-    /// Python frames in launch stacks.
-    pub python: bool,
+    /// This backend's options.
+    pub opts: AgentOpts,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { common: Common::new(128), python: true }
+        Self { common: Common::new(128), opts: AgentOpts::default() }
     }
 }
 
 impl Config {
-    /// Applies `key=value,...`: `python=auto|off`, and the options every agent takes
-    /// (`stacks`, `depth`, `buffer_kib`, `verbose`).
+    /// Applies `key=value,...`: the options every agent takes and [`AgentOpts`].
     pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
-        for o in opts::parse(opts)? {
-            if self.common.apply(&o)? {
-                continue;
-            }
-            match o.key {
-                "python" => self.python = o.one_of(&["auto", "off"])? == 0,
-                _ => return Err(o.unknown()),
-            }
-        }
-        Ok(())
+        let own = &mut self.opts;
+        self.common.parse_with(opts, |o| own.apply(o))
+    }
+
+    /// Python frames in launch stacks.
+    pub fn python(&self) -> bool {
+        self.opts.python != PythonMode::Off
     }
 }
 
@@ -45,9 +43,9 @@ mod tests {
     #[test]
     fn parses_options() {
         let mut c = Config::default();
-        assert_eq!((c.python, c.common.max_depth), (true, 128));
+        assert_eq!((c.python(), c.common.max_depth), (true, 128));
         c.parse_opts("python=off,depth=16").unwrap();
-        assert_eq!((c.python, c.common.max_depth), (false, 16));
+        assert_eq!((c.python(), c.common.max_depth), (false, 16));
         assert!(c.parse_opts("python=on").unwrap_err().contains("must be auto, off"));
         assert!(c.parse_opts("bogus=1").unwrap_err().contains("unknown option"));
     }

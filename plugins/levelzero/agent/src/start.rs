@@ -106,7 +106,7 @@ fn try_start() -> Result<(), String> {
     core.own_code = own_code();
     let flags = wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS;
     core.hello(&wire::Hello::new(sys::loader_version(&ze), flags), &[]);
-    core.launches.python.set_enabled(config.python);
+    core.launches.python.set_enabled(config.python());
     let mut out = vec![Msg::Version(VERSION)];
     let devices = devices::discover(&ze, &mut out);
     devices::clock_pairs(&ze, &devices, &mut out);

@@ -122,7 +122,7 @@ pub unsafe extern "C" fn OnLoad(
     let _ = std::panic::catch_unwind(|| {
         let Ok(config) = start::config() else { return };
         let register = loader::mapped("librocprofiler-register.so").is_some();
-        let go = match config.api {
+        let go = match config.opts.api {
             ApiChoice::Roctracer => true,
             ApiChoice::Sdk => false,
             ApiChoice::Auto => !register,
@@ -200,7 +200,7 @@ fn enable(a: &Agent) -> Result<(), String> {
     let mut m = Vec::new();
     names.put_api_names(&mut m);
     a.core.channel.push(Chunk::Bytes(m));
-    if a.config.markers {
+    if a.config.opts.markers {
         for op in [ROCTX_API_ID_roctxMarkA, ROCTX_API_ID_roctxRangePushA, ROCTX_API_ID_roctxRangePop] {
             // SAFETY: a static callback.
             let st = unsafe {

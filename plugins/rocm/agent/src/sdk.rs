@@ -245,7 +245,7 @@ pub unsafe extern "C" fn rocprofiler_configure(
             return false;
         }
         match start::config() {
-            Ok(c) => c.api != crate::config::ApiChoice::Roctracer,
+            Ok(c) => c.opts.api != crate::config::ApiChoice::Roctracer,
             Err(e) => {
                 crate::say(&e);
                 false
@@ -345,7 +345,7 @@ fn enable(a: &Agent) -> Result<(), String> {
         ROCPROFILER_CALLBACK_TRACING_CODE_OBJECT,
         &[ROCPROFILER_CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER as i32],
     )?;
-    if a.config.markers {
+    if a.config.opts.markers {
         let ids = [
             ROCPROFILER_MARKER_CORE_API_ID_roctxMarkA as i32,
             ROCPROFILER_MARKER_CORE_API_ID_roctxRangePushA as i32,
@@ -375,7 +375,7 @@ fn enable(a: &Agent) -> Result<(), String> {
     };
     check(&s.lib, "rocprofiler_create_buffer", st)?;
     let _ = s.buffer.set(buf);
-    let c = &a.config;
+    let c = &a.config.opts;
     for (on, kind) in [
         (c.kernels, ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH),
         (c.copies, ROCPROFILER_BUFFER_TRACING_MEMORY_COPY),

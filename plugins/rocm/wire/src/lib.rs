@@ -19,8 +19,14 @@
 //!   `time` is already in the session clock.
 //! - [`MSG_STREAMS`]: `count u32`, then `correlation u64, stream u64` ([`StreamUse`]): the API
 //!   call with that internal correlation id ran on that HIP stream.
+//!
+//! The agent's options (`XPUPROF_ROCM_OPTS`) are declared here too ([`AgentOpts`]).
 
 use xpuprof_wire::{self as wire, Reader};
+
+mod options;
+
+pub use options::{AgentOpts, ApiChoice};
 
 /// Which tracing library the stream comes from.
 pub const MSG_API: u8 = wire::MSG_BACKEND_FIRST;

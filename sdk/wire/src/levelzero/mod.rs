@@ -21,9 +21,11 @@
 //! the stack message and [`Msg::Api`]'s stack and `recording` are gone.
 
 mod codec;
+mod options;
 
 pub use crate::MSG_HELLO;
 pub use codec::{decode, Writer};
+pub use options::AgentOpts;
 
 /// Version of the Level Zero messages, in [`Msg::Version`]. Raise it when a payload changes.
 pub const VERSION: u32 = 3;
