@@ -1,23 +1,12 @@
 //! `[source.rocm]` settings, declared once in [`Config`]; what the agent gets of them travels in
 //! `XPUPROF_ROCM_OPTS`.
 
-use xpuprof_rocm_wire::{AgentOpts, ApiChoice};
+use xpuprof_rocm_wire::AgentOpts;
+pub use xpuprof_rocm_wire::ApiChoice;
 use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::prelude::*;
 pub use xpuprof_toolbox::launch_stacks::LaunchStacks;
 use xpuprof_wire::opts::{CommonOpts, StackMode};
-
-xpuprof_sdk::config_enum! {
-    /// Which tracing library the agent uses.
-    pub enum Api {
-        /// rocprofiler-sdk where the HIP runtime registers with librocprofiler-register (ROCm 6.2 and later), roctracer otherwise
-        Auto = "auto",
-        /// rocprofiler-sdk 1.x only
-        RocprofilerSdk = "rocprofiler-sdk",
-        /// roctracer only (ROCm before 6.2)
-        Roctracer = "roctracer",
-    }
-}
 
 xpuprof_sdk::plugin_config! {
     /// The `[source.rocm]` table.
@@ -27,7 +16,7 @@ xpuprof_sdk::plugin_config! {
         /// as root it must be owned by root or the invoking user and not writable by others
         pub agent: Option<String> = None;
         /// tracing library: "auto", "rocprofiler-sdk" or "roctracer"
-        pub api: Api = Api::Auto;
+        pub api: ApiChoice = ApiChoice::Auto;
         /// where launch stacks come from
         pub launch_stacks: LaunchStacks = LaunchStacks::Agent;
         /// most frames per launch stack
@@ -68,7 +57,7 @@ impl Config {
             verbose: false,
         };
         let own = AgentOpts {
-            api: ApiChoice::from_word(self.api.as_str()).unwrap_or(ApiChoice::Auto),
+            api: self.api,
             kernels: self.kernels,
             copies: self.copies,
             memory: self.memory,

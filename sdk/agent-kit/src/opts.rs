@@ -4,7 +4,7 @@
 //! takes ([`CommonOpts`]) are `xpuprof-wire`'s (both ends use it); [`Common`] is what the
 //! agent makes of them, with the outputs its host set.
 
-pub use crate::wire::opts::{parse, CommonOpts, Opt, PythonMode, StackMode};
+pub use crate::wire::opts::{parse, AgentOptions, CommonOpts, Opt, PythonMode, StackMode};
 
 /// What every agent reads from the environment its host plugin prepared: where to send
 /// (`XPUPROF_<NAME>_SOCKET`, and `XPUPROF_<NAME>_DUMP` for a copy on disk) and the options all
@@ -81,6 +81,45 @@ impl Common {
             }
         }
         Ok(())
+    }
+}
+
+/// An agent's settings: what every agent takes ([`Common`]) and its backend's options (`O`,
+/// declared once with `xpuprof_wire::agent_options!` for the host and the agent).
+#[derive(Debug, Clone)]
+pub struct AgentConfig<O> {
+    /// Outputs, launch stacks, their depth, the buffer size, verbosity.
+    pub common: Common,
+    /// The backend's options.
+    pub opts: O,
+}
+
+impl<O: AgentOptions> AgentConfig<O> {
+    /// The defaults of an agent whose stacks keep at most `max_depth` frames.
+    pub fn new(max_depth: usize) -> Self {
+        Self { common: Common::new(max_depth), opts: O::default() }
+    }
+
+    /// Reads `XPUPROF_<name>_SOCKET` and `XPUPROF_<name>_DUMP`; returns the `XPUPROF_<name>_OPTS`
+    /// text for [`AgentConfig::parse_opts`] (read apart, so an agent that cannot parse its
+    /// options can still tell its host).
+    pub fn read_env(&mut self, name: &str) -> String {
+        self.common.read_env(name)
+    }
+
+    /// Applies `key=value,...`: the common options, then the backend's.
+    pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
+        let own = &mut self.opts;
+        self.common.parse_with(opts, |o| own.apply(o))
+    }
+
+    /// The settings of backend `name` (`XPUPROF_<name>_*`) with stacks of at most `max_depth`
+    /// frames by default; a bad option is an error naming the variable.
+    pub fn from_env(name: &str, max_depth: usize) -> Result<Self, String> {
+        let mut c = Self::new(max_depth);
+        let opts = c.read_env(name);
+        c.parse_opts(&opts).map_err(|e| format!("bad XPUPROF_{name}_OPTS: {e}"))?;
+        Ok(c)
     }
 }
 

@@ -85,6 +85,15 @@ pub fn parse(opts: &str) -> Result<Vec<Opt<'_>>, String> {
         .collect()
 }
 
+/// A backend's agent options ([`agent_options!`](crate::agent_options) implements it): their
+/// defaults, how the host writes them and how the agent reads one item.
+pub trait AgentOptions: Default {
+    /// The options as the host writes them: `key=value,...`.
+    fn to_opts(&self) -> String;
+    /// Applies item `o` when its key is one of these options; `Ok(false)` for any other key.
+    fn apply(&mut self, o: &Opt<'_>) -> Result<bool, String>;
+}
+
 /// A type an option can have: how the host writes it and the agent reads it back.
 pub trait OptValue: Sized {
     /// The value as written in the options string.
@@ -163,7 +172,7 @@ macro_rules! opt_enum {
 /// Declares an agent's options once: a struct of `pub field: Type = default;` items (each type an
 /// [`OptValue`]) with its `Default`, `to_opts` (the host writes `key=value,...`, every field, in
 /// the order declared) and `apply` (the agent reads an item; `Ok(false)` for a key that is not
-/// one of these options).
+/// one of these options), also as its [`AgentOptions`].
 #[macro_export]
 macro_rules! agent_options {
     (
@@ -207,6 +216,18 @@ macro_rules! agent_options {
                     _ => return ::core::result::Result::Ok(false),
                 }
                 ::core::result::Result::Ok(true)
+            }
+        }
+
+        impl $crate::opts::AgentOptions for $name {
+            fn to_opts(&self) -> ::std::string::String {
+                $name::to_opts(self)
+            }
+            fn apply(
+                &mut self,
+                o: &$crate::opts::Opt<'_>,
+            ) -> ::core::result::Result<bool, ::std::string::String> {
+                $name::apply(self, o)
             }
         }
     };

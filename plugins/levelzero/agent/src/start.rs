@@ -12,6 +12,7 @@ use std::time::Duration;
 use level_zero_sys::*;
 use xpuprof_agent_kit::channel::Outputs;
 use xpuprof_agent_kit::modules;
+use xpuprof_agent_kit::opts::PythonMode;
 use xpuprof_agent_kit::wire::levelzero::{Msg, VERSION};
 use xpuprof_agent_kit::{exit, wire, AgentCore};
 
@@ -68,7 +69,7 @@ pub fn start() {
 }
 
 fn try_start() -> Result<(), String> {
-    let mut config = Config::default();
+    let mut config = Config::new(crate::config::MAX_DEPTH);
     let opts = config.common.read_env("LEVELZERO");
     let c = &config.common;
     let outputs = Outputs::connect(c.socket.as_deref(), c.dump_dir.as_deref(), "ze")?;
@@ -106,7 +107,7 @@ fn try_start() -> Result<(), String> {
     core.own_code = own_code();
     let flags = wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS;
     core.hello(&wire::Hello::new(sys::loader_version(&ze), flags), &[]);
-    core.launches.python.set_enabled(config.python());
+    core.launches.python.set_enabled(config.opts.python != PythonMode::Off);
     let mut out = vec![Msg::Version(VERSION)];
     let devices = devices::discover(&ze, &mut out);
     devices::clock_pairs(&ze, &devices, &mut out);

@@ -3,42 +3,20 @@
 //! - `XPUPROF_ROCM_SOCKET`: Unix socket path of the host plugin.
 //! - `XPUPROF_ROCM_DUMP`: a directory; the stream is also written to `<dir>/rocm-<pid>.bin`.
 //! - `XPUPROF_ROCM_OPTS`: comma-separated `key=value`: the options every agent takes and this
-//!   backend's ([`AgentOpts`], declared once in `xpuprof-rocm-wire` for both ends).
+//!   backend's ([`AgentOpts`]: tracing library, record kinds, markers; declared once in
+//!   `xpuprof-rocm-wire` for both ends).
 
-use xpuprof_agent_kit::opts::Common;
+use xpuprof_agent_kit::opts::AgentConfig;
 
 pub use xpuprof_agent_kit::opts::StackMode;
 pub use xpuprof_rocm_wire::{AgentOpts, ApiChoice};
 
 /// Agent settings.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// Outputs, launch stacks, their depth, the buffer size, verbosity: what every agent takes.
-    pub common: Common,
-    /// This backend's options: tracing library, record kinds, markers.
-    pub opts: AgentOpts,
-}
+pub type Config = AgentConfig<AgentOpts>;
 
-impl Default for Config {
-    fn default() -> Self {
-        Self { common: Common::new(64), opts: AgentOpts::default() }
-    }
-}
-
-impl Config {
-    /// Reads the environment.
-    pub fn from_env() -> Result<Self, String> {
-        let mut c = Self::default();
-        let opts = c.common.read_env("ROCM");
-        c.parse_opts(&opts)?;
-        Ok(c)
-    }
-
-    /// Applies `key=value,...`: the options every agent takes and [`AgentOpts`].
-    pub fn parse_opts(&mut self, opts: &str) -> Result<(), String> {
-        let own = &mut self.opts;
-        self.common.parse_with(opts, |o| own.apply(o))
-    }
+/// Reads the environment (stacks of 64 frames unless the options say otherwise).
+pub fn from_env() -> Result<Config, String> {
+    Config::from_env("ROCM", 64)
 }
 
 #[cfg(test)]
@@ -47,7 +25,7 @@ mod tests {
 
     #[test]
     fn parses_options() {
-        let mut c = Config::default();
+        let mut c = Config::new(64);
         c.parse_opts("stacks=both,markers=0,depth=300,buffer_kib=1024,api=roctracer").unwrap();
         assert_eq!(c.common.stacks, StackMode::Both);
         assert!(!c.opts.markers);

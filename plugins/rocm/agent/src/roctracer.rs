@@ -124,7 +124,7 @@ pub unsafe extern "C" fn OnLoad(
         let register = loader::mapped("librocprofiler-register.so").is_some();
         let go = match config.opts.api {
             ApiChoice::Roctracer => true,
-            ApiChoice::Sdk => false,
+            ApiChoice::RocprofilerSdk => false,
             ApiChoice::Auto => !register,
         };
         if go && agent().is_none() {

@@ -12,7 +12,7 @@ use crate::{agent, Agent, Tracer, AGENT, NAME};
 
 /// The agent's settings, or why it cannot run.
 pub(crate) fn config() -> Result<Config, String> {
-    let c = Config::from_env().map_err(|e| format!("bad XPUPROF_ROCM_OPTS: {e}"))?;
+    let c = crate::config::from_env()?;
     if c.common.socket.is_none() && c.common.dump_dir.is_none() {
         return Err(
             "XPUPROF_ROCM_SOCKET is not set (run the program under `xpuprof --source rocm`); tracing is off"
