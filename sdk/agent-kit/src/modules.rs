@@ -24,6 +24,26 @@ pub fn ranges_of(files: &[&str]) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// The path of the agent's own library (the kit is linked into it), from `dladdr` on one of the
+/// kit's functions, canonical when it can be.
+pub fn own_path() -> Option<String> {
+    let mut info = libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: dladdr only reads the address and fills `info`, a valid out-pointer.
+    if unsafe { libc::dladdr(own_path as *const () as *const libc::c_void, &mut info) } == 0
+        || info.dli_fname.is_null()
+    {
+        return None;
+    }
+    // SAFETY: dladdr returned a valid NUL-terminated path.
+    let p = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    Some(std::fs::canonicalize(&p).map(|c| c.display().to_string()).unwrap_or(p))
+}
+
 /// The ranges known to the host, and whether a stack used an address outside them.
 #[derive(Debug, Default)]
 pub struct Known {

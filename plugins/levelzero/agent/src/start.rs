@@ -139,29 +139,12 @@ fn enable_tracing_layer() {
 
 /// The executable ranges of this agent and of the loader's tracing layer.
 fn own_code() -> Vec<(u64, u64)> {
-    let own = own_path();
+    let own = modules::own_path();
     modules::own()
         .iter()
         .filter(|m| Some(&m.path) == own.as_ref() || m.path.contains("libze_tracing_layer"))
         .map(|m| (m.start, m.end))
         .collect()
-}
-
-/// The path of this agent's library.
-fn own_path() -> Option<String> {
-    let mut info = libc::Dl_info {
-        dli_fname: std::ptr::null(),
-        dli_fbase: std::ptr::null_mut(),
-        dli_sname: std::ptr::null(),
-        dli_saddr: std::ptr::null_mut(),
-    };
-    // SAFETY: dladdr fills `info` for an address of this library.
-    if unsafe { libc::dladdr(own_path as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dladdr returned a NUL-terminated path.
-    let p = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
-    Some(std::fs::canonicalize(&p).map(|c| c.display().to_string()).unwrap_or(p))
 }
 
 /// The reader thread: immediate work as it completes, clock pairs every 100 ms.

@@ -28,21 +28,3 @@ pub fn mapped(prefix: &str) -> Option<String> {
         std::path::Path::new(p).file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with(prefix))
     })
 }
-
-/// This agent's own file (dladdr of one of its functions).
-pub fn own_path() -> Option<String> {
-    let mut info = libc::Dl_info {
-        dli_fname: std::ptr::null(),
-        dli_fbase: std::ptr::null_mut(),
-        dli_sname: std::ptr::null(),
-        dli_saddr: std::ptr::null_mut(),
-    };
-    // SAFETY: dladdr only reads the address and fills `info`, a valid out-pointer.
-    if unsafe { libc::dladdr(own_path as *const () as *const libc::c_void, &mut info) } == 0
-        || info.dli_fname.is_null()
-    {
-        return None;
-    }
-    // SAFETY: dladdr returned a valid NUL-terminated path.
-    Some(unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned())
-}

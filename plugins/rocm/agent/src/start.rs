@@ -58,7 +58,7 @@ pub(crate) fn start(
     if config.common.stacks.trampoline() {
         flags |= wire::FLAG_TRAMPOLINE_STACKS;
     }
-    let me = crate::loader::own_path().unwrap_or_default();
+    let me = modules::own_path().unwrap_or_default();
     let core = AgentCore::new(NAME, 64 * 1024, modules::ranges_of(&[lib_path, &me]));
     let mut api_message = Vec::new();
     rocm_wire::put_api(&mut api_message, api, version);
