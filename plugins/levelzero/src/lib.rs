@@ -22,6 +22,7 @@ pub mod decode;
 pub mod devices;
 pub mod machine;
 pub mod source;
+mod stream;
 
 pub use source::LevelZero;
 
