@@ -34,31 +34,35 @@
 //! ## An agent in outline
 //!
 //! ```ignore
-//! use xpuprof_agent_kit::channel::{Channel, Chunk, Outputs};
-//! use xpuprof_agent_kit::{launches, modules, stack, trampoline, wire};
+//! use xpuprof_agent_kit::channel::Outputs;
+//! use xpuprof_agent_kit::opts::AgentConfig;
+//! use xpuprof_agent_kit::{modules, stack, trampoline, wire, AgentCore};
 //!
-//! // Start: connect, say hello with the module map, run the sender thread.
-//! let socket = std::env::var("XPUPROF_ZE_SOCKET").ok();
-//! let outputs = Outputs::connect(socket.as_deref(), None, "ze")?;
-//! let ch = Arc::new(Channel::new("level zero agent", 1 << 20));
-//! let known = modules::Known::default();
-//! let mut first = Vec::new();
-//! wire::Hello::new(runtime_version, wire::FLAG_AGENT_STACKS).encode(&mut first);
-//! first.extend_from_slice(&known.refresh());
-//! ch.push(Chunk::Bytes(first));
-//! std::thread::spawn(move || ch.run(outputs, || { /* drain launches every 100 ms */ }));
-//! xpuprof_agent_kit::exit::install(|| { /* drain, put_lost, MSG_BYE, close, wait */ });
+//! // Settings: outputs, the common options and the backend's own (declared once with
+//! // `xpuprof_wire::agent_options!`, written by the host plugin).
+//! let config = AgentConfig::<MyOpts>::from_env("MYGPU", 64)?;
+//! let c = &config.common;
+//! let outputs = Outputs::connect(c.socket.as_deref(), c.dump_dir.as_deref(), "mygpu")?;
+//! // Channel, launch registry, clock; the agent's and the vendor library's code cut from stacks.
+//! let own = modules::ranges_of(&[&modules::own_path().unwrap_or_default(), vendor_lib]);
+//! let core = AgentCore::new("mygpu agent", c.buffer_bytes, own);
+//! core.hello(&wire::Hello::new(runtime_version, wire::FLAG_AGENT_STACKS), &[]);
+//! // ... keep `core` in the agent's static, then:
+//! core.start_sender("xpuprof-mygpu-send", outputs, || { /* agent().core.drain_launches() */ })?;
+//! xpuprof_agent_kit::exit::install(|| { /* flush the vendor library, agent().core.finish(timeout) */ });
 //!
 //! // API entry callback, on the application thread:
 //! let regs = stack::registers();
-//! if let Some(start) = registry.enter(&sites, domain, api_id, correlation, regs) {
+//! let sites = core.sites(&config.common);
+//! if let Some(start) = core.launches.enter(&sites, domain, api_id, correlation, regs) {
 //!     trampoline::call(&start, backend, correlation as u64);
 //! }
 //! // API exit callback:
-//! registry.exit(result);
+//! core.launches.exit(result);
 //! ```
 //!
-//! The CUPTI agent (`plugins/cupti/agent`) is the complete example.
+//! The ROCm agent (`plugins/rocm/agent`) is a complete example; the CUPTI agent
+//! (`plugins/cupti/agent`) predates [`AgentCore`] and holds the same parts itself.
 
 pub mod agent;
 pub mod buffers;
