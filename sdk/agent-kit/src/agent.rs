@@ -4,9 +4,9 @@
 //! and last words. An agent keeps one [`AgentCore`] and adds its vendor's handles.
 //!
 //! ```ignore
-//! let core = AgentCore::new("level zero agent", config.common.buffer_bytes, own_code);
+//! let core = AgentCore::new("mygpu agent", config.common.buffer_bytes, own_code);
 //! core.hello(&wire::Hello::new(version, flags), &[]);
-//! core.start_sender("xpuprof-ze-send", outputs, || agent().map_or((), |a| a.core.drain_launches()))?;
+//! core.start_sender("xpuprof-mygpu-send", outputs, || agent().map_or((), |a| a.core.drain_launches()))?;
 //! // ... launch callbacks: core.launches.enter(&core.sites(&config.common), ...) ...
 //! core.finish(Duration::from_secs(10)); // at exit
 //! ```
