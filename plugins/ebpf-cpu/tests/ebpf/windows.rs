@@ -318,3 +318,45 @@ fn every_writes_one_complete_directory_per_window_and_keeps_the_newest() {
     }
     assert!(sampled >= 1, "no kept window holds the program's samples: {dirs:?}");
 }
+
+#[test]
+fn ebpf_follows_the_marker_windows_another_source_opens() {
+    if !root_or_skip("ebpf_follows_the_marker_windows_another_source_opens") {
+        return;
+    }
+    let Some(bin) = xpuprof() else { return };
+    // The scripted test double reports a marker window from 2.5 s to 4 s, as a GPU agent does
+    // at cudaProfilerStart/Stop; the eBPF source must sample inside it only.
+    let scripted = bin.parent().unwrap().join("libxpuprof_test_scripted.so");
+    if !scripted.is_file() {
+        xpuprof_testkit::skip::missing(&format!("{} is not built", scripted.display()));
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let cfg = cfg_dir.path().join("xpuprof.toml");
+    std::fs::write(
+        &cfg,
+        "[source.ebpf]\nsample_hz = 499\n[source.scripted]\nwindow_open_ms = 2500\nwindow_close_ms = 4000\n",
+    )
+    .unwrap();
+    let cmd = format!("{} 2; {} 3", workload("burn"), workload("jit"));
+    let status = Command::new(&bin)
+        .args(["--quiet", "--source", "ebpf,scripted", "--sink", "folded,summary"])
+        .args(["--capture-range", "profiler-api", "-c"])
+        .arg(&cfg)
+        .arg("-o")
+        .arg(out.path())
+        .args(["--", "/bin/sh", "-c", &cmd])
+        .env("XPUPROF_PLUGIN_PATH", &scripted)
+        .status()
+        .expect("run xpuprof");
+    assert!(status.success(), "xpuprof exited with {status}");
+    let folded = std::fs::read_to_string(out.path().join("profile.cpu.folded")).expect("profile.cpu.folded");
+    assert!(weight_with(&folded, "jit_burn_loop") > 0, "nothing sampled inside the marker window:\n{folded}");
+    assert_eq!(weight_with(&folded, "burn_three"), 0, "samples before the marker window:\n{folded}");
+    let summary = std::fs::read_to_string(out.path().join("summary.txt")).expect("summary.txt");
+    let windows: Vec<&str> = summary.lines().filter(|l| l.starts_with("window ")).collect();
+    assert_eq!(windows.len(), 1, "{summary}");
+    assert!(windows[0].ends_with("(opened by nvtx)"), "{summary}");
+}

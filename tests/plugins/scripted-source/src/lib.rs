@@ -27,6 +27,11 @@ xpuprof_sdk::plugin_config! {
         pub devices: u32 = 1, min(1), max(64);
         /// kernel launches per second per device (0: as fast as the host takes them)
         pub rate: u64 = 0;
+        /// ms after start at which a marker capture window opens, as a GPU agent reports one
+        /// (with window_close_ms; 0: none)
+        pub window_open_ms: u64 = 0;
+        /// ms after start at which that marker window closes (0: no marker window)
+        pub window_close_ms: u64 = 0;
     }
 }
 
@@ -36,6 +41,7 @@ pub struct Scripted {
     emitter: Option<Emitter>,
     config: ScriptedConfig,
     paced: Option<paced::Paced>,
+    marker: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Source for Scripted {
@@ -51,11 +57,17 @@ impl Source for Scripted {
 
     fn create(ctx: CreateContext) -> PluginResult<Self> {
         let config = ctx.config.typed::<ScriptedConfig>()?;
-        Ok(Self { emitter: Some(ctx.emitter), config, paced: None })
+        let marker = None;
+        Ok(Self { emitter: Some(ctx.emitter), config, paced: None, marker })
     }
 
-    fn start(&mut self, _pid: u32) -> PluginResult<()> {
+    fn start(&mut self, pid: u32) -> PluginResult<()> {
         let c = &self.config;
+        if c.window_close_ms > c.window_open_ms {
+            if let Some(e) = &self.emitter {
+                self.marker = Some(marker_window(e.clone(), pid, c.window_open_ms, c.window_close_ms));
+            }
+        }
         if c.rate > 0 {
             if let Some(e) = self.emitter.take() {
                 self.paced = Some(paced::Paced::start(e, c.repeat, c.devices, c.rate)?);
@@ -68,6 +80,9 @@ impl Source for Scripted {
     }
 
     fn stop(&mut self) -> PluginResult<()> {
+        if let Some(m) = self.marker.take() {
+            let _ = m.join();
+        }
         if let Some(p) = self.paced.take() {
             p.stop();
         }
@@ -76,6 +91,29 @@ impl Source for Scripted {
         }
         Ok(())
     }
+}
+
+/// Opens a marker capture window `open_ms` after now and closes it at `close_ms`, reported as a
+/// marker-driven source does: the window record with `end` 0 when it opens, complete when it
+/// closes, each flushed at once.
+fn marker_window(mut e: Emitter, pid: u32, open_ms: u64, close_ms: u64) -> std::thread::JoinHandle<()> {
+    let t0 = std::time::Instant::now();
+    std::thread::spawn(move || {
+        let at = |ms: u64| {
+            std::thread::sleep(
+                (t0 + std::time::Duration::from_millis(ms))
+                    .saturating_duration_since(std::time::Instant::now()),
+            )
+        };
+        at(open_ms);
+        let open =
+            CaptureWindow::default().start(xpuprof_sdk::clock::now_ns()).opener(WindowOpener::Nvtx).pid(pid);
+        e.emit(&Record::Window(open));
+        e.flush();
+        at(close_ms);
+        e.emit(&Record::Window(open.end(xpuprof_sdk::clock::now_ns())));
+        e.flush();
+    })
 }
 
 xpuprof_sdk::export_plugin!(source: Scripted);
