@@ -11,6 +11,8 @@
 //! - [`pipeline`]: session-wide interning, clock conversion, symbolization (blazesym) and the
 //!   exact-key correlator, streaming records to the sinks as they become final;
 //! - [`session`]: the recording lifecycle; [`report`]: replay of an archive through any sinks;
+//! - [`window`], [`trigger`], [`attach`], [`continuous`]: capture windows (by time, on request,
+//!   at the program's markers), `xpuprof attach PID` and continuous mode;
 //! - [`doctor`], [`summary`], [`diff`]: what the CLI prints.
 //!
 //! The `xpuprof` binary only turns command-line arguments into the plain option structs here.
