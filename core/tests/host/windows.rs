@@ -65,3 +65,29 @@ fn trigger_names_what_it_cannot_find() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("no running xpuprof session writes to"), "{}", stderr(&o));
 }
+
+#[test]
+fn attach_without_the_rights_names_the_fix_and_leaves_the_process_alone() {
+    require_plugin("ebpf");
+    if !require_root("attach_without_the_rights_names_the_fix_and_leaves_the_process_alone") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = tmp.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::os::unix::fs::chown(&out, Some(NOBODY), Some(NOBODY)).unwrap();
+    let mut target = std::process::Command::new("sleep").arg("20").spawn().unwrap();
+    let pid = target.id().to_string();
+    let o = as_nobody(
+        tmp.path(),
+        &["attach", &pid, "--source", "ebpf", "--sink", "folded", "-o", out.to_str().unwrap()],
+    );
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(125), "{e}");
+    assert!(e.contains("failed to attach to process") && e.contains("CAP_BPF"), "{e}");
+    assert!(target.try_wait().unwrap().is_none(), "the process did not survive: {e}");
+    let _ = target.kill();
+    let _ = target.wait();
+}
