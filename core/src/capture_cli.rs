@@ -76,6 +76,9 @@ impl WindowArgs {
 
 /// Runs a recording: continuous (`--every`) or one session.
 pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
+    // From the start: a window request that comes while plugins load must not end xpuprof
+    // (SIGUSR2's default action).
+    trigger::install();
     if opts.capture.every.is_some() {
         xpuprof_core::continuous::record(opts)
     } else {
@@ -137,6 +140,7 @@ pub fn attach(args: AttachArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         verbosity: global.verbose,
         capture: CaptureOptions { delay: args.delay, duration: args.duration, ..Default::default() },
     };
+    trigger::install();
     match attach::attach(&opts) {
         Ok(outcome) => {
             summary::print_attached(&outcome, opts.pid);

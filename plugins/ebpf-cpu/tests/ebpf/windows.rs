@@ -360,3 +360,30 @@ fn ebpf_follows_the_marker_windows_another_source_opens() {
     assert_eq!(windows.len(), 1, "{summary}");
     assert!(windows[0].ends_with("(opened by nvtx)"), "{summary}");
 }
+
+#[test]
+fn sigusr2_opens_a_window_of_the_sessions_duration() {
+    if !root_or_skip("sigusr2_opens_a_window_of_the_sessions_duration") {
+        return;
+    }
+    let Some(bin) = xpuprof() else { return };
+    let out = tempfile::tempdir().unwrap();
+    let cmd = format!("{} 1; {} 9", workload("burn"), workload("jit"));
+    let mut session = Command::new(&bin)
+        .args(["--quiet", "--source", "ebpf", "--sink", "folded", "--start-paused", "--duration", "1s", "-c"])
+        .arg(config(out.path()))
+        .arg("-o")
+        .arg(out.path())
+        .args(["--", "/bin/sh", "-c", &cmd])
+        .spawn()
+        .expect("run xpuprof");
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: signalling our own child.
+    assert_eq!(unsafe { libc::kill(session.id() as i32, libc::SIGUSR2) }, 0);
+    let status = wait_at_most(&mut session, Duration::from_secs(60), "the session");
+    assert!(status.success(), "xpuprof exited with {status}");
+    let folded = read_folded(out.path());
+    assert!(weight_with(&folded, "jit_burn_loop") > 0, "nothing sampled after SIGUSR2:\n{folded}");
+    assert_eq!(weight_with(&folded, "burn_three"), 0, "samples while dormant:\n{folded}");
+    assert!(total(&folded) <= 1_300_000_000, "more CPU time than the 1 s window holds:\n{folded}");
+}
