@@ -219,7 +219,7 @@ impl Windows<'_> {
         for (n, why) in sources.set_capture(true, &mut self.failures) {
             tracing::warn!("source `{n}` records the whole run, not only the capture windows ({why})");
         }
-        let span = Span { start, end: 0, opener: crate::window::Opener::Delay };
+        let span = Span { start, end: 0, opener: crate::window::Opener::Every };
         self.open = Some((span, out, name));
         Ok(())
     }

@@ -167,6 +167,8 @@ pub enum Opener {
     Trigger,
     /// `xpuprof attach`.
     Attach,
+    /// Continuous mode's clock (`--every`).
+    Every,
 }
 
 impl Opener {
@@ -177,6 +179,7 @@ impl Opener {
             Self::Delay => "delay",
             Self::Trigger => "trigger",
             Self::Attach => "attach",
+            Self::Every => "every",
         }
     }
 }
@@ -200,6 +203,7 @@ impl Span {
             Opener::Delay => WindowOpener::Delay,
             Opener::Trigger => WindowOpener::Trigger,
             Opener::Attach => WindowOpener::Attach,
+            Opener::Every => WindowOpener::Every,
         };
         CaptureWindow::default().start(self.start).end(self.end.max(self.start)).opener(opener)
     }

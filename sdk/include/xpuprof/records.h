@@ -114,6 +114,7 @@ extern "C" {
 #define XPUPROF_WINDOW_ATTACH 4
 #define XPUPROF_WINDOW_CUDA_PROFILER_API 5
 #define XPUPROF_WINDOW_NVTX 6
+#define XPUPROF_WINDOW_EVERY 7
 /* Vendor: an open byte; third parties use 0x40 and up and name themselves in vendor_name. */
 #define XPUPROF_VENDOR_UNKNOWN 0
 #define XPUPROF_VENDOR_NVIDIA 1

@@ -266,6 +266,8 @@ wire_enum! {
         CudaProfilerApi = 5,
         /// The program entered an NVTX range of the `--capture-range` message.
         Nvtx = 6,
+        /// Continuous mode's clock (`--every`).
+        Every = 7,
     }
 }
 
