@@ -27,11 +27,24 @@ pub fn attach(
     if !Path::new(&format!("/proc/{pid}")).exists() {
         return Err(PluginError::new(format!("failed to attach to process {pid}: no such process")));
     }
-    let cuda: Vec<u32> = candidates
+    let mut cuda: Vec<u32> = candidates
         .iter()
         .copied()
         .filter(|&p| xpuprof_inject::maps_library(p, "libcuda.so").unwrap_or(false))
         .collect();
+    if tree {
+        // A launcher (torchrun) may map the driver without using a GPU: only processes with a GPU
+        // device open are CUDA processes (the agent itself refuses one that never called cuInit).
+        let (gpu, idle): (Vec<u32>, Vec<u32>) = cuda.iter().partition(|&&p| {
+            xpuprof_inject::maps_file(p, |path| path.starts_with("/dev/nvidia")).unwrap_or(false)
+        });
+        if !gpu.is_empty() {
+            for p in idle {
+                log.info(&format!("cupti: process {p} maps libcuda but has no GPU open: skipped"));
+            }
+            cuda = gpu;
+        }
+    }
     if cuda.is_empty() {
         let which = if tree {
             format!(

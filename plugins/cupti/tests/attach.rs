@@ -31,7 +31,11 @@ fn build(dir: &Path) -> PathBuf {
     let lib = dir.join("libcuda.so.1");
     let include = format!("-I{}", cupti_sys::INCLUDE_DIR.trim());
     let src = doubles().join("libcuda_double.c");
-    cc(&["-Wall", "-O1", "-shared", "-fPIC", &include, src.to_str().unwrap(), "-lpthread", "-ldl"], &lib);
+    let soname = "-Wl,-soname,libcuda.so.1";
+    cc(
+        &["-Wall", "-O1", "-shared", "-fPIC", soname, &include, src.to_str().unwrap(), "-lpthread", "-ldl"],
+        &lib,
+    );
     let app = dir.join("app");
     let rpath = format!("-Wl,-rpath,{}", dir.display());
     let src = doubles().join("app.c");
@@ -77,9 +81,9 @@ fn record(xpuprof: &Path, dir: &Path, args: &[&str], mode: &str) -> (Child, Path
     (child, out)
 }
 
-fn start(app: &Path, dir: &Path, seconds: &str) -> Child {
+fn start(app: &Path, dir: &Path, args: &[&str]) -> Child {
     let mut child = Command::new(app)
-        .arg(seconds)
+        .args(args)
         .env("XPUPROF_CUPTI_LIB", dir.join("libcuda.so.1"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -119,7 +123,7 @@ fn attaches_twice_to_a_running_cuda_program_which_goes_on_unharmed() {
     }
     let dir = tempfile::tempdir().unwrap();
     let app = build(dir.path());
-    let child = start(&app, dir.path(), "10");
+    let child = start(&app, dir.path(), &["10"]);
     let pid = child.id();
     for (round, how) in [(1, "loaded the agent into"), (2, "reused the agent already loaded in")] {
         let (ok, folded, err) = attach(&xpuprof, pid, &dir.path().join(format!("out{round}")));
@@ -205,4 +209,18 @@ fn a_paused_session_records_only_its_triggered_window_and_detaches_cupti_outside
         stdout.contains("subscribed 2 finalized 2"),
         "CUPTI detached while paused, attached for the window, detached after it: {stdout}"
     );
+}
+
+#[test]
+fn a_process_that_has_not_initialised_cuda_is_refused_by_the_agent() {
+    let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let app = build(dir.path());
+    let child = start(&app, dir.path(), &["3", "noinit"]);
+    let (_, _, err) = attach(&xpuprof, child.id(), &dir.path().join("out"));
+    assert!(err.contains("CUDA is not initialised in this process yet"), "{err}");
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(out.contains("subscribed 0 finalized 0"), "CUPTI never touched: {out}");
 }

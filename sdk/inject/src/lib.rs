@@ -120,6 +120,11 @@ pub fn is_loaded(pid: u32, library: &Path) -> Result<bool, InjectError> {
 /// True when process `pid` has a library whose file name starts with `prefix` loaded
 /// (`libcuda.so`: a CUDA process).
 pub fn maps_library(pid: u32, prefix: &str) -> Result<bool, InjectError> {
+    maps_file(pid, |path| maps::file_name(path).starts_with(prefix))
+}
+
+/// True when process `pid` maps a file whose path `matches` (`/dev/nvidia`: a GPU device open).
+pub fn maps_file(pid: u32, matches: impl Fn(&str) -> bool) -> Result<bool, InjectError> {
     let maps = maps::read(pid).map_err(|e| crate::error::proc_error(pid, e))?;
-    Ok(maps.iter().any(|m| maps::file_name(&m.path).starts_with(prefix)))
+    Ok(maps.iter().any(|m| matches(&m.path)))
 }

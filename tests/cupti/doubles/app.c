@@ -8,8 +8,9 @@
  *   cuProfilerStop, 3 `outside_kernel`, and 4 more `inside_kernel` in a second range.
  * `app nvtx`: the same with the NVTX range "step" (pushed and popped) instead, with a nested
  *   range of another name inside the first one.
- * Each mode runs cuInit's injection first (xpuprof record), then prints how many launches it
- * made and how often CUPTI was subscribed and finalized, and exits 3.
+ * Each mode runs cuInit first (and its injection under xpuprof record; `app SECONDS noinit` does
+ * not: the process maps the driver without having initialised CUDA), then prints how many launches
+ * it made and how often CUPTI was subscribed and finalized, and exits 3.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -67,7 +68,9 @@ static unsigned long range(int nvtx, int inside, int nested) {
 int main(int argc, char **argv) {
     unsigned long launches = 0;
     const char *mode = argc > 1 ? argv[1] : "5";
-    xpuprof_double_init();
+    if (argc < 3 || strcmp(argv[2], "noinit") != 0) {
+        xpuprof_double_init();
+    }
     printf("ready\n");
     fflush(stdout);
     if (strcmp(mode, "markers") == 0 || strcmp(mode, "nvtx") == 0) {

@@ -137,11 +137,20 @@ static int traced(uint32_t domain, uint32_t cbid) {
     return on;
 }
 
+static int cuda_initialised;
+
+/* The driver's answer before cuInit. */
+CUresult cuDeviceGetCount(int *count) {
+    *count = cuda_initialised ? 1 : 0;
+    return cuda_initialised ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
 int xpuprof_double_init(void) {
     static int done;
     const char *path = getenv("CUDA_INJECTION64_PATH");
     void *h;
     int (*init)(void);
+    cuda_initialised = 1;
     if (done || path == NULL) {
         return 0;
     }

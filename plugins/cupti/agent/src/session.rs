@@ -72,6 +72,11 @@ fn attach(socket: &str, opts: &str) {
         Some(None) => {
             refuse(socket, "the agent failed to start earlier in this process; it cannot attach again")
         }
+        None if crate::sys::cuda_initialised() == Some(false) => refuse(
+            socket,
+            "CUDA is not initialised in this process yet (no CUDA call so far): nothing to record; \
+             attach once it uses the GPU",
+        ),
         None => {
             config.common.socket = Some(socket.to_owned());
             config.late = true;

@@ -327,3 +327,28 @@ pub fn own_path() -> Option<String> {
     // SAFETY: dladdr returned a valid NUL-terminated path.
     Some(String::from_utf8_lossy(unsafe { c_str(info.dli_fname) }).into_owned())
 }
+
+/// Whether this process has initialised CUDA (`cuInit` ran): `cuDeviceGetCount` of the loaded
+/// driver answers `CUDA_ERROR_NOT_INITIALIZED` (3) before. `None` when no driver is loaded or it
+/// lacks the function.
+pub fn cuda_initialised() -> Option<bool> {
+    // SAFETY: RTLD_NOLOAD only returns a handle to a library already loaded; nothing runs.
+    let h = unsafe { libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_NOW) };
+    // The driver by its soname (loaded locally by the CUDA runtime), else in the global scope.
+    let scope = if h.is_null() { libc::RTLD_DEFAULT } else { h };
+    // SAFETY: dlsym on a valid handle (or the global scope) with a NUL-terminated name.
+    let f = unsafe { libc::dlsym(scope, c"cuDeviceGetCount".as_ptr()) };
+    let answer = (!f.is_null()).then(|| {
+        // SAFETY: cuDeviceGetCount has this signature (cuda.h) and only writes the count.
+        let get: unsafe extern "C" fn(*mut std::os::raw::c_int) -> u32 = unsafe { std::mem::transmute(f) };
+        let mut n = 0;
+        // SAFETY: `n` is a valid out-pointer.
+        let result = unsafe { get(&mut n) };
+        result != 3
+    });
+    if !h.is_null() {
+        // SAFETY: `h` came from dlopen above; the library stays loaded (the process holds it).
+        unsafe { libc::dlclose(h) };
+    }
+    answer
+}
