@@ -11,7 +11,8 @@ synchronizes). Prints one line, PASS or FAIL, then:
   of them must have exactly KERNELS_PER_STEP kernels (interior=OK/N), the first and last at most
   that many (a window edge cuts them): a missing kernel inside the window fails;
 - span=S s: from the first recorded step's start to the last one's end, which must cover
-  WINDOW_S less two steps;
+  WINDOW_S less 0.25 s (the agent starts collecting a little after the host opens the window: the
+  injection and CUPTI's subscription, first_record below);
 - stray=K: kernels outside every step (must be 0);
 - first_record=D s: from ATTACH_START_NS (when `xpuprof attach` was started) to the first kernel
   (the budget is 2 s);
@@ -69,7 +70,7 @@ def main():
         ok == len(interior)
         and stray == 0
         and max(edges) <= kps
-        and span >= window - 2 * step_s
+        and span >= window - 0.25
     )
     first_record = f" first_record={(ks[0] - attach_ns) / 1e9:.2f}s" if attach_ns else ""
     print(

@@ -426,12 +426,12 @@ if [[ " $STEPS " == *" attach "* ]]; then
     done
     T=tests/workloads/cuda/attach_train.py
     "$CARRY/xpuprof" --plugin-dir "$CARRY" record --capture-range cuda-profiler-api --source cupti --sink chrome -o "$A/calib" -- \
-      python3 "$T" --calibrate 50 --log "$A/calib-steps.log" >"$A/calib.out" 2>"$A/calib.err"
+      python3 "$T" --calibrate 50 --step-log "$A/calib-steps.log" >"$A/calib.out" 2>"$A/calib.err"
     rc=$?
     n=$(python3 -c "import json; t=json.load(open('$A/calib/trace.json')); e=t.get('traceEvents',t) if isinstance(t,dict) else t; print(sum(1 for x in e if x.get('cat')=='kernel'))" 2>/dev/null)
     KPS=$(( ${n:-0} / 50 )); row "attach calibrate" "rc=$rc kernels=${n:-?} of 50 steps: $KPS per step (remainder $(( ${n:-0} % 50 )))"
     D=${ATTACH_DELAY:-20}; L=${ATTACH_DUR:-5}
-    python3 "$T" --seconds $((D + 2 * L + 40)) --log "$A/steps.log" >"$A/train.out" 2>"$A/train.err" &
+    python3 "$T" --seconds $((D + 2 * L + 40)) --step-log "$A/steps.log" >"$A/train.out" 2>"$A/train.err" &
     TP=$!
     for _ in $(seq 1 120); do grep -q '^ready' "$A/train.out" && break; sleep 1; done
     sleep "$D"
@@ -452,6 +452,20 @@ if [[ " $STEPS " == *" attach "* ]]; then
       row "attach $k python lines" "$(python3 scripts/gpu/check_python_stacks.py "$A/attach$k" "$T" --min 99 2>&1 | tail -1)"
     done
     row "attach training loop after both" "rc=$rc $(tail -1 "$A/train.out") $(grep -c -i 'error\|Traceback' "$A/train.err") error lines"
+    # --tree on a 2-GPU torchrun launcher: every rank under it is recorded (2 or more GPUs only).
+    if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+      python3 -m torch.distributed.run --nproc_per_node 2 "$T" --seconds 60 --step-log "$A/ranks.log" >"$A/tree.out" 2>"$A/tree.err" &
+      TR=$!
+      for _ in $(seq 1 120); do [ "$(grep -c '^ready' "$A/tree.out")" -ge 2 ] && break; sleep 1; done
+      sleep 5
+      "$CARRY/xpuprof" --plugin-dir "$CARRY" attach "$TR" --tree --source cupti --sink chrome,summary --duration ${L}s -v -o "$A/tree" \
+        >"$A/tree-attach.out" 2>"$A/tree-attach.err"
+      rc=$?
+      pids=$(python3 -c "import json; t=json.load(open('$A/tree/trace.json')); e=t.get('traceEvents',t) if isinstance(t,dict) else t; l={x['bind_id']: x.get('pid') for x in e if x.get('flow_out') and 'bind_id' in x}; print(len({x.get('args',{}).get('pid', l.get(x.get('bind_id'))) for x in e if x.get('cat')=='kernel'} - {None}))" 2>/dev/null)
+      wait "$TR"
+      [ "${pids:-0}" -ge 2 ] && v=PASS || v=FAIL
+      row "attach --tree torchrun 2 ranks" "rc=$rc $v kernel_pids=${pids:-?} $(grep -c 'loaded the agent into' "$A/tree-attach.err") agents loaded"
+    fi
     (cd "$W" && tar czf "$OUT/attach.tar.gz" attach)
   else
     row "attach" "skipped: no $CARRY/xpuprof"

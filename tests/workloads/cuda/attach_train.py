@@ -1,12 +1,15 @@
 """A PyTorch training loop for `xpuprof attach` (issue 25), started without xpuprof.
 
-usage: attach_train.py --seconds S --log FILE [--calibrate N]
+usage: attach_train.py --seconds S --step-log FILE [--calibrate N]
 
 Trains a small MLP (forward, backward, AdamW step) on the GPU. After 20 warm-up steps it prints
 `ready pid=PID` and then appends one line per step to FILE: `step I T0 T1`, the step's start and
 end in CLOCK_MONOTONIC nanoseconds (the session clock of xpuprof's outputs); each step ends with
 torch.cuda.synchronize(), so every kernel of step I runs between its T0 and T1. It stops after S
 seconds and prints `steps N`.
+
+Under torchrun each rank trains on its own GPU (cuda:LOCAL_RANK, no gradient exchange: enough for
+`xpuprof attach --tree` on the launcher to find every rank) and logs to FILE.RANK.
 
 With --calibrate N it wraps steps 1..N after the warm-up in torch.cuda.profiler.start()/stop()
 (cudaProfilerStart/Stop): `xpuprof record --capture-range cuda-profiler-api` on it then counts
@@ -39,9 +42,14 @@ def train_step(model, opt, x, y):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float, default=60.0)
-    p.add_argument("--log", default=os.devnull)
+    p.add_argument("--step-log", default=os.devnull)
     p.add_argument("--calibrate", type=int, default=0)
     a = p.parse_args()
+    rank = os.environ.get("LOCAL_RANK")
+    if rank is not None:
+        torch.cuda.set_device(int(rank))
+        if a.step_log != os.devnull:
+            a.step_log = f"{a.step_log}.{rank}"
     model, opt = make_model()
     x = torch.randn(256, 1024, device="cuda")
     y = torch.randint(0, 10, (256,), device="cuda")
@@ -51,7 +59,7 @@ def main():
     print(f"ready pid={os.getpid()}", flush=True)
     end = time.monotonic() + a.seconds
     steps = 0
-    with open(a.log, "w", buffering=1) as log:
+    with open(a.step_log, "w", buffering=1) as log:
         while steps < a.calibrate or (a.calibrate == 0 and time.monotonic() < end):
             if a.calibrate and steps == 0:
                 torch.cuda.profiler.start()
