@@ -399,8 +399,9 @@ fi
 # ---- attach: capture windows and attach on a running job (#25) ----------------------------------
 # 1. markers.cu: --capture-range cuda-profiler-api and nvtx:window select exactly the kernels between
 #    the markers (stop: 7 inside_kernel, repeat: 11; never an outside_kernel).
-# 2. attach_train.py (PyTorch training, started without xpuprof): the kernels per step come from a
-#    calibration run (--capture-range cuda-profiler-api around 50 steps); then the running loop is
+# 2. attach_train.py (PyTorch training): the kernels per step come from a calibration run
+#    (--capture-range cuda-profiler-api around 50 steps); a run under `record --delay 12s
+#    --duration 3s` must hold every step of its window; then a loop started without xpuprof is
 #    attached after ATTACH_DELAY s for ATTACH_DUR s, twice in a row (the second reuses the loaded
 #    agent): check_attach.py wants every step inside each window with exactly its kernels, the
 #    first record within 2 s of the attach, and prints the step time before/during/after;
@@ -431,6 +432,12 @@ if [[ " $STEPS " == *" attach "* ]]; then
     n=$(python3 -c "import json; t=json.load(open('$A/calib/trace.json')); e=t.get('traceEvents',t) if isinstance(t,dict) else t; print(sum(1 for x in e if x.get('cat')=='kernel'))" 2>/dev/null)
     KPS=$(( ${n:-0} / 50 )); row "attach calibrate" "rc=$rc kernels=${n:-?} of 50 steps: $KPS per step (remainder $(( ${n:-0} % 50 )))"
     D=${ATTACH_DELAY:-20}; L=${ATTACH_DUR:-5}
+    # A window of a run started under xpuprof: dormant (CUPTI detached) for --delay, then --duration.
+    "$CARRY/xpuprof" --plugin-dir "$CARRY" record --delay 12s --duration 3s --source cupti --sink chrome,folded -o "$A/delayed" -- \
+      python3 "$T" --seconds 20 --step-log "$A/delayed-steps.log" >"$A/delayed.out" 2>"$A/delayed.err"
+    rc=$?
+    row "attach record --delay 12s --duration 3s" \
+      "rc=$rc $(python3 scripts/gpu/check_attach.py "$A/delayed/trace.json" "$A/delayed-steps.log" "$KPS" 3 2>&1 | tail -1)"
     python3 "$T" --seconds $((D + 2 * L + 40)) --step-log "$A/steps.log" >"$A/train.out" 2>"$A/train.err" &
     TP=$!
     for _ in $(seq 1 120); do grep -q '^ready' "$A/train.out" && break; sleep 1; done
