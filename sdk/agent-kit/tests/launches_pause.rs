@@ -1,6 +1,7 @@
 //! The launch-site registry across a pause of the agent's callbacks: a call that entered before
 //! the pause and whose exit callback never came is closed at the thread's next entry, so later
-//! calls keep their own launch entries and stacks instead of reading as nested in it.
+//! calls keep their own launch entries and stacks instead of reading as nested in it. And across
+//! sessions (an agent attached again to a new host): every stack is defined again.
 
 use xpuprof_agent_kit::launches::{Registry, Sites};
 use xpuprof_agent_kit::wire::launches::{parse, Entry, Launch};
@@ -56,4 +57,37 @@ fn without_a_pause_an_inner_call_stays_nested() {
     });
     assert_eq!(got.len(), 2);
     assert_eq!(got[1].flags & wire::LAUNCH_NESTED, wire::LAUNCH_NESTED);
+}
+
+/// One launch from the same call site: its stack is defined with the first launch of each session.
+#[inline(never)]
+fn launch_here(r: &Registry, sites: &Sites<'_>, correlation: u32) {
+    assert!(r.enter(sites, 1, 7, correlation, stack::registers()).is_some());
+    r.exit(0);
+}
+
+#[test]
+fn a_new_session_defines_every_stack_again() {
+    let known = modules::Known::default();
+    let sites = Sites { record_entries: true, stacks: true, max_depth: 64, own_code: &[], known: &known };
+    let r = Registry::default();
+    let clock = timestamps::Clock::new(false);
+    let stacks_drained = |r: &Registry| {
+        let mut out = Vec::new();
+        r.drain(&mut out, &clock);
+        let (msgs, _) = wire::split_messages(&out);
+        let entries: Vec<Entry> =
+            msgs.iter().filter(|m| m.ty == wire::MSG_LAUNCHES).flat_map(|m| parse(m.payload).1).collect();
+        entries.iter().filter(|e| matches!(e, Entry::Stack { .. })).count()
+    };
+    // One call site: every round launches from the same line.
+    let mut got = Vec::new();
+    for round in 0..4u32 {
+        if round == 3 {
+            r.new_session();
+        }
+        launch_here(&r, &sites, round);
+        got.push(stacks_drained(&r));
+    }
+    assert_eq!(got, [1, 0, 0, 1], "defined once per host: again after the new session");
 }
