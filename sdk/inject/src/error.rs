@@ -149,8 +149,8 @@ pub(crate) fn proc_error(pid: u32, source: std::io::Error) -> InjectError {
 pub(crate) fn permission_hint(pid: u32) -> String {
     let yama = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok();
     let yama = yama.as_deref().map(str::trim);
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
+    // This process's effective uid owns its /proc entry.
+    let euid = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap_or(0);
     let owner = owner(pid);
     let mut parts = Vec::new();
     match yama {
