@@ -3,7 +3,8 @@
 # program under `xpuprof --source cupti --sink folded,chrome` with exact checks, and runs the
 # launch-bound benchmark. Run from the repository root on the GPU machine:
 #
-#   scripts/gpu/run-all.sh [capture] [test] [graphs] [agree] [stacks] [bench] [outputs] [attach]   (default: all)
+#   scripts/gpu/run-all.sh [capture] [test] [graphs] [agree] [stacks] [bench] [outputs] [attach] [e2e] [real]
+#   (default: all but e2e and real, the benchmarks, which run on their own)
 #
 # Needs: nvcc and CUPTI (CUDA_HOME, default /usr/local/cuda-13.0), python3, and the Rust parts
 # built on the development machine and carried in .device-carry/ (xpuprof, the plugins and
@@ -22,7 +23,7 @@ AGENT=$CARRY/libxpuprof_cupti_agent.so
 AGENT_DEFAULT_OPTS=kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent
 BENCH_N=${BENCH_N:-200000}
 ROUNDS=${ROUNDS:-7}
-STEPS=${*:-capture test graphs agree stacks bench outputs attach}   # e2e: issue 6 benchmarks (run it on its own)
+STEPS=${*:-capture test graphs agree stacks bench outputs attach}   # e2e (issue 6) and real (issue 29) benchmarks: run them on their own
 mkdir -p "$OUT" "$W/bin" "$W/fixtures" "$W/logs"
 SUMMARY=$W/summary.txt
 : >"$SUMMARY"
@@ -56,6 +57,40 @@ for c in [c for c in med if c not in ("unprofiled", "cupti_alone")]:
               + f" (median {statistics.median(rb):.3f})")
 PY
 bench_summary() { python3 "$W/bench_summary.py" "$@"; }
+
+# Summary of a file of "round config BENCH2AB|BENCH2RES|REAL k=v..." lines (round 0 is the warm-up):
+# per configuration, the median of the processes' median pair ratio and of all pairs; for
+# `ab`, also the paused windows' ms and loops per step against the unprofiled processes'.
+pairs_summary() {  # label, file
+  python3 - "$1" "$2" <<'PY' | tee -a "$SUMMARY"
+import statistics, sys
+label = sys.argv[1]
+per, pooled, off, loops = {}, {}, {}, {}
+for ln in open(sys.argv[2]):
+  f = ln.split()
+  if len(f) < 2 or f[0] == "0":
+      continue
+  kv = dict(x.split("=", 1) for x in f[3:] if "=" in x)
+  if "ratio_median" not in kv:
+      print(f"bench[{label}] {f[1]} round {f[0]}: no result")
+      continue
+  per.setdefault(f[1], []).append(float(kv["ratio_median"]))
+  pooled.setdefault(f[1], []).extend(float(v) for v in kv["ratios"].split(","))
+  if "off_ms_median" in kv:
+      off.setdefault(f[1], []).append(float(kv["off_ms_median"]))
+      loops.setdefault(f[1], []).append(float(kv.get("off_loops_median", "nan")))
+base = statistics.median(loops["unprofiled"]) if "unprofiled" in loops else None
+for c in per:
+  q = sorted(pooled[c])
+  line = (f"bench[{label}] {c:<22} on/off median of processes {statistics.median(per[c]):.3f} "
+          f"(processes {' '.join(f'{v:.3f}' for v in per[c])}); all pairs median {statistics.median(q):.3f} "
+          f"[{q[len(q) // 4]:.3f}-{q[3 * len(q) // 4]:.3f}] n={len(q)}")
+  if c in off:
+      line += (f"; paused windows {statistics.median(off[c]):.3f} ms/step, {statistics.median(loops[c]):.4f} loops/step"
+               + (f" ({statistics.median(loops[c]) / base:.3f}x unprofiled's)" if base else ""))
+  print(line)
+PY
+}
 
 # ---- build ---------------------------------------------------------------------------------
 NVCC="$CUDA_HOME/bin/nvcc -g -O2 -std=c++17 -arch=sm_90 -Xcompiler -fno-omit-frame-pointer -I$INC"
@@ -549,39 +584,6 @@ if [[ " $STEPS " == *" e2e "* ]]; then
     row "B4 bytes per launch (N=$BENCH_N+100)" "archive $(python3 -c "print(round($a/($BENCH_N+100),1))") chrome $(python3 -c "print(round(${j:-0}/($BENCH_N+100),1))")"
   fi
   T=tests/workloads/cuda/transformer_bench.py
-  # Summary of a file of "round config BENCH2AB|BENCH2RES k=v..." lines (round 0 is the warm-up):
-  # per configuration, the median of the processes' median pair ratio and of all pairs; for
-  # `ab`, also the paused windows' ms and loops per step against the unprofiled processes'.
-  pairs_summary() {  # label, file
-    python3 - "$1" "$2" <<'PY' | tee -a "$SUMMARY"
-import statistics, sys
-label = sys.argv[1]
-per, pooled, off, loops = {}, {}, {}, {}
-for ln in open(sys.argv[2]):
-    f = ln.split()
-    if len(f) < 2 or f[0] == "0":
-        continue
-    kv = dict(x.split("=", 1) for x in f[3:] if "=" in x)
-    if "ratio_median" not in kv:
-        print(f"bench[{label}] {f[1]} round {f[0]}: no result")
-        continue
-    per.setdefault(f[1], []).append(float(kv["ratio_median"]))
-    pooled.setdefault(f[1], []).extend(float(v) for v in kv["ratios"].split(","))
-    if "off_ms_median" in kv:
-        off.setdefault(f[1], []).append(float(kv["off_ms_median"]))
-        loops.setdefault(f[1], []).append(float(kv.get("off_loops_median", "nan")))
-base = statistics.median(loops["unprofiled"]) if "unprofiled" in loops else None
-for c in per:
-    q = sorted(pooled[c])
-    line = (f"bench[{label}] {c:<22} on/off median of processes {statistics.median(per[c]):.3f} "
-            f"(processes {' '.join(f'{v:.3f}' for v in per[c])}); all pairs median {statistics.median(q):.3f} "
-            f"[{q[len(q) // 4]:.3f}-{q[3 * len(q) // 4]:.3f}] n={len(q)}")
-    if c in off:
-        line += (f"; paused windows {statistics.median(off[c]):.3f} ms/step, {statistics.median(loops[c]):.4f} loops/step"
-                 + (f" ({statistics.median(loops[c]) / base:.3f}x unprofiled's)" if base else ""))
-    print(line)
-PY
-  }
   # B2 small, paused/collecting windows in one process (transformer_bench.py mode ab): part `ab`;
   # knobs AB_CFGS (unprofiled = the method's own spread), ROUNDS_AB (4), AB_STEPS (2000), AB_PAIRS (20).
   if [[ $PARTS == *" ab "* ]]; then
@@ -634,6 +636,45 @@ PY
       bench_summary "$W/logs/b2-$size-loops.txt" 1000000 "B2-$size-loops" loops/step | tee -a "$SUMMARY"
     done
   fi
+fi
+
+# ---- real: issue 29's real workloads (third-party model code) ----------------------------------
+# tests/workloads/torch/real_bench.py in one process: the agent paused and collecting in adjacent
+# windows (mode ab, as B2 small), per configuration, plus the paused state's residual (CUPTI
+# attached idle vs detached). REAL_WORKLOADS (resnet qwen ddp), REAL_CFGS, ROUNDS_REAL (2
+# processes per configuration), REAL_STEPS (640), AB_PAIRS (16). ddp runs under torchrun on 2 GPUs.
+if [[ " $STEPS " == *" real "* ]]; then
+  ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  X="$CARRY/xpuprof --plugin-dir $CARRY"
+  R=tests/workloads/torch/real_bench.py
+  printf '[source.cupti]\npython = "off"\n' >"$W/real-nopython.toml"
+  printf '[source.cupti]\nlaunch_stacks = "off"\n' >"$W/real-nostacks.toml"
+  real_cfg() {  # config, workload, mode: runs one process, prints its REAL line
+    local c=$1 wl=$2 mode=$3 prog
+    if [ "$wl" = ddp ]; then prog="torchrun --standalone --nproc_per_node=2 $R $mode ddp ${REAL_STEPS:-640}"
+    else prog="python3 $R $mode $wl ${REAL_STEPS:-640}"; fi
+    rm -rf "$W/real-out/$c"
+    case $c in
+      unprofiled|residual) $prog ;;
+      xpuprof_default) $X --source ebpf,cupti --sink summary -o "$W/real-out/$c" -- $prog ;;
+      xpuprof_cupti) $X --source cupti --sink summary -o "$W/real-out/$c" -- $prog ;;
+      xpuprof_nopython) $X --source cupti -c "$W/real-nopython.toml" --sink summary -o "$W/real-out/$c" -- $prog ;;
+      xpuprof_nostacks) $X --source cupti -c "$W/real-nostacks.toml" --sink summary -o "$W/real-out/$c" -- $prog ;;
+    esac
+  }
+  for wl in ${REAL_WORKLOADS:-resnet qwen ddp}; do
+    : >"$W/logs/real-$wl-lines.txt"
+    for r in $(seq 1 "${ROUNDS_REAL:-2}"); do
+      for c in ${REAL_CFGS:-unprofiled xpuprof_default xpuprof_cupti xpuprof_nostacks}; do
+        line=$(real_cfg $c $wl ab 2>>"$W/logs/real-$wl-$c.err" | grep '^REAL')
+        echo "$r $c $line" >>"$W/logs/real-$wl-lines.txt"
+      done
+      line=$(real_cfg residual $wl residual 2>>"$W/logs/real-$wl-residual.err" | grep '^REAL')
+      echo "$r residual $line" >>"$W/logs/real-$wl-lines.txt"
+    done
+    pairs_summary "real-$wl" "$W/logs/real-$wl-lines.txt"
+    grep -h 'autograd\|device ops\|losses' "$W/logs/real-$wl-xpuprof_default.err" | tail -4 | sed "s/^/real-$wl last xpuprof_default: /" | tee -a "$SUMMARY"
+  done
 fi
 
 (cd "$W" && tar czf "$OUT/logs.tar.gz" logs summary.txt)
