@@ -28,12 +28,17 @@ def messages(data):
         sys.exit(f"the stream does not end on a message boundary ({len(data) - at} bytes left)")
 
 
-def launch_entries(payload, stacks, calls):
+def launch_entries(payload, stacks, calls, protocol):
     at = 8  # tid u32, pad u32
     while at < len(payload):
         kind = payload[at]
         if kind == ENTRY_STACK:
-            frames, h = payload[at + 1], struct.unpack_from("<Q", payload, at + 8)[0]
+            # Protocol 1: the frame count is byte 1; protocol 2: a u16 at bytes 2-3.
+            if protocol == 1:
+                frames = payload[at + 1]
+            else:
+                (frames,) = struct.unpack_from("<H", payload, at + 2)
+            h = struct.unpack_from("<Q", payload, at + 8)[0]
             stacks[h] = struct.unpack_from(f"<{frames}Q", payload, at + 16)
             at += 16 + 8 * frames
         elif kind == ENTRY_LAUNCH:
@@ -62,7 +67,7 @@ def main():
     stacks, calls = {}, []
     for t, p in msgs:
         if t == MSG_LAUNCHES:
-            launch_entries(p, stacks, calls)
+            launch_entries(p, stacks, calls, protocol)
     if [(d, a, c) for d, a, c, _, _ in calls] != [(1, 1, 1), (1, 1, 2), (1, 1, 3)]:
         sys.exit(f"expected three launches (domain 1, api 1, correlation 1..3): {calls}")
     hashes = {h for *_, h in calls}

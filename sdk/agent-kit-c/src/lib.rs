@@ -32,7 +32,7 @@ pub struct Options {
     pub runtime_libraries: *const *const c_char,
     /// Correlation backend.
     pub backend: u32,
-    /// Most frames per stack (0: 128).
+    /// Most frames per stack (0: 128; above [`MAX_DEPTH`], [`MAX_DEPTH`]).
     pub max_depth: u32,
 }
 
@@ -47,6 +47,19 @@ pub struct Agent {
     backend: u32,
     max_depth: usize,
     sender: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// `XPUPROF_AGENT_MAX_DEPTH`: the most frames a launch stack keeps (`max_depth` above it is
+/// taken as it), the wire's bound.
+pub const MAX_DEPTH: u32 = wire::MAX_STACK_FRAMES as u32;
+
+/// The frames per stack that `max_depth` asks for: 0 is 128, more than [`MAX_DEPTH`] is
+/// [`MAX_DEPTH`].
+pub fn depth(max_depth: u32) -> usize {
+    match max_depth {
+        0 => 128,
+        d => d.min(MAX_DEPTH) as usize,
+    }
 }
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
@@ -159,7 +172,7 @@ unsafe fn start(o: &Options) -> Result<&'static Agent, String> {
         clock: timestamps::Clock::new(true),
         own_code: modules::ranges_of(&lib_refs),
         backend: o.backend,
-        max_depth: if o.max_depth == 0 { 128 } else { o.max_depth as usize },
+        max_depth: depth(o.max_depth),
         sender: Mutex::new(None),
     };
     let mut first = Vec::new();
@@ -307,5 +320,18 @@ pub unsafe extern "C" fn xpuprof_agent_finish(agent: *const Agent) {
     // SAFETY: NULL or the static agent.
     if let Some(a) = unsafe { agent.as_ref() } {
         a.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_depth_is_bounded_and_the_header_says_the_same_bound() {
+        assert_eq!((depth(0), depth(300), depth(u32::MAX)), (128, 300, wire::MAX_STACK_FRAMES));
+        let header = include_str!("../../include/xpuprof/agent.h");
+        let line = format!("#define XPUPROF_AGENT_MAX_DEPTH {MAX_DEPTH}");
+        assert!(header.lines().any(|l| l.trim() == line), "agent.h lacks `{line}`");
     }
 }

@@ -34,7 +34,9 @@ fn build_app(out: &Path) -> PathBuf {
         .arg(repo().join("sdk/agent-kit-c/tests/app.c"))
         .arg("-L")
         .arg(&lib)
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        // DT_RPATH, searched before LD_LIBRARY_PATH (where cargo test puts target/debug, whose
+        // libxpuprof_agent.so may be another build's): the library this test built is the one run.
+        .arg(format!("-Wl,--disable-new-dtags,-rpath,{}", lib.display()))
         .args(["-lxpuprof_agent", "-o"])
         .arg(&exe)
         .output()
@@ -43,28 +45,18 @@ fn build_app(out: &Path) -> PathBuf {
     exe
 }
 
-/// Stacks (by hash) and launches (correlation, stack hash) of every `MSG_LAUNCHES`.
-fn launches(payload: &[u8], stacks: &mut Vec<(u64, Vec<u64>)>, calls: &mut Vec<(u32, u32, u64)>) {
-    let mut r = wire::Reader::new(payload);
-    let (_tid, _pad) = (r.u32(), r.u32());
-    while r.remaining() > 0 {
-        match r.u8() {
-            wire::ENTRY_STACK => {
-                let n = r.u8();
-                let (_, _) = (r.u16(), r.u32());
-                let hash = r.u64();
-                stacks.push((hash, (0..n).map(|_| r.u64()).collect()));
-            }
-            wire::ENTRY_LAUNCH => {
-                let (_domain, _flags) = (r.u8(), r.u16());
-                let api = r.u32();
-                let corr = r.u32();
-                let (_result, _t0) = (r.u32(), r.u64());
-                let hash = r.u64();
-                let _t1 = r.u64();
-                calls.push((api, corr, hash));
-            }
-            k => panic!("unknown launch entry kind {k}"),
+/// Stacks (by hash) and launches (api, correlation, stack hash) of every `MSG_LAUNCHES`, read
+/// in the framing of the hello's `protocol`.
+fn launches(
+    payload: &[u8],
+    protocol: u32,
+    stacks: &mut Vec<(u64, Vec<u64>)>,
+    calls: &mut Vec<(u32, u32, u64)>,
+) {
+    for e in wire::launches::parse(payload, protocol).1 {
+        match e {
+            wire::launches::Entry::Stack { hash, frames } => stacks.push((hash, frames)),
+            wire::launches::Entry::Launch(l) => calls.push((l.api_id, l.correlation, l.stack)),
         }
     }
 }
@@ -97,13 +89,14 @@ fn a_c_agent_sends_launch_stacks_through_its_own_functions() {
     assert_eq!(types.first(), Some(&wire::MSG_HELLO));
     let hello = wire::Hello::decode(msgs[0].payload);
     hello.check().unwrap();
+    assert_eq!(hello.protocol, wire::PROTOCOL, "the agent library of this build");
     assert!(hello.has(wire::FLAG_AGENT_STACKS));
     assert!(types.contains(&wire::MSG_MODULES) && types.last() == Some(&wire::MSG_BYE), "{types:?}");
     let raw: Vec<&[u8]> = msgs.iter().filter(|m| m.ty == wire::MSG_RECORDS).map(|m| m.payload).collect();
     assert_eq!(raw, [&[1u8, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12][..]]);
     let (mut stacks, mut calls) = (Vec::new(), Vec::new());
     for m in msgs.iter().filter(|m| m.ty == wire::MSG_LAUNCHES) {
-        launches(m.payload, &mut stacks, &mut calls);
+        launches(m.payload, hello.protocol, &mut stacks, &mut calls);
     }
     assert_eq!(calls.iter().map(|c| (c.0, c.1)).collect::<Vec<_>>(), [(42, 1), (42, 2), (42, 3)]);
     assert_eq!(stacks.len(), 1, "one distinct stack, sent once: {stacks:?}");

@@ -135,7 +135,8 @@ pub struct Registry {
     session: AtomicU32,
 }
 
-const MAX_FRAMES: usize = 256;
+/// The most frames a stack keeps, whatever the agent's `max_depth` asks.
+const MAX_FRAMES: usize = wire::MAX_STACK_FRAMES;
 
 /// What the launch-site path needs from the agent's settings.
 #[derive(Debug, Clone, Copy)]
@@ -237,7 +238,7 @@ impl Registry {
                 }
                 if l.seen.insert(key) {
                     sites.known.check(frames);
-                    put_stack(&mut l.scratch, key, frames);
+                    wire::launches::put_stack(&mut l.scratch, key, frames);
                     l.stacks += 1;
                 }
                 l.last_stack = key;
@@ -384,14 +385,6 @@ impl Registry {
 fn caller_side(regs: Registers, bounds: Bounds, own_code: &[(u64, u64)]) -> Registers {
     let mut one = [0u64; 1];
     stack::walk(regs, bounds, own_code, &mut one).1.unwrap_or(regs)
-}
-
-fn put_stack(b: &mut Vec<u8>, hash: u64, frames: &[u64]) {
-    b.extend_from_slice(&[wire::ENTRY_STACK, frames.len() as u8, 0, 0, 0, 0, 0, 0]);
-    b.extend_from_slice(&hash.to_le_bytes());
-    for f in frames {
-        b.extend_from_slice(&f.to_le_bytes());
-    }
 }
 
 fn put_launch(b: &mut Vec<u8>, domain: u8, cbid: u32, corr: u32, time: u64, stack: u64, nested: bool) {

@@ -17,7 +17,7 @@ pub struct Common {
     pub dump_dir: Option<String>,
     /// Where launch stacks come from.
     pub stacks: StackMode,
-    /// Most frames per stack (1 to 255).
+    /// Most frames per stack (1 to [`wire::MAX_STACK_FRAMES`](crate::wire::MAX_STACK_FRAMES)).
     pub max_depth: usize,
     /// Size of one record buffer of the vendor library (`buffer_kib`, 64 KiB to 1 GiB).
     pub buffer_bytes: usize,
@@ -33,7 +33,7 @@ impl Common {
             socket: None,
             dump_dir: None,
             stacks: StackMode::Agent,
-            max_depth,
+            max_depth: max_depth.clamp(1, crate::wire::MAX_STACK_FRAMES),
             buffer_bytes: 8 << 20,
             verbose: false,
         }
@@ -49,7 +49,8 @@ impl Common {
     }
 
     /// Applies `o` when it is one of the common options ([`CommonOpts`]); false for any other
-    /// key. The depth is kept to 1 to 255 frames, the buffer to 64 KiB to 1 GiB.
+    /// key. The depth is kept to 1 to [`MAX_STACK_FRAMES`](crate::wire::MAX_STACK_FRAMES) frames
+    /// (1024), the buffer to 64 KiB to 1 GiB.
     pub fn apply(&mut self, o: &Opt<'_>) -> Result<bool, String> {
         let mut c = CommonOpts {
             stacks: self.stacks,
@@ -61,7 +62,7 @@ impl Common {
             return Ok(false);
         }
         self.stacks = c.stacks;
-        self.max_depth = c.depth.clamp(1, 255);
+        self.max_depth = c.depth.clamp(1, crate::wire::MAX_STACK_FRAMES);
         self.buffer_bytes = c.buffer_kib.clamp(64, 1 << 20) * 1024;
         self.verbose = c.verbose;
         Ok(true)
@@ -130,14 +131,16 @@ mod tests {
     #[test]
     fn common_options_are_read_and_kept_in_range() {
         let mut c = Common::new(64);
-        for o in parse("depth=300,buffer_kib=1,verbose=1,stacks=ebpf,kernels=0").unwrap() {
+        for o in parse("depth=5000,buffer_kib=1,verbose=1,stacks=ebpf,kernels=0").unwrap() {
             let common = c.apply(&o).unwrap();
             assert_eq!(common, o.key != "kernels", "{}", o.key);
         }
         assert_eq!(
             (c.max_depth, c.buffer_bytes, c.verbose, c.stacks),
-            (255, 64 * 1024, true, StackMode::Ebpf)
+            (crate::wire::MAX_STACK_FRAMES, 64 * 1024, true, StackMode::Ebpf)
         );
+        assert_eq!(c.apply(&parse("depth=300").unwrap()[0]), Ok(true));
+        assert_eq!(c.max_depth, 300, "stacks deeper than 255 frames are kept (wire protocol 2)");
         assert!(c.apply(&parse("depth=x").unwrap()[0]).unwrap_err().contains("bad number"));
     }
 

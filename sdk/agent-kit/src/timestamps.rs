@@ -92,7 +92,7 @@ impl Clock {
         let mut o = 0;
         while o + 16 <= entries.len() {
             match entries[o] {
-                wire::ENTRY_STACK => o += 16 + 8 * entries[o + 1] as usize,
+                wire::ENTRY_STACK => o += wire::launches::stack_entry_len(&entries[o..]),
                 wire::ENTRY_LAUNCH if o + wire::LAUNCH_ENTRY_BYTES <= entries.len() => {
                     for at in [o + 16, o + 32] {
                         let raw = u64::from_le_bytes(entries[at..at + 8].try_into().unwrap_or_default());
@@ -250,7 +250,7 @@ mod tests {
     fn converts_launch_entries_in_place() {
         let clock = Clock { tsc: true, pairs: Mutex::new([(0, 0), (1000, 500)].into_iter().collect()) };
         let mut b = Vec::new();
-        b.extend_from_slice(&[wire::ENTRY_STACK, 2, 0, 0, 0, 0, 0, 0]);
+        b.extend_from_slice(&[wire::ENTRY_STACK, 0, 2, 0, 0, 0, 0, 0]);
         b.extend_from_slice(&7u64.to_le_bytes());
         b.extend_from_slice(&400u64.to_le_bytes()); // frames are not timestamps
         b.extend_from_slice(&800u64.to_le_bytes());

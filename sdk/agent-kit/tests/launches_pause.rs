@@ -19,7 +19,7 @@ fn launches(calls: impl FnOnce(&Registry, &Sites<'_>)) -> Vec<Launch> {
     let (msgs, _) = wire::split_messages(&out);
     msgs.iter()
         .filter(|m| m.ty == wire::MSG_LAUNCHES)
-        .flat_map(|m| parse(m.payload).1)
+        .flat_map(|m| parse(m.payload, wire::PROTOCOL).1)
         .filter_map(|e| match e {
             Entry::Launch(l) => Some(l),
             Entry::Stack { .. } => None,
@@ -76,8 +76,11 @@ fn a_new_session_defines_every_stack_again() {
         let mut out = Vec::new();
         r.drain(&mut out, &clock);
         let (msgs, _) = wire::split_messages(&out);
-        let entries: Vec<Entry> =
-            msgs.iter().filter(|m| m.ty == wire::MSG_LAUNCHES).flat_map(|m| parse(m.payload).1).collect();
+        let entries: Vec<Entry> = msgs
+            .iter()
+            .filter(|m| m.ty == wire::MSG_LAUNCHES)
+            .flat_map(|m| parse(m.payload, wire::PROTOCOL).1)
+            .collect();
         entries.iter().filter(|e| matches!(e, Entry::Stack { .. })).count()
     };
     // One call site: every round launches from the same line.

@@ -31,6 +31,11 @@ extern "C" {
 
 typedef struct xpuprof_agent xpuprof_agent;
 
+/* The most frames a launch stack keeps: a larger max_depth is taken as this. Deeper stacks are
+ * cut at their outermost end (the frames nearest main). Wire protocol 2 carries up to 65535
+ * frames per stack; protocol 1 (agents of xpuprof before the bound) carried 255. */
+#define XPUPROF_AGENT_MAX_DEPTH 1024
+
 typedef struct xpuprof_agent_options {
     /* sizeof(xpuprof_agent_options): fields are only ever appended. */
     uint32_t size;
@@ -49,7 +54,7 @@ typedef struct xpuprof_agent_options {
     const char *const *runtime_libraries;
     /* The correlation backend the trampoline reports (XPUPROF_BACKEND_*, third parties 0x100+). */
     uint32_t backend;
-    /* Most frames per stack; 0 means 128. */
+    /* Most frames per stack; 0 means 128, more than XPUPROF_AGENT_MAX_DEPTH means that. */
     uint32_t max_depth;
 } xpuprof_agent_options;
 

@@ -1,6 +1,6 @@
 //! The first message of every stream, and the protocol version check.
 
-use crate::{begin_message, end_message, Reader, MSG_HELLO, PROTOCOL};
+use crate::{begin_message, end_message, Reader, MSG_HELLO, OLDEST_PROTOCOL, PROTOCOL};
 
 /// Who is talking: the payload of [`MSG_HELLO`](crate::MSG_HELLO).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub struct Hello {
 pub enum ProtocolError {
     /// Another protocol version.
     #[error(
-        "the agent in process {pid} writes wire protocol {agent}, this xpuprof reads protocol {host}: \
+        "the agent in process {pid} writes wire protocol {agent}, this xpuprof reads protocols {oldest} to {host}: \
          its stream is ignored; use the agent library installed with this xpuprof \
          (an agent from another build is on the injection path)"
     )]
@@ -34,6 +34,8 @@ pub enum ProtocolError {
         agent: u32,
         /// This host's version ([`PROTOCOL`]).
         host: u32,
+        /// The oldest version this host reads ([`OLDEST_PROTOCOL`]).
+        oldest: u32,
     },
 }
 
@@ -70,12 +72,18 @@ impl Hello {
         Self { pid, runtime_version, protocol, flags, command }
     }
 
-    /// Refuses a stream written in another protocol version, naming both versions.
+    /// Refuses a stream written in a protocol version this host does not read (newer than
+    /// [`PROTOCOL`] or older than [`OLDEST_PROTOCOL`]), naming the versions.
     pub fn check(&self) -> Result<(), ProtocolError> {
-        if self.protocol == PROTOCOL {
+        if (OLDEST_PROTOCOL..=PROTOCOL).contains(&self.protocol) {
             Ok(())
         } else {
-            Err(ProtocolError::Version { pid: self.pid, agent: self.protocol, host: PROTOCOL })
+            Err(ProtocolError::Version {
+                pid: self.pid,
+                agent: self.protocol,
+                host: PROTOCOL,
+                oldest: OLDEST_PROTOCOL,
+            })
         }
     }
 
@@ -100,10 +108,12 @@ mod tests {
         let back = Hello::decode(msgs[0].payload);
         assert_eq!(back, h);
         assert!(back.check().is_ok());
-        let old = Hello { protocol: PROTOCOL + 1, ..h };
-        let msg = old.check().unwrap_err().to_string();
+        let old = Hello { protocol: OLDEST_PROTOCOL, ..h.clone() };
+        assert!(old.check().is_ok(), "an agent of an older build is still read");
+        let newer = Hello { protocol: PROTOCOL + 1, ..h };
+        let msg = newer.check().unwrap_err().to_string();
         assert!(msg.contains(&format!("protocol {}", PROTOCOL + 1)), "{msg}");
-        assert!(msg.contains(&format!("reads protocol {PROTOCOL}")), "{msg}");
+        assert!(msg.contains(&format!("reads protocols {OLDEST_PROTOCOL} to {PROTOCOL}")), "{msg}");
         assert!(msg.contains("process 42"), "{msg}");
     }
 }

@@ -7,8 +7,10 @@
 //! A stream is a sequence of messages: `len: u32 LE` (bytes after this field), `type: u8`,
 //! three zero bytes, then the payload. All integers are little-endian. Unknown message types are
 //! skipped by `len`. The first message is always [`MSG_HELLO`], whose third field is the
-//! [`PROTOCOL`] version: a host refuses a stream of another version ([`Hello::check`]) instead of
-//! decoding it wrongly. Payloads:
+//! [`PROTOCOL`] version: a host reads every version from [`OLDEST_PROTOCOL`] to [`PROTOCOL`] (an
+//! agent of an older build keeps working) and refuses a stream of any other ([`Hello::check`])
+//! instead of decoding it wrongly. Versions: 1, the first; 2, a stack entry's frame count as a
+//! `u16` (was one byte). Payloads:
 //!
 //! - [`MSG_HELLO`]: `pid u32, runtime_version u32, protocol u32, flags u32` (see `FLAG_*`), then
 //!   the command line as UTF-8 ([`Hello`]). `runtime_version` is the vendor tracing library's
@@ -17,8 +19,9 @@
 //! - [`MSG_MODULES`]: `count u32`, then per mapping `start u64, end u64, file_offset u64,
 //!   path_len u32, path bytes` (executable mappings of the process, from `/proc/self/maps`).
 //! - [`MSG_LAUNCHES`]: `tid u32, pad u32`, then entries: a stack definition
-//!   `ENTRY_STACK u8, frames u8, pad u16, pad u32, hash u64, frames × u64 return address`
-//!   or a launch `ENTRY_LAUNCH u8, domain u8, flags u16, api_id u32, correlation u32, result u32,
+//!   `ENTRY_STACK u8, pad u8, frames u16, pad u32, hash u64, frames × u64 return address`
+//!   (at most [`MAX_STACK_FRAMES`]; protocol 1 wrote `frames` as one byte in place of the first
+//!   pad byte and read 256 frames as 0: see [`launches`]) or a launch `ENTRY_LAUNCH u8, domain u8, flags u16, api_id u32, correlation u32, result u32,
 //!   entry time u64, stack hash u64 (0: none), exit time u64 (0: still running at the drain)`.
 //! - [`MSG_RECORDS`]: `count u32, pad u32`, `count × u16` record sizes, zero padding to 8 bytes,
 //!   then the vendor library's records exactly as it wrote them, back to back.
@@ -77,8 +80,16 @@ pub mod records;
 pub use hello::{Hello, ProtocolError};
 pub use reader::Reader;
 
-/// Protocol version in [`MSG_HELLO`]. Raise it whenever an existing payload changes.
-pub const PROTOCOL: u32 = 1;
+/// Protocol version in [`MSG_HELLO`]. Raise it whenever an existing payload changes, and keep
+/// reading the older versions down to [`OLDEST_PROTOCOL`].
+pub const PROTOCOL: u32 = 2;
+
+/// The oldest protocol version a host still reads (agents of older builds keep working).
+pub const OLDEST_PROTOCOL: u32 = 1;
+
+/// Most frames in one launch stack: agents cut deeper stacks to this (an agent's `max_depth`
+/// is kept within it; `XPUPROF_AGENT_MAX_DEPTH` in `agent.h`).
+pub const MAX_STACK_FRAMES: usize = 1024;
 
 /// Hello: who is talking.
 pub const MSG_HELLO: u8 = 1;

@@ -57,6 +57,8 @@ pub struct AgentConn {
     pub hello: bool,
     /// The agent writes another wire protocol: the rest of its stream is ignored.
     pub refused: bool,
+    /// The wire protocol the agent writes (its hello's; launch messages are read by it).
+    pub protocol: u32,
     /// The agent's final message arrived (it flushed everything).
     pub bye: bool,
     /// The vendor library's version the hello named (0: the agent found none to trace with).
@@ -217,6 +219,7 @@ impl<C: Conn> AgentDecoder<C> {
                 let h = Hello::decode(m.payload);
                 a.pid = h.pid;
                 a.hello = true;
+                a.protocol = h.protocol;
                 if let Err(e) = h.check() {
                     // Another build's agent: its records would decode wrongly.
                     a.refused = true;
@@ -279,7 +282,8 @@ impl<C: Conn> AgentDecoder<C> {
             }
             wire::MSG_LAUNCHES => {
                 let frame = |strs: &mut Interner, out: &mut Emitter, ra| a.frame(strs, out, ra);
-                let (tid, launches) = self.stacks.read(&mut self.strs, out, pid, m.payload, frame);
+                let who = (pid, a.protocol);
+                let (tid, launches) = self.stacks.read(&mut self.strs, out, who, m.payload, frame);
                 return Some(Step::Launches { pid, tid, launches });
             }
             _ => return Some(Step::Message(m)),
@@ -462,6 +466,52 @@ pub(super) mod tests {
             ],
             "an open window first (end 0), then the complete one"
         );
+    }
+
+    /// A launch message of thread 3: one stack entry (`stack`, already framed), then a launch of
+    /// correlation 11 naming stack hash 0x99.
+    fn launch_message(out: &mut Vec<u8>, stack: &[u8]) {
+        let at = wire::begin_message(out, wire::MSG_LAUNCHES);
+        out.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0]);
+        out.extend_from_slice(stack);
+        let mut e = [0u8; wire::LAUNCH_ENTRY_BYTES];
+        e[0] = wire::ENTRY_LAUNCH;
+        e[8..12].copy_from_slice(&11u32.to_le_bytes());
+        e[24..32].copy_from_slice(&0x99u64.to_le_bytes());
+        out.extend_from_slice(&e);
+        wire::end_message(out, at);
+    }
+
+    #[test]
+    fn launch_stacks_are_read_in_the_framing_of_the_agents_protocol() {
+        let mut d = Steps { kit: AgentDecoder::new(Logger::stderr(), "lost"), seen: Vec::new() };
+        let mut out = Emitter::detached();
+        // An agent of protocol 1: a 3-frame stack, its count in byte 1.
+        let mut old = hello(4_000_004, 1, wire::FLAG_AGENT_STACKS);
+        let mut stack = vec![wire::ENTRY_STACK, 3, 0, 0, 0, 0, 0, 0];
+        stack.extend_from_slice(&0x99u64.to_le_bytes());
+        for ra in [0x1000u64, 0x2000, 0x3000] {
+            stack.extend_from_slice(&ra.to_le_bytes());
+        }
+        launch_message(&mut old, &stack);
+        // An agent of this protocol: 300 frames.
+        let mut new = hello(4_000_005, wire::PROTOCOL, wire::FLAG_AGENT_STACKS);
+        let mut stack = Vec::new();
+        wire::launches::put_stack(&mut stack, 0x99, &(1..=300u64).map(|i| i * 0x10).collect::<Vec<_>>());
+        launch_message(&mut new, &stack);
+        AgentDecoder::feed(&mut d, 1, &old, &mut out, |d| &mut d.kit, Steps::step);
+        AgentDecoder::feed(&mut d, 2, &new, &mut out, |d| &mut d.kit, Steps::step);
+        assert_eq!(d.kit.counts.refused, 0, "protocol 1 is still read");
+        let launches: Vec<&String> =
+            d.seen.iter().map(|(_, s)| s).filter(|s| s.starts_with("launches")).collect();
+        assert_eq!(launches, ["launches 4000004/3: 1", "launches 4000005/3: 1"]);
+        let depths: Vec<usize> = decode_all(&out.take_buffer())
+            .unwrap()
+            .into_iter()
+            .filter_map(|r| if let Record::Stack(s) = r { Some(s.frames.len()) } else { None })
+            .collect();
+        assert_eq!(depths, [3, 300]);
+        assert!(!d.kit.stacks.get(4_000_004, 0x99).is_none() && !d.kit.stacks.get(4_000_005, 0x99).is_none());
     }
 
     #[test]

@@ -16,18 +16,19 @@ pub struct AgentStacks {
 }
 
 impl AgentStacks {
-    /// Reads a launch message of process `pid`: defines its thread and every stack seen for the
-    /// first time (`frame` turns each return address into a frame), and returns the thread id and
-    /// its launches in order, for the decoder to emit after the definitions they use.
+    /// Reads a launch message of process `pid` whose agent writes wire protocol `protocol` (its
+    /// hello's): defines its thread and every stack seen for the first time (`frame` turns each
+    /// return address into a frame), and returns the thread id and its launches in order, for
+    /// the decoder to emit after the definitions they use.
     pub fn read(
         &mut self,
         strs: &mut Interner,
         out: &mut Emitter,
-        pid: u32,
+        (pid, protocol): (u32, u32),
         payload: &[u8],
         mut frame: impl FnMut(&mut Interner, &mut Emitter, u64) -> FrameId,
     ) -> (u32, Vec<Launch>) {
-        let (tid, entries) = launches::parse(payload);
+        let (tid, entries) = launches::parse(payload, protocol);
         if tid != 0 {
             strs.thread(out, pid, tid, "");
         }
@@ -60,7 +61,8 @@ mod tests {
     use xpuprof_sdk::model::Record;
     use xpuprof_wire::{ENTRY_LAUNCH, ENTRY_STACK};
 
-    /// A launch message of thread 9: a 2-frame stack with hash 0x55, then a launch using it.
+    /// A launch message of thread 9 in wire protocol 1: a 2-frame stack with hash 0x55, then a
+    /// launch using it.
     fn message() -> Vec<u8> {
         let mut p = Vec::new();
         p.extend_from_slice(&9u32.to_le_bytes());
@@ -87,9 +89,9 @@ mod tests {
             frames += 1;
             i.virtual_frame(e, 4, ra)
         };
-        let (tid, calls) = s.read(&mut strs, &mut out, 4, &message(), &mut frame);
+        let (tid, calls) = s.read(&mut strs, &mut out, (4, 1), &message(), &mut frame);
         assert_eq!((tid, calls.len(), calls[0].correlation, calls[0].stack), (9, 1, 42, 0x55));
-        let again = s.read(&mut strs, &mut out, 4, &message(), &mut frame);
+        let again = s.read(&mut strs, &mut out, (4, 1), &message(), &mut frame);
         assert_eq!(again.1.len(), 1);
         assert_eq!(frames, 2, "the second message's stack was known");
         assert!(!s.get(4, 0x55).is_none() && s.get(5, 0x55).is_none());
