@@ -5,19 +5,23 @@
 //! CPU stacks cached per stack id.
 
 use std::io::{self, Write};
-use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::hash::{IdMap, IdSet};
 
 use xpuprof_sdk::model::*;
 
+use super::frames::FrameClass;
 use super::kernels::KernelNamer;
 use super::names::{basename, sanitize_frame};
 use super::options::{FoldedOptions, GraphStacks};
+use super::stacks::StackRenderer;
 use xpuprof_toolbox::Definitions as Defs;
 
 /// Root frame of device work the correlator could not join to a launch.
 pub const UNKNOWN_LAUNCH: &str = "[unknown launch site]";
 /// Root frame of device work whose launch API call was found but no stack.
 pub const NO_STACK: &str = "[no launch stack]";
+/// Root frame of the stacks whose walk ended before their thread's root.
+pub const PARTIAL: &str = "[partial stack]";
 /// Root frame of off-CPU samples.
 pub const OFF_CPU: &str = "[off-cpu]";
 /// Between the replay stack and the recording stack of replayed work (`graph_stacks = "both"`).
@@ -50,6 +54,7 @@ enum Recorded {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct GpuKey {
     pid: u32,
+    tid: u32,
     launch: Option<(StackId, StrId)>,
     recorded: Recorded,
     kind: DeviceOpKind,
@@ -59,9 +64,36 @@ struct GpuKey {
     stream: StreamId,
 }
 
+/// A folded view: its lines and what each frame text in them is.
+#[derive(Debug, Clone, Default)]
+pub struct Folded {
+    /// `(stack, weight in µs)`, sorted by stack.
+    pub lines: Vec<(String, u64)>,
+    /// Every frame text of the lines with what it is, sorted by text.
+    pub frames: Vec<(String, FrameInfo)>,
+}
+
+/// What a frame text of a folded view is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameInfo {
+    /// Python, native, runtime, GPU, marker, …
+    pub class: FrameClass,
+    /// For its tooltip (empty when there is nothing to add to the text).
+    pub description: String,
+}
+
+/// A line before the `[partial stack]` check: the frames before the stack, the stack, the
+/// frames after it.
+struct Line {
+    prefix: String,
+    stack: String,
+    suffix: String,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct CpuKey {
     pid: u32,
+    tid: u32,
     stack: StackId,
     off_cpu: bool,
 }
@@ -100,7 +132,7 @@ impl FoldedBuilder {
     }
 
     fn pid(&self, pid: u32) -> u32 {
-        if self.opts.process_frame {
+        if self.opts.process_frame || self.opts.thread_frame {
             pid
         } else {
             0
@@ -127,6 +159,7 @@ impl FoldedBuilder {
         };
         let key = GpuKey {
             pid: self.pid(op.pid),
+            tid: if self.opts.thread_frame { op.launch.map_or(0, |l| l.tid) } else { 0 },
             launch,
             recorded,
             kind: op.kind,
@@ -148,26 +181,50 @@ impl FoldedBuilder {
         if off_cpu && !self.opts.off_cpu {
             return;
         }
-        let key = CpuKey { pid: self.pid(s.pid), stack: s.stack, off_cpu };
+        let tid = if self.opts.thread_frame { s.tid } else { 0 };
+        let key = CpuKey { pid: self.pid(s.pid), tid, stack: s.stack, off_cpu };
         *self.cpu.entry(key).or_default() += s.weight;
     }
 
     /// The folded lines of `view`: `(stack, weight in µs)`, sorted by stack, identical stacks
     /// merged, lines under `min_weight` dropped.
     pub fn lines(&self, view: View) -> Vec<(String, u64)> {
+        self.fold(view).lines
+    }
+
+    /// The folded lines of `view` (as [`Self::lines`]) and what each frame text in them is:
+    /// its class (for colours) and a description for its tooltip (a GPU frame's full kernel
+    /// name and devices, a shortened name's full text, the frames folded into it).
+    pub fn fold(&self, view: View) -> Folded {
         let mut r = self.renderer();
-        let mut merged: IdMap<String, u64> = IdMap::default();
+        let mut pieces: Vec<(Line, u64)> = Vec::new();
         if view != View::Gpu {
-            for (k, ns) in &self.cpu {
-                let w = merged.entry(r.cpu_line(k)).or_default();
-                *w = w.saturating_add(*ns);
-            }
+            pieces.extend(self.cpu.iter().map(|(k, ns)| (r.cpu_line(k), *ns)));
         }
         if view != View::Cpu {
-            for (k, ns) in &self.gpu {
-                let w = merged.entry(r.gpu_line(k)).or_default();
-                *w = w.saturating_add(*ns);
+            pieces.extend(self.gpu.iter().map(|(k, ns)| (r.gpu_line(k), *ns)));
+        }
+        // A stack whose root is a frame other stacks show called from somewhere ended before its
+        // thread's root (a walk cut short): it goes under one [partial stack] root.
+        let callees: IdSet<&str> = r.stacks.rendered().flat_map(|s| s.split(';').skip(1)).collect();
+        let partial =
+            |stack: &str| !stack.starts_with('[') && callees.contains(stack.split(';').next().unwrap_or(""));
+        let mut merged: IdMap<String, u64> = IdMap::default();
+        let mut any_partial = false;
+        for (l, ns) in pieces {
+            let mut line = l.prefix;
+            if partial(&l.stack) {
+                any_partial = true;
+                push_frame(&mut line, PARTIAL);
             }
+            push_frame(&mut line, &l.stack);
+            push_frame(&mut line, &l.suffix);
+            let w = merged.entry(line).or_default();
+            *w = w.saturating_add(ns);
+        }
+        drop(callees);
+        if any_partial {
+            r.stacks.note(PARTIAL, FrameClass::Marker);
         }
         let mut lines: Vec<(String, u64)> = merged
             .into_iter()
@@ -175,7 +232,18 @@ impl FoldedBuilder {
             .filter(|(_, us)| *us >= self.opts.min_weight.max(1))
             .collect();
         lines.sort_unstable();
-        lines
+        let gpu: IdMap<String, String> = self.gpu_frame_descriptions().into_iter().collect();
+        let mut frames: Vec<(String, FrameInfo)> = r
+            .stacks
+            .notes
+            .into_iter()
+            .map(|(text, note)| {
+                let description = gpu.get(&text).cloned().unwrap_or_else(|| note.describe());
+                (text, FrameInfo { class: note.class, description })
+            })
+            .collect();
+        frames.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Folded { lines, frames }
     }
 
     /// Every GPU frame of the session with what it is, for a tooltip: `(frame text,
@@ -222,7 +290,15 @@ impl FoldedBuilder {
             .filter(|k| matches!(k.kind, DeviceOpKind::Kernel | DeviceOpKind::Other))
             .map(|k| k.name);
         let kernels = KernelNamer::new(&self.opts, &self.defs, names);
-        Renderer { b: self, stacks: IdMap::default(), kernels }
+        let launches = self.gpu.keys().flat_map(|k| {
+            let recorded = match k.recorded {
+                Recorded::At(stack, api) => Some((stack, api)),
+                _ => None,
+            };
+            k.launch.into_iter().chain(recorded)
+        });
+        let stacks = StackRenderer::new(&self.defs, &self.opts, launches);
+        Renderer { b: self, stacks, kernels }
     }
 
     /// Writes the folded lines of `view` to `out`.
@@ -237,109 +313,87 @@ impl FoldedBuilder {
 /// Renders keys to text, caching per stack and per kernel name.
 struct Renderer<'a> {
     b: &'a FoldedBuilder,
-    stacks: IdMap<StackId, String>,
+    stacks: StackRenderer<'a>,
     kernels: KernelNamer,
 }
 
 impl Renderer<'_> {
-    fn cpu_line(&mut self, k: &CpuKey) -> String {
-        let mut line = self.process_prefix(k.pid);
-        if k.off_cpu {
-            push_frame(&mut line, OFF_CPU);
+    /// The frames before a stack: the process and thread frames the options ask for.
+    fn prefix(&mut self, pid: u32, tid: u32) -> String {
+        let mut line = String::new();
+        if self.b.opts.process_frame {
+            let cmd = self.b.defs.process_command(pid).unwrap_or("[unknown]");
+            let exe = basename(cmd.split_whitespace().next().unwrap_or(cmd));
+            let frame = format!("{} ({pid})", sanitize_frame(exe));
+            self.stacks.note(&frame, FrameClass::Marker);
+            push_frame(&mut line, &frame);
         }
-        let stack = self.stack(k.stack);
-        push_frame(&mut line, &stack);
+        if self.b.opts.thread_frame {
+            let name = self.b.defs.thread_name(pid, tid).filter(|n| !n.is_empty()).unwrap_or("thread");
+            let frame = format!("{} ({tid})", sanitize_frame(name));
+            self.stacks.note(&frame, FrameClass::Marker);
+            push_frame(&mut line, &frame);
+        }
         line
     }
 
-    fn gpu_line(&mut self, k: &GpuKey) -> String {
-        let mut line = self.process_prefix(k.pid);
-        match k.launch {
-            None => push_frame(&mut line, UNKNOWN_LAUNCH),
-            Some((stack, api)) => self.push_launch(&mut line, stack, api),
+    fn cpu_line(&mut self, k: &CpuKey) -> Line {
+        let mut prefix = self.prefix(k.pid, k.tid);
+        if k.off_cpu {
+            self.stacks.note(OFF_CPU, FrameClass::Marker);
+            push_frame(&mut prefix, OFF_CPU);
         }
+        let stack = self.stacks.stack(k.stack, StrId::NONE);
+        Line { prefix, stack, suffix: String::new() }
+    }
+
+    fn gpu_line(&mut self, k: &GpuKey) -> Line {
+        let prefix = self.prefix(k.pid, k.tid);
+        let stack = match k.launch {
+            None => {
+                self.stacks.note(UNKNOWN_LAUNCH, FrameClass::Marker);
+                UNKNOWN_LAUNCH.to_owned()
+            }
+            Some((stack, api)) => self.launch(stack, api),
+        };
+        let mut suffix = String::new();
         match k.recorded {
             Recorded::No => {}
-            Recorded::Unknown => push_frame(&mut line, RECORDED_UNKNOWN),
+            Recorded::Unknown => {
+                self.stacks.note(RECORDED_UNKNOWN, FrameClass::Marker);
+                push_frame(&mut suffix, RECORDED_UNKNOWN);
+            }
             Recorded::At(stack, api) => {
-                push_frame(&mut line, RECORDED_AT);
-                self.push_launch(&mut line, stack, api);
+                self.stacks.note(RECORDED_AT, FrameClass::Marker);
+                push_frame(&mut suffix, RECORDED_AT);
+                let recorded = self.launch(stack, api);
+                push_frame(&mut suffix, &recorded);
             }
         }
         let frame = self.gpu_frame(k);
-        push_frame(&mut line, &frame);
-        line
+        self.stacks.note(&frame, FrameClass::Gpu);
+        push_frame(&mut suffix, &frame);
+        Line { prefix, stack, suffix }
     }
 
-    /// Appends a launch stack and its API function. A stack walked from inside the call (it
-    /// holds a frame of the API function's name) is cut after that frame: the runtime's and
-    /// driver's frames below it differ between capture paths (an agent's walk, an eBPF uprobe)
-    /// and would split one launch site into several towers. The name comes from the record.
-    fn push_launch(&mut self, line: &mut String, stack: StackId, api: StrId) {
-        let mut stack_text = if stack.is_none() { NO_STACK.to_owned() } else { self.stack(stack) };
-        let api = self.b.defs.str(api).map(sanitize_frame);
-        if let Some(api) = &api {
-            cut_after_frame(&mut stack_text, api);
-        }
-        push_frame(line, &stack_text);
-        if let Some(api) = api {
-            if stack_text.rsplit(';').next().is_none_or(|leaf| leaf != api) {
-                push_frame(line, &api);
-            }
-        }
-    }
-
-    fn process_prefix(&self, pid: u32) -> String {
-        if !self.b.opts.process_frame {
-            return String::new();
-        }
-        let cmd = self.b.defs.process_command(pid).unwrap_or("[unknown]");
-        let exe = basename(cmd.split_whitespace().next().unwrap_or(cmd));
-        format!("{} ({pid})", sanitize_frame(exe))
-    }
-
-    /// The frames of stack `id`, root first, joined with `;`.
-    fn stack(&mut self, id: StackId) -> String {
-        if let Some(s) = self.stacks.get(&id) {
-            return s.clone();
-        }
-        let mut out = String::new();
-        match self.b.defs.stack(id) {
-            None => push_frame(&mut out, "[unknown stack]"),
-            Some(frames) => {
-                for f in frames.iter().rev() {
-                    self.push_frame_text(&mut out, *f);
-                }
-            }
-        }
-        if out.is_empty() {
-            push_frame(&mut out, "[empty stack]");
-        }
-        self.stacks.insert(id, out.clone());
-        out
-    }
-
-    /// Appends frame `id`: its function, then the functions inlined into it, outermost first.
-    fn push_frame_text(&self, out: &mut String, id: FrameId) {
-        let defs = &self.b.defs;
-        let Some(f) = defs.frame(id) else {
-            push_frame(out, "[unknown frame]");
-            return;
+    /// A launch stack and its API function. A stack walked from inside the call (it holds a
+    /// frame of the API function's name) is cut after that frame (see [`StackRenderer::stack`]);
+    /// a stack from the caller side gets the API function's frame added. The name comes from
+    /// the record.
+    fn launch(&mut self, stack: StackId, api: StrId) -> String {
+        let mut text = if stack.is_none() {
+            self.stacks.note(NO_STACK, FrameClass::Marker);
+            NO_STACK.to_owned()
+        } else {
+            self.stacks.stack(stack, api)
         };
-        match defs.str(f.name) {
-            Some(name) => push_frame(out, &sanitize_frame(name)),
-            None => {
-                let module = match (f.kind, defs.module_path(f.module)) {
-                    (_, Some(path)) => basename(path),
-                    (FrameKind::Kernel, None) => "[kernel]",
-                    (_, None) => "[unknown module]",
-                };
-                push_frame(out, &format!("{}+{:#x}", sanitize_frame(module), f.address));
+        if let Some(api) = self.b.defs.str(api).map(sanitize_frame) {
+            if text.rsplit(';').next().is_none_or(|leaf| leaf != api) {
+                self.stacks.note(&api, FrameClass::Runtime);
+                push_frame(&mut text, &api);
             }
         }
-        for inl in &f.inlined {
-            push_frame(out, &sanitize_frame(defs.str(*inl).unwrap_or("[unknown inlined]")));
-        }
+        text
     }
 
     fn gpu_frame(&mut self, k: &GpuKey) -> String {
@@ -379,23 +433,6 @@ impl Renderer<'_> {
             DeviceOpKind::Free => "free".to_owned(),
             _ => format!("device work {}", self.kernels.full(k.name)),
         }
-    }
-}
-
-/// Cuts `stack` (frames joined by `;`, root first) after its innermost frame named `frame`, if
-/// it has one.
-fn cut_after_frame(stack: &mut String, frame: &str) {
-    let mut end = 0;
-    let mut cut = None;
-    for f in stack.split(';') {
-        end += f.len();
-        if f == frame {
-            cut = Some(end);
-        }
-        end += 1;
-    }
-    if let Some(at) = cut {
-        stack.truncate(at);
     }
 }
 
@@ -458,18 +495,5 @@ mod tests {
                 "replay;[recorded at unknown site];[GPU_Kernel]k 3"
             ]
         );
-    }
-
-    #[test]
-    fn stacks_walked_from_inside_the_call_are_cut_after_the_api_frame() {
-        let mut s = "main;train;cudaLaunchKernel;libcudart.so+0x10;libcuda.so+0x20".to_owned();
-        cut_after_frame(&mut s, "cudaLaunchKernel");
-        assert_eq!(s, "main;train;cudaLaunchKernel");
-        let mut s = "main;launch".to_owned();
-        cut_after_frame(&mut s, "cudaLaunchKernel");
-        assert_eq!(s, "main;launch", "a stack from the caller side is kept whole");
-        let mut s = "main;cudaLaunchKernelEx;x".to_owned();
-        cut_after_frame(&mut s, "cudaLaunchKernel");
-        assert_eq!(s, "main;cudaLaunchKernelEx;x", "whole frames only");
     }
 }

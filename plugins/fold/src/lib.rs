@@ -5,10 +5,13 @@
 //! the same root-module symbol.
 
 mod builder;
+mod frames;
 mod kernels;
 mod names;
 mod options;
+mod stacks;
 
-pub use builder::{FoldedBuilder, View};
+pub use builder::{Folded, FoldedBuilder, FrameInfo, View, PARTIAL};
+pub use frames::{cut_cpp_name, is_interpreter_module, is_python_frame, short_path, FrameClass};
 pub use names::{sanitize_frame, shorten_kernel_name};
-pub use options::{FoldedOptions, GraphStacks, KernelNames};
+pub use options::{FoldedOptions, Frames, GraphStacks, KernelNames};

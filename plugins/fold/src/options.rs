@@ -28,6 +28,20 @@ xpuprof_sdk::config_enum! {
     }
 }
 
+xpuprof_sdk::config_enum! {
+    /// Which frames the stacks show.
+    pub enum Frames {
+        /// The user's level: in stacks with Python frames, the interpreter's own native frames,
+        /// the native frames outside the outermost Python frame (the interpreter's start-up) and
+        /// Python frames of `fold_files` are folded away (counted in the tooltip of the frame
+        /// they lead to); C++ names lose their parameter lists and are cut to `name_width`;
+        /// Python paths are shortened to the package (`transformers/models/…/x.py:307`).
+        User = "user",
+        /// Every frame as the host named it.
+        All = "all",
+    }
+}
+
 xpuprof_sdk::plugin_config! {
     /// Options of the folded view.
     #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +60,14 @@ xpuprof_sdk::plugin_config! {
         pub off_cpu: bool = true;
         /// stacks of replayed graph work: "replay" (graph launch), "capture" (where each node was captured or added), or "both" (replay, then [recorded at], then capture)
         pub graph_stacks: GraphStacks = GraphStacks::Both;
+        /// "user" (interpreter internals and call plumbing folded away, C++ names without parameter lists, short Python paths) or "all" (every frame as named)
+        pub frames: Frames = Frames::User;
+        /// Python files whose frames the "user" view folds away (a path ending): call plumbing and the frozen import machinery
+        pub fold_files: Vec<String> = ["torch/nn/modules/module.py", "<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"];
+        /// longest native frame name in the "user" view, in characters (longer ones are cut on the right)
+        pub name_width: usize = 80, min(16);
+        /// start every stack with a `thread name (tid)` frame (after the process frame)
+        pub thread_frame: bool = false;
     }
 }
 
