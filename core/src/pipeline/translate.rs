@@ -1,11 +1,14 @@
 //! The translation of each event kind from a source's terms to the session's: its clock
-//! domain to the session clock, its ids to session ids, then the correlator. Definitions are
-//! translated by the interner (`intern.rs`).
+//! domain to the session clock, its ids to session ids (which fields are which comes from the
+//! model schema: `Timed`, `IdFields`), then the correlator. Definitions are translated by the
+//! interner (`intern.rs`).
 
 use std::time::Instant;
 
 use xpuprof_sdk::model::*;
 
+use super::clock::ClockMap;
+use super::intern::SourceIds;
 use super::{SessionState, SourceState};
 
 impl SessionState {
@@ -66,17 +69,14 @@ impl SessionState {
         let mut waits = false;
         let keep = match &mut self.out[at] {
             Record::ApiCall(c) => {
-                clocks.to_session(&mut c.clock, &mut [&mut c.start, &mut c.end]) && {
+                to_session(c, clocks, ids) && {
                     self.last_time = self.last_time.max(c.end);
-                    c.name = ids.str(c.name);
                     released = self.correlator.api_call(c, now);
                     true
                 }
             }
             Record::LaunchSite(s) => {
-                clocks.to_session(&mut s.clock, &mut [&mut s.time]) && {
-                    s.api = ids.str(s.api);
-                    s.stack = ids.stack(s.stack);
+                to_session(s, clocks, ids) && {
                     let (ops, other) = self.correlator.launch_site(s, source, now);
                     released = ops;
                     compare = other.map(|o| (o, s.stack));
@@ -86,58 +86,34 @@ impl SessionState {
                 }
             }
             Record::DeviceOp(op) => {
-                clocks.to_session(&mut op.clock, &mut [&mut op.start, &mut op.end]) && {
-                    op.device = ids.device(op.device);
-                    op.stream = ids.stream(op.stream);
-                    op.name = ids.str(op.name);
-                    op.src_device = ids.device(op.src_device);
-                    op.dst_device = ids.device(op.dst_device);
+                // `launch` and `recorded` are the correlator's to fill, never a source's.
+                (op.launch, op.recorded) = (None, None);
+                to_session(op, clocks, ids) && {
                     self.last_time = self.last_time.max(op.end);
-                    // `launch` is the correlator's to fill, never a source's.
-                    op.launch = None;
                     waits = !self.correlator.join(op);
                     true
                 }
             }
             Record::CpuSample(s) => {
-                clocks.to_session(&mut s.clock, &mut [&mut s.time]) && {
+                to_session(s, clocks, ids) && {
                     self.last_time = self.last_time.max(s.time);
-                    s.stack = ids.stack(s.stack);
                     true
                 }
             }
-            Record::Marker(a) | Record::Range(a) => {
-                clocks.to_session(&mut a.clock, &mut [&mut a.start, &mut a.end]) && {
-                    a.name = ids.str(a.name);
-                    a.domain = ids.str(a.domain);
-                    true
-                }
-            }
-            Record::Counter(c) => {
-                clocks.to_session(&mut c.clock, &mut [&mut c.time]) && {
-                    c.name = ids.str(c.name);
-                    c.device = ids.device(c.device);
-                    true
-                }
-            }
+            Record::Marker(a) | Record::Range(a) => to_session(a, clocks, ids),
+            Record::Counter(c) => to_session(c, clocks, ids),
             Record::Loss(l) => {
                 // A loss is reported even when its time cannot be converted.
-                if !clocks.to_session(&mut l.clock, &mut [&mut l.time]) {
+                if !l.clock_times(|clock, times| clocks.to_session(clock, times)) {
                     clocks.unconvertible -= 1;
                     (l.time, l.clock) = (self.last_time, ClockDomain::SESSION);
                 }
-                l.cause = ids.str(l.cause);
+                l.map_ids(ids);
                 *self.losses.entry(self.globals.text(l.cause).to_owned()).or_default() += l.count;
                 true
             }
-            Record::Overhead(o) => {
-                clocks.to_session(&mut o.clock, &mut [&mut o.start, &mut o.end]) && {
-                    o.name = ids.str(o.name);
-                    o.device = ids.device(o.device);
-                    true
-                }
-            }
-            Record::Window(w) => clocks.to_session(&mut w.clock, &mut [&mut w.start, &mut w.end]),
+            Record::Overhead(o) => to_session(o, clocks, ids),
+            Record::Window(w) => to_session(w, clocks, ids),
             _ => false,
         };
         if !keep {
@@ -156,5 +132,44 @@ impl SessionState {
         }
         self.emit_ops(released);
         true
+    }
+}
+
+/// Converts `r`'s timestamps to the session clock and its id references to session ids, both
+/// as the schema declares them (`xpuprof_sdk::model::{Timed, IdFields}`); false, and nothing
+/// renumbered, when its clock domain has no pairing with the session clock.
+#[inline(always)]
+fn to_session<R: Timed + IdFields>(r: &mut R, clocks: &mut ClockMap, ids: &mut SourceIds) -> bool {
+    r.clock_times(|clock, times| clocks.to_session(clock, times)) && {
+        r.map_ids(ids);
+        true
+    }
+}
+
+/// The schema's id visitor ([`IdFields::map_ids`]) renumbers a record through this.
+impl IdMapper for SourceIds {
+    #[inline(always)]
+    fn str(&mut self, id: StrId) -> StrId {
+        SourceIds::str(self, id)
+    }
+    #[inline(always)]
+    fn device(&mut self, id: DeviceId) -> DeviceId {
+        SourceIds::device(self, id)
+    }
+    #[inline(always)]
+    fn stream(&mut self, id: StreamId) -> StreamId {
+        SourceIds::stream(self, id)
+    }
+    #[inline(always)]
+    fn module(&mut self, id: ModuleId) -> ModuleId {
+        SourceIds::module(self, id)
+    }
+    #[inline(always)]
+    fn frame(&mut self, id: FrameId) -> FrameId {
+        SourceIds::frame(self, id)
+    }
+    #[inline(always)]
+    fn stack(&mut self, id: StackId) -> StackId {
+        SourceIds::stack(self, id)
     }
 }

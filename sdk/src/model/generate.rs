@@ -246,6 +246,11 @@ macro_rules! schema_field {
     (@col_hints $hint:ident, $t:ty, $out:ident) => {
         <$t as $crate::codec::columns::Columns>::hints(schema_field!(@hint $hint), $out)
     };
+    // ---- the keyed wire type, for the schema's description (0 when the field has no number)
+    (@wire [$($p:tt)*] [] $t:ty) => { 0 };
+    (@wire [] [$n:literal] $t:ty) => { <$t as $crate::codec::wire::Wire>::TYPE as u8 };
+    (@wire [$($p:tt)+] [$n:literal] $t:ty) => { $crate::codec::wire::WireType::Len as u8 };
+
     (@hint time) => { $crate::codec::columns::Hint::Time };
     (@hint corr) => { $crate::codec::columns::Hint::Correlation };
     (@hint hot) => { $crate::codec::columns::Hint::Hot };
@@ -358,7 +363,30 @@ macro_rules! model_schema {
             }
 
             schema_columns!([$($flag)?] $S { $( $f: $fty = $hint $(($harg))? ),* });
+            $crate::model::visit::schema_visit!($S { $( $f $hint $(($harg))? ),* });
         )*
+
+        /// The schema as data, for the checks that keep its other renderings in step with it
+        /// (`docs/formats.md`'s record tables: `formats_doc.rs`).
+        #[cfg(test)]
+        pub(crate) const SCHEMA: &[$crate::model::formats_doc::StructInfo] = &[$(
+            $crate::model::formats_doc::StructInfo {
+                name: stringify!($S),
+                fields: &[$(
+                    $crate::model::formats_doc::FieldInfo {
+                        name: stringify!($f),
+                        ty: stringify!($fty),
+                        pos: stringify!($($pos)*),
+                        keyed: stringify!($($ext)*),
+                        wire: schema_field!(@wire [$($pos)*] [$($ext)*] $fty),
+                    },
+                )*],
+            },
+        )*];
+
+        /// Every record kind: tag, name, struct.
+        #[cfg(test)]
+        pub(crate) const RECORDS: &[(u8, &str, &str)] = &[$(($tag, stringify!($V), stringify!($VS)),)*];
 
         /// Everything that travels through the plugin ABI: a definition or an event.
         ///

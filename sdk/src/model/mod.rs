@@ -32,10 +32,13 @@
 //! (`CLOCK_MONOTONIC`).
 
 mod enums;
+#[cfg(test)]
+mod formats_doc;
 pub(crate) mod generate;
 pub(crate) mod ids;
 mod layout;
 pub mod schema;
+pub(crate) mod visit;
 
 pub use enums::{
     ApiKind, CopyKind, DeviceKind, DeviceOpKind, FrameKind, OverheadKind, QueueKind, SampleKind, SizeUnit,
@@ -51,6 +54,7 @@ pub use schema::{
     FrameDef, GraphInfo, KernelInfo, LaunchRef, LaunchSite, Loss, ModuleDef, Overhead, ProcessDef, Record,
     Retirement, StackDef, StrDef, StreamDef, Submission, ThreadDef,
 };
+pub use visit::{IdFields, IdMapper, Timed};
 
 impl Record {
     /// True for definitions (interned objects referenced by id), false for events.
