@@ -122,17 +122,12 @@ impl FlamegraphSink {
     }
 
     /// Draws `g` into `file`; `Ok(None)` when it had nothing to draw, else its total in µs.
-    fn write(
-        &self,
-        g: &Graph,
-        file: File,
-        descriptions: &[(String, String)],
-    ) -> std::io::Result<Option<u64>> {
-        let lines = self.builder.lines(g.view);
-        let total: u64 = lines.iter().map(|(_, w)| w).sum();
-        let text: Vec<String> = lines.into_iter().map(|(stack, w)| format!("{stack} {w}")).collect();
+    fn write(&self, g: &Graph, file: File) -> std::io::Result<Option<u64>> {
+        let folded = self.builder.fold(g.view);
+        let total: u64 = folded.lines.iter().map(|(_, w)| w).sum();
+        let text: Vec<String> = folded.lines.into_iter().map(|(stack, w)| format!("{stack} {w}")).collect();
         let mut out = BufWriter::new(file);
-        let drawn = render(&text, descriptions, &g.render, &mut out)?;
+        let drawn = render(&text, &folded.frames, &g.render, &mut out)?;
         out.flush()?;
         Ok(drawn.then_some(total))
     }
@@ -172,12 +167,11 @@ impl Sink for FlamegraphSink {
         if self.opened.is_empty() {
             self.open_outputs()?;
         }
-        let descriptions = self.builder.gpu_frame_descriptions();
         let mut files = Vec::new();
         let mut said = Vec::new();
         for (g, (path, file)) in self.graphs.iter().zip(std::mem::take(&mut self.opened)) {
             let total = self
-                .write(g, file, &descriptions)
+                .write(g, file)
                 .map_err(|e| PluginError::new(format!("failed to write {}: {e}", path.display())))?;
             said.push(match total {
                 Some(us) => {
