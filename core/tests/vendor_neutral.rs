@@ -45,6 +45,7 @@ const NEUTRAL: &[&str] = &[
     "plugins/summary/src",
     "plugins/perfetto/src",
     "plugins/pprof/src",
+    "plugins/dump/src",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

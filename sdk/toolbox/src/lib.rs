@@ -15,6 +15,8 @@
 //! - [`python`]: the `python = "auto" | "off"` switch and the Python frames of agents' stacks.
 //! - [`launch_stacks`]: the `launch_stacks = "agent" | "ebpf" | "both" | "off"` switch of GPU
 //!   sources with an agent.
+//! - [`timeline`]: what the timeline sinks share: launch flow ids, API calls held for their
+//!   launch stack, device work put in start order for lanes.
 //!
 //! A sibling crate of the SDK rather than part of it: the SDK stays the small ABI contract a
 //! third-party plugin builds in seconds, while these helpers pull in blazesym and cpp_demangle,
@@ -24,11 +26,13 @@ pub mod agent_host;
 pub mod defs;
 pub mod demangle;
 pub mod intern;
+pub mod json_lines;
 pub mod kernel_name;
 pub mod launch_stacks;
 pub mod normalise;
 pub mod printable;
 pub mod python;
+pub mod timeline;
 
 pub use defs::Definitions;
 pub use intern::Interner;
