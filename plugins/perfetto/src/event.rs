@@ -1,13 +1,19 @@
 //! The `TrackEvent` of the packet being built, reused from event to event, and its encoding.
 //!
 //! Fields are written in field-number order (what prost writes for `proto::TrackEvent`):
-//! `debug_annotations` (4), `type` (9), `name_iid` (10), `track_uuid` (11), `name` (23),
-//! `double_counter_value` (44), `flow_ids` (47), `terminating_flow_ids` (48).
+//! `debug_annotations` (4), `legacy_event` (6: `bind_id` 8 and `flow_direction` 13, the flow
+//! of a launch, see `xpuprof_toolbox::timeline::Flows`), `type` (9), `name_iid` (10), `track_uuid` (11), `name`
+//! (23), `double_counter_value` (44), `callstack_iid` (56).
 
 use crate::pb::{self, Enc};
 
 /// Arguments an event can carry (correlation, bytes, result, grid, block).
 const MAX_ARGS: usize = 5;
+
+/// `LegacyEvent.FlowDirection.FLOW_IN`: the slice is an end of its `bind_id`'s flow.
+pub const FLOW_IN: i32 = 1;
+/// `LegacyEvent.FlowDirection.FLOW_OUT`: the slice starts its `bind_id`'s flow.
+pub const FLOW_OUT: i32 = 2;
 
 /// The value of a debug annotation.
 #[derive(Debug, Clone, Copy)]
@@ -42,10 +48,11 @@ pub struct Event {
     pub name: Option<String>,
     /// `double_counter_value`.
     pub counter: Option<f64>,
-    /// The flow this event starts (`flow_ids`).
-    pub flow: Option<u64>,
-    /// The flow this event ends (`terminating_flow_ids`).
-    pub terminating_flow: Option<u64>,
+    /// The flow this slice starts or ends: `legacy_event.bind_id` and its `flow_direction`
+    /// ([`FLOW_OUT`] or [`FLOW_IN`]).
+    pub bind: Option<(u64, i32)>,
+    /// `callstack_iid`: the interned callstack of the slice (a launch's stack).
+    pub callstack: Option<u64>,
     args: [Arg; MAX_ARGS],
     nargs: usize,
 }
@@ -58,8 +65,8 @@ impl Default for Event {
             track_uuid: None,
             name: None,
             counter: None,
-            flow: None,
-            terminating_flow: None,
+            bind: None,
+            callstack: None,
             args: [Arg { name: 0, value: Value::Uint(0) }; MAX_ARGS],
             nargs: 0,
         }
@@ -87,8 +94,8 @@ impl Event {
         self.track_uuid = None;
         self.name = None;
         self.counter = None;
-        self.flow = None;
-        self.terminating_flow = None;
+        self.bind = None;
+        self.callstack = None;
         self.nargs = 0;
     }
 
@@ -96,8 +103,9 @@ impl Event {
     #[inline(always)]
     pub fn max_len(&self) -> usize {
         // Per argument: key and length (2), name (1 + 10), value (2 + 10); type, name iid and
-        // track (11 each), counter (9), flows (9 each), the name (2 + 10 + text).
-        const FIXED: usize = MAX_ARGS * 25 + 3 * 11 + 9 + 2 * 9 + 12;
+        // track (11 each), counter (9), legacy event (2 + 11 + 2), callstack (12), the name
+        // (2 + 10 + text).
+        const FIXED: usize = MAX_ARGS * 25 + 3 * 11 + 9 + 15 + 12 + 12;
         FIXED + self.name.as_ref().map_or(0, String::len)
     }
 
@@ -117,6 +125,11 @@ impl Event {
             b.uint(1, a.name);
             b.uint(field, v);
         }
+        if let Some((id, direction)) = self.bind {
+            b.message_head(6, 1 + pb::varint_len(id) + 2);
+            b.uint(8, id);
+            b.int(13, i64::from(direction));
+        }
         if let Some(k) = self.kind {
             b.int(9, i64::from(k));
         }
@@ -132,11 +145,8 @@ impl Event {
         if let Some(v) = self.counter {
             b.double(44, v);
         }
-        if let Some(f) = self.flow {
-            b.fixed64(47, f);
-        }
-        if let Some(f) = self.terminating_flow {
-            b.fixed64(48, f);
+        if let Some(cs) = self.callstack {
+            b.uint(56, cs);
         }
     }
 }
@@ -162,8 +172,8 @@ mod tests {
         e.arg(3, Value::Int(-1));
         e.arg(4, Value::Str(7));
         (e.kind, e.name_iid, e.track_uuid) = (Some(proto::event_type::SLICE_BEGIN), Some(9), Some(1 << 62));
-        (e.name, e.counter, e.flow, e.terminating_flow) =
-            (Some("lost 3".into()), Some(2.5), Some(5), Some(6));
+        (e.name, e.counter, e.bind, e.callstack) =
+            (Some("lost 3".into()), Some(2.5), Some((5, FLOW_OUT)), Some(300));
         let ours = encode(&e);
         let annotation = |name, uint_value, int_value, string_value_iid| DebugAnnotation {
             name_iid: Some(name),
@@ -178,8 +188,10 @@ mod tests {
             name_iid: e.name_iid,
             name: e.name.clone(),
             double_counter_value: e.counter,
-            flow_ids: vec![5],
-            terminating_flow_ids: vec![6],
+            flow_ids: vec![],
+            terminating_flow_ids: vec![],
+            legacy_event: Some(proto::LegacyEvent { bind_id: Some(5), flow_direction: Some(FLOW_OUT) }),
+            callstack_iid: Some(300),
             debug_annotations: vec![
                 annotation(1, Some(300), None, None),
                 annotation(3, None, Some(-1), None),

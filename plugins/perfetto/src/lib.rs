@@ -5,9 +5,10 @@
 //! them with SQL. What the file holds:
 //!
 //! - track descriptors for processes, threads, devices (GPUs) and their streams/queues;
-//! - API calls as slices on their thread; kernels, copies and other device work as slices on
-//!   their stream, with a flow from the launch (an instant on the launching thread inside its
-//!   API call) to each operation it caused;
+//! - API calls as slices on their thread, carrying their launch's stack (`callstack_iid`);
+//!   kernels, copies and other device work as slices on their stream, placed on lanes by start
+//!   time (a lane only where work really overlaps), with a flow from the API slice to each
+//!   operation it caused; allocations as a per-device "memory in use" counter;
 //! - CPU samples as `PerfSample` packets with interned callstacks (the UI's flame graph);
 //!   off-CPU time as slices; markers, ranges, counters (memory in use) and losses.
 //!

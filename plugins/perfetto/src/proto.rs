@@ -121,6 +121,19 @@ pub struct TrackEvent {
     pub terminating_flow_ids: Vec<u64>,
     #[prost(message, repeated, tag = "4")]
     pub debug_annotations: Vec<DebugAnnotation>,
+    #[prost(message, optional, tag = "6")]
+    pub legacy_event: Option<LegacyEvent>,
+    #[prost(uint64, optional, tag = "56")]
+    pub callstack_iid: Option<u64>,
+}
+
+/// `TrackEvent.LegacyEvent`: only the flow binding (`bind_id`, `flow_direction`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct LegacyEvent {
+    #[prost(uint64, optional, tag = "8")]
+    pub bind_id: Option<u64>,
+    #[prost(int32, optional, tag = "13")]
+    pub flow_direction: Option<i32>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

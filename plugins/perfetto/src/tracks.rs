@@ -6,9 +6,11 @@
 //! the first time an event needs the track, and again when a later definition renames it (the
 //! last descriptor wins in Perfetto).
 //!
-//! Slices on one track must nest. Device work that overlaps the previous operation of its
-//! stream goes to an overflow lane (a sibling track "stream 7 (overlap 1)"), and so do user
-//! ranges that overlap on a thread.
+//! Slices on one track must nest. Device work comes in start order (`xpuprof_toolbox::timeline::Reorder`) and goes
+//! to the first lane of its stream free at its start: work that overlaps every lane opens an
+//! overflow lane (a sibling track "stream 7 (overlap 1)"), so lanes are as many as the deepest
+//! real overlap; a zero-length operation nests instead. User ranges that overlap on a thread
+//! get lanes the same way, in arrival order.
 
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::*;
@@ -27,6 +29,7 @@ const RANGES: u64 = 5 << 60;
 const OFF_CPU: u64 = 6 << 60;
 const COUNTER: u64 = 7 << 60;
 const OVERHEAD: u64 = 9 << 60;
+const MEMORY: u64 = 11 << 60;
 /// The track of loss markers.
 pub const LOSSES: u64 = 8 << 60;
 /// The track of the capture windows the trace covers.
@@ -203,6 +206,12 @@ impl Tracks {
     #[inline]
     fn lane_of(&mut self, t: usize, start: u64, end: u64) -> u64 {
         let lanes = &mut self.lanes[t].ends;
+        // A zero-length slice goes on the first lane, nested in its running slice if there is
+        // one (which starts no earlier, since work is placed in start order): it never opens
+        // or fills an overlap lane.
+        if end <= start && !lanes.is_empty() {
+            return 0;
+        }
         let lane = match lanes.iter().position(|&e| e <= start) {
             Some(i) => i,
             None if (lanes.len() as u64) < MAX_LANES => {
@@ -314,6 +323,26 @@ impl Tracks {
         uuid
     }
 
+    /// The "memory in use" counter of `device`: the bytes its allocations and frees leave in use.
+    pub fn memory(&mut self, device: DeviceId, names: &Interner) -> u64 {
+        let uuid = MEMORY | u64::from(device.0);
+        if !self.described.contains(&uuid) {
+            let parent = self.device(device, names);
+            self.described.insert(uuid);
+            self.pending.push(TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: Some(parent),
+                name: Some("memory in use (allocations)".to_owned()),
+                counter: Some(CounterDescriptor {
+                    unit: Some(crate::proto::UNIT_SIZE_BYTES),
+                    unit_name: None,
+                }),
+                ..Default::default()
+            });
+        }
+        uuid
+    }
+
     /// The track of the capture windows (a session that recorded only inside them).
     pub fn windows(&mut self) -> u64 {
         if self.described.insert(WINDOWS) {
@@ -366,5 +395,7 @@ mod tests {
         assert_eq!(t.lane(1, 5, 8), 1);
         assert_eq!(t.lane(1, 10, 12), 0);
         assert_eq!(t.lane(2, 5, 8), 0, "timelines are separate");
+        assert_eq!(t.lane(2, 6, 6), 0, "a zero-length slice nests, it makes no lane");
+        assert_eq!(t.lanes[t.timelines[&2]].ends.len(), 1);
     }
 }

@@ -5,9 +5,12 @@
 //!   correlation id and non-zero result as arguments;
 //! - device work: slices on its stream's track under the device's track (one sequence per
 //!   stream lane), with correlation id, bytes, and a kernel's grid and block (`128x1x1`);
-//! - launches: an instant named after the launch API on the launching thread's track, at the
-//!   launch time, with a flow to the device work it caused (one flow per device operation, so
-//!   both ends always exist; a separate sequence per thread keeps its timestamps growing);
+//! - launches: the API slice carries its launch's stack (`callstack_iid`, interned like the CPU
+//!   samples' stacks, see [`xpuprof_toolbox::timeline::Launches`]) and starts the flow to the device work it caused
+//!   (one arrow per device operation, see [`xpuprof_toolbox::timeline::Flows`]);
+//! - device work is put in start order per stream within a bounded window
+//!   ([`xpuprof_toolbox::timeline::Reorder`]) and placed on lanes by start time, so a lane exists only where work
+//!   really overlaps; allocations and frees make a per-device "memory in use" counter;
 //! - CPU samples: `PerfSample` packets with interned callstacks, which the Perfetto UI shows as
 //!   per-process and per-thread sample tracks with a flame graph for any selected range;
 //!   off-CPU samples are slices (blocked time) on an "off-CPU" track under the thread;
@@ -15,8 +18,8 @@
 //! - counters: counter tracks under their process or device;
 //! - losses: instants "lost N: cause" on a top-level "xpuprof: data lost" track.
 //!
-//! Only definitions, per-sequence state and lane ends are kept: memory does not grow with the
-//! length of the run. Event packets are encoded straight into the output's bundle buffer
+//! Only definitions, per-sequence state, lane ends and the bounded windows are kept: memory does
+//! not grow with the length of the run (but for one bit per launch, [`xpuprof_toolbox::timeline::Flows`]). Event packets are encoded straight into the output's bundle buffer
 //! (`crate::pb`), so steady-state events allocate nothing.
 
 use std::collections::BTreeMap;
@@ -24,7 +27,10 @@ use std::io::{self, Write};
 
 use xpuprof_sdk::model::*;
 
-use crate::event::{Event, Value};
+use xpuprof_sdk::hash::IdMap;
+use xpuprof_toolbox::timeline::{Flows, Launches, Ready, Reorder};
+
+use crate::event::{Event, Value, FLOW_IN, FLOW_OUT};
 use crate::intern::Interner;
 use crate::interned::Interned;
 use crate::output::{Output, OutputOptions};
@@ -36,8 +42,8 @@ use crate::tracks::Tracks;
 const SAMPLES: u64 = 9 << 60;
 /// Sequence of counter values.
 const COUNTERS: u64 = 10 << 60;
-/// Added to a thread's track uuid: the key of its launch sequence.
-const LAUNCHES: u64 = 1 << 59;
+/// Reorder timeline of a device's allocations and frees (or'ed with the device id).
+const MEMORY: u64 = 1 << 63;
 
 /// Options of the trace writer.
 #[derive(Debug, Clone)]
@@ -71,6 +77,15 @@ pub struct TraceStats {
     pub sequences: u64,
     /// Device operations that overlapped work on every lane of their stream.
     pub overlaps: u64,
+    /// Device operations that arrived after later ones of their stream were placed (beyond the
+    /// reorder window, [`xpuprof_toolbox::timeline::WINDOW`] operations per stream).
+    pub late: u64,
+    /// API calls written without their launch stack because it did not come within the window
+    /// ([`xpuprof_toolbox::timeline::HELD_CALLS`] calls): most are calls that launch nothing.
+    pub calls_without_stack: u64,
+    /// Device work ends drawn without a flow: its call was not in the trace, or its correlation
+    /// id did not fit or was used again.
+    pub flows_not_drawn: u64,
 }
 
 /// Writes one trace.
@@ -91,7 +106,16 @@ pub struct TraceWriter<W: Write> {
     interned: Interned,
     /// The packet that (re)starts a sequence, when the event needs one.
     start: Option<Box<TracePacket>>,
-    next_flow: u64,
+    /// API calls and launch stacks waiting for each other, and the calls ready to write.
+    launches: Launches,
+    ready: Ready,
+    flows: Flows,
+    /// The flow id started last on each thread track (a call nested in one with the same
+    /// correlation id starts none).
+    last_flow: IdMap<u64, u64>,
+    reorder: Reorder,
+    /// Bytes allocated and not freed, per device.
+    memory: IdMap<DeviceId, u64>,
     last_reset: u64,
     losses: BTreeMap<String, u64>,
     stats: TraceStats,
@@ -122,7 +146,12 @@ impl<W: Write> TraceWriter<W> {
             sample: None,
             interned: Interned::default(),
             start: None,
-            next_flow: 1,
+            launches: Launches::default(),
+            ready: Ready::new(),
+            flows: Flows::default(),
+            last_flow: IdMap::default(),
+            reorder: Reorder::default(),
+            memory: IdMap::default(),
             last_reset: 0,
             losses: BTreeMap::new(),
             stats: TraceStats::default(),
@@ -143,6 +172,7 @@ impl<W: Write> TraceWriter<W> {
         }
         match r {
             Record::ApiCall(c) => self.api_call(c),
+            Record::LaunchSite(s) => self.launch_site(s),
             Record::DeviceOp(op) => self.device_op(op),
             Record::CpuSample(s) if self.opts.cpu_samples => self.sample(s),
             Record::Marker(a) => self.marker(a),
@@ -238,6 +268,34 @@ impl<W: Write> TraceWriter<W> {
     }
 
     fn api_call(&mut self, c: &ApiCall) -> io::Result<()> {
+        self.launches.call(c, &mut self.ready);
+        self.write_ready()
+    }
+
+    fn launch_site(&mut self, s: &LaunchSite) -> io::Result<()> {
+        if s.correlation.backend != backend::UNCORRELATED {
+            self.launches.stack(s.pid, s.correlation, s.stack, true, &mut self.ready);
+        }
+        self.write_ready()
+    }
+
+    /// Writes the API calls whose launch stack is known (or will not come).
+    fn write_ready(&mut self) -> io::Result<()> {
+        if self.ready.is_empty() {
+            return Ok(());
+        }
+        let mut ready = std::mem::take(&mut self.ready);
+        let mut r = Ok(());
+        for (c, stack) in ready.drain(..) {
+            r = r.and_then(|()| self.write_api_call(&c, stack));
+        }
+        self.ready = ready;
+        r
+    }
+
+    /// An API call: a slice on its thread with its launch's stack, starting the flow to the
+    /// device work it launched.
+    fn write_api_call(&mut self, c: &ApiCall, stack: StackId) -> io::Result<()> {
         let track = self.tracks.thread(c.pid, c.tid, &self.names);
         let name = self.names.event_name_of(c.name, "API call");
         if self.opts.args {
@@ -248,11 +306,23 @@ impl<W: Write> TraceWriter<W> {
                 self.arg(RESULT, Value::Int(c.result));
             }
         }
-        self.slice(track, track, c.start, c.end, name, None)
+        let launches = !matches!(c.kind, ApiKind::Sync | ApiKind::Other);
+        let flow = match c.correlation.filter(|_| launches).and_then(|corr| self.flows.id(c.pid, corr)) {
+            // The nested call of the one that started this flow: no second start.
+            Some(id) if self.last_flow.get(&track) == Some(&id) => None,
+            Some(id) => self.flows.start(id),
+            None => None,
+        };
+        if let Some(id) = flow {
+            self.last_flow.insert(track, id);
+        }
+        self.ev.callstack = if stack.is_none() { None } else { self.names.callstack(stack) };
+        self.slice(track, track, c.start, c.end, name, flow.map(|id| (id, FLOW_OUT)))
     }
 
     /// A slice `[start, end)` named `name` on sequence `key`, whose default track is `track`,
-    /// with the arguments queued by [`Self::arg`] and, when set, the end of flow `flow_end`.
+    /// with the arguments queued by [`Self::arg`], the callstack in `self.ev.callstack` and,
+    /// when set, its end of a flow (`bind`: id and direction).
     fn slice(
         &mut self,
         key: u64,
@@ -260,7 +330,7 @@ impl<W: Write> TraceWriter<W> {
         start: u64,
         end: u64,
         name: u64,
-        flow_end: Option<u64>,
+        bind: Option<(u64, i32)>,
     ) -> io::Result<()> {
         self.begin(key, Some(track), start)?;
         let seq = self.seqs.get_mut(key);
@@ -270,10 +340,13 @@ impl<W: Write> TraceWriter<W> {
                 self.names.emit_annotation_value(seq, v, &mut self.interned);
             }
         }
+        if let Some(cs) = self.ev.callstack {
+            self.names.emit_callstack(seq, cs, &mut self.interned);
+        }
         self.names.emit_event_name(seq, name, &mut self.interned);
         self.ev.kind = Some(event_type::SLICE_BEGIN);
         self.ev.name_iid = Some(name);
-        self.ev.terminating_flow = flow_end;
+        self.ev.bind = bind;
         self.end(true)?;
         self.begin(key, Some(track), end.max(start))?;
         self.ev.kind = Some(event_type::SLICE_END);
@@ -294,13 +367,36 @@ impl<W: Write> TraceWriter<W> {
         }
     }
 
+    /// Device work: its launch's stack makes the call held for it ready; then it waits in its
+    /// timeline's reorder window (allocations and frees in their device's).
     fn device_op(&mut self, op: &DeviceOp) -> io::Result<()> {
+        if let (Some(l), Some(c)) = (op.launch, op.correlation) {
+            self.launches.stack(op.pid, c, l.stack, false, &mut self.ready);
+            self.write_ready()?;
+        }
+        let key = match op.kind {
+            DeviceOpKind::Alloc | DeviceOpKind::Free => MEMORY | u64::from(op.device.0),
+            _ => (u64::from(op.device.0) << 32) | u64::from(op.stream.0),
+        };
+        match self.reorder.push(key, op) {
+            Some(op) => self.place(&op),
+            None => Ok(()),
+        }
+    }
+
+    /// Device work in start order: a slice on the first lane of its stream free at its start
+    /// (allocations and frees: a point of the device's memory counter).
+    fn place(&mut self, op: &DeviceOp) -> io::Result<()> {
+        if matches!(op.kind, DeviceOpKind::Alloc | DeviceOpKind::Free) {
+            return self.memory(op);
+        }
         let track = self.tracks.device_op(op, &self.names);
         let name = self.op_name(op);
-        let flow = match op.launch {
-            Some(l) => Some(self.launch(op.pid, l)?),
-            None => None,
+        let flow = match (op.launch, op.correlation) {
+            (Some(_), Some(c)) => self.flows.end(op.pid, c),
+            _ => None,
         };
+        self.stats.flows += u64::from(flow.is_some());
         if self.opts.args {
             if let Some(c) = op.correlation {
                 self.arg(CORRELATION, Value::Uint(c.id));
@@ -314,24 +410,23 @@ impl<W: Write> TraceWriter<W> {
                 self.arg(BLOCK, Value::Str(block));
             }
         }
-        self.slice(track, track, op.start, op.end, name, flow)
+        self.slice(track, track, op.start, op.end, name, flow.map(|id| (id, FLOW_IN)))
     }
 
-    /// The launch instant of `l` with the start of a new flow; returns the flow id.
-    fn launch(&mut self, pid: u32, l: LaunchRef) -> io::Result<u64> {
-        let track = self.tracks.thread(pid, l.tid, &self.names);
-        let name = self.names.event_name_of(l.api, "launch");
-        self.begin(track | LAUNCHES, Some(track), l.time)?;
-        let seq = self.seqs.get_mut(track | LAUNCHES);
-        self.names.emit_event_name(seq, name, &mut self.interned);
-        let id = self.next_flow;
-        self.next_flow += 1;
-        self.ev.kind = Some(event_type::INSTANT);
-        self.ev.name_iid = Some(name);
-        self.ev.flow = Some(id);
-        self.end(true)?;
-        self.stats.flows += 1;
-        Ok(id)
+    /// An allocation or a free: the device's bytes in use change at its start.
+    fn memory(&mut self, op: &DeviceOp) -> io::Result<()> {
+        let used = self.memory.entry(op.device).or_default();
+        *used = match op.kind {
+            DeviceOpKind::Alloc => used.saturating_add(op.bytes),
+            _ => used.saturating_sub(op.bytes),
+        };
+        let value = *used as f64;
+        let track = self.tracks.memory(op.device, &self.names);
+        self.begin(COUNTERS, None, op.start)?;
+        self.ev.kind = Some(event_type::COUNTER);
+        self.ev.track_uuid = Some(track);
+        self.ev.counter = Some(value);
+        self.end(true)
     }
 
     fn sample(&mut self, s: &CpuSample) -> io::Result<()> {
@@ -437,12 +532,20 @@ impl<W: Write> TraceWriter<W> {
             file_bytes: self.out.written(),
             sequences: self.seqs.len() as u64,
             overlaps: self.tracks.overlaps,
+            late: self.reorder.late,
+            calls_without_stack: self.launches.calls_without_stack,
+            flows_not_drawn: self.flows.not_drawn,
             ..self.stats
         }
     }
 
     /// Writes what is queued and returns the inner writer with the final statistics.
     pub fn finish(mut self) -> io::Result<(W, TraceStats)> {
+        self.launches.drain(&mut self.ready);
+        self.write_ready()?;
+        for op in self.reorder.drain() {
+            self.place(&op)?;
+        }
         self.descriptors()?;
         let mut stats = self.stats();
         let raw = self.out.raw_bytes();

@@ -17,8 +17,17 @@ Checks, failing with a message naming the packet:
 - every track an event uses, and every parent track, has a descriptor written before the event;
 - clock snapshots never go back in time on one sequence (trace processor rejects those);
 - slices begin and end in order on each track (nesting), every flow has exactly one start and one
-  terminating end, and the start is not later than the end.
+  terminating end, and the start is not later than the end; a launch's flow (`legacy_event.bind_id`)
+  starts once (`FLOW_OUT`) and each of its ends (`FLOW_IN`, several for a graph launch) comes no
+  earlier than its start;
+- a slice's `callstack_iid` resolves to interned frames and function names on its sequence.
+
+The summary also says what a user sees: how many API slices (slices on thread tracks) carry a
+launch stack, where flows start and end (thread or device tracks, and whether the start carries
+a stack), and `lanes_without_overlap`: slices on a stream's overlap lane N that overlap nothing on
+lane N - 1 (a lane that real overlap did not need).
 """
+import re
 import collections
 import json
 import sys
@@ -70,7 +79,7 @@ def main(path, show_events=False):
     seqs = collections.defaultdict(Seq)
     said = []  # what the trace says, for --events
     tracks = {}
-    events = []  # (ts, order, track, type, name, flow_ids, terminating)
+    events = []  # (ts, order, track, type, name, flow_ids, terminating, bind, stack)
     args = collections.Counter()
     samples = 0
     callstack_frames = collections.Counter()
@@ -124,20 +133,27 @@ def main(path, show_events=False):
                     value = a.uint_value if a.HasField("uint_value") else a.int_value
                 args[key] += 1
                 shown.append(f"{key}={value}")
-            events.append((ts, i, track, e.type, name, list(e.flow_ids), list(e.terminating_flow_ids)))
+            bind = None
+            if e.HasField("legacy_event") and e.legacy_event.HasField("bind_id"):
+                bind = (e.legacy_event.bind_id, e.legacy_event.flow_direction)
+            stack = callstack(i, seq, e.callstack_iid) if e.HasField("callstack_iid") else None
+            events.append((ts, i, track, e.type, name, list(e.flow_ids), list(e.terminating_flow_ids),
+                           bind, stack))
             if show_events:
                 value = f" value={e.double_counter_value}" if e.HasField("double_counter_value") else ""
+                flow = ""
+                if bind:
+                    flow = f" {'flow_out' if bind[1] == TE.LegacyEvent.FLOW_OUT else 'flow_in'}={bind[0]}"
+                shown_stack = f" stack={stack}" if stack is not None else ""
                 said.append(f"{ts} {track_name(tracks, track)!r} {TE.Type.Name(e.type)} {name!r}"
-                            f" args={shown} flows={list(e.flow_ids)}->{list(e.terminating_flow_ids)}{value}")
+                            f" args={shown} flows={list(e.flow_ids)}->{list(e.terminating_flow_ids)}"
+                            f"{flow}{value}{shown_stack}")
         elif p.HasField("perf_sample"):
             s = p.perf_sample
             functions = []
             if s.HasField("callstack_iid"):
-                cs = lookup(i, seq, "callstacks", s.callstack_iid)
-                callstack_frames[len(cs.frame_ids)] += 1
-                for f in cs.frame_ids:
-                    frame = lookup(i, seq, "frames", f)
-                    functions.append(lookup(i, seq, "function_names", frame.function_name_id).str.decode())
+                functions = callstack(i, seq, s.callstack_iid)
+                callstack_frames[len(functions)] += 1
             samples += 1
             if show_events:
                 said.append(f"{ts} sample pid={s.pid} tid={s.tid} stack={functions}")
@@ -162,6 +178,18 @@ def timestamp(i, p, seq):
     if clock not in (0, 3):
         fail(i, f"unexpected clock {clock}")
     return p.timestamp
+
+
+def callstack(i, seq, iid):
+    """The function names of interned callstack `iid`, root first."""
+    cs = lookup(i, seq, "callstacks", iid)
+    functions = []
+    for f in cs.frame_ids:
+        frame = lookup(i, seq, "frames", f)
+        functions.append(lookup(i, seq, "function_names", frame.function_name_id).str.decode())
+    if not functions:
+        fail(i, f"callstack {iid} has no frames")
+    return functions
 
 
 def lookup(i, seq, table, iid):
@@ -205,20 +233,27 @@ def track_name(tracks, uuid):
 def summarize(tracks, events, samples, count, sequences):
     events.sort(key=lambda e: (e[0], e[1]))
     open_slices = collections.defaultdict(list)
+    intervals = collections.defaultdict(list)  # track -> [(start, end)]
     slices = collections.Counter()
     names = collections.Counter()
     flow_start, flow_end = {}, {}
+    launch_start, launch_ends = {}, 0
+    flow_places = collections.Counter()
+    api = collections.Counter()
     instants = collections.Counter()
-    for ts, i, track, typ, name, flows, terminating in events:
+    for ts, i, track, typ, name, flows, terminating, bind, stack in events:
         if typ == TE.TYPE_SLICE_BEGIN:
-            stack = open_slices[track]
             open_slices[track].append((ts, i, name))
             slices[track_name(tracks, track)] += 1
             names[name] += 1
+            if tracks[track].HasField("thread"):
+                api["slices"] += 1
+                api["with_stack"] += stack is not None
         elif typ == TE.TYPE_SLICE_END:
             if not open_slices[track]:
                 fail(i, f"slice end without a begin on {track_name(tracks, track)}")
-            open_slices[track].pop()
+            start = open_slices[track].pop()
+            intervals[track].append((start[0], ts))
         elif typ == TE.TYPE_INSTANT:
             instants[name] += 1
         for f in flows:
@@ -231,6 +266,20 @@ def summarize(tracks, events, samples, count, sequences):
             if f in flow_end:
                 fail(i, f"flow {f} ends twice")
             flow_end[f] = ts
+        if bind and bind[1] == TE.LegacyEvent.FLOW_OUT:
+            if bind[0] in launch_start:
+                fail(i, f"launch flow {bind[0]} starts twice")
+            launch_start[bind[0]] = (track, stack is not None)
+        elif bind and bind[1] == TE.LegacyEvent.FLOW_IN:
+            if bind[0] not in launch_start:
+                fail(i, f"launch flow {bind[0]} ends before it starts")
+            launch_ends += 1
+            start_track, with_stack = launch_start[bind[0]]
+            src = "thread" if tracks[start_track].HasField("thread") else "other"
+            dst = "device" if not tracks[track].HasField("thread") else "thread"
+            flow_places[f"{src}{' with stack' if with_stack else ''} -> {dst}"] += 1
+        elif bind:
+            fail(i, f"flow {bind[0]} without a direction")
     for track, stack in open_slices.items():
         if stack:
             fail(stack[-1][1], f"slice {stack[-1][2]} on {track_name(tracks, track)} never ends")
@@ -250,10 +299,55 @@ def summarize(tracks, events, samples, count, sequences):
         "slices_per_track": slices,
         "slice_names": names,
         "instants": instants,
-        "flows": len(flow_end),
+        "flows": len(flow_end) + launch_ends,
+        "flow_places": flow_places,
+        "api_slices": api["slices"],
+        "api_slices_with_stack": api["with_stack"],
+        "lanes": lanes(tracks, intervals),
+        "lanes_without_overlap": lanes_without_overlap(tracks, intervals),
         "samples": samples,
         "counter_values": sum(1 for e in events if e[3] == TE.TYPE_COUNTER),
     }
+
+
+LANE = re.compile(r"^(.*) \(overlap (\d+)\)$")
+
+
+def lane_of(tracks, uuid):
+    """(parent, base name, lane) of a track: lane 0 for a track without "(overlap N)"."""
+    d = tracks[uuid]
+    m = LANE.match(d.name)
+    base, lane = (m.group(1), int(m.group(2))) if m else (d.name, 0)
+    return (d.parent_uuid, base), lane
+
+
+def lanes(tracks, intervals):
+    """Lanes of each timeline with slices, by its name: {"stream 7": 2}."""
+    out = collections.Counter()
+    for uuid in intervals:
+        if tracks[uuid].HasField("thread") or tracks[uuid].HasField("process"):
+            continue
+        (_, base), lane = lane_of(tracks, uuid)
+        out[base] = max(out[base], lane + 1)
+    return out
+
+
+def lanes_without_overlap(tracks, intervals):
+    """Slices on overlap lane N that overlap no slice of lane N - 1 by a positive duration."""
+    by_lane = {}
+    for uuid, iv in intervals.items():
+        if tracks[uuid].HasField("thread") or tracks[uuid].HasField("process"):
+            continue
+        by_lane[lane_of(tracks, uuid)] = sorted(iv)
+    bad = 0
+    for (timeline, lane), iv in by_lane.items():
+        if lane == 0:
+            continue
+        below = by_lane.get((timeline, lane - 1), [])
+        for start, end in iv:
+            if not any(s <= start < e and start < end for s, e in below):
+                bad += 1
+    return bad
 
 
 def dump(path):

@@ -71,6 +71,13 @@ fn real_cuda_streams_convert_and_pass_the_checks() {
         assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
         let live = check_outputs(&bin, out.path());
         assert!(live["flows"].as_u64().unwrap() > 0, "{name}: kernels joined to launches: {live}");
+        let flows = live["flow_places"].as_object().unwrap();
+        assert!(
+            flows.keys().all(|k| k == "thread with stack -> device"),
+            "{name}: flows from stacked API slices: {live}"
+        );
+        assert!(live["api_slices_with_stack"].as_u64().unwrap() > 0, "{name}: launch stacks: {live}");
+        assert_eq!(live["lanes_without_overlap"], 0, "{name}: a lane without real overlap: {live}");
         let tracks = live["tracks"].as_object().unwrap();
         assert!(tracks.keys().any(|t| t.starts_with("GPU 0 (")), "{name}: device track: {live}");
         let replay = tempfile::tempdir().unwrap();

@@ -5,5 +5,6 @@
 mod check;
 mod e2e;
 mod sink;
+mod timeline;
 
 use xpuprof_testkit::{golden, host};

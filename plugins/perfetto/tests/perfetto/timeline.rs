@@ -1,0 +1,141 @@
+//! What a user reads in the timeline: launch stacks on API slices, flows from those slices to
+//! the device work, lanes only where work really overlaps, allocations as a memory counter
+//! (checked with Perfetto's own protos, `tests/check_trace.py`).
+
+use xpuprof_archive::sample::{self, PID, T0, TID};
+use xpuprof_plugin_perfetto::{config, PerfettoSink, FILE_NAME};
+use xpuprof_sdk::model::*;
+use xpuprof_sdk::{Logger, Sink};
+
+use crate::check;
+use crate::sink::session_info;
+
+fn definitions() -> Vec<Record> {
+    sample::session().into_iter().filter(Record::is_definition).collect()
+}
+
+fn checked(records: &[Record]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink =
+        PerfettoSink::new(config::defaults(), &session_info(dir.path()), Logger::stderr()).unwrap();
+    sink.consume(records).unwrap();
+    sink.finish().unwrap();
+    check::check(&dir.path().join(FILE_NAME))
+}
+
+fn corr(id: u64) -> Option<Correlation> {
+    Some(Correlation { backend: backend::CUDA, id })
+}
+
+fn call(id: u64, start: u64) -> Record {
+    Record::ApiCall(
+        ApiCall::default()
+            .pid(PID)
+            .tid(TID)
+            .start(start)
+            .end(start + 2_000)
+            .name(StrId(11))
+            .correlation(corr(id)),
+    )
+}
+
+fn site(id: u64, start: u64) -> Record {
+    Record::LaunchSite(
+        LaunchSite::default()
+            .pid(PID)
+            .tid(TID)
+            .time(start)
+            .correlation(corr(id).unwrap())
+            .api(StrId(11))
+            .stack(StackId(1)),
+    )
+}
+
+fn kernel(id: u64, stream: u32, start: u64, dur: u64) -> DeviceOp {
+    let launch = LaunchRef::default().tid(TID).stack(StackId(1)).api(StrId(11)).time(start);
+    DeviceOp::default()
+        .kind(DeviceOpKind::Kernel)
+        .pid(PID)
+        .device(DeviceId(1))
+        .stream(StreamId(stream))
+        .start(start)
+        .end(start + dur)
+        .name(StrId(15))
+        .correlation(corr(id))
+        .launch(Some(launch))
+}
+
+/// Whatever order the call, its launch site and its work arrive in, the API slice carries the
+/// launch stack and the flow goes from it to the work.
+#[test]
+fn api_slices_carry_their_launch_stack_in_any_arrival_order() {
+    let mut r = definitions();
+    let t = T0;
+    // Call first, then its site (callbacks); site first (activity buffers come later); no site
+    // at all: the stack the correlator joined to the work.
+    r.extend([call(1, t), site(1, t), Record::DeviceOp(kernel(1, 1, t + 10_000, 1_000))]);
+    r.extend([site(2, t + 5_000), call(2, t + 5_000), Record::DeviceOp(kernel(2, 1, t + 12_000, 1_000))]);
+    r.extend([call(3, t + 7_000), Record::DeviceOp(kernel(3, 1, t + 14_000, 1_000))]);
+    let s = checked(&r);
+    assert_eq!(s["api_slices"], 3, "{s}");
+    assert_eq!(s["api_slices_with_stack"], 3, "callstack_iid resolving to interned frames: {s}");
+    assert_eq!(s["flow_places"]["thread with stack -> device"], 3, "{s}");
+    assert_eq!(s["flows"], 3, "{s}");
+    assert!(s["instants"].as_object().unwrap().is_empty(), "no launch instant: {s}");
+}
+
+/// A serial stream whose records arrive out of order (pairs swapped), with zero-length work
+/// inside its kernels, is one lane; a kernel that really overlaps another opens one more.
+#[test]
+fn lanes_only_for_work_that_really_overlaps() {
+    let mut r = definitions();
+    let mut ops = Vec::new();
+    for i in 0..200u64 {
+        ops.push(kernel(100 + i, 1, T0 + i * 10_000, 9_000));
+        // A zero-length marker in the middle of the kernel.
+        let mut z = kernel(1_000 + i, 1, T0 + i * 10_000 + 4_000, 0);
+        z.kind = DeviceOpKind::Sync;
+        ops.push(z);
+    }
+    for pair in ops.chunks_mut(4) {
+        pair.rotate_left(2);
+    }
+    // One real overlap: a kernel starting inside kernel 50.
+    ops.push(kernel(5_000, 1, T0 + 50 * 10_000 + 1_000, 3_000));
+    r.extend(ops.into_iter().map(Record::DeviceOp));
+    let s = checked(&r);
+    assert_eq!(s["lanes"]["stream 7 (default)"], 2, "one lane for the serial work, one for the overlap: {s}");
+    assert_eq!(s["slices_per_track"]["stream 7 (default) (overlap 1)"], 1, "{s}");
+    assert_eq!(s["lanes_without_overlap"], 0, "{s}");
+}
+
+/// Allocations and frees are a "memory in use" counter of their device, not slices.
+#[test]
+fn allocations_are_a_memory_counter() {
+    let mut r = definitions();
+    let mem = |kind, start, bytes| {
+        Record::DeviceOp(
+            DeviceOp::default().kind(kind).pid(PID).device(DeviceId(1)).start(start).end(start).bytes(bytes),
+        )
+    };
+    // Arriving out of order: the counter follows start times.
+    r.push(mem(DeviceOpKind::Alloc, T0 + 2_000, 4096));
+    r.push(mem(DeviceOpKind::Alloc, T0 + 1_000, 1024));
+    r.push(mem(DeviceOpKind::Free, T0 + 3_000, 1024));
+    let s = checked(&r);
+    assert_eq!(s["tracks"]["memory in use (allocations)"], "counter", "{s}");
+    assert_eq!(s["counter_values"], 3, "{s}");
+    assert!(s["slice_names"].get("Alloc").is_none(), "{s}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink =
+        PerfettoSink::new(config::defaults(), &session_info(dir.path()), Logger::stderr()).unwrap();
+    sink.consume(&r).unwrap();
+    sink.finish().unwrap();
+    let said = check::events(&dir.path().join(FILE_NAME));
+    let values: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("memory in use"))
+        .map(|l| l.rsplit("value=").next().unwrap())
+        .collect();
+    assert_eq!(values, ["1024.0", "5120.0", "4096.0"], "{said}");
+}

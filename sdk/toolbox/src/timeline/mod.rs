@@ -1,0 +1,15 @@
+//! What the timeline sinks (chrome, perfetto) share to draw launches and lanes:
+//!
+//! - [`Flows`]: flow ids made from a launch's correlation key, one start per id, one bit per
+//!   launch;
+//! - [`Launches`]: API calls held until their launch stack is known, so the API slice carries it;
+//! - [`Reorder`]: device work of each stream put in start order within a bounded window, so lanes
+//!   are assigned by start time and exist only where work really overlaps.
+
+mod flows;
+mod launches;
+mod reorder;
+
+pub use flows::Flows;
+pub use launches::{Launches, Ready, HELD_CALLS, KEPT_SITES};
+pub use reorder::{Reorder, WINDOW};
