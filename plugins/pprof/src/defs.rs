@@ -46,6 +46,17 @@ impl Defs {
         self.defs.stack(id)
     }
 
+    /// The text of string `id` as the source sent it (a mangled name stays mangled).
+    pub fn raw(&self, id: StrId) -> Option<&str> {
+        self.defs.raw(id)
+    }
+
+    /// The executable of process `pid` as its command line names it (`python3`,
+    /// `/usr/bin/python3.12`).
+    pub fn executable(&self, pid: u32) -> Option<&str> {
+        self.defs.process_command(pid)?.split_whitespace().next()
+    }
+
     /// The process's executable name (`python3`), or `process <pid>`.
     pub fn process(&self, pid: u32) -> String {
         match self.defs.process_command(pid) {

@@ -1,14 +1,23 @@
 //! Aggregates records into pprof samples and builds the `Profile` message.
 //!
-//! Sample types, in this order (every sample has all four values):
-//! 1. `gpu_time/nanoseconds`: device time of kernels, copies and other device work, under the
-//!    CPU stack that launched it, then the launch API, then a `[GPU_Kernel]<name>` (or
+//! Sample types, in this order, each listed only when some sample has a value for it (a run
+//! without off-CPU samples has no `off_cpu_time`):
+//! 1. `gpu_time/nanoseconds`: device time of kernels, copies, sets and other device work, under
+//!    the CPU stack that launched it, then the launch API, then a `[GPU_Kernel]<name>` (or
 //!    `[GPU_Memcpy]HtoD`, ...) leaf frame, as the folded output has it;
-//! 2. `gpu_ops/count`: how many device operations;
-//! 3. `cpu_time/nanoseconds`: on-CPU samples, weighted by their period;
-//! 4. `off_cpu_time/nanoseconds`: off-CPU samples, weighted by the time blocked;
-//! 5. `profiler_overhead/nanoseconds`: time the profiling machinery took on a thread (tracing
-//!    buffer flushes, ...), under an `[Overhead]<name>` frame.
+//! 2. `gpu_ops/count`: how many of those operations (allocations are not operations);
+//! 3. `gpu_sync_time/nanoseconds`: synchronisations (`[GPU_Sync]`), time waited, apart from
+//!    device work;
+//! 4. `gpu_alloc_objects/count` and 5. `gpu_alloc_space/bytes`: device memory allocations
+//!    (`[GPU_Alloc]`) and their bytes, under the stack that allocated;
+//! 6. `gpu_free_objects/count` and 7. `gpu_free_space/bytes`: releases (`[GPU_Free]`);
+//! 8. `cpu_time/nanoseconds`: on-CPU samples, weighted by their period;
+//! 9. `off_cpu_time/nanoseconds`: off-CPU samples, weighted by the time blocked;
+//! 10. `profiler_overhead/nanoseconds`: time the profiling machinery took on a thread (tracing
+//!     buffer flushes, ...), under an `[Overhead]<name>` frame.
+//!
+//! The default sample type is the first one listed. Frames, functions and mappings are built
+//! by [`crate::builder`].
 //!
 //! Labels: `process` and `thread` (names) with `pid` and `tid` (numbers) on every sample;
 //! `device`, `stream`, `kind` and `kernel` on GPU samples. Samples with the same stack and
@@ -18,9 +27,10 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
-use xpuprof_sdk::hash::{IdHasher, IdMap};
+use xpuprof_sdk::hash::IdHasher;
 use xpuprof_sdk::model::*;
 
+use crate::builder::Builder;
 use crate::defs::Defs;
 use crate::proto::{self, Profile};
 
@@ -99,7 +109,10 @@ impl Aggregate {
             copy: op.copy,
         };
         let v = self.gpu.entry(key).or_default();
-        v[0] += op.end.saturating_sub(op.start) as i64;
+        v[0] += match op.kind {
+            DeviceOpKind::Alloc | DeviceOpKind::Free => op.bytes as i64,
+            _ => op.end.saturating_sub(op.start) as i64,
+        };
         v[1] += 1;
         self.seen(op.start, op.end);
     }
@@ -123,251 +136,170 @@ impl Aggregate {
     }
 }
 
-/// Builds the `Profile` message: interns strings, functions, mappings and locations.
-#[derive(Debug)]
-struct Builder<'d> {
-    defs: &'d Defs,
-    p: Profile,
-    strings: HashMap<String, i64>,
-    functions: HashMap<String, u64>,
-    mappings: IdMap<ModuleId, u64>,
-    frames: IdMap<FrameId, u64>,
-    synthetic: HashMap<String, u64>,
+/// The sample types, by slot (see the module's docs).
+const TYPES: [(&str, &str); 10] = [
+    ("gpu_time", "nanoseconds"),
+    ("gpu_ops", "count"),
+    ("gpu_sync_time", "nanoseconds"),
+    ("gpu_alloc_objects", "count"),
+    ("gpu_alloc_space", "bytes"),
+    ("gpu_free_objects", "count"),
+    ("gpu_free_space", "bytes"),
+    ("cpu_time", "nanoseconds"),
+    ("off_cpu_time", "nanoseconds"),
+    ("profiler_overhead", "nanoseconds"),
+];
+const CPU: usize = 7;
+const OFF_CPU: usize = 8;
+const OVERHEAD: usize = 9;
+
+type Values = [i64; TYPES.len()];
+
+/// The slots of a device operation's (amount, count): time or bytes, and how many.
+fn gpu_slots(kind: DeviceOpKind) -> (usize, Option<usize>) {
+    match kind {
+        DeviceOpKind::Sync => (2, None),
+        DeviceOpKind::Alloc => (4, Some(3)),
+        DeviceOpKind::Free => (6, Some(5)),
+        _ => (0, Some(1)),
+    }
 }
 
-impl<'d> Builder<'d> {
-    fn new(defs: &'d Defs) -> Self {
-        let mut b = Self {
-            defs,
-            p: Profile::default(),
-            strings: HashMap::new(),
-            functions: HashMap::new(),
-            mappings: IdMap::default(),
-            frames: IdMap::default(),
-            synthetic: HashMap::new(),
-        };
-        b.s("");
-        b
-    }
+/// Samples with every slot's value; the profile keeps the slots that have data.
+#[derive(Debug)]
+struct Samples<'d> {
+    b: Builder<'d>,
+    values: Vec<Values>,
+}
 
-    fn s(&mut self, text: &str) -> i64 {
-        if let Some(&i) = self.strings.get(text) {
-            return i;
-        }
-        let i = self.p.string_table.len() as i64;
-        self.p.string_table.push(text.to_owned());
-        self.strings.insert(text.to_owned(), i);
-        i
-    }
-
-    fn function(&mut self, name: &str) -> u64 {
-        if let Some(&id) = self.functions.get(name) {
-            return id;
-        }
-        let id = self.p.function.len() as u64 + 1;
-        let n = self.s(name);
-        self.p.function.push(proto::Function { id, name: n, system_name: n, filename: 0 });
-        self.functions.insert(name.to_owned(), id);
-        id
-    }
-
-    fn mapping(&mut self, module: ModuleId) -> u64 {
-        if module.is_none() {
-            return 0;
-        }
-        if let Some(&id) = self.mappings.get(&module) {
-            return id;
-        }
-        let id = self.p.mapping.len() as u64 + 1;
-        let (path, build_id) = match self.defs.module(module) {
-            Some((p, b)) => (p.to_owned(), hex(b)),
-            None => ("[unknown module]".to_owned(), String::new()),
-        };
-        let (filename, build_id) = (self.s(&path), self.s(&build_id));
-        self.p.mapping.push(proto::Mapping {
-            id,
-            memory_start: 0,
-            memory_limit: 0,
-            file_offset: 0,
-            filename,
-            build_id,
-            has_functions: true,
-        });
-        self.mappings.insert(module, id);
-        id
-    }
-
-    /// The location of frame `f`: its function and the functions inlined into it.
-    fn frame(&mut self, f: FrameId) -> u64 {
-        if let Some(&id) = self.frames.get(&f) {
-            return id;
-        }
-        let id = self.p.location.len() as u64 + 1;
-        let loc = match self.defs.frame(f).cloned() {
-            None => proto::Location { id, line: vec![self.line("[unknown frame]")], ..Default::default() },
-            Some(fr) => {
-                let outer = match self.defs.text(fr.name) {
-                    Some(t) => t.to_owned(),
-                    None => self.defs.unsymbolized(&fr),
-                };
-                // Innermost first: the last inlined function, ..., the function it is all in.
-                let mut line: Vec<proto::Line> = fr
-                    .inlined
-                    .iter()
-                    .rev()
-                    .map(|s| self.defs.text(*s).unwrap_or("[unknown inlined]").to_owned())
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .map(|n| self.line(n))
-                    .collect();
-                line.push(self.line(&outer));
-                proto::Location { id, mapping_id: self.mapping(fr.module), address: fr.address, line }
-            }
-        };
-        self.p.location.push(loc);
-        self.frames.insert(f, id);
-        id
-    }
-
-    fn line(&mut self, name: &str) -> proto::Line {
-        proto::Line { function_id: self.function(name), line: 0 }
-    }
-
-    /// A location that is just a name (launch API, GPU leaf, unknown launch site).
-    fn synthetic(&mut self, name: &str) -> u64 {
-        if let Some(&id) = self.synthetic.get(name) {
-            return id;
-        }
-        let id = self.p.location.len() as u64 + 1;
-        let line = vec![self.line(name)];
-        self.p.location.push(proto::Location { id, line, ..Default::default() });
-        self.synthetic.insert(name.to_owned(), id);
-        id
-    }
-
-    /// Stack `stack`, leaf first.
-    fn stack(&mut self, stack: StackId, out: &mut Vec<u64>) {
-        match self.defs.stack(stack) {
-            Some(frames) => {
-                for &f in frames {
-                    let id = self.frame(f);
-                    out.push(id);
-                }
-            }
-            None => out.push(self.synthetic("[unknown launch site]")),
-        }
-    }
-
+impl Samples<'_> {
     fn str_label(&mut self, key: &str, value: &str) -> proto::Label {
-        proto::Label { key: self.s(key), str: self.s(value), ..Default::default() }
+        proto::Label { key: self.b.s(key), str: self.b.s(value), ..Default::default() }
     }
 
     fn num_label(&mut self, key: &str, num: u32) -> proto::Label {
-        proto::Label { key: self.s(key), num: i64::from(num), ..Default::default() }
+        proto::Label { key: self.b.s(key), num: i64::from(num), ..Default::default() }
     }
 
     fn thread_labels(&mut self, pid: u32, tid: u32, label: &mut Vec<proto::Label>) {
-        let process = self.defs.process(pid);
-        label.push(self.str_label("process", &process));
+        let defs = self.b.defs();
+        self.b.process(pid);
+        label.push(self.str_label("process", &defs.process(pid)));
         label.push(self.num_label("pid", pid));
         if tid != 0 {
-            let thread = self.defs.thread(pid, tid);
-            label.push(self.str_label("thread", &thread));
+            label.push(self.str_label("thread", &defs.thread(pid, tid)));
             label.push(self.num_label("tid", tid));
         }
     }
 
-    fn gpu_sample(&mut self, k: &GpuKey, v: [i64; 2]) {
+    fn push(&mut self, location_id: Vec<u64>, values: Values, label: Vec<proto::Label>) {
+        self.b.p.sample.push(proto::Sample { location_id, value: Vec::new(), label });
+        self.values.push(values);
+    }
+
+    fn gpu(&mut self, k: &GpuKey, v: [i64; 2]) {
+        let defs = self.b.defs();
         let (kind, leaf) = match k.kind {
-            DeviceOpKind::Kernel => {
-                ("kernel", format!("[GPU_Kernel]{}", self.defs.text(k.name).unwrap_or("kernel")))
+            DeviceOpKind::Kernel => ("kernel", self.b.kernel(k.name)),
+            DeviceOpKind::Memcpy => {
+                ("memcpy", self.b.synthetic(&format!("[GPU_Memcpy]{}", k.copy.short_name())))
             }
-            DeviceOpKind::Memcpy => ("memcpy", format!("[GPU_Memcpy]{}", k.copy.short_name())),
-            DeviceOpKind::Memset => ("memset", "[GPU_Memset]".to_owned()),
-            DeviceOpKind::Sync => ("sync", "[GPU_Sync]".to_owned()),
-            DeviceOpKind::Alloc => ("alloc", "[GPU_Alloc]".to_owned()),
-            DeviceOpKind::Free => ("free", "[GPU_Free]".to_owned()),
-            _ => ("other", format!("[GPU_Other]{}", self.defs.text(k.name).unwrap_or("other"))),
+            DeviceOpKind::Memset => ("memset", self.b.synthetic("[GPU_Memset]")),
+            DeviceOpKind::Sync => ("sync", self.b.synthetic("[GPU_Sync]")),
+            DeviceOpKind::Alloc => ("alloc", self.b.synthetic("[GPU_Alloc]")),
+            DeviceOpKind::Free => ("free", self.b.synthetic("[GPU_Free]")),
+            _ => ("other", self.b.synthetic(&format!("[GPU_Other]{}", defs.text(k.name).unwrap_or("other")))),
         };
-        let mut location_id = vec![self.synthetic(&leaf)];
-        if let Some(api) = self.defs.text(k.api) {
-            let api = api.to_owned();
-            location_id.push(self.synthetic(&api));
+        let mut location_id = vec![leaf];
+        if let Some(api) = defs.text(k.api) {
+            location_id.push(self.b.synthetic(api));
         }
-        self.stack(k.stack, &mut location_id);
+        self.b.stack(k.stack, &mut location_id);
         let mut label = Vec::with_capacity(8);
         self.thread_labels(k.pid, k.tid, &mut label);
-        let (device, stream) = (self.defs.device(k.device), self.defs.stream(k.stream));
-        label.push(self.str_label("device", &device));
-        label.push(self.str_label("stream", &stream));
+        label.push(self.str_label("device", &defs.device(k.device)));
+        label.push(self.str_label("stream", &defs.stream(k.stream)));
         label.push(self.str_label("kind", kind));
         if k.kind == DeviceOpKind::Kernel {
-            let name = self.defs.text(k.name).unwrap_or("kernel").to_owned();
-            label.push(self.str_label("kernel", &name));
+            label.push(self.str_label("kernel", defs.text(k.name).unwrap_or("kernel")));
         }
-        self.p.sample.push(proto::Sample { location_id, value: vec![v[0], v[1], 0, 0, 0], label });
+        let mut values = Values::default();
+        let (amount, count) = gpu_slots(k.kind);
+        values[amount] = v[0];
+        if let Some(c) = count {
+            values[c] = v[1];
+        }
+        self.push(location_id, values, label);
     }
 
-    fn cpu_sample(&mut self, k: &CpuKey, ns: i64) {
+    fn cpu(&mut self, k: &CpuKey, ns: i64) {
         let mut location_id = Vec::new();
-        self.stack(k.stack, &mut location_id);
+        self.b.stack(k.stack, &mut location_id);
         let mut label = Vec::with_capacity(4);
         self.thread_labels(k.pid, k.tid, &mut label);
-        let value = if k.off { vec![0, 0, 0, ns, 0] } else { vec![0, 0, ns, 0, 0] };
-        self.p.sample.push(proto::Sample { location_id, value, label });
+        let mut values = Values::default();
+        values[if k.off { OFF_CPU } else { CPU }] = ns;
+        self.push(location_id, values, label);
     }
 
-    fn overhead_sample(&mut self, k: &OverheadKey, ns: i64) {
-        let name = self.defs.text(k.name).unwrap_or("profiler overhead").to_owned();
-        let location_id = vec![self.synthetic(&format!("[Overhead]{name}"))];
+    fn overhead(&mut self, k: &OverheadKey, ns: i64) {
+        let name = self.b.defs().text(k.name).unwrap_or("profiler overhead");
+        let location_id = vec![self.b.synthetic(&format!("[Overhead]{name}"))];
         let mut label = Vec::with_capacity(5);
         self.thread_labels(k.pid, k.tid, &mut label);
         label.push(self.str_label("kind", "overhead"));
-        self.p.sample.push(proto::Sample { location_id, value: vec![0, 0, 0, 0, ns], label });
+        let mut values = Values::default();
+        values[OVERHEAD] = ns;
+        self.push(location_id, values, label);
     }
 
-    fn value_type(&mut self, ty: &str, unit: &str) -> proto::ValueType {
-        proto::ValueType { r#type: self.s(ty), unit: self.s(unit) }
+    /// Keeps the sample types some sample has a value for (`gpu_time` and `cpu_time` in a
+    /// profile without samples).
+    fn finish(mut self) -> Profile {
+        let mut used: Vec<usize> =
+            (0..TYPES.len()).filter(|&t| self.values.iter().any(|v| v[t] != 0)).collect();
+        if used.is_empty() {
+            used = vec![0, CPU];
+        }
+        for &t in &used {
+            let (ty, unit) = TYPES[t];
+            let vt = proto::ValueType { r#type: self.b.s(ty), unit: self.b.s(unit) };
+            self.b.p.sample_type.push(vt);
+        }
+        self.b.p.default_sample_type = self.b.p.sample_type[0].r#type;
+        for (s, v) in self.b.p.sample.iter_mut().zip(&self.values) {
+            s.value = used.iter().map(|&t| v[t]).collect();
+        }
+        self.b.finish()
     }
-}
-
-/// Lowercase hex of `bytes`.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The profile of `agg`, deterministic for the same input (samples sorted by their keys).
 pub fn build(agg: &Aggregate, defs: &Defs, time_nanos: i64, comments: &[String]) -> Profile {
     let mut b = Builder::new(defs);
-    b.p.sample_type = vec![
-        b.value_type("gpu_time", "nanoseconds"),
-        b.value_type("gpu_ops", "count"),
-        b.value_type("cpu_time", "nanoseconds"),
-        b.value_type("off_cpu_time", "nanoseconds"),
-        b.value_type("profiler_overhead", "nanoseconds"),
-    ];
-    b.p.default_sample_type = b.p.sample_type[0].r#type;
-    b.p.period_type = Some(b.value_type("cpu", "nanoseconds"));
+    let period_type = proto::ValueType { r#type: b.s("cpu"), unit: b.s("nanoseconds") };
+    b.p.period_type = Some(period_type);
     b.p.period = agg.period as i64;
     b.p.time_nanos = time_nanos;
     b.p.duration_nanos = agg.first.map_or(0, |f| agg.last.saturating_sub(f)) as i64;
+    let mut s = Samples { b, values: Vec::new() };
     let mut gpu: Vec<_> = agg.gpu.iter().collect();
     gpu.sort_by_key(|(k, _)| {
         (k.pid, k.tid, k.stack, k.api, k.device, k.stream, k.kind as u8, k.name, k.copy as u8)
     });
     for (k, v) in gpu {
-        b.gpu_sample(k, *v);
+        s.gpu(k, *v);
     }
     let mut cpu: Vec<_> = agg.cpu.iter().collect();
     cpu.sort_by_key(|(k, _)| (k.pid, k.tid, k.stack, k.off));
     for (k, v) in cpu {
-        b.cpu_sample(k, *v);
+        s.cpu(k, *v);
     }
     let mut overhead: Vec<_> = agg.overhead.iter().collect();
     overhead.sort_by_key(|(k, _)| (k.pid, k.tid, k.name));
     for (k, v) in overhead {
-        b.overhead_sample(k, *v);
+        s.overhead(k, *v);
     }
-    b.p.comment = comments.iter().map(|c| b.s(c)).collect();
-    b.p
+    s.b.p.comment = comments.iter().map(|c| s.b.s(c)).collect();
+    s.finish()
 }

@@ -4,6 +4,7 @@
 
 mod e2e;
 mod go;
+mod python;
 mod sink;
 
 use xpuprof_testkit::{golden, host};

@@ -25,7 +25,7 @@ pub fn session_info(dir: &Path) -> SessionInfo {
     }
 }
 
-fn run(records: &[Record]) -> tempfile::TempDir {
+pub fn run(records: &[Record]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let mut sink = PprofSink::new(ProfileOptions::default(), &session_info(dir.path())).unwrap();
     for b in records.chunks(5) {
@@ -99,7 +99,8 @@ fn profile_references_are_consistent() {
     let dir = run(&sample::session());
     let p = decode(&dir.path().join(FILE_NAME));
     let names: Vec<&str> = p.sample_type.iter().map(|t| p.string_table[t.r#type as usize].as_str()).collect();
-    assert_eq!(names, ["gpu_time", "gpu_ops", "cpu_time", "off_cpu_time", "profiler_overhead"]);
+    // No profiler_overhead: the session has none, and pprof users see every listed type.
+    assert_eq!(names, ["gpu_time", "gpu_ops", "cpu_time", "off_cpu_time"]);
     let ops: i64 = p.sample.iter().map(|s| s.value[1]).sum();
     assert_eq!(ops, 9, "every device operation counted once");
     assert!(p.comment.iter().any(|c| p.string_table[*c as usize] == "lost 3: cupti dropped records"));
@@ -132,6 +133,8 @@ fn profiler_overhead_is_its_own_sample_type() {
     }
     let dir = run(&records);
     let p = decode(&dir.path().join(FILE_NAME));
+    let last = p.sample_type.last().unwrap();
+    assert_eq!(p.string_table[last.r#type as usize], "profiler_overhead");
     let overhead: Vec<_> = p.sample.iter().filter(|s| s.value[4] != 0).collect();
     assert_eq!(overhead.len(), 1, "merged by thread and name");
     assert_eq!(overhead[0].value, [0, 0, 0, 0, 6_000]);

@@ -1,0 +1,142 @@
+//! What pprof users expect, read with `go tool pprof`: Python frames as functions with their
+//! file and line (`-list` shows the source), names pprof keeps as they are, the executable as
+//! the profile's file, only sample types that have data, allocations apart from operations.
+
+use std::path::Path;
+
+use xpuprof_archive::sample::{self, PID, T0, TID};
+use xpuprof_plugin_pprof::FILE_NAME;
+use xpuprof_sdk::model::*;
+
+use crate::go;
+use crate::sink::{decode, run};
+
+const FILL: &str =
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, float*)";
+const ABS: &str =
+    "void at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<float>>(int, float*)";
+const CAT: &str =
+    "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 1, 128, 1>(float*)";
+
+/// The committed source the Python frames name (absolute, so pprof finds it).
+fn model_py() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/model.py");
+    path.to_str().unwrap().to_owned()
+}
+
+fn op(kind: DeviceOpKind, name: u32, start: u64, dur: u64, stack: u32) -> Record {
+    let launch = LaunchRef::default().tid(TID).stack(StackId(stack)).api(StrId(11)).time(start - 1_000);
+    Record::DeviceOp(
+        DeviceOp::default()
+            .kind(kind)
+            .pid(PID)
+            .device(DeviceId(1))
+            .stream(StreamId(1))
+            .start(start)
+            .end(start + dur)
+            .name(StrId(name))
+            .bytes(if kind == DeviceOpKind::Alloc { 1 << 20 } else { 0 })
+            .launch(Some(launch)),
+    )
+}
+
+/// The sample session plus kernels launched from Python code: `Linear.forward` (line 8, two
+/// instantiations of one template) and `step` (line 13, a kernel in an anonymous namespace
+/// and an allocation), both under `<module>`.
+fn records() -> Vec<Record> {
+    let py = model_py();
+    let mut r = sample::session();
+    let strings = [
+        format!("Linear.forward ({py}:8)"),
+        format!("step ({py}:12)"),
+        format!("step ({py}:13)"),
+        format!("<module> ({py}:17)"),
+        FILL.to_owned(),
+        ABS.to_owned(),
+        CAT.to_owned(),
+    ];
+    for (i, t) in strings.iter().enumerate() {
+        r.push(Record::Str(StrDef::new(StrId(9_001 + i as u32), t)));
+    }
+    for i in 0..4 {
+        let def = FrameDef::default().id(FrameId(101 + i)).kind(FrameKind::Synthetic).name(StrId(9_001 + i));
+        r.push(Record::Frame(def));
+    }
+    // Innermost first: the native launch frames, the Python frames, the interpreter's main.
+    let stack = |id: u32, py: &[u32]| {
+        let mut frames = vec![FrameId(4), FrameId(3)];
+        frames.extend(py.iter().map(|&f| FrameId(f)));
+        frames.push(FrameId(1));
+        Record::Stack(StackDef::default().id(StackId(id)).frames(frames))
+    };
+    r.push(stack(101, &[101, 102, 104]));
+    r.push(stack(102, &[103, 104]));
+    let t = T0 + 600_000;
+    r.push(op(DeviceOpKind::Kernel, 9_005, t, 100_000, 101));
+    r.push(op(DeviceOpKind::Kernel, 9_006, t + 100_000, 50_000, 101));
+    r.push(op(DeviceOpKind::Kernel, 9_007, t + 150_000, 30_000, 102));
+    r.push(op(DeviceOpKind::Alloc, 0, t + 180_000, 0, 102));
+    r
+}
+
+#[test]
+fn python_frames_are_functions_with_file_and_line() {
+    let dir = run(&records());
+    let path = dir.path().join(FILE_NAME);
+    let list = go::pprof(&["-list=^step$", "-sample_index=gpu_time"], &path);
+    assert!(list.contains(&format!("ROUTINE ======================== step in {}", model_py())), "{list}");
+    assert!(list.contains("return torch.cat([y, y])  # line 13"), "the source line: {list}");
+    assert!(list.contains("30us"), "line 13's device time beside it: {list}");
+    let top = go::pprof(&["-top", "-sample_index=gpu_time"], &path);
+    for name in ["<module>", "Linear.forward", "step"] {
+        assert!(top.lines().any(|l| l.ends_with(&format!(" {name}"))), "no function {name}: {top}");
+    }
+    let traces = go::pprof(&["-traces", "-sample_index=gpu_time"], &path);
+    assert!(traces.contains("<module>"), "{traces}");
+}
+
+#[test]
+fn names_stay_names() {
+    let dir = run(&records());
+    let top = go::pprof(&["-top", "-sample_index=gpu_time"], &dir.path().join(FILE_NAME));
+    let kernels: Vec<&str> =
+        top.lines().filter(|l| l.contains("[GPU_Kernel]at::native::vectorized_elementwise_kernel")).collect();
+    assert_eq!(kernels.len(), 2, "the two instantiations apart, with ids: {top}");
+    assert!(kernels.iter().all(|l| l.contains(" #")), "{top}");
+    assert!(top.contains("[GPU_Kernel]at::native::{anonymous}::CatArrayBatchedCopy"), "{top}");
+    assert!(!top.contains("::::"), "{top}");
+}
+
+#[test]
+fn the_executable_is_the_profiles_file_with_real_ranges() {
+    let dir = run(&records());
+    let path = dir.path().join(FILE_NAME);
+    let top = go::pprof(&["-top"], &path);
+    assert!(top.starts_with("File: python3.12\n"), "{top}");
+    let p = decode(&path);
+    let main = &p.mapping[0];
+    assert_eq!(p.string_table[main.filename as usize], "/usr/bin/python3.12");
+    assert!(p.mapping.iter().all(|m| m.memory_start < m.memory_limit && m.file_offset == m.memory_start));
+    for l in p.location.iter().filter(|l| l.mapping_id != 0) {
+        let m = p.mapping.iter().find(|m| m.id == l.mapping_id).unwrap();
+        assert!((m.memory_start..m.memory_limit).contains(&l.address), "{l:?} outside {m:?}");
+    }
+}
+
+#[test]
+fn sample_types_have_data_and_allocations_are_not_operations() {
+    let dir = run(&records());
+    let p = decode(&dir.path().join(FILE_NAME));
+    let types: Vec<&str> = p.sample_type.iter().map(|t| p.string_table[t.r#type as usize].as_str()).collect();
+    assert_eq!(
+        types,
+        ["gpu_time", "gpu_ops", "gpu_alloc_objects", "gpu_alloc_space", "cpu_time", "off_cpu_time"],
+        "no profiler_overhead: the run has none"
+    );
+    for (i, t) in types.iter().enumerate() {
+        assert!(p.sample.iter().any(|s| s.value[i] != 0), "{t} is empty");
+    }
+    let total = |i: usize| p.sample.iter().map(|s| s.value[i]).sum::<i64>();
+    assert_eq!(total(1), 9 + 3, "the session's 9 operations and 3 kernels, not the allocation");
+    assert_eq!((total(2), total(3)), (1, 1 << 20));
+}
