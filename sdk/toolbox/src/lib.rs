@@ -2,7 +2,7 @@
 //!
 //! - [`normalise`]: process address → module (path + GNU build id) + file offset, from a
 //!   process's memory maps (read from `/proc/<pid>/maps`, or sent by an in-target agent) with
-//!   the one maps parser of `xpuprof-wire` and build ids read by blazesym.
+//!   the one maps parser of `xpuprof-wire` and GNU build ids read with `object`.
 //! - [`intern`]: emits each string, process, thread, module, frame and stack definition once and
 //!   hands out its id, so a source numbers its definitions without bookkeeping of its own.
 //! - [`defs`]: the definitions resolver for sinks: what the ids in events refer to.
@@ -19,7 +19,7 @@
 //!   launch stack, device work put in start order for lanes.
 //!
 //! A sibling crate of the SDK rather than part of it: the SDK stays the small ABI contract a
-//! third-party plugin builds in seconds, while these helpers pull in blazesym and cpp_demangle,
+//! third-party plugin builds in seconds, while these helpers pull in `object` and cpp_demangle,
 //! which only the plugins that normalise addresses or show names need.
 
 pub mod agent_host;

@@ -1,9 +1,9 @@
 //! Address normalisation: a return address of a process becomes module + file offset (what
-//! blazesym symbolises from the file later, even after the process is gone), or stays a virtual
+//! the host's symbolizer reads from the file later, even after the process is gone), or stays a virtual
 //! address when no file maps it (JIT code, a broken frame chain).
 //!
 //! The maps come from `xpuprof_wire::maps` (the one parser of the kernel's maps text); build ids
-//! are read with blazesym.
+//! are read with the `object` crate.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -63,10 +63,16 @@ pub fn openable_path(pid: u32, path: &str) -> PathBuf {
     }
 }
 
-/// The GNU build id of the ELF file at `path`, empty when it has none or cannot be read.
+/// The GNU build id of the ELF file at `path` (its `NT_GNU_BUILD_ID` note of owner `GNU`), empty
+/// when it has none or cannot be read. Read with `object`, only the headers and notes: blazesym
+/// 0.2's reader takes any note of type 3, and a library without a build id but with SystemTap
+/// probes (`NT_STAPSDT` is 3 too) got a probe's descriptor as its build id.
 pub fn build_id(path: &Path) -> Vec<u8> {
-    match blazesym::helper::read_elf_build_id(&path) {
-        Ok(Some(id)) => id.to_vec(),
+    use object::Object;
+    let Ok(file) = std::fs::File::open(path) else { return Vec::new() };
+    let cache = object::ReadCache::new(file);
+    match object::File::parse(&cache).map(|elf| elf.build_id()) {
+        Ok(Ok(Some(id))) => id.to_vec(),
         _ => Vec::new(),
     }
 }
@@ -122,5 +128,46 @@ mod tests {
         assert!(build_id(&exe).len() >= 8, "rust test binaries carry a GNU build id");
         assert!(build_id(Path::new("/nonexistent")).is_empty());
         assert!(ModuleMap::read(u32::MAX).is_err());
+    }
+
+    /// A program with a SystemTap probe note: type 3 (as `NT_GNU_BUILD_ID`), owner `stapsdt`,
+    /// a 12-byte descriptor starting with the probe's address.
+    const PROBE_C: &str = r#"
+__asm__(".pushsection .note.stapsdt,\"?\",\"note\"\n.balign 4\n"
+        ".4byte 8, 12, 3\n.asciz \"stapsdt\"\n.balign 4\n"
+        ".8byte 0x1122334455667788\n.4byte 0x99aabbcc\n.popsection");
+int main(void) { return 0; }
+"#;
+
+    /// [`PROBE_C`] built by `cc` with the linker's build id option `build_id`.
+    fn with_stapsdt_note(dir: &Path, build_id: &str) -> PathBuf {
+        let src = dir.join("probe.c");
+        std::fs::write(&src, PROBE_C).unwrap();
+        let out = dir.join(format!("probe-{build_id}"));
+        let status = std::process::Command::new("cc")
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .arg(format!("-Wl,--build-id={build_id}"))
+            .status()
+            .expect("failed to run cc (the C compiler Rust links with)");
+        assert!(status.success(), "cc failed on {}", src.display());
+        out
+    }
+
+    #[test]
+    fn build_ids_are_only_gnu_build_id_notes() {
+        let dir = std::env::temp_dir().join(format!("xpuprof-build-id-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let probe = [0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11];
+        assert_eq!(
+            build_id(&with_stapsdt_note(&dir, "none")),
+            Vec::<u8>::new(),
+            "a probe note is no build id"
+        );
+        let id = build_id(&with_stapsdt_note(&dir, "sha1"));
+        assert_eq!(id.len(), 20, "{id:02x?}");
+        assert!(!id.starts_with(&probe));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
