@@ -236,24 +236,25 @@ impl<'d> Builder<'d> {
     }
 
     fn functions_named(&mut self) {
-        let mut readable = Readable::default();
+        // Kernels apart from functions: a kernel reads as in the folded output and the summary.
+        let (mut kernels, mut functions) = (Readable::default(), Readable::default());
         for k in &self.function_keys {
-            if let FnKey::Native { full, .. } = k {
-                readable.add(full);
+            if let FnKey::Native { prefix, full, .. } = k {
+                if prefix.is_empty() { &mut functions } else { &mut kernels }.add(full);
             }
         }
         for (i, k) in std::mem::take(&mut self.function_keys).into_iter().enumerate() {
             let (name, system, file) = match k {
                 FnKey::Plain(n) => (n.clone(), n, String::new()),
                 FnKey::Native { prefix, full, raw } => {
+                    let readable = if prefix.is_empty() { &functions } else { &kernels };
                     let name = format!("{prefix}{}", readable.name(&full));
-                    let system = format!("{prefix}{}", if raw.is_empty() { &full } else { &raw });
-                    // Equal names with brackets would be cut by pprof (`<unknown>`): no system name.
-                    let guarded = name == system && name.contains(['(', '<']);
-                    (name, if guarded { String::new() } else { system }, String::new())
+                    (name, format!("{prefix}{}", if raw.is_empty() { &full } else { &raw }), String::new())
                 }
                 FnKey::Python { function, file } => (function.clone(), format!("{function} ({file})"), file),
             };
+            // Equal names with brackets would be cut by pprof (`<unknown>`): no system name then.
+            let system = if name == system && name.contains(['(', '<']) { String::new() } else { system };
             let f = proto::Function {
                 id: i as u64 + 1,
                 name: self.s(&name),

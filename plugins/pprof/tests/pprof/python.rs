@@ -140,3 +140,23 @@ fn sample_types_have_data_and_allocations_are_not_operations() {
     assert_eq!(total(1), 9 + 3, "the session's 9 operations and 3 kernels, not the allocation");
     assert_eq!((total(2), total(3)), (1, 1 << 20));
 }
+
+#[test]
+fn without_frames_in_an_executable_the_command_names_the_profile() {
+    // The interpreter's frames in its shared library (an embedded Python): no executable module.
+    let records: Vec<Record> = records()
+        .into_iter()
+        .map(|r| match r {
+            Record::Str(d) if d.text == "/usr/bin/python3.12" => {
+                Record::Str(StrDef::new(d.id, "/usr/lib/libpython3.12.so.1.0"))
+            }
+            r => r,
+        })
+        .collect();
+    let dir = run(&records);
+    let path = dir.path().join(FILE_NAME);
+    let top = go::pprof(&["-top"], &path);
+    assert!(top.starts_with("File: python3\n"), "the command's executable: {top}");
+    let p = decode(&path);
+    assert!(p.location.iter().all(|l| l.mapping_id != p.mapping[0].id), "a mapping without locations");
+}
