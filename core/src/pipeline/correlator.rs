@@ -4,6 +4,13 @@
 //! windows, and everything unmatched is counted. Work run from a recording (a replayed
 //! graph, a command list submitted again) is also joined to the call that recorded it,
 //! through the model's submission link ([`super::recordings`]).
+//!
+//! A launch's API call and its launch site may come in either order. Whether a (backend,
+//! process) sends launch stacks at all is only known at its first launch site, so until then
+//! device work whose launch is known only by its API call waits too (the same bounded grace):
+//! a source that emits the API call first does not lose its first launch's stack. A pair that
+//! sent no launch site within [`PENDING_GRACE`] of its first API call is taken to send none, and
+//! its device work joins the API call at once from then on.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -65,6 +72,12 @@ pub struct Correlator {
     pending_order: VecDeque<(Instant, CorrelationKey)>,
     /// (backend, pid) pairs that send launch stacks: their device work waits for them.
     stacks_expected: IdSet<(u32, u32)>,
+    /// (backend, pid) pairs whose first API call came before any launch site, with when they are
+    /// taken to send none: until then their device work waits as if they did.
+    undecided: IdMap<(u32, u32), Instant>,
+    /// (backend, pid) pairs that sent API calls and no launch site within the grace period:
+    /// their device work joins the API call alone, at once.
+    no_stacks: IdSet<(u32, u32)>,
     /// The pair last added to `stacks_expected` (every launch site would add it again).
     last_expected: Option<(u32, u32)>,
     /// Calls that recorded work run later (graph nodes' capture sites, command-list appends).
@@ -79,6 +92,8 @@ impl Default for Correlator {
             pending: IdMap::default(),
             pending_order: VecDeque::new(),
             stacks_expected: IdSet::default(),
+            undecided: IdMap::default(),
+            no_stacks: IdSet::default(),
             last_expected: None,
             recordings: Recordings::default(),
             stats: CorrelationStats::default(),
@@ -117,6 +132,7 @@ impl Correlator {
         let key = CorrelationKey::new(s.pid, s.correlation);
         if self.last_expected != Some((key.backend, key.pid)) {
             self.stacks_expected.insert((key.backend, key.pid));
+            self.undecided.remove(&(key.backend, key.pid));
             self.last_expected = Some((key.backend, key.pid));
         }
         let r = LaunchRef::default().tid(s.tid).stack(s.stack).api(s.api).time(s.time);
@@ -187,11 +203,16 @@ impl Correlator {
                 self.count_forgotten(gone);
             }
         }
-        if self.stacks_expected.contains(&(key.backend, key.pid)) {
-            Vec::new()
-        } else {
-            self.release(key, now)
+        let pair = (key.backend, key.pid);
+        if self.no_stacks.contains(&pair) {
+            return self.release(key, now);
         }
+        if !self.stacks_expected.contains(&pair) {
+            // The pair's first API call, before any launch site: its device work waits (as if
+            // it sent stacks) until a site comes or the grace period says it sends none.
+            self.undecided.entry(pair).or_insert(now + PENDING_GRACE);
+        }
+        Vec::new()
     }
 
     /// Joins one device operation; returns it when ready, or keeps it until its launch arrives.
@@ -223,7 +244,7 @@ impl Correlator {
         let ready = self
             .launches
             .get(&key)
-            .is_some_and(|l| l.has_stack || !self.stacks_expected.contains(&(key.backend, key.pid)));
+            .is_some_and(|l| l.has_stack || self.no_stacks.contains(&(key.backend, key.pid)));
         match ready.then(|| self.launches.use_launch(&key)).flatten() {
             Some(l) => {
                 op.launch = Some(l.r);
@@ -281,7 +302,7 @@ impl Correlator {
 
     /// Releases device work whose grace period passed and forgets expired launches.
     pub fn expire(&mut self, now: Instant) -> Vec<DeviceOp> {
-        let mut out = Vec::new();
+        let mut out = self.decide(now);
         while let Some(&(deadline, key)) = self.pending_order.front() {
             if deadline > now {
                 break;
@@ -295,6 +316,32 @@ impl Correlator {
         out
     }
 
+    /// Pairs that sent API calls and no launch site for the grace period send none: their work
+    /// still waiting is joined to its API calls now.
+    fn decide(&mut self, now: Instant) -> Vec<DeviceOp> {
+        if self.undecided.is_empty() {
+            return Vec::new();
+        }
+        let before = self.no_stacks.len();
+        self.undecided.retain(|pair, deadline| {
+            let keep = *deadline > now;
+            if !keep {
+                self.no_stacks.insert(*pair);
+            }
+            keep
+        });
+        if self.no_stacks.len() == before {
+            return Vec::new();
+        }
+        let ready: Vec<CorrelationKey> = self
+            .pending
+            .keys()
+            .filter(|k| self.no_stacks.contains(&(k.backend, k.pid)) && self.launches.get(k).is_some())
+            .copied()
+            .collect();
+        ready.into_iter().flat_map(|k| self.release(k, now)).collect()
+    }
+
     /// The backend retired `key`'s correlation id: no device work will carry it any more, so
     /// work still waiting for it is released now and the launch is forgotten at once (memory is
     /// then bounded by the work in flight exactly, not by the launch lifetimes).
@@ -302,7 +349,7 @@ impl Correlator {
         // A launch whose stack another source still has to send (a site without a stack came):
         // its work keeps waiting for that stack; expiry forgets it as any other launch.
         let awaited = self.launches.get(&key).is_some_and(|l| !l.has_stack)
-            && self.stacks_expected.contains(&(key.backend, key.pid));
+            && !self.no_stacks.contains(&(key.backend, key.pid));
         if awaited {
             return Vec::new();
         }
@@ -485,12 +532,41 @@ mod tests {
     fn api_call_only_joins_when_no_stacks_are_sent() {
         let now = Instant::now();
         let mut c = Correlator::default();
-        let call = api_call(5);
         assert!(c.device_op(op(5), now).is_none());
-        let out = c.api_call(&call, now);
+        assert!(c.api_call(&api_call(5), now).is_empty(), "a site may still come");
+        let out = c.expire(now + PENDING_GRACE + Duration::from_millis(1));
         assert_eq!(out[0].launch.unwrap().api, StrId(9));
         assert_eq!(out[0].launch.unwrap().stack, StackId::NONE);
         assert_eq!(c.stats().joined_api_only, 1);
+        // The pair sends no stacks: from now on its work joins its API call at once, in either
+        // order.
+        let later = now + PENDING_GRACE * 2;
+        assert!(c.api_call(&api_call(6), later).is_empty());
+        assert!(c.device_op(op(6), later).is_some_and(|o| o.launch.is_some_and(|l| l.api == StrId(9))));
+        assert!(c.device_op(op(7), later).is_none());
+        assert_eq!(c.api_call(&api_call(7), later).len(), 1);
+        assert_eq!((c.stats().joined_api_only, c.pending_len()), (3, 0));
+    }
+
+    #[test]
+    fn an_api_call_before_its_launch_site_keeps_the_first_launchs_stack() {
+        // A source that emits each launch's API call, then its device work or its site: the
+        // first launch's work waits for the site although no site of the process came yet.
+        let now = Instant::now();
+        let mut c = Correlator::default();
+        for id in 1..=3 {
+            assert!(c.api_call(&api_call(id), now).is_empty());
+            assert!(c.device_op(op(id), now).is_none(), "launch {id}: its work waits for its site");
+            let released = c.launch_site(&site(id), 0, now).0;
+            assert_eq!(released.len(), 1, "launch {id}");
+            assert_eq!(released[0].launch.unwrap().stack, StackId(4), "launch {id} has its stack");
+        }
+        let s = c.stats();
+        assert_eq!((s.joined_with_stack, s.joined_api_only, s.unmatched), (3, 0, 0));
+        // A retirement while the pair is undecided does not join the API call alone either.
+        assert!(c.api_call(&api_call(9), now).is_empty());
+        let key = CorrelationKey::new(1, Correlation { backend: backend::TEST, id: 9 });
+        assert!(c.retire(key, now).is_empty());
     }
 
     #[test]
