@@ -149,6 +149,10 @@ enum Command {
         /// The folder holding xpuprof/plugin.h (C; default: the installed kit's, see above).
         #[arg(long)]
         include: Option<PathBuf>,
+        /// A Rust source in two halves, as xpuprof's GPU backends: an in-target agent on the
+        /// agent kit and the host plugin decoding its stream (needs the repository's sdk/).
+        #[arg(long)]
+        agent: bool,
     },
     /// Compare two runs (summary.json, output dir or archive); exit 1 on regression.
     Diff {
@@ -396,7 +400,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             term::out(&doctor::doctor_report(&reg));
             Ok(0)
         }
-        Some(Command::NewPlugin { name, kind, lang, dir, sdk, plugin_test, include }) => {
+        Some(Command::NewPlugin { name, kind, lang, dir, sdk, plugin_test, include, agent }) => {
             let mut kit = xpuprof_core::newplugin::Kit::here();
             if let Some(sdk) = sdk {
                 kit.plugin_test = xpuprof_core::newplugin::plugin_test_near(&sdk);
@@ -409,6 +413,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 name,
                 kind: if kind == "source" { PluginKind::Source } else { PluginKind::Sink },
                 lang: if lang == "rust" { Lang::Rust } else { Lang::C },
+                agent,
                 kit,
             };
             let next = req.write().map_err(usage)?;

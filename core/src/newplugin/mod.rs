@@ -23,6 +23,9 @@ pub struct NewPlugin {
     pub kind: PluginKind,
     /// Rust or C.
     pub lang: Lang,
+    /// A Rust source in two halves: an in-target agent on the agent kit and the host plugin
+    /// that decodes its stream (the toolbox's `AgentSource`), as xpuprof's GPU backends are.
+    pub agent: bool,
     /// The folder to create (it must not exist yet).
     pub dir: PathBuf,
     /// Where the SDK is.
@@ -130,6 +133,7 @@ impl NewPlugin {
         template
             .replace("{{name}}", &self.name)
             .replace("{{lib}}", &lib)
+            .replace("{{LIB}}", &lib.to_ascii_uppercase())
             .replace("{{Type}}", &ty)
             .replace("{{kind}}", self.kind.as_str())
             .replace("{{sdk}}", &self.kit.sdk.display().to_string())
@@ -144,6 +148,13 @@ impl NewPlugin {
         let lib = self.name.replace('-', "_");
         let source = self.kind == PluginKind::Source;
         match self.lang {
+            Lang::Rust if self.agent => vec![
+                ("Cargo.toml".into(), self.fill(include_str!("templates/agent/Cargo.toml.in"))),
+                ("src/lib.rs".into(), self.fill(include_str!("templates/agent/lib.rs.in"))),
+                ("agent/Cargo.toml".into(), self.fill(include_str!("templates/agent/agent-Cargo.toml.in"))),
+                ("agent/src/lib.rs".into(), self.fill(include_str!("templates/agent/agent-lib.rs.in"))),
+                (".gitignore".into(), "/target\n".into()),
+            ],
             Lang::Rust => vec![
                 ("Cargo.toml".into(), self.fill(include_str!("templates/Cargo.toml.in"))),
                 (
@@ -187,7 +198,15 @@ impl NewPlugin {
         if self.dir.exists() {
             return Err(format!("{} already exists: give a new folder with --dir", self.dir.display()));
         }
+        if self.agent && (self.lang != Lang::Rust || self.kind != PluginKind::Source) {
+            return Err("--agent makes a Rust source: give --kind source --lang rust".into());
+        }
         let needed = match self.lang {
+            // The agent's crates are the repository's (the installed kit has the SDK alone).
+            Lang::Rust if self.agent => ["", "toolbox", "wire", "agent-kit"]
+                .iter()
+                .map(|c| self.kit.sdk.join(c).join("Cargo.toml"))
+                .collect(),
             Lang::Rust => [self.kit.sdk.join("Cargo.toml"), self.kit.plugin_test.join("Cargo.toml")].to_vec(),
             Lang::C => vec![self.kit.include.join("xpuprof/plugin.h")],
         };
@@ -213,6 +232,12 @@ impl NewPlugin {
         }
         let dir = self.dir.display();
         Ok(match self.lang {
+            Lang::Rust if self.agent => format!(
+                "cd {dir} && cargo build    # libxpuprof_plugin_{lib}.so and its agent libxpuprof_{lib}_agent.so\n\
+                 xpuprof --plugin-dir {dir}/target/debug --source {name} ...",
+                lib = self.name.replace('-', "_"),
+                name = self.name
+            ),
             Lang::Rust => format!(
                 "cd {dir} && cargo test    # builds libxpuprof_plugin_{lib}.so and runs the conformance kit\n\
                  xpuprof --plugin-dir {dir}/target/debug ...",
@@ -238,6 +263,7 @@ mod tests {
             name: "my-npu".into(),
             kind: PluginKind::Source,
             lang: Lang::Rust,
+            agent: false,
             dir: "x".into(),
             kit: Kit {
                 sdk: "/sdk".into(),
@@ -255,5 +281,16 @@ mod tests {
             "{toml}"
         );
         assert!(!files.iter().any(|(_, t)| t.contains("{{")), "every placeholder filled");
+        let agent = NewPlugin { agent: true, ..p }.files();
+        let names: Vec<&str> = agent.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(names, ["Cargo.toml", "src/lib.rs", "agent/Cargo.toml", "agent/src/lib.rs", ".gitignore"]);
+        assert!(
+            agent[1].1.contains("impl AgentBackend for MyNpu")
+                && agent[1].1.contains("XPUPROF_MY_NPU_SOCKET")
+        );
+        assert!(
+            agent[3].1.contains("XPUPROF_MY_NPU_SOCKET") && agent[2].1.contains("path = \"/sdk/agent-kit\"")
+        );
+        assert!(!agent.iter().any(|(_, t)| t.contains("{{")), "every placeholder filled");
     }
 }

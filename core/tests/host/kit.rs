@@ -3,7 +3,8 @@
 //! C examples (two plugins and an agent on libxpuprof_agent) with `pkg-config`, generates C and
 //! Rust sources and sinks with the installed `xpuprof new-plugin`, builds them against the
 //! installed headers and SDK (the Rust ones run the conformance kit in their own `cargo test`),
-//! and runs `xpuprof check-plugin` and a session on each.
+//! and runs `xpuprof check-plugin` and a session on each. Inside the repository, a fifth
+//! backend from `xpuprof new-plugin --agent` (agent and host plugin) is built and recorded with.
 
 use super::cabi::repo;
 use super::common::*;
@@ -21,4 +22,84 @@ fn plugins_built_outside_the_workspace_pass_the_check_and_run() {
     assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(out.matches("passes the conformance check (0 warnings)").count(), 6, "{out}");
     assert!(out.ends_with("2 C and 2 Rust plugins from the templates built, checked and run\n"), "{out}");
+}
+
+/// A fifth backend as a newcomer adds one (docs/architecture.md, "Adding a backend"): `xpuprof
+/// new-plugin --agent` writes an agent on the kit and a host plugin on the toolbox's
+/// `AgentSource`, in a cargo workspace of its own that path-depends on this repository's SDK
+/// crates; cargo builds it, and the real host lists it and records a program with it (the agent
+/// preloaded, its stream decoded into a marker every sink gets). Nothing of core or the sinks is
+/// touched. It builds in the repository's target directory, with the repository's profiles and
+/// lock file, so the dependencies are the ones already built (a few seconds; a target directory of
+/// its own was a full build of the toolbox's dependencies), and under a test plugin's name, so
+/// the build directory never offers it to other tests.
+#[test]
+fn a_fifth_backend_from_the_agent_template_builds_loads_and_records() {
+    let tmp =
+        tempfile::Builder::new().prefix("fifth-backend").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = tmp.path().join("npu5");
+    let o = run_in(
+        tmp.path(),
+        &[
+            "new-plugin",
+            "npu5",
+            "--kind",
+            "source",
+            "--lang",
+            "rust",
+            "--agent",
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let root = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    let profiles = &root[root.find("[profile.").expect("the workspace's profiles")..];
+    let text = text.replace("name = \"xpuprof_plugin_npu5\"", "name = \"xpuprof_test_npu5\"");
+    std::fs::write(&manifest, format!("{text}\n{profiles}")).unwrap();
+
+    let target = plugin_dir().parent().unwrap().to_path_buf();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let b = std::process::Command::new(cargo)
+        .args(["build", "--offline", "--quiet"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    assert!(b.status.success(), "cargo build of the generated backend failed:\n{}", stderr(&b));
+
+    let plugin = plugin_dir().join("libxpuprof_test_npu5.so");
+    assert!(plugin_dir().join("libxpuprof_npu5_agent.so").is_file(), "the agent is built next to the plugin");
+    let with_npu5 = |args: &[&str]| {
+        std::process::Command::new(xpuprof())
+            .args(args)
+            .current_dir(tmp.path())
+            .env("XPUPROF_PLUGIN_PATH", &plugin)
+            .output()
+            .unwrap()
+    };
+    let listed = with_npu5(&["plugins"]);
+    let listed_text = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.status.success() && listed_text.contains("npu5: describe what it records"),
+        "{listed_text}"
+    );
+
+    let out = tmp.path().join("out");
+    let r = with_npu5(&[
+        "record",
+        "--source",
+        "npu5",
+        "--sink",
+        "summary",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let summary = std::fs::read_to_string(out.join("summary.txt")).unwrap();
+    assert!(summary.contains("marker 1"), "the agent's tick reached the sinks:\n{summary}\n{}", stderr(&r));
 }
