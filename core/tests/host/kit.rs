@@ -30,9 +30,9 @@ fn plugins_built_outside_the_workspace_pass_the_check_and_run() {
 /// crates; cargo builds it, and the real host lists it and records a program with it (the agent
 /// preloaded, its stream decoded into a marker every sink gets). Nothing of core or the sinks is
 /// touched. It builds in the repository's target directory, with the repository's profiles and
-/// lock file, so the dependencies are the ones already built (a few seconds; a target directory of
-/// its own was a full build of the toolbox's dependencies), and under a test plugin's name, so
-/// the build directory never offers it to other tests.
+/// lock file, so the dependencies are the ones already built (about 3 s here; a target directory
+/// of its own built every dependency again: 45 s on a 2-core machine), and under a test plugin's
+/// name, so the build directory never offers it to other tests.
 #[test]
 fn a_fifth_backend_from_the_agent_template_builds_loads_and_records() {
     let tmp =
