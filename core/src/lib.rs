@@ -11,6 +11,7 @@
 //! - [`pipeline`]: session-wide interning, clock conversion, symbolization (blazesym) and the
 //!   exact-key correlator, streaming records to the sinks as they become final;
 //! - [`session`]: the recording lifecycle; [`report`]: replay of an archive through any sinks;
+//!   [`merge`]: the recordings of several hosts replayed as one job; [`ranks`]: ranks as labels;
 //! - [`window`], [`trigger`], [`attach`], [`continuous`]: capture windows (by time, on request,
 //!   at the program's markers), `xpuprof attach PID` and continuous mode;
 //! - [`doctor`], [`summary`], [`diff`]: what the CLI prints.
@@ -29,7 +30,9 @@ pub mod doctor;
 pub mod host;
 pub mod newplugin;
 pub mod outdir;
+pub mod merge;
 pub mod pipeline;
+pub mod ranks;
 pub mod report;
 pub mod runas;
 pub mod session;

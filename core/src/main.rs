@@ -12,6 +12,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use xpuprof_core::config::FileConfig;
 use xpuprof_core::host::{Registry, SearchPath};
 use xpuprof_core::newplugin::Lang;
+use xpuprof_core::merge::{MergeOptions, MergeOutcome};
 use xpuprof_core::report::ReportOptions;
 use xpuprof_core::session::RecordOptions;
 use xpuprof_core::{check, diff, doctor, report, say, summary, term};
@@ -86,10 +87,14 @@ enum Command {
     Attach(capture_cli::AttachArgs),
     /// Open a capture window in a running session (`xpuprof record --start-paused ...`).
     Trigger(capture_cli::TriggerArgs),
-    /// Replay an archive through sinks.
+    /// Replay an archive through sinks (`--merge`: several hosts' recordings as one job).
     Report {
         /// The archive directory or the output directory containing it.
-        archive: PathBuf,
+        #[arg(required_unless_present = "merge")]
+        archive: Option<PathBuf>,
+        /// Merge these recordings (one per host or rank) into one session, clocks lined up.
+        #[arg(long = "merge", value_name = "DIR", num_args = 1.., conflicts_with = "archive")]
+        merge: Vec<PathBuf>,
         /// Sinks, comma separated (default: those of the recorded session).
         #[arg(long = "sink", value_delimiter = ',', value_name = "C,D")]
         sinks: Option<Vec<String>>,
@@ -342,10 +347,23 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Record(args)) => record(args, &global),
         Some(Command::Attach(args)) => capture_cli::attach(args, &global),
         Some(Command::Trigger(args)) => capture_cli::trigger(args),
-        Some(Command::Report { archive, sinks, output }) => {
+        Some(Command::Report { archive, merge, sinks, output }) => {
             check_list("sink", &sinks).map_err(usage)?;
             let cfg = load_config(&global).map_err(usage)?;
             let search = search_path(&global, cfg.as_ref());
+            let Some(archive) = archive else {
+                let output_dir = output.unwrap_or_else(|| PathBuf::from("xpuprof-merged"));
+                let sinks = sinks.unwrap_or_default();
+                let opts = MergeOptions {
+                    archives: merge,
+                    sinks,
+                    output_dir,
+                    config: cfg,
+                    search,
+                    verbosity: global.verbose,
+                };
+                return Ok(merged(xpuprof_core::merge::merge(&opts)));
+            };
             let base = if archive.file_name().is_some_and(|n| n == "archive") {
                 archive.parent().map(PathBuf::from).unwrap_or_default()
             } else {
@@ -469,6 +487,38 @@ fn long_version() -> String {
         s.push_str(&format!("\n  {} ({origin}{state})", dir.display()));
     }
     s
+}
+
+/// Prints what `report --merge` did; its exit code.
+fn merged(result: Result<MergeOutcome, xpuprof_core::session::SessionError>) -> u8 {
+    let o = match result {
+        Ok(o) => o,
+        Err(e) => {
+            say!("xpuprof: {e}");
+            return e.exit_code() as u8;
+        }
+    };
+    say!(
+        "xpuprof: merged {} records of {} recording(s)",
+        summary::human(o.report.records),
+        o.recordings.len()
+    );
+    for line in o.clock_lines() {
+        say!("  {line}");
+    }
+    if o.pids_renumbered > 0 {
+        say!(
+            "  {} pid(s) taken on two hosts were renumbered (a rank's name keeps its real pid)",
+            o.pids_renumbered
+        );
+    }
+    for f in &o.report.files {
+        say!("  wrote {f}");
+    }
+    for f in &o.report.plugin_failures {
+        say!("  FAILED: {f}");
+    }
+    o.exit_code() as u8
 }
 
 fn main() -> ExitCode {

@@ -8,6 +8,7 @@ use xpuprof_sdk::PluginKind;
 
 use crate::config::FileConfig;
 use crate::host::{Registry, SearchPath};
+use crate::pipeline::sinks::Sinks;
 use crate::session::{self, SessionError};
 
 /// What `xpuprof report` was asked to do.
@@ -60,7 +61,11 @@ impl ReportOutcome {
 
 /// Refuses a replay whose `archive` sink would write over the archive being read: creating
 /// the output truncates the input before a record is read.
-fn refuse_overwriting_input(input: &Path, output_dir: &Path, sinks: &[String]) -> Result<(), SessionError> {
+pub(crate) fn refuse_overwriting_input(
+    input: &Path,
+    output_dir: &Path,
+    sinks: &[String],
+) -> Result<(), SessionError> {
     if !sinks.iter().any(|s| s == "archive") {
         return Ok(());
     }
@@ -87,12 +92,73 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Where a replay's outputs go and which sinks write them: what `report` and `report --merge`
+/// share.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Outputs<'a> {
+    pub sinks: &'a [String],
+    pub output_dir: &'a Path,
+    pub config: Option<&'a FileConfig>,
+    pub search: &'a SearchPath,
+    pub verbosity: u8,
+}
+
+/// The sinks of a replay, created for the replayed session's facts.
+pub(crate) struct ReplaySinks {
+    pub sinks: Sinks,
+    pub failures: Vec<String>,
+    /// The run's `demangle` switch: display names are the host's, under this run's switch.
+    pub demangle: bool,
+}
+
+impl ReplaySinks {
+    /// Hands `batch` to the sinks, giving its strings their display text first.
+    pub fn deliver(&mut self, batch: &mut Vec<Record>, definitions: bool) {
+        if definitions {
+            for r in batch.iter_mut() {
+                if let Record::Str(d) = r {
+                    xpuprof_toolbox::demangle::set_display(d, self.demangle);
+                }
+            }
+        }
+        self.sinks.deliver_marked(batch, definitions);
+    }
+}
+
+pub(crate) fn config_error(message: String) -> SessionError {
+    SessionError::Config(crate::config::ConfigError { location: None, message })
+}
+
+/// Creates the output directory and the sinks of `out` for a session of `meta`'s command,
+/// sources and start.
+pub(crate) fn replay_sinks(
+    out: &Outputs<'_>,
+    meta: &xpuprof_archive::Meta,
+) -> Result<ReplaySinks, SessionError> {
+    let reg = Registry::discover(out.search);
+    if let Some(file) = out.config {
+        file.check_known(PluginKind::Sink, &reg.names(PluginKind::Sink))?;
+    }
+    std::fs::create_dir_all(out.output_dir).map_err(|e| {
+        SessionError::Internal(format!("failed to create output directory {}: {e}", out.output_dir.display()))
+    })?;
+    let table = session::session_table(
+        out.output_dir,
+        &meta.command,
+        &meta.sources,
+        out.sinks,
+        meta.start_time,
+        out.verbosity,
+    );
+    let mut failures = Vec::new();
+    let sinks = session::create_sinks(&reg, out.sinks, out.config, &table, &mut failures)?;
+    Ok(ReplaySinks { sinks, failures, demangle: FileConfig::demangle(out.config) })
+}
+
 /// Replays `opts.archive` through the chosen sinks.
 pub fn report(opts: &ReportOptions) -> Result<ReportOutcome, SessionError> {
     // The archive's errors already say "failed to open archive <path>".
-    let mut reader = xpuprof_archive::open(&opts.archive).map_err(|e| {
-        SessionError::Config(crate::config::ConfigError { location: None, message: e.to_string() })
-    })?;
+    let mut reader = xpuprof_archive::open(&opts.archive).map_err(|e| config_error(e.to_string()))?;
     let meta = reader.meta().clone();
     let sinks: Vec<String> = if opts.sinks.is_empty() {
         meta.sinks.iter().filter(|s| s.as_str() != "archive").cloned().collect()
@@ -100,48 +166,24 @@ pub fn report(opts: &ReportOptions) -> Result<ReportOutcome, SessionError> {
         opts.sinks.clone()
     };
     refuse_overwriting_input(reader.path(), &opts.output_dir, &sinks)?;
-    let reg = Registry::discover(&opts.search);
-    if let Some(file) = &opts.config {
-        file.check_known(PluginKind::Sink, &reg.names(PluginKind::Sink))?;
-    }
-    std::fs::create_dir_all(&opts.output_dir).map_err(|e| {
-        SessionError::Internal(format!(
-            "failed to create output directory {}: {e}",
-            opts.output_dir.display()
-        ))
-    })?;
-    let table = session::session_table(
-        &opts.output_dir,
-        &meta.command,
-        &meta.sources,
-        &sinks,
-        meta.start_time,
-        opts.verbosity,
-    );
-    let mut failures = Vec::new();
-    let mut sinks = session::create_sinks(&reg, &sinks, opts.config.as_ref(), &table, &mut failures)?;
-    // Display names are the host's, under this run's switch: an archive recorded before the
-    // host demangled (or with another setting) shows the same names as a live session would.
-    let demangle = FileConfig::demangle(opts.config.as_ref());
-    let stats = reader.replay_marked(&mut |batch, definitions| {
-        if definitions {
-            for r in batch.iter_mut() {
-                if let Record::Str(d) = r {
-                    xpuprof_toolbox::demangle::set_display(d, demangle);
-                }
-            }
-        }
-        sinks.deliver_marked(batch, definitions)
-    });
+    let out = Outputs {
+        sinks: &sinks,
+        output_dir: &opts.output_dir,
+        config: opts.config.as_ref(),
+        search: &opts.search,
+        verbosity: opts.verbosity,
+    };
+    let mut replay = replay_sinks(&out, &meta)?;
+    let stats = reader.replay_marked(&mut |batch, definitions| replay.deliver(batch, definitions));
     // Finish the sinks whatever the replay met: what came before a damaged spot is written.
-    let results = sinks.finish();
+    let results = replay.sinks.finish();
+    let mut failures = replay.failures;
     failures.extend(results.failures);
     let stats = stats
         .map_err(|e| SessionError::Internal(format!("failed to replay {}: {e}", opts.archive.display())))?;
-    let files = results.files;
     Ok(ReportOutcome {
         records: stats.records,
-        files,
+        files: results.files,
         corruption: stats.corruption.map(|e| e.to_string()),
         skipped: stats.skipped,
         damaged_places: stats.damaged_places,

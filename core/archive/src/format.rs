@@ -53,6 +53,73 @@ pub struct Meta {
     pub codec_version: u32,
     /// Version of the crate that wrote the archive.
     pub writer: String,
+    /// Name of the host that recorded; empty in archives written before it was kept.
+    pub host: String,
+    /// The wall clock and the session clock read together at the start of the recording, which
+    /// lines up the recordings of several hosts (`xpuprof report --merge`); `None` in archives
+    /// written before it was kept.
+    pub clock_pair: Option<ClockPair>,
+}
+
+/// Longest host name kept, in bytes (a POSIX host name has at most 255).
+const MAX_HOST: usize = 255;
+
+/// This host's name (`/proc/sys/kernel/hostname`), printable and bounded; `localhost` when it
+/// cannot be read. Read once.
+pub fn host_name() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| clean_host(&std::fs::read("/proc/sys/kernel/hostname").unwrap_or_default()))
+}
+
+/// A host name for people: printable ASCII only (others become `?`), bounded, trimmed.
+fn clean_host(raw: &[u8]) -> String {
+    let s: String =
+        raw.iter().take(MAX_HOST).map(|&b| if b.is_ascii_graphic() { b as char } else { '?' }).collect();
+    let s = s.trim_matches('?');
+    if s.is_empty() {
+        "localhost".to_owned()
+    } else {
+        s.to_owned()
+    }
+}
+
+/// The wall clock (`CLOCK_REALTIME`) and the session clock (`CLOCK_MONOTONIC`) read at one
+/// moment, to within `uncertainty_ns`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClockPair {
+    /// Wall-clock time, ns since the Unix epoch.
+    pub wall_ns: u64,
+    /// Session-clock time at the same moment, ns.
+    pub session_ns: u64,
+    /// Half the time between the two session-clock readings around the wall-clock reading:
+    /// `session_ns` is within this of the moment `wall_ns` was read.
+    pub uncertainty_ns: u64,
+}
+
+impl ClockPair {
+    /// Reads the pair now: the wall clock between two readings of the session clock, the
+    /// tightest of a few tries.
+    pub fn now() -> Self {
+        let mut best = Self { uncertainty_ns: u64::MAX, ..Self::default() };
+        for _ in 0..8 {
+            let before = xpuprof_sdk::clock::now_ns();
+            let wall = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+            let after = xpuprof_sdk::clock::now_ns();
+            let half = after.saturating_sub(before).div_ceil(2);
+            if half < best.uncertainty_ns {
+                best = Self { wall_ns: wall, session_ns: before + half, uncertainty_ns: half };
+            }
+        }
+        best
+    }
+
+    /// Wall-clock time minus session-clock time: what turns this host's session clock into
+    /// wall-clock time.
+    pub fn epoch_offset(&self) -> i128 {
+        i128::from(self.wall_ns) - i128::from(self.session_ns)
+    }
 }
 
 fn put_list(out: &mut Vec<u8>, l: &[String]) {
@@ -84,6 +151,18 @@ impl Meta {
         put_varint(&mut out, self.start_time);
         put_varint(&mut out, self.codec_version.into());
         put_bytes(&mut out, self.writer.as_bytes());
+        // Appended session facts: older readers stop before them, newer ones read the
+        // defaults from older archives, which end here.
+        put_bytes(&mut out, self.host.as_bytes());
+        match &self.clock_pair {
+            None => put_varint(&mut out, 0),
+            Some(p) => {
+                put_varint(&mut out, 1);
+                put_varint(&mut out, p.wall_ns);
+                put_varint(&mut out, p.session_ns);
+                put_varint(&mut out, p.uncertainty_ns);
+            }
+        }
         out
     }
 
@@ -97,7 +176,17 @@ impl Meta {
             start_time: c.varint(),
             codec_version: c.u32(),
             writer: String::from_utf8_lossy(c.bytes()).into_owned(),
+            host: String::new(),
+            clock_pair: None,
         };
+        let mut m = m;
+        if !c.is_bad() && !c.at_end() {
+            m.host = String::from_utf8_lossy(c.bytes()).into_owned();
+            if c.varint() == 1 {
+                let (wall_ns, session_ns, uncertainty_ns) = (c.varint(), c.varint(), c.varint());
+                m.clock_pair = Some(ClockPair { wall_ns, session_ns, uncertainty_ns });
+            }
+        }
         (!c.is_bad()).then_some(m)
     }
 }
@@ -194,5 +283,58 @@ impl ChunkHeader {
         h.update(&raw_header[4..24]);
         h.update(payload);
         h.finalize() == self.crc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> Meta {
+        Meta {
+            command: vec!["python3".into(), "train.py".into()],
+            sources: vec!["scripted".into()],
+            sinks: vec!["archive".into()],
+            start_time: 5,
+            codec_version: 1,
+            writer: "test".into(),
+            host: "node-1".into(),
+            clock_pair: Some(ClockPair { wall_ns: 1 << 60, session_ns: 77, uncertainty_ns: 3 }),
+        }
+    }
+
+    #[test]
+    fn the_session_facts_round_trip_and_older_metas_read_without_them() {
+        let m = meta();
+        assert_eq!(Meta::decode(&m.encode()), Some(m.clone()));
+        // A meta written before the host and the clock pair were kept ends after `writer`.
+        let old = Meta { host: String::new(), clock_pair: None, ..m };
+        let mut bytes = old.encode();
+        bytes.truncate(bytes.len() - 2);
+        assert_eq!(Meta::decode(&bytes), Some(old));
+    }
+
+    #[test]
+    fn a_reader_of_the_older_fields_finds_them_unmoved() {
+        let m = meta();
+        let short = Meta { host: String::new(), clock_pair: None, ..m.clone() }.encode();
+        let full = m.encode();
+        assert_eq!(&full[..short.len() - 2], &short[..short.len() - 2]);
+    }
+
+    #[test]
+    fn host_names_are_printable_and_bounded() {
+        assert_eq!(clean_host(b"node-7\n"), "node-7");
+        assert_eq!(clean_host(b"a\x1b[31mb"), "a?[31mb");
+        assert_eq!(clean_host(&[b'x'; 1000]).len(), MAX_HOST);
+        assert_eq!(clean_host(b""), "localhost");
+        assert!(!host_name().is_empty());
+    }
+
+    #[test]
+    fn a_clock_pair_is_read_within_its_uncertainty() {
+        let p = ClockPair::now();
+        assert!(p.wall_ns > 1_600_000_000_000_000_000, "{p:?}");
+        assert!(p.session_ns > 0 && p.uncertainty_ns < 1_000_000_000, "{p:?}");
     }
 }

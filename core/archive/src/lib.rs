@@ -32,6 +32,6 @@ pub mod sample;
 mod writer;
 
 pub use error::ArchiveError;
-pub use format::{Meta, FILE_NAME, VERSION};
+pub use format::{host_name, ClockPair, Meta, FILE_NAME, VERSION};
 pub use reader::{open, Reader, ReplayStats};
 pub use writer::{WriteStats, Writer};

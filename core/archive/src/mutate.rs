@@ -5,7 +5,7 @@
 //! it. A *repaired* mutation damages the bytes inside chunks and then recomputes every chunk's
 //! checksum, so the damage reaches the record decoder behind the checksums.
 
-use crate::format::{ChunkHeader, CHUNK_HEADER, CHUNK_MAGIC, COPY_LOCATION};
+use crate::format::{file_header, ChunkHeader, Meta, CHUNK_HEADER, CHUNK_MAGIC, COPY_LOCATION};
 
 /// A small deterministic generator (xorshift64*), so a failing seed can be replayed.
 #[derive(Debug, Clone)]
@@ -68,6 +68,15 @@ fn chunks_and_copy(bytes: &[u8]) -> Vec<(usize, usize)> {
         out.push((at, len));
         at += CHUNK_HEADER + len;
     }
+    out
+}
+
+/// `bytes` (an archive of version 3 on) with its session facts replaced by `meta`: the file
+/// header and its copy chunk rewritten, checksums and all. What the merge tests use to give a
+/// recording another host's clock.
+pub fn with_meta(bytes: &[u8], meta: &Meta) -> Vec<u8> {
+    let mut out = file_header(meta);
+    out.extend_from_slice(&bytes[header_region(bytes)..]);
     out
 }
 

@@ -241,6 +241,7 @@ mod tests {
             start_time: 0,
             codec_version: xpuprof_sdk::codec::CODEC_VERSION,
             writer: "test".into(),
+            ..Meta::default()
         };
         let mut w = Writer::create(&dir.path().join("archive"), &meta).unwrap();
         // 1000 short-lived threads, one sample each.

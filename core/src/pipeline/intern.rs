@@ -82,6 +82,8 @@ pub struct Globals {
     streams: IdMap<(u32, DeviceId, u64), StreamId>,
     processes: IdMap<u32, StrId>,
     threads: IdMap<(u32, u32), StrId>,
+    /// Processes' ranks, read from their environments (`crate::ranks`).
+    pub ranks: crate::ranks::Ranks,
     /// Symbolizer for new frames.
     pub symbolizer: Symbolizer,
     /// Definitions pushed to the output so far (a batch without new ones holds only events).
@@ -134,11 +136,13 @@ impl Globals {
                 ids.strs.insert(d.id.0, g);
             }
             Record::Process(d) => {
-                let command = ids.str(d.command);
+                let d = d.clone().command(ids.str(d.command)).host(ids.str(d.host)).name(ids.str(d.name));
                 let known = self.processes.get(&d.pid).copied();
-                if known.is_none() || (known == Some(StrId::NONE) && !command.is_none()) {
-                    self.processes.insert(d.pid, command);
-                    out.push(Record::Process(d.clone().command(command)));
+                let fresh = known.is_none() || (known == Some(StrId::NONE) && !d.command.is_none());
+                // The rank, from the process's environment (`ranks.rs`).
+                if let Some(d) = crate::ranks::define(self, d, fresh, out) {
+                    self.processes.insert(d.pid, d.command);
+                    out.push(Record::Process(d));
                     self.definitions_emitted += 1;
                 }
             }

@@ -17,6 +17,7 @@ mod install;
 mod kit;
 mod lend;
 mod lifecycle;
+mod merge;
 mod names;
 mod outdir;
 mod plugins;

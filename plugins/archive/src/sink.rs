@@ -24,6 +24,8 @@ impl ArchiveSink {
             start_time: session.start_time,
             codec_version: CODEC_VERSION,
             writer: concat!("xpuprof-plugin-archive ", env!("CARGO_PKG_VERSION")).to_owned(),
+            host: xpuprof_archive::host_name().to_owned(),
+            clock_pair: Some(xpuprof_archive::ClockPair::now()),
         };
         let relative = format!("archive/{}", xpuprof_archive::FILE_NAME);
         let writer = Writer::create_in(&session.output_dir, &relative, &meta).map_err(|e| e.to_string())?;

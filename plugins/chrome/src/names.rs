@@ -59,7 +59,8 @@ impl Names {
                 let cmd = self.owned(d.command).unwrap_or_default();
                 let exe = cmd.split_whitespace().next().unwrap_or("process");
                 let exe = exe.rsplit('/').next().unwrap_or(exe);
-                self.rename_process(d.pid, &format!("{exe} ({})", d.pid), out);
+                let name = self.owned(d.name).unwrap_or_else(|| format!("{exe} ({})", d.pid));
+                self.rename_process(d.pid, &name, out);
             }
             Record::Thread(d) => {
                 let name = self.owned(d.name).unwrap_or_else(|| format!("thread {}", d.tid));

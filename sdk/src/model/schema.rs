@@ -34,6 +34,19 @@ model_schema! {
             ppid: u32 = [var] [] cold,
             /// Command line or executable name.
             command: StrId = [var] [] cold,
+            /// Rank in its job (`RANK`, `OMPI_COMM_WORLD_RANK`, `PMI_RANK`, `SLURM_PROCID` in its
+            /// environment, read by the host), or `None` when it is not part of a job.
+            rank: Option<u32> = [] [1] cold,
+            /// Rank on its host (`LOCAL_RANK`, `OMPI_COMM_WORLD_LOCAL_RANK`, `SLURM_LOCALID`).
+            local_rank: Option<u32> = [] [2] cold,
+            /// Ranks in the job (`WORLD_SIZE`, `OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`,
+            /// `SLURM_NTASKS`).
+            world_size: Option<u32> = [] [3] cold,
+            /// Name of the host it ran on, or [`StrId::NONE`] when not known.
+            host: StrId = [] [4] cold,
+            /// The name outputs show for it, filled by the host when it has a rank:
+            /// `rank N (host, pid)`; [`StrId::NONE`] otherwise (outputs use the command).
+            name: StrId = [] [5] cold,
         }
 
         /// A thread of the session.

@@ -17,6 +17,12 @@ fn meta() -> Meta {
         start_time: sample::T0,
         codec_version: codec::CODEC_VERSION,
         writer: "test".into(),
+        host: "node-1".into(),
+        clock_pair: Some(xpuprof_archive::ClockPair {
+            wall_ns: 1_700_000_000_000_000_000,
+            session_ns: sample::T0,
+            uncertainty_ns: 120,
+        }),
     }
 }
 

@@ -32,6 +32,9 @@ xpuprof_sdk::plugin_config! {
         pub window_open_ms: u64 = 0;
         /// ms after start at which that marker window closes (0: no marker window)
         pub window_close_ms: u64 = 0;
+        /// also define the target process by its real pid, as a source that follows the target
+        /// does, so the host reads its rank from its environment
+        pub define_target: bool = false;
     }
 }
 
@@ -66,6 +69,11 @@ impl Source for Scripted {
         if c.window_close_ms > c.window_open_ms {
             if let Some(e) = &self.emitter {
                 self.marker = Some(marker_window(e.clone(), pid, c.window_open_ms, c.window_close_ms));
+            }
+        }
+        if c.define_target {
+            if let Some(e) = self.emitter.as_mut() {
+                define_target(e, pid);
             }
         }
         if c.rate > 0 {
@@ -117,3 +125,12 @@ fn marker_window(mut e: Emitter, pid: u32, open_ms: u64, close_ms: u64) -> std::
 }
 
 xpuprof_sdk::export_plugin!(source: Scripted);
+
+/// Defines the target process (its real pid, a command of its own) and flushes at once, while
+/// the target is surely alive.
+fn define_target(e: &mut Emitter, pid: u32) {
+    let command = StrId(1_000_000);
+    e.emit(&Record::Str(StrDef::new(command, "scripted-target")));
+    e.emit(&Record::Process(ProcessDef::default().pid(pid).command(command)));
+    e.flush();
+}

@@ -1,0 +1,154 @@
+//! Ranks as labels: a process's rank, local rank and world size, read by the host from the
+//! process's environment when the process is defined, and the host's name. A process with a
+//! rank is named `rank N (host, pid)` in every output (its definition's `name`).
+//!
+//! Launchers set these variables in each rank's environment: torchrun (`RANK`, `LOCAL_RANK`,
+//! `WORLD_SIZE`), Open MPI (`OMPI_COMM_WORLD_RANK`, `_LOCAL_RANK`, `_SIZE`), PMI launchers
+//! (`PMI_RANK`, `PMI_SIZE`) and SLURM (`SLURM_PROCID`, `SLURM_LOCALID`, `SLURM_NTASKS`); the
+//! first one set, in that order, wins. `/proc/PID/environ` is readable by root and by the
+//! process's own user; a process xpuprof may not read, or one already gone, has no rank.
+
+use std::io::Read;
+
+use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::model::{ProcessDef, Record};
+
+use crate::pipeline::intern::Globals;
+
+/// Most bytes of a process's environment read (the variables are usually near the start).
+const MAX_ENVIRON: u64 = 256 * 1024;
+/// Times one process's environment is read at most (its definition again after an `exec`).
+const MAX_READS: u8 = 3;
+
+/// Variables naming the rank, the local rank and the world size, by launcher, first wins.
+const RANK: &[&str] = &["RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"];
+const LOCAL_RANK: &[&str] = &["LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"];
+const WORLD_SIZE: &[&str] = &["WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"];
+
+/// A process's place in its job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RankFacts {
+    /// Rank in the job.
+    pub rank: Option<u32>,
+    /// Rank on its host.
+    pub local_rank: Option<u32>,
+    /// Ranks in the job.
+    pub world_size: Option<u32>,
+}
+
+impl RankFacts {
+    /// The facts a `NUL`-separated `KEY=VALUE` environment block states.
+    pub fn from_environ(env: &[u8]) -> Self {
+        let get = |names: &[&str]| names.iter().find_map(|n| value(env, n));
+        Self { rank: get(RANK), local_rank: get(LOCAL_RANK), world_size: get(WORLD_SIZE) }
+    }
+}
+
+/// The value of `name` in `env` when it is a plain decimal number.
+fn value(env: &[u8], name: &str) -> Option<u32> {
+    env.split(|b| *b == 0).find_map(|kv| {
+        let v = kv.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
+        if v.is_empty() || v.len() > 9 || !v.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(v).ok()?.parse().ok()
+    })
+}
+
+/// The environment of process `pid`, at most [`MAX_ENVIRON`] bytes; `None` when it cannot be
+/// read (gone, or another user's and xpuprof is not root).
+pub fn read_environ(pid: u32) -> Option<Vec<u8>> {
+    let f = std::fs::File::open(format!("/proc/{pid}/environ")).ok()?;
+    let mut env = Vec::new();
+    f.take(MAX_ENVIRON).read_to_end(&mut env).ok()?;
+    Some(env)
+}
+
+/// This host's name, printable and bounded (the archive keeps the same one).
+pub fn host_name() -> &'static str {
+    xpuprof_archive::host_name()
+}
+
+/// The name outputs show for a process of rank `rank`.
+pub fn display_name(rank: u32, host: &str, pid: u32) -> String {
+    format!("rank {rank} ({host}, {pid})")
+}
+
+/// What the host knows of each process's rank: how often its environment was read.
+#[derive(Debug, Default)]
+pub struct Ranks {
+    reads: IdMap<u32, u8>,
+    /// Processes named by a rank.
+    pub ranked: u64,
+}
+
+impl Ranks {
+    /// The facts of process `pid`: read from its environment unless that was done
+    /// [`MAX_READS`] times already or a rank was found.
+    fn lookup(&mut self, pid: u32) -> Option<RankFacts> {
+        let reads = self.reads.entry(pid).or_default();
+        if *reads >= MAX_READS || pid == 0 {
+            return None;
+        }
+        *reads += 1;
+        let facts = RankFacts::from_environ(&read_environ(pid)?);
+        if facts.rank.is_some() {
+            *reads = MAX_READS;
+        }
+        Some(facts)
+    }
+}
+
+/// Completes the (session-numbered) definition `d` with its rank, host and name. Returns the
+/// definition to emit: `d` when `fresh` (the first definition of the process, or the first
+/// with a command), or when it was already emitted without a rank and one is found now (the
+/// process `exec`ed into a rank); `None` when nothing changed.
+pub fn define(g: &mut Globals, mut d: ProcessDef, fresh: bool, out: &mut Vec<Record>) -> Option<ProcessDef> {
+    if d.rank.is_none() {
+        if let Some(f) = g.ranks.lookup(d.pid) {
+            (d.rank, d.local_rank, d.world_size) = (f.rank, f.local_rank, f.world_size);
+        }
+    }
+    let Some(rank) = d.rank else { return fresh.then_some(d) };
+    if d.host.is_none() {
+        d.host = g.intern(host_name(), out);
+    }
+    if d.name.is_none() {
+        let host = g.text(d.host).to_owned();
+        d.name = g.intern(&display_name(rank, &host, d.pid), out);
+    }
+    g.ranks.ranked += 1;
+    Some(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_launchers_variables_are_read_and_the_first_wins() {
+        let torchrun = b"PATH=/bin\0RANK=3\0LOCAL_RANK=1\0WORLD_SIZE=8\0";
+        assert_eq!(
+            RankFacts::from_environ(torchrun),
+            RankFacts { rank: Some(3), local_rank: Some(1), world_size: Some(8) }
+        );
+        let mpi = b"OMPI_COMM_WORLD_RANK=5\0OMPI_COMM_WORLD_LOCAL_RANK=0\0OMPI_COMM_WORLD_SIZE=6\0";
+        assert_eq!(RankFacts::from_environ(mpi).rank, Some(5));
+        let slurm = b"SLURM_PROCID=2\0SLURM_LOCALID=0\0SLURM_NTASKS=4\0PMI_RANK=7\0";
+        assert_eq!(RankFacts::from_environ(slurm).rank, Some(7), "PMI_RANK comes before SLURM_PROCID");
+        assert_eq!(RankFacts::from_environ(slurm).world_size, Some(4));
+    }
+
+    #[test]
+    fn values_that_are_not_plain_numbers_and_lookalike_names_are_ignored() {
+        let env = b"XRANK=1\0RANKS=2\0RANK=-1\0RANK= 4\0RANK=99999999999\0LOCAL_RANK=\0";
+        assert_eq!(RankFacts::from_environ(env), RankFacts::default());
+    }
+
+    #[test]
+    fn this_process_is_read_from_its_own_environment() {
+        let env = read_environ(std::process::id()).expect("failed to read this process's environ");
+        assert!(env.split(|b| *b == 0).any(|kv| kv.starts_with(b"PATH=")));
+        assert_eq!(display_name(1, "node-2", 42), "rank 1 (node-2, 42)");
+    }
+}

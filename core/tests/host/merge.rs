@@ -1,0 +1,147 @@
+//! `xpuprof report --merge`: recordings of several ranks (the scripted test double, each run
+//! with `RANK`/`WORLD_SIZE` in its environment) merged into one session: every rank named
+//! `rank N (host, pid)`, a recording whose host clock is offset by a known amount lined up
+//! within the stated error, and a damaged or missing rank's archive reported while the others
+//! merge.
+//!
+//! The offset is made by editing the recorded wall-clock/session-clock pair (the clock facts of
+//! a host whose session clock reads `OFFSET_NS` less at the same wall-clock time); the scripted
+//! source stamps the same session times in every run, so its events must come out `OFFSET_NS`
+//! later in the merged trace.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use xpuprof_archive::{mutate, ClockPair};
+
+use super::common::*;
+
+/// How far the second host's session clock is behind the first's.
+const OFFSET_NS: u64 = 5_000_000;
+
+/// Records the scripted session as rank `rank` of 2 into `dir` (archive sink); the target
+/// lives long enough for the host to read its environment.
+fn record_rank(dir: &Path, rank: u32) -> PathBuf {
+    require_plugin("scripted");
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("xpuprof.toml"), "[source.scripted]\ndefine_target = true\n").unwrap();
+    let o = Command::new(xpuprof())
+        .args(["--source", "scripted", "--sink", "archive", "-o", "out", "--", "sleep", "2"])
+        .current_dir(dir)
+        .env("XPUPROF_PLUGIN_PATH", test_plugin_path())
+        .env("RANK", rank.to_string())
+        .env("LOCAL_RANK", rank.to_string())
+        .env("WORLD_SIZE", "2")
+        .output()
+        .expect("failed to run xpuprof");
+    assert!(o.status.success(), "{}", stderr(&o));
+    dir.join("out")
+}
+
+fn merge(dirs: &[&Path], out: &Path) -> Output {
+    let mut c = Command::new(xpuprof());
+    c.args(["report", "--merge"]).args(dirs).args(["--sink", "chrome", "-o"]).arg(out);
+    c.env_remove("XPUPROF_PLUGIN_PATH").output().expect("failed to run xpuprof report --merge")
+}
+
+fn trace_file(out: &Path) -> PathBuf {
+    out.join("archive").join(xpuprof_archive::FILE_NAME)
+}
+
+/// Gives recording `b` the clock of a host whose session clock is `OFFSET_NS` behind `a`'s at
+/// the same wall-clock time; returns the stated residual error (both pairs' uncertainties).
+fn offset_clock(a: &Path, b: &Path) -> u64 {
+    let pa = xpuprof_archive::open(a).unwrap().meta().clock_pair.expect("no clock pair recorded");
+    let mut meta = xpuprof_archive::open(b).unwrap().meta().clone();
+    let pb = meta.clock_pair.expect("no clock pair recorded");
+    meta.clock_pair = Some(ClockPair { wall_ns: pa.wall_ns, session_ns: pa.session_ns - OFFSET_NS, ..pb });
+    let bytes = std::fs::read(trace_file(b)).unwrap();
+    std::fs::write(trace_file(b), mutate::with_meta(&bytes, &meta)).unwrap();
+    pa.uncertainty_ns + pb.uncertainty_ns
+}
+
+/// Process names of the chrome trace, by pid.
+fn process_names(trace: &Value) -> Vec<(u64, String)> {
+    let events = trace["traceEvents"].as_array().expect("no traceEvents");
+    events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+        .map(|e| (e["pid"].as_u64().unwrap(), e["args"]["name"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+/// Start times (µs) of the first `relu_kernel` slice of each pid in the trace.
+fn first_kernel(trace: &Value, name: &str) -> Vec<f64> {
+    let mut firsts: Vec<(u64, f64)> = Vec::new();
+    for e in trace["traceEvents"].as_array().unwrap() {
+        if e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.contains(name)) {
+            let (pid, ts) = (e["pid"].as_u64().unwrap(), e["ts"].as_f64().unwrap());
+            match firsts.iter_mut().find(|(p, _)| *p == pid) {
+                Some(f) => f.1 = f.1.min(ts),
+                None => firsts.push((pid, ts)),
+            }
+        }
+    }
+    let mut ts: Vec<f64> = firsts.into_iter().map(|(_, t)| t).collect();
+    ts.sort_by(f64::total_cmp);
+    ts
+}
+
+#[test]
+fn ranks_recorded_apart_merge_into_one_named_and_aligned_session_and_a_damaged_rank_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = record_rank(&dir.path().join("host-a"), 0);
+    let b = record_rank(&dir.path().join("host-b"), 1);
+    let error_ns = offset_clock(&a, &b);
+
+    let out = dir.path().join("merged");
+    let o = merge(&[&a, &b], &out);
+    let said = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    // The offset is recovered within the stated error, and the error is said.
+    let line = said.lines().find(|l| l.contains("shifted by")).unwrap_or_else(|| panic!("{said}"));
+    let shift: u64 = line.split("shifted by ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(shift.abs_diff(OFFSET_NS) <= error_ns, "shift {shift} ns, stated error {error_ns} ns: {said}");
+    assert!(line.contains(&format!("residual error within ±{error_ns} ns")), "{said}");
+    assert!(said.contains("the reference clock"), "{said}");
+
+    // Both ranks are named `rank N (host, pid)` in the timeline.
+    let trace: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("trace.json")).unwrap()).unwrap();
+    let names = process_names(&trace);
+    let host = xpuprof_archive::host_name();
+    for rank in [0, 1] {
+        let prefix = format!("rank {rank} ({host}, ");
+        assert!(names.iter().any(|(_, n)| n.starts_with(&prefix)), "no process named {prefix}...: {names:?}");
+    }
+    // The same scripted kernel of the two recordings, OFFSET_NS apart on the merged clock.
+    let ts = first_kernel(&trace, "relu_kernel");
+    assert_eq!(ts.len(), 2, "one relu_kernel track per recording: {ts:?}");
+    let apart_ns = (ts[1] - ts[0]) * 1000.0;
+    assert!((apart_ns - OFFSET_NS as f64).abs() <= error_ns as f64 + 1.0, "{ts:?}");
+
+    // A damaged rank's archive and a missing one: reported, the others still merged.
+    let c = dir.path().join("host-c");
+    std::fs::create_dir_all(c.join("archive")).unwrap();
+    let mut bytes = std::fs::read(trace_file(&b)).unwrap();
+    let (at, len) = mutate::chunks(&bytes)[0];
+    for byte in &mut bytes[at + 40..(at + 40 + len / 2).min(at + 28 + len)] {
+        *byte ^= 0x5a;
+    }
+    std::fs::write(c.join("archive").join(xpuprof_archive::FILE_NAME), &bytes).unwrap();
+    let missing = dir.path().join("host-d");
+    let out2 = dir.path().join("merged-2");
+    let o = merge(&[&a, &b, &c, &missing], &out2);
+    let said = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "a damaged or missing rank makes the exit code 1: {said}");
+    assert!(said.contains("host-d: not merged"), "{said}");
+    assert!(said.lines().any(|l| l.contains("damaged:") && l.contains("host-c")), "{said}");
+    let trace: Value =
+        serde_json::from_str(&std::fs::read_to_string(out2.join("trace.json")).unwrap()).unwrap();
+    let names = process_names(&trace);
+    for rank in [0, 1] {
+        let prefix = format!("rank {rank} ({host}, ");
+        assert!(names.iter().any(|(_, n)| n.starts_with(&prefix)), "{names:?}");
+    }
+}
