@@ -30,6 +30,7 @@ fn class_color(frame: &str, class: FrameClass) -> Option<Color> {
         FrameClass::Interpreter | FrameClass::PythonPlumbing => {
             rgb(200 + (h % 15) as u8, 190 + (h / 15 % 15) as u8, 165 + (h / 225 % 15) as u8)
         }
+        FrameClass::Marker if frame == "[off-cpu]" => rgb(120, 140, 170),
         FrameClass::Marker => rgb(160, 160, 160),
         _ => None,
     }

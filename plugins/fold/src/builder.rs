@@ -9,7 +9,7 @@ use xpuprof_sdk::hash::{IdMap, IdSet};
 
 use xpuprof_sdk::model::*;
 
-use super::frames::FrameClass;
+use super::frames::{is_python_frame, FrameClass};
 use super::kernels::KernelNamer;
 use super::names::{basename, sanitize_frame};
 use super::options::{FoldedOptions, GraphStacks};
@@ -106,12 +106,21 @@ pub struct FoldedBuilder {
     gpu: IdMap<GpuKey, u64>,
     cpu: IdMap<CpuKey, u64>,
     unmatched: u64,
+    /// A Python frame was defined.
+    python: bool,
 }
 
 impl FoldedBuilder {
     /// An empty builder.
     pub fn new(opts: FoldedOptions) -> Self {
-        Self { opts, defs: Defs::default(), gpu: IdMap::default(), cpu: IdMap::default(), unmatched: 0 }
+        Self {
+            opts,
+            defs: Defs::default(),
+            gpu: IdMap::default(),
+            cpu: IdMap::default(),
+            unmatched: 0,
+            python: false,
+        }
     }
 
     /// Device operations seen without a launch (shown under `[unknown launch site]`).
@@ -121,6 +130,11 @@ impl FoldedBuilder {
 
     /// Adds one record.
     pub fn add(&mut self, r: &Record) {
+        if let Record::Frame(f) = r {
+            if !self.python && f.kind == FrameKind::Synthetic {
+                self.python = self.defs.str(f.name).is_some_and(|n| is_python_frame(f.kind, n));
+            }
+        }
         if self.defs.add(r) {
             return;
         }
@@ -297,7 +311,7 @@ impl FoldedBuilder {
             };
             k.launch.into_iter().chain(recorded)
         });
-        let stacks = StackRenderer::new(&self.defs, &self.opts, launches);
+        let stacks = StackRenderer::new(&self.defs, &self.opts, launches, self.python);
         Renderer { b: self, stacks, kernels }
     }
 

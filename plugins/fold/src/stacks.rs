@@ -68,6 +68,9 @@ pub(crate) struct StackRenderer<'a> {
     opts: &'a FoldedOptions,
     /// Modules only ever seen inside launch API calls (the runtime's and driver's libraries).
     runtime: IdSet<ModuleId>,
+    /// The session has Python frames: the interpreter's modules are told apart (a session
+    /// without runs no Python code that a view could show instead of them).
+    python: bool,
     cache: IdMap<(StackId, StrId), String>,
     /// Frame text → what it is.
     pub(crate) notes: IdMap<String, FrameNote>,
@@ -76,11 +79,13 @@ pub(crate) struct StackRenderer<'a> {
 impl<'a> StackRenderer<'a> {
     /// A renderer for the stacks of `defs`; `launches` are the (stack, API name) pairs of the
     /// session's launches, which tell the runtime's modules apart (the modules of frames inside
-    /// the API call that hold no frame of a caller side).
+    /// the API call that hold no frame of a caller side); `python` says whether the session has
+    /// Python frames.
     pub(crate) fn new(
         defs: &'a Defs,
         opts: &'a FoldedOptions,
         launches: impl Iterator<Item = (StackId, StrId)>,
+        python: bool,
     ) -> Self {
         let (mut inside, mut outside) = (IdSet::default(), IdSet::default());
         for (stack, api) in launches {
@@ -97,7 +102,7 @@ impl<'a> StackRenderer<'a> {
             }
         }
         let runtime = inside.difference(&outside).copied().collect();
-        Self { defs, opts, runtime, cache: IdMap::default(), notes: IdMap::default() }
+        Self { defs, opts, runtime, python, cache: IdMap::default(), notes: IdMap::default() }
     }
 
     /// Notes `text` as a frame of `class` (a marker or GPU frame).
@@ -150,7 +155,7 @@ impl<'a> StackRenderer<'a> {
             return;
         };
         let module = defs.module_path(f.module);
-        let native = if module.is_some_and(is_interpreter_module) {
+        let native = if self.python && module.is_some_and(is_interpreter_module) {
             FrameClass::Interpreter
         } else if self.runtime.contains(&f.module) {
             FrameClass::Runtime
@@ -188,15 +193,15 @@ impl<'a> StackRenderer<'a> {
     /// The text of `items` in the options' view, noting every frame text.
     fn text(&mut self, items: Vec<Item>) -> String {
         let user = self.opts.frames == Frames::User;
-        let folding = user && items.iter().any(|i| matches!(i.class, FrameClass::Python));
         let mut out = String::new();
         let mut folded: Vec<String> = Vec::new();
         let mut last_kept: Option<String> = None;
         // In the user view, a stack with Python frames starts at its outermost one: the native
         // frames outside it are the interpreter's start-up.
         let first_python = items.iter().position(|i| matches!(i.class, FrameClass::Python));
-        for (i, item) in items.into_iter().enumerate() {
-            if folding && (first_python.is_some_and(|p| i < p) || item.class.is_plumbing()) {
+        let fold = folded_items(&items, user, first_python);
+        for (item, fold) in items.into_iter().zip(fold) {
+            if fold {
                 folded.push(item.raw);
                 continue;
             }
@@ -226,6 +231,22 @@ impl<'a> StackRenderer<'a> {
         }
         out
     }
+}
+
+/// Which of `items` (root first) the view folds away. In the user view, a stack with Python
+/// frames loses the interpreter's native frames, the frames outside its outermost Python frame
+/// (the interpreter's start-up) and the Python plumbing; a stack without (the interpreter
+/// starting, importing at start-up, collecting garbage) keeps the outermost and innermost frame
+/// of each run of interpreter frames.
+fn folded_items(items: &[Item], user: bool, first_python: Option<usize>) -> Vec<bool> {
+    if !user {
+        return vec![false; items.len()];
+    }
+    if let Some(p) = first_python {
+        return items.iter().enumerate().map(|(i, item)| i < p || item.class.is_plumbing()).collect();
+    }
+    let interp = |i: usize| items.get(i).is_some_and(|it: &Item| it.class == FrameClass::Interpreter);
+    (0..items.len()).map(|i| interp(i) && i > 0 && interp(i - 1) && interp(i + 1)).collect()
 }
 
 /// Counts the frames of `folded` into `note` and empties it.
@@ -421,6 +442,27 @@ mod tests {
         assert_eq!(frames["_PyEval_EvalFrameDefault"].class, FrameClass::Interpreter);
         let call_impl = format!("Module._call_impl ({SITE}/torch/nn/modules/module.py:1750)");
         assert_eq!(frames[&call_impl].class, FrameClass::PythonPlumbing);
+    }
+
+    #[test]
+    fn interpreter_runs_without_python_frames_keep_their_ends() {
+        let mut s = Session::new();
+        let run = [
+            (PY, "_start"),
+            (PY, "Py_BytesMain"),
+            (LIBPY, "Py_FinalizeEx"),
+            (LIBPY, "gc_collect_main"),
+            (LIBPY, "code_dealloc"),
+        ];
+        s.sample(&run, 5);
+        // A session without Python frames runs no Python code: its frames stay as they are.
+        let (lines, frames) = s.fold(FoldedOptions::default(), View::Cpu);
+        assert_eq!(lines, ["_start;Py_BytesMain;Py_FinalizeEx;gc_collect_main;code_dealloc 5"]);
+        assert_eq!(frames["Py_FinalizeEx"].class, FrameClass::Native);
+        s.sample(&[(PY, "_start"), ("", "<module> (/w/t.py:1)")], 1);
+        let (lines, frames) = s.fold(FoldedOptions::default(), View::Cpu);
+        assert_eq!(lines, ["<module> (/w/t.py:1) 1", "_start;code_dealloc 5"]);
+        assert!(frames["code_dealloc"].description.starts_with("3 interpreter frames folded (Py_BytesMain,"));
     }
 
     #[test]

@@ -180,3 +180,39 @@ fn one_launch_site_is_one_tower_whichever_path_captured_its_stack() {
     b.write(View::Gpu, &mut out).unwrap();
     assert_eq!(String::from_utf8(out).unwrap(), "main;launch;cudaLaunchKernel;[GPU_Kernel]k 3\n");
 }
+
+/// The records of the committed Python capture (eBPF CPU samples of a decoder layer called
+/// through a stand-in of `nn.Module`'s plumbing; `plugins/flamegraph/tests/fixtures/python`).
+fn python_capture() -> Vec<xpuprof_sdk::model::Record> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../flamegraph/tests/fixtures/python/archive")
+        .join(xpuprof_archive::FILE_NAME);
+    let mut reader = xpuprof_archive::open(&path).unwrap();
+    let mut records = Vec::new();
+    reader.replay_records(&mut |batch| records.append(batch)).unwrap();
+    records
+}
+
+#[test]
+fn a_python_capture_folds_to_the_users_level_and_all_shows_every_frame() {
+    use xpuprof_plugin_folded::fold::Frames;
+    let records = python_capture();
+    let fold = |frames| {
+        let mut b = FoldedBuilder::new(FoldedOptions { frames, ..FoldedOptions::default() });
+        records.iter().for_each(|r| b.add(r));
+        let mut out = Vec::new();
+        b.write(View::Cpu, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let (user, all) = (fold(Frames::User), fold(Frames::All));
+    for plumbing in ["_PyEval_EvalFrameDefault", "_call_impl", "Py_RunMain", "site-packages/"] {
+        assert!(!user.contains(plumbing), "{plumbing} in the user view:\n{user}");
+        assert!(all.contains(plumbing), "{plumbing} not in the all view");
+    }
+    assert!(
+        user.contains(";ToyDecoderLayer.forward (toymodel/modeling_toy.py:29);ToyAttention.forward (toymodel/modeling_toy.py:20);matmul (toymodel/modeling_toy.py:"),
+        "{user}"
+    );
+    golden::check("python.cpu.folded", &user);
+    golden::check("python.all.cpu.folded", &all);
+}

@@ -3,7 +3,11 @@
 //! `scripts/install-deps.sh`) and checked on the pixels a person would look at. The PNGs stay in
 //! a temporary directory (`XPUPROF_SCREENSHOT_DIR` keeps them elsewhere, to look at by eye).
 //!
-//! What is checked: in the GPU view of a CUDA program every pixel column of the graph shows a
+//! What is checked: the flame graph of a real Python capture (`tests/fixtures/python`, CPU samples
+//! of a decoder layer called through a stand-in of `nn.Module`'s call plumbing) is at the user's
+//! level: no interpreter internals and no `_call_impl` among its frames, the model's Python
+//! frames drawn in their colour across the graph; every frame's label is the start of its
+//! tooltip (what the search matches). In the GPU view of a CUDA program every pixel column of the graph shows a
 //! GPU frame (kernels green, copies blue, memsets purple, other device work such as
 //! synchronisation teal), so GPU work fills the view instead
 //! of being a sliver beside CPU samples; in the CPU view of the CPU demo the program's frames
@@ -61,6 +65,7 @@ fn screenshot(chromium: &Path, svg: &Path, png: &Path) {
 struct Columns {
     gpu: f64,
     cpu: f64,
+    python: f64,
 }
 
 fn is_gpu(r: u8, g: u8, b: u8) -> bool {
@@ -70,6 +75,10 @@ fn is_gpu(r: u8, g: u8, b: u8) -> bool {
     let purple = b > g + 60 && r > g + 20;
     let teal = g > r + 60 && b > r + 60; // synchronisation and other device work
     green || blue || purple || teal
+}
+
+fn is_python(r: u8, g: u8, b: u8) -> bool {
+    r >= 230 && g >= 210 && (100..=160).contains(&b)
 }
 
 fn is_cpu(r: u8, g: u8, b: u8) -> bool {
@@ -90,7 +99,7 @@ fn columns(png: &Path) -> Columns {
         let i = (y * w + x) * channels;
         (buf[i], buf[i + 1], buf[i + 2])
     };
-    let (mut gpu, mut cpu, mut all) = (0usize, 0usize, 0usize);
+    let (mut gpu, mut cpu, mut python, mut all) = (0usize, 0usize, 0usize, 0usize);
     for x in 12..w.saturating_sub(12) {
         all += 1;
         let ys = 60..h.saturating_sub(30);
@@ -102,8 +111,13 @@ fn columns(png: &Path) -> Columns {
             let (r, g, b) = px(x, y);
             is_cpu(r, g, b)
         }));
+        python += usize::from(ys.clone().any(|y| {
+            let (r, g, b) = px(x, y);
+            is_python(r, g, b)
+        }));
     }
-    Columns { gpu: gpu as f64 / all as f64, cpu: cpu as f64 / all as f64 }
+    let share = |n: usize| n as f64 / all as f64;
+    Columns { gpu: share(gpu), cpu: share(cpu), python: share(python) }
 }
 
 /// Where the PNGs go: `XPUPROF_SCREENSHOT_DIR`, else a temporary directory.
@@ -131,6 +145,28 @@ fn record(xpuprof: &Path, source: &str, out: &Path, command: &[&Path]) {
     assert!(o.status.success(), "xpuprof failed:\n{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// The frames of an SVG flame graph: `(tooltip without its counts, label)`.
+fn frames(svg: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(svg).unwrap();
+    text.split("<g><title>")
+        .skip(1)
+        .map(|g| {
+            let title = g.split("</title>").next().unwrap();
+            let name = title.rsplit_once(" (").map_or(title, |(n, _)| n).to_owned();
+            let label = g.split("<text").nth(1).and_then(|t| t.split_once('>')).map_or("", |(_, t)| t);
+            (name, label.split("</text>").next().unwrap().to_owned())
+        })
+        .collect()
+}
+
+/// Every label is the start of its frame's tooltip (what the search matches), cut with `..`.
+fn assert_labels_are_searchable(frames: &[(String, String)]) {
+    for (title, label) in frames {
+        let shown = label.strip_suffix("..").unwrap_or(label);
+        assert!(title.starts_with(shown), "label `{label}` is not the start of its tooltip `{title}`");
+    }
+}
+
 fn fixture(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path).canonicalize().unwrap()
 }
@@ -148,6 +184,7 @@ fn gpu_frames_fill_the_gpu_view_of_a_real_cuda_capture() {
     let (dir, _keep) = png_dir();
     let png = dir.join("gpu-fixture-flamegraph.png");
     screenshot(&chromium, &out.path().join("flamegraph.svg"), &png);
+    assert_labels_are_searchable(&frames(&out.path().join("flamegraph.svg")));
     let c = columns(&png);
     assert!(
         c.gpu >= 0.95,
@@ -188,4 +225,60 @@ fn the_cpu_demo_fills_the_cpu_view_and_leaves_the_gpu_view_empty() {
     assert_eq!(cpu.gpu, 0.0, "GPU colours in the CPU view of a CPU program ({})", cpu_png.display());
     let gpu = columns(&gpu_png);
     assert_eq!((gpu.gpu, gpu.cpu), (0.0, 0.0), "the empty GPU view draws frames ({})", gpu_png.display());
+}
+
+#[test]
+fn a_real_python_capture_is_drawn_at_the_users_level() {
+    let Some(chromium) = chromium() else { return };
+    let Some(xpuprof) = host::xpuprof(&["archive", "flamegraph"]) else { return };
+    let out = tempfile::tempdir().unwrap();
+    // Recorded by tests/fixtures/python/record.sh (eBPF CPU samples of workload.py).
+    let archive = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/python/archive");
+    let o = Command::new(&xpuprof)
+        .arg("report")
+        .arg(&archive)
+        .arg("--plugin-dir")
+        .arg(host::target_dir())
+        .args(["--sink", "flamegraph", "-o"])
+        .arg(out.path())
+        .output()
+        .expect("run xpuprof report");
+    assert!(o.status.success(), "xpuprof report failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    let svg = out.path().join("flamegraph.cpu.svg");
+    let frames = frames(&svg);
+    for (title, label) in &frames {
+        // The frame's own text; its description after ` — ` names what was folded into it.
+        let title = title.split(" — ").next().unwrap();
+        for plumbing in
+            ["_PyEval_EvalFrameDefault", "PyObject_Call", "_call_impl", "Py_RunMain", "site-packages/"]
+        {
+            assert!(!title.contains(plumbing) && !label.contains(plumbing), "`{plumbing}` shown: {title}");
+        }
+    }
+    for user in
+        ["ToyDecoderLayer.forward (toymodel/modeling_toy.py:29)", "matmul (toymodel/modeling_toy.py:9)"]
+    {
+        let shown = frames.iter().find(|(t, _)| t.starts_with(user));
+        let (title, label) = shown.unwrap_or_else(|| panic!("no frame {user} in {}", svg.display()));
+        assert!(
+            label.starts_with("ToyDecoderLayer") || label.starts_with("matmul"),
+            "{title}: label `{label}`"
+        );
+        assert!(
+            title.contains("interpreter frames folded ("),
+            "the tooltip counts the folded frames: {title}"
+        );
+    }
+    assert_labels_are_searchable(&frames);
+    let (dir, _keep) = png_dir();
+    let png = dir.join("python-fixture-flamegraph.cpu.png");
+    screenshot(&chromium, &svg, &png);
+    let c = columns(&png);
+    assert!(
+        c.python >= 0.8,
+        "Python frames show in only {:.0}% of the columns ({})",
+        c.python * 100.0,
+        png.display()
+    );
+    assert_eq!(c.gpu, 0.0, "GPU colours in a CPU graph ({})", png.display());
 }
