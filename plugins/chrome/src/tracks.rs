@@ -103,7 +103,12 @@ impl Tracks {
     /// used.
     pub fn device_x_prefix(&mut self, op: &DeviceOp, out: &mut Vec<Naming>) -> &[u8] {
         let lanes = self.lanes.entry(op.stream).or_default();
+        let zero_length = op.end <= op.start && !lanes.is_empty();
         let lane = match lanes.iter().position(|l| l.end <= op.start) {
+            // A zero-length operation goes on the first lane, nested in its running slice if
+            // there is one (it starts no earlier: work comes in start order): it never opens or
+            // fills an overlap lane.
+            _ if zero_length => 0,
             Some(i) => i,
             None if (lanes.len() as u32) < MAX_LANES => {
                 lanes.push(new_lane(&mut self.names, op, lanes.len(), out));

@@ -1,8 +1,12 @@
 //! Streams records out as Trace Event JSON.
 //!
 //! Layout: `{"traceEvents":[` + one event per line + `],"displayTimeUnit":"ns","metadata":{..}}`.
-//! Events are written as records arrive; only names, per-stream lane ends, loss totals and one
-//! bit per launch arrow (which flow ids started, see [`crate::flows`]) are kept.
+//! Events are written as records arrive, but for two bounded waits: an API call with a
+//! correlation id waits for its launch stack (at most [`xpuprof_toolbox::timeline::HELD_CALLS`]
+//! calls), written then with `"sf"` into the `stackFrames` dictionary ([`crate::frames`]); device
+//! work waits in its stream's reorder window ([`xpuprof_toolbox::timeline::WINDOW`] operations)
+//! so lanes are assigned by start time. Only names, lane ends, the windows, stack frames, loss
+//! totals and one bit per launch arrow (which flow ids started) are kept.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -10,8 +14,11 @@ use std::io::{self, Write};
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::SessionInfo;
 
+use xpuprof_sdk::hash::IdMap;
+use xpuprof_toolbox::timeline::{Flows, Launches, Ready, Reorder};
+
 use crate::args::OpArgs;
-use crate::flows::Flows;
+use crate::frames::StackFrames;
 use crate::json::{quoted, write_us, Push};
 use crate::leaves::Leaves;
 use crate::names::{Names, Naming};
@@ -137,6 +144,15 @@ pub struct TraceWriter<W: Write> {
     namings: Vec<Naming>,
     first: bool,
     flows: Flows,
+    /// API calls and launch stacks waiting for each other, and the calls ready to write.
+    launches: Launches,
+    ready: Ready,
+    /// Device work of each stream put in start order (allocations per device).
+    /// Device work waiting in its timeline's window, with the flow id it may end.
+    reorder: Reorder<(DeviceOp, Option<u64>)>,
+    /// Bytes allocated and not freed, per device.
+    memory: IdMap<DeviceId, u64>,
+    frames: StackFrames,
     args: OpArgs,
     next_range: u64,
     losses: BTreeMap<String, u64>,
@@ -157,6 +173,11 @@ impl<W: Write> TraceWriter<W> {
             namings: Vec::new(),
             first: true,
             flows: Flows::default(),
+            launches: Launches::default(),
+            ready: Ready::new(),
+            reorder: Reorder::default(),
+            memory: IdMap::default(),
+            frames: StackFrames::default(),
             args: OpArgs::default(),
             next_range: 1,
             losses: BTreeMap::new(),
@@ -181,8 +202,15 @@ impl<W: Write> TraceWriter<W> {
         self.tracks.overlaps
     }
 
+    /// Device operations that started before work of their stream already placed (later than
+    /// the reorder window).
+    pub fn late(&self) -> u64 {
+        self.reorder.late
+    }
+
     /// Launches (API calls and device work) drawn without an arrow because their correlation
-    /// key does not fit a flow id (see [`crate::flows`]).
+    /// key does not fit a flow id, was used again, or its call is not in the trace (see
+    /// [`xpuprof_toolbox::timeline::Flows`]).
     pub fn flows_not_drawn(&self) -> u64 {
         self.flows.not_drawn
     }
@@ -215,6 +243,7 @@ impl<W: Write> TraceWriter<W> {
         }
         match r {
             Record::ApiCall(c) => self.api_call(c),
+            Record::LaunchSite(s) => self.launch_site(s),
             Record::DeviceOp(op) => self.device_op(op),
             Record::CpuSample(s) if self.opts.cpu_samples => self.sample(s),
             Record::Marker(a) => self.marker(a),
@@ -253,8 +282,37 @@ impl<W: Write> TraceWriter<W> {
     /// backend gives both one id) starts no second arrow: Perfetto counts a second start of one
     /// flow id as an import error (`flow_duplicate_id`) and catapult ignores it.
     fn api_call(&mut self, c: &ApiCall) -> io::Result<()> {
+        self.launches.call(c, &mut self.ready);
+        self.write_ready()
+    }
+
+    fn launch_site(&mut self, s: &LaunchSite) -> io::Result<()> {
+        if s.correlation.backend != backend::UNCORRELATED {
+            self.launches.stack(s.pid, s.correlation, s.stack, true, &mut self.ready);
+        }
+        self.write_ready()
+    }
+
+    /// Writes the API calls whose launch stack is known (or will not come).
+    fn write_ready(&mut self) -> io::Result<()> {
+        if self.ready.is_empty() {
+            return Ok(());
+        }
+        let mut ready = std::mem::take(&mut self.ready);
+        let mut r = Ok(());
+        for (c, stack) in ready.drain(..) {
+            r = r.and_then(|()| self.write_api_call(&c, stack));
+        }
+        self.ready = ready;
+        r
+    }
+
+    /// The call itself: its launch's stack as `"sf"` (see [`Self::api_call`]).
+    fn write_api_call(&mut self, c: &ApiCall, stack: StackId) -> io::Result<()> {
+        let sf = if stack.is_none() { None } else { self.frames.leaf(stack, &self.tracks.names) };
+        let launches = !matches!(c.kind, ApiKind::Sync | ApiKind::Other);
         let thread = self.tracks.host_thread(c.pid, c.tid, &mut self.namings);
-        let flow = match c.correlation.and_then(|corr| self.flows.id(c.pid, corr)) {
+        let flow = match c.correlation.filter(|_| launches).and_then(|corr| self.flows.id(c.pid, corr)) {
             // The nested call of the one that started this arrow: no second start.
             Some(id) if id == thread.last_flow => None,
             Some(id) => self.flows.start(id),
@@ -281,17 +339,58 @@ impl<W: Write> TraceWriter<W> {
         if let Some(id) = flow {
             l.s(r#","bind_id":"#).n(id).s(r#","flow_out":true"#);
         }
+        if let Some(n) = sf {
+            l.s(r#","sf":"#).n(n);
+        }
         l.s("}");
         Ok(())
     }
 
-    /// Device work: a complete event on its stream's lane, the end of its launch's arrow
-    /// (`flow_in`) when the correlator joined it to one.
+    /// Device work: its launch's stack makes the call held for it ready; then it waits in its
+    /// stream's reorder window (allocations and frees in their device's).
     fn device_op(&mut self, op: &DeviceOp) -> io::Result<()> {
+        if let (Some(l), Some(c)) = (op.launch, op.correlation) {
+            self.launches.stack(op.pid, c, l.stack, false, &mut self.ready);
+            self.write_ready()?;
+        }
+        let key = match op.kind {
+            DeviceOpKind::Alloc | DeviceOpKind::Free => 1 << 63 | u64::from(op.device.0),
+            _ => (u64::from(op.device.0) << 32) | u64::from(op.stream.0),
+        };
         let flow = match (op.launch, op.correlation) {
-            (Some(_), Some(corr)) => self.flows.end(op.pid, corr),
+            (Some(_), Some(c)) => self.flows.end_id(op.pid, c),
             _ => None,
         };
+        match self.reorder.push(key, op.start, (op.clone(), flow)) {
+            Some((op, flow)) => self.place(&op, flow),
+            None => Ok(()),
+        }
+    }
+
+    /// An allocation or a free: a point of the device's "memory in use (allocations)" counter.
+    fn memory(&mut self, op: &DeviceOp) -> io::Result<()> {
+        let used = self.memory.entry(op.device).or_default();
+        *used = match op.kind {
+            DeviceOpKind::Alloc => used.saturating_add(op.bytes),
+            _ => used.saturating_sub(op.bytes),
+        };
+        let value = *used;
+        let pid = self.tracks.names.device_pid(op.device, &mut self.namings);
+        self.flush_namings();
+        self.begin();
+        self.line.s(r#"{"ph":"C","pid":"#).n(pid.into()).s(r#","name":"memory in use (allocations)""#);
+        self.times(op.start, None)?;
+        self.line.s(r#","args":{"value":"#).n(value).s("}}");
+        Ok(())
+    }
+
+    /// Device work in start order: a complete event on the first lane of its stream free at its
+    /// start, the end of its launch's arrow (`flow_in`) when the correlator joined it to one.
+    fn place(&mut self, op: &DeviceOp, flow: Option<u64>) -> io::Result<()> {
+        if matches!(op.kind, DeviceOpKind::Alloc | DeviceOpKind::Free) {
+            return self.memory(op);
+        }
+        let flow = self.flows.end(flow);
         let prefix = self.tracks.device_x_prefix(op, &mut self.namings);
         flush_namings(&mut self.line, &mut self.first, &mut self.namings);
         begin(&mut self.line, &mut self.first);
@@ -317,7 +416,11 @@ impl<W: Write> TraceWriter<W> {
         let name = self.leaves.leaf(s.stack, &self.tracks.names);
         write!(self.line, r#"{{"ph":"i","s":"t","pid":{pid},"tid":{tid},"cat":"{kind}","name":{name}"#)?;
         self.times(s.time, None)?;
-        write!(self.line, r#","args":{{"weight_ns":{},"stack":{}}}}}"#, s.weight, s.stack.0)
+        write!(self.line, r#","args":{{"weight_ns":{}}}"#, s.weight)?;
+        if let Some(n) = self.frames.leaf(s.stack, &self.tracks.names) {
+            self.line.s(r#","sf":"#).n(n);
+        }
+        self.line.write_all(b"}")
     }
 
     fn marker(&mut self, a: &Annotation) -> io::Result<()> {
@@ -409,6 +512,11 @@ impl<W: Write> TraceWriter<W> {
 
     /// Closes the event array and writes the metadata block; returns the inner writer.
     pub fn finish(mut self, session: &SessionInfo) -> io::Result<W> {
+        self.launches.drain(&mut self.ready);
+        self.write_ready()?;
+        for (op, flow) in self.reorder.drain() {
+            self.place(&op, flow)?;
+        }
         let list = |v: &[String]| v.iter().map(|s| quoted(s)).collect::<Vec<_>>().join(",");
         let losses =
             self.losses.iter().map(|(k, v)| format!("{}:{v}", quoted(k))).collect::<Vec<_>>().join(",");
@@ -418,11 +526,16 @@ impl<W: Write> TraceWriter<W> {
         } else {
             format!(",\"windows\":[{}]", self.windows.join(","))
         };
-        write!(
+        self.line.s("\n],\n\"displayTimeUnit\":\"ns\",\n");
+        if !self.frames.is_empty() {
+            self.frames.write(&mut self.line);
+            self.line.s(",\n");
+        }
+        writeln!(
             self.line,
-            "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{{\"tool\":\"xpuprof\",\"command\":[{}],\
+            "\"metadata\":{{\"tool\":\"xpuprof\",\"command\":[{}],\
              \"sources\":[{}],\"start_time_ns\":{},\"losses\":{{{losses}}},\"device_overlaps\":{},\
-             \"flows_not_drawn\":{}{windows}}}}}\n",
+             \"flows_not_drawn\":{}{windows}}}}}",
             list(&session.command),
             list(&session.sources),
             session.start_time,

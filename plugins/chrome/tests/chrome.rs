@@ -93,7 +93,46 @@ fn check_structure(text: &str) -> usize {
             .push(e["ph"].as_str().unwrap());
     }
     assert!(ranges.values().all(|v| v == &["b", "e"]), "{ranges:?}");
+    check_stacks(&doc);
     check_flows(events)
+}
+
+/// Every `sf` (an event's innermost stack frame) names a node of the `stackFrames` dictionary,
+/// every node's parent is a node, and no event carries a stack id in `args` that points at
+/// nothing. Returns the number of API events with a stack.
+fn check_stacks(doc: &Value) -> usize {
+    let empty = serde_json::Map::new();
+    let frames = doc.get("stackFrames").and_then(Value::as_object).unwrap_or(&empty);
+    for (id, f) in frames {
+        assert!(f["name"].as_str().is_some_and(|n| !n.is_empty()), "frame {id} without a name: {f}");
+        if let Some(p) = f.get("parent") {
+            assert!(frames.contains_key(p.as_str().unwrap()), "frame {id}'s parent {p} is no frame");
+        }
+    }
+    let mut api = 0;
+    for e in doc["traceEvents"].as_array().unwrap() {
+        assert!(e["args"].get("stack").is_none(), "a stack id in args: {e}");
+        if let Some(sf) = e.get("sf") {
+            let id = sf.as_u64().unwrap_or_else(|| panic!("sf is not an integer: {e}")).to_string();
+            assert!(frames.contains_key(&id), "sf {id} is not in stackFrames: {e}");
+            api += usize::from(e["cat"] == "api");
+        }
+    }
+    api
+}
+
+/// The function names of the stack `sf` points at, root first.
+fn stack_of(doc: &Value, e: &Value) -> Vec<String> {
+    let frames = doc["stackFrames"].as_object().unwrap();
+    let mut out = Vec::new();
+    let mut at = e.get("sf").map(|v| v.as_u64().unwrap().to_string());
+    while let Some(id) = at {
+        let f = &frames[&id];
+        out.push(f["name"].as_str().unwrap().to_owned());
+        at = f.get("parent").map(|p| p.as_str().unwrap().to_owned());
+    }
+    out.reverse();
+    out
 }
 
 /// Checks the launch arrows (flow events v2, the form both viewers read: catapult's
@@ -177,7 +216,8 @@ fn warns_once_the_file_passes_the_size_limit() {
     let dir = tempfile::tempdir().unwrap();
     let opts = TraceOptions { cpu_samples: true };
     let mut sink = ChromeSink::new(opts, session_info(dir.path()), 1 << 20, Logger::stderr()).unwrap();
-    let records = sample::launches(5_000);
+    // Enough for the streams' reorder windows to release work before the end.
+    let records = sample::launches(20_000);
     sink.consume(&records[..200]).unwrap();
     assert!(!sink.size_warning_given());
     for b in records[200..].chunks(500) {
@@ -384,4 +424,94 @@ fn a_reused_correlation_id_starts_no_second_arrow() {
         doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "kernel").collect();
     assert_eq!(kernels[0]["bind_id"], 5);
     assert!(kernels[1].get("bind_id").is_none() && kernels[1]["args"]["correlation"] == 5, "{text}");
+}
+
+/// API events carry their launch's stack (`sf` into `stackFrames`), whatever order the call,
+/// its launch site and its work arrive in; CPU samples carry theirs the same way.
+#[test]
+fn api_events_carry_their_launch_stack() {
+    let text = run(&sample::session());
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(check_stacks(&doc), 6, "every launch but the synchronize: {text}");
+    let events = doc["traceEvents"].as_array().unwrap();
+    let launch = events.iter().find(|e| e["cat"] == "api" && e["args"]["correlation"] == 2).unwrap();
+    assert_eq!(stack_of(&doc, launch), ["main", "train_step", "forward", "libtorch_cuda.so+0x1a2b"]);
+    let sample = events.iter().find(|e| e["cat"] == "cpu").unwrap();
+    assert_eq!(stack_of(&doc, sample).last().unwrap(), "c10::cuda::CUDAStream::launch", "{sample}");
+    // The site first (activity buffers), or no site at all (the stack the correlator joined).
+    let site = Record::LaunchSite(
+        LaunchSite::default()
+            .pid(sample::PID)
+            .tid(sample::TID)
+            .time(sample::T0)
+            .correlation(Correlation { backend: backend::CUDA, id: 1 })
+            .stack(StackId(2)),
+    );
+    let call = |id| {
+        Record::ApiCall(
+            ApiCall::default()
+                .pid(sample::PID)
+                .tid(sample::TID)
+                .start(sample::T0 + id * 1_000)
+                .end(sample::T0 + id * 1_000 + 500)
+                .name(StrId(11))
+                .correlation(Some(Correlation { backend: backend::CUDA, id })),
+        )
+    };
+    let mut work = DeviceOp::default().kind(DeviceOpKind::Kernel).pid(sample::PID).device(DeviceId(1));
+    work = work.stream(StreamId(1)).start(sample::T0 + 9_000).end(sample::T0 + 9_500).name(StrId(15));
+    work = work.correlation(Some(Correlation { backend: backend::CUDA, id: 2 }));
+    work =
+        work.launch(Some(LaunchRef::default().tid(sample::TID).stack(StackId(1)).time(sample::T0 + 2_000)));
+    let mut recs: Vec<Record> = sample::session().into_iter().filter(Record::is_definition).collect();
+    recs.extend([site, call(1), call(2), Record::DeviceOp(work)]);
+    let text = run(&recs);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(check_stacks(&doc), 2, "{text}");
+    assert_eq!(check_structure(&text), 1, "the arrow from call 2 to its kernel: {text}");
+}
+
+/// A serial stream whose records arrive out of order, with zero-length work inside its kernels,
+/// is one lane; only a kernel that really overlaps another opens a second. Allocations are a
+/// memory counter of their device, not slices.
+#[test]
+fn lanes_only_for_real_overlap_and_allocations_as_a_counter() {
+    let kernel = |start: u64, dur: u64| {
+        let op =
+            DeviceOp::default().kind(DeviceOpKind::Kernel).pid(10).device(DeviceId(1)).stream(StreamId(1));
+        op.start(start).end(start + dur).name(StrId(1))
+    };
+    let mut ops = Vec::new();
+    for i in 0..100u64 {
+        ops.push(kernel(10_000 + i * 10_000, 9_000));
+        ops.push(kernel(10_000 + i * 10_000 + 4_000, 0).kind(DeviceOpKind::Sync));
+    }
+    for four in ops.chunks_mut(4) {
+        four.rotate_left(2);
+    }
+    ops.push(kernel(10_000 + 50 * 10_000 + 1_000, 3_000));
+    let mem = |kind, start, bytes| {
+        DeviceOp::default().kind(kind).pid(10).device(DeviceId(1)).start(start).end(start).bytes(bytes)
+    };
+    ops.push(mem(DeviceOpKind::Alloc, 2_000, 4096));
+    ops.push(mem(DeviceOpKind::Alloc, 1_000, 1024));
+    ops.push(mem(DeviceOpKind::Free, 3_000, 1024));
+    let mut recs = vec![Record::Str(StrDef::new(StrId(1), "k"))];
+    recs.extend(ops.into_iter().map(Record::DeviceOp));
+    let text = run(&recs);
+    check_structure(&text);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let lane = |n: u32| {
+        events.iter().filter(|e| e["ph"] == "X" && e["tid"] == STREAM_BASE + 1 + n * LANE_STEP).count()
+    };
+    assert_eq!((lane(0), lane(1), lane(2)), (200, 1, 0), "{text}");
+    assert_eq!(doc["metadata"]["device_overlaps"], 0);
+    let memory: Vec<u64> = events
+        .iter()
+        .filter(|e| e["ph"] == "C" && e["name"] == "memory in use (allocations)")
+        .map(|e| e["args"]["value"].as_u64().unwrap())
+        .collect();
+    assert_eq!(memory, [1024, 5120, 4096], "in start order: {text}");
+    assert!(!events.iter().any(|e| e["cat"] == "alloc" || e["cat"] == "free"), "{text}");
 }

@@ -113,7 +113,8 @@ pub struct TraceWriter<W: Write> {
     /// The flow id started last on each thread track (a call nested in one with the same
     /// correlation id starts none).
     last_flow: IdMap<u64, u64>,
-    reorder: Reorder,
+    /// Device work waiting in its timeline's window, with the flow id it may end.
+    reorder: Reorder<(DeviceOp, Option<u64>)>,
     /// Bytes allocated and not freed, per device.
     memory: IdMap<DeviceId, u64>,
     last_reset: u64,
@@ -378,24 +379,25 @@ impl<W: Write> TraceWriter<W> {
             DeviceOpKind::Alloc | DeviceOpKind::Free => MEMORY | u64::from(op.device.0),
             _ => (u64::from(op.device.0) << 32) | u64::from(op.stream.0),
         };
-        match self.reorder.push(key, op) {
-            Some(op) => self.place(&op),
+        let flow = match (op.launch, op.correlation) {
+            (Some(_), Some(c)) => self.flows.end_id(op.pid, c),
+            _ => None,
+        };
+        match self.reorder.push(key, op.start, (op.clone(), flow)) {
+            Some((op, flow)) => self.place(&op, flow),
             None => Ok(()),
         }
     }
 
     /// Device work in start order: a slice on the first lane of its stream free at its start
     /// (allocations and frees: a point of the device's memory counter).
-    fn place(&mut self, op: &DeviceOp) -> io::Result<()> {
+    fn place(&mut self, op: &DeviceOp, flow: Option<u64>) -> io::Result<()> {
         if matches!(op.kind, DeviceOpKind::Alloc | DeviceOpKind::Free) {
             return self.memory(op);
         }
         let track = self.tracks.device_op(op, &self.names);
         let name = self.op_name(op);
-        let flow = match (op.launch, op.correlation) {
-            (Some(_), Some(c)) => self.flows.end(op.pid, c),
-            _ => None,
-        };
+        let flow = self.flows.end(flow);
         self.stats.flows += u64::from(flow.is_some());
         if self.opts.args {
             if let Some(c) = op.correlation {
@@ -543,8 +545,8 @@ impl<W: Write> TraceWriter<W> {
     pub fn finish(mut self) -> io::Result<(W, TraceStats)> {
         self.launches.drain(&mut self.ready);
         self.write_ready()?;
-        for op in self.reorder.drain() {
-            self.place(&op)?;
+        for (op, flow) in self.reorder.drain() {
+            self.place(&op, flow)?;
         }
         self.descriptors()?;
         let mut stats = self.stats();

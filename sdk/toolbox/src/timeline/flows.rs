@@ -101,16 +101,30 @@ impl Flows {
         self.pages[index][(id >> 6 & 63) as usize] & (1u64 << (id & 63)) != 0
     }
 
-    /// The flow id device work joined to correlation `c` of process `pid` ends, or `None`
-    /// (counted) when it does not fit or its correlation id was used again.
+    /// When device work joined to correlation `c` of process `pid` arrives: the flow id it may
+    /// end, or `None` (counted) when the id does not fit or its correlation id was used again.
+    /// Whether it ends a flow is decided where it is placed ([`Flows::end`]): its call may come
+    /// after it.
     #[inline]
-    pub fn end(&mut self, pid: u32, c: Correlation) -> Option<u64> {
+    pub fn end_id(&mut self, pid: u32, c: Correlation) -> Option<u64> {
         let id = self.id(pid, c)?;
-        if (!self.reused.is_empty() && self.reused.contains(&id)) || !self.started(id) {
+        if !self.reused.is_empty() && self.reused.contains(&id) {
             self.not_drawn += 1;
             return None;
         }
         Some(id)
+    }
+
+    /// Where device work with flow id `id` (from [`Flows::end_id`]) is placed: `id` when its
+    /// flow started, else `None` (counted: its call is not in the trace).
+    #[inline]
+    pub fn end(&mut self, id: Option<u64>) -> Option<u64> {
+        let id = id?;
+        if self.started(id) {
+            return Some(id);
+        }
+        self.not_drawn += 1;
+        None
     }
 }
 
@@ -138,13 +152,16 @@ mod tests {
         let mut f = Flows::default();
         let start = |f: &mut Flows, pid, id| f.id(pid, corr(1, id)).and_then(|id| f.start(id));
         assert_eq!(start(&mut f, 10, 7), Some(7));
-        assert_eq!(f.end(10, corr(1, 7)), Some(7));
+        assert_eq!(f.end_id(10, corr(1, 7)).and_then(|id| f.end(Some(id))), Some(7));
         assert_eq!(start(&mut f, 10, 4096 + 7), Some(4096 + 7), "another page");
         assert_eq!(start(&mut f, 11, 7), Some(1 << 36 | 7), "another process");
         assert_eq!(start(&mut f, 10, 7), None, "a later call with the same id");
-        assert_eq!(f.end(10, corr(1, 7)), None, "and its work");
-        assert_eq!(f.end(11, corr(1, 7)), Some(1 << 36 | 7));
+        assert_eq!(f.end_id(10, corr(1, 7)), None, "and its work");
+        assert_eq!(f.end_id(11, corr(1, 7)).and_then(|id| f.end(Some(id))), Some(1 << 36 | 7));
         assert_eq!(f.not_drawn, 2);
+        let unstarted = f.end_id(12, corr(1, 7));
+        assert_eq!(f.end(unstarted), None, "work whose call never came ends no flow");
+        assert_eq!(f.not_drawn, 3);
     }
 
     #[test]

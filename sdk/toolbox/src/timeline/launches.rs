@@ -27,11 +27,25 @@ fn key(pid: u32, c: Correlation) -> Key {
     (pid, c.backend, c.id)
 }
 
-/// API calls and launch stacks waiting for each other.
+/// A held call: its key, the next held call of the same key (a call nested in another with
+/// the same correlation id), and whether it is still waiting.
+#[derive(Debug)]
+struct Slot {
+    key: Key,
+    call: ApiCall,
+    next: Option<u64>,
+    waiting: bool,
+}
+
+/// API calls and launch stacks waiting for each other. Held calls live in a queue in arrival
+/// order (a slot stays, no longer waiting, once its call is written: no allocation per call).
 #[derive(Debug, Default)]
 pub struct Launches {
-    held: IdMap<Key, Vec<ApiCall>>,
-    held_order: VecDeque<Key>,
+    held: VecDeque<Slot>,
+    /// Arrival number of `held[0]`.
+    base: u64,
+    /// First and last held call of each key waiting.
+    waiting: IdMap<Key, (u64, u64)>,
     sites: IdMap<Key, StackId>,
     sites_order: VecDeque<Key>,
     /// Stacks forgotten before their call came.
@@ -60,18 +74,41 @@ impl Launches {
             ready.push((c.clone(), stack));
             return;
         }
-        let calls = self.held.entry(k).or_default();
-        if calls.is_empty() {
-            self.held_order.push_back(k);
-        }
-        calls.push(c.clone());
-        while self.held.len() > HELD_CALLS {
-            let Some(old) = self.held_order.pop_front() else { break };
-            if let Some(calls) = self.held.remove(&old) {
-                self.calls_without_stack += calls.len() as u64;
-                ready.extend(calls.into_iter().map(|c| (c, StackId::NONE)));
+        let n = self.base + self.held.len() as u64;
+        match self.waiting.get_mut(&k) {
+            Some((_, last)) => {
+                let at = (*last - self.base) as usize;
+                self.held[at].next = Some(n);
+                *last = n;
+            }
+            None => {
+                self.waiting.insert(k, (n, n));
             }
         }
+        self.held.push_back(Slot { key: k, call: c.clone(), next: None, waiting: true });
+        while self.held.len() > HELD_CALLS {
+            if self.held[0].waiting {
+                let old = self.held[0].key;
+                let before = ready.len();
+                self.release(old, StackId::NONE, ready);
+                self.calls_without_stack += (ready.len() - before) as u64;
+            }
+            self.held.pop_front();
+            self.base += 1;
+        }
+    }
+
+    /// Makes the calls waiting for `k` ready with `stack`; false when none waits.
+    fn release(&mut self, k: Key, stack: StackId, ready: &mut Ready) -> bool {
+        let Some((first, _)) = self.waiting.remove(&k) else { return false };
+        let mut next = Some(first);
+        while let Some(n) = next {
+            let slot = &mut self.held[(n - self.base) as usize];
+            slot.waiting = false;
+            ready.push((slot.call.clone(), stack));
+            next = slot.next;
+        }
+        true
     }
 
     /// The stack `stack` of the launch `(pid, corr)` (a launch site, or device work joined to
@@ -79,8 +116,7 @@ impl Launches {
     /// call waits for it.
     pub fn stack(&mut self, pid: u32, corr: Correlation, stack: StackId, keep: bool, ready: &mut Ready) {
         let k = key(pid, corr);
-        if let Some(calls) = self.held.remove(&k) {
-            ready.extend(calls.into_iter().map(|c| (c, stack)));
+        if self.release(k, stack, ready) {
             return;
         }
         if !keep || stack.is_none() || self.sites.insert(k, stack).is_some() {
@@ -102,11 +138,13 @@ impl Launches {
 
     /// Every call still held, oldest first, without a stack (the end of the trace).
     pub fn drain(&mut self, ready: &mut Ready) {
-        for k in self.held_order.drain(..) {
-            if let Some(calls) = self.held.remove(&k) {
-                ready.extend(calls.into_iter().map(|c| (c, StackId::NONE)));
+        for slot in self.held.drain(..) {
+            if slot.waiting {
+                ready.push((slot.call, StackId::NONE));
             }
         }
+        self.base = 0;
+        self.waiting.clear();
     }
 }
 
@@ -137,6 +175,12 @@ mod tests {
         assert_eq!(ready.pop().map(|(_, s)| s), Some(StackId::NONE), "no correlation: no wait");
         l.call(&call(3).kind(ApiKind::Sync), &mut ready);
         assert_eq!(ready.len(), 1, "a synchronisation launches nothing: no wait");
+        ready.clear();
+        // A call nested in another with the same correlation id: both wait, both get the stack.
+        l.call(&call(4), &mut ready);
+        l.call(&call(4), &mut ready);
+        l.stack(1, c(4), StackId(9), true, &mut ready);
+        assert_eq!(ready.iter().map(|(_, s)| *s).collect::<Vec<_>>(), [StackId(9), StackId(9)]);
     }
 
     #[test]

@@ -11,61 +11,74 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use xpuprof_sdk::hash::IdMap;
-use xpuprof_sdk::model::DeviceOp;
 
 /// Operations each timeline holds to put them in start order.
 pub const WINDOW: usize = 4096;
 
 /// An operation held, ordered by start, then arrival.
 #[derive(Debug)]
-struct Held {
+struct Held<T> {
     start: u64,
     arrival: u64,
-    op: DeviceOp,
+    op: T,
 }
 
-impl PartialEq for Held {
+impl<T> PartialEq for Held<T> {
     fn eq(&self, o: &Self) -> bool {
         (self.start, self.arrival) == (o.start, o.arrival)
     }
 }
-impl Eq for Held {}
-impl PartialOrd for Held {
+impl<T> Eq for Held<T> {}
+impl<T> PartialOrd for Held<T> {
     fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for Held {
+impl<T> Ord for Held<T> {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         (self.start, self.arrival).cmp(&(o.start, o.arrival))
     }
 }
 
-#[derive(Debug, Default)]
-struct Timeline {
-    heap: BinaryHeap<Reverse<Held>>,
+#[derive(Debug)]
+struct Timeline<T> {
+    heap: BinaryHeap<Reverse<Held<T>>>,
     /// Start of the last operation released.
     released: u64,
 }
 
-/// The reorder windows of all timelines.
-#[derive(Debug, Default)]
-pub struct Reorder {
-    timelines: IdMap<u64, Timeline>,
+impl<T> Default for Timeline<T> {
+    fn default() -> Self {
+        Self { heap: BinaryHeap::new(), released: 0 }
+    }
+}
+
+/// The reorder windows of all timelines, holding operations `T` (device work, and what the sink
+/// decided about it when it arrived).
+#[derive(Debug)]
+pub struct Reorder<T> {
+    timelines: IdMap<u64, Timeline<T>>,
     arrivals: u64,
     /// Operations that started before one already released on their timeline.
     pub late: u64,
 }
 
-impl Reorder {
-    /// Adds `op` to timeline `key`; returns the operation released, if the window is full.
-    pub fn push(&mut self, key: u64, op: &DeviceOp) -> Option<DeviceOp> {
+impl<T> Default for Reorder<T> {
+    fn default() -> Self {
+        Self { timelines: IdMap::default(), arrivals: 0, late: 0 }
+    }
+}
+
+impl<T> Reorder<T> {
+    /// Adds `op`, starting at `start`, to timeline `key`; returns the operation released, if
+    /// the window is full.
+    pub fn push(&mut self, key: u64, start: u64, op: T) -> Option<T> {
         let t = self.timelines.entry(key).or_default();
-        if op.start < t.released {
+        if start < t.released {
             self.late += 1;
         }
         self.arrivals += 1;
-        t.heap.push(Reverse(Held { start: op.start, arrival: self.arrivals, op: op.clone() }));
+        t.heap.push(Reverse(Held { start, arrival: self.arrivals, op }));
         if t.heap.len() <= WINDOW {
             return None;
         }
@@ -75,7 +88,7 @@ impl Reorder {
     }
 
     /// Every operation still held: timelines by key, each in start order.
-    pub fn drain(&mut self) -> Vec<DeviceOp> {
+    pub fn drain(&mut self) -> Vec<T> {
         let mut keys: Vec<u64> = self.timelines.keys().copied().collect();
         keys.sort_unstable();
         let mut out = Vec::new();
@@ -94,8 +107,12 @@ impl Reorder {
 mod tests {
     use super::*;
 
-    fn op(start: u64) -> DeviceOp {
-        DeviceOp::default().start(start).end(start + 1)
+    fn op(start: u64) -> u64 {
+        start
+    }
+
+    fn push(r: &mut Reorder<u64>, start: u64) -> Option<u64> {
+        r.push(1, start, start)
     }
 
     #[test]
@@ -104,14 +121,14 @@ mod tests {
         let mut out = Vec::new();
         // Pairs swapped: 1, 0, 3, 2, ...
         for i in 0..WINDOW as u64 + 4 {
-            out.extend(r.push(1, &op(100 + (i ^ 1))));
+            out.extend(push(&mut r, op(100 + (i ^ 1))));
         }
-        assert_eq!(out.iter().map(|o| o.start).collect::<Vec<_>>(), [100, 101, 102, 103]);
+        assert_eq!(out, [100, 101, 102, 103]);
         assert_eq!(r.late, 0);
-        out.extend(r.push(1, &op(50)));
+        out.extend(push(&mut r, op(50)));
         assert_eq!(r.late, 1, "50 starts before 103, already released");
         out.extend(r.drain());
         assert_eq!(out.len(), WINDOW + 5);
-        assert!(out[5..].windows(2).all(|w| w[0].start <= w[1].start), "the rest in start order");
+        assert!(out[5..].windows(2).all(|w| w[0] <= w[1]), "the rest in start order");
     }
 }
