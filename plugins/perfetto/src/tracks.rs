@@ -102,7 +102,9 @@ impl Tracks {
         let process = ProcessDescriptor {
             pid: Some(pid as i32),
             cmdline: command.split_whitespace().map(str::to_owned).collect(),
-            process_name: Some(if command.is_empty() {
+            process_name: Some(if let Some(name) = names.defs().process_name(pid) {
+                name.to_owned()
+            } else if command.is_empty() {
                 format!("process {pid}")
             } else {
                 crate::names::exe_name(command).to_owned()

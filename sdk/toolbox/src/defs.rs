@@ -58,6 +58,8 @@ struct Text {
 pub struct Definitions {
     strings: Table<Text>,
     processes: hash::IdMap<u32, StrId>,
+    /// Names the host gave processes (`rank N (host, pid)`).
+    process_names: hash::IdMap<u32, StrId>,
     threads: hash::IdMap<(u32, u32), StrId>,
     devices: Table<DeviceDef>,
     streams: Table<StreamDef>,
@@ -77,7 +79,12 @@ impl Definitions {
                     display: (!d.display.is_empty()).then(|| d.display.as_str().into()),
                 },
             ),
-            Record::Process(d) => drop(self.processes.insert(d.pid, d.command)),
+            Record::Process(d) => {
+                self.processes.insert(d.pid, d.command);
+                if !d.name.is_none() {
+                    self.process_names.insert(d.pid, d.name);
+                }
+            }
             Record::Thread(d) => drop(self.threads.insert((d.pid, d.tid), d.name)),
             Record::Device(d) => self.devices.insert(d.id.0, d.clone()),
             Record::Stream(d) => self.streams.insert(d.id.0, d.clone()),
@@ -108,6 +115,12 @@ impl Definitions {
     /// The command line of process `pid`.
     pub fn process_command(&self, pid: u32) -> Option<&str> {
         self.processes.get(&pid).and_then(|c| self.str(*c))
+    }
+
+    /// The name the host gave process `pid` (`rank 3 (node-2, 4711)` for a rank of a job), or
+    /// `None`: outputs then name it by its command.
+    pub fn process_name(&self, pid: u32) -> Option<&str> {
+        self.process_names.get(&pid).and_then(|n| self.str(*n))
     }
 
     /// The name of thread `tid` of `pid`.
