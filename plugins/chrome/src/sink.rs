@@ -109,12 +109,21 @@ impl Sink for ChromeSink {
         if overlaps > 0 {
             self.log.warn(&format!("{overlaps} device operations overlapped on every lane of their stream"));
         }
+        let late = w.late();
+        if late > 0 {
+            self.log.warn(&format!(
+                "{late} device operations arrived after later work of their stream was placed (beyond \
+                 the reorder window of {} operations per stream): placed where they fit, perhaps on a \
+                 lane of their own",
+                xpuprof_toolbox::timeline::WINDOW
+            ));
+        }
         let not_drawn = w.flows_not_drawn();
         if not_drawn > 0 {
             self.log.warn(&format!(
-                "{not_drawn} launch ends were written without their flow arrow: a correlation id used \
-                 again by a later call of its process, a correlation id of 2^36 or more, or more than \
-                 131,072 processes (their device work names its pid and correlation id in args \
+                "{not_drawn} launch ends were written without their flow arrow: a call not in the \
+                 trace, a correlation id used again by a later call of its process, a correlation id \
+                 of 2^36 or more, or more than 131,072 processes (their device work names its pid and correlation id in args \
                  instead)"
             ));
         }

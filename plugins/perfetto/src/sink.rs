@@ -82,6 +82,22 @@ impl Sink for PerfettoSink {
                 stats.overlaps
             ));
         }
+        if stats.late > 0 {
+            self.log.warn(&format!(
+                "{} device operations arrived after later work of their stream was placed (beyond the \
+                 reorder window of {} operations per stream): placed where they fit, perhaps on a lane \
+                 of their own",
+                stats.late,
+                xpuprof_toolbox::timeline::WINDOW
+            ));
+        }
+        if stats.flows_not_drawn > 0 {
+            self.log.info(&format!(
+                "{} launch ends drawn without a flow: their call is not in the trace, or its correlation \
+                 id was used again or does not fit a flow id",
+                stats.flows_not_drawn
+            ));
+        }
         self.log.info(&format!(
             "{}: {} slices, {} flows, {} CPU samples, {} bytes ({} before compression)",
             self.path.display(),
