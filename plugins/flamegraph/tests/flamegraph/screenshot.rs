@@ -159,6 +159,22 @@ fn frames(svg: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// No frame shows interpreter internals, `nn.Module` call plumbing or a C++ parameter list
+/// (GPU frames aside, whose text is the kernel's short name).
+fn assert_user_level(frames: &[(String, String)]) {
+    for (title, label) in frames {
+        // The frame's own text; its description after ` — ` names what was folded into it.
+        let text = title.split(" — ").next().unwrap();
+        for plumbing in
+            ["_PyEval_EvalFrameDefault", "PyObject_Call", "_call_impl", "Py_RunMain", "site-packages/"]
+        {
+            assert!(!text.contains(plumbing) && !label.contains(plumbing), "`{plumbing}` shown: {title}");
+        }
+        let python = text.ends_with(')') && text.contains(".py:");
+        assert!(python || text.starts_with('[') || !text.contains('('), "a parameter list shown: {text}");
+    }
+}
+
 /// Every label is the start of its frame's tooltip (what the search matches), cut with `..`.
 fn assert_labels_are_searchable(frames: &[(String, String)]) {
     for (title, label) in frames {
@@ -184,7 +200,13 @@ fn gpu_frames_fill_the_gpu_view_of_a_real_cuda_capture() {
     let (dir, _keep) = png_dir();
     let png = dir.join("gpu-fixture-flamegraph.png");
     screenshot(&chromium, &out.path().join("flamegraph.svg"), &png);
-    assert_labels_are_searchable(&frames(&out.path().join("flamegraph.svg")));
+    let frames = frames(&out.path().join("flamegraph.svg"));
+    assert_labels_are_searchable(&frames);
+    assert_user_level(&frames);
+    assert!(
+        frames.iter().any(|(t, l)| t.starts_with("[GPU_Kernel]") && l.starts_with("[GPU")),
+        "no kernel frame"
+    );
     let c = columns(&png);
     assert!(
         c.gpu >= 0.95,
@@ -246,15 +268,7 @@ fn a_real_python_capture_is_drawn_at_the_users_level() {
     assert!(o.status.success(), "xpuprof report failed:\n{}", String::from_utf8_lossy(&o.stderr));
     let svg = out.path().join("flamegraph.cpu.svg");
     let frames = frames(&svg);
-    for (title, label) in &frames {
-        // The frame's own text; its description after ` — ` names what was folded into it.
-        let title = title.split(" — ").next().unwrap();
-        for plumbing in
-            ["_PyEval_EvalFrameDefault", "PyObject_Call", "_call_impl", "Py_RunMain", "site-packages/"]
-        {
-            assert!(!title.contains(plumbing) && !label.contains(plumbing), "`{plumbing}` shown: {title}");
-        }
-    }
+    assert_user_level(&frames);
     for user in
         ["ToyDecoderLayer.forward (toymodel/modeling_toy.py:29)", "matmul (toymodel/modeling_toy.py:9)"]
     {
