@@ -128,7 +128,9 @@ impl Globals {
         self.str_text.get(id.0 as usize - 1).map_or("", |s| s)
     }
 
-    /// Handles a definition from source `ids`, emitting session definitions into `out`.
+    /// Handles a definition from source `ids`, emitting session definitions into `out`. Its
+    /// references to other definitions are renumbered by the schema's visitor
+    /// ([`IdFields::map_ids`]); what makes two definitions the same one is decided here.
     pub fn define(&mut self, ids: &mut SourceIds, rec: &Record, out: &mut Vec<Record>) {
         match rec {
             Record::Str(d) => {
@@ -136,7 +138,8 @@ impl Globals {
                 ids.strs.insert(d.id.0, g);
             }
             Record::Process(d) => {
-                let d = d.clone().command(ids.str(d.command)).host(ids.str(d.host)).name(ids.str(d.name));
+                let mut d = d.clone();
+                d.map_ids(ids);
                 let known = self.processes.get(&d.pid).copied();
                 let fresh = known.is_none() || (known == Some(StrId::NONE) && !d.command.is_none());
                 // The rank, from the process's environment (`ranks.rs`).
@@ -147,36 +150,33 @@ impl Globals {
                 }
             }
             Record::Thread(d) => {
-                let name = ids.str(d.name);
+                let mut d = d.clone();
+                d.map_ids(ids);
                 let known = self.threads.get(&(d.pid, d.tid)).copied();
-                if known.is_none() || (known == Some(StrId::NONE) && !name.is_none()) {
-                    self.threads.insert((d.pid, d.tid), name);
-                    out.push(Record::Thread(d.clone().name(name)));
+                if known.is_none() || (known == Some(StrId::NONE) && !d.name.is_none()) {
+                    self.threads.insert((d.pid, d.tid), d.name);
+                    out.push(Record::Thread(d));
                     self.definitions_emitted += 1;
                 }
             }
             Record::Device(d) => {
-                let name = ids.str(d.name);
-                let key = (d.vendor.0, d.index, d.uuid, name);
+                let mut session = d.clone();
+                session.map_ids(ids);
+                let key = (d.vendor.0, d.index, d.uuid, session.name);
                 let next = DeviceId(self.devices.len() as u32 + 1);
-                let (arch, vendor_name, parent) =
-                    (ids.str(d.arch), ids.str(d.vendor_name), ids.device(d.parent));
                 let g = *self.devices.entry(key).or_insert_with(|| {
-                    let d = d.clone().id(next).name(name).arch(arch).vendor_name(vendor_name).parent(parent);
-                    out.push(Record::Device(d));
+                    out.push(Record::Device(session.id(next)));
                     self.definitions_emitted += 1;
                     next
                 });
                 ids.devices.insert(d.id.0, g);
             }
             Record::Stream(d) => {
-                let device = ids.device(d.device);
-                let name = ids.str(d.name);
+                let mut session = d.clone();
+                session.map_ids(ids);
                 let next = StreamId(self.streams.len() as u32 + 1);
-                let parent = ids.stream(d.parent);
-                let g = *self.streams.entry((d.pid, device, d.native_id)).or_insert_with(|| {
-                    let d = d.clone().id(next).device(device).name(name).parent(parent);
-                    out.push(Record::Stream(d));
+                let g = *self.streams.entry((d.pid, session.device, d.native_id)).or_insert_with(|| {
+                    out.push(Record::Stream(session.id(next)));
                     self.definitions_emitted += 1;
                     next
                 });
