@@ -118,6 +118,8 @@ pub struct FileConfig {
     sink_tables: BTreeMap<String, (toml::Table, Range<usize>)>,
     /// Spans of every key, by dotted path (`source.sampler.sample_hz`).
     spans: BTreeMap<String, Range<usize>>,
+    /// Dotted paths of the plugin keys and tables `--set` gave (errors name the `--set`).
+    set_paths: std::collections::BTreeSet<String>,
 }
 
 impl FileConfig {
@@ -253,9 +255,29 @@ impl FileConfig {
         format!("{}:{line}:{col}", self.path.display())
     }
 
-    /// An error located at the key with dotted path `path`.
+    /// An error located at the key with dotted path `path` (in the file, or the `--set` that
+    /// gave it).
     fn error(&self, path: &str, message: &str) -> ConfigError {
+        if self.set_paths.contains(path) {
+            return ConfigError { location: Some(format!("--set {path}")), message: message.to_owned() };
+        }
         ConfigError { location: self.spans.get(path).map(|s| self.location(s)), message: message.to_owned() }
+    }
+
+    /// Sets `key` of plugin `name`'s table to `value`, over what the file says: what `--set
+    /// KIND.NAME.KEY=VALUE` does. The value is checked with the file's tables (the plugin's
+    /// schema: type, allowed values, range); an error about it names the `--set`.
+    pub fn set_plugin_key(&mut self, kind: PluginKind, name: &str, key: &str, value: toml::Value) {
+        let table = format!("{}.{name}", kind.as_str());
+        let tables = match kind {
+            PluginKind::Source => &mut self.source_tables,
+            PluginKind::Sink => &mut self.sink_tables,
+        };
+        if !tables.contains_key(name) {
+            self.set_paths.insert(table.clone());
+        }
+        tables.entry(name.to_owned()).or_default().0.insert(key.to_owned(), value);
+        self.set_paths.insert(format!("{table}.{key}"));
     }
 
     /// The deadline of each plugin call: `plugin_timeout`, else [`DEFAULT_PLUGIN_TIMEOUT`].
@@ -284,8 +306,10 @@ impl FileConfig {
     pub fn check_known(&self, kind: PluginKind, known: &[String]) -> Result<(), ConfigError> {
         for (name, (_, span)) in self.tables(kind) {
             if !known.contains(name) {
+                let path = format!("{}.{name}", kind.as_str());
+                let set = self.set_paths.contains(&path);
                 return Err(ConfigError {
-                    location: Some(self.location(span)),
+                    location: Some(if set { format!("--set {path}") } else { self.location(span) }),
                     message: format!(
                         "unknown {} plugin `{name}` in [{}.{name}]; available: {}",
                         kind.as_str(),

@@ -21,6 +21,7 @@
 // A closed stderr must never abort a session: print through `say!` (see `term`).
 #![deny(clippy::print_stderr)]
 
+pub mod agent_dump;
 pub mod attach;
 pub mod check;
 pub mod config;
@@ -30,6 +31,7 @@ pub mod doctor;
 pub mod host;
 pub mod newplugin;
 pub mod outdir;
+pub mod overrides;
 pub mod merge;
 pub mod pipeline;
 pub mod ranks;

@@ -11,8 +11,8 @@ use anyhow::bail;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use xpuprof_core::config::FileConfig;
 use xpuprof_core::host::{Registry, SearchPath};
-use xpuprof_core::newplugin::Lang;
 use xpuprof_core::merge::{MergeOptions, MergeOutcome};
+use xpuprof_core::newplugin::Lang;
 use xpuprof_core::report::ReportOptions;
 use xpuprof_core::session::RecordOptions;
 use xpuprof_core::{check, diff, doctor, report, say, summary, term};
@@ -49,6 +49,10 @@ struct GlobalArgs {
     /// Config file (default: ./xpuprof.toml when it exists).
     #[arg(short = 'c', long = "config", value_name = "FILE", global = true)]
     config: Option<PathBuf>,
+    /// A plugin's config key, over the config file (repeatable): `source.NAME.KEY=VALUE` or
+    /// `sink.NAME.KEY=VALUE`, checked like the file (e.g. --set sink.dump.limit=100).
+    #[arg(long = "set", value_name = "KIND.PLUGIN.KEY=VALUE", global = true)]
+    sets: Vec<String>,
     /// More output on stderr (-v info, -vv debug).
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
     verbose: u8,
@@ -124,9 +128,22 @@ enum Command {
         /// Run the check in this process (by default it runs in a child, so a crash is reported).
         #[arg(long, hide = true)]
         in_process: bool,
+        /// Keep what the check produced in DIR: a source's records (records.jsonl, records.bin),
+        /// a sink's input (input.jsonl) and output files (outputs/).
+        #[arg(long, value_name = "DIR")]
+        keep: Option<PathBuf>,
         /// The target a source records (default: sleep 0.2).
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
+    },
+    /// Print an in-target agent's dump file (its wire stream, written to the folder that
+    /// XPUPROF_<B>_DUMP or a C agent's `dump_env` names) as the dump sink's JSON lines.
+    DecodeAgentDump {
+        /// The dump file (`<prefix>-<pid>.bin`).
+        file: PathBuf,
+        /// Write the lines to FILE instead of stdout.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Create a plugin crate (Rust) or folder (C) that builds and passes `check-plugin` as is.
     ///
@@ -198,11 +215,12 @@ fn init_logging(verbose: u8) {
 
 fn load_config(global: &GlobalArgs) -> anyhow::Result<Option<FileConfig>> {
     let path = match &global.config {
-        Some(p) => p.clone(),
-        None if PathBuf::from("xpuprof.toml").is_file() => PathBuf::from("xpuprof.toml"),
-        None => return Ok(None),
+        Some(p) => Some(p.clone()),
+        None if PathBuf::from("xpuprof.toml").is_file() => Some(PathBuf::from("xpuprof.toml")),
+        None => None,
     };
-    Ok(Some(FileConfig::load(&path)?))
+    let file = path.map(|p| FileConfig::load(&p)).transpose()?;
+    Ok(xpuprof_core::overrides::apply(file, &global.sets)?)
 }
 
 fn search_path(global: &GlobalArgs, cfg: Option<&FileConfig>) -> SearchPath {
@@ -295,6 +313,7 @@ struct CheckFlags {
     timeout: u64,
     any_name: bool,
     in_process: bool,
+    keep: Option<PathBuf>,
 }
 
 fn check_plugin(
@@ -303,7 +322,7 @@ fn check_plugin(
     command: Vec<String>,
     global: &GlobalArgs,
 ) -> anyhow::Result<u8> {
-    let CheckFlags { timeout, any_name, in_process } = flags;
+    let CheckFlags { timeout, any_name, in_process, keep } = flags;
     if !path.is_file() {
         return Err(usage(format!("{} is not a file: give the path of a plugin library", path.display())));
     }
@@ -317,6 +336,12 @@ fn check_plugin(
         if let Some(c) = &global.config {
             args.extend(["-c".into(), c.clone().into()]);
         }
+        for s in &global.sets {
+            args.extend(["--set".into(), s.into()]);
+        }
+        if let Some(k) = &keep {
+            args.extend(["--keep".into(), k.clone().into()]);
+        }
         if !command.is_empty() {
             args.push("--".into());
             args.extend(command.into_iter().map(Into::into));
@@ -328,6 +353,8 @@ fn check_plugin(
         config_file: global.config.clone(),
         timeout: std::time::Duration::from_secs(timeout.max(1)),
         file_name_rule: !any_name,
+        sets: global.sets.clone(),
+        keep,
         ..Default::default()
     };
     if !command.is_empty() {
@@ -438,8 +465,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             term::out(&format!("created {}; next:\n{next}\n", req.dir.display()));
             Ok(0)
         }
-        Some(Command::CheckPlugin { path, timeout, any_name, in_process, command }) => {
-            check_plugin(path, CheckFlags { timeout, any_name, in_process }, command, &global)
+        Some(Command::CheckPlugin { path, timeout, any_name, in_process, keep, command }) => {
+            check_plugin(path, CheckFlags { timeout, any_name, in_process, keep }, command, &global)
+        }
+        Some(Command::DecodeAgentDump { file, output }) => {
+            let c = xpuprof_core::agent_dump::run(&file, output.as_deref())?;
+            say!("xpuprof: {} lines, {} process(es), {} refused", c.lines, c.kit.processes, c.kit.refused);
+            Ok(u8::from(c.kit.refused > 0 || c.trailing_bytes > 0))
         }
         Some(Command::Diff { base, current, threshold, metric, format }) => {
             let cfg = load_config(&global).map_err(usage)?;

@@ -113,7 +113,11 @@
 //!
 //! Correlation: an API call, its [`model::LaunchSite`] and the [`model::DeviceOp`]s it caused
 //! share a [`model::Correlation`] (backend + the backend's own id); the key also includes the
-//! process. The host joins on exact keys only; unmatched work is counted, never dropped.
+//! process. The host joins on exact keys only; unmatched work is counted, never dropped. The
+//! three may come in any order: device work waits (up to 2 s) for its launch site, also when
+//! the API call came first and no site of that process came yet, so a launch keeps its stack
+//! whichever the source emits first. `xpuprof check-plugin` runs a source's records through the
+//! host's correlator and names device work that reaches no launch.
 //!
 //! Losses: anything a plugin drops (full buffers, records the vendor library dropped, probes that
 //! failed to attach) must be reported as a [`model::Loss`] record. Nothing is lost silently.

@@ -178,6 +178,10 @@ fn source(
     h.shutdown(report);
     let batches = collector.join().unwrap_or_default();
     check_stream(&batches, start, end, report);
+    super::losses::check(&batches, report);
+    if let Some(dir) = &opts.keep {
+        super::keep::source(dir, &batches, report);
+    }
     let late = host.late_records();
     if late > 0 {
         report.error(
@@ -292,6 +296,7 @@ fn sink(
     };
     let mut h = Harness { worker: Some(worker), opts, host };
     let batches = sink_batches();
+    let input = opts.keep.as_ref().map(|_| batches.clone());
     progress("consume");
     let mut consumed = true;
     for b in batches {
@@ -301,6 +306,9 @@ fn sink(
     let files = h.call(report, "finish", Instance::finish);
     progress("destroy");
     h.shutdown(report);
+    if let (Some(dir), Some(input)) = (&opts.keep, &input) {
+        super::keep::sink(dir, input, out, report);
+    }
     if let Some(files) = files {
         check_files(out, &files, report);
         if consumed {

@@ -2,14 +2,19 @@
 //! reports, in the plugin author's terms, what breaks the contract: loading and ABI checks, the
 //! descriptor and config schema, every entry point (errors, panics, slow and blocked calls), and
 //! for sources the record rules (ids defined before use and never redefined, clock domains
-//! declared and paired, session-clock timestamps, host-only fields). Sinks are fed a canonical
-//! session the way the host delivers one, plus a record kind from a future SDK.
+//! declared and paired, session-clock timestamps, host-only fields), then the records go through
+//! the host's own pipeline to find what the host would lose (device work its launch never
+//! reaches). Sinks are fed a canonical session the way the host delivers one, plus a record kind
+//! from a future SDK. Every distinct problem is reported (repeats of one are counted), and
+//! `--keep DIR` keeps the records and outputs the check produced.
 //!
 //! Used by the `check-plugin` command, which the `xpuprof-plugin-test` crate runs from a
 //! plugin's own `cargo test`.
 
 pub mod isolate;
+mod keep;
 mod lifecycle;
+mod losses;
 mod report;
 mod rules;
 
@@ -34,6 +39,10 @@ pub struct CheckOptions {
     pub timeout: Duration,
     /// Expect the file name rule `libxpuprof_plugin_<name>.so` (off for renamed test builds).
     pub file_name_rule: bool,
+    /// `--set KIND.PLUGIN.KEY=VALUE` over the config file's table ([`crate::overrides`]).
+    pub sets: Vec<String>,
+    /// Keep a source's records, a sink's input and outputs here.
+    pub keep: Option<PathBuf>,
 }
 
 impl Default for CheckOptions {
@@ -44,6 +53,8 @@ impl Default for CheckOptions {
             slow: Duration::from_secs(1),
             timeout: Duration::from_secs(10),
             file_name_rule: true,
+            sets: Vec::new(),
+            keep: None,
         }
     }
 }
@@ -114,7 +125,9 @@ fn descriptor(path: &Path, plugin: &loader::LoadedPlugin, opts: &CheckOptions, r
 /// The config table the check creates the plugin with: the file's, checked like the host does.
 fn config(plugin: &loader::LoadedPlugin, opts: &CheckOptions, report: &mut Report) -> Option<toml::Table> {
     let meta = &plugin.meta;
-    let file = match opts.config_file.as_deref().map(crate::config::FileConfig::load).transpose() {
+    let file = opts.config_file.as_deref().map(crate::config::FileConfig::load).transpose();
+    let file = file.and_then(|f| crate::overrides::apply(f, &opts.sets));
+    let file = match file {
         Ok(f) => f,
         Err(e) => {
             report.error("the config is valid", format!("{e}"));
@@ -131,7 +144,11 @@ fn config(plugin: &loader::LoadedPlugin, opts: &CheckOptions, report: &mut Repor
                 format!(
                     "{} keys declared, defaults within their own constraints{}",
                     meta.config.keys().len(),
-                    if opts.config_file.is_some() { ", the file's table accepted" } else { "" }
+                    if opts.config_file.is_some() || !opts.sets.is_empty() {
+                        ", the given table accepted"
+                    } else {
+                        ""
+                    }
                 ),
             );
             Some(table)

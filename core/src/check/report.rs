@@ -7,6 +7,10 @@ use std::fmt;
 pub use xpuprof_plugin_test::Severity;
 
 /// One finding: the rule, what happened (first occurrence) and how often.
+///
+/// A problem is its rule and its message with the numbers left out: the same use of an
+/// undefined string id twice is one problem seen twice, an undefined device and an undefined
+/// stack are two problems, each shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     /// Pass, warning or error.
@@ -44,11 +48,17 @@ impl Report {
         self.push(Severity::Error, rule, message.into());
     }
 
-    /// Records a finding; a repeat of a rule at the same severity only counts (the first
-    /// message is kept: it is the one to fix first).
+    /// Records a finding; a repeat of a problem (the same rule, severity and message but for its
+    /// numbers: ids, times, counts) only counts, and the first message is kept (it is the one
+    /// to fix first). Different problems of one rule are each reported.
     pub fn push(&mut self, severity: Severity, rule: &'static str, message: String) {
         if severity != Severity::Pass {
-            if let Some(f) = self.findings.iter_mut().find(|f| f.rule == rule && f.severity == severity) {
+            let key = problem(&message);
+            if let Some(f) = self
+                .findings
+                .iter_mut()
+                .find(|f| f.rule == rule && f.severity == severity && problem(&f.message) == key)
+            {
                 f.count += 1;
                 return;
             }
@@ -70,6 +80,11 @@ impl Report {
     pub fn passed(&self) -> bool {
         self.errors().next().is_none()
     }
+}
+
+/// A message with its numbers left out: what makes two findings the same problem.
+fn problem(message: &str) -> String {
+    message.chars().filter(|c| !c.is_ascii_digit()).collect()
 }
 
 impl fmt::Display for Report {
@@ -109,5 +124,20 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("fails the conformance check: 1 errors, 1 warnings\n"), "{text}");
+    }
+
+    #[test]
+    fn different_problems_of_one_rule_are_each_shown() {
+        let mut r = Report::default();
+        r.error("ids", "DeviceOp uses device 2 in `device` before any DeviceDef defined it");
+        r.error("ids", "LaunchSite uses stack 5 in `stack` before any StackDef defined it");
+        r.error("ids", "LaunchSite uses stack 6 in `stack` before any StackDef defined it");
+        assert_eq!(r.findings.iter().map(|f| f.count).collect::<Vec<_>>(), [1, 2]);
+        let text = r.to_string();
+        assert!(text.contains("ERROR   ids: DeviceOp uses device 2"), "{text}");
+        assert!(text.contains(
+            "ERROR   ids: LaunchSite uses stack 5 in `stack` before any StackDef defined it (2 times"
+        ));
+        assert!(text.ends_with("fails the conformance check: 2 errors, 0 warnings\n"), "{text}");
     }
 }

@@ -80,3 +80,39 @@ fn a_crash_is_reported_with_the_step_it_happened_in() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("the check died of signal 11 (SIGSEGV, a bad memory access) in start"), "{out}");
 }
+
+#[test]
+fn keep_leaves_a_sources_records_and_a_sinks_input_and_outputs_to_read() {
+    let dir = c_examples();
+    let keep = tempfile::tempdir().unwrap();
+    let (code, out) = check(
+        &dir.path().join("libxpuprof_plugin_acme.so"),
+        &["--keep", keep.path().join("src").to_str().unwrap()],
+        None,
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ok      device work reaches its launch: 9 device operations: 8 joined with their launch stack, 1 with their API call only"), "{out}");
+    let lines = std::fs::read_to_string(keep.path().join("src/records.jsonl")).unwrap();
+    assert!(lines.lines().any(|l| l.starts_with("{\"record\":\"LaunchSite\"")), "{lines}");
+    assert!(keep.path().join("src/records.bin").metadata().unwrap().len() > 0);
+    let (code, out) = check(
+        &dir.path().join("libxpuprof_plugin_kernel_csv.so"),
+        &["--keep", keep.path().join("sink").to_str().unwrap()],
+        None,
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(std::fs::read_to_string(keep.path().join("sink/input.jsonl")).unwrap().lines().count() > 10);
+    let outputs: Vec<_> = std::fs::read_dir(keep.path().join("sink/outputs")).unwrap().collect();
+    assert!(!outputs.is_empty(), "the sink's files are kept: {out}");
+}
+
+#[test]
+fn set_gives_a_plugin_key_checked_like_the_file() {
+    let (code, out) =
+        check(&require_plugin("panicky"), &["--set", "source.panicky.panic_in=[\"start\"]"], None);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("ERROR   entry points do not panic: plugin `panicky` panicked in start"), "{out}");
+    let (code, out) = check(&require_plugin("panicky"), &["--set", "source.panicky.nope=1"], None);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("--set source.panicky.nope: unknown key `nope` for source `panicky`"), "{out}");
+}
