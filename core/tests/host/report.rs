@@ -125,7 +125,10 @@ fn a_damaged_file_header_is_recovered_from_and_every_output_matches_the_intact_r
         let o = report(dir.path(), &out, "folded,summary");
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "byte {at}: damage is exit 1: {e}");
-        assert!(e.contains("the archive is damaged in 1 place(s)") && e.contains("0 record(s)"), "byte {at}: {e}");
+        assert!(
+            e.contains("the archive is damaged in 1 place(s)") && e.contains("0 record(s)"),
+            "byte {at}: {e}"
+        );
         assert!(e.contains("header"), "byte {at}: the damage is named: {e}");
         let got = std::fs::read_to_string(out.join("profile.folded")).unwrap();
         assert_eq!(got, folded, "byte {at}: every record is replayed");
