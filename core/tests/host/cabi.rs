@@ -309,6 +309,20 @@ fn debug_fields(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Guards the header against the model gaining a record kind: the test batch holds every kind the
+/// schema declares, so the round trip above fails until `records.h` writes and reads the new one.
+#[test]
+fn the_test_batch_holds_every_record_kind_of_the_schema() {
+    let have: Vec<u8> = every_record().iter().map(Record::tag).collect();
+    for (tag, name) in Record::tags() {
+        assert!(
+            have.contains(tag),
+            "record kind {name} (tag {tag}) is not in every_record(): add it to sdk/include/xpuprof/records.h \
+             (struct, writer, reader) and to the test batch"
+        );
+    }
+}
+
 /// Guards the header against the model growing: a field added to a record kind is left at its
 /// default in [`every_record`] until someone sets it there, which makes the round trip above
 /// carry it, which fails until `records.h` writes and reads it.
