@@ -196,6 +196,7 @@ fn example_config_documents_every_plugin_key() {
         "perfetto",
         "pprof",
         "levelzero",
+        "dump",
     ] {
         require_plugin(p);
     }
