@@ -1,7 +1,10 @@
 //! The generator behind the schema in [`super::schema`]: from one table of structs and record
 //! kinds it writes the Rust types (`#[non_exhaustive]`, public fields, a builder-style setter
 //! per field), the batch codec of every struct ([`Message`]), the archive's column layout
-//! ([`Columns`](crate::codec::columns::Columns)) and the [`super::Record`] enum with its tags.
+//! ([`Columns`](crate::codec::columns::Columns)), the [`super::Record`] enum with its tags, the
+//! id and time visitors ([`super::IdFields`], [`super::Timed`], in `visit.rs`) and, for the
+//! tests, the schema as data (`SCHEMA`, `RECORDS`: `docs/formats.md`'s record tables are
+//! checked against it).
 //!
 //! A field line reads `name: Type = [positional] [keyed] hint`:
 //! - `[positional]`: how a field of codec version 1 is written in its frozen position (`var`, `var3`,

@@ -6,7 +6,8 @@
 //! operation, launch site, CPU sample, marker, range, counter, loss, clock pairing, overhead).
 //!
 //! The model is declared once, in [`schema`]'s table; the structs, their builders, the batch
-//! codec ([`crate::codec`]) and the archive's column layout are generated from it. Structs are
+//! codec ([`crate::codec`]), the archive's column layout and the visitors of a record's id
+//! references ([`IdFields`]) and timestamps ([`Timed`]) are generated from it. Structs are
 //! `#[non_exhaustive]` with public fields: read them freely, build them with `Default` and the
 //! builder-style setters (one per field, named like the field), so a plugin keeps compiling
 //! when fields are added:
