@@ -57,8 +57,12 @@ impl Defs {
         self.defs.process_command(pid)?.split_whitespace().next()
     }
 
-    /// The process's executable name (`python3`), or `process <pid>`.
+    /// The name the host gave the process (`rank 3 (node-2, 4711)`), else its executable name
+    /// (`python3`), or `process <pid>`.
     pub fn process(&self, pid: u32) -> String {
+        if let Some(name) = self.defs.process_name(pid) {
+            return name.to_owned();
+        }
         match self.defs.process_command(pid) {
             Some(cmd) => {
                 crate::names::basename(cmd.split_whitespace().next().unwrap_or("process")).to_owned()

@@ -126,8 +126,9 @@ fn marker_window(mut e: Emitter, pid: u32, open_ms: u64, close_ms: u64) -> std::
 
 xpuprof_sdk::export_plugin!(source: Scripted);
 
-/// Defines the target process (its real pid, a command of its own) with one range on its main
-/// thread, so it has a track, and flushes at once, while the target is surely alive.
+/// Defines the target process (its real pid, a command of its own) with one range and one CPU
+/// sample on its main thread, so it has a track and a profile, and flushes at once, while the
+/// target is surely alive.
 fn define_target(e: &mut Emitter, pid: u32) {
     let (command, step) = (StrId(1_000_000), StrId(1_000_001));
     e.emit(&Record::Str(StrDef::new(command, "scripted-target")));
@@ -135,5 +136,7 @@ fn define_target(e: &mut Emitter, pid: u32) {
     e.emit(&Record::Process(ProcessDef::default().pid(pid).command(command)));
     let range = Annotation::default().pid(pid).tid(pid).start(1_000_000_000).end(1_000_500_000);
     e.emit(&Record::Range(range.name(step)));
+    let sample = CpuSample::default().pid(pid).tid(pid).time(1_000_100_000).weight(1_000_000);
+    e.emit(&Record::CpuSample(sample));
     e.flush();
 }
