@@ -85,3 +85,51 @@ pub fn merge(feeds: &mut [Feed], f: &mut dyn FnMut(usize, Record)) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use xpuprof_archive::{Meta, Writer};
+    use xpuprof_sdk::model::{CpuSample, StrDef, StrId};
+
+    use super::*;
+
+    fn archive(dir: &Path, records: &[Record]) -> Reader {
+        let mut w = Writer::create(&dir.join("archive"), &Meta::default()).unwrap();
+        for r in records {
+            w.write(r).unwrap();
+        }
+        w.finish().unwrap();
+        xpuprof_archive::open(dir).unwrap()
+    }
+
+    fn sample(pid: u32, time: u64) -> Record {
+        Record::CpuSample(CpuSample::default().pid(pid).tid(pid).time(time).weight(1))
+    }
+
+    #[test]
+    fn records_come_least_time_first_and_each_recording_keeps_its_order() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let def = Record::Str(StrDef::new(StrId(1), "x"));
+        // Thousands of records, so the feeds run through several batches.
+        let ra: Vec<_> =
+            std::iter::once(def.clone()).chain((0..3000).map(|i| sample(1, 100 + i * 10))).collect();
+        let rb: Vec<_> = std::iter::once(def).chain((0..3000).map(|i| sample(2, i * 10))).collect();
+        // Recording b is shifted by 95 ns: its samples fall 5 ns before a's.
+        let mut feeds = [Feed::start(archive(a.path(), &ra), 0), Feed::start(archive(b.path(), &rb), 95)];
+        let mut got = Vec::new();
+        merge(&mut feeds, &mut |i, r| got.push((i, time_of(&r))));
+        assert_eq!(got.len(), 6002);
+        assert_eq!(&got[..2], &[(0, 0), (1, 0)], "definitions go first");
+        let merged: Vec<u64> = got.iter().map(|(i, t)| if *i == 1 && *t > 0 { t + 95 } else { *t }).collect();
+        assert!(merged.windows(2).all(|w| w[0] <= w[1]), "out of time order");
+        for k in 0..2 {
+            let own: Vec<u64> = got.iter().filter(|(i, _)| *i == k).map(|(_, t)| *t).collect();
+            assert!(own.windows(2).all(|w| w[0] <= w[1]), "recording {k} out of its own order");
+        }
+        for f in feeds {
+            assert_eq!(f.finish().unwrap().records, 3001);
+        }
+    }
+}
