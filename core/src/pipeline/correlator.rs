@@ -132,7 +132,10 @@ impl Correlator {
         let key = CorrelationKey::new(s.pid, s.correlation);
         if self.last_expected != Some((key.backend, key.pid)) {
             self.stacks_expected.insert((key.backend, key.pid));
+            // Its first site decides (a site later than the grace turns a pair taken to send
+            // no stacks back).
             self.undecided.remove(&(key.backend, key.pid));
+            self.no_stacks.remove(&(key.backend, key.pid));
             self.last_expected = Some((key.backend, key.pid));
         }
         let r = LaunchRef::default().tid(s.tid).stack(s.stack).api(s.api).time(s.time);
@@ -204,14 +207,15 @@ impl Correlator {
             }
         }
         let pair = (key.backend, key.pid);
+        if self.stacks_expected.contains(&pair) {
+            return Vec::new();
+        }
         if self.no_stacks.contains(&pair) {
             return self.release(key, now);
         }
-        if !self.stacks_expected.contains(&pair) {
-            // The pair's first API call, before any launch site: its device work waits (as if
-            // it sent stacks) until a site comes or the grace period says it sends none.
-            self.undecided.entry(pair).or_insert(now + PENDING_GRACE);
-        }
+        // The pair's first API call, before any launch site: its device work waits (as if it
+        // sent stacks) until a site comes or the grace period says it sends none.
+        self.undecided.entry(pair).or_insert(now + PENDING_GRACE);
         Vec::new()
     }
 
@@ -546,6 +550,12 @@ mod tests {
         assert!(c.device_op(op(7), later).is_none());
         assert_eq!(c.api_call(&api_call(7), later).len(), 1);
         assert_eq!((c.stats().joined_api_only, c.pending_len()), (3, 0));
+        // A site that comes later still: the pair sends stacks after all, and its work waits
+        // for them again.
+        c.launch_site(&site(8), 0, later);
+        assert!(c.api_call(&api_call(9), later).is_empty());
+        assert!(c.device_op(op(9), later).is_none(), "waits for its site");
+        assert_eq!(c.launch_site(&site(9), 0, later).0.len(), 1);
     }
 
     #[test]
