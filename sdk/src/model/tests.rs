@@ -60,3 +60,75 @@ fn unknown_vendors_keep_their_number() {
     assert_eq!(format!("{:?}", Vendor::Nvidia), "Nvidia");
     assert_eq!(Vendor(0x41).known_name(), None);
 }
+
+/// Adds 100 to every id it is shown, and counts them.
+#[derive(Default)]
+struct Shift(u32);
+
+impl IdMapper for Shift {
+    fn str(&mut self, id: StrId) -> StrId {
+        self.0 += 1;
+        StrId(id.0 + 100)
+    }
+    fn device(&mut self, id: DeviceId) -> DeviceId {
+        self.0 += 1;
+        DeviceId(id.0 + 100)
+    }
+    fn stream(&mut self, id: StreamId) -> StreamId {
+        self.0 += 1;
+        StreamId(id.0 + 100)
+    }
+    fn module(&mut self, id: ModuleId) -> ModuleId {
+        self.0 += 1;
+        ModuleId(id.0 + 100)
+    }
+    fn frame(&mut self, id: FrameId) -> FrameId {
+        self.0 += 1;
+        FrameId(id.0 + 100)
+    }
+    fn stack(&mut self, id: StackId) -> StackId {
+        self.0 += 1;
+        StackId(id.0 + 100)
+    }
+}
+
+#[test]
+fn the_id_visitor_sees_every_reference_of_its_kind_and_no_own_id() {
+    let mut op = DeviceOp::default()
+        .device(DeviceId(1))
+        .stream(StreamId(2))
+        .name(StrId(3))
+        .src_device(DeviceId(4))
+        .launch(Some(LaunchRef::new(1, StackId(5), StrId(6), 7)));
+    let mut m = Shift::default();
+    op.map_ids(&mut m);
+    assert_eq!(m.0, 7, "device, stream, name, src_device, dst_device and the launch's stack and api");
+    assert_eq!(
+        (op.device, op.stream, op.name, op.dst_device),
+        (DeviceId(101), StreamId(102), StrId(103), DeviceId(100))
+    );
+    assert_eq!(op.launch.map(|l| (l.stack, l.api, l.time)), Some((StackId(105), StrId(106), 7)));
+
+    let mut frame =
+        FrameDef::default().id(FrameId(9)).module(ModuleId(1)).name(StrId(2)).inlined(vec![StrId(3)]);
+    frame.map_ids(&mut Shift::default());
+    assert_eq!(
+        (frame.id, frame.module, frame.name, frame.inlined),
+        (FrameId(9), ModuleId(101), StrId(102), vec![StrId(103)])
+    );
+}
+
+#[test]
+fn the_time_visitor_lends_the_clock_and_the_timestamps() {
+    let mut call = ApiCall::default().start(5).end(9).clock(ClockDomain(3));
+    let seen = call.clock_times(|clock, times| {
+        *clock = ClockDomain::SESSION;
+        for t in times.iter_mut() {
+            **t += 1000;
+        }
+        times.len()
+    });
+    assert_eq!((seen, call.start, call.end, call.clock), (2, 1005, 1009, ClockDomain::SESSION));
+    let mut sample = CpuSample::default().time(4);
+    assert_eq!(sample.clock_times(|_, times| times.len()), 1);
+}
