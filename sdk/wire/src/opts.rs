@@ -280,7 +280,7 @@ crate::agent_options! {
     pub struct CommonOpts {
         /// Where launch stacks come from.
         pub stacks: StackMode = StackMode::Agent;
-        /// Most frames per stack (1 to 255).
+        /// Most frames per stack (1 to `MAX_STACK_FRAMES`, 1024; more is taken as that).
         pub depth: usize = 64;
         /// Size of one record buffer of the vendor library, KiB (64 to 1048576).
         pub buffer_kib: usize = 8192;
