@@ -31,8 +31,8 @@ fn plugins_built_outside_the_workspace_pass_the_check_and_run() {
 /// preloaded, its stream decoded into a marker every sink gets). Nothing of core or the sinks is
 /// touched. It builds in the repository's target directory, with the repository's profiles and
 /// lock file, so the dependencies are the ones already built (about 3 s here; a target directory
-/// of its own built every dependency again: 45 s on a 2-core machine), and under a test plugin's
-/// name, so the build directory never offers it to other tests.
+/// of its own built every dependency again: 45 s on a 2-core machine), and under test names, so
+/// the build directory never offers the plugin to other tests nor the agent to `install.sh`.
 #[test]
 fn a_fifth_backend_from_the_agent_template_builds_loads_and_records() {
     let tmp =
@@ -59,6 +59,12 @@ fn a_fifth_backend_from_the_agent_template_builds_loads_and_records() {
     let profiles = &root[root.find("[profile.").expect("the workspace's profiles")..];
     let text = text.replace("name = \"xpuprof_plugin_npu5\"", "name = \"xpuprof_test_npu5\"");
     std::fs::write(&manifest, format!("{text}\n{profiles}")).unwrap();
+    // Its agent too, out of install.sh's `libxpuprof_*_agent.so`: the host is told where it is.
+    let agent_manifest = dir.join("agent/Cargo.toml");
+    let agent_text = std::fs::read_to_string(&agent_manifest).unwrap();
+    let agent_text =
+        agent_text.replace("name = \"xpuprof_npu5_agent\"", "name = \"xpuprof_test_npu5_agentlib\"");
+    std::fs::write(&agent_manifest, agent_text).unwrap();
 
     let target = plugin_dir().parent().unwrap().to_path_buf();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -71,12 +77,14 @@ fn a_fifth_backend_from_the_agent_template_builds_loads_and_records() {
     assert!(b.status.success(), "cargo build of the generated backend failed:\n{}", stderr(&b));
 
     let plugin = plugin_dir().join("libxpuprof_test_npu5.so");
-    assert!(plugin_dir().join("libxpuprof_npu5_agent.so").is_file(), "the agent is built next to the plugin");
+    let agent = plugin_dir().join("libxpuprof_test_npu5_agentlib.so");
+    assert!(agent.is_file(), "the agent is built next to the plugin");
     let with_npu5 = |args: &[&str]| {
         std::process::Command::new(xpuprof())
             .args(args)
             .current_dir(tmp.path())
             .env("XPUPROF_PLUGIN_PATH", &plugin)
+            .env("XPUPROF_NPU5_AGENT", &agent)
             .output()
             .unwrap()
     };
