@@ -211,13 +211,14 @@ impl FoldedBuilder {
     /// name and devices, a shortened name's full text, the frames folded into it).
     pub fn fold(&self, view: View) -> Folded {
         let mut r = self.renderer();
-        let mut pieces: Vec<(Line, u64)> = Vec::new();
-        if view != View::Gpu {
-            pieces.extend(self.cpu.iter().map(|(k, ns)| (r.cpu_line(k), *ns)));
-        }
-        if view != View::Cpu {
-            pieces.extend(self.gpu.iter().map(|(k, ns)| (r.gpu_line(k), *ns)));
-        }
+        // Both kinds are rendered whatever the view, so a stack is partial in every view or none.
+        let cpu: Vec<(Line, u64)> = self.cpu.iter().map(|(k, ns)| (r.cpu_line(k), *ns)).collect();
+        let gpu: Vec<(Line, u64)> = self.gpu.iter().map(|(k, ns)| (r.gpu_line(k), *ns)).collect();
+        let pieces = match view {
+            View::Cpu => cpu,
+            View::Gpu => gpu,
+            View::All => cpu.into_iter().chain(gpu).collect(),
+        };
         // A stack whose root is a frame other stacks show called from somewhere ended before its
         // thread's root (a walk cut short): it goes under one [partial stack] root.
         let callees: IdSet<&str> = r.stacks.rendered().flat_map(|s| s.split(';').skip(1)).collect();

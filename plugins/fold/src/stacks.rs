@@ -487,6 +487,10 @@ mod tests {
             ["[partial stack];work;inner 3", "_start;main;work;inner 10", "clone3;thread_main 2"]
         );
         assert_eq!(frames[PARTIAL_TEXT].class, FrameClass::Marker);
+        // A launch from a walk that ended early, in the GPU view, by what the CPU samples show.
+        s.launch(&[(lib, "work"), (RT, "rtLaunchKernel")], "rtLaunchKernel", 4);
+        let (lines, _) = s.fold(FoldedOptions::default(), View::Gpu);
+        assert_eq!(lines, ["[partial stack];work;rtLaunchKernel;[GPU_Kernel]gemm 4"]);
     }
 
     const PARTIAL_TEXT: &str = super::super::builder::PARTIAL;
