@@ -186,3 +186,19 @@ fn foreign_clock_domains_are_converted_and_unpaired_ones_reported() {
     assert_eq!(p.stats().losses.get(cause), Some(&2));
     assert!(recs.iter().any(|r| matches!(r, Record::Loss(l) if l.count == 2)));
 }
+
+// Fields only the host fills.
+
+#[test]
+fn launch_and_recorded_set_by_a_source_are_dropped_before_the_correlator_fills_them() {
+    let mut e = Emitter::detached();
+    let stray = Some(LaunchRef::new(1, StackId(7), StrId(8), 1));
+    e.emit(&Record::DeviceOp(DeviceOp::default().pid(1).start(1).end(2).launch(stray).recorded(stray)));
+    let mut p = Pipeline::new(1, false);
+    let mut out = Vec::new();
+    p.push(0, &e.take_buffer(), &mut |b, _| out.append(b));
+    p.finish(&mut |b, _| out.append(b));
+    let op = out.iter().find_map(|r| if let Record::DeviceOp(op) = r { Some(op) } else { None }).unwrap();
+    assert_eq!((op.launch, op.recorded), (None, None));
+    assert_eq!(p.stats().dangling, 0, "the stray ids were never looked up");
+}
