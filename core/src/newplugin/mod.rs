@@ -1,5 +1,8 @@
 //! `xpuprof new-plugin`: writes a plugin crate (Rust) or folder (C) that builds and passes the
-//! conformance kit as generated, for the author to fill in.
+//! conformance kit as generated, for the author to fill in; with `--agent`, a Rust source in the
+//! two halves of xpuprof's GPU backends (`templates/agent/`: an in-target agent on the agent kit
+//! and the host plugin decoding its stream), the start of `docs/architecture.md`'s "Adding a
+//! backend".
 
 use std::path::{Path, PathBuf};
 
