@@ -74,28 +74,43 @@ pub fn display_name(rank: u32, host: &str, pid: u32) -> String {
     format!("rank {rank} ({host}, {pid})")
 }
 
-/// What the host knows of each process's rank: how often its environment was read.
+/// What the host knows of each process's rank: the facts found, or how often its environment
+/// was read without finding a rank.
 #[derive(Debug, Default)]
 pub struct Ranks {
-    reads: IdMap<u32, u8>,
+    known: IdMap<u32, Known>,
     /// Processes named by a rank.
     pub ranked: u64,
 }
 
+#[derive(Debug, Clone, Copy)]
+enum Known {
+    /// Read this many times, no rank found.
+    Unranked(u8),
+    Ranked(RankFacts),
+}
+
 impl Ranks {
-    /// The facts of process `pid`: read from its environment unless that was done
-    /// [`MAX_READS`] times already or a rank was found.
+    /// The facts of process `pid`: those found before, else read from its environment unless
+    /// that was done [`MAX_READS`] times already.
     fn lookup(&mut self, pid: u32) -> Option<RankFacts> {
-        let reads = self.reads.entry(pid).or_default();
-        if *reads >= MAX_READS || pid == 0 {
+        if pid == 0 {
             return None;
         }
-        *reads += 1;
-        let facts = RankFacts::from_environ(&read_environ(pid)?);
-        if facts.rank.is_some() {
-            *reads = MAX_READS;
+        let known = self.known.entry(pid).or_insert(Known::Unranked(0));
+        match *known {
+            Known::Ranked(f) => Some(f),
+            Known::Unranked(n) if n >= MAX_READS => None,
+            Known::Unranked(n) => {
+                *known = Known::Unranked(n + 1);
+                let facts = RankFacts::from_environ(&read_environ(pid)?);
+                if facts.rank.is_some() {
+                    *known = Known::Ranked(facts);
+                    self.ranked += 1;
+                }
+                Some(facts)
+            }
         }
-        Some(facts)
     }
 }
 
@@ -117,7 +132,6 @@ pub fn define(g: &mut Globals, mut d: ProcessDef, fresh: bool, out: &mut Vec<Rec
         let host = g.text(d.host).to_owned();
         d.name = g.intern(&display_name(rank, &host, d.pid), out);
     }
-    g.ranks.ranked += 1;
     Some(d)
 }
 
@@ -150,5 +164,50 @@ mod tests {
         let env = read_environ(std::process::id()).expect("failed to read this process's environ");
         assert!(env.split(|b| *b == 0).any(|kv| kv.starts_with(b"PATH=")));
         assert_eq!(display_name(1, "node-2", 42), "rank 1 (node-2, 42)");
+    }
+}
+
+#[cfg(test)]
+mod define_tests {
+    use xpuprof_sdk::model::StrId;
+
+    use super::*;
+
+    #[test]
+    fn a_rank_stated_or_read_names_the_process_and_later_definitions_keep_it() {
+        let mut g = Globals::default();
+        let mut out = Vec::new();
+        let d = ProcessDef::default().pid(u32::MAX - 7).rank(Some(2)).world_size(Some(4));
+        let first = define(&mut g, d.clone(), true, &mut out).expect("a first definition is emitted");
+        let name = g.text(first.name).to_owned();
+        assert_eq!(name, display_name(2, host_name(), u32::MAX - 7));
+        assert_eq!(g.text(first.host), host_name());
+        // Defined again with its command (a fresh definition): the rank and name stay.
+        let again = define(&mut g, d.command(StrId(1)), true, &mut out).unwrap();
+        assert_eq!((again.rank, g.text(again.name)), (Some(2), name.as_str()));
+        // A rank read from a process's environment is kept for its later definitions.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env("RANK", "3")
+            .env("WORLD_SIZE", "4")
+            .spawn()
+            .expect("failed to start sleep");
+        let pid = child.id();
+        // Until the child has run `exec`, its environment is still the test's.
+        while !std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep") {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let first = define(&mut g, ProcessDef::default().pid(pid), true, &mut out);
+        let again = define(&mut g, ProcessDef::default().pid(pid).command(StrId(1)), true, &mut out);
+        let _ = child.kill();
+        let _ = child.wait();
+        for d in [first.unwrap(), again.unwrap()] {
+            assert_eq!((d.rank, d.world_size), (Some(3), Some(4)));
+            assert_eq!(g.text(d.name), display_name(3, host_name(), pid));
+        }
+        // A process without a rank whose environment cannot be read is defined as it came.
+        let plain = ProcessDef::default().pid(u32::MAX - 8);
+        assert_eq!(define(&mut g, plain.clone(), true, &mut out), Some(plain.clone()));
+        assert_eq!(define(&mut g, plain, false, &mut out), None);
     }
 }
