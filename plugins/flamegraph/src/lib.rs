@@ -19,7 +19,7 @@ pub use xpuprof_fold as fold;
 mod render;
 mod sink;
 
-pub use render::{render, RenderOptions};
+pub use render::{render, RenderOptions, NO_SAMPLES};
 pub use sink::{graphs, FlamegraphSink, Graph, GraphView};
 
 xpuprof_sdk::export_plugin!(sink: FlamegraphSink);

@@ -113,7 +113,7 @@ impl<'a> StackRenderer<'a> {
     }
 
     /// The frames of stack `id`, root first, joined with `;`; with `api` (a launch API's name),
-    /// cut after its innermost frame of that name (see [`Self::launch`]).
+    /// cut after its innermost frame of that name (see `cut_after`).
     pub(crate) fn stack(&mut self, id: StackId, api: StrId) -> String {
         if let Some(s) = self.cache.get(&(id, api)) {
             return s.clone();
