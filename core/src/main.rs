@@ -102,7 +102,7 @@ enum Command {
         /// Sinks, comma separated (default: those of the recorded session).
         #[arg(long = "sink", value_delimiter = ',', value_name = "C,D")]
         sinks: Option<Vec<String>>,
-        /// Output directory (default: <archive dir>/report).
+        /// Output directory (default: <archive dir>/report; with --merge, xpuprof-merged).
         #[arg(short = 'o', long = "output", value_name = "DIR")]
         output: Option<PathBuf>,
     },
