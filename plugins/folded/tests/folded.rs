@@ -216,3 +216,27 @@ fn a_python_capture_folds_to_the_users_level_and_all_shows_every_frame() {
     golden::check("python.cpu.folded", &user);
     golden::check("python.all.cpu.folded", &all);
 }
+
+#[test]
+fn the_view_and_its_rules_are_typed_config_keys() {
+    use xpuprof_plugin_folded::fold::Frames;
+    use xpuprof_sdk::config::{PluginConfig, Table, Value};
+    assert_eq!(FoldedOptions::default().frames, Frames::User, "the user-level view is the default");
+    let mut t = Table::new();
+    t.insert("frames".into(), Value::String("all".into()));
+    t.insert("thread_frame".into(), Value::Boolean(true));
+    t.insert("fold_files".into(), Value::Array(vec![Value::String("mylib/dispatch.py".into())]));
+    let o = FoldedOptions::from_config(&PluginConfig::from_table(t)).unwrap();
+    assert_eq!(
+        (o.frames, o.thread_frame, o.fold_files),
+        (Frames::All, true, vec!["mylib/dispatch.py".to_owned()])
+    );
+    let mut bad = Table::new();
+    bad.insert("frames".into(), Value::String("everything".into()));
+    let e = FoldedOptions::from_config(&PluginConfig::from_table(bad)).unwrap_err();
+    assert!(e.to_string().contains("frames"), "{e}");
+    let keys: Vec<String> = FoldedOptions::config_keys().into_iter().map(|k| k.name.to_string()).collect();
+    for k in ["frames", "fold_files", "name_width", "thread_frame"] {
+        assert!(keys.iter().any(|n| n == k), "{k} not declared: {keys:?}");
+    }
+}
