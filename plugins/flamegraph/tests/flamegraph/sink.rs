@@ -107,3 +107,17 @@ fn scripted_session_through_the_host_matches_golden() {
         &std::fs::read_to_string(out.path().join("flamegraph.cpu.svg")).unwrap(),
     );
 }
+
+#[test]
+fn every_label_starts_its_tooltip_so_the_search_finds_what_labels_say() {
+    let (gpu, cpu) = run(&sample::session());
+    for svg in [gpu, cpu] {
+        for g in svg.split("<g><title>").skip(1) {
+            let title = g.split("</title>").next().unwrap();
+            let label = g.split("<text").nth(1).and_then(|t| t.split_once('>')).unwrap().1;
+            let label = label.split("</text>").next().unwrap();
+            let shown = label.strip_suffix("..").unwrap_or(label);
+            assert!(title.starts_with(shown), "label `{label}` does not start its tooltip `{title}`");
+        }
+    }
+}
