@@ -130,7 +130,12 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeOutcome, SessionError> {
     }
     let pairs: Vec<_> = readers.iter().map(|(_, r)| r.meta().clock_pair).collect();
     let (alignments, reference) = align::align(&pairs);
-    let meta = merged_meta(readers.iter().map(|(_, r)| r.meta()), &alignments);
+    let mut meta = merged_meta(readers.iter().map(|(_, r)| r.meta()), &alignments);
+    // The merged session's times are on the reference's clock: an archive written from the
+    // merge carries its facts, so it can be merged again.
+    if let Some(r) = reference {
+        (meta.host, meta.clock_pair) = (readers[r].1.meta().host.clone(), pairs[r]);
+    }
     let sinks: Vec<String> = if opts.sinks.is_empty() {
         meta.sinks.iter().filter(|s| s.as_str() != "archive").cloned().collect()
     } else {
@@ -198,8 +203,8 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeOutcome, SessionError> {
 /// Records handed to the sinks at a time (as a replay does).
 const BATCH: usize = 512;
 
-/// The merged session's facts: the first recording's command and sinks, every recording's
-/// sources, the earliest start on the merged clock.
+/// The merged session's facts: the first recording's command, sinks and host, every
+/// recording's sources, the earliest start on the merged clock.
 fn merged_meta<'a>(metas: impl Iterator<Item = &'a Meta>, alignments: &[Alignment]) -> Meta {
     let mut merged: Option<Meta> = None;
     for (m, a) in metas.zip(alignments) {
