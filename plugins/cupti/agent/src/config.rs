@@ -179,8 +179,14 @@ mod tests {
         assert_eq!(c.api, ApiMode::All);
         assert_eq!(c.common.stacks, StackMode::Both);
         assert!(!c.nvtx);
-        assert_eq!(c.common.max_depth, 255);
+        assert_eq!(c.common.max_depth, 300, "a depth within the kit's bound is kept");
         assert_eq!(c.common.buffer_bytes, 1 << 20);
+        c.parse_opts("depth=5000").unwrap();
+        assert_eq!(
+            c.common.max_depth,
+            xpuprof_agent_kit::wire::MAX_STACK_FRAMES,
+            "deeper is cut to the bound"
+        );
         assert!(c.parse_opts("api=some").unwrap_err().contains("api"));
         assert!(c.parse_opts("bogus=1").unwrap_err().contains("unknown option"));
         c.parse_opts("paused=1,range=nvtx:step%2C 5@train,range_end=repeat,dormant=pause").unwrap();
