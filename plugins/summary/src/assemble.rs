@@ -1,17 +1,18 @@
 //! Turns the aggregates into the [`Summary`] report: resolves ids to names, computes shares and
 //! rates, and sorts every table deterministically (largest first, ties by name).
 
-use std::collections::BTreeMap;
-
-use xpuprof_sdk::model::{DeviceId, DeviceOpKind, WindowOpener};
+use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::model::{DeviceId, DeviceOpKind, StrId, WindowOpener};
 use xpuprof_sdk::SessionInfo;
 
-use crate::allocators;
-use crate::collect::{Collector, KernelAgg, OwnAgg, RECORD_KINDS};
-use crate::cpu::{CpuProfile as CpuAggProfile, SampleRef};
+use crate::collect::{Collector, KernelAgg};
+use crate::cpu::CpuProfile as CpuAggProfile;
+use crate::frames::Stack;
 use crate::quantile::DurSummary;
 use crate::report::*;
-use crate::timeline::Timeline;
+use crate::samples::SampleRef;
+use crate::timeline::DeviceTimeline;
+use crate::{allocators, gpu_time, kernel_label, launch_bound, own_record};
 use xpuprof_toolbox::kernel_name;
 
 /// CPU hot functions kept in the JSON per profile.
@@ -43,9 +44,8 @@ fn time(s: DurSummary) -> Time {
     }
 }
 
-/// Builds the report (consumes the collector's kept durations for sorting).
+/// Builds the report (consumes the collector's kept durations and timelines; call once).
 pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
-    c.finish();
     let windows = window_rows(&mut c.windows);
     let (start, end) = match (windows.first(), windows.last()) {
         (Some(first), Some(last)) => (first.start_ns, last.end_ns.max(first.start_ns)),
@@ -53,6 +53,12 @@ pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
     };
     // Rates and busy shares are per window: the session's time is the time inside them.
     let session_ns = if windows.is_empty() { end - start } else { union_ns(&windows) };
+    c.cpu.index.finish();
+    let devices = device_rows(c, &windows, session_ns);
+    let labels = kernel_labels(c);
+    let gpu = gpu_time::tables(&c.gpu, &c.defs, &c.cfg.user_code, &labels);
+    let ids: Vec<(DeviceId, &DeviceRow)> = devices.iter().map(|(id, r)| (*id, r)).collect();
+    let launch_bound = launch_bound::rows(&ids, &c.threads, &c.gpu.per_thread_device(), session_ns);
     Summary {
         schema_version: SCHEMA_VERSION,
         generator: format!("xpuprof-plugin-summary {}", env!("CARGO_PKG_VERSION")),
@@ -70,15 +76,33 @@ pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
             histogram_relative_error: 1.0 / 256.0,
         },
         api: api_rows(c),
-        kernels: kernel_rows(c),
+        python: gpu.python,
+        launch_bound,
+        launch_sites: gpu.launch_sites,
+        kernels: kernel_rows(c, &labels),
+        kernels_by_device: gpu.kernels_by_device,
         transfers: transfer_rows(c),
         memory: memory(c),
-        devices: device_rows(c, session_ns),
+        devices: devices.into_iter().map(|(_, r)| r).collect(),
         threads: thread_rows(c),
         cpu: Cpu { on_cpu: cpu_profile(c, &c.cpu.on_cpu), off_cpu: cpu_profile(c, &c.cpu.off_cpu) },
         counters: counter_rows(c),
-        xpuprof: own(c, session, session_ns),
+        xpuprof: own_record::own(c, session, session_ns),
     }
+}
+
+/// Every kernel name's label and id, as tables show them ([`kernel_label`]).
+fn kernel_labels(c: &Collector) -> IdMap<StrId, (String, String)> {
+    let mut ids: Vec<StrId> = c.kernels.keys().map(|(name, _)| *name).collect();
+    ids.sort_unstable_by_key(|id| id.0);
+    ids.dedup();
+    let names: Vec<&str> = ids.iter().map(|id| c.defs.str_or(*id, "[unnamed kernel]")).collect();
+    let labels = kernel_label::labels(&names);
+    ids.into_iter()
+        .zip(names)
+        .zip(labels)
+        .map(|((id, name), label)| (id, (label, kernel_name::id(name))))
+        .collect()
 }
 
 /// The windows in time order.
@@ -162,23 +186,26 @@ fn typical(agg: &KernelAgg) -> LaunchConfig {
     }
 }
 
-fn kernel_rows(c: &mut Collector) -> Vec<KernelRow> {
+fn kernel_rows(c: &mut Collector, labels: &IdMap<StrId, (String, String)>) -> Vec<KernelRow> {
     let all: u64 = c.kernels.values().map(|k| k.time.total()).sum();
     let by_site = c.cfg.by_launch_site;
+    let user = c.cfg.user_code.clone();
     let defs = &c.defs;
     let mut rows: Vec<KernelRow> = c
         .kernels
         .iter_mut()
-        .map(|((name, stack), agg)| {
+        .map(|((id, stack), agg)| {
             // The display text: the host demangled the runtime's (often `_Z...`) name.
-            let name = defs.str_or(*name, "[unnamed kernel]").to_owned();
-            (name, stack, agg)
+            let name = defs.str_or(*id, "[unnamed kernel]").to_owned();
+            (name, labels.get(id).cloned().unwrap_or_default(), stack, agg)
         })
-        .map(|(name, stack, agg)| KernelRow {
+        .map(|(name, (label, id), stack, agg)| KernelRow {
             short_name: kernel_name::short(&name),
-            id: kernel_name::id(&name),
+            label,
+            id,
             name,
             launch_site: by_site.then(|| defs.launch_stack_names(*stack, agg.api)),
+            display_launch_site: by_site.then(|| Stack::read(defs, &user, *stack).user_first(defs, agg.api)),
             launches: agg.time.count(),
             gpu_time_pct: pct(agg.time.total(), all),
             typical: typical(agg),
@@ -237,6 +264,10 @@ fn memory(c: &Collector) -> Memory {
                 allocated_bytes: m.allocated_bytes,
                 frees: m.frees,
                 freed_bytes: m.freed_bytes,
+                runtime_allocations: m.runtime_allocations,
+                runtime_allocated_bytes: m.runtime_allocated_bytes,
+                runtime_frees: m.runtime_frees,
+                runtime_freed_bytes: m.runtime_freed_bytes,
                 peak_in_use_bytes: m.peak,
                 in_use_at_exit_bytes: m.in_use,
             }
@@ -249,6 +280,7 @@ fn memory(c: &Collector) -> Memory {
         .into_iter()
         .map(|l| {
             let stack = c.defs.launch_stack_names(l.stack, l.api);
+            let display_stack = Stack::read(&c.defs, &c.cfg.user_code, l.stack).user_first(&c.defs, l.api);
             let (device_index, device) = c.defs.device(l.device);
             LeakRow {
                 device_index,
@@ -259,23 +291,69 @@ fn memory(c: &Collector) -> Memory {
                 caching_allocator: allocators::caching_allocator(&stack),
                 by_runtime: l.by_runtime,
                 stack,
+                display_stack,
             }
         })
         .collect();
-    Memory { devices, leaks, unmatched_frees: c.memory.unmatched_frees, leak_matching: "fifo-by-size" }
+    Memory {
+        devices,
+        without_api_call: runtime_memory_rows(c),
+        leaks,
+        unmatched_frees: c.memory.unmatched_frees,
+        leak_matching: "fifo-by-size",
+    }
+}
+
+fn runtime_memory_rows(c: &Collector) -> Vec<RuntimeMemoryRow> {
+    let mut rows: Vec<RuntimeMemoryRow> = c
+        .memory
+        .without_api_call
+        .iter()
+        .map(|(&(device, kind, name), &(records, bytes))| {
+            let (device_index, device) = c.defs.device(device);
+            RuntimeMemoryRow {
+                device_index,
+                device,
+                kind: own_record::op_kind_name(kind),
+                name: c.defs.str_or(name, "[unnamed]").to_owned(),
+                records,
+                bytes,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        (a.device_index, &a.device, a.kind, &a.name).cmp(&(b.device_index, &b.device, b.kind, &b.name))
+    });
+    rows
 }
 
 fn cpu_before(c: &Collector, s: Option<SampleRef>) -> Option<CpuBefore> {
-    s.map(|s| CpuBefore { pid: s.pid, tid: s.tid, time_ns: s.time, stack: c.defs.stack_names(s.stack) })
+    s.map(|s| {
+        let stack = Stack::read(&c.defs, &c.cfg.user_code, s.stack);
+        CpuBefore {
+            pid: s.pid,
+            tid: s.tid,
+            time_ns: s.time,
+            stack: stack.names_own_collapsed(),
+            display_stack: stack.cpu_view(),
+        }
+    })
 }
 
-fn device_row(c: &Collector, id: DeviceId, t: &Timeline, session_ns: u64) -> DeviceRow {
+fn device_row(
+    c: &Collector,
+    id: DeviceId,
+    t: &DeviceTimeline,
+    windows: &[WindowRow],
+    session_ns: u64,
+) -> DeviceRow {
     let (device_index, device) = c.defs.device(id);
     DeviceRow {
         device_index,
         device,
         kernels: t.kernels,
         kernel_busy_ns: t.busy,
+        busy_intervals: t.pieces,
         session_ns,
         busy_pct: pct(t.busy, session_ns),
         idle_gap_threshold_ns: c.cfg.idle_gap_threshold_ns,
@@ -291,14 +369,31 @@ fn device_row(c: &Collector, id: DeviceId, t: &Timeline, session_ns: u64) -> Dev
                 cpu_before: cpu_before(c, g.cpu_before),
             })
             .collect(),
-        late_ops: t.late_ops,
+        late_ops: t.late,
+        windows: windows
+            .iter()
+            .zip(&t.window_busy)
+            .map(|(w, &busy)| WindowBusyRow {
+                start_ns: w.start_ns,
+                end_ns: w.end_ns,
+                busy_ns: busy,
+                busy_pct: pct(busy, w.duration_ns),
+            })
+            .collect(),
     }
 }
 
-fn device_rows(c: &Collector, session_ns: u64) -> Vec<DeviceRow> {
-    let mut rows: Vec<DeviceRow> =
-        c.timelines.iter().map(|(id, t)| device_row(c, *id, t, session_ns)).collect();
-    rows.sort_by(|a, b| (a.device_index, &a.device).cmp(&(b.device_index, &b.device)));
+/// Finishes every device's timeline (they are consumed) and makes its row, by device index.
+fn device_rows(c: &mut Collector, windows: &[WindowRow], session_ns: u64) -> Vec<(DeviceId, DeviceRow)> {
+    let spans: Vec<(u64, u64)> = windows.iter().map(|w| (w.start_ns, w.end_ns)).collect();
+    let threshold = c.cfg.idle_gap_threshold_ns;
+    let finished: Vec<(DeviceId, DeviceTimeline)> = std::mem::take(&mut c.timelines)
+        .into_iter()
+        .map(|(id, t)| (id, t.finish(&spans, threshold, &c.cpu.index)))
+        .collect();
+    let mut rows: Vec<(DeviceId, DeviceRow)> =
+        finished.iter().map(|(id, t)| (*id, device_row(c, *id, t, windows, session_ns))).collect();
+    rows.sort_by(|a, b| (a.1.device_index, &a.1.device).cmp(&(b.1.device_index, &b.1.device)));
     rows
 }
 
@@ -366,79 +461,6 @@ fn counter_rows(c: &Collector) -> Vec<CounterRow> {
         .collect();
     rows.sort_by(|a, b| (&a.name, a.device_index).cmp(&(&b.name, b.device_index)));
     rows
-}
-
-/// What xpuprof itself recorded; backends are named as their sources declared them
-/// ([`SessionInfo::backend_name`]).
-fn own(c: &Collector, session: &SessionInfo, session_ns: u64) -> Own {
-    let o = &c.own;
-    let records_by_kind: BTreeMap<String, u64> = RECORD_KINDS
-        .iter()
-        .zip(o.by_kind)
-        .filter(|(_, n)| *n > 0)
-        .map(|(k, n)| ((*k).to_owned(), n))
-        .collect();
-    let events_by_backend = o.by_backend.iter().map(|(b, n)| (session.backend_name(*b), *n)).collect();
-    let mut losses: Vec<LossRow> = o
-        .losses
-        .iter()
-        .map(|(cause, &(count, reports))| LossRow {
-            cause: c.defs.str_or(*cause, "[unnamed cause]").to_owned(),
-            count,
-            reports,
-        })
-        .collect();
-    losses.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cause.cmp(&b.cause)));
-    let mut overhead: Vec<OverheadRow> = o
-        .overhead
-        .iter()
-        .map(|(name, &(count, total_ns))| OverheadRow {
-            name: c.defs.str(*name).to_owned(),
-            count,
-            total_ns,
-            session_pct: pct(total_ns, session_ns),
-        })
-        .collect();
-    overhead.sort_by(|a, b| a.name.cmp(&b.name));
-    Own {
-        records_by_kind,
-        events_by_backend,
-        lost_total: losses.iter().map(|l| l.count).sum(),
-        losses,
-        overhead,
-        unmatched_device_ops: o.unmatched_device_ops,
-        unmatched_by_kind: unmatched_rows(o),
-    }
-}
-
-fn unmatched_rows(o: &OwnAgg) -> Vec<UnmatchedRow> {
-    let mut rows: Vec<UnmatchedRow> = o
-        .unmatched_by_kind
-        .iter()
-        .map(|(kind, &(correlation_unmatched, no_correlation_id))| UnmatchedRow {
-            kind: op_kind_name(*kind),
-            correlation_unmatched,
-            no_correlation_id,
-        })
-        .collect();
-    rows.sort_by(|a, b| {
-        (b.correlation_unmatched + b.no_correlation_id)
-            .cmp(&(a.correlation_unmatched + a.no_correlation_id))
-            .then(a.kind.cmp(b.kind))
-    });
-    rows
-}
-
-fn op_kind_name(k: DeviceOpKind) -> &'static str {
-    match k {
-        DeviceOpKind::Kernel => "kernel",
-        DeviceOpKind::Memcpy => "memcpy",
-        DeviceOpKind::Memset => "memset",
-        DeviceOpKind::Sync => "sync",
-        DeviceOpKind::Alloc => "alloc",
-        DeviceOpKind::Free => "free",
-        _ => "other",
-    }
 }
 
 #[cfg(test)]

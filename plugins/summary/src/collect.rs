@@ -8,6 +8,7 @@ use xpuprof_sdk::model::*;
 use crate::config::SummaryConfig;
 use crate::cpu::CpuAgg;
 use crate::defs::Defs;
+use crate::gpu_time::GpuTime;
 use crate::memory::MemoryAgg;
 use crate::quantile::DurStats;
 use crate::timeline::Timeline;
@@ -142,6 +143,8 @@ pub struct Collector {
     pub memory: MemoryAgg,
     /// Kernel timelines per device.
     pub timelines: IdMap<DeviceId, Timeline>,
+    /// Kernel time by launch.
+    pub gpu: GpuTime,
     /// Per (pid, tid).
     pub threads: IdMap<(u32, u32), ThreadAgg>,
     /// CPU samples.
@@ -316,9 +319,9 @@ impl Collector {
         } else {
             agg.other_configs += 1;
         }
-        let ring = &self.cpu.ring;
-        let threshold = self.cfg.idle_gap_threshold_ns;
-        self.timelines.entry(op.device).or_default().push(op.start, op.end, threshold, ring);
+        let cap = self.cfg.timeline_intervals;
+        self.timelines.entry(op.device).or_insert_with(|| Timeline::new(cap)).push(op.start, op.end);
+        self.gpu.add(op, dur);
     }
 
     fn launch_site(&mut self, l: &LaunchSite) {
@@ -329,10 +332,7 @@ impl Collector {
 
     fn cpu_sample(&mut self, s: &CpuSample) {
         self.seen(s.time, s.time);
-        let r = self.cpu.add(s);
-        for t in self.timelines.values_mut() {
-            t.offer_sample(r);
-        }
+        self.cpu.add(s);
     }
 
     fn annotation(&mut self, a: &Annotation) {
@@ -365,13 +365,5 @@ impl Collector {
         let e = self.own.overhead.entry(o.name).or_default();
         e.0 += 1;
         e.1 += o.end.saturating_sub(o.start);
-    }
-
-    /// Closes the device timelines; call once before reporting.
-    pub fn finish(&mut self) {
-        let threshold = self.cfg.idle_gap_threshold_ns;
-        for t in self.timelines.values_mut() {
-            t.finish(threshold, &self.cpu.ring);
-        }
     }
 }

@@ -3,6 +3,8 @@
 use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::{ConfigKey, PluginConfig, PluginResult};
 
+use crate::python::UserCode;
+
 xpuprof_sdk::plugin_config! {
     /// The `[sink.summary]` table.
     #[derive(Debug, Clone, PartialEq)]
@@ -17,6 +19,10 @@ xpuprof_sdk::plugin_config! {
         pub text_rows: usize = 25, min(1);
         /// print the five-line digest to stderr at the end
         pub digest: bool = true;
+        /// Python files whose path contains one of these are the user's code (GPU time by line)
+        pub python_user_paths: Vec<String> = [];
+        /// Python files whose path contains one of these are library code, not the user's
+        pub python_library_paths: Vec<String> = [];
     }
 }
 
@@ -38,6 +44,10 @@ pub struct SummaryConfig {
     pub text_rows: usize,
     /// Print the digest.
     pub digest: bool,
+    /// Which Python files are the user's.
+    pub user_code: UserCode,
+    /// Busy intervals kept mergeable per device (see [`crate::union`]).
+    pub timeline_intervals: usize,
 }
 
 impl From<SummaryKeys> for SummaryConfig {
@@ -48,6 +58,8 @@ impl From<SummaryKeys> for SummaryConfig {
             exact_samples: k.exact_percentile_samples,
             text_rows: k.text_rows,
             digest: k.digest,
+            user_code: UserCode { user_paths: k.python_user_paths, library_paths: k.python_library_paths },
+            timeline_intervals: crate::union::DEFAULT_CAP,
         }
     }
 }
@@ -80,6 +92,11 @@ mod tests {
         .unwrap();
         assert!(c.by_launch_site);
         assert_eq!(c.idle_gap_threshold_ns, 2500);
+        let c = SummaryConfig::from_plugin(
+            &PluginConfig::parse("python_user_paths = [\"site-packages/mine/\"]").unwrap(),
+        )
+        .unwrap();
+        assert!(c.user_code.is_user("/v/lib/python3.12/site-packages/mine/net.py"));
     }
 
     #[test]

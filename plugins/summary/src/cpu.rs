@@ -1,11 +1,13 @@
-//! CPU samples: hot functions (self and total time) and the recent-sample ring used to name the
-//! CPU stack active before a device idle gap.
+//! CPU samples: hot functions (self and total time), xpuprof's own share, and the index used to
+//! name the CPU stack active before a device idle gap.
 //!
 //! Samples are aggregated per stack id while recording (memory grows with distinct stacks, not
 //! with samples); stacks are expanded into functions once, at the end. A function's *self* time
 //! is the weight of samples whose innermost frame (after expanding inlined functions) is that
 //! function; its *total* time is the weight of samples with the function anywhere in the stack,
-//! counted once per sample even when it recurses.
+//! counted once per sample even when it recurses. A sample in xpuprof's own code (an agent in
+//! the target, [`crate::own_code`]) has its frames from the leaf through the agent's outermost
+//! one replaced by `[xpuprof]`: its self time is xpuprof's, its callers' total time still holds it.
 
 use std::collections::{HashMap, HashSet};
 
@@ -14,47 +16,9 @@ use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::{CpuSample, SampleKind, StackId};
 
 use crate::defs::Defs;
-
-/// Samples kept to look up the CPU stack before a device idle gap.
-pub const RING_CAPACITY: usize = 65_536;
-
-/// A CPU sample as remembered for idle gaps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SampleRef {
-    /// Process.
-    pub pid: u32,
-    /// Thread.
-    pub tid: u32,
-    /// Sample time.
-    pub time: u64,
-    /// Stack.
-    pub stack: StackId,
-}
-
-/// The most recent samples, oldest overwritten first.
-#[derive(Debug, Default)]
-pub struct SampleRing {
-    buf: Vec<SampleRef>,
-    next: usize,
-}
-
-impl SampleRing {
-    /// Remembers a sample.
-    #[inline]
-    pub fn push(&mut self, s: SampleRef) {
-        if self.buf.len() < RING_CAPACITY {
-            self.buf.push(s);
-        } else {
-            self.buf[self.next] = s;
-            self.next = (self.next + 1) % RING_CAPACITY;
-        }
-    }
-
-    /// The latest remembered sample taken at or before `t`.
-    pub fn latest_at_or_before(&self, t: u64) -> Option<SampleRef> {
-        self.buf.iter().filter(|s| s.time <= t).max_by_key(|s| (s.time, s.pid, s.tid)).copied()
-    }
-}
+use crate::frames::Stack;
+use crate::python::UserCode;
+use crate::samples::{SampleIndex, SampleRef};
 
 /// Weight and count of samples of one kind.
 #[derive(Debug, Default)]
@@ -89,11 +53,21 @@ impl CpuProfile {
         self.weight += weight;
     }
 
+    /// Samples and weight of the stacks that hold xpuprof's own code.
+    pub fn own_cost(&self, defs: &Defs) -> (u64, u64) {
+        let user = UserCode::default();
+        self.by_stack
+            .iter()
+            .filter(|(stack, _)| Stack::read(defs, &user, **stack).has_own())
+            .fold((0, 0), |(n, w), (_, &(weight, count))| (n + count, w + weight))
+    }
+
     /// Functions by self time, then total time, then name.
     pub fn hot_functions(&self, defs: &Defs) -> Vec<HotFunction> {
+        let user = UserCode::default();
         let mut rows: HashMap<String, HotFunction> = HashMap::new();
         for (stack, &(weight, count)) in &self.by_stack {
-            let mut names = defs.stack_names(*stack);
+            let mut names = Stack::read(defs, &user, *stack).names_own_collapsed();
             if names.is_empty() {
                 names.push("[unknown stack]".to_owned());
             }
@@ -123,27 +97,25 @@ impl CpuProfile {
     }
 }
 
-/// On- and off-CPU profiles plus the recent-sample ring.
+/// On- and off-CPU profiles plus the samples kept for idle gaps.
 #[derive(Debug, Default)]
 pub struct CpuAgg {
     /// On-CPU samples (weight = sampling period).
     pub on_cpu: CpuProfile,
     /// Off-CPU samples (weight = blocked time).
     pub off_cpu: CpuProfile,
-    /// Recent samples for idle-gap attribution.
-    pub ring: SampleRing,
+    /// Samples by time, for idle-gap attribution.
+    pub index: SampleIndex,
 }
 
 impl CpuAgg {
-    /// Adds a sample; returns what the idle-gap lists should be offered.
+    /// Adds a sample.
     #[inline]
-    pub fn add(&mut self, s: &CpuSample) -> SampleRef {
+    pub fn add(&mut self, s: &CpuSample) {
         match s.kind {
             SampleKind::OffCpu => self.off_cpu.add(s.stack, s.weight),
             _ => self.on_cpu.add(s.stack, s.weight),
         }
-        let r = SampleRef { pid: s.pid, tid: s.tid, time: s.time, stack: s.stack };
-        self.ring.push(r);
-        r
+        self.index.push(SampleRef { time: s.time, pid: s.pid, tid: s.tid, stack: s.stack });
     }
 }

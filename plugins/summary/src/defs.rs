@@ -55,6 +55,26 @@ impl Defs {
         }
     }
 
+    /// The toolbox's resolver.
+    pub fn definitions(&self) -> &Definitions {
+        &self.defs
+    }
+
+    /// Frame `id`'s definition.
+    pub fn frame_def(&self, id: FrameId) -> Option<&FrameDef> {
+        self.defs.frame(id)
+    }
+
+    /// True when frame `id` is known by its name only (interpreted code, markers).
+    pub fn is_named_frame(&self, id: FrameId) -> bool {
+        self.defs.frame(id).is_some_and(|f| f.kind == FrameKind::Synthetic)
+    }
+
+    /// The frames of stack `id`, innermost first (none for an unknown stack).
+    pub fn stack_frames(&self, id: StackId) -> &[FrameId] {
+        self.defs.stack(id).unwrap_or(&[])
+    }
+
     /// The function names of frame `id`, innermost last (inlined functions included).
     pub fn frame_names(&self, id: FrameId) -> Vec<String> {
         let Some(f) = self.defs.frame(id) else {

@@ -1,5 +1,6 @@
-//! The five-line digest printed to stderr when the sink finishes: totals, GPU busy share, top
-//! kernels (or CPU functions for a CPU-only run), losses and device work without a launch site
+//! The five-line digest printed to stderr when the sink finishes: totals, GPU busy share (and
+//! the launch-bound verdict), the top lines of the user's Python code (or kernels, or CPU
+//! functions for a CPU-only run), losses and device work without a launch site
 //! (each with what it means), and device memory still allocated at exit (caching allocators'
 //! pools named as such, never called leaks) with where the full report is.
 
@@ -10,8 +11,10 @@ use crate::report::Summary;
 
 /// Items listed per digest line.
 const TOP: usize = 3;
+/// xpuprof's share of the sampled CPU time from which the digest names it, percent.
+const OWN_COST_PCT: f64 = 1.0;
 /// Longest name shown in the digest (longer ones are cut with `...`).
-const NAME_CHARS: usize = 40;
+const NAME_CHARS: usize = 64;
 
 /// `name`, cut to [`NAME_CHARS`] characters.
 fn short(name: &str) -> String {
@@ -49,7 +52,13 @@ fn busy(s: &Summary) -> String {
         .devices
         .iter()
         .take(TOP)
-        .map(|d| format!("device {} {} ({} idle gaps)", d.device_index, pct(d.busy_pct), d.idle_gaps))
+        .map(|d| {
+            let launch_bound = s.launch_bound.iter().any(|l| {
+                l.verdict == "launch-bound" && (l.device_index, &l.device) == (d.device_index, &d.device)
+            });
+            let verdict = if launch_bound { ", launch-bound" } else { "" };
+            format!("device {} {} ({} idle gaps{verdict})", d.device_index, pct(d.busy_pct), d.idle_gaps)
+        })
         .collect();
     let more = s.devices.len().saturating_sub(TOP);
     let tail = if more > 0 { format!(", +{more} more") } else { String::new() };
@@ -57,12 +66,23 @@ fn busy(s: &Summary) -> String {
 }
 
 fn top(s: &Summary) -> String {
+    let lines: Vec<String> = s
+        .python
+        .iter()
+        .flat_map(|p| &p.by_line)
+        .filter(|l| !l.function.is_empty())
+        .take(TOP)
+        .map(|l| format!("{} {}", short(&l.location), pct(l.gpu_pct)))
+        .collect();
+    if !lines.is_empty() {
+        return format!("top lines of your code (GPU time): {}", lines.join(", "));
+    }
     if !s.kernels.is_empty() {
         let parts: Vec<String> = s
             .kernels
             .iter()
             .take(TOP)
-            .map(|k| format!("{} {}", short(&k.short_name), pct(k.gpu_time_pct)))
+            .map(|k| format!("{} {}", short(&k.label), pct(k.gpu_time_pct)))
             .collect();
         return format!("top kernels: {}", parts.join(", "));
     }
@@ -87,6 +107,12 @@ fn losses(s: &Summary) -> String {
         let parts: Vec<String> =
             o.losses.iter().take(TOP).map(|l| format!("{} {}", l.cause, l.count)).collect();
         format!("losses: {} ({})", o.lost_total, parts.join(", "))
+    };
+    // xpuprof's own cost, where it is more than a rounding error of the sampled CPU time.
+    let lost = if o.agent_cpu.on_cpu_pct >= OWN_COST_PCT {
+        format!("{lost}; xpuprof's own code: {} of the sampled CPU time", pct(o.agent_cpu.on_cpu_pct))
+    } else {
+        lost
     };
     if o.unmatched_device_ops == 0 {
         return lost;

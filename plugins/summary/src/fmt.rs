@@ -32,9 +32,13 @@ pub const MAX_WIDTH: usize = 160;
 const MIN_CUT_WIDTH: usize = 16;
 
 /// A function name for a table: C++ template arguments, parameters and return type dropped
-/// (`at::native::launch<...>(...)` → `at::native::launch`); names that carry a location in
-/// parentheses after a space (`forward (model.py:12)`) are kept whole.
+/// (`at::native::launch<...>(...)` → `at::native::launch`); a Python frame with an installed
+/// file's path shortened (`forward (transformers/models/qwen3/modeling_qwen3.py:307)`), other
+/// names that carry a location in parentheses after a space kept whole.
 pub fn function(name: &str) -> String {
+    if let Some(p) = crate::python::PyFrame::parse(name) {
+        return crate::python::label(&p);
+    }
     if name.contains(" (") || !(name.contains('<') || name.contains('(')) {
         return name.to_owned();
     }
@@ -63,10 +67,15 @@ pub struct Table {
 
 impl Table {
     /// A table with these column headers; columns whose header starts with `<` are
-    /// left-aligned (the `<` is not printed). The first column is always left-aligned.
+    /// left-aligned, those starting with `>` right-aligned (the mark is not printed). The first
+    /// column is left-aligned unless marked `>`, the others right-aligned unless marked `<`.
     pub fn new(headers: &[&'static str]) -> Self {
-        let left = headers.iter().enumerate().map(|(i, h)| i == 0 || h.starts_with('<')).collect();
-        let headers = headers.iter().map(|h| h.trim_start_matches('<')).collect();
+        let left = headers
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (i == 0 && !h.starts_with('>')) || h.starts_with('<'))
+            .collect();
+        let headers = headers.iter().map(|h| h.trim_start_matches(['<', '>'])).collect();
         Self { headers, left, rows: Vec::new() }
     }
 
@@ -189,6 +198,10 @@ mod tests {
     fn functions_lose_templates_and_parameters_but_not_locations() {
         assert_eq!(function("at::native::launch<float, 4>(int, float*)"), "at::native::launch");
         assert_eq!(function("forward (model.py:12)"), "forward (model.py:12)");
+        assert_eq!(
+            function("f (/usr/lib/python3.12/site-packages/torch/nn/functional.py:7)"),
+            "f (torch/nn/functional.py:7)"
+        );
         assert_eq!(function("libgpu.so.1+0x340855"), "libgpu.so.1+0x340855");
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! `xpuprof --sink summary -- CMD` (the default sink when none is given) writes two files into
 //! the output directory and prints a five-line digest to stderr when the run ends (totals, GPU
-//! busy share, top kernels or CPU functions, losses, memory left allocated and where the report
-//! is):
+//! busy share and the launch-bound verdict, the top lines of the user's Python code or top
+//! kernels or CPU functions, losses and xpuprof's own CPU share, memory left allocated and where
+//! the report is):
 //!
 //! - `summary.txt`: aligned tables for a terminal (at most `text_rows` rows each);
 //! - `summary.json`: the same report, complete, in a versioned schema ([`SCHEMA_VERSION`],
@@ -12,17 +13,25 @@
 //!
 //! ## What it reports
 //!
+//! `summary.txt` answers the first questions first: how busy each device was (and, for the
+//! largest idle gaps, what the CPU did before), whether launching kept it idle, which lines and
+//! `nn.Module`s of the user's Python code the GPU time comes from, forward against backward,
+//! then kernels, launch sites and the rest.
+//!
 //! | Section | From | Content |
 //! |---|---|---|
+//! | `devices` | kernels, `CpuSample`, `CaptureWindow` | per device: kernel busy time (the exact union of kernel intervals, [`union`]) over session time and per capture window, idle gaps ≥ `idle_gap_threshold_us`, the five largest with the CPU sample taken last before each |
+//! | `launch_bound` | `ApiCall`, kernels | per device: launch-bound, GPU-bound or neither, with launch API time against GPU busy time, launches per second ([`launch_bound`]) |
+//! | `python` | launch stacks with Python frames | GPU time by the innermost line of the user's code, by `nn.Module` class (innermost and anywhere on the stack), forward against backward ([`gpu_time`], [`python`]) |
+//! | `launch_sites` | kernels, launch stacks | GPU time by launch stack, the user's innermost frame first ([`frames`]) |
 //! | `api` | `ApiCall` | per function: calls, failed calls by result code, total/mean/min/max/p50/p99 host time |
-//! | `kernels` | `DeviceOp` kernel | per name (or name + launch stack with `by_launch_site = true`): launches, total/mean/min/max/p50/p99 device time, share of all kernel time, the most used grid/block/shared memory/registers |
+//! | `kernels` | `DeviceOp` kernel | per name (or name + launch stack with `by_launch_site = true`): launches, total/mean/min/max/p50/p99 device time, share of all kernel time, the most used grid/block/shared memory/registers; a label that tells kernels sharing a short name apart ([`kernel_label`]); and per device |
 //! | `transfers` | `DeviceOp` memcpy/memset | per operation, direction and device: count, bytes, device time, achieved GB/s |
-//! | `memory` | `DeviceOp` alloc/free | per device: allocations, frees, bytes, peak in use, in use at exit; what was still allocated at exit grouped by allocating stack (leaks) |
-//! | `devices` | kernels, `CpuSample` | per device: kernel busy time (union of kernel intervals) over session time, idle gaps ≥ `idle_gap_threshold_us`, the five largest with the CPU sample taken last before each |
+//! | `memory` | `DeviceOp` alloc/free | per device: allocations and frees by API calls, records the runtime made on its own apart, bytes, peak in use, in use at exit; what was still allocated at exit grouped by allocating stack |
 //! | `threads` | `ApiCall`, `LaunchSite`, `DeviceOp` sync | per process and thread: launches, launch-API time, synchronisation API time (`*Synchronize*` calls) and device sync operations |
-//! | `cpu` | `CpuSample` | on-CPU hot functions (self and total time) and off-CPU blocked time by function: the whole report of a CPU-only run |
+//! | `cpu` | `CpuSample` | on-CPU hot functions (self and total time) and off-CPU blocked time by function, xpuprof's own code as `[xpuprof]` ([`own_code`]): the whole report of a CPU-only run |
 //! | `counters` | `Counter` | per series and device: points, min, mean, max, last |
-//! | `xpuprof` | everything | records per kind, correlated events per backend, losses per cause, overhead records, device work the host could not join to a launch |
+//! | `xpuprof` | everything | records per kind, correlated events per backend, losses per cause and notes apart ([`losses`]), xpuprof's own share of the target's sampled CPU, overhead records, device work the host could not join to a launch |
 //!
 //! **Events per source.** Sinks receive the merged stream without the name of the source of each
 //! record, so the report counts records per *kind* and correlated events per *backend* (named
@@ -39,9 +48,10 @@
 //! **Percentiles** are nearest-rank, exact while a series has at most
 //! `exact_percentile_samples` values (default 10 000), and within 0.4 % relative error beyond,
 //! from a bounded log-linear histogram (see [`quantile`]). Counts, totals, means, minima and
-//! maxima are always exact. Memory grows with distinct names, stacks, threads and devices,
-//! never with the length of the run: kernel timelines hold a bounded reorder window
-//! ([`timeline`]), CPU samples are aggregated per stack ([`cpu`]).
+//! maxima are always exact. Memory grows with distinct names, stacks, threads and devices, and
+//! with the distinct busy intervals of each device's timeline (2 to 6 bytes each once out of
+//! the merge map, [`union`]); CPU samples are aggregated per stack ([`cpu`]) and at most 262,144
+//! are kept by time for the idle gaps ([`samples`]).
 //!
 //! **Leaks.** Alloc/free operations carry a size but no address, so a free releases the oldest
 //! outstanding allocation of the same size, device and process; totals and bytes at exit are
@@ -50,7 +60,8 @@
 //! ## Configuration (`[sink.summary]`)
 //!
 //! `by_launch_site` (false), `idle_gap_threshold_us` (100.0), `exact_percentile_samples`
-//! (10000), `text_rows` (25), `digest` (true). See [`config`].
+//! (10000), `text_rows` (25), `digest` (true), `python_user_paths` and `python_library_paths`
+//! (`[]`: which Python files are the user's, [`python`]). See [`config`].
 //!
 //! ## The seed sample's report, item by item
 //!
@@ -68,9 +79,9 @@
 //! | "GPU Utilization: 78.5%" | `devices[].busy_pct` (kernel occupancy of the session) and the digest's "GPU busy" line |
 //! | "Memory Bandwidth: 245.2 GB/s" | `transfers[].gb_per_s`, achieved per direction and device |
 //! | "Cache Hit Rate: 92.3%" | `counters[]`: hardware metrics appear there when a source records them as `Counter` series; the sources do not collect hardware counters yet, so no row is invented |
-//! | "Total Profiling Overhead: 0.8ms (0.5% of total execution time)" | `xpuprof.overhead[]`: `total_ns` and `session_pct`; losses in `xpuprof.losses[]` |
+//! | "Total Profiling Overhead: 0.8ms (0.5% of total execution time)" | `xpuprof.agent_cpu`: xpuprof's own code in the target's sampled CPU time; `xpuprof.overhead[]`: the sources' overhead records; losses in `xpuprof.losses[]` |
 //! | Memory usage: `totalAllocated`, `activeAllocations`, allocation history | `memory.devices[]`: `allocations`, `allocated_bytes`, `frees`, `freed_bytes`, `in_use_at_exit_bytes`; `memory.leaks[]` with the allocating stack; the history as the `device memory in use` counter when a source records it |
-//! | Kernel launch analysis: `totalLaunches` | `kernels[].launches`, `threads[].launches` |
+//! | Kernel launch analysis: `totalLaunches` | `kernels[].launches`, `threads[].launches`, `launch_bound[]` (launch API time against GPU busy time, launches per second) |
 //! | Kernel launch analysis: `totalThreads` (grid × block) | `kernels[].typical.grid` × `.block` for the usual configuration |
 //! | Kernel launch analysis: `sharedMemUsage` | `kernels[].typical.shared_memory_bytes` |
 //! | Kernel launch analysis: `asyncLaunches` (non-default stream) | every launch is asynchronous in the event model; host time spent waiting is `threads[].sync_api_ns` / `sync_op_ns` (per-stream placement is in the chrome trace) |
@@ -93,12 +104,23 @@ pub mod cpu;
 pub mod defs;
 pub mod digest;
 pub mod fmt;
+pub mod frames;
+pub mod gpu_time;
+pub mod kernel_label;
+pub mod launch_bound;
+pub mod losses;
 pub mod memory;
+pub mod own_code;
+pub mod own_record;
+pub mod python;
 pub mod quantile;
 pub mod report;
+pub mod samples;
 pub mod sink;
 pub mod text;
+pub mod text_gpu;
 pub mod timeline;
+pub mod union;
 
 pub use report::{Summary, SCHEMA_VERSION};
 pub use sink::SummarySink;

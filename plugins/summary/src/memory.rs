@@ -8,6 +8,12 @@
 //! sites that allocate the same size are interchangeable in the report. A free with no matching
 //! allocation is counted in `unmatched_frees`. Peak in use follows the order operations arrive
 //! in, which is time order per process for the GPU sources.
+//!
+//! Allocation and free records without a correlation id were caused by no API call of the
+//! program: the runtime or driver reported memory it handled on its own (the CUPTI source names
+//! them `driver-internal`: memory records of allocations the driver made itself, such as for a
+//! module loaded lazily). They are counted apart from the program's allocations, by the name
+//! their source gave them, and still count in the bytes in use.
 
 use std::collections::VecDeque;
 
@@ -18,14 +24,22 @@ use xpuprof_sdk::model::{CopyKind, DeviceId, DeviceOp, DeviceOpKind, StackId, St
 /// Allocation counters of one device.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceMemory {
-    /// Allocations seen.
+    /// Allocations caused by API calls.
     pub allocations: u64,
-    /// Bytes allocated.
+    /// Their bytes.
     pub allocated_bytes: u64,
-    /// Frees seen.
+    /// Frees caused by API calls.
     pub frees: u64,
-    /// Bytes freed.
+    /// Their bytes.
     pub freed_bytes: u64,
+    /// Allocation records without a correlation id.
+    pub runtime_allocations: u64,
+    /// Their bytes.
+    pub runtime_allocated_bytes: u64,
+    /// Free records without a correlation id.
+    pub runtime_frees: u64,
+    /// Their bytes.
+    pub runtime_freed_bytes: u64,
     /// Bytes in use now.
     pub in_use: u64,
     /// Highest `in_use` seen.
@@ -82,6 +96,8 @@ pub struct MemoryAgg {
     pub unmatched_frees: u64,
     /// memcpy/memset rows.
     pub transfers: IdMap<TransferKey, Transfer>,
+    /// Records without a correlation id per (device, kind, name the source gave): records, bytes.
+    pub without_api_call: IdMap<(DeviceId, DeviceOpKind, StrId), (u64, u64)>,
 }
 
 impl MemoryAgg {
@@ -102,22 +118,44 @@ impl MemoryAgg {
         }
     }
 
+    /// Counts a record without a correlation id apart; returns whether `op` was one.
+    fn by_runtime(&mut self, op: &DeviceOp) -> bool {
+        if op.correlation.is_some() {
+            return false;
+        }
+        let e = self.without_api_call.entry((op.device, op.kind, op.name)).or_default();
+        e.0 += 1;
+        e.1 = e.1.saturating_add(op.bytes);
+        true
+    }
+
     fn alloc(&mut self, op: &DeviceOp) {
+        let by_runtime = self.by_runtime(op);
         let d = self.devices.entry(op.device).or_default();
-        d.allocations += 1;
-        d.allocated_bytes = d.allocated_bytes.saturating_add(op.bytes);
+        if by_runtime {
+            d.runtime_allocations += 1;
+            d.runtime_allocated_bytes = d.runtime_allocated_bytes.saturating_add(op.bytes);
+        } else {
+            d.allocations += 1;
+            d.allocated_bytes = d.allocated_bytes.saturating_add(op.bytes);
+        }
         d.in_use = d.in_use.saturating_add(op.bytes);
         d.peak = d.peak.max(d.in_use);
-        let by_runtime = op.correlation.is_none();
         let site =
             op.launch.map_or((StackId::NONE, StrId::NONE, by_runtime), |l| (l.stack, l.api, by_runtime));
         self.outstanding.entry((op.pid, op.device, op.bytes)).or_default().push_back(site);
     }
 
     fn free(&mut self, op: &DeviceOp) {
+        let by_runtime = self.by_runtime(op);
         let d = self.devices.entry(op.device).or_default();
-        d.frees += 1;
-        d.freed_bytes += op.bytes;
+        if by_runtime {
+            d.runtime_frees += 1;
+            d.runtime_freed_bytes = d.runtime_freed_bytes.saturating_add(op.bytes);
+        } else {
+            d.frees += 1;
+            d.freed_bytes = d.freed_bytes.saturating_add(op.bytes);
+        }
         d.in_use = d.in_use.saturating_sub(op.bytes);
         let key = (op.pid, op.device, op.bytes);
         match self.outstanding.get_mut(&key) {
@@ -180,6 +218,9 @@ mod tests {
             .launch(Some(LaunchRef::default().stack(StackId(3)).api(StrId(9))));
         m.add(&by_call);
         m.add(&DeviceOp::default().kind(DeviceOpKind::Alloc).bytes(2 << 20));
+        let d = m.devices[&DeviceId::default()];
+        assert_eq!((d.allocations, d.runtime_allocations, d.in_use), (1, 1, 4096 + (2 << 20)));
+        assert_eq!(m.without_api_call.len(), 1);
         let leaks = m.leaks();
         assert_eq!(leaks.len(), 2);
         assert!(leaks[0].by_runtime && leaks[0].stack == StackId::NONE && leaks[0].bytes == 2 << 20);

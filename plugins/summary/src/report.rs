@@ -24,8 +24,17 @@ pub struct Summary {
     pub percentiles: PercentileMethod,
     /// Per API function, by total time.
     pub api: Vec<ApiRow>,
+    /// GPU time by the user's Python code; absent when no launch stack had Python frames.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub python: Option<PythonView>,
+    /// Per device: whether launching was what kept the GPU idle, with the evidence.
+    pub launch_bound: Vec<LaunchBoundRow>,
+    /// Launch sites by GPU time (at most 100), innermost user frame first.
+    pub launch_sites: Vec<LaunchSiteRow>,
     /// Per kernel, by total time.
     pub kernels: Vec<KernelRow>,
+    /// Per device, its kernels by time (at most 50 each).
+    pub kernels_by_device: Vec<DeviceKernels>,
     /// memcpy/memset per operation, direction and device.
     pub transfers: Vec<TransferRow>,
     /// Device memory.
@@ -136,12 +145,19 @@ pub struct KernelRow {
     pub name: String,
     /// Qualified function name only (template arguments, parameters, return type dropped).
     pub short_name: String,
+    /// What tables show: `short_name`, and where several kernels share it, the words of the full
+    /// name that tell it apart (`at::native::vectorized_elementwise_kernel [FillFunctor float]`).
+    pub label: String,
     /// Stable id of `name` (`#` + 8 hex digits), printed beside the short name in
     /// `summary.txt` and in flame graphs so the full name can be found here.
     pub id: String,
     /// The launching CPU stack, innermost first, when split by launch site
     /// (`by_launch_site = true`); `null` otherwise; `[]` for launches not joined to a stack.
     pub launch_site: Option<Vec<String>>,
+    /// `launch_site` as `summary.txt` shows it, innermost user frame first (`null` when
+    /// `launch_site` is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_launch_site: Option<Vec<String>>,
     /// Launches (executions; a graph launch counts each kernel node).
     pub launches: u64,
     /// Device time.
@@ -195,6 +211,9 @@ pub struct TransferRow {
 pub struct Memory {
     /// Per device.
     pub devices: Vec<DeviceMemoryRow>,
+    /// Memory records the backend reported without an API call of the program (no correlation
+    /// id), by device, kind and the name the source gave them.
+    pub without_api_call: Vec<RuntimeMemoryRow>,
     /// Still allocated at exit, by allocating stack; largest first.
     pub leaks: Vec<LeakRow>,
     /// Frees that matched no allocation of the same size, device and process.
@@ -210,15 +229,23 @@ pub struct DeviceMemoryRow {
     pub device_index: i64,
     /// Device name.
     pub device: String,
-    /// Allocations.
+    /// Allocations made by API calls of the program.
     pub allocations: u64,
-    /// Bytes allocated.
+    /// Their bytes.
     pub allocated_bytes: u64,
-    /// Frees.
+    /// Frees made by API calls of the program.
     pub frees: u64,
-    /// Bytes freed.
+    /// Their bytes.
     pub freed_bytes: u64,
-    /// Highest bytes in use.
+    /// Allocation records without an API call (`memory.without_api_call`).
+    pub runtime_allocations: u64,
+    /// Their bytes.
+    pub runtime_allocated_bytes: u64,
+    /// Free records without an API call.
+    pub runtime_frees: u64,
+    /// Their bytes.
+    pub runtime_freed_bytes: u64,
+    /// Highest bytes in use (all records).
     pub peak_in_use_bytes: u64,
     /// Bytes still in use at exit.
     pub in_use_at_exit_bytes: u64,
@@ -240,6 +267,8 @@ pub struct LeakRow {
     /// Allocating stack, innermost first, from the allocating API call's caller (`[]` when
     /// unknown).
     pub stack: Vec<String>,
+    /// `stack` as `summary.txt` shows it, innermost user frame first.
+    pub display_stack: Vec<String>,
     /// The caching allocator whose pool holds this memory (`"PyTorch's XPU caching
     /// allocator"`), recognised by its frame on the stack; `null` otherwise. Such memory is
     /// kept on purpose and released by the driver at exit: not a leak.
@@ -258,8 +287,10 @@ pub struct DeviceRow {
     pub device: String,
     /// Kernels.
     pub kernels: u64,
-    /// Union of kernel intervals.
+    /// Length of the union of kernel intervals (inside the capture windows, when there are).
     pub kernel_busy_ns: u64,
+    /// Disjoint pieces of that union.
+    pub busy_intervals: u64,
     /// Session duration.
     pub session_ns: u64,
     /// `kernel_busy_ns / session_ns`, percent.
@@ -272,8 +303,25 @@ pub struct DeviceRow {
     pub idle_gap_total_ns: u64,
     /// The largest gaps, longest first (at most 5).
     pub largest_gaps: Vec<GapRow>,
-    /// Kernels that arrived too far out of order (gap list may be approximate when > 0).
+    /// Kernels that arrived after more than about `timeline_intervals` later busy intervals of
+    /// the device (kept apart and merged at the end: busy time and gaps are exact whatever it is).
     pub late_ops: u64,
+    /// Busy time per capture window, in window order; absent without windows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<WindowBusyRow>,
+}
+
+/// A device's busy time inside one capture window.
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowBusyRow {
+    /// Window start.
+    pub start_ns: u64,
+    /// Window end.
+    pub end_ns: u64,
+    /// Union of kernel intervals inside the window.
+    pub busy_ns: u64,
+    /// `busy_ns` over the window's length, percent.
+    pub busy_pct: f64,
 }
 
 /// One idle gap.
@@ -298,8 +346,10 @@ pub struct CpuBefore {
     pub tid: u32,
     /// Sample time.
     pub time_ns: u64,
-    /// Stack, innermost first.
+    /// Stack, innermost first (xpuprof's own code as one `[xpuprof]` frame).
     pub stack: Vec<String>,
+    /// `stack` as `summary.txt` shows it: the leaf, then the user's Python frames.
+    pub display_stack: Vec<String>,
 }
 
 /// One thread.
@@ -401,6 +451,10 @@ pub struct Own {
     pub losses: Vec<LossRow>,
     /// Sum of `losses[].count`.
     pub lost_total: u64,
+    /// Reports that lost nothing (frames placed differently, say), per cause, largest first.
+    pub notes: Vec<LossRow>,
+    /// xpuprof's own code in the target's sampled CPU time.
+    pub agent_cpu: AgentCpu,
     /// Overhead records per name.
     pub overhead: Vec<OverheadRow>,
     /// Device operations the host could not join to a launch.
@@ -444,4 +498,187 @@ pub struct OverheadRow {
     pub total_ns: u64,
     /// `total_ns / session.duration_ns`, percent.
     pub session_pct: f64,
+}
+
+/// xpuprof's own code in the profiled processes, from CPU samples.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct AgentCpu {
+    /// On-CPU samples whose stack holds xpuprof's code.
+    pub samples: u64,
+    /// Their weight.
+    pub weight_ns: u64,
+    /// `weight_ns` over all on-CPU weight, percent.
+    pub on_cpu_pct: f64,
+}
+
+/// Memory records of one kind and name on one device that no API call of the program caused.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuntimeMemoryRow {
+    /// Device index.
+    pub device_index: i64,
+    /// Device name.
+    pub device: String,
+    /// `alloc` or `free`.
+    pub kind: &'static str,
+    /// What the source called them (`[unnamed]` when it named them not).
+    pub name: String,
+    /// Records.
+    pub records: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// GPU time by the user's Python code.
+#[derive(Debug, Clone, Serialize)]
+pub struct PythonView {
+    /// What counted as the user's code.
+    pub user_code: UserCodeRule,
+    /// Kernel time by the innermost user Python line of its launch stack.
+    pub by_line: Vec<LineRow>,
+    /// Kernel time by `nn.Module` class (the classes whose `forward` is on the stack).
+    pub by_module: Vec<ModuleRow>,
+    /// Kernel time in forward passes, backward passes and elsewhere.
+    pub phases: Vec<PhaseRow>,
+}
+
+/// The rule that told user code from library code.
+#[derive(Debug, Clone, Serialize)]
+pub struct UserCodeRule {
+    /// Always user code (the `python_user_paths` setting).
+    pub user_paths: Vec<String>,
+    /// Never user code (the `python_library_paths` setting).
+    pub library_paths: Vec<String>,
+    /// The rule in words.
+    pub rule: &'static str,
+}
+
+/// Kernel time launched from one line.
+#[derive(Debug, Clone, Serialize)]
+pub struct LineRow {
+    /// `function (file:line)` with an installed file's path shortened, or a `[...]` group of
+    /// launches without a user line.
+    pub location: String,
+    /// Python function (qualified name), empty for a group.
+    pub function: String,
+    /// File as the interpreter knows it, empty for a group.
+    pub file: String,
+    /// Line, 0 for a group.
+    pub line: u32,
+    /// Kernel device time.
+    pub gpu_ns: u64,
+    /// Share of all kernel time, percent.
+    pub gpu_pct: f64,
+    /// Kernels.
+    pub launches: u64,
+    /// The kernel with the most time, as tables label it.
+    pub top_kernel: String,
+}
+
+/// Kernel time under one `nn.Module` class.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModuleRow {
+    /// Class (`Qwen3Attention`); `forward` for a class the interpreter does not name (Python
+    /// before 3.11); `[no nn.Module forward]` for kernels launched outside any.
+    pub module: String,
+    /// Its file (shortened like `location`), empty for the group.
+    pub file: String,
+    /// Time of kernels whose innermost module it is.
+    pub self_ns: u64,
+    /// `self_ns` of all kernel time, percent (self shares add up to 100).
+    pub self_pct: f64,
+    /// Time of kernels with it anywhere on the stack (counted once per kernel).
+    pub total_ns: u64,
+    /// `total_ns` of all kernel time, percent.
+    pub total_pct: f64,
+    /// Kernels whose innermost module it is.
+    pub launches: u64,
+}
+
+/// Kernel time of one phase.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseRow {
+    /// `forward`, `backward` or `other`.
+    pub phase: &'static str,
+    /// Kernel device time.
+    pub gpu_ns: u64,
+    /// Share of all kernel time, percent.
+    pub gpu_pct: f64,
+    /// Kernels.
+    pub launches: u64,
+}
+
+/// Kernel time launched from one stack (as shown: stacks that differ only in frames tables
+/// leave out are one row).
+#[derive(Debug, Clone, Serialize)]
+pub struct LaunchSiteRow {
+    /// The stack, innermost user frame first (`[]`: launches without a stack).
+    pub stack: Vec<String>,
+    /// Kernel device time.
+    pub gpu_ns: u64,
+    /// Share of all kernel time, percent.
+    pub gpu_pct: f64,
+    /// Kernels.
+    pub launches: u64,
+    /// Distinct kernels.
+    pub kernels: u64,
+    /// The kernel with the most time, as tables label it.
+    pub top_kernel: String,
+}
+
+/// One device's kernels.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceKernels {
+    /// Device index.
+    pub device_index: i64,
+    /// Device name.
+    pub device: String,
+    /// Kernel time on it.
+    pub total_ns: u64,
+    /// Its kernels by time, at most 50.
+    pub kernels: Vec<DeviceKernelRow>,
+}
+
+/// One kernel on one device.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceKernelRow {
+    /// As `kernels[].label`.
+    pub label: String,
+    /// As `kernels[].id`.
+    pub id: String,
+    /// Executions on the device.
+    pub launches: u64,
+    /// Device time.
+    pub total_ns: u64,
+    /// Share of the device's kernel time, percent.
+    pub gpu_pct: f64,
+}
+
+/// Whether launching kept one device idle.
+#[derive(Debug, Clone, Serialize)]
+pub struct LaunchBoundRow {
+    /// Device index.
+    pub device_index: i64,
+    /// Device name.
+    pub device: String,
+    /// `launch-bound`, `gpu-bound`, `not-launch-bound` or `unknown` (no launch calls recorded).
+    pub verdict: &'static str,
+    /// Launch API calls of the threads that launched onto the device (each thread's calls
+    /// shared among devices by its kernels on them).
+    pub launch_api_calls: u64,
+    /// Their host time.
+    pub launch_api_ns: u64,
+    /// Kernels on the device.
+    pub kernels: u64,
+    /// `devices[].kernel_busy_ns`.
+    pub kernel_busy_ns: u64,
+    /// `devices[].busy_pct`.
+    pub busy_pct: f64,
+    /// `launch_api_calls` per second of session time.
+    pub launch_calls_per_s: f64,
+    /// Mean host time of a launch call.
+    pub mean_launch_api_ns: u64,
+    /// GPU busy time per launch call.
+    pub busy_ns_per_launch: u64,
+    /// The verdict's reason in one sentence.
+    pub evidence: String,
 }

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use crate::fmt::{bytes, escape, function, ns, pct, stack, Table, MAX_WIDTH};
 use crate::report::*;
+use crate::text_gpu;
 
 /// Frames shown per stack in the text report.
 const STACK_DEPTH: usize = 4;
@@ -13,11 +14,14 @@ const STACK_DEPTH: usize = 4;
 pub fn render(s: &Summary, rows: usize) -> String {
     let mut out = String::new();
     header(s, &mut out);
+    text_gpu::devices(s, &mut out);
+    text_gpu::launch_bound(s, &mut out);
+    text_gpu::python(s, rows, &mut out);
+    text_gpu::kernels(s, rows, &mut out);
+    text_gpu::launch_sites(s, rows, &mut out);
     api(s, rows, &mut out);
-    kernels(s, rows, &mut out);
     transfers(s, rows, &mut out);
     memory(s, rows, &mut out);
-    devices(s, &mut out);
     threads(s, rows, &mut out);
     cpu("CPU hot functions (on-CPU samples)", &s.cpu.on_cpu, rows, &mut out);
     cpu("Off-CPU time (blocked, by function)", &s.cpu.off_cpu, rows, &mut out);
@@ -26,7 +30,8 @@ pub fn render(s: &Summary, rows: usize) -> String {
     out
 }
 
-fn section(out: &mut String, title: &str, shown: usize, total: usize) {
+/// Starts a section: a blank line and its title, with `(top N of M)` when rows were left out.
+pub fn section(out: &mut String, title: &str, shown: usize, total: usize) {
     out.push('\n');
     out.push_str(title);
     if shown < total {
@@ -63,7 +68,8 @@ fn header(s: &Summary, out: &mut String) {
     }
 }
 
-fn times(t: &Time) -> [String; 6] {
+/// Total, mean, min, max, p50 and p99 of `t`.
+pub fn times(t: &Time) -> [String; 6] {
     [ns(t.total_ns), ns(t.mean_ns), ns(t.min_ns), ns(t.max_ns), ns(t.p50_ns), ns(t.p99_ns)]
 }
 
@@ -94,48 +100,6 @@ fn api(s: &Summary, rows: usize, out: &mut String) {
     t.render(out);
 }
 
-fn kernels(s: &Summary, rows: usize, out: &mut String) {
-    if s.kernels.is_empty() {
-        return;
-    }
-    section(out, "Kernels (device time)", rows.min(s.kernels.len()), s.kernels.len());
-    let by_site = s.kernels.iter().any(|r| r.launch_site.is_some());
-    let mut headers = vec![
-        "Kernel", "<Id", "Launches", "Total", "GPU%", "Mean", "Min", "Max", "p50", "p99", "<Grid", "<Block",
-        "Shared", "Regs",
-    ];
-    if by_site {
-        headers.push("<Launched from");
-    }
-    let mut t = Table::new(&headers);
-    for r in s.kernels.iter().take(rows) {
-        let [total, mean, min, max, p50, p99] = times(&r.time);
-        let c = &r.typical;
-        let dim = |d: [u32; 3]| format!("{}x{}x{}", d[0], d[1], d[2]);
-        let mut cells = vec![
-            r.short_name.clone(),
-            r.id.clone(),
-            r.launches.to_string(),
-            total,
-            pct(r.gpu_time_pct),
-            mean,
-            min,
-            max,
-            p50,
-            p99,
-            dim(c.grid),
-            dim(c.block),
-            bytes(u64::from(c.shared_memory_bytes)),
-            c.registers_per_thread.to_string(),
-        ];
-        if by_site {
-            cells.push(r.launch_site.as_deref().map_or(String::new(), |f| stack(f, STACK_DEPTH)));
-        }
-        t.row(cells);
-    }
-    t.render(out);
-}
-
 fn transfers(s: &Summary, rows: usize, out: &mut String) {
     if s.transfers.is_empty() {
         return;
@@ -156,7 +120,8 @@ fn transfers(s: &Summary, rows: usize, out: &mut String) {
     t.render(out);
 }
 
-fn device(index: i64, name: &str) -> String {
+/// A device as tables name it: `0 NVIDIA H200`.
+pub fn device(index: i64, name: &str) -> String {
     if index < 0 {
         name.to_owned()
     } else {
@@ -168,6 +133,10 @@ fn memory(s: &Summary, rows: usize, out: &mut String) {
     let m = &s.memory;
     if !m.devices.is_empty() {
         section(out, "Device memory", m.devices.len(), m.devices.len());
+        let _ = writeln!(
+            out,
+            "  Allocations and frees made by API calls of the program; in use: all memory records."
+        );
         let mut t =
             Table::new(&["Device", "Allocs", "Allocated", "Frees", "Freed", "Peak in use", "At exit"]);
         for r in &m.devices {
@@ -182,6 +151,7 @@ fn memory(s: &Summary, rows: usize, out: &mut String) {
             ]);
         }
         t.render(out);
+        runtime_memory(m, out);
         if m.unmatched_frees > 0 {
             let _ = writeln!(out, "  {} frees matched no allocation of the same size", m.unmatched_frees);
         }
@@ -200,7 +170,7 @@ fn memory(s: &Summary, rows: usize, out: &mut String) {
              again without a free."
         );
         let mut t =
-            Table::new(&["Device", "PID", "Allocs", "Bytes", "<Held by", "<Allocated at (caller first)"]);
+            Table::new(&["Device", "PID", "Allocs", "Bytes", "<Held by", "<Allocated at (your code first)"]);
         for r in m.leaks.iter().take(rows) {
             t.row(vec![
                 device(r.device_index, &r.device),
@@ -208,45 +178,7 @@ fn memory(s: &Summary, rows: usize, out: &mut String) {
                 r.allocations.to_string(),
                 bytes(r.bytes),
                 held_by(r).to_owned(),
-                stack(&r.stack, STACK_DEPTH),
-            ]);
-        }
-        t.render(out);
-    }
-}
-
-fn devices(s: &Summary, out: &mut String) {
-    if s.devices.is_empty() {
-        return;
-    }
-    section(out, "Devices (kernel occupancy of the session)", s.devices.len(), s.devices.len());
-    let mut t =
-        Table::new(&["Device", "Kernels", "Busy", "Session", "Busy%", "Idle gaps", "Idle total", "Late"]);
-    for r in &s.devices {
-        t.row(vec![
-            device(r.device_index, &r.device),
-            r.kernels.to_string(),
-            ns(r.kernel_busy_ns),
-            ns(r.session_ns),
-            pct(r.busy_pct),
-            format!("{} >= {}", r.idle_gaps, ns(r.idle_gap_threshold_ns)),
-            ns(r.idle_gap_total_ns),
-            r.late_ops.to_string(),
-        ]);
-    }
-    t.render(out);
-    for r in s.devices.iter().filter(|r| !r.largest_gaps.is_empty()) {
-        let _ = writeln!(out, "  largest idle gaps on {}:", escape(&device(r.device_index, &r.device)));
-        let mut t = Table::new(&["  Gap", "From (ns)", "To (ns)", "<CPU before the gap"]);
-        for g in &r.largest_gaps {
-            let cpu = g.cpu_before.as_ref().map_or("[no CPU sample before the gap]".to_owned(), |c| {
-                format!("tid {} at {}: {}", c.tid, c.time_ns, stack(&c.stack, STACK_DEPTH))
-            });
-            t.row(vec![
-                format!("  {}", ns(g.duration_ns)),
-                g.start_ns.to_string(),
-                g.end_ns.to_string(),
-                cpu,
+                stack(&r.display_stack, STACK_DEPTH),
             ]);
         }
         t.render(out);
@@ -287,6 +219,23 @@ fn threads(s: &Summary, rows: usize, out: &mut String) {
         ]);
     }
     t.render(out);
+}
+
+/// Memory records no API call caused, said for what they are.
+fn runtime_memory(m: &Memory, out: &mut String) {
+    for r in &m.without_api_call {
+        let what = if r.kind == "free" { "free" } else { "allocation" };
+        let plural = if r.records == 1 { "" } else { "s" };
+        let _ = writeln!(
+            out,
+            "  not counted above: {} {what} record{plural} ({}) on {} that no API call of the program caused (no \
+             correlation id), named \"{}\" by their source: memory the runtime or driver handled on its own",
+            r.records,
+            bytes(r.bytes),
+            escape(&device(r.device_index, &r.device)),
+            escape(&r.name)
+        );
+    }
 }
 
 fn cpu(title: &str, p: &CpuProfile, rows: usize, out: &mut String) {
@@ -367,10 +316,40 @@ fn own(s: &Summary, out: &mut String) {
         }
         t.render(out);
     }
+    if !o.notes.is_empty() {
+        let _ = writeln!(out, "  notes (nothing lost):");
+        let mut t = Table::new(&["  Note", "Items", "Reports"]);
+        for l in &o.notes {
+            t.row(vec![format!("  {}", l.cause), l.count.to_string(), l.reports.to_string()]);
+        }
+        t.render(out);
+    }
+    overhead(s, out);
+}
+
+/// xpuprof's cost: its own code in the target's sampled CPU time, then the sources' overhead
+/// records.
+fn overhead(s: &Summary, out: &mut String) {
+    let o = &s.xpuprof;
+    let a = &o.agent_cpu;
+    if s.cpu.on_cpu.samples == 0 {
+        let _ =
+            writeln!(out, "  xpuprof's code in the target: not measured (no on-CPU samples in this session)");
+    } else {
+        let _ = writeln!(
+            out,
+            "  xpuprof's code in the target: {} of the sampled on-CPU time ({} of {} samples, {}; [xpuprof] in the CPU \
+             tables)",
+            pct(a.on_cpu_pct),
+            a.samples,
+            s.cpu.on_cpu.samples,
+            ns(a.weight_ns)
+        );
+    }
     for r in &o.overhead {
         let _ = writeln!(
             out,
-            "  overhead:  {} x{}, {} ({} of the session)",
+            "  overhead records from the sources: {} x{}, {} ({} of the session)",
             escape(&r.name),
             r.count,
             ns(r.total_ns),

@@ -69,7 +69,8 @@ fn scripted_session_summary() {
     assert_eq!(
         j["memory"]["leaks"],
         json!([{"device_index": 0, "device": "Scripted GPU", "pid": 4242, "allocations": 1, "bytes": 67108864,
-                "stack": ["allocate_buffers", "setup", "main"], "caching_allocator": null,
+                "stack": ["allocate_buffers", "setup", "main"], "display_stack": ["allocate_buffers", "setup", "main"],
+                "caching_allocator": null,
                 "by_runtime": false}])
     );
     assert_eq!(j["xpuprof"]["unmatched_device_ops"], 1);

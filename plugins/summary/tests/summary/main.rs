@@ -2,8 +2,10 @@
 //! golden files (`XPUPROF_BLESS=1` regenerates them), and the digest.
 
 mod bounded;
-mod hygiene;
 mod e2e;
+mod hygiene;
+mod late;
+mod python;
 use xpuprof_testkit::golden;
 mod session;
 mod sink;
