@@ -30,8 +30,14 @@ mod tests {
         assert_eq!(c.common.stacks, StackMode::Both);
         assert!(!c.opts.markers);
         assert_eq!(c.opts.api, ApiChoice::Roctracer);
-        assert_eq!(c.common.max_depth, 255);
+        assert_eq!(c.common.max_depth, 300, "a depth within the kit's bound is kept");
         assert_eq!(c.common.buffer_bytes, 1 << 20);
+        c.parse_opts("depth=5000").unwrap();
+        assert_eq!(
+            c.common.max_depth,
+            xpuprof_agent_kit::wire::MAX_STACK_FRAMES,
+            "deeper is cut to the bound"
+        );
         assert!(c
             .parse_opts("stacks=some")
             .unwrap_err()
