@@ -123,7 +123,17 @@ fn every_record() -> Vec<Record> {
         Record::Str(
             StrDef::new(StrId(1), "acme::gemm<float> \"quoted\" ü".repeat(9)).display("gemm ü".into()),
         ),
-        Record::Process(ProcessDef::default().pid(10).ppid(1).command(StrId(1))),
+        Record::Process(
+            ProcessDef::default()
+                .pid(10)
+                .ppid(1)
+                .command(StrId(1))
+                .rank(Some(0))
+                .local_rank(Some(0))
+                .world_size(Some(2))
+                .host(StrId(2))
+                .name(StrId(1)),
+        ),
         Record::Thread(ThreadDef::default().pid(10).tid(11).name(StrId(2))),
         Record::Device(
             DeviceDef::default()

@@ -177,6 +177,12 @@ typedef struct xpuprof_str_def {
 typedef struct xpuprof_process_def {
     uint32_t pid, ppid;
     uint32_t command; /* string id */
+    /* Its place in a job (RANK/LOCAL_RANK/WORLD_SIZE and the MPI and SLURM equivalents, read from
+     * its environment by the host); each only when its has_ flag is set. */
+    uint8_t has_rank, has_local_rank, has_world_size;
+    uint32_t rank, local_rank, world_size;
+    uint32_t host; /* string id of its host name; 0 when not known */
+    uint32_t name; /* string id of the name outputs show (`rank N (host, pid)`); 0: the command */
 } xpuprof_process_def;
 
 typedef struct xpuprof_thread_def {
@@ -658,6 +664,20 @@ static inline int xpuprof_write_process_def(xpuprof_batch *b, const xpuprof_proc
     xpuprof__var(b, r->pid);
     xpuprof__var(b, r->ppid);
     xpuprof__var(b, r->command);
+    if (r->has_rank) {
+        xpuprof__var(b, (uint64_t)1 << 3 | 0);
+        xpuprof__var(b, r->rank);
+    }
+    if (r->has_local_rank) {
+        xpuprof__var(b, (uint64_t)2 << 3 | 0);
+        xpuprof__var(b, r->local_rank);
+    }
+    if (r->has_world_size) {
+        xpuprof__var(b, (uint64_t)3 << 3 | 0);
+        xpuprof__var(b, r->world_size);
+    }
+    xpuprof__key_var(b, 4, r->host);
+    xpuprof__key_var(b, 5, r->name);
     return xpuprof__end_record(b, at_);
 }
 
@@ -1235,6 +1255,25 @@ static inline int xpuprof__read_payload(xpuprof__cur *c, uint8_t tag, xpuprof_re
         r->u.process.pid = xpuprof__ru32(c);
         r->u.process.ppid = xpuprof__ru32(c);
         r->u.process.command = xpuprof__ru32(c);
+        while (xpuprof__key(c, &n, &ty)) {
+            xpuprof_process_def *p = &r->u.process;
+            if (n == 1 && ty == 0) {
+                p->has_rank = 1;
+                p->rank = xpuprof__ru32(c);
+            } else if (n == 2 && ty == 0) {
+                p->has_local_rank = 1;
+                p->local_rank = xpuprof__ru32(c);
+            } else if (n == 3 && ty == 0) {
+                p->has_world_size = 1;
+                p->world_size = xpuprof__ru32(c);
+            } else if (n == 4) {
+                p->host = xpuprof__ku32(c, ty);
+            } else if (n == 5) {
+                p->name = xpuprof__ku32(c, ty);
+            } else {
+                xpuprof__skip(c, ty);
+            }
+        }
         break;
     case XPUPROF_TAG_THREAD:
         r->u.thread.pid = xpuprof__ru32(c);
