@@ -43,7 +43,7 @@ extern "C" {
 /* The C plugin ABI this header speaks; part of the entry symbol's name. */
 #define XPUPROF_C_ABI_VERSION 1u
 /* The SDK release this header belongs to (informational, shown by `xpuprof plugins`). */
-#define XPUPROF_HEADER_VERSION "0.3.0"
+#define XPUPROF_HEADER_VERSION "0.4.0"
 /* Name of the symbol a plugin exports (a function returning its descriptor). */
 #define XPUPROF_ENTRY_SYMBOL "xpuprof_plugin_v1"
 
