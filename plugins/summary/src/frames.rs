@@ -191,23 +191,23 @@ mod tests {
             ("process_vm_readv", Kind::Native),
             ("xpuprof_python::capture_backward_caller", Kind::Own),
             ("xpuprof_agent_kit::enter", Kind::Own),
-            ("cuLaunchKernel", Kind::Native),
+            ("acmeLaunchKernel", Kind::Native),
             ("step (train.py:9)", USER),
         ]);
-        assert_eq!(s.names_own_collapsed(), ["[xpuprof]", "cuLaunchKernel", "step (train.py:9)"]);
+        assert_eq!(s.names_own_collapsed(), ["[xpuprof]", "acmeLaunchKernel", "step (train.py:9)"]);
         assert_eq!(s.cpu_view(), ["[xpuprof]", "…", "step (train.py:9)"]);
     }
 
     #[test]
     fn cpu_views_keep_the_leaf_then_the_users_frames() {
         let s = stack(&[
-            ("cudaStreamSynchronize", Kind::Native),
+            ("acmeStreamSynchronize", Kind::Native),
             ("item (/v/site-packages/torch/_tensor.py:10)", LIB),
             ("step (train.py:9)", USER),
             ("PyObject_Call", Kind::Native),
             ("main (train.py:20)", USER),
         ]);
-        assert_eq!(s.cpu_view(), ["cudaStreamSynchronize", "…", "step (train.py:9)", "main (train.py:20)"]);
+        assert_eq!(s.cpu_view(), ["acmeStreamSynchronize", "…", "step (train.py:9)", "main (train.py:20)"]);
         let leaf_is_user = stack(&[("step (train.py:9)", USER), ("main (train.py:20)", USER)]);
         assert_eq!(leaf_is_user.cpu_view(), ["step (train.py:9)", "main (train.py:20)"]);
     }

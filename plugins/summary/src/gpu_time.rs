@@ -3,7 +3,7 @@
 //! is written: GPU time by the innermost user Python line, by `nn.Module` class, forward against
 //! backward, by launch site and per device.
 //!
-//! Kernels that ran from a recording (a CUDA graph node, a Level Zero command list) are counted
+//! Kernels that ran from a recording (a graph node, a command list recorded once and run many times) are counted
 //! at the call that recorded them when its stack is known: that is the model code they come
 //! from, where the replay call is the framework's. GPU time here is kernel device time (the sum
 //! of kernel durations, like the kernel table's), so every share agrees with `kernels[]`.

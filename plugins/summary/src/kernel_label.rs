@@ -1,7 +1,7 @@
 //! Kernel names for the report's tables: the short name (the toolbox's
 //! [`xpuprof_toolbox::kernel_name::short`]) and, where several kernels share it, a short suffix
 //! that tells them apart, so seven instantiations of `at::native::vectorized_elementwise_kernel`
-//! read `… [FillFunctor float]`, `… [CUDAFunctor_add]` and so on instead of seven equal rows.
+//! read `… [FillFunctor float]`, `… [AddFunctor]` and so on instead of seven equal rows.
 //!
 //! The suffix is made of the words of the full name that the fewest of the kernels sharing the
 //! short name have (at most [`SUFFIX_WORDS`], in the order they appear): identifiers that are
@@ -108,13 +108,13 @@ mod tests {
         let names = [
             "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)",
             "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<c10::Half>, at::detail::Array<char*, 1>)",
-            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
+            "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, at::detail::Array<char*, 3> >(int, at::native::AddFunctor<float>, at::detail::Array<char*, 3>)",
             "ampere_sgemm_128x64_nn",
         ];
         let l = labels(&names);
         assert_eq!(l[0], "at::native::vectorized_elementwise_kernel [FillFunctor float]");
         assert_eq!(l[1], "at::native::vectorized_elementwise_kernel [FillFunctor Half]");
-        assert_eq!(l[2], "at::native::vectorized_elementwise_kernel [CUDAFunctor_add float]");
+        assert_eq!(l[2], "at::native::vectorized_elementwise_kernel [AddFunctor float]");
         assert_eq!(l[3], "ampere_sgemm_128x64_nn");
         assert_eq!(l.iter().collect::<HashSet<_>>().len(), 4);
     }

@@ -2,7 +2,7 @@
 //! and reports that lost nothing.
 //!
 //! The model has one record for both: a `Loss` with a cause and a count. Some causes count
-//! items that were kept, only placed differently: the eBPF source's Python frames that it put
+//! items that were kept, only placed differently: a CPU sampling source's Python frames that it put
 //! at the outer end of a stack whose native walk ended early are all there, in a place it says.
 //! Those are notes, listed apart from the losses and left out of `lost_total`. They are named
 //! here, once, by the start of their cause (a source's stable phrase), until the model gives
@@ -26,6 +26,6 @@ mod tests {
             "Python frames put at the stack's outer end: the native walk ended before the interpreter"
         ));
         assert!(!is_note("Python stacks cut short: frame chain unreadable or deeper than 256 frames"));
-        assert!(!is_note("cupti dropped records"));
+        assert!(!is_note("acme dropped records"));
     }
 }

@@ -10,7 +10,7 @@
 //! in, which is time order per process for the GPU sources.
 //!
 //! Allocation and free records without a correlation id were caused by no API call of the
-//! program: the runtime or driver reported memory it handled on its own (the CUPTI source names
+//! program: the runtime or driver reported memory it handled on its own (a GPU source names
 //! them `driver-internal`: memory records of allocations the driver made itself, such as for a
 //! module loaded lazily). They are counted apart from the program's allocations, by the name
 //! their source gave them, and still count in the bytes in use.

@@ -46,9 +46,9 @@ mod tests {
 
     #[test]
     fn recognises_xpuprofs_libraries_and_crates() {
-        assert!(is_own_module("/opt/xpuprof/lib/libxpuprof_cupti_agent.so"));
+        assert!(is_own_module("/opt/xpuprof/lib/libxpuprof_acme_agent.so"));
         assert!(is_own_module("/usr/local/lib/libxpuprof_agent.so"));
-        assert!(!is_own_module("/usr/lib/x86_64-linux-gnu/libcupti.so.12"));
+        assert!(!is_own_module("/usr/lib/x86_64-linux-gnu/libacmeprof.so.12"));
         assert!(!is_own_module("/home/me/xpuprof_demo/app"));
         assert!(is_own_function(
             "xpuprof_python::autograd::<impl xpuprof_python::own::Interpreter>::capture_backward_caller"

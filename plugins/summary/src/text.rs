@@ -120,7 +120,7 @@ fn transfers(s: &Summary, rows: usize, out: &mut String) {
     t.render(out);
 }
 
-/// A device as tables name it: `0 NVIDIA H200`.
+/// A device as tables name it: `0 Acme X1`.
 pub fn device(index: i64, name: &str) -> String {
     if index < 0 {
         name.to_owned()
