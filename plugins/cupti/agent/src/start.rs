@@ -87,7 +87,7 @@ pub(crate) fn start(config: Config) -> Result<(Agent, Outputs), String> {
     let record_entries = hello_flags & flags != 0;
     let lib_path = lib.path.clone();
     let tsc = config.tsc;
-    let me = sys::own_path().unwrap_or_default();
+    let me = modules::own_path().unwrap_or_default();
     let a = Agent {
         config,
         lib,

@@ -315,19 +315,6 @@ impl Lib {
     }
 }
 
-/// The path of this agent library (from `dladdr` on one of its functions).
-pub fn own_path() -> Option<String> {
-    // SAFETY: an all-null Dl_info is a valid out-parameter.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    let addr = own_path as *const ();
-    // SAFETY: dladdr only reads the address and fills `info`.
-    if unsafe { libc::dladdr(addr.cast(), &mut info) } == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dladdr returned a valid NUL-terminated path.
-    Some(String::from_utf8_lossy(unsafe { c_str(info.dli_fname) }).into_owned())
-}
-
 /// Whether this process has initialised CUDA (`cuInit` ran): `cuDeviceGetCount` of the loaded
 /// driver answers `CUDA_ERROR_NOT_INITIALIZED` (3) before. `None` when no driver is loaded or it
 /// lacks the function.
