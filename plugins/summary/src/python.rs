@@ -12,11 +12,7 @@
 //! never is (a vendored framework inside your project).
 
 use xpuprof_python::autograd;
-
-/// The frame PyTorch autograd engine threads' launch stacks carry between the engine's native
-/// frames and the Python frames of the `backward()` call they ran for (the agent kit's
-/// `python::AUTOGRAD_MARKER`; a test pins the two equal).
-pub const AUTOGRAD_MARKER: &str = "[autograd engine thread, running the backward() above]";
+pub use xpuprof_python::autograd::AUTOGRAD_MARKER;
 
 /// A Python frame's parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,11 +167,6 @@ mod tests {
         assert!(custom.is_user("/v/lib/python3.12/site-packages/mypkg/net.py"));
         assert!(!custom.is_user("/home/me/proj/vendor/lib.py"));
         assert_eq!(short_file("/usr/lib/python3.12/threading.py"), "threading.py");
-    }
-
-    #[test]
-    fn the_marker_is_the_agent_kits() {
-        assert_eq!(AUTOGRAD_MARKER, xpuprof_agent_kit::python::AUTOGRAD_MARKER);
     }
 
     #[test]

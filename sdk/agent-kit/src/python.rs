@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use std::cell::Cell;
 
-use xpuprof_python::autograd::{is_engine_thread, Caller};
+use xpuprof_python::autograd::{is_engine_thread, Caller, AUTOGRAD_MARKER};
 use xpuprof_python::merge;
 use xpuprof_python::own::Interpreter;
 
@@ -55,10 +55,6 @@ fn place_and_merge(
     by_symbol(merged.by_symbol);
     merged.len
 }
-
-/// The frame between an autograd engine thread's stack and the Python frames of the
-/// `backward()` call it works for (above it in a flame graph).
-pub const AUTOGRAD_MARKER: &str = "[autograd engine thread, running the backward() above]";
 
 thread_local! {
     /// Whether this thread is an autograd engine thread (by its name), once known.

@@ -71,6 +71,11 @@ pub enum Caller {
 /// Code objects already classified: address -> is a backward entry.
 static CLASSIFIED: Mutex<Option<HashMap<u64, bool>>> = Mutex::new(None);
 
+/// The frame between an autograd engine thread's stack and the Python frames of the
+/// `backward()` call it works for (above it in a flame graph): written by the agents, read by
+/// the sinks that explain launches.
+pub const AUTOGRAD_MARKER: &str = "[autograd engine thread, running the backward() above]";
+
 /// True for the functions through which Python enters the autograd engine.
 pub fn is_backward_entry(function: &str, file: &str) -> bool {
     function == "_engine_run_backward"
