@@ -13,6 +13,7 @@ use xpuprof_sdk::model::{StackId, StrId};
 use crate::defs::Defs;
 use crate::own_code::{self, OWN_FRAME};
 use crate::python::{self, PyFrame, UserCode, AUTOGRAD_MARKER};
+use xpuprof_toolbox::python_frame::short_path;
 
 /// What a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +161,7 @@ impl Stack {
     pub fn modules(&self) -> impl Iterator<Item = (String, String)> + '_ {
         self.frames.iter().filter_map(|f| {
             let p = f.python()?;
-            Some((p.module_class()?.to_owned(), python::short_file(p.file).to_owned()))
+            Some((p.module_class()?.to_owned(), short_path(p.file).to_owned()))
         })
     }
 

@@ -13,6 +13,7 @@
 
 use xpuprof_python::autograd;
 pub use xpuprof_python::autograd::AUTOGRAD_MARKER;
+use xpuprof_toolbox::python_frame::{installed_part, short_path, PyFrameName};
 
 /// A Python frame's parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,16 +27,10 @@ pub struct PyFrame<'a> {
 }
 
 impl<'a> PyFrame<'a> {
-    /// Reads a frame name `function (file:line)`; `None` for anything else.
+    /// Reads a frame name `function (file:line)` with a function; `None` for anything else.
     pub fn parse(name: &'a str) -> Option<Self> {
-        let inner = name.strip_suffix(')')?;
-        let (function, place) = inner.rsplit_once(" (")?;
-        let (file, line) = place.rsplit_once(':')?;
-        if function.is_empty()
-            || file.is_empty()
-            || line.is_empty()
-            || !line.bytes().all(|b| b.is_ascii_digit())
-        {
+        let PyFrameName { function, file, line } = PyFrameName::parse(name)?;
+        if function.is_empty() {
             return None;
         }
         Some(Self { function, file, line: line.parse().ok()? })
@@ -87,37 +82,9 @@ impl UserCode {
     }
 }
 
-/// The part of `file` after the folder that marks it installed (`site-packages/`,
-/// `dist-packages/`, `lib/pythonX.Y/`), if any.
-fn installed_part(file: &str) -> Option<&str> {
-    for marker in ["/site-packages/", "/dist-packages/"] {
-        if let Some(i) = file.rfind(marker) {
-            return Some(&file[i + marker.len()..]);
-        }
-    }
-    let mut at = 0;
-    while let Some(i) = file[at..].find("/python") {
-        let start = at + i;
-        let rest = &file[start + "/python".len()..];
-        let version = rest.split('/').next().unwrap_or("");
-        let lib = file[..start].ends_with("/lib") || file[..start].ends_with("/lib64");
-        if lib && !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-            return rest.split_once('/').map(|(_, tail)| tail);
-        }
-        at = start + 1;
-    }
-    None
-}
-
-/// `file` as tables show it: an installed file from its package on
-/// (`transformers/models/qwen3/modeling_qwen3.py`), any other file as it is.
-pub fn short_file(file: &str) -> &str {
-    installed_part(file).unwrap_or(file)
-}
-
 /// A Python frame as tables show it: `function (short file:line)`.
 pub fn label(f: &PyFrame<'_>) -> String {
-    format!("{} ({}:{})", f.function, short_file(f.file), f.line)
+    format!("{} ({}:{})", f.function, short_path(f.file), f.line)
 }
 
 #[cfg(test)]
@@ -166,7 +133,7 @@ mod tests {
         };
         assert!(custom.is_user("/v/lib/python3.12/site-packages/mypkg/net.py"));
         assert!(!custom.is_user("/home/me/proj/vendor/lib.py"));
-        assert_eq!(short_file("/usr/lib/python3.12/threading.py"), "threading.py");
+        assert_eq!(short_path("/usr/lib/python3.12/threading.py"), "threading.py");
     }
 
     #[test]

@@ -13,6 +13,8 @@
 //! - [`kernel_name`]: short kernel names for tables and frames, and the stable id that finds the
 //!   full name again.
 //! - [`python`]: the `python = "auto" | "off"` switch and the Python frames of agents' stacks.
+//! - [`python_frame`]: Python frame names (`function (file:line)`) read back, and their files
+//!   shortened to the package for tables and flame graphs.
 //! - [`launch_stacks`]: the `launch_stacks = "agent" | "ebpf" | "both" | "off"` switch of GPU
 //!   sources with an agent.
 //! - [`timeline`]: what the timeline sinks share: launch flow ids, API calls held for their
@@ -32,6 +34,7 @@ pub mod launch_stacks;
 pub mod normalise;
 pub mod printable;
 pub mod python;
+pub mod python_frame;
 pub mod timeline;
 
 pub use defs::Definitions;
