@@ -11,20 +11,16 @@ use xpuprof_core::session::{self, RecordOptions, SessionError, SessionOutcome};
 use xpuprof_core::window::{self, CaptureOptions, CaptureRange, RangeEnd};
 use xpuprof_core::{attach, doctor, say, summary, trigger};
 
-use super::{check_list, load_config, search_path, usage, GlobalArgs};
-
-fn duration(s: &str) -> Result<Duration, String> {
-    window::parse_duration(s)
-}
+use super::{check_list, load_config, search_path, sinks_and_output, usage, GlobalArgs};
 
 /// `xpuprof record`'s window flags.
 #[derive(Args, Debug, Clone, Default)]
 pub struct WindowArgs {
     /// Record only from DUR after the start (e.g. 30s, 500ms, 2m).
-    #[arg(long, value_name = "DUR", value_parser = duration)]
+    #[arg(long, value_name = "DUR", value_parser = window::parse_duration)]
     pub delay: Option<Duration>,
     /// Record for DUR (after --delay), then stay dormant until the program exits.
-    #[arg(long, value_name = "DUR", value_parser = duration)]
+    #[arg(long, value_name = "DUR", value_parser = window::parse_duration)]
     pub duration: Option<Duration>,
     /// Start dormant; `xpuprof trigger` or SIGUSR2 to xpuprof opens a window.
     #[arg(long)]
@@ -36,7 +32,7 @@ pub struct WindowArgs {
     #[arg(long, value_name = "stop|repeat", value_parser = |s: &str| s.parse::<RangeEnd>(), requires = "capture_range")]
     pub capture_range_end: Option<RangeEnd>,
     /// Continuous mode: a --duration window every INTERVAL, each in its own directory under -o.
-    #[arg(long, value_name = "INTERVAL", value_parser = duration, requires = "duration")]
+    #[arg(long, value_name = "INTERVAL", value_parser = window::parse_duration, requires = "duration")]
     pub every: Option<Duration>,
     /// Continuous mode: keep only the newest N window directories.
     #[arg(long, value_name = "N", requires = "every", value_parser = clap::value_parser!(u32).range(1..))]
@@ -95,10 +91,10 @@ pub struct AttachArgs {
     #[arg(long)]
     pub tree: bool,
     /// Record for DUR, then detach (default: until Ctrl+C or the process exits).
-    #[arg(long, value_name = "DUR", value_parser = duration)]
+    #[arg(long, value_name = "DUR", value_parser = window::parse_duration)]
     pub duration: Option<Duration>,
     /// Start recording DUR after attaching.
-    #[arg(long, value_name = "DUR", value_parser = duration)]
+    #[arg(long, value_name = "DUR", value_parser = window::parse_duration)]
     pub delay: Option<Duration>,
     /// Source plugins, comma separated (default: the config's, else the machine's default sources).
     #[arg(long = "source", value_delimiter = ',', value_name = "A,B")]
@@ -121,14 +117,7 @@ pub fn attach(args: AttachArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         .sources
         .or_else(|| cfg.as_ref().and_then(|c| c.sources.clone()))
         .unwrap_or_else(|| doctor::default_sources(&Registry::discover(&search)));
-    let sinks = args
-        .sinks
-        .or_else(|| cfg.as_ref().and_then(|c| c.sinks.clone()))
-        .unwrap_or_else(|| vec!["folded".into(), "summary".into()]);
-    let output_dir = args
-        .output
-        .or_else(|| cfg.as_ref().and_then(|c| c.output.clone()))
-        .unwrap_or_else(|| PathBuf::from("xpuprof-out"));
+    let (sinks, output_dir) = sinks_and_output(args.sinks, args.output, cfg.as_ref());
     let opts = AttachOptions {
         pid: args.pid,
         tree: args.tree,
@@ -159,7 +148,7 @@ pub struct TriggerArgs {
     /// The session: xpuprof's pid or its output directory (default: the only one running).
     pub session: Option<String>,
     /// Length of the window (default: the session's --duration, else 10s).
-    #[arg(long, value_name = "DUR", value_parser = duration)]
+    #[arg(long, value_name = "DUR", value_parser = window::parse_duration)]
     pub duration: Option<Duration>,
 }
 

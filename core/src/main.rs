@@ -228,6 +228,21 @@ fn search_path(global: &GlobalArgs, cfg: Option<&FileConfig>) -> SearchPath {
     SearchPath::new(&global.plugin_dirs, env.as_deref(), cfg.map(|c| c.plugin_dirs.as_slice()).unwrap_or(&[]))
 }
 
+/// A capture's sinks and output directory: the flags', else the config file's, else folded and
+/// summary into `xpuprof-out`.
+fn sinks_and_output(
+    sinks: Option<Vec<String>>,
+    output: Option<PathBuf>,
+    cfg: Option<&FileConfig>,
+) -> (Vec<String>, PathBuf) {
+    let sinks = sinks
+        .or_else(|| cfg.and_then(|c| c.sinks.clone()))
+        .unwrap_or_else(|| vec!["folded".into(), "summary".into()]);
+    let output =
+        output.or_else(|| cfg.and_then(|c| c.output.clone())).unwrap_or_else(|| PathBuf::from("xpuprof-out"));
+    (sinks, output)
+}
+
 fn check_list(flag: &str, v: &Option<Vec<String>>) -> anyhow::Result<()> {
     if let Some(v) = v {
         if v.is_empty() || v.iter().any(|s| s.trim().is_empty()) {
@@ -276,14 +291,7 @@ fn record(args: RecordArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
             d
         }
     };
-    let sinks = args
-        .sinks
-        .or_else(|| cfg.as_ref().and_then(|c| c.sinks.clone()))
-        .unwrap_or_else(|| vec!["folded".into(), "summary".into()]);
-    let output_dir = args
-        .output
-        .or_else(|| cfg.as_ref().and_then(|c| c.output.clone()))
-        .unwrap_or_else(|| PathBuf::from("xpuprof-out"));
+    let (sinks, output_dir) = sinks_and_output(args.sinks, args.output, cfg.as_ref());
     let opts = RecordOptions {
         command: args.command,
         sources,
