@@ -13,7 +13,6 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use xpuprof_sdk::model::Record;
-use xpuprof_sdk::PluginKind;
 
 use crate::config::{ConfigError, FileConfig};
 use crate::host::sources::Sources;
@@ -141,12 +140,8 @@ pub fn attach(opts: &AttachOptions) -> Result<SessionOutcome, SessionError> {
     }
     let _lock = lock_target(pid)?;
     let reg = Registry::discover(&opts.search);
-    if let Some(file) = &opts.config {
-        session::check_file_tables(&reg, file)?;
-    }
     let source_plugins =
-        session::checked_plugins(&reg, PluginKind::Source, &opts.sources, opts.config.as_ref())?;
-    session::checked_plugins(&reg, PluginKind::Sink, &opts.sinks, opts.config.as_ref())?;
+        session::checked_capture_plugins(&reg, &opts.sources, &opts.sinks, opts.config.as_ref())?;
     let out = outdir::prepare(&opts.output_dir)?;
     session::report_removed(&out);
     let command = command_of(pid);

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use xpuprof_sdk::model::Record;
-use xpuprof_sdk::PluginKind;
 
 use crate::config::FileConfig;
 use crate::host::sources::Sources;
@@ -247,12 +246,8 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     let every = opts.capture.every.unwrap_or(Duration::from_secs(60));
     let length = opts.capture.duration.unwrap_or(every).min(every);
     let reg = Registry::discover(&opts.search);
-    if let Some(file) = &opts.config {
-        session::check_file_tables(&reg, file)?;
-    }
     let source_plugins =
-        session::checked_plugins(&reg, PluginKind::Source, &opts.sources, opts.config.as_ref())?;
-    session::checked_plugins(&reg, PluginKind::Sink, &opts.sinks, opts.config.as_ref())?;
+        session::checked_capture_plugins(&reg, &opts.sources, &opts.sinks, opts.config.as_ref())?;
     let program = target::resolve(&opts.command[0])?;
     let run_as = RunAs::from_sudo(opts.keep_root).map_err(SessionError::Internal)?;
     let base = opts.output_dir.clone();

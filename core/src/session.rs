@@ -170,6 +170,22 @@ pub fn check_file_tables(reg: &Registry, file: &FileConfig) -> Result<(), Config
     Ok(())
 }
 
+/// Checks, before anything is created or run, the config file's plugin tables and the chosen
+/// sources and sinks with their tables; returns the sources with their tables.
+pub(crate) fn checked_capture_plugins<'r>(
+    reg: &'r Registry,
+    sources: &[String],
+    sinks: &[String],
+    file: Option<&FileConfig>,
+) -> Result<Vec<(&'r crate::host::LoadedPlugin, toml::Table)>, ConfigError> {
+    if let Some(file) = file {
+        check_file_tables(reg, file)?;
+    }
+    let source_plugins = checked_plugins(reg, PluginKind::Source, sources, file)?;
+    checked_plugins(reg, PluginKind::Sink, sinks, file)?;
+    Ok(source_plugins)
+}
+
 /// Selects plugins of `kind` and checks each one's config table; returns them with their tables.
 pub fn checked_plugins<'r>(
     reg: &'r Registry,
@@ -260,12 +276,8 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     for f in &reg.failures {
         tracing::debug!("plugin file {} not usable: {}", f.path.display(), f.reason);
     }
-    if let Some(file) = &opts.config {
-        check_file_tables(&reg, file)?;
-    }
     // Everything that can be checked is checked before anything is created or run.
-    let source_plugins = checked_plugins(&reg, PluginKind::Source, &opts.sources, opts.config.as_ref())?;
-    checked_plugins(&reg, PluginKind::Sink, &opts.sinks, opts.config.as_ref())?;
+    let source_plugins = checked_capture_plugins(&reg, &opts.sources, &opts.sinks, opts.config.as_ref())?;
     let program = target::resolve(&opts.command[0])?;
     let run_as = RunAs::from_sudo(opts.keep_root).map_err(SessionError::Internal)?;
     let out = outdir::prepare(&opts.output_dir)?;
