@@ -1,21 +1,15 @@
-//! `[source.cupti]` settings, declared once in [`Config`].
+//! `[source.cupti]` settings, declared once in [`Config`]; what the agent gets of them travels in
+//! `XPUPROF_CUPTI_OPTS` ([`CuptiOpts`], declared once in `xpuprof-cupti-wire` for both ends).
 
+pub use xpuprof_cupti_wire::Api;
+use xpuprof_cupti_wire::CuptiOpts;
 use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::prelude::*;
 pub use xpuprof_toolbox::launch_stacks::LaunchStacks;
 use xpuprof_toolbox::python::Python;
+use xpuprof_wire::opts::{CommonOpts, PythonMode, StackMode};
 
-xpuprof_sdk::config_enum! {
-    /// Which runtime/driver API calls are recorded.
-    pub enum Api {
-        /// Launch-class calls only.
-        Launches = "launches",
-        /// Every call (about 1 us each).
-        All = "all",
-        /// None.
-        Off = "off",
-    }
-}
+use crate::windows::Windows;
 
 xpuprof_sdk::plugin_config! {
     /// The `[source.cupti]` table.
@@ -66,30 +60,29 @@ impl Config {
         c.typed()
     }
 
-    /// The switchable record kinds, in the agent's option names.
-    fn kinds(&self) -> [(&'static str, bool); 8] {
-        [
-            ("kernels", self.kernels),
-            ("memcpy", self.memcpy),
-            ("memset", self.memset),
-            ("sync", self.sync),
-            ("memory", self.memory),
-            ("nvtx", self.nvtx),
-            ("devices", self.devices),
-            ("overhead", self.overhead),
-        ]
-    }
-
-    /// The agent's `XPUPROF_CUPTI_OPTS`.
-    pub fn agent_opts(&self) -> String {
-        let mut v: Vec<String> =
-            self.kinds().iter().map(|(n, on)| format!("{n}={}", u8::from(*on))).collect();
-        v.push(format!("api={}", self.api.as_str()));
-        v.push(format!("stacks={}", self.launch_stacks.as_str()));
-        v.push(format!("depth={}", self.max_depth));
-        v.push(format!("python={}", self.python.as_str()));
-        v.push(format!("buffer_kib={}", self.buffer_kib));
-        v.join(",")
+    /// The agent's options (`XPUPROF_CUPTI_OPTS`): those every agent takes, then this backend's
+    /// ([`CuptiOpts`]) with the session's capture `windows`.
+    pub fn agent_opts(&self, windows: &Windows) -> String {
+        let stacks = StackMode::from_word(self.launch_stacks.as_str()).unwrap_or_default();
+        let (depth, buffer_kib) = (usize::from(self.max_depth), self.buffer_kib as usize);
+        let common = CommonOpts { stacks, depth, buffer_kib, verbose: false };
+        let own = CuptiOpts {
+            kernels: self.kernels,
+            memcpy: self.memcpy,
+            memset: self.memset,
+            sync: self.sync,
+            memory: self.memory,
+            nvtx: self.nvtx,
+            devices: self.devices,
+            overhead: self.overhead,
+            api: self.api,
+            python: PythonMode::from_word(self.python.as_str()).unwrap_or_default(),
+            paused: windows.paused,
+            range: windows.range.clone(),
+            range_end: windows.range_end,
+            ..CuptiOpts::default()
+        };
+        format!("{},{}", common.to_opts(), own.to_opts())
     }
 
     /// Whether NVTX records are wanted.
@@ -106,15 +99,18 @@ mod tests {
     fn defaults_and_agent_options() {
         let c = Config::from_plugin(&PluginConfig::default()).unwrap();
         assert_eq!(
-            c.agent_opts(),
-            "kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,stacks=agent,depth=255,python=auto,buffer_kib=8192"
+            c.agent_opts(&Windows::default()),
+            "stacks=agent,depth=255,buffer_kib=8192,verbose=0,\
+             kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,python=auto,\
+             runtime_callbacks=0,monotonic=1,tsc=1,callback_noop=0,paused=0,range=,range_end=stop,dormant=finalize"
         );
         let c = Config::from_plugin(
             &PluginConfig::parse("nvtx = false\napi = \"all\"\nlaunch_stacks = \"both\"").unwrap(),
         )
         .unwrap();
         assert!(!c.nvtx());
-        assert!(c.agent_opts().contains("api=all,stacks=both"));
+        let o = c.agent_opts(&Windows::default());
+        assert!(o.starts_with("stacks=both,") && o.contains(",nvtx=0,") && o.contains(",api=all,"), "{o}");
         let e = Config::from_plugin(&PluginConfig::parse("api = \"some\"").unwrap()).unwrap_err();
         assert!(e.0.contains("api"), "{e}");
         let e = Config::from_plugin(&PluginConfig::parse("max_depth = 0").unwrap()).unwrap_err();

@@ -9,15 +9,14 @@ use xpuprof_toolbox::agent_host::{loadable, AgentBackend, AgentCounts, AgentDesc
 
 use crate::config::{Config, LaunchStacks};
 use crate::decode::{Decoder, Stats};
+use crate::windows::Windows;
 
 /// The backend: its configuration.
 #[derive(Debug)]
 pub struct Cupti {
     config: Config,
-    /// The session's capture windows, as agent options ([`crate::windows`]).
-    windows: String,
-    /// The program's NVTX ranges open windows.
-    nvtx_range: bool,
+    /// The session's capture windows ([`crate::windows`]).
+    windows: Windows,
 }
 
 /// Warns about what will keep CUDA processes from being traced.
@@ -38,12 +37,7 @@ fn check_machine(log: &Logger) {
 impl Cupti {
     /// The agent's options: the `[source.cupti]` settings and the session's windows.
     fn agent_opts(&self) -> String {
-        let mut o = self.config.agent_opts();
-        if !self.windows.is_empty() {
-            o.push(',');
-            o.push_str(&self.windows);
-        }
-        o
+        self.config.agent_opts(&self.windows)
     }
 }
 
@@ -83,11 +77,7 @@ impl AgentBackend for Cupti {
     }
 
     fn create(ctx: &CreateContext) -> PluginResult<Self> {
-        Ok(Self {
-            config: Config::from_plugin(&ctx.config)?,
-            windows: crate::windows::agent_opts(&ctx.session)?,
-            nvtx_range: crate::windows::nvtx_range(&ctx.session),
-        })
+        Ok(Self { config: Config::from_plugin(&ctx.config)?, windows: Windows::of(&ctx.session)? })
     }
 
     fn agent_setting(&self) -> Option<&str> {
@@ -102,7 +92,7 @@ impl AgentBackend for Cupti {
         check_machine(log);
         let agent = agent.display().to_string();
         env.set("CUDA_INJECTION64_PATH", agent.clone());
-        if self.config.nvtx() || self.nvtx_range {
+        if self.config.nvtx() || self.windows.nvtx_range() {
             env.set("NVTX_INJECTION64_PATH", agent);
         }
         env.set("XPUPROF_CUPTI_SOCKET", socket.display().to_string());

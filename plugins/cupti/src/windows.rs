@@ -1,55 +1,61 @@
-//! The session's capture settings as the agent's options: `paused=1` when the session starts
-//! paused, `range=` for windows the program's markers open (`cuda-profiler-api` or
-//! `nvtx:MESSAGE[@DOMAIN]`, percent-encoded: option values hold no `,` or `=`), `range_end=`.
+//! The session's capture settings as the agent's options ([`xpuprof_cupti_wire::CuptiOpts`]):
+//! `paused` when the session starts paused, `range` for windows the program's markers open
+//! (`cuda-profiler-api` or `nvtx:MESSAGE[@DOMAIN]`), `range_end`.
 
+use xpuprof_cupti_wire::{Range, RangeEnd};
 use xpuprof_sdk::{PluginError, PluginResult, SessionInfo};
 
-/// The agent options for `session`'s windows (empty when it has none).
-pub fn agent_opts(session: &SessionInfo) -> PluginResult<String> {
-    let mut v = Vec::new();
-    if session.start_paused {
-        v.push("paused=1".to_owned());
+/// A session's capture windows, as the agent takes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Windows {
+    /// The session starts with no window open.
+    pub paused: bool,
+    /// The program's markers that open and close windows.
+    pub range: Option<Range>,
+    /// After the first marker window.
+    pub range_end: RangeEnd,
+}
+
+impl Default for Windows {
+    fn default() -> Self {
+        Self { paused: false, range: None, range_end: RangeEnd::Stop }
     }
-    let range = session.capture_range.as_str();
-    if !range.is_empty() {
-        let nvtx = range.strip_prefix("nvtx:").filter(|m| !m.is_empty());
-        if range != "cuda-profiler-api" && nvtx.is_none() {
-            return Err(PluginError::new(format!(
+}
+
+impl Windows {
+    /// The windows of `session`; a range or range end the agent does not know is an error.
+    pub fn of(session: &SessionInfo) -> PluginResult<Self> {
+        let mut w = Self { paused: session.start_paused, ..Self::default() };
+        let range = session.capture_range.as_str();
+        if range.is_empty() {
+            return Ok(w);
+        }
+        w.range = Some(Range::parse(range).map_err(|_| {
+            PluginError::new(format!(
                 "capture range `{range}` is not one the cupti source knows: cuda-profiler-api or nvtx:MESSAGE[@DOMAIN]"
-            )));
-        }
-        v.push(format!("range={}", encode(range)));
-        match session.capture_range_end.as_str() {
-            "" | "stop" => v.push("range_end=stop".to_owned()),
-            "repeat" => v.push("range_end=repeat".to_owned()),
-            other => {
-                return Err(PluginError::new(format!("capture range end `{other}` must be stop or repeat")))
-            }
-        }
+            ))
+        })?);
+        w.range_end = match session.capture_range_end.as_str() {
+            "" => RangeEnd::Stop,
+            other => RangeEnd::from_word(other).ok_or_else(|| {
+                PluginError::new(format!("capture range end `{other}` must be stop or repeat"))
+            })?,
+        };
+        Ok(w)
     }
-    Ok(v.join(","))
-}
 
-/// True when the program's NVTX ranges open windows (NVTX must then reach the agent).
-pub fn nvtx_range(session: &SessionInfo) -> bool {
-    session.capture_range.starts_with("nvtx:")
-}
-
-/// `%`, `,` and `=` as `%XX`.
-fn encode(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for c in v.chars() {
-        match c {
-            '%' | ',' | '=' => out.push_str(&format!("%{:02X}", c as u32)),
-            c => out.push(c),
-        }
+    /// True when the program's NVTX ranges open windows (NVTX must then reach the agent).
+    pub fn nvtx_range(&self) -> bool {
+        matches!(self.range, Some(Range::Nvtx { .. }))
     }
-    out
 }
 
 #[cfg(test)]
 mod tests {
+    use xpuprof_sdk::prelude::PluginConfig;
+
     use super::*;
+    use crate::config::Config;
 
     fn session(paused: bool, range: &str, end: &str) -> SessionInfo {
         SessionInfo {
@@ -60,23 +66,33 @@ mod tests {
         }
     }
 
+    /// The window options of the agent's option string for `session`.
+    fn opts(session: &SessionInfo) -> PluginResult<String> {
+        let c = Config::from_plugin(&PluginConfig::default()).unwrap();
+        let all = c.agent_opts(&Windows::of(session)?);
+        let keep = ["paused=", "range=", "range_end="];
+        Ok(all.split(',').filter(|o| keep.iter().any(|k| o.starts_with(k))).collect::<Vec<_>>().join(","))
+    }
+
     #[test]
     fn windows_become_agent_options() {
-        assert_eq!(agent_opts(&session(false, "", "")).unwrap(), "");
-        assert_eq!(agent_opts(&session(true, "", "")).unwrap(), "paused=1");
+        assert_eq!(opts(&session(false, "", "")).unwrap(), "paused=0,range=,range_end=stop");
+        assert_eq!(opts(&session(true, "", "")).unwrap(), "paused=1,range=,range_end=stop");
         assert_eq!(
-            agent_opts(&session(false, "nvtx:step, 5=x@train", "repeat")).unwrap(),
-            "range=nvtx:step%2C 5%3Dx@train,range_end=repeat"
+            opts(&session(false, "nvtx:step, 5=x@train", "repeat")).unwrap(),
+            "paused=0,range=nvtx:step%2C 5%3Dx@train,range_end=repeat"
         );
         assert_eq!(
-            agent_opts(&session(false, "cuda-profiler-api", "")).unwrap(),
-            "range=cuda-profiler-api,range_end=stop"
+            opts(&session(false, "cuda-profiler-api", "")).unwrap(),
+            "paused=0,range=cuda-profiler-api,range_end=stop"
         );
-        assert!(agent_opts(&session(false, "nvtx:", ""))
+        assert!(Windows::of(&session(false, "nvtx:step", "")).unwrap().nvtx_range());
+        assert!(!Windows::of(&session(false, "cuda-profiler-api", "")).unwrap().nvtx_range());
+        assert!(Windows::of(&session(false, "nvtx:", ""))
             .unwrap_err()
             .0
             .contains("cuda-profiler-api or nvtx"));
-        assert!(agent_opts(&session(false, "cuda-profiler-api", "again"))
+        assert!(Windows::of(&session(false, "cuda-profiler-api", "again"))
             .unwrap_err()
             .0
             .contains("stop or repeat"));

@@ -125,6 +125,21 @@ macro_rules! number_opts {
 }
 number_opts!(u8, u16, u32, u64, usize);
 
+/// An option that may be unset: written empty (`key=`) when `None`, and an empty value reads as
+/// `None`.
+impl<T: OptValue> OptValue for Option<T> {
+    fn write(&self) -> String {
+        self.as_ref().map(T::write).unwrap_or_default()
+    }
+    fn read(o: &Opt<'_>) -> Result<Self, String> {
+        if o.value.is_empty() {
+            Ok(None)
+        } else {
+            T::read(o).map(Some)
+        }
+    }
+}
+
 /// Declares an enum option: its variants and the word of each (`Variant = "word"`), with
 /// `as_str`, `from_word`, `ALL` and its [`OptValue`] (an unknown word is an error listing the words).
 #[macro_export]
@@ -321,5 +336,13 @@ mod tests {
         }
         assert_eq!(agent, host);
         assert!(agent.apply(&parse("depth=x").unwrap()[0]).unwrap_err().contains("bad number"));
+    }
+
+    #[test]
+    fn an_unset_option_is_written_empty() {
+        assert_eq!((None::<u32>.write(), Some(7u32).write()), (String::new(), "7".to_string()));
+        let o = parse("n=,m=7,k=x").unwrap();
+        assert_eq!((Option::<u32>::read(&o[0]), Option::<u32>::read(&o[1])), (Ok(None), Ok(Some(7))));
+        assert!(Option::<u32>::read(&o[2]).unwrap_err().contains("bad number"));
     }
 }

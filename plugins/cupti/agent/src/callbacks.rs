@@ -80,7 +80,7 @@ pub(crate) unsafe extern "C" fn buffer_completed(
 pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u32, data: *const c_void) {
     let regs = stack::registers();
     let Some(a) = agent() else { return };
-    if a.config.callback_noop {
+    if a.config.opts.callback_noop {
         return;
     }
     if data.is_null() {
@@ -94,7 +94,7 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
     if window::finalize_hook(a, exit) {
         return;
     }
-    if a.config.range.is_some() {
+    if a.config.opts.range.is_some() {
         if domain == markers::DOMAIN_NVTX {
             // SAFETY: for the NVTX domain CUPTI passes a valid CUpti_NvtxData.
             unsafe { markers::on_nvtx(a, cbid, data) };

@@ -87,6 +87,8 @@ pub struct Agent {
     pub(crate) monotonic: bool,
     /// The API-name message of the launch-class calls, sent at the start of every session.
     pub(crate) api_names: std::sync::Mutex<Vec<u8>>,
+    /// Started by a late attach (`xpuprof attach`), not at `cuInit`.
+    pub(crate) late: bool,
     /// The connection to the current host ([`session`]).
     pub(crate) session: std::sync::Mutex<session::Session>,
 }
@@ -138,7 +140,7 @@ pub unsafe extern "C" fn InitializeInjectionNvtx2(get_export_table: *const c_voi
     }) else {
         return 0;
     };
-    if !a.config.nvtx {
+    if !a.config.opts.nvtx {
         return 0;
     }
     // SAFETY: CUPTI exports `InitializeInjectionNvtx2` with this signature for exactly this use.
@@ -146,20 +148,21 @@ pub unsafe extern "C" fn InitializeInjectionNvtx2(get_export_table: *const c_voi
 }
 
 fn ensure_started() {
-    match Config::from_env() {
-        Ok(config) => ensure_started_with(config),
+    match config::from_env() {
+        Ok(config) => ensure_started_with(config, false),
         Err(e) => {
             let _ = AGENT.set(None);
-            say(&format!("bad XPUPROF_CUPTI_OPTS: {e}"));
+            say(&e);
         }
     }
 }
 
-/// Starts the agent with `config` (once per process), its first session, and its first window
-/// unless it starts paused or the program's markers decide.
-pub(crate) fn ensure_started_with(config: Config) {
+/// Starts the agent with `config` (once per process; `late`: by a late attach, not at `cuInit`),
+/// its first session, and its first window unless it starts paused or the program's markers
+/// decide.
+pub(crate) fn ensure_started_with(config: Config, late: bool) {
     let mut first = None;
-    AGENT.get_or_init(|| match start::start(config) {
+    AGENT.get_or_init(|| match start::start(config, late) {
         Ok((a, outputs)) => {
             first = Some(outputs);
             Some(a)

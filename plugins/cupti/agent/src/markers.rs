@@ -22,65 +22,10 @@ use std::sync::Mutex;
 use xpuprof_agent_kit::wire::control::{CAUSE_NVTX, CAUSE_PROFILER_API};
 
 use crate::capture::Capture;
+use crate::config::Range;
 use crate::sys::ffi::{self, CUpti_nvtx_api_trace_cbid as N};
 use crate::sys::{CuptiError, Lib};
 use crate::{window, Agent};
-
-/// The markers that open and close windows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Range {
-    /// `cuProfilerStart` / `cuProfilerStop`.
-    ProfilerApi,
-    /// NVTX ranges with this message, in this domain (`None`: the default domain).
-    Nvtx {
-        /// The range's message.
-        message: String,
-        /// The domain's name.
-        domain: Option<String>,
-    },
-}
-
-impl Range {
-    /// Reads `cuda-profiler-api` or `nvtx:MESSAGE[@DOMAIN]`.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        if text == "cuda-profiler-api" {
-            return Ok(Self::ProfilerApi);
-        }
-        let Some(spec) = text.strip_prefix("nvtx:").filter(|s| !s.is_empty()) else {
-            return Err(format!(
-                "option range must be cuda-profiler-api or nvtx:MESSAGE[@DOMAIN], got `{text}`"
-            ));
-        };
-        Ok(match spec.rsplit_once('@') {
-            Some((m, d)) if !d.is_empty() => Self::Nvtx { message: m.to_owned(), domain: Some(d.to_owned()) },
-            _ => Self::Nvtx { message: spec.to_owned(), domain: None },
-        })
-    }
-}
-
-/// Undoes the host's `%XX` escapes (option values cannot hold `,` or `=` as such).
-pub fn percent_decode(v: &str) -> String {
-    let b = v.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = b
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (b[i], hex) {
-            (b'%', Some(x)) => {
-                out.push(x);
-                i += 3;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
 
 const PROFILER_START: [(u32, u32); 2] = [
     (
@@ -143,7 +88,7 @@ pub fn is_profiler_call(domain: u32, cbid: u32) -> bool {
 
 /// `cuProfilerStart` at its exit opens a window, `cuProfilerStop` at its entry closes it.
 pub fn on_profiler_call(a: &Agent, domain: u32, cbid: u32, exit: bool) {
-    if a.config.range != Some(Range::ProfilerApi) {
+    if a.config.opts.range != Some(Range::ProfilerApi) {
         return;
     }
     if PROFILER_START.contains(&(domain, cbid)) && exit {
@@ -226,7 +171,7 @@ unsafe fn attr_message(attr: *const u8, names: &Names) -> Option<String> {
 /// # Safety
 /// `data` is the `CUpti_NvtxData` CUPTI passes for NVTX callback `cbid`.
 pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void) {
-    let Some(Range::Nvtx { message, domain }) = &a.config.range else { return };
+    let Some(Range::Nvtx { message, domain }) = &a.config.opts.range else { return };
     // SAFETY: the caller's contract.
     let d = unsafe { &*(data as *const ffi::CUpti_NvtxData) };
     let (params, ret) = (d.functionParams, d.functionReturnValue as *const u64);
@@ -336,22 +281,5 @@ pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void) {
     });
     if let Some(open) = edge {
         window::from_marker(a, open, CAUSE_NVTX, message.clone());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_ranges_and_escapes() {
-        assert_eq!(Range::parse("cuda-profiler-api"), Ok(Range::ProfilerApi));
-        assert_eq!(Range::parse("nvtx:step"), Ok(Range::Nvtx { message: "step".into(), domain: None }));
-        assert_eq!(
-            Range::parse("nvtx:a@b@dom"),
-            Ok(Range::Nvtx { message: "a@b".into(), domain: Some("dom".into()) })
-        );
-        assert!(Range::parse("nvtx:").is_err());
-        assert_eq!(percent_decode("a%2Cb%3Dc%25%zz"), "a,b=c%%zz");
     }
 }

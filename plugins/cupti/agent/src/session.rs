@@ -58,14 +58,14 @@ pub unsafe extern "C" fn xpuprof_cupti_attach(socket: *const c_char, opts: *cons
 }
 
 fn attach(socket: &str, opts: &str) {
-    let mut config = Config::default();
+    let mut config = Config::new(crate::config::DEFAULT_DEPTH);
     if let Err(e) = config.parse_opts(opts) {
         refuse(socket, &format!("bad options from the host: {e}"));
         return;
     }
     match AGENT.get() {
         Some(Some(a)) => {
-            if let Err(e) = reconnect(a, socket, config.paused) {
+            if let Err(e) = reconnect(a, socket, config.opts.paused) {
                 refuse(socket, &e);
             }
         }
@@ -79,8 +79,7 @@ fn attach(socket: &str, opts: &str) {
         ),
         None => {
             config.common.socket = Some(socket.to_owned());
-            config.late = true;
-            crate::ensure_started_with(config);
+            crate::ensure_started_with(config, true);
         }
     }
 }
@@ -158,7 +157,7 @@ pub(crate) fn end(a: &Agent) {
         c.markers_done = true;
     }
     goodbye(a);
-    if a.config.dormancy == crate::config::Dormancy::Finalize {
+    if a.config.opts.dormant == crate::config::Dormancy::Finalize {
         window::detach_cupti(a);
     }
 }

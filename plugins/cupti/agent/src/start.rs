@@ -9,7 +9,7 @@ use xpuprof_agent_kit::channel::{Channel, Chunk, Outputs};
 use xpuprof_agent_kit::{launches, modules, timestamps, wire};
 
 use crate::callbacks::{buffer_completed, buffer_requested, monotonic_ns, on_api};
-use crate::config::{self, ApiMode, Config};
+use crate::config::{Api, Config, PythonMode, StackMode};
 use crate::sys::ffi::{self, CUpti_ActivityKind as K, DOMAIN_DRIVER, DOMAIN_RUNTIME};
 use crate::sys::{self, Lib};
 use crate::{drain_launches, graphs, loader, Agent, AGENT, NAME};
@@ -41,7 +41,7 @@ fn load_cupti() -> Result<Lib, String> {
 /// Connects, loads and checks CUPTI, subscribes and turns everything on; returns the agent and
 /// the outputs of its first session ([`crate::session::begin`] starts it once the agent is
 /// stored). Errors are sent to the host when it is reachable.
-pub(crate) fn start(config: Config) -> Result<(Agent, Outputs), String> {
+pub(crate) fn start(config: Config, late: bool) -> Result<(Agent, Outputs), String> {
     let outputs = connect(&config)?;
     let channel = Arc::new(Channel::new(NAME, config.common.buffer_bytes));
     let mut hello_flags = 0;
@@ -68,14 +68,14 @@ pub(crate) fn start(config: Config) -> Result<(Agent, Outputs), String> {
             return Err(e);
         }
     };
-    let monotonic = config.monotonic && lib.register_timestamp(monotonic_ns).is_ok();
+    let monotonic = config.opts.monotonic && lib.register_timestamp(monotonic_ns).is_ok();
     if monotonic {
         hello_flags |= wire::FLAG_MONOTONIC_TIMESTAMPS;
     }
     if config.common.stacks.agent_walks() {
         hello_flags |= wire::FLAG_AGENT_STACKS;
     }
-    if config.api == ApiMode::Launches {
+    if config.opts.api == Api::Launches {
         hello_flags |= wire::FLAG_API_FROM_CALLBACKS;
     }
     if config.common.stacks.trampoline() {
@@ -86,7 +86,7 @@ pub(crate) fn start(config: Config) -> Result<(Agent, Outputs), String> {
     let flags = wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS | wire::FLAG_TRAMPOLINE_STACKS;
     let record_entries = hello_flags & flags != 0;
     let lib_path = lib.path.clone();
-    let tsc = config.tsc;
+    let tsc = config.opts.tsc;
     let me = modules::own_path().unwrap_or_default();
     let a = Agent {
         config,
@@ -104,9 +104,10 @@ pub(crate) fn start(config: Config) -> Result<(Agent, Outputs), String> {
         hello_flags,
         monotonic,
         api_names: Default::default(),
+        late,
         session: Default::default(),
     };
-    a.launches.python.set_enabled(a.config.python);
+    a.launches.python.set_enabled(a.config.opts.python == PythonMode::Auto);
     if let Err(e) = enable(&a, sub) {
         let msg = e.to_string();
         let mut m = hello(version, hello_flags);
@@ -232,7 +233,7 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
     lib.use_system_thread_ids()?;
     let _ = lib
         .set_size_attribute(ffi::CUpti_ActivityAttribute::CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, 32 << 20);
-    let c = &a.config;
+    let (c, common) = (&a.config.opts, &a.config.common);
     let mut names = wire::names::Entries::default();
     let runtime_cb = c.runtime_callbacks;
     for (domain, size) in [
@@ -250,12 +251,12 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
             names.api_name(domain as u32, cbid, name.as_bytes());
             // Launch-class calls get the entry/exit callback (launch sites, the trampoline, and
             // with api = "launches" the API call itself): no CUPTI API records are needed.
-            if c.common.stacks != config::StackMode::Off || c.api == ApiMode::Launches {
+            if common.stacks != StackMode::Off || c.api == Api::Launches {
                 capture.enable_callback(lib, domain as u32, cbid)?;
             }
         }
     }
-    if c.common.stacks != config::StackMode::Off || c.api == ApiMode::Launches {
+    if common.stacks != StackMode::Off || c.api == Api::Launches {
         for cbid in [graphs::CBID_NODE_CREATED, graphs::CBID_NODE_CLONED] {
             capture.enable_callback(lib, graphs::DOMAIN_RESOURCE, cbid)?;
         }
@@ -277,8 +278,8 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
         (c.devices, K::CUPTI_ACTIVITY_KIND_DEVICE),
         (c.devices, K::CUPTI_ACTIVITY_KIND_CONTEXT),
         (c.overhead, K::CUPTI_ACTIVITY_KIND_OVERHEAD),
-        (c.api == ApiMode::All, K::CUPTI_ACTIVITY_KIND_RUNTIME),
-        (c.api == ApiMode::All, K::CUPTI_ACTIVITY_KIND_DRIVER),
+        (c.api == Api::All, K::CUPTI_ACTIVITY_KIND_RUNTIME),
+        (c.api == Api::All, K::CUPTI_ACTIVITY_KIND_DRIVER),
     ];
     for (on, kind) in kinds {
         if on {

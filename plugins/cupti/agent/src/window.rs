@@ -96,19 +96,19 @@ fn run(a: &Agent, job: Job) {
 pub(crate) fn first(a: &Agent) {
     use xpuprof_agent_kit::wire::control::{CAUSE_ATTACH, CAUSE_START};
     let time = xpuprof_sdk::clock::now_ns();
-    let closed = a.config.paused || a.config.range.is_some();
+    let closed = a.config.opts.paused || a.config.opts.range.is_some();
     let Ok(mut c) = a.capture.lock() else { return };
     if closed {
         let _ = c.set(&a.lib, false);
         drop(c);
-        if a.config.dormancy == Dormancy::Finalize && a.config.range.is_none() {
+        if a.config.opts.dormant == Dormancy::Finalize && a.config.opts.range.is_none() {
             post(Job::Detach);
         }
         return;
     }
     c.open = true;
     drop(c);
-    let cause = if a.config.late { CAUSE_ATTACH } else { CAUSE_START };
+    let cause = if a.late { CAUSE_ATTACH } else { CAUSE_START };
     edge(a, true, cause, String::new(), time);
 }
 
@@ -128,7 +128,7 @@ pub(crate) fn from_marker(a: &Agent, open: bool, cause: u8, marker: String) {
     c.open = open;
     if !open {
         a.launches.new_epoch();
-        if a.config.range_end == crate::config::RangeEnd::Stop {
+        if a.config.opts.range_end == crate::config::RangeEnd::Stop {
             c.markers_done = true;
         }
     }
@@ -155,7 +155,7 @@ pub(crate) fn switch(a: &Agent, on: bool, cause: u8) -> Result<(), String> {
     }
     drop(c);
     edge(a, on, cause, String::new(), time);
-    if !on && a.config.dormancy == Dormancy::Finalize && a.config.range.is_none() {
+    if !on && a.config.opts.dormant == Dormancy::Finalize && a.config.opts.range.is_none() {
         detach_cupti(a);
     }
     Ok(())
