@@ -15,7 +15,7 @@ use xpuprof_sdk::model::*;
 use xpuprof_sdk::SessionInfo;
 
 use xpuprof_sdk::hash::IdMap;
-use xpuprof_toolbox::timeline::{Flows, Launches, Ready, Reorder};
+use xpuprof_toolbox::timeline::{timeline_of, Flows, Launches, Ready, Reorder};
 
 use crate::args::OpArgs;
 use crate::frames::StackFrames;
@@ -353,15 +353,11 @@ impl<W: Write> TraceWriter<W> {
             self.launches.stack(op.pid, c, l.stack, false, &mut self.ready);
             self.write_ready()?;
         }
-        let key = match op.kind {
-            DeviceOpKind::Alloc | DeviceOpKind::Free => 1 << 63 | u64::from(op.device.0),
-            _ => (u64::from(op.device.0) << 32) | u64::from(op.stream.0),
-        };
         let flow = match (op.launch, op.correlation) {
             (Some(_), Some(c)) => self.flows.end_id(op.pid, c),
             _ => None,
         };
-        match self.reorder.push(key, op.start, (op.clone(), flow)) {
+        match self.reorder.push(timeline_of(op), op.start, (op.clone(), flow)) {
             Some((op, flow)) => self.place(&op, flow),
             None => Ok(()),
         }

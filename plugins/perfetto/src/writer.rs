@@ -28,7 +28,7 @@ use std::io::{self, Write};
 use xpuprof_sdk::model::*;
 
 use xpuprof_sdk::hash::IdMap;
-use xpuprof_toolbox::timeline::{Flows, Launches, Ready, Reorder};
+use xpuprof_toolbox::timeline::{timeline_of, Flows, Launches, Ready, Reorder};
 
 use crate::event::{Event, Value, FLOW_IN, FLOW_OUT};
 use crate::intern::Interner;
@@ -42,8 +42,6 @@ use crate::tracks::Tracks;
 const SAMPLES: u64 = 9 << 60;
 /// Sequence of counter values.
 const COUNTERS: u64 = 10 << 60;
-/// Reorder timeline of a device's allocations and frees (or'ed with the device id).
-const MEMORY: u64 = 1 << 63;
 
 /// Options of the trace writer.
 #[derive(Debug, Clone)]
@@ -375,15 +373,11 @@ impl<W: Write> TraceWriter<W> {
             self.launches.stack(op.pid, c, l.stack, false, &mut self.ready);
             self.write_ready()?;
         }
-        let key = match op.kind {
-            DeviceOpKind::Alloc | DeviceOpKind::Free => MEMORY | u64::from(op.device.0),
-            _ => (u64::from(op.device.0) << 32) | u64::from(op.stream.0),
-        };
         let flow = match (op.launch, op.correlation) {
             (Some(_), Some(c)) => self.flows.end_id(op.pid, c),
             _ => None,
         };
-        match self.reorder.push(key, op.start, (op.clone(), flow)) {
+        match self.reorder.push(timeline_of(op), op.start, (op.clone(), flow)) {
             Some((op, flow)) => self.place(&op, flow),
             None => Ok(()),
         }

@@ -12,4 +12,4 @@ mod reorder;
 
 pub use flows::Flows;
 pub use launches::{Launches, Ready, HELD_CALLS, KEPT_SITES};
-pub use reorder::{Reorder, WINDOW};
+pub use reorder::{timeline_of, Reorder, WINDOW};

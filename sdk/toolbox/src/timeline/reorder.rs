@@ -11,9 +11,22 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::model::{DeviceOp, DeviceOpKind};
 
 /// Operations each timeline holds to put them in start order.
 pub const WINDOW: usize = 4096;
+
+/// Timeline of a device's allocations and frees (or'ed with the device id).
+const MEMORY: u64 = 1 << 63;
+
+/// The timeline `op` is put in order on: its device's allocations for an allocation or a free,
+/// else its stream.
+pub fn timeline_of(op: &DeviceOp) -> u64 {
+    match op.kind {
+        DeviceOpKind::Alloc | DeviceOpKind::Free => MEMORY | u64::from(op.device.0),
+        _ => (u64::from(op.device.0) << 32) | u64::from(op.stream.0),
+    }
+}
 
 /// An operation held, ordered by start, then arrival.
 #[derive(Debug)]
