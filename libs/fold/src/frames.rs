@@ -7,6 +7,8 @@
 use std::borrow::Cow;
 
 use xpuprof_sdk::model::FrameKind;
+pub use xpuprof_toolbox::python_frame::short_path;
+use xpuprof_toolbox::python_frame::PyFrameName;
 
 use super::names::basename;
 
@@ -39,18 +41,9 @@ impl FrameClass {
     }
 }
 
-/// The parts of a Python frame's text `function (file:line)`: `(function, file, line)`.
-pub fn python_parts(name: &str) -> Option<(&str, &str, &str)> {
-    let inner = name.strip_suffix(')')?;
-    let (function, place) = inner.rsplit_once(" (")?;
-    let (file, line) = place.rsplit_once(':')?;
-    let digits = !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit());
-    (digits && !file.is_empty()).then_some((function, file, line))
-}
-
 /// True for a frame of interpreted code: no address (a synthetic frame) named `function (file:line)`.
 pub fn is_python_frame(kind: FrameKind, name: &str) -> bool {
-    kind == FrameKind::Synthetic && python_parts(name).is_some()
+    kind == FrameKind::Synthetic && PyFrameName::parse(name).is_some()
 }
 
 /// True when the module at `path` is a Python interpreter: its shared library (`libpython3.12.so.1.0`)
@@ -63,40 +56,6 @@ pub fn is_interpreter_module(path: &str) -> bool {
     let Some(version) = name.strip_prefix("python") else { return false };
     let version = version.strip_suffix('d').unwrap_or(version);
     version.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-}
-
-/// The file of a Python frame as people name it: the part after `site-packages/` or
-/// `dist-packages/` (`transformers/models/qwen3/modeling_qwen3.py`), else after the standard
-/// library's directory (`/usr/lib/python3.12/threading.py` → `threading.py`), else as it is.
-pub fn short_path(file: &str) -> &str {
-    for dir in ["site-packages/", "dist-packages/"] {
-        if let Some(at) = file.rfind(dir) {
-            return &file[at + dir.len()..];
-        }
-    }
-    // `…/lib/pythonX.Y/`: the standard library.
-    let mut rest = file;
-    let mut offset = 0;
-    while let Some(at) = rest.find("/lib/python") {
-        let after = &rest[at + "/lib/python".len()..];
-        let version_len = after.bytes().take_while(|b| b.is_ascii_digit() || *b == b'.').count();
-        if version_len > 0 && after[version_len..].starts_with('/') {
-            return &file[offset + at + "/lib/python".len() + version_len + 1..];
-        }
-        offset += at + 1;
-        rest = &rest[at + 1..];
-    }
-    file
-}
-
-/// A Python frame's text with its file shortened by [`short_path`].
-pub fn short_python_frame(name: &str) -> Cow<'_, str> {
-    match python_parts(name) {
-        Some((function, file, line)) if short_path(file).len() != file.len() => {
-            Cow::Owned(format!("{function} ({}:{line})", short_path(file)))
-        }
-        _ => Cow::Borrowed(name),
-    }
 }
 
 /// Marks the end of a name cut to its width.
@@ -231,6 +190,7 @@ fn elide_templates(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xpuprof_toolbox::python_frame::short_frame;
 
     #[test]
     fn python_frames_are_synthetic_and_named_with_a_place() {
@@ -264,10 +224,10 @@ mod tests {
         assert_eq!(short_path("/home/u/lib/pythonic/train.py"), "/home/u/lib/pythonic/train.py");
         assert_eq!(short_path("/home/u/train.py"), "/home/u/train.py");
         assert_eq!(
-            short_python_frame(&format!("Qwen3Attention.forward ({qwen}:307)")),
+            short_frame(&format!("Qwen3Attention.forward ({qwen}:307)")),
             "Qwen3Attention.forward (transformers/models/qwen3/modeling_qwen3.py:307)"
         );
-        assert!(matches!(short_python_frame("main (/w/t.py:3)"), Cow::Borrowed(_)));
+        assert!(matches!(short_frame("main (/w/t.py:3)"), Cow::Borrowed(_)));
     }
 
     #[test]

@@ -4,11 +4,10 @@
 
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::*;
+use xpuprof_toolbox::python_frame::{short_frame, PyFrameName};
 use xpuprof_toolbox::Definitions as Defs;
 
-use super::frames::{
-    cut_cpp_name, is_interpreter_module, is_python_frame, python_parts, short_python_frame, FrameClass,
-};
+use super::frames::{cut_cpp_name, is_interpreter_module, is_python_frame, FrameClass};
 use super::names::{basename, sanitize_frame};
 use super::options::{FoldedOptions, Frames};
 
@@ -174,7 +173,7 @@ impl<'a> StackRenderer<'a> {
             }
         };
         let class = if is_python_frame(f.kind, &raw) {
-            let file = python_parts(&raw).map_or("", |(_, file, _)| file);
+            let file = PyFrameName::parse(&raw).map_or("", |p| p.file);
             if self.opts.fold_files.iter().any(|p| file.ends_with(p.as_str())) {
                 FrameClass::PythonPlumbing
             } else {
@@ -208,7 +207,7 @@ impl<'a> StackRenderer<'a> {
             let shown = if !user {
                 item.raw.clone()
             } else if item.class == FrameClass::Python {
-                short_python_frame(&item.raw).into_owned()
+                short_frame(&item.raw).into_owned()
             } else if matches!(item.class, FrameClass::Native | FrameClass::Runtime) {
                 cut_cpp_name(&item.raw, self.opts.name_width).into_owned()
             } else {
