@@ -57,10 +57,18 @@ impl AgentCore {
         }
     }
 
-    /// The launch-site path's view of the settings every agent takes.
+    /// The launch-site path's view of the settings every agent takes: launch entries are
+    /// recorded unless launch stacks are off.
     pub fn sites<'a>(&'a self, common: &Common) -> Sites<'a> {
+        self.sites_recording(common, common.stacks != StackMode::Off)
+    }
+
+    /// [`AgentCore::sites`] of an agent that records launch entries when `record_entries` says
+    /// so, whatever the stacks (the CUPTI agent also records them to time API calls from its
+    /// callbacks).
+    pub fn sites_recording<'a>(&'a self, common: &Common, record_entries: bool) -> Sites<'a> {
         Sites {
-            record_entries: common.stacks != StackMode::Off,
+            record_entries,
             stacks: common.stacks.agent_walks(),
             max_depth: common.max_depth,
             own_code: &self.own_code,

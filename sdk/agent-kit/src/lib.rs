@@ -61,8 +61,8 @@
 //! core.launches.exit(result);
 //! ```
 //!
-//! The ROCm agent (`plugins/rocm/agent`) is a complete example; the CUPTI agent
-//! (`plugins/cupti/agent`) predates [`AgentCore`] and holds the same parts itself.
+//! The ROCm agent (`plugins/rocm/agent`) is a complete example; the CUPTI and Level Zero agents
+//! (`plugins/cupti/agent`, `plugins/levelzero/agent`) hold the same [`AgentCore`].
 
 pub mod agent;
 pub mod buffers;

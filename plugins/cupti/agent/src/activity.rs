@@ -84,11 +84,11 @@ impl Framer {
         strings.put_strings(&mut out);
         names.put_api_names(&mut out);
         if !out.is_empty() {
-            agent.channel.push(Chunk::Bytes(out));
+            agent.core.channel.push(Chunk::Bytes(out));
         }
         let mut head = Vec::with_capacity(16 + sizes.len() * 2);
         wire::records::put_head(&mut head, &sizes, valid);
-        agent.channel.push(Chunk::Records(head, buf));
+        agent.core.channel.push(Chunk::Records(head, buf));
     }
 }
 

@@ -2,20 +2,12 @@
 //! pair, and the API entry/exit callback on launch-class calls.
 
 use std::os::raw::c_void;
-use std::sync::atomic::Ordering;
 
 use xpuprof_agent_kit::buffers::Buffer;
-use xpuprof_agent_kit::channel::Chunk;
-use xpuprof_agent_kit::{stack, trampoline, wire};
+use xpuprof_agent_kit::{stack, trampoline};
 
 use crate::sys::ffi::{self, DOMAIN_DRIVER, DOMAIN_RUNTIME};
-use crate::{activity, agent, graphs, markers, window, Agent};
-
-/// Queues every thread's pending launch sites (and a fresh module map first when a stack used
-/// an address outside the known modules).
-pub(crate) fn drain_launches(a: &Agent) {
-    a.launches.drain_to(&a.channel, &a.known, &a.clock);
-}
+use crate::{activity, agent, graphs, markers, window};
 
 pub(crate) unsafe extern "C" fn monotonic_ns() -> u64 {
     xpuprof_sdk::clock::now_ns()
@@ -28,7 +20,7 @@ pub(crate) unsafe extern "C" fn buffer_requested(
     size: *mut usize,
     max_records: *mut usize,
 ) {
-    let (p, n) = agent().map(|a| a.channel.pool().get()).unwrap_or((std::ptr::null_mut(), 0));
+    let (p, n) = agent().map(|a| a.core.channel.pool().get()).unwrap_or((std::ptr::null_mut(), 0));
     // SAFETY: CUPTI passes valid pointers to write the buffer, its size and the record limit.
     unsafe {
         *buffer = p;
@@ -51,7 +43,7 @@ pub(crate) unsafe extern "C" fn buffer_completed(
         return;
     }
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        drain_launches(a);
+        a.core.drain_launches();
         // SAFETY: `buf` came from our pool with capacity `size`; CUPTI filled `valid` bytes.
         let owned = unsafe { Buffer::from_raw(buf, size, valid) };
         if valid > 0 {
@@ -59,14 +51,11 @@ pub(crate) unsafe extern "C" fn buffer_completed(
                 f.get_or_insert_with(Default::default).frame(a, owned);
             }
         } else {
-            a.channel.pool().put(owned);
+            a.core.channel.pool().put(owned);
         }
         if let Ok(n) = a.lib.dropped(ctx, stream) {
             if n > 0 {
-                a.dropped.fetch_add(n as u64, Ordering::Relaxed);
-                let mut m = Vec::new();
-                wire::put_dropped(&mut m, n as u64, xpuprof_sdk::clock::now_ns());
-                a.channel.push(Chunk::Bytes(m));
+                a.core.send_dropped(n as u64);
             }
         }
     }));
@@ -117,7 +106,7 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
     let d = unsafe { &*(data as *const ffi::CUpti_CallbackData) };
     if d.callbackSite == ffi::CUpti_ApiCallbackSite::CUPTI_API_ENTER {
         graphs::enter(d.correlationId, d.symbolName);
-        let outer = a.launches.enter(&a.sites(), domain as u8, cbid, d.correlationId, regs);
+        let outer = a.core.launches.enter(&a.sites(), domain as u8, cbid, d.correlationId, regs);
         if let Some(start) = outer.filter(|_| a.config.common.stacks.trampoline()) {
             trampoline::call(&start, xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);
         }
@@ -130,6 +119,6 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
             // (cudaError_t / CUresult, both 32-bit enums).
             unsafe { *(d.functionReturnValue as *const u32) }
         };
-        a.launches.exit(result);
+        a.core.launches.exit(result);
     }
 }

@@ -162,7 +162,7 @@ pub extern "C" fn xpuprof_cupti_capture(on: c_int) -> c_int {
     match c.set(&a.lib, on != 0) {
         Ok(was_on) => {
             if was_on && on == 0 {
-                a.launches.new_epoch();
+                a.core.launches.new_epoch();
             }
             c_int::from(was_on)
         }

@@ -18,7 +18,7 @@ pub fn finish(a: &Agent) {
         if !detached {
             let _ = a.lib.flush_all(crate::sys::ffi::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         }
-        crate::drain_launches(a);
+        a.core.drain_launches();
         if open {
             let mut m = Vec::new();
             WindowEdge {
@@ -28,7 +28,7 @@ pub fn finish(a: &Agent) {
                 marker: String::new(),
             }
             .encode(&mut m);
-            a.channel.push(Chunk::Bytes(m));
+            a.core.channel.push(Chunk::Bytes(m));
         }
         if let Some(line) = a.capture.lock().ok().and_then(|c| c.report()) {
             crate::say(&line);

@@ -118,7 +118,7 @@ pub unsafe fn on_resource(a: &Agent, cbid: u32, data: *const c_void) {
             Err(_) => return,
         }
     }
-    a.channel.push(Chunk::Bytes(m));
+    a.core.channel.push(Chunk::Bytes(m));
 }
 
 #[cfg(test)]

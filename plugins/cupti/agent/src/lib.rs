@@ -41,15 +41,11 @@ pub mod sys;
 mod window;
 
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use config::Config;
 use sys::Lib;
-use xpuprof_agent_kit::channel::Channel;
-use xpuprof_agent_kit::{launches, modules, timestamps};
-
-pub(crate) use callbacks::drain_launches;
+use xpuprof_agent_kit::{launches, AgentCore};
 
 /// The agent's name in messages.
 pub(crate) const NAME: &str = "cupti agent";
@@ -61,22 +57,11 @@ pub struct Agent {
     pub config: Config,
     /// libcupti.
     pub lib: Lib,
-    /// Output queue (it also owns the activity buffers).
-    pub channel: Arc<Channel>,
-    /// Launch buffers.
-    pub launches: launches::Registry,
-    /// Module ranges known to the host.
-    pub known: modules::Known,
-    /// Converts launch-entry timestamps to the session clock.
-    pub clock: timestamps::Clock,
-    /// Records CUPTI reported dropped.
-    pub dropped: AtomicU64,
+    /// The channel (it also owns the activity buffers), launch registry, known modules, clock,
+    /// own code (libcupti, this agent: left off launch stacks), CUPTI's drops and the sender.
+    pub core: AgentCore,
     /// Launch entries are recorded (agent stacks, or API calls from callbacks).
     pub record_entries: bool,
-    /// Code of the profiler itself (libcupti, this agent): leading launch-stack frames inside
-    /// it are the instrumentation, not the program, and are left out.
-    pub own_code: Vec<(u64, u64)>,
-    pub(crate) sender: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     /// What is turned on, to pause and resume ([`capture`]), and the window state ([`window`]).
     pub(crate) capture: capture::State,
     /// CUPTI's API version (the hello's).
@@ -96,13 +81,7 @@ pub struct Agent {
 impl Agent {
     /// The launch-site path's view of the settings.
     pub fn sites(&self) -> launches::Sites<'_> {
-        launches::Sites {
-            record_entries: self.record_entries,
-            stacks: self.config.common.stacks.agent_walks(),
-            max_depth: self.config.common.max_depth,
-            own_code: &self.own_code,
-            known: &self.known,
-        }
+        self.core.sites_recording(&self.config.common, self.record_entries)
     }
 }
 
@@ -113,7 +92,7 @@ pub(crate) fn say(msg: &str) {
     xpuprof_agent_kit::say(NAME, msg);
 }
 
-fn agent() -> Option<&'static Agent> {
+pub(crate) fn agent() -> Option<&'static Agent> {
     AGENT.get().and_then(Option::as_ref)
 }
 

@@ -12,7 +12,6 @@
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use xpuprof_agent_kit::channel::{Chunk, Outputs};
@@ -100,23 +99,26 @@ pub(crate) fn begin(a: &'static Agent, outputs: Outputs) -> Result<(), String> {
         return Err("this process is already recorded by another xpuprof session".into());
     }
     if s.count > 0 {
-        a.channel.reopen();
-        a.launches.new_session();
+        a.core.channel.reopen();
+        a.core.launches.new_session();
         if let Ok(mut f) = crate::activity::FRAMER.lock() {
             *f = None;
         }
     }
-    let mut first = crate::start::hello(a.version, a.hello_flags);
-    first.extend_from_slice(&a.known.refresh());
+    let mut first = Vec::new();
     if !a.monotonic {
         crate::start::clock_pair(a, &mut first);
     }
     if let Ok(names) = a.api_names.lock() {
         first.extend_from_slice(&names);
     }
-    a.channel.push(Chunk::Bytes(first));
+    a.core.hello(&wire::Hello::new(a.version, a.hello_flags), &first);
     let control = outputs.control();
-    *a.sender.lock().map_err(|_| "poisoned")? = Some(crate::start::spawn_sender(a.channel.clone(), outputs));
+    a.core.start_sender("xpuprof-cupti", outputs, || {
+        if let Some(a) = crate::agent() {
+            a.core.drain_launches();
+        }
+    })?;
     let number = s.count + 1;
     if let Some(c) = control.as_ref().and_then(|c| c.try_clone().ok()) {
         xpuprof_agent_kit::control::spawn("cupti", c, move |cmd| {
@@ -162,8 +164,9 @@ pub(crate) fn end(a: &Agent) {
     }
 }
 
-/// Sends the totals and the goodbye, waits for the sender and closes the connection (once per
-/// session; at exit too).
+/// Sends CUPTI's drops, then the kit's last words (pending launch sites, Python counts, the
+/// totals and the goodbye; waits for the sender), and closes the connection (once per session;
+/// at exit too).
 pub(crate) fn goodbye(a: &Agent) {
     let control = {
         let Ok(mut s) = a.session.lock() else { return };
@@ -173,30 +176,18 @@ pub(crate) fn goodbye(a: &Agent) {
         s.connected = false;
         s.control.take()
     };
-    crate::drain_launches(a);
-    let mut m = Vec::new();
     if a.capture.lock().is_ok_and(|c| !c.detached) {
-        if let Ok(n) = a.lib.dropped(std::ptr::null_mut(), 0) {
-            if n > 0 {
-                wire::put_dropped(&mut m, n as u64, xpuprof_sdk::clock::now_ns());
-            }
+        if let Some(n) = a.lib.dropped(std::ptr::null_mut(), 0).ok().filter(|&n| n > 0) {
+            let mut m = Vec::new();
+            wire::put_dropped(&mut m, n as u64, xpuprof_sdk::clock::now_ns());
+            a.core.channel.push(Chunk::Bytes(m));
         }
     }
-    a.launches.python.put_counts(&mut m);
-    if !m.is_empty() {
-        a.channel.push(Chunk::Bytes(m));
-    }
-    let (launches, stacks) = a.launches.totals();
-    let sender = a.sender.lock().ok().and_then(|mut s| s.take());
-    a.channel.goodbye(launches, stacks, sender, Duration::from_secs(10));
+    let totals = a.core.finish(Duration::from_secs(10));
     if let Some(c) = control {
         let _ = c.shutdown(std::net::Shutdown::Both);
     }
     if a.config.common.verbose {
-        say(&format!(
-            "{launches} launch sites, {stacks} distinct stacks, {} bytes sent, {} records dropped by CUPTI",
-            a.channel.written.load(Ordering::Relaxed),
-            a.dropped.load(Ordering::Relaxed)
-        ));
+        say(&a.core.summary(totals, "CUPTI"));
     }
 }

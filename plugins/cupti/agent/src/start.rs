@@ -2,17 +2,16 @@
 //! record kinds and the launch callbacks. Every failure is one message, sent to the host when it
 //! is reachable (which shows it) and otherwise printed once on stderr.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use xpuprof_agent_kit::channel::{Channel, Chunk, Outputs};
-use xpuprof_agent_kit::{launches, modules, timestamps, wire};
+use xpuprof_agent_kit::{modules, timestamps, wire, AgentCore};
 
 use crate::callbacks::{buffer_completed, buffer_requested, monotonic_ns, on_api};
 use crate::config::{Api, Config, PythonMode, StackMode};
 use crate::sys::ffi::{self, CUpti_ActivityKind as K, DOMAIN_DRIVER, DOMAIN_RUNTIME};
 use crate::sys::{self, Lib};
-use crate::{drain_launches, graphs, loader, Agent, AGENT, NAME};
+use crate::{graphs, loader, Agent, NAME};
 
 /// Oldest CUPTI API version the decoder knows (CUDA 12.0).
 const MIN_CUPTI_VERSION: u32 = 19;
@@ -43,7 +42,6 @@ fn load_cupti() -> Result<Lib, String> {
 /// stored). Errors are sent to the host when it is reachable.
 pub(crate) fn start(config: Config, late: bool) -> Result<(Agent, Outputs), String> {
     let outputs = connect(&config)?;
-    let channel = Arc::new(Channel::new(NAME, config.common.buffer_bytes));
     let mut hello_flags = 0;
     let lib = match load_cupti() {
         Ok(l) => l,
@@ -85,20 +83,14 @@ pub(crate) fn start(config: Config, late: bool) -> Result<(Agent, Outputs), Stri
     // announce each launch whose stack the eBPF source sends (so the host waits for it).
     let flags = wire::FLAG_AGENT_STACKS | wire::FLAG_API_FROM_CALLBACKS | wire::FLAG_TRAMPOLINE_STACKS;
     let record_entries = hello_flags & flags != 0;
-    let lib_path = lib.path.clone();
-    let tsc = config.opts.tsc;
     let me = modules::own_path().unwrap_or_default();
+    let mut core = AgentCore::new(NAME, config.common.buffer_bytes, modules::ranges_of(&[&lib.path, &me]));
+    core.clock = timestamps::Clock::new(config.opts.tsc);
     let a = Agent {
         config,
         lib,
-        channel: channel.clone(),
-        launches: launches::Registry::default(),
-        known: modules::Known::default(),
-        clock: timestamps::Clock::new(tsc),
-        dropped: AtomicU64::new(0),
+        core,
         record_entries,
-        own_code: modules::ranges_of(&[&lib_path, &me]),
-        sender: std::sync::Mutex::new(None),
         capture: Default::default(),
         version,
         hello_flags,
@@ -107,23 +99,23 @@ pub(crate) fn start(config: Config, late: bool) -> Result<(Agent, Outputs), Stri
         late,
         session: Default::default(),
     };
-    a.launches.python.set_enabled(a.config.opts.python == PythonMode::Auto);
+    a.core.launches.python.set_enabled(a.config.opts.python == PythonMode::Auto);
     if let Err(e) = enable(&a, sub) {
         let msg = e.to_string();
         let mut m = hello(version, hello_flags);
         put_error(&mut m, &msg);
-        channel.push(Chunk::Bytes(m));
-        channel.close();
+        a.core.channel.push(Chunk::Bytes(m));
+        a.core.channel.close();
         if outputs.socket.is_some() {
             REPORTED.store(true, Ordering::Relaxed);
         }
-        run_sender_inline(&a, outputs);
+        a.core.channel.run(outputs, || {});
         return Err(msg);
     }
     Ok((a, outputs))
 }
 
-pub(crate) fn hello(version: u32, flags: u32) -> Vec<u8> {
+fn hello(version: u32, flags: u32) -> Vec<u8> {
     let mut b = Vec::new();
     wire::Hello::new(version, flags).encode(&mut b);
     b
@@ -144,31 +136,6 @@ pub(crate) fn send_error_now(outputs: Outputs, msg: &str) {
     ch.push(Chunk::Bytes(m));
     ch.close();
     ch.run(outputs, || {});
-}
-
-fn run_sender_inline(a: &Agent, outputs: Outputs) {
-    a.channel.run(outputs, || {});
-}
-
-pub(crate) fn spawn_sender(channel: Arc<Channel>, outputs: Outputs) -> std::thread::JoinHandle<()> {
-    std::thread::Builder::new()
-        .name("xpuprof-cupti".into())
-        .spawn(move || {
-            let Some(a) = agent_wait() else { return };
-            channel.run(outputs, || drain_launches(a));
-        })
-        .expect("failed to spawn the xpuprof sender thread")
-}
-
-/// The sender may start before `AGENT` is set: wait for it.
-fn agent_wait() -> Option<&'static Agent> {
-    for _ in 0..1000 {
-        if let Some(s) = AGENT.get() {
-            return s.as_ref();
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    None
 }
 
 pub(crate) fn clock_pair(a: &Agent, out: &mut Vec<u8>) {

@@ -27,7 +27,7 @@ use crate::callbacks::{buffer_completed, buffer_requested, monotonic_ns, on_api}
 use crate::capture::Capture;
 use crate::config::Dormancy;
 use crate::sys::ffi::{self, DOMAIN_DRIVER, DOMAIN_RUNTIME};
-use crate::{agent, drain_launches, say, Agent};
+use crate::{agent, say, Agent};
 
 /// How long a closing window waits for the kernels launched inside it to finish before the
 /// flush (kernels still running after it are reported by the next window, or lost at a detach).
@@ -127,7 +127,7 @@ pub(crate) fn from_marker(a: &Agent, open: bool, cause: u8, marker: String) {
     }
     c.open = open;
     if !open {
-        a.launches.new_epoch();
+        a.core.launches.new_epoch();
         if a.config.opts.range_end == crate::config::RangeEnd::Stop {
             c.markers_done = true;
         }
@@ -151,7 +151,7 @@ pub(crate) fn switch(a: &Agent, on: bool, cause: u8) -> Result<(), String> {
         .map_err(|e| format!("cannot {} collection: {e}", if on { "resume" } else { "pause" }))?;
     c.open = on;
     if !on {
-        a.launches.new_epoch();
+        a.core.launches.new_epoch();
     }
     drop(c);
     edge(a, on, cause, String::new(), time);
@@ -170,11 +170,11 @@ fn edge(a: &Agent, open: bool, cause: u8, marker: String, time: u64) {
         if !detached {
             let _ = a.lib.flush_all(ffi::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         }
-        drain_launches(a);
+        a.core.drain_launches();
     }
     let mut m = Vec::new();
     WindowEdge { open, cause, time, marker }.encode(&mut m);
-    a.channel.push(Chunk::Bytes(m));
+    a.core.channel.push(Chunk::Bytes(m));
 }
 
 /// Subscribes again after a detach and restores what the agent registered at start.
