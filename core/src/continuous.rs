@@ -23,7 +23,7 @@ use crate::host::{Registry, SourceBatch};
 use crate::pipeline::sinks::{SinkResults, Sinks};
 use crate::pipeline::{Pipeline, PipelineStats};
 use crate::runas::RunAs;
-use crate::session::{self, RecordOptions, SessionError, SessionOutcome};
+use crate::session::{self, RecordOptions, SessionError, SessionOutcome, TICK};
 use crate::window::Span;
 use crate::{outdir, signals, target};
 
@@ -34,9 +34,6 @@ enum Rotation {
     /// The window closed: finish the sinks and send back what they wrote.
     Close(SyncSender<SinkResults>),
 }
-
-/// How often the pipeline releases what waited (as in a normal session).
-const TICK: Duration = Duration::from_millis(200);
 
 /// The pipeline thread of a continuous session.
 fn spawn_pipeline(

@@ -379,7 +379,7 @@ pub(crate) type WorkerResult = (PipelineStats, SinkResults);
 pub(crate) const SOURCE_QUEUE: usize = 256;
 
 /// How often the pipeline releases what waited and lets the sinks flush, under load too.
-const TICK: Duration = Duration::from_millis(200);
+pub(crate) const TICK: Duration = Duration::from_millis(200);
 
 /// Runs the pipeline on its own thread (each sink has its own too) until every source is gone.
 pub(crate) fn spawn_pipeline(
