@@ -187,6 +187,5 @@ pub(crate) fn permission_hint(pid: u32) -> String {
 
 /// The real uid process `pid` runs as.
 fn owner(pid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find_map(|l| l.strip_prefix("Uid:")?.split_whitespace().next()?.parse().ok())
+    crate::target::status_field(pid, pid, "Uid")?.split_whitespace().next()?.parse().ok()
 }

@@ -56,7 +56,7 @@ pub fn dl_functions(pid: u32, maps: &[Mapping]) -> Result<DlFunctions, InjectErr
 }
 
 /// One field of `/proc/PID/task/TID/status` (or `/proc/PID/status` with `tid == pid`).
-fn status_field(pid: u32, tid: u32, key: &str) -> Option<String> {
+pub(crate) fn status_field(pid: u32, tid: u32, key: &str) -> Option<String> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).ok()?;
     text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(':').map(|v| v.trim().to_owned()))
 }
