@@ -1,6 +1,6 @@
 //! Capture windows, attach and trigger at the command line: bad input is a usage error with one
 //! clear message, and a source that cannot pause or attach is named (the eBPF end-to-end tests
-//! of the windows themselves are in plugins/ebpf-cpu/tests/ebpf/windows.rs).
+//! of the windows themselves are in plugins/ebpf/tests/ebpf/windows.rs).
 
 use super::common::*;
 
