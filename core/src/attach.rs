@@ -118,15 +118,6 @@ pub fn hold_target(pid: u32) -> Option<File> {
     lock_target(pid).ok()
 }
 
-/// The command line of `pid`, for the outputs.
-fn command_of(pid: u32) -> Vec<String> {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    raw.split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect()
-}
-
 /// Runs an attach session.
 pub fn attach(opts: &AttachOptions) -> Result<SessionOutcome, SessionError> {
     signals::install();
@@ -144,7 +135,7 @@ pub fn attach(opts: &AttachOptions) -> Result<SessionOutcome, SessionError> {
         session::checked_capture_plugins(&reg, &opts.sources, &opts.sinks, opts.config.as_ref())?;
     let out = outdir::prepare(&opts.output_dir)?;
     session::report_removed(&out);
-    let command = command_of(pid);
+    let command = xpuprof_toolbox::procfs::command_line(pid);
     let start = xpuprof_sdk::clock::now_ns();
     let mut table =
         session::session_table(&opts.output_dir, &command, &opts.sources, &opts.sinks, start, opts.verbosity);

@@ -3,25 +3,14 @@
 
 use std::collections::HashMap;
 
+pub use xpuprof_toolbox::procfs::parent_of;
+
 /// The parent of every process now running, from `/proc/PID/stat`.
 fn parents() -> HashMap<u32, u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return HashMap::new() };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|pid| Some((pid, parent_of(pid)?)))
         .collect()
-}
-
-/// The parent pid of `pid`, or `None` when it is gone.
-pub fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_ppid(&stat)
-}
-
-/// The ppid field of a `/proc/PID/stat` line (the command in parentheses may hold spaces and
-/// parentheses itself, so the fields are counted from the last `)`).
-fn parse_ppid(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// `root` followed by its descendants now running, parents before their children.
@@ -46,12 +35,7 @@ pub fn tree(root: u32) -> Vec<u32> {
 /// The command line of `pid`, its arguments joined by spaces (its `comm` when the command line
 /// is empty, as for a kernel thread or a zombie).
 pub fn command_of(pid: u32) -> String {
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let args: Vec<String> = cmdline
-        .split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
+    let args = xpuprof_toolbox::procfs::command_line(pid);
     if !args.is_empty() {
         return args.join(" ");
     }
@@ -61,12 +45,6 @@ pub fn command_of(pid: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ppid_is_read_after_a_command_with_parentheses_and_spaces() {
-        assert_eq!(parse_ppid("42 (a (b) c) S 7 42 42 0 -1"), Some(7));
-        assert_eq!(parse_ppid("garbage"), None);
-    }
 
     #[test]
     fn the_tree_of_this_process_holds_a_child_it_started() {

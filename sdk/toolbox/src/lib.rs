@@ -12,6 +12,7 @@
 //!   process, the decoder thread, finding and preloading the agent), for GPU sources.
 //! - [`kernel_name`]: short kernel names for tables and frames, and the stable id that finds the
 //!   full name again.
+//! - [`procfs`]: a process's parent and command line, read from `/proc`.
 //! - [`python`]: the `python = "auto" | "off"` switch and the Python frames of agents' stacks.
 //! - [`python_frame`]: Python frame names (`function (file:line)`) read back, and their files
 //!   shortened to the package for tables and flame graphs.
@@ -33,6 +34,7 @@ pub mod kernel_name;
 pub mod launch_stacks;
 pub mod normalise;
 pub mod printable;
+pub mod procfs;
 pub mod python;
 pub mod python_frame;
 pub mod timeline;

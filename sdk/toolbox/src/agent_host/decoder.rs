@@ -349,10 +349,7 @@ impl<C: Conn> AgentDecoder<C> {
 
 /// The parent of process `pid` (0 when it is gone or unreadable).
 pub fn parent_of(pid: u32) -> u32 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("PPid:").map(|v| v.trim().parse().unwrap_or(0))))
-        .unwrap_or(0)
+    crate::procfs::parent_of(pid).unwrap_or(0)
 }
 
 #[cfg(test)]
