@@ -89,7 +89,7 @@ else
     add "$f" "lib/xpuprof/plugins/$(basename "$f")" 0755
   done
   for f in libxpuprof_agent.so libxpuprof_agent.a; do
-    [ -f "$out/$f" ] || die "$out/$f is missing: build the C agent kit (cargo build -p xpuprof-agent-c) or the workspace"
+    [ -f "$out/$f" ] || die "$out/$f is missing: build the C agent kit (cargo build -p xpuprof-agent-kit-c) or the workspace"
   done
   add "$out/libxpuprof_agent.so" lib/libxpuprof_agent.so 0755
   add "$out/libxpuprof_agent.a" lib/libxpuprof_agent.a 0644

@@ -1,4 +1,4 @@
-//! # xpuprof-agent-c: the agent kit behind `xpuprof/agent.h`
+//! # xpuprof-agent-kit-c: the agent kit behind `xpuprof/agent.h`
 //!
 //! C and C++ in-target agents of third-party accelerators link `libxpuprof_agent.so` (or the
 //! static `libxpuprof_agent.a`) and get, unchanged, what xpuprof's own agents run on
