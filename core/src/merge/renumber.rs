@@ -13,6 +13,7 @@ use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
 
 use super::align::Alignment;
+use crate::pipeline::intern::SourceIds;
 
 /// Largest pid Linux gives (`pid_max` is at most 2^22); renumbered pids lie above it.
 const PID_LIMIT: u32 = 1 << 22;
@@ -46,58 +47,17 @@ impl Space {
 pub struct Recording {
     index: usize,
     pub align: Alignment,
-    strs: IdMap<u32, StrId>,
-    devices: IdMap<u32, DeviceId>,
-    streams: IdMap<u32, StreamId>,
-    modules: IdMap<u32, ModuleId>,
-    frames: IdMap<u32, FrameId>,
-    stacks: IdMap<u32, StackId>,
+    /// Its ids in the merged space, looked up as the pipeline looks up a source's (references
+    /// to ids the recording never defined become none and are counted there).
+    ids: SourceIds,
     pids: IdMap<u32, u32>,
-    /// References to ids the recording never defined (they become none).
-    pub dangling: u64,
-}
-
-macro_rules! map {
-    ($fn:ident, $field:ident, $ty:ident) => {
-        #[inline]
-        fn $fn(&mut self, id: $ty) -> $ty {
-            if id.is_none() {
-                return id;
-            }
-            match self.$field.get(&id.0) {
-                Some(g) => *g,
-                None => {
-                    self.dangling += 1;
-                    $ty::NONE
-                }
-            }
-        }
-    };
 }
 
 impl Recording {
     /// Recording number `index` of the merge, moved by `align`.
     pub fn new(index: usize, align: Alignment) -> Self {
-        Self {
-            index,
-            align,
-            strs: IdMap::default(),
-            devices: IdMap::default(),
-            streams: IdMap::default(),
-            modules: IdMap::default(),
-            frames: IdMap::default(),
-            stacks: IdMap::default(),
-            pids: IdMap::default(),
-            dangling: 0,
-        }
+        Self { index, align, ids: SourceIds::default(), pids: IdMap::default() }
     }
-
-    map!(str, strs, StrId);
-    map!(device, devices, DeviceId);
-    map!(stream, streams, StreamId);
-    map!(module, modules, ModuleId);
-    map!(frame, frames, FrameId);
-    map!(stack, stacks, StackId);
 
     /// The merged pid of this recording's `pid` (0, machine-wide, stays 0).
     fn pid(&mut self, space: &mut Space, pid: u32) -> u32 {
@@ -137,7 +97,7 @@ impl Recording {
             Record::Str(mut d) => {
                 let next = StrId(space.strs.len() as u32 + 1);
                 let g = *space.strs.entry(d.text.as_str().into()).or_insert(next);
-                self.strs.insert(d.id.0, g);
+                self.ids.strs.insert(d.id.0, g);
                 if g != next {
                     return;
                 }
@@ -146,48 +106,58 @@ impl Recording {
             }
             Record::Process(d) => {
                 let pid = self.pid(space, d.pid);
-                let (command, host, name) = (self.str(d.command), self.str(d.host), self.str(d.name));
+                let (command, host, name) =
+                    (self.ids.str(d.command), self.ids.str(d.host), self.ids.str(d.name));
                 Record::Process(d.pid(pid).command(command).host(host).name(name))
             }
             Record::Thread(d) => {
-                let (pid, name) = (self.pid(space, d.pid), self.str(d.name));
+                let (pid, name) = (self.pid(space, d.pid), self.ids.str(d.name));
                 Record::Thread(d.pid(pid).name(name))
             }
             Record::Device(d) => {
                 let id = DeviceId(space.fresh(DEVICE));
-                self.devices.insert(d.id.0, id);
-                let (name, arch, vendor, parent) =
-                    (self.str(d.name), self.str(d.arch), self.str(d.vendor_name), self.device(d.parent));
+                self.ids.devices.insert(d.id.0, id);
+                let (name, arch, vendor, parent) = (
+                    self.ids.str(d.name),
+                    self.ids.str(d.arch),
+                    self.ids.str(d.vendor_name),
+                    self.ids.device(d.parent),
+                );
                 Record::Device(d.id(id).name(name).arch(arch).vendor_name(vendor).parent(parent))
             }
             Record::Stream(d) => {
                 let id = StreamId(space.fresh(STREAM));
-                self.streams.insert(d.id.0, id);
-                let (device, pid, name, parent) =
-                    (self.device(d.device), self.pid(space, d.pid), self.str(d.name), self.stream(d.parent));
+                self.ids.streams.insert(d.id.0, id);
+                let (device, pid, name, parent) = (
+                    self.ids.device(d.device),
+                    self.pid(space, d.pid),
+                    self.ids.str(d.name),
+                    self.ids.stream(d.parent),
+                );
                 Record::Stream(d.id(id).device(device).pid(pid).name(name).parent(parent))
             }
             Record::Module(d) => {
                 let id = ModuleId(space.fresh(MODULE));
-                self.modules.insert(d.id.0, id);
-                let path = self.str(d.path);
+                self.ids.modules.insert(d.id.0, id);
+                let path = self.ids.str(d.path);
                 Record::Module(d.id(id).path(path))
             }
             Record::Frame(d) => {
                 let id = FrameId(space.fresh(FRAME));
-                self.frames.insert(d.id.0, id);
-                let (module, pid, name) = (self.module(d.module), self.pid(space, d.pid), self.str(d.name));
-                let inlined = d.inlined.iter().map(|s| self.str(*s)).collect::<Vec<_>>();
+                self.ids.frames.insert(d.id.0, id);
+                let (module, pid, name) =
+                    (self.ids.module(d.module), self.pid(space, d.pid), self.ids.str(d.name));
+                let inlined = d.inlined.iter().map(|s| self.ids.str(*s)).collect::<Vec<_>>();
                 Record::Frame(d.id(id).module(module).pid(pid).name(name).inlined(inlined))
             }
             Record::Stack(d) => {
                 let id = StackId(space.fresh(STACK));
-                self.stacks.insert(d.id.0, id);
-                let frames = d.frames.iter().map(|f| self.frame(*f)).collect::<Vec<_>>();
+                self.ids.stacks.insert(d.id.0, id);
+                let frames = d.frames.iter().map(|f| self.ids.frame(*f)).collect::<Vec<_>>();
                 Record::Stack(d.id(id).frames(frames))
             }
             Record::ClockDomain(d) => {
-                let name = self.str(d.name);
+                let name = self.ids.str(d.name);
                 Record::ClockDomain(d.name(name))
             }
             other => other,
@@ -197,8 +167,8 @@ impl Recording {
 
     fn launch(&mut self, l: &mut Option<LaunchRef>) {
         if let Some(l) = l {
-            l.stack = self.stack(l.stack);
-            l.api = self.str(l.api);
+            l.stack = self.ids.stack(l.stack);
+            l.api = self.ids.str(l.api);
             l.time = self.align.at(l.time);
         }
     }
@@ -208,38 +178,43 @@ impl Recording {
         let a = self.align;
         match r {
             Record::ApiCall(c) => {
-                (c.pid, c.name) = (self.pid(space, c.pid), self.str(c.name));
+                (c.pid, c.name) = (self.pid(space, c.pid), self.ids.str(c.name));
                 (c.start, c.end) = (a.at(c.start), a.at(c.end));
             }
             Record::DeviceOp(op) => {
                 op.pid = self.pid(space, op.pid);
                 (op.device, op.stream, op.name) =
-                    (self.device(op.device), self.stream(op.stream), self.str(op.name));
-                (op.src_device, op.dst_device) = (self.device(op.src_device), self.device(op.dst_device));
+                    (self.ids.device(op.device), self.ids.stream(op.stream), self.ids.str(op.name));
+                (op.src_device, op.dst_device) =
+                    (self.ids.device(op.src_device), self.ids.device(op.dst_device));
                 (op.start, op.end) = (a.at(op.start), a.at(op.end));
                 self.launch(&mut op.launch);
                 self.launch(&mut op.recorded);
             }
             Record::LaunchSite(s) => {
-                (s.pid, s.api, s.stack) = (self.pid(space, s.pid), self.str(s.api), self.stack(s.stack));
+                (s.pid, s.api, s.stack) =
+                    (self.pid(space, s.pid), self.ids.str(s.api), self.ids.stack(s.stack));
                 s.time = a.at(s.time);
             }
             Record::CpuSample(s) => {
-                (s.pid, s.stack, s.time) = (self.pid(space, s.pid), self.stack(s.stack), a.at(s.time));
+                (s.pid, s.stack, s.time) = (self.pid(space, s.pid), self.ids.stack(s.stack), a.at(s.time));
             }
             Record::Marker(m) | Record::Range(m) => {
-                (m.pid, m.name, m.domain) = (self.pid(space, m.pid), self.str(m.name), self.str(m.domain));
+                (m.pid, m.name, m.domain) =
+                    (self.pid(space, m.pid), self.ids.str(m.name), self.ids.str(m.domain));
                 (m.start, m.end) = (a.at(m.start), a.at(m.end));
             }
             Record::Counter(c) => {
-                (c.pid, c.name, c.device) = (self.pid(space, c.pid), self.str(c.name), self.device(c.device));
+                (c.pid, c.name, c.device) =
+                    (self.pid(space, c.pid), self.ids.str(c.name), self.ids.device(c.device));
                 c.time = a.at(c.time);
             }
             Record::Loss(l) => {
-                (l.pid, l.cause, l.time) = (self.pid(space, l.pid), self.str(l.cause), a.at(l.time));
+                (l.pid, l.cause, l.time) = (self.pid(space, l.pid), self.ids.str(l.cause), a.at(l.time));
             }
             Record::Overhead(o) => {
-                (o.pid, o.name, o.device) = (self.pid(space, o.pid), self.str(o.name), self.device(o.device));
+                (o.pid, o.name, o.device) =
+                    (self.pid(space, o.pid), self.ids.str(o.name), self.ids.device(o.device));
                 (o.start, o.end) = (a.at(o.start), a.at(o.end));
             }
             Record::Window(w) => {
@@ -322,6 +297,6 @@ mod tests {
         assert_eq!((op.start, op.end), (1500, 1600));
         let l = op.launch.unwrap();
         assert_eq!((l.stack.0, l.time), (2, 1400));
-        assert_eq!((a.dangling, b.dangling), (0, 0));
+        assert_eq!((a.ids.dangling, b.ids.dangling), (0, 0));
     }
 }

@@ -15,12 +15,12 @@ use crate::host::bounded;
 /// Maps one source's ids to session ids.
 #[derive(Debug, Default)]
 pub struct SourceIds {
-    strs: IdMap<u32, StrId>,
-    modules: IdMap<u32, ModuleId>,
-    frames: IdMap<u32, FrameId>,
-    stacks: IdMap<u32, StackId>,
-    devices: IdMap<u32, DeviceId>,
-    streams: IdMap<u32, StreamId>,
+    pub(crate) strs: IdMap<u32, StrId>,
+    pub(crate) modules: IdMap<u32, ModuleId>,
+    pub(crate) frames: IdMap<u32, FrameId>,
+    pub(crate) stacks: IdMap<u32, StackId>,
+    pub(crate) devices: IdMap<u32, DeviceId>,
+    pub(crate) streams: IdMap<u32, StreamId>,
     /// References to ids the source never defined.
     pub dangling: u64,
 }
