@@ -18,9 +18,7 @@ use xpuprof_sdk::codec;
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::{backend, ApiCall, Correlation, Record};
 use xpuprof_sdk::{Emitter, Logger};
-use xpuprof_toolbox::agent_host::{
-    AgentConn, AgentCounts, AgentDecoder, Conn, KitDecoder, Step, StreamDecoder,
-};
+use xpuprof_toolbox::agent_host::{AgentConn, AgentCounts, AgentDecoder, KitDecoder, Step, StreamDecoder};
 use xpuprof_toolbox::json_lines;
 use xpuprof_wire::{self as wire, Reader};
 
@@ -52,20 +50,6 @@ pub struct DumpCounts {
     pub trailing_bytes: usize,
 }
 
-#[derive(Default)]
-struct DumpConn {
-    agent: AgentConn,
-}
-
-impl Conn for DumpConn {
-    fn agent(&self) -> &AgentConn {
-        &self.agent
-    }
-    fn agent_mut(&mut self) -> &mut AgentConn {
-        &mut self.agent
-    }
-}
-
 /// What is printed, in stream order: encoded records, or a message the kit does not read.
 enum Part {
     Records(Vec<u8>),
@@ -73,7 +57,7 @@ enum Part {
 }
 
 struct DumpDecoder {
-    kit: AgentDecoder<DumpConn>,
+    kit: AgentDecoder<AgentConn>,
     api_names: IdMap<(u32, u32), String>,
     parts: Vec<Part>,
 }
@@ -113,10 +97,10 @@ impl DumpDecoder {
 }
 
 impl KitDecoder for DumpDecoder {
-    type Conn = DumpConn;
+    type Conn = AgentConn;
     type Own = Vec<Part>;
 
-    fn kit(&mut self) -> &mut AgentDecoder<DumpConn> {
+    fn kit(&mut self) -> &mut AgentDecoder<AgentConn> {
         &mut self.kit
     }
 

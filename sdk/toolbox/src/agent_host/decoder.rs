@@ -100,6 +100,16 @@ pub trait Conn: Default + Send + 'static {
     fn agent_mut(&mut self) -> &mut AgentConn;
 }
 
+/// The connection of a backend that keeps nothing of its own per connection: the kit's part.
+impl Conn for AgentConn {
+    fn agent(&self) -> &AgentConn {
+        self
+    }
+    fn agent_mut(&mut self) -> &mut AgentConn {
+        self
+    }
+}
+
 /// Counters every agent-backed decoder keeps (the kit moves some, the backend the others).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct AgentCounts {
@@ -358,24 +368,9 @@ pub(super) mod tests {
 
     use super::*;
 
-    /// A connection with nothing but the kit's part (the other decoder tests use it too).
-    #[derive(Default)]
-    pub(in crate::agent_host) struct TestConn {
-        pub(in crate::agent_host) agent: AgentConn,
-    }
-
-    impl Conn for TestConn {
-        fn agent(&self) -> &AgentConn {
-            &self.agent
-        }
-        fn agent_mut(&mut self) -> &mut AgentConn {
-            &mut self.agent
-        }
-    }
-
     /// A backend that notes what the kit hands it.
     struct Steps {
-        kit: AgentDecoder<TestConn>,
+        kit: AgentDecoder<AgentConn>,
         seen: Vec<(u64, String)>,
     }
 
@@ -421,7 +416,7 @@ pub(super) mod tests {
         assert_eq!(d.seen, [(1, "hello 4000001".to_string()), (1, "message 0x80".into())]);
         let c = &d.kit.counts;
         assert_eq!((c.refused, c.lost_chunks), (1, 3));
-        assert!(d.kit.conns[&1].agent.bye && d.kit.conns[&2].agent.refused);
+        assert!(d.kit.conns[&1].bye && d.kit.conns[&2].refused);
         let records = decode_all(&out.take_buffer()).unwrap();
         assert!(records.iter().any(|r| matches!(r, Record::Process(p) if p.pid == 4_000_001)));
         assert!(!records.iter().any(|r| matches!(r, Record::Process(p) if p.pid == 4_000_002)));
@@ -513,11 +508,11 @@ pub(super) mod tests {
 
     #[test]
     fn a_launch_site_follows_the_agents_stack_flags() {
-        let mut kit = AgentDecoder::<TestConn>::new(Logger::stderr(), "lost");
+        let mut kit = AgentDecoder::<AgentConn>::new(Logger::stderr(), "lost");
         let l = Launch { time: 5, stack: 9, ..Default::default() };
         let corr = Correlation { backend: 7, id: 1 };
         for (conn, flags) in [(1, 0), (2, wire::FLAG_TRAMPOLINE_STACKS), (3, wire::FLAG_AGENT_STACKS)] {
-            kit.conns.entry(conn).or_default().agent.flags = flags;
+            kit.conns.entry(conn).or_default().flags = flags;
         }
         assert!(kit.launch_site(1, 0, &l, corr, StrId::NONE).is_none(), "no stacks: no site");
         let site = kit.launch_site(2, 0, &l, corr, StrId::NONE).unwrap();

@@ -95,19 +95,19 @@ mod tests {
     use xpuprof_wire::{self as wire, Hello};
 
     use super::*;
-    use crate::agent_host::decoder::tests::TestConn;
+    use crate::agent_host::AgentConn;
 
     /// Notes which connections ended, and when the session did.
     struct Ends {
-        kit: AgentDecoder<TestConn>,
+        kit: AgentDecoder<AgentConn>,
         ended: Vec<u64>,
     }
 
     impl KitDecoder for Ends {
-        type Conn = TestConn;
+        type Conn = AgentConn;
         type Own = Vec<u64>;
 
-        fn kit(&mut self) -> &mut AgentDecoder<TestConn> {
+        fn kit(&mut self) -> &mut AgentDecoder<AgentConn> {
             &mut self.kit
         }
         fn step(&mut self, _conn: u64, step: Step<'_>, _out: &mut Emitter) {
