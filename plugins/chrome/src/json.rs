@@ -1,33 +1,8 @@
 //! Small JSON writing helpers: string escaping and exact microsecond timestamps.
 
-use std::fmt::Write as _;
 use std::io::{self, Write};
 
-/// Appends `s` to `out` as a JSON string literal, quotes included.
-pub fn push_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// `s` as a JSON string literal.
-pub fn quoted(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    push_str(&mut out, s);
-    out
-}
+pub use xpuprof_toolbox::json_lines::quoted;
 
 /// Writes nanoseconds `ns` as microseconds (`1234.567`, `1234.5`, `1234`): the Trace Event
 /// format counts in µs; the digits are printed exactly (no float rounding, nanoseconds kept) and

@@ -25,7 +25,7 @@ pub fn kind(r: &Record) -> &'static str {
 pub fn record_line(r: &Record) -> String {
     let debug = format!("{r:?}");
     let mut out = String::with_capacity(debug.len() + 16);
-    write!(out, "{{\"record\":{}", string(kind(r))).ok();
+    write!(out, "{{\"record\":{}", quoted(kind(r))).ok();
     let mut p = Parser { s: debug.as_bytes(), at: 0 };
     // `Variant(Inner { fields })`: the fields of the inner struct.
     let mut body = String::new();
@@ -36,13 +36,14 @@ pub fn record_line(r: &Record) -> String {
     } else if parsed && p.at == p.s.len() && body == "{}" {
         out.push('}');
     } else {
-        write!(out, ",\"debug\":{}}}", string(&debug)).ok();
+        write!(out, ",\"debug\":{}}}", quoted(&debug)).ok();
     }
     out
 }
 
-/// `text` as a JSON string.
-fn string(text: &str) -> String {
+/// `text` as a JSON string literal, quotes included (the one JSON string escaping of the
+/// toolbox's users: this module, the chrome sink).
+pub fn quoted(text: &str) -> String {
     let mut o = String::with_capacity(text.len() + 2);
     o.push('"');
     for c in text.chars() {
@@ -157,7 +158,7 @@ impl Parser<'_> {
                 if !first {
                     out.push(',');
                 }
-                out.push_str(&string(&field));
+                out.push_str(&quoted(&field));
                 out.push(':');
                 self.value(out)?;
                 first = false;
@@ -177,7 +178,7 @@ impl Parser<'_> {
         match name.as_str() {
             "None" | "inf" | "NaN" => out.push_str("null"),
             "true" | "false" => out.push_str(&name),
-            _ => out.push_str(&string(&name)),
+            _ => out.push_str(&quoted(&name)),
         }
         Some(())
     }
@@ -230,7 +231,7 @@ impl Parser<'_> {
                 c => bytes.push(c),
             }
         }
-        out.push_str(&string(&String::from_utf8_lossy(&bytes)));
+        out.push_str(&quoted(&String::from_utf8_lossy(&bytes)));
         Some(())
     }
 }
