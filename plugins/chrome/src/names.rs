@@ -57,8 +57,7 @@ impl Names {
             }
             Record::Process(d) => {
                 let cmd = self.owned(d.command).unwrap_or_default();
-                let exe = cmd.split_whitespace().next().unwrap_or("process");
-                let exe = exe.rsplit('/').next().unwrap_or(exe);
+                let exe = xpuprof_toolbox::defs::exe_name(&cmd);
                 let name = self.owned(d.name).unwrap_or_else(|| format!("{exe} ({})", d.pid));
                 self.rename_process(d.pid, &name, out);
             }

@@ -107,7 +107,7 @@ impl Tracks {
             } else if command.is_empty() {
                 format!("process {pid}")
             } else {
-                crate::names::exe_name(command).to_owned()
+                xpuprof_toolbox::defs::exe_name(command).to_owned()
             }),
         };
         let uuid = Some(PROCESS | u64::from(pid));

@@ -64,9 +64,7 @@ impl Defs {
             return name.to_owned();
         }
         match self.defs.process_command(pid) {
-            Some(cmd) => {
-                crate::names::basename(cmd.split_whitespace().next().unwrap_or("process")).to_owned()
-            }
+            Some(cmd) => xpuprof_toolbox::defs::exe_name(cmd).to_owned(),
             None => format!("process {pid}"),
         }
     }

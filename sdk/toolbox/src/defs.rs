@@ -154,9 +154,22 @@ impl Definitions {
     }
 }
 
+/// The executable's file name in a command line (`/usr/bin/python3 x.py` → `python3`;
+/// `process` for an empty one): how the sinks name a process the host gave no name.
+pub fn exe_name(command: &str) -> &str {
+    let exe = command.split_whitespace().next().unwrap_or("process");
+    exe.rsplit('/').next().unwrap_or(exe)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn executables_are_named_by_their_file() {
+        assert_eq!(exe_name("/usr/bin/python3.12 train.py"), "python3.12");
+        assert_eq!(exe_name(""), "process");
+    }
 
     #[test]
     fn resolves_what_ids_refer_to() {
