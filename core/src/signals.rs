@@ -30,18 +30,27 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut
 /// The signals xpuprof catches and forwards to the target.
 pub const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
+/// A signal handler that reads the sender's `siginfo_t`.
+pub(crate) type Handler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
+
+/// Catches `sig` with `handler` from now on (`SA_SIGINFO`, system calls restarted). `handler`
+/// must do only what is async-signal-safe.
+pub(crate) fn catch(sig: libc::c_int, handler: Handler) {
+    // SAFETY: a zeroed sigaction is a valid starting point; the handlers given here only touch
+    // atomics and call kill, both async-signal-safe.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
+    }
+}
+
 /// Installs the handlers for the [`FORWARDED`] signals.
 pub fn install() {
     for sig in FORWARDED {
-        // SAFETY: a zeroed sigaction is a valid starting point; the handler only touches
-        // atomics and calls kill, both async-signal-safe.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
+        catch(sig, on_signal);
     }
 }
 

@@ -30,14 +30,7 @@ extern "C" fn on_usr2(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut 
 
 /// Catches SIGUSR2 (a window request) from now on.
 pub fn install() {
-    // SAFETY: a zeroed sigaction is a valid starting point; the handler only stores an atomic.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_usr2 as *const () as usize;
-        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
-    }
+    crate::signals::catch(libc::SIGUSR2, on_usr2);
 }
 
 /// A window request received since the last call: `Some(None)` for the session's default
