@@ -10,6 +10,7 @@
 
 use std::io::Read;
 
+use xpuprof_archive::host_name;
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::{ProcessDef, Record};
 
@@ -62,11 +63,6 @@ pub fn read_environ(pid: u32) -> Option<Vec<u8>> {
     let mut env = Vec::new();
     f.take(MAX_ENVIRON).read_to_end(&mut env).ok()?;
     Some(env)
-}
-
-/// This host's name, printable and bounded (the archive keeps the same one).
-pub fn host_name() -> &'static str {
-    xpuprof_archive::host_name()
 }
 
 /// The name outputs show for a process of rank `rank`.
