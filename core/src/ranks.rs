@@ -189,8 +189,13 @@ mod define_tests {
             .spawn()
             .expect("failed to start sleep");
         let pid = child.id();
-        // Until the child has run `exec`, its environment is still the test's.
-        while !std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep") {
+        // Until the child has run `exec`, its environment is still the test's; the kernel renames
+        // it before it lays out the new environment, which reads empty meanwhile.
+        let execed = || {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
+                && read_environ(pid).is_some_and(|e| !e.is_empty())
+        };
+        while !execed() {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         let first = define(&mut g, ProcessDef::default().pid(pid), true, &mut out);
