@@ -78,8 +78,14 @@ fn spawn_pipeline(
                     p.push(b.source, &b.bytes, &mut |r, d| out.deliver(r, d));
                     b.recycle();
                 }
+                // As a recording session's pipeline does: at least every TICK the open window's
+                // sinks get an empty batch, so they flush what waited too long (the archive's
+                // chunks, which a kill -9 would otherwise take with it).
                 if last_tick.elapsed() >= TICK {
                     p.tick(&mut |r, d| out.deliver(r, d));
+                    if let Some(s) = &mut out.sinks {
+                        s.deliver(&mut Vec::new());
+                    }
                     last_tick = Instant::now();
                 }
             }
