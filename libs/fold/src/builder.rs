@@ -108,6 +108,8 @@ pub struct FoldedBuilder {
     unmatched: u64,
     /// A Python frame was defined.
     python: bool,
+    /// The rank of each process that is part of a job, for `rank_roots`.
+    ranks: IdMap<u32, u32>,
 }
 
 impl FoldedBuilder {
@@ -120,6 +122,7 @@ impl FoldedBuilder {
             cpu: IdMap::default(),
             unmatched: 0,
             python: false,
+            ranks: IdMap::default(),
         }
     }
 
@@ -135,6 +138,11 @@ impl FoldedBuilder {
                 self.python = self.defs.str(f.name).is_some_and(|n| is_python_frame(f.kind, n));
             }
         }
+        if let Record::Process(p) = r {
+            if let Some(rank) = p.rank {
+                self.ranks.insert(p.pid, rank);
+            }
+        }
         if self.defs.add(r) {
             return;
         }
@@ -146,7 +154,7 @@ impl FoldedBuilder {
     }
 
     fn pid(&self, pid: u32) -> u32 {
-        if self.opts.process_frame || self.opts.thread_frame {
+        if self.opts.process_frame || self.opts.thread_frame || self.opts.rank_roots {
             pid
         } else {
             0
@@ -336,6 +344,11 @@ impl Renderer<'_> {
     /// The frames before a stack: the process and thread frames the options ask for.
     fn prefix(&mut self, pid: u32, tid: u32) -> String {
         let mut line = String::new();
+        if let Some(rank) = self.b.ranks.get(&pid).filter(|_| self.b.opts.rank_roots) {
+            let frame = format!("[rank {rank}]");
+            self.stacks.note(&frame, FrameClass::Marker);
+            push_frame(&mut line, &frame);
+        }
         if self.b.opts.process_frame {
             let cmd = self.b.defs.process_command(pid).unwrap_or("[unknown]");
             let exe = basename(cmd.split_whitespace().next().unwrap_or(cmd));
@@ -510,5 +523,46 @@ mod tests {
                 "replay;[recorded at unknown site];[GPU_Kernel]k 3"
             ]
         );
+    }
+
+    /// Two ranks of a job and a process outside it: a kernel and a CPU sample each.
+    fn ranked_lines(rank_roots: bool, view: View) -> Vec<String> {
+        let mut b = FoldedBuilder::new(FoldedOptions { rank_roots, ..FoldedOptions::default() });
+        for (id, text) in [(1, "train_step"), (2, "k")] {
+            for r in named(id, text) {
+                b.add(&r);
+            }
+        }
+        for (pid, rank) in [(100, Some(0)), (200, Some(1)), (300, None)] {
+            b.add(&Record::Process(ProcessDef::default().pid(pid).rank(rank).world_size(rank.map(|_| 2))));
+            let launch = Some(LaunchRef::default().stack(StackId(1)));
+            let op = DeviceOp::default()
+                .kind(DeviceOpKind::Kernel)
+                .name(StrId(2))
+                .pid(pid)
+                .start(0)
+                .end(1_000_000);
+            b.add(&Record::DeviceOp(op.launch(launch)));
+            b.add(&Record::CpuSample(
+                CpuSample::default().pid(pid).tid(pid).stack(StackId(1)).weight(1_000_000),
+            ));
+        }
+        b.lines(view).into_iter().map(|(s, w)| format!("{s} {w}")).collect()
+    }
+
+    #[test]
+    fn rank_roots_put_each_ranked_process_under_its_rank() {
+        for view in [View::Gpu, View::Cpu] {
+            let on = ranked_lines(true, view);
+            let kernel = if view == View::Gpu { ";[GPU_Kernel]k" } else { "" };
+            let expected = [
+                format!("[rank 0];train_step{kernel} 1000"),
+                format!("[rank 1];train_step{kernel} 1000"),
+                format!("train_step{kernel} 1000"),
+            ];
+            assert_eq!(on, expected, "{view:?}");
+            let off = ranked_lines(false, view);
+            assert_eq!(off, [format!("train_step{kernel} 3000")], "{view:?}");
+        }
     }
 }

@@ -68,6 +68,8 @@ xpuprof_sdk::plugin_config! {
         pub name_width: usize = 80, min(16);
         /// start every stack with a `thread name (tid)` frame (after the process frame)
         pub thread_frame: bool = false;
+        /// start every stack of a process that is a rank of a job with a `[rank N]` root frame (before the process frame)
+        pub rank_roots: bool = false;
     }
 }
 
