@@ -42,15 +42,24 @@
 //! }
 //! ```
 //!
+//! ## The records and files, for your own assertions
+//!
+//! [`run_source`] returns the records your source emitted (encoded as the SDK encodes them:
+//! `xpuprof_sdk::codec::decode_all` gives the `Record`s, definitions included, in order);
+//! [`run_sink`] returns the files your sink wrote from the host's canonical session. Both run
+//! the same check, in xpuprof's real host, and fail with the report when it does not pass.
+//!
 //! `cargo test` builds the `cdylib` before it runs integration tests, so the library is there.
 //! C and C++ authors run the same checks with `xpuprof check-plugin ./libxpuprof_plugin_x.so`.
 
+mod records;
 mod report;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+pub use records::{run_sink, run_source, SinkRun, SourceRun};
 pub use report::{Finding, Report, Severity};
 
 /// How to run the check.
@@ -66,6 +75,9 @@ pub struct CheckOptions {
     pub file_name_rule: bool,
     /// The `xpuprof` executable to run (default: see [`xpuprof`]).
     pub xpuprof: Option<PathBuf>,
+    /// Keep what the check produced in this folder (`check-plugin --keep`): a source's records,
+    /// a sink's input and output files. [`run_source`] and [`run_sink`] read them back for you.
+    pub keep: Option<PathBuf>,
 }
 
 impl Default for CheckOptions {
@@ -76,6 +88,7 @@ impl Default for CheckOptions {
             timeout: Duration::from_secs(10),
             file_name_rule: true,
             xpuprof: None,
+            keep: None,
         }
     }
 }
@@ -119,6 +132,9 @@ pub fn check_with(path: impl AsRef<Path>, options: &CheckOptions) -> Report {
     cmd.arg("check-plugin").arg("--timeout").arg(options.timeout.as_secs().max(1).to_string());
     if !options.file_name_rule {
         cmd.arg("--any-name");
+    }
+    if let Some(keep) = &options.keep {
+        cmd.arg("--keep").arg(keep);
     }
     cmd.arg(path.as_ref());
     if !options.command.is_empty() {
