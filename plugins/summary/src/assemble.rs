@@ -85,6 +85,7 @@ pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
         memory: memory(c),
         devices: devices.into_iter().map(|(_, r)| r).collect(),
         threads: thread_rows(c),
+        ranks: rank_rows(c, &labels),
         cpu: Cpu { on_cpu: cpu_profile(c, &c.cpu.on_cpu), off_cpu: cpu_profile(c, &c.cpu.off_cpu) },
         counters: counter_rows(c),
         xpuprof: own_record::own(c, session, session_ns),
@@ -286,6 +287,7 @@ fn memory(c: &Collector) -> Memory {
                 device_index,
                 device,
                 pid: l.pid,
+                process: c.defs.process_name(l.pid),
                 allocations: l.count,
                 bytes: l.bytes,
                 caching_allocator: allocators::caching_allocator(&stack),
@@ -397,12 +399,22 @@ fn device_rows(c: &mut Collector, windows: &[WindowRow], session_ns: u64) -> Vec
     rows
 }
 
+/// The per-rank rows, kernels named as the kernel table names them.
+fn rank_rows(c: &Collector, labels: &IdMap<StrId, (String, String)>) -> Vec<crate::ranks::RankRow> {
+    let kernel = |id: StrId| match labels.get(&id) {
+        Some((label, _)) => label.clone(),
+        None => c.defs.str_or(id, "[unnamed kernel]").to_owned(),
+    };
+    c.defs.ranks().rows(|id| c.defs.str(id).to_owned(), kernel)
+}
+
 fn thread_rows(c: &Collector) -> Vec<ThreadRow> {
     let mut rows: Vec<ThreadRow> = c
         .threads
         .iter()
         .map(|(&(pid, tid), t)| ThreadRow {
             pid,
+            process: c.defs.process_name(pid),
             tid,
             name: c.defs.thread_name(pid, tid).to_owned(),
             launches: t.launch_api_calls.max(t.launch_sites),

@@ -6,16 +6,31 @@ use xpuprof_toolbox::Definitions;
 
 use xpuprof_sdk::model::*;
 
+use crate::ranks::Ranks;
+
 /// Session-wide definitions, by id (the toolbox's resolver), with the report's fallbacks.
 #[derive(Debug, Default)]
 pub struct Defs {
     defs: Definitions,
+    ranks: Ranks,
 }
 
 impl Defs {
     /// Stores `record` if it is a definition; returns false for events.
     pub fn add(&mut self, record: &Record) -> bool {
+        self.ranks.add(record);
         self.defs.add(record)
+    }
+
+    /// The ranks of the job the session's processes belong to.
+    pub fn ranks(&self) -> &Ranks {
+        &self.ranks
+    }
+
+    /// The name the host gave process `pid` when it is a rank of a job (`rank 1 (node-a,
+    /// 4711)`), `None` otherwise (tables show its pid).
+    pub fn process_name(&self, pid: u32) -> Option<String> {
+        self.ranks.process_name(pid).map(|n| self.str(n).to_owned())
     }
 
     /// The text of string `id`, or `""`.
@@ -38,12 +53,21 @@ impl Defs {
         self.defs.process_command(pid).unwrap_or("")
     }
 
-    /// Device index and display name (`"GPU0"` style fallbacks when not defined).
+    /// Device index and display name (`"GPU0"` style fallbacks when not defined); the name
+    /// ends with the ranks that used it (`Acme X1 (rank 1)`) when the session has ranks, so the
+    /// same index on two hosts or ranks reads apart.
     pub fn device(&self, id: DeviceId) -> (i64, String) {
-        match self.defs.device(id) {
+        let (index, name) = match self.defs.device(id) {
             Some(d) => (i64::from(d.index), self.str(d.name).to_owned()),
             None => (-1, format!("[unknown device {}]", id.0)),
+        };
+        let ranks = self.ranks.of_device(id);
+        if ranks.is_empty() {
+            return (index, name);
         }
+        let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
+        let which = if ranks.len() == 1 { "rank" } else { "ranks" };
+        (index, format!("{name} ({which} {})", list.join(", ")).trim_start().to_owned())
     }
 
     /// Display label of a device: `"0 Acme X100"`.

@@ -114,6 +114,7 @@ pub mod own_code;
 pub mod own_record;
 pub mod python;
 pub mod quantile;
+pub mod ranks;
 pub mod report;
 pub mod samples;
 pub mod sink;

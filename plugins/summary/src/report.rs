@@ -43,6 +43,9 @@ pub struct Summary {
     pub devices: Vec<DeviceRow>,
     /// Per process and thread.
     pub threads: Vec<ThreadRow>,
+    /// Per rank of the job, by rank; absent when no process is a rank of a job.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<crate::ranks::RankRow>,
     /// CPU samples.
     pub cpu: Cpu,
     /// Counter series (memory in use, utilisation, hardware metrics a source records).
@@ -260,6 +263,9 @@ pub struct LeakRow {
     pub device: String,
     /// Process.
     pub pid: u32,
+    /// The process's name when it is a rank of a job (`rank N (host, pid)`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process: Option<String>,
     /// Allocations.
     pub allocations: u64,
     /// Bytes.
@@ -357,6 +363,9 @@ pub struct CpuBefore {
 pub struct ThreadRow {
     /// Process.
     pub pid: u32,
+    /// The process's name when it is a rank of a job (`rank N (host, pid)`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process: Option<String>,
     /// Thread (0: device sync operations not joined to a thread).
     pub tid: u32,
     /// Thread name.

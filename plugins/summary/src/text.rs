@@ -15,6 +15,7 @@ pub fn render(s: &Summary, rows: usize) -> String {
     let mut out = String::new();
     header(s, &mut out);
     text_gpu::devices(s, &mut out);
+    text_gpu::ranks(s, &mut out);
     text_gpu::launch_bound(s, &mut out);
     text_gpu::python(s, rows, &mut out);
     text_gpu::kernels(s, rows, &mut out);
@@ -120,6 +121,11 @@ fn transfers(s: &Summary, rows: usize, out: &mut String) {
     t.render(out);
 }
 
+/// A process as tables name it: its rank name (`rank 1 (node-a, 4711)`) or its pid.
+pub fn process(pid: u32, name: Option<&str>) -> String {
+    name.map_or_else(|| pid.to_string(), str::to_owned)
+}
+
 /// A device as tables name it: `0 Acme X1`.
 pub fn device(index: i64, name: &str) -> String {
     if index < 0 {
@@ -169,12 +175,13 @@ fn memory(s: &Summary, rows: usize, out: &mut String) {
              the runtime allocates some on its own (\"Held by\"); look at sites that allocate again and\n  \
              again without a free."
         );
+        let pid = if m.leaks.iter().any(|r| r.process.is_some()) { "<Process" } else { "PID" };
         let mut t =
-            Table::new(&["Device", "PID", "Allocs", "Bytes", "<Held by", "<Allocated at (your code first)"]);
+            Table::new(&["Device", pid, "Allocs", "Bytes", "<Held by", "<Allocated at (your code first)"]);
         for r in m.leaks.iter().take(rows) {
             t.row(vec![
                 device(r.device_index, &r.device),
-                r.pid.to_string(),
+                process(r.pid, r.process.as_deref()),
                 r.allocations.to_string(),
                 bytes(r.bytes),
                 held_by(r).to_owned(),
@@ -190,8 +197,9 @@ fn threads(s: &Summary, rows: usize, out: &mut String) {
         return;
     }
     section(out, "Threads (launches and synchronisation)", rows.min(s.threads.len()), s.threads.len());
+    let pid = if s.threads.iter().any(|r| r.process.is_some()) { "<Process" } else { "PID" };
     let mut t = Table::new(&[
-        "PID",
+        pid,
         "TID",
         "<Name",
         "Launches",
@@ -205,7 +213,7 @@ fn threads(s: &Summary, rows: usize, out: &mut String) {
     ]);
     for r in s.threads.iter().take(rows) {
         t.row(vec![
-            r.pid.to_string(),
+            process(r.pid, r.process.as_deref()),
             r.tid.to_string(),
             r.name.clone(),
             r.launches.to_string(),

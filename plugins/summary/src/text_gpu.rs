@@ -11,6 +11,25 @@ use crate::text::{device, section, times};
 /// Frames shown per stack.
 const STACK_DEPTH: usize = 4;
 
+/// Per rank of the job: GPU time, launches and top kernel, when the session has two or more.
+pub fn ranks(s: &Summary, out: &mut String) {
+    if s.ranks.len() < 2 {
+        return;
+    }
+    section(out, "Ranks (GPU time: the sum of each rank's kernel durations)", s.ranks.len(), s.ranks.len());
+    let mut t = Table::new(&["Rank", "<Process", "GPU time", "Launches", "<Top kernel"]);
+    for r in &s.ranks {
+        t.row(vec![
+            r.rank.to_string(),
+            r.name.clone(),
+            ns(r.gpu_time_ns),
+            r.launches.to_string(),
+            r.top_kernel.clone(),
+        ]);
+    }
+    t.render(out);
+}
+
 /// Device busy time, per window, and the largest idle gaps.
 pub fn devices(s: &Summary, out: &mut String) {
     if s.devices.is_empty() {

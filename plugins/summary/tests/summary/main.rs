@@ -6,6 +6,7 @@ mod e2e;
 mod hygiene;
 mod late;
 mod python;
+mod ranks;
 use xpuprof_testkit::golden;
 mod session;
 mod sink;
