@@ -5,7 +5,8 @@ use std::fmt::Write;
 use xpuprof_sdk::abi::ABI_VERSION;
 use xpuprof_sdk::{CheckStatus, PluginKind};
 
-use crate::host::{PluginCheck, Registry};
+use crate::host::discovery::{self, Searched};
+use crate::host::{PluginCheck, Registry, SearchPath};
 
 /// The `xpuprof plugins` listing.
 pub fn plugins_report(reg: &Registry) -> String {
@@ -55,6 +56,85 @@ pub fn plugins_report(reg: &Registry) -> String {
         }
     }
     s
+}
+
+/// Where `xpuprof plugins` looked: with `verbose`, every folder searched and, for each of its
+/// files, why it was or was not taken; always, a note for each `--plugin-dir` that held no
+/// plugin.
+pub fn search_report(path: &SearchPath, reg: &Registry, verbose: bool) -> String {
+    let searched = discovery::survey(path);
+    let mut s = String::new();
+    if verbose {
+        let _ = writeln!(s, "\nsearched, in this order:");
+        for entry in &searched {
+            searched_entry(&mut s, entry, reg);
+        }
+    }
+    for entry in searched.iter().filter(|e| e.origin == "--plugin-dir") {
+        if entry.files.as_ref().is_ok_and(|f| !f.iter().any(|(_, candidate)| *candidate)) {
+            let _ = writeln!(
+                s,
+                "\nnote: --plugin-dir {} holds no plugin (a file named {}<name>{}); a Rust plugin's \
+                 library is put there by `cargo build` (`cargo test` alone does not)",
+                entry.dir.display(),
+                discovery::FILE_PREFIX,
+                discovery::FILE_SUFFIX
+            );
+        }
+    }
+    s
+}
+
+/// One searched folder and what became of each of its files.
+fn searched_entry(s: &mut String, entry: &Searched, reg: &Registry) {
+    let _ = writeln!(s, "  {} ({})", entry.dir.display(), entry.origin);
+    let files = match &entry.files {
+        Ok(files) => files,
+        Err(e) => {
+            let _ = writeln!(s, "    cannot be read: {e}");
+            return;
+        }
+    };
+    let mut others = 0;
+    for (file, candidate) in files {
+        let name =
+            file.file_name().map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into());
+        if !candidate {
+            if name.ends_with(discovery::FILE_SUFFIX) {
+                let _ = writeln!(
+                    s,
+                    "    {name}: not taken, not named {}<name>{}",
+                    discovery::FILE_PREFIX,
+                    discovery::FILE_SUFFIX
+                );
+            } else {
+                others += 1;
+            }
+            continue;
+        }
+        let _ = writeln!(s, "    {name}: {}", file_outcome(file, reg));
+    }
+    if others > 0 {
+        let _ = writeln!(s, "    ({others} other files: not taken, not shared libraries)");
+    }
+}
+
+/// Why the candidate `file` was or was not taken.
+fn file_outcome(file: &std::path::Path, reg: &Registry) -> String {
+    if let Some(p) = reg.plugins.iter().find(|p| p.path == file) {
+        return format!("taken, {} {}", p.meta.kind.as_str(), p.meta.name);
+    }
+    if let Some(p) = reg.shadowed.iter().find(|p| p.path == file) {
+        return format!(
+            "not taken, {} {} was found first under the same name",
+            p.meta.kind.as_str(),
+            p.meta.name
+        );
+    }
+    match reg.failures.iter().find(|f| f.path == file) {
+        Some(f) => format!("not taken, cannot be loaded: {}", f.reason),
+        None => "not taken".to_owned(),
+    }
 }
 
 /// The `xpuprof doctor` report: each plugin's machine checks, then what each source's needs

@@ -439,11 +439,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Some(Command::Plugins { config_example }) => {
             let cfg = load_config(&global).map_err(usage)?;
-            let reg = Registry::discover(&search_path(&global, cfg.as_ref()));
+            let path = search_path(&global, cfg.as_ref());
+            let reg = Registry::discover(&path);
             if config_example {
                 term::out(&doctor::example_config(&reg));
             } else {
                 term::out(&doctor::plugins_report(&reg));
+                term::out(&doctor::search_report(&path, &reg, global.verbose > 0));
             }
             Ok(0)
         }

@@ -93,6 +93,43 @@ pub fn scan(path: &SearchPath) -> Vec<Found> {
     out
 }
 
+/// One entry of the search path as `xpuprof plugins -v` shows it: the files it held.
+#[derive(Debug, Clone)]
+pub struct Searched {
+    /// The directory (or plugin file) searched.
+    pub dir: PathBuf,
+    /// Where it was named (`--plugin-dir`, `XPUPROF_PLUGIN_PATH`, `config file`, `install directory`).
+    pub origin: &'static str,
+    /// Its files (sorted; folders left out), each with whether it is a candidate [`scan`] takes;
+    /// or why it cannot be read.
+    pub files: Result<Vec<(PathBuf, bool)>, String>,
+}
+
+/// What each entry of `path` held, for the listing; [`scan`] takes the candidates of it.
+pub fn survey(path: &SearchPath) -> Vec<Searched> {
+    let survey_one = |dir: &Path| -> Result<Vec<(PathBuf, bool)>, String> {
+        if dir.is_file() {
+            return Ok(vec![(dir.to_path_buf(), true)]);
+        }
+        let entries = fs::read_dir(dir).map_err(|e| e.to_string())?;
+        let mut files: Vec<(PathBuf, bool)> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| !p.is_dir())
+            .map(|p| {
+                let candidate = is_plugin_file_name(&p);
+                (p, candidate)
+            })
+            .collect();
+        files.sort();
+        Ok(files)
+    };
+    path.dirs
+        .iter()
+        .map(|(dir, origin)| Searched { dir: dir.clone(), origin, files: survey_one(dir) })
+        .collect()
+}
+
 /// The plugin name a file's name stands for, `-` written `_`: `NAME` for
 /// `libxpuprof_plugin_NAME.so`, and, for a file the search path names directly,
 /// `libxpuprof_test_NAME.so`, `libNAME.so` or `NAME.so`. A file that cannot be loaded still
@@ -125,5 +162,24 @@ mod tests {
         assert_eq!(claim("folded.so").as_deref(), Some("folded"));
         assert_eq!(claim("/x/plugins"), None);
         assert_eq!(claim("/x/lib.so"), None);
+    }
+
+    #[test]
+    fn the_survey_lists_every_file_and_which_are_candidates() {
+        let dir = std::env::temp_dir().join(format!("xpuprof-survey-{}", std::process::id()));
+        fs::create_dir_all(dir.join("sub")).unwrap();
+        for f in ["libxpuprof_plugin_a.so", "libother.so", "notes.txt"] {
+            fs::write(dir.join(f), b"").unwrap();
+        }
+        let missing = dir.join("missing");
+        let path = SearchPath { dirs: vec![(dir.clone(), "--plugin-dir"), (missing, "--plugin-dir")] };
+        let got = survey(&path);
+        let files = got[0].files.as_ref().unwrap();
+        let names: Vec<_> =
+            files.iter().map(|(p, c)| (p.file_name().unwrap().to_str().unwrap().to_owned(), *c)).collect();
+        let want = [("libother.so", false), ("libxpuprof_plugin_a.so", true), ("notes.txt", false)];
+        assert_eq!(names, want.map(|(n, c)| (n.to_owned(), c)));
+        assert!(got[1].files.is_err());
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

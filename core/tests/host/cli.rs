@@ -152,6 +152,35 @@ fn unreadable_plugin_file_is_reported() {
 }
 
 #[test]
+fn plugins_v_says_why_each_file_of_each_searched_folder_was_or_was_not_taken() {
+    let dir = plugin_subset(&["scripted"]);
+    std::fs::write(dir.path().join("libxpuprof_plugin_garbage.so"), b"not an ELF file").unwrap();
+    std::fs::write(dir.path().join("libhelper.so"), b"").unwrap();
+    std::fs::write(dir.path().join("README"), b"").unwrap();
+    let (o, _d) = run(&["-v", "--plugin-dir", dir.path().to_str().unwrap(), "plugins"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let folder = format!("{} (--plugin-dir)", dir.path().display());
+    assert!(out.contains("searched, in this order:") && out.contains(&folder), "{out}");
+    assert!(out.contains("libxpuprof_plugin_scripted.so: taken, source scripted"), "{out}");
+    assert!(out.contains("libxpuprof_plugin_garbage.so: not taken, cannot be loaded"), "{out}");
+    assert!(out.contains("libhelper.so: not taken, not named libxpuprof_plugin_<name>.so"), "{out}");
+    assert!(out.contains("(1 other files: not taken, not shared libraries)"), "{out}");
+    // Without -v the folders are not listed.
+    let (o, _d) = run(&["--plugin-dir", dir.path().to_str().unwrap(), "plugins"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("searched, in this order:"));
+}
+
+#[test]
+fn plugins_says_when_a_plugin_dir_held_no_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("libxpuprof_example.so"), b"").unwrap();
+    let (o, _d) = run(&["--plugin-dir", dir.path().to_str().unwrap(), "plugins"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let note = format!("note: --plugin-dir {} holds no plugin", dir.path().display());
+    assert!(out.contains(&note) && out.contains("`cargo build`"), "{out}");
+}
+
+#[test]
 fn plugins_lists_the_test_plugin_with_abi_and_path() {
     let p = require_plugin("scripted");
     let (o, _d) = run(&["plugins"]);
