@@ -313,3 +313,65 @@ pub fn source_batches(n: usize, batch_bytes: usize) -> Vec<Vec<u8>> {
     }
     batches
 }
+
+/// A job of two ranks on two hosts, each with a device of index 0: per rank a process with its
+/// rank fields and the name the host gives it (`rank N (host, pid)`), its main thread, a launch
+/// stack, kernels launched from it (rank 1's take twice as long, mostly one kernel) and CPU
+/// samples. Pids are `5000 + rank`.
+pub fn ranked_job() -> Vec<Record> {
+    let texts = [
+        "python3 train.py",      // 1
+        "node-a",                // 2
+        "node-b",                // 3
+        "rank 0 (node-a, 5000)", // 4
+        "rank 1 (node-b, 5001)", // 5
+        "Acme X1",               // 6
+        "train_step",            // 7
+        "matmul_kernel",         // 8
+        "allreduce_kernel",      // 9
+        "launch",                // 10
+    ];
+    let mut r: Vec<Record> =
+        texts.iter().enumerate().map(|(i, t)| Record::Str(StrDef::new(StrId(i as u32 + 1), *t))).collect();
+    r.push(Record::Frame(FrameDef::default().id(FrameId(1)).kind(FrameKind::Synthetic).name(s(7))));
+    r.push(Record::Stack(StackDef::default().id(StackId(1)).frames(vec![FrameId(1)])));
+    for rank in 0..2u32 {
+        let pid = 5000 + rank;
+        r.push(Record::Process(
+            ProcessDef::default()
+                .pid(pid)
+                .ppid(1)
+                .command(s(1))
+                .rank(Some(rank))
+                .local_rank(Some(0))
+                .world_size(Some(2))
+                .host(s(2 + rank))
+                .name(s(4 + rank)),
+        ));
+        r.push(Record::Thread(ThreadDef::default().pid(pid).tid(pid).name(s(1))));
+        r.push(Record::Device(DeviceDef::default().id(DeviceId(1 + rank)).name(s(6))));
+    }
+    for rank in 0..2u32 {
+        let pid = 5000 + rank;
+        for i in 0..4u64 {
+            let t = T0 + i * 100_000;
+            let name = if i == 3 { 9 } else { 8 };
+            let dur = 10_000 * (1 + u64::from(rank));
+            let launch = LaunchRef::default().tid(pid).stack(StackId(1)).api(s(10)).time(t);
+            r.push(Record::DeviceOp(
+                DeviceOp::default()
+                    .kind(DeviceOpKind::Kernel)
+                    .pid(pid)
+                    .device(DeviceId(1 + rank))
+                    .start(t + 5_000)
+                    .end(t + 5_000 + dur)
+                    .name(s(name))
+                    .launch(Some(launch)),
+            ));
+            r.push(Record::CpuSample(
+                CpuSample::default().pid(pid).tid(pid).time(t).weight(1_000_000).stack(StackId(1)),
+            ));
+        }
+    }
+    r
+}

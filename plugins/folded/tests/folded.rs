@@ -240,3 +240,38 @@ fn the_view_and_its_rules_are_typed_config_keys() {
         assert!(keys.iter().any(|n| n == k), "{k} not declared: {keys:?}");
     }
 }
+
+/// The sink's files for the two-rank job with `rank_roots` as the config says.
+fn ranked_files(rank_roots: Option<bool>) -> Vec<String> {
+    use xpuprof_sdk::config::{PluginConfig, Table, Value};
+    let mut t = Table::new();
+    if let Some(on) = rank_roots {
+        t.insert("rank_roots".into(), Value::Boolean(on));
+    }
+    let opts = FoldedOptions::from_config(&PluginConfig::from_table(t)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink = FoldedSink::new(opts, true, dir.path().to_owned(), Logger::stderr());
+    sink.consume(&sample::ranked_job()).unwrap();
+    let files = sink.finish().unwrap();
+    files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect()
+}
+
+#[test]
+fn rank_roots_put_every_stack_of_a_rank_under_it() {
+    let on = ranked_files(Some(true));
+    assert_eq!(on.len(), 3, "combined, CPU and GPU files");
+    for file in &on {
+        assert!(!file.is_empty());
+        for line in file.lines() {
+            assert!(line.starts_with("[rank 0];") || line.starts_with("[rank 1];"), "{line}");
+        }
+        for rank in ["[rank 0];", "[rank 1];"] {
+            assert!(file.lines().any(|l| l.starts_with(rank)), "{rank} missing:\n{file}");
+        }
+    }
+    let gpu = on.iter().find(|f| f.contains("matmul_kernel")).unwrap();
+    assert!(gpu.contains("[rank 1];train_step;launch;[GPU_Kernel]matmul_kernel 60\n"), "{gpu}");
+    for off in [ranked_files(None), ranked_files(Some(false))] {
+        assert!(off.iter().all(|f| !f.contains("[rank ")), "no rank roots by default: {off:?}");
+    }
+}
