@@ -69,6 +69,8 @@ for kind in source sink; do
   "$xpuprof" new-plugin --kind "$kind" --lang rust "rs-$kind" >/dev/null
   grep -q "path = \"$prefix/share/xpuprof/sdk\"" "rs-$kind/Cargo.toml" ||
     { echo "rs-$kind/Cargo.toml does not use the installed SDK" >&2; exit 1; }
+  grep -q '^xpuprof-sdk = "=[0-9]' "rs-$kind/Cargo.toml" ||
+    { echo "rs-$kind/Cargo.toml does not pin the SDK's version" >&2; exit 1; }
   (cd "rs-$kind" && CARGO_TARGET_DIR="$target" cargo build --offline --quiet &&
     CARGO_TARGET_DIR="$target" cargo test --offline --quiet >/dev/null)
   check "$target/debug/libxpuprof_plugin_rs_$kind.so"

@@ -94,6 +94,15 @@ impl Kit {
     }
 }
 
+/// The `[package] version` of the crate whose sources are in `dir`, for the template's pin;
+/// `*` (any) when it cannot be read, which [`NewPlugin::create`] reports before it fills one.
+fn crate_version(dir: &Path) -> String {
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).ok();
+    let table = manifest.and_then(|m| m.parse::<toml::Table>().ok());
+    let version = table.as_ref().and_then(|t| t.get("package")?.get("version")?.as_str().map(str::to_owned));
+    version.unwrap_or_else(|| "*".to_owned())
+}
+
 /// The `xpuprof-plugin-test` sources next to the SDK at `sdk`: `<sdk>/plugin-test` in xpuprof's
 /// repository, `<sdk>/../plugin-test` in the install layout.
 pub fn plugin_test_near(sdk: &Path) -> PathBuf {
@@ -139,6 +148,8 @@ impl NewPlugin {
             .replace("{{LIB}}", &lib.to_ascii_uppercase())
             .replace("{{Type}}", &ty)
             .replace("{{kind}}", self.kind.as_str())
+            .replace("{{sdk_version}}", &crate_version(&self.kit.sdk))
+            .replace("{{plugin_test_version}}", &crate_version(&self.kit.plugin_test))
             .replace("{{sdk}}", &self.kit.sdk.display().to_string())
             .replace("{{plugin_test}}", &self.kit.plugin_test.display().to_string())
             .replace("{{xpuprof}}", &self.kit.xpuprof.display().to_string())
@@ -242,7 +253,8 @@ impl NewPlugin {
                 name = self.name
             ),
             Lang::Rust => format!(
-                "cd {dir} && cargo test    # builds libxpuprof_plugin_{lib}.so and runs the conformance kit\n\
+                "cd {dir} && cargo build && cargo test    # target/debug/libxpuprof_plugin_{lib}.so, then the \
+                 conformance kit\n\
                  xpuprof --plugin-dir {dir}/target/debug ...",
                 lib = self.name.replace('-', "_")
             ),
@@ -258,6 +270,15 @@ impl NewPlugin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_template_pins_the_kit_s_own_versions() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let sdk = crate_version(&repo.join("sdk"));
+        assert_eq!(sdk, xpuprof_sdk::abi::SDK_VERSION);
+        assert!(crate_version(&repo.join("sdk/plugin-test")).starts_with("0."));
+        assert_eq!(crate_version(Path::new("/nonexistent")), "*");
+    }
 
     #[test]
     fn names_become_types_and_library_names() {
@@ -284,6 +305,7 @@ mod tests {
             "{toml}"
         );
         assert!(!files.iter().any(|(_, t)| t.contains("{{")), "every placeholder filled");
+        assert!(toml.contains("xpuprof-sdk = \"=*\"") && toml.contains("[patch.crates-io]"), "{toml}");
         let agent = NewPlugin { agent: true, ..p }.files();
         let names: Vec<&str> = agent.iter().map(|(f, _)| f.as_str()).collect();
         assert_eq!(names, ["Cargo.toml", "src/lib.rs", "agent/Cargo.toml", "agent/src/lib.rs", ".gitignore"]);
