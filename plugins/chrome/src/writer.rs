@@ -15,7 +15,7 @@ use xpuprof_sdk::model::*;
 use xpuprof_sdk::SessionInfo;
 
 use xpuprof_sdk::hash::IdMap;
-use xpuprof_toolbox::timeline::{timeline_of, Flows, Launches, Ready, Reorder};
+use xpuprof_toolbox::timeline::{Queues, TimelineSink};
 
 use crate::args::OpArgs;
 use crate::frames::StackFrames;
@@ -143,13 +143,8 @@ pub struct TraceWriter<W: Write> {
     leaves: Leaves,
     namings: Vec<Naming>,
     first: bool,
-    flows: Flows,
-    /// API calls and launch stacks waiting for each other, and the calls ready to write.
-    launches: Launches,
-    ready: Ready,
-    /// Device work of each stream put in start order (allocations per device).
-    /// Device work waiting in its timeline's window, with the flow id it may end.
-    reorder: Reorder<(DeviceOp, Option<u64>)>,
+    /// API calls waiting for their launch stack, flow ids, device work in start order.
+    queues: Queues,
     /// Bytes allocated and not freed, per device.
     memory: IdMap<DeviceId, u64>,
     frames: StackFrames,
@@ -172,10 +167,7 @@ impl<W: Write> TraceWriter<W> {
             leaves: Leaves::default(),
             namings: Vec::new(),
             first: true,
-            flows: Flows::default(),
-            launches: Launches::default(),
-            ready: Ready::new(),
-            reorder: Reorder::default(),
+            queues: Queues::default(),
             memory: IdMap::default(),
             frames: StackFrames::default(),
             args: OpArgs::default(),
@@ -205,14 +197,14 @@ impl<W: Write> TraceWriter<W> {
     /// Device operations that started before work of their stream already placed (later than
     /// the reorder window).
     pub fn late(&self) -> u64 {
-        self.reorder.late
+        self.queues.reorder.late
     }
 
     /// Launches (API calls and device work) drawn without an arrow because their correlation
     /// key does not fit a flow id, was used again, or its call is not in the trace (see
     /// [`xpuprof_toolbox::timeline::Flows`]).
     pub fn flows_not_drawn(&self) -> u64 {
-        self.flows.not_drawn
+        self.queues.flows.not_drawn
     }
 
     /// Starts the next event: a separator and a newline.
@@ -276,93 +268,6 @@ impl<W: Write> TraceWriter<W> {
         Ok(())
     }
 
-    /// An API call: a complete event on its thread, the start of the arrows to the device work
-    /// it launches (`flow_out`) when it has a correlation id. A call nested in another with
-    /// the same id on the same thread (a runtime call and the driver call it makes, where a
-    /// backend gives both one id) starts no second arrow: Perfetto counts a second start of one
-    /// flow id as an import error (`flow_duplicate_id`) and catapult ignores it.
-    fn api_call(&mut self, c: &ApiCall) -> io::Result<()> {
-        self.launches.call(c, &mut self.ready);
-        self.write_ready()
-    }
-
-    fn launch_site(&mut self, s: &LaunchSite) -> io::Result<()> {
-        if s.correlation.backend != backend::UNCORRELATED {
-            self.launches.stack(s.pid, s.correlation, s.stack, true, &mut self.ready);
-        }
-        self.write_ready()
-    }
-
-    /// Writes the API calls whose launch stack is known (or will not come).
-    fn write_ready(&mut self) -> io::Result<()> {
-        if self.ready.is_empty() {
-            return Ok(());
-        }
-        let mut ready = std::mem::take(&mut self.ready);
-        let mut r = Ok(());
-        for (c, stack) in ready.drain(..) {
-            r = r.and_then(|()| self.write_api_call(&c, stack));
-        }
-        self.ready = ready;
-        r
-    }
-
-    /// The call itself: its launch's stack as `"sf"` (see [`Self::api_call`]).
-    fn write_api_call(&mut self, c: &ApiCall, stack: StackId) -> io::Result<()> {
-        let sf = if stack.is_none() { None } else { self.frames.leaf(stack, &self.tracks.names) };
-        let launches = !matches!(c.kind, ApiKind::Sync | ApiKind::Other);
-        let thread = self.tracks.host_thread(c.pid, c.tid, &mut self.namings);
-        let flow = match c.correlation.filter(|_| launches).and_then(|corr| self.flows.id(c.pid, corr)) {
-            // The nested call of the one that started this arrow: no second start.
-            Some(id) if id == thread.last_flow => None,
-            Some(id) => self.flows.start(id),
-            None => None,
-        };
-        if let Some(id) = flow {
-            thread.last_flow = id;
-        }
-        flush_namings(&mut self.line, &mut self.first, &mut self.namings);
-        begin(&mut self.line, &mut self.first);
-        let l = &mut self.line;
-        l.extend_from_slice(&thread.prefix);
-        l.us(c.start).s(r#","dur":"#).us(c.end.saturating_sub(c.start));
-        l.s(r#","cat":"api","name":"#).s(self.tracks.names.name(c.name)).s(r#","args":{"#);
-        let mut sep = "";
-        if let Some(corr) = c.correlation {
-            l.s(r#""correlation":"#).n(corr.id);
-            sep = ",";
-        }
-        if c.result != 0 {
-            write!(l, r#"{sep}"result":{}"#, c.result)?;
-        }
-        l.s("}");
-        if let Some(id) = flow {
-            l.s(r#","bind_id":"#).n(id).s(r#","flow_out":true"#);
-        }
-        if let Some(n) = sf {
-            l.s(r#","sf":"#).n(n);
-        }
-        l.s("}");
-        Ok(())
-    }
-
-    /// Device work: its launch's stack makes the call held for it ready; then it waits in its
-    /// stream's reorder window (allocations and frees in their device's).
-    fn device_op(&mut self, op: &DeviceOp) -> io::Result<()> {
-        if let (Some(l), Some(c)) = (op.launch, op.correlation) {
-            self.launches.stack(op.pid, c, l.stack, false, &mut self.ready);
-            self.write_ready()?;
-        }
-        let flow = match (op.launch, op.correlation) {
-            (Some(_), Some(c)) => self.flows.end_id(op.pid, c),
-            _ => None,
-        };
-        match self.reorder.push(timeline_of(op), op.start, (op.clone(), flow)) {
-            Some((op, flow)) => self.place(&op, flow),
-            None => Ok(()),
-        }
-    }
-
     /// An allocation or a free: a point of the device's "memory in use (allocations)" counter.
     fn memory(&mut self, op: &DeviceOp) -> io::Result<()> {
         let used = self.memory.entry(op.device).or_default();
@@ -377,30 +282,6 @@ impl<W: Write> TraceWriter<W> {
         self.line.s(r#"{"ph":"C","pid":"#).n(pid.into()).s(r#","name":"memory in use (allocations)""#);
         self.times(op.start, None)?;
         self.line.s(r#","args":{"value":"#).n(value).s("}}");
-        Ok(())
-    }
-
-    /// Device work in start order: a complete event on the first lane of its stream free at its
-    /// start, the end of its launch's arrow (`flow_in`) when the correlator joined it to one.
-    fn place(&mut self, op: &DeviceOp, flow: Option<u64>) -> io::Result<()> {
-        if matches!(op.kind, DeviceOpKind::Alloc | DeviceOpKind::Free) {
-            return self.memory(op);
-        }
-        let flow = self.flows.end(flow);
-        let prefix = self.tracks.device_x_prefix(op, &mut self.namings);
-        flush_namings(&mut self.line, &mut self.first, &mut self.namings);
-        begin(&mut self.line, &mut self.first);
-        let l = &mut self.line;
-        l.extend_from_slice(prefix);
-        let (cat, name) = op_name(&self.tracks.names, op);
-        l.us(op.start).s(r#","dur":"#).us(op.end.saturating_sub(op.start));
-        l.s(r#","cat":""#).s(cat).s(r#"","name":"#).s(name).s(r#","args":{"#);
-        self.args.write(l, op, flow.is_some());
-        l.s("}");
-        if let Some(id) = flow {
-            l.s(r#","bind_id":"#).n(id).s(r#","flow_in":true"#);
-        }
-        l.s("}");
         Ok(())
     }
 
@@ -508,11 +389,7 @@ impl<W: Write> TraceWriter<W> {
 
     /// Closes the event array and writes the metadata block; returns the inner writer.
     pub fn finish(mut self, session: &SessionInfo) -> io::Result<W> {
-        self.launches.drain(&mut self.ready);
-        self.write_ready()?;
-        for (op, flow) in self.reorder.drain() {
-            self.place(&op, flow)?;
-        }
+        self.drain_timeline()?;
         let list = |v: &[String]| v.iter().map(|s| quoted(s)).collect::<Vec<_>>().join(",");
         let losses =
             self.losses.iter().map(|(k, v)| format!("{}:{v}", quoted(k))).collect::<Vec<_>>().join(",");
@@ -536,10 +413,85 @@ impl<W: Write> TraceWriter<W> {
             list(&session.sources),
             session.start_time,
             self.tracks.overlaps,
-            self.flows.not_drawn,
+            self.queues.flows.not_drawn,
         )?;
         self.emit()?;
         self.out.flush()?;
         Ok(self.out.inner)
+    }
+}
+
+impl<W: Write> TimelineSink for TraceWriter<W> {
+    /// An API call: a complete event on its thread with its launch's stack as `"sf"`, the
+    /// start of the arrows to the device work it launches (`flow_out`) when it has a
+    /// correlation id. A call nested in another with the same id on the same thread (a runtime
+    /// call and the driver call it makes, where a backend gives both one id) starts no second
+    /// arrow: Perfetto counts a second start of one flow id as an import error
+    /// (`flow_duplicate_id`) and catapult ignores it.
+    fn write_api_call(&mut self, c: &ApiCall, stack: StackId) -> io::Result<()> {
+        let sf = if stack.is_none() { None } else { self.frames.leaf(stack, &self.tracks.names) };
+        let launches = !matches!(c.kind, ApiKind::Sync | ApiKind::Other);
+        let thread = self.tracks.host_thread(c.pid, c.tid, &mut self.namings);
+        let flows = &mut self.queues.flows;
+        let flow = match c.correlation.filter(|_| launches).and_then(|corr| flows.id(c.pid, corr)) {
+            // The nested call of the one that started this arrow: no second start.
+            Some(id) if id == thread.last_flow => None,
+            Some(id) => flows.start(id),
+            None => None,
+        };
+        if let Some(id) = flow {
+            thread.last_flow = id;
+        }
+        flush_namings(&mut self.line, &mut self.first, &mut self.namings);
+        begin(&mut self.line, &mut self.first);
+        let l = &mut self.line;
+        l.extend_from_slice(&thread.prefix);
+        l.us(c.start).s(r#","dur":"#).us(c.end.saturating_sub(c.start));
+        l.s(r#","cat":"api","name":"#).s(self.tracks.names.name(c.name)).s(r#","args":{"#);
+        let mut sep = "";
+        if let Some(corr) = c.correlation {
+            l.s(r#""correlation":"#).n(corr.id);
+            sep = ",";
+        }
+        if c.result != 0 {
+            write!(l, r#"{sep}"result":{}"#, c.result)?;
+        }
+        l.s("}");
+        if let Some(id) = flow {
+            l.s(r#","bind_id":"#).n(id).s(r#","flow_out":true"#);
+        }
+        if let Some(n) = sf {
+            l.s(r#","sf":"#).n(n);
+        }
+        l.s("}");
+        Ok(())
+    }
+
+    /// Device work in start order: a complete event on the first lane of its stream free at its
+    /// start, the end of its launch's arrow (`flow_in`) when the correlator joined it to one.
+    fn place(&mut self, op: &DeviceOp, flow: Option<u64>) -> io::Result<()> {
+        if matches!(op.kind, DeviceOpKind::Alloc | DeviceOpKind::Free) {
+            return self.memory(op);
+        }
+        let flow = self.queues.flows.end(flow);
+        let prefix = self.tracks.device_x_prefix(op, &mut self.namings);
+        flush_namings(&mut self.line, &mut self.first, &mut self.namings);
+        begin(&mut self.line, &mut self.first);
+        let l = &mut self.line;
+        l.extend_from_slice(prefix);
+        let (cat, name) = op_name(&self.tracks.names, op);
+        l.us(op.start).s(r#","dur":"#).us(op.end.saturating_sub(op.start));
+        l.s(r#","cat":""#).s(cat).s(r#"","name":"#).s(name).s(r#","args":{"#);
+        self.args.write(l, op, flow.is_some());
+        l.s("}");
+        if let Some(id) = flow {
+            l.s(r#","bind_id":"#).n(id).s(r#","flow_in":true"#);
+        }
+        l.s("}");
+        Ok(())
+    }
+
+    fn queues(&mut self) -> &mut Queues {
+        &mut self.queues
     }
 }

@@ -28,7 +28,7 @@ use std::io::{self, Write};
 use xpuprof_sdk::model::*;
 
 use xpuprof_sdk::hash::IdMap;
-use xpuprof_toolbox::timeline::{timeline_of, Flows, Launches, Ready, Reorder};
+use xpuprof_toolbox::timeline::{Queues, TimelineSink};
 
 use crate::event::{Event, Value, FLOW_IN, FLOW_OUT};
 use crate::intern::Interner;
@@ -104,15 +104,11 @@ pub struct TraceWriter<W: Write> {
     interned: Interned,
     /// The packet that (re)starts a sequence, when the event needs one.
     start: Option<Box<TracePacket>>,
-    /// API calls and launch stacks waiting for each other, and the calls ready to write.
-    launches: Launches,
-    ready: Ready,
-    flows: Flows,
     /// The flow id started last on each thread track (a call nested in one with the same
     /// correlation id starts none).
     last_flow: IdMap<u64, u64>,
-    /// Device work waiting in its timeline's window, with the flow id it may end.
-    reorder: Reorder<(DeviceOp, Option<u64>)>,
+    /// API calls waiting for their launch stack, flow ids, device work in start order.
+    queues: Queues,
     /// Bytes allocated and not freed, per device.
     memory: IdMap<DeviceId, u64>,
     last_reset: u64,
@@ -145,11 +141,8 @@ impl<W: Write> TraceWriter<W> {
             sample: None,
             interned: Interned::default(),
             start: None,
-            launches: Launches::default(),
-            ready: Ready::new(),
-            flows: Flows::default(),
             last_flow: IdMap::default(),
-            reorder: Reorder::default(),
+            queues: Queues::default(),
             memory: IdMap::default(),
             last_reset: 0,
             losses: BTreeMap::new(),
@@ -266,59 +259,6 @@ impl<W: Write> TraceWriter<W> {
         self.ev.arg(self.arg_names[which], value);
     }
 
-    fn api_call(&mut self, c: &ApiCall) -> io::Result<()> {
-        self.launches.call(c, &mut self.ready);
-        self.write_ready()
-    }
-
-    fn launch_site(&mut self, s: &LaunchSite) -> io::Result<()> {
-        if s.correlation.backend != backend::UNCORRELATED {
-            self.launches.stack(s.pid, s.correlation, s.stack, true, &mut self.ready);
-        }
-        self.write_ready()
-    }
-
-    /// Writes the API calls whose launch stack is known (or will not come).
-    fn write_ready(&mut self) -> io::Result<()> {
-        if self.ready.is_empty() {
-            return Ok(());
-        }
-        let mut ready = std::mem::take(&mut self.ready);
-        let mut r = Ok(());
-        for (c, stack) in ready.drain(..) {
-            r = r.and_then(|()| self.write_api_call(&c, stack));
-        }
-        self.ready = ready;
-        r
-    }
-
-    /// An API call: a slice on its thread with its launch's stack, starting the flow to the
-    /// device work it launched.
-    fn write_api_call(&mut self, c: &ApiCall, stack: StackId) -> io::Result<()> {
-        let track = self.tracks.thread(c.pid, c.tid, &self.names);
-        let name = self.names.event_name_of(c.name, "API call");
-        if self.opts.args {
-            if let Some(corr) = c.correlation {
-                self.arg(CORRELATION, Value::Uint(corr.id));
-            }
-            if c.result != 0 {
-                self.arg(RESULT, Value::Int(c.result));
-            }
-        }
-        let launches = !matches!(c.kind, ApiKind::Sync | ApiKind::Other);
-        let flow = match c.correlation.filter(|_| launches).and_then(|corr| self.flows.id(c.pid, corr)) {
-            // The nested call of the one that started this flow: no second start.
-            Some(id) if self.last_flow.get(&track) == Some(&id) => None,
-            Some(id) => self.flows.start(id),
-            None => None,
-        };
-        if let Some(id) = flow {
-            self.last_flow.insert(track, id);
-        }
-        self.ev.callstack = if stack.is_none() { None } else { self.names.callstack(stack) };
-        self.slice(track, track, c.start, c.end, name, flow.map(|id| (id, FLOW_OUT)))
-    }
-
     /// A slice `[start, end)` named `name` on sequence `key`, whose default track is `track`,
     /// with the arguments queued by [`Self::arg`], the callstack in `self.ev.callstack` and,
     /// when set, its end of a flow (`bind`: id and direction).
@@ -364,49 +304,6 @@ impl<W: Write> TraceWriter<W> {
             DeviceOpKind::Free => self.names.static_event_name("Free"),
             _ => self.names.event_name_of(op.name, "other"),
         }
-    }
-
-    /// Device work: its launch's stack makes the call held for it ready; then it waits in its
-    /// timeline's reorder window (allocations and frees in their device's).
-    fn device_op(&mut self, op: &DeviceOp) -> io::Result<()> {
-        if let (Some(l), Some(c)) = (op.launch, op.correlation) {
-            self.launches.stack(op.pid, c, l.stack, false, &mut self.ready);
-            self.write_ready()?;
-        }
-        let flow = match (op.launch, op.correlation) {
-            (Some(_), Some(c)) => self.flows.end_id(op.pid, c),
-            _ => None,
-        };
-        match self.reorder.push(timeline_of(op), op.start, (op.clone(), flow)) {
-            Some((op, flow)) => self.place(&op, flow),
-            None => Ok(()),
-        }
-    }
-
-    /// Device work in start order: a slice on the first lane of its stream free at its start
-    /// (allocations and frees: a point of the device's memory counter).
-    fn place(&mut self, op: &DeviceOp, flow: Option<u64>) -> io::Result<()> {
-        if matches!(op.kind, DeviceOpKind::Alloc | DeviceOpKind::Free) {
-            return self.memory(op);
-        }
-        let track = self.tracks.device_op(op, &self.names);
-        let name = self.op_name(op);
-        let flow = self.flows.end(flow);
-        self.stats.flows += u64::from(flow.is_some());
-        if self.opts.args {
-            if let Some(c) = op.correlation {
-                self.arg(CORRELATION, Value::Uint(c.id));
-            }
-            if op.bytes != 0 {
-                self.arg(BYTES, Value::Uint(op.bytes));
-            }
-            if let Some(k) = &op.kernel {
-                let (grid, block) = (self.names.dims(k.grid), self.names.dims(k.block));
-                self.arg(GRID, Value::Str(grid));
-                self.arg(BLOCK, Value::Str(block));
-            }
-        }
-        self.slice(track, track, op.start, op.end, name, flow.map(|id| (id, FLOW_IN)))
     }
 
     /// An allocation or a free: the device's bytes in use change at its start.
@@ -528,20 +425,16 @@ impl<W: Write> TraceWriter<W> {
             file_bytes: self.out.written(),
             sequences: self.seqs.len() as u64,
             overlaps: self.tracks.overlaps,
-            late: self.reorder.late,
-            calls_without_stack: self.launches.calls_without_stack,
-            flows_not_drawn: self.flows.not_drawn,
+            late: self.queues.reorder.late,
+            calls_without_stack: self.queues.launches.calls_without_stack,
+            flows_not_drawn: self.queues.flows.not_drawn,
             ..self.stats
         }
     }
 
     /// Writes what is queued and returns the inner writer with the final statistics.
     pub fn finish(mut self) -> io::Result<(W, TraceStats)> {
-        self.launches.drain(&mut self.ready);
-        self.write_ready()?;
-        for (op, flow) in self.reorder.drain() {
-            self.place(&op, flow)?;
-        }
+        self.drain_timeline()?;
         self.descriptors()?;
         let mut stats = self.stats();
         let raw = self.out.raw_bytes();
@@ -561,5 +454,65 @@ fn copy_name(k: CopyKind) -> &'static str {
         CopyKind::HostToHost => "Memcpy HtoH",
         CopyKind::PeerToPeer => "Memcpy PtoP",
         _ => "Memcpy",
+    }
+}
+
+impl<W: Write> TimelineSink for TraceWriter<W> {
+    /// An API call: a slice on its thread with its launch's stack, starting the flow to the
+    /// device work it launched.
+    fn write_api_call(&mut self, c: &ApiCall, stack: StackId) -> io::Result<()> {
+        let track = self.tracks.thread(c.pid, c.tid, &self.names);
+        let name = self.names.event_name_of(c.name, "API call");
+        if self.opts.args {
+            if let Some(corr) = c.correlation {
+                self.arg(CORRELATION, Value::Uint(corr.id));
+            }
+            if c.result != 0 {
+                self.arg(RESULT, Value::Int(c.result));
+            }
+        }
+        let launches = !matches!(c.kind, ApiKind::Sync | ApiKind::Other);
+        let flows = &mut self.queues.flows;
+        let flow = match c.correlation.filter(|_| launches).and_then(|corr| flows.id(c.pid, corr)) {
+            // The nested call of the one that started this flow: no second start.
+            Some(id) if self.last_flow.get(&track) == Some(&id) => None,
+            Some(id) => flows.start(id),
+            None => None,
+        };
+        if let Some(id) = flow {
+            self.last_flow.insert(track, id);
+        }
+        self.ev.callstack = if stack.is_none() { None } else { self.names.callstack(stack) };
+        self.slice(track, track, c.start, c.end, name, flow.map(|id| (id, FLOW_OUT)))
+    }
+
+    /// Device work in start order: a slice on the first lane of its stream free at its start
+    /// (allocations and frees: a point of the device's memory counter).
+    fn place(&mut self, op: &DeviceOp, flow: Option<u64>) -> io::Result<()> {
+        if matches!(op.kind, DeviceOpKind::Alloc | DeviceOpKind::Free) {
+            return self.memory(op);
+        }
+        let track = self.tracks.device_op(op, &self.names);
+        let name = self.op_name(op);
+        let flow = self.queues.flows.end(flow);
+        self.stats.flows += u64::from(flow.is_some());
+        if self.opts.args {
+            if let Some(c) = op.correlation {
+                self.arg(CORRELATION, Value::Uint(c.id));
+            }
+            if op.bytes != 0 {
+                self.arg(BYTES, Value::Uint(op.bytes));
+            }
+            if let Some(k) = &op.kernel {
+                let (grid, block) = (self.names.dims(k.grid), self.names.dims(k.block));
+                self.arg(GRID, Value::Str(grid));
+                self.arg(BLOCK, Value::Str(block));
+            }
+        }
+        self.slice(track, track, op.start, op.end, name, flow.map(|id| (id, FLOW_IN)))
+    }
+
+    fn queues(&mut self) -> &mut Queues {
+        &mut self.queues
     }
 }
