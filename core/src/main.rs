@@ -132,6 +132,10 @@ enum Command {
         /// a sink's input (input.jsonl) and output files (outputs/).
         #[arg(long, value_name = "DIR")]
         keep: Option<PathBuf>,
+        /// Give a sink these records (a file of the SDK's record encoding, as `--keep` keeps a
+        /// source's `records.bin`) instead of the canonical session.
+        #[arg(long, value_name = "FILE")]
+        input: Option<PathBuf>,
         /// The target a source records (default: sleep 0.2).
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -322,6 +326,7 @@ struct CheckFlags {
     any_name: bool,
     in_process: bool,
     keep: Option<PathBuf>,
+    input: Option<PathBuf>,
 }
 
 fn check_plugin(
@@ -330,7 +335,7 @@ fn check_plugin(
     command: Vec<String>,
     global: &GlobalArgs,
 ) -> anyhow::Result<u8> {
-    let CheckFlags { timeout, any_name, in_process, keep } = flags;
+    let CheckFlags { timeout, any_name, in_process, keep, input } = flags;
     if !path.is_file() {
         return Err(usage(format!("{} is not a file: give the path of a plugin library", path.display())));
     }
@@ -350,6 +355,9 @@ fn check_plugin(
         if let Some(k) = &keep {
             args.extend(["--keep".into(), k.clone().into()]);
         }
+        if let Some(i) = &input {
+            args.extend(["--input".into(), i.clone().into()]);
+        }
         if !command.is_empty() {
             args.push("--".into());
             args.extend(command.into_iter().map(Into::into));
@@ -363,6 +371,7 @@ fn check_plugin(
         file_name_rule: !any_name,
         sets: global.sets.clone(),
         keep,
+        input,
         ..Default::default()
     };
     if !command.is_empty() {
@@ -475,8 +484,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             term::out(&format!("created {}; next:\n{next}\n", req.dir.display()));
             Ok(0)
         }
-        Some(Command::CheckPlugin { path, timeout, any_name, in_process, keep, command }) => {
-            check_plugin(path, CheckFlags { timeout, any_name, in_process, keep }, command, &global)
+        Some(Command::CheckPlugin { path, timeout, any_name, in_process, keep, input, command }) => {
+            check_plugin(path, CheckFlags { timeout, any_name, in_process, keep, input }, command, &global)
         }
         Some(Command::DecodeAgentDump { file, output }) => {
             let c = xpuprof_core::agent_dump::run(&file, output.as_deref())?;

@@ -295,7 +295,17 @@ fn sink(
         return;
     };
     let mut h = Harness { worker: Some(worker), opts, host };
-    let batches = sink_batches();
+    let batches = match &opts.input {
+        None => sink_batches(),
+        Some(file) => match std::fs::read(file) {
+            Ok(b) => vec![b],
+            Err(e) => {
+                report.error("the sink's input is read", format!("failed to read {}: {e}", file.display()));
+                h.shutdown(report);
+                return;
+            }
+        },
+    };
     let input = opts.keep.as_ref().map(|_| batches.clone());
     progress("consume");
     let mut consumed = true;
@@ -312,10 +322,11 @@ fn sink(
     if let Some(files) = files {
         check_files(out, &files, report);
         if consumed {
-            report.pass(
-                "a session is consumed",
-                "the sample session (with a record kind from a future SDK) went through",
-            );
+            let what = match &opts.input {
+                None => "the sample session (with a record kind from a future SDK) went through".to_owned(),
+                Some(file) => format!("the records of {} went through", file.display()),
+            };
+            report.pass("a session is consumed", what);
         }
     }
     empty_session(plugin, table, &session, opts, report, progress);

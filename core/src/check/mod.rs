@@ -43,6 +43,8 @@ pub struct CheckOptions {
     pub sets: Vec<String>,
     /// Keep a source's records, a sink's input and outputs here.
     pub keep: Option<PathBuf>,
+    /// A sink is given these records (the SDK's record encoding) instead of the canonical session.
+    pub input: Option<PathBuf>,
 }
 
 impl Default for CheckOptions {
@@ -55,6 +57,7 @@ impl Default for CheckOptions {
             file_name_rule: true,
             sets: Vec::new(),
             keep: None,
+            input: None,
         }
     }
 }

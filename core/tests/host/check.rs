@@ -107,6 +107,31 @@ fn keep_leaves_a_sources_records_and_a_sinks_input_and_outputs_to_read() {
 }
 
 #[test]
+fn input_gives_a_sink_the_records_a_source_emitted() {
+    let dir = c_examples();
+    let keep = tempfile::tempdir().unwrap();
+    let src = keep.path().join("src");
+    let (code, out) =
+        check(&dir.path().join("libxpuprof_plugin_acme.so"), &["--keep", src.to_str().unwrap()], None);
+    assert_eq!(code, Some(0), "{out}");
+    let input = src.join("records.bin");
+    let sink = keep.path().join("sink");
+    let csv = dir.path().join("libxpuprof_plugin_kernel_csv.so");
+    let args = ["--input", input.to_str().unwrap(), "--keep", sink.to_str().unwrap()];
+    let (code, out) = check(&csv, &args, None);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains(&format!("the records of {} went through", input.display())), "{out}");
+    let kept = std::fs::read_to_string(sink.join("outputs/kernels.csv")).unwrap();
+    assert!(kept.contains("acme::gemm<float>"), "the source's kernels reach the sink: {kept}");
+    let (code, out) = check(&csv, &["--input", "/nonexistent/records.bin"], None);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("ERROR   the sink's input is read: failed to read /nonexistent/records.bin"),
+        "{out}"
+    );
+}
+
+#[test]
 fn set_gives_a_plugin_key_checked_like_the_file() {
     let (code, out) =
         check(&require_plugin("panicky"), &["--set", "source.panicky.panic_in=[\"start\"]"], None);
