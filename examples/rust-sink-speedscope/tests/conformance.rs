@@ -20,3 +20,24 @@ fn the_profile_it_writes_is_a_speedscope_file() {
     assert!(profile.contains("speedscope.app/file-format-schema.json"), "{profile}");
     assert!(!run.input.is_empty());
 }
+
+#[test]
+fn samples_it_is_given_weigh_their_stack_in_the_profile() {
+    use xpuprof_sdk::model::*;
+    let mut records = Vec::new();
+    let mut put = |r: Record| xpuprof_sdk::codec::encode(&r, &mut records);
+    put(Record::Str(StrDef::new(StrId(1), "main")));
+    put(Record::Str(StrDef::new(StrId(2), "compute_kernel_host")));
+    put(Record::Frame(FrameDef::default().id(FrameId(1)).name(StrId(1))));
+    put(Record::Frame(FrameDef::default().id(FrameId(2)).name(StrId(2))));
+    put(Record::Stack(StackDef::new(StackId(1), vec![FrameId(2), FrameId(1)])));
+    put(Record::CpuSample(CpuSample::default().stack(StackId(1)).weight(3_000_000).tid(7)));
+    let options = CheckOptions { file_name_rule: false, ..CheckOptions::default() };
+    let run =
+        xpuprof_plugin_test::run_sink_on(cdylib("xpuprof_example_speedscope"), &records, &options).unwrap();
+    assert_eq!(run.input.len(), 6, "{:#?}", run.input);
+    let profile = String::from_utf8_lossy(run.file("profile.speedscope.json").expect("the profile"));
+    let (main, leaf) = (profile.find("\"main\"").unwrap(), profile.find("\"compute_kernel_host\"").unwrap());
+    assert!(main < leaf, "frames are named from the root: {profile}");
+    assert!(profile.contains("3000000"), "the sample's weight: {profile}");
+}

@@ -46,7 +46,8 @@
 //!
 //! [`run_source`] returns the records your source emitted (encoded as the SDK encodes them:
 //! `xpuprof_sdk::codec::decode_all` gives the `Record`s, definitions included, in order);
-//! [`run_sink`] returns the files your sink wrote from the host's canonical session. Both run
+//! [`run_sink`] returns the files your sink wrote from the host's canonical session,
+//! [`run_sink_on`] those it wrote from the records you give it. Both run
 //! the same check, in xpuprof's real host, and fail with the report when it does not pass.
 //!
 //! `cargo test` builds the `cdylib` before it runs integration tests, so the library is there.
@@ -59,7 +60,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-pub use records::{run_sink, run_source, SinkRun, SourceRun};
+pub use records::{run_sink, run_sink_on, run_source, SinkRun, SourceRun};
 pub use report::{Finding, Report, Severity};
 
 /// How to run the check.
@@ -78,6 +79,9 @@ pub struct CheckOptions {
     /// Keep what the check produced in this folder (`check-plugin --keep`): a source's records,
     /// a sink's input and output files. [`run_source`] and [`run_sink`] read them back for you.
     pub keep: Option<PathBuf>,
+    /// Give a sink the records of this file (the SDK's record encoding, `check-plugin
+    /// --input`) instead of the canonical session; [`run_sink_on`] writes it for you.
+    pub input: Option<PathBuf>,
 }
 
 impl Default for CheckOptions {
@@ -89,6 +93,7 @@ impl Default for CheckOptions {
             file_name_rule: true,
             xpuprof: None,
             keep: None,
+            input: None,
         }
     }
 }
@@ -135,6 +140,9 @@ pub fn check_with(path: impl AsRef<Path>, options: &CheckOptions) -> Report {
     }
     if let Some(keep) = &options.keep {
         cmd.arg("--keep").arg(keep);
+    }
+    if let Some(input) = &options.input {
+        cmd.arg("--input").arg(input);
     }
     cmd.arg(path.as_ref());
     if !options.command.is_empty() {

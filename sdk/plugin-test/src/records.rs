@@ -88,6 +88,36 @@ pub fn run_sink(path: impl AsRef<Path>, options: &CheckOptions) -> Result<SinkRu
     Ok(SinkRun { input: text_lines(&input), files, report })
 }
 
+/// Runs the sink library at `path` on `records` (the SDK's record encoding: encode your
+/// `Record`s with `xpuprof_sdk::codec::encode`, definitions before their first use) and returns
+/// the files it wrote. (The example is not compiled here, where xpuprof-sdk is no dependency;
+/// `examples/rust-sink-speedscope/tests/conformance.rs` runs the same.)
+///
+/// ```ignore
+/// use xpuprof_sdk::model::*;
+///
+/// let mut records = Vec::new();
+/// xpuprof_sdk::codec::encode(&Record::Str(StrDef::new(StrId(1), "main")), &mut records);
+/// let lib = xpuprof_plugin_test::cdylib("xpuprof_plugin_mysink");
+/// let run = xpuprof_plugin_test::run_sink_on(&lib, &records, &Default::default()).unwrap();
+/// assert_eq!(run.files.len(), 1);
+/// ```
+///
+/// # Errors
+///
+/// When the records cannot be written for the check, when the check failed (the message is
+/// the whole report), or when it kept no outputs.
+pub fn run_sink_on(
+    path: impl AsRef<Path>,
+    records: &[u8],
+    options: &CheckOptions,
+) -> Result<SinkRun, String> {
+    let dir = TempDir::new().map_err(|e| format!("failed to create a folder for the records: {e}"))?;
+    let file = dir.path.join("input.bin");
+    std::fs::write(&file, records).map_err(|e| format!("failed to write {}: {e}", file.display()))?;
+    run_sink(path, &CheckOptions { input: Some(file), ..options.clone() })
+}
+
 /// Runs the check with `--keep` into a fresh folder, removed when the result is dropped.
 fn run_kept(path: &Path, options: &CheckOptions) -> Result<(TempDir, Report), String> {
     let dir = TempDir::new().map_err(|e| format!("failed to create a folder for the kept records: {e}"))?;
