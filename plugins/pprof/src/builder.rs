@@ -17,6 +17,7 @@ use std::collections::HashMap;
 
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
+use xpuprof_toolbox::python_frame::PyFrameName;
 
 use crate::defs::Defs;
 use crate::names::{self, Readable};
@@ -158,9 +159,9 @@ impl<'d> Builder<'d> {
 
     fn location(&mut self, id: u64, fr: &FrameDef) -> proto::Location {
         if fr.kind == FrameKind::Synthetic {
-            if let Some(py) = self.defs.text(fr.name).and_then(names::python_frame) {
+            if let Some((py, line)) = self.defs.text(fr.name).and_then(python_frame) {
                 let key = FnKey::Python { function: py.function.to_owned(), file: py.file.to_owned() };
-                let line = vec![proto::Line { function_id: self.function(key), line: py.line }];
+                let line = vec![proto::Line { function_id: self.function(key), line }];
                 return proto::Location { id, line, ..Default::default() };
             }
         }
@@ -304,4 +305,11 @@ impl<'d> Builder<'d> {
 /// Lowercase hex of `bytes`.
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `text` as a Python frame pprof shows as one: it names a function and its line fits pprof's
+/// `int64`.
+fn python_frame(text: &str) -> Option<(PyFrameName<'_>, i64)> {
+    let py = PyFrameName::parse(text).filter(|py| !py.function.is_empty())?;
+    Some((py, py.line.parse().ok()?))
 }

@@ -1,5 +1,5 @@
-//! Display names (names arrive demangled by the host, as display texts), Python frame texts and
-//! the names pprof shows for functions.
+//! Display names (names arrive demangled by the host, as display texts) and the names pprof
+//! shows for functions.
 
 use std::collections::{HashMap, HashSet};
 
@@ -8,30 +8,6 @@ use xpuprof_toolbox::kernel_name;
 /// The file name of a path (`/usr/lib/libgpu.so.1` → `libgpu.so.1`).
 pub fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
-}
-
-/// A Python frame as the sources name it, `function (file.py:line)`, taken apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PyFrame<'a> {
-    /// `co_qualname` (`Module._call_impl`, `<module>`).
-    pub function: &'a str,
-    /// `co_filename`.
-    pub file: &'a str,
-    /// The line running.
-    pub line: i64,
-}
-
-/// `text` taken apart when it is a Python frame's name, else `None`. A qualified name never
-/// holds ` (`, a path may: the function ends at the first ` (`, the line starts after the last `:`.
-pub fn python_frame(text: &str) -> Option<PyFrame<'_>> {
-    let inner = text.strip_suffix(')')?;
-    let (function, place) = inner.split_once(" (")?;
-    let (file, line) = place.rsplit_once(':')?;
-    if function.is_empty() || file.is_empty() || line.is_empty() || !line.bytes().all(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    Some(PyFrame { function, file, line: line.parse().ok()? })
 }
 
 /// True for a shared library's path (pprof's own test: `.so` at the end or before a version).
@@ -71,22 +47,6 @@ impl Readable {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn python_frames_are_taken_apart() {
-        let f = python_frame("Module._call_impl (/venv/torch/nn/modules/module.py:1750)").unwrap();
-        assert_eq!(
-            (f.function, f.file, f.line),
-            ("Module._call_impl", "/venv/torch/nn/modules/module.py", 1750)
-        );
-        let f = python_frame("<module> (<frozen importlib._bootstrap>:1360)").unwrap();
-        assert_eq!((f.function, f.file, f.line), ("<module>", "<frozen importlib._bootstrap>", 1360));
-        let f = python_frame("run (/home/me/My Project (copy)/x.py:3)").unwrap();
-        assert_eq!((f.function, f.file), ("run", "/home/me/My Project (copy)/x.py"));
-        assert_eq!(python_frame("add_kernel(float*, float*, int)"), None);
-        assert_eq!(python_frame("f (x.py:)"), None);
-        assert_eq!(python_frame("libc.so.6+0x1234"), None);
-    }
 
     #[test]
     fn libraries_are_told_from_executables() {

@@ -20,10 +20,13 @@ pub struct PyFrameName<'a> {
 }
 
 impl<'a> PyFrameName<'a> {
-    /// Reads a frame name `function (file:line)`; `None` for anything else.
+    /// Reads a frame name `function (file:line)`; `None` for anything else. The function ends
+    /// at the first ` (`: a qualified name never holds one (identifiers, dots, `<locals>`,
+    /// `<lambda>`, `<genexpr>`), a path may (`/home/me/My Project (copy)/x.py`). The line starts
+    /// after the last `:`.
     pub fn parse(name: &'a str) -> Option<Self> {
         let inner = name.strip_suffix(')')?;
-        let (function, place) = inner.rsplit_once(" (")?;
+        let (function, place) = inner.split_once(" (")?;
         let (file, line) = place.rsplit_once(':')?;
         let digits = !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit());
         (digits && !file.is_empty()).then_some(Self { function, file, line })
@@ -77,9 +80,27 @@ mod tests {
         let f = PyFrameName::parse("Block.forward (/w/model.py:307)").unwrap();
         assert_eq!((f.function, f.file, f.line), ("Block.forward", "/w/model.py", "307"));
         assert_eq!(PyFrameName::parse("<module> (<frozen runpy>:88)").unwrap().file, "<frozen runpy>");
-        for not_python in
-            ["main", "operator() (x)", "f (file.py:)", "f (:3)", "at::native::launch<float>(int)"]
-        {
+        let f = PyFrameName::parse("Module._call_impl (/venv/torch/nn/modules/module.py:1750)").unwrap();
+        assert_eq!(
+            (f.function, f.file, f.line),
+            ("Module._call_impl", "/venv/torch/nn/modules/module.py", "1750")
+        );
+        let f = PyFrameName::parse("<module> (<frozen importlib._bootstrap>:1360)").unwrap();
+        assert_eq!((f.function, f.file, f.line), ("<module>", "<frozen importlib._bootstrap>", "1360"));
+        let f = PyFrameName::parse("run.<locals>.<lambda> (/home/me/My Project (copy)/x.py:3)").unwrap();
+        assert_eq!(
+            (f.function, f.file, f.line),
+            ("run.<locals>.<lambda>", "/home/me/My Project (copy)/x.py", "3")
+        );
+        for not_python in [
+            "main",
+            "operator() (x)",
+            "f (file.py:)",
+            "f (:3)",
+            "at::native::launch<float>(int)",
+            "add_kernel(float*, float*, int)",
+            "libc.so.6+0x1234",
+        ] {
             assert_eq!(PyFrameName::parse(not_python), None, "{not_python}");
         }
     }
