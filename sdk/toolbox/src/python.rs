@@ -1,10 +1,15 @@
 //! The host side of Python frames: the `python = "auto" | "off"` switch the sources that can show
 //! them share, and the turning of the tagged Python frame ids in an agent's stacks into named
 //! frames (`function (file.py:line)`).
+//!
+//! [`Python`] is the host's config value; the agent reads the same words as
+//! `xpuprof_wire::opts::PythonMode` (two declarations for the reason `launch_stacks` gives,
+//! held together by [`PythonMode::from`] and a test).
 
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::FrameId;
 use xpuprof_sdk::Emitter;
+use xpuprof_wire::opts::PythonMode;
 use xpuprof_wire::Reader;
 
 use crate::Interner;
@@ -16,6 +21,15 @@ xpuprof_sdk::config_enum! {
         Auto = "auto",
         /// Never.
         Off = "off",
+    }
+}
+
+impl From<Python> for PythonMode {
+    fn from(p: Python) -> Self {
+        match p {
+            Python::Auto => Self::Auto,
+            Python::Off => Self::Off,
+        }
     }
 }
 
@@ -142,6 +156,18 @@ impl PyCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xpuprof_sdk::config::{ConfigValue, Value};
+
+    #[test]
+    fn the_host_and_the_agent_use_the_same_words() {
+        let words: Vec<_> = Python::allowed().iter().filter_map(|w| w.as_str().map(str::to_owned)).collect();
+        let agent: Vec<_> = PythonMode::ALL.iter().map(|m| m.as_str().to_owned()).collect();
+        assert_eq!(words, agent);
+        for w in &agent {
+            let host = Python::from_toml(&Value::String(w.clone())).unwrap();
+            assert_eq!(PythonMode::from(host).as_str(), w);
+        }
+    }
     use xpuprof_wire::{put_py_frames, split_messages, PY_FRAME_TAG};
 
     #[test]
