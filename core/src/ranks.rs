@@ -9,6 +9,7 @@
 //! process's own user; a process xpuprof may not read, or one already gone, has no rank.
 
 use std::io::Read;
+use std::time::{Duration, Instant};
 
 use xpuprof_archive::host_name;
 use xpuprof_sdk::hash::IdMap;
@@ -65,6 +66,23 @@ pub fn read_environ(pid: u32) -> Option<Vec<u8>> {
     Some(env)
 }
 
+/// How long an empty environment is read again before it is taken as empty: a process in the
+/// middle of `exec` shows none until the kernel has laid out the new one (the host defines a
+/// process when its records arrive, which under load can fall inside that window).
+const EXEC_SETTLE: Duration = Duration::from_millis(50);
+
+/// [`read_environ`], read again for up to [`EXEC_SETTLE`] while it is empty.
+fn read_settled_environ(pid: u32) -> Option<Vec<u8>> {
+    let start = Instant::now();
+    loop {
+        let env = read_environ(pid)?;
+        if !env.is_empty() || start.elapsed() >= EXEC_SETTLE {
+            return Some(env);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// The name outputs show for a process of rank `rank`.
 pub fn display_name(rank: u32, host: &str, pid: u32) -> String {
     format!("rank {rank} ({host}, {pid})")
@@ -99,7 +117,7 @@ impl Ranks {
             Known::Unranked(n) if n >= MAX_READS => None,
             Known::Unranked(n) => {
                 *known = Known::Unranked(n + 1);
-                let facts = RankFacts::from_environ(&read_environ(pid)?);
+                let facts = RankFacts::from_environ(&read_settled_environ(pid)?);
                 if facts.rank.is_some() {
                     *known = Known::Ranked(facts);
                     self.ranked += 1;
