@@ -677,6 +677,16 @@ if [[ " $STEPS " == *" real "* ]]; then
   done
 fi
 
+# Parts kept in files of their own (scripts/gpu/parts/NAME.sh, sourced here with every helper
+# above defined: ROOT, OUT, W, CARRY, AGENT, INC, LIB, row, pairs_summary): run when named.
+for part in $STEPS; do
+  if [ -f "$ROOT/scripts/gpu/parts/$part.sh" ]; then
+    echo "== part $part"
+    # shellcheck source=/dev/null
+    . "$ROOT/scripts/gpu/parts/$part.sh"
+  fi
+done
+
 (cd "$W" && tar czf "$OUT/logs.tar.gz" logs summary.txt)
 echo "================ summary"
 cat "$SUMMARY"
