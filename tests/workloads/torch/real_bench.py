@@ -5,6 +5,12 @@ usage: real_bench.py MODE WORKLOAD [STEPS]
                   process (the method of transformer_bench.py's `ab`; without the agent both
                   windows run unprofiled: the method's own spread)
         residual  CUPTI attached and idle vs detached, in adjacent windows (run without the agent)
+        range     the whole profiler dormant and collecting in alternate adjacent windows, switched
+                  by the program's own cudaProfilerStart/Stop (torch.cuda.profiler.start/stop): run
+                  under `xpuprof --capture-range cuda-profiler-api --capture-range-end repeat`, so
+                  every source (eBPF sampling too, which `ab`'s pause leaves on in both windows) is
+                  off outside a window; RANGE_SETTLE_S (0.3) of untimed steps after each switch let
+                  the host's window follow; without xpuprof: the method's own spread
         plain | profiler | profiler_stack   STEPS timed steps after a warm-up, unprofiled or inside
                   torch.profiler (CPU+CUDA activities, with_stack for profiler_stack): the
                   cross-process comparison
@@ -125,6 +131,29 @@ def ab(step, sync, steps, pairs):
     return [on / off for on, off, _ in pairs_out], [off for _, off, _ in pairs_out], capture is not None
 
 
+def ranged(step, sync, steps, pairs):
+    """`ab` with the profiler's capture windows as the switch: cudaProfilerStart opens a window
+    for every source, cudaProfilerStop closes it. The switch is asynchronous for the host's own
+    sources (the agent tells the host, the host opens its samplers), so each window first runs
+    untimed steps for RANGE_SETTLE_S seconds."""
+    per = max(1, steps // (2 * pairs))
+    settle = float(os.environ.get("RANGE_SETTLE_S", "0.3"))
+
+    def window(on):
+        sync()
+        torch.cuda.synchronize()
+        (torch.cuda.profiler.start if on else torch.cuda.profiler.stop)()
+        end = time.perf_counter() + settle
+        while time.perf_counter() < end:
+            step()
+        return timed_window(step, sync, per)
+
+    torch.cuda.profiler.stop()
+    pairs_out = list(alternate(pairs, window))
+    torch.cuda.profiler.stop()
+    return [on / off for on, off, _ in pairs_out], [off for _, off, _ in pairs_out]
+
+
 def residual(step, sync, steps, pairs):
     import ctypes
     lib = ctypes.CDLL(find_cupti())
@@ -163,6 +192,11 @@ def main():
             ratios, off, agent = ab(step, sync, steps, pairs)
             r, o = sorted(ratios), sorted(off)
             line = (f"{head} pairs={pairs} agent={int(agent)} off_ms_median={o[len(o) // 2]:.4f}"
+                    f" ratio_median={r[len(r) // 2]:.4f} ratios={fmt(ratios)}")
+        elif mode == "range":
+            ratios, off = ranged(step, sync, steps, pairs)
+            r, o = sorted(ratios), sorted(off)
+            line = (f"{head} pairs={pairs} off_ms_median={o[len(o) // 2]:.4f}"
                     f" ratio_median={r[len(r) // 2]:.4f} ratios={fmt(ratios)}")
         elif mode == "residual":
             r = sorted(residual(step, sync, steps, pairs))
