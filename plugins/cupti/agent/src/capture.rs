@@ -69,6 +69,11 @@ impl Capture {
         Ok(())
     }
 
+    /// Collection is on (not paused by a window's end or `xpuprof_cupti_capture(0)`).
+    pub(crate) fn collecting(&self) -> bool {
+        self.since.is_none()
+    }
+
     /// The subscriber, while subscribed.
     pub(crate) fn subscriber(&self) -> Option<ffi::CUpti_SubscriberHandle> {
         self.sub.map(|s| s.0)

@@ -37,6 +37,7 @@ pub mod loader;
 pub mod markers;
 pub mod session;
 mod start;
+pub mod state;
 pub mod sys;
 mod window;
 

@@ -232,7 +232,10 @@ pub(crate) fn detach_cupti(a: &Agent) {
 
 fn finalize_now(a: &Agent) {
     let done = match a.lib.finalize() {
-        Ok(()) => 3,
+        Ok(()) => {
+            crate::state::detached_now();
+            3
+        }
         Err(e) => {
             say(&format!("cannot detach CUPTI (it stays attached, paused): {e}"));
             4
