@@ -682,8 +682,10 @@ fi
 for part in $STEPS; do
   if [ -f "$ROOT/scripts/gpu/parts/$part.sh" ]; then
     echo "== part $part"
+    part_t0=$(date +%s)
     # shellcheck source=/dev/null
     . "$ROOT/scripts/gpu/parts/$part.sh"
+    row "part $part took" "$(( $(date +%s) - part_t0 )) s"
   fi
 done
 
