@@ -5,8 +5,9 @@
 #                 share of the process's CPU samples in xpuprof's agent, by function; `range` runs
 #                 real_bench.py's `range` mode (the whole profiler dormant vs collecting in adjacent
 #                 windows switched by cudaProfilerStart/Stop) per configuration.
-#   OV_WORKLOADS  (resnet qwen), OV_CFGS (unprofiled ebpf cupti cupti_nostacks cupti_nopython
-#                 ebpf_cupti), OV_ROUNDS (1), OV_STEPS (640), AB_PAIRS (16).
+#   OV_WORKLOADS  (resnet qwen), OV_CFGS (unprofiled cupti_nostacks cupti_nopython cupti
+#                 ebpf_cupti; the eBPF source's share is ebpf_cupti against cupti: the markers
+#                 that switch the windows are seen by the cupti agent), OV_ROUNDS (1), OV_STEPS (640), AB_PAIRS (16).
 ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 OVX="$CARRY/xpuprof --plugin-dir $CARRY"
 OVR=$ROOT/tests/workloads/torch/real_bench.py
@@ -64,7 +65,6 @@ if [[ " ${OV_MODES:-profile range} " == *" range "* ]]; then
     rm -rf "$W/ov-out/$c"
     case $c in
       unprofiled) $prog ;;
-      ebpf) $OVX --source ebpf "${r[@]}" -- $prog ;;
       cupti) $OVX --source cupti "${r[@]}" -- $prog ;;
       cupti_nostacks) $OVX --source cupti -c "$W/ov-nostacks.toml" "${r[@]}" -- $prog ;;
       cupti_nopython) $OVX --source cupti -c "$W/ov-nopython.toml" "${r[@]}" -- $prog ;;
@@ -74,7 +74,7 @@ if [[ " ${OV_MODES:-profile range} " == *" range "* ]]; then
   for wl in ${OV_WORKLOADS:-resnet qwen}; do
     : >"$OVL/range-$wl-lines.txt"
     for r in $(seq 1 "${OV_ROUNDS:-1}"); do
-      for c in ${OV_CFGS:-unprofiled ebpf cupti cupti_nostacks cupti_nopython ebpf_cupti}; do
+      for c in ${OV_CFGS:-unprofiled cupti_nostacks cupti_nopython cupti ebpf_cupti}; do
         line=$(ov_cfg $c $wl 2>>"$OVL/range-$wl-$c.err" | grep '^REAL')
         echo "$r $c $line" >>"$OVL/range-$wl-lines.txt"
       done
