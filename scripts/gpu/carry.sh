@@ -13,14 +13,14 @@ flag=--release
 [ "$profile" = debug ] && flag=
 for p in xpuprof-core xpuprof-plugin-cupti xpuprof-cupti-agent xpuprof-plugin-ebpf xpuprof-plugin-folded \
          xpuprof-plugin-chrome xpuprof-plugin-flamegraph xpuprof-plugin-summary xpuprof-plugin-archive \
-         xpuprof-plugin-perfetto xpuprof-plugin-pprof; do
+         xpuprof-plugin-perfetto xpuprof-plugin-pprof xpuprof-plugin-dump; do
   cargo build $flag -q -p "$p"
 done
 mkdir -p .device-carry/lib
 for f in xpuprof libxpuprof_plugin_cupti.so libxpuprof_cupti_agent.so libxpuprof_plugin_ebpf.so \
          libxpuprof_plugin_folded.so libxpuprof_plugin_chrome.so libxpuprof_plugin_flamegraph.so \
          libxpuprof_plugin_summary.so libxpuprof_plugin_archive.so \
-         libxpuprof_plugin_perfetto.so libxpuprof_plugin_pprof.so; do
+         libxpuprof_plugin_perfetto.so libxpuprof_plugin_pprof.so libxpuprof_plugin_dump.so; do
   objcopy --strip-debug "target/$profile/$f" ".device-carry/$f"
 done
 if [ "$profile" = release ]; then
