@@ -77,7 +77,7 @@ fn references(r: &Record) -> Vec<(Space, u32, &'static str)> {
         }
         Record::Module(m) => vec![s(m.path, "path")],
         Record::Frame(f) => {
-            let mut v = vec![(Space::Module, f.module.0, "module"), s(f.name, "name")];
+            let mut v = vec![(Space::Module, f.module.0, "module"), s(f.name, "name"), s(f.file, "file")];
             v.extend(f.inlined.iter().map(|i| s(*i, "inlined")));
             v
         }

@@ -148,7 +148,8 @@ impl Recording {
                 let (module, pid, name) =
                     (self.ids.module(d.module), self.pid(space, d.pid), self.ids.str(d.name));
                 let inlined = d.inlined.iter().map(|s| self.ids.str(*s)).collect::<Vec<_>>();
-                Record::Frame(d.id(id).module(module).pid(pid).name(name).inlined(inlined))
+                let file = self.ids.str(d.file);
+                Record::Frame(d.id(id).module(module).pid(pid).name(name).inlined(inlined).file(file))
             }
             Record::Stack(d) => {
                 let id = StackId(space.fresh(STACK));

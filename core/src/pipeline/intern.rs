@@ -62,6 +62,9 @@ struct FrameKey {
     pid: u32,
     name: StrId,
     inlined: Vec<StrId>,
+    file: StrId,
+    line: u32,
+    start_line: u32,
 }
 
 /// The session-wide definitions. Every new definition is pushed onto the output batch the
@@ -232,6 +235,9 @@ impl Globals {
             pid: if d.kind == FrameKind::Virtual { d.pid } else { 0 },
             name: ids.str(d.name),
             inlined: d.inlined.iter().map(|s| ids.str(*s)).collect(),
+            file: ids.str(d.file),
+            line: d.line,
+            start_line: d.start_line,
         };
         if key.kind == FrameKind::Virtual && key.name.is_none() {
             self.normalise_virtual(&mut key, out);
@@ -240,8 +246,9 @@ impl Globals {
             return *g;
         }
         let id = FrameId(self.frames.len() as u32 + 1);
-        let (name, inlined) =
-            if key.name.is_none() { self.resolve(&key, out) } else { (key.name, key.inlined.clone()) };
+        let place = Place { file: key.file, line: key.line, start_line: key.start_line };
+        let (name, inlined, place) =
+            if key.name.is_none() { self.resolve(&key, out) } else { (key.name, key.inlined.clone(), place) };
         let def = FrameDef::default()
             .id(id)
             .kind(key.kind)
@@ -249,7 +256,10 @@ impl Globals {
             .address(key.address)
             .pid(key.pid)
             .name(name)
-            .inlined(inlined);
+            .inlined(inlined)
+            .file(place.file)
+            .line(place.line)
+            .start_line(place.start_line);
         out.push(Record::Frame(def));
         self.definitions_emitted += 1;
         self.frame_keys.push(key.clone());
@@ -324,9 +334,9 @@ impl Globals {
         (out, false)
     }
 
-    fn resolve(&mut self, key: &FrameKey, out: &mut Vec<Record>) -> (StrId, Vec<StrId>) {
+    fn resolve(&mut self, key: &FrameKey, out: &mut Vec<Record>) -> (StrId, Vec<StrId>, Place) {
         if !self.symbolize {
-            return (StrId::NONE, Vec::new());
+            return (StrId::NONE, Vec::new(), Place::default());
         }
         let resolved = match key.kind {
             FrameKind::FileOffset if !key.module.is_none() => {
@@ -343,11 +353,23 @@ impl Globals {
             Some(r) => {
                 let name = self.intern(&r.name, out);
                 let inlined = r.inlined.iter().map(|n| self.intern(n, out)).collect();
-                (name, inlined)
+                let file = match &r.file {
+                    Some(f) => self.intern(f, out),
+                    None => StrId::NONE,
+                };
+                (name, inlined, Place { file, line: r.line, start_line: 0 })
             }
-            None => (StrId::NONE, Vec::new()),
+            None => (StrId::NONE, Vec::new(), Place::default()),
         }
     }
+}
+
+/// Where a frame's code is in its source: [`FrameDef`]'s `file`, `line` and `start_line`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Place {
+    file: StrId,
+    line: u32,
+    start_line: u32,
 }
 
 /// True for a named frame of interpreted code, as the sources name them: `function (file:line)`.

@@ -23,6 +23,11 @@ pub struct Resolved {
     pub name: String,
     /// Inlined callees at the address, outermost first.
     pub inlined: Vec<String>,
+    /// Source file of the code at the address (in the innermost function), when the module's
+    /// debug information says and code information is on.
+    pub file: Option<String>,
+    /// Line of the code at the address, 0 when not known.
+    pub line: u32,
 }
 
 /// Wraps a blazesym symbolizer with the settings xpuprof uses.
@@ -56,7 +61,7 @@ impl Symbolizer {
     pub fn file_offset(&mut self, path: &Path, offset: u64) -> Option<Resolved> {
         let stubs = self.plt.entry(path.to_owned()).or_insert_with(|| PltStubs::read(path));
         if let Some(name) = stubs.name(offset) {
-            return Some(Resolved { name: name.to_owned(), inlined: Vec::new() });
+            return Some(Resolved { name: name.to_owned(), inlined: Vec::new(), file: None, line: 0 });
         }
         let mut elf = Elf::new(path);
         elf.debug_syms = true;
@@ -85,6 +90,8 @@ impl Symbolizer {
             Ok(Symbolized::Sym(sym)) => Some(Resolved {
                 name: sym.name.to_string(),
                 inlined: sym.inlined.iter().map(|f| f.name.to_string()).collect(),
+                file: None,
+                line: 0,
             }),
             _ => {
                 self.failures += 1;

@@ -169,7 +169,10 @@ fn every_record() -> Vec<Record> {
                 .address(0x7fff_1234_5678)
                 .pid(10)
                 .name(StrId(1))
-                .inlined(vec![StrId(1), StrId(2), StrId(300)]),
+                .inlined(vec![StrId(1), StrId(2), StrId(300)])
+                .file(StrId(2))
+                .line(307)
+                .start_line(290),
         ),
         Record::Stack(StackDef::new(StackId(4), (1..200).map(FrameId).collect())),
         Record::ClockDomain(

@@ -226,6 +226,9 @@ typedef struct xpuprof_frame_def {
     uint32_t pid;
     uint32_t name;       /* string id; set it for synthetic frames */
     xpuprof_ids inlined; /* string ids, outermost first */
+    uint32_t file;       /* string id: source file at the address (0 = unknown) */
+    uint32_t line;       /* line at the address (0 = unknown) */
+    uint32_t start_line; /* first line of the innermost function (0 = unknown) */
 } xpuprof_frame_def;
 
 typedef struct xpuprof_stack_def {
@@ -735,6 +738,9 @@ static inline int xpuprof_write_frame_def(xpuprof_batch *b, const xpuprof_frame_
     xpuprof__var(b, r->pid);
     xpuprof__var(b, r->name);
     xpuprof__ids(b, &r->inlined);
+    xpuprof__key_var(b, 1, r->file);
+    xpuprof__key_var(b, 2, r->line);
+    xpuprof__key_var(b, 3, r->start_line);
     return xpuprof__end_record(b, at_);
 }
 
@@ -1329,6 +1335,12 @@ static inline int xpuprof__read_payload(xpuprof__cur *c, uint8_t tag, xpuprof_re
         f->pid = xpuprof__ru32(c);
         f->name = xpuprof__ru32(c);
         f->inlined = xpuprof__rids(c);
+        while (xpuprof__key(c, &n, &ty)) {
+            if (n == 1) f->file = xpuprof__ku32(c, ty);
+            else if (n == 2) f->line = xpuprof__ku32(c, ty);
+            else if (n == 3) f->start_line = xpuprof__ku32(c, ty);
+            else xpuprof__skip(c, ty);
+        }
         break;
     }
     case XPUPROF_TAG_STACK:

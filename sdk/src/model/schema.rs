@@ -145,6 +145,16 @@ model_schema! {
             /// one and the last one being where the address really is. Empty when nothing was
             /// inlined.
             inlined: Vec<StrId> = [ids] [] cold,
+            /// Source file of the code at the address (in the innermost function: the last of
+            /// `inlined`, else `name`), or [`StrId::NONE`] when not known. The host's symbolizer
+            /// fills it from the module's debug information (DWARF); an interpreter's frames
+            /// carry their script.
+            file: StrId = [] [1] cold,
+            /// Line in `file` of the code at the address, 0 when not known.
+            line: u32 = [] [2] cold,
+            /// First line of the innermost function in `file` (a Python code object's
+            /// `co_firstlineno`), 0 when not known.
+            start_line: u32 = [] [3] cold,
         }
 
         /// A call stack.
