@@ -139,7 +139,7 @@ fn message_line(ty: u8, payload: &[u8]) -> String {
         wire::MSG_CLOCK => ("clock", format!(",\"vendor\":{},\"monotonic\":{}", r.u64(), r.u64())),
         wire::MSG_LOST_LAUNCHES => ("lost launches", format!(",\"count\":{}", r.u64())),
         wire::MSG_API_NAMES => ("api names", format!(",\"count\":{}", r.u32())),
-        wire::MSG_GRAPH_NODE => ("graph node", String::new()),
+        wire::MSG_BACKEND_LEGACY => ("backend", String::new()),
         64..=127 => ("vendor", String::new()),
         t if t >= wire::MSG_BACKEND_FIRST => ("backend-private", String::new()),
         _ => ("unknown", String::new()),

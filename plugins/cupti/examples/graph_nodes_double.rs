@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
+use xpuprof_cupti_wire as cuda_wire;
 use xpuprof_plugin_cupti::decode::Decoder;
 use xpuprof_plugin_cupti::wire;
 use xpuprof_sdk::model::*;
@@ -92,14 +93,14 @@ fn main() -> ExitCode {
     let mut added = Vec::new();
     for (i, ((_name, (graph, exec_node)), call)) in nodes.iter().zip(&captures).enumerate() {
         let created = CREATED_BASE + i as u64;
-        wire::put_graph_node(&mut added, wire::NODE_CREATED, *graph, created, *call);
+        cuda_wire::put_graph_node(&mut added, cuda_wire::NODE_CREATED, *graph, created, *call);
         let mut from = created;
         if i + 1 == nodes.len() {
             // The last kernel went through a child graph first.
             from = CHILD_COPY_BASE + i as u64;
-            wire::put_graph_node(&mut added, wire::NODE_CLONED, *graph + 1, from, created);
+            cuda_wire::put_graph_node(&mut added, cuda_wire::NODE_CLONED, *graph + 1, from, created);
         }
-        wire::put_graph_node(&mut added, wire::NODE_CLONED, *graph, *exec_node, from);
+        cuda_wire::put_graph_node(&mut added, cuda_wire::NODE_CLONED, *graph, *exec_node, from);
     }
     let (msgs, _) = wire::split_messages(&bytes);
     let hello_len = msgs.first().map_or(0, |m| wire::HEADER_BYTES + m.payload.len());

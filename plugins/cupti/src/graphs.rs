@@ -1,4 +1,4 @@
-//! CUDA graph nodes back to the call that built them ([`wire::MSG_GRAPH_NODE`]).
+//! CUDA graph nodes back to the call that built them ([`cuda_wire::MSG_GRAPH_NODE`]).
 //!
 //! The agent reports, per process, `node → creating call` (a launch on a capturing stream, an
 //! explicit `cudaGraphAdd*Node`) and `copy → original node` (instantiation, `cudaGraphClone`,
@@ -12,7 +12,7 @@
 //! no callback for those flattened nodes: the kernel records of a child graph's kernels carry
 //! node ids never reported. For them the link is found by the kernel they run: the agent sends
 //! the kernel name of every kernel node a launch created (stream capture,
-//! [`wire::NODE_CREATED_KERNEL`]), and when exactly one call created nodes of that kernel, that
+//! [`cuda_wire::NODE_CREATED_KERNEL`]), and when exactly one call created nodes of that kernel, that
 //! call built the flattened node (it is the only node that kernel can have come from). When
 //! several calls did, the link stays unknown and is counted.
 //!
@@ -24,7 +24,9 @@ use std::collections::{HashMap, VecDeque};
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::{backend, Correlation, Submission};
 
-use crate::wire::{self, Reader};
+use xpuprof_cupti_wire as cuda_wire;
+
+use crate::wire::Reader;
 
 /// Most graph nodes remembered per process (a node is 16 bytes of map entry).
 pub const MAX_NODES: usize = 1 << 20;
@@ -60,7 +62,7 @@ pub struct GraphNodes {
 }
 
 impl GraphNodes {
-    /// Reads one [`wire::MSG_GRAPH_NODE`] payload.
+    /// Reads one [`cuda_wire::MSG_GRAPH_NODE`] payload.
     pub fn message(&mut self, payload: &[u8]) {
         let mut r = Reader::new(payload);
         let kind = r.u8();
@@ -71,13 +73,13 @@ impl GraphNodes {
             return;
         }
         match kind {
-            wire::NODE_CREATED_KERNEL => {
-                let name = String::from_utf8_lossy(&payload[wire::GRAPH_NODE_BYTES..]);
+            cuda_wire::NODE_CREATED_KERNEL => {
+                let name = String::from_utf8_lossy(&payload[cuda_wire::GRAPH_NODE_BYTES..]);
                 self.kernel_created(&name, origin as u32);
                 self.message_created(node, origin as u32);
             }
-            wire::NODE_CREATED => self.message_created(node, origin as u32),
-            wire::NODE_CLONED => self.insert(node, Origin::Cloned(origin)),
+            cuda_wire::NODE_CREATED => self.message_created(node, origin as u32),
+            cuda_wire::NODE_CLONED => self.insert(node, Origin::Cloned(origin)),
             _ => self.malformed += 1,
         }
     }
@@ -176,18 +178,18 @@ mod tests {
 
     fn msg(kind: u8, node: u64, origin: u64) -> Vec<u8> {
         let mut m = Vec::new();
-        wire::put_graph_node(&mut m, kind, 1, node, origin);
-        m[wire::HEADER_BYTES..].to_vec()
+        cuda_wire::put_graph_node(&mut m, kind, 1, node, origin);
+        m[crate::wire::HEADER_BYTES..].to_vec()
     }
 
     #[test]
     fn copies_lead_back_to_the_creating_call() {
         let mut g = GraphNodes::default();
-        g.message(&msg(wire::NODE_CREATED, 10, 501));
+        g.message(&msg(cuda_wire::NODE_CREATED, 10, 501));
         // Child graph node copied into a parent, the parent instantiated twice.
-        g.message(&msg(wire::NODE_CLONED, 20, 10));
-        g.message(&msg(wire::NODE_CLONED, 30, 20));
-        g.message(&msg(wire::NODE_CLONED, 31, 20));
+        g.message(&msg(cuda_wire::NODE_CLONED, 20, 10));
+        g.message(&msg(cuda_wire::NODE_CLONED, 30, 20));
+        g.message(&msg(cuda_wire::NODE_CLONED, 31, 20));
         assert_eq!(g.creating_call(30), Some(501));
         assert_eq!(g.creating_call(31), Some(501));
         assert_eq!(g.creating_call(99), None);
@@ -199,8 +201,8 @@ mod tests {
 
     fn kernel_msg(node: u64, call: u64, name: &str) -> Vec<u8> {
         let mut m = Vec::new();
-        wire::put_graph_kernel_node(&mut m, 1, node, call, name.as_bytes());
-        m[wire::HEADER_BYTES..].to_vec()
+        cuda_wire::put_graph_kernel_node(&mut m, 1, node, call, name.as_bytes());
+        m[crate::wire::HEADER_BYTES..].to_vec()
     }
 
     #[test]
@@ -220,19 +222,19 @@ mod tests {
         assert_eq!(g.submission(4, 42, 900, Some("_Z5otherv")).record, None);
         assert_eq!((g.joined_by_kernel, g.ambiguous_kernel), (2, 1));
         // A reported node never falls back to the name.
-        g.message(&msg(wire::NODE_CREATED, 50, 0));
+        g.message(&msg(cuda_wire::NODE_CREATED, 50, 0));
         assert_eq!(g.submission(4, 50, 900, Some("_Z6cap_k1Pfi")).record, None);
     }
 
     #[test]
     fn untraced_creators_cycles_and_short_messages_give_nothing() {
         let mut g = GraphNodes::default();
-        g.message(&msg(wire::NODE_CREATED, 1, 0));
+        g.message(&msg(cuda_wire::NODE_CREATED, 1, 0));
         assert_eq!(g.creating_call(1), None);
-        g.message(&msg(wire::NODE_CLONED, 2, 3));
-        g.message(&msg(wire::NODE_CLONED, 3, 2));
+        g.message(&msg(cuda_wire::NODE_CLONED, 2, 3));
+        g.message(&msg(cuda_wire::NODE_CLONED, 3, 2));
         assert_eq!(g.creating_call(2), None);
-        g.message(&msg(wire::NODE_CLONED, 4, 5)[..10]);
+        g.message(&msg(cuda_wire::NODE_CLONED, 4, 5)[..10]);
         assert_eq!(g.malformed, 1);
     }
 }

@@ -109,7 +109,9 @@ impl KitDecoder for Decoder {
                         .session_time(session),
                 ));
             }
-            wire::MSG_GRAPH_NODE => self.kit.conns.entry(conn).or_default().graphs.message(m.payload),
+            xpuprof_cupti_wire::MSG_GRAPH_NODE => {
+                self.kit.conns.entry(conn).or_default().graphs.message(m.payload)
+            }
             _ => {}
         }
     }

@@ -37,13 +37,6 @@
 //! - [`MSG_LOST_BYTES`]: `chunks u64, bytes u64`: output the agent's channel dropped (the host
 //!   was gone or too slow).
 //! - [`MSG_BYE`]: `launches u64, stacks u64`: the agent flushed everything and is done.
-//! - [`MSG_GRAPH_NODE`]: `kind u8` ([`NODE_CREATED`], [`NODE_CLONED`] or
-//!   [`NODE_CREATED_KERNEL`]), `pad u8 × 3`, `graph u32, node u64, origin u64`: a node of a
-//!   recorded graph (a CUDA graph) was created by the API call whose correlation id is `origin`
-//!   (0: outside any traced call), or cloned from node `origin` (graph instantiation, cloning,
-//!   child graphs); a kernel node created by a launch (stream capture) also carries the
-//!   kernel's name after these fields. Sent during the call, so before that call's launch entry
-//!   and before any record of the node's executions.
 //! - [`MSG_PY_FRAMES`]: `count u32`, then per frame `id u64, len u32, bytes`: the text
 //!   (`function (file.py:line)`) of the Python frames that stacks carry as tagged ids
 //!   ([`PY_FRAME_TAG`]); sent before the launches whose stacks use them.
@@ -63,7 +56,7 @@
 //!
 //! | numbers | messages |
 //! | --- | --- |
-//! | 1–63 | the common messages above, every agent |
+//! | 1–63 | the common messages above, every agent; 13 excepted ([`MSG_BACKEND_LEGACY`]: a backend's message from before this table) |
 //! | 64–127 | vendor messages defined in this crate, one module per backend, versioned by the module: 64–73 [`levelzero`] (its first message is its own version) |
 //! | 128–255 | backend-private messages, defined by the backend's own crates |
 
@@ -115,43 +108,9 @@ pub const MSG_API_NAMES: u8 = 10;
 pub const MSG_ERROR: u8 = 11;
 /// Output the agent's channel dropped.
 pub const MSG_LOST_BYTES: u8 = 12;
-/// A graph node was created or cloned.
-pub const MSG_GRAPH_NODE: u8 = 13;
-
-/// [`MSG_GRAPH_NODE`] kind: created by the call whose correlation id is `origin`.
-pub const NODE_CREATED: u8 = 1;
-/// [`MSG_GRAPH_NODE`] kind: a copy of node `origin`.
-pub const NODE_CLONED: u8 = 2;
-/// [`MSG_GRAPH_NODE`] kind: a kernel node created by the launch whose correlation id is
-/// `origin` (stream capture); the kernel's name (as the vendor's kernel records name it) follows
-/// the fixed payload.
-pub const NODE_CREATED_KERNEL: u8 = 3;
-/// Size of a [`MSG_GRAPH_NODE`] payload.
-pub const GRAPH_NODE_BYTES: usize = 24;
-
-/// Appends a [`MSG_GRAPH_NODE`] message.
-pub fn put_graph_node(out: &mut Vec<u8>, kind: u8, graph: u32, node: u64, origin: u64) {
-    put_message(
-        out,
-        MSG_GRAPH_NODE,
-        &[&[kind, 0, 0, 0], &graph.to_le_bytes(), &node.to_le_bytes(), &origin.to_le_bytes()],
-    );
-}
-
-/// Appends a [`MSG_GRAPH_NODE`] message of kind [`NODE_CREATED_KERNEL`].
-pub fn put_graph_kernel_node(out: &mut Vec<u8>, graph: u32, node: u64, call: u64, kernel: &[u8]) {
-    put_message(
-        out,
-        MSG_GRAPH_NODE,
-        &[
-            &[NODE_CREATED_KERNEL, 0, 0, 0],
-            &graph.to_le_bytes(),
-            &node.to_le_bytes(),
-            &call.to_le_bytes(),
-            kernel,
-        ],
-    );
-}
+/// Taken by a backend's own message, defined here before the numbers were shared out (the
+/// backend's wire crate defines it now); no common message may use it.
+pub const MSG_BACKEND_LEGACY: u8 = 13;
 
 /// Python frame definitions.
 pub const MSG_PY_FRAMES: u8 = 14;

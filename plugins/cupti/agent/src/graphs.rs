@@ -10,13 +10,13 @@
 //! `node → correlation id`. `CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED` reports `copy → original`:
 //! instantiation clones every node into the executable graph (kernel records carry the copy's
 //! id), and so do `cudaGraphClone` and child-graph nodes. The host follows the copies back to
-//! the created node ([`xpuprof_agent_kit::wire::MSG_GRAPH_NODE`]).
+//! the created node ([`xpuprof_cupti_wire::MSG_GRAPH_NODE`]).
 //!
 //! A kernel node created by a launch (stream capture) is reported with the kernel's name
 //! (`CUpti_CallbackData::symbolName` of the launch): instantiation flattens a child graph's
 //! nodes into the executable graph, and CUPTI reports no callback for those flattened nodes, so
 //! the host can only find their creating call by the kernel they run
-//! ([`wire::NODE_CREATED_KERNEL`]).
+//! ([`cuda_wire::NODE_CREATED_KERNEL`]).
 //!
 //! Graph building is not a hot path (a node is built once, replayed many times): each node is
 //! one small message pushed to the channel during the call.
@@ -27,6 +27,7 @@ use std::os::raw::{c_char, c_void};
 
 use xpuprof_agent_kit::channel::Chunk;
 use xpuprof_agent_kit::wire;
+use xpuprof_cupti_wire as cuda_wire;
 
 use crate::sys::ffi;
 use crate::Agent;
@@ -102,19 +103,19 @@ pub unsafe fn on_resource(a: &Agent, cbid: u32, data: *const c_void) {
     let g = unsafe { &*(r.resourceDescriptor as *const ffi::CUpti_GraphData) };
     let Ok(node) = a.lib.graph_node_id(g.node) else { return };
     let graph = a.lib.graph_id(g.graph).unwrap_or(0);
-    let mut m = Vec::with_capacity(wire::HEADER_BYTES + wire::GRAPH_NODE_BYTES);
+    let mut m = Vec::with_capacity(wire::HEADER_BYTES + cuda_wire::GRAPH_NODE_BYTES);
     if cbid == CBID_NODE_CREATED {
         let call = u64::from(current());
         let kernel = (g.nodeType == ffi::CUgraphNodeType_enum::CU_GRAPH_NODE_TYPE_KERNEL && call != 0)
             .then(current_symbol)
             .flatten();
         match kernel {
-            Some(name) => wire::put_graph_kernel_node(&mut m, graph, node, call, name),
-            None => wire::put_graph_node(&mut m, wire::NODE_CREATED, graph, node, call),
+            Some(name) => cuda_wire::put_graph_kernel_node(&mut m, graph, node, call, name),
+            None => cuda_wire::put_graph_node(&mut m, cuda_wire::NODE_CREATED, graph, node, call),
         }
     } else {
         match a.lib.graph_node_id(g.originalNode) {
-            Ok(original) => wire::put_graph_node(&mut m, wire::NODE_CLONED, graph, node, original),
+            Ok(original) => cuda_wire::put_graph_node(&mut m, cuda_wire::NODE_CLONED, graph, node, original),
             Err(_) => return,
         }
     }

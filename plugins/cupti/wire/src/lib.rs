@@ -1,13 +1,17 @@
 //! # xpuprof-cupti-wire: what the CUPTI agent and the cupti host plugin agree on beyond `xpuprof-wire`
 //!
 //! The CUPTI agent's stream is made of `xpuprof-wire`'s common messages (raw CUPTI activity
-//! records, launch sites, API names, strings, drops, clock pairs, and the CUDA graph nodes of
-//! [`MSG_GRAPH_NODE`](xpuprof_wire::MSG_GRAPH_NODE)); it has no backend-private message. What is
-//! CUPTI's own is its options (`XPUPROF_CUPTI_OPTS`), declared here once ([`CuptiOpts`]): the
-//! host plugin fills them from its `[source.cupti]` table and the session's capture windows and
-//! writes them, the agent reads them back. One crate for both ends, so they agree on every key
-//! and word.
+//! records, launch sites, API names, strings, drops, clock pairs) and one message of CUDA's own,
+//! defined here: the CUDA graph nodes of [`MSG_GRAPH_NODE`]. CUPTI's options
+//! (`XPUPROF_CUPTI_OPTS`) are declared here once too ([`CuptiOpts`]): the host plugin fills them
+//! from its `[source.cupti]` table and the session's capture windows and writes them, the agent
+//! reads them back. One crate for both ends, so they agree on every byte, key and word.
 
+mod graph_node;
 mod options;
 
+pub use graph_node::{
+    put_graph_kernel_node, put_graph_node, GRAPH_NODE_BYTES, MSG_GRAPH_NODE, NODE_CLONED, NODE_CREATED,
+    NODE_CREATED_KERNEL,
+};
 pub use options::{Api, CuptiOpts, Dormancy, Range, RangeEnd};
