@@ -35,22 +35,29 @@ pub(crate) type Handler = extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut 
 
 /// Catches `sig` with `handler` from now on (`SA_SIGINFO`, system calls restarted). `handler`
 /// must do only what is async-signal-safe.
-pub(crate) fn catch(sig: libc::c_int, handler: Handler) {
+pub(crate) fn catch(sig: libc::c_int, handler: Handler) -> std::io::Result<()> {
     // SAFETY: a zeroed sigaction is a valid starting point; the handlers given here only touch
     // atomics and call kill, both async-signal-safe.
-    unsafe {
+    let rc = unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = handler as *const () as usize;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(sig, &sa, std::ptr::null_mut());
+        libc::sigaction(sig, &sa, std::ptr::null_mut())
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 
 /// Installs the handlers for the [`FORWARDED`] signals.
 pub fn install() {
     for sig in FORWARDED {
-        catch(sig, on_signal);
+        if let Err(e) = catch(sig, on_signal) {
+            tracing::warn!("signal {sig} will not be forwarded to the target (sigaction: {e})");
+        }
     }
 }
 

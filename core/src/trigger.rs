@@ -30,7 +30,11 @@ extern "C" fn on_usr2(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut 
 
 /// Catches SIGUSR2 (a window request) from now on.
 pub fn install() {
-    crate::signals::catch(libc::SIGUSR2, on_usr2);
+    if let Err(e) = crate::signals::catch(libc::SIGUSR2, on_usr2) {
+        tracing::warn!(
+            "neither SIGUSR2 nor `xpuprof trigger` can open capture windows in this session (sigaction: {e})"
+        );
+    }
 }
 
 /// A window request received since the last call: `Some(None)` for the session's default
