@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Checks a `xpuprof --source ebpf,cupti --sink folded,dump` run of a JAX (or torch.compile)
+training loop against issue 33, and describes what the run recorded.
+
+usage: check_xla.py OUT_DIR OPS_FILE|"" SCRIPT.py
+
+OUT_DIR holds profile.gpu.folded (or profile.folded: GPU time per stack) and records.jsonl (the dump sink's records);
+OPS_FILE is train.py's --ops output (`LINE OP name`, `LINE CALL`, `LINE COMPILE`); without one the
+marked lines are read from SCRIPT.py. Prints what the run holds (NVTX ranges by domain and
+prefix, threads, recordings, device ops), then one last line:
+
+PASS/FAIL steady=S us compile=C% (of all GPU time) call=X% op=Y% unknown_rec=N mangled=M
+
+- compile: GPU time under a `[compile]` frame (compile-time work);
+- call: of the steady-state GPU time (the rest), the share under the script's CALL line;
+- op: of the steady-state GPU time, the share under the CALL line with an `[xla] ` operation
+  frame below it whose source line is one of the script's OP lines (JAX only);
+- unknown_rec: stacks under `[recorded at unknown site]` (device ops whose recording call the
+  source did not know), in folded lines; mangled: distinct frames still mangled (`_Z...`).
+PASS needs call >= 95, op >= 95 (JAX), every compile-time launch marked (no kernel frame of a
+known autotuning routine outside `[compile]`), unknown_rec = 0 and mangled = 0.
+"""
+import collections
+import gzip
+import json
+import os
+import re
+import sys
+
+# Native frames of compile-time work (XLA's autotuners, its redzone checks): found outside a
+# `[compile]` frame they mean compile-time work went unmarked.
+AUTOTUNE = re.compile(r"Autotun|RedzoneAllocator|GemmAlgorithmPicker|AlgorithmPicker|autotune_select|benchmark_")
+
+
+def marked(ops_file, script):
+    out = []
+    if ops_file and os.path.exists(ops_file):
+        for ln in open(ops_file):
+            f = ln.split()
+            if len(f) >= 2:
+                out.append((int(f[0]), f[1], f[2] if len(f) > 2 else ""))
+        return out
+    for n, line in enumerate(open(script), 1):
+        m = re.search(r"#\s+(OP|CALL|COMPILE)(?:\s+(\w+))?\s*$", line)
+        if m:
+            out.append((n, m.group(1), m.group(2) or ""))
+    return out
+
+
+def folded(path):
+    for ln in open(path, errors="replace"):
+        stack, _, v = ln.rstrip("\n").rpartition(" ")
+        if stack and v.isdigit():
+            yield stack.split(";"), int(v)
+
+
+def records(out):
+    p = os.path.join(out, "records.jsonl")
+    if not os.path.exists(p):
+        return
+    with open(p, errors="replace") as f:
+        for ln in f:
+            try:
+                yield json.loads(ln)
+            except ValueError:
+                pass
+
+
+def describe(out):
+    strs, ranges, marks, threads = {}, collections.Counter(), collections.Counter(), {}
+    rtids, samples, kinds = collections.defaultdict(set), {}, collections.Counter()
+    rec_sites, ops_graph, ops_rec = 0, 0, 0
+    api = collections.Counter()
+    for r in records(out):
+        k = r.get("record")
+        kinds[k] += 1
+        if k == "Str":
+            strs[r.get("id")] = r.get("text", "")
+        elif k == "Thread":
+            threads[r.get("tid")] = r.get("name")
+        elif k in ("Range", "Marker"):
+            name, dom = strs.get(r.get("name"), "?"), strs.get(r.get("domain"), "?")
+            key = (k, dom, re.split(r"[:#(]", name, maxsplit=1)[0][:40])
+            (ranges if k == "Range" else marks)[key] += 1
+            rtids[key].add(r.get("tid"))
+            samples.setdefault(key, []).append(name[:300]) if len(samples.get(key, [])) < 4 else None
+        elif k == "LaunchSite" and r.get("recording"):
+            rec_sites += 1
+        elif k == "DeviceOp":
+            ops_graph += r.get("graph") is not None
+            ops_rec += r.get("recorded") is not None
+        elif k == "ApiCall":
+            api[(strs.get(r.get("name"), "?"), threads.get(r.get("tid"), r.get("tid")))] += 1
+    print("records:", dict(kinds))
+    for key, n in sorted({**ranges, **marks}.items(), key=lambda kv: -kv[1]):
+        tn = sorted({str(threads.get(t, t)) for t in rtids[key]})[:6]
+        print(f"{key[0]} domain={key[1]!r} prefix={key[2]!r} n={n} threads={tn}")
+        for s in samples[key]:
+            print("    ", repr(s))
+    print(f"recording launch sites={rec_sites} device ops in graphs={ops_graph} with recorded stack={ops_rec}")
+    for (name, t), n in api.most_common(25):
+        print(f"api {name} thread={t} n={n}")
+
+
+def main():
+    out, ops_file, script = sys.argv[1], sys.argv[2], sys.argv[3]
+    base = os.path.basename(script)
+    try:
+        describe(out)
+    except OSError as e:
+        print("records:", e)
+    lines = marked(ops_file, script)
+    call = [n for n, k, _ in lines if k == "CALL"]
+    oplines = {n for n, k, _ in lines if k == "OP"}
+    fp = os.path.join(out, "profile.gpu.folded")
+    if not os.path.exists(fp):
+        fp = os.path.join(out, "profile.folded")
+    if not os.path.exists(fp):
+        print(f"FAIL no {fp}")
+        return
+    total = comp = steady = under_call = with_op = unknown = 0
+    unmarked_autotune = 0
+    mangled = set()
+    nocall = collections.Counter()
+    opshare = collections.Counter()
+    for st, v in folded(fp):
+        total += v
+        mangled.update(f for f in st if f.startswith("_Z"))
+        if any(f == "[recorded at unknown site]" for f in st):
+            unknown += 1
+        if "[compile]" in st or any(f.startswith("[compile]") for f in st):
+            comp += v
+            continue
+        if any(AUTOTUNE.search(f) for f in st):
+            unmarked_autotune += v
+        steady += v
+        at = [i for i, f in enumerate(st) if any(f.endswith(f"({base}:{c})") or f"{base}:{c})" in f for c in call)]
+        if at:
+            under_call += v
+            below = st[at[-1] + 1:]
+            ops = [f for f in below if f.startswith("[xla] ")]
+            if ops:
+                opshare[ops[0][:120]] += v
+                m = re.search(r"\(([^():]+):(\d+)\)\s*$", ops[-1])
+                if m and os.path.basename(m.group(1)) == base and int(m.group(2)) in oplines:
+                    with_op += v
+        else:
+            nocall[";".join(st[:3] + ["..."] + st[-3:])[:300]] += v
+    pct = lambda a, b: 100.0 * a / b if b else 0.0
+    print(f"total GPU time {total / 1e3:.1f} us; compile {comp / 1e3:.1f} us; steady {steady / 1e3:.1f} us")
+    for s, v in nocall.most_common(12):
+        print(f"steady not under CALL {pct(v, steady):5.1f}% {s}")
+    for s, v in opshare.most_common(15):
+        print(f"op {pct(v, steady):5.1f}% {s}")
+    for f in sorted(mangled)[:10]:
+        print("mangled", f[:160])
+    jax = bool(oplines)
+    ok = (pct(under_call, steady) >= 95 and (not jax or pct(with_op, steady) >= 95)
+          and unmarked_autotune == 0 and unknown == 0 and not mangled)
+    print(f"{'PASS' if ok else 'FAIL'} steady={steady / 1e3:.0f}us compile={pct(comp, total):.1f}% "
+          f"call={pct(under_call, steady):.1f}% op={pct(with_op, steady):.1f}% "
+          f"unmarked_autotune={pct(unmarked_autotune, total):.1f}% unknown_rec={unknown} mangled={len(mangled)}")
+
+
+if __name__ == "__main__":
+    main()

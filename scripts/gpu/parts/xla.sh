@@ -1,0 +1,65 @@
+# shellcheck shell=bash
+# ---- xla: JAX/XLA under xpuprof (issue 33) ----------------------------------------------------
+# Sourced by run-all.sh (`run-all.sh xla`). tests/workloads/jax/train.py (a jitted MLP step of
+# known operations in named scopes) is run unprofiled (its optimized HLO, the lines of its
+# operations), under the cupti agent alone writing its wire stream (the fixture the CI decoding
+# tests replay), and under `xpuprof --source ebpf,cupti` with every output; then with XLA's
+# command buffers off, and torch.compile's max-autotune. What comes back: $W/logs/xla/.
+XL=$W/logs/xla
+rm -rf "$XL"; mkdir -p "$XL"
+XJ=tests/workloads/jax/train.py
+ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+{
+  python3 -c 'import jax, jaxlib; print("jax", jax.__version__, "jaxlib", jaxlib.__version__, jax.devices())'
+  pip list 2>/dev/null | grep -i -E '^(jax|nvidia|torch)'
+} >"$XL/versions.txt" 2>&1
+row "xla versions" "$(head -1 "$XL/versions.txt" | cut -c1-120)"
+
+# Unprofiled: the step's HLO (op names, metadata), the marked lines, the wall time.
+s=$(date +%s.%N)
+timeout 180 python3 "$XJ" --steps 100 --hlo "$XL/step.hlo.txt" --ops "$XL/ops.txt" >"$XL/plain.out" 2>"$XL/plain.err"
+rc=$?
+row "xla unprofiled 100 steps" "rc=$rc $(python3 -c "import time; print(f'{time.time()-$s:.1f} s')") $(tail -1 "$XL/plain.out" | cut -c1-80)"
+
+# The agent alone, its wire stream kept (small sizes: the CI fixture).
+mkdir -p "$XL/wire"
+CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$XL/wire \
+  XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,verbose=1" \
+  timeout 180 python3 "$XJ" --steps 3 --batch 64 --width 256 >"$XL/wire.out" 2>"$XL/wire.err"
+rc=$?
+row "xla agent wire stream" "rc=$rc $(ls -la "$XL"/wire/ 2>/dev/null | awk '/cupti-/ {print $5}' | tr '\n' ' ')bytes"
+
+# xpuprof with both sources and every output (dump sink: every record, for the design).
+xla_run() {  # name, config file or "", steps, extra env...
+  local n=$1 cfg=$2 steps=$3; shift 3
+  local o=$W/out/xla-$n c=()
+  rm -rf "$o"
+  [ -n "$cfg" ] && c=(-c "$cfg")
+  s=$(date +%s.%N)
+  env "$@" timeout 240 "$CARRY/xpuprof" --plugin-dir "$CARRY" "${c[@]}" --source ebpf,cupti \
+    --sink folded,chrome,summary,dump -o "$o" -- python3 "$XJ" --steps "$steps" >"$XL/$n.out" 2>"$XL/$n.err"
+  local rc=$?
+  local dt; dt=$(python3 -c "import time; print(f'{time.time()-$s:.1f}')")
+  cp "$o/profile.gpu.folded" "$XL/$n.gpu.folded" 2>/dev/null; cp "$o/profile.cpu.folded" "$XL/$n.cpu.folded" 2>/dev/null
+  for f in "$o"/summary.*; do [ -f "$f" ] && cp "$f" "$XL/$n.$(basename "$f")"; done
+  gzip -c "$o/records.jsonl" >"$XL/$n.records.jsonl.gz" 2>/dev/null
+  gzip -c "$o/trace.json" >"$XL/$n.trace.json.gz" 2>/dev/null
+  row "xla xpuprof $n ($steps steps)" "rc=$rc ${dt}s $(grep -o 'device ops: .*' "$XL/$n.err" | head -1 | cut -c1-100)"
+  python3 scripts/gpu/check_xla.py "$o" "$XL/ops.txt" "$XJ" >"$XL/$n.check.txt" 2>&1
+  row "xla check $n" "$(tail -1 "$XL/$n.check.txt" | cut -c1-200)"
+}
+xla_run default "" 100
+# XLA's command buffers off: every thunk launched from the executable's own thread.
+xla_run nocmdbuf "" 100 XLA_FLAGS=--xla_gpu_enable_command_buffer=
+
+# torch.compile max-autotune: its benchmarking launches (issue 33 item 4).
+o=$W/out/xla-torch-autotune; rm -rf "$o"
+timeout 240 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source ebpf,cupti --sink folded,summary,dump -o "$o" -- \
+  python3 tests/workloads/torch/autotune.py --steps 50 >"$XL/torch-autotune.out" 2>"$XL/torch-autotune.err"
+rc=$?
+cp "$o/profile.gpu.folded" "$XL/torch-autotune.gpu.folded" 2>/dev/null
+gzip -c "$o/records.jsonl" >"$XL/torch-autotune.records.jsonl.gz" 2>/dev/null
+row "xla torch max-autotune" "rc=$rc $(tail -1 "$XL/torch-autotune.out" | cut -c1-80)"
+python3 scripts/gpu/check_xla.py "$o" "" tests/workloads/torch/autotune.py >"$XL/torch-autotune.check.txt" 2>&1
+row "xla check torch-autotune" "$(tail -1 "$XL/torch-autotune.check.txt" | cut -c1-200)"
+du -sh "$XL" | tee -a "$SUMMARY"
