@@ -1,0 +1,36 @@
+# Part `dormant` of scripts/gpu/run-all.sh (issue 25's budgets), sourced with ROOT, W, CARRY, row.
+# For each workload (B2 small inference and a ResNet-18 training step with backward), rounds of
+# three processes of tests/workloads/torch/dormant_bench.py, which times windows of steps before
+# and after a pause in one process (steps in calibration-loop units, see the script):
+#   control  nothing happens in the pause (the method's drift);
+#   attach   `xpuprof attach --duration 1s` in the pause: before = no agent, after = the agent
+#            loaded and dormant (CUPTI detached); also attach-to-first-record, --duration expiry
+#            to xpuprof done, and expiry to cuptiFinalize in the process;
+#   paused   under `xpuprof record --start-paused`, an `xpuprof trigger --duration 1s` in the
+#            pause: before = dormant from the start, after = dormant after a window.
+# scripts/gpu/check_dormant.py prints the rows (budgets: dormant <= 1.01x unprofiled, detach
+# <= 1 s, first record <= 2 s). Knobs: DORMANT_ROUNDS (2), DORMANT_WORKLOADS (b2small resnet).
+# About 20 s a process: 12 processes, 4 minutes.
+if [ -x "$CARRY/xpuprof" ]; then
+  D=$W/logs/dormant; mkdir -p "$D"
+  DW=$W/dormant; rm -rf "$DW"; mkdir -p "$DW"
+  ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  DPIN=""; command -v taskset >/dev/null && DPIN="taskset -c 3-9"
+  : >"$D/runs.txt"
+  for wl in ${DORMANT_WORKLOADS:-b2small resnet}; do
+    for r in $(seq 1 "${DORMANT_ROUNDS:-2}"); do
+      for m in control attach paused; do
+        BENCH_CPU=${DPIN:+2} timeout 120 python3 scripts/gpu/check_dormant.py run $m "$wl" "$DW/$wl-$m-$r" \
+          "$CARRY/xpuprof" "$CARRY" $DPIN >>"$D/runs.txt" 2>>"$D/runs.err" \
+          || echo "DORMANTRUN mode=$m workload=$wl error=exit-$? round=$r" >>"$D/runs.txt"
+        for f in "$DW/$wl-$m-$r"/*.log; do [ -f "$f" ] && cp "$f" "$D/$(basename "${f%.log}")-$r.log"; done
+        rm -rf "$DW/$wl-$m-$r/attach" "$DW/$wl-$m-$r/rec"
+      done
+    done
+  done
+  python3 scripts/gpu/check_dormant.py summary "$D/runs.txt" 2>&1 | while IFS= read -r line; do
+    row "${line%%:*}" "${line#*: }"
+  done
+else
+  row "dormant" "skipped: no $CARRY/xpuprof"
+fi
