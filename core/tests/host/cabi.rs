@@ -110,7 +110,9 @@ fn every_record() -> Vec<Record> {
         .src_device(DeviceId(1))
         .dst_device(DeviceId(2))
         .submission(Some(submission))
-        .recorded(Some(LaunchRef::default().tid(12).stack(StackId(5)).api(StrId(1)).time(big + 3)));
+        .recorded(Some(LaunchRef::default().tid(12).stack(StackId(5)).api(StrId(1)).time(big + 3)))
+        .collective(CollectiveOp::AllReduce)
+        .communicator(0xfeed_beef_0000_0001);
     let annotation = Annotation::default()
         .pid(10)
         .tid(11)

@@ -98,6 +98,16 @@ extern "C" {
 #define XPUPROF_QUEUE_ZE_IMMEDIATE_LIST 5
 #define XPUPROF_QUEUE_SYCL_QUEUE 6
 #define XPUPROF_QUEUE_OTHER 255
+/* CollectiveOp */
+#define XPUPROF_COLLECTIVE_NONE 0
+#define XPUPROF_COLLECTIVE_ALL_REDUCE 1
+#define XPUPROF_COLLECTIVE_ALL_GATHER 2
+#define XPUPROF_COLLECTIVE_REDUCE_SCATTER 3
+#define XPUPROF_COLLECTIVE_BROADCAST 4
+#define XPUPROF_COLLECTIVE_REDUCE 5
+#define XPUPROF_COLLECTIVE_ALL_TO_ALL 6
+#define XPUPROF_COLLECTIVE_SEND_RECV 7
+#define XPUPROF_COLLECTIVE_OTHER 255
 /* SizeUnit */
 #define XPUPROF_UNIT_BLOCKS 0
 #define XPUPROF_UNIT_WORK_ITEMS 1
@@ -298,6 +308,10 @@ typedef struct xpuprof_device_op {
     /* Set by the host's correlator, never by sources: the call that recorded this work. */
     uint8_t has_recorded;
     xpuprof_launch_ref recorded;
+    /* The collective this work implements (XPUPROF_COLLECTIVE_*), and an id of its
+     * communicator that is the same on every rank, or 0 when not known. */
+    uint8_t collective;
+    uint64_t communicator;
 } xpuprof_device_op;
 
 typedef struct xpuprof_launch_site {
@@ -855,6 +869,8 @@ static inline int xpuprof_write_device_op(xpuprof_batch *b, const xpuprof_device
         xpuprof__launch_ref(b, &r->recorded);
         xpuprof__end_len(b, at);
     }
+    xpuprof__key_var(b, 8, r->collective);
+    xpuprof__key_var(b, 9, r->communicator);
     return xpuprof__end_record(b, at_);
 }
 
@@ -1235,6 +1251,10 @@ static inline void xpuprof__read_device_op(xpuprof__cur *c, xpuprof_device_op *r
             r->has_recorded = 1;
             xpuprof__read_launch_ref(&s, &r->recorded);
             xpuprof__merge_bad(c, &s);
+        } else if (n == 8) {
+            r->collective = (uint8_t)xpuprof__ku32(c, ty);
+        } else if (n == 9) {
+            r->communicator = xpuprof__kvar(c, ty);
         } else {
             /* 5 and 6: keyed parts of the graph and launch groups (none defined yet). */
             xpuprof__skip(c, ty);

@@ -198,6 +198,33 @@ wire_enum! {
 }
 
 wire_enum! {
+    /// What a device operation does across ranks: the collective of a communication library
+    /// (NCCL, RCCL, oneCCL) a kernel implements, as its backend plugin recognises it. Sinks and
+    /// the merge classify collectives by this, never by kernel name.
+    CollectiveOp fallback Other {
+        /// Not a collective (or not recognised as one).
+        #[default]
+        None = 0,
+        /// All-reduce.
+        AllReduce = 1,
+        /// All-gather.
+        AllGather = 2,
+        /// Reduce-scatter.
+        ReduceScatter = 3,
+        /// Broadcast.
+        Broadcast = 4,
+        /// Reduce to one rank.
+        Reduce = 5,
+        /// All-to-all.
+        AllToAll = 6,
+        /// Point-to-point send and/or receive (grouped sends and receives).
+        SendRecv = 7,
+        /// A collective of another kind (its name says which).
+        Other = 255,
+    }
+}
+
+wire_enum! {
     /// What a stream or queue is, in its runtime's terms.
     QueueKind fallback Other {
         /// Not stated (records of codec version 1).

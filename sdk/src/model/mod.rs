@@ -42,7 +42,7 @@ pub mod schema;
 pub(crate) mod visit;
 
 pub use enums::{
-    ApiKind, CopyKind, DeviceKind, DeviceOpKind, FrameKind, OverheadKind, QueueKind, SampleKind, SizeUnit,
+    ApiKind, CollectiveOp, CopyKind, DeviceKind, DeviceOpKind, FrameKind, OverheadKind, QueueKind, SampleKind, SizeUnit,
     Vendor, WindowOpener,
 };
 pub use ids::{

@@ -308,6 +308,14 @@ model_schema! {
             /// work (`submission.record`: a CUDA graph node's capture or creation, an append to
             /// a Level Zero regular command list), when the work ran from a recording.
             recorded: Option<LaunchRef> = [] [7] cold,
+            /// The collective this work implements (a communication library's kernel), as the
+            /// backend recognises it; [`CollectiveOp::None`] for other work.
+            collective: CollectiveOp = [] [8] cold,
+            /// Collectives: an id of the communicator that is the same on every rank (NCCL's
+            /// `commHash`), or 0 when the backend does not know it: then the stream the work
+            /// ran on stands for the communicator, and ranks' streams are matched by the order
+            /// their first collectives come in.
+            communicator: u64 = [] [9] cold,
         }
 
         /// The CPU stack at the moment a launch-class API was entered.

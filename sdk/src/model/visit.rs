@@ -84,6 +84,7 @@ no_ids!(
     ExternalId,
     Vendor,
     ApiKind,
+    CollectiveOp,
     CopyKind,
     DeviceKind,
     DeviceOpKind,
