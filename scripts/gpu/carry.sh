@@ -35,6 +35,18 @@ objcopy --strip-debug "$bench" .device-carry/bench-launch-site
 else
   rm -f .device-carry/bench-python-capture .device-carry/bench-launch-site
 fi
+# Readers the presentation part checks outputs with, which the GPU machine lacks (install-deps.sh
+# installs them here): go's pprof (the Go toolchain's own tool binary, gzipped) and Perfetto's
+# Python protos with protobuf's pure-Python runtime (no compiled extension: any Python reads it).
+rm -rf .device-carry/readers && mkdir -p .device-carry/readers
+if command -v go >/dev/null && [ -x "$(go env GOTOOLDIR)/pprof" ]; then
+  gzip -c "$(go env GOTOOLDIR)/pprof" >.device-carry/readers/pprof.gz
+fi
+py_perfetto=$(python3 -c 'import os, perfetto; print(os.path.dirname(os.path.dirname(perfetto.__file__)))' 2>/dev/null || true)
+if [ -n "$py_perfetto" ] && [ -d "$py_perfetto/google/protobuf" ]; then
+  tar czf .device-carry/readers/python.tar.gz -C "$py_perfetto" --exclude=__pycache__ --exclude=_upb \
+    --exclude=testdata --exclude='*.so' perfetto google/protobuf
+fi
 # The eBPF plugin links libelf, which the GPU machine may lack.
 lib=$(ldconfig -p | awk '/libelf.so.1 / && !f {print $NF; f = 1}')
 [ -n "$lib" ] && cp -L "$lib" .device-carry/lib/libelf.so.1
