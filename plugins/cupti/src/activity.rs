@@ -193,6 +193,12 @@ fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         u32_at(rec, l.correlation),
     );
     op.name = text(d, conn, u64_at(rec, l.name), out);
+    op.collective = d
+        .kit
+        .conns
+        .get(&conn)
+        .and_then(|c| c.agent.strings.get(&u64_at(rec, l.name)))
+        .map_or(CollectiveOp::None, |n| crate::collective::of(n));
     let dims = |at: usize| [u32_at(rec, at), u32_at(rec, at + 4), u32_at(rec, at + 8)];
     op.kernel = Some(
         KernelInfo::default()

@@ -18,6 +18,7 @@
 pub mod activity;
 pub mod api_kind;
 mod attach;
+mod collective;
 pub mod config;
 pub mod decode;
 pub mod graphs;
