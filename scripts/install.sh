@@ -5,7 +5,8 @@
 #   include/xpuprof/*.h              the C plugin ABI (plugin.h, records.h) and the agent kit (agent.h)
 #   lib/libxpuprof_agent.{so,a}      the C agent kit, for third-party in-target agents
 #   lib/pkgconfig/xpuprof.pc         pkg-config --cflags xpuprof / --libs xpuprof (the agent kit)
-#   share/xpuprof/sdk/               the Rust SDK's sources (xpuprof-sdk, as `cargo package` ships it)
+#   share/xpuprof/sdk/               the Rust SDK's sources (xpuprof-sdk, as `cargo package` ships it),
+#                                    with the agent stream's crate in sdk/wire (xpuprof-wire)
 #   share/xpuprof/plugin-test/       the conformance kit crate (xpuprof-plugin-test)
 #   share/xpuprof/Cargo.lock         the dependency versions the SDK was built and tested with
 #   share/xpuprof/examples/          the C examples (two plugins, an agent), built with pkg-config
@@ -98,13 +99,16 @@ else
   done
   # The Rust SDK as `cargo package` ships it (its Cargo.toml stands alone, no workspace), and the
   # conformance kit, which stands alone too (it runs `xpuprof check-plugin`).
-  for pkg in xpuprof-sdk:sdk xpuprof-plugin-test:sdk/plugin-test; do
-    name=${pkg%%:*} dir=${pkg#*:}
+  # The agent stream's crate (xpuprof-wire, the SDK's optional `agent-stream` dependency) lies
+  # at the SDK's `wire/`, as in the repository.
+  for pkg in xpuprof-sdk:sdk:sdk xpuprof-wire:sdk/wire:sdk/wire xpuprof-plugin-test:sdk/plugin-test:plugin-test; do
+    name=${pkg%%:*} rest=${pkg#*:}
+    dir=${rest%%:*} dest=${rest#*:}
     list=$(cd "$root" && cargo package --list -p "$name" --allow-dirty --offline 2>/dev/null) ||
       die "cargo package --list -p $name failed: run it in $root to see why"
     while IFS= read -r f; do
       case "$f" in .cargo_vcs_info.json|Cargo.toml.orig|Cargo.lock) continue ;; esac
-      add "$root/$dir/$f" "share/xpuprof/$(basename "$dir")/$f" 0644
+      add "$root/$dir/$f" "share/xpuprof/$dest/$f" 0644
     done <<<"$list"
   done
   add "$root/Cargo.lock" share/xpuprof/Cargo.lock 0644

@@ -203,6 +203,11 @@ mod panics;
 pub mod plugin;
 pub mod trampoline;
 pub mod trust;
+/// The stream of an in-target agent (feature `agent-stream`): the `xpuprof-wire` crate, for the
+/// source plugin that decodes its agent's stream. [`wire::stream::StreamReader`] reads one
+/// connection's messages; the byte layout is `agent-stream.md` (`PREFIX/share/xpuprof`).
+#[cfg(feature = "agent-stream")]
+pub use xpuprof_wire as wire;
 
 pub use config::{ConfigKey, ConfigSchema, ConfigType, PluginConfig, TypedConfig};
 pub use emit::{Emitter, Level, Logger, StringInterner};

@@ -19,6 +19,13 @@ for f in $files; do
   mkdir -p "$work/sdk/$(dirname "$f")"
   cp "sdk/$f" "$work/sdk/$f"
 done
+# The agent stream's crate, an optional dependency at the same relative path (sdk/wire), as
+# scripts/install.sh installs it.
+for f in $(cargo package --list -p xpuprof-wire --allow-dirty --offline 2>/dev/null |
+  grep -v -e '^\.cargo_vcs_info\.json$' -e '^Cargo\.toml\.orig$' -e '^Cargo\.lock$'); do
+  mkdir -p "$work/sdk/wire/$(dirname "$f")"
+  cp "sdk/wire/$f" "$work/sdk/wire/$f"
+done
 cp Cargo.lock "$work/sdk/Cargo.lock"
 cd "$work/sdk"
 build() { CARGO_TARGET_DIR="$target" cargo build --offline --quiet; }

@@ -69,6 +69,7 @@ pub mod names;
 pub mod opts;
 mod reader;
 pub mod records;
+pub mod stream;
 
 pub use hello::{Hello, ProtocolError};
 pub use reader::Reader;
