@@ -18,6 +18,8 @@
 //!   shortened to the package for tables and flame graphs.
 //! - [`launch_stacks`]: the `launch_stacks = "agent" | "ebpf" | "both" | "off"` switch of GPU
 //!   sources with an agent.
+//! - [`collectives`]: which collective a device operation is on every rank of a job
+//!   (communicator and sequence number), for the merge's clock alignment and the sinks.
 //! - [`timeline`]: what the timeline sinks share: launch flow ids, API calls held for their
 //!   launch stack, device work put in start order for lanes.
 //!
@@ -26,6 +28,7 @@
 //! which only the plugins that normalise addresses or show names need.
 
 pub mod agent_host;
+pub mod collectives;
 pub mod defs;
 pub mod demangle;
 pub mod intern;
