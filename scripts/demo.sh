@@ -11,8 +11,8 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 NVCC=$(command -v nvcc || ls "${CUDA_HOME:-/nonexistent}"/bin/nvcc /usr/local/cuda*/bin/nvcc 2>/dev/null | head -1 || true)
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -n "$NVCC" ]; then
-  echo "demo: GPU found: profiling the CUDA demo (tests/workloads/cuda/multi_stream.cu)"
-  "$NVCC" -O2 -g -std=c++17 -Xcompiler -fno-omit-frame-pointer -o target/demo/cuda_demo tests/workloads/cuda/multi_stream.cu -ldl -lpthread
+  echo "demo: GPU found: profiling the CUDA demo (plugins/cupti/tests/workloads/multi_stream.cu)"
+  "$NVCC" -O2 -g -std=c++17 -Xcompiler -fno-omit-frame-pointer -o target/demo/cuda_demo plugins/cupti/tests/workloads/multi_stream.cu -ldl -lpthread
   sources="cupti"
   if $SUDO -n true 2>/dev/null; then sources="ebpf,cupti"; fi
   $SUDO "$X" --source "$sources" --sink folded,chrome,flamegraph,summary -o "$OUT" -- target/demo/cuda_demo

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks a capture window of tests/workloads/cuda/attach_train.py (issue 25).
+"""Checks a capture window of plugins/cupti/tests/workloads/attach_train.py (issue 25).
 
 usage: check_attach.py TRACE_JSON STEP_LOG KERNELS_PER_STEP WINDOW_S [ATTACH_START_NS]
 

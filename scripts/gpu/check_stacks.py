@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks a profile of tests/workloads/cuda/frameless.cu (host code built without frame pointers).
+"""Checks a profile of plugins/cupti/tests/workloads/frameless.cu (host code built without frame pointers).
 
 Usage: check_stacks.py PROFILE_DIR PROGRAM_STDOUT
 

@@ -98,12 +98,12 @@ PROGS="basic multi_stream multi_thread driver_launch graph_launch graph_stacks l
 for p in $PROGS; do
   extra=""
   [ "$p" = driver_launch ] && extra="-lcuda"
-  $NVCC -o "$W/bin/$p" "tests/workloads/cuda/$p.cu" $extra -ldl -lpthread >"$W/logs/build-$p.log" 2>&1 \
+  $NVCC -o "$W/bin/$p" "plugins/cupti/tests/workloads/$p.cu" $extra -ldl -lpthread >"$W/logs/build-$p.log" 2>&1 \
     && row "build $p" ok || { row "build $p" FAILED; cat "$W/logs/build-$p.log"; }
 done
-$NVCC -o "$W/bin/other_subscriber" tests/workloads/cuda/other_subscriber.cu -L"$LIB" -lcupti -Xlinker -rpath,"$LIB" \
+$NVCC -o "$W/bin/other_subscriber" plugins/cupti/tests/workloads/other_subscriber.cu -L"$LIB" -lcupti -Xlinker -rpath,"$LIB" \
   >"$W/logs/build-other_subscriber.log" 2>&1 && row "build other_subscriber" ok || row "build other_subscriber" FAILED
-g++ -O2 -shared -fPIC -o "$W/bin/libcupti_alone.so" tests/workloads/cuda/cupti_alone.cpp -I"$INC" -L"$LIB" -lcupti \
+g++ -O2 -shared -fPIC -o "$W/bin/libcupti_alone.so" plugins/cupti/tests/workloads/cupti_alone.cpp -I"$INC" -L"$LIB" -lcupti \
   -Wl,-rpath,"$LIB" >"$W/logs/build-cupti_alone.log" 2>&1 && row "build cupti_alone" ok || row "build cupti_alone" FAILED
 
 # Small sizes for fixtures, larger ones for the checks.
@@ -152,7 +152,7 @@ if [[ " $STEPS " == *" test "* ]]; then
     row "test two processes" "rc=$rc kernel_pids=${pids:-?} $res"
     # PyTorch (dynamically linked libcudart from the wheel: the agent finds the wheel's CUPTI).
     o=$W/out/torch; rm -rf "$o"
-    "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded,chrome -o "$o" -- python3 tests/workloads/cuda/torch_smoke.py \
+    "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink folded,chrome -o "$o" -- python3 plugins/cupti/tests/workloads/torch_smoke.py \
       >"$W/logs/test-torch.out" 2>"$W/logs/test-torch.err"
     rc=$?
     res=$(python3 scripts/gpu/check_profile.py "$o" "$W/logs/test-torch.out" "$W/logs/test-torch.err" 2>&1 | tail -1)
@@ -244,7 +244,7 @@ fi
 if [[ " $STEPS " == *" stacks "* ]]; then
   # Native frames (#13.1, unwind):
   $CUDA_HOME/bin/nvcc -g -O2 -std=c++17 -arch=sm_90 -Xcompiler -fomit-frame-pointer -I"$INC" -o "$W/bin/frameless" \
-    tests/workloads/cuda/frameless.cu -ldl -lpthread >"$W/logs/build-frameless.log" 2>&1 \
+    plugins/cupti/tests/workloads/frameless.cu -ldl -lpthread >"$W/logs/build-frameless.log" 2>&1 \
     && row "build frameless" ok || { row "build frameless" FAILED; cat "$W/logs/build-frameless.log"; }
   if [ -x "$CARRY/xpuprof" ]; then
     o=$W/out/stacks-agent; rm -rf "$o"
@@ -460,7 +460,7 @@ if [[ " $STEPS " == *" attach "* ]]; then
         row "attach markers $range $end" "rc=$rc $v $got (want $want)"
       done
     done
-    T=tests/workloads/cuda/attach_train.py
+    T=plugins/cupti/tests/workloads/attach_train.py
     "$CARRY/xpuprof" --plugin-dir "$CARRY" record --capture-range cuda-profiler-api --source cupti --sink chrome -o "$A/calib" -- \
       python3 "$T" --calibrate 50 --step-log "$A/calib-steps.log" >"$A/calib.out" 2>"$A/calib.err"
     rc=$?
@@ -583,7 +583,7 @@ if [[ " $STEPS " == *" e2e "* ]]; then
     a=$(du -cb "$W/e2e-out/b4/archive" | tail -1 | cut -f1); j=$(stat -c %s "$W/e2e-out/b4/trace.json" 2>/dev/null)
     row "B4 bytes per launch (N=$BENCH_N+100)" "archive $(python3 -c "print(round($a/($BENCH_N+100),1))") chrome $(python3 -c "print(round(${j:-0}/($BENCH_N+100),1))")"
   fi
-  T=tests/workloads/cuda/transformer_bench.py
+  T=plugins/cupti/tests/workloads/transformer_bench.py
   # B2 small, paused/collecting windows in one process (transformer_bench.py mode ab): part `ab`;
   # knobs AB_CFGS (unprofiled = the method's own spread), ROUNDS_AB (4), AB_STEPS (2000), AB_PAIRS (20).
   if [[ $PARTS == *" ab "* ]]; then

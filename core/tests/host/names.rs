@@ -12,7 +12,7 @@ use super::common::*;
 const MANGLED: &str = "_Z10add_kernelPfif";
 
 fn fixtures() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/cupti"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../plugins/cupti/tests/fixtures"))
 }
 
 /// Runs `args` from `cwd` (whose `xpuprof.toml`, if any, applies) with the shipped plugins;

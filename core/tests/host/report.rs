@@ -144,7 +144,7 @@ fn cuda_archives(dir: &Path) -> Vec<PathBuf> {
         s.sendall(open(sys.argv[1], 'rb').read())\n\
         s.close()\n";
     require_plugin("cupti");
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/cupti");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/cupti/tests/fixtures");
     let mut out = Vec::new();
     for name in ["basic", "driver_launch", "graph_launch", "multi_stream", "multi_thread"] {
         let o_dir = dir.join(name);

@@ -1,7 +1,7 @@
 //! Prints the records decoded from a recorded agent stream, one per line (a debugging tool):
 //!
 //! ```sh
-//! cargo run -p xpuprof-plugin-cupti --example dump -- tests/fixtures/cupti/graph_launch/stream.bin
+//! cargo run -p xpuprof-plugin-cupti --example dump -- plugins/cupti/tests/fixtures/graph_launch/stream.bin
 //! ```
 
 use std::io::Write;

@@ -5,7 +5,7 @@
 //!
 //! ```sh
 //! cargo run -p xpuprof-plugin-cupti --example graph_nodes_double -- \
-//!     tests/fixtures/cupti/graph_launch/stream.bin tests/fixtures/cupti/graph_nodes_double/stream.bin
+//!     plugins/cupti/tests/fixtures/graph_launch/stream.bin plugins/cupti/tests/fixtures/graph_nodes_double/stream.bin
 //! ```
 //!
 //! What it adds, right after the hello (the agent sends node messages during the creating call,

@@ -1,5 +1,5 @@
 //! Attach and capture windows with the cupti source, end to end without a GPU: programs run on a
-//! test double of the CUDA driver and CUPTI (`tests/cupti/doubles/`, built here as `libcuda.so.1`
+//! test double of the CUDA driver and CUPTI (`plugins/cupti/tests/doubles/`, built here as `libcuda.so.1`
 //! against the real CUPTI headers) with the real agent, injector, host and sinks.
 //!
 //! - A program started without xpuprof: `xpuprof attach` loads the agent into it, the agent
@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use xpuprof_testkit::host;
 
 fn doubles() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/cupti/doubles")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/doubles")
 }
 
 fn cc(args: &[&str], out: &Path) {

@@ -1,6 +1,6 @@
 //! Decoder tests on real agent streams captured on the H100 test machine (CUDA 13.0, CUPTI
-//! 13.0) by `scripts/gpu/run-all.sh capture` from the programs in `tests/workloads/cuda/`; see
-//! `tests/fixtures/cupti/README.md`. What they check is what a user sees in the profile: every
+//! 13.0) by `scripts/gpu/run-all.sh capture` from the programs in `plugins/cupti/tests/workloads/`; see
+//! `plugins/cupti/tests/fixtures/README.md`. What they check is what a user sees in the profile: every
 //! kernel is there with its launch configuration, joined by its exact correlation id to a launch
 //! site whose stack holds the function that launched it; graph kernels share the graph launch's
 //! id; copies go the right way.
@@ -14,7 +14,7 @@ use xpuprof_sdk::{codec, Emitter, Logger};
 use xpuprof_toolbox::agent_host::StreamDecoder;
 
 fn dir(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cupti").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 /// A decoded fixture with lookups.

@@ -17,7 +17,7 @@ use xpuprof_testkit::host;
 
 /// Plays a captured stream into the plugin's socket as the agent would (`replay.py STREAM`).
 fn replay_script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cupti/replay.py")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/replay.py")
 }
 
 #[test]
@@ -34,7 +34,7 @@ fn replayed_agent_stream_reaches_the_sinks() {
         return;
     }
     let fixture =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cupti/graph_launch/stream.bin");
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/graph_launch/stream.bin");
     let out = std::env::temp_dir().join(format!("xpuprof-cupti-host-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let o = Command::new(&xpuprof)
@@ -61,7 +61,7 @@ fn replayed_agent_stream_reaches_the_sinks() {
 /// returns `profile.folded` and stderr.
 fn fold_replayed(xpuprof: &std::path::Path, stream: &str, config: &str) -> (String, String) {
     let dir = host::target_dir();
-    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cupti").join(stream);
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(stream);
     let out = tempfile::tempdir().unwrap();
     let cfg = out.path().join("xpuprof.toml");
     std::fs::write(&cfg, config).unwrap();
@@ -89,7 +89,7 @@ fn fold_replayed(xpuprof: &std::path::Path, stream: &str, config: &str) -> (Stri
 fn readable(folded: &str) -> String {
     let syms = std::fs::read_to_string(
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/cupti/graph_launch/graph_launch.syms"),
+            .join("tests/fixtures/graph_launch/graph_launch.syms"),
     )
     .expect("symbols");
     let syms: Vec<(u64, u64, &str)> = syms

@@ -7,7 +7,7 @@
 //! `CUDA_INJECTION64_PATH`: from Python,
 //! `ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).xpuprof_cupti_capture(0)`. The B2 benchmark
 //! uses it to time the same process's steps with and without the profiler in adjacent windows
-//! (`tests/workloads/cuda/transformer_bench.py`, mode `ab`).
+//! (`plugins/cupti/tests/workloads/transformer_bench.py`, mode `ab`).
 
 use std::os::raw::c_int;
 use std::sync::Mutex;

@@ -192,10 +192,10 @@ fn gpu_frames_fill_the_gpu_view_of_a_real_cuda_capture() {
     let Some(chromium) = chromium() else { return };
     let Some(xpuprof) = host::xpuprof(&["cupti", "flamegraph"]) else { return };
     let out = tempfile::tempdir().unwrap();
-    // The committed H100 capture of tests/workloads/cuda/multi_stream.cu, replayed into the
+    // The committed H100 capture of plugins/cupti/tests/workloads/multi_stream.cu, replayed into the
     // CUPTI source's socket as its agent would send it.
-    let replay = fixture("tests/fixtures/cupti/replay.py");
-    let stream = fixture("tests/fixtures/cupti/multi_stream/stream.bin");
+    let replay = fixture("plugins/cupti/tests/fixtures/replay.py");
+    let stream = fixture("plugins/cupti/tests/fixtures/multi_stream/stream.bin");
     record(&xpuprof, "cupti", out.path(), &[Path::new("python3"), &replay, &stream]);
     let (dir, _keep) = png_dir();
     let png = dir.join("gpu-fixture-flamegraph.png");

@@ -1,5 +1,5 @@
 //! The sink inside the real host: a live scripted session, `xpuprof report` of its archive, and
-//! real CUDA agent streams captured on the H100 (`tests/fixtures/cupti`) replayed through the
+//! real CUDA agent streams captured on the H100 (`plugins/cupti/tests/fixtures`) replayed through the
 //! cupti source, recorded, and converted again with `xpuprof report`.
 
 use std::path::{Path, PathBuf};
@@ -51,7 +51,7 @@ fn scripted_session_live_and_replayed_writes_the_same_valid_trace() {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/cupti").join(name).join("stream.bin")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/cupti/tests/fixtures").join(name).join("stream.bin")
 }
 
 #[test]
