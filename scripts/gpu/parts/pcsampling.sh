@@ -1,0 +1,136 @@
+# shellcheck shell=bash
+# ---- pcsampling: PC sampling with stall reasons (issue 32) ------------------------------------
+# Sourced by run-all.sh (`run-all.sh pcsampling`). PC_SRC (two kernels stalling differently by
+# design, built with -lineinfo) runs under the cupti agent alone with pc_sampling=1, writing its
+# wire stream (the CI fixture, with the cubin it carries); scripts/gpu/check_pc_sampling.py decodes
+# it on its own and checks each kernel's top stall reason and hot line against nvdisasm's line
+# table; then under `xpuprof --source cupti -c pc.toml` with every output, checked the same way
+# through profile.pc.folded (launch stacks included); then a PyTorch model (eager and
+# torch.compile), listing which sampled kernels had line tables; then the cost: wall time of the
+# same workloads unprofiled, under xpuprof without and with PC sampling, interleaved rounds.
+# What comes back: $W/logs/pcsampling/.
+PC=$W/logs/pcsampling
+rm -rf "$PC"; mkdir -p "$PC"
+PC_SRC=${PC_SRC:-plugins/cupti/tests/workloads/pc_stalls.cu}
+PC_CHECK=scripts/gpu/check_pc_sampling.py
+PC_OPTS="$AGENT_DEFAULT_OPTS,verbose=1,pc_sampling=1"
+ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >"$PC/gpu.txt" 2>&1
+
+# Build with line tables; the program's cubin and nvdisasm's SASS with line info (the reference).
+"$CUDA_HOME/bin/nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -g -Xcompiler -fno-omit-frame-pointer -I"$INC" \
+  -o "$W/bin/pc_stalls" "$PC_SRC" >"$PC/build.log" 2>&1 && row "pcsampling build" ok || { row "pcsampling build" FAILED; cat "$PC/build.log"; }
+(cd "$PC" && "$CUDA_HOME/bin/cuobjdump" -xelf all "$W/bin/pc_stalls" >/dev/null 2>&1)
+PC_CUBIN=$(ls "$PC"/*.cubin 2>/dev/null | head -1)
+if [ -n "$PC_CUBIN" ]; then
+  mv "$PC_CUBIN" "$PC/pc_stalls.sm_90.cubin"; PC_CUBIN=$PC/pc_stalls.sm_90.cubin
+  "$CUDA_HOME/bin/nvdisasm" -g -c "$PC_CUBIN" >"$PC/pc_stalls.sass.txt" 2>&1
+  readelf -SW "$PC_CUBIN" >"$PC/pc_stalls.sections.txt" 2>&1
+  readelf --debug-dump=rawline "$PC_CUBIN" 2>/dev/null | head -200 >"$PC/pc_stalls.rawline.txt"
+  row "pcsampling cubin" "$(stat -c %s "$PC_CUBIN") bytes, sections: $(awk '/\] \./ {print $2}' "$PC/pc_stalls.sections.txt" | grep -E 'debug|line' | tr '\n' ' ')"
+fi
+
+# 1. The agent alone, wire stream kept: a small run (the CI fixture) and a larger one (checked).
+for n in 3 40; do
+  d=$PC/wire-$n; mkdir -p "$d"
+  s=$(date +%s.%N)
+  CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$d XPUPROF_CUPTI_OPTS=$PC_OPTS \
+    timeout 120 "$W/bin/pc_stalls" "$n" >"$d/stdout.txt" 2>"$d/stderr.txt"
+  rc=$?
+  dt=$(python3 -c "import time; print(f'{time.time()-$s:.2f}')")
+  row "pcsampling agent rounds=$n" "rc=$rc ${dt}s $(ls -la "$d"/cupti-*.bin 2>/dev/null | awk '{print $5}' | tr '\n' ' ')bytes"
+  grep -h 'PC sampling' "$d/stderr.txt" | head -5 | sed 's/^/  /' | tee -a "$SUMMARY"
+  python3 "$PC_CHECK" wire "$d" "$PC/pc_stalls.sass.txt" "$PC_SRC" >"$d/check.txt" 2>&1
+  sed 's/^/  /' "$d/check.txt" | tail -8
+  row "pcsampling wire check rounds=$n" "$(tail -1 "$d/check.txt" | cut -c1-200)"
+done
+# A period given explicitly (2^12 cycles) and the largest (2^20): CUPTI accepts them, samples scale.
+for per in 12 20; do
+  d=$PC/wire-period$per; mkdir -p "$d"
+  CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$d XPUPROF_CUPTI_OPTS="$PC_OPTS,pc_sampling_period=$per" \
+    timeout 120 "$W/bin/pc_stalls" 40 >"$d/stdout.txt" 2>"$d/stderr.txt"
+  rc=$?
+  python3 "$PC_CHECK" wire "$d" "$PC/pc_stalls.sass.txt" "$PC_SRC" >"$d/check.txt" 2>&1
+  row "pcsampling period 2^$per" "rc=$rc $(grep -h '^totals' "$d/check.txt" | cut -c1-150) $(tail -1 "$d/check.txt" | cut -c1-60)"
+done
+
+# 2. xpuprof with every output, checked through profile.pc.folded.
+printf '[source.cupti]\npc_sampling = true\n' >"$PC/pc.toml"
+o=$W/out/pcsampling; rm -rf "$o"
+timeout 180 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" \
+  --sink folded,flamegraph,summary,pprof,archive -o "$o" -- "$W/bin/pc_stalls" 40 >"$PC/xpuprof.out" 2>"$PC/xpuprof.err"
+rc=$?
+ls -la "$o" >"$PC/xpuprof.files.txt" 2>&1
+for f in profile.pc.folded profile.gpu.folded summary.txt flamegraph.pc.svg; do cp "$o/$f" "$PC/" 2>/dev/null; done
+row "pcsampling xpuprof" "rc=$rc $(grep -i -h 'pc sampl\|loss' "$PC/xpuprof.err" | head -2 | tr '\n' ' ' | cut -c1-160)"
+python3 "$PC_CHECK" outputs "$o" "$PC_SRC" >"$PC/outputs-check.txt" 2>&1
+sed 's/^/  /' "$PC/outputs-check.txt" | tail -4
+row "pcsampling outputs check" "$(tail -1 "$PC/outputs-check.txt" | cut -c1-200)"
+if [ -d "$o/archive" ]; then
+  r=$W/out/pcsampling-replay; rm -rf "$r"
+  timeout 120 "$CARRY/xpuprof" --plugin-dir "$CARRY" report "$o" --sink folded -o "$r" >"$PC/replay.out" 2>&1
+  cmp -s "$o/profile.pc.folded" "$r/profile.pc.folded" && row "pcsampling replay" "identical profile.pc.folded" \
+    || row "pcsampling replay" "DIFFERS or failed (see replay.out)"
+fi
+
+# 3. PyTorch eager + torch.compile: which sampled kernels had line tables.
+PM=tests/workloads/torch/pc_model.py
+d=$PC/torch-wire; mkdir -p "$d"
+CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$d XPUPROF_CUPTI_OPTS=$PC_OPTS \
+  timeout 240 python3 "$PM" --steps 20 >"$d/stdout.txt" 2>"$d/stderr.txt"
+rc=$?
+grep -h 'PC sampling' "$d/stderr.txt" | head -3 | sed 's/^/  /' | tee -a "$SUMMARY"
+python3 "$PC_CHECK" kernels "$d" >"$d/kernels.txt" 2>&1
+sed 's/^/  /' "$d/kernels.txt" | head -24
+row "pcsampling torch agent" "rc=$rc $(tail -1 "$d/kernels.txt" | cut -c1-200)"
+rm -f "$d"/cupti-*.bin  # large; the kernels list above is what comes back
+o=$W/out/pcsampling-torch; rm -rf "$o"
+timeout 300 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink folded,summary -o "$o" -- \
+  python3 "$PM" --steps 20 >"$PC/torch-xpuprof.out" 2>"$PC/torch-xpuprof.err"
+rc=$?
+for f in profile.pc.folded summary.txt; do cp "$o/$f" "$PC/torch-$f" 2>/dev/null; done
+row "pcsampling torch xpuprof" "rc=$rc pc stacks: $(wc -l <"$o/profile.pc.folded" 2>/dev/null) with lines: $(grep -c '\.py:[0-9]*;\[stall\]\|\.cu:[0-9]*;\[stall\]' "$o/profile.pc.folded" 2>/dev/null)"
+
+# 4. Cost: wall time, interleaved rounds (pc_stalls 40 rounds; ResNet-18 training steps).
+printf '[source.cupti]\npc_sampling = false\n' >"$PC/nopc.toml"
+: >"$PC/cost.txt"
+for r in 1 2 3; do
+  for c in unprofiled xpuprof_nopc xpuprof_pc; do
+    s=$(date +%s.%N)
+    case $c in
+      unprofiled) "$W/bin/pc_stalls" 40 >/dev/null 2>&1 ;;
+      xpuprof_nopc) "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/nopc.toml" --sink summary -o "$W/out/pccost" -- "$W/bin/pc_stalls" 40 >/dev/null 2>&1 ;;
+      xpuprof_pc) "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink summary -o "$W/out/pccost" -- "$W/bin/pc_stalls" 40 >/dev/null 2>&1 ;;
+    esac
+    echo "$r $c pc_stalls $(python3 -c "import time; print(f'{time.time()-$s:.3f}')")" >>"$PC/cost.txt"
+    RB="python3 tests/workloads/torch/real_bench.py plain resnet 200"
+    case $c in
+      unprofiled) line=$($RB 2>/dev/null | grep '^REAL') ;;
+      xpuprof_nopc) line=$("$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/nopc.toml" --sink summary -o "$W/out/pccost" -- $RB 2>/dev/null | grep '^REAL') ;;
+      xpuprof_pc) line=$("$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink summary -o "$W/out/pccost" -- $RB 2>/dev/null | grep '^REAL') ;;
+    esac
+    echo "$r $c resnet $(echo "$line" | grep -o 'ms_per_step=[0-9.]*' | cut -d= -f2)" >>"$PC/cost.txt"
+  done
+done
+python3 - "$PC/cost.txt" <<'PY' | tee -a "$SUMMARY"
+import collections, statistics, sys
+t = collections.defaultdict(list)
+for ln in open(sys.argv[1]):
+    f = ln.split()
+    if len(f) == 4 and f[3]:
+        t[(f[2], f[1])].append(float(f[3]))
+for w in ("pc_stalls", "resnet"):
+    base = statistics.median(t[(w, "unprofiled")]) if t[(w, "unprofiled")] else None
+    unit = "s wall" if w == "pc_stalls" else "ms/step"
+    for c in ("unprofiled", "xpuprof_nopc", "xpuprof_pc"):
+        v = t[(w, c)]
+        if v and base:
+            print(f"pcsampling cost {w:<9} {c:<13} median {statistics.median(v):8.3f} {unit}  {statistics.median(v) / base:.3f}x unprofiled  ({' '.join(f'{x:.3f}' for x in v)})")
+PY
+
+# The CI fixture: the small run's wire stream (it carries the cubin) and the program's source lines.
+mkdir -p "$PC/fixture"
+cp "$PC"/wire-3/cupti-*.bin "$PC/fixture/" 2>/dev/null
+cp "$PC/pc_stalls.sass.txt" "$PC/fixture/" 2>/dev/null
+row "pcsampling fixture" "$(du -sh "$PC/fixture" | cut -f1) $(ls "$PC/fixture" | tr '\n' ' ')"
+rm -f "$PC"/wire-40/cupti-*.bin "$PC"/wire-period*/cupti-*.bin
