@@ -70,6 +70,7 @@ def describe(out):
     strs, ranges, marks, threads = {}, collections.Counter(), collections.Counter(), {}
     rtids, samples, kinds = collections.defaultdict(set), {}, collections.Counter()
     rec_sites, ops_graph, ops_rec = 0, 0, 0
+    sub_unknown, sub_kinds = collections.Counter(), collections.Counter()
     api = collections.Counter()
     for r in records(out):
         k = r.get("record")
@@ -89,6 +90,11 @@ def describe(out):
         elif k == "DeviceOp":
             ops_graph += r.get("graph") is not None
             ops_rec += r.get("recorded") is not None
+            sub = r.get("submission")
+            if isinstance(sub, dict):
+                sub_kinds[(r.get("kind"), sub.get("record") is not None, r.get("recorded") is not None)] += 1
+                if sub.get("record") is None:
+                    sub_unknown[(r.get("kind"), strs.get(r.get("name"), "?")[:90])] += 1
         elif k == "ApiCall":
             api[(strs.get(r.get("name"), "?"), threads.get(r.get("tid"), r.get("tid")))] += 1
     print("records:", dict(kinds))
@@ -98,6 +104,10 @@ def describe(out):
         for s in samples[key]:
             print("    ", repr(s))
     print(f"recording launch sites={rec_sites} device ops in graphs={ops_graph} with recorded stack={ops_rec}")
+    for (kind, has_rec, joined), n in sub_kinds.most_common():
+        print(f"submitted {kind} record_known={has_rec} recorded_stack={joined} n={n}")
+    for (kind, name), n in sub_unknown.most_common(12):
+        print(f"submitted without record: {kind} {name} n={n}")
     for (name, t), n in api.most_common(25):
         print(f"api {name} thread={t} n={n}")
 

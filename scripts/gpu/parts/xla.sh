@@ -28,6 +28,19 @@ CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$XL
   timeout 180 python3 "$XJ" --steps 3 --batch 64 --width 256 >"$XL/wire.out" 2>"$XL/wire.err"
 rc=$?
 row "xla agent wire stream" "rc=$rc $(ls -la "$XL"/wire/ 2>/dev/null | awk '/cupti-/ {print $5}' | tr '\n' ' ')bytes"
+mkdir -p "$XL/wire-annotated"
+CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$XL/wire-annotated \
+  XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,verbose=1" XPUPROF_CUPTI_ANNOTATIONS=1 \
+  timeout 180 python3 "$XJ" --steps 3 --batch 64 --width 256 >"$XL/wire-annotated.out" 2>"$XL/wire-annotated.err"
+rc=$?
+row "xla agent wire stream annotated" "rc=$rc $(ls -la "$XL"/wire-annotated/ 2>/dev/null | awk '/cupti-/ {print $5}' | tr '\n' ' ')bytes"
+for d in wire wire-annotated; do
+  for f in "$XL/$d"/cupti-*.bin; do
+    [ -f "$f" ] || continue
+    "$CARRY/xpuprof" decode-agent-dump "$f" 2>&1 | gzip >"$f.jsonl.gz"
+    gzip -f "$f"
+  done
+done
 
 # xpuprof with both sources and every output (dump sink: every record, for the design).
 xla_run() {  # name, config file or "", steps, extra env...
@@ -42,15 +55,19 @@ xla_run() {  # name, config file or "", steps, extra env...
   local dt; dt=$(python3 -c "import time; print(f'{time.time()-$s:.1f}')")
   cp "$o/profile.gpu.folded" "$XL/$n.gpu.folded" 2>/dev/null; cp "$o/profile.cpu.folded" "$XL/$n.cpu.folded" 2>/dev/null
   for f in "$o"/summary.*; do [ -f "$f" ] && cp "$f" "$XL/$n.$(basename "$f")"; done
-  gzip -c "$o/records.jsonl" >"$XL/$n.records.jsonl.gz" 2>/dev/null
-  gzip -c "$o/trace.json" >"$XL/$n.trace.json.gz" 2>/dev/null
+  if [ "$n" != nocmdbuf ]; then
+    gzip -c "$o/records.jsonl" >"$XL/$n.records.jsonl.gz" 2>/dev/null
+    gzip -c "$o/trace.json" >"$XL/$n.trace.json.gz" 2>/dev/null
+  fi
   row "xla xpuprof $n ($steps steps)" "rc=$rc ${dt}s $(grep -o 'device ops: .*' "$XL/$n.err" | head -1 | cut -c1-100)"
   python3 scripts/gpu/check_xla.py "$o" "$XL/ops.txt" "$XJ" >"$XL/$n.check.txt" 2>&1
   row "xla check $n" "$(tail -1 "$XL/$n.check.txt" | cut -c1-200)"
 }
 xla_run default "" 100
+# The agent's annotation frames (XLA operations, compile-time work), new in this round.
+xla_run annotated "" 100 XPUPROF_CUPTI_ANNOTATIONS=1
 # XLA's command buffers off: every thunk launched from the executable's own thread.
-xla_run nocmdbuf "" 100 XLA_FLAGS=--xla_gpu_enable_command_buffer=
+xla_run nocmdbuf "" 100 XLA_FLAGS=--xla_gpu_enable_command_buffer= XPUPROF_CUPTI_ANNOTATIONS=1
 
 # torch.compile max-autotune: its benchmarking launches (issue 33 item 4).
 o=$W/out/xla-torch-autotune; rm -rf "$o"

@@ -21,6 +21,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::annotations::Annotations;
 use crate::python::PythonFrames;
 use crate::stack::{self, Bounds, Registers};
 use crate::timestamps as stamp;
@@ -129,6 +130,8 @@ pub struct Registry {
     retired: (AtomicU64, AtomicU64),
     /// Python frames in the stacks (off until the agent turns them on).
     pub python: PythonFrames,
+    /// Annotation frames the agent pushes on its threads ([`crate::annotations`]).
+    pub annotations: Annotations,
     /// Bumped when the agent pauses its callbacks ([`Registry::new_epoch`]).
     epoch: AtomicU32,
     /// Bumped when the agent connects to a new host ([`Registry::new_session`]).
@@ -226,11 +229,9 @@ impl Registry {
                 let sps = &mut l.sps[..frames.len()];
                 let (w, first) = stack::walk_with_sp(regs, l.bounds, sites.own_code, frames, sps);
                 start = first;
-                let n = self.python.merge(
-                    &frames[..w.len],
-                    &sps[..w.len],
-                    &mut l.merged[..sites.max_depth.min(MAX_FRAMES)],
-                );
+                let merged = &mut l.merged[..sites.max_depth.min(MAX_FRAMES)];
+                let n = self.python.merge(&frames[..w.len], &sps[..w.len], merged);
+                let n = self.annotations.decorate(merged, n);
                 let frames = &l.merged[..n];
                 key = stack::hash(frames);
                 if l.seen.len() > 1 << 16 {
@@ -274,6 +275,19 @@ impl Registry {
         })
     }
 
+    /// The calling thread's stack now (innermost first, Python frames merged in, as a launch's
+    /// would be, without annotation frames), for [`Annotations::enter_compile`]. Not for hot
+    /// paths: it allocates.
+    pub fn capture_stack(&self, sites: &Sites<'_>, regs: Registers) -> Vec<u64> {
+        let depth = sites.max_depth.min(MAX_FRAMES);
+        let (mut frames, mut sps, mut out) = (vec![0; depth], vec![0; depth], vec![0; depth]);
+        let (w, _) = stack::walk_with_sp(regs, stack::thread_bounds(), sites.own_code, &mut frames, &mut sps);
+        let n = self.python.merge(&frames[..w.len], &sps[..w.len], &mut out);
+        out.truncate(n);
+        sites.known.check(&out);
+        out
+    }
+
     /// API exit: closes the nesting level; at the outermost call's exit, records its exit time
     /// and result in its entry and publishes the call's entries to the thread's shared buffer.
     pub fn exit(&self, result: u32) {
@@ -306,6 +320,7 @@ impl Registry {
         self.new_epoch();
         self.session.fetch_add(1, Ordering::Relaxed);
         self.python.resend_all();
+        self.annotations.resend_all();
     }
 
     /// Takes every thread's pending entries as `MSG_LAUNCHES` messages appended to `out`, their
@@ -313,6 +328,7 @@ impl Registry {
     pub fn drain(&self, out: &mut Vec<u8>, clock: &stamp::Clock) {
         // Python frame definitions first: every stack taken below was made after its frames'.
         self.python.put_definitions(out);
+        self.annotations.put_definitions(out);
         let mut ranges = Vec::new();
         if let Ok(mut threads) = self.threads.lock() {
             threads.retain(|t| {

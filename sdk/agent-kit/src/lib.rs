@@ -21,6 +21,8 @@
 //!   converted to the session clock before they leave the process.
 //! - [`trampoline`]: the call of the exported no-op `xpuprof_agent_launch(backend, id, ip, sp,
 //!   bp)` that the eBPF source probes to capture the same stack from the same start.
+//! - [`annotations`]: frames the agent learns from the program's annotations (a compiled
+//!   operation's name, compile-time work), put between a launch's call site and its device work.
 //! - [`python`]: the launching thread's Python frames merged into its stack (`python = "auto"`).
 //! - [`modules`]: this process's executable mappings, re-sent when a stack leaves them.
 //! - [`control`]: the host's commands (capture on/off, detach) read from the agent's socket by an
@@ -65,6 +67,7 @@
 //! (`plugins/cupti/agent`, `plugins/levelzero/agent`) hold the same [`AgentCore`].
 
 pub mod agent;
+pub mod annotations;
 pub mod buffers;
 pub mod channel;
 pub mod control;

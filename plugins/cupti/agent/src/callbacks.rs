@@ -7,7 +7,7 @@ use xpuprof_agent_kit::buffers::Buffer;
 use xpuprof_agent_kit::{stack, trampoline};
 
 use crate::sys::ffi::{self, DOMAIN_DRIVER, DOMAIN_RUNTIME};
-use crate::{activity, agent, graphs, markers, window};
+use crate::{activity, agent, annotations, graphs, markers, window};
 
 pub(crate) unsafe extern "C" fn monotonic_ns() -> u64 {
     xpuprof_sdk::clock::now_ns()
@@ -83,16 +83,20 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
     if window::finalize_hook(a, exit) {
         return;
     }
-    if a.config.opts.range.is_some() {
-        if domain == markers::DOMAIN_NVTX {
+    if domain == markers::DOMAIN_NVTX {
+        if a.config.opts.range.is_some() {
             // SAFETY: for the NVTX domain CUPTI passes a valid CUpti_NvtxData.
             unsafe { markers::on_nvtx(a, cbid, data) };
-            return;
         }
-        if api && markers::is_profiler_call(domain, cbid) {
-            markers::on_profiler_call(a, domain, cbid, exit);
-            return;
+        if a.annotations {
+            // SAFETY: as above.
+            unsafe { annotations::on_nvtx(a, cbid, data, regs) };
         }
+        return;
+    }
+    if a.config.opts.range.is_some() && api && markers::is_profiler_call(domain, cbid) {
+        markers::on_profiler_call(a, domain, cbid, exit);
+        return;
     }
     if domain == graphs::DOMAIN_RESOURCE {
         // SAFETY: for the resource domain CUPTI passes a valid CUpti_ResourceData.

@@ -12,7 +12,10 @@
 //!   correlation id and the calling thread's stack ([`launches`]), and calls the SDK's
 //!   correlation trampoline `xpuprof_agent_launch` for the eBPF source;
 //! - the graph-node resource callbacks ([`graphs`]): which call created each CUDA graph node
-//!   and which node each copy came from, so replayed kernels show their capture site too.
+//!   and which node each copy came from, so replayed kernels show their capture site too;
+//! - the NVTX callbacks ([`annotations`]): the ranges a framework pushes around its operations
+//!   (XLA's, [`xla`]) become frames between each launch's call site and its kernel, and its
+//!   compiler phases mark their launches as compile-time work.
 //!
 //! Collection can be paused and resumed while the program runs ([`capture`]); capture windows
 //! ([`window`]) are opened and closed by the host or by the program's markers ([`markers`]),
@@ -28,6 +31,7 @@
 //! from `xpuprof-agent-kit`; this crate is the CUPTI glue.
 
 pub mod activity;
+pub mod annotations;
 mod callbacks;
 pub mod capture;
 pub mod config;
@@ -40,6 +44,7 @@ mod start;
 pub mod state;
 pub mod sys;
 mod window;
+pub mod xla;
 
 use std::os::raw::{c_int, c_void};
 use std::sync::OnceLock;
@@ -77,6 +82,8 @@ pub struct Agent {
     pub(crate) late: bool,
     /// The connection to the current host ([`session`]).
     pub(crate) session: std::sync::Mutex<session::Session>,
+    /// The program's NVTX ranges become annotation frames ([`annotations`]).
+    pub(crate) annotations: bool,
 }
 
 impl Agent {

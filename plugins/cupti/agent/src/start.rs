@@ -40,6 +40,14 @@ fn load_cupti() -> Result<Lib, String> {
 /// Connects, loads and checks CUPTI, subscribes and turns everything on; returns the agent and
 /// the outputs of its first session ([`crate::session::begin`] starts it once the agent is
 /// stored). Errors are sent to the host when it is reachable.
+/// Whether the program's NVTX ranges become annotation frames: they need NVTX, agent stacks, and
+/// (while this is new) `XPUPROF_CUPTI_ANNOTATIONS=1`.
+fn annotations_on(config: &Config) -> bool {
+    config.opts.nvtx
+        && config.common.stacks.agent_walks()
+        && std::env::var("XPUPROF_CUPTI_ANNOTATIONS").is_ok_and(|v| v == "1")
+}
+
 pub(crate) fn start(config: Config, late: bool) -> Result<(Agent, Outputs), String> {
     let outputs = connect(&config)?;
     let mut hello_flags = 0;
@@ -86,6 +94,7 @@ pub(crate) fn start(config: Config, late: bool) -> Result<(Agent, Outputs), Stri
     let me = modules::own_path().unwrap_or_default();
     let mut core = AgentCore::new(NAME, config.common.buffer_bytes, modules::ranges_of(&[&lib.path, &me]));
     core.clock = timestamps::Clock::new(config.opts.tsc);
+    let annotations = annotations_on(&config);
     let a = Agent {
         config,
         lib,
@@ -98,6 +107,7 @@ pub(crate) fn start(config: Config, late: bool) -> Result<(Agent, Outputs), Stri
         api_names: Default::default(),
         late,
         session: Default::default(),
+        annotations,
     };
     a.core.launches.python.set_enabled(a.config.opts.python == PythonMode::Auto);
     if let Err(e) = enable(&a, sub) {
@@ -230,6 +240,9 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
     }
     if let Some(range) = &c.range {
         crate::markers::enable(&mut capture, lib, range)?;
+    }
+    if a.annotations {
+        crate::annotations::enable(&mut capture, lib)?;
     }
     if let Ok(mut m) = a.api_names.lock() {
         names.put_api_names(&mut m);
