@@ -1,6 +1,7 @@
-//! Symbolization of normalised frames with blazesym: symbol names and inlined functions, from
-//! the module file (so processes that already exited still symbolise); PLT stubs named after
-//! their target (`puts@plt`, [`PltStubs`]).
+//! Symbolization of normalised frames with blazesym: symbol names, inlined functions and the
+//! source file and line of the address where the module has debug information (DWARF line
+//! tables), from the module file (so processes that already exited still symbolise); PLT stubs
+//! named after their target (`puts@plt`, [`PltStubs`]).
 //!
 //! Names come back raw (mangled): the host gives every string its display text once, with the
 //! one demangler of the toolbox (`xpuprof_toolbox::demangle`), under the session's `demangle`
@@ -46,17 +47,24 @@ impl std::fmt::Debug for Symbolizer {
 }
 
 impl Default for Symbolizer {
+    /// A symbolizer that reads source places ([`Symbolizer::new`] with `code_info`).
     fn default() -> Self {
-        let inner = Blaze::builder()
-            .enable_demangling(false)
-            .enable_inlined_fns(true)
-            .enable_code_info(false)
-            .build();
-        Self { inner, plt: HashMap::new(), failures: 0 }
+        Self::new(true)
     }
 }
 
 impl Symbolizer {
+    /// A symbolizer; `code_info` reads the source file and line of each address from the
+    /// module's DWARF line tables where it has them (`benches/symbolize.rs` measures its cost).
+    pub fn new(code_info: bool) -> Self {
+        let inner = Blaze::builder()
+            .enable_demangling(false)
+            .enable_inlined_fns(true)
+            .enable_code_info(code_info)
+            .build();
+        Self { inner, plt: HashMap::new(), failures: 0 }
+    }
+
     /// Resolves a file offset inside the ELF file at `path`.
     pub fn file_offset(&mut self, path: &Path, offset: u64) -> Option<Resolved> {
         let stubs = self.plt.entry(path.to_owned()).or_insert_with(|| PltStubs::read(path));
@@ -87,12 +95,25 @@ impl Symbolizer {
 
     fn resolve(&mut self, src: &Source<'_>, input: Input<u64>) -> Option<Resolved> {
         match self.inner.symbolize_single(src, input) {
-            Ok(Symbolized::Sym(sym)) => Some(Resolved {
-                name: sym.name.to_string(),
-                inlined: sym.inlined.iter().map(|f| f.name.to_string()).collect(),
-                file: None,
-                line: 0,
-            }),
+            Ok(Symbolized::Sym(sym)) => {
+                // The innermost function's place: the last inlined one's, else the symbol's own
+                // (blazesym gives each inlined function the place inside it, and the symbol the
+                // place of its call into the first).
+                let place = match sym.inlined.last() {
+                    Some(f) => f.code_info.as_ref(),
+                    None => sym.code_info.as_deref(),
+                };
+                let (file, line) = match place {
+                    Some(c) => (Some(c.to_path().to_string_lossy().into_owned()), c.line.unwrap_or(0)),
+                    None => (None, 0),
+                };
+                Some(Resolved {
+                    name: sym.name.to_string(),
+                    inlined: sym.inlined.iter().map(|f| f.name.to_string()).collect(),
+                    file,
+                    line,
+                })
+            }
             _ => {
                 self.failures += 1;
                 None
@@ -192,6 +213,28 @@ mod tests {
         // A mangled name comes back raw; the host's one demangler gives its display text.
         let r = s.file_offset(&exe, symbol_offset(&exe, "_Z3cxxi")).unwrap();
         assert_eq!((r.name.as_str(), display(&r.name).as_ref()), ("_Z3cxxi", "cxx(int)"));
+    }
+
+    /// The line of `PROGRAM` that holds `text`.
+    fn program_line(text: &str) -> u32 {
+        PROGRAM.lines().position(|l| l.contains(text)).unwrap() as u32 + 1
+    }
+
+    #[test]
+    fn source_file_and_line_come_from_debug_information_where_there_is_some() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(exe) = compile(dir.path(), "prog-g", &["-g"]) else { return };
+        let mut s = Symbolizer::default();
+        for (name, text) in [("f", "int f(int x)"), ("h", "int h(int x)"), ("_Z3cxxi", "int cxx(int x) {")] {
+            let r = s.file_offset(&exe, symbol_offset(&exe, name)).expect(name);
+            let file = r.file.unwrap_or_else(|| panic!("{name}: no file"));
+            assert!(file.ends_with("/prog.c"), "{name}: {file}");
+            assert_eq!(r.line, program_line(text), "{name}");
+        }
+        // Without debug information: the name, and no place.
+        let Some(bare) = compile(dir.path(), "prog", &[]) else { return };
+        let r = s.file_offset(&bare, symbol_offset(&bare, "f")).unwrap();
+        assert_eq!((r.name.as_str(), r.file, r.line), ("f", None, 0));
     }
 
     #[test]
