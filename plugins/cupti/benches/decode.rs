@@ -1,8 +1,10 @@
 //! Decoder throughput on a synthetic stream of kernel records and launch sites.
 
+use std::mem::offset_of;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use xpuprof_plugin_cupti::decode::Decoder;
 use xpuprof_plugin_cupti::wire;
+use xpuprof_plugin_cupti::Decoder;
 use xpuprof_sdk::{Emitter, Logger};
 use xpuprof_toolbox::agent_host::StreamDecoder;
 
@@ -13,8 +15,10 @@ fn stream(n: usize) -> Vec<u8> {
         b.extend_from_slice(&v.to_le_bytes());
     }
     wire::end_message(&mut b, at);
-    let size = std::mem::size_of::<cupti_sys::CUpti_ActivityKernel10>();
-    let k = xpuprof_plugin_cupti::layout::KERNELS[1].1;
+    type Kernel = cupti_sys::CUpti_ActivityKernel10;
+    let size = std::mem::size_of::<Kernel>();
+    let (start, end, correlation) =
+        (offset_of!(Kernel, start), offset_of!(Kernel, end), offset_of!(Kernel, correlationId));
     let at = wire::begin_message(&mut b, wire::MSG_RECORDS);
     b.extend_from_slice(&(n as u32).to_le_bytes());
     b.extend_from_slice(&0u32.to_le_bytes());
@@ -27,9 +31,9 @@ fn stream(n: usize) -> Vec<u8> {
     for i in 0..n {
         let mut r = vec![0u8; size];
         r[..4].copy_from_slice(&10u32.to_le_bytes());
-        r[k.start..k.start + 8].copy_from_slice(&(1000 + i as u64).to_le_bytes());
-        r[k.end..k.end + 8].copy_from_slice(&(2000 + i as u64).to_le_bytes());
-        r[k.correlation..k.correlation + 4].copy_from_slice(&(i as u32 + 1).to_le_bytes());
+        r[start..start + 8].copy_from_slice(&(1000 + i as u64).to_le_bytes());
+        r[end..end + 8].copy_from_slice(&(2000 + i as u64).to_le_bytes());
+        r[correlation..correlation + 4].copy_from_slice(&(i as u32 + 1).to_le_bytes());
         b.extend_from_slice(&r);
     }
     wire::end_message(&mut b, at);

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use xpuprof_plugin_cupti::decode::Decoder;
+use xpuprof_plugin_cupti::Decoder;
 use xpuprof_sdk::{codec, Emitter, Logger};
 use xpuprof_toolbox::agent_host::StreamDecoder;
 

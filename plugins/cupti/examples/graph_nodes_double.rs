@@ -18,9 +18,9 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use xpuprof_cupti_wire as cuda_wire;
-use xpuprof_plugin_cupti::decode::Decoder;
+use xpuprof_plugin_cupti::cuda_wire;
 use xpuprof_plugin_cupti::wire;
+use xpuprof_plugin_cupti::Decoder;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{codec, Emitter, Logger};
 use xpuprof_toolbox::agent_host::StreamDecoder;

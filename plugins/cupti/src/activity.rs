@@ -1,11 +1,11 @@
 //! CUPTI activity records → SDK events. Each record is read with the layout of its version
-//! ([`crate::layout`]); strings behind pointer fields come from the agent's `MSG_STRINGS`.
+//! ([`crate::record_offsets`]); strings behind pointer fields come from the agent's `MSG_STRINGS`.
 
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::Emitter;
 
 use crate::decode::Decoder;
-use crate::layout::{self, pick};
+use crate::record_offsets::{self as offsets, pick};
 
 /// Clock domain of CUPTI's own timestamps (when the timestamp callback was unavailable).
 pub const CUPTI_CLOCK: ClockDomain = ClockDomain(0x0C00_0001);
@@ -179,7 +179,7 @@ fn graph(d: &mut Decoder, conn: u64, op: &mut DeviceOp, id: u32, node: u64, kern
 }
 
 fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
-    let Some(l) = pick(&layout::KERNELS, rec.len()) else {
+    let Some(l) = pick(&offsets::KERNELS, rec.len()) else {
         d.stats.unknown_versions += 1;
         return;
     };
@@ -212,7 +212,7 @@ fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
 }
 
 fn memcpy(d: &mut Decoder, conn: u64, rec: &[u8], peer: bool, out: &mut Emitter) {
-    let versions: &[(usize, layout::Memcpy)] = if peer { &layout::PEER_COPIES } else { &layout::MEMCPYS };
+    let versions: &[(usize, offsets::Memcpy)] = if peer { &offsets::PEER_COPIES } else { &offsets::MEMCPYS };
     let Some(l) = pick(versions, rec.len()) else {
         d.stats.unknown_versions += 1;
         return;
@@ -234,7 +234,7 @@ fn memcpy(d: &mut Decoder, conn: u64, rec: &[u8], peer: bool, out: &mut Emitter)
 }
 
 fn memset(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
-    let Some(l) = pick(&layout::MEMSETS, rec.len()) else {
+    let Some(l) = pick(&offsets::MEMSETS, rec.len()) else {
         d.stats.unknown_versions += 1;
         return;
     };
@@ -261,11 +261,11 @@ const SYNC_NAMES: [&str; 5] = [
 ];
 
 fn sync(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
-    if rec.len() < layout::SYNC_MIN {
+    if rec.len() < offsets::SYNC_MIN {
         d.stats.unknown_versions += 1;
         return;
     }
-    let [ty, start, end, corr, ctx, stream] = layout::SYNC;
+    let [ty, start, end, corr, ctx, stream] = offsets::SYNC;
     let (clk, pid) = clock(d, conn);
     let mut op =
         base_op(DeviceOpKind::Sync, pid, clk, u64_at(rec, start), u64_at(rec, end), u32_at(rec, corr));
@@ -278,11 +278,11 @@ fn sync(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
 }
 
 fn memory(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
-    if rec.len() < layout::MEMORY_MIN {
+    if rec.len() < offsets::MEMORY_MIN {
         d.stats.unknown_versions += 1;
         return;
     }
-    let [oper, corr, bytes, ts, _pid, device, _ctx, stream] = layout::MEMORY;
+    let [oper, corr, bytes, ts, _pid, device, _ctx, stream] = offsets::MEMORY;
     let kind = match u32_at(rec, oper) {
         1 => DeviceOpKind::Alloc,
         2 => DeviceOpKind::Free,
@@ -303,11 +303,11 @@ fn memory(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
 }
 
 fn marker(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
-    if rec.len() < layout::MARKER_MIN {
+    if rec.len() < offsets::MARKER_MIN {
         d.stats.unknown_versions += 1;
         return;
     }
-    let [flags, ts, id, _okind, oid, name, domain] = layout::MARKER;
+    let [flags, ts, id, _okind, oid, name, domain] = offsets::MARKER;
     let (clk, pid) = clock(d, conn);
     let (flags, t, id, tid) = (u32_at(rec, flags), u64_at(rec, ts), u32_at(rec, id), u32_at(rec, oid + 4));
     d.thread(pid, tid, out);
@@ -336,11 +336,11 @@ fn marker(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
 }
 
 fn device(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
-    if rec.len() < layout::DEVICE_MIN {
+    if rec.len() < offsets::DEVICE_MIN {
         d.stats.unknown_versions += 1;
         return;
     }
-    let [mem, sms, id, uuid, name, cc_major, cc_minor] = layout::DEVICE;
+    let [mem, sms, id, uuid, name, cc_major, cc_minor] = offsets::DEVICE;
     let ordinal = u32_at(rec, id);
     let mut u = [0u8; 16];
     u.copy_from_slice(rec.get(uuid..uuid + 16).unwrap_or(&[0; 16]));
@@ -406,19 +406,19 @@ pub fn flush_pending(d: &mut Decoder, conn: u64, out: &mut Emitter) {
 }
 
 fn context(d: &mut Decoder, conn: u64, rec: &[u8]) {
-    if rec.len() < layout::CONTEXT_MIN {
+    if rec.len() < offsets::CONTEXT_MIN {
         return;
     }
-    let [ctx, dev] = layout::CONTEXT;
+    let [ctx, dev] = offsets::CONTEXT;
     d.kit.conns.entry(conn).or_default().ctx_device.insert(u32_at(rec, ctx), u32_at(rec, dev));
 }
 
 fn overhead(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
-    if rec.len() < layout::OVERHEAD_MIN {
+    if rec.len() < offsets::OVERHEAD_MIN {
         d.stats.unknown_versions += 1;
         return;
     }
-    let [kind, okind, oid, start, end] = layout::OVERHEAD;
+    let [kind, okind, oid, start, end] = offsets::OVERHEAD;
     let (clk, pid) = clock(d, conn);
     let tid = if u32_at(rec, okind) == 2 { u32_at(rec, oid + 4) } else { 0 };
     d.thread(pid, tid, out);
@@ -440,11 +440,11 @@ fn overhead(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
 }
 
 fn api(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
-    if rec.len() < layout::API_MIN {
+    if rec.len() < offsets::API_MIN {
         d.stats.unknown_versions += 1;
         return;
     }
-    let [cbid, start, end, _pid, tid, corr, result] = layout::API;
+    let [cbid, start, end, _pid, tid, corr, result] = offsets::API;
     let domain =
         if u32_at(rec, 0) == KIND_RUNTIME { cupti_sys::DOMAIN_RUNTIME } else { cupti_sys::DOMAIN_DRIVER };
     let (clk, pid) = clock(d, conn);
@@ -480,7 +480,7 @@ mod tests {
         let c = d.kit.conns.entry(1).or_default();
         c.devices.insert(0, DeviceId(7));
         c.devices.insert(1, DeviceId(8));
-        let (size, l) = layout::PEER_COPIES[0];
+        let (size, l) = offsets::PEER_COPIES[0];
         let (src, dst) = l.ends.expect("peer copies have ends");
         let mut rec = vec![0u8; size];
         rec[l.start..l.start + 8].copy_from_slice(&100u64.to_le_bytes());

@@ -8,28 +8,35 @@
 //!   `XPUPROF_CUPTI_OPTS` for the target (children inherit them, so every CUDA process of the
 //!   job connects);
 //! - **start/stop**: accepts one connection per CUDA process and decodes each stream
-//!   ([`wire`] framing, [`decode`] for launch sites and stacks, [`activity`] for CUPTI records,
-//!   by record version via [`layout`]); `stop` waits for every connection to end.
+//!   (`xpuprof-wire` framing and `xpuprof-cupti-wire`'s own message; `decode.rs` and `stream.rs`
+//!   for launch sites and stacks, `activity.rs` for CUPTI records, read by record version
+//!   through `record_offsets.rs`); `stop` waits for every connection to end.
 //!
 //! Everything is keyed by CUPTI's correlation id (`backend::CUDA`), so the host joins kernels
 //! (all nodes of a graph launch too) to their launch site exactly; a replayed graph node is also
-//! joined to the call that captured or added it ([`graphs`], the model's submission link).
+//! joined to the call that captured or added it (`graphs.rs`, the model's submission link).
+//!
+//! The crate shows what a host needs and what tests, benchmarks and examples drive: the plugin
+//! ([`Plugin`], [`Cupti`]), the stream [`Decoder`] and the wire crates it reads ([`wire`],
+//! [`cuda_wire`]); the modules stay private.
 
-pub mod activity;
-pub mod api_kind;
+mod activity;
+mod api_kind;
 mod attach;
 mod collective;
-pub mod config;
-pub mod decode;
-pub mod graphs;
-pub mod layout;
+mod config;
+mod decode;
+mod graphs;
 mod machine;
-pub mod source;
+mod record_offsets;
+mod source;
 mod stream;
 mod windows;
 
+pub use xpuprof_cupti_wire as cuda_wire;
 pub use xpuprof_wire as wire;
 
+pub use decode::Decoder;
 pub use source::Cupti;
 
 /// The plugin: the toolbox's agent-backed source with this backend.

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
-use xpuprof_plugin_cupti::decode::Decoder;
+use xpuprof_plugin_cupti::Decoder;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{codec, Emitter, Logger};
 use xpuprof_toolbox::agent_host::StreamDecoder;

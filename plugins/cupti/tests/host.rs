@@ -33,8 +33,7 @@ fn replayed_agent_stream_reaches_the_sinks() {
         xpuprof_testkit::skip::missing("python3 not available");
         return;
     }
-    let fixture =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/graph_launch/stream.bin");
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/graph_launch/stream.bin");
     let out = std::env::temp_dir().join(format!("xpuprof-cupti-host-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let o = Command::new(&xpuprof)
@@ -88,8 +87,7 @@ fn fold_replayed(xpuprof: &std::path::Path, stream: &str, config: &str) -> (Stri
 /// files of the same path this machine has, so their names differ between machines.
 fn readable(folded: &str) -> String {
     let syms = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/graph_launch/graph_launch.syms"),
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/graph_launch/graph_launch.syms"),
     )
     .expect("symbols");
     let syms: Vec<(u64, u64, &str)> = syms
