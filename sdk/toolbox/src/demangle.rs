@@ -4,6 +4,9 @@
 //! functions) to `cpp_demangle`. A name without the `_R` or `_Z` prefix is never handed to a
 //! demangler: `cpp_demangle` reads a bare `f` as the type `float`.
 //!
+//! A symbol-version or PLT suffix (`@@GLIBCXX_3.4`, `@plt`: the symbolizer names a PLT stub
+//! after its target) is kept apart and put back after the demangled name.
+//!
 //! The host demangles once, for every sink: it gives each string definition its display text
 //! ([`set_display`]) live and on replay, under the session's one `demangle` switch. Sinks show
 //! what [`crate::Definitions::str`] returns and never demangle themselves; the symbolizer hands
@@ -24,7 +27,17 @@ pub fn demangle(name: &str) -> Option<String> {
     if !name.starts_with("_Z") {
         return None;
     }
-    cpp_demangle::Symbol::new(name).ok()?.demangle().ok()
+    let (core, suffix) = split_suffix(name);
+    let text = cpp_demangle::Symbol::new(core).ok()?.demangle().ok()?;
+    Some(format!("{text}{suffix}"))
+}
+
+/// `name` without its symbol-version or PLT suffix (`@@VER`, `@VER`, `@plt`), and the suffix.
+fn split_suffix(name: &str) -> (&str, &str) {
+    match name.find('@') {
+        Some(at) if at > 2 => name.split_at(at),
+        _ => (name, ""),
+    }
 }
 
 /// `name` for display: demangled when it is mangled, unchanged otherwise.
@@ -68,6 +81,23 @@ mod tests {
         assert_eq!(demangle("_Znot a symbol"), None);
         assert_eq!(display("cudaLaunchKernel"), "cudaLaunchKernel");
         assert_eq!(display("_Z3fooi"), "foo(int)");
+    }
+
+    #[test]
+    fn names_with_a_version_or_plt_suffix_are_demangled() {
+        assert_eq!(
+            demangle("_ZN4absl12lts_2025051412log_internal10LogMessage5FlushEv@plt").as_deref(),
+            Some("absl::lts_20250514::log_internal::LogMessage::Flush()@plt")
+        );
+        assert_eq!(
+            demangle("_ZNSt6thread6_StateD2Ev@@GLIBCXX_3.4.22").as_deref(),
+            Some("std::thread::_State::~_State()@@GLIBCXX_3.4.22")
+        );
+        assert_eq!(
+            demangle("_ZN4absl12lts_2025051412log_internal10LogMessage5FlushEv.cold").as_deref(),
+            Some("absl::lts_20250514::log_internal::LogMessage::Flush() [clone .cold]")
+        );
+        assert_eq!(demangle("_Z@plt"), None);
     }
 
     #[test]
