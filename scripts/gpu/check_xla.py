@@ -32,6 +32,25 @@ import sys
 AUTOTUNE = re.compile(r"Autotun|RedzoneAllocator|GemmAlgorithmPicker|AlgorithmPicker|autotune_select|benchmark_")
 
 
+def runtime_demangle(name):
+    """The C++ runtime's __cxa_demangle of `name` (what a fallback would show), or None."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL("libstdc++.so.6")
+        f = lib.__cxa_demangle
+        f.restype = ctypes.c_void_p
+        st = ctypes.c_int(-1)
+        core = name.split("@")[0].split(" ")[0]
+        r = f(core.encode(), None, None, ctypes.byref(st))
+        if not r:
+            return None
+        text = ctypes.string_at(r).decode(errors="replace")
+        ctypes.CDLL(None).free(ctypes.c_void_p(r))
+        return text if st.value == 0 else None
+    except (OSError, AttributeError):
+        return None
+
+
 def marked(ops_file, script):
     out = []
     if ops_file and os.path.exists(ops_file):
@@ -72,11 +91,15 @@ def describe(out):
     rec_sites, ops_graph, ops_rec = 0, 0, 0
     sub_unknown, sub_kinds = collections.Counter(), collections.Counter()
     api = collections.Counter()
+    undemangled = []
     for r in records(out):
         k = r.get("record")
         kinds[k] += 1
         if k == "Str":
             strs[r.get("id")] = r.get("text", "")
+            t = r.get("text", "")
+            if t.startswith("_Z") and not r.get("display"):
+                undemangled.append(t)
         elif k == "Thread":
             threads[r.get("tid")] = r.get("name")
         elif k in ("Range", "Marker"):
@@ -110,6 +133,9 @@ def describe(out):
         print(f"submitted without record: {kind} {name} n={n}")
     for (name, t), n in api.most_common(25):
         print(f"api {name} thread={t} n={n}")
+    print(f"strings left mangled by the host: {len(undemangled)}")
+    for t in undemangled[:30]:
+        print("  undemangled", t[:300], "| runtime demangler:", (runtime_demangle(t) or "-")[:160])
 
 
 def main():
@@ -162,8 +188,14 @@ def main():
         print(f"steady not under CALL {pct(v, steady):5.1f}% {s}")
     for s, v in opshare.most_common(15):
         print(f"op {pct(v, steady):5.1f}% {s}")
-    for f in sorted(mangled)[:10]:
-        print("mangled", f[:160])
+    cpu = os.path.join(out, "profile.cpu.folded")
+    cpu_mangled = set()
+    if os.path.exists(cpu):
+        for st, _ in folded(cpu):
+            cpu_mangled.update(f for f in st if f.startswith("_Z"))
+    print(f"mangled frames: gpu view {len(mangled)}, cpu view {len(cpu_mangled)}")
+    for f in sorted(mangled | cpu_mangled)[:40]:
+        print("mangled", f[:300], "| runtime demangler:", (runtime_demangle(f) or "-")[:160])
     jax = bool(oplines)
     ok = (pct(under_call, steady) >= 95 and (not jax or pct(with_op, steady) >= 95)
           and unmarked_autotune == 0 and unknown == 0 and not mangled)
