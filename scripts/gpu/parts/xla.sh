@@ -17,24 +17,18 @@ row "xla versions" "$(head -1 "$XL/versions.txt" | cut -c1-120)"
 
 # Unprofiled: the step's HLO (op names, metadata), the marked lines, the wall time.
 s=$(date +%s.%N)
-timeout 180 python3 "$XJ" --steps 100 --hlo "$XL/step.hlo.txt" --ops "$XL/ops.txt" >"$XL/plain.out" 2>"$XL/plain.err"
+timeout 150 python3 "$XJ" --steps 100 --hlo "$XL/step.hlo.txt" --ops "$XL/ops.txt" >"$XL/plain.out" 2>"$XL/plain.err"
 rc=$?
 row "xla unprofiled 100 steps" "rc=$rc $(python3 -c "import time; print(f'{time.time()-$s:.1f} s')") $(tail -1 "$XL/plain.out" | cut -c1-80)"
 
-# The agent alone, its wire stream kept (small sizes: the CI fixture).
-mkdir -p "$XL/wire"
-CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$XL/wire \
-  XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,verbose=1" \
-  timeout 180 python3 "$XJ" --steps 3 --batch 64 --width 256 >"$XL/wire.out" 2>"$XL/wire.err"
-rc=$?
-row "xla agent wire stream" "rc=$rc $(ls -la "$XL"/wire/ 2>/dev/null | awk '/cupti-/ {print $5}' | tr '\n' ' ')bytes"
+# The agent alone with annotation frames on, its wire stream kept (small sizes: the CI fixture).
 mkdir -p "$XL/wire-annotated"
 CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$XL/wire-annotated \
   XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,verbose=1" XPUPROF_CUPTI_ANNOTATIONS=1 \
-  timeout 180 python3 "$XJ" --steps 3 --batch 64 --width 256 >"$XL/wire-annotated.out" 2>"$XL/wire-annotated.err"
+  timeout 150 python3 "$XJ" --steps 3 --batch 64 --width 256 >"$XL/wire-annotated.out" 2>"$XL/wire-annotated.err"
 rc=$?
 row "xla agent wire stream annotated" "rc=$rc $(ls -la "$XL"/wire-annotated/ 2>/dev/null | awk '/cupti-/ {print $5}' | tr '\n' ' ')bytes"
-for d in wire wire-annotated; do
+for d in wire-annotated; do
   for f in "$XL/$d"/cupti-*.bin; do
     [ -f "$f" ] || continue
     "$CARRY/xpuprof" decode-agent-dump "$f" 2>&1 | gzip >"$f.jsonl.gz"
@@ -49,8 +43,8 @@ xla_run() {  # name, config file or "", steps, extra env...
   rm -rf "$o"
   [ -n "$cfg" ] && c=(-c "$cfg")
   s=$(date +%s.%N)
-  env "$@" timeout 240 "$CARRY/xpuprof" --plugin-dir "$CARRY" "${c[@]}" --source ebpf,cupti \
-    --sink folded,chrome,summary,dump -o "$o" -- python3 "$XJ" --steps "$steps" >"$XL/$n.out" 2>"$XL/$n.err"
+  env "$@" timeout 150 "$CARRY/xpuprof" --plugin-dir "$CARRY" ${c[@]+"${c[@]}"} --source ebpf,cupti \
+    --sink folded,chrome,summary,dump,archive -o "$o" -- python3 "$XJ" --steps "$steps" >"$XL/$n.out" 2>"$XL/$n.err"
   local rc=$?
   local dt; dt=$(python3 -c "import time; print(f'{time.time()-$s:.1f}')")
   cp "$o/profile.gpu.folded" "$XL/$n.gpu.folded" 2>/dev/null; cp "$o/profile.cpu.folded" "$XL/$n.cpu.folded" 2>/dev/null
@@ -59,6 +53,8 @@ xla_run() {  # name, config file or "", steps, extra env...
     gzip -c "$o/records.jsonl" >"$XL/$n.records.jsonl.gz" 2>/dev/null
     gzip -c "$o/trace.json" >"$XL/$n.trace.json.gz" 2>/dev/null
   fi
+  # The archive, to replay the real records through changed sinks on the development machine.
+  [ "$n" = annotated ] && (cd "$o" && tar czf "$XL/$n.archive.tar.gz" archive 2>/dev/null)
   row "xla xpuprof $n ($steps steps)" "rc=$rc ${dt}s $(grep -o 'device ops: .*' "$XL/$n.err" | head -1 | cut -c1-100)"
   python3 scripts/gpu/check_xla.py "$o" "$XL/ops.txt" "$XJ" >"$XL/$n.check.txt" 2>&1
   row "xla check $n" "$(tail -1 "$XL/$n.check.txt" | cut -c1-200)"
@@ -71,7 +67,7 @@ xla_run nocmdbuf "" 100 XLA_FLAGS=--xla_gpu_enable_command_buffer= XPUPROF_CUPTI
 
 # torch.compile max-autotune: its benchmarking launches (issue 33 item 4).
 o=$W/out/xla-torch-autotune; rm -rf "$o"
-timeout 240 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source ebpf,cupti --sink folded,summary,dump -o "$o" -- \
+timeout 150 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source ebpf,cupti --sink folded,summary,dump -o "$o" -- \
   python3 tests/workloads/torch/autotune.py --steps 50 >"$XL/torch-autotune.out" 2>"$XL/torch-autotune.err"
 rc=$?
 cp "$o/profile.gpu.folded" "$XL/torch-autotune.gpu.folded" 2>/dev/null
