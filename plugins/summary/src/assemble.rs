@@ -86,6 +86,7 @@ pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
         devices: devices.into_iter().map(|(_, r)| r).collect(),
         threads: thread_rows(c),
         ranks: rank_rows(c, &labels),
+        collectives: crate::collectives::report(&c.collectives, &c.defs),
         cpu: Cpu { on_cpu: cpu_profile(c, &c.cpu.on_cpu), off_cpu: cpu_profile(c, &c.cpu.off_cpu) },
         counters: counter_rows(c),
         xpuprof: own_record::own(c, session, session_ns),

@@ -151,6 +151,8 @@ pub struct Collector {
     pub cpu: CpuAgg,
     /// Own record.
     pub own: OwnAgg,
+    /// Collectives of a job's ranks.
+    pub collectives: crate::collectives::CollectivesAgg,
     /// Counter series per (name, device).
     pub counters: IdMap<(StrId, DeviceId), CounterAgg>,
     /// Earliest and latest event time seen.
@@ -196,6 +198,7 @@ impl Collector {
     /// Adds one record.
     pub fn add(&mut self, r: &Record) {
         self.own.by_kind[kind_index(r)] += 1;
+        self.collectives.add(r);
         if self.defs.add(r) {
             return;
         }

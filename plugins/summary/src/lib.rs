@@ -99,6 +99,7 @@
 pub mod allocators;
 pub mod assemble;
 pub mod collect;
+pub mod collectives;
 pub mod config;
 pub mod cpu;
 pub mod defs;

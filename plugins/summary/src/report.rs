@@ -46,6 +46,9 @@ pub struct Summary {
     /// Per rank of the job, by rank; absent when no process is a rank of a job.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<crate::ranks::RankRow>,
+    /// Collectives matched across ranks; absent when the session has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collectives: Option<crate::collectives::CollectivesReport>,
     /// CPU samples.
     pub cpu: Cpu,
     /// Counter series (memory in use, utilisation, hardware metrics a source records).

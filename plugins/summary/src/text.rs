@@ -16,6 +16,7 @@ pub fn render(s: &Summary, rows: usize) -> String {
     header(s, &mut out);
     text_gpu::devices(s, &mut out);
     text_gpu::ranks(s, &mut out);
+    crate::collectives::render(&s.collectives, rows, &mut out);
     text_gpu::launch_bound(s, &mut out);
     text_gpu::python(s, rows, &mut out);
     text_gpu::kernels(s, rows, &mut out);

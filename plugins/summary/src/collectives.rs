@@ -1,0 +1,395 @@
+//! The "Collectives" section: each collective of a job matched across its ranks (by
+//! communicator and sequence number, [`xpuprof_toolbox::collectives`]), per kind its count,
+//! bytes, time and wait (from the first rank's arrival to the last's: a rank arrives when its
+//! collective starts on its device), the rank that was last most often and the one that made
+//! the others wait longest, with the CPU stack it was in just before arriving; the collectives
+//! with the longest waits; and each rank's step time where steps are known (a range every rank repeats: a training loop's step annotation).
+//!
+//! "Just before arriving" is the heaviest stack among the rank's CPU samples (on- and off-CPU,
+//! by weight) from its previous collective's end to this one's start, as they came before the
+//! collective (samples are kept for [`SAMPLES_FOR_NS`], at most [`SAMPLES_KEPT`] per process);
+//! without samples there, the collective's launch stack stands for it, and the table says
+//! which it shows.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::model::*;
+use xpuprof_toolbox::collectives::{self as coll, CollectiveKey, Communicator, Numbering};
+use xpuprof_toolbox::python_frame::PyFrameName;
+
+use crate::defs::Defs;
+
+/// How long a process's CPU samples are kept for the collectives that follow them.
+const SAMPLES_FOR_NS: u64 = 2_000_000_000;
+/// CPU samples kept per process at most.
+const SAMPLES_KEPT: usize = 4096;
+/// How far back a process's first collective looks for its stack.
+const FIRST_LOOKBACK_NS: u64 = 1_000_000_000;
+/// Slowest collectives listed.
+const SLOWEST: usize = 5;
+
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    pid: u32,
+    start: u64,
+    end: u64,
+    bytes: u64,
+    stack: StackId,
+    sampled: bool,
+}
+
+#[derive(Debug)]
+struct Instance {
+    op: CollectiveOp,
+    arrivals: Vec<Arrival>,
+}
+
+/// What the section aggregates as records stream in.
+#[derive(Debug, Default)]
+pub struct CollectivesAgg {
+    numbering: Numbering,
+    instances: IdMap<CollectiveKey, Instance>,
+    samples: IdMap<u32, VecDeque<(u64, u64, StackId)>>,
+    last_end: IdMap<u32, u64>,
+    /// Per (process, range name): count, total ns, longest ns.
+    ranges: IdMap<(u32, StrId), (u64, u64, u64)>,
+}
+
+impl CollectivesAgg {
+    /// Notes one record.
+    pub fn add(&mut self, r: &Record) {
+        match r {
+            Record::CpuSample(s) => {
+                let q = self.samples.entry(s.pid).or_default();
+                q.push_back((s.time, s.weight, s.stack));
+                while q.len() > SAMPLES_KEPT || q.front().is_some_and(|f| f.0 + SAMPLES_FOR_NS < s.time) {
+                    q.pop_front();
+                }
+            }
+            Record::DeviceOp(op) if op.collective != CollectiveOp::None => self.collective(op),
+            Record::Range(a) => {
+                let e = self.ranges.entry((a.pid, a.name)).or_default();
+                let d = a.end.saturating_sub(a.start);
+                (e.0, e.1, e.2) = (e.0 + 1, e.1 + d, e.2.max(d));
+            }
+            _ => {}
+        }
+    }
+
+    fn collective(&mut self, op: &DeviceOp) {
+        let Some(key) = self.numbering.key(op) else { return };
+        let from = self.last_end.get(&op.pid).copied().unwrap_or(op.start.saturating_sub(FIRST_LOOKBACK_NS));
+        self.last_end.insert(op.pid, op.end);
+        let sampled = self.samples.get(&op.pid).and_then(|q| heaviest(q, from, op.start));
+        let (stack, sampled) = match sampled {
+            Some(s) => (s, true),
+            None => (op.launch.map_or(StackId::NONE, |l| l.stack), false),
+        };
+        let a = Arrival { pid: op.pid, start: op.start, end: op.end, bytes: op.bytes, stack, sampled };
+        let i =
+            self.instances.entry(key).or_insert_with(|| Instance { op: op.collective, arrivals: Vec::new() });
+        i.arrivals.push(a);
+    }
+}
+
+/// The stack with the most sample weight in `(from, to]`.
+fn heaviest(q: &VecDeque<(u64, u64, StackId)>, from: u64, to: u64) -> Option<StackId> {
+    let mut by: Vec<(StackId, u64)> = Vec::new();
+    for &(t, w, s) in q.iter().filter(|(t, _, s)| *t > from && *t <= to && !s.is_none()) {
+        let _ = t;
+        match by.iter_mut().find(|(id, _)| *id == s) {
+            Some(e) => e.1 += w,
+            None => by.push((s, w)),
+        }
+    }
+    by.into_iter().max_by_key(|&(s, w)| (w, std::cmp::Reverse(s.0))).map(|(s, _)| s)
+}
+
+/// The section in `summary.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CollectivesReport {
+    /// Ranks (processes) that ran collectives.
+    pub ranks: usize,
+    /// Collectives seen (one per communicator and sequence number).
+    pub collectives: u64,
+    /// Those every rank of their communicator ran.
+    pub matched: u64,
+    /// Per kind, by wait.
+    pub kinds: Vec<KindRow>,
+    /// The collectives with the longest waits.
+    pub slowest: Vec<SlowRow>,
+    /// The annotation range taken for steps (`""`: none), and each rank's step times.
+    pub step_range: String,
+    /// Per rank, its steps.
+    pub steps: Vec<StepRow>,
+}
+
+/// One collective kind.
+#[derive(Debug, Clone, Serialize)]
+pub struct KindRow {
+    /// `allreduce`, `allgather`...
+    pub kind: String,
+    /// Collectives.
+    pub count: u64,
+    /// Those every rank of their communicator ran.
+    pub matched: u64,
+    /// Bytes, as the backend states them per collective (0: not stated).
+    pub bytes: u64,
+    /// From the last rank's arrival to the last end, summed.
+    pub time_ns: u64,
+    /// From the first rank's arrival to the last's, summed (matched collectives).
+    pub wait_ns: u64,
+    /// The rank that was last most often, and how often.
+    pub last_most_often: String,
+    /// How often it was last.
+    pub last_count: u64,
+    /// The rank whose late arrivals made the others wait longest.
+    pub most_wait_on: String,
+    /// That wait, ns.
+    pub most_wait_ns: u64,
+    /// Its stack just before arriving at the collectives it was last for (the one with most
+    /// wait), innermost first.
+    pub stack: Vec<String>,
+    /// The innermost Python line of that stack (`function (file:line)`), `""` when none.
+    pub python_line: String,
+    /// Where the stack comes from: `CPU samples` or `launch stack`.
+    pub stack_from: String,
+}
+
+/// One collective with a long wait.
+#[derive(Debug, Clone, Serialize)]
+pub struct SlowRow {
+    /// `allreduce #412 on communicator 1`.
+    pub collective: String,
+    /// From the first rank's arrival to the last's.
+    pub wait_ns: u64,
+    /// The rank that arrived last.
+    pub last: String,
+}
+
+/// One rank's steps.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRow {
+    /// The rank.
+    pub rank: String,
+    /// Steps.
+    pub steps: u64,
+    /// Mean step time.
+    pub mean_ns: u64,
+    /// Longest step.
+    pub max_ns: u64,
+}
+
+#[derive(Default)]
+struct KindAgg {
+    count: u64,
+    matched: u64,
+    bytes: u64,
+    time: u64,
+    wait: u64,
+    last: IdMap<u32, u64>,
+    wait_on: IdMap<u32, u64>,
+    stacks: IdMap<(u32, StackId, bool), u64>,
+}
+
+/// The section, or `None` when the session has no collective.
+pub fn report(agg: &CollectivesAgg, defs: &Defs) -> Option<CollectivesReport> {
+    if agg.instances.is_empty() {
+        return None;
+    }
+    let rank = |pid: u32| defs.process_name(pid).unwrap_or_else(|| format!("pid {pid}"));
+    let mut members: IdMap<Communicator, Vec<u32>> = IdMap::default();
+    for (k, i) in &agg.instances {
+        let m = members.entry(k.communicator).or_default();
+        for a in &i.arrivals {
+            if !m.contains(&a.pid) {
+                m.push(a.pid);
+            }
+        }
+    }
+    let mut kinds: IdMap<CollectiveOp, KindAgg> = IdMap::default();
+    let mut slow: Vec<(u64, CollectiveKey, CollectiveOp, u32)> = Vec::new();
+    let mut matched_all = 0;
+    for (k, i) in &agg.instances {
+        let e = kinds.entry(i.op).or_default();
+        e.count += 1;
+        e.bytes += i.arrivals.iter().map(|a| a.bytes).max().unwrap_or(0);
+        let last = i.arrivals.iter().max_by_key(|a| (a.start, a.pid)).copied();
+        let first = i.arrivals.iter().map(|a| a.start).min().unwrap_or(0);
+        let end = i.arrivals.iter().map(|a| a.end).max().unwrap_or(0);
+        let Some(last) = last else { continue };
+        e.time += end.saturating_sub(last.start);
+        let mut pids: Vec<u32> = i.arrivals.iter().map(|a| a.pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        let everyone = members.get(&k.communicator).map_or(0, Vec::len);
+        if pids.len() != i.arrivals.len() || pids.len() != everyone {
+            continue;
+        }
+        e.matched += 1;
+        matched_all += 1;
+        if everyone < 2 {
+            continue;
+        }
+        let wait = last.start - first;
+        e.wait += wait;
+        *e.last.entry(last.pid).or_default() += 1;
+        *e.wait_on.entry(last.pid).or_default() += wait;
+        *e.stacks.entry((last.pid, last.stack, last.sampled)).or_default() += wait;
+        slow.push((wait, *k, i.op, last.pid));
+    }
+    let mut rows: Vec<KindRow> = kinds.into_iter().map(|(op, e)| kind_row(op, e, defs, &rank)).collect();
+    rows.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.kind.cmp(&b.kind)));
+    slow.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let slowest = slow
+        .iter()
+        .take(SLOWEST)
+        .map(|(w, k, op, pid)| SlowRow { collective: coll::label(*op, k), wait_ns: *w, last: rank(*pid) })
+        .collect();
+    let mut ranks: Vec<u32> = members.values().flatten().copied().collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    let (step_range, steps) = steps(agg, defs, &ranks, &rank);
+    Some(CollectivesReport {
+        ranks: ranks.len(),
+        collectives: agg.instances.len() as u64,
+        matched: matched_all,
+        kinds: rows,
+        slowest,
+        step_range,
+        steps,
+    })
+}
+
+fn kind_row(op: CollectiveOp, e: KindAgg, defs: &Defs, rank: &dyn Fn(u32) -> String) -> KindRow {
+    let top = |m: &IdMap<u32, u64>| {
+        m.iter().max_by_key(|(p, n)| (**n, std::cmp::Reverse(**p))).map(|(p, n)| (*p, *n))
+    };
+    let last = top(&e.last);
+    let wait_on = top(&e.wait_on);
+    let stack = wait_on.and_then(|(pid, _)| {
+        e.stacks
+            .iter()
+            .filter(|((p, _, _), _)| *p == pid)
+            .max_by_key(|((_, s, _), w)| (**w, std::cmp::Reverse(s.0)))
+            .map(|((_, s, sampled), _)| (*s, *sampled))
+    });
+    let names = stack.map_or(Vec::new(), |(s, _)| defs.stack_names(s));
+    let python_line = names.iter().find(|n| PyFrameName::parse(n).is_some()).cloned().unwrap_or_default();
+    KindRow {
+        kind: coll::op_name(op).to_owned(),
+        count: e.count,
+        matched: e.matched,
+        bytes: e.bytes,
+        time_ns: e.time,
+        wait_ns: e.wait,
+        last_most_often: last.map_or(String::new(), |(p, _)| rank(p)),
+        last_count: last.map_or(0, |(_, n)| n),
+        most_wait_on: wait_on.map_or(String::new(), |(p, _)| rank(p)),
+        most_wait_ns: wait_on.map_or(0, |(_, w)| w),
+        stack: names,
+        python_line,
+        stack_from: match stack {
+            Some((_, true)) => "CPU samples".to_owned(),
+            Some((_, false)) => "launch stack".to_owned(),
+            None => String::new(),
+        },
+    }
+}
+
+/// The range name taken for steps: of the names every rank in `pids` has at least twice, the
+/// one with the most time (a training loop's step range holds the rest); and each rank's steps.
+fn steps(
+    agg: &CollectivesAgg,
+    defs: &Defs,
+    pids: &[u32],
+    rank: &dyn Fn(u32) -> String,
+) -> (String, Vec<StepRow>) {
+    let mut totals: IdMap<StrId, (usize, u64)> = IdMap::default();
+    for ((pid, name), (n, total, _)) in &agg.ranges {
+        if *n >= 2 && pids.contains(pid) {
+            let e = totals.entry(*name).or_default();
+            (e.0, e.1) = (e.0 + 1, e.1 + total);
+        }
+    }
+    let Some((name, _)) = totals
+        .into_iter()
+        .filter(|(_, (ranks, _))| *ranks == pids.len())
+        .max_by_key(|(id, (_, total))| (*total, std::cmp::Reverse(id.0)))
+    else {
+        return (String::new(), Vec::new());
+    };
+    let rows = pids
+        .iter()
+        .filter_map(|pid| agg.ranges.get(&(*pid, name)).map(|r| (pid, r)))
+        .map(|(pid, (n, total, max))| StepRow {
+            rank: rank(*pid),
+            steps: *n,
+            mean_ns: total / n,
+            max_ns: *max,
+        })
+        .collect();
+    (defs.str(name).to_owned(), rows)
+}
+
+/// The section in `summary.txt`.
+pub fn render(r: &Option<CollectivesReport>, rows: usize, out: &mut String) {
+    use crate::fmt::{bytes, ns, stack, Table};
+    use crate::text::section;
+    let Some(r) = r else { return };
+    let title = format!(
+        "Collectives ({} of {} matched across {} ranks by communicator and sequence number; wait: from the \
+         first rank's arrival to the last's)",
+        r.matched, r.collectives, r.ranks
+    );
+    section(out, &title, r.kinds.len(), r.kinds.len());
+    let mut t = Table::new(&[
+        "<Kind",
+        "Count",
+        "Matched",
+        "Bytes",
+        "Time",
+        "Wait",
+        "<Last most often",
+        "<Most wait on",
+        "<Its CPU stack before arriving",
+    ]);
+    for k in &r.kinds {
+        let from = if k.stack_from.is_empty() { String::new() } else { format!(" [{}]", k.stack_from) };
+        t.row(vec![
+            k.kind.clone(),
+            k.count.to_string(),
+            k.matched.to_string(),
+            if k.bytes == 0 { "-".to_owned() } else { bytes(k.bytes) },
+            ns(k.time_ns),
+            ns(k.wait_ns),
+            format!("{} ({}x)", k.last_most_often, k.last_count),
+            format!("{} ({})", k.most_wait_on, ns(k.most_wait_ns)),
+            format!("{}{from}", stack(&k.stack, 3)),
+        ]);
+    }
+    t.render(out);
+    if !r.slowest.is_empty() {
+        section(out, "Longest waits at collectives", r.slowest.len(), r.slowest.len());
+        let mut t = Table::new(&["<Collective", "Wait", "<Last to arrive"]);
+        for s in r.slowest.iter().take(rows) {
+            t.row(vec![s.collective.clone(), ns(s.wait_ns), s.last.clone()]);
+        }
+        t.render(out);
+    }
+    if !r.steps.is_empty() {
+        section(
+            out,
+            &format!("Step time per rank (range \"{}\")", r.step_range),
+            r.steps.len(),
+            r.steps.len(),
+        );
+        let mut t = Table::new(&["<Rank", "Steps", "Mean", "Max"]);
+        for s in &r.steps {
+            t.row(vec![s.rank.clone(), s.steps.to_string(), ns(s.mean_ns), ns(s.max_ns)]);
+        }
+        t.render(out);
+    }
+}
