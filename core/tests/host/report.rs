@@ -136,7 +136,7 @@ fn a_damaged_file_header_is_recovered_from_and_every_output_matches_the_intact_r
 }
 
 /// The archives of the CUDA fixtures, recorded by the real host from the captured agent
-/// streams (the `cupti` source with a replaying target, as `plugins/cupti/tests/host.rs` does).
+/// streams (the `cupti` source with a replaying target, as `plugins/cupti/tests/cupti/host.rs` does).
 fn cuda_archives(dir: &Path) -> Vec<PathBuf> {
     const REPLAY: &str = "import os, socket, sys\n\
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n\

@@ -1,6 +1,6 @@
 /*
  * A "CUDA program" on the test double libcuda.so.1 (libcuda_double.c), for
- * plugins/cupti/tests/attach.rs and windows.rs.
+ * plugins/cupti/tests/cupti/attach.rs and windows.rs.
  *
  * `app SECONDS`: launches `step_kernel` from train_step every 2 ms for SECONDS (xpuprof attaches
  *   to it while it runs, or opens windows in it).

@@ -1,6 +1,6 @@
 /*
  * A test double of the CUDA driver and CUPTI in one library, built as libcuda.so.1 by
- * plugins/cupti/tests/attach.rs (no GPU in CI). It lets the real cupti agent run in a process:
+ * plugins/cupti/tests/cupti/attach.rs (no GPU in CI). It lets the real cupti agent run in a process:
  * the program "launches kernels" with xpuprof_double_launch(name), which behaves as
  * cuLaunchKernel does under CUPTI (driver API enter/exit callbacks to the subscriber for the
  * callbacks it enabled, and a CUpti_ActivityKernel13 record in the activity buffer when kernel

@@ -1,0 +1,10 @@
+//! The `cupti` source's tests, one binary: the decoder on streams captured on the H100
+//! (`replay`), the plugin inside the real host replaying them (`host`), and attach and capture
+//! windows over a test double of the CUDA driver and CUPTI (`attach`). Their inputs sit beside
+//! them: `tests/fixtures/` (captured streams), `tests/workloads/` (the CUDA programs that made
+//! them, run by `scripts/gpu/run-all.sh`), `tests/doubles/` (the test double) and
+//! `tests/golden/` (expected outputs).
+
+mod attach;
+mod host;
+mod replay;
