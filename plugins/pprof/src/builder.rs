@@ -3,12 +3,14 @@
 //! names in the profile), mapping ranges and the main executable's mapping first.
 //!
 //! - Python frames (`function (file.py:line)`) become `Function{name: function, filename:
-//!   file}` and `Line{line}`: `pprof -list` finds the source, a function's lines are one function.
-//!   Their `system_name` is `function (file.py)` (the records carry no first line, so
-//!   `start_line` is 0).
+//!   file, start_line}` and `Line{line}`: `pprof -list` finds the source, a function's lines are
+//!   one function. Their `system_name` is `function (file.py)`; `start_line` is the frame's
+//!   (0 where the source did not say).
 //! - Native frames: one `Line` per function, innermost inlined function first. `name` is the
 //!   readable name ([`Readable`]), `system_name` the full (mangled, when the source sent it
-//!   mangled) name. The records carry no file or line for native frames.
+//!   mangled) name. The innermost function has the frame's source file (`filename`) and line
+//!   where the module's debug information gave them (the host's symbolizer); the functions it
+//!   is inlined into have line 0 (the records carry one place per frame).
 //! - `name` differs from `system_name` wherever pprof would rewrite it otherwise: pprof
 //!   "simplifies" a function whose two names are equal by cutting everything in `(...)` and
 //!   `<...>`, which blanked `<module>` and merged template instantiations.
@@ -30,9 +32,9 @@ enum FnKey {
     Plain(String),
     /// A native function or kernel: a prefix (`[GPU_Kernel]` or none), its display text and its
     /// text as the source sent it.
-    Native { prefix: &'static str, full: String, raw: String },
-    /// A Python function.
-    Python { function: String, file: String },
+    Native { prefix: &'static str, full: String, raw: String, file: String },
+    /// A Python function, with its first line (0 when not known).
+    Python { function: String, file: String, start_line: u32 },
 }
 
 /// Builds the `Profile` message.
@@ -103,11 +105,13 @@ impl<'d> Builder<'d> {
         id
     }
 
-    /// The function of native name `name` (display text, raw text), after `prefix`.
-    fn native(&mut self, prefix: &'static str, name: StrId) -> Option<u64> {
+    /// The function of native name `name` (display text, raw text), after `prefix`, in source
+    /// file `file` (none when [`StrId::NONE`]).
+    fn native(&mut self, prefix: &'static str, name: StrId, file: StrId) -> Option<u64> {
         let full = self.defs.text(name)?.to_owned();
         let raw = self.defs.raw(name).unwrap_or(&full).to_owned();
-        Some(self.function(FnKey::Native { prefix, full, raw }))
+        let file = self.defs.text(file).unwrap_or_default().to_owned();
+        Some(self.function(FnKey::Native { prefix, full, raw, file }))
     }
 
     fn mapping(&mut self, module: ModuleId, address: u64) -> u64 {
@@ -160,25 +164,30 @@ impl<'d> Builder<'d> {
     fn location(&mut self, id: u64, fr: &FrameDef) -> proto::Location {
         if fr.kind == FrameKind::Synthetic {
             if let Some((py, line)) = self.defs.text(fr.name).and_then(python_frame) {
-                let key = FnKey::Python { function: py.function.to_owned(), file: py.file.to_owned() };
+                let (function, file) = (py.function.to_owned(), py.file.to_owned());
+                let key = FnKey::Python { function, file, start_line: fr.start_line };
                 let line = vec![proto::Line { function_id: self.function(key), line }];
                 return proto::Location { id, line, ..Default::default() };
             }
         }
-        // Innermost first: the last inlined function, ..., the function it is all in.
+        // Innermost first: the last inlined function, ..., the function it is all in. The
+        // frame's place is the innermost function's.
         let mut line = Vec::with_capacity(fr.inlined.len() + 1);
+        let mut place = Some((fr.file, i64::from(fr.line)));
         for &s in fr.inlined.iter().rev() {
-            let function_id = match self.native("", s) {
+            let (file, at) = place.take().unwrap_or((StrId::NONE, 0));
+            let function_id = match self.native("", s, file) {
                 Some(f) => f,
                 None => self.function(FnKey::Plain("[unknown inlined]".to_owned())),
             };
-            line.push(proto::Line { function_id, line: 0 });
+            line.push(proto::Line { function_id, line: at });
         }
-        let function_id = match self.native("", fr.name) {
+        let (file, at) = place.unwrap_or((StrId::NONE, 0));
+        let function_id = match self.native("", fr.name, file) {
             Some(f) => f,
             None => self.function(FnKey::Plain(self.defs.unsymbolized(fr))),
         };
-        line.push(proto::Line { function_id, line: 0 });
+        line.push(proto::Line { function_id, line: at });
         proto::Location { id, mapping_id: self.mapping(fr.module, fr.address), address: fr.address, line }
     }
 
@@ -204,7 +213,7 @@ impl<'d> Builder<'d> {
         if let Some(&id) = self.synthetic.get(&key) {
             return id;
         }
-        let function_id = match self.native("[GPU_Kernel]", name) {
+        let function_id = match self.native("[GPU_Kernel]", name, StrId::NONE) {
             Some(f) => f,
             None => self.function(FnKey::Plain("[GPU_Kernel]kernel".to_owned())),
         };
@@ -245,14 +254,16 @@ impl<'d> Builder<'d> {
             }
         }
         for (i, k) in std::mem::take(&mut self.function_keys).into_iter().enumerate() {
-            let (name, system, file) = match k {
-                FnKey::Plain(n) => (n.clone(), n, String::new()),
-                FnKey::Native { prefix, full, raw } => {
+            let (name, system, file, start_line) = match k {
+                FnKey::Plain(n) => (n.clone(), n, String::new(), 0),
+                FnKey::Native { prefix, full, raw, file } => {
                     let readable = if prefix.is_empty() { &functions } else { &kernels };
                     let name = format!("{prefix}{}", readable.name(&full));
-                    (name, format!("{prefix}{}", if raw.is_empty() { &full } else { &raw }), String::new())
+                    (name, format!("{prefix}{}", if raw.is_empty() { &full } else { &raw }), file, 0)
                 }
-                FnKey::Python { function, file } => (function.clone(), format!("{function} ({file})"), file),
+                FnKey::Python { function, file, start_line } => {
+                    (function.clone(), format!("{function} ({file})"), file, start_line)
+                }
             };
             // Equal names with brackets would be cut by pprof (`<unknown>`): no system name then.
             let system = if name == system && name.contains(['(', '<']) { String::new() } else { system };
@@ -261,6 +272,7 @@ impl<'d> Builder<'d> {
                 name: self.s(&name),
                 system_name: self.s(&system),
                 filename: self.s(&file),
+                start_line: i64::from(start_line),
             };
             self.p.function.push(f);
         }

@@ -114,4 +114,6 @@ pub struct Function {
     pub system_name: i64,
     #[prost(int64, tag = "4")]
     pub filename: i64,
+    #[prost(int64, tag = "5")]
+    pub start_line: i64,
 }

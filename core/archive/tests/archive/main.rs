@@ -70,6 +70,24 @@ fn replay_reproduces_the_records_in_order() {
 }
 
 #[test]
+fn frames_keep_their_source_place() {
+    use xpuprof_sdk::model::{FrameDef, FrameId, FrameKind, ModuleId, StrId};
+    let dir = tempfile::tempdir().unwrap();
+    let mut records = sample::session();
+    let place = |id, file, line, start| {
+        let f = FrameDef::default().id(FrameId(id)).kind(FrameKind::FileOffset).module(ModuleId(1));
+        Record::Frame(f.address(0x77).name(StrId(8)).file(StrId(file)).line(line).start_line(start))
+    };
+    let at = records.iter().position(|r| matches!(r, Record::Stack(_))).unwrap();
+    records.insert(at, place(900, 5, 307, 290));
+    records.insert(at, place(901, 6, 12, 0));
+    write(dir.path(), &records, 4);
+    let (got, _, damage) = replay(dir.path()).unwrap();
+    assert!(damage.is_none(), "{damage:?}");
+    assert_eq!(codec::decode_all(&got).unwrap(), records);
+}
+
+#[test]
 fn long_run_replays_exactly_and_stays_under_32_bytes_per_launch() {
     let n = 100_000;
     let dir = tempfile::tempdir().unwrap();

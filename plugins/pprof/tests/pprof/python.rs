@@ -20,9 +20,16 @@ const CAT: &str =
 
 /// The committed source the Python frames name (absolute, so pprof finds it).
 fn model_py() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/model.py");
+    fixture("model.py")
+}
+
+fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
     path.to_str().unwrap().to_owned()
 }
+
+/// First lines of the Python functions of `model.py`: `<module>`, `Linear.forward`, `step`.
+const STARTS: [u32; 4] = [7, 11, 11, 1];
 
 fn op(kind: DeviceOpKind, name: u32, start: u64, dur: u64, stack: u32) -> Record {
     let launch = LaunchRef::default().tid(TID).stack(StackId(stack)).api(StrId(11)).time(start - 1_000);
@@ -41,8 +48,9 @@ fn op(kind: DeviceOpKind, name: u32, start: u64, dur: u64, stack: u32) -> Record
 }
 
 /// The sample session plus kernels launched from Python code: `Linear.forward` (line 8, two
-/// instantiations of one template) and `step` (line 13, a kernel in an anonymous namespace
-/// and an allocation), both under `<module>`.
+/// instantiations of one template, through the native `launch_linear` at line 5 of
+/// `native.c`) and `step` (line 13, a kernel in an anonymous namespace and an allocation), both
+/// under `<module>`.
 fn records() -> Vec<Record> {
     let py = model_py();
     let mut r = sample::session();
@@ -54,23 +62,27 @@ fn records() -> Vec<Record> {
         FILL.to_owned(),
         ABS.to_owned(),
         CAT.to_owned(),
+        "launch_linear".to_owned(),
+        fixture("native.c"),
     ];
     for (i, t) in strings.iter().enumerate() {
         r.push(Record::Str(StrDef::new(StrId(9_001 + i as u32), t)));
     }
     for i in 0..4 {
         let def = FrameDef::default().id(FrameId(101 + i)).kind(FrameKind::Synthetic).name(StrId(9_001 + i));
-        r.push(Record::Frame(def));
+        r.push(Record::Frame(def.start_line(STARTS[i as usize])));
     }
+    let native = FrameDef::default().id(FrameId(105)).kind(FrameKind::FileOffset).module(ModuleId(2));
+    r.push(Record::Frame(native.address(0x5004).name(StrId(9_008)).file(StrId(9_009)).line(5)));
     // Innermost first: the native launch frames, the Python frames, the interpreter's main.
-    let stack = |id: u32, py: &[u32]| {
-        let mut frames = vec![FrameId(4), FrameId(3)];
+    let stack = |id: u32, native: u32, py: &[u32]| {
+        let mut frames = vec![FrameId(4), FrameId(native)];
         frames.extend(py.iter().map(|&f| FrameId(f)));
         frames.push(FrameId(1));
         Record::Stack(StackDef::default().id(StackId(id)).frames(frames))
     };
-    r.push(stack(101, &[101, 102, 104]));
-    r.push(stack(102, &[103, 104]));
+    r.push(stack(101, 105, &[101, 102, 104]));
+    r.push(stack(102, 3, &[103, 104]));
     let t = T0 + 600_000;
     r.push(op(DeviceOpKind::Kernel, 9_005, t, 100_000, 101));
     r.push(op(DeviceOpKind::Kernel, 9_006, t + 100_000, 50_000, 101));
@@ -93,6 +105,33 @@ fn python_frames_are_functions_with_file_and_line() {
     }
     let traces = go::pprof(&["-traces", "-sample_index=gpu_time"], &path);
     assert!(traces.contains("<module>"), "{traces}");
+}
+
+#[test]
+fn native_frames_have_their_source_file_and_line_python_functions_their_first_line() {
+    let dir = run(&records());
+    let path = dir.path().join(FILE_NAME);
+    let list = go::pprof(&["-list=^launch_linear$", "-sample_index=gpu_time"], &path);
+    assert!(
+        list.contains(&format!("ROUTINE ======================== launch_linear in {}", fixture("native.c")))
+    );
+    assert!(list.contains("enqueue(stream); /* line 5: the launch */"), "the source line: {list}");
+    assert!(list.contains("150us"), "line 5's device time beside it: {list}");
+    let p = decode(&path);
+    let function = |name: &str| {
+        p.function
+            .iter()
+            .find(|f| p.string_table[f.name as usize] == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    for (name, start) in [("Linear.forward", 7), ("step", 11), ("<module>", 1)] {
+        assert_eq!(function(name).start_line, start, "{name}");
+    }
+    let native = function("launch_linear");
+    assert_eq!(
+        (p.string_table[native.filename as usize].as_str(), native.start_line),
+        (fixture("native.c").as_str(), 0)
+    );
 }
 
 #[test]
