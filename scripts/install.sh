@@ -9,8 +9,11 @@
 #                                    with the agent stream's crate in sdk/wire (xpuprof-wire)
 #   share/xpuprof/plugin-test/       the conformance kit crate (xpuprof-plugin-test)
 #   share/xpuprof/Cargo.lock         the dependency versions the SDK was built and tested with
-#   share/xpuprof/examples/          the C examples (two plugins, an agent), built with pkg-config
+#   share/xpuprof/examples/          the C examples (two plugins, an agent), built with pkg-config, and
+#                                    the agent's Rust source plugin (rust-source-acme-agent)
 #   share/xpuprof/plugin-tutorial.md the step-by-step guide for plugin and agent authors
+#   share/xpuprof/agent-stream.md    the agent stream, byte by byte
+#   share/xpuprof/stability.md       what each interface promises, and how it is tested
 #
 #   scripts/install.sh [--prefix DIR] [--profile release|debug] [--no-build] [--no-plugins]
 #
@@ -26,7 +29,7 @@
 # relative to itself, so PREFIX can be any directory.
 set -euo pipefail
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "install.sh: $*" >&2; exit 1; }
 
 prefix=""
@@ -112,11 +115,18 @@ else
     done <<<"$list"
   done
   add "$root/Cargo.lock" share/xpuprof/Cargo.lock 0644
-  add "$root/docs/plugin-tutorial.md" share/xpuprof/plugin-tutorial.md 0644
+  for doc in plugin-tutorial agent-stream stability; do
+    add "$root/docs/$doc.md" "share/xpuprof/$doc.md" 0644
+  done
   for ex in "$root"/examples/c-*; do
     for f in "$ex"/*; do
       add "$f" "share/xpuprof/examples/$(basename "$ex")/$(basename "$f")" 0644
     done
+  done
+  # The Rust half of the agent example: a crate of its own whose `../../sdk` is the installed SDK.
+  ex=examples/rust-source-acme-agent
+  for f in "$root/$ex/Cargo.toml" "$root/$ex"/src/*.rs; do
+    add "$f" "share/xpuprof/${f#"$root"/}" 0644
   done
 fi
 [ "$plugins" -eq 0 ] || printf '%s\n' "${manifest[@]}" | cut -f2 | grep -q '^lib/xpuprof/plugins/' ||

@@ -4,6 +4,8 @@
 #ifndef ACME_H
 #define ACME_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -17,6 +19,18 @@ typedef void (*acme_callback)(void *user, int exit, unsigned api, unsigned corre
 
 /* Subscribes one callback (the last subscription wins). */
 void acme_subscribe(acme_callback callback, void *user);
+
+/* Called when the device finished a kernel: the launch's `correlation`, the kernel's name, and
+ * when it ran, in CLOCK_MONOTONIC nanoseconds (a device with a clock of its own would report its
+ * ticks; its agent would then also send pairs of readings of both clocks). */
+typedef void (*acme_activity_callback)(void *user, unsigned correlation, const char *name, uint64_t start,
+                                       uint64_t end);
+
+/* Subscribes one activity callback (the last subscription wins). */
+void acme_subscribe_activity(acme_activity_callback callback, void *user);
+
+/* How long the fictitious device runs every kernel, nanoseconds. */
+#define ACME_KERNEL_NS 5000
 
 /* Launches kernel `name` on the accelerator; returns 0. */
 int acme_launch(const char *name);

@@ -4,6 +4,9 @@
 #  - builds the C examples of PREFIX/share/xpuprof/examples with `pkg-config --cflags xpuprof`,
 #    checks and runs the two plugins, and runs the C agent example (a third-party agent on
 #    libxpuprof_agent) and checks the launch stacks it sent;
+#  - builds the installed Rust source of that agent (rust-source-acme-agent, on the SDK's
+#    agent-stream reader), checks it, and records the C agent's application with it: its
+#    folded output has the exact launch stack main;outer;middle;inner;
 #  - generates a C source and sink and a Rust source and sink with the installed `xpuprof
 #    new-plugin` (which takes the installed kit by default), builds them (the Rust ones on
 #    PREFIX/share/xpuprof/sdk, their own `cargo test` running the conformance kit of
@@ -36,9 +39,9 @@ xpuprof=$prefix/bin/xpuprof
 [ "$(pkg-config --variable=includedir xpuprof)" -ef "$prefix/include" ] ||
   { echo "pkg-config does not find the installed xpuprof.pc" >&2; exit 1; }
 
-check() { # LIB: the conformance check
+check() { # LIB [ARGS...]: the conformance check
   echo "== xpuprof check-plugin $(basename "$1")"
-  "$xpuprof" check-plugin "$1"
+  "$xpuprof" check-plugin "$@"
 }
 
 # 2. The installed C examples, from their own folders and Makefiles (pkg-config).
@@ -54,6 +57,24 @@ check c-sink-csv/libxpuprof_plugin_kernel_csv.so
 grep -q '"acme::gemm<float>",5,' out-c/kernels.csv
 make -s -C c-agent-acme run >agent.out
 python3 "$here/agent_stream.py" c-agent-acme/dump/agent-*.bin agent.out
+
+# The whole backend: the C agent above and the installed Rust source that decodes its stream
+# (with the SDK's agent-stream reader), its [patch] pointed at the installation as an author
+# does with a copy; exact launch stacks in the folded output, and the conformance check.
+cp -r "$prefix/share/xpuprof/examples/rust-source-acme-agent" rs-acme
+sed -i "s|path = \"../../sdk\"|path = \"$prefix/share/xpuprof/sdk\"|" rs-acme/Cargo.toml
+cp "$prefix/share/xpuprof/Cargo.lock" rs-acme/
+(cd rs-acme && CARGO_TARGET_DIR="$target" cargo build --offline --quiet)
+mkdir -p acme-plugin
+cp "$target/debug/libxpuprof_plugin_acme_agent.so" acme-plugin/
+acme=(--set "source.acme-agent.agent=$work/c-agent-acme/libacme_agent.so" -- c-agent-acme/app)
+check acme-plugin/libxpuprof_plugin_acme_agent.so "${acme[@]}" | grep -v '^[a-z]* 0x'
+# The folded sink of the build installed (the installation leaves its plugins out).
+folded=$(dirname "$built")/libxpuprof_plugin_folded.so
+"$xpuprof" --plugin-dir acme-plugin --plugin-dir "$folded" --source acme-agent --sink folded -o out-acme --quiet \
+  "${acme[@]}" >/dev/null
+grep -q ';main;outer;middle;inner;acme_launch;\[GPU_Kernel\]gemm 15$' out-acme/profile.gpu.folded ||
+  { echo "the folded output lacks the exact launch stack main;outer;middle;inner:" >&2; cat out-acme/profile.gpu.folded >&2; exit 1; }
 
 # 3. New plugins from the installed templates.
 "$xpuprof" new-plugin --kind source --lang c c-src >/dev/null
@@ -84,5 +105,7 @@ for kind in source sink; do
   (cd "rs-$kind" && CARGO_TARGET_DIR="$target" cargo clean --offline --quiet -p "xpuprof-plugin-rs-$kind" \
     -p xpuprof-sdk -p xpuprof-plugin-test)
 done
+(cd rs-acme && CARGO_TARGET_DIR="$target" cargo clean --offline --quiet -p xpuprof-plugin-acme-agent -p xpuprof-sdk -p xpuprof-wire)
 echo "outside the workspace, from an installation: 2 C examples and the C agent example built and run," \
+  "the agent's Rust source built, checked and run (exact launch stacks)," \
   "2 C and 2 Rust plugins from the templates built, checked and run"

@@ -20,7 +20,7 @@ fn plugins_built_outside_the_workspace_pass_the_check_and_run() {
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(out.matches("passes the conformance check (0 warnings)").count(), 6, "{out}");
+    assert_eq!(out.matches("passes the conformance check (0 warnings)").count(), 7, "{out}");
     assert!(out.ends_with("2 C and 2 Rust plugins from the templates built, checked and run\n"), "{out}");
 }
 

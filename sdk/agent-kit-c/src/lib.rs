@@ -276,6 +276,9 @@ pub unsafe extern "C" fn xpuprof_agent_send(
 ) -> i32 {
     // SAFETY: NULL or the static agent.
     let Some(a) = (unsafe { agent.as_ref() }) else { return -1 };
+    if !sendable(ty) {
+        return -1;
+    }
     let body = if payload.is_null() || len == 0 {
         &[][..]
     } else {
@@ -289,6 +292,21 @@ pub unsafe extern "C" fn xpuprof_agent_send(
     } else {
         -1
     }
+}
+
+/// The message types an agent may send itself (`XPUPROF_MSG_*` in the header): the common ones
+/// whose payload the stream defines and the agent's own range; the kit writes the others (hello,
+/// modules, launches, losses, bye) and a copy from the agent would corrupt the stream's meaning.
+pub fn sendable(ty: u8) -> bool {
+    matches!(
+        ty,
+        wire::MSG_RECORDS
+            | wire::MSG_DROPPED
+            | wire::MSG_CLOCK
+            | wire::MSG_STRINGS
+            | wire::MSG_API_NAMES
+            | wire::MSG_ERROR
+    ) || ty >= wire::MSG_BACKEND_FIRST
 }
 
 /// See `xpuprof/agent.h`.
@@ -333,5 +351,45 @@ mod tests {
         let header = include_str!("../../include/xpuprof/agent.h");
         let line = format!("#define XPUPROF_AGENT_MAX_DEPTH {MAX_DEPTH}");
         assert!(header.lines().any(|l| l.trim() == line), "agent.h lacks `{line}`");
+    }
+
+    /// The header's numbers are the wire's: its protocol, the common messages an agent may send
+    /// and the agent's own range.
+    #[test]
+    fn the_header_names_the_wire_protocol_and_the_sendable_message_numbers() {
+        let header = include_str!("../../include/xpuprof/agent.h");
+        let defined = |name: &str| -> u32 {
+            let line = header
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("agent.h lacks {name}"));
+            line.split_whitespace().nth(2).and_then(|v| v.parse().ok()).expect("a number")
+        };
+        assert_eq!(defined("XPUPROF_AGENT_PROTOCOL"), wire::PROTOCOL);
+        let sendable_numbers = [
+            ("XPUPROF_MSG_RECORDS", wire::MSG_RECORDS),
+            ("XPUPROF_MSG_DROPPED", wire::MSG_DROPPED),
+            ("XPUPROF_MSG_CLOCK", wire::MSG_CLOCK),
+            ("XPUPROF_MSG_STRINGS", wire::MSG_STRINGS),
+            ("XPUPROF_MSG_API_NAMES", wire::MSG_API_NAMES),
+            ("XPUPROF_MSG_ERROR", wire::MSG_ERROR),
+            ("XPUPROF_MSG_OWN_FIRST", wire::MSG_BACKEND_FIRST),
+            ("XPUPROF_MSG_OWN_LAST", 255),
+        ];
+        for (name, ty) in sendable_numbers {
+            assert_eq!(defined(name), u32::from(ty), "{name}");
+            assert!(sendable(ty), "{name}");
+        }
+        for ty in [
+            wire::MSG_HELLO,
+            wire::MSG_MODULES,
+            wire::MSG_LAUNCHES,
+            wire::MSG_BYE,
+            wire::MSG_LOST_BYTES,
+            64,
+            127,
+        ] {
+            assert!(!sendable(ty), "type {ty} is the kit's");
+        }
     }
 }

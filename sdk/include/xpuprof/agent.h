@@ -13,8 +13,31 @@
  *     bye, written by one sender thread to the socket the host plugin named in the environment;
  *     flushed at exit and on SIGINT/SIGTERM.
  *
- * The host side of the stream is a source plugin that decodes it (xpuprof-wire's Reader, the
- * toolbox's agent_host); see docs/architecture.md, "The agent kit".
+ * The host side is your source plugin: it listens on a Unix socket (SOCK_STREAM), puts the
+ * socket's path in the variable `socket_env` names (in its prepare) and decodes what each
+ * process's agent sends on its own connection. A Rust source reads it with the SDK's
+ * `agent-stream` feature (xpuprof_sdk::wire::stream::StreamReader). The stream, byte by byte, is
+ * PREFIX/share/xpuprof/agent-stream.md; in short (every integer little-endian):
+ *
+ *   message    len u32 (bytes after this field), type u8, 3 zero bytes, payload; a reader skips
+ *              types it does not know by `len`
+ *   1 hello    pid u32, runtime_version u32, protocol u32 (XPUPROF_AGENT_PROTOCOL), flags u32
+ *              (2: the agent sends launch stacks), command line; always first
+ *   2 modules  count u32, then start u64, end u64, file_offset u64, path_len u32, path: the
+ *              executable mappings of the process; sent after the hello and again (whole)
+ *              when a stack leaves the last map
+ *   3 launches tid u32, pad u32, then entries: a stack (1 u8, pad u8, frames u16, pad u32,
+ *              hash u64, frames x u64 raw return addresses, innermost first; a thread sends a
+ *              stack once, before the first launch naming its hash) or a launch (2 u8, domain
+ *              u8, flags u16, api u32, correlation u32, result u32, entry u64, stack hash u64,
+ *              exit u64); times are CLOCK_MONOTONIC nanoseconds
+ *   7 lost launches count u64    12 lost bytes chunks u64, bytes u64
+ *   8 bye      launches u64, stacks u64: the last message
+ *   128-255    your own messages (xpuprof_agent_send), XPUPROF_MSG_OWN_FIRST..XPUPROF_MSG_OWN_LAST
+ *
+ * A dump (`dump_env`) is the same bytes, in DIR/agent-PID.bin; `xpuprof decode-agent-dump FILE`
+ * prints one. Stability: a protocol number never changes meaning; a change of a payload raises
+ * it, and hosts keep reading older protocols (PREFIX/share/xpuprof/stability.md).
  *
  * One agent per process. Every function is safe to call from any thread once
  * xpuprof_agent_start returned; with a NULL agent they do nothing.
@@ -35,6 +58,21 @@ typedef struct xpuprof_agent xpuprof_agent;
  * cut at their outermost end (the frames nearest main). Wire protocol 2 carries up to 65535
  * frames per stack; protocol 1 (agents of xpuprof before the bound) carried 255. */
 #define XPUPROF_AGENT_MAX_DEPTH 1024
+
+/* The wire protocol this kit writes in its hello (1: a stack's frame count was one byte). */
+#define XPUPROF_AGENT_PROTOCOL 2
+
+/* Message types an agent may pass to xpuprof_agent_send: the common ones whose payload the
+ * stream defines (agent-stream.md), and its own range, whose meaning is its host plugin's.
+ * The kit writes the others itself (hello, modules, launches, losses, bye). */
+#define XPUPROF_MSG_RECORDS 4   /* count u32, pad u32, count x u16 sizes, pad to 8, the records */
+#define XPUPROF_MSG_DROPPED 5   /* count u64, time u64: records the vendor library dropped */
+#define XPUPROF_MSG_CLOCK 6     /* vendor u64, monotonic u64: one reading of both clocks */
+#define XPUPROF_MSG_STRINGS 9   /* count u32, then address u64, len u32, bytes */
+#define XPUPROF_MSG_API_NAMES 10 /* count u32, then domain u32, api u32, len u32, bytes */
+#define XPUPROF_MSG_ERROR 11    /* UTF-8 text: why the agent cannot trace this process */
+#define XPUPROF_MSG_OWN_FIRST 128
+#define XPUPROF_MSG_OWN_LAST 255
 
 typedef struct xpuprof_agent_options {
     /* sizeof(xpuprof_agent_options): fields are only ever appended. */
@@ -70,8 +108,10 @@ int xpuprof_agent_enter(xpuprof_agent *agent, uint8_t domain, uint32_t api, uint
 /* At the API's exit: stamps the outermost call's end and `result`, publishes it. */
 void xpuprof_agent_exit(xpuprof_agent *agent, uint32_t result);
 
-/* Queues one wire message of `type` (xpuprof-wire's MSG_* numbers: raw vendor records, clock
- * pairs, strings). Never blocks; returns 0, or -1 when it was dropped (and counted). */
+/* Queues one wire message of `type` (one of the XPUPROF_MSG_* above, or your own from
+ * XPUPROF_MSG_OWN_FIRST to XPUPROF_MSG_OWN_LAST) with `len` bytes of payload. Never blocks;
+ * returns 0, or -1 when it was dropped (the host was gone or the queue full: counted and
+ * reported as lost bytes) or when `type` is one the kit writes itself (nothing is sent). */
 int xpuprof_agent_send(xpuprof_agent *agent, uint8_t type, const void *payload, size_t len);
 
 /* The calling thread's stack into `out`: the return address of the function that called
