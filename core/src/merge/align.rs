@@ -10,6 +10,8 @@
 
 use xpuprof_archive::ClockPair;
 
+use super::fine::Fit;
+
 /// How one recording's timestamps are moved onto the merged session's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Alignment {
@@ -19,6 +21,9 @@ pub struct Alignment {
     /// The stated residual error of the shift, ns; `None` when the recording holds no clock
     /// pair (archives written before it was kept): it is merged unshifted and not aligned.
     pub error_ns: Option<u64>,
+    /// How the ends of collectives moved it further (`fine.rs`), when it holds collectives
+    /// in common with the reference; `shift_ns` includes it.
+    pub fine: Option<Fit>,
 }
 
 /// The alignments of recordings with `pairs`, and the index of the reference (the first
@@ -28,18 +33,19 @@ pub fn align(pairs: &[Option<ClockPair>]) -> (Vec<Alignment>, Option<usize>) {
     let reference =
         pairs.iter().enumerate().filter_map(|(i, p)| p.map(|p| (p.epoch_offset(), i))).min().map(|(_, i)| i);
     let Some(r) = reference.and_then(|r| pairs[r].map(|p| (r, p))) else {
-        return (pairs.iter().map(|_| Alignment { shift_ns: 0, error_ns: None }).collect(), None);
+        return (pairs.iter().map(|_| Alignment { shift_ns: 0, error_ns: None, fine: None }).collect(), None);
     };
     let (ri, rp) = r;
     let aligned = pairs
         .iter()
         .enumerate()
         .map(|(i, p)| match p {
-            None => Alignment { shift_ns: 0, error_ns: None },
-            Some(_) if i == ri => Alignment { shift_ns: 0, error_ns: Some(0) },
+            None => Alignment { shift_ns: 0, error_ns: None, fine: None },
+            Some(_) if i == ri => Alignment { shift_ns: 0, error_ns: Some(0), fine: None },
             Some(p) => Alignment {
                 shift_ns: u64::try_from(p.epoch_offset() - rp.epoch_offset()).unwrap_or(u64::MAX),
                 error_ns: Some(p.uncertainty_ns.saturating_add(rp.uncertainty_ns)),
+                fine: None,
             },
         })
         .collect();
@@ -73,8 +79,8 @@ mod tests {
         let b = pair(1_000_000_000_000, 7_000_000_000, 25);
         let (al, r) = align(&[a, b]);
         assert_eq!(r, Some(0));
-        assert_eq!(al[0], Alignment { shift_ns: 0, error_ns: Some(0) });
-        assert_eq!(al[1], Alignment { shift_ns: 3_000_000_000, error_ns: Some(65) });
+        assert_eq!(al[0], Alignment { shift_ns: 0, error_ns: Some(0), fine: None });
+        assert_eq!(al[1], Alignment { shift_ns: 3_000_000_000, error_ns: Some(65), fine: None });
         assert_eq!(al[1].at(7_000_000_001), 10_000_000_001);
         // The reference is the one whose session clock runs ahead: no shift is negative.
         let (al, r) = align(&[b, a]);
@@ -85,7 +91,7 @@ mod tests {
     fn a_recording_without_a_pair_is_merged_unshifted_and_said_to_be_unaligned() {
         let (al, r) = align(&[None, pair(5, 1, 1)]);
         assert_eq!(r, Some(1));
-        assert_eq!(al[0], Alignment { shift_ns: 0, error_ns: None });
+        assert_eq!(al[0], Alignment { shift_ns: 0, error_ns: None, fine: None });
         let (al, r) = align(&[None, None]);
         assert_eq!((r, al[1].error_ns), (None, None));
         assert_eq!(al[0].at(0), 0);

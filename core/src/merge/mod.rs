@@ -5,12 +5,13 @@
 //! recording that cannot be opened, or is damaged, is reported; the others still merge.
 
 mod align;
+mod fine;
 mod kway;
 mod renumber;
 
 use std::path::PathBuf;
 
-use xpuprof_archive::Meta;
+use xpuprof_archive::{ClockPair, Meta};
 use xpuprof_sdk::model::Record;
 
 use crate::config::FileConfig;
@@ -19,6 +20,7 @@ use crate::report::{self, Outputs, ReportOutcome};
 use crate::session::SessionError;
 
 pub use align::Alignment;
+pub use fine::Fit;
 
 /// What `xpuprof report --merge` was asked to do.
 #[derive(Debug, Clone)]
@@ -63,6 +65,9 @@ pub struct MergeOutcome {
     pub reference: Option<usize>,
     /// Pids renumbered because two recordings had them.
     pub pids_renumbered: u64,
+    /// Nanoseconds the reference's own times were moved so that no recording's go back
+    /// (when the ends of collectives moved another recording earlier).
+    pub reference_lift_ns: u64,
 }
 
 impl MergeOutcome {
@@ -85,10 +90,30 @@ impl MergeOutcome {
                 (None, _) => {
                     format!("{}: not merged: {}", r.path.display(), r.problem.as_deref().unwrap_or(""))
                 }
+                (Some(_), Some(reference)) if reference == i && self.reference_lift_ns > 0 => format!(
+                    "{} ({host}): the reference clock, its times moved by {} ns so that no recording's go \
+                     back",
+                    r.path.display(),
+                    self.reference_lift_ns
+                ),
                 (Some(_), Some(reference)) if reference == i => {
                     format!("{} ({host}): the reference clock", r.path.display())
                 }
-                (Some(Alignment { shift_ns, error_ns: Some(e) }), _) => format!(
+                (Some(Alignment { shift_ns, fine: Some(f), error_ns, .. }), _) => format!(
+                    "{} ({host}): shifted by {shift_ns} ns, lined up by the ends of {} collectives it shares \
+                     with the reference ({:+} ns after {}): residual error within ±{} ns (the largest \
+                     disagreement left between those ends; median {} ns)",
+                    r.path.display(),
+                    f.matched,
+                    f.delta_ns,
+                    match error_ns {
+                        Some(e) => format!("the wall-clock pairs, ±{e} ns"),
+                        None => "no wall-clock pair".to_owned(),
+                    },
+                    f.residual_max_ns,
+                    f.residual_median_ns
+                ),
+                (Some(Alignment { shift_ns, error_ns: Some(e), .. }), _) => format!(
                     "{} ({host}): shifted by {shift_ns} ns, residual error within ±{e} ns of the wall-clock \
                      pairs (plus how far the hosts' wall clocks disagree, not measured)",
                     r.path.display()
@@ -129,12 +154,15 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeOutcome, SessionError> {
         return Err(report::config_error(format!("no recording could be merged: {}", why.join("; "))));
     }
     let pairs: Vec<_> = readers.iter().map(|(_, r)| r.meta().clock_pair).collect();
-    let (alignments, reference) = align::align(&pairs);
+    let (mut alignments, reference) = align::align(&pairs);
+    let paths: Vec<&std::path::Path> = readers.iter().map(|(_, r)| r.path()).collect();
+    let lift = fine::refine(&paths, &mut alignments, reference.unwrap_or(0));
     let mut meta = merged_meta(readers.iter().map(|(_, r)| r.meta()), &alignments);
-    // The merged session's times are on the reference's clock: an archive written from the
-    // merge carries its facts, so it can be merged again.
+    // The merged session's times are on the reference's clock (moved by `lift`): an archive
+    // written from the merge carries its facts, so it can be merged again.
     if let Some(r) = reference {
-        (meta.host, meta.clock_pair) = (readers[r].1.meta().host.clone(), pairs[r]);
+        let pair = pairs[r].map(|p| ClockPair { session_ns: p.session_ns.saturating_add(lift), ..p });
+        (meta.host, meta.clock_pair) = (readers[r].1.meta().host.clone(), pair);
     }
     let sinks: Vec<String> = if opts.sinks.is_empty() {
         meta.sinks.iter().filter(|s| s.as_str() != "archive").cloned().collect()
@@ -176,6 +204,7 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeOutcome, SessionError> {
     let results = replay.sinks.finish();
     let mut outcome = MergeOutcome { reference: reference.map(|r| index[r]), ..MergeOutcome::default() };
     outcome.pids_renumbered = space.pids_renumbered;
+    outcome.reference_lift_ns = lift;
     outcome.report.records = records;
     outcome.report.files = results.files;
     outcome.report.plugin_failures = replay.failures;

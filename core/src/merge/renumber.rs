@@ -252,7 +252,7 @@ mod tests {
     use super::*;
 
     fn recording(index: usize, shift_ns: u64) -> Recording {
-        Recording::new(index, Alignment { shift_ns, error_ns: Some(0) })
+        Recording::new(index, Alignment { shift_ns, error_ns: Some(0), fine: None })
     }
 
     fn defs(text: &str) -> Vec<Record> {

@@ -1,13 +1,16 @@
 //! `xpuprof report --merge`: recordings of several ranks (the scripted test double, each run
-//! with `RANK`/`WORLD_SIZE` in its environment) merged into one session: every rank named
-//! `rank N (host, pid)`, a recording whose host clock is offset by a known amount lined up
-//! within the stated error, and a damaged or missing rank's archive reported while the others
-//! merge.
+//! with `RANK`/`WORLD_SIZE` in its environment, its rank running 40 all-reduces) merged into one
+//! session: every rank named `rank N (host, pid)`, a recording whose host clock is offset by a
+//! known amount lined up by the ends of its collectives within the stated error although its
+//! wall clock is off too, every collective matched across the ranks and the late rank found
+//! with the line it waited in, and a damaged or missing rank's archive reported while the
+//! others merge.
 //!
 //! The offset is made by editing the recorded wall-clock/session-clock pair (the clock facts of
-//! a host whose session clock reads `OFFSET_NS` less at the same wall-clock time); the scripted
-//! source stamps the same session times in every run, so its events must come out `OFFSET_NS`
-//! later in the merged trace.
+//! a host whose session clock reads `OFFSET_NS` less at the same wall-clock time, and whose
+//! wall clock is `WALL_ERROR_NS` off besides); the scripted source stamps the same session
+//! times in every run, except rank 1's collectives, stamped `OFFSET_NS` earlier as that host's
+//! clock would, so the merge must move rank 1 by `OFFSET_NS`, not by what the pairs say.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -19,13 +22,20 @@ use super::common::*;
 
 /// How far the second host's session clock is behind the first's.
 const OFFSET_NS: u64 = 5_000_000;
+/// How far the second host's wall clock is off (NTP on a LAN keeps hosts within about 1 ms).
+const WALL_ERROR_NS: u64 = 300_000;
+/// All-reduces each rank runs.
+const COLLECTIVES: u64 = 40;
 
-/// Records the scripted session as rank `rank` of 2 into `dir` (archive sink); the target
-/// lives long enough for the host to read its environment.
-fn record_rank(dir: &Path, rank: u32) -> PathBuf {
+/// Records the scripted session as rank `rank` of 2 into `dir` (archive sink), its collectives
+/// stamped `behind_ns` early; the target lives long enough for the host to read its environment.
+fn record_rank(dir: &Path, rank: u32, behind_ns: u64) -> PathBuf {
     require_plugin("scripted");
     std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("xpuprof.toml"), "[source.scripted]\ndefine_target = true\n").unwrap();
+    let config = format!(
+        "[source.scripted]\ndefine_target = true\ncollectives = {COLLECTIVES}\nclock_behind_ns = {behind_ns}\n"
+    );
+    std::fs::write(dir.join("xpuprof.toml"), config).unwrap();
     let o = Command::new(xpuprof())
         .args(["--source", "scripted", "--sink", "archive", "-o", "out", "--", "sleep", "2"])
         .current_dir(dir)
@@ -41,7 +51,7 @@ fn record_rank(dir: &Path, rank: u32) -> PathBuf {
 
 fn merge(dirs: &[&Path], out: &Path) -> Output {
     let mut c = Command::new(xpuprof());
-    c.args(["report", "--merge"]).args(dirs).args(["--sink", "chrome", "-o"]).arg(out);
+    c.args(["report", "--merge"]).args(dirs).args(["--sink", "chrome,summary", "-o"]).arg(out);
     c.env_remove("XPUPROF_PLUGIN_PATH").output().expect("failed to run xpuprof report --merge")
 }
 
@@ -49,16 +59,21 @@ fn trace_file(out: &Path) -> PathBuf {
     out.join("archive").join(xpuprof_archive::FILE_NAME)
 }
 
-/// Gives recording `b` the clock of a host whose session clock is `OFFSET_NS` behind `a`'s at
-/// the same wall-clock time; returns the stated residual error (both pairs' uncertainties).
-fn offset_clock(a: &Path, b: &Path) -> u64 {
+/// Gives recording `b` the clock of a host whose session clock is `behind_ns` behind `a`'s at
+/// the same wall-clock time.
+fn offset_clock(a: &Path, b: &Path, behind_ns: u64) {
     let pa = xpuprof_archive::open(a).unwrap().meta().clock_pair.expect("no clock pair recorded");
     let mut meta = xpuprof_archive::open(b).unwrap().meta().clone();
     let pb = meta.clock_pair.expect("no clock pair recorded");
-    meta.clock_pair = Some(ClockPair { wall_ns: pa.wall_ns, session_ns: pa.session_ns - OFFSET_NS, ..pb });
+    meta.clock_pair = Some(ClockPair { wall_ns: pa.wall_ns, session_ns: pa.session_ns - behind_ns, ..pb });
     let bytes = std::fs::read(trace_file(b)).unwrap();
     std::fs::write(trace_file(b), mutate::with_meta(&bytes, &meta)).unwrap();
-    pa.uncertainty_ns + pb.uncertainty_ns
+}
+
+/// The number after `before` in `line`.
+fn number_after(line: &str, before: &str) -> u64 {
+    let tail = line.split(before).nth(1).unwrap_or_else(|| panic!("no {before:?} in {line}"));
+    tail.split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
 }
 
 /// Process names of the chrome trace, by pid.
@@ -91,19 +106,22 @@ fn first_kernel(trace: &Value, name: &str) -> Vec<f64> {
 #[test]
 fn ranks_recorded_apart_merge_into_one_named_and_aligned_session_and_a_damaged_rank_is_reported() {
     let dir = tempfile::tempdir().unwrap();
-    let a = record_rank(&dir.path().join("host-a"), 0);
-    let b = record_rank(&dir.path().join("host-b"), 1);
-    let error_ns = offset_clock(&a, &b);
+    let a = record_rank(&dir.path().join("host-a"), 0, 0);
+    let b = record_rank(&dir.path().join("host-b"), 1, OFFSET_NS);
+    offset_clock(&a, &b, OFFSET_NS + WALL_ERROR_NS);
 
     let out = dir.path().join("merged");
     let o = merge(&[&a, &b], &out);
     let said = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{said}");
-    // The offset is recovered within the stated error, and the error is said.
+    // The offset is recovered by the collectives' ends within the stated error, and the error
+    // is said; the wall-clock pairs alone were WALL_ERROR_NS off.
     let line = said.lines().find(|l| l.contains("shifted by")).unwrap_or_else(|| panic!("{said}"));
-    let shift: u64 = line.split("shifted by ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let shift = number_after(line, "shifted by ");
+    let error_ns = number_after(line, "residual error within ±");
+    assert!(line.contains(&format!("the ends of {COLLECTIVES} collectives")), "{said}");
     assert!(shift.abs_diff(OFFSET_NS) <= error_ns, "shift {shift} ns, stated error {error_ns} ns: {said}");
-    assert!(line.contains(&format!("residual error within ±{error_ns} ns")), "{said}");
+    assert!(error_ns < WALL_ERROR_NS / 10, "{said}");
     assert!(said.contains("the reference clock"), "{said}");
 
     // Both ranks are named `rank N (host, pid)` in the timeline.
@@ -120,6 +138,28 @@ fn ranks_recorded_apart_merge_into_one_named_and_aligned_session_and_a_damaged_r
     assert_eq!(ts.len(), 2, "one relu_kernel track per recording: {ts:?}");
     let apart_ns = (ts[1] - ts[0]) * 1000.0;
     assert!((apart_ns - OFFSET_NS as f64).abs() <= error_ns as f64 + 1.0, "{ts:?}");
+
+    // Every collective matched across the two ranks; rank 1 found late, in the line it slept in.
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let c = &summary["collectives"];
+    assert_eq!((c["ranks"].as_u64(), c["collectives"].as_u64()), (Some(2), Some(COLLECTIVES)), "{c}");
+    assert_eq!(c["matched"].as_u64(), Some(COLLECTIVES), "{c}");
+    let k = &c["kinds"][0];
+    assert_eq!(k["kind"], "allreduce", "{c}");
+    let rank1 = format!("rank 1 ({host}, ");
+    assert!(k["most_wait_on"].as_str().unwrap().starts_with(&rank1), "{c}");
+    assert_eq!(k["python_line"], "straggle (train.py:42)", "{c}");
+    assert_eq!(k["stack_from"], "CPU samples", "{c}");
+    // Rank 1 arrives 300 µs late at every tenth all-reduce and 10 µs after rank 0 otherwise.
+    assert_eq!(k["wait_ns"].as_u64(), Some(4 * 300_000 + 36 * 10_000), "{c}");
+    assert!(
+        c["slowest"][0]["collective"].as_str().unwrap().starts_with("allreduce #10 on communicator 1"),
+        "{c}"
+    );
+    assert_eq!(c["steps"].as_array().map(Vec::len), Some(2), "{c}");
+    let text = std::fs::read_to_string(out.join("summary.txt")).unwrap();
+    assert!(text.contains("Collectives (40 of 40 matched across 2 ranks"), "{text}");
 
     // A damaged rank's archive and a missing one: reported, the others still merged.
     let c = dir.path().join("host-c");

@@ -12,6 +12,7 @@
 //! rounds at R launches per second per device on a thread of the source (see [`paced`]), as a
 //! node's agents would deliver them, dropping and counting what an agent's full buffer would.
 
+mod collectives;
 mod paced;
 mod script;
 
@@ -35,6 +36,13 @@ xpuprof_sdk::plugin_config! {
         /// also define the target process by its real pid, as a source that follows the target
         /// does, so the host reads its rank from its environment
         pub define_target: bool = false;
+        /// all-reduces the target runs as its rank of a job (its rank is RANK of this
+        /// environment; see collectives.rs), on a scripted GPU of its own (0: none)
+        pub collectives: u32 = 0;
+        /// the rank that arrives late at every tenth all-reduce
+        pub slow_rank: u32 = 1;
+        /// stamp the collectives as a host whose session clock reads this many ns less
+        pub clock_behind_ns: u64 = 0;
     }
 }
 
@@ -74,6 +82,11 @@ impl Source for Scripted {
         if c.define_target {
             if let Some(e) = self.emitter.as_mut() {
                 define_target(e, pid);
+                if c.collectives > 0 {
+                    let rank = std::env::var("RANK").ok().and_then(|r| r.parse().ok()).unwrap_or(0);
+                    let (slow_rank, count, behind_ns) = (c.slow_rank, c.collectives, c.clock_behind_ns);
+                    collectives::Job { pid, rank, slow_rank, count, behind_ns }.emit(e);
+                }
             }
         }
         if c.rate > 0 {
