@@ -32,7 +32,8 @@ import time
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-for d in (HERE, os.path.join(HERE, "..", "cuda")):
+# transformer_bench.py lives with the CUDA workloads of the cupti plugin's tests.
+for d in (HERE, os.path.join(HERE, "..", "..", "..", "plugins", "cupti", "tests", "workloads")):
     sys.path.insert(0, d)
 from transformer_bench import build as build_transformer, calibration_ms  # noqa: E402
 from real_bench import resnet, train_step  # noqa: E402
