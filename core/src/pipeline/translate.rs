@@ -114,6 +114,7 @@ impl SessionState {
             }
             Record::Overhead(o) => to_session(o, clocks, ids),
             Record::Window(w) => to_session(w, clocks, ids),
+            Record::DeviceSample(d) => to_session(d, clocks, ids),
             _ => false,
         };
         if !keep {

@@ -258,6 +258,22 @@ fn every_record() -> Vec<Record> {
                 .pid(10)
                 .clock(ClockDomain(3)),
         ),
+        Record::DeviceSample(
+            DeviceSample::default()
+                .pid(10)
+                .device(DeviceId(1))
+                .start(big)
+                .end(big + 100)
+                .clock(ClockDomain(3))
+                .kernel(StrId(1))
+                .correlation(Some(Correlation { backend: backend::CUDA, id: big + 3 }))
+                .code(u64::MAX - 7)
+                .pc_offset(0x1f0)
+                .stall(StrId(1))
+                .count(big + 4)
+                .file(StrId(1))
+                .line(212),
+        ),
     ]
 }
 
@@ -367,6 +383,7 @@ fn the_test_batch_sets_every_field_of_every_record_kind() {
             Record::Overhead(_) => format!("{:?}", Overhead::default()),
             Record::Retired(_) => format!("{:?}", Retirement::default()),
             Record::Window(_) => format!("{:?}", CaptureWindow::default()),
+            Record::DeviceSample(_) => format!("{:?}", DeviceSample::default()),
             other => panic!("a record kind the C header does not know: {other:?}; add it to records.h"),
         };
         let (set, unset) = (debug_fields(inner), debug_fields(&default));

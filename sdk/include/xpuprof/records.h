@@ -50,6 +50,7 @@ extern "C" {
 #define XPUPROF_TAG_OVERHEAD 25
 #define XPUPROF_TAG_RETIRED 26
 #define XPUPROF_TAG_WINDOW 27
+#define XPUPROF_TAG_DEVICE_SAMPLE 28
 
 /* ---- enumerations (values of docs/formats.md) ---- */
 /* FrameKind */
@@ -388,6 +389,19 @@ typedef struct xpuprof_capture_window {
     uint32_t pid, clock;
 } xpuprof_capture_window;
 
+/* Device PC samples: `count` samples of the instruction at `pc_offset` in `kernel`, stalled on
+ * `stall`, taken between start and end; `file`/`line` where the code has a line table. */
+typedef struct xpuprof_device_sample {
+    uint32_t pid, device;
+    uint64_t start, end;
+    uint32_t clock, kernel;
+    xpuprof_correlation correlation;
+    uint64_t code, pc_offset;
+    uint32_t stall;
+    uint64_t count;
+    uint32_t file, line;
+} xpuprof_device_sample;
+
 /* One decoded record: `tag` says which member is valid. */
 typedef struct xpuprof_record {
     uint8_t tag;
@@ -412,6 +426,7 @@ typedef struct xpuprof_record {
         xpuprof_overhead overhead;
         xpuprof_retirement retired;
         xpuprof_capture_window window;
+        xpuprof_device_sample device_sample;
     } u;
 } xpuprof_record;
 
@@ -974,6 +989,24 @@ static inline int xpuprof_write_window(xpuprof_batch *b, const xpuprof_capture_w
     return xpuprof__end_record(b, at_);
 }
 
+static inline int xpuprof_write_device_sample(xpuprof_batch *b, const xpuprof_device_sample *r) {
+    XPUPROF__BEGIN(b, XPUPROF_TAG_DEVICE_SAMPLE);
+    xpuprof__key_var(b, 1, r->pid);
+    xpuprof__key_var(b, 2, r->device);
+    xpuprof__key_var(b, 3, r->start);
+    xpuprof__key_var(b, 4, r->end);
+    xpuprof__key_var(b, 5, r->clock);
+    xpuprof__key_var(b, 6, r->kernel);
+    xpuprof__key_corr(b, 7, &r->correlation);
+    xpuprof__key_var(b, 8, r->code);
+    xpuprof__key_var(b, 9, r->pc_offset);
+    xpuprof__key_var(b, 10, r->stall);
+    xpuprof__key_var(b, 11, r->count);
+    xpuprof__key_var(b, 12, r->file);
+    xpuprof__key_var(b, 13, r->line);
+    return xpuprof__end_record(b, at_);
+}
+
 /* Writes any decoded record back (what a filter or a test round trip needs). */
 static inline int xpuprof_write_record(xpuprof_batch *b, const xpuprof_record *r) {
     switch (r->tag) {
@@ -998,6 +1031,7 @@ static inline int xpuprof_write_record(xpuprof_batch *b, const xpuprof_record *r
     case XPUPROF_TAG_OVERHEAD: return xpuprof_write_overhead(b, &r->u.overhead);
     case XPUPROF_TAG_RETIRED: return xpuprof_write_retired(b, &r->u.retired);
     case XPUPROF_TAG_WINDOW: return xpuprof_write_window(b, &r->u.window);
+    case XPUPROF_TAG_DEVICE_SAMPLE: return xpuprof_write_device_sample(b, &r->u.device_sample);
     default: return -1;
     }
 }
@@ -1503,6 +1537,34 @@ static inline int xpuprof__read_payload(xpuprof__cur *c, uint8_t tag, xpuprof_re
             else if (n == 3) w->opener = xpuprof__ku32(c, ty);
             else if (n == 4) w->pid = xpuprof__ku32(c, ty);
             else if (n == 5) w->clock = xpuprof__ku32(c, ty);
+            else xpuprof__skip(c, ty);
+        }
+        break;
+    }
+    case XPUPROF_TAG_DEVICE_SAMPLE: {
+        xpuprof_device_sample *d = &r->u.device_sample;
+        while (xpuprof__key(c, &n, &ty)) {
+            if (n == 7) {
+                xpuprof__cur s2 = xpuprof__sub(c, ty);
+                if (ty == 2) {
+                    d->correlation.present = 1;
+                    d->correlation.backend = xpuprof__ru32(&s2);
+                    d->correlation.id = xpuprof__rvar(&s2);
+                }
+                xpuprof__merge_bad(c, &s2);
+            }
+            else if (n == 1) d->pid = xpuprof__ku32(c, ty);
+            else if (n == 2) d->device = xpuprof__ku32(c, ty);
+            else if (n == 3) d->start = xpuprof__kvar(c, ty);
+            else if (n == 4) d->end = xpuprof__kvar(c, ty);
+            else if (n == 5) d->clock = xpuprof__ku32(c, ty);
+            else if (n == 6) d->kernel = xpuprof__ku32(c, ty);
+            else if (n == 8) d->code = xpuprof__kvar(c, ty);
+            else if (n == 9) d->pc_offset = xpuprof__kvar(c, ty);
+            else if (n == 10) d->stall = xpuprof__ku32(c, ty);
+            else if (n == 11) d->count = xpuprof__kvar(c, ty);
+            else if (n == 12) d->file = xpuprof__ku32(c, ty);
+            else if (n == 13) d->line = xpuprof__ku32(c, ty);
             else xpuprof__skip(c, ty);
         }
         break;

@@ -42,8 +42,8 @@ pub mod schema;
 pub(crate) mod visit;
 
 pub use enums::{
-    ApiKind, CollectiveOp, CopyKind, DeviceKind, DeviceOpKind, FrameKind, OverheadKind, QueueKind, SampleKind, SizeUnit,
-    Vendor, WindowOpener,
+    ApiKind, CollectiveOp, CopyKind, DeviceKind, DeviceOpKind, FrameKind, OverheadKind, QueueKind,
+    SampleKind, SizeUnit, Vendor, WindowOpener,
 };
 pub use ids::{
     backend, ClockDomain, Correlation, CorrelationKey, DeviceId, ExternalId, FrameId, IdType, ModuleId,
@@ -52,8 +52,8 @@ pub use ids::{
 pub use layout::record_layout;
 pub use schema::{
     Annotation, ApiCall, CaptureWindow, ClockDomainDef, ClockSync, Counter, CpuSample, DeviceDef, DeviceOp,
-    FrameDef, GraphInfo, KernelInfo, LaunchRef, LaunchSite, Loss, ModuleDef, Overhead, ProcessDef, Record,
-    Retirement, StackDef, StrDef, StreamDef, Submission, ThreadDef,
+    DeviceSample, FrameDef, GraphInfo, KernelInfo, LaunchRef, LaunchSite, Loss, ModuleDef, Overhead,
+    ProcessDef, Record, Retirement, StackDef, StrDef, StreamDef, Submission, ThreadDef,
 };
 pub use visit::{IdFields, IdMapper, Timed};
 

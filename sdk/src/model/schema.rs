@@ -476,6 +476,45 @@ model_schema! {
             /// Clock domain of `start` and `end`.
             clock: ClockDomain = [] [5] cold,
         }
+
+        /// Samples of the instructions a device was running, with why they were not issuing
+        /// (PC sampling: CUPTI's stall reasons): `count` samples of the instruction at
+        /// `pc_offset` in `kernel`, stalled on `stall`, taken between `start` and `end`. A
+        /// kernel's launches are found by its name and process (and by `correlation` when the
+        /// backend ties samples to one launch); sinks show samples in views of their own,
+        /// never mixed with device time.
+        #[derive(Debug, Clone, PartialEq, Eq, Default)]
+        struct DeviceSample [columns] {
+            /// Process.
+            pid: u32 = [] [1] cold,
+            /// Device sampled.
+            device: DeviceId = [] [2] cold,
+            /// Start of the span the samples were taken in (the previous fetch).
+            start: Nanos = [] [3] time,
+            /// End of that span (when the samples were fetched).
+            end: Nanos = [] [4] dur(start),
+            /// Clock domain of `start` and `end`.
+            clock: ClockDomain = [] [5] cold,
+            /// The kernel (function) sampled, named as its device records name it (mangled).
+            kernel: StrId = [] [6] hot,
+            /// The launch the samples belong to, when the backend ties them to one (CUPTI's
+            /// serialized collection); `None` when they may come from any launch of `kernel`.
+            correlation: Option<Correlation> = [] [7] cold,
+            /// The code object holding the kernel (CUPTI: the cubin's CRC), 0 when not known.
+            code: u64 = [] [8] cold,
+            /// Offset of the instruction from the start of the kernel's code, bytes.
+            pc_offset: u64 = [] [9] hot,
+            /// Why the sampled warps were not issuing (a short stall-reason name:
+            /// `long_scoreboard`, `wait`, `selected` when issuing), or [`StrId::NONE`].
+            stall: StrId = [] [10] hot,
+            /// Samples.
+            count: u64 = [] [11] hot,
+            /// Source file of the instruction (from the code object's line table), or
+            /// [`StrId::NONE`] when the code carries none.
+            file: StrId = [] [12] cold,
+            /// Line in `file`, 0 when not known.
+            line: u32 = [] [13] cold,
+        }
     }
     records {
         /// String definition.
@@ -520,5 +559,7 @@ model_schema! {
         Retired(Retirement) = 26,
         /// A capture window.
         Window(CaptureWindow) = 27,
+        /// Device PC samples.
+        DeviceSample(DeviceSample) = 28 archive 9,
     }
 }
