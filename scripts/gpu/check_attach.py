@@ -3,6 +3,9 @@
 
 usage: check_attach.py TRACE_JSON STEP_LOG KERNELS_PER_STEP WINDOW_S [ATTACH_START_NS]
 
+KERNELS_PER_STEP `auto` takes the most common count of the window's interior steps (for windows
+checked without a calibration run: a step with a kernel missing still stands out).
+
 TRACE_JSON is the chrome sink's trace.json of the window (`ts` is the session clock, CLOCK_MONOTONIC,
 in microseconds); STEP_LOG the workload's `step I T0 T1` lines (CLOCK_MONOTONIC ns). Each kernel is
 given to the step whose [T0, T1] holds its start (every kernel of a step runs inside it: the step
@@ -12,7 +15,8 @@ synchronizes). Prints one line, PASS or FAIL, then:
   that many (a window edge cuts them): a missing kernel inside the window fails;
 - span=S s: from the first recorded step's start to the last one's end, which must cover
   WINDOW_S less 0.25 s (the agent starts collecting a little after the host opens the window: the
-  injection and CUPTI's subscription, first_record below);
+  injection and CUPTI's subscription, first_record below), and at most WINDOW_S + 0.5 s (nothing
+  recorded outside the window but the edges' steps);
 - stray=K: kernels outside every step (must be 0);
 - first_record=D s: from ATTACH_START_NS (when `xpuprof attach` was started) to the first kernel
   (the budget is 2 s);
@@ -33,7 +37,7 @@ def kernels(path):
 
 
 def main():
-    trace, log, kps, window = sys.argv[1], sys.argv[2], int(float(sys.argv[3])), float(sys.argv[4])
+    trace, log, kps, window = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
     attach_ns = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     steps = []
     for line in open(log):
@@ -56,6 +60,10 @@ def main():
         return 1
     first, last = min(per), max(per)
     interior = range(first + 1, last)
+    if kps == "auto":  # the most common count of the interior steps
+        counts = [per.get(i, 0) for i in interior] or [per[first]]
+        kps = max(set(counts), key=counts.count)
+    kps = int(float(kps))
     ok = sum(1 for i in interior if per.get(i, 0) == kps)
     bad = [(i, per.get(i, 0)) for i in interior if per.get(i, 0) != kps][:5]
     span = (steps[last][1] - steps[first][0]) / 1e9
@@ -70,7 +78,7 @@ def main():
         ok == len(interior)
         and stray == 0
         and max(edges) <= kps
-        and span >= window - 0.25
+        and window - 0.25 <= span <= window + 0.5
     )
     first_record = f" first_record={(ks[0] - attach_ns) / 1e9:.2f}s" if attach_ns else ""
     print(

@@ -34,3 +34,28 @@ if [ -x "$CARRY/xpuprof" ]; then
 else
   row "dormant" "skipped: no $CARRY/xpuprof"
 fi
+
+# attach --every on a running PyTorch training loop: windows of 0.5 s every 2 s until the loop
+# ends, the newest 2 kept; each kept window must hold every step inside it with all its kernels
+# (check_attach.py, kernels per step `auto`), nothing outside it (its kernels span at most the
+# window and a step), and the loop must run on to its own end.
+if [ -x "$CARRY/xpuprof" ]; then
+  T=plugins/cupti/tests/workloads/attach_train.py
+  E=$W/dormant/every; rm -rf "$E"; mkdir -p "$E"
+  python3 "$T" --seconds 10 --step-log "$E/steps.log" >"$E/train.out" 2>"$E/train.err" &
+  TP=$!
+  for _ in $(seq 1 120); do grep -q '^ready' "$E/train.out" && break; sleep 1; done
+  timeout 60 "$CARRY/xpuprof" --plugin-dir "$CARRY" attach "$TP" --every 2s --duration 500ms --keep 2 \
+    --source cupti --sink chrome,summary -v -o "$E/out" >"$D/every.out" 2>"$D/every.err"
+  rc=$?
+  wait "$TP"; trc=$?
+  n=0
+  for d in "$E"/out/*Z; do
+    [ -d "$d" ] || continue
+    n=$((n + 1))
+    row "attach --every window $n" "$(python3 scripts/gpu/check_attach.py "$d/trace.json" "$E/steps.log" auto 0.5 2>&1 | tail -1)"
+  done
+  [ $n -eq 2 ] && [ -f "$E/out/windows.json" ] && v=PASS || v=FAIL
+  row "attach --every 2s --duration 500ms --keep 2" "$v rc=$rc kept=$n loop rc=$trc $(tail -1 "$E/train.out") $(grep -c 'reused the agent\|loaded the agent' "$D/every.err") injections"
+  cp "$E/out/windows.json" "$D/every-windows.json" 2>/dev/null
+fi
