@@ -1,10 +1,10 @@
 //! `[source.levelzero]` settings, declared once in [`Config`]; what the agent gets of them
 //! travels in `XPUPROF_LEVELZERO_OPTS`.
 
+use xpuprof_levelzero_wire::AgentOpts;
 use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::prelude::*;
 use xpuprof_toolbox::python::Python;
-use xpuprof_wire::levelzero::AgentOpts;
 use xpuprof_wire::opts::PythonMode;
 
 xpuprof_sdk::plugin_config! {

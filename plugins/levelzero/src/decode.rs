@@ -1,7 +1,7 @@
 //! The decoder of the Level Zero agents' streams into SDK records: its state and the lookups the
 //! message handlers share (queues and streams, losses). What each message does (the kit's
 //! messages first, then launch entries and the Level Zero messages of
-//! [`xpuprof_wire::levelzero`]) is in `stream.rs`, the decoder as the toolbox's `KitDecoder`.
+//! [`xpuprof_levelzero_wire`]) is in `stream.rs`, the decoder as the toolbox's `KitDecoder`.
 //!
 //! One [`Decoder`] serves every connection of a session (one per Level Zero process), so all
 //! definitions share one id space. Correlation ids are the agent's own (`backend::LEVEL_ZERO`,
@@ -10,11 +10,11 @@
 //! append that recorded it, the execute that ran it). Device times stay in device ticks, in the
 //! device's clock domain ([`crate::devices`]): the host unwraps and converts them.
 
+use xpuprof_levelzero_wire as wire;
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger};
 use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn as KitConn};
-use xpuprof_wire::levelzero as wire;
 
 use crate::devices::{Device, Devices, Pairs};
 

@@ -4,11 +4,11 @@
 //! messages (their version, names, devices, queues, API calls, device work, clock pairs,
 //! losses); a connection's end.
 
+use xpuprof_levelzero_wire::{self as wire, api_kind, launch_domain, op_kind, Msg};
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::Emitter;
 use xpuprof_toolbox::agent_host::{AgentDecoder, KitDecoder, Step};
 use xpuprof_wire::launches::Launch;
-use xpuprof_wire::levelzero::{self as wire, api_kind, launch_domain, op_kind, Msg};
 
 use crate::decode::{loss_cause, Conn, Decoder, Stats};
 use crate::devices::{Described, Device};

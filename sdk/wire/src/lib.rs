@@ -57,13 +57,12 @@
 //! | numbers | messages |
 //! | --- | --- |
 //! | 1–63 | the common messages above, every agent; 13 excepted ([`MSG_BACKEND_LEGACY`]: a backend's message from before this table) |
-//! | 64–127 | vendor messages defined in this crate, one module per backend, versioned by the module: 64–73 [`levelzero`] (its first message is its own version) |
-//! | 128–255 | backend-private messages, defined by the backend's own crates |
+//! | 64–127 | a backend's own messages numbered before the last row was every backend's (64–73 taken); no longer given out |
+//! | 128–255 | a backend's own messages, defined by its wire crate (`plugins/<backend>/wire`); a stream has one backend, so backends may reuse each other's numbers |
 
 pub mod control;
 mod hello;
 pub mod launches;
-pub mod levelzero;
 pub mod maps;
 pub mod names;
 pub mod opts;

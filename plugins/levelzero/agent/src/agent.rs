@@ -10,8 +10,8 @@ use std::time::Duration;
 use level_zero_sys::*;
 use xpuprof_agent_kit::channel::Chunk;
 use xpuprof_agent_kit::stack;
-use xpuprof_agent_kit::wire::levelzero::{api_kind, launch_domain, loss, op_kind, Msg, Op, Writer};
 use xpuprof_agent_kit::AgentCore;
+use xpuprof_levelzero_wire::{api_kind, launch_domain, loss, op_kind, Msg, Op, Writer};
 
 use crate::clock;
 use crate::config::Config;

@@ -7,7 +7,7 @@
 use std::os::raw::c_void;
 
 use level_zero_sys::*;
-use xpuprof_agent_kit::wire::levelzero::{api_kind, copy_kind, op_kind, Op};
+use xpuprof_levelzero_wire::{api_kind, copy_kind, op_kind, Op};
 
 use crate::agent::{active, kernel_op, Agent};
 use crate::state::{Kernel, List};
@@ -147,10 +147,10 @@ callback!(immediate_create_epi, ze_command_list_create_immediate_params_t, |a, p
         let (ctx, dev, l) =
             unsafe { (*p.phContext as usize, *p.phDevice as usize, **p.pphCommandList as usize) };
         a.lock().lists.insert(l, List { context: ctx, device: dev, immediate: true, recorded: Vec::new() });
-        a.send(&[xpuprof_agent_kit::wire::levelzero::Msg::Queue {
+        a.send(&[xpuprof_levelzero_wire::Msg::Queue {
             handle: l as u64,
             device: dev as u64,
-            kind: xpuprof_agent_kit::wire::levelzero::queue_kind::IMMEDIATE_LIST,
+            kind: xpuprof_levelzero_wire::queue_kind::IMMEDIATE_LIST,
         }]);
     }
 });
@@ -159,10 +159,10 @@ callback!(queue_create_epi, ze_command_queue_create_params_t, |a, p, r| {
         // SAFETY: argument pointers of a successful call; the new handle is written.
         let (dev, q) = unsafe { (*p.phDevice as usize, **p.pphCommandQueue as usize) };
         a.lock().queues.insert(q, dev);
-        a.send(&[xpuprof_agent_kit::wire::levelzero::Msg::Queue {
+        a.send(&[xpuprof_levelzero_wire::Msg::Queue {
             handle: q as u64,
             device: dev as u64,
-            kind: xpuprof_agent_kit::wire::levelzero::queue_kind::COMMAND_QUEUE,
+            kind: xpuprof_levelzero_wire::queue_kind::COMMAND_QUEUE,
         }]);
     }
 });

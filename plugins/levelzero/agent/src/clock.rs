@@ -1,7 +1,7 @@
 //! Host clocks as the agent reads them: `CLOCK_MONOTONIC` (the session clock) for API calls,
 //! `CLOCK_MONOTONIC_RAW` (the clock Intel's driver pairs device ticks with) for clock pairs.
 
-use xpuprof_agent_kit::wire::levelzero::Msg;
+use xpuprof_levelzero_wire::Msg;
 
 fn clock(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };

@@ -6,7 +6,7 @@
 //!   this backend's ([`AgentOpts`], declared once in the wire crate for both ends).
 
 use xpuprof_agent_kit::opts::AgentConfig;
-pub use xpuprof_agent_kit::wire::levelzero::AgentOpts;
+pub use xpuprof_levelzero_wire::AgentOpts;
 
 /// Agent settings.
 pub type Config = AgentConfig<AgentOpts>;

@@ -3,7 +3,7 @@
 //! plus the agent's own CLOCK_MONOTONIC_RAW ↔ CLOCK_MONOTONIC pairs to convert device time.
 
 use level_zero_sys::*;
-use xpuprof_agent_kit::wire::levelzero::Msg;
+use xpuprof_levelzero_wire::Msg;
 
 use crate::clock;
 

@@ -13,8 +13,8 @@ use level_zero_sys::*;
 use xpuprof_agent_kit::channel::Outputs;
 use xpuprof_agent_kit::modules;
 use xpuprof_agent_kit::opts::PythonMode;
-use xpuprof_agent_kit::wire::levelzero::{Msg, VERSION};
 use xpuprof_agent_kit::{exit, wire, AgentCore};
+use xpuprof_levelzero_wire::{Msg, VERSION};
 
 use crate::agent::{Agent, AGENT, INSIDE};
 use crate::config::Config;

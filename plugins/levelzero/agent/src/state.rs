@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use xpuprof_agent_kit::wire::levelzero::{Msg, Op};
+use xpuprof_levelzero_wire::{Msg, Op};
 
 use crate::events::Pools;
 

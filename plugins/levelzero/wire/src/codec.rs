@@ -1,7 +1,7 @@
 //! Encoding and decoding of [`Msg`] on `xpuprof-wire`'s framing.
 
 use super::{Msg, Op, FIRST};
-use crate::{begin_message, end_message, Reader};
+use xpuprof_wire::{begin_message, end_message, Reader};
 
 const VERSION: u8 = FIRST;
 // FIRST + 1 was a stack (version 2): stacks travel in the kit's launch messages since version 3.
@@ -214,10 +214,10 @@ mod tests {
         let mut w = Writer::default();
         msgs.iter().for_each(|m| w.put(m));
         w.buf.extend_from_slice(&[1, 2]); // a partial next message stays unconsumed
-        let (parts, used) = crate::split_messages(&w.buf);
+        let (parts, used) = xpuprof_wire::split_messages(&w.buf);
         assert_eq!(used, w.buf.len() - 2);
         let back: Vec<Msg> = parts.iter().filter_map(|m| decode(m.ty, m.payload)).collect();
         assert_eq!(back, msgs);
-        assert!(decode(crate::MSG_BYE, &[]).is_none(), "the crate's common messages are not ours");
+        assert!(decode(xpuprof_wire::MSG_BYE, &[]).is_none(), "the crate's common messages are not ours");
     }
 }

@@ -1,9 +1,9 @@
 //! The Level Zero agent's own options, declared once: the `levelzero` host plugin writes them
 //! into `XPUPROF_LEVELZERO_OPTS` from its `[source.levelzero]` table, the agent reads them back.
 
-use crate::opts::PythonMode;
+use xpuprof_wire::opts::PythonMode;
 
-crate::agent_options! {
+xpuprof_wire::agent_options! {
     /// The Level Zero agent's options beside those every agent takes.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct AgentOpts {

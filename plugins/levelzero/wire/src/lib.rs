@@ -1,8 +1,12 @@
-//! The Level Zero messages of the stream from the agent (in the target) to the `levelzero`
-//! host plugin: message numbers 64 to 73 ([`FIRST`] onwards, in the crate's vendor range).
+//! # xpuprof-levelzero-wire: what the Level Zero agent says beyond `xpuprof-wire`
 //!
-//! The stream itself is this crate's (framing, the versioned [`MSG_HELLO`], the module map,
-//! errors, lost output, the final bye); this module adds the messages only the Level Zero agent
+//! The Level Zero messages of the stream from the agent (in the target) to the `levelzero`
+//! host plugin: message numbers 64 to 73 ([`FIRST`] onwards, in `xpuprof-wire`'s vendor range,
+//! where they were defined before each backend's messages moved to its own folder; the bytes
+//! are unchanged).
+//!
+//! The stream itself is `xpuprof-wire`'s (framing, the versioned [`MSG_HELLO`], the module map,
+//! errors, lost output, the final bye); this crate adds the messages only the Level Zero agent
 //! sends, each encoded and decoded here so both sides agree by construction. The first of them is always [`Msg::Version`]:
 //! a host refuses Level Zero messages of another [`VERSION`] instead of decoding them wrongly.
 //!
@@ -17,20 +21,20 @@
 //! fill appends for calls without a launch), and [`Msg::Api`]'s `recording` byte.
 //!
 //! Version 3: launch sites and their stacks travel as the kit's launch messages
-//! ([`crate::MSG_LAUNCHES`], see [`launch_domain`], which says whether the call records work);
+//! ([`xpuprof_wire::MSG_LAUNCHES`], see [`launch_domain`], which says whether the call records work);
 //! the stack message and [`Msg::Api`]'s stack and `recording` are gone.
 
 mod codec;
 mod options;
 
-pub use crate::MSG_HELLO;
 pub use codec::{decode, Writer};
 pub use options::AgentOpts;
+pub use xpuprof_wire::MSG_HELLO;
 
 /// Version of the Level Zero messages, in [`Msg::Version`]. Raise it when a payload changes.
 pub const VERSION: u32 = 3;
 
-/// The first message number of this crate.
+/// The first message number of this crate (64).
 pub const FIRST: u8 = 64;
 
 /// What an API call is, for sinks that classify calls without matching names. Launch-class
@@ -48,7 +52,7 @@ pub mod api_kind {
     pub const MEMSET: u8 = 4;
 }
 
-/// The domain of a launch entry (the kit's [`crate::MSG_LAUNCHES`]) of a launch-class call; its
+/// The domain of a launch entry (the kit's [`xpuprof_wire::MSG_LAUNCHES`]) of a launch-class call; its
 /// API id is the call's name ([`Msg::Str`] id), its correlation id the call's (agent ids fit in
 /// 32 bits).
 pub mod launch_domain {
