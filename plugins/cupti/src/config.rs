@@ -41,6 +41,13 @@ xpuprof_sdk::plugin_config! {
         /// Python frames in launch stacks: "auto" (where the process runs CPython 3.9-3.13, each eval-loop
         /// frame replaced by the Python functions it runs, shown as function (file.py:line)), "off"
         pub python: Python = Python::Auto;
+        /// PC sampling with stall reasons: which instructions of each kernel the GPU was at and why its
+        /// warps stalled, under the kernel's launch stack (profile.pc.folded, flamegraph.pc.svg, the
+        /// summary's stall table, pprof's gpu_pc_samples); off by default
+        pub pc_sampling: bool = false;
+        /// PC sampling period as N in 2^N GPU cycles between samples on each SM (5 to 31); 0: CUPTI's
+        /// default for the device
+        pub pc_sampling_period: u8 = 0, max(31);
         /// size of one CUPTI activity buffer in KiB
         pub buffer_kib: u32 = 8192, min(64), max(1 << 20);
         /// path of libxpuprof_cupti_agent.so (unset: XPUPROF_CUPTI_AGENT, else next to this plugin); as root
@@ -57,7 +64,14 @@ pub fn keys() -> Vec<ConfigKey> {
 impl Config {
     /// Reads and checks the settings.
     pub fn from_plugin(c: &PluginConfig) -> PluginResult<Self> {
-        c.typed()
+        let config: Self = c.typed()?;
+        if (1..5).contains(&config.pc_sampling_period) {
+            return Err(PluginError::new(format!(
+                "pc_sampling_period = {} is below CUPTI's shortest period (2^5 cycles): give 5 to 31, or 0 for CUPTI's default",
+                config.pc_sampling_period
+            )));
+        }
+        Ok(config)
     }
 
     /// The agent's options (`XPUPROF_CUPTI_OPTS`): those every agent takes, then this backend's
@@ -80,6 +94,8 @@ impl Config {
             paused: windows.paused,
             range: windows.range.clone(),
             range_end: windows.range_end,
+            pc_sampling: self.pc_sampling,
+            pc_sampling_period: u32::from(self.pc_sampling_period),
             ..CuptiOpts::default()
         };
         format!("{},{}", common.to_opts(), own.to_opts())
@@ -102,7 +118,7 @@ mod tests {
             c.agent_opts(&Windows::default()),
             "stacks=agent,depth=255,buffer_kib=8192,verbose=0,\
              kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,python=auto,\
-             runtime_callbacks=0,monotonic=1,tsc=1,callback_noop=0,paused=0,range=,range_end=stop,dormant=finalize"
+             runtime_callbacks=0,monotonic=1,tsc=1,callback_noop=0,paused=0,range=,range_end=stop,dormant=finalize,pc_sampling=0,pc_sampling_period=0"
         );
         let c = Config::from_plugin(
             &PluginConfig::parse("nvtx = false\napi = \"all\"\nlaunch_stacks = \"both\"").unwrap(),
@@ -117,5 +133,14 @@ mod tests {
         assert!(e.0.contains("max_depth"), "{e}");
         let e = Config::from_plugin(&PluginConfig::parse("buffer_kib = 1").unwrap()).unwrap_err();
         assert!(e.0.contains("between 64 and 1048576"), "{e}");
+        let c =
+            Config::from_plugin(&PluginConfig::parse("pc_sampling = true\npc_sampling_period = 18").unwrap())
+                .unwrap();
+        let o = c.agent_opts(&Windows::default());
+        assert!(o.ends_with(",pc_sampling=1,pc_sampling_period=18"), "{o}");
+        let e = Config::from_plugin(&PluginConfig::parse("pc_sampling_period = 4").unwrap()).unwrap_err();
+        assert!(e.0.contains("5 to 31"), "{e}");
+        let e = Config::from_plugin(&PluginConfig::parse("pc_sampling_period = 32").unwrap()).unwrap_err();
+        assert!(e.0.contains("pc_sampling_period"), "{e}");
     }
 }

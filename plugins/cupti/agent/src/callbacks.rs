@@ -7,7 +7,7 @@ use xpuprof_agent_kit::buffers::Buffer;
 use xpuprof_agent_kit::{stack, trampoline};
 
 use crate::sys::ffi::{self, DOMAIN_DRIVER, DOMAIN_RUNTIME};
-use crate::{activity, agent, annotations, graphs, markers, window};
+use crate::{activity, agent, annotations, graphs, markers, pc_sampling, window};
 
 pub(crate) unsafe extern "C" fn monotonic_ns() -> u64 {
     xpuprof_sdk::clock::now_ns()
@@ -100,6 +100,8 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
     }
     if domain == graphs::DOMAIN_RESOURCE {
         // SAFETY: for the resource domain CUPTI passes a valid CUpti_ResourceData.
+        unsafe { pc_sampling::on_resource(a, cbid, data) };
+        // SAFETY: as above.
         unsafe { graphs::on_resource(a, cbid, data) };
         return;
     }

@@ -16,6 +16,7 @@ pub fn finish(a: &Agent) {
         }
         let (open, detached) = a.capture.lock().map(|c| (c.open, c.detached)).unwrap_or((false, true));
         if !detached {
+            crate::pc_sampling::finish(a);
             let _ = a.lib.flush_all(crate::sys::ffi::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         }
         a.core.drain_launches();

@@ -39,6 +39,7 @@ mod finish;
 pub mod graphs;
 pub mod loader;
 pub mod markers;
+mod pc_sampling;
 pub mod session;
 mod start;
 pub mod state;

@@ -189,5 +189,8 @@ pub(crate) fn goodbye(a: &Agent) {
     }
     if a.config.common.verbose {
         say(&a.core.summary(totals, "CUPTI"));
+        if let Some(line) = crate::pc_sampling::report(a) {
+            say(&line);
+        }
     }
 }

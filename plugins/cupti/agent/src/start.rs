@@ -238,6 +238,7 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
             capture.enable_callback(lib, graphs::DOMAIN_RESOURCE, cbid)?;
         }
     }
+    crate::pc_sampling::enable(a, &mut capture)?;
     if let Some(range) = &c.range {
         crate::markers::enable(&mut capture, lib, range)?;
     }

@@ -126,7 +126,9 @@ pub(crate) fn from_marker(a: &Agent, open: bool, cause: u8, marker: String) {
         return;
     }
     c.open = open;
-    if !open {
+    if open {
+        crate::pc_sampling::window_opened(a);
+    } else {
         a.core.launches.new_epoch();
         if a.config.opts.range_end == crate::config::RangeEnd::Stop {
             c.markers_done = true;
@@ -150,7 +152,9 @@ pub(crate) fn switch(a: &Agent, on: bool, cause: u8) -> Result<(), String> {
     c.set(&a.lib, on)
         .map_err(|e| format!("cannot {} collection: {e}", if on { "resume" } else { "pause" }))?;
     c.open = on;
-    if !on {
+    if on {
+        crate::pc_sampling::window_opened(a);
+    } else {
         a.core.launches.new_epoch();
     }
     drop(c);
@@ -168,6 +172,7 @@ fn edge(a: &Agent, open: bool, cause: u8, marker: String, time: u64) {
         std::thread::sleep(CLOSE_GRACE);
         let detached = a.capture.lock().map(|c| c.detached).unwrap_or(true);
         if !detached {
+            crate::pc_sampling::window_closed(a);
             let _ = a.lib.flush_all(ffi::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         }
         a.core.drain_launches();

@@ -2,13 +2,15 @@
 //!
 //! The CUPTI agent's stream is made of `xpuprof-wire`'s common messages (raw CUPTI activity
 //! records, launch sites, API names, strings, drops, clock pairs) and one message of CUDA's own,
-//! defined here: the CUDA graph nodes of [`MSG_GRAPH_NODE`]. CUPTI's options
+//! defined here: the CUDA graph nodes of [`MSG_GRAPH_NODE`], and the PC sampling messages of
+//! [`pc_sampling`] (stall-reason tables, cubins, samples). CUPTI's options
 //! (`XPUPROF_CUPTI_OPTS`) are declared here once too ([`CuptiOpts`]): the host plugin fills them
 //! from its `[source.cupti]` table and the session's capture windows and writes them, the agent
 //! reads them back. One crate for both ends, so they agree on every byte, key and word.
 
 mod graph_node;
 mod options;
+pub mod pc_sampling;
 
 pub use graph_node::{
     put_graph_kernel_node, put_graph_node, GRAPH_NODE_BYTES, MSG_GRAPH_NODE, NODE_CLONED, NODE_CREATED,

@@ -180,6 +180,11 @@ xpuprof_wire::agent_options! {
         pub range_end: RangeEnd = RangeEnd::Stop;
         /// Outside windows.
         pub dormant: Dormancy = Dormancy::Finalize;
+        /// PC sampling with stall reasons (CUPTI's PC sampling API, continuous collection).
+        pub pc_sampling: bool = false;
+        /// PC sampling period: 2^N GPU cycles between samples on each SM, N from 5 to 31; 0:
+        /// CUPTI's default for the device (set by its SM count).
+        pub pc_sampling_period: u32 = 0;
     }
 }
 
