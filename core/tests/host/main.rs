@@ -13,6 +13,7 @@ mod common;
 mod correlation;
 mod examples;
 mod fixtures;
+mod frozen;
 mod install;
 mod kit;
 mod lend;
