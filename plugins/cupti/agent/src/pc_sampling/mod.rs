@@ -112,14 +112,15 @@ fn counts() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Turns on the resource callbacks PC sampling needs (with the others of [`Capture`], so they
-/// pause with the window).
+/// Turns on the resource callbacks PC sampling needs, on while CUPTI is subscribed, windows or
+/// not (as the markers' are): a context created while no window is open is known, and sampled
+/// from the next window; a module loaded then still has its cubin sent.
 pub(crate) fn enable(a: &Agent, capture: &mut Capture) -> Result<(), CuptiError> {
     if !a.config.opts.pc_sampling {
         return Ok(());
     }
     for cbid in [CBID_CONTEXT_CREATED, CBID_CONTEXT_DESTROYING, CBID_MODULE_LOADED] {
-        capture.enable_callback(&a.lib, DOMAIN_RESOURCE, cbid)?;
+        capture.enable_marker(&a.lib, DOMAIN_RESOURCE, cbid)?;
     }
     Ok(())
 }
@@ -162,43 +163,56 @@ fn refused(a: &Agent, context: u32, what: &str, e: &CuptiError) {
 
 fn context_created(a: &Agent, ctx: ffi::CUcontext) {
     let lib = &a.lib;
-    let id = sys::context_id(lib, ctx).unwrap_or(0);
-    let device = sys::device_id(lib, ctx).unwrap_or(0);
-    if let Err(e) = sys::enable(lib, ctx) {
-        refused(a, id, "cuptiPCSamplingEnable", &e);
-        return;
-    }
-    let reasons = match sys::stall_reasons(lib, ctx) {
-        Ok(r) => r,
-        Err(e) => {
-            refused(a, id, "reading the stall reasons", &e);
-            let _ = sys::disable(lib, ctx);
-            return;
-        }
-    };
     let mut c = Context {
         handle: Handle(ctx),
-        id,
-        device,
-        indices: reasons.iter().map(|r| r.0).collect(),
-        config: PcBuffer::new(CONFIG_PCS, reasons.len()),
-        fetch: PcBuffer::new(FETCH_PCS, reasons.len()),
-        reasons,
-        enabled: true,
+        id: sys::context_id(lib, ctx).unwrap_or(0),
+        device: sys::device_id(lib, ctx).unwrap_or(0),
+        reasons: Vec::new(),
+        indices: Vec::new(),
+        config: PcBuffer::new(0, 0),
+        fetch: PcBuffer::new(0, 0),
+        enabled: false,
     };
-    if let Err(e) = configure(a, &mut c) {
-        refused(a, id, "cuptiPCSamplingSetConfigurationAttribute", &e);
-        let _ = sys::disable(lib, ctx);
-        return;
+    if a.capture.lock().is_ok_and(|cap| cap.open) {
+        start(a, &mut c);
     }
-    let mut m = Vec::new();
-    msg::put_stall_reasons(&mut m, id, device, &c.reasons);
-    a.core.channel.push(Chunk::Bytes(m));
     let mut s = counts();
     s.counts.contexts += 1;
     s.contexts.push(Arc::new(Mutex::new(c)));
     drop(s);
     FETCHER.call_once(start_fetcher);
+}
+
+/// Enables and configures sampling on `c`; the first time, reads the device's stall reasons,
+/// sends them and sizes the buffers. A refusal is said and sent; `c` stays disabled.
+fn start(a: &Agent, c: &mut Context) {
+    let (lib, ctx) = (&a.lib, c.handle.0);
+    if let Err(e) = sys::enable(lib, ctx) {
+        refused(a, c.id, "cuptiPCSamplingEnable", &e);
+        return;
+    }
+    if c.reasons.is_empty() {
+        match sys::stall_reasons(lib, ctx) {
+            Ok(r) => c.reasons = r,
+            Err(e) => {
+                refused(a, c.id, "reading the stall reasons", &e);
+                let _ = sys::disable(lib, ctx);
+                return;
+            }
+        }
+        c.indices = c.reasons.iter().map(|r| r.0).collect();
+        c.config = PcBuffer::new(CONFIG_PCS, c.reasons.len());
+        c.fetch = PcBuffer::new(FETCH_PCS, c.reasons.len());
+        let mut m = Vec::new();
+        msg::put_stall_reasons(&mut m, c.id, c.device, &c.reasons);
+        a.core.channel.push(Chunk::Bytes(m));
+    }
+    if let Err(e) = configure(a, c) {
+        refused(a, c.id, "cuptiPCSamplingSetConfigurationAttribute", &e);
+        let _ = sys::disable(lib, ctx);
+        return;
+    }
+    c.enabled = true;
 }
 
 fn configure(a: &Agent, c: &mut Context) -> Result<(), CuptiError> {
@@ -208,12 +222,11 @@ fn configure(a: &Agent, c: &mut Context) -> Result<(), CuptiError> {
 }
 
 fn context_destroying(a: &Agent, ctx: ffi::CUcontext) {
-    let found = {
-        let mut s = counts();
-        let at = s.contexts.iter().position(|c| c.lock().is_ok_and(|c| c.handle.0 == ctx));
-        at.map(|i| s.contexts.remove(i))
-    };
+    // The list is cloned first: the fetch thread holds a context's lock while it takes the
+    // state's, so the state's is never held while waiting for a context's.
+    let found = contexts().into_iter().find(|c| c.lock().is_ok_and(|c| c.handle.0 == ctx));
     let Some(c) = found else { return };
+    counts().contexts.retain(|x| !Arc::ptr_eq(x, &c));
     let Ok(mut c) = c.lock() else { return };
     drain(a, &mut c);
     stop(a, &mut c);
@@ -373,19 +386,8 @@ pub(crate) fn window_opened(a: &Agent) {
     }
     for c in contexts() {
         let Ok(mut c) = c.lock() else { continue };
-        if c.enabled {
-            continue;
-        }
-        if let Err(e) = sys::enable(&a.lib, c.handle.0) {
-            refused(a, c.id, "cuptiPCSamplingEnable", &e);
-            continue;
-        }
-        match configure(a, &mut c) {
-            Ok(()) => c.enabled = true,
-            Err(e) => {
-                refused(a, c.id, "cuptiPCSamplingSetConfigurationAttribute", &e);
-                let _ = sys::disable(&a.lib, c.handle.0);
-            }
+        if !c.enabled {
+            start(a, &mut c);
         }
     }
 }
