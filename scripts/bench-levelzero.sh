@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cost of Level Zero tracing per zeCommandListAppendLaunchKernel, measured side by side in one
 # run on the test-double driver (no Intel GPU here): the launch-bound workload
-# tests/levelzero/workloads/launch_bench.c (N appends to an immediate list) runs, in interleaved
+# plugins/levelzero/tests/workloads/launch_bench.c (N appends to an immediate list) runs, in interleaved
 # rounds,
 #   plain   - the loader and the test driver only;
 #   layer   - with the loader's tracing layer on (ZE_ENABLE_TRACING_LAYER=1), no tracer;
@@ -20,7 +20,7 @@ cargo build --release -q -p xpuprof-core -p xpuprof-plugin-levelzero -p xpuprof-
 T=target/release
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
-cc -O2 -g -fno-omit-frame-pointer -I tests/levelzero/workloads tests/levelzero/workloads/launch_bench.c \
+cc -O2 -g -fno-omit-frame-pointer -I plugins/levelzero/tests/workloads plugins/levelzero/tests/workloads/launch_bench.c \
   -o "$W/launch_bench" -lze_loader
 export ZE_ENABLE_ALT_DRIVERS="$PWD/$T/libxpuprof_test_double_ze_driver.so"
 ns() { awk '/^ns_per_launch/ {print $2}'; }

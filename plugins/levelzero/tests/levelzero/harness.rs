@@ -44,7 +44,7 @@ fn prepare() -> &'static PathBuf {
         assert!(o.status.success(), "cargo build failed:\n{}", String::from_utf8_lossy(&o.stderr));
         let out = target_dir().join("levelzero-workloads");
         std::fs::create_dir_all(&out).expect("create the workloads folder");
-        let src = repo().join("tests/levelzero/workloads");
+        let src = repo().join("plugins/levelzero/tests/workloads");
         for w in WORKLOADS {
             let o = Command::new("cc")
                 .args(["-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-Wall", "-Werror", "-I"])
@@ -77,7 +77,7 @@ fn prepare() -> &'static PathBuf {
 
 /// The folder of the workload sources.
 pub fn sources() -> PathBuf {
-    repo().join("tests/levelzero/workloads")
+    repo().join("plugins/levelzero/tests/workloads")
 }
 
 /// The path of a compiled workload.

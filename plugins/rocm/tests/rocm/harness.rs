@@ -61,8 +61,8 @@ fn prepare() -> &'static PathBuf {
         let o = cmd.output().expect("run cargo build");
         assert!(o.status.success(), "cargo build failed:\n{}", String::from_utf8_lossy(&o.stderr));
         let out = target_dir().join("rocm-test-doubles");
-        let doubles = repo().join("tests/rocm/doubles");
-        let workloads = repo().join("tests/rocm/workloads");
+        let doubles = repo().join("plugins/rocm/tests/doubles");
+        let workloads = repo().join("plugins/rocm/tests/workloads");
         let s = |p: &Path| p.display().to_string();
         let common = ["-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-Wall", "-Werror"];
         for (lib, double, soname, hip, flag, include) in [
@@ -142,7 +142,7 @@ pub fn app(lib: Lib) -> PathBuf {
 /// The probe workload, linked against Debian's real libamdhip64.
 pub fn probe() -> PathBuf {
     let out = prepare().join("probe");
-    let w = repo().join("tests/rocm/workloads");
+    let w = repo().join("plugins/rocm/tests/workloads");
     let o = Command::new("cc")
         .args(["-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-Wall", "-Werror", "-I"])
         .arg(&w)

@@ -2,7 +2,7 @@
  * TEST DOUBLE interface. The fake HIP runtime (fake_hip.c) drives a tracing-library test double
  * (rocprofiler_sdk_double.c or roctracer_double.c) through these functions, the way the real
  * HIP runtime drives the real libraries through their intercept tables. Nothing here is AMD's
- * API: it only exists between the test doubles of tests/rocm.
+ * API: it only exists between the test doubles of plugins/rocm/tests/doubles.
  *
  * Scripted facts, the same for both doubles: one CPU agent (handle 1) and one GPU agent
  * (handle 2, "gfx942"); device work starts at the CLOCK_BOOTTIME (SDK) or CLOCK_MONOTONIC

@@ -1,4 +1,4 @@
-/* A HIP program for the rocm tests (run on the test-double runtime of tests/rocm/doubles):
+/* A HIP program for the rocm tests (run on the test-double runtime of plugins/rocm/tests/doubles):
  *   app all    allocations, copies both ways, kernels from two threads on two call paths, a
  *              three-node graph launched twice, a kernel with scratch, roctx markers
  *   app drops  ten kernels in a row (the drop test caps the SDK double's buffer)

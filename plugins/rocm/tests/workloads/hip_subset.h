@@ -1,6 +1,6 @@
 /* The subset of the HIP runtime API the rocm workloads call, declared with HIP's own ABI
  * (hipError_t is an int, dim3 three unsigned ints, handles pointers) so the same programs link
- * against Debian's real libamdhip64 and against the test-double runtime of tests/rocm/doubles. */
+ * against Debian's real libamdhip64 and against the test-double runtime of plugins/rocm/tests/doubles. */
 #ifndef XPUPROF_HIP_SUBSET_H
 #define XPUPROF_HIP_SUBSET_H
 
