@@ -27,9 +27,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::wire;
 
-/// The frame above compile-time work (autotuning and other launches a compiler makes while it
-/// compiles), below the stack of the call that triggered the compilation.
-pub const COMPILE_MARKER: &str = "[compile]";
+pub use crate::wire::names::COMPILE_MARKER;
 
 /// Label ids: Python frame ids ([`wire::PY_FRAME_TAG`]) above every id the Python side makes.
 const LABEL_BASE: u64 = wire::PY_FRAME_TAG | (1 << 44);

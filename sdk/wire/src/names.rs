@@ -5,6 +5,12 @@
 
 use crate::{put_message, Reader, MSG_API_NAMES, MSG_STRINGS};
 
+/// The text of the frame agents put above compile-time work (a compiler's autotuning and the
+/// other launches it makes while it compiles), below the stack of the call that triggered the
+/// compilation: sent like a Python frame's text ([`MSG_PY_FRAMES`](crate::MSG_PY_FRAMES)); the
+/// host's outputs tell compile-time work from steady state by it.
+pub const COMPILE_MARKER: &str = "[compile]";
+
 /// The entries of one names message, counted as they are added.
 #[derive(Debug, Default, Clone)]
 pub struct Entries {

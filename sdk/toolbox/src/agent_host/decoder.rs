@@ -292,8 +292,9 @@ impl<C: Conn> AgentDecoder<C> {
             }
             wire::MSG_LAUNCHES => {
                 let frame = |strs: &mut Interner, out: &mut Emitter, ra| a.frame(strs, out, ra);
+                let name = |ra| a.python.name(ra);
                 let who = (pid, a.protocol);
-                let (tid, launches) = self.stacks.read(&mut self.strs, out, who, m.payload, frame);
+                let (tid, launches) = self.stacks.read(&mut self.strs, out, who, m.payload, frame, name);
                 return Some(Step::Launches { pid, tid, launches });
             }
             _ => return Some(Step::Message(m)),

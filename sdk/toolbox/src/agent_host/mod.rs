@@ -28,6 +28,7 @@
 //! # Ok(()) }
 //! ```
 
+mod compile;
 mod control;
 mod decoder;
 mod kit_decoder;
@@ -47,6 +48,7 @@ use std::time::{Duration, Instant};
 
 use xpuprof_sdk::{Emitter, Logger, PluginError};
 
+pub use compile::{CompileFrames, COMPILE_MARKER};
 pub use decoder::{parent_of, AgentConn, AgentCounts, AgentDecoder, Conn, Step};
 pub use kit_decoder::KitDecoder;
 pub use locate::{loadable, own_dir, preload, AgentLocator};
