@@ -8,6 +8,7 @@ use xpuprof_sdk::prelude::*;
 pub use xpuprof_toolbox::launch_stacks::LaunchStacks;
 use xpuprof_toolbox::python::Python;
 use xpuprof_wire::opts::{CommonOpts, PythonMode, StackMode};
+use xpuprof_wire::MAX_STACK_FRAMES;
 
 use crate::windows::Windows;
 
@@ -37,7 +38,7 @@ xpuprof_sdk::plugin_config! {
         /// who captures launch stacks: "agent" (no root needed), "ebpf" (uprobe on the trampoline), "both", "off"
         pub launch_stacks: LaunchStacks = LaunchStacks::Agent;
         /// most frames per launch stack, Python frames included (a PyTorch launch with its Python frames is 60-100 deep; deeper stacks lose their root frames)
-        pub max_depth: u8 = 255, min(1);
+        pub max_depth: u32 = 255, min(1), max(MAX_STACK_FRAMES as u32);
         /// Python frames in launch stacks: "auto" (where the process runs CPython 3.9-3.13, each eval-loop
         /// frame replaced by the Python functions it runs, shown as function (file.py:line)), "off"
         pub python: Python = Python::Auto;
@@ -78,7 +79,7 @@ impl Config {
     /// ([`CuptiOpts`]) with the session's capture `windows`.
     pub fn agent_opts(&self, windows: &Windows) -> String {
         let stacks = StackMode::from_word(self.launch_stacks.as_str()).unwrap_or_default();
-        let (depth, buffer_kib) = (usize::from(self.max_depth), self.buffer_kib as usize);
+        let (depth, buffer_kib) = (self.max_depth as usize, self.buffer_kib as usize);
         let common = CommonOpts { stacks, depth, buffer_kib, verbose: false };
         let own = CuptiOpts {
             kernels: self.kernels,
@@ -131,6 +132,11 @@ mod tests {
         assert!(e.0.contains("api"), "{e}");
         let e = Config::from_plugin(&PluginConfig::parse("max_depth = 0").unwrap()).unwrap_err();
         assert!(e.0.contains("max_depth"), "{e}");
+        // Up to the wire's bound (a stack's frame count is a u16 since protocol 2), not a byte's.
+        let c = Config::from_plugin(&PluginConfig::parse("max_depth = 1024").unwrap()).unwrap();
+        assert!(c.agent_opts(&Windows::default()).contains(",depth=1024,"));
+        let e = Config::from_plugin(&PluginConfig::parse("max_depth = 1025").unwrap()).unwrap_err();
+        assert!(e.0.contains("max_depth") && e.0.contains("1024"), "{e}");
         let e = Config::from_plugin(&PluginConfig::parse("buffer_kib = 1").unwrap()).unwrap_err();
         assert!(e.0.contains("between 64 and 1048576"), "{e}");
         let c =
