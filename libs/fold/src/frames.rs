@@ -32,6 +32,9 @@ pub enum FrameClass {
     Gpu,
     /// A frame xpuprof adds (`[off-cpu]`, `[partial stack]`, a process or thread root).
     Marker,
+    /// xpuprof's own code in the target (its agents: [`xpuprof_toolbox::own_code`]), and the
+    /// one `[xpuprof]` frame the outputs put above it: the profiler's cost, not the program's.
+    Own,
 }
 
 impl FrameClass {

@@ -4,6 +4,7 @@
 
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::*;
+use xpuprof_toolbox::own_code::{is_own_frame, OWN_FRAME};
 use xpuprof_toolbox::python_frame::{short_frame, PyFrameName};
 use xpuprof_toolbox::Definitions as Defs;
 
@@ -42,11 +43,12 @@ impl FrameNote {
         }
         if self.folded > 0 {
             let more = if self.folded > self.folded_names.len() { ", …" } else { "" };
-            parts.push(format!(
-                "{} interpreter frames folded ({}{more})",
-                self.folded,
-                self.folded_names.join(", ")
-            ));
+            let what = if self.class == FrameClass::Own {
+                "frames of xpuprof's agent"
+            } else {
+                "interpreter frames"
+            };
+            parts.push(format!("{} {what} folded ({}{more})", self.folded, self.folded_names.join(", ")));
         }
         parts.join("; ")
     }
@@ -127,6 +129,10 @@ impl<'a> StackRenderer<'a> {
                 if let Some(api) = self.defs.str(api).map(sanitize_frame) {
                     cut_after(&mut items, &api);
                 }
+                // xpuprof's own code goes under one `[xpuprof]` frame above its outermost frame.
+                if let Some(at) = items.iter().position(|i| i.class == FrameClass::Own) {
+                    items.insert(at, Item { raw: OWN_FRAME.to_owned(), class: FrameClass::Own });
+                }
                 if items.is_empty() {
                     "[empty stack]".to_owned()
                 } else {
@@ -154,7 +160,9 @@ impl<'a> StackRenderer<'a> {
             return;
         };
         let module = defs.module_path(f.module);
-        let native = if self.python && module.is_some_and(is_interpreter_module) {
+        let native = if is_own_frame(defs, f) {
+            FrameClass::Own
+        } else if self.python && module.is_some_and(is_interpreter_module) {
             FrameClass::Interpreter
         } else if self.runtime.contains(&f.module) {
             FrameClass::Runtime
@@ -236,16 +244,24 @@ impl<'a> StackRenderer<'a> {
 /// frames loses the interpreter's native frames, the frames outside its outermost Python frame
 /// (the interpreter's start-up) and the Python plumbing; a stack without (the interpreter
 /// starting, importing at start-up, collecting garbage) keeps the outermost and innermost frame
-/// of each run of interpreter frames.
+/// of each run of interpreter frames. Every frame below a `[xpuprof]` frame is folded into it.
 fn folded_items(items: &[Item], user: bool, first_python: Option<usize>) -> Vec<bool> {
     if !user {
         return vec![false; items.len()];
     }
+    // The frames below the `[xpuprof]` frame (xpuprof's own code and what it called) are
+    // folded into it: its time is the profiler's.
+    let own_from = items.iter().position(|i| i.raw == OWN_FRAME && i.class == FrameClass::Own);
+    let own = |i: usize| own_from.is_some_and(|o| i > o);
     if let Some(p) = first_python {
-        return items.iter().enumerate().map(|(i, item)| i < p || item.class.is_plumbing()).collect();
+        return items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| i < p || item.class.is_plumbing() || own(i))
+            .collect();
     }
     let interp = |i: usize| items.get(i).is_some_and(|it: &Item| it.class == FrameClass::Interpreter);
-    (0..items.len()).map(|i| interp(i) && i > 0 && interp(i - 1) && interp(i + 1)).collect()
+    (0..items.len()).map(|i| own(i) || (interp(i) && i > 0 && interp(i - 1) && interp(i + 1))).collect()
 }
 
 /// Counts the frames of `folded` into `note` and empties it.
@@ -493,6 +509,43 @@ mod tests {
     }
 
     const PARTIAL_TEXT: &str = super::super::builder::PARTIAL;
+
+    #[test]
+    fn xpuprofs_own_code_goes_under_one_xpuprof_frame() {
+        const AGENT: &str = "/opt/xpuprof/lib/libxpuprof_cupti_agent.so";
+        const CAPTURE: &str =
+            "xpuprof_python::autograd::<impl xpuprof_python::own::Interpreter>::capture_backward_caller";
+        let mut s = Session::new();
+        let leaf =
+            [(TORCH, "torch::autograd::Engine::evaluate_function"), (AGENT, CAPTURE), (AGENT, "read_chain")];
+        let py = python_stack(&leaf);
+        let mut stack = borrow(&py);
+        stack.push(("/lib/libc.so.6", "process_vm_readv"));
+        s.sample(&stack, 7);
+        let (lines, frames) = s.fold(FoldedOptions::default(), View::Cpu);
+        let qwen = "Qwen3Attention.forward (transformers/models/qwen3/modeling_qwen3.py:307)";
+        assert_eq!(
+            lines,
+            [format!(
+                "<module> (/w/train.py:40);{qwen};torch::autograd::Engine::evaluate_function;[xpuprof] 7"
+            )]
+        );
+        let own = &frames["[xpuprof]"];
+        assert_eq!(own.class, FrameClass::Own);
+        assert!(
+            own.description.starts_with("3 frames of xpuprof's agent folded (xpuprof_python::"),
+            "{own:?}"
+        );
+        // Every frame in the "all" view, under the `[xpuprof]` frame.
+        let opts = FoldedOptions { frames: Frames::All, ..FoldedOptions::default() };
+        let (lines, frames) = s.fold(opts, View::Cpu);
+        assert!(
+            lines[0].ends_with(&format!(";[xpuprof];{CAPTURE};read_chain;process_vm_readv 7")),
+            "{lines:?}"
+        );
+        assert_eq!(frames["read_chain"].class, FrameClass::Own);
+        assert_eq!(frames["process_vm_readv"].class, FrameClass::Native);
+    }
 
     #[test]
     fn threads_as_roots_when_asked() {

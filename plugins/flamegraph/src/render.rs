@@ -14,7 +14,8 @@ fn vary(text: &str) -> u32 {
 
 /// The colour of a frame of `class` named `frame`: GPU work green (kernels), blue (copies),
 /// purple (memsets) or teal; Python frames pale yellow; a device runtime's or driver's frames
-/// pink; interpreter internals (shown in the "all" view) beige; xpuprof's marker frames grey.
+/// pink; interpreter internals (shown in the "all" view) beige; xpuprof's marker frames grey,
+/// its own code in the target (`[xpuprof]`) grey-blue.
 /// `None` for native code: inferno's warm palette.
 fn class_color(frame: &str, class: FrameClass) -> Option<Color> {
     let rgb = |r, g, b| Some(Color { r, g, b });
@@ -32,6 +33,7 @@ fn class_color(frame: &str, class: FrameClass) -> Option<Color> {
         }
         FrameClass::Marker if frame == "[off-cpu]" => rgb(120, 140, 170),
         FrameClass::Marker => rgb(160, 160, 160),
+        FrameClass::Own => rgb(175, 175, 190),
         _ => None,
     }
 }

@@ -20,6 +20,8 @@
 //!   sources with an agent.
 //! - [`collectives`]: which collective a device operation is on every rank of a job
 //!   (communicator and sequence number), for the merge's clock alignment and the sinks.
+//! - [`own_code`]: which frames are xpuprof's own code in the target (its agents), shown as one
+//!   `[xpuprof]` frame by the outputs.
 //! - [`timeline`]: what the timeline sinks share: launch flow ids, API calls held for their
 //!   launch stack, device work put in start order for lanes.
 //!
@@ -36,6 +38,7 @@ pub mod json_lines;
 pub mod kernel_name;
 pub mod launch_stacks;
 pub mod normalise;
+pub mod own_code;
 pub mod printable;
 pub mod procfs;
 pub mod python;
