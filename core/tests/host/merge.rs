@@ -158,6 +158,18 @@ fn ranks_recorded_apart_merge_into_one_named_and_aligned_session_and_a_damaged_r
         "{c}"
     );
     assert_eq!(c["steps"].as_array().map(Vec::len), Some(2), "{c}");
+    // Each all-reduce's slices on the two ranks' device tracks are linked by one flow.
+    let flows: Vec<&Value> =
+        trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "collective").collect();
+    let phases = |ph: &str| flows.iter().filter(|e| e["ph"] == ph).count() as u64;
+    assert_eq!((phases("s"), phases("t")), (COLLECTIVES, COLLECTIVES), "{flows:?}");
+    for start in flows.iter().filter(|e| e["ph"] == "s") {
+        let step =
+            flows.iter().find(|e| e["ph"] == "t" && e["id"] == start["id"]).expect("a flow without its step");
+        assert_eq!(start["name"], step["name"]);
+        assert_ne!((&start["pid"], &start["tid"]), (&step["pid"], &step["tid"]), "linked on one track");
+    }
+    assert!(flows.iter().any(|e| e["name"] == "allreduce #10 on communicator 1"), "{flows:?}");
     let text = std::fs::read_to_string(out.join("summary.txt")).unwrap();
     assert!(text.contains("Collectives (40 of 40 matched across 2 ranks"), "{text}");
 

@@ -10,6 +10,7 @@
 //! layout.
 
 mod args;
+mod collective_flow;
 mod frames;
 mod json;
 mod leaves;

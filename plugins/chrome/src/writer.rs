@@ -51,7 +51,7 @@ fn op_name<'t>(names: &'t Names, op: &DeviceOp) -> (&'static str, &'t str) {
 
 /// Starts the next event in `line`: a separator (none before the first) and a newline.
 #[inline]
-fn begin(line: &mut Vec<u8>, first: &mut bool) {
+pub(crate) fn begin(line: &mut Vec<u8>, first: &mut bool) {
     line.extend_from_slice(if *first { b"\n" } else { b",\n" });
     *first = false;
 }
@@ -479,6 +479,7 @@ impl<W: Write> TimelineSink for TraceWriter<W> {
         begin(&mut self.line, &mut self.first);
         let l = &mut self.line;
         l.extend_from_slice(prefix);
+        let collective = (op.collective != CollectiveOp::None).then(|| prefix.to_vec());
         let (cat, name) = op_name(&self.tracks.names, op);
         l.us(op.start).s(r#","dur":"#).us(op.end.saturating_sub(op.start));
         l.s(r#","cat":""#).s(cat).s(r#"","name":"#).s(name).s(r#","args":{"#);
@@ -488,6 +489,10 @@ impl<W: Write> TimelineSink for TraceWriter<W> {
             l.s(r#","bind_id":"#).n(id).s(r#","flow_in":true"#);
         }
         l.s("}");
+        let ranks = self.tracks.names.defs().world_size(op.pid).map_or(2, |n| n as usize);
+        if let (Some(prefix), Some(link)) = (collective, self.queues.collectives.link(op, ranks)) {
+            crate::collective_flow::write(&mut self.line, &mut self.first, &prefix, op, link);
+        }
         Ok(())
     }
 

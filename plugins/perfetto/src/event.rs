@@ -53,6 +53,9 @@ pub struct Event {
     pub bind: Option<(u64, i32)>,
     /// `callstack_iid`: the interned callstack of the slice (a launch's stack).
     pub callstack: Option<u64>,
+    /// `flow_ids` and `terminating_flow_ids`: the flows from and to the neighbouring slices of
+    /// one collective on other ranks.
+    pub flows: (Option<u64>, Option<u64>),
     args: [Arg; MAX_ARGS],
     nargs: usize,
 }
@@ -67,6 +70,7 @@ impl Default for Event {
             counter: None,
             bind: None,
             callstack: None,
+            flows: (None, None),
             args: [Arg { name: 0, value: Value::Uint(0) }; MAX_ARGS],
             nargs: 0,
         }
@@ -96,6 +100,7 @@ impl Event {
         self.counter = None;
         self.bind = None;
         self.callstack = None;
+        self.flows = (None, None);
         self.nargs = 0;
     }
 
@@ -105,7 +110,7 @@ impl Event {
         // Per argument: key and length (2), name (1 + 10), value (2 + 10); type, name iid and
         // track (11 each), counter (9), legacy event (2 + 11 + 2), callstack (12), the name
         // (2 + 10 + text).
-        const FIXED: usize = MAX_ARGS * 25 + 3 * 11 + 9 + 15 + 12 + 12;
+        const FIXED: usize = MAX_ARGS * 25 + 3 * 11 + 9 + 15 + 12 + 12 + 20;
         FIXED + self.name.as_ref().map_or(0, String::len)
     }
 
@@ -147,6 +152,12 @@ impl Event {
         }
         if let Some(cs) = self.callstack {
             b.uint(56, cs);
+        }
+        if let Some(id) = self.flows.0 {
+            b.fixed64(47, id);
+        }
+        if let Some(id) = self.flows.1 {
+            b.fixed64(48, id);
         }
     }
 }

@@ -496,6 +496,9 @@ impl<W: Write> TimelineSink for TraceWriter<W> {
         let name = self.op_name(op);
         let flow = self.queues.flows.end(flow);
         self.stats.flows += u64::from(flow.is_some());
+        let ranks = self.names.defs().world_size(op.pid).map_or(2, |n| n as usize);
+        let link = self.queues.collectives.link(op, ranks);
+        self.ev.flows = link.map_or((None, None), |l| (l.to, l.from));
         if self.opts.args {
             if let Some(c) = op.correlation {
                 self.arg(CORRELATION, Value::Uint(c.id));

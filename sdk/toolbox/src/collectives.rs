@@ -51,11 +51,18 @@ impl CollectiveKey {
     /// numbers as doubles), never 0, and with bit 52 set, apart from launch flows
     /// ([`crate::timeline::Flows`] ids stay below it for the first 65,536 processes).
     pub fn flow_id(&self) -> u64 {
+        self.pair_flow(0)
+    }
+
+    /// The id of the flow from the collective's `j - 1`-th slice in a trace to its `j`-th
+    /// (`j` below 256), for formats whose flows have one start and one end: as
+    /// [`CollectiveKey::flow_id`], with `j` in bits 32 to 39.
+    pub fn pair_flow(&self, j: usize) -> u64 {
         let comm = match self.communicator {
-            Communicator::Nth(n) => u64::from(n),
+            Communicator::Nth(n) => u64::from(n) & 0x3ff,
             Communicator::Id(id) => 0x400 | (id ^ (id >> 21) ^ (id >> 42)) & 0x3ff,
         };
-        1 << 52 | comm << 41 | (self.seq & ((1 << 41) - 1))
+        1 << 52 | comm << 40 | (j as u64 & 0xff) << 32 | (self.seq & 0xffff_ffff)
     }
 }
 
@@ -77,6 +84,47 @@ pub fn op_name(op: CollectiveOp) -> &'static str {
 /// A collective's label for people: `allreduce #412 on communicator 1`.
 pub fn label(op: CollectiveOp, key: &CollectiveKey) -> String {
     format!("{} #{} on communicator {}", op_name(op), key.seq, key.communicator)
+}
+
+/// The links of the timeline sinks: flows through the slices of each collective on every
+/// rank, in the order the trace places them. Only collectives some of whose ranks are still to
+/// come are held.
+#[derive(Debug, Default)]
+pub struct Links {
+    numbering: Numbering,
+    placed: IdMap<CollectiveKey, usize>,
+}
+
+/// One collective slice's links.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Link {
+    /// Which collective it is.
+    pub key: CollectiveKey,
+    /// The flow through all its slices ([`CollectiveKey::flow_id`]).
+    pub flow: u64,
+    /// Whether this slice is the first of its collective in the trace.
+    pub first: bool,
+    /// The flow from the previous slice of the collective that ends here.
+    pub from: Option<u64>,
+    /// The flow to the next slice that starts here (none at the last of `ranks`).
+    pub to: Option<u64>,
+}
+
+impl Links {
+    /// The links of device work `op` of a collective that `ranks` ranks run (the job's world
+    /// size), `None` when it is no collective. Call it with each stream's work in order.
+    pub fn link(&mut self, op: &DeviceOp, ranks: usize) -> Option<Link> {
+        let key = self.numbering.key(op)?;
+        let placed = self.placed.entry(key).or_default();
+        let j = *placed;
+        *placed += 1;
+        if *placed >= ranks {
+            self.placed.remove(&key);
+        }
+        let from = (j > 0).then(|| key.pair_flow(j));
+        let to = (j + 1 < ranks).then(|| key.pair_flow(j + 1));
+        Some(Link { key, flow: key.flow_id(), first: j == 0, from, to })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -149,6 +197,20 @@ mod tests {
         let b = n.key(&op(20, 2, 0xabc)).unwrap();
         assert_eq!((a, a.communicator), (b, Communicator::Id(0xabc)));
         assert_eq!(n.key(&DeviceOp::default()), None);
+    }
+
+    #[test]
+    fn links_chain_a_collectives_slices_in_placing_order_and_forget_complete_ones() {
+        let mut l = Links::default();
+        let a = l.link(&op(10, 5, 0), 3).unwrap();
+        let b = l.link(&op(20, 3, 0), 3).unwrap();
+        let c = l.link(&op(30, 8, 0), 3).unwrap();
+        assert!(a.first && !b.first && !c.first);
+        assert_eq!((a.from, a.to.is_some()), (None, true));
+        assert_eq!((b.from, c.from), (a.to, b.to));
+        assert_eq!(c.to, None);
+        assert!(l.placed.is_empty(), "a collective all ranks placed is forgotten");
+        assert_eq!(a.flow, c.flow);
     }
 
     #[test]

@@ -60,6 +60,8 @@ pub struct Definitions {
     processes: hash::IdMap<u32, StrId>,
     /// Names the host gave processes (`rank N (host, pid)`).
     process_names: hash::IdMap<u32, StrId>,
+    /// Ranks in the job of the processes that are ranks of one.
+    world_sizes: hash::IdMap<u32, u32>,
     threads: hash::IdMap<(u32, u32), StrId>,
     devices: Table<DeviceDef>,
     streams: Table<StreamDef>,
@@ -83,6 +85,9 @@ impl Definitions {
                 self.processes.insert(d.pid, d.command);
                 if !d.name.is_none() {
                     self.process_names.insert(d.pid, d.name);
+                }
+                if let Some(n) = d.world_size {
+                    self.world_sizes.insert(d.pid, n);
                 }
             }
             Record::Thread(d) => drop(self.threads.insert((d.pid, d.tid), d.name)),
@@ -121,6 +126,11 @@ impl Definitions {
     /// `None`: outputs then name it by its command.
     pub fn process_name(&self, pid: u32) -> Option<&str> {
         self.process_names.get(&pid).and_then(|n| self.str(*n))
+    }
+
+    /// Ranks in the job of process `pid`, when it is a rank of one.
+    pub fn world_size(&self, pid: u32) -> Option<u32> {
+        self.world_sizes.get(&pid).copied()
     }
 
     /// The name of thread `tid` of `pid`.

@@ -24,6 +24,8 @@ pub struct Queues {
     pub flows: Flows,
     /// Device work of each timeline put in start order (allocations per device).
     pub reorder: Reorder<Placed>,
+    /// Collectives linked across ranks (placed work, in start order on each stream).
+    pub collectives: crate::collectives::Links,
 }
 
 /// A sink that writes a timeline of API calls and device work.
