@@ -43,9 +43,18 @@
 //! Complete examples, each loaded by the real host in xpuprof's tests: `examples/rust-source-fake`
 //! (a fictitious accelerator: devices, launch stacks, kernels in a device clock, a loss),
 //! `examples/rust-sink-speedscope` (a speedscope profile), and their C twins
-//! `examples/c-source-acme` and `examples/c-sink-csv`, with `examples/c-agent-acme` (a
-//! third-party in-target agent on the C agent kit); the C ones are installed in
-//! `PREFIX/share/xpuprof/examples`.
+//! `examples/c-source-acme` and `examples/c-sink-csv`, with a whole backend: `examples/c-agent-acme`
+//! (a third-party in-target agent on the C agent kit) and `examples/rust-source-acme-agent` (the
+//! source that decodes its stream with [`wire`](crate#agent-streams), feature `agent-stream`);
+//! these are installed in `PREFIX/share/xpuprof/examples`.
+//!
+//! ## Agent streams
+//!
+//! A source whose agent runs inside the target (on the C agent kit, `xpuprof/agent.h`) reads
+//! the agent's stream with the `agent-stream` feature: `xpuprof_sdk::wire` is the stream's crate,
+//! and `wire::stream::StreamReader` turns one connection's bytes into typed messages (hello,
+//! module map, launch stacks and entries, the agent's own messages 128–255, losses, bye). The
+//! byte layout is `PREFIX/share/xpuprof/agent-stream.md` (`docs/agent-stream.md`).
 //!
 //! ## A plugin in five lines
 //!
@@ -186,7 +195,10 @@
 //!   repository): today's host loads and runs a plugin built with it, and a host built with it
 //!   loads and runs today's plugins. The rules for changing the ABI are in [`abi`]'s docs.
 //! - This crate builds on its own, outside xpuprof's workspace, from three dependencies
-//!   (`abi_stable`, `toml`, `libc`); the repository's tests build it that way.
+//!   (`abi_stable`, `toml`, `libc`), and a fourth with the `agent-stream` feature (`xpuprof-wire`,
+//!   installed beside it); the repository's tests build it that way.
+//! - Each interface's promise, deprecation policy and tests (plugin ABI, C header, agent kit,
+//!   agent stream) are in `PREFIX/share/xpuprof/stability.md` (`docs/stability.md`).
 
 pub mod abi;
 pub mod clock;
