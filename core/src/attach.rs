@@ -118,18 +118,46 @@ pub fn hold_target(pid: u32) -> Option<File> {
     lock_target(pid).ok()
 }
 
-/// Runs an attach session.
-pub fn attach(opts: &AttachOptions) -> Result<SessionOutcome, SessionError> {
-    signals::install();
-    let started = Instant::now();
-    let pid = opts.pid;
+/// Checks that `pid` can be attached to (it runs, it is not xpuprof itself, no other session
+/// holds it) and takes the lock that keeps other sessions off it while the returned file lives.
+pub fn check_target(pid: u32) -> Result<File, SessionError> {
     if pid == 0 || exited(pid) {
         return Err(refuse(format!("failed to attach to process {pid}: no such process")));
     }
     if pid == std::process::id() {
         return Err(refuse("failed to attach: that is this xpuprof's own process".into()));
     }
-    let _lock = lock_target(pid)?;
+    lock_target(pid)
+}
+
+/// The error of a session no source could attach to `pid`.
+pub fn no_source_attached(pid: u32, failures: &[String]) -> SessionError {
+    SessionError::Internal(format!(
+        "failed to attach to process {pid}: no source could attach ({}); the process was left as it was",
+        failures.join("; ")
+    ))
+}
+
+/// Whether an attach session on `pid` is over: a termination signal came (said once), or the
+/// process exited.
+pub fn session_over(pid: u32) -> bool {
+    if signals::received() > 0 {
+        crate::say!("xpuprof: interrupted: detaching from process {pid}");
+        return true;
+    }
+    if exited(pid) {
+        crate::say!("xpuprof: process {pid} exited");
+        return true;
+    }
+    false
+}
+
+/// Runs an attach session.
+pub fn attach(opts: &AttachOptions) -> Result<SessionOutcome, SessionError> {
+    signals::install();
+    let started = Instant::now();
+    let pid = opts.pid;
+    let _lock = check_target(pid)?;
     let reg = Registry::discover(&opts.search);
     let source_plugins =
         session::checked_capture_plugins(&reg, &opts.sources, &opts.sinks, opts.config.as_ref())?;
@@ -156,10 +184,7 @@ pub fn attach(opts: &AttachOptions) -> Result<SessionOutcome, SessionError> {
     if sources.live() == 0 {
         sources.stop(&mut failures);
         let _ = worker.join();
-        return Err(SessionError::Internal(format!(
-            "failed to attach to process {pid}: no source could attach ({}); the process was left as it was",
-            failures.join("; ")
-        )));
+        return Err(no_source_attached(pid, &failures));
     }
     let mut windows = start_windows(&opts.capture, &sources, Opener::Attach);
     let _registered = trigger::register(&opts.output_dir);
@@ -194,15 +219,7 @@ fn wait_while_attached(
 ) -> Duration {
     loop {
         window_tick(windows, sources, failures);
-        if signals::received() > 0 {
-            crate::say!("xpuprof: interrupted: detaching from process {pid}");
-            break;
-        }
-        if exited(pid) {
-            crate::say!("xpuprof: process {pid} exited");
-            break;
-        }
-        if windows.finished(false) {
+        if session_over(pid) || windows.finished(false) {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -96,6 +96,13 @@ pub struct AttachArgs {
     /// Start recording DUR after attaching.
     #[arg(long, value_name = "DUR", value_parser = window::parse_duration)]
     pub delay: Option<Duration>,
+    /// Continuous mode: a --duration window every INTERVAL, each in its own directory under -o,
+    /// dormant between them, until Ctrl+C or the process exits.
+    #[arg(long, value_name = "INTERVAL", value_parser = window::parse_duration, requires = "duration")]
+    pub every: Option<Duration>,
+    /// Continuous mode: keep only the newest N window directories.
+    #[arg(long, value_name = "N", requires = "every", value_parser = clap::value_parser!(u32).range(1..))]
+    pub keep: Option<u32>,
     /// Source plugins, comma separated (default: the config's, else the machine's default sources).
     #[arg(long = "source", value_delimiter = ',', value_name = "A,B")]
     pub sources: Option<Vec<String>>,
@@ -117,6 +124,13 @@ pub fn attach(args: AttachArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         .sources
         .or_else(|| cfg.as_ref().and_then(|c| c.sources.clone()))
         .unwrap_or_else(|| doctor::default_sources(&Registry::discover(&search)));
+    if let (Some(every), Some(d)) = (args.every, args.duration) {
+        if d > every {
+            return Err(usage(format!(
+                "--duration ({d:?}) is longer than --every ({every:?}): windows would overlap"
+            )));
+        }
+    }
     let (sinks, output_dir) = sinks_and_output(args.sinks, args.output, cfg.as_ref());
     let opts = AttachOptions {
         pid: args.pid,
@@ -127,10 +141,21 @@ pub fn attach(args: AttachArgs, global: &GlobalArgs) -> anyhow::Result<u8> {
         config: cfg,
         search,
         verbosity: global.verbose,
-        capture: CaptureOptions { delay: args.delay, duration: args.duration, ..Default::default() },
+        capture: CaptureOptions {
+            delay: args.delay,
+            duration: args.duration,
+            every: args.every,
+            keep: args.keep.map(|k| k as usize),
+            ..Default::default()
+        },
     };
     trigger::install();
-    match attach::attach(&opts) {
+    let outcome = if opts.capture.every.is_some() {
+        xpuprof_core::continuous::attach(&opts)
+    } else {
+        attach::attach(&opts)
+    };
+    match outcome {
         Ok(outcome) => {
             summary::print_attached(&outcome, opts.pid);
             Ok(outcome.exit_code().clamp(0, 255) as u8)

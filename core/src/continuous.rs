@@ -1,10 +1,12 @@
-//! Continuous mode: `xpuprof record --every INTERVAL --duration DUR [--keep N]`.
+//! Continuous mode: `xpuprof record --every INTERVAL --duration DUR [--keep N]`, and the same on
+//! a running process, `xpuprof attach PID --every INTERVAL --duration DUR [--keep N]`.
 //!
 //! One window of DUR every INTERVAL, each written as a complete output directory of its own
 //! under `-o`, named by its UTC start time (`2026-11-28T18-44-03.250Z`), with `windows.json` listing
 //! them; beyond `--keep N` the oldest are removed (only directories this session created).
 //!
-//! The sources run once, dormant between windows. The pipeline runs once too (session-wide
+//! The sources run once (started, or attached), dormant between windows (GPU agents detached,
+//! CPU sampling off). The pipeline runs once too (session-wide
 //! interning); its sinks are swapped per window: each window's sinks are created fresh, first
 //! given every definition delivered so far (strings, processes, stacks: what the window's
 //! events refer to), and finished when the window closes.
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use xpuprof_sdk::model::Record;
 
+use crate::attach::AttachOptions;
 use crate::config::FileConfig;
 use crate::host::sources::Sources;
 use crate::host::{Registry, SourceBatch};
@@ -192,7 +195,8 @@ impl Index {
 /// What one window needs to create and finish its outputs.
 struct Windows<'r> {
     reg: &'r Registry,
-    opts: &'r RecordOptions,
+    sinks: &'r [String],
+    config: Option<&'r FileConfig>,
     table: toml::Table,
     rotations: SyncSender<Rotation>,
     index: Index,
@@ -208,13 +212,7 @@ impl Windows<'_> {
         let out = outdir::prepare(&dir)?;
         let mut table = self.table.clone();
         table.insert("output_dir".into(), toml::Value::String(dir.display().to_string()));
-        let sinks = session::create_sinks(
-            self.reg,
-            &self.opts.sinks,
-            self.opts.config.as_ref(),
-            &table,
-            &mut self.failures,
-        )?;
+        let sinks = session::create_sinks(self.reg, self.sinks, self.config, &table, &mut self.failures)?;
         out.sinks_created()?;
         let _ = self.rotations.send(Rotation::Open(sinks));
         let start = xpuprof_sdk::clock::now_ns();
@@ -239,6 +237,8 @@ impl Windows<'_> {
         crate::say!("xpuprof: window {name}: wrote {} file(s)", files.len());
         self.files.extend(files.iter().cloned());
         self.index.add(IndexEntry { dir: name, start_ns: span.start, end_ns: span.end, files });
+        // Only files still there (`--keep` removed the oldest windows).
+        self.files.retain(|f| Path::new(f).exists());
     }
 }
 
@@ -274,8 +274,17 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     let demangle = FileConfig::demangle(opts.config.as_ref());
     let worker = spawn_pipeline(rx, rot_rx, sources.len(), demangle, Arc::clone(&counters));
     let index = Index { base: base.clone(), keep: opts.capture.keep, entries: Vec::new() };
-    let mut w =
-        Windows { reg: &reg, opts, table, rotations: rot_tx, index, open: None, failures, files: Vec::new() };
+    let mut w = Windows {
+        reg: &reg,
+        sinks: &opts.sinks,
+        config: opts.config.as_ref(),
+        table,
+        rotations: rot_tx,
+        index,
+        open: None,
+        failures,
+        files: Vec::new(),
+    };
 
     target::become_subreaper();
     let held = target::spawn_held(&program, &opts.command, &env, run_as.as_ref())?;
@@ -290,27 +299,8 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
             return Err(e.into());
         }
     };
-    let mut next_open = Instant::now() + opts.capture.delay.unwrap_or_default();
-    let mut close_at = None;
-    let mut error = None;
-    let target_exit = loop {
-        if let Some(code) = reap(pid) {
-            break code;
-        }
-        let now = Instant::now();
-        if close_at.is_some_and(|t| now >= t) {
-            close_at = None;
-            w.close(&mut sources);
-        } else if close_at.is_none() && now >= next_open && error.is_none() {
-            next_open += every;
-            match w.open(&mut sources) {
-                Ok(()) => close_at = Some(now + length),
-                Err(e) => error = Some(e),
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    w.close(&mut sources);
+    let clock = Clock { every, length, delay: opts.capture.delay.unwrap_or_default() };
+    let (target_exit, error) = run_windows(&mut w, &mut sources, &clock, || reap(pid));
     let mut failures = std::mem::take(&mut w.failures);
     sources.stop(&mut failures);
     let files = std::mem::take(&mut w.files);
@@ -322,6 +312,122 @@ pub fn record(opts: &RecordOptions) -> Result<SessionOutcome, SessionError> {
     }
     Ok(SessionOutcome {
         target_exit,
+        files,
+        sources: opts.sources.clone(),
+        stats,
+        plugin_failures: failures,
+        late_records: sources.late_records(),
+        elapsed: started.elapsed(),
+        own_cpu: (session::own_cpu_time(), session::own_cpu_time()),
+    })
+}
+
+/// When windows open and how long they last.
+struct Clock {
+    every: Duration,
+    length: Duration,
+    delay: Duration,
+}
+
+/// Opens a window every `clock.every` (the first after `clock.delay`) and closes it after
+/// `clock.length`, until `ended` gives the session's exit code; closes the open window then.
+/// Returns that code and the error that stopped windows from opening, if one did.
+fn run_windows(
+    w: &mut Windows<'_>,
+    sources: &mut Sources,
+    clock: &Clock,
+    mut ended: impl FnMut() -> Option<i32>,
+) -> (i32, Option<SessionError>) {
+    let mut next_open = Instant::now() + clock.delay;
+    let mut close_at = None;
+    let mut error = None;
+    let code = loop {
+        if let Some(code) = ended() {
+            break code;
+        }
+        let now = Instant::now();
+        if close_at.is_some_and(|t| now >= t) {
+            close_at = None;
+            w.close(sources);
+        } else if close_at.is_none() && now >= next_open && error.is_none() {
+            next_open += clock.every;
+            match w.open(sources) {
+                Ok(()) => close_at = Some(now + clock.length),
+                Err(e) => error = Some(e),
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    w.close(sources);
+    (code, error)
+}
+
+/// Runs a continuous session on a running process (`xpuprof attach PID --every ...`): the
+/// sources attach dormant, a window opens every INTERVAL; the session ends on Ctrl+C or when
+/// the process exits, and detaches, leaving the process running as it found it.
+pub fn attach(opts: &AttachOptions) -> Result<SessionOutcome, SessionError> {
+    signals::install();
+    let started = Instant::now();
+    let pid = opts.pid;
+    let _lock = crate::attach::check_target(pid)?;
+    let every = opts.capture.every.unwrap_or(Duration::from_secs(60));
+    let length = opts.capture.duration.unwrap_or(every).min(every);
+    let reg = Registry::discover(&opts.search);
+    let source_plugins =
+        session::checked_capture_plugins(&reg, &opts.sources, &opts.sinks, opts.config.as_ref())?;
+    let base = opts.output_dir.clone();
+    create_base(&base)?;
+    let command = xpuprof_toolbox::procfs::command_line(pid);
+    let start = xpuprof_sdk::clock::now_ns();
+    let mut table =
+        session::session_table(&base, &command, &opts.sources, &opts.sinks, start, opts.verbosity);
+    table.insert("start_paused".into(), toml::Value::Boolean(true));
+    let mut failures = Vec::new();
+    let (tx, rx) = mpsc::sync_channel::<SourceBatch>(session::SOURCE_QUEUE);
+    let plugins = source_plugins.into_iter().map(|(p, t)| (p.clone(), session::create_args(t, &table)));
+    let timeout = FileConfig::plugin_timeout(opts.config.as_ref());
+    let mut sources = Sources::create(plugins.collect(), &tx, timeout, &mut failures);
+    drop(tx);
+    let counters: Arc<Vec<AtomicU64>> = Arc::new((0..sources.len()).map(|_| AtomicU64::new(0)).collect());
+    let (rot_tx, rot_rx) = mpsc::sync_channel(4);
+    let demangle = FileConfig::demangle(opts.config.as_ref());
+    let worker = spawn_pipeline(rx, rot_rx, sources.len(), demangle, Arc::clone(&counters));
+    sources.attach(pid, opts.tree, &mut failures);
+    if sources.live() == 0 {
+        sources.stop(&mut failures);
+        let _ = worker.join();
+        return Err(crate::attach::no_source_attached(pid, &failures));
+    }
+    let index = Index { base: base.clone(), keep: opts.capture.keep, entries: Vec::new() };
+    let mut w = Windows {
+        reg: &reg,
+        sinks: &opts.sinks,
+        config: opts.config.as_ref(),
+        table,
+        rotations: rot_tx,
+        index,
+        open: None,
+        failures,
+        files: Vec::new(),
+    };
+    crate::say!(
+        "xpuprof: attached to process {pid}{}: a {length:?} window every {every:?}, dormant between them",
+        if opts.tree { " and its descendants" } else { "" }
+    );
+    let clock = Clock { every, length, delay: opts.capture.delay.unwrap_or_default() };
+    let (_, error) =
+        run_windows(&mut w, &mut sources, &clock, || crate::attach::session_over(pid).then_some(0));
+    let mut failures = std::mem::take(&mut w.failures);
+    sources.stop(&mut failures);
+    let files = std::mem::take(&mut w.files);
+    drop(w);
+    let stats =
+        worker.join().map_err(|_| SessionError::Internal("the event pipeline thread panicked".into()))?;
+    if let Some(e) = error {
+        failures.push(format!("failed to open a capture window: {e}"));
+    }
+    Ok(SessionOutcome {
+        target_exit: 0,
         files,
         sources: opts.sources.clone(),
         stats,

@@ -28,6 +28,14 @@ fn bad_window_flags_are_usage_errors() {
     usage_error(&rec(&["--capture-range", "Bad Kind"]), "KIND:MESSAGE[@DOMAIN]");
     usage_error(&rec(&["--capture-range", "profiler-api", "--start-paused"]), "cannot be combined");
     usage_error(&rec(&["--capture-range-end", "again"]), "--capture-range");
+    let attach = |extra: &[&'static str]| {
+        let mut v = vec!["attach", "1", "--source", "scripted", "--sink", "folded"];
+        v.extend_from_slice(extra);
+        v
+    };
+    usage_error(&attach(&["--every", "1s", "--duration", "2s"]), "longer than --every");
+    usage_error(&attach(&["--every", "5s"]), "--duration");
+    usage_error(&attach(&["--keep", "3"]), "--every");
 }
 
 #[test]

@@ -224,7 +224,7 @@ fn attach_tree_records_running_children_and_leaves_the_target_untouched() {
         weight_with(&folded, "jit_burn_loop") > 0,
         "the child started during the window is missing:\n{folded}"
     );
-    assert!(folded.lines().any(|l| l.contains("main;burn_three ")), "call paths not symbolised:\n{folded}");
+    assert!(folded.lines().any(|l| l.contains(";main;burn_three;")), "call paths not symbolised:\n{folded}");
     // Two busy processes for at most 4 s (the whole run would hold about 17 s).
     assert!(total(&folded) <= 9_000_000_000, "more CPU time than the window holds:\n{folded}");
     let status = wait_at_most(&mut target, Duration::from_secs(60), "the target");
@@ -386,4 +386,73 @@ fn sigusr2_opens_a_window_of_the_sessions_duration() {
     assert!(weight_with(&folded, "jit_burn_loop") > 0, "nothing sampled after SIGUSR2:\n{folded}");
     assert_eq!(weight_with(&folded, "burn_three"), 0, "samples while dormant:\n{folded}");
     assert!(total(&folded) <= 1_300_000_000, "more CPU time than the 1 s window holds:\n{folded}");
+}
+
+#[test]
+fn attach_every_writes_one_directory_per_window_and_detaches_between_and_after() {
+    if !root_or_skip("attach_every_writes_one_directory_per_window_and_detaches_between_and_after") {
+        return;
+    }
+    let Some(bin) = xpuprof() else { return };
+    let out = tempfile::tempdir().unwrap();
+    // A program xpuprof did not start: burn for 1 s (before the attach), then the JIT workload.
+    let cmd = format!("{} 1; {} 8; exit 5", workload("burn"), workload("jit"));
+    let mut target = Command::new("/bin/sh").args(["-c", &cmd]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // Windows of 1 s every 2 s until the program ends (about four), the newest two kept.
+    let mut session = Command::new(&bin)
+        .arg("attach")
+        .arg(target.id().to_string())
+        .args(["--tree", "--every", "2s", "--duration", "1s", "--keep", "2", "--source", "ebpf"])
+        .args(["--sink", "folded,summary", "-c"])
+        .arg(config(out.path()))
+        .arg("-o")
+        .arg(out.path())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("run xpuprof attach --every");
+    let (mut progs, mut maps) = (Vec::new(), Vec::new());
+    let t = Instant::now();
+    let status = loop {
+        let (p, m) = bpf_ids_of(session.id());
+        progs.extend(p);
+        maps.extend(m);
+        if let Some(st) = session.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t.elapsed() < Duration::from_secs(90), "xpuprof attach --every did not end with the program");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "xpuprof attach --every exited with {status}");
+    let code = wait_at_most(&mut target, Duration::from_secs(30), "the target").code();
+    assert_eq!(code, Some(5), "the program exits with its own code");
+    progs.sort_unstable();
+    progs.dedup();
+    maps.sort_unstable();
+    maps.dedup();
+    assert!(!progs.is_empty(), "xpuprof held no BPF program while attached");
+    let left: Vec<u32> = progs.iter().copied().filter(|id| bpf_object_exists(*id, false)).collect();
+    assert!(left.is_empty(), "BPF programs {left:?} of xpuprof are still loaded after the detach");
+    let left: Vec<u32> = maps.iter().copied().filter(|id| bpf_object_exists(*id, true)).collect();
+    assert!(left.is_empty(), "BPF maps {left:?} of xpuprof are still there after the detach");
+    let mut dirs: Vec<String> = std::fs::read_dir(out.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 2, "not the newest two windows: {dirs:?}");
+    let index = std::fs::read_to_string(out.path().join("windows.json")).expect("windows.json");
+    let mut sampled = 0;
+    for d in &dirs {
+        assert!(index.contains(&format!("\"dir\": \"{d}\"")), "{d} missing from the index:\n{index}");
+        let folded = read_folded(&out.path().join(d));
+        sampled += usize::from(weight_with(&folded, "jit_burn_loop") > 0);
+        assert_eq!(weight_with(&folded, "burn_three"), 0, "{d}: samples from before the attach:\n{folded}");
+        assert!(total(&folded) <= 1_300_000_000, "{d} holds more than its 1 s window:\n{folded}");
+        let summary = std::fs::read_to_string(out.path().join(d).join("summary.txt")).unwrap();
+        assert_eq!(summary.lines().filter(|l| l.starts_with("window ")).count(), 1, "{summary}");
+    }
+    assert!(sampled >= 1, "no kept window holds the program's samples: {dirs:?}");
 }
