@@ -3,7 +3,8 @@
 //! stopped thread), which then calls the agent's `xpuprof_cupti_attach(socket, opts)`; the agent
 //! connects to this session's socket, subscribes CUPTI late and records from then on. A process
 //! that has the agent loaded already (an earlier attach) only gets the call. A process without
-//! libcuda mapped is not a CUDA process (yet): refused, by name.
+//! libcuda mapped is not a CUDA process (yet): refused, by name; with `--tree` the processes
+//! that become CUDA processes later are followed ([`crate::follow`]).
 
 use std::path::Path;
 
@@ -13,8 +14,19 @@ use xpuprof_sdk::{Logger, PluginError, PluginResult};
 /// The agent's attach function.
 pub const ATTACH_SYMBOL: &str = "xpuprof_cupti_attach";
 
+/// What an attach did: the processes the agent started in, and every process it took or chose
+/// to skip (the follower leaves those alone).
+#[derive(Debug, Default)]
+pub struct Attached {
+    /// The agent started in these.
+    pub started: Vec<u32>,
+    /// These were dealt with (started, failed, or a launcher without a GPU).
+    pub handled: Vec<u32>,
+}
+
 /// Loads `agent` into the CUDA processes among `pid` (and its descendants with `tree`) and
-/// starts it with `socket` and `opts`; returns the processes it started in.
+/// starts it with `socket` and `opts`. Without a CUDA process it is refused, except with
+/// `tree`: a launcher whose workers are still starting is followed instead.
 pub fn attach(
     pid: u32,
     tree: bool,
@@ -22,7 +34,7 @@ pub fn attach(
     socket: &Path,
     opts: &str,
     log: &Logger,
-) -> PluginResult<Vec<u32>> {
+) -> PluginResult<Attached> {
     let candidates = if tree { with_descendants(pid) } else { vec![pid] };
     if !Path::new(&format!("/proc/{pid}")).exists() {
         return Err(PluginError::new(format!("failed to attach to process {pid}: no such process")));
@@ -32,6 +44,7 @@ pub fn attach(
         .copied()
         .filter(|&p| xpuprof_inject::maps_library(p, "libcuda.so").unwrap_or(false))
         .collect();
+    let handled = cuda.clone();
     if tree {
         // A launcher (torchrun) may map the driver without using a GPU: only processes with a GPU
         // device open are CUDA processes (the agent itself refuses one that never called cuInit).
@@ -44,6 +57,14 @@ pub fn attach(
             }
             cuda = gpu;
         }
+    }
+    if cuda.is_empty() && tree {
+        log.warn(&format!(
+            "cupti: neither process {pid} nor any of its {} descendants uses CUDA yet: following the processes \
+             that start using it",
+            candidates.len() - 1
+        ));
+        return Ok(Attached::default());
     }
     if cuda.is_empty() {
         let which = if tree {
@@ -81,13 +102,13 @@ pub fn attach(
         }
     }
     match (started.is_empty(), first_error) {
-        (true, Some(e)) => Err(PluginError::new(format!("failed to attach the cupti source: {e}"))),
-        _ => Ok(started),
+        (true, Some(e)) if !tree => Err(PluginError::new(format!("failed to attach the cupti source: {e}"))),
+        _ => Ok(Attached { started, handled }),
     }
 }
 
 /// `pid` and every process descended from it (one scan of `/proc`).
-fn with_descendants(pid: u32) -> Vec<u32> {
+pub(crate) fn with_descendants(pid: u32) -> Vec<u32> {
     let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
         .map(|d| {
             d.flatten()

@@ -26,6 +26,7 @@ mod attach;
 mod collective;
 mod config;
 mod decode;
+mod follow;
 mod graphs;
 mod machine;
 mod record_offsets;

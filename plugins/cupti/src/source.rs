@@ -7,8 +7,11 @@ use std::path::Path;
 use xpuprof_sdk::prelude::*;
 use xpuprof_toolbox::agent_host::{loadable, AgentBackend, AgentCounts, AgentDescriptor, AgentLocator};
 
+use std::sync::Mutex;
+
 use crate::config::{Config, LaunchStacks};
 use crate::decode::{Decoder, Stats};
+use crate::follow::{Follower, Target};
 use crate::windows::Windows;
 
 /// The backend: its configuration.
@@ -17,6 +20,8 @@ pub struct Cupti {
     config: Config,
     /// The session's capture windows ([`crate::windows`]).
     windows: Windows,
+    /// `attach --tree`: the processes that start using CUDA after the attach ([`crate::follow`]).
+    follower: Mutex<Option<Follower>>,
 }
 
 /// Warns about what will keep CUDA processes from being traced.
@@ -77,7 +82,11 @@ impl AgentBackend for Cupti {
     }
 
     fn create(ctx: &CreateContext) -> PluginResult<Self> {
-        Ok(Self { config: Config::from_plugin(&ctx.config)?, windows: Windows::of(&ctx.session)? })
+        Ok(Self {
+            config: Config::from_plugin(&ctx.config)?,
+            windows: Windows::of(&ctx.session)?,
+            follower: Mutex::new(None),
+        })
     }
 
     fn agent_setting(&self) -> Option<&str> {
@@ -111,7 +120,24 @@ impl AgentBackend for Cupti {
         socket: &Path,
         log: &Logger,
     ) -> PluginResult<Vec<u32>> {
-        crate::attach::attach(pid, tree, agent, socket, &self.agent_opts(), log)
+        let opts = self.agent_opts();
+        let done = crate::attach::attach(pid, tree, agent, socket, &opts, log)?;
+        if tree {
+            let target = Target { root: pid, agent: agent.to_path_buf(), socket: socket.to_path_buf(), opts };
+            match Follower::start(target, done.handled, *log) {
+                Ok(f) => *self.follower.lock().unwrap_or_else(|e| e.into_inner()) = Some(f),
+                Err(e) => log.warn(&format!(
+                    "cupti: failed to start following new processes of the tree ({e}): only those running now are recorded"
+                )),
+            }
+        }
+        Ok(done.started)
+    }
+
+    fn detaching(&self) {
+        if let Some(mut f) = self.follower.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            f.stop();
+        }
     }
 
     fn decoder(&self, log: Logger) -> Decoder {

@@ -36,6 +36,7 @@ mod callbacks;
 pub mod capture;
 pub mod config;
 mod finish;
+pub mod follow;
 pub mod graphs;
 pub mod loader;
 pub mod markers;

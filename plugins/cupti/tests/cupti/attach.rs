@@ -224,3 +224,94 @@ fn a_process_that_has_not_initialised_cuda_is_refused_by_the_agent() {
     assert_eq!(o.status.code(), Some(3), "{out}");
     assert!(out.contains("subscribed 0 finalized 0"), "CUPTI never touched: {out}");
 }
+
+/// `xpuprof attach SH --tree` on a launcher (`sh`) that starts `app ARGS` only once the session
+/// is attached (it waits for a file the test creates then) and exits 7 after it; returns
+/// (xpuprof's success, profile.folded, xpuprof's stderr, the launcher's stdout and exit code).
+fn attach_tree_to_launcher(
+    xpuprof: &Path,
+    dir: &Path,
+    app_args: &str,
+) -> (bool, String, String, String, i32) {
+    let go = dir.join(format!("go-{}", app_args.replace(' ', "-")));
+    let script = format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; '{}' {app_args}; exit 7",
+        go.display(),
+        dir.join("app").display()
+    );
+    let launcher = Command::new("/bin/sh")
+        .args(["-c", &script])
+        .env("XPUPROF_CUPTI_LIB", dir.join("libcuda.so.1"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = dir.join(format!("tree-{}", app_args.replace(' ', "-")));
+    let mut session = Command::new(xpuprof)
+        .arg("attach")
+        .arg(launcher.id().to_string())
+        .arg("--plugin-dir")
+        .arg(host::target_dir())
+        .args(["--tree", "--source", "cupti", "--sink", "folded", "--duration", "60s", "-v", "-o"])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run xpuprof attach --tree");
+    let mut err = String::new();
+    let mut reader = BufReader::new(session.stderr.take().unwrap());
+    let mut line = String::new();
+    while reader.read_line(&mut line).unwrap_or(0) > 0 {
+        err.push_str(&line);
+        let attached = line.contains("xpuprof: attached to process");
+        line.clear();
+        if attached {
+            std::fs::write(&go, "").unwrap();
+            break;
+        }
+    }
+    std::io::Read::read_to_string(&mut reader, &mut err).unwrap();
+    let ok = session.wait().unwrap().success();
+    let o = launcher.wait_with_output().unwrap();
+    let folded = std::fs::read_to_string(out.join("profile.folded")).unwrap_or_default();
+    (ok, folded, err, String::from_utf8_lossy(&o.stdout).into_owned(), o.status.code().unwrap_or(-1))
+}
+
+/// `launches N` of the program's last line.
+fn launches(stdout: &str) -> u64 {
+    stdout.split("launches ").nth(1).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn attach_tree_records_every_launch_of_a_cuda_child_started_after_the_attach() {
+    let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    // The child maps the driver at once and initialises CUDA a second later (as a framework's
+    // import does): the follower arms it before, so the driver starts the agent at its cuInit.
+    let (ok, folded, err, stdout, code) = attach_tree_to_launcher(&xpuprof, dir.path(), "3 late");
+    assert!(ok, "{err}");
+    assert_eq!(code, 7, "the launcher exits with its own code: {stdout}");
+    assert!(err.contains("uses CUDA yet: following"), "{err}");
+    assert!(err.contains("started after the attach"), "the child was not followed: {err}");
+    let n = launches(&stdout);
+    assert!(n > 50, "{stdout}");
+    assert_eq!(device_ops(&err), (n, n), "every launch of the child, each with its stack: {stdout}\n{err}");
+    let (lines, under_step) = kernel_lines(&folded);
+    assert!(lines > 0 && under_step == lines, "kernels under train_step:\n{folded}");
+}
+
+#[test]
+fn attach_tree_attaches_late_to_a_child_that_initialised_cuda_before_it_was_seen() {
+    let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let (ok, folded, err, stdout, code) = attach_tree_to_launcher(&xpuprof, dir.path(), "3");
+    assert!(ok, "{err}");
+    assert_eq!(code, 7, "{stdout}");
+    assert!(err.contains("started after the attach"), "the child was not followed: {err}");
+    let n = launches(&stdout);
+    let (ops, with_stack) = device_ops(&err);
+    assert!(ops > 50 && ops <= n, "a late attach records from then on: {ops} of {n}\n{err}");
+    assert_eq!(with_stack, ops, "{err}");
+    let (lines, under_step) = kernel_lines(&folded);
+    assert!(lines > 0 && under_step == lines, "kernels under train_step:\n{folded}");
+}

@@ -9,8 +9,9 @@
  * `app nvtx`: the same with the NVTX range "step" (pushed and popped) instead, with a nested
  *   range of another name inside the first one.
  * Each mode runs cuInit first (and its injection under xpuprof record; `app SECONDS noinit` does
- * not: the process maps the driver without having initialised CUDA), then prints how many launches
- * it made and how often CUPTI was subscribed and finalized, and exits 3.
+ * not: the process maps the driver without having initialised CUDA; `app SECONDS late` does after
+ * a second, as a framework's import delays it), then prints how many launches it made and how
+ * often CUPTI was subscribed and finalized, and exits 3.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -68,6 +69,9 @@ static unsigned long range(int nvtx, int inside, int nested) {
 int main(int argc, char **argv) {
     unsigned long launches = 0;
     const char *mode = argc > 1 ? argv[1] : "5";
+    if (argc > 2 && strcmp(argv[2], "late") == 0) {
+        usleep(1000000);
+    }
     if (argc < 3 || strcmp(argv[2], "noinit") != 0) {
         xpuprof_double_init();
     }

@@ -159,6 +159,11 @@ pub trait AgentBackend: Sized + Send + 'static {
         )))
     }
 
+    /// The attach session is ending: stop loading the agent into more processes (a backend that
+    /// follows processes started after the attach); called before the agents are told to
+    /// detach. The default does nothing.
+    fn detaching(&self) {}
+
     /// A decoder for one session.
     fn decoder(&self, log: Logger) -> Self::Decoder;
 
@@ -291,6 +296,7 @@ impl<B: AgentBackend> Source for AgentSource<B> {
 
     fn stop(&mut self) -> PluginResult<()> {
         if self.attached {
+            self.backend.detaching();
             self.host.detach_agents();
         }
         if let Some(stats) = self.host.stop()? {
