@@ -59,3 +59,27 @@ if [ -x "$CARRY/xpuprof" ]; then
   row "attach --every 2s --duration 500ms --keep 2" "$v rc=$rc kept=$n loop rc=$trc $(tail -1 "$E/train.out") $(grep -c 'reused the agent\|loaded the agent' "$D/every.err") injections"
   cp "$E/out/windows.json" "$D/every-windows.json" 2>/dev/null
 fi
+
+# attach --tree on a launcher that starts its PyTorch worker only after the attach: the worker is
+# followed (armed before its cuInit, as its torch import takes seconds), so every logged step of
+# it must be in the profile with all its kernels (the warm-up's kernels come before the first
+# logged step: shown as stray).
+if [ -x "$CARRY/xpuprof" ]; then
+  T=plugins/cupti/tests/workloads/attach_train.py
+  F=$W/dormant/follow; rm -rf "$F"; mkdir -p "$F"
+  sh -c "while [ ! -e '$F/go' ]; do sleep 0.05; done; python3 '$T' --seconds 4 --step-log '$F/steps.log' >'$F/train.out' 2>'$F/train.err'; exit 7" &
+  LP=$!
+  timeout 120 "$CARRY/xpuprof" --plugin-dir "$CARRY" attach "$LP" --tree --source cupti --sink chrome,summary -v -o "$F/out" \
+    >"$D/follow.out" 2>"$D/follow.err" &
+  XP=$!
+  for _ in $(seq 1 100); do grep -q 'attached to process' "$D/follow.err" && break; sleep 0.1; done
+  touch "$F/go"
+  wait "$XP"; rc=$?
+  wait "$LP"; lrc=$?
+  logged=$(grep -c '^step' "$F/steps.log" 2>/dev/null)
+  res=$(python3 scripts/gpu/check_attach.py "$F/out/trace.json" "$F/steps.log" auto 4 2>&1 | tail -1)
+  got=$(echo "$res" | sed -n 's/.* steps=\([0-9]*\) interior=\([0-9]*\)\/\([0-9]*\).*/\1 \2 \3/p')
+  set -- $got
+  [ "${1:-0}" = "${logged:-x}" ] && [ "${2:-0}" = "${3:-x}" ] && v=PASS || v=FAIL
+  row "attach --tree, worker started after" "$v rc=$rc launcher rc=$lrc steps in profile ${1:-?} of $logged logged; $(grep -c 'started after the attach' "$D/follow.err") followed; $res"
+fi
