@@ -17,8 +17,8 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -
   if $SUDO -n true 2>/dev/null; then sources="ebpf,cupti"; fi
   $SUDO "$X" --source "$sources" --sink folded,chrome,flamegraph,summary -o "$OUT" -- target/demo/cuda_demo
 else
-  echo "demo: no GPU: profiling the CPU demo (tests/workloads/cpu/burn.c) with the eBPF source"
-  cc -O1 -g -fno-omit-frame-pointer -o target/demo/cpu_demo tests/workloads/cpu/burn.c
+  echo "demo: no GPU: profiling the CPU demo (plugins/ebpf/tests/workloads/burn.c) with the eBPF source"
+  cc -O1 -g -fno-omit-frame-pointer -o target/demo/cpu_demo plugins/ebpf/tests/workloads/burn.c
   $SUDO "$X" --source ebpf --sink folded,flamegraph,summary -o "$OUT" -- target/demo/cpu_demo
 fi
 echo

@@ -78,7 +78,7 @@ fn the_tarball_installs_into_a_prefix_and_profiles_the_cpu_demo() {
     sh(Command::new("cc")
         .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
         .arg(&demo)
-        .arg(repo().join("tests/workloads/cpu/burn.c")));
+        .arg(repo().join("plugins/ebpf/tests/workloads/burn.c")));
     let o = Command::new(&xpuprof)
         .args(["--source", "ebpf", "--sink", "folded,flamegraph,summary", "-o", "out", "--"])
         .arg(&demo)

@@ -228,7 +228,7 @@ fn the_cpu_demo_fills_the_cpu_view_and_leaves_the_gpu_view_empty() {
     let cc = Command::new("cc")
         .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
         .arg(&demo)
-        .arg(fixture("tests/workloads/cpu/burn.c"))
+        .arg(fixture("plugins/ebpf/tests/workloads/burn.c"))
         .status()
         .expect("run cc");
     assert!(cc.success(), "cc failed on burn.c");

@@ -1,10 +1,10 @@
-/* A thread that never runs Python, for calls.py's "mixed" mode (loaded with ctypes): it spins in
+/* A thread that never runs Python, for tests/workloads/python/calls.py's "mixed" mode (loaded with ctypes): it spins in
  * C for the seconds given, with no Python thread state, so its samples have native frames only.
  * Build: cc -O1 -fno-omit-frame-pointer -g -shared -fPIC nativethread.c -o libnativethread.so -pthread */
 #include <pthread.h>
 #include <time.h>
 
-#include "../cpu/spin.h"
+#include "spin.h"
 
 static pthread_t thread;
 static double seconds;

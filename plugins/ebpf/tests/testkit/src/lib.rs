@@ -28,7 +28,7 @@ pub fn root_or_skip(_test: &str) -> bool {
 pub fn workloads() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../tests/workloads/cpu");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../workloads");
         // Under target/tmp (cleaned with the build), one directory per test process.
         let exe = std::env::current_exe().expect("test binary path");
         let target = exe.ancestors().nth(3).expect("target/<profile>/deps/<test>").join("tmp");
@@ -55,8 +55,8 @@ pub fn workloads() -> &'static Path {
         cc(&[&s("launch_dlopen.c"), "-o", "launch_dlopen", "-ldl"]);
         cc(&[&s("threads.c"), "-o", "threads", "-pthread"]);
         cc(&[&s("launch_loop.c"), "-o", "launch_loop", "-L.", "-llaunchtest", "-Wl,-rpath,$ORIGIN"]);
-        // A thread that never runs Python, started from tests/workloads/python/calls.py.
-        cc(&["-shared", "-fPIC", &s("../python/nativethread.c"), "-o", "libnativethread.so", "-pthread"]);
+        // A thread that never runs Python, started from tests/workloads/python/calls.py (mixed).
+        cc(&["-shared", "-fPIC", &s("nativethread.c"), "-o", "libnativethread.so", "-pthread"]);
         out
     })
 }
