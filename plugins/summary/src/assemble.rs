@@ -55,6 +55,9 @@ pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
     let session_ns = if windows.is_empty() { end - start } else { union_ns(&windows) };
     c.cpu.index.finish();
     let devices = device_rows(c, &windows, session_ns);
+    let spans: Vec<(u64, u64)> = windows.iter().map(|w| (w.start_ns, w.end_ns)).collect();
+    let streams =
+        crate::streams::rows(std::mem::take(&mut c.streams), &c.defs, &spans, session_ns, &c.cpu.index);
     let labels = kernel_labels(c);
     let gpu = gpu_time::tables(&c.gpu, &c.defs, &c.cfg.user_code, &labels);
     let ids: Vec<(DeviceId, &DeviceRow)> = devices.iter().map(|(id, r)| (*id, r)).collect();
@@ -85,6 +88,7 @@ pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
         memory: memory(c),
         devices: devices.into_iter().map(|(_, r)| r).collect(),
         threads: thread_rows(c),
+        streams,
         ranks: rank_rows(c, &labels),
         collectives: crate::collectives::report(&c.collectives, &c.defs),
         cpu: Cpu { on_cpu: cpu_profile(c, &c.cpu.on_cpu), off_cpu: cpu_profile(c, &c.cpu.off_cpu) },

@@ -143,6 +143,8 @@ pub struct Collector {
     pub memory: MemoryAgg,
     /// Kernel timelines per device.
     pub timelines: IdMap<DeviceId, Timeline>,
+    /// Kernel timelines per stream.
+    pub streams: crate::streams::StreamAgg,
     /// Kernel time by launch.
     pub gpu: GpuTime,
     /// Per (pid, tid).
@@ -324,6 +326,7 @@ impl Collector {
         }
         let cap = self.cfg.timeline_intervals;
         self.timelines.entry(op.device).or_insert_with(|| Timeline::new(cap)).push(op.start, op.end);
+        self.streams.push(op, cap);
         self.gpu.add(op, dur);
     }
 

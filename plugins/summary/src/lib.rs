@@ -120,6 +120,7 @@ pub mod report;
 pub mod samples;
 pub mod sink;
 pub mod text;
+pub mod streams;
 pub mod text_gpu;
 pub mod timeline;
 pub mod union;

@@ -15,6 +15,7 @@ pub fn render(s: &Summary, rows: usize) -> String {
     let mut out = String::new();
     header(s, &mut out);
     text_gpu::devices(s, &mut out);
+    crate::streams::render(&s.streams, rows, &mut out);
     text_gpu::ranks(s, &mut out);
     crate::collectives::render(&s.collectives, rows, &mut out);
     text_gpu::launch_bound(s, &mut out);

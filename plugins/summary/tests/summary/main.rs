@@ -10,3 +10,4 @@ mod ranks;
 use xpuprof_testkit::golden;
 mod session;
 mod sink;
+mod streams;
