@@ -79,7 +79,7 @@ if [ -x "$CARRY/xpuprof" ]; then
   logged=$(grep -c '^step' "$F/steps.log" 2>/dev/null)
   res=$(python3 scripts/gpu/check_attach.py "$F/out/trace.json" "$F/steps.log" auto 4 2>&1 | tail -1)
   got=$(echo "$res" | sed -n 's/.* steps=\([0-9]*\) interior=\([0-9]*\)\/\([0-9]*\).*/\1 \2 \3/p')
-  set -- $got
-  [ "${1:-0}" = "${logged:-x}" ] && [ "${2:-0}" = "${3:-x}" ] && v=PASS || v=FAIL
-  row "attach --tree, worker started after" "$v rc=$rc launcher rc=$lrc steps in profile ${1:-?} of $logged logged; $(grep -c 'started after the attach' "$D/follow.err") followed; $res"
+  read -r s_in s_ok s_all <<<"$got"
+  [ "${s_in:-0}" = "${logged:-x}" ] && [ "${s_ok:-0}" = "${s_all:-x}" ] && v=PASS || v=FAIL
+  row "attach --tree, worker started after" "$v rc=$rc launcher rc=$lrc steps in profile ${s_in:-?} of $logged logged; $(grep -c 'started after the attach' "$D/follow.err") followed; check_attach (stray = warm-up): $res"
 fi
