@@ -41,12 +41,12 @@ pub struct Summary {
     pub memory: Memory,
     /// Per device timeline.
     pub devices: Vec<DeviceRow>,
+    /// Per stream busy time, by device.
+    pub streams: Vec<crate::streams::StreamRow>,
     /// Per process and thread.
     pub threads: Vec<ThreadRow>,
     /// Per rank of the job, by rank; absent when no process is a rank of a job.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    /// Per stream busy time, by device.
-    pub streams: Vec<crate::streams::StreamRow>,
     pub ranks: Vec<crate::ranks::RankRow>,
     /// Collectives matched across ranks; absent when the session has none.
     #[serde(skip_serializing_if = "Option::is_none")]
