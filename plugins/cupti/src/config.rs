@@ -5,6 +5,7 @@ pub use xpuprof_cupti_wire::Api;
 use xpuprof_cupti_wire::CuptiOpts;
 use xpuprof_sdk::config::TypedConfig;
 use xpuprof_sdk::prelude::*;
+use xpuprof_toolbox::agent_host::CompileFrames;
 pub use xpuprof_toolbox::launch_stacks::LaunchStacks;
 use xpuprof_toolbox::python::Python;
 use xpuprof_wire::opts::{CommonOpts, PythonMode, StackMode};
@@ -49,6 +50,23 @@ xpuprof_sdk::plugin_config! {
         /// PC sampling period as N in 2^N GPU cycles between samples on each SM (5 to 31); 0: CUPTI's
         /// default for the device
         pub pc_sampling_period: u8 = 0, max(31);
+        /// the program's NVTX annotations as frames between each launch's call site and its kernel: XLA's
+        /// operation ranges as [xla] <module>/<operation> (<its source line>), and what its compiler
+        /// phases launch (autotuning) under [compile] and the Python line that triggered the compilation;
+        /// needs nvtx and agent launch stacks
+        pub annotations: bool = false;
+        /// Python functions of compile-time work, FILE_SUFFIX:FUNCTION (a final * matches any rest): a
+        /// launch stack holding one gets the [compile] frame (torch.compile's autotuning, JAX's compiler)
+        pub compile_frames: Vec<String> = [
+            "torch/_inductor/runtime/benchmarking.py:*",
+            "torch/_inductor/select_algorithm.py:AlgorithmSelectorCache.benchmark*",
+            "torch/_inductor/autotune_process.py:*",
+            "torch/_inductor/runtime/triton_heuristics.py:CachingAutotuner.bench*",
+            "torch/_inductor/runtime/triton_heuristics.py:CachingAutotuner.autotune*",
+            "torch/_inductor/runtime/triton_heuristics.py:CachingAutotuner.coordinate_descent*",
+            "triton/testing.py:do_bench*",
+            "jax/_src/compiler.py:*"
+        ];
         /// size of one CUPTI activity buffer in KiB
         pub buffer_kib: u32 = 8192, min(64), max(1 << 20);
         /// path of libxpuprof_cupti_agent.so (unset: XPUPROF_CUPTI_AGENT, else next to this plugin); as root
@@ -66,6 +84,7 @@ impl Config {
     /// Reads and checks the settings.
     pub fn from_plugin(c: &PluginConfig) -> PluginResult<Self> {
         let config: Self = c.typed()?;
+        config.compile_frames()?;
         if (1..5).contains(&config.pc_sampling_period) {
             return Err(PluginError::new(format!(
                 "pc_sampling_period = {} is below CUPTI's shortest period (2^5 cycles): give 5 to 31, or 0 for CUPTI's default",
@@ -97,9 +116,16 @@ impl Config {
             range_end: windows.range_end,
             pc_sampling: self.pc_sampling,
             pc_sampling_period: u32::from(self.pc_sampling_period),
+            annotations: self.annotations,
             ..CuptiOpts::default()
         };
         format!("{},{}", common.to_opts(), own.to_opts())
+    }
+
+    /// The functions of compile-time work ([`Config::compile_frames`]'s patterns, read).
+    pub fn compile_frames(&self) -> PluginResult<CompileFrames> {
+        CompileFrames::parse(&self.compile_frames)
+            .map_err(|e| PluginError::new(format!("[source.cupti] compile_frames: {e}")))
     }
 
     /// Whether NVTX records are wanted.
@@ -119,7 +145,7 @@ mod tests {
             c.agent_opts(&Windows::default()),
             "stacks=agent,depth=255,buffer_kib=8192,verbose=0,\
              kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,python=auto,\
-             runtime_callbacks=0,monotonic=1,tsc=1,callback_noop=0,paused=0,range=,range_end=stop,dormant=finalize,pc_sampling=0,pc_sampling_period=0"
+             runtime_callbacks=0,monotonic=1,tsc=1,callback_noop=0,paused=0,range=,range_end=stop,dormant=finalize,pc_sampling=0,pc_sampling_period=0,annotations=0"
         );
         let c = Config::from_plugin(
             &PluginConfig::parse("nvtx = false\napi = \"all\"\nlaunch_stacks = \"both\"").unwrap(),
@@ -128,6 +154,10 @@ mod tests {
         assert!(!c.nvtx());
         let o = c.agent_opts(&Windows::default());
         assert!(o.starts_with("stacks=both,") && o.contains(",nvtx=0,") && o.contains(",api=all,"), "{o}");
+        assert!(c.compile_frames().unwrap().matches("do_bench (/x/triton/testing.py:3)"));
+        let e =
+            Config::from_plugin(&PluginConfig::parse("compile_frames = [\"x.py\"]").unwrap()).unwrap_err();
+        assert!(e.0.contains("compile_frames") && e.0.contains("FILE_SUFFIX:FUNCTION"), "{e}");
         let e = Config::from_plugin(&PluginConfig::parse("api = \"some\"").unwrap()).unwrap_err();
         assert!(e.0.contains("api"), "{e}");
         let e = Config::from_plugin(&PluginConfig::parse("max_depth = 0").unwrap()).unwrap_err();
@@ -143,7 +173,7 @@ mod tests {
             Config::from_plugin(&PluginConfig::parse("pc_sampling = true\npc_sampling_period = 18").unwrap())
                 .unwrap();
         let o = c.agent_opts(&Windows::default());
-        assert!(o.ends_with(",pc_sampling=1,pc_sampling_period=18"), "{o}");
+        assert!(o.ends_with(",pc_sampling=1,pc_sampling_period=18,annotations=0"), "{o}");
         let e = Config::from_plugin(&PluginConfig::parse("pc_sampling_period = 4").unwrap()).unwrap_err();
         assert!(e.0.contains("5 to 31"), "{e}");
         let e = Config::from_plugin(&PluginConfig::parse("pc_sampling_period = 32").unwrap()).unwrap_err();

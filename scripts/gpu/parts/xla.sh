@@ -24,7 +24,7 @@ row "xla unprofiled 100 steps" "rc=$rc $(python3 -c "import time; print(f'{time.
 # The agent alone with annotation frames on, its wire stream kept (small sizes: the CI fixture).
 mkdir -p "$XL/wire-annotated"
 CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$XL/wire-annotated \
-  XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,verbose=1" XPUPROF_CUPTI_ANNOTATIONS=1 \
+  XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,verbose=1,annotations=1" \
   timeout 150 python3 "$XJ" --steps 3 --batch 64 --width 256 >"$XL/wire-annotated.out" 2>"$XL/wire-annotated.err"
 rc=$?
 row "xla agent wire stream annotated" "rc=$rc $(ls -la "$XL"/wire-annotated/ 2>/dev/null | awk '/cupti-/ {print $5}' | tr '\n' ' ')bytes"
@@ -59,11 +59,12 @@ xla_run() {  # name, config file or "", steps, extra env...
   python3 scripts/gpu/check_xla.py "$o" "$XL/ops.txt" "$XJ" >"$XL/$n.check.txt" 2>&1
   row "xla check $n" "$(tail -1 "$XL/$n.check.txt" | cut -c1-200)"
 }
+printf '[source.cupti]\nannotations = true\n' >"$W/xla-annotations.toml"
 xla_run default "" 100
-# The agent's annotation frames (XLA operations, compile-time work), new in this round.
-xla_run annotated "" 100 XPUPROF_CUPTI_ANNOTATIONS=1
+# The agent's annotation frames (XLA operations, compile-time work): [source.cupti] annotations.
+xla_run annotated "$W/xla-annotations.toml" 100
 # XLA's command buffers off: every thunk launched from the executable's own thread.
-xla_run nocmdbuf "" 100 XLA_FLAGS=--xla_gpu_enable_command_buffer= XPUPROF_CUPTI_ANNOTATIONS=1
+xla_run nocmdbuf "$W/xla-annotations.toml" 100 XLA_FLAGS=--xla_gpu_enable_command_buffer=
 
 # torch.compile max-autotune: its benchmarking launches (issue 33 item 4).
 o=$W/out/xla-torch-autotune; rm -rf "$o"

@@ -40,12 +40,10 @@ fn load_cupti() -> Result<Lib, String> {
 /// Connects, loads and checks CUPTI, subscribes and turns everything on; returns the agent and
 /// the outputs of its first session ([`crate::session::begin`] starts it once the agent is
 /// stored). Errors are sent to the host when it is reachable.
-/// Whether the program's NVTX ranges become annotation frames: they need NVTX, agent stacks, and
-/// (while this is new) `XPUPROF_CUPTI_ANNOTATIONS=1`.
+/// Whether the program's NVTX ranges become annotation frames (`annotations`): they need NVTX
+/// and agent stacks.
 fn annotations_on(config: &Config) -> bool {
-    config.opts.nvtx
-        && config.common.stacks.agent_walks()
-        && std::env::var("XPUPROF_CUPTI_ANNOTATIONS").is_ok_and(|v| v == "1")
+    config.opts.annotations && config.opts.nvtx && config.common.stacks.agent_walks()
 }
 
 pub(crate) fn start(config: Config, late: bool) -> Result<(Agent, Outputs), String> {

@@ -185,6 +185,9 @@ xpuprof_wire::agent_options! {
         /// PC sampling period: 2^N GPU cycles between samples on each SM, N from 5 to 31; 0:
         /// CUPTI's default for the device (set by its SM count).
         pub pc_sampling_period: u32 = 0;
+        /// The program's NVTX annotation ranges as frames between each launch's call site and
+        /// its kernel (XLA's operations), its compiler phases' launches marked compile-time.
+        pub annotations: bool = false;
     }
 }
 
