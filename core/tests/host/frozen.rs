@@ -117,3 +117,43 @@ fn a_protocol_1_agent_stream_is_decoded_with_its_exact_launch_stack() {
         assert!((*start..start + 256).contains(&at), "frame {i} at {at:#x} is not in {name} ({start:#x})");
     }
 }
+
+/// The SDK's reader (`xpuprof_sdk::wire::stream`, what a third-party source decodes with) reads
+/// the same protocol-1 stream: its hello, module map, one 7-frame stack named by three launches,
+/// and its bye, fed in small reads as a socket delivers them.
+#[test]
+fn the_stream_reader_reads_the_protocol_1_stream_in_small_reads() {
+    use xpuprof_wire::launches::Entry;
+    use xpuprof_wire::stream::{AgentMessage, StreamReader};
+
+    let bytes = std::fs::read(repo().join("tests/agent-stream/protocol-1/stream.bin")).unwrap();
+    let mut reader = StreamReader::new();
+    let (mut stacks, mut launches, mut seen) = (Vec::new(), Vec::new(), Vec::new());
+    for chunk in bytes.chunks(7) {
+        reader.push(chunk);
+        while let Some(m) = reader.next_message() {
+            match m.unwrap() {
+                AgentMessage::Hello(h) => seen.push(format!("hello {}", h.protocol)),
+                AgentMessage::Modules(maps) => {
+                    seen.push(format!("modules {}", maps.iter().any(|m| m.path.ends_with("/app"))))
+                }
+                AgentMessage::Launches { entries, .. } => {
+                    for e in entries {
+                        match e {
+                            Entry::Stack { hash, frames } => stacks.push((hash, frames.len())),
+                            Entry::Launch(l) => launches.push((l.correlation, l.stack)),
+                        }
+                    }
+                }
+                AgentMessage::Bye { launches, stacks } => seen.push(format!("bye {launches} {stacks}")),
+                other => seen.push(format!("{other:?}")),
+            }
+        }
+    }
+    assert_eq!(reader.pending(), 0, "the stream ends on a message boundary");
+    assert_eq!(seen, ["hello 1", "modules true", "bye 3 1"]);
+    assert_eq!(stacks.len(), 1);
+    let (hash, frames) = stacks[0];
+    assert_eq!(frames, 7, "inner, middle, outer, main and the three start frames below main");
+    assert_eq!(launches, [(1, hash), (2, hash), (3, hash)]);
+}
