@@ -141,7 +141,10 @@ impl AgentBackend for Cupti {
     }
 
     fn decoder(&self, log: Logger) -> Decoder {
-        Decoder::new(log)
+        let mut d = Decoder::new(log);
+        // Read once already, when the config was (an error stopped the session there).
+        d.kit.stacks.compile = self.config.compile_frames().unwrap_or_default();
+        d
     }
 
     fn report(&self, (s, own): &(AgentCounts, Stats), log: &Logger) {
