@@ -123,6 +123,13 @@ fn the_authors_kit_is_installed(prefix: &Path) {
         "share/xpuprof/examples/c-source-acme/acme.c",
         "share/xpuprof/examples/c-sink-csv/Makefile",
         "share/xpuprof/examples/c-agent-acme/acme_agent.c",
+        "share/xpuprof/examples/rust-source-acme-agent/Cargo.toml",
+        "share/xpuprof/examples/rust-source-acme-agent/src/decode.rs",
+        "share/xpuprof/sdk/wire/Cargo.toml",
+        "share/xpuprof/sdk/wire/src/stream.rs",
+        "share/xpuprof/plugin-tutorial.md",
+        "share/xpuprof/agent-stream.md",
+        "share/xpuprof/stability.md",
     ] {
         assert!(prefix.join(f).is_file(), "{f} is not installed");
     }
@@ -130,6 +137,10 @@ fn the_authors_kit_is_installed(prefix: &Path) {
     let inherits =
         sdk_toml.lines().any(|l| !l.trim_start().starts_with('#') && l.contains("workspace = true"));
     assert!(!inherits, "the installed SDK needs xpuprof's workspace:\n{sdk_toml}");
+    let wire_toml = std::fs::read_to_string(share.join("sdk/wire/Cargo.toml")).unwrap();
+    let inherits =
+        wire_toml.lines().any(|l| !l.trim_start().starts_with('#') && l.contains("workspace = true"));
+    assert!(!inherits, "the installed agent stream crate needs xpuprof's workspace:\n{wire_toml}");
     let pc = |args: &[&str]| {
         sh(Command::new("pkg-config")
             .args(args)
