@@ -3,6 +3,12 @@
 usage: check_ranks.py dump RECORDS.jsonl     the dump sink's records: processes and ranks, the
                                               collective kernels (names, streams, per process),
                                               NVTX ranges by domain, long off-CPU samples' stacks
+       check_ranks.py check OUT WORKLOAD DUMP.jsonl...
+                                              checks a merged (or whole-job) output OUT (summary.json,
+                                              trace.json) against the ranks' own records (the dumps):
+                                              both ranks named, every collective matched, rank 1 found
+                                              late at the collectives of the steps it slept in, at the
+                                              workload's STRAGGLER LINE. Prints `CHECK name PASS|FAIL ...`
 """
 import collections
 import json
@@ -70,8 +76,81 @@ def dump(path):
         print(f"   pid {x['pid']} t={x['time']} {x['weight'] / 1e6:.1f} ms: {' <- '.join(fr)}")
 
 
+def collectives_of(path):
+    """Per pid: its collective kernels (start, end) in stream order, and its `step` ranges."""
+    strs, procs, frames, stacks, ops, notes, samples = load(path)
+    colls = collections.defaultdict(list)
+    for o in ops:
+        if o.get("collective") not in (None, "None"):
+            colls[o["pid"]].append((o["start"], o["end"], o["stream"]))
+    steps = collections.defaultdict(list)
+    for n in notes:
+        if strs.get(n["name"]) == "step" and n["end"] > n["start"]:
+            steps[n["pid"]].append((n["start"], n["end"]))
+    ranks = {pid: p.get("rank") for pid, p in procs.items()}
+    return {pid: sorted(c) for pid, c in colls.items()}, {p: sorted(s) for p, s in steps.items()}, ranks
+
+
+def check(out, workload, dumps):
+    def row(name, ok, detail):
+        print(f"CHECK {name} {'PASS' if ok else 'FAIL'} {detail}")
+    line = next(i for i, l in enumerate(open(workload), 1) if "STRAGGLER LINE" in l and "sleep(" in l)
+    s = json.load(open(f"{out}/summary.json"))
+    names = [r["name"] for r in s.get("ranks", [])]
+    trace = json.load(open(f"{out}/trace.json"))
+    pnames = [e["args"]["name"] for e in trace["traceEvents"] if e.get("ph") == "M" and e.get("name") == "process_name"]
+    named = all(any(n.startswith(f"rank {k} (") for n in names) and any(n.startswith(f"rank {k} (") for n in pnames)
+                for k in (0, 1))
+    row("ranks_named", named, f"summary={names} trace={[n for n in pnames if n.startswith('rank')]}")
+    c = s.get("collectives")
+    if not c:
+        row("collectives", False, "no collectives section in summary.json")
+        return
+    # The ranks' own records: their collective kernels, in order, and rank 1's steps.
+    colls, steps, ranks = {}, {}, {}
+    for d in dumps:
+        a, b, r = collectives_of(d)
+        colls.update(a), steps.update(b), ranks.update(r)
+    per_rank = {ranks.get(pid): len(v) for pid, v in colls.items()}
+    counts = set(per_rank.values())
+    row("collectives_matched", c["matched"] == c["collectives"] and counts == {c["collectives"]} and c["ranks"] == 2,
+        f"summary {c['matched']} of {c['collectives']} matched over {c['ranks']} ranks; kernels per rank {per_rank}")
+    k = max(c["kinds"], key=lambda k: k["wait_ns"])
+    row("straggler_rank", k["most_wait_on"].startswith("rank 1 ("),
+        f"{k['kind']}: most wait on {k['most_wait_on']} ({k['most_wait_ns'] / 1e6:.1f} ms of {k['wait_ns'] / 1e6:.1f} ms), "
+        f"last most often {k['last_most_often']} ({k['last_count']}x of {k['count']})")
+    py = k["python_line"]
+    row("straggler_line", f"ddp_straggler.py:{line})" in py and py.startswith("straggle ("),
+        f"{py!r} [{k['stack_from']}] (the sleep is line {line}); stack {k['stack'][:4]}")
+    # Independently of the summary: rank 1's late arrivals (k-th collective of each rank paired,
+    # its start over 10 ms after rank 0's) fall in the steps it slept in (every 10th).
+    by_rank = {ranks.get(pid): pid for pid in colls}
+    if 0 in by_rank and 1 in by_rank:
+        r0, r1 = colls[by_rank[0]], colls[by_rank[1]]
+        st = steps.get(by_rank[1], [])
+        # The step each of rank 1's collectives ran in (its GPU may run a step's last
+        # all-reduce just after the CPU closed the range); those outside steps (set-up, the
+        # last barrier) and in step 0 (warm-up: lazy initialisation on either rank) left out.
+        step_of = lambda t: next((j for j, (s0, s1) in enumerate(st) if s0 <= t <= s1 + 5_000_000), None)
+        late = [i for i, (a, b) in enumerate(zip(r0, r1)) if b[0] - a[0] > 10_000_000]
+        in_step = [step_of(r1[i][0]) for i in late]
+        counted = [j for j in in_step if j not in (None, 0)]
+        ok = len(counted) >= 1 and all(j % 10 == 9 for j in counted)
+        row("straggler_collectives", ok and len(counted) == len(st) // 10,
+            f"{len(late)} collectives with rank 1 over 10 ms late, in steps {in_step} of {len(st)}; "
+            f"summary's longest waits: {[(x['collective'], round(x['wait_ns'] / 1e6, 1), x['last'][:7]) for x in c['slowest']]}")
+    else:
+        row("straggler_collectives", False, f"ranks in the dumps: {sorted(by_rank, key=str)}")
+    flows = [e for e in trace["traceEvents"] if e.get("cat") == "collective"]
+    ids = collections.Counter(e["id"] for e in flows)
+    row("collectives_linked", len(ids) == c["collectives"] and set(ids.values()) == {2},
+        f"{len(ids)} flows over {len(flows)} slices in trace.json")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "dump":
         dump(sys.argv[2])
+    elif len(sys.argv) >= 5 and sys.argv[1] == "check":
+        check(sys.argv[2], sys.argv[3], sys.argv[4:])
     else:
         sys.exit(__doc__)

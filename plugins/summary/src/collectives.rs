@@ -53,8 +53,8 @@ pub struct CollectivesAgg {
     instances: IdMap<CollectiveKey, Instance>,
     samples: IdMap<u32, VecDeque<(u64, u64, StackId)>>,
     last_end: IdMap<u32, u64>,
-    /// Per (process, range name): count, total ns, longest ns.
-    ranges: IdMap<(u32, StrId), (u64, u64, u64)>,
+    /// Per (process, range name): how its ranges went.
+    ranges: IdMap<(u32, StrId), Ranges>,
 }
 
 impl CollectivesAgg {
@@ -72,7 +72,9 @@ impl CollectivesAgg {
             Record::Range(a) => {
                 let e = self.ranges.entry((a.pid, a.name)).or_default();
                 let d = a.end.saturating_sub(a.start);
-                (e.0, e.1, e.2) = (e.0 + 1, e.1 + d, e.2.max(d));
+                e.first_start = if e.count == 0 { a.start } else { e.first_start.min(a.start) };
+                (e.count, e.total, e.longest, e.last_end) =
+                    (e.count + 1, e.total + d, e.longest.max(d), e.last_end.max(a.end));
             }
             _ => {}
         }
@@ -92,6 +94,16 @@ impl CollectivesAgg {
             self.instances.entry(key).or_insert_with(|| Instance { op: op.collective, arrivals: Vec::new() });
         i.arrivals.push(a);
     }
+}
+
+/// The ranges of one name in one process.
+#[derive(Debug, Default, Clone, Copy)]
+struct Ranges {
+    count: u64,
+    total: u64,
+    longest: u64,
+    first_start: u64,
+    last_end: u64,
 }
 
 /// The stack with the most sample weight in `(from, to]`.
@@ -122,6 +134,10 @@ pub struct CollectivesReport {
     pub slowest: Vec<SlowRow>,
     /// The annotation range taken for steps (`""`: none), and each rank's step times.
     pub step_range: String,
+    /// Whether waits, last ranks and stacks count only collectives within the steps (from the
+    /// first step's start to the last one's end of the last rank to arrive): set where steps
+    /// are known, so the set-up's collectives (a rank started late) do not hide a straggler.
+    pub waits_in_steps: bool,
     /// Per rank, its steps.
     pub steps: Vec<StepRow>,
 }
@@ -209,6 +225,15 @@ pub fn report(agg: &CollectivesAgg, defs: &Defs) -> Option<CollectivesReport> {
             }
         }
     }
+    let mut ranks: Vec<u32> = members.values().flatten().copied().collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    let (step, steps) = steps(agg, &ranks, &rank);
+    let in_steps = |pid: u32, t: u64| {
+        step.is_none_or(|name| {
+            agg.ranges.get(&(pid, name)).is_some_and(|r| r.first_start <= t && t <= r.last_end)
+        })
+    };
     let mut kinds: IdMap<CollectiveOp, KindAgg> = IdMap::default();
     let mut slow: Vec<(u64, CollectiveKey, CollectiveOp, u32)> = Vec::new();
     let mut matched_all = 0;
@@ -230,7 +255,7 @@ pub fn report(agg: &CollectivesAgg, defs: &Defs) -> Option<CollectivesReport> {
         }
         e.matched += 1;
         matched_all += 1;
-        if everyone < 2 {
+        if everyone < 2 || !in_steps(last.pid, last.start) {
             continue;
         }
         let wait = last.start - first;
@@ -248,17 +273,14 @@ pub fn report(agg: &CollectivesAgg, defs: &Defs) -> Option<CollectivesReport> {
         .take(SLOWEST)
         .map(|(w, k, op, pid)| SlowRow { collective: coll::label(*op, k), wait_ns: *w, last: rank(*pid) })
         .collect();
-    let mut ranks: Vec<u32> = members.values().flatten().copied().collect();
-    ranks.sort_unstable();
-    ranks.dedup();
-    let (step_range, steps) = steps(agg, defs, &ranks, &rank);
     Some(CollectivesReport {
         ranks: ranks.len(),
         collectives: agg.instances.len() as u64,
         matched: matched_all,
         kinds: rows,
         slowest,
-        step_range,
+        step_range: step.map_or(String::new(), |n| defs.str(n).to_owned()),
+        waits_in_steps: step.is_some(),
         steps,
     })
 }
@@ -301,17 +323,12 @@ fn kind_row(op: CollectiveOp, e: KindAgg, defs: &Defs, rank: &dyn Fn(u32) -> Str
 
 /// The range name taken for steps: of the names every rank in `pids` has at least twice, the
 /// one with the most time (a training loop's step range holds the rest); and each rank's steps.
-fn steps(
-    agg: &CollectivesAgg,
-    defs: &Defs,
-    pids: &[u32],
-    rank: &dyn Fn(u32) -> String,
-) -> (String, Vec<StepRow>) {
+fn steps(agg: &CollectivesAgg, pids: &[u32], rank: &dyn Fn(u32) -> String) -> (Option<StrId>, Vec<StepRow>) {
     let mut totals: IdMap<StrId, (usize, u64)> = IdMap::default();
-    for ((pid, name), (n, total, _)) in &agg.ranges {
-        if *n >= 2 && pids.contains(pid) {
+    for ((pid, name), r) in &agg.ranges {
+        if r.count >= 2 && pids.contains(pid) {
             let e = totals.entry(*name).or_default();
-            (e.0, e.1) = (e.0 + 1, e.1 + total);
+            (e.0, e.1) = (e.0 + 1, e.1 + r.total);
         }
     }
     let Some((name, _)) = totals
@@ -319,19 +336,19 @@ fn steps(
         .filter(|(_, (ranks, _))| *ranks == pids.len())
         .max_by_key(|(id, (_, total))| (*total, std::cmp::Reverse(id.0)))
     else {
-        return (String::new(), Vec::new());
+        return (None, Vec::new());
     };
     let rows = pids
         .iter()
         .filter_map(|pid| agg.ranges.get(&(*pid, name)).map(|r| (pid, r)))
-        .map(|(pid, (n, total, max))| StepRow {
+        .map(|(pid, r)| StepRow {
             rank: rank(*pid),
-            steps: *n,
-            mean_ns: total / n,
-            max_ns: *max,
+            steps: r.count,
+            mean_ns: r.total / r.count,
+            max_ns: r.longest,
         })
         .collect();
-    (defs.str(name).to_owned(), rows)
+    (Some(name), rows)
 }
 
 /// The section in `summary.txt`.
@@ -341,8 +358,15 @@ pub fn render(r: &Option<CollectivesReport>, rows: usize, out: &mut String) {
     let Some(r) = r else { return };
     let title = format!(
         "Collectives ({} of {} matched across {} ranks by communicator and sequence number; wait: from the \
-         first rank's arrival to the last's)",
-        r.matched, r.collectives, r.ranks
+         first rank's arrival to the last's{})",
+        r.matched,
+        r.collectives,
+        r.ranks,
+        if r.waits_in_steps {
+            format!(", within the steps (range \"{}\")", r.step_range)
+        } else {
+            String::new()
+        }
     );
     section(out, &title, r.kinds.len(), r.kinds.len());
     let mut t = Table::new(&[

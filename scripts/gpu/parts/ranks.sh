@@ -1,16 +1,43 @@
 # Part `ranks` of run-all.sh (issue 26): a 2-rank DDP job over NCCL with an injected straggler
 # (rank 1 sleeps 20 ms in Python every 10 steps: tests/workloads/torch/ddp_straggler.py),
 # recorded as a multi-host job is: each "host" (here a GPU of its own, CUDA_VISIBLE_DEVICES)
-# runs its own torchrun node under its own `xpuprof record --source ebpf,cupti --sink archive`;
-# then `xpuprof report --merge` puts them on one timeline (perfetto, summary, chrome). The same
-# job is also recorded whole (one xpuprof over `torchrun --nproc_per_node 2`). What the
-# recordings hold about NCCL (kernel names, streams, NVTX ranges, long off-CPU stacks) is dumped
-# to the logs, with the records themselves (dump sink, gzipped) for CI replay.
+# runs its own torchrun node under its own `xpuprof --source ebpf,cupti --sink archive`; then
+# `xpuprof report --merge` puts them on one timeline (perfetto, summary, chrome). Both hosts
+# share this machine's clock, so the merge's shift should come out 0 within its stated error.
+# The same job is also recorded whole (one xpuprof over `torchrun --nproc_per_node 2`), and
+# with FSDP instead of DDP. scripts/gpu/check_ranks.py checks each output against the ranks'
+# own records (dump sink): both ranks named, every NCCL collective matched, rank 1 found late
+# at the collectives of the steps it slept in, at the line it slept on. What the recordings
+# hold about NCCL (kernel names, streams, NVTX ranges, long off-CPU stacks) goes to the logs,
+# with the records themselves (gzipped) for CI replay.
 RK=$W/logs/ranks
 mkdir -p "$RK"
 RX="$CARRY/xpuprof --plugin-dir $CARRY"
 RWL=$ROOT/tests/workloads/torch/ddp_straggler.py
 rk_ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+
+# rk_check LABEL OUT DUMP...: the checker's rows as summary rows.
+rk_check() {
+  local label=$1 out=$2
+  shift 2
+  python3 "$ROOT/scripts/gpu/check_ranks.py" check "$out" "$RWL" "$@" >"$RK/check-$label.txt" 2>&1
+  grep '^CHECK' "$RK/check-$label.txt" | while read -r _ name verdict detail; do
+    row "ranks $label $name" "$verdict $(echo "$detail" | cut -c1-150)"
+  done
+  grep -q '^CHECK' "$RK/check-$label.txt" || row "ranks $label check" "FAIL $(tail -1 "$RK/check-$label.txt")"
+  if [ -f "$out/trace.perfetto-trace" ]; then
+    python3 "$ROOT/plugins/perfetto/tests/check_trace.py" "$out/trace.perfetto-trace" >"$RK/perfetto-$label.json" 2>&1 \
+      && row "ranks $label perfetto check_trace" "PASS (flows: one start and one end each)" \
+      || row "ranks $label perfetto check_trace" "FAIL $(tail -1 "$RK/perfetto-$label.json" | cut -c1-150)"
+  fi
+}
+
+# rk_dump LABEL ARCHIVE_DIR: the recording's records (dump sink), what they hold about NCCL.
+rk_dump() {
+  $RX report "$2" --sink dump -o "$RK/dump$1" >/dev/null 2>"$RK/dump$1.err"
+  python3 "$ROOT/scripts/gpu/check_ranks.py" dump "$RK/dump$1/records.jsonl" >"$RK/nccl-$1.txt" 2>&1
+}
+
 if [ ! -x "$CARRY/xpuprof" ]; then
   row "ranks" "skipped: no $CARRY/xpuprof"
 elif [ "$rk_ngpu" -lt 2 ]; then
@@ -26,33 +53,40 @@ else
     rk_pids="$rk_pids $!"
   done
   for p in $rk_pids; do wait "$p"; echo "rc=$?" >>"$RK/hosts.rc"; done
-  row "ranks hosts recorded" "$(tr '\n' ' ' <"$RK/hosts.rc") $(grep -h -c '^done rank' "$RK"/host?.out | tr '\n' ' ')ranks done"
-  $RX report --merge "$RK/host0" "$RK/host1" --sink perfetto,summary,chrome -o "$RK/merged" \
+  row "ranks hosts recorded" "$(tr '\n' ' ' <"$RK/hosts.rc") $(cat "$RK"/host?.out | grep -c '^done rank') ranks done"
+  rk_time=""
+  [ -x /usr/bin/time ] && rk_time="/usr/bin/time -v"
+  $rk_time $RX report --merge "$RK/host0" "$RK/host1" --sink perfetto,summary,chrome -o "$RK/merged" \
     >"$RK/merge.out" 2>"$RK/merge.err"
-  row "ranks merge" "rc=$? $(grep -c 'shifted by\|reference clock' "$RK/merge.err") clock lines"
-  sed 's/^/merge: /' "$RK/merge.err" | tail -8
-  for k in 0 1; do
-    $RX report "$RK/host$k" --sink dump -o "$RK/dump$k" >/dev/null 2>"$RK/dump$k.err"
-    python3 "$ROOT/scripts/gpu/check_ranks.py" dump "$RK/dump$k/records.jsonl" >"$RK/nccl-host$k.txt" 2>&1
-    head -60 "$RK/nccl-host$k.txt"
+  row "ranks merge" "rc=$? $(grep -m1 'Maximum resident' "$RK/merge.err" | sed 's/.*: /peak RSS KiB /')"
+  grep 'shifted by\|reference clock\|not merged\|damaged' "$RK/merge.err" | sed 's/^ *//' | while read -r l; do
+    row "ranks merge clock" "$(echo "$l" | cut -c1-220)"
   done
-  # 2. The whole job under one xpuprof.
-  timeout 300 $RX --source ebpf,cupti --sink archive,summary,perfetto -o "$RK/one" -- \
-    torchrun --standalone --nproc_per_node 2 "$RWL" >"$RK/one.out" 2>"$RK/one.err"
-  row "ranks one recording" "rc=$? $(grep -c '^done rank' "$RK/one.out") ranks done"
-  $RX report "$RK/one" --sink dump -o "$RK/dumpone" >/dev/null 2>"$RK/dumpone.err"
-  python3 "$ROOT/scripts/gpu/check_ranks.py" dump "$RK/dumpone/records.jsonl" >"$RK/nccl-one.txt" 2>&1
-  head -40 "$RK/nccl-one.txt"
-  # Records for CI replay (kept small), then the bulky outputs out of the logs.
-  for d in dump0 dump1 dumpone; do
-    f=$RK/$d/records.jsonl
-    [ -f "$f" ] && [ "$(stat -c %s "$f")" -lt 40000000 ] && gzip -c "$f" >"$RK/$d.jsonl.gz"
-    rm -rf "${RK:?}/$d"
+  rk_dump host0 "$RK/host0"
+  rk_dump host1 "$RK/host1"
+  head -40 "$RK/nccl-host0.txt"
+  rk_check merged "$RK/merged" "$RK/dumphost0/records.jsonl" "$RK/dumphost1/records.jsonl"
+  sed -n '/^Collectives/,/^Launch-bound/p' "$RK/merged/summary.txt" | head -30
+  # 2. The whole job under one xpuprof, DDP and FSDP.
+  for mode in ddp fsdp; do
+    flag=""
+    [ "$mode" = fsdp ] && flag=--fsdp
+    timeout 300 $RX --source ebpf,cupti --sink archive,summary,perfetto,chrome -o "$RK/one-$mode" -- \
+      torchrun --standalone --nproc_per_node 2 "$RWL" $flag >"$RK/one-$mode.out" 2>"$RK/one-$mode.err"
+    row "ranks one recording $mode" "rc=$? $(grep -c '^done rank' "$RK/one-$mode.out") ranks done"
+    rk_dump "one-$mode" "$RK/one-$mode"
+    rk_check "one-$mode" "$RK/one-$mode" "$RK/dumpone-$mode/records.jsonl"
   done
-  for d in host0 host1 one; do
+  head -30 "$RK/nccl-one-fsdp.txt"
+  # Records for CI replay (kept small), the summaries; the bulky outputs out of the logs.
+  for d in host0 host1 one-ddp one-fsdp; do
+    f=$RK/dump$d/records.jsonl
+    [ -f "$f" ] && [ "$(stat -c %s "$f")" -lt 40000000 ] && gzip -c "$f" >"$RK/dump-$d.jsonl.gz"
+    rm -rf "${RK:?}/dump$d"
     [ -f "$RK/$d/summary.txt" ] && cp "$RK/$d/summary.txt" "$RK/$d-summary.txt"
   done
-  [ -f "$RK/merged/summary.txt" ] && cp "$RK/merged/summary.txt" "$RK/merged-summary.txt"
-  mkdir -p "$W/ranks-out" && mv "$RK/host0" "$RK/host1" "$RK/one" "$RK/merged" "$W/ranks-out/" 2>/dev/null
+  cp "$RK/merged/summary.txt" "$RK/merged-summary.txt" 2>/dev/null
+  cp "$RK/merged/summary.json" "$RK/merged-summary.json" 2>/dev/null
+  mkdir -p "$W/ranks-out" && mv "$RK/host0" "$RK/host1" "$RK"/one-ddp "$RK"/one-fsdp "$RK/merged" "$W/ranks-out/" 2>/dev/null
   du -sh "$RK" | sed 's/^/ranks logs: /'
 fi
