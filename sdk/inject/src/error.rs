@@ -93,6 +93,17 @@ pub enum InjectError {
         /// The cause.
         why: String,
     },
+    /// The target cannot load the library: it does not see it at that path (a container's
+    /// mount namespace) or its user may not read it.
+    #[error("process {pid} cannot load {path}: {why}")]
+    Unreachable {
+        /// The process.
+        pid: u32,
+        /// The library.
+        path: PathBuf,
+        /// Why, and what to do.
+        why: String,
+    },
     /// `dlopen` returned NULL in the target.
     #[error("dlopen of {path} in process {pid} failed: {message}")]
     Dlopen {

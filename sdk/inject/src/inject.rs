@@ -28,6 +28,10 @@ pub(crate) fn run(pid: u32, req: &Request) -> Result<Injected, InjectError> {
     target::preflight(pid)?;
     let maps = maps::read(pid).map_err(|e| crate::error::proc_error(pid, e))?;
     let already_loaded = maps::loaded(&maps, &library).is_some();
+    if !already_loaded {
+        let root = Path::new("/proc").join(pid.to_string()).join("root");
+        crate::reach::check(pid, &root, &library, crate::reach::User::of(pid).as_ref())?;
+    }
     let dl = if already_loaded { None } else { Some(target::dl_functions(pid, &maps)?) };
     let mut t = choose_thread(pid, &maps)?;
     let tid = t.tid;

@@ -31,7 +31,7 @@
 //! loaded (the same file in the maps) is not loaded again: only its function is called.
 //!
 //! Limits: x86_64 Linux only; the library path must be valid inside the target's mount namespace
-//! and readable by its user; a call that does not return within the timeout is interrupted and
+//! and readable by its user (both checked first: a refusal names the fix); a call that does not return within the timeout is interrupted and
 //! reported (its thread is restored, but a lock taken inside the call may stay held).
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -42,6 +42,8 @@ mod error;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod inject;
 mod maps;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod reach;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod sys;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

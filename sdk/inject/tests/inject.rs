@@ -209,3 +209,46 @@ fn a_library_replaced_on_disk_after_loading_is_called_as_loaded() {
     let (code, err) = t.finish();
     assert_eq!(code, 7, "{err}");
 }
+
+/// Needs root, to run the target as another user: in CI a missing prerequisite fails.
+#[test]
+fn a_library_the_targets_user_cannot_read_is_refused_before_anything_runs() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(std::env::var_os("CI").is_none(), "this test needs root in CI");
+        eprintln!("SKIPPED: needs root to run the target as another user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let exe = program(dir.path());
+    // The library in a folder only root may enter, the target running as nobody.
+    let private = dir.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    let lib = library(&private);
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut child = Command::new(&exe)
+        .arg("sleep")
+        .env("INJECT_TEST_DIR", dir.path())
+        .uid(65534)
+        .gid(65534)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    let e = inject(child.id(), &kick(&lib, 3)).unwrap_err();
+    assert!(matches!(e, InjectError::Unreachable { .. }) && e.is_refusal(), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("uid 65534") && text.contains("may not enter the folder"), "{text}");
+    assert!(!is_loaded(child.id(), &lib).unwrap(), "nothing was loaded");
+    let _ = child.stdin.take().unwrap().write_all(b"go\n");
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(7), "the target goes on: {}", String::from_utf8_lossy(&o.stderr));
+}
