@@ -8,20 +8,22 @@
 //!   `XPUPROF_LEVELZERO_SOCKET` for the target; children inherit them, so every Level Zero
 //!   process of the job connects;
 //! - **start/stop**: accepts one connection per process (the toolbox's `agent_host`) and
-//!   decodes each stream ([`decode`]: queues and immediate lists, API calls with their kind,
-//!   launch stacks, device work, losses); each device and sub-device ([`devices`]) has its own
+//!   decodes each stream (`decode.rs`: queues and immediate lists, API calls with their kind,
+//!   launch stacks, device work, losses); each device and sub-device (`devices.rs`) has its own
 //!   clock domain, in whose ticks device work stays: the host unwraps and converts them.
 //!
 //! Correlation ids are the agent's own (`backend::LEVEL_ZERO`): the host joins every kernel
 //! and copy to the call that launched it (the append on an immediate list, the execute for a
 //! regular list, with a `Submission` naming the list and the append that recorded the work)
-//! exactly. [`machine`] says what a machine lacks.
+//! exactly. `machine.rs` says what a machine lacks.
+//!
+//! The crate shows the plugin alone ([`Plugin`], [`LevelZero`]); its modules stay private.
 
-pub mod config;
-pub mod decode;
-pub mod devices;
-pub mod machine;
-pub mod source;
+mod config;
+mod decode;
+mod devices;
+mod machine;
+mod source;
 mod stream;
 
 pub use source::LevelZero;

@@ -8,22 +8,24 @@
 //!   `HSA_TOOLS_LIB` (ROCr loads it on older ROCm, where the agent takes the roctracer path),
 //!   `XPUPROF_ROCM_SOCKET` and `XPUPROF_ROCM_OPTS` for the target; children inherit them, so
 //!   every ROCm process of the job connects;
-//! - **start/stop**: accepts one connection per process and decodes each stream ([`decode`]:
-//!   agents, queues and HIP streams, launch sites, API calls, markers; [`records`] for
-//!   rocprofiler-sdk records, [`activity`] for roctracer records), with the library's clock
+//! - **start/stop**: accepts one connection per process and decodes each stream (`decode.rs`:
+//!   agents, queues and HIP streams, launch sites, API calls, markers; `records.rs` for
+//!   rocprofiler-sdk records, `activity.rs` for roctracer records), with the library's clock
 //!   paired to the session clock for the host to convert, drops reported as losses, and
 //!   correlation-id retirements passed to the host's correlator.
 //!
 //! `xpuprof doctor` says what a machine lacks (the HIP runtime, librocprofiler-register,
 //! librocprofiler-sdk or roctracer, /dev/kfd) and what to install.
+//!
+//! The crate shows the plugin alone ([`Plugin`], [`Rocm`]); its modules stay private.
 
-pub mod activity;
-pub mod api_kind;
-pub mod config;
-pub mod decode;
+mod activity;
+mod api_kind;
+mod config;
+mod decode;
 mod machine;
-pub mod records;
-pub mod source;
+mod records;
+mod source;
 mod stream;
 
 pub use source::Rocm;
