@@ -19,6 +19,7 @@ use std::collections::HashMap;
 
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
+use xpuprof_toolbox::own_code::OWN_FRAME;
 use xpuprof_toolbox::python_frame::PyFrameName;
 
 use crate::defs::Defs;
@@ -224,13 +225,18 @@ impl<'d> Builder<'d> {
         id
     }
 
-    /// Stack `stack`, leaf first.
+    /// Stack `stack`, leaf first; xpuprof's own code in the target under one `[xpuprof]`
+    /// location, above its outermost frame, so its samples read as the profiler's.
     pub fn stack(&mut self, stack: StackId, out: &mut Vec<u64>) {
         match self.defs.stack(stack) {
             Some(frames) => {
-                for &f in frames {
+                let own = frames.iter().rposition(|&f| self.defs.is_own(f));
+                for (i, &f) in frames.iter().enumerate() {
                     let id = self.frame(f);
                     out.push(id);
+                    if own == Some(i) {
+                        out.push(self.synthetic(OWN_FRAME));
+                    }
                 }
             }
             None => out.push(self.synthetic("[unknown launch site]")),

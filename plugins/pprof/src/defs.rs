@@ -36,6 +36,11 @@ impl Defs {
         Some((path, self.build_ids.get(&id).map_or(&[][..], Vec::as_slice)))
     }
 
+    /// True when frame `id` is xpuprof's own code in the target ([`xpuprof_toolbox::own_code`]).
+    pub fn is_own(&self, id: FrameId) -> bool {
+        self.defs.frame(id).is_some_and(|f| xpuprof_toolbox::own_code::is_own_frame(&self.defs, f))
+    }
+
     /// Frame `id`.
     pub fn frame(&self, id: FrameId) -> Option<&FrameDef> {
         self.defs.frame(id)

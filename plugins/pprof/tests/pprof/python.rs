@@ -199,3 +199,44 @@ fn without_frames_in_an_executable_the_command_names_the_profile() {
     let p = decode(&path);
     assert!(p.location.iter().all(|l| l.mapping_id != p.mapping[0].id), "a mapping without locations");
 }
+
+#[test]
+fn xpuprofs_own_code_is_under_one_xpuprof_frame() {
+    let mut r = records();
+    let agent = "/opt/xpuprof/lib/libxpuprof_cupti_agent.so";
+    let capture =
+        "xpuprof_python::autograd::<impl xpuprof_python::own::Interpreter>::capture_backward_caller";
+    for (i, t) in [agent, capture, "process_vm_readv"].iter().enumerate() {
+        r.push(Record::Str(StrDef::new(StrId(9_100 + i as u32), *t)));
+    }
+    r.push(Record::Module(ModuleDef::default().id(ModuleId(9)).path(StrId(9_100))));
+    let frame = |id, module, name| {
+        FrameDef::default()
+            .id(FrameId(id))
+            .kind(FrameKind::FileOffset)
+            .module(ModuleId(module))
+            .address(0x40)
+            .name(StrId(name))
+    };
+    r.push(Record::Frame(frame(110, 9, 9_101)));
+    r.push(Record::Frame(frame(111, 2, 9_102)));
+    // Innermost first: libc's call, the agent's function, the user's Python frames.
+    let frames = vec![FrameId(111), FrameId(110), FrameId(101), FrameId(104), FrameId(1)];
+    r.push(Record::Stack(StackDef::default().id(StackId(110)).frames(frames)));
+    let sample = CpuSample::default().pid(PID).tid(TID).time(T0 + 700_000).weight(10_000_000);
+    r.push(Record::CpuSample(sample.stack(StackId(110))));
+    let dir = run(&r);
+    let p = decode(&dir.path().join(FILE_NAME));
+    let name = |loc: u64| {
+        let l = p.location.iter().find(|l| l.id == loc).unwrap();
+        let f = p.function.iter().find(|f| f.id == l.line[0].function_id).unwrap();
+        p.string_table[f.name as usize].clone()
+    };
+    let stacks: Vec<Vec<String>> =
+        p.sample.iter().map(|s| s.location_id.iter().map(|&l| name(l)).collect()).collect();
+    let own = stacks.iter().find(|s| s.iter().any(|n| n == "process_vm_readv")).expect("the agent's sample");
+    let at = own.iter().position(|n| n == "[xpuprof]").expect("an [xpuprof] frame");
+    assert!(own[at - 1].contains("capture_backward_caller"), "{own:?}");
+    assert_eq!(own[at + 1], "Linear.forward", "the user's frames above it: {own:?}");
+    assert_eq!(stacks.iter().flatten().filter(|n| *n == "[xpuprof]").count(), 1, "{stacks:?}");
+}
