@@ -4,14 +4,15 @@
 //! no lock.
 
 use std::io::{self, Read};
+use std::net::Shutdown;
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use xpuprof_sdk::Logger;
 
@@ -46,11 +47,17 @@ impl Listening {
     }
 }
 
-/// The running host: the accepting thread and the decoder thread.
+/// How long `stop` waits for connections still open once the target exited (a daemon child
+/// that outlives it): then they are shut, and their processes' streams end there.
+pub const LINGER: Duration = Duration::from_secs(15);
+
+/// The running host: the accepting thread, the decoder thread, and a handle on every connection
+/// (to shut the ones still open after [`LINGER`]).
 #[derive(Debug)]
 pub struct Host {
     dir: PathBuf,
     stop: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<UnixStream>>>,
     acceptor: JoinHandle<()>,
     decoder: JoinHandle<Decoder>,
 }
@@ -63,13 +70,21 @@ impl Host {
         // Polled, so that `stop` ends it without a connection of its own.
         l.listener.set_nonblocking(true)?;
         let (listener, stopped) = (l.listener, stop.clone());
+        let open = Arc::new(Mutex::new(Vec::new()));
+        let handles = open.clone();
         let acceptor = std::thread::Builder::new().name("acme-accept".into()).spawn(move || {
             let mut next = 0u64;
             loop {
                 match listener.accept() {
                     Ok((stream, _)) => {
                         next += 1;
-                        let read = stream.set_nonblocking(false).and_then(|()| read_connection(next, stream, tx.clone()));
+                        let read = stream
+                            .set_nonblocking(false)
+                            .and_then(|()| stream.try_clone())
+                            .and_then(|handle| {
+                                handles.lock().map_err(|_| io::Error::other("poisoned"))?.push(handle);
+                                read_connection(next, stream, tx.clone())
+                            });
                         if let Err(e) = read {
                             // Its agent sees the host gone, and counts what it could not send.
                             log.warn(&format!("acme-agent: failed to read connection {next}: {e}; its process is not traced"));
@@ -95,14 +110,25 @@ impl Host {
             }
             decoder
         })?;
-        Ok(Self { dir: l.dir, stop, acceptor, decoder })
+        Ok(Self { dir: l.dir, stop, open, acceptor, decoder })
     }
 
     /// Stops accepting, waits until every connection ended (each agent closes its own when its
-    /// process exits, after its last message) and was decoded, and returns the decoder.
+    /// process exits, after its last message; one still open after [`LINGER`] is shut) and was
+    /// decoded, and returns the decoder.
     pub fn stop(self) -> io::Result<Decoder> {
         self.stop.store(true, Ordering::Release);
         let joined = self.acceptor.join().map_err(|_| io::Error::other("the accepting thread panicked"));
+        let deadline = Instant::now() + LINGER;
+        while !self.decoder.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Ok(open) = self.open.lock() {
+            for stream in open.iter() {
+                // Ends its reader (the decoder then counts the stream as cut short).
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+        }
         let decoder = self.decoder.join().map_err(|_| io::Error::other("the decoder thread panicked"));
         let _ = std::fs::remove_dir_all(&self.dir);
         joined?;
