@@ -13,6 +13,7 @@ use super::frames::{is_python_frame, FrameClass};
 use super::kernels::KernelNamer;
 use super::names::{basename, sanitize_frame};
 use super::options::{FoldedOptions, GraphStacks};
+use super::pc::PcView;
 use super::stacks::StackRenderer;
 use xpuprof_toolbox::Definitions as Defs;
 
@@ -52,7 +53,7 @@ enum Recorded {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct GpuKey {
+pub(crate) struct GpuKey {
     pid: u32,
     tid: u32,
     launch: Option<(StackId, StrId)>,
@@ -62,6 +63,23 @@ struct GpuKey {
     copy: CopyKind,
     device: DeviceId,
     stream: StreamId,
+}
+
+impl GpuKey {
+    /// A kernel of process `pid` without a known launch.
+    pub(crate) fn kernel(pid: u32, name: StrId, device: DeviceId) -> Self {
+        Self {
+            pid,
+            tid: 0,
+            launch: None,
+            recorded: Recorded::No,
+            kind: DeviceOpKind::Kernel,
+            name,
+            copy: CopyKind::default(),
+            device,
+            stream: StreamId::NONE,
+        }
+    }
 }
 
 /// A folded view: its lines and what each frame text in them is.
@@ -84,10 +102,10 @@ pub struct FrameInfo {
 
 /// A line before the `[partial stack]` check: the frames before the stack, the stack, the
 /// frames after it.
-struct Line {
-    prefix: String,
-    stack: String,
-    suffix: String,
+pub(crate) struct Line {
+    pub(crate) prefix: String,
+    pub(crate) stack: String,
+    pub(crate) suffix: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -110,6 +128,8 @@ pub struct FoldedBuilder {
     python: bool,
     /// The rank of each process that is part of a job, for `rank_roots`.
     ranks: IdMap<u32, u32>,
+    /// Device PC samples and the launches of their kernels.
+    pc: PcView,
 }
 
 impl FoldedBuilder {
@@ -123,6 +143,7 @@ impl FoldedBuilder {
             unmatched: 0,
             python: false,
             ranks: IdMap::default(),
+            pc: PcView::default(),
         }
     }
 
@@ -149,6 +170,7 @@ impl FoldedBuilder {
         match r {
             Record::DeviceOp(op) => self.add_device_op(op),
             Record::CpuSample(s) => self.add_sample(s),
+            Record::DeviceSample(s) => self.pc.add(s),
             _ => {}
         }
     }
@@ -195,7 +217,11 @@ impl FoldedBuilder {
             device: op.device,
             stream: if self.opts.gpu_stream { op.stream } else { StreamId::NONE },
         };
-        *self.gpu.entry(key).or_default() += op.end.saturating_sub(op.start);
+        let ns = op.end.saturating_sub(op.start);
+        *self.gpu.entry(key).or_default() += ns;
+        if op.kind == DeviceOpKind::Kernel {
+            self.pc.kernel_time(op.pid, op.name, key, ns);
+        }
     }
 
     fn add_sample(&mut self, s: &CpuSample) {
@@ -227,6 +253,28 @@ impl FoldedBuilder {
             View::Gpu => gpu,
             View::All => cpu.into_iter().chain(gpu).collect(),
         };
+        self.merge(r, pieces, true)
+    }
+
+    /// Whether the session has device PC samples ([`Self::fold_pc`]).
+    pub fn has_pc_samples(&self) -> bool {
+        !self.pc.is_empty()
+    }
+
+    /// The PC sample view: samples below their kernel's frame, its source line and the stall
+    /// reason (`…;[GPU_Kernel]k;k.cu:12;[stall]long_scoreboard`), weighted by samples.
+    pub fn fold_pc(&self) -> Folded {
+        let mut r = self.renderer();
+        // The CPU lines are rendered too, so a stack is partial here as in the other views.
+        for k in self.cpu.keys() {
+            r.cpu_line(k);
+        }
+        let pieces = self.pc.lines(&mut r, |pid| self.pid(pid));
+        self.merge(r, pieces, false)
+    }
+
+    /// Merges rendered lines (`to_us`: weights in ns, written in µs; otherwise counts).
+    fn merge(&self, mut r: Renderer<'_>, pieces: Vec<(Line, u64)>, to_us: bool) -> Folded {
         // A stack whose root is a frame other stacks show called from somewhere ended before its
         // thread's root (a walk cut short): it goes under one [partial stack] root.
         let callees: IdSet<&str> = r.stacks.rendered().flat_map(|s| s.split(';').skip(1)).collect();
@@ -251,7 +299,7 @@ impl FoldedBuilder {
         }
         let mut lines: Vec<(String, u64)> = merged
             .into_iter()
-            .map(|(s, ns)| (s, ns.saturating_add(500) / 1000))
+            .map(|(s, w)| (s, if to_us { w.saturating_add(500) / 1000 } else { w }))
             .filter(|(_, us)| *us >= self.opts.min_weight.max(1))
             .collect();
         lines.sort_unstable();
@@ -334,7 +382,7 @@ impl FoldedBuilder {
 }
 
 /// Renders keys to text, caching per stack and per kernel name.
-struct Renderer<'a> {
+pub(crate) struct Renderer<'a> {
     b: &'a FoldedBuilder,
     stacks: StackRenderer<'a>,
     kernels: KernelNamer,
@@ -375,7 +423,17 @@ impl Renderer<'_> {
         Line { prefix, stack, suffix: String::new() }
     }
 
-    fn gpu_line(&mut self, k: &GpuKey) -> Line {
+    /// A string's text.
+    pub(crate) fn str(&self, id: StrId) -> Option<&str> {
+        self.b.defs.str(id)
+    }
+
+    /// Notes what frame `text` is.
+    pub(crate) fn note(&mut self, text: &str, class: FrameClass) {
+        self.stacks.note(text, class);
+    }
+
+    pub(crate) fn gpu_line(&mut self, k: &GpuKey) -> Line {
         let prefix = self.prefix(k.pid, k.tid);
         let stack = match k.launch {
             None => {
@@ -465,7 +523,7 @@ impl Renderer<'_> {
 }
 
 /// Appends `frames` (one frame or several joined by `;`) to a stack being built.
-fn push_frame(line: &mut String, frames: &str) {
+pub(crate) fn push_frame(line: &mut String, frames: &str) {
     if frames.is_empty() {
         return;
     }

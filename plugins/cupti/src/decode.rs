@@ -75,6 +75,8 @@ pub struct Decoder {
     pub(crate) next_stream: u32,
     /// This backend's counters.
     pub stats: Stats,
+    /// PC sampling: stall reasons, cubins' line tables, counters.
+    pub(crate) pc: crate::pc_sampling::PcSamples,
 }
 
 /// Cause strings of the losses this plugin reports.
@@ -93,6 +95,7 @@ impl Decoder {
             next_device: 1,
             next_stream: 1,
             stats: Stats::default(),
+            pc: Default::default(),
         }
     }
 

@@ -29,6 +29,7 @@ mod decode;
 mod follow;
 mod graphs;
 mod machine;
+mod pc_sampling;
 mod record_offsets;
 mod source;
 mod stream;

@@ -63,6 +63,14 @@ impl Decoder {
         }
     }
 
+    fn pc_message(&mut self, conn: u64, ty: u8, payload: &[u8], out: &mut Emitter) {
+        let pid = self.kit.pid(conn);
+        let AgentDecoder { strs, conns, log, .. } = &mut self.kit;
+        let devices = conns.get(&conn).map(|c| &c.devices);
+        let device = |d: u32| devices.and_then(|m| m.get(&d)).copied().unwrap_or(DeviceId::NONE);
+        self.pc.message(conn, pid, ty, payload, strs, device, &mut |w| log.warn(&w), out);
+    }
+
     fn activity(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
         for rec in wire::records::split(payload) {
             crate::activity::record(self, conn, rec, out);
@@ -112,7 +120,7 @@ impl KitDecoder for Decoder {
             xpuprof_cupti_wire::MSG_GRAPH_NODE => {
                 self.kit.conns.entry(conn).or_default().graphs.message(m.payload)
             }
-            _ => {}
+            ty => self.pc_message(conn, ty, m.payload, out),
         }
     }
 
@@ -162,6 +170,9 @@ impl KitDecoder for Decoder {
 
     /// The loss of the records of unknown versions.
     fn end_session(&mut self, out: &mut Emitter) {
+        if let Some(line) = self.pc.finish(&mut self.kit.strs, out) {
+            self.kit.log.info(&line);
+        }
         if self.stats.unknown_versions > 0 {
             let cause = self.kit.strs.string(out, LOSS_UNKNOWN_VERSION);
             let time = xpuprof_sdk::clock::now_ns();

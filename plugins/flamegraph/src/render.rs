@@ -66,6 +66,8 @@ pub struct RenderOptions {
     pub width: usize,
     /// What an empty graph says instead (see [`NO_SAMPLES`]).
     pub empty: String,
+    /// The unit of the weights, in tooltips (`µs`, `samples`).
+    pub count_name: &'static str,
 }
 
 /// What an empty flame graph of every view says.
@@ -97,7 +99,7 @@ pub fn render(
     opts.title = ro.title.clone();
     opts.subtitle = ro.subtitle.clone();
     opts.image_width = Some(ro.width);
-    opts.count_name = "µs".to_owned();
+    opts.count_name = ro.count_name.to_owned();
     opts.hash = true;
     opts.deterministic = true;
     opts.palette_map = Some(&mut palette);

@@ -61,6 +61,7 @@ pub fn graphs(view: GraphView, title: Option<&str>, subtitle: Option<String>, wi
             subtitle: subtitle.clone(),
             width,
             empty: empty.to_owned(),
+            count_name: "µs",
         },
     };
     const GPU: &str = "GPU time (device µs) under the CPU stacks that launched it";
@@ -133,6 +134,31 @@ impl FlamegraphSink {
     }
 }
 
+/// The PC sample graph, drawn when the session has device PC samples.
+const PC_FILE: &str = "flamegraph.pc.svg";
+
+impl FlamegraphSink {
+    /// Draws the PC sample view into [`PC_FILE`]; returns its path and the samples drawn.
+    fn write_pc(&self) -> PluginResult<(PathBuf, u64)> {
+        let (file, path) = xpuprof_sdk::output::create_file(&self.out_dir, PC_FILE)?;
+        let folded = self.builder.fold_pc();
+        let samples: u64 = folded.lines.iter().map(|(_, w)| w).sum();
+        let text: Vec<String> = folded.lines.into_iter().map(|(stack, w)| format!("{stack} {w}")).collect();
+        let ro = RenderOptions {
+            title: "xpuprof: GPU PC samples by kernel source line and stall reason".to_owned(),
+            subtitle: self.graphs.first().and_then(|g| g.render.subtitle.clone()),
+            width: self.graphs.first().map_or(1200, |g| g.render.width),
+            empty: "no PC samples were recorded".to_owned(),
+            count_name: "samples",
+        };
+        let fail = |e: std::io::Error| PluginError::new(format!("failed to write {}: {e}", path.display()));
+        let mut out = BufWriter::new(file);
+        render(&text, &folded.frames, &ro, &mut out).map_err(fail)?;
+        out.flush().map_err(fail)?;
+        Ok((path, samples))
+    }
+}
+
 impl Sink for FlamegraphSink {
     fn info() -> PluginInfo {
         PluginInfo {
@@ -179,6 +205,11 @@ impl Sink for FlamegraphSink {
                 }
                 None => format!("  {}: {}", g.file, g.render.empty),
             });
+            files.push(path);
+        }
+        if self.builder.has_pc_samples() {
+            let (path, samples) = self.write_pc()?;
+            said.push(format!("  {PC_FILE}: GPU PC samples under their kernels: source line, stall reason ({samples} samples)"));
             files.push(path);
         }
         // What each file shows, next to the host's list of files written. Best effort: a closed

@@ -10,6 +10,10 @@ use xpuprof_sdk::prelude::*;
 
 use crate::fold::{FoldedBuilder, FoldedOptions, View};
 
+/// The PC sample view, written when the session has device PC samples: weighted by samples,
+/// never mixed with the time-weighted views.
+const PC_FILE: &str = "profile.pc.folded";
+
 /// The `folded` sink plugin.
 #[derive(Debug)]
 pub struct FoldedSink {
@@ -114,6 +118,19 @@ impl Sink for FoldedSink {
                 lines.iter().try_for_each(|(stack, weight)| writeln!(w, "{stack} {weight}"))
             })?;
             said.push(format!("  {name}: {shows} ({} stacks, {})", lines.len(), format_duration(us * 1000)));
+            files.push(path);
+        }
+        if self.builder.has_pc_samples() {
+            let (file, path) = xpuprof_sdk::output::create_file(&self.out_dir, PC_FILE)?;
+            let lines = self.builder.fold_pc().lines;
+            write_file(file, &path, |w| {
+                lines.iter().try_for_each(|(stack, weight)| writeln!(w, "{stack} {weight}"))
+            })?;
+            let samples: u64 = lines.iter().map(|(_, w)| w).sum();
+            said.push(format!(
+                "  {PC_FILE}: GPU PC samples under their kernels: source line, stall reason ({} stacks, {samples} samples)",
+                lines.len()
+            ));
             files.push(path);
         }
         // What each file shows, beside the host's list of files written. Best effort: a closed

@@ -1,0 +1,260 @@
+//! PC sampling on the host: the agent's stall-reason tables, cubins and sample fetches
+//! ([`xpuprof_cupti_wire::pc_sampling`]) become [`DeviceSample`] records, each sampled
+//! instruction with its source file and line read from its cubin's line table ([`lines`]).
+//!
+//! CUPTI reports every stall reason twice: all the samples of the reason and the subset whose
+//! warp was not issued (`…_not_issued`); a sample is counted once, under the first. Reason names
+//! lose CUPTI's `smsp__pcsamp_warps_issue_stalled_` prefix (`long_scoreboard`, `wait`,
+//! `selected`). What could not be attributed is counted and reported as losses: samples the
+//! hardware dropped, samples in kernels whose cubin was never seen, fetches cut short by a full
+//! hardware buffer, calls CUPTI refused.
+
+mod lines;
+
+use std::collections::HashMap;
+
+use xpuprof_cupti_wire::pc_sampling as msg;
+use xpuprof_sdk::model::*;
+use xpuprof_sdk::Emitter;
+use xpuprof_toolbox::intern::Interner;
+
+pub use lines::{LineError, LineTable};
+
+/// CUPTI's prefix of stall-reason names.
+const REASON_PREFIX: &str = "smsp__pcsamp_warps_issue_stalled_";
+/// CUPTI's suffix of the not-issued subsets.
+const NOT_ISSUED: &str = "_not_issued";
+
+/// Loss: samples the GPU dropped (its buffer was full).
+pub const LOSS_DROPPED_SAMPLES: &str = "cupti pc samples dropped by the hardware";
+/// Loss: samples of kernels whose cubin the agent never sent (loaded while no window was open).
+pub const LOSS_NO_CUBIN: &str = "cupti pc samples of kernels whose cubin was not seen";
+/// Loss: fetches that found CUPTI's hardware buffer full.
+pub const LOSS_HW_FULL: &str = "cupti pc sampling hardware buffer full";
+/// Loss: PC sampling calls CUPTI refused (a context without samples).
+pub const LOSS_REFUSED: &str = "cupti pc sampling calls refused";
+
+/// What one cubin gives: its line table, or why it has none.
+#[derive(Debug)]
+enum Code {
+    Lines(LineTable),
+    NoLines,
+    Unreadable,
+}
+
+/// Counters, reported at the end of the session.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PcStats {
+    /// Samples emitted.
+    pub samples: u64,
+    /// Of them, with a source line.
+    pub with_line: u64,
+    /// Of them, of kernels whose cubin had no line table.
+    pub without_line_table: u64,
+    /// Samples of kernels whose cubin was never seen.
+    pub no_cubin: u64,
+    /// Samples the hardware dropped.
+    pub dropped: u64,
+    /// Samples in kernels CUPTI gives no PCs for (its own, the driver's).
+    pub non_user: u64,
+    /// Fetches that found the hardware buffer full.
+    pub hardware_full: u64,
+    /// Calls CUPTI refused.
+    pub refused: u64,
+    /// Cubins whose line table could not be read.
+    pub unreadable: u64,
+    /// Malformed messages.
+    pub malformed: u64,
+}
+
+/// A context's stall reasons: index → (interned short name, counted: not a not-issued subset).
+#[derive(Debug, Default)]
+struct Reasons(HashMap<u32, (StrId, bool)>);
+
+/// The PC sampling state of a session's decoder.
+#[derive(Debug, Default)]
+pub struct PcSamples {
+    /// Cubins by CUPTI's CRC (the same code in every process has the same CRC).
+    code: HashMap<u64, Code>,
+    /// Per (connection, context).
+    reasons: HashMap<(u64, u32), Reasons>,
+    /// The previous fetch's time per (connection, context): the start of the next span.
+    last: HashMap<(u64, u32), u64>,
+    /// Refusals said already (each once).
+    said: std::collections::HashSet<String>,
+    /// Counters.
+    pub stats: PcStats,
+}
+
+/// The reason's name without CUPTI's prefix.
+pub fn short_reason(name: &str) -> &str {
+    name.strip_prefix(REASON_PREFIX).unwrap_or(name)
+}
+
+impl PcSamples {
+    /// Handles a PC sampling message of connection `conn` (process `pid`); false when `ty` is
+    /// not one. `device` maps CUPTI's device id to the session's; `warn` says a problem once.
+    #[allow(clippy::too_many_arguments)]
+    pub fn message(
+        &mut self,
+        conn: u64,
+        pid: u32,
+        ty: u8,
+        payload: &[u8],
+        strs: &mut Interner,
+        device: impl Fn(u32) -> DeviceId,
+        warn: &mut dyn FnMut(String),
+        out: &mut Emitter,
+    ) -> bool {
+        match ty {
+            msg::MSG_PC_STALL_REASONS => match msg::StallReasons::read(payload) {
+                Some(r) => self.stall_reasons(conn, r, strs, out),
+                None => self.stats.malformed += 1,
+            },
+            msg::MSG_PC_CUBIN => match msg::Cubin::read(payload) {
+                Some(c) => self.cubin(c, warn),
+                None => self.stats.malformed += 1,
+            },
+            msg::MSG_PC_SAMPLES => match msg::read_samples(payload) {
+                Ok((h, pcs)) => self.samples(conn, pid, &h, &pcs, strs, device(h.device), out),
+                Err(e) => {
+                    self.stats.malformed += 1;
+                    warn(format!("process {pid}: {e}"));
+                }
+            },
+            msg::MSG_PC_STATUS => {
+                let (context, status, text) = msg::read_status(payload);
+                self.stats.refused += 1;
+                if self.said.insert(text.clone()) {
+                    warn(format!(
+                        "process {pid}: PC sampling refused on CUDA context {context} (CUPTI status {status}): {text}; that context has no PC samples"
+                    ));
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn stall_reasons(&mut self, conn: u64, r: msg::StallReasons, strs: &mut Interner, out: &mut Emitter) {
+        let mut table = Reasons::default();
+        for (index, name) in &r.reasons {
+            let counted = !name.ends_with(NOT_ISSUED);
+            let id = strs.string(out, short_reason(name));
+            table.0.insert(*index, (id, counted));
+        }
+        self.reasons.insert((conn, r.context), table);
+    }
+
+    fn cubin(&mut self, c: msg::Cubin<'_>, warn: &mut dyn FnMut(String)) {
+        if self.code.contains_key(&c.crc) {
+            return;
+        }
+        let code = match c.image {
+            None => Code::NoLines,
+            Some(image) => match LineTable::read(image) {
+                Ok(t) => Code::Lines(t),
+                Err(LineError::NoTable) => Code::NoLines,
+                Err(e) => {
+                    self.stats.unreadable += 1;
+                    warn(format!("failed to read the line table of cubin {:#018x} (module {}): {e}; its samples have no source lines", c.crc, c.module));
+                    Code::Unreadable
+                }
+            },
+        };
+        self.code.insert(c.crc, code);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn samples(
+        &mut self,
+        conn: u64,
+        pid: u32,
+        h: &msg::FetchHeader,
+        pcs: &[msg::SampledPc<'_>],
+        strs: &mut Interner,
+        device: DeviceId,
+        out: &mut Emitter,
+    ) {
+        let start = self.last.insert((conn, h.context), h.time).unwrap_or(h.time).min(h.time);
+        self.stats.dropped += h.dropped;
+        self.stats.non_user += h.non_user;
+        self.stats.hardware_full += u64::from(h.flags & msg::SAMPLES_HW_FULL != 0);
+        for pc in pcs {
+            let kernel_text = String::from_utf8_lossy(pc.function);
+            let kernel = strs.string(out, &kernel_text);
+            let (file, line, seen, has_table) = match self.code.get(&pc.crc) {
+                Some(Code::Lines(t)) => match t.lookup(&kernel_text, pc.pc_offset) {
+                    Some((f, l)) => (Some(f.to_owned()), l, true, true),
+                    None => (None, 0, true, true),
+                },
+                Some(_) => (None, 0, true, false),
+                None => (None, 0, false, false),
+            };
+            let file = match file {
+                Some(f) => strs.string(out, &f),
+                None => StrId::NONE,
+            };
+            for &(index, count) in &pc.reasons {
+                let (stall, counted) = self
+                    .reasons
+                    .get(&(conn, h.context))
+                    .and_then(|r| r.0.get(&index))
+                    .copied()
+                    .unwrap_or((StrId::NONE, true));
+                if !counted || count == 0 {
+                    continue;
+                }
+                let count = u64::from(count);
+                self.stats.samples += count;
+                self.stats.with_line += if line != 0 { count } else { 0 };
+                self.stats.no_cubin += if seen { 0 } else { count };
+                self.stats.without_line_table += if seen && !has_table { count } else { 0 };
+                out.emit(&Record::DeviceSample(
+                    DeviceSample::default()
+                        .pid(pid)
+                        .device(device)
+                        .start(start)
+                        .end(h.time)
+                        .kernel(kernel)
+                        .correlation(
+                            (pc.correlation != 0).then_some(Correlation {
+                                backend: backend::CUDA,
+                                id: u64::from(pc.correlation),
+                            }),
+                        )
+                        .code(pc.crc)
+                        .pc_offset(pc.pc_offset)
+                        .stall(stall)
+                        .count(count)
+                        .file(file)
+                        .line(line),
+                ));
+            }
+        }
+    }
+
+    /// The session's losses as records and one line for the log (`None` when nothing was
+    /// sampled).
+    pub fn finish(&mut self, strs: &mut Interner, out: &mut Emitter) -> Option<String> {
+        let s = self.stats.clone();
+        let time = xpuprof_sdk::clock::now_ns();
+        for (cause, count) in [
+            (LOSS_DROPPED_SAMPLES, s.dropped),
+            (LOSS_NO_CUBIN, s.no_cubin),
+            (LOSS_HW_FULL, s.hardware_full),
+            (LOSS_REFUSED, s.refused),
+        ] {
+            if count > 0 {
+                let cause = strs.string(out, cause);
+                out.emit(&Record::Loss(Loss::default().time(time).cause(cause).count(count)));
+            }
+        }
+        (s.samples > 0 || s.refused > 0).then(|| {
+            format!(
+                "PC samples: {} ({} with a source line, {} of kernels without a line table, {} of kernels whose cubin was not seen); {} dropped by the GPU, {} in CUDA's own kernels, hardware buffer full {} time(s)",
+                s.samples, s.with_line, s.without_line_table, s.no_cubin, s.dropped, s.non_user, s.hardware_full
+            )
+        })
+    }
+}
