@@ -6,8 +6,10 @@
 //! with the longest waits; and each rank's step time where steps are known (a range every rank repeats: a training loop's step annotation).
 //!
 //! "Just before arriving" is the heaviest stack among the rank's CPU samples (on- and off-CPU,
-//! by weight) from its previous collective's end to this one's start, as they came before the
-//! collective (samples are kept for [`SAMPLES_FOR_NS`], at most [`SAMPLES_KEPT`] per process);
+//! by weight, any thread: a framework may launch its collectives from another thread than the
+//! one that made it late) from its previous collective's end to this one's start, the heaviest
+//! with a Python frame first when one of the [`CANDIDATES`] heaviest has one (a worker thread's
+//! native wait is not the line a user looks for), as they came before the collective (samples are kept for [`SAMPLES_FOR_NS`], at most [`SAMPLES_KEPT`] per process);
 //! without samples there, the collective's launch stack stands for it, and the table says
 //! which it shows.
 
@@ -27,6 +29,8 @@ const SAMPLES_FOR_NS: u64 = 2_000_000_000;
 const SAMPLES_KEPT: usize = 4096;
 /// How far back a process's first collective looks for its stack.
 const FIRST_LOOKBACK_NS: u64 = 1_000_000_000;
+/// Stacks kept per arrival, heaviest first, for the report to choose among.
+const CANDIDATES: usize = 4;
 /// Slowest collectives listed.
 const SLOWEST: usize = 5;
 
@@ -36,8 +40,10 @@ struct Arrival {
     start: u64,
     end: u64,
     bytes: u64,
-    stack: StackId,
-    sampled: bool,
+    /// The heaviest sampled stacks before it, heaviest first ([`StackId::NONE`] past the last).
+    sampled: [StackId; CANDIDATES],
+    /// The collective's launch stack.
+    launch: StackId,
 }
 
 #[derive(Debug)]
@@ -84,12 +90,10 @@ impl CollectivesAgg {
         let Some(key) = self.numbering.key(op) else { return };
         let from = self.last_end.get(&op.pid).copied().unwrap_or(op.start.saturating_sub(FIRST_LOOKBACK_NS));
         self.last_end.insert(op.pid, op.end);
-        let sampled = self.samples.get(&op.pid).and_then(|q| heaviest(q, from, op.start));
-        let (stack, sampled) = match sampled {
-            Some(s) => (s, true),
-            None => (op.launch.map_or(StackId::NONE, |l| l.stack), false),
-        };
-        let a = Arrival { pid: op.pid, start: op.start, end: op.end, bytes: op.bytes, stack, sampled };
+        let sampled =
+            self.samples.get(&op.pid).map_or([StackId::NONE; CANDIDATES], |q| heaviest(q, from, op.start));
+        let launch = op.launch.map_or(StackId::NONE, |l| l.stack);
+        let a = Arrival { pid: op.pid, start: op.start, end: op.end, bytes: op.bytes, sampled, launch };
         let i =
             self.instances.entry(key).or_insert_with(|| Instance { op: op.collective, arrivals: Vec::new() });
         i.arrivals.push(a);
@@ -106,8 +110,8 @@ struct Ranges {
     last_end: u64,
 }
 
-/// The stack with the most sample weight in `(from, to]`.
-fn heaviest(q: &VecDeque<(u64, u64, StackId)>, from: u64, to: u64) -> Option<StackId> {
+/// The stacks with the most sample weight in `(from, to]`, heaviest first.
+fn heaviest(q: &VecDeque<(u64, u64, StackId)>, from: u64, to: u64) -> [StackId; CANDIDATES] {
     let mut by: Vec<(StackId, u64)> = Vec::new();
     for &(t, w, s) in q.iter().filter(|(t, _, s)| *t > from && *t <= to && !s.is_none()) {
         let _ = t;
@@ -116,7 +120,27 @@ fn heaviest(q: &VecDeque<(u64, u64, StackId)>, from: u64, to: u64) -> Option<Sta
             None => by.push((s, w)),
         }
     }
-    by.into_iter().max_by_key(|&(s, w)| (w, std::cmp::Reverse(s.0))).map(|(s, _)| s)
+    by.sort_by_key(|&(s, w)| (std::cmp::Reverse(w), s.0));
+    let mut out = [StackId::NONE; CANDIDATES];
+    for (o, (s, _)) in out.iter_mut().zip(by) {
+        *o = s;
+    }
+    out
+}
+
+/// The stack an arrival shows, and whether it was sampled: the heaviest sampled one with a
+/// Python frame, else the heaviest sampled, else the launch stack.
+fn shown(a: &Arrival, defs: &Defs, python: &mut IdMap<StackId, bool>) -> (StackId, bool) {
+    let mut has_python = |s: StackId| {
+        *python
+            .entry(s)
+            .or_insert_with(|| defs.stack_names(s).iter().any(|n| PyFrameName::parse(n).is_some()))
+    };
+    let sampled = a.sampled.iter().copied().filter(|s| !s.is_none());
+    if let Some(s) = sampled.clone().find(|s| has_python(*s)).or_else(|| sampled.clone().next()) {
+        return (s, true);
+    }
+    (a.launch, false)
 }
 
 /// The section in `summary.json`.
@@ -237,6 +261,7 @@ pub fn report(agg: &CollectivesAgg, defs: &Defs) -> Option<CollectivesReport> {
     let mut kinds: IdMap<CollectiveOp, KindAgg> = IdMap::default();
     let mut slow: Vec<(u64, CollectiveKey, CollectiveOp, u32)> = Vec::new();
     let mut matched_all = 0;
+    let mut python = IdMap::default();
     for (k, i) in &agg.instances {
         let e = kinds.entry(i.op).or_default();
         e.count += 1;
@@ -262,7 +287,8 @@ pub fn report(agg: &CollectivesAgg, defs: &Defs) -> Option<CollectivesReport> {
         e.wait += wait;
         *e.last.entry(last.pid).or_default() += 1;
         *e.wait_on.entry(last.pid).or_default() += wait;
-        *e.stacks.entry((last.pid, last.stack, last.sampled)).or_default() += wait;
+        let (stack, sampled) = shown(&last, defs, &mut python);
+        *e.stacks.entry((last.pid, stack, sampled)).or_default() += wait;
         slow.push((wait, *k, i.op, last.pid));
     }
     let mut rows: Vec<KindRow> = kinds.into_iter().map(|(op, e)| kind_row(op, e, defs, &rank)).collect();
