@@ -95,7 +95,9 @@ PY
 # ---- build ---------------------------------------------------------------------------------
 NVCC="$CUDA_HOME/bin/nvcc -g -O2 -std=c++17 -arch=sm_90 -Xcompiler -fno-omit-frame-pointer -I$INC"
 PROGS="basic multi_stream multi_thread driver_launch graph_launch graph_stacks launch_bench markers"
+# (A program built by an earlier call on the same machine, newer than its source, is kept.)
 for p in $PROGS; do
+  if [ "$W/bin/$p" -nt "plugins/cupti/tests/workloads/$p.cu" ]; then row "build $p" kept; continue; fi
   extra=""
   [ "$p" = driver_launch ] && extra="-lcuda"
   $NVCC -o "$W/bin/$p" "plugins/cupti/tests/workloads/$p.cu" $extra -ldl -lpthread >"$W/logs/build-$p.log" 2>&1 \
