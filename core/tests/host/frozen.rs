@@ -2,7 +2,8 @@
 //! (`docs/stability.md`): C plugins compiled with the 0.3.0 C headers
 //! (`tests/c-abi/frozen-0.3.0/`) pass today's conformance check and run a session, and a stream
 //! an agent on the protocol-1 C agent kit wrote (`tests/agent-stream/protocol-1/`) is decoded
-//! with its exact launch stack. The Rust ABI's frozen SDK is tested in `abi.rs`.
+//! with its exact launch stack, and that agent, compiled against the `agent.h` of its time,
+//! runs on today's kit. The Rust ABI's frozen SDK is tested in `abi.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -156,4 +157,93 @@ fn the_stream_reader_reads_the_protocol_1_stream_in_small_reads() {
     let (hash, frames) = stacks[0];
     assert_eq!(frames, 7, "inner, middle, outer, main and the three start frames below main");
     assert_eq!(launches, [(1, hash), (2, hash), (3, hash)]);
+}
+
+/// The agent that wrote the protocol-1 stream, compiled as it was against the `agent.h` of its
+/// time (`tests/agent-stream/protocol-1/agent/`) and linked with today's `libxpuprof_agent.so`:
+/// it runs, and today's kit sends today's protocol with the exact launch stack (the agent kit's
+/// C ABI holds for agents built with an older header).
+#[test]
+fn an_agent_built_with_the_older_agent_header_runs_on_todays_kit() {
+    use xpuprof_wire::launches::Entry;
+    use xpuprof_wire::stream::{call_site, AgentMessage, StreamReader};
+
+    let src = repo().join("tests/agent-stream/protocol-1/agent");
+    let kit = plugin_dir();
+    assert!(kit.join("libxpuprof_agent.so").is_file(), "run `cargo build --workspace` before the tests");
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, dump) = (tmp.path(), tmp.path().join("dump"));
+    std::fs::create_dir(&dump).unwrap();
+    let cc = |args: &[&str]| {
+        let o = Command::new("cc")
+            .args(["-O2", "-g", "-std=c11", "-Wall", "-Wextra", "-Werror", "-fno-omit-frame-pointer"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|e| panic!("failed to run cc (install gcc: scripts/install-deps.sh): {e}"));
+        assert!(o.status.success(), "cc {args:?} failed:\n{}", stderr(&o));
+    };
+    let s = |f: &str| src.join(f).display().to_string();
+    let (include, kit) = (format!("-I{}", src.join("include").display()), kit.display().to_string());
+    cc(&["-fPIC", "-shared", "-o", "libacme.so", &s("acme.c")]);
+    let rpath = format!("-Wl,-rpath,{kit}");
+    let libdir = format!("-L{kit}");
+    cc(&["-fPIC", "-shared", &include, "-o", "libacme_agent.so", &s("acme_agent.c"), "-L.", "-lacme"]
+        .iter()
+        .copied()
+        .chain([libdir.as_str(), "-lxpuprof_agent", "-Wl,-rpath,$ORIGIN", rpath.as_str()])
+        .collect::<Vec<_>>());
+    cc(&["-o", "app", &s("app.c"), "-L.", "-lacme", "-Wl,-rpath,$ORIGIN"]);
+    let run = Command::new(dir.join("app"))
+        .current_dir(dir)
+        .env("ACME_XPUPROF_DUMP", &dump)
+        .env("LD_PRELOAD", dir.join("libacme_agent.so"))
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    let printed = String::from_utf8_lossy(&run.stdout).into_owned();
+    let functions: Vec<(&str, u64)> = printed
+        .lines()
+        .map(|l| {
+            let (name, at) = l.split_once(' ').unwrap();
+            (name, u64::from_str_radix(at.trim_start_matches("0x"), 16).unwrap())
+        })
+        .collect();
+
+    let file = std::fs::read_dir(&dump).unwrap().next().expect("the agent wrote its dump").unwrap().path();
+    let mut reader = StreamReader::new();
+    reader.push(&std::fs::read(file).unwrap());
+    let (mut maps, mut stacks, mut launches, mut bye) = (Vec::new(), Vec::new(), 0, false);
+    while let Some(m) = reader.next_message() {
+        match m.unwrap() {
+            AgentMessage::Modules(m) => maps = m,
+            AgentMessage::Launches { entries, .. } => {
+                for e in entries {
+                    match e {
+                        Entry::Stack { frames, .. } => stacks.push(frames),
+                        Entry::Launch(_) => launches += 1,
+                    }
+                }
+            }
+            AgentMessage::Bye { .. } => bye = true,
+            _ => {}
+        }
+    }
+    assert_eq!(reader.hello().map(|h| h.protocol), Some(xpuprof_wire::PROTOCOL), "today's kit speaks");
+    assert!(
+        bye && launches == 3 && stacks.len() == 1,
+        "bye {bye}, {launches} launches, {} stacks",
+        stacks.len()
+    );
+    // Frame i lies in function i (the runtime's and the agent's frames cut), in the executable.
+    let app = std::fs::canonicalize(dir.join("app")).unwrap();
+    for (i, (name, start)) in functions.iter().enumerate() {
+        let ra = stacks[0][i];
+        let (m, _) = call_site(&maps, ra).unwrap_or_else(|| panic!("frame {i} ({ra:#x}) is in no module"));
+        assert_eq!(std::fs::canonicalize(&m.path).unwrap(), app, "frame {i}");
+        assert!(
+            (*start..start + 256).contains(&(ra - 1)),
+            "frame {i} at {ra:#x} is not in {name} ({start:#x})"
+        );
+    }
 }
