@@ -9,9 +9,7 @@
 //! place of its eval-loop frame, and interned as named frames.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use xpuprof_plugin_ebpf::decode::StackEvent;
-use xpuprof_plugin_ebpf::handler::Handler;
-use xpuprof_plugin_ebpf::python::{Interpreters, PyStack};
+use xpuprof_plugin_ebpf::{Handler, Interpreters, PyStack, StackEvent};
 use xpuprof_sdk::{Emitter, Logger};
 use xpuprof_unwind::Registers;
 

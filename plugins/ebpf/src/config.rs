@@ -123,11 +123,6 @@ impl Config {
             python: k.python,
         })
     }
-
-    /// True when any uprobe is wanted.
-    pub fn wants_uprobes(&self) -> bool {
-        self.trampoline != Trampoline::Off || !self.launch_probes.is_empty()
-    }
 }
 
 #[cfg(test)]

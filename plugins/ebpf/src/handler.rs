@@ -215,7 +215,7 @@ impl Handler {
         self.maps.add_final(m.pid, mapping);
     }
 
-    /// Forgets processes that exited more than [`EXIT_GRACE`] before `now` (unless their pid
+    /// Forgets processes that exited more than `EXIT_GRACE` before `now` (unless their pid
     /// was reused by a process now alive): their frames are all normalised by then.
     pub fn forget_exited(&mut self, now: Instant) {
         while let Some(&(at, pid)) = self.retiring.front() {

@@ -12,29 +12,36 @@
 //!   normalised to (module, file offset) while processes are alive; the host symbolises.
 //!
 //! Design notes and measured costs: `docs/ebpf.md`.
+//!
+//! The crate shows the plugin ([`EbpfSource`], [`info`]) and what the decode benchmark drives
+//! (the [`Handler`] of one perf-buffer event, a [`StackEvent`], the [`Interpreters`] and
+//! [`PyStack`] of Python frames); its modules stay private.
 
 mod bpf;
 mod capture;
 mod collector;
-pub mod config;
-pub mod decode;
-pub mod handler;
+mod config;
+mod decode;
+mod handler;
 mod machine;
-pub mod procmaps;
+mod procmaps;
 mod proctree;
-pub mod python;
+mod python;
 mod source;
 mod stacks;
 mod sys;
 mod uprobes;
 
+pub use decode::StackEvent;
+pub use handler::Handler;
+pub use python::{Interpreters, PyStack};
 pub use source::EbpfSource;
 use xpuprof_sdk::{Capability, PluginInfo};
 
-/// The plugin's declaration.
 /// The plugin's name (`--source ebpf`, `[source.ebpf]`).
 pub const NAME: &str = "ebpf";
 
+/// The plugin's declaration.
 pub fn info() -> PluginInfo {
     PluginInfo {
         name: NAME,

@@ -247,7 +247,7 @@ impl Interpreters {
     }
 
     /// True when a sample of `pid` should read its maps again to look for an interpreter (none
-    /// found yet; rate-limited by [`LOOK_EVERY`] and [`LOOKS`]).
+    /// found yet; rate-limited by `LOOK_EVERY` and `LOOKS`).
     pub fn wants_look(&mut self, pid: u32, now: Instant) -> bool {
         let p = self.procs.entry(pid).or_default();
         let due = p.looked.is_none_or(|t| now.duration_since(t) >= LOOK_EVERY);
