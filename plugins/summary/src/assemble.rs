@@ -80,6 +80,7 @@ pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
         },
         api: api_rows(c),
         python: gpu.python,
+        compile_time: crate::compile_time::row(&c.gpu, &c.defs),
         launch_bound,
         launch_sites: gpu.launch_sites,
         kernels: kernel_rows(c, &labels),

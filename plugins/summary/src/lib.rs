@@ -100,6 +100,7 @@ pub mod allocators;
 pub mod assemble;
 pub mod collect;
 pub mod collectives;
+pub mod compile_time;
 pub mod config;
 pub mod cpu;
 pub mod defs;

@@ -27,6 +27,10 @@ pub struct Summary {
     /// GPU time by the user's Python code; absent when no launch stack had Python frames.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub python: Option<PythonView>,
+    /// Kernel time of compile-time work (launch stacks holding the `[compile]` frame) against
+    /// the steady state; absent when no kernel was compile-time work.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compile_time: Option<crate::compile_time::CompileTimeRow>,
     /// Per device: whether launching was what kept the GPU idle, with the evidence.
     pub launch_bound: Vec<LaunchBoundRow>,
     /// Launch sites by GPU time (at most 100), innermost user frame first.

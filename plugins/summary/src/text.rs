@@ -19,6 +19,7 @@ pub fn render(s: &Summary, rows: usize) -> String {
     text_gpu::ranks(s, &mut out);
     crate::collectives::render(&s.collectives, rows, &mut out);
     text_gpu::launch_bound(s, &mut out);
+    crate::compile_time::render(&s.compile_time, &mut out);
     text_gpu::python(s, rows, &mut out);
     text_gpu::kernels(s, rows, &mut out);
     text_gpu::launch_sites(s, rows, &mut out);

@@ -2,6 +2,7 @@
 //! golden files (`XPUPROF_BLESS=1` regenerates them), and the digest.
 
 mod bounded;
+mod compile_time;
 mod e2e;
 mod hygiene;
 mod late;
