@@ -3,8 +3,8 @@
 examples/c-agent-acme, run with its dump directory): a hello that announces agent stacks, the
 module map, the three launches of the application with one launch stack shared by all, whose
 frames walk up inner <- middle <- outer <- main (the runtime's and the agent's frames cut from
-its top), and a bye. The format is xpuprof-wire's (sdk/wire/src/lib.rs, docs/architecture.md
-"The wire protocol").
+its top), and a bye. The format is docs/agent-stream.md's (installed as
+PREFIX/share/xpuprof/agent-stream.md); this reads it independently of xpuprof's own reader.
 
 Usage: agent_stream.py DUMP_FILE APP_STDOUT   (APP_STDOUT: the app's "name 0xADDR" lines)
 """
