@@ -24,9 +24,9 @@ use xpuprof_toolbox::python_frame::PyFrameName;
 use crate::defs::Defs;
 
 /// How long a process's CPU samples are kept for the collectives that follow them.
-const SAMPLES_FOR_NS: u64 = 2_000_000_000;
+const SAMPLES_FOR_NS: u64 = 10_000_000_000;
 /// CPU samples kept per process at most.
-const SAMPLES_KEPT: usize = 4096;
+const SAMPLES_KEPT: usize = 65_536;
 /// How far back a process's first collective looks for its stack.
 const FIRST_LOOKBACK_NS: u64 = 1_000_000_000;
 /// Stacks kept per arrival, heaviest first, for the report to choose among.
@@ -113,8 +113,10 @@ struct Ranges {
 /// The stacks with the most sample weight in `(from, to]`, heaviest first.
 fn heaviest(q: &VecDeque<(u64, u64, StackId)>, from: u64, to: u64) -> [StackId; CANDIDATES] {
     let mut by: Vec<(StackId, u64)> = Vec::new();
-    for &(t, w, s) in q.iter().filter(|(t, _, s)| *t > from && *t <= to && !s.is_none()) {
-        let _ = t;
+    // Samples come in about time order: those after `from` are the few since the previous
+    // collective.
+    let after = q.partition_point(|x| x.0 <= from);
+    for &(_, w, s) in q.range(after..).filter(|(t, _, s)| *t > from && *t <= to && !s.is_none()) {
         match by.iter_mut().find(|(id, _)| *id == s) {
             Some(e) => e.1 += w,
             None => by.push((s, w)),
