@@ -14,7 +14,11 @@
 //! 8. `cpu_time/nanoseconds`: on-CPU samples, weighted by their period;
 //! 9. `off_cpu_time/nanoseconds`: off-CPU samples, weighted by the time blocked;
 //! 10. `profiler_overhead/nanoseconds`: time the profiling machinery took on a thread (tracing
-//!     buffer flushes, ...), under an `[Overhead]<name>` frame.
+//!     buffer flushes, ...), under an `[Overhead]<name>` frame;
+//! 11. `gpu_pc_samples/count`: device PC samples, under the kernel's frame and launch stack as
+//!     `gpu_time` has them, then a `file.cu:212` (or `[no source line]`) frame and a
+//!     `[stall]<reason>` leaf; a kernel launched from several stacks has its samples shared out
+//!     by its device time under each (the toolbox's `shares`).
 //!
 //! The default sample type is the first one listed. Frames, functions and mappings are built
 //! by [`crate::builder`].
@@ -69,6 +73,15 @@ struct CpuKey {
     off: bool,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct PcKey {
+    pid: u32,
+    kernel: StrId,
+    file: StrId,
+    line: u32,
+    stall: StrId,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct OverheadKey {
     pid: u32,
@@ -82,6 +95,7 @@ pub struct Aggregate {
     gpu: FxMap<GpuKey, [i64; 2]>,
     cpu: FxMap<CpuKey, i64>,
     overhead: FxMap<OverheadKey, i64>,
+    pc: FxMap<PcKey, u64>,
     first: Option<u64>,
     last: u64,
     period: u64,
@@ -124,6 +138,13 @@ impl Aggregate {
         self.seen(o.start, o.end);
     }
 
+    /// Adds device PC samples `s`.
+    pub fn pc_sample(&mut self, s: &DeviceSample) {
+        let key = PcKey { pid: s.pid, kernel: s.kernel, file: s.file, line: s.line, stall: s.stall };
+        *self.pc.entry(key).or_default() += s.count;
+        self.seen(s.start, s.end);
+    }
+
     /// Adds CPU sample `s`.
     pub fn sample(&mut self, s: &CpuSample) {
         let off = s.kind == SampleKind::OffCpu;
@@ -137,7 +158,7 @@ impl Aggregate {
 }
 
 /// The sample types, by slot (see the module's docs).
-const TYPES: [(&str, &str); 10] = [
+const TYPES: [(&str, &str); 11] = [
     ("gpu_time", "nanoseconds"),
     ("gpu_ops", "count"),
     ("gpu_sync_time", "nanoseconds"),
@@ -148,10 +169,12 @@ const TYPES: [(&str, &str); 10] = [
     ("cpu_time", "nanoseconds"),
     ("off_cpu_time", "nanoseconds"),
     ("profiler_overhead", "nanoseconds"),
+    ("gpu_pc_samples", "count"),
 ];
 const CPU: usize = 7;
 const OFF_CPU: usize = 8;
 const OVERHEAD: usize = 9;
+const PC: usize = 10;
 
 type Values = [i64; TYPES.len()];
 
@@ -253,6 +276,37 @@ impl Samples<'_> {
         self.push(location_id, values, label);
     }
 
+    /// PC samples `n` of `k` under the launch of device work `g` (none: no device work of the
+    /// kernel was recorded).
+    fn pc(&mut self, k: &PcKey, g: Option<&GpuKey>, n: u64) {
+        let defs = self.b.defs();
+        let place = match defs.text(k.file).filter(|f| k.line != 0 && !f.is_empty()) {
+            Some(f) => format!("{}:{}", f.rsplit('/').next().unwrap_or(f), k.line),
+            None => "[no source line]".to_owned(),
+        };
+        let stall = defs.text(k.stall).unwrap_or("unknown");
+        let mut location_id = vec![
+            self.b.synthetic(&format!("[stall]{stall}")),
+            self.b.synthetic(&place),
+            self.b.kernel(k.kernel),
+        ];
+        let (pid, tid) = g.map_or((k.pid, 0), |g| (g.pid, g.tid));
+        if let Some(g) = g {
+            if let Some(api) = defs.text(g.api) {
+                location_id.push(self.b.synthetic(api));
+            }
+            self.b.stack(g.stack, &mut location_id);
+        }
+        let mut label = Vec::with_capacity(8);
+        self.thread_labels(pid, tid, &mut label);
+        label.push(self.str_label("kind", "pc_sample"));
+        label.push(self.str_label("kernel", defs.text(k.kernel).unwrap_or("kernel")));
+        label.push(self.str_label("stall", stall));
+        let mut values = Values::default();
+        values[PC] = n as i64;
+        self.push(location_id, values, label);
+    }
+
     /// Keeps the sample types some sample has a value for (`gpu_time` and `cpu_time` in a
     /// profile without samples).
     fn finish(mut self) -> Profile {
@@ -274,6 +328,15 @@ impl Samples<'_> {
     }
 }
 
+/// The device work of `agg` in a fixed order.
+fn gpu_sorted(agg: &Aggregate) -> Vec<(&GpuKey, &[i64; 2])> {
+    let mut gpu: Vec<_> = agg.gpu.iter().collect();
+    gpu.sort_by_key(|(k, _)| {
+        (k.pid, k.tid, k.stack, k.api, k.device, k.stream, k.kind as u8, k.name, k.copy as u8)
+    });
+    gpu
+}
+
 /// The profile of `agg`, deterministic for the same input (samples sorted by their keys).
 pub fn build(agg: &Aggregate, defs: &Defs, time_nanos: i64, comments: &[String]) -> Profile {
     let mut b = Builder::new(defs);
@@ -283,11 +346,7 @@ pub fn build(agg: &Aggregate, defs: &Defs, time_nanos: i64, comments: &[String])
     b.p.time_nanos = time_nanos;
     b.p.duration_nanos = agg.first.map_or(0, |f| agg.last.saturating_sub(f)) as i64;
     let mut s = Samples { b, values: Vec::new() };
-    let mut gpu: Vec<_> = agg.gpu.iter().collect();
-    gpu.sort_by_key(|(k, _)| {
-        (k.pid, k.tid, k.stack, k.api, k.device, k.stream, k.kind as u8, k.name, k.copy as u8)
-    });
-    for (k, v) in gpu {
+    for (k, v) in gpu_sorted(agg) {
         s.gpu(k, *v);
     }
     let mut cpu: Vec<_> = agg.cpu.iter().collect();
@@ -299,6 +358,26 @@ pub fn build(agg: &Aggregate, defs: &Defs, time_nanos: i64, comments: &[String])
     overhead.sort_by_key(|(k, _)| (k.pid, k.tid, k.name));
     for (k, v) in overhead {
         s.overhead(k, *v);
+    }
+    let mut pc: Vec<_> = agg.pc.iter().collect();
+    pc.sort();
+    let kernels = gpu_sorted(agg);
+    for (k, &n) in pc {
+        let launches: Vec<(&GpuKey, &[i64; 2])> = kernels
+            .iter()
+            .copied()
+            .filter(|(g, _)| g.kind == DeviceOpKind::Kernel && g.name == k.kernel && g.pid == k.pid)
+            .collect();
+        if launches.is_empty() {
+            s.pc(k, None, n);
+            continue;
+        }
+        let weights: Vec<u64> = launches.iter().map(|(_, v)| v[0].max(0) as u64).collect();
+        for ((g, _), share) in launches.iter().zip(xpuprof_toolbox::shares::split(n, &weights)) {
+            if share > 0 {
+                s.pc(k, Some(g), share);
+            }
+        }
     }
     s.b.p.comment = comments.iter().map(|c| s.b.s(c)).collect();
     s.finish()

@@ -82,6 +82,7 @@ impl Sink for PprofSink {
                 Record::DeviceOp(op) => self.agg.device_op(op),
                 Record::CpuSample(s) if self.opts.cpu_samples => self.agg.sample(s),
                 Record::Overhead(o) => self.agg.overhead(o),
+                Record::DeviceSample(d) => self.agg.pc_sample(d),
                 // A source announces a marker window with `end` 0; the complete record follows.
                 Record::Window(w) if w.end != 0 => self.windows.push(format!(
                     "capture window: {} to {} ns, opened by {:?}",

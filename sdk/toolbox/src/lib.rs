@@ -43,6 +43,7 @@ pub mod printable;
 pub mod procfs;
 pub mod python;
 pub mod python_frame;
+pub mod shares;
 pub mod timeline;
 
 pub use defs::Definitions;
