@@ -76,6 +76,9 @@ fn on_engine_thread() -> bool {
     })
 }
 
+/// Python frame definitions sent (tagged id, text) and their functions' first lines.
+type Sent = (Vec<(u64, String)>, Vec<(u64, u32)>);
+
 /// The Python side of an agent's launch stacks.
 #[derive(Debug, Default)]
 pub struct PythonFrames {
@@ -85,8 +88,8 @@ pub struct PythonFrames {
     autograd_marker: OnceLock<u64>,
     /// Why the interpreter could not be read (said once by the agent).
     pub problem: OnceLock<String>,
-    /// Every definition sent, for a new host ([`PythonFrames::resend_all`]).
-    sent: std::sync::Mutex<Vec<(u64, String)>>,
+    /// Every definition sent, and every first line, for a new host ([`PythonFrames::resend_all`]).
+    sent: std::sync::Mutex<Sent>,
     resend: AtomicBool,
 }
 
@@ -159,16 +162,20 @@ impl PythonFrames {
         n
     }
 
-    /// Appends the definitions of the Python frames made since the last call ([`wire::MSG_PY_FRAMES`]).
+    /// Appends the definitions of the Python frames made since the last call
+    /// ([`wire::MSG_PY_FRAMES`]), then their functions' first lines ([`wire::MSG_PY_FIRST_LINES`]).
     pub fn put_definitions(&self, out: &mut Vec<u8>) {
         if let Some(Some(py)) = self.interpreter.get() {
-            let new = py.take_definitions();
+            let (new, lines) = (py.take_definitions(), py.take_first_lines());
             let Ok(mut sent) = self.sent.lock() else { return };
             if self.resend.swap(false, Ordering::Relaxed) {
-                wire::put_py_frames(out, &sent);
+                wire::put_py_frames(out, &sent.0);
+                wire::put_py_first_lines(out, &sent.1);
             }
             wire::put_py_frames(out, &new);
-            sent.extend(new);
+            wire::put_py_first_lines(out, &lines);
+            sent.0.extend(new);
+            sent.1.extend(lines);
         }
     }
 

@@ -83,6 +83,8 @@ struct Table {
     /// (code object, name object, line-table object, line) -> frame id.
     ids: HashMap<(u64, u64, u64, u32), u64>,
     pending: Vec<(u64, String)>,
+    /// First lines (`co_firstlineno`) of the frames in `pending` that run a code object.
+    first_lines: Vec<(u64, u32)>,
 }
 
 /// Sets of a thread's resolved-frame cache (a power of two), two entries each.
@@ -349,6 +351,7 @@ impl Interpreter {
         let id = *tb.ids.entry((f.code, name, table, line)).or_insert(next);
         if id == next {
             tb.pending.push((id, code.label(line)));
+            tb.first_lines.push((id, code.first_line));
         }
         drop(tb);
         t.put(Resolved { code: f.code, offset: f.offset, name, table, id });
@@ -358,6 +361,12 @@ impl Interpreter {
     /// The frame definitions made since the last call: (tagged id, `function (file:line)`).
     pub fn take_definitions(&self) -> Vec<(u64, String)> {
         self.table.lock().map(|mut t| std::mem::take(&mut t.pending)).unwrap_or_default()
+    }
+
+    /// The first lines of the functions of the frames defined since the last call: (tagged id,
+    /// `co_firstlineno`).
+    pub fn take_first_lines(&self) -> Vec<(u64, u32)> {
+        self.table.lock().map(|mut t| std::mem::take(&mut t.first_lines)).unwrap_or_default()
     }
 }
 

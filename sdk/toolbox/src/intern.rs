@@ -76,6 +76,15 @@ impl Interner {
         })
     }
 
+    /// A Python frame named `name` (`function (file:line)`) whose function starts at line
+    /// `start_line` of its file (0: not known; then it is [`Interner::named_frame`]).
+    pub fn python_frame(&mut self, em: &mut Emitter, name: &str, start_line: u32) -> FrameId {
+        let name = self.string(em, name);
+        self.frame(em, FrameKey::Synthetic(name), |id| {
+            FrameDef::default().id(id).kind(FrameKind::Synthetic).name(name).start_line(start_line)
+        })
+    }
+
     fn frame(&mut self, em: &mut Emitter, key: FrameKey, def: impl FnOnce(FrameId) -> FrameDef) -> FrameId {
         if let Some(id) = self.frames.get(&key) {
             return *id;

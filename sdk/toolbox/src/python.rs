@@ -33,16 +33,23 @@ impl From<Python> for PythonMode {
     }
 }
 
-/// The Python frame texts one process's agent defined, by tagged id.
+/// The Python frame texts one process's agent defined, by tagged id, and the first lines of
+/// their functions where the agent sent them.
 #[derive(Debug, Default)]
 pub struct PyFrames {
     names: IdMap<u64, String>,
+    first_lines: IdMap<u64, u32>,
 }
 
 impl PyFrames {
     /// Takes the definitions of a `MSG_PY_FRAMES` payload.
     pub fn define(&mut self, payload: &[u8]) {
         self.names.extend(xpuprof_wire::read_py_frames(payload));
+    }
+
+    /// Takes the first lines of a `MSG_PY_FIRST_LINES` payload.
+    pub fn define_first_lines(&mut self, payload: &[u8]) {
+        self.first_lines.extend(xpuprof_wire::read_py_first_lines(payload));
     }
 
     /// The text of stack entry `addr` when it is a Python frame id (an id never defined reads
@@ -58,7 +65,8 @@ impl PyFrames {
     /// becomes a frame saying so), else `None`.
     pub fn frame(&self, int: &mut Interner, em: &mut Emitter, addr: u64) -> Option<FrameId> {
         let name = self.name(addr)?;
-        Some(int.named_frame(em, name))
+        let first_line = self.first_lines.get(&addr).copied().unwrap_or(0);
+        Some(int.python_frame(em, name, first_line))
     }
 }
 
@@ -181,6 +189,33 @@ mod tests {
         assert_eq!(py.frame(&mut int, &mut em, PY_FRAME_TAG | 1), Some(a));
         assert!(py.frame(&mut int, &mut em, PY_FRAME_TAG | 2).is_some_and(|f| f != a));
         assert_eq!(py.frame(&mut int, &mut em, 0x7f00_1000), None);
+    }
+
+    #[test]
+    fn frames_carry_their_functions_first_line_when_the_agent_sent_it() {
+        let mut b = Vec::new();
+        put_py_frames(
+            &mut b,
+            &[(PY_FRAME_TAG | 1, "run (a.py:9)".into()), (PY_FRAME_TAG | 2, "<module> (a.py:20)".into())],
+        );
+        xpuprof_wire::put_py_first_lines(&mut b, &[(PY_FRAME_TAG | 1, 7)]);
+        let mut py = PyFrames::default();
+        let (msgs, _) = split_messages(&b);
+        py.define(msgs[0].payload);
+        py.define_first_lines(msgs[1].payload);
+        let (mut int, mut em) = (Interner::default(), Emitter::detached());
+        py.frame(&mut int, &mut em, PY_FRAME_TAG | 1);
+        py.frame(&mut int, &mut em, PY_FRAME_TAG | 2);
+        use xpuprof_sdk::model::Record;
+        let starts: Vec<u32> = xpuprof_sdk::codec::decode_all(&em.take_buffer())
+            .unwrap()
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::Frame(f) => Some(f.start_line),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(starts, [7, 0], "the first line where sent, 0 where not");
     }
 
     #[test]

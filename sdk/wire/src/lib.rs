@@ -47,6 +47,9 @@
 //!   autograd_ambiguous u64, autograd_unattributed u64`, and agents that place Python frames by
 //!   their eval call's marker on the C stack then add `runs_by_symbol u64` (runs placed by the
 //!   eval loop's symbol instead; hosts read them when present).
+//! - [`MSG_PY_FIRST_LINES`]: `count u32`, then per frame `id u64, first_line u32`: the first line
+//!   of the function of Python frames [`MSG_PY_FRAMES`] defined (its code object's
+//!   `co_firstlineno`), sent after their definitions; a host that does not read it skips it.
 //! - [`MSG_WINDOW`]: `open u8, cause u8, pad u16, time u64`, then the marker's text: the agent
 //!   started or stopped collecting ([`control`], which also has the host's commands to the agent,
 //!   sent on the same socket the other way).
@@ -118,6 +121,8 @@ pub const MSG_PY_FRAMES: u8 = 14;
 pub const MSG_PY_COUNTS: u8 = 15;
 /// A capture window opened or closed ([`control::WindowEdge`]).
 pub const MSG_WINDOW: u8 = 16;
+/// First lines of the functions of Python frames.
+pub const MSG_PY_FIRST_LINES: u8 = 17;
 
 /// High byte of a Python frame's id in a stack's address list: no user or kernel code address
 /// starts with it (x86-64 and aarch64 user addresses are below 2^48, kernel ones start 0xffff).
@@ -157,6 +162,37 @@ pub fn read_py_frames(payload: &[u8]) -> Vec<(u64, String)> {
             break;
         }
         out.push((id, text));
+    }
+    out
+}
+
+/// Appends a [`MSG_PY_FIRST_LINES`] message with `lines` (tagged id, first line); nothing when
+/// empty.
+pub fn put_py_first_lines(out: &mut Vec<u8>, lines: &[(u64, u32)]) {
+    if lines.is_empty() {
+        return;
+    }
+    let at = begin_message(out, MSG_PY_FIRST_LINES);
+    out.extend_from_slice(&(lines.len() as u32).to_le_bytes());
+    for (id, line) in lines {
+        out.extend_from_slice(&id.to_le_bytes());
+        out.extend_from_slice(&line.to_le_bytes());
+    }
+    end_message(out, at);
+}
+
+/// Reads a [`MSG_PY_FIRST_LINES`] payload: (tagged id, first line) pairs (a short payload ends
+/// early).
+pub fn read_py_first_lines(payload: &[u8]) -> Vec<(u64, u32)> {
+    let mut r = Reader::new(payload);
+    let n = r.u32();
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let (id, line) = (r.u64(), r.u32());
+        if r.short {
+            break;
+        }
+        out.push((id, line));
     }
     out
 }
@@ -281,5 +317,18 @@ mod tests {
         assert_eq!(read_py_frames(&msgs[0].payload[..20]), vec![]);
         assert!(is_python_frame(PY_FRAME_TAG | 7));
         assert!(!is_python_frame(0x7f00_0000_1000) && !is_python_frame(0xffff_ffff_8100_0000));
+    }
+
+    #[test]
+    fn python_first_lines_round_trip() {
+        let lines = vec![(PY_FRAME_TAG | 1, 1), (PY_FRAME_TAG | 2, 307)];
+        let mut b = Vec::new();
+        put_py_first_lines(&mut b, &[]);
+        assert!(b.is_empty());
+        put_py_first_lines(&mut b, &lines);
+        let (msgs, _) = split_messages(&b);
+        assert_eq!(msgs[0].ty, MSG_PY_FIRST_LINES);
+        assert_eq!(read_py_first_lines(msgs[0].payload), lines);
+        assert_eq!(read_py_first_lines(&msgs[0].payload[..16]), vec![(PY_FRAME_TAG | 1, 1)]);
     }
 }

@@ -33,6 +33,8 @@ static PY: OnceLock<Interpreter> = OnceLock::new();
 static ENGINE: OnceLock<Mutex<Sender<Request>>> = OnceLock::new();
 /// Results by tag, in order.
 static SEEN: Mutex<Vec<(c_int, Vec<Seen>)>> = Mutex::new(Vec::new());
+/// First lines the definitions came with: (frame name, `co_firstlineno`).
+static FIRST_LINES: Mutex<Vec<(String, u32)>> = Mutex::new(Vec::new());
 /// Scans of the thread list before each tag's launches.
 static SCANS: Mutex<Vec<(c_int, u64)>> = Mutex::new(Vec::new());
 /// The second caller's progress: 1 go, 2 inside its backward call, 3 released, 4 out of it.
@@ -67,6 +69,9 @@ fn start_engine() -> Sender<Request> {
                     let mut frames = [(0u64, false); MAX_FRAMES];
                     let caller = py().capture_backward_caller(&mut frames);
                     names.extend(py().take_definitions());
+                    for (id, line) in py().take_first_lines() {
+                        FIRST_LINES.lock().unwrap().push((names[&id].clone(), line));
+                    }
                     seen.push(match caller {
                         Caller::Found(k) => {
                             Seen::Stack(frames[..k].iter().map(|f| names[&f.0].clone()).collect())
@@ -181,6 +186,14 @@ fn engine_launches_get_the_stack_of_the_backward_call_running_then() {
             assert_eq!(line_of(stack, "train"), line, "tag {tag}: {stack:?}");
         }
     }
+    // Each defined frame came with its function's first line (the `def` line).
+    let first = FIRST_LINES.lock().unwrap().clone();
+    let of = |f: &str| first.iter().find(|(n, _)| n.starts_with(&format!("{f} ("))).map(|x| x.1);
+    assert_eq!(
+        [of("_engine_run_backward"), of("step"), of("train")],
+        [Some(8), Some(12), Some(22)],
+        "{first:?}"
+    );
     // Between the calls, with no thread in one: the caller's innermost frame reads otherwise.
     assert_eq!(seen.iter().find(|s| s.0 == 5).unwrap().1, [Seen::None, Seen::None, Seen::None]);
     // While a second thread is in a backward call too, nothing is attributed; once it left,

@@ -245,6 +245,7 @@ impl<C: Conn> AgentDecoder<C> {
             wire::MSG_MODULES => a.maps = ModuleMap::new(wire::maps::decode_modules(m.payload)),
             wire::MSG_STRINGS => a.strings.extend(wire::names::parse_strings(m.payload)),
             wire::MSG_PY_FRAMES => a.python.define(m.payload),
+            wire::MSG_PY_FIRST_LINES => a.python.define_first_lines(m.payload),
             wire::MSG_PY_COUNTS => self.counts.python.add(m.payload),
             wire::MSG_BYE => a.bye = true,
             wire::MSG_WINDOW => {
@@ -269,8 +270,11 @@ impl<C: Conn> AgentDecoder<C> {
                     (false, _) => {
                         if let Some((start, o)) = a.window.take() {
                             out.emit(&Record::Window(w(start, e.time.max(start), o)));
-                            out.flush();
                         }
+                        // The agent sends a window's records before its closing edge: once they
+                        // are in the session, a host waiting for the close may go on.
+                        out.flush();
+                        super::control::window_closed();
                     }
                     _ => {}
                 }
