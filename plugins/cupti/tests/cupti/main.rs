@@ -7,4 +7,5 @@
 
 mod attach;
 mod host;
+mod pc_sampling;
 mod replay;
