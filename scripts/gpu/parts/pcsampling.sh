@@ -26,7 +26,9 @@ if [ -n "$PC_CUBIN" ]; then
   mv "$PC_CUBIN" "$PC/pc_stalls.sm_90.cubin"; PC_CUBIN=$PC/pc_stalls.sm_90.cubin
   "$CUDA_HOME/bin/nvdisasm" -g -c "$PC_CUBIN" >"$PC/pc_stalls.sass.txt" 2>&1
   readelf -SW "$PC_CUBIN" >"$PC/pc_stalls.sections.txt" 2>&1
-  readelf --debug-dump=rawline "$PC_CUBIN" 2>/dev/null | head -200 >"$PC/pc_stalls.rawline.txt"
+  readelf --debug-dump=rawline "$PC_CUBIN" 2>/dev/null | head -300 >"$PC/pc_stalls.rawline.txt"
+  readelf --debug-dump=decodedline "$PC_CUBIN" 2>/dev/null | head -300 >"$PC/pc_stalls.decodedline.txt"
+  { readelf -hW "$PC_CUBIN"; readelf -rW "$PC_CUBIN"; readelf -sW "$PC_CUBIN"; } >"$PC/pc_stalls.elf.txt" 2>&1
   row "pcsampling cubin" "$(stat -c %s "$PC_CUBIN") bytes, sections: $(awk '/\] \./ {print $2}' "$PC/pc_stalls.sections.txt" | grep -E 'debug|line' | tr '\n' ' ')"
 fi
 
