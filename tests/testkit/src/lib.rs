@@ -5,7 +5,7 @@
 //! - [`golden`]: compare an output with `tests/golden/<name>` of the crate under test;
 //!   `XPUPROF_BLESS=1` rewrites the file.
 //! - [`host`]: build and run the real `xpuprof` binary with the plugins under test.
-//! - [`layout`]: `-sys` crates' layout tests: pinned sizes and offsets, measured again from the
+//! - [`struct_offsets`]: `-sys` crates' layout tests: pinned sizes and offsets, measured again from the
 //!   vendor's headers by a C++ compiler.
 //! - [`python`]: an embedded CPython for benchmarks that read live interpreter frames.
 //! - [`skip`]: a missing prerequisite fails the test in CI and is a visible, counted skip
@@ -16,7 +16,7 @@
 pub mod alloc;
 pub mod golden;
 pub mod host;
-pub mod layout;
 pub mod outputs;
 pub mod python;
 pub mod skip;
+pub mod struct_offsets;

@@ -4,8 +4,8 @@
  * types, constants and entry points the xpuprof ROCm agent and its test double use are here.
  *
  * The names are AMD's, so code reads like the documentation; the layouts (x86-64) are pinned
- * field by field in tests/layout.rs and cross-checked against the rocprofiler-sdk headers that
- * the triton wheel ships (tests/layout.rs, `triton_headers_agree`).
+ * field by field in tests/struct_offsets.rs and cross-checked against the rocprofiler-sdk headers that
+ * the triton wheel ships (tests/struct_offsets.rs, `triton_headers_agree`).
  *
  * Enumerations are plain integer typedefs plus #defines: the SDK passes them as 32-bit ints, and
  * a tool must accept values newer than the ones it knows.

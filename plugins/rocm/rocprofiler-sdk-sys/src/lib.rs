@@ -4,7 +4,7 @@
 //! project wrote from AMD's public API documentation: no package reachable here installs the
 //! SDK's headers completely (the triton wheel ships a trimmed subset, which the layout tests
 //! compare against where it is installed). Every struct's size and field offsets are pinned in
-//! `tests/layout.rs`.
+//! `tests/struct_offsets.rs`.
 //!
 //! Nothing links `librocprofiler-sdk.so`: [`RocprofilerSdk`] is a function table filled from the
 //! library the process already mapped (the HIP runtime's `librocprofiler-register` loaded it

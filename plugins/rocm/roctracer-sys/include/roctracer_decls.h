@@ -1,7 +1,7 @@
 /*
  * The part of AMD's roctracer 4.1 C API (ROCm before 6.2; deprecated since) that xpuprof uses,
  * declared by this project from AMD's public API documentation. Names are AMD's; layouts
- * (x86-64) are pinned in tests/layout.rs and cross-checked against the roctracer headers the
+ * (x86-64) are pinned in tests/struct_offsets.rs and cross-checked against the roctracer headers the
  * triton wheel ships.
  */
 #ifndef XPUPROF_ROCTRACER_DECLS_H

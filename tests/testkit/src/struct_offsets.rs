@@ -9,10 +9,10 @@ use std::process::Command;
 /// `(C type, C member path, our value, pinned value)`; member `""` means `sizeof`.
 pub type Fact = (&'static str, &'static str, usize, usize);
 
-/// Facts of bindgen types: `layout_facts! { T { size N, field = OFF, a.b = OFF } ... }` gives
+/// Facts of bindgen types: `offset_facts! { T { size N, field = OFF, a.b = OFF } ... }` gives
 /// `Vec<Fact>` with our `size_of`/`offset_of` beside each pinned number.
 #[macro_export]
-macro_rules! layout_facts {
+macro_rules! offset_facts {
     ($( $t:ident { size $size:expr $(, $f:ident $(. $g:ident)* = $off:expr)* $(,)? } )*) => {
         vec![$(
             (stringify!($t), "", ::std::mem::size_of::<$t>(), $size),
@@ -127,7 +127,7 @@ fn tempfile_dir() -> PathBuf {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
     let dir = std::env::temp_dir().join(format!(
-        "xpuprof-layout-{}-{}",
+        "xpuprof-struct-offsets-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ));
@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn facts_measure_our_types_and_name_what_moved() {
-        let facts: Vec<Fact> = layout_facts! { Pair { size 16, a = 0, b = 4 } };
+        let facts: Vec<Fact> = offset_facts! { Pair { size 16, a = 0, b = 4 } };
         assert_eq!(facts[0], ("Pair", "", 16, 16));
         assert_eq!(pinned_mismatches(&facts), ["Pair.b: bindings 8, pinned 4"]);
         assert_eq!(Check::fact(&facts[2]).expr, "offsetof(Pair, b)");

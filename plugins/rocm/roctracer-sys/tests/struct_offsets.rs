@@ -4,7 +4,7 @@
 use std::mem::{offset_of, size_of};
 
 use roctracer_sys::*;
-use xpuprof_testkit::layout::{self, Check, Fact};
+use xpuprof_testkit::struct_offsets::{self, Check, Fact};
 
 fn facts() -> Vec<Fact> {
     vec![
@@ -33,7 +33,7 @@ fn union_members() -> Vec<(&'static str, usize)> {
 
 #[test]
 fn sizes_and_offsets_are_pinned() {
-    let wrong = layout::pinned_mismatches(&facts());
+    let wrong = struct_offsets::pinned_mismatches(&facts());
     assert!(wrong.is_empty(), "layouts moved:\n{}", wrong.join("\n"));
     let r = activity_record_t::default();
     let base = &r as *const _ as usize;
@@ -77,7 +77,7 @@ fn enum_values() -> Vec<(&'static str, i64)> {
 /// must equal our bindings'.
 #[test]
 fn triton_headers_agree() {
-    let Some(inc) = layout::triton_amd_include("roctracer/roctracer.h") else { return };
+    let Some(inc) = struct_offsets::triton_amd_include("roctracer/roctracer.h") else { return };
     // C++: roctracer_hip.h pulls in the HIP headers, C++ on the AMD platform.
     let headers = ["roctracer.h", "roctracer_hip.h", "roctracer_roctx.h"];
     let checks: Vec<Check> = facts()
@@ -90,6 +90,6 @@ fn triton_headers_agree() {
         }))
         .chain(enum_values().into_iter().map(|(n, v)| Check::value(n, v)))
         .collect();
-    let wrong = layout::disagreements(&[inc.join("roctracer"), inc.clone()], &headers, &checks);
+    let wrong = struct_offsets::disagreements(&[inc.join("roctracer"), inc.clone()], &headers, &checks);
     assert!(wrong.is_empty(), "our declarations disagree with {}:\n{}", inc.display(), wrong.join("\n"));
 }

@@ -7,8 +7,8 @@
 use std::mem::offset_of;
 
 use rocprofiler_sdk_sys::*;
-use xpuprof_testkit::layout::{self, Check, Fact};
-use xpuprof_testkit::layout_facts as facts;
+use xpuprof_testkit::offset_facts as facts;
+use xpuprof_testkit::struct_offsets::{self, Check, Fact};
 
 /// Facts also present in the triton wheel's trimmed headers.
 fn shared_facts() -> Vec<Fact> {
@@ -139,7 +139,7 @@ fn documented_facts() -> Vec<Fact> {
 fn sizes_and_offsets_are_pinned() {
     let facts: Vec<Fact> =
         shared_facts().into_iter().chain(agent_facts()).chain(documented_facts()).collect();
-    let wrong = layout::pinned_mismatches(&facts);
+    let wrong = struct_offsets::pinned_mismatches(&facts);
     assert!(wrong.is_empty(), "layouts moved:\n{}", wrong.join("\n"));
 }
 
@@ -161,7 +161,7 @@ fn enum_values_are_those_of_sdk_1() {
 /// equal our bindings'.
 #[test]
 fn triton_headers_agree() {
-    let Some(inc) = layout::triton_amd_include("rocprofiler-sdk/fwd.h") else { return };
+    let Some(inc) = struct_offsets::triton_amd_include("rocprofiler-sdk/fwd.h") else { return };
     let headers = [
         "rocprofiler-sdk/registration.h",
         "rocprofiler-sdk/buffer_tracing.h",
@@ -176,6 +176,6 @@ fn triton_headers_agree() {
         .map(Check::fact)
         .chain(enum_values().into_iter().map(|(n, v)| Check::value(n, v)))
         .collect();
-    let wrong = layout::disagreements(std::slice::from_ref(&inc), &headers, &checks);
+    let wrong = struct_offsets::disagreements(std::slice::from_ref(&inc), &headers, &checks);
     assert!(wrong.is_empty(), "our declarations disagree with {}:\n{}", inc.display(), wrong.join("\n"));
 }
