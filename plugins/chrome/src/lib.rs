@@ -11,6 +11,7 @@
 
 mod args;
 mod collective_flow;
+mod compile;
 mod frames;
 mod json;
 mod leaves;

@@ -149,6 +149,8 @@ pub struct TraceWriter<W: Write> {
     memory: IdMap<DeviceId, u64>,
     frames: StackFrames,
     args: OpArgs,
+    /// Which launch stacks are compile-time work's.
+    compile: crate::compile::CompileStacks,
     next_range: u64,
     losses: BTreeMap<String, u64>,
     /// The capture windows the trace covers (metadata `windows`), as JSON objects.
@@ -171,6 +173,7 @@ impl<W: Write> TraceWriter<W> {
             memory: IdMap::default(),
             frames: StackFrames::default(),
             args: OpArgs::default(),
+            compile: Default::default(),
             next_range: 1,
             losses: BTreeMap::new(),
             windows: Vec::new(),
@@ -480,7 +483,10 @@ impl<W: Write> TimelineSink for TraceWriter<W> {
         let l = &mut self.line;
         l.extend_from_slice(prefix);
         let collective = (op.collective != CollectiveOp::None).then(|| prefix.to_vec());
-        let (cat, name) = op_name(&self.tracks.names, op);
+        let (mut cat, name) = op_name(&self.tracks.names, op);
+        if self.compile.is_compile(self.tracks.names.defs(), op) {
+            cat = crate::compile::category(cat);
+        }
         l.us(op.start).s(r#","dur":"#).us(op.end.saturating_sub(op.start));
         l.s(r#","cat":""#).s(cat).s(r#"","name":"#).s(name).s(r#","args":{"#);
         self.args.write(l, op, flow.is_some());

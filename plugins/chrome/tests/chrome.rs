@@ -515,3 +515,47 @@ fn lanes_only_for_real_overlap_and_allocations_as_a_counter() {
     assert_eq!(memory, [1024, 5120, 4096], "in start order: {text}");
     assert!(!events.iter().any(|e| e["cat"] == "alloc" || e["cat"] == "free"), "{text}");
 }
+
+/// Compile-time work (its launch stack holds the `[compile]` frame the source put there) has the
+/// category `kernel,compile`; the steady state keeps `kernel`.
+#[test]
+fn compile_time_work_has_its_own_category() {
+    let frame = |id: u32, name: u32| {
+        Record::Frame(
+            FrameDef::default().id(FrameId(id)).kind(FrameKind::Synthetic).pid(10).name(StrId(name)),
+        )
+    };
+    let stack = |id: u32, frames: &[u32]| {
+        Record::Stack(
+            StackDef::default().id(StackId(id)).frames(frames.iter().map(|f| FrameId(*f)).collect()),
+        )
+    };
+    let kernel = |start: u64, corr: u64, st: u32| match launched_kernel(StrId(3), start, corr) {
+        Record::DeviceOp(op) => {
+            let l = op.launch.unwrap();
+            Record::DeviceOp(op.launch(Some(l.stack(StackId(st)))))
+        }
+        r => r,
+    };
+    let recs = vec![
+        Record::Str(StrDef::new(StrId(1), "[compile]")),
+        Record::Str(StrDef::new(StrId(2), "main (/w/train.py:88)")),
+        Record::Str(StrDef::new(StrId(3), "k")),
+        frame(1, 1),
+        frame(2, 2),
+        stack(1, &[1, 2]),
+        stack(2, &[2]),
+        kernel(5_000, 1, 1),
+        kernel(9_000, 2, 2),
+    ];
+    let text = run(&recs);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let cats: Vec<&str> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "k")
+        .map(|e| e["cat"].as_str().unwrap())
+        .collect();
+    assert_eq!(cats, ["kernel,compile", "kernel"], "{text}");
+}
