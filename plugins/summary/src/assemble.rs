@@ -84,6 +84,7 @@ pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
         launch_bound,
         launch_sites: gpu.launch_sites,
         kernels: kernel_rows(c, &labels),
+        pc_samples: crate::pc_stalls::rows(&c.pc, &c.defs),
         kernels_by_device: gpu.kernels_by_device,
         transfers: transfer_rows(c),
         memory: memory(c),

@@ -155,6 +155,8 @@ pub struct Collector {
     pub own: OwnAgg,
     /// Collectives of a job's ranks.
     pub collectives: crate::collectives::CollectivesAgg,
+    /// Device PC samples per kernel.
+    pub pc: crate::pc_stalls::PcStallsAgg,
     /// Counter series per (name, device).
     pub counters: IdMap<(StrId, DeviceId), CounterAgg>,
     /// Earliest and latest event time seen.
@@ -201,6 +203,7 @@ impl Collector {
     pub fn add(&mut self, r: &Record) {
         self.own.by_kind[kind_index(r)] += 1;
         self.collectives.add(r);
+        self.pc.add(r);
         if self.defs.add(r) {
             return;
         }

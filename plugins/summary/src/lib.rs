@@ -114,6 +114,7 @@ pub mod losses;
 pub mod memory;
 pub mod own_code;
 pub mod own_record;
+pub mod pc_stalls;
 pub mod python;
 pub mod quantile;
 pub mod ranks;

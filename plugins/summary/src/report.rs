@@ -37,6 +37,10 @@ pub struct Summary {
     pub launch_sites: Vec<LaunchSiteRow>,
     /// Per kernel, by total time.
     pub kernels: Vec<KernelRow>,
+    /// Device PC samples per kernel: top stall reasons and hot source lines; absent when the
+    /// session has no samples.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pc_samples: Vec<crate::pc_stalls::PcKernelRow>,
     /// Per device, its kernels by time (at most 50 each).
     pub kernels_by_device: Vec<DeviceKernels>,
     /// memcpy/memset per operation, direction and device.

@@ -22,6 +22,7 @@ pub fn render(s: &Summary, rows: usize) -> String {
     crate::compile_time::render(&s.compile_time, &mut out);
     text_gpu::python(s, rows, &mut out);
     text_gpu::kernels(s, rows, &mut out);
+    crate::pc_stalls::render(&s.pc_samples, rows, &mut out);
     text_gpu::launch_sites(s, rows, &mut out);
     api(s, rows, &mut out);
     transfers(s, rows, &mut out);
