@@ -190,6 +190,8 @@ pub struct Interpreters {
     /// The ids of [`EXITED`] and [`FREED`], once needed.
     exited_id: Option<u64>,
     freed_id: Option<u64>,
+    /// The first line of the function of each label that has one, by label index.
+    first_lines: HashMap<usize, u32>,
     /// The interned frame of each label, made on first use.
     named: Vec<Option<FrameId>>,
     /// Scratch: a sample's Python frames, the C-stack marker of each entry frame, each run's
@@ -337,12 +339,18 @@ impl Interpreters {
         for i in 0..n {
             let raw = raw_frame(t.layout, py.code[i], py.instr[i]);
             let key = (raw.code, py.instr[i] & !ENTRY);
+            let identity = Some(((py.instr[i] & IDENTITY) >> 32) as u32);
             let id = match p.ids.get(&key) {
                 Some(&id) => id,
-                None => match p.labels.label_of(t, &raw, Some(((py.instr[i] & IDENTITY) >> 32) as u32)) {
+                None => match p.labels.label_of(t, &raw, identity) {
                     Ok(l) => {
+                        let l = l.to_owned();
                         let id = xpuprof_python::PY_FRAME_TAG | self.labels.len() as u64;
-                        self.labels.push(l.to_owned());
+                        let first_line = p.labels.first_line(raw.code, identity);
+                        if first_line > 0 {
+                            self.first_lines.insert(self.labels.len(), first_line);
+                        }
+                        self.labels.push(l);
                         p.ids.insert(key, id);
                         id
                     }
@@ -383,7 +391,8 @@ impl Interpreters {
             self.named.resize(i + 1, None);
         }
         let label = self.labels.get(i).map_or("[python frame]", String::as_str);
-        *self.named[i].get_or_insert_with(|| int.named_frame(em, label))
+        let first_line = self.first_lines.get(&i).copied().unwrap_or(0);
+        *self.named[i].get_or_insert_with(|| int.python_frame(em, label, first_line))
     }
 
     /// The label of a tagged id [`Interpreters::frames`] handed out (the same for the session).

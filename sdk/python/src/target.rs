@@ -107,6 +107,12 @@ pub struct Labels {
 }
 
 impl Labels {
+    /// The first line (`co_firstlineno`) of the code object at `code` with `identity`, once a
+    /// label of it was read ([`Labels::label_of`]); 0 before.
+    pub fn first_line(&self, code: u64, identity: Option<u32>) -> u32 {
+        self.codes.get(&(code, identity.unwrap_or(0))).map_or(0, |c| c.first_line)
+    }
+
     /// `function (file:line)` of `frame` in `target`.
     pub fn label(&mut self, target: &Target, frame: &RawFrame) -> Result<&str, Error> {
         self.label_of(target, frame, None)

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use xpuprof_sdk::model::SampleKind;
+use xpuprof_sdk::model::{Record, SampleKind};
 
 use crate::common::{profile, root_or_skip, workload, Session};
 
@@ -69,9 +69,25 @@ fn python_samples_show_the_full_python_paths_in_their_ratio() {
     // About 2 s of CPU in 8 rounds of long calls (tens of ms: no aliasing with the period).
     let (records, status) = profile("sample_hz = 499", &[PYTHON, &calls_py(), "cpu", "8", "400000"]);
     assert!(status.success());
-    let s = Session::new(records);
+    let s = Session::new(records.clone());
     let folded = s.folded(SampleKind::OnCpu);
     let (a, b) = (path_to("outer_a", "hot_three"), path_to("outer_b", "hot_one"));
+    // Each Python frame carries its function's first line (the code object's `co_firstlineno`).
+    let source = std::fs::read_to_string(calls_py()).unwrap();
+    for f in ["hot_three", "outer_a", "cpu"] {
+        let def = source.lines().position(|l| l.starts_with(&format!("def {f}("))).unwrap() as u32 + 1;
+        let starts: Vec<u32> = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Frame(d) if s.string(d.name).starts_with(&format!("{f} (")) => Some(d.start_line),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            !starts.is_empty() && starts.iter().all(|&l| l == def),
+            "{f} starts at line {def}: {starts:?}"
+        );
+    }
     let (three, one) = (weight(&folded, &a), weight(&folded, &b));
     let show = || {
         let mut v: Vec<_> = folded.iter().collect();
