@@ -60,7 +60,7 @@ if [ ! -x "$CARRY/xpuprof" ]; then
   row "presentation" "skipped: no $CARRY/xpuprof"
 else
   CUDA_VISIBLE_DEVICES=0 pr_record resnet forward python3 "$RB" plain resnet 30
-  CUDA_VISIBLE_DEVICES=0 pr_record qwen forward python3 "$RB" plain qwen 120
+  CUDA_VISIBLE_DEVICES=0 pr_record qwen forward python3 "$RB" plain qwen 40
   if [ "$pr_ngpu" -ge 2 ]; then
     NCCL_DEBUG=WARN pr_record ddp forward torchrun --standalone --nproc_per_node 2 "$RB" plain ddp 20
   else
