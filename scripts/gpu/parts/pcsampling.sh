@@ -93,10 +93,11 @@ rc=$?
 for f in profile.pc.folded summary.txt; do cp "$o/$f" "$PC/torch-$f" 2>/dev/null; done
 row "pcsampling torch xpuprof" "rc=$rc pc stacks: $(wc -l <"$o/profile.pc.folded" 2>/dev/null) with lines: $(grep -c '\.py:[0-9]*;\[stall\]\|\.cu:[0-9]*;\[stall\]' "$o/profile.pc.folded" 2>/dev/null)"
 
-# 4. Cost: wall time, interleaved rounds (pc_stalls 40 rounds; ResNet-18 training steps).
+# 4. Cost: wall time, interleaved rounds (PC_COST_ROUNDS, 2; pc_stalls 40 rounds, and ResNet-18
+#    training's ms per step over PC_COST_STEPS steps, 150, after real_bench's warm-up).
 printf '[source.cupti]\npc_sampling = false\n' >"$PC/nopc.toml"
 : >"$PC/cost.txt"
-for r in 1 2 3; do
+for r in $(seq 1 "${PC_COST_ROUNDS:-2}"); do
   for c in unprofiled xpuprof_nopc xpuprof_pc; do
     s=$(date +%s.%N)
     case $c in
@@ -105,7 +106,7 @@ for r in 1 2 3; do
       xpuprof_pc) "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink summary -o "$W/out/pccost" -- "$W/bin/pc_stalls" 40 >/dev/null 2>&1 ;;
     esac
     echo "$r $c pc_stalls $(python3 -c "import time; print(f'{time.time()-$s:.3f}')")" >>"$PC/cost.txt"
-    RB="python3 tests/workloads/torch/real_bench.py plain resnet 200"
+    RB="timeout 120 python3 tests/workloads/torch/real_bench.py plain resnet ${PC_COST_STEPS:-150}"
     case $c in
       unprofiled) line=$($RB 2>/dev/null | grep '^REAL') ;;
       xpuprof_nopc) line=$("$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/nopc.toml" --sink summary -o "$W/out/pccost" -- $RB 2>/dev/null | grep '^REAL') ;;
