@@ -7,7 +7,7 @@
 //! `XPUPROF_SDK_VERSION`. A unit test in `src/abi.rs` checks that both places agree.
 //!
 //! It also fingerprints what decides the in-memory layout of `model::Record`
-//! (`XPUPROF_RECORD_LAYOUT`, see `src/model/layout.rs`): the compiler's full version, the target,
+//! (`XPUPROF_RECORD_LAYOUT`, see `src/model/record_fingerprint.rs`): the compiler's full version, the target,
 //! the flags given to rustc (less those that only reach the linker, such as the workspace's
 //! `-C link-arg=-Wl,--compress-debug-sections=zlib`), and the source of the model's types. Two
 //! builds with the same fingerprint lay `Record` out identically, so the host may lend a sink its

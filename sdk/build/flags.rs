@@ -1,5 +1,5 @@
 //! Which rustc flags decide `Record`'s layout; shared by `build.rs` and its unit test
-//! (`src/model/layout.rs`).
+//! (`src/model/record_fingerprint.rs`).
 
 /// The rustc flags (`CARGO_ENCODED_RUSTFLAGS`, separated by `\x1f`) less those that only reach
 /// the linker: `-C link-arg(s)=…`, in one argument or two. Linking does not move a field.

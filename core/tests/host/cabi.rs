@@ -60,8 +60,8 @@ fn the_header_compiles_as_c99_and_as_cpp17_without_warnings() {
 #[test]
 fn the_header_layouts_are_the_hosts() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("layout");
-    compile("cc", STRICT_C, &[c_test("layout.c")], &exe);
+    let exe = dir.path().join("struct_offsets");
+    compile("cc", STRICT_C, &[c_test("struct_offsets.c")], &exe);
     let o = Command::new(&exe).output().unwrap();
     let text = String::from_utf8(o.stdout).unwrap();
     let c: Vec<(String, usize)> = text

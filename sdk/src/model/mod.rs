@@ -37,7 +37,7 @@ mod enums;
 mod formats_doc;
 pub(crate) mod generate;
 pub(crate) mod ids;
-mod layout;
+mod record_fingerprint;
 pub mod schema;
 pub(crate) mod visit;
 
@@ -49,7 +49,7 @@ pub use ids::{
     backend, ClockDomain, Correlation, CorrelationKey, DeviceId, ExternalId, FrameId, IdType, ModuleId,
     Nanos, StackId, StrId, StreamId,
 };
-pub use layout::record_layout;
+pub use record_fingerprint::record_layout;
 pub use schema::{
     Annotation, ApiCall, CaptureWindow, ClockDomainDef, ClockSync, Counter, CpuSample, DeviceDef, DeviceOp,
     DeviceSample, FrameDef, GraphInfo, KernelInfo, LaunchRef, LaunchSite, Loss, ModuleDef, Overhead,
