@@ -32,8 +32,12 @@ objcopy --strip-debug "$bench" .device-carry/bench-python-capture
 bench=$(cargo bench -q -p xpuprof-agent-kit --bench launch_site --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import json,sys; print([j["executable"] for j in map(json.loads, sys.stdin) if j.get("executable")][-1])')
 objcopy --strip-debug "$bench" .device-carry/bench-launch-site
+# The merge's scale benchmark (core/benches/merge_scale.rs), run by the ranks part.
+bench=$(cargo bench -q -p xpuprof-core --bench merge_scale --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import json,sys; print([j["executable"] for j in map(json.loads, sys.stdin) if j.get("executable") and j["target"]["name"] == "merge_scale"][-1])')
+objcopy --strip-debug "$bench" .device-carry/bench-merge-scale
 else
-  rm -f .device-carry/bench-python-capture .device-carry/bench-launch-site
+  rm -f .device-carry/bench-python-capture .device-carry/bench-launch-site .device-carry/bench-merge-scale
 fi
 # Readers the presentation part checks outputs with, which the GPU machine lacks (install-deps.sh
 # installs them here): go's pprof (the Go toolchain's own tool binary, gzipped) and Perfetto's

@@ -78,6 +78,16 @@ else
     rk_check "one-$mode" "$RK/one-$mode" "$RK/dumpone-$mode/records.jsonl"
   done
   head -30 "$RK/nccl-one-fsdp.txt"
+  # 3. The merge at scale (core/benches/merge_scale.rs): 8 ranks x 100k launches/s, 2 s and 6 s
+  # of recording, merged on one core (taskset), its CPU time and peak memory.
+  if [ -x "$CARRY/bench-merge-scale" ]; then
+    XPUPROF_BENCH_BIN=$CARRY/xpuprof timeout 240 taskset -c 3 "$CARRY/bench-merge-scale" 8 100000 2 6 \
+      >"$RK/merge-scale.txt" 2>&1
+    grep '^merge_scale' "$RK/merge-scale.txt" | while read -r l; do row "ranks merge scale" "$(echo "$l" | cut -c13-230)"; done
+    grep -q '^merge_scale' "$RK/merge-scale.txt" || row "ranks merge scale" "FAIL $(tail -1 "$RK/merge-scale.txt")"
+  else
+    row "ranks merge scale" "skipped: no $CARRY/bench-merge-scale (carry.sh --release builds it)"
+  fi
   # Records for CI replay (kept small), the summaries; the bulky outputs out of the logs.
   for d in host0 host1 one-ddp one-fsdp; do
     f=$RK/dump$d/records.jsonl
