@@ -25,8 +25,9 @@ rk_check() {
     row "ranks $label $name" "$verdict $(echo "$detail" | cut -c1-150)"
   done
   grep -q '^CHECK' "$RK/check-$label.txt" || row "ranks $label check" "FAIL $(tail -1 "$RK/check-$label.txt")"
-  if [ -f "$out/trace.perfetto-trace" ]; then
-    python3 "$ROOT/plugins/perfetto/tests/check_trace.py" "$out/trace.perfetto-trace" >"$RK/perfetto-$label.json" 2>&1 \
+  if [ -f "$out/trace.perfetto-trace" ] && [ -d "$W/ranks-py/perfetto" ]; then
+    PYTHONPATH=$W/ranks-py PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python timeout 300 \
+      python3 "$ROOT/plugins/perfetto/tests/check_trace.py" "$out/trace.perfetto-trace" >"$RK/perfetto-$label.json" 2>&1 \
       && row "ranks $label perfetto check_trace" "PASS (flows: one start and one end each)" \
       || row "ranks $label perfetto check_trace" "FAIL $(tail -1 "$RK/perfetto-$label.json" | cut -c1-150)"
   fi
@@ -44,6 +45,8 @@ elif [ "$rk_ngpu" -lt 2 ]; then
   row "ranks" "skipped: $rk_ngpu GPU(s), needs 2"
 else
   export NCCL_DEBUG=WARN
+  # Perfetto's Python protos (carry.sh's readers) for plugins/perfetto/tests/check_trace.py.
+  [ -f "$CARRY/readers/python.tar.gz" ] && mkdir -p "$W/ranks-py" && tar xzf "$CARRY/readers/python.tar.gz" -C "$W/ranks-py"
   # 1. Two "hosts", each recording its own node of the job.
   rk_pids=""
   for k in 0 1; do
