@@ -93,7 +93,7 @@ fn python_merge(c: &mut Criterion) {
     use std::io::{BufRead, BufReader, Write};
     use std::process::{Command, Stdio};
     use xpuprof_python::chain::{self, RawFrame};
-    use xpuprof_python::layout::Frames;
+    use xpuprof_python::cpython_offsets::Frames;
     use xpuprof_python::target::Target;
 
     assert!(

@@ -14,7 +14,7 @@ use xpuprof_sdk::{Emitter, Logger};
 use xpuprof_toolbox::Interner;
 
 use xpuprof_python::chain::RawFrame;
-use xpuprof_python::layout::{Frames, Layout};
+use xpuprof_python::cpython_offsets::{Frames, Layout};
 use xpuprof_python::merge;
 use xpuprof_python::target::{Labels, Target};
 
@@ -481,7 +481,7 @@ fn raw_frame(layout: &Layout, code: u64, instr: u64) -> RawFrame {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xpuprof_python::layout::Version;
+    use xpuprof_python::cpython_offsets::Version;
 
     #[test]
     fn offsets_follow_the_layout_of_each_version() {

@@ -3,7 +3,7 @@
 //! ran (where the native stack's `_PyEval_EvalFrameDefault` frame sits). No allocation: the
 //! agent calls this at every launch.
 
-use crate::layout::{self, Frames, Layout};
+use crate::cpython_offsets::{self, Frames, Layout};
 use crate::memory::Memory;
 use crate::Error;
 
@@ -113,7 +113,7 @@ pub fn walk(
             }
         };
         if let Some(ty) = code_type {
-            if n > 0 && mem.u64(out[n - 1].code + layout::OBJECT_TYPE)? != ty {
+            if n > 0 && mem.u64(out[n - 1].code + cpython_offsets::OBJECT_TYPE)? != ty {
                 return Err(Error::Object { addr: out[n - 1].code, what: "a code object" });
             }
         }

@@ -1,7 +1,7 @@
 //! Code objects: their function name, file, first line and line table, read once per code
 //! object, and the line of an instruction offset inside them.
 
-use crate::layout::{self, Layout};
+use crate::cpython_offsets::{self, Layout};
 use crate::lines;
 use crate::memory::Memory;
 use crate::Error;
@@ -75,8 +75,8 @@ pub fn identity_of_names(file: u64, name: u64) -> u32 {
 
 /// The text of the `str` object at `addr` (compact strings: every string a code object holds).
 pub fn string(mem: &impl Memory, layout: &Layout, addr: u64) -> Result<String, Error> {
-    let len = mem.u64(addr + layout::UNICODE_LENGTH)?.min(MAX_BYTES);
-    let state = mem.u32(addr + layout::UNICODE_STATE)?;
+    let len = mem.u64(addr + cpython_offsets::UNICODE_LENGTH)?.min(MAX_BYTES);
+    let state = mem.u32(addr + cpython_offsets::UNICODE_STATE)?;
     let (kind, compact, ascii) = ((state >> 2) & 7, state >> 5 & 1 == 1, state >> 6 & 1 == 1);
     if !compact {
         return Err(Error::Object { addr, what: "a compact str" });
@@ -100,16 +100,16 @@ pub fn string(mem: &impl Memory, layout: &Layout, addr: u64) -> Result<String, E
 
 /// The contents of the `bytes` object at `addr`.
 pub fn bytes(mem: &impl Memory, addr: u64) -> Result<Vec<u8>, Error> {
-    let len = mem.u64(addr + layout::VAR_SIZE)?.min(MAX_BYTES);
+    let len = mem.u64(addr + cpython_offsets::VAR_SIZE)?.min(MAX_BYTES);
     let mut out = vec![0u8; len as usize];
-    mem.read(addr + layout::BYTES_DATA, &mut out)?;
+    mem.read(addr + cpython_offsets::BYTES_DATA, &mut out)?;
     Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::Version;
+    use crate::cpython_offsets::Version;
     use crate::memory::SliceMemory;
 
     fn put(b: &mut [u8], at: usize, v: &[u8]) {

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::layout::{GilAt, Layout, GIL_LAST_HOLDER, GIL_LOCKED, GIL_SWITCH_NUMBER};
+use crate::cpython_offsets::{GilAt, Layout, GIL_LAST_HOLDER, GIL_LOCKED, GIL_SWITCH_NUMBER};
 use crate::memory::{Memory, ProcessMemory};
 
 /// The GIL's `(switch_number, last_holder)` at one moment.

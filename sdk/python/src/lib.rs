@@ -5,7 +5,7 @@
 //! interpreter's own frame chain and puts the Python functions where the eval loop's frames are,
 //! each shown as `function (file.py:line)` (what `py-spy --native` shows):
 //!
-//! - [`layout`]: per CPython version (3.9 to 3.13), where the thread states, frames, code
+//! - [`cpython_offsets`]: per CPython version (3.9 to 3.13), where the thread states, frames, code
 //!   objects and strings keep what is read (pinned against CPython's headers in the tests);
 //! - [`memory`]: reading the interpreter's memory in this process or another one;
 //! - [`chain`]: a thread's frames as (code object, instruction offset) pairs, with the entry
@@ -26,7 +26,7 @@ mod callers;
 pub mod chain;
 pub mod code;
 mod gil;
-pub mod layout;
+pub mod cpython_offsets;
 pub mod lines;
 pub mod memory;
 pub mod merge;

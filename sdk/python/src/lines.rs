@@ -2,7 +2,7 @@
 //! (CPython's `Objects/lnotab_notes.txt` for 3.9/3.10 and `Objects/locations.md` for 3.11 and
 //! later describe them).
 
-use crate::layout::LineTable;
+use crate::cpython_offsets::LineTable;
 
 /// The line of the instruction at byte offset `offset` (from the start of the code's
 /// instructions), or `None` when the table says the instruction has no line or does not cover

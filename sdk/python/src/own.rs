@@ -10,7 +10,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::chain::{self, RawFrame};
 use crate::code::Code;
-use crate::layout::{Layout, Version};
+use crate::cpython_offsets::{Layout, Version};
 use crate::memory::{Memory, OwnMemory};
 use crate::{Error, PY_FRAME_TAG};
 

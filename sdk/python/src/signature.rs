@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::chain::{self, RawFrame};
-use crate::layout::{CHUNK_PREVIOUS, CHUNK_SIZE, OBJECT_TYPE};
+use crate::cpython_offsets::{CHUNK_PREVIOUS, CHUNK_SIZE, OBJECT_TYPE};
 use crate::memory::{Memory, ProcessMemory};
 use crate::own::Interpreter;
 use crate::Error;

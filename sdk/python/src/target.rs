@@ -9,7 +9,7 @@ use object::{Object, ObjectSegment, ObjectSymbol};
 
 use crate::chain::RawFrame;
 use crate::code::Code;
-use crate::layout::{Layout, Version};
+use crate::cpython_offsets::{Layout, Version};
 use crate::memory::{Memory, ProcessMemory};
 use crate::Error;
 

@@ -13,7 +13,7 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Condvar, Mutex, OnceLock};
 
 use xpuprof_python::autograd::Caller;
-use xpuprof_python::layout::Version;
+use xpuprof_python::cpython_offsets::Version;
 use xpuprof_python::own::{Interpreter, MAX_FRAMES};
 
 use crate::interpreters::{self, fixture};

@@ -3,5 +3,5 @@
 
 mod autograd;
 mod interpreters;
-mod layout;
+mod cpython_offsets;
 mod reading;

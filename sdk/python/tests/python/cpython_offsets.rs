@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::process::Command;
 
-use xpuprof_python::layout::{self, Frames, GilAt, Layout, Version};
+use xpuprof_python::cpython_offsets::{self, Frames, GilAt, Layout, Version};
 
 use crate::interpreters::{self, eval, fixture};
 
@@ -41,16 +41,16 @@ fn table(l: &Layout) -> HashMap<String, u64> {
         ("code.name", l.code_name),
         ("code.linetable", l.code_linetable),
         ("code.firstlineno", l.code_firstlineno),
-        ("bytes.size", layout::VAR_SIZE),
-        ("bytes.data", layout::BYTES_DATA),
+        ("bytes.size", cpython_offsets::VAR_SIZE),
+        ("bytes.data", cpython_offsets::BYTES_DATA),
         ("unicode.ascii_size", l.unicode_ascii_size),
         ("unicode.compact_size", l.unicode_compact_size),
-        ("unicode.length", layout::UNICODE_LENGTH),
-        ("unicode.state", layout::UNICODE_STATE),
-        ("object.type", layout::OBJECT_TYPE),
-        ("gil.last_holder", layout::GIL_LAST_HOLDER),
-        ("gil.locked", layout::GIL_LOCKED),
-        ("gil.switch_number", layout::GIL_SWITCH_NUMBER),
+        ("unicode.length", cpython_offsets::UNICODE_LENGTH),
+        ("unicode.state", cpython_offsets::UNICODE_STATE),
+        ("object.type", cpython_offsets::OBJECT_TYPE),
+        ("gil.last_holder", cpython_offsets::GIL_LAST_HOLDER),
+        ("gil.locked", cpython_offsets::GIL_LOCKED),
+        ("gil.switch_number", cpython_offsets::GIL_SWITCH_NUMBER),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -63,8 +63,8 @@ fn table(l: &Layout) -> HashMap<String, u64> {
         ("code.code_adaptive", l.code_instructions),
         ("code.version", l.code_version),
         ("tstate.datastack_chunk", l.tstate_datastack_chunk),
-        ("chunk.previous", l.tstate_datastack_chunk.map(|_| layout::CHUNK_PREVIOUS)),
-        ("chunk.size", l.tstate_datastack_chunk.map(|_| layout::CHUNK_SIZE)),
+        ("chunk.previous", l.tstate_datastack_chunk.map(|_| cpython_offsets::CHUNK_PREVIOUS)),
+        ("chunk.size", l.tstate_datastack_chunk.map(|_| cpython_offsets::CHUNK_SIZE)),
     ];
     t.extend(opt.into_iter().filter_map(|(k, v)| Some((k.to_owned(), v?))));
     let gil = match l.gil {
