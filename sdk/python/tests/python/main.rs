@@ -2,6 +2,6 @@
 //! `/usr/bin/python3.11` always (CI installs it), and every pyenv interpreter 3.9-3.13 found.
 
 mod autograd;
-mod interpreters;
 mod cpython_offsets;
+mod interpreters;
 mod reading;
