@@ -58,7 +58,7 @@ fi
 
 # Only the wheel's ROCm headers (2.6 MB of its 1 GB) are kept, under .deps/ (git ignores it): CI
 # machines can be short of disk.
-TRITON_PY="triton==3.9.0" # the same pin as TRITON in tests/testkit/src/layout.rs
+TRITON_PY="triton==3.9.0" # the same pin as TRITON in tests/testkit/src/struct_offsets.rs
 ROCM_INC=".deps/${TRITON_PY/==/-}-amd-include"
 if [ ! -f "$ROCM_INC/roctracer/roctracer.h" ] || [ ! -f "$ROCM_INC/rocprofiler-sdk/fwd.h" ]; then
   echo "install-deps: pip download --no-deps $TRITON_PY, keeping its ROCm headers in $ROCM_INC"
