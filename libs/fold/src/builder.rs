@@ -359,7 +359,8 @@ impl FoldedBuilder {
             .gpu
             .keys()
             .filter(|k| matches!(k.kind, DeviceOpKind::Kernel | DeviceOpKind::Other))
-            .map(|k| k.name);
+            .map(|k| k.name)
+            .chain(self.pc.kernels());
         let kernels = KernelNamer::new(&self.opts, &self.defs, names);
         let launches = self.gpu.keys().flat_map(|k| {
             let recorded = match k.recorded {
@@ -474,9 +475,18 @@ impl Renderer<'_> {
             self.stacks.stack(stack, api)
         };
         if let Some(api) = self.b.defs.str(api).map(sanitize_frame) {
-            if text.rsplit(';').next().is_none_or(|leaf| leaf != api) {
+            // Frames an agent put innermost (`[compile]`, an operation's) stay the leaves.
+            let parts: Vec<&str> = text.split(';').collect();
+            let labels = parts.iter().skip(1).rev().take_while(|p| p.starts_with('[')).count();
+            let (base, labels) = parts.split_at(parts.len() - labels);
+            if base.last().is_none_or(|leaf| *leaf != api) {
                 self.stacks.note(&api, FrameClass::Runtime);
-                push_frame(&mut text, &api);
+                let mut t = base.join(";");
+                push_frame(&mut t, &api);
+                for l in labels {
+                    push_frame(&mut t, l);
+                }
+                text = t;
             }
         }
         text

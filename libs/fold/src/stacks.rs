@@ -280,11 +280,15 @@ fn add_folded(note: &mut FrameNote, folded: &mut Vec<String>) {
 /// Cuts `items` (root first) after the innermost frame named `api`, if there is one, and marks
 /// that frame as the runtime's. A stack walked from inside the call holds the API function's
 /// frame; the runtime's and driver's frames below it differ between capture paths (an agent's
-/// walk, an eBPF uprobe) and would split one launch site into several towers.
+/// walk, an eBPF uprobe) and would split one launch site into several towers. Frames an agent
+/// put innermost (their names start with `[`: the operation a launch belongs to, `[compile]`)
+/// stay, below the API frame.
 fn cut_after(items: &mut Vec<Item>, api: &str) {
     if let Some(at) = items.iter().rposition(|i| i.raw == api) {
-        items.truncate(at + 1);
+        let mut kept = items.split_off(at + 1);
+        kept.retain(|i| i.raw.starts_with('['));
         items[at].class = FrameClass::Runtime;
+        items.extend(kept);
     }
 }
 
@@ -443,6 +447,40 @@ mod tests {
         assert_eq!(frames["rtLaunchKernel"].class, FrameClass::Runtime);
         assert_eq!(frames["at::native::addmm_out"].class, FrameClass::Native);
         assert_eq!(frames["[GPU_Kernel]gemm"].class, FrameClass::Gpu);
+    }
+
+    /// Frames an agent puts innermost (an XLA operation, `[compile]`) stay below the launch API
+    /// frame when the runtime's frames under it are cut.
+    #[test]
+    fn agent_frames_stay_below_the_launch_api() {
+        let mut s = Session::new();
+        let op = "[xla] jit(step)/dot_general (/w/train.py:30)";
+        let launch = [
+            (TORCH, "xla::gpu::Launch"),
+            (RT, "rtLaunchKernel"),
+            (RT, "rt_internal"),
+            ("", "[compile]"),
+            ("", op),
+        ];
+        s.launch(&borrow(&python_stack(&launch)), "rtLaunchKernel", 20);
+        let (lines, frames) = s.fold(FoldedOptions::default(), View::Gpu);
+        let qwen = "Qwen3Attention.forward (transformers/models/qwen3/modeling_qwen3.py:307)";
+        assert_eq!(
+            lines,
+            [format!(
+                "<module> (/w/train.py:40);{qwen};xla::gpu::Launch;rtLaunchKernel;[compile];[xla] jit(step)/dot_general (/w/train.py:30);[GPU_Kernel]gemm 20"
+            )]
+        );
+        assert!(!lines[0].contains("rt_internal"));
+        assert!(frames.contains_key("[compile]"));
+        // A stack walked from the caller's side gets the API frame above the agent's frames.
+        let mut s = Session::new();
+        s.launch(&borrow(&python_stack(&[(TORCH, "xla::gpu::Launch"), ("", op)])), "rtLaunchKernel", 5);
+        let (lines, _) = s.fold(FoldedOptions::default(), View::Gpu);
+        assert!(
+            lines[0].ends_with(&format!("xla::gpu::Launch;rtLaunchKernel;{op};[GPU_Kernel]gemm 5")),
+            "{lines:?}"
+        );
     }
 
     #[test]
