@@ -58,6 +58,11 @@ impl PcView {
         *self.samples.entry(key).or_default() += s.count;
     }
 
+    /// The kernels sampled.
+    pub(crate) fn kernels(&self) -> impl Iterator<Item = StrId> + '_ {
+        self.samples.keys().map(|k| k.kernel)
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.samples.is_empty()
     }

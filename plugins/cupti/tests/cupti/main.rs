@@ -7,5 +7,6 @@
 
 mod attach;
 mod host;
+mod pc_replay;
 mod pc_sampling;
 mod replay;
