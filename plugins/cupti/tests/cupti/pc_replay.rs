@@ -5,7 +5,7 @@
 //! folded PC view of the records; and the same view after the records went through the native
 //! archive and were replayed (identical).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use xpuprof_archive::{Meta, Writer};
 use xpuprof_fold::{FoldedBuilder, FoldedOptions};
@@ -13,10 +13,6 @@ use xpuprof_plugin_cupti::Decoder;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{codec, Emitter, Logger};
 use xpuprof_toolbox::agent_host::StreamDecoder;
-
-pub(crate) fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
 
 /// The records of a stream, fed in uneven pieces as a socket delivers them.
 pub(crate) fn decode(stream: &[u8]) -> Vec<Record> {
