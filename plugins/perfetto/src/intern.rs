@@ -6,11 +6,13 @@
 //! use; a callstack's iid is its xpuprof stack id and a mapping's its module id (both already
 //! unique in the session); frames are numbered as stacks are first expanded. An xpuprof frame
 //! with inlined functions becomes one Perfetto frame per function, outermost first, so the
-//! flame graph shows the inlined calls.
+//! flame graph shows the inlined calls. xpuprof's own code in the target (its agents:
+//! [`xpuprof_toolbox::own_code`]) goes under one `[xpuprof]` frame above its outermost frame.
 
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::*;
 use xpuprof_toolbox::defs::Definitions;
+use xpuprof_toolbox::own_code::{is_own_frame, OWN_FRAME};
 
 use crate::interned::{self, Interned};
 use crate::sequence::{Kind, Sequence};
@@ -123,6 +125,10 @@ pub struct Interner {
     pframes: Vec<PFrame>,
     /// Stacks whose frames are expanded.
     expanded: IdSet<StackId>,
+    /// The outermost frame of xpuprof's own code of each expanded stack that has one.
+    own: IdMap<StackId, FrameId>,
+    /// The Perfetto frame of `[xpuprof]`, once a stack needs it.
+    own_pframe: Option<u64>,
 }
 
 impl Interner {
@@ -140,6 +146,7 @@ impl Interner {
             }
             Record::Stack(d) => {
                 self.expanded.remove(&d.id);
+                self.own.remove(&d.id);
             }
             _ => {}
         }
@@ -255,6 +262,19 @@ impl Interner {
     pub fn callstack(&mut self, stack: StackId) -> Option<u64> {
         if !self.expanded.contains(&stack) {
             let frames = self.defs.stack(stack)?.to_vec();
+            let own = frames
+                .iter()
+                .rev()
+                .find(|&&f| self.defs.frame(f).is_some_and(|d| is_own_frame(&self.defs, d)));
+            if let Some(&f) = own {
+                self.own.insert(stack, f);
+                if self.own_pframe.is_none() {
+                    self.number_path(NO_MODULE);
+                    let function = self.functions.iid(OWN_FRAME);
+                    self.pframes.push(PFrame { function, mapping: NO_MODULE, rel_pc: 0 });
+                    self.own_pframe = Some(self.pframes.len() as u64);
+                }
+            }
             for f in frames {
                 self.expand(f);
             }
@@ -303,7 +323,14 @@ impl Interner {
             return;
         }
         let at = out.begin_callstack(iid);
+        let own = self.own.get(&StackId(iid as u32)).copied();
         for f in self.defs.stack(StackId(iid as u32)).into_iter().flatten().rev() {
+            if own == Some(*f) {
+                if let Some(pf) = self.own_pframe {
+                    out.callstack_frame(pf);
+                    self.emit_frame(seq, pf, out);
+                }
+            }
             for &pf in self.frames.get(f).map(Vec::as_slice).unwrap_or_default() {
                 out.callstack_frame(pf);
                 self.emit_frame(seq, pf, out);

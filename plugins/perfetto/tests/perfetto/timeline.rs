@@ -139,3 +139,32 @@ fn allocations_are_a_memory_counter() {
         .collect();
     assert_eq!(values, ["1024.0", "5120.0", "4096.0"], "{said}");
 }
+
+#[test]
+fn xpuprofs_own_code_is_under_one_xpuprof_frame_in_cpu_samples() {
+    let mut r = definitions();
+    let texts =
+        ["/opt/xpuprof/lib/libxpuprof_cupti_agent.so", "xpuprof_python::own::Interpreter::read_chain"];
+    for (i, t) in texts.iter().enumerate() {
+        r.push(Record::Str(StrDef::new(StrId(900 + i as u32), *t)));
+    }
+    r.push(Record::Module(ModuleDef::default().id(ModuleId(90)).path(StrId(900))));
+    let own = FrameDef::default().id(FrameId(90)).kind(FrameKind::FileOffset).module(ModuleId(90));
+    r.push(Record::Frame(own.address(0x40).pid(PID).name(StrId(901))));
+    // Innermost first: libtorch's frame called by the agent, the agent, the user's frames.
+    let frames = vec![FrameId(4), FrameId(90), FrameId(2), FrameId(1)];
+    r.push(Record::Stack(StackDef::default().id(StackId(90)).frames(frames)));
+    let s = CpuSample::default().pid(PID).tid(TID).time(T0 + 1_000).weight(1_000_000).stack(StackId(90));
+    r.push(Record::CpuSample(s));
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink =
+        PerfettoSink::new(config::defaults(), &session_info(dir.path()), Logger::stderr()).unwrap();
+    sink.consume(&r).unwrap();
+    sink.finish().unwrap();
+    let events = check::events(&dir.path().join(FILE_NAME));
+    let sample = events.lines().find(|l| l.contains(" sample ")).expect("a CPU sample");
+    assert!(
+        sample.contains("'forward', '[xpuprof]', 'xpuprof_python::own::Interpreter::read_chain', 'c10::cuda::CUDAStream::launch'"),
+        "{sample}"
+    );
+}
