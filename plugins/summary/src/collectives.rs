@@ -3,7 +3,8 @@
 //! bytes, time and wait (from the first rank's arrival to the last's: a rank arrives when its
 //! collective starts on its device), the rank that was last most often and the one that made
 //! the others wait longest, with the CPU stack it was in just before arriving; the collectives
-//! with the longest waits; and each rank's step time where steps are known (a range every rank repeats: a training loop's step annotation).
+//! with the longest waits; and each rank's step time where steps are known (a range every rank
+//! repeats: a training loop's step annotation; else capture windows, one per step).
 //!
 //! "Just before arriving" is the heaviest stack among the rank's CPU samples (on- and off-CPU,
 //! by weight, any thread: a framework may launch its collectives from another thread than the
@@ -31,6 +32,9 @@ const SAMPLES_KEPT: usize = 65_536;
 const FIRST_LOOKBACK_NS: u64 = 1_000_000_000;
 /// Stacks kept per arrival, heaviest first, for the report to choose among.
 const CANDIDATES: usize = 4;
+/// The key capture windows (a marker-driven window per step: `cudaProfilerStart`/`Stop`, an
+/// annotation range) are kept under among the ranges, for steps where no range repeats.
+const WINDOWS: StrId = StrId(u32::MAX);
 /// Slowest collectives listed.
 const SLOWEST: usize = 5;
 
@@ -75,12 +79,10 @@ impl CollectivesAgg {
                 }
             }
             Record::DeviceOp(op) if op.collective != CollectiveOp::None => self.collective(op),
-            Record::Range(a) => {
-                let e = self.ranges.entry((a.pid, a.name)).or_default();
-                let d = a.end.saturating_sub(a.start);
-                e.first_start = if e.count == 0 { a.start } else { e.first_start.min(a.start) };
-                (e.count, e.total, e.longest, e.last_end) =
-                    (e.count + 1, e.total + d, e.longest.max(d), e.last_end.max(a.end));
+            Record::Range(a) => self.ranges.entry((a.pid, a.name)).or_default().add(a.start, a.end),
+            // A source announces a window with `end` 0 and sends it again when it closes.
+            Record::Window(w) if w.end != 0 && w.pid != 0 => {
+                self.ranges.entry((w.pid, WINDOWS)).or_default().add(w.start, w.end)
             }
             _ => {}
         }
@@ -108,6 +110,15 @@ struct Ranges {
     longest: u64,
     first_start: u64,
     last_end: u64,
+}
+
+impl Ranges {
+    fn add(&mut self, start: u64, end: u64) {
+        let d = end.saturating_sub(start);
+        self.first_start = if self.count == 0 { start } else { self.first_start.min(start) };
+        (self.count, self.total, self.longest, self.last_end) =
+            (self.count + 1, self.total + d, self.longest.max(d), self.last_end.max(end));
+    }
 }
 
 /// The stacks with the most sample weight in `(from, to]`, heaviest first.
@@ -307,7 +318,11 @@ pub fn report(agg: &CollectivesAgg, defs: &Defs) -> Option<CollectivesReport> {
         matched: matched_all,
         kinds: rows,
         slowest,
-        step_range: step.map_or(String::new(), |n| defs.str(n).to_owned()),
+        step_range: match step {
+            Some(WINDOWS) => "capture windows".to_owned(),
+            Some(n) => defs.str(n).to_owned(),
+            None => String::new(),
+        },
         waits_in_steps: step.is_some(),
         steps,
     })
@@ -350,7 +365,8 @@ fn kind_row(op: CollectiveOp, e: KindAgg, defs: &Defs, rank: &dyn Fn(u32) -> Str
 }
 
 /// The range name taken for steps: of the names every rank in `pids` has at least twice, the
-/// one with the most time (a training loop's step range holds the rest); and each rank's steps.
+/// one with the most time (a training loop's step range holds the rest), else the capture
+/// windows when every rank has two or more; and each rank's steps.
 fn steps(agg: &CollectivesAgg, pids: &[u32], rank: &dyn Fn(u32) -> String) -> (Option<StrId>, Vec<StepRow>) {
     let mut totals: IdMap<StrId, (usize, u64)> = IdMap::default();
     for ((pid, name), r) in &agg.ranges {
@@ -359,10 +375,11 @@ fn steps(agg: &CollectivesAgg, pids: &[u32], rank: &dyn Fn(u32) -> String) -> (O
             (e.0, e.1) = (e.0 + 1, e.1 + r.total);
         }
     }
+    // Ranges first; capture windows where no range repeats on every rank.
     let Some((name, _)) = totals
         .into_iter()
         .filter(|(_, (ranks, _))| *ranks == pids.len())
-        .max_by_key(|(id, (_, total))| (*total, std::cmp::Reverse(id.0)))
+        .max_by_key(|(id, (_, total))| (*id != WINDOWS, *total, std::cmp::Reverse(id.0)))
     else {
         return (None, Vec::new());
     };
@@ -443,5 +460,58 @@ pub fn render(r: &Option<CollectivesReport>, rows: usize, out: &mut String) {
             t.row(vec![s.rank.clone(), s.steps.to_string(), ns(s.mean_ns), ns(s.max_ns)]);
         }
         t.render(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(pid: u32, start: u64, end: u64) -> Record {
+        let launch = LaunchRef::default().stack(StackId(9));
+        Record::DeviceOp(
+            DeviceOp::default()
+                .pid(pid)
+                .stream(StreamId(pid))
+                .start(start)
+                .end(end)
+                .collective(CollectiveOp::AllGather)
+                .launch(Some(launch)),
+        )
+    }
+
+    #[test]
+    fn without_samples_or_ranges_the_launch_stack_and_capture_windows_stand_in() {
+        let mut defs = Defs::default();
+        let mut agg = CollectivesAgg::default();
+        let name = Record::Str(StrDef::new(StrId(1), "rank 1 (h, 20)"));
+        let frame = Record::Frame(FrameDef::default().id(FrameId(1)).name(StrId(2)));
+        let line = Record::Str(StrDef::new(StrId(2), "gather (model.py:7)"));
+        let stack = Record::Stack(StackDef::new(StackId(9), vec![FrameId(1)]));
+        let proc1 = Record::Process(ProcessDef::default().pid(20).rank(Some(1)).name(StrId(1)));
+        for r in [&name, &line, &frame, &stack, &proc1] {
+            defs.add(r);
+        }
+        // Three all-gathers; rank 1 (pid 20) is 5 µs late at each; two windows per rank.
+        for k in 0..3u64 {
+            let t = k * 1_000_000;
+            agg.add(&op(10, t, t + 100_000));
+            agg.add(&op(20, t + 5_000, t + 100_000));
+        }
+        for pid in [10, 20] {
+            for (s, e) in [(0, 1_500_000), (1_600_000, 3_000_000)] {
+                agg.add(&Record::Window(CaptureWindow::default().pid(pid).start(s).end(e)));
+            }
+        }
+        let r = report(&agg, &defs).unwrap();
+        assert_eq!((r.collectives, r.matched, r.ranks), (3, 3, 2));
+        let k = &r.kinds[0];
+        assert_eq!((k.kind.as_str(), k.wait_ns, k.last_count), ("allgather", 15_000, 3));
+        assert_eq!(k.most_wait_on, "rank 1 (h, 20)");
+        assert_eq!((k.python_line.as_str(), k.stack_from.as_str()), ("gather (model.py:7)", "launch stack"));
+        assert_eq!((r.step_range.as_str(), r.steps.len(), r.steps[0].steps), ("capture windows", 2, 2));
+        let mut text = String::new();
+        render(&Some(r), 10, &mut text);
+        assert!(text.contains("Collectives (3 of 3 matched across 2 ranks"), "{text}");
     }
 }
