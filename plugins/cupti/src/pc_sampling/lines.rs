@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget};
+use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
 
 /// Why a cubin's line table could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -153,22 +153,27 @@ impl LineTable {
 
 /// Applies `section`'s relocations to its `data`: each relocated 64-bit address becomes
 /// `target section index << 32 | offset in that section` (plus the implicit addend already in
-/// the data), so the line rows name their kernel's section.
+/// the data), so the line rows name their kernel's section. CUDA's relocation types: 1 and 3
+/// write 32 bits (`R_NV_32`, `R_NV_G32`), 2 and 4 write 64 (`R_NV_64`, `R_NV_G64`); a 32-bit one
+/// gets the offset alone (no room for the section).
 fn relocate(file: &object::File<'_>, section: &object::Section<'_, '_>, data: &mut [u8]) {
     for (at, r) in section.relocations() {
         let RelocationTarget::Symbol(index) = r.target() else { continue };
         let Ok(sym) = file.symbol_by_index(index) else { continue };
         let Some(target) = sym.section_index() else { continue };
         let Ok(target_section) = file.section_by_index(target) else { continue };
-        let at = at as usize;
-        let Some(slot) = data.get_mut(at..at + 8) else { continue };
-        let implicit = if r.has_implicit_addend() {
-            u64::from_le_bytes(slot.try_into().unwrap_or([0; 8]))
-        } else {
-            r.addend() as u64
+        let width = match r.flags() {
+            RelocationFlags::Elf { r_type: 1 | 3 } => 4,
+            RelocationFlags::Elf { r_type: 2 | 4 } => 8,
+            _ => continue,
         };
+        let at = at as usize;
+        let Some(slot) = data.get_mut(at..at + width) else { continue };
+        let mut old = [0u8; 8];
+        old[..width].copy_from_slice(slot);
+        let implicit = if r.has_implicit_addend() { u64::from_le_bytes(old) } else { r.addend() as u64 };
         let offset = sym.address().wrapping_sub(target_section.address()).wrapping_add(implicit);
         let value = ((target.0 as u64) << 32) | (offset & 0xFFFF_FFFF);
-        slot.copy_from_slice(&value.to_le_bytes());
+        slot.copy_from_slice(&value.to_le_bytes()[..width]);
     }
 }
