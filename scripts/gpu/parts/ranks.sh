@@ -102,4 +102,5 @@ else
   cp "$RK/merged/summary.json" "$RK/merged-summary.json" 2>/dev/null
   mkdir -p "$W/ranks-out" && mv "$RK/host0" "$RK/host1" "$RK"/one-ddp "$RK"/one-fsdp "$RK/merged" "$W/ranks-out/" 2>/dev/null
   du -sh "$RK" | sed 's/^/ranks logs: /'
+  unset NCCL_DEBUG
 fi
