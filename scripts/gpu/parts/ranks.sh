@@ -1,7 +1,8 @@
 # Part `ranks` of run-all.sh (issue 26): a 2-rank DDP job over NCCL with an injected straggler
 # (rank 1 sleeps 20 ms in Python every 10 steps: tests/workloads/torch/ddp_straggler.py),
 # recorded as a multi-host job is: each "host" (here a GPU of its own, CUDA_VISIBLE_DEVICES)
-# runs its own torchrun node under its own `xpuprof --source ebpf,cupti --sink archive`; then
+# runs its own torchrun node under its own `xpuprof --source ebpf,cupti --sink archive` (off-CPU
+# samples on, so the sleep is seen); then
 # `xpuprof report --merge` puts them on one timeline (perfetto, summary, chrome). Both hosts
 # share this machine's clock, so the merge's shift should come out 0 within its stated error.
 # The same job is also recorded whole (one xpuprof over `torchrun --nproc_per_node 2`), and
@@ -50,7 +51,7 @@ else
   # 1. Two "hosts", each recording its own node of the job.
   rk_pids=""
   for k in 0 1; do
-    CUDA_VISIBLE_DEVICES=$k timeout 300 $RX --source ebpf,cupti --sink archive -o "$RK/host$k" -- \
+    CUDA_VISIBLE_DEVICES=$k timeout 300 $RX --set source.ebpf.offcpu=true --source ebpf,cupti --sink archive -o "$RK/host$k" -- \
       torchrun --nnodes 2 --node_rank $k --nproc_per_node 1 --master_addr 127.0.0.1 --master_port 29531 \
       "$RWL" >"$RK/host$k.out" 2>"$RK/host$k.err" &
     rk_pids="$rk_pids $!"
@@ -74,7 +75,7 @@ else
   for mode in ddp fsdp; do
     flag=""
     [ "$mode" = fsdp ] && flag=--fsdp
-    timeout 300 $RX --source ebpf,cupti --sink archive,summary,perfetto,chrome -o "$RK/one-$mode" -- \
+    timeout 300 $RX --set source.ebpf.offcpu=true --source ebpf,cupti --sink archive,summary,perfetto,chrome -o "$RK/one-$mode" -- \
       torchrun --standalone --nproc_per_node 2 "$RWL" $flag >"$RK/one-$mode.out" 2>"$RK/one-$mode.err"
     row "ranks one recording $mode" "rc=$? $(grep -c '^done rank' "$RK/one-$mode.out") ranks done"
     rk_dump "one-$mode" "$RK/one-$mode"
