@@ -85,6 +85,17 @@ struct Names {
 
 static NAMES: Mutex<Option<Names>> = Mutex::new(None);
 
+/// With `verbose`, the first this many registrations and pushes are said on stderr (what the
+/// program's annotations look like, for whoever reads a new framework's).
+const SAID: u32 = 60;
+static SAID_SO_FAR: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+fn tell(a: &Agent, what: impl FnOnce() -> String) {
+    if a.config.common.verbose && SAID_SO_FAR.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < SAID {
+        crate::say(&what());
+    }
+}
+
 /// An open range on a thread.
 #[derive(Debug)]
 enum Open {
@@ -183,6 +194,7 @@ pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void, regs: Registers
                 }
                 (text(word(params, 1) as *const c_char), *ret)
             };
+            tell(a, || format!("nvtx string {handle:#x} = {:?}", s.map(|s| &s[..s.len().min(200)])));
             if let (Some(s), Ok(mut g)) = (s, NAMES.lock()) {
                 let n = g.get_or_insert_with(Names::default);
                 n.strings.insert(handle, s.into());
@@ -233,6 +245,9 @@ fn push(a: &Agent, dom: u64, (handle, ascii, source): (u64, Option<&str>, u64), 
         Ok(mut g) => reading(g.get_or_insert_with(Names::default), handle, ascii),
         Err(_) => return,
     };
+    tell(a, || {
+        format!("nvtx push domain {dom:#x} handle {handle:#x} text {ascii:?} payload {source:#x}: {r:?}")
+    });
     let open = match r {
         Reading::Module(p) => Open::Module(p),
         Reading::Op(name) => {
