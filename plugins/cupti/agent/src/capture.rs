@@ -168,6 +168,9 @@ pub extern "C" fn xpuprof_cupti_capture(on: c_int) -> c_int {
         Ok(was_on) => {
             if was_on && on == 0 {
                 a.core.launches.new_epoch();
+                crate::pc_sampling::window_closed(a);
+            } else if !was_on && on != 0 {
+                crate::pc_sampling::window_opened(a);
             }
             c_int::from(was_on)
         }
