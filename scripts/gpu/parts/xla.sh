@@ -60,11 +60,11 @@ xla_run() {  # name, config file or "", steps, extra env...
   row "xla check $n" "$(tail -1 "$XL/$n.check.txt" | cut -c1-200)"
 }
 printf '[source.cupti]\nannotations = true\n' >"$W/xla-annotations.toml"
-xla_run default "" 100
+xla_run default "" 50
 # The agent's annotation frames (XLA operations, compile-time work): [source.cupti] annotations.
 xla_run annotated "$W/xla-annotations.toml" 100
 # XLA's command buffers off: every thunk launched from the executable's own thread.
-xla_run nocmdbuf "$W/xla-annotations.toml" 100 XLA_FLAGS=--xla_gpu_enable_command_buffer=
+xla_run nocmdbuf "$W/xla-annotations.toml" 50 XLA_FLAGS=--xla_gpu_enable_command_buffer=
 
 # torch.compile max-autotune: its benchmarking launches (issue 33 item 4).
 o=$W/out/xla-torch-autotune; rm -rf "$o"
