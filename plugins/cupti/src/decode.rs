@@ -12,7 +12,7 @@ use xpuprof_sdk::hash::IdMap;
 
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger};
-use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn as KitConn};
+use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder};
 
 /// Counters of this backend (the kit's, shared with every agent-backed decoder, are in
 /// `AgentDecoder::counts`).
@@ -55,15 +55,7 @@ pub struct Conn {
     pub(crate) graphs: crate::graphs::GraphNodes,
 }
 
-impl KitConn for Conn {
-    fn agent(&self) -> &AgentConn {
-        &self.agent
-    }
-
-    fn agent_mut(&mut self) -> &mut AgentConn {
-        &mut self.agent
-    }
-}
+xpuprof_toolbox::kit_conn!(Conn);
 
 /// Decoder state shared by all connections.
 #[derive(Debug)]

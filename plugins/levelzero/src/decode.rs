@@ -14,7 +14,7 @@ use xpuprof_levelzero_wire as wire;
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger};
-use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn as KitConn};
+use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder};
 
 use crate::devices::{Device, Devices, Pairs};
 
@@ -47,15 +47,7 @@ pub struct Conn {
     pub(crate) pairs: Pairs,
 }
 
-impl KitConn for Conn {
-    fn agent(&self) -> &AgentConn {
-        &self.agent
-    }
-
-    fn agent_mut(&mut self) -> &mut AgentConn {
-        &mut self.agent
-    }
-}
+xpuprof_toolbox::kit_conn!(Conn);
 
 /// The decoder.
 #[derive(Debug)]

@@ -17,7 +17,7 @@ use xpuprof_rocm_wire::{self as rocm_wire, Api};
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{Emitter, Logger};
-use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn as KitConn};
+use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder};
 
 /// Clock domain of rocprofiler-sdk timestamps (CLOCK_BOOTTIME nanoseconds).
 pub const SDK_CLOCK: ClockDomain = ClockDomain(0x0A00_0001);
@@ -70,15 +70,7 @@ pub struct Conn {
     pub(crate) ranges: IdMap<u32, Vec<(u64, StrId)>>,
 }
 
-impl KitConn for Conn {
-    fn agent(&self) -> &AgentConn {
-        &self.agent
-    }
-
-    fn agent_mut(&mut self) -> &mut AgentConn {
-        &mut self.agent
-    }
-}
+xpuprof_toolbox::kit_conn!(Conn);
 
 /// Decoder state shared by all connections.
 #[derive(Debug)]

@@ -31,6 +31,7 @@
 mod compile;
 mod control;
 mod decoder;
+mod kit_conn;
 mod kit_decoder;
 mod locate;
 mod source;
