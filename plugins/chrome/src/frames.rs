@@ -2,12 +2,15 @@
 //! naming its parent, that events point into with `"sf":N` (their innermost frame). API calls
 //! carry their launch's stack this way and CPU samples their sampled stack; catapult and
 //! Perfetto's JSON importer read both. A frame with inlined functions is one node per function,
-//! outermost first, as in the other sinks. Nodes are made once per distinct call path and written
+//! outermost first, as in the other sinks; xpuprof's own code in the target (its agents:
+//! [`xpuprof_toolbox::own_code`]) goes under one `[xpuprof]` node above its outermost frame.
+//! Nodes are made once per distinct call path and written
 //! at the end of the file (the dictionary is a key of the top-level object, beside
 //! `traceEvents`), so memory grows with distinct stacks, not with time.
 
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
+use xpuprof_toolbox::own_code::{is_own_frame, OWN_FRAME};
 
 use crate::json::{quoted, Push};
 use crate::names::Names;
@@ -32,26 +35,35 @@ impl StackFrames {
         }
         let defs = names.defs();
         let frames = defs.stack(stack)?;
+        let own =
+            frames.iter().rev().find(|&&f| defs.frame(f).is_some_and(|d| is_own_frame(defs, d))).copied();
         let mut parent = 0;
         for &f in frames.iter().rev() {
+            if own == Some(f) {
+                parent = self.node(parent, (f, u32::MAX), OWN_FRAME);
+            }
             let functions = function_names(f, names);
             for (i, name) in functions.iter().enumerate() {
-                let k = (parent, f, i as u32);
-                parent = match self.nodes.get(&k) {
-                    Some(&n) => n,
-                    None => {
-                        self.entries.push((parent, quoted(name)));
-                        let n = self.entries.len() as u64;
-                        self.nodes.insert(k, n);
-                        n
-                    }
-                };
+                parent = self.node(parent, (f, i as u32), name);
             }
         }
         (parent != 0).then(|| {
             self.leaves.insert(stack, parent);
             parent
         })
+    }
+
+    /// The node of function `at` (frame, function index in it) named `name` under `parent`,
+    /// made the first time.
+    fn node(&mut self, parent: u64, at: (FrameId, u32), name: &str) -> u64 {
+        let k = (parent, at.0, at.1);
+        if let Some(&n) = self.nodes.get(&k) {
+            return n;
+        }
+        self.entries.push((parent, quoted(name)));
+        let n = self.entries.len() as u64;
+        self.nodes.insert(k, n);
+        n
     }
 
     /// Whether a node was made.

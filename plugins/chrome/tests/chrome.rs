@@ -559,3 +559,37 @@ fn compile_time_work_has_its_own_category() {
         .collect();
     assert_eq!(cats, ["kernel,compile", "kernel"], "{text}");
 }
+
+/// A CPU sample in xpuprof's own code in the target reads as the profiler's: its frames under
+/// one `[xpuprof]` frame above the agent's outermost one.
+#[test]
+fn xpuprofs_own_code_is_under_one_xpuprof_frame() {
+    let mut recs: Vec<Record> = sample::session().into_iter().filter(Record::is_definition).collect();
+    let texts =
+        ["/opt/xpuprof/lib/libxpuprof_cupti_agent.so", "xpuprof_python::own::Interpreter::read_chain"];
+    for (i, t) in texts.iter().enumerate() {
+        recs.push(Record::Str(StrDef::new(StrId(900 + i as u32), *t)));
+    }
+    recs.push(Record::Module(ModuleDef::default().id(ModuleId(90)).path(StrId(900))));
+    let own = FrameDef::default().id(FrameId(90)).kind(FrameKind::FileOffset).module(ModuleId(90));
+    recs.push(Record::Frame(own.address(0x40).pid(sample::PID).name(StrId(901))));
+    let frames = vec![FrameId(4), FrameId(90), FrameId(2), FrameId(1)];
+    recs.push(Record::Stack(StackDef::default().id(StackId(90)).frames(frames)));
+    let s = CpuSample::default().pid(sample::PID).tid(sample::TID).time(sample::T0 + 1_000).weight(1_000_000);
+    recs.push(Record::CpuSample(s.stack(StackId(90))));
+    let text = run(&recs);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let sample = events.iter().find(|e| e["cat"] == "cpu").unwrap();
+    assert_eq!(
+        stack_of(&doc, sample),
+        [
+            "main",
+            "train_step",
+            "forward",
+            "[xpuprof]",
+            "xpuprof_python::own::Interpreter::read_chain",
+            "c10::cuda::CUDAStream::launch"
+        ]
+    );
+}

@@ -38,7 +38,7 @@ pub struct StreamRow {
     pub device: String,
     /// Its name: the source's, else `stream <native id>`.
     pub stream: String,
-    /// The runtime's number for it (CUDA stream id), 0 when not known.
+    /// The runtime's own number for it, 0 when not known.
     pub native_id: u64,
     /// The process that owns it.
     pub pid: u32,
