@@ -147,6 +147,7 @@ pub(crate) unsafe fn on_resource(a: &Agent, cbid: u32, data: *const c_void) {
                 let cubin = unsafe { std::slice::from_raw_parts(m.pCubin.cast::<u8>(), m.cubinSize) };
                 module_loaded(a, m.moduleId, cubin);
             }
+            drain_context(a, r.context);
         }
         _ => {}
     }
@@ -262,12 +263,20 @@ fn has_line_table(cubin: &[u8]) -> bool {
     cubin.starts_with(b"\x7fELF") && (find(b".debug_line\0") || find(b".nv_debug_line_sass\0"))
 }
 
+/// The fetch thread: [`fetch`] on every context each [`FETCH_EVERY`]. The buffer CUPTI flushes
+/// into on its own is read where CUPTI writes it (module load, disable, context teardown), not
+/// here, so the two never race.
 fn start_fetcher() {
     let spawned = std::thread::Builder::new().name("xpuprof-cupti-pc".into()).spawn(|| loop {
         std::thread::sleep(FETCH_EVERY);
-        if let Some(a) = agent() {
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drain_all(a)));
-        }
+        let Some(a) = agent() else { continue };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for c in contexts() {
+                if let Ok(mut c) = c.lock() {
+                    fetch(a, &mut c);
+                }
+            }
+        }));
     });
     if let Err(e) = spawned {
         say(&format!("PC sampling: failed to start the fetch thread: {e}; samples are fetched only at window ends and exit"));
@@ -279,13 +288,13 @@ fn contexts() -> Vec<Arc<Mutex<Context>>> {
 }
 
 /// Fetches every context's samples and sends them.
-pub(crate) fn drain_all(a: &Agent) {
-    if !a.config.opts.pc_sampling {
-        return;
-    }
+/// After a module load on `ctx`: what CUPTI flushed into the configured buffer (a module
+/// unloaded and another loaded start a new range) is sent.
+fn drain_context(a: &Agent, ctx: ffi::CUcontext) {
     for c in contexts() {
-        if let Ok(mut c) = c.lock() {
-            drain(a, &mut c);
+        let Ok(mut c) = c.lock() else { continue };
+        if c.handle.0 == ctx {
+            send(a, c.id, c.device, &mut c.config);
         }
     }
 }
@@ -293,6 +302,12 @@ pub(crate) fn drain_all(a: &Agent) {
 /// Sends what CUPTI flushed into the configured buffer, then fetches until CUPTI holds nothing.
 fn drain(a: &Agent, c: &mut Context) {
     send(a, c.id, c.device, &mut c.config);
+    fetch(a, c);
+}
+
+/// Fetches until CUPTI holds nothing (at most [`MAX_FETCHES`] times). A call CUPTI refuses for
+/// another reason than a full hardware buffer is said once and sampling stops on the context.
+fn fetch(a: &Agent, c: &mut Context) {
     if !c.enabled {
         return;
     }
@@ -306,6 +321,7 @@ fn drain(a: &Agent, c: &mut Context) {
                 counts().counts.hardware_full += 1;
             } else {
                 refused(a, c.id, "cuptiPCSamplingGetData", &e);
+                stop(a, c);
             }
             return;
         }
