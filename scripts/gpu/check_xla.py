@@ -196,6 +196,25 @@ def main():
     print(f"mangled frames: gpu view {len(mangled)}, cpu view {len(cpu_mangled)}")
     for f in sorted(mangled | cpu_mangled)[:40]:
         print("mangled", f[:300], "| runtime demangler:", (runtime_demangle(f) or "-")[:160])
+    trace = os.path.join(out, "trace.json")
+    if os.path.exists(trace):
+        try:
+            t = json.load(open(trace))
+            ev = t.get("traceEvents", t) if isinstance(t, dict) else t
+            cats = collections.Counter()
+            for e in ev:
+                c = e.get("cat", "") if isinstance(e, dict) else ""
+                if c.endswith("compile") or c in ("kernel", "memcpy", "memset"):
+                    cats[c] += e.get("dur", 0)
+            print("timeline categories (us): " + ", ".join(f"{c}={v:.0f}" for c, v in sorted(cats.items())))
+        except (OSError, ValueError) as e:
+            print("trace.json:", e)
+    summ = os.path.join(out, "summary.json")
+    if os.path.exists(summ):
+        try:
+            print("summary compile_time:", json.load(open(summ)).get("compile_time"))
+        except (OSError, ValueError) as e:
+            print("summary.json:", e)
     jax = bool(oplines)
     ok = (pct(under_call, steady) >= 95 and (not jax or pct(with_op, steady) >= 95)
           and unmarked_autotune == 0 and unknown == 0 and not mangled)
