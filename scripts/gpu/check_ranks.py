@@ -142,7 +142,7 @@ def check(out, workload, dumps):
     else:
         row("straggler_collectives", False, f"ranks in the dumps: {sorted(by_rank, key=str)}")
     flows = [e for e in trace["traceEvents"] if e.get("cat") == "collective"]
-    ids = collections.Counter(e["id"] for e in flows)
+    ids = collections.Counter(e["bind_id"] for e in flows)
     row("collectives_linked", len(ids) == c["collectives"] and set(ids.values()) == {2},
         f"{len(ids)} flows over {len(flows)} slices in trace.json")
 

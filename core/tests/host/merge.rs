@@ -161,11 +161,13 @@ fn ranks_recorded_apart_merge_into_one_named_and_aligned_session_and_a_damaged_r
     // Each all-reduce's slices on the two ranks' device tracks are linked by one flow.
     let flows: Vec<&Value> =
         trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "collective").collect();
-    let phases = |ph: &str| flows.iter().filter(|e| e["ph"] == ph).count() as u64;
-    assert_eq!((phases("s"), phases("t")), (COLLECTIVES, COLLECTIVES), "{flows:?}");
-    for start in flows.iter().filter(|e| e["ph"] == "s") {
-        let step =
-            flows.iter().find(|e| e["ph"] == "t" && e["id"] == start["id"]).expect("a flow without its step");
+    let ends = |end: &str| flows.iter().filter(|e| e[end] == true).count() as u64;
+    assert_eq!((ends("flow_out"), ends("flow_in")), (COLLECTIVES, COLLECTIVES), "{flows:?}");
+    for start in flows.iter().filter(|e| e["flow_out"] == true) {
+        let step = flows
+            .iter()
+            .find(|e| e["flow_in"] == true && e["bind_id"] == start["bind_id"])
+            .expect("a collective's arrow without its end");
         assert_eq!(start["name"], step["name"]);
         assert_ne!((&start["pid"], &start["tid"]), (&step["pid"], &step["tid"]), "linked on one track");
     }
