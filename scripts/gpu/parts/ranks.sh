@@ -99,6 +99,11 @@ else
     rm -rf "${RK:?}/dump$d"
     [ -f "$RK/$d/summary.txt" ] && cp "$RK/$d/summary.txt" "$RK/$d-summary.txt"
   done
+  # The two hosts' archives themselves, when small, as CI fixtures of a real NCCL job.
+  for k in 0 1; do
+    f=$RK/host$k/archive/trace.xpa
+    [ -f "$f" ] && [ "$(stat -c %s "$f")" -lt 3000000 ] && cp "$f" "$RK/host$k.xpa"
+  done
   cp "$RK/merged/summary.txt" "$RK/merged-summary.txt" 2>/dev/null
   cp "$RK/merged/summary.json" "$RK/merged-summary.json" 2>/dev/null
   mkdir -p "$W/ranks-out" && mv "$RK/host0" "$RK/host1" "$RK"/one-ddp "$RK"/one-fsdp "$RK/merged" "$W/ranks-out/" 2>/dev/null
