@@ -66,6 +66,21 @@ else
   grep 'shifted by\|reference clock\|not merged\|damaged' "$RK/merge.err" | sed 's/^ *//' | while read -r l; do
     row "ranks merge clock" "$(echo "$l" | cut -c1-220)"
   done
+  # Both "hosts" run on this machine's one clock: the merge must find them 0 apart, within the
+  # residual it states.
+  python3 - "$RK/merge.err" >"$RK/align.txt" 2>&1 <<'PY'
+import re, sys
+said = open(sys.argv[1]).read()
+lift = int((re.search(r"times moved by (\d+) ns", said) or [0, 0])[1])
+m = re.search(r"shifted by (\d+) ns, lined up by the ends of (\d+) collectives.*?within ±(\d+) ns.*?median (\d+) ns", said)
+if not m:
+    print("FAIL no fine alignment line")
+else:
+    rel = int(m[1]) - lift
+    print(f"{'PASS' if abs(rel) <= int(m[3]) else 'FAIL'} relative shift {rel} ns (true 0: one clock), residual ±{m[3]} ns "
+          f"(median {m[4]} ns) over {m[2]} collectives")
+PY
+  row "ranks merge fine alignment" "$(tail -1 "$RK/align.txt")"
   rk_dump host0 "$RK/host0"
   rk_dump host1 "$RK/host1"
   head -40 "$RK/nccl-host0.txt"
