@@ -88,7 +88,8 @@ struct Counts {
 
 #[derive(Debug, Default)]
 struct State {
-    contexts: Vec<Arc<Mutex<Context>>>,
+    /// Each context's handle (to find it without its lock) and state.
+    contexts: Vec<(Handle, Shared)>,
     counts: Counts,
 }
 
@@ -179,7 +180,7 @@ fn context_created(a: &Agent, ctx: ffi::CUcontext) {
     }
     let mut s = counts();
     s.counts.contexts += 1;
-    s.contexts.push(Arc::new(Mutex::new(c)));
+    s.contexts.push((Handle(ctx), Arc::new(Mutex::new(c))));
     drop(s);
     FETCHER.call_once(start_fetcher);
 }
@@ -225,10 +226,18 @@ fn configure(a: &Agent, c: &mut Context) -> Result<(), CuptiError> {
 fn context_destroying(a: &Agent, ctx: ffi::CUcontext) {
     // The list is cloned first: the fetch thread holds a context's lock while it takes the
     // state's, so the state's is never held while waiting for a context's.
-    let found = contexts().into_iter().find(|c| c.lock().is_ok_and(|c| c.handle.0 == ctx));
+    let found = {
+        let mut s = counts();
+        let at = s.contexts.iter().position(|(h, _)| h.0 == ctx);
+        at.map(|i| s.contexts.remove(i).1)
+    };
     let Some(c) = found else { return };
-    counts().contexts.retain(|x| !Arc::ptr_eq(x, &c));
-    let Ok(mut c) = c.lock() else { return };
+    // Waits for a fetch in flight, but never forever: CUPTI's fetch could itself wait on the
+    // context this thread is tearing down.
+    let Some(mut c) = lock_within(&c, TEARDOWN_WAIT) else {
+        say("PC sampling: a context went away while its samples were being fetched; its last samples are lost");
+        return;
+    };
     drain(a, &mut c);
     stop(a, &mut c);
 }
@@ -283,20 +292,42 @@ fn start_fetcher() {
     }
 }
 
-fn contexts() -> Vec<Arc<Mutex<Context>>> {
-    counts().contexts.clone()
+type Shared = Arc<Mutex<Context>>;
+
+fn contexts() -> Vec<Shared> {
+    counts().contexts.iter().map(|(_, c)| c.clone()).collect()
+}
+
+/// How long a context's teardown waits for a fetch in flight.
+const TEARDOWN_WAIT: Duration = Duration::from_secs(2);
+
+/// `m`'s lock, tried until `wait` has passed.
+fn lock_within(m: &Mutex<Context>, wait: Duration) -> Option<std::sync::MutexGuard<'_, Context>> {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
+    }
 }
 
 /// Fetches every context's samples and sends them.
 /// After a module load on `ctx`: what CUPTI flushed into the configured buffer (a module
 /// unloaded and another loaded start a new range) is sent.
 fn drain_context(a: &Agent, ctx: ffi::CUcontext) {
-    for c in contexts() {
-        let Ok(mut c) = c.lock() else { continue };
-        if c.handle.0 == ctx {
-            send(a, c.id, c.device, &mut c.config);
-        }
-    }
+    let found = counts().contexts.iter().find(|(h, _)| h.0 == ctx).map(|(_, c)| c.clone());
+    // Not waiting for a fetch in flight (it could wait on this module load): the buffer is read
+    // again at the next window end, teardown or exit.
+    let Some(c) = found else { return };
+    if let Ok(mut c) = c.try_lock() {
+        let (id, device) = (c.id, c.device);
+        send(a, id, device, &mut c.config);
+    };
 }
 
 /// Sends what CUPTI flushed into the configured buffer, then fetches until CUPTI holds nothing.
