@@ -12,7 +12,7 @@
 //! rounds at R launches per second per device on a thread of the source (see [`paced`]), as a
 //! node's agents would deliver them, dropping and counting what an agent's full buffer would.
 //! With `define_target`, `collectives = N` also has the target run N all-reduces as its rank of a
-//! job (rank 1 late at every tenth, see [`collectives`]), for the merge's and the summary's
+//! job (rank 1 late at every tenth, see `collectives.rs`), for the merge's and the summary's
 //! tests of collectives across ranks.
 
 mod collectives;
