@@ -31,7 +31,7 @@ def load(path):
             stacks[r["id"]] = r["frames"]
         elif k == "DeviceOp":
             ops.append(r)
-        elif k == "Annotation":
+        elif k in ("Range", "Marker"):
             notes.append(r)
         elif k == "CpuSample":
             samples.append(r)
