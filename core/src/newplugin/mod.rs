@@ -167,6 +167,8 @@ impl NewPlugin {
                 ("src/lib.rs".into(), self.fill(include_str!("templates/agent/lib.rs.in"))),
                 ("agent/Cargo.toml".into(), self.fill(include_str!("templates/agent/agent-Cargo.toml.in"))),
                 ("agent/src/lib.rs".into(), self.fill(include_str!("templates/agent/agent-lib.rs.in"))),
+                ("wire/Cargo.toml".into(), self.fill(include_str!("templates/agent/wire-Cargo.toml.in"))),
+                ("wire/src/lib.rs".into(), self.fill(include_str!("templates/agent/wire-lib.rs.in"))),
                 (".gitignore".into(), "/target\n".into()),
             ],
             Lang::Rust => vec![
@@ -308,7 +310,18 @@ mod tests {
         assert!(toml.contains("xpuprof-sdk = \"=*\"") && toml.contains("[patch.crates-io]"), "{toml}");
         let agent = NewPlugin { agent: true, ..p }.files();
         let names: Vec<&str> = agent.iter().map(|(f, _)| f.as_str()).collect();
-        assert_eq!(names, ["Cargo.toml", "src/lib.rs", "agent/Cargo.toml", "agent/src/lib.rs", ".gitignore"]);
+        assert_eq!(
+            names,
+            [
+                "Cargo.toml",
+                "src/lib.rs",
+                "agent/Cargo.toml",
+                "agent/src/lib.rs",
+                "wire/Cargo.toml",
+                "wire/src/lib.rs",
+                ".gitignore"
+            ]
+        );
         assert!(
             agent[1].1.contains("impl AgentBackend for MyNpu")
                 && agent[1].1.contains("XPUPROF_MY_NPU_SOCKET")
