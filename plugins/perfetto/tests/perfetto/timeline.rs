@@ -168,3 +168,42 @@ fn xpuprofs_own_code_is_under_one_xpuprof_frame_in_cpu_samples() {
         "{sample}"
     );
 }
+
+#[test]
+fn a_collectives_slices_on_every_rank_are_linked_by_flows_that_each_start_and_end_once() {
+    // The two ranks of the sample job run three all-reduces each on a stream of their own.
+    let mut records: Vec<Record> = sample::ranked_job().into_iter().filter(Record::is_definition).collect();
+    for k in 0..3u64 {
+        for rank in 0..2u32 {
+            let t = T0 + k * 1_000_000;
+            records.push(Record::DeviceOp(
+                DeviceOp::default()
+                    .kind(DeviceOpKind::Kernel)
+                    .pid(5000 + rank)
+                    .device(DeviceId(1 + rank))
+                    .stream(StreamId(10 + rank))
+                    .start(t + 1_000 * u64::from(rank))
+                    .end(t + 50_000)
+                    .name(StrId(9))
+                    .collective(CollectiveOp::AllReduce),
+            ));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink =
+        PerfettoSink::new(config::defaults(), &session_info(dir.path()), Logger::stderr()).unwrap();
+    sink.consume(&records).unwrap();
+    sink.finish().unwrap();
+    let trace = dir.path().join(FILE_NAME);
+    // check_trace.py fails a flow that starts or ends twice or never ends.
+    check::check(&trace);
+    let linked: Vec<String> =
+        check::events(&trace).lines().filter(|l| l.contains("allreduce_kernel")).map(str::to_owned).collect();
+    let starts = linked.iter().filter(|l| l.contains("flows=[") && !l.contains("flows=[]")).count();
+    let ends = linked.iter().filter(|l| l.contains("->[") && !l.contains("->[]")).count();
+    assert_eq!(
+        (starts, ends),
+        (3, 3),
+        "one flow from each all-reduce's first slice to the other: {linked:#?}"
+    );
+}
