@@ -62,18 +62,27 @@ def decode(dump_dir):
                 ctx, status = struct.unpack_from("<II", p, 0)
                 statuses.append((ctx, status, p[8:].decode(errors="replace")))
             elif ty == MSG_SAMPLES:
-                time, ctx, dev, rng, total, dropped, nonuser, flags, n = struct.unpack_from("<QIIQQQQII", p, 0)
+                time, ctx, dev, rng, total, dropped, nonuser, flags = struct.unpack_from("<QIIQQQQI", p, 0)
                 totals["fetches"] += 1
                 totals["total"] += total
                 totals["dropped"] += dropped
                 totals["non_user"] += nonuser
                 totals["hw_full"] += flags & 1
-                at = struct.calcsize("<QIIQQQQII")
+                # The message's function table, then the PCs naming functions by index.
+                at = struct.calcsize("<QIIQQQQI")
+                (nf,) = struct.unpack_from("<I", p, at)
+                at += 4
+                names = []
+                for _ in range(nf):
+                    (nlen,) = struct.unpack_from("<I", p, at)
+                    names.append(p[at + 4 : at + 4 + nlen].decode(errors="replace"))
+                    at += 4 + nlen
+                (n,) = struct.unpack_from("<I", p, at)
+                at += 4
                 for _ in range(n):
-                    crc, off, fidx, corr, nlen, nr = struct.unpack_from("<QQIIII", p, at)
+                    crc, off, fidx, corr, fid, nr = struct.unpack_from("<QQIIII", p, at)
                     at += 32
-                    fn = p[at : at + nlen].decode(errors="replace")
-                    at += nlen
+                    fn = names[fid] if fid < len(names) else "?"
                     for _ in range(nr):
                         ri, cnt = struct.unpack_from("<II", p, at)
                         at += 8

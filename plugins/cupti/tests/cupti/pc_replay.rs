@@ -63,9 +63,8 @@ fn the_pc_view_replays_identically_through_the_archive() {
     Hello::new(130_000, wire::FLAG_MONOTONIC_TIMESTAMPS).encode(&mut s);
     pc::put_stall_reasons(&mut s, 1, 0, &[(1, "smsp__pcsamp_warps_issue_stalled_wait".to_owned())]);
     for t in [100, 200] {
-        let mut w =
-            pc::SamplesWriter::begin(&mut s, &pc::FetchHeader { time: t, context: 1, ..Default::default() });
-        w.pc(&mut s, (7, 0x10, 0, 0), b"k", &[(1, 3)]);
+        let mut w = pc::SamplesWriter::new(&pc::FetchHeader { time: t, context: 1, ..Default::default() });
+        w.pc((7, 0x10, 0, 0), b"k", &[(1, 3)]);
         w.end(&mut s);
     }
     let records = decode(&s);

@@ -41,9 +41,9 @@ fn samples_become_records_with_short_reasons_and_losses() {
     pc::put_stall_reasons(&mut s, 1, 0, &reasons);
     pc::put_cubin(&mut s, 0xC0B1, 1, None);
     let h = pc::FetchHeader { time: 1_000, context: 1, total: 60, dropped: 5, ..Default::default() };
-    let mut w = pc::SamplesWriter::begin(&mut s, &h);
-    w.pc(&mut s, (0xC0B1, 0x40, 0, 0), b"_Z5chasePKjPjji", &[(1, 40), (2, 38), (3, 2)]);
-    w.pc(&mut s, (0xDEAD, 0x80, 0, 0), b"_Z5chainPfi", &[(3, 13)]);
+    let mut w = pc::SamplesWriter::new(&h);
+    w.pc((0xC0B1, 0x40, 0, 0), b"_Z5chasePKjPjji", &[(1, 40), (2, 38), (3, 2)]);
+    w.pc((0xDEAD, 0x80, 0, 0), b"_Z5chainPfi", &[(3, 13)]);
     w.end(&mut s);
     pc::put_status(&mut s, 2, 17, "cuptiPCSamplingEnable: not supported");
     let records = decode(&s);
@@ -81,8 +81,8 @@ fn a_cut_message_is_counted_not_fatal() {
     let mut s = Vec::new();
     Hello::new(130_000, 0).encode(&mut s);
     let mut m = Vec::new();
-    let mut w = pc::SamplesWriter::begin(&mut m, &pc::FetchHeader::default());
-    w.pc(&mut m, (1, 2, 3, 4), b"k", &[(1, 1)]);
+    let mut w = pc::SamplesWriter::new(&pc::FetchHeader::default());
+    w.pc((1, 2, 3, 4), b"k", &[(1, 1)]);
     w.end(&mut m);
     // Drop the last byte of the payload and fix the length: a malformed message.
     m.pop();

@@ -9,13 +9,16 @@
 //!   cubin only when it carries a line table (the host resolves lines; the target parses no
 //!   DWARF), else only the CRC, so the host knows the cubin was seen.
 //! - [`MSG_PC_SAMPLES`]: `time u64, context u32, device u32, range u64, total u64, dropped u64,
-//!   non_user u64, flags u32, count u32`, then `count` PCs: `crc u64, pc_offset u64,
-//!   function_index u32, correlation u32, name_len u32, reasons u32, name bytes`, then `reasons ×
-//!   (stall index u32, samples u32)`. `total`, `dropped` (by the hardware) and `non_user` (in
+//!   non_user u64, flags u32`, the message's function table `functions u32` then per function
+//!   `len u32, name bytes`, then `count u32` and `count` PCs: `crc u64, pc_offset u64,
+//!   function_index u32, correlation u32, function u32` (its index in the table), `reasons u32`,
+//!   then `reasons × (stall index u32, samples u32)`. `total`, `dropped` (by the hardware) and `non_user` (in
 //!   kernels CUPTI gives no PCs for) count samples of this fetch; flag [`SAMPLES_HW_FULL`]: the
 //!   hardware buffer filled up and samples were lost.
 //! - [`MSG_PC_STATUS`]: `context u32, status u32`, then UTF-8 text: a PC sampling call CUPTI
 //!   refused on a context (its CUPTI result code and text): the host shows it, counted.
+
+use std::collections::HashMap;
 
 use xpuprof_wire::{begin_message, end_message, put_message, Reader, MSG_BACKEND_FIRST};
 
@@ -144,18 +147,49 @@ pub struct SampledPc<'a> {
     pub reasons: Vec<(u32, u32)>,
 }
 
-/// Writes one [`MSG_PC_SAMPLES`] message: start it with [`SamplesWriter::begin`], add PCs,
-/// [`SamplesWriter::end`] it.
-#[derive(Debug)]
+/// Writes one [`MSG_PC_SAMPLES`] message: start it with [`SamplesWriter::new`], add PCs,
+/// [`SamplesWriter::end`] it into the output. Function names go once per message in its table.
+#[derive(Debug, Default)]
 pub struct SamplesWriter {
-    at: usize,
-    count_at: usize,
+    header: FetchHeader,
+    names: Vec<u8>,
+    ids: HashMap<Vec<u8>, u32>,
+    pcs: Vec<u8>,
     count: u32,
 }
 
 impl SamplesWriter {
-    /// Starts the message with the fetch's counts.
-    pub fn begin(out: &mut Vec<u8>, h: &FetchHeader) -> Self {
+    /// A message with the fetch's counts.
+    pub fn new(h: &FetchHeader) -> Self {
+        Self { header: *h, ..Self::default() }
+    }
+
+    /// Adds a PC `(cubin crc, pc offset, function index, correlation)` of `function` with its
+    /// `(stall reason index, samples)` pairs.
+    pub fn pc(&mut self, pc: (u64, u64, u32, u32), function: &[u8], reasons: &[(u32, u32)]) {
+        let next = self.ids.len() as u32;
+        let id = *self.ids.entry(function.to_vec()).or_insert_with(|| {
+            self.names.extend_from_slice(&(function.len() as u32).to_le_bytes());
+            self.names.extend_from_slice(function);
+            next
+        });
+        let (crc, offset, index, correlation) = pc;
+        let out = &mut self.pcs;
+        out.extend_from_slice(&crc.to_le_bytes());
+        out.extend_from_slice(&offset.to_le_bytes());
+        for v in [index, correlation, id, reasons.len() as u32] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for (i, n) in reasons {
+            out.extend_from_slice(&i.to_le_bytes());
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        self.count += 1;
+    }
+
+    /// Appends the message to `out`.
+    pub fn end(self, out: &mut Vec<u8>) {
+        let h = &self.header;
         let at = begin_message(out, MSG_PC_SAMPLES);
         out.extend_from_slice(&h.time.to_le_bytes());
         out.extend_from_slice(&h.context.to_le_bytes());
@@ -164,42 +198,16 @@ impl SamplesWriter {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(&h.flags.to_le_bytes());
-        let count_at = out.len();
-        out.extend_from_slice(&0u32.to_le_bytes());
-        Self { at, count_at, count: 0 }
-    }
-
-    /// Adds a PC with its `(stall reason index, samples)` pairs.
-    pub fn pc(
-        &mut self,
-        out: &mut Vec<u8>,
-        pc: (u64, u64, u32, u32),
-        function: &[u8],
-        reasons: &[(u32, u32)],
-    ) {
-        let (crc, offset, index, correlation) = pc;
-        out.extend_from_slice(&crc.to_le_bytes());
-        out.extend_from_slice(&offset.to_le_bytes());
-        for v in [index, correlation, function.len() as u32, reasons.len() as u32] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(function);
-        for (i, n) in reasons {
-            out.extend_from_slice(&i.to_le_bytes());
-            out.extend_from_slice(&n.to_le_bytes());
-        }
-        self.count += 1;
-    }
-
-    /// Finishes the message.
-    pub fn end(self, out: &mut [u8]) {
-        out[self.count_at..self.count_at + 4].copy_from_slice(&self.count.to_le_bytes());
-        end_message(out, self.at);
+        out.extend_from_slice(&(self.ids.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.names);
+        out.extend_from_slice(&self.count.to_le_bytes());
+        out.extend_from_slice(&self.pcs);
+        end_message(out, at);
     }
 }
 
-/// Reads a [`MSG_PC_SAMPLES`] payload: its header and PCs; `Err` with what was read when the
-/// payload is cut short.
+/// Reads a [`MSG_PC_SAMPLES`] payload: its header and PCs; `Err` saying where when the payload
+/// is cut short or names a function its table lacks.
 pub fn read_samples(payload: &[u8]) -> Result<(FetchHeader, Vec<SampledPc<'_>>), String> {
     let mut r = Reader::new(payload);
     let h = FetchHeader {
@@ -212,16 +220,27 @@ pub fn read_samples(payload: &[u8]) -> Result<(FetchHeader, Vec<SampledPc<'_>>),
         non_user: r.u64(),
         flags: r.u32(),
     };
+    let functions = r.u32();
+    let mut names = Vec::with_capacity((functions as usize).min(1 << 12));
+    for _ in 0..functions {
+        let len = r.u32() as usize;
+        names.push(r.bytes(len));
+    }
     let n = r.u32();
+    if r.short {
+        return Err("PC samples message cut short in its function table".into());
+    }
     let mut pcs = Vec::with_capacity((n as usize).min(1 << 16));
     for i in 0..n {
         let (crc, pc_offset, function_index, correlation) = (r.u64(), r.u64(), r.u32(), r.u32());
-        let (name_len, reasons) = (r.u32() as usize, r.u32());
-        let function = r.bytes(name_len);
+        let (id, reasons) = (r.u32(), r.u32());
         let reasons = (0..reasons.min(4096)).map(|_| (r.u32(), r.u32())).collect();
         if r.short {
             return Err(format!("PC samples message cut short at PC {i} of {n}"));
         }
+        let Some(&function) = names.get(id as usize) else {
+            return Err(format!("PC {i} of a PC samples message names function {id} of {functions}"));
+        };
         pcs.push(SampledPc { crc, pc_offset, function_index, correlation, function, reasons });
     }
     Ok((h, pcs))
@@ -277,13 +296,16 @@ mod tests {
             non_user: 4,
             flags: 0,
         };
-        let mut w = SamplesWriter::begin(&mut m, &h);
-        w.pc(&mut m, (0xabc, 0x40, 1, 9), b"_Z5chasePj", &[(3, 7), (4, 1)]);
-        w.pc(&mut m, (0xabc, 0x50, 1, 0), b"k", &[]);
+        let mut w = SamplesWriter::new(&h);
+        w.pc((0xabc, 0x40, 1, 9), b"_Z5chasePj", &[(3, 7), (4, 1)]);
+        w.pc((0xabc, 0x50, 1, 0), b"k", &[]);
+        w.pc((0xabc, 0x60, 1, 0), b"_Z5chasePj", &[(3, 1)]);
         w.end(&mut m);
+        assert_eq!(m.windows(10).filter(|x| x == b"_Z5chasePj").count(), 1, "each name once");
         let (h2, pcs) = read_samples(payload(&m)).unwrap();
         assert_eq!(h2, h);
-        assert_eq!(pcs.len(), 2);
+        assert_eq!(pcs.len(), 3);
+        assert_eq!(pcs[2].function, b"_Z5chasePj");
         assert_eq!(pcs[0].reasons, vec![(3, 7), (4, 1)]);
         assert_eq!((pcs[0].correlation, pcs[0].function), (9, &b"_Z5chasePj"[..]));
         assert!(read_samples(&payload(&m)[..payload(&m).len() - 3]).unwrap_err().contains("cut short"));

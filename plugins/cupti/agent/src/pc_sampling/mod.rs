@@ -378,16 +378,16 @@ fn send(a: &Agent, context: u32, device: u32, buf: &mut PcBuffer) {
         non_user: n.non_user_samples,
         flags: if n.hardware_full { msg::SAMPLES_HW_FULL } else { 0 },
     };
-    let mut m = Vec::with_capacity(64 + n.pcs * 64);
-    let mut w = msg::SamplesWriter::begin(&mut m, &header);
+    let mut w = msg::SamplesWriter::new(&header);
     let mut reasons = Vec::new();
     for pc in buf.pcs() {
         reasons.clear();
         reasons.extend(
             pc.reasons.iter().filter(|r| r.samples > 0).map(|r| (r.pcSamplingStallReasonIndex, r.samples)),
         );
-        w.pc(&mut m, (pc.cubin_crc, pc.pc_offset, pc.function_index, pc.correlation), pc.function, &reasons);
+        w.pc((pc.cubin_crc, pc.pc_offset, pc.function_index, pc.correlation), pc.function, &reasons);
     }
+    let mut m = Vec::new();
     w.end(&mut m);
     a.core.channel.push(Chunk::Bytes(m));
     let mut s = counts();
