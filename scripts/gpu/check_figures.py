@@ -85,7 +85,10 @@ def busy(out, summary):
     free = dict(by_dev)
     for d in summary.get("devices", []):
         label = f"device {d['device_index']}"
-        pid = next((p for p, ks in free.items() if len(ks) == d["kernels"]), None)
+        # Devices with as many kernels (DDP's ranks): the one whose union is the summary's, if any.
+        cands = [p for p, ks in free.items() if len(ks) == d["kernels"]]
+        exact_of = lambda p: sum(e - s for s, e in union(free[p]))
+        pid = next((p for p in cands if exact_of(p) == d["kernel_busy_ns"]), cands[0] if cands else None)
         if pid is None:
             counts = {p: len(k) for p, k in free.items()}
             check(f"busy {label}", False, f"no device track of trace.json has {d['kernels']} kernels: {counts}")
