@@ -111,6 +111,7 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
     // SAFETY: for API domains CUPTI passes a valid CUpti_CallbackData for the call's duration.
     let d = unsafe { &*(data as *const ffi::CUpti_CallbackData) };
     if d.callbackSite == ffi::CUpti_ApiCallbackSite::CUPTI_API_ENTER {
+        pc_sampling::launch_context(a, d.context);
         graphs::enter(d.correlationId, d.symbolName);
         let outer = a.core.launches.enter(&a.sites(), domain as u8, cbid, d.correlationId, regs);
         if let Some(start) = outer.filter(|_| a.config.common.stacks.trampoline()) {

@@ -50,6 +50,8 @@ const CBID_CONTEXT_CREATED: u32 = ffi::CUpti_CallbackIdResource::CUPTI_CBID_RESO
 const CBID_CONTEXT_DESTROYING: u32 =
     ffi::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING;
 const CBID_MODULE_LOADED: u32 = ffi::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_MODULE_LOADED;
+/// A module loaded before sampling began, reported when it is profiled.
+const CBID_MODULE_PROFILED: u32 = ffi::CUpti_CallbackIdResource::CUPTI_CBID_RESOURCE_MODULE_PROFILED;
 
 /// A CUDA context, an opaque handle CUPTI accepts from any thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,6 +125,8 @@ pub(crate) fn enable(a: &Agent, capture: &mut Capture) -> Result<(), CuptiError>
     for cbid in [CBID_CONTEXT_CREATED, CBID_CONTEXT_DESTROYING, CBID_MODULE_LOADED] {
         capture.enable_marker(&a.lib, DOMAIN_RESOURCE, cbid)?;
     }
+    // Not every CUPTI reports it; without it, modules loaded while CUPTI was detached stay unseen.
+    let _ = capture.enable_marker(&a.lib, DOMAIN_RESOURCE, CBID_MODULE_PROFILED);
     Ok(())
 }
 
@@ -139,7 +143,7 @@ pub(crate) unsafe fn on_resource(a: &Agent, cbid: u32, data: *const c_void) {
     match cbid {
         CBID_CONTEXT_CREATED => context_created(a, r.context),
         CBID_CONTEXT_DESTROYING => context_destroying(a, r.context),
-        CBID_MODULE_LOADED if !r.resourceDescriptor.is_null() => {
+        CBID_MODULE_LOADED | CBID_MODULE_PROFILED if !r.resourceDescriptor.is_null() => {
             // SAFETY: for module callbacks resourceDescriptor points to a
             // CUpti_ModuleResourceData (cupti_callbacks.h), valid for the callback.
             let m = unsafe { &*(r.resourceDescriptor as *const ffi::CUpti_ModuleResourceData) };
@@ -154,6 +158,24 @@ pub(crate) unsafe fn on_resource(a: &Agent, cbid: u32, data: *const c_void) {
     }
 }
 
+thread_local! {
+    /// The context of this thread's last launch seen by [`launch_context`].
+    static LAST_CONTEXT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// At a launch's API entry: a context not seen created (it was, while CUPTI was detached
+/// between windows, or before a late attach) is taken up now. One thread-local compare per
+/// launch when the context is known.
+pub(crate) fn launch_context(a: &Agent, ctx: ffi::CUcontext) {
+    if !a.config.opts.pc_sampling || ctx.is_null() || LAST_CONTEXT.with(|c| c.get()) == ctx as usize {
+        return;
+    }
+    LAST_CONTEXT.with(|c| c.set(ctx as usize));
+    if !counts().contexts.iter().any(|(h, _)| h.0 == ctx) {
+        context_created(a, ctx);
+    }
+}
+
 /// Says and sends a refused call.
 fn refused(a: &Agent, context: u32, what: &str, e: &CuptiError) {
     counts().counts.refused += 1;
@@ -165,7 +187,7 @@ fn refused(a: &Agent, context: u32, what: &str, e: &CuptiError) {
 
 fn context_created(a: &Agent, ctx: ffi::CUcontext) {
     let lib = &a.lib;
-    let mut c = Context {
+    let c = Context {
         handle: Handle(ctx),
         id: sys::context_id(lib, ctx).unwrap_or(0),
         device: sys::device_id(lib, ctx).unwrap_or(0),
@@ -175,13 +197,24 @@ fn context_created(a: &Agent, ctx: ffi::CUcontext) {
         fetch: PcBuffer::new(0, 0),
         enabled: false,
     };
+    // Known once: its creation and a first launch may race to report it.
+    let shared = {
+        let mut s = counts();
+        if s.contexts.iter().any(|(h, _)| h.0 == ctx) {
+            return;
+        }
+        let shared: Shared = Arc::new(Mutex::new(c));
+        s.counts.contexts += 1;
+        s.contexts.push((Handle(ctx), shared.clone()));
+        shared
+    };
     if a.capture.lock().is_ok_and(|cap| cap.open) {
-        start(a, &mut c);
+        if let Ok(mut c) = shared.lock() {
+            if !c.enabled {
+                start(a, &mut c);
+            }
+        }
     }
-    let mut s = counts();
-    s.counts.contexts += 1;
-    s.contexts.push((Handle(ctx), Arc::new(Mutex::new(c))));
-    drop(s);
     FETCHER.call_once(start_fetcher);
 }
 
