@@ -9,6 +9,9 @@
   check_pc_sampling.py kernels DUMP_DIR
       Lists the sampled kernels of a wire stream (any program), heaviest first, each with whether
       its cubin was seen and carried a line table.
+  check_pc_sampling.py linemap SASS_TXT
+      Prints nvdisasm's line table as `function offset file line` lines (the CI fixture's
+      reference for the host's own line resolution).
   check_pc_sampling.py outputs OUT_DIR SOURCE.cu
       Checks xpuprof's outputs: profile.pc.folded has, for each kernel, frames
       `...;run_X...;[GPU_Kernel]X...;file.cu:LINE;[stall]REASON` whose heaviest line is the HOT
@@ -235,6 +238,10 @@ if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "wire":
         check_wire(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif mode == "linemap":
+        for fn, offsets in sorted(sass_lines(sys.argv[2]).items()):
+            for off, (f, line) in sorted(offsets.items()):
+                print(f"{fn} {off:#x} {f} {line}")
     elif mode == "kernels":
         check_kernels(sys.argv[2])
     elif mode == "outputs":

@@ -134,6 +134,6 @@ PY
 # The CI fixture: the small run's wire stream (it carries the cubin) and the program's source lines.
 mkdir -p "$PC/fixture"
 cp "$PC"/wire-3/cupti-*.bin "$PC/fixture/" 2>/dev/null
-cp "$PC/pc_stalls.sass.txt" "$PC/fixture/" 2>/dev/null
+python3 "$PC_CHECK" linemap "$PC/pc_stalls.sass.txt" >"$PC/fixture/pc_stalls.lines" 2>&1
 row "pcsampling fixture" "$(du -sh "$PC/fixture" | cut -f1) $(ls "$PC/fixture" | tr '\n' ' ')"
 rm -f "$PC"/wire-40/cupti-*.bin "$PC"/wire-period*/cupti-*.bin
