@@ -5,7 +5,7 @@
 //! (ROCr, which is how roctracer tools load on older ROCm). Which path runs is chosen at run
 //! time by what the process maps:
 //!
-//! - **rocprofiler-sdk** ([`sdk`]): the HIP runtime hands its API tables to
+//! - **rocprofiler-sdk** (`sdk.rs`): the HIP runtime hands its API tables to
 //!   `librocprofiler-register`, which loads `librocprofiler-sdk`, which calls this library's
 //!   [`rocprofiler_configure`]. The agent resolves the SDK's entry points from the library the
 //!   process already mapped (never links it), and turns on: HIP runtime API callbacks on
@@ -13,7 +13,7 @@
 //!   code-object callbacks (kernel names and resources), roctx markers, HIP stream bindings, and
 //!   one DISCARD-policy buffer (the application never blocks; drops are counted) for kernel
 //!   dispatches, memory copies, allocations, scratch memory and correlation-id retirements.
-//! - **roctracer** ([`roctracer`]): ROCr calls [`OnLoad`]; when `librocprofiler-register` is not
+//! - **roctracer** (`roctracer.rs`): ROCr calls [`OnLoad`]; when `librocprofiler-register` is not
 //!   mapped (a runtime older than ROCm 6.2), the agent loads `libroctracer64` and takes HIP API
 //!   callbacks, HIP activity records and roctx callbacks from it.
 //!
@@ -23,12 +23,12 @@
 //! readings and the host converts them. Everything else (channel, launch registry, stack walk,
 //! timestamps, trampoline, exit flush, library discovery) is the agent kit's.
 
-pub mod config;
+mod config;
 mod finish;
-pub mod launch_class;
-pub mod loader;
-pub mod roctracer;
-pub mod sdk;
+mod launch_class;
+mod loader;
+mod roctracer;
+mod sdk;
 mod start;
 
 use std::sync::OnceLock;
