@@ -177,3 +177,120 @@ fn relocate(file: &object::File<'_>, section: &object::Section<'_, '_>, data: &m
         slot.copy_from_slice(&value.to_le_bytes()[..width]);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A DWARF 2 line program for one kernel: `k.cu` line 10 over its first 0x20 bytes, line 12
+    /// over the next 0x20; the start address is 0, left to a relocation. Returns the program and
+    /// the offset of the address to relocate.
+    fn line_program() -> (Vec<u8>, usize) {
+        let mut h = vec![1, 1, 0xFB, 14, 13, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1];
+        h.extend_from_slice(b"/src\0\0k.cu\0\x01\0\0\0");
+        let mut p = vec![0, 9, 2];
+        let reloc_at = p.len();
+        p.extend_from_slice(&0u64.to_le_bytes());
+        p.extend_from_slice(&[3, 9, 1, 2, 0x20, 3, 2, 1, 2, 0x20, 0, 1, 1]);
+        let mut unit = 2u16.to_le_bytes().to_vec();
+        unit.extend_from_slice(&(h.len() as u32).to_le_bytes());
+        let header_end = unit.len() + h.len();
+        unit.extend_from_slice(&h);
+        unit.extend_from_slice(&p);
+        let mut out = (unit.len() as u32).to_le_bytes().to_vec();
+        out.extend_from_slice(&unit);
+        (out, 4 + header_end + reloc_at)
+    }
+
+    /// A section of the test cubin: name offset, type, address, link, info, entry size, bytes.
+    type Section<'a> = (u32, u32, u64, u32, u32, u64, &'a [u8]);
+
+    /// A minimal cubin-shaped ELF (EM_CUDA, every kernel in a `.text.<name>` section at address
+    /// 0) holding `.debug_line` and its relocations (`R_NV_64` against the kernel's symbol).
+    fn cubin() -> Vec<u8> {
+        let (debug_line, reloc_at) = line_program();
+        let shstrtab =
+            b"\0.shstrtab\0.strtab\0.symtab\0.text._Z1jv\0.text._Z1kv\0.debug_line\0.rel.debug_line\0"
+                .to_vec();
+        let name = |s: &str| shstrtab.windows(s.len()).position(|w| w == s.as_bytes()).unwrap() as u32;
+        let strtab = b"\0_Z1kv\0".to_vec();
+        let mut symtab = vec![0u8; 24];
+        symtab.extend_from_slice(&1u32.to_le_bytes());
+        symtab.extend_from_slice(&[0x12, 0]);
+        symtab.extend_from_slice(&5u16.to_le_bytes());
+        symtab.extend_from_slice(&0x1000u64.to_le_bytes());
+        symtab.extend_from_slice(&0x40u64.to_le_bytes());
+        let mut rel = (reloc_at as u64).to_le_bytes().to_vec();
+        rel.extend_from_slice(&((1u64 << 32) | 2).to_le_bytes());
+        let text = vec![0u8; 0x40];
+        let other = vec![0u8; 0x100];
+        // (name, type, address, link, info, entsize, data): another kernel's code at address 0,
+        // so only the relocation can name `_Z1kv` (at 0x1000) as the rows' kernel.
+        let sections: Vec<Section<'_>> = vec![
+            (name(".shstrtab"), 3, 0, 0, 0, 0, &shstrtab),
+            (name(".strtab"), 3, 0, 0, 0, 0, &strtab),
+            (name(".symtab"), 2, 0, 2, 1, 24, &symtab),
+            (name(".text._Z1jv"), 1, 0, 0, 0, 0, &other),
+            (name(".text._Z1kv"), 1, 0x1000, 0, 0, 0, &text),
+            (name(".debug_line"), 1, 0, 0, 0, 0, &debug_line),
+            (name(".rel.debug_line"), 9, 0, 3, 6, 16, &rel),
+        ];
+        let mut data = vec![0u8; 64];
+        let mut headers = vec![0u8; 64];
+        for (n, ty, addr, link, info, entsize, bytes) in &sections {
+            data.resize(data.len().next_multiple_of(8), 0);
+            let offset = data.len() as u64;
+            data.extend_from_slice(bytes);
+            let mut sh = Vec::new();
+            sh.extend_from_slice(&n.to_le_bytes());
+            sh.extend_from_slice(&ty.to_le_bytes());
+            sh.extend_from_slice(&0u64.to_le_bytes());
+            sh.extend_from_slice(&addr.to_le_bytes());
+            sh.extend_from_slice(&offset.to_le_bytes());
+            sh.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            sh.extend_from_slice(&link.to_le_bytes());
+            sh.extend_from_slice(&info.to_le_bytes());
+            sh.extend_from_slice(&1u64.to_le_bytes());
+            sh.extend_from_slice(&entsize.to_le_bytes());
+            headers.extend_from_slice(&sh);
+        }
+        data.resize(data.len().next_multiple_of(8), 0);
+        let shoff = data.len() as u64;
+        let mut e = b"\x7fELF\x02\x01\x01\x33".to_vec();
+        e.resize(16, 0);
+        e.extend_from_slice(&2u16.to_le_bytes());
+        e.extend_from_slice(&190u16.to_le_bytes());
+        e.extend_from_slice(&1u32.to_le_bytes());
+        e.extend_from_slice(&[0; 16]);
+        e.extend_from_slice(&shoff.to_le_bytes());
+        e.extend_from_slice(&0u32.to_le_bytes());
+        for v in [64u16, 0, 0, 64, (sections.len() + 1) as u16, 1] {
+            e.extend_from_slice(&v.to_le_bytes());
+        }
+        data[..64].copy_from_slice(&e);
+        data.extend_from_slice(&headers);
+        data
+    }
+
+    #[test]
+    fn rows_name_their_kernel_through_the_relocations() {
+        let t = LineTable::read(&cubin()).unwrap();
+        assert_eq!(t.lookup("_Z1kv", 0), Some(("/src/k.cu", 10)));
+        assert_eq!(t.lookup("_Z1kv", 0x1f), Some(("/src/k.cu", 10)));
+        assert_eq!(t.lookup("_Z1kv", 0x30), Some(("/src/k.cu", 12)));
+        assert_eq!(t.lookup("_Z1kv", 0x40), None, "past the sequence's end");
+        assert_eq!(t.lookup("_Z1jv", 0), None, "the kernel at address 0 has no rows");
+    }
+
+    #[test]
+    fn a_cubin_without_a_line_table_or_not_elf_says_so() {
+        assert_eq!(
+            LineTable::read(b"not an elf").unwrap_err().to_string().split(':').next(),
+            Some("not an ELF cubin")
+        );
+        let mut c = cubin();
+        let at = c.windows(11).position(|w| w == b".debug_line").unwrap();
+        c[at + 1] = b'x';
+        assert_eq!(LineTable::read(&c), Err(LineError::NoTable));
+    }
+}
