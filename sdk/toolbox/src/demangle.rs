@@ -28,8 +28,35 @@ pub fn demangle(name: &str) -> Option<String> {
         return None;
     }
     let (core, suffix) = split_suffix(name);
-    let text = cpp_demangle::Symbol::new(core).ok()?.demangle().ok()?;
+    let text = match cpp_demangle::Symbol::new(core) {
+        Ok(s) => s.demangle().ok().or_else(|| deep(core)),
+        Err(cpp_demangle::error::Error::TooMuchRecursion) => deep(core),
+        Err(_) => None,
+    }?;
     Some(format!("{text}{suffix}"))
+}
+
+/// Recursion allowed when demangling a deep name again ([`deep`]).
+const DEEP_LIMIT: u32 = 4096;
+
+/// `core` demangled with [`DEEP_LIMIT`] as the recursion limit, on a thread of its own with a
+/// 256 MiB stack. `cpp_demangle`'s defaults (96 levels parsing, 128 printing) keep its recursion
+/// within a small stack and reject long C++ names, such as those of Abseil's and XLA's nested
+/// templates linked into jaxlib; only those names pay for the thread.
+fn deep(core: &str) -> Option<String> {
+    let name = core.to_owned();
+    let work = move || {
+        let parse = cpp_demangle::ParseOptions::default().recursion_limit(DEEP_LIMIT);
+        let s = cpp_demangle::Symbol::new_with_options(name.as_str(), &parse).ok()?;
+        s.demangle_with_options(&cpp_demangle::DemangleOptions::new().recursion_limit(DEEP_LIMIT)).ok()
+    };
+    std::thread::Builder::new()
+        .name("xpuprof-demangle".into())
+        .stack_size(256 << 20)
+        .spawn(work)
+        .ok()?
+        .join()
+        .ok()?
 }
 
 /// `name` without its symbol-version or PLT suffix (`@@VER`, `@VER`, `@plt`), and the suffix.
@@ -98,6 +125,23 @@ mod tests {
             Some("absl::lts_20250514::log_internal::LogMessage::Flush() [clone .cold]")
         );
         assert_eq!(demangle("_Z@plt"), None);
+    }
+
+    #[test]
+    fn deeply_nested_template_names_are_demangled() {
+        // 60 nested template arguments: past cpp_demangle's default recursion limits.
+        let mut inner = "i".to_owned();
+        for _ in 0..60 {
+            inner = format!("3fooI{inner}E");
+        }
+        let name = format!("_ZN4absl3barI{inner}EEvv");
+        assert!(cpp_demangle::Symbol::new(name.as_str()).is_err(), "the default limits reject it");
+        let d = demangle(&name).expect("demangled");
+        assert!(
+            d.starts_with("void absl::bar<foo<foo<") && d.contains("<int> > >") && d.ends_with("> >()"),
+            "{d}"
+        );
+        assert_eq!(d.matches("foo<").count(), 60);
     }
 
     #[test]
