@@ -13,6 +13,8 @@
 //! the host raw symbol names.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use xpuprof_sdk::model::StrDef;
 
@@ -42,8 +44,27 @@ const DEEP_LIMIT: u32 = 4096;
 /// `core` demangled with [`DEEP_LIMIT`] as the recursion limit, on a thread of its own with a
 /// 256 MiB stack. `cpp_demangle`'s defaults (96 levels parsing, 128 printing) keep its recursion
 /// within a small stack and reject long C++ names, such as those of Abseil's and XLA's nested
-/// templates linked into jaxlib; only those names pay for the thread.
+/// templates linked into jaxlib; only those names pay for the thread, once each (the results
+/// are kept, up to [`DEEP_KEPT`] names).
 fn deep(core: &str) -> Option<String> {
+    static KEPT: Mutex<Option<HashMap<String, Option<String>>>> = Mutex::new(None);
+    if let Some(d) = KEPT.lock().ok().and_then(|k| k.as_ref()?.get(core).cloned()) {
+        return d;
+    }
+    let d = deep_now(core);
+    if let Ok(mut k) = KEPT.lock() {
+        let k = k.get_or_insert_with(HashMap::new);
+        if k.len() < DEEP_KEPT {
+            k.insert(core.to_owned(), d.clone());
+        }
+    }
+    d
+}
+
+/// Most deep names whose demangling is kept.
+const DEEP_KEPT: usize = 1 << 16;
+
+fn deep_now(core: &str) -> Option<String> {
     let name = core.to_owned();
     let work = move || {
         let parse = cpp_demangle::ParseOptions::default().recursion_limit(DEEP_LIMIT);
