@@ -97,6 +97,12 @@ fn references(r: &Record) -> Vec<(Space, u32, &'static str)> {
         Record::Counter(c) => vec![(Space::Device, c.device.0, "device"), s(c.name, "name")],
         Record::Loss(l) => vec![s(l.cause, "cause")],
         Record::Overhead(o) => vec![s(o.name, "name"), (Space::Device, o.device.0, "device")],
+        Record::DeviceSample(d) => vec![
+            s(d.kernel, "kernel"),
+            s(d.stall, "stall"),
+            s(d.file, "file"),
+            (Space::Device, d.device.0, "device"),
+        ],
         _ => vec![],
     };
     v.retain(|(_, id, _)| *id != 0);
@@ -119,6 +125,7 @@ fn times(r: &Record) -> Option<(ClockDomain, Vec<(&'static str, u64)>)> {
         Record::Counter(c) => (c.clock, vec![("time", c.time)]),
         Record::Loss(l) => (l.clock, vec![("time", l.time)]),
         Record::Overhead(o) => (o.clock, vec![("start", o.start), ("end", o.end)]),
+        Record::DeviceSample(d) => (d.clock, vec![("start", d.start), ("end", d.end)]),
         _ => return None,
     })
 }

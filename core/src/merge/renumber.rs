@@ -222,6 +222,12 @@ impl Recording {
                 w.pid = self.pid(space, w.pid);
                 (w.start, w.end) = (a.at(w.start), a.at(w.end));
             }
+            Record::DeviceSample(d) => {
+                (d.pid, d.device) = (self.pid(space, d.pid), self.ids.device(d.device));
+                (d.kernel, d.stall, d.file) =
+                    (self.ids.str(d.kernel), self.ids.str(d.stall), self.ids.str(d.file));
+                (d.start, d.end) = (a.at(d.start), a.at(d.end));
+            }
             Record::Retired(t) => {
                 (t.pid, t.time) = (self.pid(space, t.pid), a.at(t.time));
             }
@@ -243,6 +249,7 @@ pub fn time_of(r: &Record) -> u64 {
         Record::Loss(l) => l.time,
         Record::Overhead(o) => o.start,
         Record::Window(w) => w.start,
+        Record::DeviceSample(d) => d.start,
         _ => 0,
     }
 }
