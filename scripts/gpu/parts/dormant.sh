@@ -63,11 +63,16 @@ fi
 # attach --tree on a launcher that starts its PyTorch worker only after the attach: the worker is
 # followed (armed before its cuInit, as its torch import takes seconds), so every logged step of
 # it must be in the profile with all its kernels (the warm-up's kernels come before the first
-# logged step: shown as stray).
+# logged step: shown as stray), and its NVTX range around each step (armed before its first NVTX
+# call, NVTX loads the agent).
+# NVTX `train_step` ranges (async slices) in a chrome trace.
+nvtx_ranges() {
+  python3 -c "import json,sys; t=json.load(open(sys.argv[1])); e=t.get('traceEvents',t) if isinstance(t,dict) else t; print(sum(1 for x in e if x.get('ph')=='b' and x.get('name')=='train_step'))" "$1" 2>/dev/null
+}
 if [ -x "$CARRY/xpuprof" ]; then
   T=plugins/cupti/tests/workloads/attach_train.py
   F=$W/dormant/follow; rm -rf "$F"; mkdir -p "$F"
-  sh -c "while [ ! -e '$F/go' ]; do sleep 0.05; done; python3 '$T' --seconds 4 --step-log '$F/steps.log' >'$F/train.out' 2>'$F/train.err'; exit 7" &
+  sh -c "while [ ! -e '$F/go' ]; do sleep 0.05; done; python3 '$T' --seconds 4 --nvtx --step-log '$F/steps.log' >'$F/train.out' 2>'$F/train.err'; exit 7" &
   LP=$!
   timeout 120 "$CARRY/xpuprof" --plugin-dir "$CARRY" attach "$LP" --tree --source cupti --sink chrome,summary -v -o "$F/out" \
     >"$D/follow.out" 2>"$D/follow.err" &
@@ -80,6 +85,50 @@ if [ -x "$CARRY/xpuprof" ]; then
   res=$(python3 scripts/gpu/check_attach.py "$F/out/trace.json" "$F/steps.log" auto 4 2>&1 | tail -1)
   got=$(echo "$res" | sed -n 's/.* steps=\([0-9]*\) interior=\([0-9]*\)\/\([0-9]*\).*/\1 \2 \3/p')
   read -r s_in s_ok s_all <<<"$got"
-  [ "${s_in:-0}" = "${logged:-x}" ] && [ "${s_ok:-0}" = "${s_all:-x}" ] && v=PASS || v=FAIL
-  row "attach --tree, worker started after" "$v rc=$rc launcher rc=$lrc steps in profile ${s_in:-?} of $logged logged; $(grep -c 'started after the attach' "$D/follow.err") followed; check_attach (stray = warm-up): $res"
+  nvtx=$(nvtx_ranges "$F/out/trace.json")
+  [ "${s_in:-0}" = "${logged:-x}" ] && [ "${s_ok:-0}" = "${s_all:-x}" ] && [ "${nvtx:-0}" = "${logged:-x}" ] && v=PASS || v=FAIL
+  row "attach --tree, worker started after" "$v rc=$rc launcher rc=$lrc steps in profile ${s_in:-?} of $logged logged, NVTX ranges ${nvtx:-?}; $(grep -c 'started after the attach' "$D/follow.err") followed; check_attach (stray = warm-up): $res"
+fi
+
+# NVTX after a late attach: a running loop whose NVTX calls began before the attach (each library
+# copy of NVTX chose "no injection" at its first call): the attach records its kernels but no NVTX
+# range is expected. And whether any NVTX table could be found by symbol: the libraries of
+# PyTorch and CUDA that carry NVTX, and how many name nvtxGlobals in a symbol table.
+if [ -x "$CARRY/xpuprof" ]; then
+  T=plugins/cupti/tests/workloads/attach_train.py
+  N=$W/dormant/nvtx; rm -rf "$N"; mkdir -p "$N"
+  python3 "$T" --seconds 12 --nvtx --step-log "$N/steps.log" >"$N/train.out" 2>"$N/train.err" &
+  TP=$!
+  for _ in $(seq 1 120); do grep -q '^ready' "$N/train.out" && break; sleep 1; done
+  sleep 2
+  timeout 60 "$CARRY/xpuprof" --plugin-dir "$CARRY" attach "$TP" --duration 2s --source cupti --sink chrome -v -o "$N/out" \
+    >"$D/nvtx.out" 2>"$D/nvtx.err"
+  rc=$?
+  wait "$TP"
+  k=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1])); e=t.get('traceEvents',t) if isinstance(t,dict) else t; print(sum(1 for x in e if x.get('cat')=='kernel'))" "$N/out/trace.json" 2>/dev/null)
+  row "attach to a loop already using NVTX" "rc=$rc kernels=${k:-?} NVTX ranges=$(nvtx_ranges "$N/out/trace.json") (0 expected: NVTX chose no injection at its first call)"
+  python3 - >"$D/nvtx-symbols.txt" 2>&1 <<'PY'
+import glob, mmap, os, subprocess
+import torch
+dirs = [os.path.join(os.path.dirname(torch.__file__), "lib")]
+dirs += glob.glob(os.path.join(os.path.dirname(os.path.dirname(torch.__file__)), "nvidia", "*", "lib"))
+with_nvtx = named = named_dyn = 0
+for d in dirs:
+    for lib in sorted(glob.glob(os.path.join(d, "*.so*"))):
+        try:
+            with open(lib, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                if m.find(b"NVTX_INJECTION64_PATH") < 0:
+                    continue
+        except (OSError, ValueError):
+            continue
+        with_nvtx += 1
+        sym = subprocess.run(["nm", lib], capture_output=True, text=True).stdout
+        dyn = subprocess.run(["nm", "-D", lib], capture_output=True, text=True).stdout
+        a, b = "nvtxGlobals" in sym, "nvtxGlobals" in dyn
+        named += a
+        named_dyn += b
+        print(f"{os.path.basename(lib)} symtab={int(a)} dynsym={int(b)}")
+print(f"NVTX_SYMBOLS libraries_with_nvtx={with_nvtx} nvtxGlobals_in_symtab={named} in_dynsym={named_dyn}")
+PY
+  row "NVTX tables findable by symbol" "$(grep '^NVTX_SYMBOLS' "$D/nvtx-symbols.txt" || tail -1 "$D/nvtx-symbols.txt")"
 fi

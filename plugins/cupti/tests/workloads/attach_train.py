@@ -1,6 +1,6 @@
 """A PyTorch training loop for `xpuprof attach` (issue 25), started without xpuprof.
 
-usage: attach_train.py --seconds S --step-log FILE [--calibrate N]
+usage: attach_train.py --seconds S --step-log FILE [--calibrate N] [--nvtx]
 
 Trains a small MLP (forward, backward, AdamW step) on the GPU. After 20 warm-up steps it prints
 `ready pid=PID` and then appends one line per step to FILE: `step I T0 T1`, the step's start and
@@ -14,6 +14,9 @@ Under torchrun each rank trains on its own GPU (cuda:LOCAL_RANK, no gradient exc
 With --calibrate N it wraps steps 1..N after the warm-up in torch.cuda.profiler.start()/stop()
 (cudaProfilerStart/Stop): `xpuprof record --capture-range cuda-profiler-api` on it then counts
 exactly N steps of kernels, which gives the kernels per step scripts/gpu/check_attach.py expects.
+
+With --nvtx each logged step runs inside an NVTX range `train_step` (torch.cuda.nvtx; the warm-up
+makes no NVTX call), for checking what NVTX an attach can see.
 """
 import argparse
 import os
@@ -44,6 +47,7 @@ def main():
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--step-log", default=os.devnull)
     p.add_argument("--calibrate", type=int, default=0)
+    p.add_argument("--nvtx", action="store_true")
     a = p.parse_args()
     rank = os.environ.get("LOCAL_RANK")
     if rank is not None:
@@ -64,8 +68,12 @@ def main():
             if a.calibrate and steps == 0:
                 torch.cuda.profiler.start()
             t0 = time.monotonic_ns()
+            if a.nvtx:
+                torch.cuda.nvtx.range_push("train_step")
             train_step(model, opt, x, y)
             torch.cuda.synchronize()
+            if a.nvtx:
+                torch.cuda.nvtx.range_pop()
             t1 = time.monotonic_ns()
             log.write(f"step {steps} {t0} {t1}\n")
             steps += 1
