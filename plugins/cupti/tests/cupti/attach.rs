@@ -315,3 +315,57 @@ fn attach_tree_attaches_late_to_a_child_that_initialised_cuda_before_it_was_seen
     let (lines, under_step) = kernel_lines(&folded);
     assert!(lines > 0 && under_step == lines, "kernels under train_step:\n{folded}");
 }
+
+#[test]
+fn attach_every_records_windows_with_cupti_detached_between_them() {
+    let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let app = build(dir.path());
+    let child = start(&app, dir.path(), &["7"]);
+    let out = dir.path().join("every");
+    // Windows of 0.5 s every 1.5 s until the program ends (about four), the newest two kept.
+    let o = Command::new(&xpuprof)
+        .arg("attach")
+        .arg(child.id().to_string())
+        .arg("--plugin-dir")
+        .arg(host::target_dir())
+        .args(["--every", "1500ms", "--duration", "500ms", "--keep", "2", "--source", "cupti"])
+        .args(["--sink", "folded,chrome", "-v", "-o"])
+        .arg(&out)
+        .output()
+        .expect("run xpuprof attach --every");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir(&out).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 2, "the newest two windows: {dirs:?}\n{err}");
+    assert!(out.join("windows.json").is_file());
+    for d in &dirs {
+        let folded = std::fs::read_to_string(d.join("profile.folded")).unwrap_or_default();
+        let (lines, under_step) = kernel_lines(&folded);
+        assert_eq!(under_step, lines, "{}: kernels under train_step:\n{folded}", d.display());
+        // Every launch call the window recorded has its kernel in the same window's outputs
+        // (the window's records reach them before its sinks finish).
+        let trace = std::fs::read_to_string(d.join("trace.json")).unwrap();
+        let calls = trace.matches(r#""cat":"api","name":"cuLaunchKernel""#).count();
+        let kernels = trace.matches(r#""cat":"kernel""#).count();
+        assert!(
+            calls > 0 && kernels == calls,
+            "{}: {kernels} kernels for {calls} launch calls\n{err}",
+            d.display()
+        );
+    }
+    let o = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "the program exits with its own code: {stdout}");
+    // Subscribed for each window and finalized after each: dormant between them.
+    let counts: Vec<u64> = ["subscribed ", "finalized "]
+        .iter()
+        .map(|k| stdout.split(k).nth(1).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0))
+        .collect();
+    assert!(
+        counts[0] >= 3 && counts[0] == counts[1],
+        "CUPTI attached per window, detached after each: {stdout}"
+    );
+}

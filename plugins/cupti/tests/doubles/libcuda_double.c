@@ -4,7 +4,7 @@
  * the program "launches kernels" with xpuprof_double_launch(name), which behaves as
  * cuLaunchKernel does under CUPTI (driver API enter/exit callbacks to the subscriber for the
  * callbacks it enabled, and a CUpti_ActivityKernel13 record in the activity buffer when kernel
- * records are on); the agent loads the same file as its libcupti (XPUPROF_CUPTI_LIB) and calls
+ * records are on; turning device records on writes device 0's CUpti_ActivityDevice5); the agent loads the same file as its libcupti (XPUPROF_CUPTI_LIB) and calls
  * the CUPTI functions below, which keep the state a real CUPTI keeps: one subscriber, enabled
  * callbacks, domains and record kinds, the buffer callbacks, the timestamp callback, and
  * cuptiFinalize forgetting all of it. Record layouts come from the real CUPTI headers.
@@ -82,22 +82,49 @@ static void complete(void) {
     }
 }
 
-static void put_kernel(const char *name, uint32_t correlation, uint64_t start) {
-    CUpti_ActivityKernel13 k;
-    if (!kernel_records || request_cb == NULL) {
-        return;
+/* Room for `size` more bytes in the current buffer (a new one requested when needed); 0 when
+ * the agent gave none (called with the lock held). */
+static int room(size_t size) {
+    if (request_cb == NULL) {
+        return 0;
     }
-    if (buffer != NULL && buffer_size - buffer_used < sizeof k) {
+    if (buffer != NULL && buffer_size - buffer_used < size) {
         complete();
     }
     if (buffer == NULL) {
         size_t max_records = 0;
         request_cb(&buffer, &buffer_size, &max_records);
         buffer_used = 0;
-        if (buffer == NULL || buffer_size < sizeof k) {
+        if (buffer == NULL || buffer_size < size) {
             buffer = NULL;
-            return;
+            return 0;
         }
+    }
+    return 1;
+}
+
+/* The device record CUPTI writes when device records are turned on: device 0 of the double. */
+static void put_device(void) {
+    CUpti_ActivityDevice5 d;
+    if (!room(sizeof d)) {
+        return;
+    }
+    memset(&d, 0, sizeof d);
+    d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+    d.globalMemorySize = 1ull << 30;
+    d.numMultiprocessors = 4;
+    d.computeCapabilityMajor = 9;
+    d.id = 0;
+    memcpy(d.uuid.bytes, "xpuprof-double-0", 16);
+    d.name = "CUDA double";
+    memcpy(buffer + buffer_used, &d, sizeof d);
+    buffer_used += sizeof d;
+}
+
+static void put_kernel(const char *name, uint32_t correlation, uint64_t start) {
+    CUpti_ActivityKernel13 k;
+    if (!kernel_records || !room(sizeof k)) {
+        return;
     }
     memset(&k, 0, sizeof k);
     k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -297,6 +324,9 @@ CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
     if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
         kernel_records = 1;
     }
+    if (kind == CUPTI_ACTIVITY_KIND_DEVICE) {
+        put_device();
+    }
     pthread_mutex_unlock(&lock);
     return CUPTI_SUCCESS;
 }
@@ -353,9 +383,16 @@ CUptiResult cuptiGetTimestamp(uint64_t *timestamp) {
     return CUPTI_SUCCESS;
 }
 
+/* The size of a record the double writes, by its kind. */
+static size_t record_size(const uint8_t *rec) {
+    CUpti_ActivityKind kind;
+    memcpy(&kind, rec, sizeof kind);
+    return kind == CUPTI_ACTIVITY_KIND_DEVICE ? sizeof(CUpti_ActivityDevice5) : sizeof(CUpti_ActivityKernel13);
+}
+
 CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activity **record) {
-    size_t at = *record == NULL ? 0 : (size_t)((uint8_t *)*record - buf) + sizeof(CUpti_ActivityKernel13);
-    if (at + sizeof(CUpti_ActivityKernel13) > valid) {
+    size_t at = *record == NULL ? 0 : (size_t)((uint8_t *)*record - buf) + record_size((uint8_t *)*record);
+    if (at + sizeof(CUpti_ActivityKind) > valid || at + record_size(buf + at) > valid) {
         return CUPTI_ERROR_MAX_LIMIT_REACHED;
     }
     *record = (CUpti_Activity *)(buf + at);

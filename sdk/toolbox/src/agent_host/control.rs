@@ -12,6 +12,22 @@ use std::time::{Duration, Instant};
 
 use xpuprof_wire::control::Command;
 
+/// Closing edges the agents sent (each after its window's records), decoded and flushed into the
+/// session so far: [`AgentSource`](super::AgentSource) waits on it when the host closes a
+/// window, so a window's outputs hold its records (continuous mode finishes a window's sinks
+/// right after the close). One counter per plugin library, which runs one source.
+static CLOSED_WINDOWS: AtomicU64 = AtomicU64::new(0);
+
+/// An agent's window closed and its records were flushed into the session.
+pub(super) fn window_closed() {
+    CLOSED_WINDOWS.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Closing edges decoded so far.
+pub(super) fn closed_windows() -> u64 {
+    CLOSED_WINDOWS.load(Ordering::SeqCst)
+}
+
 /// The longest a command write may block on one agent (its socket buffer full: the agent is
 /// stuck); that agent is then dropped from the command list.
 const WRITE_TIMEOUT: Duration = Duration::from_millis(500);

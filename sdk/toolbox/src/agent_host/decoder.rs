@@ -270,8 +270,11 @@ impl<C: Conn> AgentDecoder<C> {
                     (false, _) => {
                         if let Some((start, o)) = a.window.take() {
                             out.emit(&Record::Window(w(start, e.time.max(start), o)));
-                            out.flush();
                         }
+                        // The agent sends a window's records before its closing edge: once they
+                        // are in the session, a host waiting for the close may go on.
+                        out.flush();
+                        super::control::window_closed();
                     }
                     _ => {}
                 }

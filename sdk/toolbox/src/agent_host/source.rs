@@ -182,6 +182,10 @@ pub struct AgentSource<B: AgentBackend> {
     attached: bool,
 }
 
+/// How long closing a window waits for the agents' records of it (the agents wait 200 ms for
+/// the window's last kernels, then flush).
+pub const WINDOW_CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How long `attach` waits for the agents it loaded to connect.
 pub const ATTACH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -270,7 +274,17 @@ impl<B: AgentBackend> Source for AgentSource<B> {
                 B::DESCRIPTOR.name
             )));
         }
-        self.host.set_capture(on);
+        let before = super::control::closed_windows();
+        let reached = self.host.set_capture(on) as u64;
+        if !on && reached > 0 {
+            // Each agent closes its window (its kernels' grace, a flush) and sends its records
+            // and then the closing edge; an agent whose window was closed already sends none.
+            let deadline = std::time::Instant::now() + WINDOW_CLOSE_WAIT;
+            while super::control::closed_windows() < before + reached && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
         Ok(())
     }
 
