@@ -50,17 +50,17 @@ def stamped(proc, sink, log):
         log.flush()
 
 
-def wait_line(lines, text, proc, timeout=300):
+def wait_line(lines, exact, proc, timeout=300):
+    """The time of the first line that is exactly `exact`; None when `proc` ended first."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        for t, line in list(lines):
-            if text in line:
-                return t
-        if proc.poll() is not None:
+        ended = proc.poll() is not None
+        if ended:
             time.sleep(0.2)
-            for t, line in list(lines):
-                if text in line:
-                    return t
+        for t, line in list(lines):
+            if line.strip() == exact:
+                return t
+        if ended:
             return None
         time.sleep(0.01)
     return None
@@ -103,7 +103,12 @@ def run(mode, workload, out, xpuprof, plugin_dir, pin):
         proc.kill()
         print(f"DORMANTRUN mode={mode} workload={workload} error=no-pause-line")
         return 1
-    pid = int(next(l for _, l in lines if l.startswith("ready pid=")).split("=")[1])
+    ready = [l for _, l in lines if l.startswith("ready pid=")]
+    if not ready:
+        proc.kill()
+        print(f"DORMANTRUN mode={mode} workload={workload} error=no-ready-line")
+        return 1
+    pid = int(ready[0].strip().split("=")[1])
     if mode == "control":
         time.sleep(GAP)
     elif mode == "attach":

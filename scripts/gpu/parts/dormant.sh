@@ -44,7 +44,7 @@ if [ -x "$CARRY/xpuprof" ]; then
   E=$W/dormant/every; rm -rf "$E"; mkdir -p "$E"
   python3 "$T" --seconds 10 --step-log "$E/steps.log" >"$E/train.out" 2>"$E/train.err" &
   TP=$!
-  for _ in $(seq 1 120); do grep -q '^ready' "$E/train.out" && break; sleep 1; done
+  for _ in $(seq 1 120); do grep -q '^ready' "$E/train.out" && break; kill -0 "$TP" 2>/dev/null || break; sleep 1; done
   timeout 60 "$CARRY/xpuprof" --plugin-dir "$CARRY" attach "$TP" --every 2s --duration 500ms --keep 2 \
     --source cupti --sink chrome,summary -v -o "$E/out" >"$D/every.out" 2>"$D/every.err"
   rc=$?
@@ -77,7 +77,7 @@ if [ -x "$CARRY/xpuprof" ]; then
   timeout 120 "$CARRY/xpuprof" --plugin-dir "$CARRY" attach "$LP" --tree --source cupti --sink chrome,summary -v -o "$F/out" \
     >"$D/follow.out" 2>"$D/follow.err" &
   XP=$!
-  for _ in $(seq 1 100); do grep -q 'attached to process' "$D/follow.err" && break; sleep 0.1; done
+  for _ in $(seq 1 100); do grep -q 'attached to process' "$D/follow.err" && break; kill -0 "$XP" 2>/dev/null || break; sleep 0.1; done
   touch "$F/go"
   wait "$XP"; rc=$?
   wait "$LP"; lrc=$?
@@ -99,7 +99,7 @@ if [ -x "$CARRY/xpuprof" ]; then
   N=$W/dormant/nvtx; rm -rf "$N"; mkdir -p "$N"
   python3 "$T" --seconds 12 --nvtx --step-log "$N/steps.log" >"$N/train.out" 2>"$N/train.err" &
   TP=$!
-  for _ in $(seq 1 120); do grep -q '^ready' "$N/train.out" && break; sleep 1; done
+  for _ in $(seq 1 120); do grep -q '^ready' "$N/train.out" && break; kill -0 "$TP" 2>/dev/null || break; sleep 1; done
   sleep 2
   timeout 60 "$CARRY/xpuprof" --plugin-dir "$CARRY" attach "$TP" --duration 2s --source cupti --sink chrome -v -o "$N/out" \
     >"$D/nvtx.out" 2>"$D/nvtx.err"
