@@ -25,7 +25,7 @@ use xpuprof_inject::{inject, Arg, Request};
 use xpuprof_sdk::Logger;
 
 /// How often the tree is looked at.
-pub const POLL: Duration = Duration::from_millis(50);
+pub const POLL: Duration = Duration::from_millis(100);
 /// The agent's function for processes found after the attach.
 pub const FOLLOW_SYMBOL: &str = "xpuprof_cupti_follow";
 
