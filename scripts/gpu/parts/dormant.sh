@@ -10,7 +10,8 @@
 #            pause: before = dormant from the start, after = dormant after a window.
 # scripts/gpu/check_dormant.py prints the rows (budgets: dormant <= 1.01x unprofiled, detach
 # <= 1 s, first record <= 2 s). Knobs: DORMANT_ROUNDS (2), DORMANT_WORKLOADS (b2small resnet).
-# About 20 s a process: 12 processes, 4 minutes.
+# About 20 s a process: 12 processes, 4 minutes; then attach --every, attach --tree on a launcher
+# whose worker starts later, and NVTX after an attach (about 1 minute together).
 if [ -x "$CARRY/xpuprof" ]; then
   D=$W/logs/dormant; mkdir -p "$D"
   DW=$W/dormant; rm -rf "$DW"; mkdir -p "$DW"
