@@ -101,6 +101,12 @@ pub fn attach(
             }
         }
     }
+    if !started.is_empty() {
+        log.info(
+            "cupti: NVTX ranges of a process already running are not recorded after an attach (NVTX chose its \
+             tracer at the program's first NVTX call); start it under `xpuprof record` to have them",
+        );
+    }
     match (started.is_empty(), first_error) {
         (true, Some(e)) if !tree => Err(PluginError::new(format!("failed to attach the cupti source: {e}"))),
         _ => Ok(Attached { started, handled }),
