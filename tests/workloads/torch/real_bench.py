@@ -28,7 +28,7 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cuda"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "plugins", "cupti", "tests", "workloads"))
 from transformer_bench import agent_capture, alternate, find_cupti  # noqa: E402
 
 
