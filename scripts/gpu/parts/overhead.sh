@@ -2,7 +2,7 @@
 # agent's time goes. Sourced by run-all.sh (ROOT, W, CARRY, row, pairs_summary).
 #   OV_MODES      "profile range" (default): `profile` records ResNet-18 training under
 #                 `--source ebpf,cupti` with 999 Hz sampling and every frame kept, and prints the
-#                 share of the process's CPU samples in xpuprof's agent, by function; `range` runs
+#                 share of the steps' CPU in CUPTI and in the agent, by part (profile_share.py); `range` runs
 #                 real_bench.py's `range` mode (the whole profiler dormant vs collecting in adjacent
 #                 windows switched by cudaProfilerStart/Stop) per configuration.
 #   OV_WORKLOADS  (resnet qwen), OV_CFGS (unprofiled cupti_nostacks cupti_nopython cupti
@@ -25,36 +25,7 @@ if [[ " ${OV_MODES:-profile range} " == *" profile "* ]]; then
   row "overhead profile resnet" "rc=$? $(( $(date +%s) - start )) s $(grep -h REAL "$OVL/profile.out")"
   cp "$W/ov-profile/summary.txt" "$OVL/profile-summary.txt" 2>/dev/null
   gzip -c "$W/ov-profile/profile.cpu.folded" >"$OVL/profile.cpu.folded.gz" 2>/dev/null
-  python3 - "$W/ov-profile/profile.cpu.folded" <<'PY' | tee "$OVL/profile-agent.txt" | head -60
-import collections, re, sys
-own = re.compile(r"xpuprof|agent_kit|libcupti|cupti[A-Z_]")
-total = 0
-agent = collections.Counter()
-first = collections.Counter()
-leaf = collections.Counter()
-threads = collections.Counter()
-for ln in open(sys.argv[1]):
-    stack, _, n = ln.rstrip("\n").rpartition(" ")
-    try:
-        n = int(n)
-    except ValueError:
-        continue
-    fr = stack.split(";")
-    total += n
-    hit = [i for i, f in enumerate(fr) if own.search(f)]
-    if not hit:
-        continue
-    agent[fr[0]] += n
-    first[fr[hit[0]][:110]] += n
-    leaf[fr[-1][:110]] += n
-    threads[fr[1][:60] if len(fr) > 1 else "?"] += n
-s = sum(agent.values())
-print(f"samples {total}; under xpuprof/CUPTI frames {s} ({100 * s / max(total, 1):.1f}%)")
-for title, c in (("by thread", threads), ("outermost profiler frame", first), ("leaf frame", leaf)):
-    print(f"-- {title}")
-    for k, v in c.most_common(25):
-        print(f"{100 * v / max(total, 1):6.2f}%  {v:7d}  {k}")
-PY
+  python3 "$ROOT/scripts/gpu/profile_share.py" "$W/ov-profile/profile.cpu.folded" 15 | tee "$OVL/profile-agent.txt"
 fi
 
 if [[ " ${OV_MODES:-profile range} " == *" range "* ]]; then
