@@ -20,7 +20,7 @@ use crate::report::{self, Outputs, ReportOutcome};
 use crate::session::SessionError;
 
 pub use align::Alignment;
-pub use fine::Fit;
+pub use fine::{Fit, FitUse};
 
 /// What `xpuprof report --merge` was asked to do.
 #[derive(Debug, Clone)]
@@ -99,20 +99,9 @@ impl MergeOutcome {
                 (Some(_), Some(reference)) if reference == i => {
                     format!("{} ({host}): the reference clock", r.path.display())
                 }
-                (Some(Alignment { shift_ns, fine: Some(f), error_ns, .. }), _) => format!(
-                    "{} ({host}): shifted by {shift_ns} ns, lined up by the ends of {} collectives it shares \
-                     with the reference ({:+} ns after {}): residual error within ±{} ns (the largest \
-                     disagreement left between those ends; median {} ns)",
-                    r.path.display(),
-                    f.matched,
-                    f.delta_ns,
-                    match error_ns {
-                        Some(e) => format!("the wall-clock pairs, ±{e} ns"),
-                        None => "no wall-clock pair".to_owned(),
-                    },
-                    f.residual_max_ns,
-                    f.residual_median_ns
-                ),
+                (Some(Alignment { shift_ns, fine: Some(f), error_ns, .. }), _) => {
+                    fine_line(&r.path.display().to_string(), host, *shift_ns, f, *error_ns)
+                }
                 (Some(Alignment { shift_ns, error_ns: Some(e), .. }), _) => format!(
                     "{} ({host}): shifted by {shift_ns} ns, residual error within ±{e} ns of the wall-clock \
                      pairs (plus how far the hosts' wall clocks disagree, not measured)",
@@ -130,6 +119,33 @@ impl MergeOutcome {
             }
         }
         lines
+    }
+}
+
+/// What the collectives said about a recording's clock, for people.
+fn fine_line(path: &str, host: &str, shift_ns: u64, f: &Fit, pairs_error: Option<u64>) -> String {
+    let pairs = match pairs_error {
+        Some(e) => format!("the wall-clock pairs (±{e} ns)"),
+        None => "no wall-clock pair".to_owned(),
+    };
+    match f.use_ {
+        FitUse::Applied => format!(
+            "{path} ({host}): shifted by {shift_ns} ns, lined up by the {} collectives it shares with the reference \
+             ({:+} ns after {pairs}): residual error within ±{} ns (the offset the collectives' arrivals and \
+             ends allow; their ends disagree by a median {} ns after the shift)",
+            f.matched, f.delta_ns, f.error_ns, f.residual_median_ns
+        ),
+        FitUse::SameHost => format!(
+            "{path} ({host}): shifted by {shift_ns} ns by {pairs}: the reference's host, one clock; the ends of \
+             the {} collectives they share put it {:+} ns off (within ±{} ns), what their devices' timestamps \
+             disagree by",
+            f.matched, f.delta_ns, f.error_ns
+        ),
+        FitUse::Contradicts => format!(
+            "{path} ({host}): shifted by {shift_ns} ns by {pairs} only: no offset fits all {} collectives it shares \
+             with the reference (a rank missed one, so their numbers differ); not lined up by them",
+            f.matched
+        ),
     }
 }
 
@@ -156,7 +172,8 @@ pub fn merge(opts: &MergeOptions) -> Result<MergeOutcome, SessionError> {
     let pairs: Vec<_> = readers.iter().map(|(_, r)| r.meta().clock_pair).collect();
     let (mut alignments, reference) = align::align(&pairs);
     let paths: Vec<&std::path::Path> = readers.iter().map(|(_, r)| r.path()).collect();
-    let lift = fine::refine(&paths, &mut alignments, reference.unwrap_or(0));
+    let hosts: Vec<&str> = readers.iter().map(|(_, r)| r.meta().host.as_str()).collect();
+    let lift = fine::refine(&paths, &hosts, &mut alignments, reference.unwrap_or(0));
     let mut meta = merged_meta(readers.iter().map(|(_, r)| r.meta()), &alignments);
     // The merged session's times are on the reference's clock (moved by `lift`): an archive
     // written from the merge carries its facts, so it can be merged again.

@@ -81,6 +81,19 @@ pub fn op_name(op: CollectiveOp) -> &'static str {
     }
 }
 
+/// Whether every rank of a collective `op` waits for every other (all-reduce, all-gather,
+/// reduce-scatter, all-to-all): its ends line up across ranks, and no rank ends it before all
+/// have started. A broadcast's or a reduce's root, a sender, need not wait.
+pub fn synchronizes(op: CollectiveOp) -> bool {
+    matches!(
+        op,
+        CollectiveOp::AllReduce
+            | CollectiveOp::AllGather
+            | CollectiveOp::ReduceScatter
+            | CollectiveOp::AllToAll
+    )
+}
+
 /// A collective's label for people: `allreduce #412 on communicator 1`.
 pub fn label(op: CollectiveOp, key: &CollectiveKey) -> String {
     format!("{} #{} on communicator {}", op_name(op), key.seq, key.communicator)

@@ -1,8 +1,9 @@
 //! The collectives of one rank of a scripted job (`collectives = N`): the target process runs N
-//! all-reduces on a scripted GPU of its own, 1 ms apart, ten to a `step` range. Every rank's
-//! all-reduce #k ends at the same session time (the last rank to arrive releases them all);
-//! rank `slow_rank` arrives 300 µs late at every tenth one, after an off-CPU wait in
-//! `straggle (train.py:42)`, and the others arrive 10 µs apart by rank. `clock_behind_ns`
+//! all-reduces on a scripted GPU of its own, 1 ms apart, ten to a `step` range. Ranks arrive 10
+//! µs apart by rank, except rank `slow_rank`, which arrives 300 µs late at every tenth one,
+//! after an off-CPU wait in `straggle (train.py:42)`; every rank's all-reduce #k ends at the
+//! same session time, 30 µs after the first rank's arrival or 20 µs after a late one (the last
+//! rank to arrive releases them all). `clock_behind_ns`
 //! stamps them all as a host whose session clock reads that much less would.
 
 use xpuprof_sdk::prelude::*;
@@ -60,6 +61,7 @@ impl Job {
             let t = BASE + k * 1_000_000;
             let late = self.rank == self.slow_rank && k % 10 == 9;
             let start = if late { t + 400_000 } else { t + 100_000 + 10_000 * u64::from(self.rank) };
+            let end = if k % 10 == 9 { t + 420_000 } else { t + 130_000 };
             if late {
                 let sample = CpuSample::default().pid(self.pid).tid(self.pid).time(at(start - 10_000));
                 e.emit(&Record::CpuSample(sample.kind(SampleKind::OffCpu).weight(300_000).stack(wait)));
@@ -70,7 +72,7 @@ impl Job {
                 .device(dev)
                 .stream(stream)
                 .start(at(start))
-                .end(at(t + 500_000))
+                .end(at(end))
                 .name(StrId(ID))
                 .bytes(BYTES)
                 .collective(CollectiveOp::AllReduce);
