@@ -53,8 +53,8 @@ pub struct Event {
     pub bind: Option<(u64, i32)>,
     /// `callstack_iid`: the interned callstack of the slice (a launch's stack).
     pub callstack: Option<u64>,
-    /// `flow_ids` and `terminating_flow_ids`: the flows from and to the neighbouring slices of
-    /// one collective on other ranks.
+    /// `flow_ids` and `terminating_flow_ids`: a collective's flow through its slices on every
+    /// rank (`flow_ids` only: trace processor chains the events naming one in time order).
     pub flows: (Option<u64>, Option<u64>),
     args: [Arg; MAX_ARGS],
     nargs: usize,

@@ -498,7 +498,10 @@ impl<W: Write> TimelineSink for TraceWriter<W> {
         self.stats.flows += u64::from(flow.is_some());
         let ranks = self.names.defs().world_size(op.pid).map_or(2, |n| n as usize);
         let link = self.queues.collectives.link(op, ranks);
-        self.ev.flows = link.map_or((None, None), |l| (l.to, l.from));
+        // One flow through the collective's slices on every rank: trace processor chains the
+        // events naming it in time order (`FlowTracker::Begin`, then `Step`), whatever order
+        // the ranks' slices are placed in.
+        self.ev.flows = link.map_or((None, None), |l| (Some(l.flow), None));
         if self.opts.args {
             if let Some(c) = op.correlation {
                 self.arg(CORRELATION, Value::Uint(c.id));

@@ -16,8 +16,11 @@ Checks, failing with a message naming the packet:
   before its sequence's first clear;
 - every track an event uses, and every parent track, has a descriptor written before the event;
 - clock snapshots never go back in time on one sequence (trace processor rejects those);
-- slices begin and end in order on each track (nesting), every flow has exactly one start and one
-  terminating end, and the start is not later than the end; a launch's flow (`legacy_event.bind_id`)
+- slices begin and end in order on each track (nesting); a v2 flow (`flow_ids`) starts at the
+  earliest event naming it and each later event naming it continues it (trace processor's
+  `FlowTracker::Begin`, then `Step`: a chain through a collective's slices on every rank), it ends
+  at most once (`terminating_flow_ids`), never before it starts, and a flow neither continued nor
+  ended is an error (an arrow to nowhere); a launch's flow (`legacy_event.bind_id`)
   starts once (`FLOW_OUT`) and each of its ends (`FLOW_IN`, several for a graph launch) comes no
   earlier than its start;
 - a slice's `callstack_iid` resolves to interned frames and function names on its sequence.
@@ -236,7 +239,7 @@ def summarize(tracks, events, samples, count, sequences):
     intervals = collections.defaultdict(list)  # track -> [(start, end)]
     slices = collections.Counter()
     names = collections.Counter()
-    flow_start, flow_end = {}, {}
+    flow_start, flow_end, flow_steps = {}, {}, collections.Counter()
     launch_start, launch_ends = {}, 0
     flow_places = collections.Counter()
     api = collections.Counter()
@@ -257,9 +260,12 @@ def summarize(tracks, events, samples, count, sequences):
         elif typ == TE.TYPE_INSTANT:
             instants[name] += 1
         for f in flows:
+            if f in flow_end:
+                fail(i, f"flow {f} continues after its end")
             if f in flow_start:
-                fail(i, f"flow {f} starts twice")
-            flow_start[f] = ts
+                flow_steps[f] += 1
+            else:
+                flow_start[f] = ts
         for f in terminating:
             if f not in flow_start:
                 fail(i, f"flow {f} ends before it starts")
@@ -283,9 +289,9 @@ def summarize(tracks, events, samples, count, sequences):
     for track, stack in open_slices.items():
         if stack:
             fail(stack[-1][1], f"slice {stack[-1][2]} on {track_name(tracks, track)} never ends")
-    dangling = set(flow_start) - set(flow_end)
+    dangling = set(flow_start) - set(flow_end) - set(flow_steps)
     if dangling:
-        sys.exit(f"{len(dangling)} flows never end, e.g. {sorted(dangling)[:5]}")
+        sys.exit(f"{len(dangling)} flows never end or continue, e.g. {sorted(dangling)[:5]}")
     kinds = collections.Counter()
     for d in tracks.values():
         kinds["process" if d.HasField("process") else "thread" if d.HasField("thread")
@@ -300,6 +306,8 @@ def summarize(tracks, events, samples, count, sequences):
         "slice_names": names,
         "instants": instants,
         "flows": len(flow_end) + launch_ends,
+        "flow_chains": len(flow_steps),
+        "flow_chain_steps": sum(flow_steps.values()),
         "flow_places": flow_places,
         "api_slices": api["slices"],
         "api_slices_with_stack": api["with_stack"],

@@ -396,6 +396,15 @@ fn steps(agg: &CollectivesAgg, pids: &[u32], rank: &dyn Fn(u32) -> String) -> (O
     (Some(name), rows)
 }
 
+/// A Python line for the table: its function and file name (`straggle (train.py:29)`); the JSON
+/// keeps the whole path.
+fn short_line(line: &str) -> String {
+    match PyFrameName::parse(line) {
+        Some(f) => format!("{} ({}:{})", f.function, f.file.rsplit('/').next().unwrap_or(f.file), f.line),
+        None => line.to_owned(),
+    }
+}
+
 /// The section in `summary.txt`.
 pub fn render(r: &Option<CollectivesReport>, rows: usize, out: &mut String) {
     use crate::fmt::{bytes, ns, stack, Table};
@@ -434,9 +443,22 @@ pub fn render(r: &Option<CollectivesReport>, rows: usize, out: &mut String) {
             if k.bytes == 0 { "-".to_owned() } else { bytes(k.bytes) },
             ns(k.time_ns),
             ns(k.wait_ns),
-            format!("{} ({}x)", k.last_most_often, k.last_count),
-            format!("{} ({})", k.most_wait_on, ns(k.most_wait_ns)),
-            format!("{}{from}", stack(&k.stack, 3)),
+            if k.last_count == 0 {
+                "-".to_owned()
+            } else {
+                format!("{} ({}x)", k.last_most_often, k.last_count)
+            },
+            if k.most_wait_ns == 0 {
+                "-".to_owned()
+            } else {
+                format!("{} ({})", k.most_wait_on, ns(k.most_wait_ns))
+            },
+            // The Python line when the stack has one: what the user changes.
+            match k.python_line.as_str() {
+                "" if k.stack.is_empty() => "-".to_owned(),
+                "" => format!("{}{from}", stack(&k.stack, 3)),
+                line => format!("{}{from}", short_line(line)),
+            },
         ]);
     }
     t.render(out);
