@@ -37,13 +37,13 @@ else
 fi
 
 # attach --every on a running PyTorch training loop: windows of 0.5 s every 2 s until the loop
-# ends, the newest 2 kept; each kept window must hold every step inside it with all its kernels
+# ends (12 s), the newest 2 kept; each kept window must hold every step inside it with all its kernels
 # (check_attach.py, kernels per step `auto`), nothing outside it (its kernels span at most the
 # window and a step), and the loop must run on to its own end.
 if [ -x "$CARRY/xpuprof" ]; then
   T=plugins/cupti/tests/workloads/attach_train.py
   E=$W/dormant/every; rm -rf "$E"; mkdir -p "$E"
-  python3 "$T" --seconds 10 --step-log "$E/steps.log" >"$E/train.out" 2>"$E/train.err" &
+  python3 "$T" --seconds 12 --step-log "$E/steps.log" >"$E/train.out" 2>"$E/train.err" &
   TP=$!
   for _ in $(seq 1 120); do grep -q '^ready' "$E/train.out" && break; kill -0 "$TP" 2>/dev/null || break; sleep 1; done
   timeout 60 "$CARRY/xpuprof" --plugin-dir "$CARRY" attach "$TP" --every 2s --duration 500ms --keep 2 \
@@ -109,8 +109,10 @@ if [ -x "$CARRY/xpuprof" ]; then
   k=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1])); e=t.get('traceEvents',t) if isinstance(t,dict) else t; print(sum(1 for x in e if x.get('cat')=='kernel'))" "$N/out/trace.json" 2>/dev/null)
   row "attach to a loop already using NVTX" "rc=$rc kernels=${k:-?} NVTX ranges=$(nvtx_ranges "$N/out/trace.json") (0 expected: NVTX chose no injection at its first call)"
   python3 - >"$D/nvtx-symbols.txt" 2>&1 <<'PY'
-import glob, mmap, os, subprocess
+import glob, mmap, os, shutil, subprocess
 import torch
+if shutil.which("nm") is None:
+    raise SystemExit("NVTX_SYMBOLS not checked: no nm (binutils) on this machine")
 dirs = [os.path.join(os.path.dirname(torch.__file__), "lib")]
 dirs += glob.glob(os.path.join(os.path.dirname(os.path.dirname(torch.__file__)), "nvidia", "*", "lib"))
 with_nvtx = named = named_dyn = 0
