@@ -8,7 +8,8 @@
 //!
 //! usage: cargo bench -p xpuprof-core --bench merge_scale -- [RANKS RATE SECONDS...]
 //!   (default 8 100000 1 3; the plugins must be built in the profile's folder, or set
-//!   XPUPROF_BENCH_BIN to an xpuprof whose folder holds them; `taskset -c 0` runs it on one core)
+//!   XPUPROF_BENCH_BIN to an xpuprof whose folder holds them; XPUPROF_BENCH_SINKS changes the
+//!   sinks; `taskset -c 0` runs it on one core)
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -183,7 +184,11 @@ fn merge(bin: &Path, archives: &[PathBuf], out: &Path) -> Measured {
         .arg(plugins)
         .args(["report", "--merge"])
         .args(archives)
-        .args(["--sink", "perfetto,summary", "-o"])
+        .args([
+            "--sink",
+            &std::env::var("XPUPROF_BENCH_SINKS").unwrap_or_else(|_| "perfetto,summary".into()),
+            "-o",
+        ])
         .arg(out)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
