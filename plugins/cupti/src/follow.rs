@@ -14,18 +14,20 @@
 //! its start (a native program that links the runtime statically and calls it at once) from the
 //! late attach on, about [`POLL`] plus the injection after its `cuInit`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use xpuprof_inject::{inject, Arg, Request};
+use xpuprof_inject::{inject, Arg, InjectError, Request};
 use xpuprof_sdk::Logger;
 
 /// How often the tree is looked at.
 pub const POLL: Duration = Duration::from_millis(100);
+/// How often a process whose threads were all busy in the loader (or woke up) is tried again.
+pub const RETRIES: u32 = 50;
 /// The agent's function for processes found after the attach.
 pub const FOLLOW_SYMBOL: &str = "xpuprof_cupti_follow";
 
@@ -88,6 +90,7 @@ fn uses_cuda(pid: u32) -> bool {
 fn run(t: &Target, mut handled: HashSet<u32>, stop: &AtomicBool, log: &Logger) {
     let req = Request::new(&t.agent)
         .call(FOLLOW_SYMBOL, vec![Arg::Text(t.socket.display().to_string()), Arg::Text(t.opts.clone())]);
+    let mut tries: HashMap<u32, u32> = HashMap::new();
     while !stop.load(Ordering::SeqCst) && t.socket.exists() {
         for p in crate::attach::with_descendants(t.root) {
             if stop.load(Ordering::SeqCst) || handled.contains(&p) {
@@ -100,21 +103,36 @@ fn run(t: &Target, mut handled: HashSet<u32>, stop: &AtomicBool, log: &Logger) {
             if !uses_cuda(p) {
                 continue;
             }
-            handled.insert(p);
             match inject(p, &req) {
-                Ok(done) if done.returned == Some(0) => {
-                    log.info(&format!("cupti: loaded the agent into process {p}, started after the attach"))
+                // Every thread was inside the dynamic loader (a framework's import loads many
+                // libraries) or woke up: nothing was touched; try again at the next look.
+                Err(InjectError::NoThread { .. }) if *tries.entry(p).or_default() < RETRIES => {
+                    *tries.entry(p).or_default() += 1;
+                    continue;
                 }
-                Ok(done) => log.warn(&format!(
-                    "cupti: the agent in process {p} (started after the attach) could not start (returned {:?}); \
-                     that process is not recorded",
-                    done.returned.map(|v| v as i64)
-                )),
-                Err(e) => log.warn(&format!(
-                    "cupti: failed to load the agent into process {p}, started after the attach: {e}"
-                )),
+                result => {
+                    handled.insert(p);
+                    report(p, result, log);
+                }
             }
         }
         std::thread::sleep(POLL);
+    }
+}
+
+/// Says what became of process `p`'s injection.
+fn report(p: u32, result: Result<xpuprof_inject::Injected, InjectError>, log: &Logger) {
+    match result {
+        Ok(done) if done.returned == Some(0) => {
+            log.info(&format!("cupti: loaded the agent into process {p}, started after the attach"))
+        }
+        Ok(done) => log.warn(&format!(
+            "cupti: the agent in process {p} (started after the attach) could not start (returned {:?}); \
+             that process is not recorded",
+            done.returned.map(|v| v as i64)
+        )),
+        Err(e) => log.warn(&format!(
+            "cupti: failed to load the agent into process {p}, started after the attach: {e}"
+        )),
     }
 }
