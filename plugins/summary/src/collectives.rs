@@ -32,8 +32,8 @@ const SAMPLES_KEPT: usize = 65_536;
 const FIRST_LOOKBACK_NS: u64 = 1_000_000_000;
 /// Stacks kept per arrival, heaviest first, for the report to choose among.
 const CANDIDATES: usize = 4;
-/// The key capture windows (a marker-driven window per step: `cudaProfilerStart`/`Stop`, an
-/// annotation range) are kept under among the ranges, for steps where no range repeats.
+/// The key capture windows (a marker-driven window per step: a profiler-API start/stop pair,
+/// an annotation range) are kept under among the ranges, for steps where no range repeats.
 const WINDOWS: StrId = StrId(u32::MAX);
 /// Slowest collectives listed.
 const SLOWEST: usize = 5;
