@@ -23,7 +23,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >
 (cd "$PC" && "$CUDA_HOME/bin/cuobjdump" -xelf all "$W/bin/pc_stalls" >/dev/null 2>&1)
 PC_CUBIN=$(ls "$PC"/*.cubin 2>/dev/null | head -1)
 if [ -n "$PC_CUBIN" ]; then
-  mv "$PC_CUBIN" "$PC/pc_stalls.sm_90.cubin"; PC_CUBIN=$PC/pc_stalls.sm_90.cubin
+  [ "$PC_CUBIN" = "$PC/pc_stalls.sm_90.cubin" ] || mv "$PC_CUBIN" "$PC/pc_stalls.sm_90.cubin"
+  PC_CUBIN=$PC/pc_stalls.sm_90.cubin
   "$CUDA_HOME/bin/nvdisasm" -g -c "$PC_CUBIN" >"$PC/pc_stalls.sass.txt" 2>&1
   readelf -SW "$PC_CUBIN" >"$PC/pc_stalls.sections.txt" 2>&1
   readelf --debug-dump=rawline "$PC_CUBIN" 2>/dev/null | head -300 >"$PC/pc_stalls.rawline.txt"

@@ -3,7 +3,9 @@
 //! instruction with its source file and line read from its cubin's line table ([`lines`]).
 //!
 //! CUPTI reports every stall reason twice: all the samples of the reason and the subset whose
-//! warp was not issued (`…_not_issued`); a sample is counted once, under the first. Reason names
+//! warp was not issued (`…_not_issued`); a sample is counted once, under the first. The table
+//! also names two counters that are no reason (`smsp__pcsamp_sample_count`,
+//! `smsp__pcsamp_samples_data_dropped`): never counted as one. Reason names
 //! lose CUPTI's `smsp__pcsamp_warps_issue_stalled_` prefix (`long_scoreboard`, `wait`,
 //! `selected`). What could not be attributed is counted and reported as losses: samples the
 //! hardware dropped, samples in kernels whose cubin was never seen, fetches cut short by a full
@@ -139,7 +141,9 @@ impl PcSamples {
     fn stall_reasons(&mut self, conn: u64, r: msg::StallReasons, strs: &mut Interner, out: &mut Emitter) {
         let mut table = Reasons::default();
         for (index, name) in &r.reasons {
-            let counted = !name.ends_with(NOT_ISSUED);
+            // Counters beside the reasons (`smsp__pcsamp_sample_count`,
+            // `smsp__pcsamp_samples_data_dropped`) are no stall reason.
+            let counted = name.starts_with(REASON_PREFIX) && !name.ends_with(NOT_ISSUED);
             let id = strs.string(out, short_reason(name));
             table.0.insert(*index, (id, counted));
         }

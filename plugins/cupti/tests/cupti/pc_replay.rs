@@ -1,11 +1,14 @@
 //! PC sampling, end to end without a GPU: a stream the agent wrote on the GPU machine
-//! (`tests/fixtures/pc_sampling/stream.bin`, captured by `scripts/gpu/parts/pcsampling.sh` from
-//! `tests/workloads/pc_stalls.cu` built with `-lineinfo`; it carries the program's cubin) through
-//! the real decoder, whose line tables resolve each sampled instruction to its source line; the
-//! folded PC view of the records; and the same view after the records went through the native
-//! archive and were replayed (identical).
+//! (`tests/fixtures/pc_sampling/stream.bin`, captured on an H200 by
+//! `scripts/gpu/parts/pcsampling.sh` from `tests/workloads/pc_stalls.cu` built with `-lineinfo`;
+//! it carries the program's cubin) through the real decoder, whose line tables resolve each
+//! sampled instruction to its source line, checked against nvdisasm's own line table of the same
+//! cubin (`pc_stalls.lines`); each kernel's designed stall and hot line; the folded PC view; and
+//! the same view after the records went through the native archive and were replayed
+//! (identical).
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use xpuprof_archive::{Meta, Writer};
 use xpuprof_fold::{FoldedBuilder, FoldedOptions};
@@ -13,6 +16,10 @@ use xpuprof_plugin_cupti::Decoder;
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::{codec, Emitter, Logger};
 use xpuprof_toolbox::agent_host::StreamDecoder;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join(name)
+}
 
 /// The records of a stream, fed in uneven pieces as a socket delivers them.
 pub(crate) fn decode(stream: &[u8]) -> Vec<Record> {
@@ -72,4 +79,92 @@ fn the_pc_view_replays_identically_through_the_archive() {
     assert_eq!(before, [("[unknown launch site];[GPU_Kernel]k;[no source line];[stall]wait".to_owned(), 6)]);
     let dir = tempfile::tempdir().unwrap();
     assert_eq!(pc_lines(&through_archive(dir.path(), &records)), before);
+}
+
+fn text(records: &[Record]) -> HashMap<StrId, String> {
+    records
+        .iter()
+        .filter_map(|r| if let Record::Str(s) = r { Some((s.id, s.text.clone())) } else { None })
+        .collect()
+}
+
+/// nvdisasm's line table of the program (`function offset file line`).
+fn reference() -> HashMap<(String, u64), (String, u32)> {
+    let t = std::fs::read_to_string(fixture("fixtures/pc_sampling/pc_stalls.lines")).expect("line map");
+    t.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let offset = u64::from_str_radix(f[1].trim_start_matches("0x"), 16).expect("offset");
+            ((f[0].to_owned(), offset), (f[2].to_owned(), f[3].parse().expect("line")))
+        })
+        .collect()
+}
+
+/// The lines of the workload marked `// HOT: <kernel>`.
+fn hot_lines() -> HashMap<String, u32> {
+    let src = std::fs::read_to_string(fixture("workloads/pc_stalls.cu")).expect("workload");
+    src.lines()
+        .enumerate()
+        .filter_map(|(i, l)| l.split("// HOT: ").nth(1).map(|k| (k.trim().to_owned(), i as u32 + 1)))
+        .collect()
+}
+
+/// The key with the most samples.
+fn top<K: Clone + Ord>(m: &HashMap<K, u64>) -> K {
+    m.iter().map(|(k, n)| (*n, k.clone())).max().map(|(_, k)| k).expect("samples")
+}
+
+#[test]
+fn captured_samples_resolve_to_nvdisasm_lines_and_the_designed_stalls() {
+    let stream = std::fs::read(fixture("fixtures/pc_sampling/stream.bin")).expect("fixture stream");
+    let records = decode(&stream);
+    let strs = text(&records);
+    let reference = reference();
+    let mut per: HashMap<&str, (HashMap<String, u64>, HashMap<u32, u64>)> = HashMap::new();
+    let mut checked = 0;
+    for r in &records {
+        let Record::DeviceSample(d) = r else { continue };
+        let kernel = strs[&d.kernel].as_str();
+        match reference.get(&(kernel.to_owned(), d.pc_offset)) {
+            Some((file, line)) => {
+                assert_eq!(
+                    d.line, *line,
+                    "{kernel}+{:#x}: the host's line differs from nvdisasm's",
+                    d.pc_offset
+                );
+                assert!(
+                    strs[&d.file].ends_with(&format!("/{file}")),
+                    "{kernel}+{:#x}: {}",
+                    d.pc_offset,
+                    strs[&d.file]
+                );
+                checked += 1;
+            }
+            None => panic!("{kernel}+{:#x}: sampled where nvdisasm shows no instruction", d.pc_offset),
+        }
+        let short = if kernel.contains("chase") { "chase" } else { "chain" };
+        let e = per.entry(short).or_default();
+        *e.0.entry(strs[&d.stall].clone()).or_default() += d.count;
+        *e.1.entry(d.line).or_default() += d.count;
+    }
+    assert!(checked > 50, "only {checked} sampled instructions");
+    let hot = hot_lines();
+    for (kernel, want_reason) in [("chase", "long_scoreboard"), ("chain", "wait")] {
+        let (reasons, lines) = &per[kernel];
+        assert_eq!(top(reasons).as_str(), want_reason, "{kernel}: {reasons:?}");
+        assert_eq!(top(lines), hot[kernel], "{kernel}: {lines:?}");
+    }
+    // Below each kernel's frame in the PC view (its launch stack comes from the host's
+    // correlator, which this decoder-only test does not run; the GPU part checks it).
+    let lines = pc_lines(&records);
+    for (kernel, reason) in [("chase", "long_scoreboard"), ("chain", "wait")] {
+        let tail = format!(";pc_stalls.cu:{};[stall]{reason}", hot[kernel]);
+        let found = lines.iter().any(|(s, _)| {
+            s.ends_with(&tail)
+                && s.rsplit(';').nth(2).is_some_and(|k| k.starts_with("[GPU_Kernel]") && k.contains(kernel))
+        });
+        assert!(found, "no [GPU_Kernel]…{kernel}…{tail} in {lines:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(pc_lines(&through_archive(dir.path(), &records)), lines, "replayed identically");
 }

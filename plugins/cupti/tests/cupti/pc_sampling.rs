@@ -37,12 +37,13 @@ fn samples_become_records_with_short_reasons_and_losses() {
         (1, "smsp__pcsamp_warps_issue_stalled_long_scoreboard".to_owned()),
         (2, "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued".to_owned()),
         (3, "smsp__pcsamp_warps_issue_stalled_wait".to_owned()),
+        (0, "smsp__pcsamp_sample_count".to_owned()),
     ];
     pc::put_stall_reasons(&mut s, 1, 0, &reasons);
     pc::put_cubin(&mut s, 0xC0B1, 1, None);
     let h = pc::FetchHeader { time: 1_000, context: 1, total: 60, dropped: 5, ..Default::default() };
     let mut w = pc::SamplesWriter::new(&h);
-    w.pc((0xC0B1, 0x40, 0, 0), b"_Z5chasePKjPjji", &[(1, 40), (2, 38), (3, 2)]);
+    w.pc((0xC0B1, 0x40, 0, 0), b"_Z5chasePKjPjji", &[(1, 40), (2, 38), (3, 2), (0, 42)]);
     w.pc((0xDEAD, 0x80, 0, 0), b"_Z5chainPfi", &[(3, 13)]);
     w.end(&mut s);
     pc::put_status(&mut s, 2, 17, "cuptiPCSamplingEnable: not supported");
@@ -60,7 +61,7 @@ fn samples_become_records_with_short_reasons_and_losses() {
             ("_Z5chasePKjPjji".into(), 0x40, "wait".into(), 2),
             ("_Z5chainPfi".into(), 0x80, "wait".into(), 13),
         ],
-        "the not-issued subset is not counted twice; the prefix is gone"
+        "the not-issued subset and the sample counter are not counted again; the prefix is gone"
     );
     assert!(samples.iter().all(|d| d.line == 0 && d.file.is_none() && d.end == 1_000 && d.code != 0));
     let losses: Vec<(String, u64)> = records
