@@ -109,6 +109,9 @@ fn hot_lines() -> HashMap<String, u32> {
         .collect()
 }
 
+/// A kernel's samples by stall reason and by line.
+type Tally = (HashMap<String, u64>, HashMap<u32, u64>);
+
 /// The key with the most samples.
 fn top<K: Clone + Ord>(m: &HashMap<K, u64>) -> K {
     m.iter().map(|(k, n)| (*n, k.clone())).max().map(|(_, k)| k).expect("samples")
@@ -120,7 +123,7 @@ fn captured_samples_resolve_to_nvdisasm_lines_and_the_designed_stalls() {
     let records = decode(&stream);
     let strs = text(&records);
     let reference = reference();
-    let mut per: HashMap<&str, (HashMap<String, u64>, HashMap<u32, u64>)> = HashMap::new();
+    let mut per: HashMap<&str, Tally> = HashMap::new();
     let mut checked = 0;
     for r in &records {
         let Record::DeviceSample(d) = r else { continue };
