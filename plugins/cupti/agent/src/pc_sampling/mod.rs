@@ -86,6 +86,8 @@ struct Counts {
     cubins: u64,
     cubins_with_lines: u64,
     refused: u64,
+    /// The sampling period of the last context configured (N of 2^N cycles), 0 if unknown.
+    period: u32,
 }
 
 #[derive(Debug, Default)]
@@ -106,6 +108,7 @@ const ZERO: Counts = Counts {
     cubins: 0,
     cubins_with_lines: 0,
     refused: 0,
+    period: 0,
 };
 /// CRCs of the cubins sent.
 static SEEN: Mutex<Option<HashSet<u64>>> = Mutex::new(None);
@@ -248,6 +251,9 @@ fn start(a: &Agent, c: &mut Context) {
         return;
     }
     c.enabled = true;
+    if let Ok(period) = sys::sampling_period(lib, ctx) {
+        counts().counts.period = period;
+    }
 }
 
 fn configure(a: &Agent, c: &mut Context) -> Result<(), CuptiError> {
@@ -479,8 +485,8 @@ pub(crate) fn report(a: &Agent) -> Option<String> {
     }
     let c = counts().counts;
     Some(format!(
-        "PC sampling: {} context(s), {} fetches, {} PCs, {} samples ({} dropped by the hardware, hardware buffer full {} time(s)), {} cubins ({} with line tables), {} refused call(s)",
-        c.contexts, c.fetches, c.pcs, c.samples, c.dropped, c.hardware_full, c.cubins, c.cubins_with_lines, c.refused
+        "PC sampling: {} context(s), period 2^{} cycles, {} fetches, {} PCs, {} samples ({} dropped by the hardware, hardware buffer full {} time(s)), {} cubins ({} with line tables), {} refused call(s)",
+        c.contexts, c.period, c.fetches, c.pcs, c.samples, c.dropped, c.hardware_full, c.cubins, c.cubins_with_lines, c.refused
     ))
 }
 

@@ -156,6 +156,23 @@ pub fn configure(
     })
 }
 
+/// The sampling period configured on `ctx` (N of 2^N cycles: CUPTI's default when none was
+/// set), from `cuptiPCSamplingGetConfigurationAttribute`.
+pub fn sampling_period(lib: &Lib, ctx: ffi::CUcontext) -> Result<u32, CuptiError> {
+    use ffi::CUpti_PCSamplingConfigurationAttributeType as T;
+    let mut a = attr(T::CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD);
+    let mut p = ffi::CUpti_PCSamplingConfigurationInfoParams {
+        size: std::mem::size_of::<ffi::CUpti_PCSamplingConfigurationInfoParams>(),
+        ctx,
+        numAttributes: 1,
+        pPCSamplingConfigurationInfo: &mut a,
+        ..Default::default()
+    };
+    pc_call!(lib, cuptiPCSamplingGetConfigurationAttribute, &mut p)?;
+    // SAFETY: CUPTI filled the sampling period member of the union it was asked for.
+    Ok(unsafe { a.attributeData.samplingPeriodData.samplingPeriod })
+}
+
 /// `cuptiPCSamplingGetData(ctx)` into `buffer` (its previous content is replaced).
 pub fn get_data(lib: &Lib, ctx: ffi::CUcontext, buffer: &mut PcBuffer) -> Result<(), CuptiError> {
     let mut p = ffi::CUpti_PCSamplingGetDataParams {
