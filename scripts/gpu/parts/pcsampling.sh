@@ -76,6 +76,16 @@ if [ -d "$o/archive" ]; then
     || row "pcsampling replay" "DIFFERS or failed (see replay.out)"
 fi
 
+# 2b. A window opened 1 s in (`record --delay`): CUPTI is detached until then (the context is
+#     created before it, taken up at the first launch inside the window); checked the same way.
+o=$W/out/pcsampling-delay; rm -rf "$o"
+timeout 120 "$CARRY/xpuprof" --plugin-dir "$CARRY" -c "$PC/pc.toml" record --delay 1s --source cupti \
+  --sink folded,summary -o "$o" -- "$W/bin/pc_stalls" 40 >"$PC/delay.out" 2>"$PC/delay.err"
+rc=$?
+cp "$o/profile.pc.folded" "$PC/delay-profile.pc.folded" 2>/dev/null
+python3 "$PC_CHECK" outputs "$o" "$PC_SRC" >"$PC/delay-check.txt" 2>&1
+row "pcsampling --delay 1s" "rc=$rc $(tail -1 "$PC/delay-check.txt" | cut -c1-160) $(grep -h 'PC samples:' "$PC/delay.err" | head -1 | cut -c1-120)"
+
 # 3. PyTorch eager + torch.compile: which sampled kernels had line tables.
 PM=tests/workloads/torch/pc_model.py
 d=$PC/torch-wire; mkdir -p "$d"
