@@ -105,16 +105,19 @@ for f in profile.pc.folded summary.txt; do cp "$o/$f" "$PC/torch-$f" 2>/dev/null
 row "pcsampling torch xpuprof" "rc=$rc pc stacks: $(wc -l <"$o/profile.pc.folded" 2>/dev/null) with lines: $(grep -c '\.py:[0-9]*;\[stall\]\|\.cu:[0-9]*;\[stall\]' "$o/profile.pc.folded" 2>/dev/null)"
 
 # 4. Cost: wall time, interleaved rounds (PC_COST_ROUNDS, 2; pc_stalls 40 rounds, and ResNet-18
-#    training's ms per step over PC_COST_STEPS steps, 150, after real_bench's warm-up).
+#    training's ms per step over PC_COST_STEPS steps, 150, after real_bench's warm-up): unprofiled,
+#    the cupti source without and with PC sampling (CUPTI's default period, and 2^18 cycles).
 printf '[source.cupti]\npc_sampling = false\n' >"$PC/nopc.toml"
+printf '[source.cupti]\npc_sampling = true\npc_sampling_period = 18\n' >"$PC/pc18.toml"
 : >"$PC/cost.txt"
 for r in $(seq 1 "${PC_COST_ROUNDS:-2}"); do
-  for c in unprofiled xpuprof_nopc xpuprof_pc; do
+  for c in unprofiled xpuprof_nopc xpuprof_pc xpuprof_pc18; do
     s=$(date +%s.%N)
     case $c in
       unprofiled) "$W/bin/pc_stalls" 40 >/dev/null 2>&1 ;;
       xpuprof_nopc) "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/nopc.toml" --sink summary -o "$W/out/pccost" -- "$W/bin/pc_stalls" 40 >/dev/null 2>&1 ;;
       xpuprof_pc) "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink summary -o "$W/out/pccost" -- "$W/bin/pc_stalls" 40 >/dev/null 2>&1 ;;
+      xpuprof_pc18) "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc18.toml" --sink summary -o "$W/out/pccost" -- "$W/bin/pc_stalls" 40 >/dev/null 2>&1 ;;
     esac
     echo "$r $c pc_stalls $(python3 -c "import time; print(f'{time.time()-$s:.3f}')")" >>"$PC/cost.txt"
     RB="timeout 120 python3 tests/workloads/torch/real_bench.py plain resnet ${PC_COST_STEPS:-150}"
@@ -122,6 +125,7 @@ for r in $(seq 1 "${PC_COST_ROUNDS:-2}"); do
       unprofiled) line=$($RB 2>/dev/null | grep '^REAL') ;;
       xpuprof_nopc) line=$("$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/nopc.toml" --sink summary -o "$W/out/pccost" -- $RB 2>/dev/null | grep '^REAL') ;;
       xpuprof_pc) line=$("$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink summary -o "$W/out/pccost" -- $RB 2>/dev/null | grep '^REAL') ;;
+      xpuprof_pc18) line=$("$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc18.toml" --sink summary -o "$W/out/pccost" -- $RB 2>/dev/null | grep '^REAL') ;;
     esac
     echo "$r $c resnet $(echo "$line" | grep -o 'ms_per_step=[0-9.]*' | cut -d= -f2)" >>"$PC/cost.txt"
   done
@@ -136,7 +140,7 @@ for ln in open(sys.argv[1]):
 for w in ("pc_stalls", "resnet"):
     base = statistics.median(t[(w, "unprofiled")]) if t[(w, "unprofiled")] else None
     unit = "s wall" if w == "pc_stalls" else "ms/step"
-    for c in ("unprofiled", "xpuprof_nopc", "xpuprof_pc"):
+    for c in ("unprofiled", "xpuprof_nopc", "xpuprof_pc", "xpuprof_pc18"):
         v = t[(w, c)]
         if v and base:
             print(f"pcsampling cost {w:<9} {c:<13} median {statistics.median(v):8.3f} {unit}  {statistics.median(v) / base:.3f}x unprofiled  ({' '.join(f'{x:.3f}' for x in v)})")
