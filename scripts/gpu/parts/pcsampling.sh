@@ -66,6 +66,11 @@ rc=$?
 ls -la "$o" >"$PC/xpuprof.files.txt" 2>&1
 for f in profile.pc.folded profile.gpu.folded summary.txt flamegraph.pc.svg; do cp "$o/$f" "$PC/" 2>/dev/null; done
 row "pcsampling xpuprof" "rc=$rc $(grep -i -h 'pc sampl\|loss' "$PC/xpuprof.err" | head -2 | tr '\n' ' ' | cut -c1-160)"
+python3 - "$o/profile.pb.gz" <<'PY' 2>&1 | tee -a "$SUMMARY"
+import gzip, sys
+data = gzip.open(sys.argv[1]).read()
+print(f"pcsampling pprof                   {len(data)} bytes, gpu_pc_samples {'present' if b'gpu_pc_samples' in data else 'MISSING'}, [stall]long_scoreboard {'present' if b'[stall]long_scoreboard' in data else 'MISSING'}")
+PY
 python3 "$PC_CHECK" outputs "$o" "$PC_SRC" >"$PC/outputs-check.txt" 2>&1
 sed 's/^/  /' "$PC/outputs-check.txt" | tail -4
 row "pcsampling outputs check" "$(tail -1 "$PC/outputs-check.txt" | cut -c1-200)"
