@@ -83,8 +83,18 @@ pub fn attach(
     let req = Request::new(agent)
         .call(ATTACH_SYMBOL, vec![Arg::Text(socket.display().to_string()), Arg::Text(opts.to_owned())]);
     let mut started = Vec::new();
-    let mut first_error = None;
+    let mut first_error: Option<String> = None;
     for p in cuda {
+        if let Some(tool) = other_injection(p) {
+            let e = format!(
+                "process {p} was started with CUDA_INJECTION64_PATH={tool}: another tool (a profiler such as Nsight \
+                 Systems) owns CUPTI there, and CUPTI takes one client; end that tool's session, or start the process \
+                 without it"
+            );
+            log.warn(&format!("cupti: {e}"));
+            first_error.get_or_insert(e);
+            continue;
+        }
         match inject(p, &req) {
             Ok(done) if done.returned == Some(0) => {
                 let how = if done.already_loaded { "reused the agent already loaded in" } else { "loaded the agent into" };
@@ -97,7 +107,7 @@ pub fn attach(
             )),
             Err(e) => {
                 log.warn(&format!("cupti: failed to load the agent into process {p}: {e}"));
-                first_error.get_or_insert(e);
+                first_error.get_or_insert(e.to_string());
             }
         }
     }
@@ -111,6 +121,18 @@ pub fn attach(
         (true, Some(e)) if !tree => Err(PluginError::new(format!("failed to attach the cupti source: {e}"))),
         _ => Ok(Attached { started, handled }),
     }
+}
+
+/// The CUDA injection another tool gave process `pid` when it started: `CUDA_INJECTION64_PATH` in
+/// its environment (as the driver read it at `cuInit`) naming a library that is not an xpuprof
+/// agent. That tool owns CUPTI in the process.
+fn other_injection(pid: u32) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let value =
+        env.split(|&b| b == 0).find_map(|kv| kv.strip_prefix(b"CUDA_INJECTION64_PATH=".as_slice()))?;
+    let path = String::from_utf8_lossy(value).into_owned();
+    let name = path.rsplit('/').next().unwrap_or(&path);
+    (!path.is_empty() && !name.starts_with("libxpuprof_cupti_agent")).then_some(path)
 }
 
 /// `pid` and every process descended from it (one scan of `/proc`).

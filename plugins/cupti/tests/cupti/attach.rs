@@ -212,6 +212,36 @@ fn a_paused_session_records_only_its_triggered_window_and_detaches_cupti_outside
 }
 
 #[test]
+fn a_process_another_profiler_injected_is_refused_before_anything_is_loaded() {
+    let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let app = build(dir.path());
+    // As Nsight Systems starts a program: its injection library in CUDA_INJECTION64_PATH (a path
+    // that does not exist here: the double's cuInit fails to load it and goes on).
+    let tool = "/opt/nvidia/nsight-systems/target-linux-x64/libToolsInjection64.so";
+    let mut child = Command::new(&app)
+        .arg("3")
+        .env("XPUPROF_CUPTI_LIB", dir.path().join("libcuda.so.1"))
+        .env("CUDA_INJECTION64_PATH", tool)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    let (ok, _, err) = attach(&xpuprof, child.id(), &dir.path().join("out"));
+    assert!(!ok, "{err}");
+    assert!(err.contains(&format!("CUDA_INJECTION64_PATH={tool}")) && err.contains("owns CUPTI"), "{err}");
+    assert!(!xpuprof_inject::is_loaded(child.id(), &host::target_dir().join("libxpuprof_cupti_agent.so"))
+        .unwrap());
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "the program goes on and exits with its own code: {out}");
+    assert!(out.contains("subscribed 0 finalized 0"), "CUPTI never touched: {out}");
+}
+
+#[test]
 fn a_process_that_has_not_initialised_cuda_is_refused_by_the_agent() {
     let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -345,13 +375,14 @@ fn attach_every_records_windows_with_cupti_detached_between_them() {
         let folded = std::fs::read_to_string(d.join("profile.folded")).unwrap_or_default();
         let (lines, under_step) = kernel_lines(&folded);
         assert_eq!(under_step, lines, "{}: kernels under train_step:\n{folded}", d.display());
-        // Every launch call the window recorded has its kernel in the same window's outputs
-        // (the window's records reach them before its sinks finish).
+        // Every launch call the window recorded has its kernel in the same window's outputs (the
+        // window's records reach them before its sinks finish); a launch at each edge may fall
+        // between its call's record and its kernel's.
         let trace = std::fs::read_to_string(d.join("trace.json")).unwrap();
         let calls = trace.matches(r#""cat":"api","name":"cuLaunchKernel""#).count();
         let kernels = trace.matches(r#""cat":"kernel""#).count();
         assert!(
-            calls > 0 && kernels == calls,
+            calls > 50 && kernels.abs_diff(calls) <= 2,
             "{}: {kernels} kernels for {calls} launch calls\n{err}",
             d.display()
         );
