@@ -9,8 +9,10 @@
 //! Slices on one track must nest. Device work comes in start order (`xpuprof_toolbox::timeline::Reorder`) and goes
 //! to the first lane of its stream free at its start: work that overlaps every lane opens an
 //! overflow lane (a sibling track "stream 7 (overlap 1)"), so lanes are as many as the deepest
-//! real overlap; a zero-length operation nests instead. User ranges that overlap on a thread
-//! get lanes the same way, in arrival order.
+//! real overlap; a zero-length operation nests instead. User ranges arrive as they end (inner
+//! ones first): a range goes on the first lane of its thread where it nests, enclosing the
+//! slices there that end after it starts, so properly nested ranges share one track and only
+//! ranges that partly overlap open another ([`Tracks::range`]).
 
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::*;
@@ -44,8 +46,44 @@ fn thread_bits(pid: u32, tid: u32) -> u64 {
 struct Lanes {
     /// End of the last slice on each lane.
     ends: Vec<u64>,
+    /// Ranges: each lane's top-level slices (those no slice of the lane encloses) by end.
+    tops: Vec<RangeLane>,
     /// Lanes whose track is described (bit per lane).
     described: u16,
+}
+
+/// Top-level slices of one lane of ranges kept to check nesting, at most [`MAX_TOPS`]; the
+/// oldest are dropped beyond, remembering how far they reached (`floor`): a range starting
+/// before it cannot be checked and takes another lane.
+#[derive(Debug, Default)]
+struct RangeLane {
+    tops: Vec<(u64, u64)>,
+    floor: u64,
+}
+
+/// Top-level slices kept per lane of ranges.
+const MAX_TOPS: usize = 4096;
+
+impl RangeLane {
+    /// Puts `[start, end)` on this lane if it nests: every slice of the lane ending after
+    /// `start` lies inside it (it encloses them) or the lane has none.
+    fn try_put(&mut self, start: u64, end: u64) -> bool {
+        if start < self.floor {
+            return false;
+        }
+        let from = self.tops.partition_point(|&(_, e)| e <= start);
+        if !self.tops[from..].iter().all(|&(s, e)| s >= start && e <= end) {
+            return false;
+        }
+        self.tops.truncate(from);
+        self.tops.push((start, end));
+        if self.tops.len() > MAX_TOPS {
+            let drop = MAX_TOPS / 2;
+            self.floor = self.tops[..drop].iter().map(|t| t.1).max().unwrap_or(0).max(self.floor);
+            self.tops.drain(..drop);
+        }
+        true
+    }
 }
 
 /// Where the last device operation went.
@@ -274,11 +312,27 @@ impl Tracks {
         }
     }
 
+    /// The first lane of ranges of timeline `key` where `[start, end)` nests ([`RangeLane`]);
+    /// a new lane when it nests in none.
+    fn range_lane(&mut self, key: u64, start: u64, end: u64) -> u64 {
+        let t = self.timeline(key);
+        let lanes = &mut self.lanes[t].tops;
+        if let Some(i) = lanes.iter_mut().position(|l| l.try_put(start, end)) {
+            return i as u64;
+        }
+        if (lanes.len() as u64) < MAX_LANES {
+            lanes.push(RangeLane { tops: vec![(start, end)], floor: 0 });
+        } else {
+            self.overlaps += 1;
+        }
+        lanes.len() as u64 - 1
+    }
+
     /// The range lane track of thread `(pid, tid)` where `a` goes.
     pub fn range(&mut self, a: &Annotation, names: &Interner) -> u64 {
         let parent = self.thread(a.pid, a.tid, names);
         let bits = thread_bits(a.pid, a.tid);
-        let lane = self.lane(RANGES | bits, a.start, a.end);
+        let lane = self.range_lane(RANGES | bits, a.start, a.end.max(a.start));
         let name = || if lane == 0 { "ranges".to_owned() } else { format!("ranges (overlap {lane})") };
         self.child(RANGES | (lane << 56) | bits, parent, name)
     }
@@ -399,5 +453,19 @@ mod tests {
         assert_eq!(t.lane(2, 5, 8), 0, "timelines are separate");
         assert_eq!(t.lane(2, 6, 6), 0, "a zero-length slice nests, it makes no lane");
         assert_eq!(t.lanes[t.timelines[&2]].ends.len(), 1);
+    }
+
+    #[test]
+    fn nested_ranges_arriving_as_they_end_share_one_lane() {
+        let mut t = Tracks::default();
+        // A step range holding two op ranges, arriving innermost first, then the next step.
+        assert_eq!(t.range_lane(1, 12, 20), 0);
+        assert_eq!(t.range_lane(1, 25, 30), 0);
+        assert_eq!(t.range_lane(1, 10, 40), 0, "the step encloses its ops");
+        assert_eq!(t.range_lane(1, 50, 60), 0);
+        assert_eq!(t.range_lane(1, 45, 70), 0);
+        // A range that partly overlaps one of its lane takes the next lane.
+        assert_eq!(t.range_lane(1, 35, 48), 1);
+        assert_eq!(t.range_lane(1, 0, 100), 0, "a range around everything nests on the first lane");
     }
 }

@@ -205,3 +205,32 @@ fn a_collectives_slices_on_every_rank_are_linked_by_flows_that_each_start_and_en
         .count();
     assert_eq!(linked, 6, "each slice of each all-reduce names its flow");
 }
+
+/// Ranges arrive as they end, inner ones first (a step range holding op ranges, as a
+/// framework's named scopes make them): nested ranges share one track, and only a range that
+/// partly overlaps another opens a second.
+#[test]
+fn nested_ranges_share_one_track() {
+    let mut r = definitions();
+    let range = |start: u64, end: u64| {
+        let a = Annotation::default().pid(PID).tid(TID).start(T0 + start).end(T0 + end);
+        Record::Range(a.name(StrId(20)).domain(StrId(23)))
+    };
+    for step in 0..50u64 {
+        let t = step * 1_000;
+        r.extend([
+            range(t + 100, t + 300),
+            range(t + 400, t + 450),
+            range(t + 350, t + 500),
+            range(t + 50, t + 900),
+        ]);
+    }
+    r.push(range(44_800, 45_200));
+    let s = checked(&r);
+    assert_eq!(
+        s["lanes"]["ranges"], 2,
+        "one track for the nested ranges, one for the range across two steps: {s}"
+    );
+    assert_eq!(s["slices_per_track"]["ranges (overlap 1)"], 1, "{s}");
+    assert_eq!(s["lanes_without_overlap"], 0, "{s}");
+}
