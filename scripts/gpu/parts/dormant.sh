@@ -135,3 +135,19 @@ print(f"NVTX_SYMBOLS libraries_with_nvtx={with_nvtx} nvtxGlobals_in_symtab={name
 PY
   row "NVTX tables findable by symbol" "$(grep '^NVTX_SYMBOLS' "$D/nvtx-symbols.txt" || tail -1 "$D/nvtx-symbols.txt")"
 fi
+
+# Refused before anything is loaded: a loop started with another tool's CUDA injection
+# (run-all's libcupti_alone.so, a CUPTI client as Nsight Systems' is); the loop must run on.
+if [ -x "$CARRY/xpuprof" ] && [ -f "$W/bin/libcupti_alone.so" ]; then
+  T=plugins/cupti/tests/workloads/attach_train.py
+  R=$W/dormant/other; rm -rf "$R"; mkdir -p "$R"
+  CUDA_INJECTION64_PATH=$W/bin/libcupti_alone.so python3 "$T" --seconds 6 >"$R/train.out" 2>"$R/train.err" &
+  TP=$!
+  for _ in $(seq 1 120); do grep -q '^ready' "$R/train.out" && break; kill -0 "$TP" 2>/dev/null || break; sleep 1; done
+  timeout 60 "$CARRY/xpuprof" --plugin-dir "$CARRY" attach "$TP" --duration 1s --source cupti --sink folded -o "$R/out" \
+    >"$D/other.out" 2>"$D/other.err"
+  rc=$?
+  wait "$TP"; trc=$?
+  grep -q 'owns CUPTI' "$D/other.err" && [ $rc -ne 0 ] && [ $trc -eq 0 ] && v=PASS || v=FAIL
+  row "attach refuses another tool's process" "$v rc=$rc loop rc=$trc $(grep -o 'started with CUDA_INJECTION64_PATH=[^:]*' "$D/other.err" | head -1)"
+fi
