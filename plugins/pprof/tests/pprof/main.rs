@@ -4,6 +4,7 @@
 
 mod e2e;
 mod go;
+mod pc_samples;
 mod python;
 mod sink;
 
