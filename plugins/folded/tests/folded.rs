@@ -275,3 +275,42 @@ fn rank_roots_put_every_stack_of_a_rank_under_it() {
         assert!(off.iter().all(|f| !f.contains("[rank ")), "no rank roots by default: {off:?}");
     }
 }
+
+#[test]
+fn pc_samples_get_their_own_file_weighted_by_samples() {
+    use xpuprof_sdk::model::*;
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink = FoldedSink::new(FoldedOptions::default(), true, dir.path().to_owned(), Logger::stderr());
+    let mut records = sample::session();
+    let kernel = records
+        .iter()
+        .find_map(|r| match r {
+            Record::DeviceOp(op) if op.kind == DeviceOpKind::Kernel && op.launch.is_some() => Some(op.name),
+            _ => None,
+        })
+        .expect("a launched kernel in the sample session");
+    records.push(Record::Str(StrDef::default().id(StrId(9001)).text("/src/k.cu".into())));
+    records.push(Record::Str(StrDef::default().id(StrId(9002)).text("long_scoreboard".into())));
+    let pid = sample::PID;
+    let s = DeviceSample::default().pid(pid).kernel(kernel).file(StrId(9001)).line(7).stall(StrId(9002));
+    records.push(Record::DeviceSample(s.count(1234)));
+    sink.consume(&records).unwrap();
+    let files = sink.finish().unwrap();
+    let names: Vec<_> = files.iter().map(|f| f.file_name().unwrap().to_str().unwrap().to_owned()).collect();
+    assert_eq!(names.last().map(String::as_str), Some("profile.pc.folded"), "{names:?}");
+    let pc = std::fs::read_to_string(files.last().unwrap()).unwrap();
+    let total: u64 = pc.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(total, 1234, "weights are samples, all of them kept:\n{pc}");
+    assert!(
+        pc.lines().all(|l| l.contains(";[GPU_Kernel]") && l.contains(";k.cu:7;[stall]long_scoreboard ")),
+        "{pc}"
+    );
+    let gpu = std::fs::read_to_string(dir.path().join("profile.gpu.folded")).unwrap();
+    assert!(!gpu.contains("[stall]"), "device time and samples never share a file");
+}
+
+#[test]
+fn no_pc_file_without_samples() {
+    let (_dir, files) = run_sink(true);
+    assert!(files.iter().all(|f| !f.ends_with("profile.pc.folded")));
+}
