@@ -23,6 +23,7 @@ mod sys;
 
 use std::collections::HashSet;
 use std::os::raw::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
@@ -113,6 +114,10 @@ const ZERO: Counts = Counts {
 /// CRCs of the cubins sent.
 static SEEN: Mutex<Option<HashSet<u64>>> = Mutex::new(None);
 static FETCHER: Once = Once::new();
+/// Sampling is wanted now (a window is open): kept by the window hooks here rather than read
+/// from the capture state, whose lock a launch callback must not wait for (the window thread
+/// holds it across CUPTI calls).
+static OPEN: AtomicBool = AtomicBool::new(false);
 
 fn counts() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|p| p.into_inner())
@@ -125,6 +130,8 @@ pub(crate) fn enable(a: &Agent, capture: &mut Capture) -> Result<(), CuptiError>
     if !a.config.opts.pc_sampling {
         return Ok(());
     }
+    // The first window is open from the start unless the agent starts paused or markers decide.
+    OPEN.store(!a.config.opts.paused && a.config.opts.range.is_none(), Ordering::Release);
     for cbid in [CBID_CONTEXT_CREATED, CBID_CONTEXT_DESTROYING, CBID_MODULE_LOADED] {
         capture.enable_marker(&a.lib, DOMAIN_RESOURCE, cbid)?;
     }
@@ -211,7 +218,7 @@ fn context_created(a: &Agent, ctx: ffi::CUcontext) {
         s.contexts.push((Handle(ctx), shared.clone()));
         shared
     };
-    if a.capture.lock().is_ok_and(|cap| cap.open) {
+    if OPEN.load(Ordering::Acquire) {
         if let Ok(mut c) = shared.lock() {
             if !c.enabled {
                 start(a, &mut c);
@@ -456,6 +463,7 @@ pub(crate) fn window_closed(a: &Agent) {
     if !a.config.opts.pc_sampling {
         return;
     }
+    OPEN.store(false, Ordering::Release);
     for c in contexts() {
         if let Ok(mut c) = c.lock() {
             drain(a, &mut c);
@@ -470,6 +478,7 @@ pub(crate) fn window_opened(a: &Agent) {
     if !a.config.opts.pc_sampling {
         return;
     }
+    OPEN.store(true, Ordering::Release);
     for c in contexts() {
         let Ok(mut c) = c.lock() else { continue };
         if !c.enabled {
