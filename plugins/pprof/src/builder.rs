@@ -297,17 +297,26 @@ impl<'d> Builder<'d> {
     }
 
     /// pprof names a profile after its first mapping ("File: ..."): the executable of the
-    /// first process with samples (by name, else the first mapping that is not a library),
-    /// or, when no frame is in an executable, a mapping of that process's executable without
-    /// locations.
+    /// first defined process with samples (the command's, before the children it started; by
+    /// name, else the first mapping that is not a library), or, when no frame is in an
+    /// executable, a mapping of that process's executable without locations.
     fn main_mapping_first(&mut self) {
+        let mut pids = self.pids.clone();
+        pids.sort_by_key(|&p| self.defs.defined_at(p));
         let exes: Vec<String> =
-            self.pids.iter().filter_map(|&p| self.defs.executable(p)).map(str::to_owned).collect();
+            pids.iter().filter_map(|&p| self.defs.executable(p)).map(str::to_owned).collect();
         let file = |m: &proto::Mapping| self.p.string_table[m.filename as usize].as_str();
         let executable = |m: &proto::Mapping| !names::is_library(file(m)) && !file(m).starts_with('[');
-        let by_name = self.p.mapping.iter().position(|m| {
-            executable(m) && exes.iter().any(|e| names::basename(e) == names::basename(file(m)))
-        });
+        // The first process's executable by name: the same file name, else one the command's
+        // name starts (`python3` runs `/usr/bin/python3.12`).
+        let named = |e: &str, exact: bool| {
+            let e = names::basename(e);
+            self.p.mapping.iter().position(|m| {
+                let f = names::basename(file(m));
+                executable(m) && if exact { f == e } else { f.starts_with(e) }
+            })
+        };
+        let by_name = exes.iter().find_map(|e| named(e, true).or_else(|| named(e, false)));
         match by_name.or_else(|| self.p.mapping.iter().position(executable)) {
             Some(i) => self.p.mapping.swap(0, i),
             None => {

@@ -12,17 +12,30 @@ use xpuprof_toolbox::defs::Definitions;
 pub struct Defs {
     defs: Definitions,
     build_ids: IdMap<ModuleId, Vec<u8>>,
+    /// Each process's place in definition order (the host defines the command's process
+    /// before the children it starts).
+    defined: IdMap<u32, usize>,
 }
 
 impl Defs {
     /// Records `r` if it is a definition.
     pub fn define(&mut self, r: &Record) {
-        if let Record::Module(d) = r {
-            if !d.build_id.is_empty() {
+        match r {
+            Record::Module(d) if !d.build_id.is_empty() => {
                 self.build_ids.insert(d.id, d.build_id.clone());
             }
+            Record::Process(d) => {
+                let next = self.defined.len();
+                self.defined.entry(d.pid).or_insert(next);
+            }
+            _ => {}
         }
         self.defs.add(r);
+    }
+
+    /// Process `pid`'s place in definition order (undefined ones last).
+    pub fn defined_at(&self, pid: u32) -> usize {
+        self.defined.get(&pid).copied().unwrap_or(usize::MAX)
     }
 
     /// The display text of string `id` (a name the host demangled, or the text itself).

@@ -240,3 +240,36 @@ fn xpuprofs_own_code_is_under_one_xpuprof_frame() {
     assert_eq!(own[at + 1], "Linear.forward", "the user's frames above it: {own:?}");
     assert_eq!(stacks.iter().flatten().filter(|n| *n == "[xpuprof]").count(), 1, "{stacks:?}");
 }
+
+/// Children the command started (a compiler a JIT runs, say) never name the profile, whatever
+/// order their samples are aggregated in: the command's process was defined first.
+#[test]
+fn the_commands_executable_names_the_profile_before_its_childrens() {
+    let mut r = records();
+    for (i, t) in ["/usr/local/cuda/bin/ptxas -arch=sm_90", "/usr/local/cuda/bin/ptxas", "ptxas_main"]
+        .iter()
+        .enumerate()
+    {
+        r.push(Record::Str(StrDef::new(StrId(9_200 + i as u32), *t)));
+    }
+    for child in 0..8u32 {
+        let pid = 5_000 + child;
+        r.push(Record::Process(ProcessDef::default().pid(pid).ppid(PID).command(StrId(9_200))));
+        let module = ModuleId(20 + child);
+        r.push(Record::Module(ModuleDef::default().id(module).path(StrId(9_201))));
+        let frame = FrameDef::default().id(FrameId(200 + child)).kind(FrameKind::FileOffset).module(module);
+        r.push(Record::Frame(frame.address(0x1000).name(StrId(9_202))));
+        r.push(Record::Stack(
+            StackDef::default().id(StackId(200 + child)).frames(vec![FrameId(200 + child)]),
+        ));
+        let s =
+            CpuSample::default().pid(pid).tid(pid).time(T0 + 1).weight(1_000_000).stack(StackId(200 + child));
+        r.insert(
+            r.iter().position(|x| matches!(x, Record::CpuSample(_))).unwrap_or(r.len()),
+            Record::CpuSample(s),
+        );
+    }
+    let dir = run(&r);
+    let top = go::pprof(&["-top"], &dir.path().join(FILE_NAME));
+    assert!(top.starts_with("File: python3.12\n"), "{top}");
+}
