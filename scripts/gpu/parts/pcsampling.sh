@@ -8,7 +8,7 @@
 # through profile.pc.folded (launch stacks included); then a PyTorch model (eager and
 # torch.compile), listing which sampled kernels had line tables; then the cost: wall time of the
 # same workloads unprofiled, under xpuprof without and with PC sampling, interleaved rounds.
-# What comes back: $W/logs/pcsampling/.
+# What comes back: $W/logs/pcsampling/. Runs about 4 minutes (the cost rounds are most of it).
 PC=$W/logs/pcsampling
 rm -rf "$PC"; mkdir -p "$PC"
 PC_SRC=${PC_SRC:-plugins/cupti/tests/workloads/pc_stalls.cu}
@@ -110,7 +110,7 @@ for f in profile.pc.folded summary.txt; do cp "$o/$f" "$PC/torch-$f" 2>/dev/null
 row "pcsampling torch xpuprof" "rc=$rc pc stacks: $(wc -l <"$o/profile.pc.folded" 2>/dev/null) with lines: $(grep -c '\.py:[0-9]*;\[stall\]\|\.cu:[0-9]*;\[stall\]' "$o/profile.pc.folded" 2>/dev/null)"
 
 # 4. Cost: wall time, interleaved rounds (PC_COST_ROUNDS, 2; pc_stalls 40 rounds, and ResNet-18
-#    training's ms per step over PC_COST_STEPS steps, 150, after real_bench's warm-up): unprofiled,
+#    training's ms per step over PC_COST_STEPS steps, 100, after real_bench's warm-up): unprofiled,
 #    the cupti source without and with PC sampling (CUPTI's default period, and 2^18 cycles).
 printf '[source.cupti]\npc_sampling = false\n' >"$PC/nopc.toml"
 printf '[source.cupti]\npc_sampling = true\npc_sampling_period = 18\n' >"$PC/pc18.toml"
@@ -125,7 +125,7 @@ for r in $(seq 1 "${PC_COST_ROUNDS:-2}"); do
       xpuprof_pc18) "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc18.toml" --sink summary -o "$W/out/pccost" -- "$W/bin/pc_stalls" 40 >/dev/null 2>&1 ;;
     esac
     echo "$r $c pc_stalls $(python3 -c "import time; print(f'{time.time()-$s:.3f}')")" >>"$PC/cost.txt"
-    RB="timeout 120 python3 tests/workloads/torch/real_bench.py plain resnet ${PC_COST_STEPS:-150}"
+    RB="timeout 120 python3 tests/workloads/torch/real_bench.py plain resnet ${PC_COST_STEPS:-100}"
     case $c in
       unprofiled) line=$($RB 2>/dev/null | grep '^REAL') ;;
       xpuprof_nopc) line=$("$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/nopc.toml" --sink summary -o "$W/out/pccost" -- $RB 2>/dev/null | grep '^REAL') ;;
