@@ -257,8 +257,13 @@ def pprof(out, args):
     first = s(mappings[0].get(5, 0)) if mappings else ""
     zero = sum(1 for m in mappings if m.get(3, 0) <= m.get(2, 0))
     main = os.path.basename(first)
-    check("pprof main mapping", main and not main.startswith(("libcuda", "libcupti", "libxpuprof")) and zero == 0,
-          f"first of {len(mappings)} mappings: {first}; {zero} without a range")
+    # The command's executable when a mapping is (`python3` runs python3.12), else any executable.
+    command = os.path.basename((args.command or [""])[0])
+    files = [os.path.basename(s(m.get(5, 0))) for m in mappings]
+    want = command if command and any(f.startswith(command) for f in files) else ""
+    check("pprof main mapping",
+          main and main.startswith(want) and not main.startswith(("libcuda", "libcupti", "libxpuprof")) and zero == 0,
+          f"first of {len(mappings)} mappings: {first} (command {command}); {zero} without a range")
     py = [f for f in functions if s(f.get(4, 0)).endswith(".py")]
     named_with_place = [s(f.get(2, 0)) for f in py if " (" in s(f.get(2, 0))]
     started = sum(1 for f in py if f.get(5, 0) > 0)
@@ -315,6 +320,7 @@ def main():
     ap.add_argument("--python", action="store_true", help="a Python program: expect Python functions")
     args = ap.parse_args()
     summary = json.load(open(os.path.join(args.out, "summary.json")))
+    args.command = summary.get("session", {}).get("command") or []
     for step in (lambda: busy(args.out, summary), lambda: allocations(args.out, summary),
                  lambda: own_cost(args.out, summary), lambda: user_view(args.out), lambda: pprof(args.out, args),
                  lambda: perfetto(args.out, args) if args.perfetto_check else None):
