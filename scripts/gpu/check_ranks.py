@@ -99,21 +99,23 @@ def check(out, workload, dumps):
     names = [r["name"] for r in s.get("ranks", [])]
     trace = json.load(open(f"{out}/trace.json"))
     pnames = [e["args"]["name"] for e in trace["traceEvents"] if e.get("ph") == "M" and e.get("name") == "process_name"]
-    named = all(any(n.startswith(f"rank {k} (") for n in names) and any(n.startswith(f"rank {k} (") for n in pnames)
-                for k in (0, 1))
-    row("ranks_named", named, f"summary={names} trace={[n for n in pnames if n.startswith('rank')]}")
-    c = s.get("collectives")
-    if not c:
-        row("collectives", False, "no collectives section in summary.json")
-        return
     # The ranks' own records: their collective kernels, in order, and rank 1's steps.
     colls, steps, ranks = {}, {}, {}
     for d in dumps:
         a, b, r = collectives_of(d)
         colls.update(a), steps.update(b), ranks.update(r)
+    world = len({r for r in ranks.values() if r is not None})
+    named = world >= 2 and all(
+        any(n.startswith(f"rank {k} (") for n in names) and any(n.startswith(f"rank {k} (") for n in pnames)
+        for k in range(world))
+    row("ranks_named", named, f"{world} ranks; summary={names} trace={[n for n in pnames if n.startswith('rank')]}")
+    c = s.get("collectives")
+    if not c:
+        row("collectives", False, "no collectives section in summary.json")
+        return
     per_rank = {ranks.get(pid): len(v) for pid, v in colls.items()}
     counts = set(per_rank.values())
-    row("collectives_matched", c["matched"] == c["collectives"] and counts == {c["collectives"]} and c["ranks"] == 2,
+    row("collectives_matched", c["matched"] == c["collectives"] and counts == {c["collectives"]} and c["ranks"] == world,
         f"summary {c['matched']} of {c['collectives']} matched over {c['ranks']} ranks; kernels per rank {per_rank}")
     k = max(c["kinds"], key=lambda k: k["wait_ns"])
     row("straggler_rank", k["most_wait_on"].startswith("rank 1 ("),
@@ -143,7 +145,7 @@ def check(out, workload, dumps):
         row("straggler_collectives", False, f"ranks in the dumps: {sorted(by_rank, key=str)}")
     flows = [e for e in trace["traceEvents"] if e.get("cat") == "collective"]
     ids = collections.Counter(e["bind_id"] for e in flows)
-    row("collectives_linked", len(ids) == c["collectives"] and set(ids.values()) == {2},
+    row("collectives_linked", len(ids) == c["collectives"] and set(ids.values()) == {world},
         f"{len(ids)} flows over {len(flows)} slices in trace.json")
 
 

@@ -16,6 +16,11 @@ mkdir -p "$RK"
 RX="$CARRY/xpuprof --plugin-dir $CARRY"
 RWL=$ROOT/tests/workloads/torch/ddp_straggler.py
 rk_ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+# Ranks of the job: every GPU of the machine (RANKS_NPROC overrides), an even number, split over
+# the two "hosts" (half each).
+rk_n=${RANKS_NPROC:-$rk_ngpu}
+rk_n=$(( rk_n / 2 * 2 ))
+rk_half=$(( rk_n / 2 ))
 
 # rk_check LABEL OUT DUMP...: the checker's rows as summary rows.
 rk_check() {
@@ -51,12 +56,14 @@ else
   # 1. Two "hosts", each recording its own node of the job.
   rk_pids=""
   for k in 0 1; do
-    CUDA_VISIBLE_DEVICES=$k timeout 300 $RX --set source.ebpf.offcpu=true --source ebpf,cupti --sink archive -o "$RK/host$k" -- \
-      torchrun --nnodes 2 --node_rank $k --nproc_per_node 1 --master_addr 127.0.0.1 --master_port 29531 \
+    CUDA_VISIBLE_DEVICES=$(seq -s, $(( k * rk_half )) $(( k * rk_half + rk_half - 1 ))) timeout 300 \
+      $RX --set source.ebpf.offcpu=true --source ebpf,cupti --sink archive -o "$RK/host$k" -- \
+      torchrun --nnodes 2 --node_rank $k --nproc_per_node $rk_half --master_addr 127.0.0.1 --master_port 29531 \
       "$RWL" >"$RK/host$k.out" 2>"$RK/host$k.err" &
     rk_pids="$rk_pids $!"
   done
   for p in $rk_pids; do wait "$p"; echo "rc=$?" >>"$RK/hosts.rc"; done
+  row "ranks job" "$rk_n ranks on $rk_ngpu GPUs, two hosts of $rk_half"
   row "ranks hosts recorded" "$(tr '\n' ' ' <"$RK/hosts.rc") $(cat "$RK"/host?.out | grep -c '^done rank') ranks done"
   rk_time=""
   [ -x /usr/bin/time ] && rk_time="/usr/bin/time -v"
@@ -91,7 +98,7 @@ PY
     flag=""
     [ "$mode" = fsdp ] && flag=--fsdp
     timeout 300 $RX --set source.ebpf.offcpu=true --source ebpf,cupti --sink archive,summary,perfetto,chrome -o "$RK/one-$mode" -- \
-      torchrun --standalone --nproc_per_node 2 "$RWL" $flag >"$RK/one-$mode.out" 2>"$RK/one-$mode.err"
+      torchrun --standalone --nproc_per_node $rk_n "$RWL" $flag >"$RK/one-$mode.out" 2>"$RK/one-$mode.err"
     row "ranks one recording $mode" "rc=$? $(grep -c '^done rank' "$RK/one-$mode.out") ranks done"
     rk_dump "one-$mode" "$RK/one-$mode"
     rk_check "one-$mode" "$RK/one-$mode" "$RK/dumpone-$mode/records.jsonl"
