@@ -275,17 +275,14 @@ impl Registry {
         })
     }
 
-    /// The calling thread's stack now (innermost first, Python frames merged in, as a launch's
-    /// would be, without annotation frames), for [`Annotations::enter_compile`]. Not for hot
-    /// paths: it allocates.
-    pub fn capture_stack(&self, sites: &Sites<'_>, regs: Registers) -> Vec<u64> {
-        let depth = sites.max_depth.min(MAX_FRAMES);
-        let (mut frames, mut sps, mut out) = (vec![0; depth], vec![0; depth], vec![0; depth]);
-        let (w, _) = stack::walk_with_sp(regs, stack::thread_bounds(), sites.own_code, &mut frames, &mut sps);
-        let n = self.python.merge(&frames[..w.len], &sps[..w.len], &mut out);
-        out.truncate(n);
-        sites.known.check(&out);
-        out
+    /// The calling thread's Python frames now (innermost first; none where Python frames are
+    /// off or the thread runs no Python), for [`Annotations::enter_compile`]: no native walk, so
+    /// it is safe wherever the thread is (inside a marker callback). Allocates.
+    pub fn python_stack(&self) -> Vec<u64> {
+        match self.python.interpreter() {
+            Some(py) => py.with_capture(|frames| frames.iter().map(|&(id, _)| id).collect()),
+            None => Vec::new(),
+        }
     }
 
     /// API exit: closes the nesting level; at the outermost call's exit, records its exit time

@@ -16,7 +16,6 @@ use std::os::raw::{c_char, c_void};
 use std::sync::{Arc, Mutex};
 
 use xpuprof_agent_kit::annotations::{pop_frame, push_frame};
-use xpuprof_agent_kit::stack::Registers;
 
 use crate::capture::Capture;
 use crate::sys::ffi::{self, CUpti_nvtx_api_trace_cbid as N};
@@ -58,7 +57,7 @@ pub fn enable(c: &mut Capture, lib: &Lib) -> Result<(), CuptiError> {
 /// What a registered string reads as (cached per handle).
 #[derive(Debug, Clone)]
 enum Reading {
-    Module(Arc<str>),
+    Module(Option<Arc<str>>),
     Op(Arc<str>),
     Compile,
     Other,
@@ -67,7 +66,7 @@ enum Reading {
 impl From<Kind> for Reading {
     fn from(k: Kind) -> Self {
         match k {
-            Kind::Module(p) => Reading::Module(p.into()),
+            Kind::Module(p) => Reading::Module(p.map(Into::into)),
             Kind::Op { name } => Reading::Op(name.into()),
             Kind::Compile => Reading::Compile,
             Kind::Other => Reading::Other,
@@ -87,8 +86,10 @@ static NAMES: Mutex<Option<Names>> = Mutex::new(None);
 
 /// With `verbose`, the first this many registrations and pushes are said on stderr (what the
 /// program's annotations look like, for whoever reads a new framework's).
-const SAID: u32 = 60;
+const SAID: u32 = 3000;
 static SAID_SO_FAR: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+/// Compiler-phase pushes said (a compilation pushes hundreds).
+static COMPILE_SAID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 fn tell(a: &Agent, what: impl FnOnce() -> String) {
     if a.config.common.verbose && SAID_SO_FAR.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < SAID {
@@ -99,7 +100,7 @@ fn tell(a: &Agent, what: impl FnOnce() -> String) {
 /// An open range on a thread.
 #[derive(Debug)]
 enum Open {
-    Module(Arc<str>),
+    Module(Option<Arc<str>>),
     Frame,
     Compile,
     Other,
@@ -127,8 +128,8 @@ unsafe fn text<'a>(p: *const c_char) -> Option<&'a str> {
     (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_str().ok()).flatten()
 }
 
-/// The message and the first payload word of an event-attributes struct: `(registered handle
-/// or 0, ASCII text, first word of an extended payload or 0)`.
+/// The message and the extended payload of an event-attributes struct: `(registered handle or
+/// 0, ASCII text, address of the `nvtxPayloadData_t` array or 0)`.
 ///
 /// # Safety
 /// `attr` is null or points to an `nvtxEventAttributes_t` of at least its `size` bytes, whose
@@ -153,22 +154,7 @@ unsafe fn attributes<'a>(attr: *const u8) -> (u64, Option<&'a str>, u64) {
             std::ptr::read_unaligned(at(ATTR_PAYLOAD) as *const u64),
         )
     };
-    let first = if ptype == PAYLOAD_EXT && pcount >= 1 && payload != 0 {
-        // SAFETY: an extended payload is an array of `nvtxPayloadData_t { u64 schemaId; size_t
-        // size; const void *payload }` alive for the call; its first entry's data has `size`
-        // bytes.
-        unsafe {
-            let d = payload as *const u64;
-            let (len, data) = (std::ptr::read_unaligned(d.add(1)), std::ptr::read_unaligned(d.add(2)));
-            if len >= 8 && data != 0 {
-                std::ptr::read_unaligned(data as *const u64)
-            } else {
-                0
-            }
-        }
-    } else {
-        0
-    };
+    let first = if ptype == PAYLOAD_EXT && pcount >= 1 { payload } else { 0 };
     match kind {
         MESSAGE_REGISTERED => (msg, None, first),
         // SAFETY: an ASCII message is a NUL-terminated string alive for the call.
@@ -177,11 +163,33 @@ unsafe fn attributes<'a>(attr: *const u8) -> (u64, Option<&'a str>, u64) {
     }
 }
 
+/// The first word of the first payload of an extended payload `data` (the registered string of
+/// an XLA operation's source locations), or 0.
+///
+/// # Safety
+/// `data` is 0 or points to an `nvtxPayloadData_t { u64 schemaId; size_t size; const void
+/// *payload }` alive for the call, whose `payload` has `size` readable bytes.
+unsafe fn first_payload_word(data: u64) -> u64 {
+    if data == 0 {
+        return 0;
+    }
+    let d = data as *const u64;
+    // SAFETY: the caller's contract.
+    unsafe {
+        let (len, payload) = (std::ptr::read_unaligned(d.add(1)), std::ptr::read_unaligned(d.add(2)));
+        if len >= 8 && payload != 0 {
+            std::ptr::read_unaligned(payload as *const u64)
+        } else {
+            0
+        }
+    }
+}
+
 /// An NVTX callback: names, pushes and pops.
 ///
 /// # Safety
 /// `data` is the `CUpti_NvtxData` CUPTI passes for NVTX callback `cbid`.
-pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void, regs: Registers) {
+pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void) {
     // SAFETY: the caller's contract.
     let d = unsafe { &*(data as *const ffi::CUpti_NvtxData) };
     let (params, ret) = (d.functionParams, d.functionReturnValue as *const u64);
@@ -207,17 +215,17 @@ pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void, regs: Registers
         N::CUPTI_CBID_NVTX_nvtxRangePushA if !params.is_null() => {
             // SAFETY: `message` is the first parameter.
             let t = unsafe { text(word(params, 0) as *const c_char) };
-            push(a, 0, (0, t, 0), regs);
+            push(a, 0, (0, t, 0));
         }
         N::CUPTI_CBID_NVTX_nvtxRangePushEx if !params.is_null() => {
             // SAFETY: `eventAttrib` is the first parameter.
             let m = unsafe { attributes(word(params, 0) as *const u8) };
-            push(a, 0, m, regs);
+            push(a, 0, m);
         }
         N::CUPTI_CBID_NVTX_nvtxDomainRangePushEx if !params.is_null() => {
             // SAFETY: `domain, core.eventAttrib`.
             let (dom, m) = unsafe { (word(params, 0), attributes(word(params, 1) as *const u8)) };
-            push(a, dom, m, regs);
+            push(a, dom, m);
         }
         _ => {}
     }
@@ -236,7 +244,7 @@ fn reading(n: &mut Names, handle: u64, ascii: Option<&str>) -> Reading {
     ascii.map_or(Kind::Other, xla::classify).into()
 }
 
-fn push(a: &Agent, dom: u64, (handle, ascii, source): (u64, Option<&str>, u64), regs: Registers) {
+fn push(a: &Agent, dom: u64, (handle, ascii, source): (u64, Option<&str>, u64)) {
     let depth = OPEN.with(|o| o.borrow().len());
     if depth >= MAX_OPEN {
         return;
@@ -245,18 +253,25 @@ fn push(a: &Agent, dom: u64, (handle, ascii, source): (u64, Option<&str>, u64), 
         Ok(mut g) => reading(g.get_or_insert_with(Names::default), handle, ascii),
         Err(_) => return,
     };
-    tell(a, || {
-        format!("nvtx push domain {dom:#x} handle {handle:#x} text {ascii:?} payload {source:#x}: {r:?}")
-    });
+    let quiet = matches!(r, Reading::Compile)
+        && COMPILE_SAID.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 20;
+    if !quiet {
+        tell(a, || {
+            format!("nvtx push domain {dom:#x} handle {handle:#x} text {ascii:?} payload {source:#x}: {r:?}")
+        });
+    }
     let open = match r {
         Reading::Module(p) => Open::Module(p),
         Reading::Op(name) => {
-            push_frame(op_label(a, handle, ascii, source, &name));
+            // SAFETY: `source` is the extended payload of the push being called (its caller's
+            // `nvtxPayloadData_t` array, alive for the call), or 0.
+            let first = unsafe { first_payload_word(source) };
+            push_frame(op_label(a, handle, ascii, first, &name));
             Open::Frame
         }
         Reading::Compile => {
             let ann = &a.core.launches.annotations;
-            let context = (!ann.in_compile()).then(|| a.core.launches.capture_stack(&a.sites(), regs));
+            let context = (!ann.in_compile()).then(|| a.core.launches.python_stack());
             ann.enter_compile(context);
             Open::Compile
         }
@@ -267,12 +282,14 @@ fn push(a: &Agent, dom: u64, (handle, ascii, source): (u64, Option<&str>, u64), 
 
 /// The label id of operation `name` under this thread's innermost module.
 fn op_label(a: &Agent, handle: u64, ascii: Option<&str>, source: u64, name: &str) -> u64 {
-    let prefix = OPEN.with(|o| {
-        o.borrow().iter().rev().find_map(|(_, e)| match e {
-            Open::Module(p) => Some(p.clone()),
-            _ => None,
+    let prefix = OPEN
+        .with(|o| {
+            o.borrow().iter().rev().find_map(|(_, e)| match e {
+                Open::Module(p) => Some(p.clone()),
+                _ => None,
+            })
         })
-    });
+        .flatten();
     let pkey = prefix.as_ref().map_or(0, |p| Arc::as_ptr(p) as *const u8 as usize);
     let key = match ascii {
         Some(t) if handle == 0 => (xpuprof_agent_kit::stack::hash(&[t.len() as u64, fnv(t)]), source, pkey),
@@ -302,6 +319,9 @@ fn pop(a: &Agent, dom: u64) {
         let at = o.iter().rposition(|(d, _)| *d == dom)?;
         Some(o.remove(at).1)
     });
+    if !matches!(open, Some(Open::Compile)) {
+        tell(a, || format!("nvtx pop domain {dom:#x}: {open:?}"));
+    }
     match open {
         Some(Open::Frame) => pop_frame(),
         Some(Open::Compile) => a.core.launches.annotations.exit_compile(),

@@ -90,7 +90,7 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
         }
         if a.annotations {
             // SAFETY: as above.
-            unsafe { annotations::on_nvtx(a, cbid, data, regs) };
+            unsafe { annotations::on_nvtx(a, cbid, data) };
         }
         return;
     }

@@ -18,8 +18,9 @@
 /// What a range's text says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
-    /// A compiled module runs: the name its operations are under.
-    Module(String),
+    /// A compiled module runs: the prefix its operations' names are under, when the range
+    /// gives one (`prefix=`; without it the operations' names are whole).
+    Module(Option<String>),
     /// An operation: its name (without the module's prefix) and, when known, its HLO name.
     Op {
         /// The framework's name of the operation (`layer1/dot_general`), or the HLO name.
@@ -61,10 +62,7 @@ pub fn classify(text: &str) -> Kind {
             None => Kind::Other,
         }
     } else if text.starts_with("XlaModule:#") {
-        match field(text, "prefix").or_else(|| field(text, "hlo_module")) {
-            Some(p) => Kind::Module(p.to_owned()),
-            None => Kind::Other,
-        }
+        Kind::Module(field(text, "prefix").map(str::to_owned))
     } else if COMPILE_PREFIXES.iter().any(|p| text.starts_with(p)) {
         Kind::Compile
     } else {
@@ -132,9 +130,9 @@ mod tests {
     fn xla_texts() {
         assert_eq!(
             classify("XlaModule:#prefix=jit(train_step),hlo_module=jit_train_step,program_id=3#"),
-            Kind::Module("jit(train_step)".into())
+            Kind::Module(Some("jit(train_step)".into()))
         );
-        assert_eq!(classify("XlaModule:#hlo_module=jit_f,program_id=1#"), Kind::Module("jit_f".into()));
+        assert_eq!(classify("XlaModule:#hlo_module=jit_f,program_id=1#"), Kind::Module(None));
         assert_eq!(
             classify("Thunk:#name=layer1/dot_general,hlo_op=custom-call.2,unique_hlo_op_id=45#"),
             Kind::Op { name: "layer1/dot_general".into() }
