@@ -25,8 +25,11 @@ row "xla unprofiled 100 steps" "rc=$rc $(python3 -c "import time; print(f'{time.
 mkdir -p "$XL/wire-annotated"
 CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$XL/wire-annotated \
   XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,verbose=1,annotations=1" \
-  timeout 150 python3 "$XJ" --steps 3 --batch 64 --width 256 >"$XL/wire-annotated.out" 2>"$XL/wire-annotated.err"
+  timeout 150 python3 -X faulthandler "$XJ" --steps 3 --batch 64 --width 256 --ops "$XL/wire-ops.txt" \
+  >"$XL/wire-annotated.out" 2>"$XL/wire-annotated.err"
 rc=$?
+# Where it ended (R1: SIGSEGV with annotations on): the agent's last traced ranges, Python's fault report.
+tail -40 "$XL/wire-annotated.err" | cut -c1-300 >"$XL/wire-annotated.tail"
 row "xla agent wire stream annotated" "rc=$rc $(ls -la "$XL"/wire-annotated/ 2>/dev/null | awk '/cupti-/ {print $5}' | tr '\n' ' ')bytes"
 for d in wire-annotated; do
   for f in "$XL/$d"/cupti-*.bin; do
