@@ -34,7 +34,7 @@ row "xla agent wire stream annotated" "rc=$rc $(ls -la "$XL"/wire-annotated/ 2>/
 # If it crashed: is it the NVTX callbacks themselves (the capture-range markers take the same
 # ones, with annotations off) or the annotation frames?
 if [ "$rc" -ne 0 ]; then
-  CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,range=nvtx:no such range@TSL" \
+  CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,range=nvtx:no such range@TSL,dormant=pause" \
     timeout 150 python3 -X faulthandler "$XJ" --steps 3 --batch 64 --width 256 >"$XL/markers-only.out" 2>"$XL/markers-only.err"
   row "xla NVTX callbacks without annotations" "rc=$? $(tail -1 "$XL/markers-only.out" | cut -c1-60)"
 fi
