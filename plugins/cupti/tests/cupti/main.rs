@@ -10,3 +10,4 @@ mod host;
 mod pc_replay;
 mod pc_sampling;
 mod replay;
+mod xla;

@@ -1,0 +1,106 @@
+//! The decoder on a real JAX stream with the agent's annotation frames (issue 33):
+//! `tests/fixtures/jax_init/stream.bin`, the agent's stream of `tests/workloads/jax/train.py`
+//! with `annotations=1`, captured on the H200 by `scripts/gpu/parts/xla.sh` (see
+//! `tests/fixtures/README.md`). The capture holds the program's start: JAX compiling and running
+//! its small initialisation modules (random keys, the weights' scaling), up to where the agent
+//! of that round crashed. What the profile must show holds on it: the launches XLA makes inside
+//! an operation's range carry that operation's label as their innermost frame, the launches
+//! made while compiling carry `[compile]` and the Python stack of the call that compiles, and
+//! the host's own compile-time patterns add no second marker.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use xpuprof_plugin_cupti::Decoder;
+use xpuprof_sdk::model::*;
+use xpuprof_sdk::{codec, Emitter, Logger};
+use xpuprof_toolbox::agent_host::{CompileFrames, StreamDecoder, COMPILE_MARKER};
+
+/// The decoded stream: every launch site's named frames (Python frames and the agent's
+/// labels, innermost first, native frames as `None`), and how many stacks the host marked.
+struct Run {
+    sites: Vec<Vec<Option<String>>>,
+    labels: Vec<String>,
+    host_marked: u64,
+}
+
+fn load(patterns: &[&str]) -> Run {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jax_init/stream.bin");
+    let bytes = std::fs::read(path).expect("fixture stream");
+    let mut dec = Decoder::new(Logger::stderr());
+    dec.kit.stacks.compile = CompileFrames::parse(patterns).unwrap();
+    let mut out = Emitter::detached();
+    let mut pending = Vec::new();
+    for chunk in bytes.chunks(1000) {
+        pending.extend_from_slice(chunk);
+        let used = dec.feed(1, &pending, &mut out);
+        pending.drain(..used);
+    }
+    assert!(pending.is_empty(), "the stream ends inside a message");
+    let host_marked = dec.kit.stacks.compile_marked;
+    dec.finish(&mut out);
+    let records = codec::decode_all(&out.take_buffer()).expect("decodable records");
+    let (mut strs, mut frames, mut stacks) = (HashMap::new(), HashMap::new(), HashMap::new());
+    let mut sites = Vec::new();
+    for r in &records {
+        match r {
+            Record::Str(s) => {
+                strs.insert(s.id, s.text.clone());
+            }
+            Record::Frame(f) => {
+                frames.insert(f.id, f.clone());
+            }
+            Record::Stack(s) => {
+                stacks.insert(s.id, s.frames.clone());
+            }
+            Record::LaunchSite(s) => sites.push(s.stack),
+            _ => {}
+        }
+    }
+    let named = |f: &FrameId| {
+        let f = &frames[f];
+        (f.kind == FrameKind::Synthetic).then(|| strs[&f.name].clone())
+    };
+    let sites = sites.iter().map(|s| stacks[s].iter().map(named).collect()).collect();
+    let mut labels: Vec<String> = strs.values().filter(|t| t.starts_with("[xla] ")).cloned().collect();
+    labels.sort();
+    Run { sites, labels, host_marked }
+}
+
+#[test]
+fn launches_inside_an_xla_operation_carry_its_label_innermost() {
+    let r = load(&[]);
+    assert!(r.labels.len() >= 5, "XLA's modules and operations as labels: {:?}", r.labels);
+    assert!(r.labels.iter().any(|l| l.contains("threefry")), "{:?}", r.labels);
+    let labelled: Vec<&Vec<Option<String>>> =
+        r.sites.iter().filter(|s| s.iter().flatten().any(|n| n.starts_with("[xla] "))).collect();
+    assert!(labelled.len() >= 10, "launches of the initialisation modules: {}", labelled.len());
+    for s in &labelled {
+        let first = s[0].as_deref().unwrap_or("");
+        assert!(first.starts_with("[xla] "), "the operation is the innermost frame: {s:?}");
+        assert!(s.iter().flatten().any(|n| n.contains("train.py:")), "under the script's own line: {s:?}");
+    }
+}
+
+#[test]
+fn launches_made_while_compiling_are_compile_time_work_under_the_compiling_call() {
+    let r = load(&[]);
+    let compiling: Vec<&Vec<Option<String>>> =
+        r.sites.iter().filter(|s| s.iter().flatten().any(|n| n == COMPILE_MARKER)).collect();
+    assert!(compiling.len() >= 10, "{}", compiling.len());
+    for s in &compiling {
+        assert_eq!(s[0].as_deref(), Some(COMPILE_MARKER), "innermost: {s:?}");
+        let names: Vec<&str> = s.iter().flatten().map(String::as_str).collect();
+        assert!(names.iter().any(|n| n.starts_with("backend_compile")), "the compiling call: {names:?}");
+        assert!(names.iter().any(|n| n.contains("train.py:")), "under the script's line: {names:?}");
+        assert!(
+            !names.iter().any(|n| n.starts_with("[xla] ")),
+            "compile-time work is no operation: {names:?}"
+        );
+        assert_eq!(names.iter().filter(|n| **n == COMPILE_MARKER).count(), 1);
+    }
+    // The host's pattern for JAX's compiler module matches these stacks too, and adds nothing.
+    let again = load(&["jax/_src/compiler.py:*"]);
+    assert_eq!(again.host_marked, 0, "the agent marked them already");
+    assert_eq!(again.sites, r.sites);
+}
