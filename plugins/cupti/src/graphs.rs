@@ -19,7 +19,7 @@
 //! Memory is bounded: at most [`MAX_NODES`] nodes per process are remembered (the oldest are
 //! forgotten first and counted); a forgotten node's kernels still show their replay stack.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::{backend, Correlation, Submission};
@@ -47,6 +47,13 @@ enum Origin {
 pub struct GraphNodes {
     origin: IdMap<u64, Origin>,
     order: VecDeque<u64>,
+    /// The reported nodes' indices (the low 32 bits of a node id) by graph (the high 32 bits).
+    by_graph: IdMap<u32, BTreeSet<u32>>,
+    /// Nodes copied inside a traced call (a child-graph node's embedded copies), by that call.
+    copied_in: IdMap<u32, Vec<u64>>,
+    /// Executed nodes never reported whose creating call was found by their place among the
+    /// child-graph nodes of their executable graph.
+    pub joined_by_place: u64,
     /// Calls that created a node and whose launch entry has not arrived yet.
     recording_calls: IdSet<u32>,
     /// Kernel name (demangled) -> the call that created nodes of it, or `None` when several did.
@@ -79,7 +86,15 @@ impl GraphNodes {
                 self.message_created(node, origin as u32);
             }
             cuda_wire::NODE_CREATED => self.message_created(node, origin as u32),
-            cuda_wire::NODE_CLONED => self.insert(node, Origin::Cloned(origin)),
+            cuda_wire::NODE_CLONED => {
+                // Agents since the child-graph mapping add the traced call the copy was made in.
+                let tail = payload.get(cuda_wire::GRAPH_NODE_BYTES..cuda_wire::GRAPH_NODE_BYTES + 8);
+                let call = tail.map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as u32);
+                if call != 0 && self.copied_in.len() < MAX_NODES {
+                    self.copied_in.entry(call).or_default().push(node);
+                }
+                self.insert(node, Origin::Cloned(origin));
+            }
             _ => self.malformed += 1,
         }
     }
@@ -116,13 +131,47 @@ impl GraphNodes {
     fn insert(&mut self, node: u64, origin: Origin) {
         if self.origin.insert(node, origin).is_none() {
             self.order.push_back(node);
+            self.by_graph.entry((node >> 32) as u32).or_default().insert(node as u32);
         }
         while self.origin.len() > MAX_NODES {
             let Some(old) = self.order.pop_front() else { break };
             if self.origin.remove(&old).is_some() {
                 self.forgotten += 1;
+                if let Some(g) = self.by_graph.get_mut(&((old >> 32) as u32)) {
+                    g.remove(&(old as u32));
+                }
             }
         }
+    }
+
+    /// The call that created the child-graph node whose embedded copy executable node `node`
+    /// was flattened from. CUDA flattens a child graph's nodes into the executable graph
+    /// without a callback; their ids hold the graph's id in the high 32 bits and, in the low
+    /// ones, indices after those of the graph's own (reported) nodes, in the order of the
+    /// child-graph nodes and of their embedded nodes (seen with XLA's command buffers on the
+    /// H200). So the flattened node at index `n + f` (the graph's own nodes being `0..n`) is the
+    /// `f`-th embedded node, counting the copies each child-graph node's creating call made, in
+    /// the order of the child-graph nodes. `None` when the graph's own nodes are not `0..n` or
+    /// the count runs past the embedded copies.
+    fn flattened(&self, node: u64) -> Option<u32> {
+        let (graph, index) = ((node >> 32) as u32, node as u32);
+        let own = self.by_graph.get(&graph)?;
+        let n = own.len() as u32;
+        if index < n || own.iter().next_back() != Some(&(n - 1)) {
+            return None;
+        }
+        let mut f = (index - n) as usize;
+        for &i in own {
+            let top = u64::from(graph) << 32 | u64::from(i);
+            let Some(Origin::Cloned(original)) = self.origin.get(&top) else { continue };
+            let Some(Origin::Created(call)) = self.origin.get(original) else { continue };
+            let Some(embedded) = self.copied_in.get(call).filter(|_| *call != 0) else { continue };
+            if f < embedded.len() {
+                return Some(*call);
+            }
+            f -= embedded.len();
+        }
+        None
     }
 
     /// True (once) when the call with correlation id `call` created a graph node: its launch
@@ -150,7 +199,14 @@ impl GraphNodes {
     pub fn submission(&mut self, graph: u32, node: u64, launch: u32, kernel: Option<&str>) -> Submission {
         let mut call = self.creating_call(node);
         if call.is_none() && !self.origin.contains_key(&node) {
-            // Never reported: a child graph's node flattened at instantiation.
+            // Never reported: a child graph's node flattened at instantiation. Its place among
+            // the child-graph nodes first, else its kernel's name.
+            call = self.flattened(node);
+            if call.is_some() {
+                self.joined_by_place += 1;
+            }
+        }
+        if call.is_none() && !self.origin.contains_key(&node) {
             match kernel.and_then(|k| self.by_kernel.get(&normalized(k))) {
                 Some(Some(c)) => {
                     call = Some(*c);
@@ -224,6 +280,46 @@ mod tests {
         // A reported node never falls back to the name.
         g.message(&msg(cuda_wire::NODE_CREATED, 50, 0));
         assert_eq!(g.submission(4, 50, 900, Some("_Z6cap_k1Pfi")).record, None);
+    }
+
+    fn clone_in(node: u64, original: u64, call: u64) -> Vec<u8> {
+        let mut m = Vec::new();
+        cuda_wire::put_graph_clone(&mut m, 1, node, original, call);
+        m[crate::wire::HEADER_BYTES..].to_vec()
+    }
+
+    /// XLA's command buffer as round 1 on the H200 saw it: a parent graph of operations added
+    /// one by one and two child-graph nodes (cuBLAS gemms captured into their own graphs), the
+    /// executable graph (id 12) holding copies of the parent's nodes at indices 0..n and the
+    /// child graphs' nodes, never reported, at n, n + 1, ... in the child-graph nodes' order.
+    #[test]
+    fn flattened_child_graph_nodes_are_found_by_their_place() {
+        let mut g = GraphNodes::default();
+        let exec = |i: u64| 12u64 << 32 | i;
+        // Captured gemms (calls 50, 60), each alone in its capture graph, the same kernel.
+        g.message(&kernel_msg(500, 50, "gemm"));
+        g.message(&kernel_msg(600, 60, "gemm"));
+        // The parent: child node 10 (call 5, embedding a copy of node 500), operation 11
+        // (call 6), child node 12 (call 7, embedding a copy of 600).
+        g.message(&msg(cuda_wire::NODE_CREATED, 10, 5));
+        g.message(&clone_in(501, 500, 5));
+        g.message(&msg(cuda_wire::NODE_CREATED, 11, 6));
+        g.message(&msg(cuda_wire::NODE_CREATED, 12, 7));
+        g.message(&clone_in(601, 600, 7));
+        // Instantiation: the parent's nodes copied to indices 0..3 of executable graph 12.
+        for (i, n) in [10u64, 11, 12].into_iter().enumerate() {
+            g.message(&clone_in(exec(i as u64), n, 0));
+        }
+        assert_eq!(g.submission(12, exec(1), 900, Some("op")).record.map(|c| c.id), Some(6));
+        assert_eq!(g.submission(12, exec(3), 900, Some("gemm")).record.map(|c| c.id), Some(5), "first child");
+        assert_eq!(
+            g.submission(12, exec(4), 900, Some("gemm")).record.map(|c| c.id),
+            Some(7),
+            "second child"
+        );
+        assert_eq!(g.submission(12, exec(5), 900, Some("gemm")).record, None, "past the embedded nodes");
+        assert_eq!(g.joined_by_place, 2);
+        assert_eq!(g.ambiguous_kernel, 1, "only the node past them fell back to the name");
     }
 
     #[test]

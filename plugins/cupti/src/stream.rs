@@ -140,6 +140,12 @@ impl KitDecoder for Decoder {
                 c.graphs.malformed
             ));
         }
+        if c.graphs.joined_by_place > 0 {
+            self.kit.log.info(&format!(
+                "process {}: {} replayed kernels of child graphs (nodes CUPTI does not report, flattened at instantiation) joined to the call that added their child-graph node, by their place in the executable graph",
+                pid, c.graphs.joined_by_place
+            ));
+        }
         if c.graphs.joined_by_kernel > 0 {
             self.kit.log.info(&format!(
                 "process {}: {} replayed kernels of child graphs (nodes CUPTI does not report, flattened at instantiation) joined to the launch that captured their kernel, by its name",

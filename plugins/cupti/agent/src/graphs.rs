@@ -9,8 +9,10 @@
 //! correlation id; this module only remembers that correlation id per thread and reports
 //! `node → correlation id`. `CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED` reports `copy → original`:
 //! instantiation clones every node into the executable graph (kernel records carry the copy's
-//! id), and so do `cudaGraphClone` and child-graph nodes. The host follows the copies back to
-//! the created node ([`xpuprof_cupti_wire::MSG_GRAPH_NODE`]).
+//! id), and so do `cudaGraphClone` and child-graph nodes; a copy made inside a traced call (a
+//! child-graph node's embedded copies, made in `cuGraphAddChildGraphNode`) is reported with that
+//! call. The host follows the copies back to the created node
+//! ([`xpuprof_cupti_wire::MSG_GRAPH_NODE`]).
 //!
 //! A kernel node created by a launch (stream capture) is reported with the kernel's name
 //! (`CUpti_CallbackData::symbolName` of the launch): instantiation flattens a child graph's
@@ -115,7 +117,7 @@ pub unsafe fn on_resource(a: &Agent, cbid: u32, data: *const c_void) {
         }
     } else {
         match a.lib.graph_node_id(g.originalNode) {
-            Ok(original) => cuda_wire::put_graph_node(&mut m, cuda_wire::NODE_CLONED, graph, node, original),
+            Ok(original) => cuda_wire::put_graph_clone(&mut m, graph, node, original, u64::from(current())),
             Err(_) => return,
         }
     }

@@ -4,8 +4,10 @@
 //! `pad u8 × 3`, `graph u32, node u64, origin u64`: the node was created by the API call whose
 //! correlation id is `origin` (0: outside any traced call), or cloned from node `origin` (graph
 //! instantiation, cloning, child graphs); a kernel node created by a launch (stream capture) also
-//! carries the kernel's name after these fields. Sent during the call, so before that call's
-//! launch entry and before any record of the node's executions.
+//! carries the kernel's name after these fields, and a clone made inside a traced call (the
+//! copies a child-graph node embeds, made inside `cuGraphAddChildGraphNode`) carries that call's
+//! correlation id (`call u64`) after them. Sent during the call, so before that call's launch
+//! entry and before any record of the node's executions.
 //!
 //! The number, 13, lies in `xpuprof-wire`'s common range because the message was defined there
 //! before the numbers were shared out; `xpuprof-wire` keeps it taken
@@ -34,6 +36,22 @@ pub fn put_graph_node(out: &mut Vec<u8>, kind: u8, graph: u32, node: u64, origin
         out,
         MSG_GRAPH_NODE,
         &[&[kind, 0, 0, 0], &graph.to_le_bytes(), &node.to_le_bytes(), &origin.to_le_bytes()],
+    );
+}
+
+/// Appends a [`MSG_GRAPH_NODE`] message of kind [`NODE_CLONED`] made inside the traced call
+/// `call` (0: none).
+pub fn put_graph_clone(out: &mut Vec<u8>, graph: u32, node: u64, original: u64, call: u64) {
+    put_message(
+        out,
+        MSG_GRAPH_NODE,
+        &[
+            &[NODE_CLONED, 0, 0, 0],
+            &graph.to_le_bytes(),
+            &node.to_le_bytes(),
+            &original.to_le_bytes(),
+            &call.to_le_bytes(),
+        ],
     );
 }
 

@@ -13,7 +13,7 @@ mod options;
 pub mod pc_sampling;
 
 pub use graph_node::{
-    put_graph_kernel_node, put_graph_node, GRAPH_NODE_BYTES, MSG_GRAPH_NODE, NODE_CLONED, NODE_CREATED,
-    NODE_CREATED_KERNEL,
+    put_graph_clone, put_graph_kernel_node, put_graph_node, GRAPH_NODE_BYTES, MSG_GRAPH_NODE, NODE_CLONED,
+    NODE_CREATED, NODE_CREATED_KERNEL,
 };
 pub use options::{Api, CuptiOpts, Dormancy, Range, RangeEnd};
