@@ -30,12 +30,52 @@ pub fn demangle(name: &str) -> Option<String> {
         return None;
     }
     let (core, suffix) = split_suffix(name);
-    let text = match cpp_demangle::Symbol::new(core) {
+    let text = cpp(core).or_else(|| without_param_decls(core).and_then(|n| cpp(&n)))?;
+    Some(format!("{text}{suffix}"))
+}
+
+/// `core` demangled by `cpp_demangle` alone (deep names again on their own thread).
+fn cpp(core: &str) -> Option<String> {
+    match cpp_demangle::Symbol::new(core) {
         Ok(s) => s.demangle().ok().or_else(|| deep(core)),
         Err(cpp_demangle::error::Error::TooMuchRecursion) => deep(core),
         Err(_) => None,
-    }?;
-    Some(format!("{text}{suffix}"))
+    }
+}
+
+/// `core` without the markers of template parameter declarations (`Ty`, `Tn`, `Tp`, `Tk`: the
+/// C++20 mangling Clang 18 and GCC 14 emit where a template argument's parameter is not the
+/// natural one, as in `std::enable_if_t<…, int> = 0`, all over jaxlib and Triton), which
+/// `cpp_demangle` 0.5 rejects: a declared type then reads as one more template argument
+/// (`f<absl::StatusBuilder, std::enable_if<…, int>::type, 0>`) and a generic lambda's parameter
+/// as `auto:1`, instead of the whole name staying mangled. Source names are skipped whole (their
+/// text may hold the letters); `None` when there is no such marker.
+fn without_param_decls(core: &str) -> Option<String> {
+    let b = core.as_bytes();
+    if b.len() < 3 || !core.starts_with("_Z") || core.starts_with("_ZT") {
+        return None;
+    }
+    let (mut out, mut i, mut changed) = (String::with_capacity(b.len()), 2, false);
+    out.push_str("_Z");
+    while i < b.len() {
+        if b[i].is_ascii_digit() {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            let len: usize = core[start..i].parse().ok()?;
+            let end = i.checked_add(len)?.min(b.len());
+            out.push_str(&core[start..end]);
+            i = end;
+        } else if b[i] == b'T' && matches!(b.get(i + 1), Some(b'y' | b'n' | b'p' | b'k')) {
+            changed = true;
+            i += 2;
+        } else {
+            out.push(b[i] as char);
+            i += 1;
+        }
+    }
+    changed.then_some(out)
 }
 
 /// Recursion allowed when demangling a deep name again ([`deep`]).
@@ -146,6 +186,26 @@ mod tests {
             Some("absl::lts_20250514::log_internal::LogMessage::Flush() [clone .cold]")
         );
         assert_eq!(demangle("_Z@plt"), None);
+    }
+
+    /// Names from jaxlib 0.11.2 and a generic lambda (Clang 18's mangling of template parameter
+    /// declarations), left mangled by `cpp_demangle` alone.
+    #[test]
+    fn names_with_template_parameter_declarations_are_demangled() {
+        let status = "_ZN4absl12lts_2026052617internal_statusor12StatusOrDataIN3xla3gpu25HloInstructionProfileListEEC2INS0_13StatusBuilderETnNSt9enable_ifIXsr3std16is_constructibleINS0_6StatusEOT_EE5valueEiE4typeELi0EEESC_";
+        assert!(cpp_demangle::Symbol::new(status).is_err());
+        let d = demangle(status).expect("demangled");
+        assert!(
+            d.starts_with("absl::lts_20260526::internal_statusor::StatusOrData<xla::gpu::HloInstructionProfileList>::StatusOrData<absl::lts_20260526::StatusBuilder, std::enable_if<"),
+            "{d}"
+        );
+        assert_eq!(
+            demangle("_ZZ3foovENKUlTyT_E_clIiEEDaS_").as_deref(),
+            Some("auto foo()::{lambda(auto:1)#1}::operator()<int>(int) const")
+        );
+        // A source name holding the letters is not touched.
+        assert_eq!(without_param_decls("_Z3Tnxv"), None);
+        assert_eq!(without_param_decls("_ZTV3foo"), None, "special names start with T");
     }
 
     #[test]
