@@ -135,7 +135,7 @@ def describe(out):
         print(f"api {name} thread={t} n={n}")
     print(f"strings left mangled by the host: {len(undemangled)}")
     for t in undemangled[:30]:
-        print("  undemangled", t[:300], "| runtime demangler:", (runtime_demangle(t) or "-")[:160])
+        print("  undemangled", t, "| runtime demangler:", (runtime_demangle(t) or "-")[:160])
 
 
 def main():

@@ -66,6 +66,7 @@ xla_run() {  # name, config file or "", steps, extra env...
   # The archive, to replay the real records through changed sinks on the development machine.
   [ "$n" = annotated ] && (cd "$o" && tar czf "$XL/$n.archive.tar.gz" archive 2>/dev/null)
   row "xla xpuprof $n ($steps steps)" "rc=$rc ${dt}s $(grep -o 'device ops: .*' "$XL/$n.err" | head -1 | cut -c1-100)"
+  row "xla graphs $n" "$(grep -o '[0-9]* replayed kernels of child graphs[^,]*, joined[^:]*\|[0-9]* replayed kernels of child graphs show no capture stack' "$XL/$n.err" | tr '\n' ';' | cut -c1-200)"
   python3 scripts/gpu/check_xla.py "$o" "$XL/ops.txt" "$XJ" >"$XL/$n.check.txt" 2>&1
   row "xla check $n" "$(tail -1 "$XL/$n.check.txt" | cut -c1-200)"
 }
