@@ -2,8 +2,9 @@
 //! pair, and the API entry/exit callback on launch-class calls.
 
 use std::os::raw::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use xpuprof_agent_kit::buffers::Buffer;
+use xpuprof_agent_kit::buffers::{Buffer, Pool};
 use xpuprof_agent_kit::{stack, trampoline};
 
 use crate::sys::ffi::{self, DOMAIN_DRIVER, DOMAIN_RUNTIME};
@@ -13,6 +14,10 @@ pub(crate) unsafe extern "C" fn monotonic_ns() -> u64 {
     xpuprof_sdk::clock::now_ns()
 }
 
+/// The record buffers' size of the agent being started (0 before): what [`buffer_requested`]
+/// allocates before the agent is stored.
+pub(crate) static START_BUFFER_BYTES: AtomicUsize = AtomicUsize::new(0);
+
 /// # Safety
 /// Called by CUPTI with valid out-pointers.
 pub(crate) unsafe extern "C" fn buffer_requested(
@@ -20,7 +25,16 @@ pub(crate) unsafe extern "C" fn buffer_requested(
     size: *mut usize,
     max_records: *mut usize,
 ) {
-    let (p, n) = agent().map(|a| a.core.channel.pool().get()).unwrap_or((std::ptr::null_mut(), 0));
+    // While the agent is still starting (its record kinds are enabled before it is stored),
+    // CUPTI may already ask: a buffer of the agent's size is allocated as its pool would, so
+    // those records are not dropped (CUPTI did not ask again for them after a null buffer).
+    let (p, n) = match agent() {
+        Some(a) => a.core.channel.pool().get(),
+        None => match START_BUFFER_BYTES.load(Ordering::Relaxed) {
+            0 => (std::ptr::null_mut(), 0),
+            bytes => Pool::new(bytes).get(),
+        },
+    };
     // SAFETY: CUPTI passes valid pointers to write the buffer, its size and the record limit.
     unsafe {
         *buffer = p;

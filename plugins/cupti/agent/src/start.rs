@@ -204,6 +204,7 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
     let lib = &a.lib;
     let mut capture = a.capture.lock().unwrap_or_else(|p| p.into_inner());
     capture.subscribed(sub);
+    crate::callbacks::START_BUFFER_BYTES.store(a.config.common.buffer_bytes, Ordering::Relaxed);
     lib.register_buffers(buffer_requested, buffer_completed)?;
     lib.use_system_thread_ids()?;
     let _ = lib
