@@ -51,7 +51,10 @@ fn scripted_session_live_and_replayed_writes_the_same_valid_trace() {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/cupti/tests/fixtures").join(name).join("stream.bin")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../plugins/cupti/tests/fixtures")
+        .join(name)
+        .join("stream.bin")
 }
 
 #[test]
