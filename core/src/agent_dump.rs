@@ -261,13 +261,14 @@ mod tests {
         assert_eq!(stack.matches(',').count(), 300 + 1, "300 frames: {stack}");
     }
 
-    /// Every committed agent stream (`tests/fixtures/<backend>/<case>/stream.bin`), written by
-    /// agents of wire protocol 1 on real machines.
+    /// Every committed agent stream (`plugins/<backend>/tests/fixtures/<case>/stream.bin`),
+    /// written by agents on real machines.
     fn fixture_streams() -> Vec<std::path::PathBuf> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
         let mut out = Vec::new();
         for backend in std::fs::read_dir(root).unwrap().flatten() {
-            for case in std::fs::read_dir(backend.path()).into_iter().flatten().flatten() {
+            let fixtures = backend.path().join("tests/fixtures");
+            for case in std::fs::read_dir(fixtures).into_iter().flatten().flatten() {
                 let f = case.path().join("stream.bin");
                 if f.is_file() {
                     out.push(f);
@@ -278,9 +279,9 @@ mod tests {
     }
 
     #[test]
-    fn real_dumps_of_protocol_1_agents_decode_with_their_launch_stacks() {
+    fn real_agent_dumps_decode_with_their_launch_stacks() {
         let streams = fixture_streams();
-        assert!(!streams.is_empty(), "no committed agent stream under tests/fixtures");
+        assert!(!streams.is_empty(), "no committed agent stream under plugins/*/tests/fixtures");
         for f in streams {
             let mut out = Vec::new();
             let c = decode(&f, &mut out).unwrap();
