@@ -80,7 +80,10 @@ fn xpuprof_folded_shows_the_shell_child_in_the_known_ratio() {
     assert!(one > 0, "no burn_one samples in:\n{folded}");
     let ratio = three as f64 / one as f64;
     assert!((2.1..=3.9).contains(&ratio), "burn_three:burn_one = {ratio:.2} in:\n{folded}");
-    assert!(folded.lines().any(|l| l.contains("main;burn_three ")), "host did not symbolise:\n{folded}");
+    assert!(
+        folded.lines().any(|l| l.contains("main;fixed_rounds;burn_three;spin ")),
+        "host did not symbolise:\n{folded}"
+    );
 }
 
 #[test]
