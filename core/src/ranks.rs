@@ -68,8 +68,9 @@ pub fn read_environ(pid: u32) -> Option<Vec<u8>> {
 
 /// How long an empty environment is read again before it is taken as empty: a process in the
 /// middle of `exec` shows none until the kernel has laid out the new one (the host defines a
-/// process when its records arrive, which under load can fall inside that window).
-const EXEC_SETTLE: Duration = Duration::from_millis(50);
+/// process when its records arrive, which under load can fall inside that window; 50 ms was
+/// too short once in a loaded CI rehearsal).
+const EXEC_SETTLE: Duration = Duration::from_millis(250);
 
 /// [`read_environ`], read again for up to [`EXEC_SETTLE`] while it is empty.
 fn read_settled_environ(pid: u32) -> Option<Vec<u8>> {
