@@ -101,6 +101,10 @@ pub(crate) fn first(a: &Agent) {
     if closed {
         let _ = c.set(&a.lib, false);
         drop(c);
+        // What CUPTI wrote at the start reaches the host before CUPTI is detached: the devices'
+        // descriptions, which CUPTI does not write again after a new subscription (without them
+        // the host holds every later window's kernels waiting for their device).
+        let _ = a.lib.flush_all(ffi::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         if a.config.opts.dormant == Dormancy::Finalize && a.config.opts.range.is_none() {
             post(Job::Detach);
         }
