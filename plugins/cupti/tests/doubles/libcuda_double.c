@@ -4,7 +4,8 @@
  * the program "launches kernels" with xpuprof_double_launch(name), which behaves as
  * cuLaunchKernel does under CUPTI (driver API enter/exit callbacks to the subscriber for the
  * callbacks it enabled, and a CUpti_ActivityKernel13 record in the activity buffer when kernel
- * records are on; turning device records on writes device 0's CUpti_ActivityDevice5); the agent loads the same file as its libcupti (XPUPROF_CUPTI_LIB) and calls
+ * records are on; turning device records on the first time writes device 0's CUpti_ActivityDevice5,
+ * once per process as CUPTI does); the agent loads the same file as its libcupti (XPUPROF_CUPTI_LIB) and calls
  * the CUPTI functions below, which keep the state a real CUPTI keeps: one subscriber, enabled
  * callbacks, domains and record kinds, the buffer callbacks, the timestamp callback, and
  * cuptiFinalize forgetting all of it. Record layouts come from the real CUPTI headers.
@@ -103,9 +104,17 @@ static int room(size_t size) {
     return 1;
 }
 
-/* The device record CUPTI writes when device records are turned on: device 0 of the double. */
+/* The device record CUPTI writes when device records are first turned on: device 0 of the
+ * double. As CUPTI did on the H200, a device is described once per process: not again after
+ * cuptiFinalize and a new subscription, and lost when no buffer was given for it. */
+static int device_described;
+
 static void put_device(void) {
     CUpti_ActivityDevice5 d;
+    if (device_described) {
+        return;
+    }
+    device_described = 1;
     if (!room(sizeof d)) {
         return;
     }
