@@ -9,7 +9,6 @@
 //! process's own user; a process xpuprof may not read, or one already gone, has no rank.
 
 use std::io::Read;
-use std::time::{Duration, Instant};
 
 use xpuprof_archive::host_name;
 use xpuprof_sdk::hash::IdMap;
@@ -66,23 +65,10 @@ pub fn read_environ(pid: u32) -> Option<Vec<u8>> {
     Some(env)
 }
 
-/// How long an empty environment is read again before it is taken as empty: a process in the
-/// middle of `exec` shows none until the kernel has laid out the new one (the host defines a
-/// process when its records arrive, which under load can fall inside that window; 50 ms was
-/// too short once in a loaded CI rehearsal).
-const EXEC_SETTLE: Duration = Duration::from_millis(250);
-
-/// [`read_environ`], read again for up to [`EXEC_SETTLE`] while it is empty.
-fn read_settled_environ(pid: u32) -> Option<Vec<u8>> {
-    let start = Instant::now();
-    loop {
-        let env = read_environ(pid)?;
-        if !env.is_empty() || start.elapsed() >= EXEC_SETTLE {
-            return Some(env);
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
+/// Ticks (about every 100 ms) a process whose environment read empty is read again: a process in
+/// the middle of `exec` shows none until the kernel has laid out the new one, and the host
+/// defines a process when its records arrive, which under load can fall inside that window.
+const EXEC_TICKS: u16 = 100;
 
 /// The name outputs show for a process of rank `rank`.
 pub fn display_name(rank: u32, host: &str, pid: u32) -> String {
@@ -94,6 +80,9 @@ pub fn display_name(rank: u32, host: &str, pid: u32) -> String {
 #[derive(Debug, Default)]
 pub struct Ranks {
     known: IdMap<u32, Known>,
+    /// Definitions made while their process's environment read empty (in the middle of
+    /// `exec`), with the ticks they have waited: read again at each tick ([`recheck`]).
+    pending: Vec<(ProcessDef, u16)>,
     /// Processes named by a rank.
     pub ranked: u64,
 }
@@ -105,28 +94,76 @@ enum Known {
     Ranked(RankFacts),
 }
 
+/// What looking a process up found.
+enum Lookup {
+    Facts(RankFacts),
+    /// Nothing to read (no such process, not readable, or read [`MAX_READS`] times).
+    Nothing,
+    /// An empty environment: the process is in the middle of `exec`, or has none.
+    Empty,
+}
+
 impl Ranks {
     /// The facts of process `pid`: those found before, else read from its environment unless
-    /// that was done [`MAX_READS`] times already.
-    fn lookup(&mut self, pid: u32) -> Option<RankFacts> {
+    /// that was done [`MAX_READS`] times already (an empty read does not count).
+    fn lookup(&mut self, pid: u32) -> Lookup {
         if pid == 0 {
-            return None;
+            return Lookup::Nothing;
         }
         let known = self.known.entry(pid).or_insert(Known::Unranked(0));
         match *known {
-            Known::Ranked(f) => Some(f),
-            Known::Unranked(n) if n >= MAX_READS => None,
-            Known::Unranked(n) => {
-                *known = Known::Unranked(n + 1);
-                let facts = RankFacts::from_environ(&read_settled_environ(pid)?);
-                if facts.rank.is_some() {
-                    *known = Known::Ranked(facts);
-                    self.ranked += 1;
+            Known::Ranked(f) => Lookup::Facts(f),
+            Known::Unranked(n) if n >= MAX_READS => Lookup::Nothing,
+            Known::Unranked(n) => match read_environ(pid) {
+                None => {
+                    *known = Known::Unranked(n + 1);
+                    Lookup::Nothing
                 }
-                Some(facts)
-            }
+                Some(env) if env.is_empty() => Lookup::Empty,
+                Some(env) => {
+                    let facts = RankFacts::from_environ(&env);
+                    *known = match facts.rank {
+                        Some(_) => {
+                            self.ranked += 1;
+                            Known::Ranked(facts)
+                        }
+                        None => Known::Unranked(n + 1),
+                    };
+                    Lookup::Facts(facts)
+                }
+            },
         }
     }
+
+    /// Keeps `d` to be read again at the next ticks, in place of an earlier one of its process.
+    fn wait_for_exec(&mut self, d: ProcessDef) {
+        match self.pending.iter_mut().find(|(p, _)| p.pid == d.pid) {
+            Some(p) => p.0 = d,
+            None => self.pending.push((d, 0)),
+        }
+    }
+}
+
+/// Reads again the environments that read empty when their processes were defined, and
+/// returns the definitions to emit again for those that now state a rank (see [`define`]).
+/// Called at each tick of the session.
+pub fn recheck(g: &mut Globals, out: &mut Vec<Record>) -> Vec<ProcessDef> {
+    let mut again = Vec::new();
+    if g.ranks.pending.is_empty() {
+        return again;
+    }
+    for (d, ticks) in std::mem::take(&mut g.ranks.pending) {
+        if matches!(g.ranks.known.get(&d.pid), Some(Known::Ranked(_))) {
+            // Found by a later definition of the process, which went out with it.
+            continue;
+        }
+        match g.ranks.lookup(d.pid) {
+            Lookup::Facts(f) if f.rank.is_some() => again.extend(define(g, d, false, out)),
+            Lookup::Empty if ticks < EXEC_TICKS => g.ranks.pending.push((d, ticks + 1)),
+            _ => {}
+        }
+    }
+    again
 }
 
 /// Completes the (session-numbered) definition `d` with its rank, host and name. Returns the
@@ -135,8 +172,10 @@ impl Ranks {
 /// process `exec`ed into a rank); `None` when nothing changed.
 pub fn define(g: &mut Globals, mut d: ProcessDef, fresh: bool, out: &mut Vec<Record>) -> Option<ProcessDef> {
     if d.rank.is_none() {
-        if let Some(f) = g.ranks.lookup(d.pid) {
-            (d.rank, d.local_rank, d.world_size) = (f.rank, f.local_rank, f.world_size);
+        match g.ranks.lookup(d.pid) {
+            Lookup::Facts(f) => (d.rank, d.local_rank, d.world_size) = (f.rank, f.local_rank, f.world_size),
+            Lookup::Empty => g.ranks.wait_for_exec(d.clone()),
+            Lookup::Nothing => {}
         }
     }
     let Some(rank) = d.rank else { return fresh.then_some(d) };
@@ -229,5 +268,38 @@ mod define_tests {
         let plain = ProcessDef::default().pid(u32::MAX - 8);
         assert_eq!(define(&mut g, plain.clone(), true, &mut out), Some(plain.clone()));
         assert_eq!(define(&mut g, plain, false, &mut out), None);
+    }
+
+    #[test]
+    fn a_process_defined_in_the_middle_of_its_exec_is_named_at_a_later_tick() {
+        let mut g = Globals::default();
+        let mut out = Vec::new();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env("RANK", "5")
+            .env("WORLD_SIZE", "8")
+            .spawn()
+            .expect("failed to start sleep");
+        let pid = child.id();
+        // Before its `exec` the child's environment is still the test's, without a rank.
+        while !std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep") {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // As `define` keeps it when the environment reads empty (which no test can time).
+        g.ranks.wait_for_exec(ProcessDef::default().pid(pid).command(StrId(1)));
+        g.ranks.wait_for_exec(ProcessDef::default().pid(u32::MAX - 9));
+        let mut again = Vec::new();
+        while again.is_empty() && !g.ranks.pending.is_empty() {
+            again = recheck(&mut g, &mut out);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(again.len(), 1, "{again:?}");
+        assert_eq!((again[0].rank, again[0].command), (Some(5), StrId(1)));
+        assert_eq!(g.text(again[0].name), display_name(5, host_name(), pid));
+        // The process that is gone is not waited for; the named one is not defined again.
+        assert!(g.ranks.pending.is_empty(), "{:?}", g.ranks.pending);
+        assert!(recheck(&mut g, &mut out).is_empty());
     }
 }

@@ -131,6 +131,21 @@ impl Globals {
         self.str_text.get(id.0 as usize - 1).map_or("", |s| s)
     }
 
+    /// Emits a session process definition.
+    fn emit_process(&mut self, d: ProcessDef, out: &mut Vec<Record>) {
+        self.processes.insert(d.pid, d.command);
+        out.push(Record::Process(d));
+        self.definitions_emitted += 1;
+    }
+
+    /// Defines again, with their rank, the processes that were defined in the middle of their
+    /// `exec` (see [`crate::ranks::recheck`]).
+    pub fn recheck_ranks(&mut self, out: &mut Vec<Record>) {
+        for d in crate::ranks::recheck(self, out) {
+            self.emit_process(d, out);
+        }
+    }
+
     /// Handles a definition from source `ids`, emitting session definitions into `out`. Its
     /// references to other definitions are renumbered by the schema's visitor
     /// ([`IdFields::map_ids`]); what makes two definitions the same one is decided here.
@@ -147,9 +162,7 @@ impl Globals {
                 let fresh = known.is_none() || (known == Some(StrId::NONE) && !d.command.is_none());
                 // The rank, from the process's environment (`ranks.rs`).
                 if let Some(d) = crate::ranks::define(self, d, fresh, out) {
-                    self.processes.insert(d.pid, d.command);
-                    out.push(Record::Process(d));
-                    self.definitions_emitted += 1;
+                    self.emit_process(d, out);
                 }
             }
             Record::Thread(d) => {

@@ -178,8 +178,10 @@ impl Pipeline {
         }
     }
 
-    /// Periodic work: releases device work whose launch did not arrive in time.
+    /// Periodic work: releases device work whose launch did not arrive in time, and names the
+    /// processes whose rank could not be read while they were in the middle of `exec`.
     pub fn tick(&mut self, sink: &mut dyn FnMut(&mut Vec<Record>, bool)) {
+        self.session.globals.recheck_ranks(&mut self.session.out);
         let ops = self.session.correlator.expire(Instant::now());
         self.session.emit_ops(ops);
         self.flush(sink);
