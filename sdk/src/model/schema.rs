@@ -352,7 +352,7 @@ model_schema! {
             time: Nanos = [var] [] time,
             /// On- or off-CPU.
             kind: SampleKind = [byte] [] cold,
-            /// Nanoseconds this sample stands for: the sampling period, or the blocked time.
+            /// Nanoseconds this sample stands for: the CPU time since the CPU's previous sample, or the blocked time.
             weight: u64 = [var] [] hot,
             /// The stack, innermost first.
             stack: StackId = [var] [] hot,

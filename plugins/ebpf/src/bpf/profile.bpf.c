@@ -87,6 +87,14 @@ struct {
 	__type(value, __u64);
 } losses SEC(".maps");
 
+/* The CPU clock's count (ns) at this CPU's previous sample, whichever task it hit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} clock_at_last_sample SEC(".maps");
+
 static __always_inline void count_loss(__u32 cause)
 {
 	__u64 *v = bpf_map_lookup_elem(&losses, &cause);
@@ -172,10 +180,32 @@ static __always_inline long send_event(struct xp_stack_event *e)
 	return bpf_ringbuf_output(&events, e, offsetof(struct xp_stack_event, ustack) + n, 0);
 }
 
+/* The CPU time a sample stands for: the CPU clock's advance since this CPU's previous sample.
+ * That is the period, except where the timer fired late (a virtual CPU the hypervisor did not
+ * run, interrupts off) and periods were skipped, which the period alone would lose silently;
+ * the period where there is no previous count or the gap is implausibly long (the event was
+ * off meanwhile). */
+static __always_inline __u64 sample_weight(struct bpf_perf_event_data *ctx)
+{
+	struct bpf_perf_event_value v = {};
+	__u32 zero = 0;
+	__u64 *last = bpf_map_lookup_elem(&clock_at_last_sample, &zero);
+	__u64 period = ctx->sample_period;
+	__u64 w = period;
+
+	if (!last || bpf_perf_prog_read_value(ctx, &v, sizeof(v)))
+		return w;
+	if (*last && v.counter > *last && v.counter - *last <= 64 * period)
+		w = v.counter - *last;
+	*last = v.counter;
+	return w;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	__u64 weight = sample_weight(ctx);
 	struct xp_stack_event *e;
 
 	if (!is_tracked(id >> 32))
@@ -184,7 +214,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!e)
 		return 0;
 	fill_header(e, EV_SAMPLE, id);
-	e->weight = ctx->sample_period;
+	e->weight = weight;
 	read_user(bpf_get_current_task_btf(), e);
 	xp_read_python(bpf_get_current_task_btf(), e->pid, e->tid, &e->py);
 	if (kernel_stacks)
