@@ -101,6 +101,8 @@ fn references(r: &Record) -> Vec<(Space, u32, &'static str)> {
             s(d.kernel, "kernel"),
             s(d.stall, "stall"),
             s(d.file, "file"),
+            s(d.instruction, "instruction"),
+            s(d.call_file, "call_file"),
             (Space::Device, d.device.0, "device"),
         ],
         _ => vec![],

@@ -226,6 +226,7 @@ impl Recording {
                 (d.pid, d.device) = (self.pid(space, d.pid), self.ids.device(d.device));
                 (d.kernel, d.stall, d.file) =
                     (self.ids.str(d.kernel), self.ids.str(d.stall), self.ids.str(d.file));
+                (d.instruction, d.call_file) = (self.ids.str(d.instruction), self.ids.str(d.call_file));
                 (d.start, d.end) = (a.at(d.start), a.at(d.end));
             }
             Record::Retired(t) => {

@@ -272,7 +272,10 @@ fn every_record() -> Vec<Record> {
                 .stall(StrId(1))
                 .count(big + 4)
                 .file(StrId(1))
-                .line(212),
+                .line(212)
+                .instruction(StrId(1))
+                .call_file(StrId(1))
+                .call_line(45),
         ),
     ]
 }

@@ -390,7 +390,9 @@ typedef struct xpuprof_capture_window {
 } xpuprof_capture_window;
 
 /* Device PC samples: `count` samples of the instruction at `pc_offset` in `kernel`, stalled on
- * `stall`, taken between start and end; `file`/`line` where the code has a line table. */
+ * `stall`, taken between start and end; `file`/`line` where the code has a line table;
+ * `instruction` (its disassembly) and `call_file`/`call_line` (the outermost call site of
+ * inlined code) where known. */
 typedef struct xpuprof_device_sample {
     uint32_t pid, device;
     uint64_t start, end;
@@ -400,6 +402,7 @@ typedef struct xpuprof_device_sample {
     uint32_t stall;
     uint64_t count;
     uint32_t file, line;
+    uint32_t instruction, call_file, call_line;
 } xpuprof_device_sample;
 
 /* One decoded record: `tag` says which member is valid. */
@@ -1004,6 +1007,9 @@ static inline int xpuprof_write_device_sample(xpuprof_batch *b, const xpuprof_de
     xpuprof__key_var(b, 11, r->count);
     xpuprof__key_var(b, 12, r->file);
     xpuprof__key_var(b, 13, r->line);
+    xpuprof__key_var(b, 14, r->instruction);
+    xpuprof__key_var(b, 15, r->call_file);
+    xpuprof__key_var(b, 16, r->call_line);
     return xpuprof__end_record(b, at_);
 }
 
@@ -1565,6 +1571,9 @@ static inline int xpuprof__read_payload(xpuprof__cur *c, uint8_t tag, xpuprof_re
             else if (n == 11) d->count = xpuprof__kvar(c, ty);
             else if (n == 12) d->file = xpuprof__ku32(c, ty);
             else if (n == 13) d->line = xpuprof__ku32(c, ty);
+            else if (n == 14) d->instruction = xpuprof__ku32(c, ty);
+            else if (n == 15) d->call_file = xpuprof__ku32(c, ty);
+            else if (n == 16) d->call_line = xpuprof__ku32(c, ty);
             else xpuprof__skip(c, ty);
         }
         break;

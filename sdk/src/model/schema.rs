@@ -514,6 +514,17 @@ model_schema! {
             file: StrId = [] [12] cold,
             /// Line in `file`, 0 when not known.
             line: u32 = [] [13] cold,
+            /// The instruction at `pc_offset` as the vendor's disassembler prints it (CUDA: SASS
+            /// from `nvdisasm`, `LDG.E R3, desc[UR4][R2.64]`), or [`StrId::NONE`] when no
+            /// disassembler was available while the samples were recorded.
+            instruction: StrId = [] [14] cold,
+            /// Where `file`/`line` is code inlined into the kernel's own function: the outermost
+            /// call site's file (a Triton kernel's own line, where `line` is in a library
+            /// function inlined into it), or [`StrId::NONE`] when the instruction is not inlined
+            /// or the inlining is not known.
+            call_file: StrId = [] [15] cold,
+            /// Line in `call_file`, 0 when not known.
+            call_line: u32 = [] [16] cold,
         }
     }
     records {
