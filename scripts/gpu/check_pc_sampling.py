@@ -17,6 +17,14 @@
       `...;run_X...;[GPU_Kernel]X...;file.cu:LINE;[stall]REASON` whose heaviest line is the HOT
       one and whose heaviest reason is the expected one.
 
+  check_pc_sampling.py split OUT_DIR SOURCE.cu
+      Checks the per-launch split of pc_split.cu's one kernel launched from two host functions
+      in two phases: profile.pc.folded has the MEMORY line's samples under memory_phase and the
+      MATH line's under math_phase (each at least 90%).
+  check_pc_sampling.py sass OUT_DIR
+      Checks that the outputs carry the sampled instructions' SASS (nvdisasm at record time):
+      the summary's hot instructions and pprof's `instruction` labels.
+
 The last line printed is PASS or FAIL with the reason.
 """
 import collections
@@ -234,6 +242,60 @@ def check_outputs(out_dir, source):
     print("FAIL " + "; ".join(fails) if fails else "PASS both kernels: reason, line and launch stack")
 
 
+def check_split(out_dir, source):
+    path = os.path.join(out_dir, "profile.pc.folded")
+    if not os.path.exists(path):
+        print(f"FAIL no {path}")
+        return
+    src = os.path.basename(source)
+    marks = {}
+    for no, text in enumerate(open(source), 1):
+        for tag in ("MEMORY", "MATH"):
+            if text.rstrip().endswith("// " + tag):
+                marks[f"{src}:{no}"] = {"MEMORY": "memory_phase", "MATH": "math_phase"}[tag]
+    got = collections.defaultdict(collections.Counter)
+    for ln in open(path):
+        stack, _, count = ln.rstrip("\n").rpartition(" ")
+        frames = stack.split(";")
+        if not any(f.startswith("[GPU_Kernel]") and "mixed" in f for f in frames):
+            continue
+        line = next((f for f in frames if f in marks), None)
+        if line is None:
+            continue
+        phase = next((p for p in ("memory_phase", "math_phase") if any(p in f for f in frames)), "other")
+        got[line][phase] += int(count)
+    fails = []
+    for line, want in sorted(marks.items()):
+        n = sum(got[line].values())
+        print(f"{line} (under {want} by design): {n} samples: " + ", ".join(f"{p} {c}" for p, c in got[line].most_common()))
+        if n == 0:
+            fails.append(f"{line}: no samples")
+        elif got[line][want] * 10 < n * 9:
+            fails.append(f"{line}: only {got[line][want]} of {n} under {want}")
+    print("FAIL " + "; ".join(fails) if fails else "PASS each line under the launch that ran it")
+
+
+def check_sass(out_dir):
+    fails = []
+    summary = os.path.join(out_dir, "summary.txt")
+    text = open(summary).read() if os.path.exists(summary) else ""
+    hot = [ln for ln in text.splitlines() if re.search(r"\b(LDG|FFMA|LD|IMAD|ISETP|BRA)\b", ln)]
+    print(f"summary lines with SASS: {len(hot)}")
+    for ln in hot[:6]:
+        print("  " + ln.strip()[:150])
+    if not hot:
+        fails.append("no SASS in summary.txt")
+    pb = os.path.join(out_dir, "profile.pb.gz")
+    if os.path.exists(pb):
+        import gzip
+        data = gzip.open(pb).read()
+        has = b"instruction" in data and (b"LDG" in data or b"FFMA" in data)
+        print(f"pprof: instruction labels with SASS {'present' if has else 'MISSING'}")
+        if not has:
+            fails.append("no SASS in profile.pb.gz")
+    print("FAIL " + "; ".join(fails) if fails else "PASS SASS of the sampled instructions in summary and pprof")
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "wire":
@@ -246,5 +308,9 @@ if __name__ == "__main__":
         check_kernels(sys.argv[2])
     elif mode == "outputs":
         check_outputs(sys.argv[2], sys.argv[3])
+    elif mode == "split":
+        check_split(sys.argv[2], sys.argv[3])
+    elif mode == "sass":
+        check_sass(sys.argv[2])
     else:
         sys.exit(f"unknown mode {mode}")

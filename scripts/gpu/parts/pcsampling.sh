@@ -1,14 +1,22 @@
 # shellcheck shell=bash
 # ---- pcsampling: PC sampling with stall reasons (issue 32) ------------------------------------
-# Sourced by run-all.sh (`run-all.sh pcsampling`). PC_SRC (two kernels stalling differently by
-# design, built with -lineinfo) runs under the cupti agent alone with pc_sampling=1, writing its
-# wire stream (the CI fixture, with the cubin it carries); scripts/gpu/check_pc_sampling.py decodes
-# it on its own and checks each kernel's top stall reason and hot line against nvdisasm's line
-# table; then under `xpuprof --source cupti -c pc.toml` with every output, checked the same way
-# through profile.pc.folded (launch stacks included); then a PyTorch model (eager and
-# torch.compile), listing which sampled kernels had line tables; then the cost: wall time of the
-# same workloads unprofiled, under xpuprof without and with PC sampling, interleaved rounds.
-# What comes back: $W/logs/pcsampling/. Runs about 4 minutes (the cost rounds are most of it).
+# Sourced by run-all.sh (`run-all.sh pcsampling`). PC_QUICK=1 (the default) runs in under 60 s:
+# the build, the captures, one small agent run, xpuprof with every output on pc_stalls and on
+# pc_split, and the cost as in-process A/B windows of ResNet-18 (two short runs); PC_QUICK=0 adds
+# the larger runs, the periods, PyTorch eager + torch.compile and cross-process cost rounds
+# (about 4 minutes).
+#
+# PC_SRC (two kernels stalling differently by design, built with -lineinfo) runs under the cupti
+# agent alone with pc_sampling=1, writing its wire stream (the CI fixture, with the cubin it
+# carries); scripts/gpu/check_pc_sampling.py decodes it on its own and checks each kernel's top
+# stall reason and hot line against nvdisasm's line table; then under `xpuprof --source cupti -c
+# pc.toml` with every output, checked through profile.pc.folded (launch stacks included) and for
+# the sampled instructions' SASS (nvdisasm run by the host at record time); pc_split.cu (one
+# kernel launched from two functions in two phases) checks the per-launch split. Captured for
+# CI: nvdisasm's output of the program's cubin (the host's own invocation, -c -gi, and -g), and
+# of up to three Triton cubins found in the caches (inlined lines), with their sections.
+# What comes back: $W/logs/pcsampling/.
+PC_QUICK=${PC_QUICK:-1}
 PC=$W/logs/pcsampling
 rm -rf "$PC"; mkdir -p "$PC"
 PC_SRC=${PC_SRC:-plugins/cupti/tests/workloads/pc_stalls.cu}
@@ -20,12 +28,17 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >
 # Build with line tables; the program's cubin and nvdisasm's SASS with line info (the reference).
 "$CUDA_HOME/bin/nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -g -Xcompiler -fno-omit-frame-pointer -I"$INC" \
   -o "$W/bin/pc_stalls" "$PC_SRC" >"$PC/build.log" 2>&1 && row "pcsampling build" ok || { row "pcsampling build" FAILED; cat "$PC/build.log"; }
+"$CUDA_HOME/bin/nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -Xcompiler -fno-omit-frame-pointer -I"$INC" \
+  -o "$W/bin/pc_split" plugins/cupti/tests/workloads/pc_split.cu >"$PC/build-split.log" 2>&1 || { row "pcsampling build pc_split" FAILED; cat "$PC/build-split.log"; }
 (cd "$PC" && "$CUDA_HOME/bin/cuobjdump" -xelf all "$W/bin/pc_stalls" >/dev/null 2>&1)
 PC_CUBIN=$(ls "$PC"/*.cubin 2>/dev/null | head -1)
 if [ -n "$PC_CUBIN" ]; then
   [ "$PC_CUBIN" = "$PC/pc_stalls.sm_90.cubin" ] || mv "$PC_CUBIN" "$PC/pc_stalls.sm_90.cubin"
   PC_CUBIN=$PC/pc_stalls.sm_90.cubin
   "$CUDA_HOME/bin/nvdisasm" -g -c "$PC_CUBIN" >"$PC/pc_stalls.sass.txt" 2>&1
+  # The host's own invocation at record time (plugins/cupti/src/pc_sampling/sass.rs).
+  "$CUDA_HOME/bin/nvdisasm" -c -gi "$PC_CUBIN" >"$PC/pc_stalls.nvdisasm-gi.txt" 2>"$PC/pc_stalls.nvdisasm-gi.err"
+  row "pcsampling nvdisasm -c -gi" "rc=$? $(wc -l <"$PC/pc_stalls.nvdisasm-gi.txt") lines, $(grep -c 'inlined at' "$PC/pc_stalls.nvdisasm-gi.txt") inlined-at lines; $(head -c 120 "$PC/pc_stalls.nvdisasm-gi.err")"
   readelf -SW "$PC_CUBIN" >"$PC/pc_stalls.sections.txt" 2>&1
   readelf --debug-dump=rawline "$PC_CUBIN" 2>/dev/null | head -300 >"$PC/pc_stalls.rawline.txt"
   readelf --debug-dump=decodedline "$PC_CUBIN" 2>/dev/null | head -300 >"$PC/pc_stalls.decodedline.txt"
@@ -34,7 +47,8 @@ if [ -n "$PC_CUBIN" ]; then
 fi
 
 # 1. The agent alone, wire stream kept: a small run (the CI fixture) and a larger one (checked).
-for n in 3 40; do
+PC_WIRE_RUNS="3 40"; [ "$PC_QUICK" = 1 ] && PC_WIRE_RUNS=3
+for n in $PC_WIRE_RUNS; do
   d=$PC/wire-$n; mkdir -p "$d"
   s=$(date +%s.%N)
   CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$d XPUPROF_CUPTI_OPTS=$PC_OPTS \
@@ -48,7 +62,8 @@ for n in 3 40; do
   row "pcsampling wire check rounds=$n" "$(tail -1 "$d/check.txt" | cut -c1-200)"
 done
 # A period given explicitly (2^12 cycles) and the largest (2^20): CUPTI accepts them, samples scale.
-for per in 12 20; do
+PC_PERIODS="12 20"; [ "$PC_QUICK" = 1 ] && PC_PERIODS=
+for per in $PC_PERIODS; do
   d=$PC/wire-period$per; mkdir -p "$d"
   CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$d XPUPROF_CUPTI_OPTS="$PC_OPTS,pc_sampling_period=$per" \
     timeout 120 "$W/bin/pc_stalls" 40 >"$d/stdout.txt" 2>"$d/stderr.txt"
@@ -61,16 +76,19 @@ done
 printf '[source.cupti]\npc_sampling = true\n' >"$PC/pc.toml"
 o=$W/out/pcsampling; rm -rf "$o"
 timeout 180 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" \
-  --sink folded,flamegraph,summary,pprof,archive -o "$o" -- "$W/bin/pc_stalls" 40 >"$PC/xpuprof.out" 2>"$PC/xpuprof.err"
+  --sink folded,flamegraph,summary,pprof,archive -o "$o" -- "$W/bin/pc_stalls" "$([ "$PC_QUICK" = 1 ] && echo 10 || echo 40)" >"$PC/xpuprof.out" 2>"$PC/xpuprof.err"
 rc=$?
 ls -la "$o" >"$PC/xpuprof.files.txt" 2>&1
-for f in profile.pc.folded profile.gpu.folded summary.txt flamegraph.pc.svg; do cp "$o/$f" "$PC/" 2>/dev/null; done
+for f in profile.pc.folded profile.gpu.folded summary.txt summary.json flamegraph.pc.svg; do cp "$o/$f" "$PC/" 2>/dev/null; done
 row "pcsampling xpuprof" "rc=$rc $(grep -i -h 'pc sampl\|loss' "$PC/xpuprof.err" | head -2 | tr '\n' ' ' | cut -c1-160)"
 python3 - "$o/profile.pb.gz" <<'PY' 2>&1 | tee -a "$SUMMARY"
 import gzip, sys
 data = gzip.open(sys.argv[1]).read()
 print(f"pcsampling pprof                   {len(data)} bytes, gpu_pc_samples {'present' if b'gpu_pc_samples' in data else 'MISSING'}, [stall]long_scoreboard {'present' if b'[stall]long_scoreboard' in data else 'MISSING'}")
 PY
+python3 "$PC_CHECK" sass "$o" >"$PC/sass-check.txt" 2>&1
+sed 's/^/  /' "$PC/sass-check.txt" | tail -8
+row "pcsampling SASS in outputs" "$(tail -1 "$PC/sass-check.txt" | cut -c1-200)"
 python3 "$PC_CHECK" outputs "$o" "$PC_SRC" >"$PC/outputs-check.txt" 2>&1
 sed 's/^/  /' "$PC/outputs-check.txt" | tail -4
 row "pcsampling outputs check" "$(tail -1 "$PC/outputs-check.txt" | cut -c1-200)"
@@ -81,18 +99,29 @@ if [ -d "$o/archive" ]; then
     || row "pcsampling replay" "DIFFERS or failed (see replay.out)"
 fi
 
+# 2a. The per-launch split: one kernel from two functions in two phases (pc_split.cu).
+o=$W/out/pcsampling-split; rm -rf "$o"
+timeout 60 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink folded,summary -o "$o" -- \
+  "$W/bin/pc_split" 10 >"$PC/split.out" 2>"$PC/split.err"
+rc=$?
+cp "$o/profile.pc.folded" "$PC/split-profile.pc.folded" 2>/dev/null
+python3 "$PC_CHECK" split "$o" plugins/cupti/tests/workloads/pc_split.cu >"$PC/split-check.txt" 2>&1
+sed 's/^/  /' "$PC/split-check.txt" | tail -3
+row "pcsampling per-launch split" "rc=$rc $(tail -1 "$PC/split-check.txt" | cut -c1-180)"
+
 # 2b. A window opened 1 s in (`record --delay`): CUPTI is detached until then (the context is
 #     created before it, taken up at the first launch inside the window); checked the same way.
 o=$W/out/pcsampling-delay; rm -rf "$o"
-timeout 120 "$CARRY/xpuprof" --plugin-dir "$CARRY" -c "$PC/pc.toml" record --delay 1s --source cupti \
+[ "$PC_QUICK" = 1 ] || timeout 120 "$CARRY/xpuprof" --plugin-dir "$CARRY" -c "$PC/pc.toml" record --delay 1s --source cupti \
   --sink folded,summary -o "$o" -- "$W/bin/pc_stalls" 40 >"$PC/delay.out" 2>"$PC/delay.err"
 rc=$?
 cp "$o/profile.pc.folded" "$PC/delay-profile.pc.folded" 2>/dev/null
-python3 "$PC_CHECK" outputs "$o" "$PC_SRC" >"$PC/delay-check.txt" 2>&1
-row "pcsampling --delay 1s" "rc=$rc $(tail -1 "$PC/delay-check.txt" | cut -c1-160) $(grep -h 'PC samples:' "$PC/delay.err" | head -1 | cut -c1-120)"
+[ "$PC_QUICK" = 1 ] || python3 "$PC_CHECK" outputs "$o" "$PC_SRC" >"$PC/delay-check.txt" 2>&1
+[ "$PC_QUICK" = 1 ] || row "pcsampling --delay 1s" "rc=$rc $(tail -1 "$PC/delay-check.txt" | cut -c1-160) $(grep -h 'PC samples:' "$PC/delay.err" | head -1 | cut -c1-120)"
 
-# 3. PyTorch eager + torch.compile: which sampled kernels had line tables.
+# 3. PyTorch eager + torch.compile: which sampled kernels had line tables (full mode only).
 PM=tests/workloads/torch/pc_model.py
+if [ "$PC_QUICK" != 1 ]; then
 d=$PC/torch-wire; mkdir -p "$d"
 CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$d XPUPROF_CUPTI_OPTS=$PC_OPTS \
   timeout 240 python3 "$PM" --steps 20 >"$d/stdout.txt" 2>"$d/stderr.txt"
@@ -108,14 +137,41 @@ timeout 300 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.tom
 rc=$?
 for f in profile.pc.folded summary.txt; do cp "$o/$f" "$PC/torch-$f" 2>/dev/null; done
 row "pcsampling torch xpuprof" "rc=$rc pc stacks: $(wc -l <"$o/profile.pc.folded" 2>/dev/null) with lines: $(grep -c '\.py:[0-9]*;\[stall\]\|\.cu:[0-9]*;\[stall\]' "$o/profile.pc.folded" 2>/dev/null)"
+fi
+# 3b. Triton cubins left in the caches (by this run or an earlier part): nvdisasm -c -gi (the
+#     inlining chains of their lines) and their sections, as fixtures for the host's inlined lines.
+mkdir -p "$PC/triton"
+n=0
+for c in $(find "$HOME/.triton/cache" /tmp/torchinductor_* -name '*.cubin' -size -400k 2>/dev/null | head -40); do
+  grep -q 'debug_line' <(readelf -SW "$c" 2>/dev/null) || continue
+  n=$((n + 1)); b=$PC/triton/k$n
+  cp "$c" "$b.cubin"
+  "$CUDA_HOME/bin/nvdisasm" -c -gi "$c" >"$b.nvdisasm-gi.txt" 2>&1
+  readelf -SW "$c" >"$b.sections.txt" 2>&1
+  readelf --debug-dump=rawline "$c" 2>&1 | head -400 >"$b.rawline.txt"
+  [ $n -ge 3 ] && break
+done
+row "pcsampling triton cubins" "$n captured; inlined-at lines: $(cat "$PC"/triton/*.nvdisasm-gi.txt 2>/dev/null | grep -c 'inlined at')"
 
-# 4. Cost: wall time, interleaved rounds (PC_COST_ROUNDS, 2; pc_stalls 40 rounds, and ResNet-18
+# 4. Cost. Quick: ResNet-18 training in one process, xpuprof's windows collecting and paused
+#    alternately (real_bench.py ab, 8 pairs of 20-step windows; paused: PC sampling disabled and
+#    CUPTI detached), with PC sampling at CUPTI's default period and without it.
+if [ "$PC_QUICK" = 1 ]; then
+  printf '[source.cupti]\npc_sampling = false\n' >"$PC/nopc.toml"
+  for c in pc nopc; do
+    AB_PAIRS=8 timeout 50 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/$c.toml" --sink summary \
+      -o "$W/out/pccost-$c" -- python3 tests/workloads/torch/real_bench.py ab resnet 320 >"$PC/cost-ab-$c.txt" 2>&1
+    row "pcsampling cost ab resnet $c" "rc=$? $(grep -o 'off_ms_median=[0-9.]* ratio_median=[0-9.]*' "$PC/cost-ab-$c.txt" | head -1)"
+  done
+fi
+# 4 (full). Cost: wall time, interleaved rounds (PC_COST_ROUNDS, 2; pc_stalls 40 rounds, and ResNet-18
 #    training's ms per step over PC_COST_STEPS steps, 100, after real_bench's warm-up): unprofiled,
 #    the cupti source without and with PC sampling (CUPTI's default period, and 2^18 cycles).
 printf '[source.cupti]\npc_sampling = false\n' >"$PC/nopc.toml"
 printf '[source.cupti]\npc_sampling = true\npc_sampling_period = 18\n' >"$PC/pc18.toml"
 : >"$PC/cost.txt"
-for r in $(seq 1 "${PC_COST_ROUNDS:-2}"); do
+PC_ROUNDS=${PC_COST_ROUNDS:-2}; [ "$PC_QUICK" = 1 ] && PC_ROUNDS=0
+for r in $(seq 1 "$PC_ROUNDS"); do
   for c in unprofiled xpuprof_nopc xpuprof_pc xpuprof_pc18; do
     s=$(date +%s.%N)
     case $c in
@@ -135,7 +191,7 @@ for r in $(seq 1 "${PC_COST_ROUNDS:-2}"); do
     echo "$r $c resnet $(echo "$line" | grep -o 'ms_per_step=[0-9.]*' | cut -d= -f2)" >>"$PC/cost.txt"
   done
 done
-python3 - "$PC/cost.txt" <<'PY' | tee -a "$SUMMARY"
+[ "$PC_QUICK" = 1 ] || python3 - "$PC/cost.txt" <<'PY' | tee -a "$SUMMARY"
 import collections, statistics, sys
 t = collections.defaultdict(list)
 for ln in open(sys.argv[1]):
@@ -155,5 +211,6 @@ PY
 mkdir -p "$PC/fixture"
 cp "$PC"/wire-3/cupti-*.bin "$PC/fixture/" 2>/dev/null
 python3 "$PC_CHECK" linemap "$PC/pc_stalls.sass.txt" >"$PC/fixture/pc_stalls.lines" 2>&1
+cp "$PC/pc_stalls.nvdisasm-gi.txt" "$PC/fixture/" 2>/dev/null
 row "pcsampling fixture" "$(du -sh "$PC/fixture" | cut -f1) $(ls "$PC/fixture" | tr '\n' ' ')"
 rm -f "$PC"/wire-40/cupti-*.bin "$PC"/wire-period*/cupti-*.bin
