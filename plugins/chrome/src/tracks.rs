@@ -6,13 +6,14 @@
 //! [`LANE_STEP`] × lane for overflow lanes): seven digits, above any Linux pid or tid (at most
 //! 2^22 = 4,194,304), so device tracks never collide with host ones, and device pids never equal
 //! stream tids. Ids too large for these ranges (never made by the host, which numbers devices
-//! and streams from 1) take the wide ranges above 2^30 instead. Device work that overlaps the
-//! previous operation of its stream goes to an overflow lane, so slices always nest.
+//! and streams from 1) take the wide ranges above 2^30 instead. Device work that overlaps work on
+//! every lane of its stream goes to an overflow lane, so slices always nest.
 
 use std::collections::hash_map::Entry;
 
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
+use xpuprof_toolbox::timeline;
 
 use crate::json::Push;
 use crate::names::{Names, Naming, Track};
@@ -57,11 +58,11 @@ fn x_prefix(pid: u32, tid: u32) -> Box<[u8]> {
     p.into_boxed_slice()
 }
 
-/// One lane of a stream: where its last operation ends and how its events start.
-#[derive(Debug)]
-struct Lane {
-    end: u64,
-    prefix: Box<[u8]>,
+/// The lanes of a stream: where their work is and how their events start.
+#[derive(Debug, Default)]
+struct StreamLanes {
+    work: timeline::Lanes,
+    prefixes: Vec<Box<[u8]>>,
 }
 
 /// A host thread's event start and the last arrow started on it.
@@ -78,7 +79,7 @@ pub struct HostThread {
 pub struct Tracks {
     /// Definitions and names.
     pub names: Names,
-    lanes: IdMap<StreamId, Vec<Lane>>,
+    lanes: IdMap<StreamId, StreamLanes>,
     /// The start of the complete events (API calls) of each host thread, and its last arrow.
     host_threads: IdMap<Track, HostThread>,
     /// Device operations that overlapped work on every lane of their stream.
@@ -99,34 +100,23 @@ impl Tracks {
     }
 
     /// The start of the complete event of device work `op` (see [`x_prefix`]), on the first
-    /// lane of its stream that is free at its start; a lane's track is named when it is first
+    /// lane of its stream where it overlaps nothing ([`timeline::Lanes`]: free at its start, or
+    /// for work that came late, a gap that holds it); a lane's track is named when it is first
     /// used.
     pub fn device_x_prefix(&mut self, op: &DeviceOp, out: &mut Vec<Naming>) -> &[u8] {
-        let lanes = self.lanes.entry(op.stream).or_default();
-        let zero_length = op.end <= op.start && !lanes.is_empty();
-        let lane = match lanes.iter().position(|l| l.end <= op.start) {
-            // A zero-length operation goes on the first lane, nested in its running slice if
-            // there is one (it starts no earlier: work comes in start order): it never opens or
-            // fills an overlap lane.
-            _ if zero_length => 0,
-            Some(i) => i,
-            None if (lanes.len() as u32) < MAX_LANES => {
-                lanes.push(new_lane(&mut self.names, op, lanes.len(), out));
-                lanes.len() - 1
-            }
-            None => {
-                self.overlaps += 1;
-                lanes.len() - 1
-            }
-        };
-        let l = &mut lanes[lane];
-        l.end = l.end.max(op.end);
-        &l.prefix
+        let stream = self.lanes.entry(op.stream).or_default();
+        let placed = stream.work.place(op.start, op.end, MAX_LANES as usize);
+        self.overlaps += u64::from(placed.shared);
+        if placed.opened {
+            let lane = new_lane(&mut self.names, op, stream.prefixes.len(), out);
+            stream.prefixes.push(lane);
+        }
+        &stream.prefixes[placed.lane]
     }
 }
 
-/// A new lane `lane` of `op`'s stream, its device and itself named.
-fn new_lane(names: &mut Names, op: &DeviceOp, lane: usize, out: &mut Vec<Naming>) -> Lane {
+/// The event start of a new lane `lane` of `op`'s stream, its device and itself named.
+fn new_lane(names: &mut Names, op: &DeviceOp, lane: usize, out: &mut Vec<Naming>) -> Box<[u8]> {
     let device = names.defs().stream(op.stream).map_or(op.device, |s| s.device);
     let pid = names.device_pid(device, out);
     let tid = stream_tid(op.stream, lane as u32);
@@ -134,5 +124,5 @@ fn new_lane(names: &mut Names, op: &DeviceOp, lane: usize, out: &mut Vec<Naming>
         let name = names.stream_name(op.stream, lane);
         names.name_thread((pid, tid), &name, out);
     }
-    Lane { end: 0, prefix: x_prefix(pid, tid) }
+    x_prefix(pid, tid)
 }

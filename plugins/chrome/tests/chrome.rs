@@ -516,6 +516,36 @@ fn lanes_only_for_real_overlap_and_allocations_as_a_counter() {
     assert!(!events.iter().any(|e| e["cat"] == "alloc" || e["cat"] == "free"), "{text}");
 }
 
+/// A serial stream whose records come in batches handed over out of order, each later than the
+/// reorder window reaches (CUPTI's side-by-side activity buffers on the H200), is one lane; a
+/// late kernel that really overlaps another opens a second.
+#[test]
+fn work_later_than_the_reorder_window_goes_in_the_gap_it_fits() {
+    let kernel = |start: u64, dur: u64| {
+        let op =
+            DeviceOp::default().kind(DeviceOpKind::Kernel).pid(10).device(DeviceId(1)).stream(StreamId(1));
+        op.start(start).end(start + dur).name(StrId(1))
+    };
+    let batch = xpuprof_toolbox::timeline::WINDOW as u64 + 1_000;
+    let mut ops: Vec<DeviceOp> = (0..4 * batch).map(|i| kernel(10_000 + i * 10_000, 9_000)).collect();
+    // Batches 1, 0, 3, 2: batch 0 arrives after more than a window of later work.
+    for pair in ops.chunks_mut(2 * batch as usize) {
+        pair.rotate_left(batch as usize);
+    }
+    ops.push(kernel(11_000, 3_000));
+    let mut recs = vec![Record::Str(StrDef::new(StrId(1), "k"))];
+    recs.extend(ops.into_iter().map(Record::DeviceOp));
+    let text = run(&recs);
+    check_structure(&text);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let lane = |n: u32| {
+        events.iter().filter(|e| e["ph"] == "X" && e["tid"] == STREAM_BASE + 1 + n * LANE_STEP).count()
+    };
+    assert_eq!((lane(0), lane(1), lane(2)), (4 * batch as usize, 1, 0));
+    assert_eq!(doc["metadata"]["device_overlaps"], 0);
+}
+
 /// Compile-time work (its launch stack holds the `[compile]` frame the source put there) has the
 /// category `kernel,compile`; the steady state keeps `kernel`.
 #[test]

@@ -7,15 +7,17 @@
 //! last descriptor wins in Perfetto).
 //!
 //! Slices on one track must nest. Device work comes in start order (`xpuprof_toolbox::timeline::Reorder`) and goes
-//! to the first lane of its stream free at its start: work that overlaps every lane opens an
-//! overflow lane (a sibling track "stream 7 (overlap 1)"), so lanes are as many as the deepest
-//! real overlap; a zero-length operation nests instead. User ranges arrive as they end (inner
+//! to the first lane of its stream free at its start, work that came later than the reorder
+//! window into the first gap that holds it (`xpuprof_toolbox::timeline::Lanes`): work that
+//! overlaps every lane opens an overflow lane (a sibling track "stream 7 (overlap 1)"), so lanes
+//! are as many as the deepest real overlap; a zero-length operation nests instead. User ranges arrive as they end (inner
 //! ones first): a range goes on the first lane of its thread where it nests, enclosing the
 //! slices there that end after it starts, so properly nested ranges share one track and only
 //! ranges that partly overlap open another ([`Tracks::range`]).
 
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::*;
+use xpuprof_toolbox::timeline;
 
 use crate::intern::Interner;
 use crate::proto::{CounterDescriptor, ProcessDescriptor, ThreadDescriptor, TrackDescriptor};
@@ -44,8 +46,8 @@ fn thread_bits(pid: u32, tid: u32) -> u64 {
 /// The lanes of one timeline.
 #[derive(Debug, Default)]
 struct Lanes {
-    /// End of the last slice on each lane.
-    ends: Vec<u64>,
+    /// Where the slices of each lane are.
+    work: timeline::Lanes,
     /// Ranges: each lane's top-level slices (those no slice of the lane encloses) by end.
     tops: Vec<RangeLane>,
     /// Lanes whose track is described (bit per lane).
@@ -245,26 +247,9 @@ impl Tracks {
     /// [`Tracks::lane`] of the timeline at index `t`.
     #[inline]
     fn lane_of(&mut self, t: usize, start: u64, end: u64) -> u64 {
-        let lanes = &mut self.lanes[t].ends;
-        // A zero-length slice goes on the first lane, nested in its running slice if there is
-        // one (which starts no earlier, since work is placed in start order): it never opens
-        // or fills an overlap lane.
-        if end <= start && !lanes.is_empty() {
-            return 0;
-        }
-        let lane = match lanes.iter().position(|&e| e <= start) {
-            Some(i) => i,
-            None if (lanes.len() as u64) < MAX_LANES => {
-                lanes.push(0);
-                lanes.len() - 1
-            }
-            None => {
-                self.overlaps += 1;
-                lanes.len() - 1
-            }
-        };
-        lanes[lane] = lanes[lane].max(end);
-        lane as u64
+        let placed = self.lanes[t].work.place(start, end, MAX_LANES as usize);
+        self.overlaps += u64::from(placed.shared);
+        placed.lane as u64
     }
 
     /// The stream lane track where device operation `op` goes.
@@ -452,7 +437,7 @@ mod tests {
         assert_eq!(t.lane(1, 10, 12), 0);
         assert_eq!(t.lane(2, 5, 8), 0, "timelines are separate");
         assert_eq!(t.lane(2, 6, 6), 0, "a zero-length slice nests, it makes no lane");
-        assert_eq!(t.lanes[t.timelines[&2]].ends.len(), 1);
+        assert_eq!(t.lanes[t.timelines[&2]].work.len(), 1);
     }
 
     #[test]

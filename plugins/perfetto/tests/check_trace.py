@@ -30,8 +30,10 @@ launch stack, where flows start and end (thread or device tracks, and whether th
 a stack), and `lanes_without_overlap`: slices on a stream's overlap lane N that overlap nothing on
 lane N - 1 (a lane that real overlap did not need).
 """
-import re
+import bisect
 import collections
+import itertools
+import re
 import json
 import sys
 import zlib
@@ -341,7 +343,9 @@ def lanes(tracks, intervals):
 
 
 def lanes_without_overlap(tracks, intervals):
-    """Slices on overlap lane N that overlap no slice of lane N - 1 by a positive duration."""
+    """Slices on overlap lane N that overlap no slice of lane N - 1 by a positive duration
+    (whichever starts first: work placed late may start before the slice it overlaps); a
+    zero-length slice off lane 0 (it could nest there) counts too."""
     by_lane = {}
     for uuid, iv in intervals.items():
         if tracks[uuid].HasField("thread") or tracks[uuid].HasField("process"):
@@ -352,8 +356,13 @@ def lanes_without_overlap(tracks, intervals):
         if lane == 0:
             continue
         below = by_lane.get((timeline, lane - 1), [])
+        starts = [s for s, _ in below]
+        reach = list(itertools.accumulate((e for _, e in below), max))
         for start, end in iv:
-            if not any(s <= start < e and start < end for s, e in below):
+            # The slices below starting before this one ends; the furthest of them must reach
+            # past its start.
+            n = bisect.bisect_left(starts, end)
+            if start >= end or not (n and reach[n - 1] > start):
                 bad += 1
     return bad
 

@@ -109,6 +109,28 @@ fn lanes_only_for_work_that_really_overlaps() {
     assert_eq!(s["lanes_without_overlap"], 0, "{s}");
 }
 
+/// A serial stream whose records come in batches handed over out of order, each later than the
+/// sinks' reorder window reaches (as CUPTI's side-by-side activity buffers did for a ResNet-18
+/// training loop on the H200: 3,537 of 15,040 kernels on lanes no overlap needed), is still one
+/// lane; a late kernel that really overlaps another opens one more.
+#[test]
+fn work_later_than_the_reorder_window_goes_in_the_gap_it_fits() {
+    let batch = xpuprof_toolbox::timeline::WINDOW as u64 + 1_000;
+    let mut r = definitions();
+    let mut ops: Vec<DeviceOp> = (0..4 * batch).map(|i| kernel(100 + i, 1, T0 + i * 10_000, 9_000)).collect();
+    // Batches 1, 0, 3, 2: batch 0 arrives after more than a window of later work.
+    for pair in ops.chunks_mut(2 * batch as usize) {
+        pair.rotate_left(batch as usize);
+    }
+    // One real overlap, arriving last: a kernel starting inside the first one.
+    ops.push(kernel(99, 1, T0 + 1_000, 3_000));
+    r.extend(ops.into_iter().map(Record::DeviceOp));
+    let s = checked(&r);
+    assert_eq!(s["lanes"]["stream 7 (default)"], 2, "one lane for the serial work, one for the overlap: {s}");
+    assert_eq!(s["slices_per_track"]["stream 7 (default) (overlap 1)"], 1, "{s}");
+    assert_eq!(s["lanes_without_overlap"], 0, "{s}");
+}
+
 /// Allocations and frees are a "memory in use" counter of their device, not slices.
 #[test]
 fn allocations_are_a_memory_counter() {
