@@ -258,7 +258,7 @@ def summarize(tracks, events, samples, count, sequences):
             if not open_slices[track]:
                 fail(i, f"slice end without a begin on {track_name(tracks, track)}")
             start = open_slices[track].pop()
-            intervals[track].append((start[0], ts))
+            intervals[track].append((start[0], ts, start[1]))
         elif typ == TE.TYPE_INSTANT:
             instants[name] += 1
         for f in flows:
@@ -345,7 +345,10 @@ def lanes(tracks, intervals):
 def lanes_without_overlap(tracks, intervals):
     """Slices on overlap lane N that overlap no slice of lane N - 1 by a positive duration
     (whichever starts first: work placed late may start before the slice it overlaps); a
-    zero-length slice off lane 0 (it could nest there) counts too."""
+    zero-length slice off lane 0 (it could nest there) counts too. A slice ending exactly where
+    a slice of lane N - 1 written before it begins is not counted: a reader ordering events by
+    time, then file order (trace processor's sorter) would see that one begin before this one
+    ends, so it cannot share the lane."""
     by_lane = {}
     for uuid, iv in intervals.items():
         if tracks[uuid].HasField("thread") or tracks[uuid].HasField("process"):
@@ -356,13 +359,15 @@ def lanes_without_overlap(tracks, intervals):
         if lane == 0:
             continue
         below = by_lane.get((timeline, lane - 1), [])
-        starts = [s for s, _ in below]
-        reach = list(itertools.accumulate((e for _, e in below), max))
-        for start, end in iv:
+        starts = [s for s, _, _ in below]
+        reach = list(itertools.accumulate((e for _, e, _ in below), max))
+        for start, end, written in iv:
             # The slices below starting before this one ends; the furthest of them must reach
             # past its start.
             n = bisect.bisect_left(starts, end)
-            if start >= end or not (n and reach[n - 1] > start):
+            overlaps = n and reach[n - 1] > start
+            blocked = any(below[k][2] < written for k in range(n, bisect.bisect_right(starts, end)))
+            if start >= end or not (overlaps or blocked):
                 bad += 1
     return bad
 
