@@ -13,6 +13,8 @@
 //! an `Option` field declared `= None` stays *unset*, so a plugin can tell "not given" from any
 //! value.
 
+#[cfg(feature = "agent-stream")]
+mod backend;
 mod declare;
 mod schema;
 mod value;
