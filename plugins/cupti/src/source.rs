@@ -6,10 +6,11 @@ use std::path::Path;
 
 use xpuprof_sdk::prelude::*;
 use xpuprof_toolbox::agent_host::{loadable, AgentBackend, AgentCounts, AgentDescriptor, AgentLocator};
+use xpuprof_wire::opts::StackMode;
 
 use std::sync::Mutex;
 
-use crate::config::{Config, LaunchStacks};
+use crate::config::Config;
 use crate::decode::{Decoder, Stats};
 use crate::follow::{Follower, Target};
 use crate::windows::Windows;
@@ -90,18 +91,18 @@ impl AgentBackend for Cupti {
     }
 
     fn agent_setting(&self) -> Option<&str> {
-        self.config.agent.as_deref()
+        self.config.opts.agent.as_deref()
     }
 
-    fn launch_stacks(&self) -> Option<LaunchStacks> {
-        Some(self.config.launch_stacks)
+    fn launch_stacks(&self) -> Option<StackMode> {
+        Some(self.config.opts.launch_stacks)
     }
 
     fn inject(&self, agent: &Path, socket: &Path, env: &mut TargetEnv, log: &Logger) {
         check_machine(log);
         let agent = agent.display().to_string();
         env.set("CUDA_INJECTION64_PATH", agent.clone());
-        if self.config.nvtx() || self.windows.nvtx_range() {
+        if self.config.opts.nvtx || self.windows.nvtx_range() {
             env.set("NVTX_INJECTION64_PATH", agent);
         }
         env.set("XPUPROF_CUPTI_SOCKET", socket.display().to_string());

@@ -6,8 +6,9 @@ use std::path::Path;
 
 use xpuprof_sdk::prelude::*;
 use xpuprof_toolbox::agent_host::{AgentBackend, AgentCounts, AgentDescriptor, AgentLocator};
+use xpuprof_wire::opts::StackMode;
 
-use crate::config::{Config, LaunchStacks};
+use crate::config::Config;
 use crate::decode::{Decoder, Stats};
 
 /// The backend: its configuration.
@@ -50,11 +51,11 @@ impl AgentBackend for Rocm {
     }
 
     fn agent_setting(&self) -> Option<&str> {
-        self.config.agent.as_deref()
+        self.config.opts.agent.as_deref()
     }
 
-    fn launch_stacks(&self) -> Option<LaunchStacks> {
-        Some(self.config.launch_stacks)
+    fn launch_stacks(&self) -> Option<StackMode> {
+        Some(self.config.opts.launch_stacks)
     }
 
     fn inject(&self, agent: &Path, socket: &Path, env: &mut TargetEnv, log: &Logger) {

@@ -16,8 +16,6 @@
 //! - [`python`]: the `python = "auto" | "off"` switch and the Python frames of agents' stacks.
 //! - [`python_frame`]: Python frame names (`function (file:line)`) read back, and their files
 //!   shortened to the package for tables and flame graphs.
-//! - [`launch_stacks`]: the `launch_stacks = "agent" | "ebpf" | "both" | "off"` switch of GPU
-//!   sources with an agent.
 //! - [`collectives`]: which collective a device operation is on every rank of a job
 //!   (communicator and sequence number), for the merge's clock alignment and the sinks.
 //! - [`own_code`]: which frames are xpuprof's own code in the target (its agents), shown as one
@@ -36,7 +34,6 @@ pub mod demangle;
 pub mod intern;
 pub mod json_lines;
 pub mod kernel_name;
-pub mod launch_stacks;
 pub mod normalise;
 pub mod own_code;
 pub mod printable;

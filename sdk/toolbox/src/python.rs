@@ -2,36 +2,19 @@
 //! them share, and the turning of the tagged Python frame ids in an agent's stacks into named
 //! frames (`function (file.py:line)`).
 //!
-//! [`Python`] is the host's config value; the agent reads the same words as
-//! `xpuprof_wire::opts::PythonMode` (two declarations for the reason `launch_stacks` gives,
-//! held together by [`PythonMode::from`] and a test).
+//! [`Python`] is the agent's `xpuprof_wire::opts::PythonMode`, which is also a host config value
+//! (the SDK's `agent-stream` feature): one declaration of the words for both ends.
 
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::FrameId;
 use xpuprof_sdk::Emitter;
-use xpuprof_wire::opts::PythonMode;
 use xpuprof_wire::Reader;
 
 use crate::Interner;
 
-xpuprof_sdk::config_enum! {
-    /// Python frames in stacks.
-    pub enum Python {
-        /// Where the process runs CPython 3.9-3.13 (found by what it maps).
-        Auto = "auto",
-        /// Never.
-        Off = "off",
-    }
-}
-
-impl From<Python> for PythonMode {
-    fn from(p: Python) -> Self {
-        match p {
-            Python::Auto => Self::Auto,
-            Python::Off => Self::Off,
-        }
-    }
-}
+/// Python frames in stacks: `auto` (where the process runs CPython 3.9-3.13, found by what it
+/// maps) or `off`; the host's config value and the agent's option.
+pub use xpuprof_wire::opts::PythonMode as Python;
 
 /// The Python frame texts one process's agent defined, by tagged id, and the first lines of
 /// their functions where the agent sent them.
@@ -164,18 +147,6 @@ impl PyCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xpuprof_sdk::config::{ConfigValue, Value};
-
-    #[test]
-    fn the_host_and_the_agent_use_the_same_words() {
-        let words: Vec<_> = Python::allowed().iter().filter_map(|w| w.as_str().map(str::to_owned)).collect();
-        let agent: Vec<_> = PythonMode::ALL.iter().map(|m| m.as_str().to_owned()).collect();
-        assert_eq!(words, agent);
-        for w in &agent {
-            let host = Python::from_toml(&Value::String(w.clone())).unwrap();
-            assert_eq!(PythonMode::from(host).as_str(), w);
-        }
-    }
     use xpuprof_wire::{put_py_frames, split_messages, PY_FRAME_TAG};
 
     #[test]

@@ -1,12 +1,12 @@
-//! The CUPTI agent's own options, declared once: the `cupti` host plugin fills them from its
-//! `[source.cupti]` table (the same [`Api`] is its config key's type) and the session's capture
-//! windows, and writes them into `XPUPROF_CUPTI_OPTS` after the options every agent takes; the
-//! agent reads them back.
+//! The `[source.cupti]` settings and the CUPTI agent's own options, declared once in
+//! [`CuptiOpts`]: the `cupti` host plugin reads the struct from its table, sets the session's
+//! capture windows in it and writes it into `XPUPROF_CUPTI_OPTS` after the options every agent
+//! takes; the agent reads it back.
 
-use xpuprof_sdk::config::{ConfigValue, Value};
-use xpuprof_wire::opts::{Opt, OptValue, PythonMode};
+use xpuprof_wire::opts::{Opt, OptValue, PythonMode, StackMode};
+use xpuprof_wire::MAX_STACK_FRAMES;
 
-xpuprof_sdk::config_enum! {
+xpuprof_sdk::option_enum! {
     /// Which runtime/driver API calls are recorded.
     pub enum Api {
         /// Launch-class calls only (timed by the launch callbacks: no CUPTI API records).
@@ -15,19 +15,6 @@ xpuprof_sdk::config_enum! {
         All = "all",
         /// None.
         Off = "off",
-    }
-}
-
-impl OptValue for Api {
-    fn write(&self) -> String {
-        self.as_str().into()
-    }
-
-    fn read(o: &Opt<'_>) -> Result<Self, String> {
-        let allowed = Self::allowed();
-        let words: Vec<&str> = allowed.iter().filter_map(Value::as_str).collect();
-        o.one_of(&words)?;
-        Self::from_toml(&Value::String(o.value.into())).ok_or_else(|| o.unknown())
     }
 }
 
@@ -135,59 +122,113 @@ fn percent_decode(v: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-xpuprof_wire::agent_options! {
-    /// The CUPTI agent's options beside those every agent takes.
+xpuprof_sdk::backend_options! {
+    /// The `[source.cupti]` table (the `#[host]` and `#[both]` fields) and the CUPTI agent's
+    /// options beside those every agent takes (the `#[both]` and `#[agent]` fields).
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct CuptiOpts {
-        /// Kernel records.
+        #[both]
+        /// kernel executions (name, grid, block, registers, shared memory, graph ids)
         pub kernels: bool = true;
-        /// Memcpy records.
+        #[both]
+        /// memory copies, including peer-to-peer
         pub memcpy: bool = true;
-        /// Memset records.
+        #[both]
+        /// memory sets
         pub memset: bool = true;
-        /// Synchronization records (off by default: CUPTI then adds about 0.4 µs to every launch).
+        #[both]
+        /// synchronization records (the stream or event of each wait); off by default as CUPTI then adds
+        /// about 0.4 us to every launch (api = "launches" still records the sync calls and their stacks)
         pub sync: bool = false;
-        /// Memory allocation/free records.
+        #[both]
+        /// device memory allocations and frees
         pub memory: bool = true;
-        /// NVTX markers and ranges.
+        #[both]
+        /// NVTX markers and ranges
         pub nvtx: bool = true;
-        /// Device and context records.
+        #[both]
+        /// device and context descriptions
         pub devices: bool = true;
-        /// CUPTI overhead records.
+        #[both]
+        /// CUPTI's own overhead
         pub overhead: bool = true;
-        /// API records.
+        #[both]
+        /// runtime/driver API records: "launches" (launch-class calls only), "all" (about 1 us per call), "off"
         pub api: Api = Api::Launches;
-        /// Python frames in launch stacks.
+        #[host]
+        /// who captures launch stacks: "agent" (no root needed), "ebpf" (uprobe on the trampoline), "both", "off"
+        pub launch_stacks: StackMode = StackMode::Agent;
+        #[host]
+        /// most frames per launch stack, Python frames included (a PyTorch launch with its Python frames is 60-100 deep; deeper stacks lose their root frames)
+        pub max_depth: u32 = 255, min(1), max(MAX_STACK_FRAMES as u32);
+        #[both]
+        /// Python frames in launch stacks: "auto" (where the process runs CPython 3.9-3.13, each eval-loop
+        /// frame replaced by the Python functions it runs, shown as function (file.py:line)), "off"
         pub python: PythonMode = PythonMode::Auto;
+        #[agent]
         /// Also take callbacks on runtime-API launches. Off by default: every runtime launch runs
         /// through a driver launch call with the same correlation id, so the driver callbacks alone
         /// see every launch (runtime and driver API) at half the callback cost.
         pub runtime_callbacks: bool = false;
+        #[agent]
         /// Install the timestamp callback (CLOCK_MONOTONIC). Off only for measurements: GPU times
         /// then come in CUPTI's clock with paired samples.
         pub monotonic: bool = true;
+        #[agent]
         /// Launch timestamps from the TSC where the kernel's clock runs on it (converted to the
         /// session clock before sending); off: `clock_gettime` at every launch.
         pub tsc: bool = true;
+        #[agent]
         /// Measurement aid: take the launch callbacks but return at once (CUPTI's own callback
         /// cost, without the agent's work).
         pub callback_noop: bool = false;
+        #[agent]
         /// Start with no window open: the host, or the program's markers, open one.
         pub paused: bool = false;
+        #[agent]
         /// The program's markers that open and close windows (empty: none).
         pub range: Option<Range> = None;
+        #[agent]
         /// After the first marker window.
         pub range_end: RangeEnd = RangeEnd::Stop;
+        #[agent]
         /// Outside windows.
         pub dormant: Dormancy = Dormancy::Finalize;
-        /// PC sampling with stall reasons (CUPTI's PC sampling API, continuous collection).
+        #[both]
+        /// PC sampling with stall reasons: which instructions of each kernel the GPU was at and why its
+        /// warps stalled, under the kernel's launch stack (profile.pc.folded, flamegraph.pc.svg, the
+        /// summary's stall table, pprof's gpu_pc_samples); off by default
         pub pc_sampling: bool = false;
-        /// PC sampling period: 2^N GPU cycles between samples on each SM, N from 5 to 31; 0:
-        /// CUPTI's default for the device (set by its SM count).
-        pub pc_sampling_period: u32 = 0;
-        /// The program's NVTX annotation ranges as frames between each launch's call site and
-        /// its kernel (XLA's operations), its compiler phases' launches marked compile-time.
+        #[both]
+        /// PC sampling period as N in 2^N GPU cycles between samples on each SM (5 to 31); 0: CUPTI's
+        /// default for the device
+        pub pc_sampling_period: u32 = 0, max(31);
+        #[both]
+        /// the program's NVTX annotations as frames between each launch's call site and its kernel: XLA's
+        /// operation ranges as [xla] <module>/<operation> (<its source line>), and what its compiler
+        /// phases launch (autotuning) under [compile] and the Python line that triggered the compilation;
+        /// needs nvtx and agent launch stacks
         pub annotations: bool = false;
+        #[host]
+        /// Python functions of compile-time work, FILE_SUFFIX:FUNCTION (a final * matches any rest): a
+        /// launch stack holding one gets the [compile] frame (torch.compile's autotuning, JAX's compiler)
+        pub compile_frames: Vec<String> = [
+            "torch/_inductor/runtime/benchmarking.py:*",
+            "torch/_inductor/select_algorithm.py:AlgorithmSelectorCache.benchmark*",
+            "torch/_inductor/autotune_process.py:*",
+            "torch/_inductor/runtime/triton_heuristics.py:CachingAutotuner.bench*",
+            "torch/_inductor/runtime/triton_heuristics.py:CachingAutotuner.autotune*",
+            "torch/_inductor/runtime/triton_heuristics.py:CachingAutotuner.coordinate_descent*",
+            "triton/testing.py:do_bench*",
+            "jax/_src/compiler.py:*"
+        ];
+        #[host]
+        /// size of one CUPTI activity buffer in KiB
+        pub buffer_kib: u32 = 8192, min(64), max(1 << 20);
+        #[host]
+        /// path of libxpuprof_cupti_agent.so (unset: XPUPROF_CUPTI_AGENT, else next to this plugin); as root
+        /// it must be owned by root or the invoking user and not writable by others
+        pub agent: Option<String> = None;
     }
 }
 

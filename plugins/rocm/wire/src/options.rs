@@ -1,11 +1,10 @@
-//! The ROCm agent's own options, declared once: the `rocm` host plugin reads them from its
-//! `[source.rocm]` table (the same [`ApiChoice`] is its config key's type) and writes them into
-//! `XPUPROF_ROCM_OPTS` (after the options every agent takes), the agent reads them back.
+//! The `[source.rocm]` settings and the ROCm agent's own options, declared once in
+//! [`AgentOpts`]: the `rocm` host plugin reads the struct from its table and writes it into
+//! `XPUPROF_ROCM_OPTS` (after the options every agent takes), the agent reads it back.
 
-use xpuprof_sdk::config::{ConfigValue, Value};
-use xpuprof_wire::opts::{Opt, OptValue};
+use xpuprof_wire::opts::StackMode;
 
-xpuprof_sdk::config_enum! {
+xpuprof_sdk::option_enum! {
     /// Which tracing library the agent uses.
     pub enum ApiChoice {
         /// rocprofiler-sdk where the HIP runtime registers with librocprofiler-register (ROCm 6.2
@@ -18,34 +17,41 @@ xpuprof_sdk::config_enum! {
     }
 }
 
-impl OptValue for ApiChoice {
-    fn write(&self) -> String {
-        self.as_str().into()
-    }
-
-    fn read(o: &Opt<'_>) -> Result<Self, String> {
-        let words: Vec<Value> = Self::allowed();
-        let words: Vec<&str> = words.iter().filter_map(Value::as_str).collect();
-        let word = words[o.one_of(&words)?];
-        Self::from_toml(&Value::String(word.into())).ok_or_else(|| o.unknown())
-    }
-}
-
-xpuprof_wire::agent_options! {
-    /// The ROCm agent's options beside those every agent takes.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+xpuprof_sdk::backend_options! {
+    /// The `[source.rocm]` table (the `#[host]` and `#[both]` fields) and the ROCm agent's
+    /// options beside those every agent takes (the `#[both]` fields).
+    #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct AgentOpts {
-        /// Tracing library.
+        #[host]
+        /// path of libxpuprof_rocm_agent.so (unset: XPUPROF_ROCM_AGENT, else next to this plugin);
+        /// as root it must be owned by root or the invoking user and not writable by others
+        pub agent: Option<String> = None;
+        #[both]
+        /// tracing library: "auto", "rocprofiler-sdk" or "roctracer"
         pub api: ApiChoice = ApiChoice::Auto;
-        /// Kernel dispatch records.
+        #[host]
+        /// where launch stacks come from
+        pub launch_stacks: StackMode = StackMode::Agent;
+        #[host]
+        /// most frames per launch stack
+        pub max_depth: u8 = 64, min(1);
+        #[host]
+        /// size of the tracing library's record buffer, KiB (records beyond it are dropped and counted)
+        pub buffer_kib: u32 = 8192, min(64), max(1 << 20);
+        #[both]
+        /// kernel dispatches
         pub kernels: bool = true;
-        /// Memory copy records.
+        #[both]
+        /// memory copies
         pub copies: bool = true;
-        /// Memory allocation records.
+        #[both]
+        /// memory allocations and frees (rocprofiler-sdk only)
         pub memory: bool = true;
-        /// Scratch memory records.
+        #[both]
+        /// scratch memory allocations (rocprofiler-sdk only)
         pub scratch: bool = true;
-        /// roctx markers and ranges.
+        #[both]
+        /// roctx markers and ranges
         pub markers: bool = true;
     }
 }
@@ -53,6 +59,7 @@ xpuprof_wire::agent_options! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xpuprof_wire::opts::{Opt, OptValue};
 
     #[test]
     fn what_the_host_writes_the_agent_reads_back() {

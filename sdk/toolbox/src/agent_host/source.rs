@@ -62,7 +62,7 @@ use xpuprof_sdk::{
 };
 
 use super::{AgentHost, AgentLocator, StreamDecoder};
-use crate::launch_stacks::LaunchStacks;
+use xpuprof_wire::opts::StackMode;
 
 /// What a backend is: the fixed part of its plugin declaration, its agent library, and what the
 /// processes its agents run in are called.
@@ -125,7 +125,7 @@ pub trait AgentBackend: Sized + Send + 'static {
     /// eBPF source (its agent calls the correlation trampoline); `None` (the default) for one
     /// whose agent always captures them itself. [`AgentSource`] warns when the setting wants
     /// the eBPF source and the session lacks it.
-    fn launch_stacks(&self) -> Option<LaunchStacks> {
+    fn launch_stacks(&self) -> Option<StackMode> {
         None
     }
 
@@ -204,12 +204,12 @@ impl<B: AgentBackend> AgentSource<B> {
 
 /// Warns when `launch_stacks` of source `name` wants launch stacks from the eBPF source and the
 /// session does not run it.
-fn warn_without_ebpf(name: &str, stacks: LaunchStacks, ctx: &CreateContext) {
-    if !stacks.needs_ebpf() || ctx.session.sources.iter().any(|s| s == "ebpf") {
+fn warn_without_ebpf(name: &str, stacks: StackMode, ctx: &CreateContext) {
+    if !stacks.trampoline() || ctx.session.sources.iter().any(|s| s == "ebpf") {
         return;
     }
     let effect = match stacks {
-        LaunchStacks::Both => "only the agent's stacks are recorded",
+        StackMode::Both => "only the agent's stacks are recorded",
         _ => "kernels get no launch stacks",
     };
     ctx.log.warn(&format!(
