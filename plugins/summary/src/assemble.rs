@@ -53,7 +53,7 @@ pub fn summary(c: &mut Collector, session: &SessionInfo) -> Summary {
     };
     // Rates and busy shares are per window: the session's time is the time inside them.
     let session_ns = if windows.is_empty() { end - start } else { union_ns(&windows) };
-    c.cpu.index.finish();
+    c.cpu.finish_index(&c.defs);
     let devices = device_rows(c, &windows, session_ns);
     let spans: Vec<(u64, u64)> = windows.iter().map(|w| (w.start_ns, w.end_ns)).collect();
     let streams =
@@ -375,7 +375,8 @@ fn device_row(
                 start_ns: g.start,
                 end_ns: g.end,
                 duration_ns: g.duration(),
-                cpu_before: cpu_before(c, g.cpu_before),
+                cpu_before: cpu_before(c, g.cpu_before.user),
+                xpuprof_samples_before: g.cpu_before.profiler,
             })
             .collect(),
         late_ops: t.late,

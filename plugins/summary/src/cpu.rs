@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use xpuprof_sdk::hash::IdMap;
+use xpuprof_sdk::hash::{IdMap, IdSet};
 
 use xpuprof_sdk::model::{CpuSample, SampleKind, StackId};
 
@@ -60,6 +60,12 @@ impl CpuProfile {
             .iter()
             .filter(|(stack, _)| Stack::read(defs, &user, **stack).has_own())
             .fold((0, 0), |(n, w), (_, &(weight, count))| (n + count, w + weight))
+    }
+
+    /// The stacks that hold xpuprof's own code, added to `own`.
+    fn own_stacks(&self, defs: &Defs, own: &mut IdSet<StackId>) {
+        let user = UserCode::default();
+        own.extend(self.by_stack.keys().filter(|&&stack| Stack::read(defs, &user, stack).has_own()));
     }
 
     /// Functions by self time, then total time, then name.
@@ -117,5 +123,14 @@ impl CpuAgg {
             _ => self.on_cpu.add(s.stack, s.weight),
         }
         self.index.push(SampleRef { time: s.time, pid: s.pid, tid: s.tid, stack: s.stack });
+    }
+
+    /// Readies the sample index for look-ups: sorted, and told which stacks are xpuprof's own
+    /// cost (passed over when naming the user's CPU before a time).
+    pub fn finish_index(&mut self, defs: &Defs) {
+        let mut own = IdSet::default();
+        self.on_cpu.own_stacks(defs, &mut own);
+        self.off_cpu.own_stacks(defs, &mut own);
+        self.index.finish(own);
     }
 }

@@ -20,7 +20,7 @@
 //!
 //! | Section | From | Content |
 //! |---|---|---|
-//! | `devices` | kernels, `CpuSample`, `CaptureWindow` | per device: kernel busy time (the exact union of kernel intervals, [`union`]) over session time and per capture window, idle gaps ≥ `idle_gap_threshold_us`, the five largest with the CPU sample taken last before each |
+//! | `devices` | kernels, `CpuSample`, `CaptureWindow` | per device: kernel busy time (the exact union of kernel intervals, [`union`]) over session time and per capture window, idle gaps ≥ `idle_gap_threshold_us`, the five largest with the user's CPU sample taken last before each (samples in xpuprof's own code passed over and counted apart, `xpuprof_samples_before`) |
 //! | `launch_bound` | `ApiCall`, kernels | per device: launch-bound, GPU-bound or neither, with launch API time against GPU busy time, launches per second ([`launch_bound`]) |
 //! | `python` | launch stacks with Python frames | GPU time by the innermost line of the user's code, by `nn.Module` class (innermost and anywhere on the stack), forward against backward ([`gpu_time`], [`python`]) |
 //! | `launch_sites` | kernels, launch stacks | GPU time by launch stack, the user's innermost frame first ([`frames`]) |

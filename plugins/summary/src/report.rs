@@ -352,8 +352,18 @@ pub struct GapRow {
     pub end_ns: u64,
     /// Length.
     pub duration_ns: u64,
-    /// The CPU sample taken last before the gap, `null` without samples.
+    /// The user's CPU sample taken last before the gap (samples in xpuprof's own code passed
+    /// over), `null` without one.
     pub cpu_before: Option<CpuBefore>,
+    /// CPU samples in xpuprof's own code taken after `cpu_before` up to the gap (estimated once
+    /// samples are thinned): the profiler's share of the lead-up, apart from the user's. Absent
+    /// when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub xpuprof_samples_before: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A CPU sample shown next to a gap.
@@ -365,7 +375,7 @@ pub struct CpuBefore {
     pub tid: u32,
     /// Sample time.
     pub time_ns: u64,
-    /// Stack, innermost first (xpuprof's own code as one `[xpuprof]` frame).
+    /// Stack, innermost first (never in xpuprof's own code: those samples are passed over).
     pub stack: Vec<String>,
     /// `stack` as `summary.txt` shows it: the leaf, then the user's Python frames.
     pub display_stack: Vec<String>,

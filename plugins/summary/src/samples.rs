@@ -1,6 +1,13 @@
 //! CPU samples kept by time, to name the CPU stack that ran last before each of a device's
 //! largest idle gaps. The gaps are only known once the whole timeline is (work arrives out of
 //! order), so samples of the whole run are kept, thinned evenly when there are too many.
+//!
+//! The stack named is the user's: samples in xpuprof's own code (an agent in the target,
+//! [`crate::own_code`]) are the profiler's cost, so the look-up passes over them and counts them
+//! apart ([`LeadUp`]).
+
+use xpuprof_sdk::hash::IdSet;
+use xpuprof_sdk::model::StackId;
 
 /// Samples kept at most (24 bytes each: 6 MiB).
 pub const CAPACITY: usize = 1 << 18;
@@ -18,6 +25,19 @@ pub struct SampleRef {
     pub stack: xpuprof_sdk::model::StackId,
 }
 
+/// Kept samples looked back over past xpuprof's own ones before giving up on a user sample.
+pub const LOOK_BACK: usize = 1 << 16;
+
+/// What the CPU did before a time: the user's latest sample and the profiler's samples after it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LeadUp {
+    /// The latest kept sample at or before the time outside xpuprof's own code.
+    pub user: Option<SampleRef>,
+    /// Samples in xpuprof's own code after `user` (after the look-back without one), up to the
+    /// time; estimated (kept ones × stride) once samples are thinned.
+    pub profiler: u64,
+}
+
 /// Every `stride`-th sample of the run (1 until [`CAPACITY`] is reached, then doubling each
 /// time it is reached again), sorted by time when looked up.
 #[derive(Debug)]
@@ -26,11 +46,13 @@ pub struct SampleIndex {
     stride: u64,
     seen: u64,
     sorted: bool,
+    /// Stacks that hold xpuprof's own code.
+    own: IdSet<StackId>,
 }
 
 impl Default for SampleIndex {
     fn default() -> Self {
-        Self { kept: Vec::new(), stride: 1, seen: 0, sorted: true }
+        Self { kept: Vec::new(), stride: 1, seen: 0, sorted: true, own: IdSet::default() }
     }
 }
 
@@ -62,17 +84,27 @@ impl SampleIndex {
         }
     }
 
-    /// Sorts what was kept; call before [`SampleIndex::latest_at_or_before`].
-    pub fn finish(&mut self) {
+    /// Sorts what was kept and takes the stacks that hold xpuprof's own code; call before
+    /// [`SampleIndex::lead_up`].
+    pub fn finish(&mut self, own: IdSet<StackId>) {
         self.sort();
+        self.own = own;
     }
 
-    /// The latest kept sample taken at or before `t` (the last in `(time, pid, tid, stack)`
-    /// order among samples of the same time). Needs [`SampleIndex::finish`].
-    pub fn latest_at_or_before(&self, t: u64) -> Option<SampleRef> {
+    /// The latest kept sample at or before `t` outside xpuprof's own code (the last in `(time,
+    /// pid, tid, stack)` order among samples of the same time), and the profiler's samples
+    /// after it. Needs [`SampleIndex::finish`].
+    pub fn lead_up(&self, t: u64) -> LeadUp {
         debug_assert!(self.sorted);
         let n = self.kept.partition_point(|s| s.time <= t);
-        n.checked_sub(1).map(|i| self.kept[i])
+        let mut profiler = 0;
+        for s in self.kept[..n].iter().rev().take(LOOK_BACK) {
+            if !self.own.contains(&s.stack) {
+                return LeadUp { user: Some(*s), profiler: profiler * self.stride };
+            }
+            profiler += 1;
+        }
+        LeadUp { user: None, profiler: profiler * self.stride }
     }
 
     /// 1 while every sample is kept; else every how many samples one is.
@@ -84,10 +116,13 @@ impl SampleIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xpuprof_sdk::model::StackId;
 
     fn at(time: u64) -> SampleRef {
         SampleRef { time, pid: 1, tid: 1, stack: StackId(1) }
+    }
+
+    fn latest(ix: &SampleIndex, t: u64) -> Option<u64> {
+        ix.lead_up(t).user.map(|s| s.time)
     }
 
     #[test]
@@ -96,10 +131,28 @@ mod tests {
         for t in [50, 10, 30, 20] {
             ix.push(at(t));
         }
-        ix.finish();
-        assert_eq!(ix.latest_at_or_before(29).map(|s| s.time), Some(20));
-        assert_eq!(ix.latest_at_or_before(30).map(|s| s.time), Some(30));
-        assert_eq!(ix.latest_at_or_before(9), None);
+        ix.finish(IdSet::default());
+        assert_eq!(latest(&ix, 29), Some(20));
+        assert_eq!(latest(&ix, 30), Some(30));
+        assert_eq!(latest(&ix, 9), None);
+    }
+
+    #[test]
+    fn the_users_sample_is_found_past_the_profilers_own() {
+        let mut ix = SampleIndex::default();
+        ix.push(at(10));
+        // Two samples in xpuprof's own code (stack 2) after the user's at 10.
+        for t in [20, 30] {
+            ix.push(SampleRef { stack: StackId(2), ..at(t) });
+        }
+        ix.finish([StackId(2)].into_iter().collect());
+        assert_eq!(ix.lead_up(35), LeadUp { user: Some(at(10)), profiler: 2 });
+        assert_eq!(ix.lead_up(25), LeadUp { user: Some(at(10)), profiler: 1 });
+        assert_eq!(ix.lead_up(10), LeadUp { user: Some(at(10)), profiler: 0 });
+        let mut only_own = SampleIndex::default();
+        only_own.push(SampleRef { stack: StackId(2), ..at(5) });
+        only_own.finish([StackId(2)].into_iter().collect());
+        assert_eq!(only_own.lead_up(9), LeadUp { user: None, profiler: 1 });
     }
 
     #[test]
@@ -108,12 +161,12 @@ mod tests {
         for t in 0..(CAPACITY as u64 * 3) {
             ix.push(at(t * 10));
         }
-        ix.finish();
+        ix.finish(IdSet::default());
         assert_eq!(ix.stride(), 4);
         assert!(ix.kept.len() < CAPACITY);
         // Early and late parts of the run are kept at the same density.
-        let early = ix.latest_at_or_before(1_000).unwrap().time;
-        let late = ix.latest_at_or_before(CAPACITY as u64 * 25).unwrap().time;
+        let early = latest(&ix, 1_000).unwrap();
+        let late = latest(&ix, CAPACITY as u64 * 25).unwrap();
         assert!(1_000 - early < 40 && CAPACITY as u64 * 25 - late < 40, "{early} {late}");
     }
 }

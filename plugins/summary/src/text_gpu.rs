@@ -72,9 +72,19 @@ pub fn devices(s: &Summary, out: &mut String) {
         let _ = writeln!(out, "  largest idle gaps on {}:", escape(&device(r.device_index, &r.device)));
         let mut t = Table::new(&["  Gap", "From (ns)", "To (ns)", "<CPU before the gap"]);
         for g in &r.largest_gaps {
-            let cpu = g.cpu_before.as_ref().map_or("[no CPU sample before the gap]".to_owned(), |c| {
-                format!("tid {} at {}: {}", c.tid, c.time_ns, stack(&c.display_stack, STACK_DEPTH))
-            });
+            // The profiler's samples after the user's one, said before the (cut) stack.
+            let n = g.xpuprof_samples_before;
+            let own = match n {
+                0 => String::new(),
+                1 => " (then 1 sample in xpuprof's own code)".to_owned(),
+                _ => format!(" (then {n} samples in xpuprof's own code)"),
+            };
+            let cpu = match &g.cpu_before {
+                Some(c) => {
+                    format!("tid {} at {}{own}: {}", c.tid, c.time_ns, stack(&c.display_stack, STACK_DEPTH))
+                }
+                None => format!("[no CPU sample before the gap]{own}"),
+            };
             t.row(vec![
                 format!("  {}", ns(g.duration_ns)),
                 g.start_ns.to_string(),

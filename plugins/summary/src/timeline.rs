@@ -6,9 +6,10 @@
 //! whatever order the records came in. Time before the first and after the last kernel is not a
 //! gap, and with capture windows neither is a hole that leaves a window (the device was not
 //! watched there). Gaps at least `threshold` long are counted and summed; the [`TOP_GAPS`]
-//! largest are kept with the CPU sample taken last before each started.
+//! largest are kept with the user's CPU sample taken last before each started (samples in
+//! xpuprof's own code passed over and counted apart, [`LeadUp`]).
 
-use crate::samples::{SampleIndex, SampleRef};
+use crate::samples::{LeadUp, SampleIndex};
 use crate::union::IntervalUnion;
 
 /// Largest gaps listed per device.
@@ -21,8 +22,8 @@ pub struct Gap {
     pub start: u64,
     /// Start of the kernel after it.
     pub end: u64,
-    /// CPU sample taken last at or before `start`, when samples exist.
-    pub cpu_before: Option<SampleRef>,
+    /// The user's CPU sample taken last at or before `start`, and the profiler's after it.
+    pub cpu_before: LeadUp,
 }
 
 impl Gap {
@@ -96,7 +97,7 @@ impl Timeline {
         }
         out.window_busy = per_window.finish();
         for g in &mut out.top {
-            g.cpu_before = samples.latest_at_or_before(g.start);
+            g.cpu_before = samples.lead_up(g.start);
         }
         out
     }
@@ -110,7 +111,7 @@ impl DeviceTimeline {
         self.gap_total += len;
         let pos = self.top.iter().position(|g| g.duration() < len).unwrap_or(self.top.len());
         if pos < TOP_GAPS {
-            self.top.insert(pos, Gap { start, end, cpu_before: None });
+            self.top.insert(pos, Gap { start, end, cpu_before: LeadUp::default() });
             self.top.truncate(TOP_GAPS);
         }
     }

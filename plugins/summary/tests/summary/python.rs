@@ -337,3 +337,42 @@ fn placement_notes_are_not_losses() {
         "losses: 2 (cupti dropped records 2); xpuprof's own code: 30.0% of the sampled CPU time"
     );
 }
+
+/// The CPU before an idle gap is the user's: a later sample in xpuprof's own agent (the
+/// profiler's cost, e.g. reading the interpreter's frames) is passed over and counted apart.
+#[test]
+fn the_cpu_before_a_gap_is_the_users_not_the_profilers() {
+    let mut r = defs();
+    // Two kernels with a 10 ms gap; the program's sample, then the agent's, before the gap.
+    r.extend([kernel(0, 100, 0, 1, MAIN), kernel(10_100, 100, 0, 1, MAIN)]);
+    for (time, stack) in [(1_050_000, 8), (1_090_000, 7)] {
+        let s = CpuSample::default().pid(PID).tid(MAIN).time(time).weight(1_000_000);
+        r.push(Record::CpuSample(s.stack(StackId(stack))));
+    }
+    let mut s = SummarySink::new(
+        SummaryConfig { digest: false, ..SummaryConfig::default() },
+        SessionInfo::default(),
+        Logger::stderr(),
+    );
+    s.add(&r);
+    let report = s.report();
+    let j = serde_json::to_value(&report).unwrap();
+    let gap = &j["devices"][0]["largest_gaps"][0];
+    assert_eq!(gap["duration_ns"], 10_000_000, "{gap}");
+    assert_eq!(gap["cpu_before"]["time_ns"], 1_050_000, "{gap}");
+    assert_eq!(
+        gap["cpu_before"]["stack"],
+        json!([
+            "PyObject_Call",
+            "train_step (/home/u/proj/train.py:12)",
+            "<module> (/home/u/proj/train.py:40)"
+        ])
+    );
+    assert_eq!(gap["xpuprof_samples_before"], 1, "{gap}");
+    let text = text::render(&report, 25);
+    assert!(
+        text.contains("tid 10 at 1050000 (then 1 sample in xpuprof's own code): PyObject_Call <"),
+        "{text}"
+    );
+    assert!(!text.contains("[xpuprof] <"), "{text}");
+}
