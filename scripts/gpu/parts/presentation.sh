@@ -10,6 +10,13 @@
 # The readers come from carry.sh (.device-carry/readers: go's pprof tool binary, Perfetto's
 # Python protos with protobuf's pure-Python runtime); the part says so where one is missing.
 # Short runs (a few seconds of steps each) keep the part near three minutes.
+#
+# PRESENTATION_QUICK=1 runs ResNet-18 training alone, 20 steps, every check row (Perfetto lanes
+# included) in under 60 s (R2: 30 steps recorded in 10 s):
+#   PRESENTATION_QUICK=1 scripts/gpu/run-all.sh presentation
+PR_QUICK=${PRESENTATION_QUICK:-0}
+# Time limits of one recording and of its checks (quick: the whole part stays under 60 s).
+if [ "$PR_QUICK" = 1 ]; then pr_rec_s=40 pr_check_s=40; else pr_rec_s=240 pr_check_s=400; fi
 PR=$W/logs/presentation
 mkdir -p "$PR" "$W/presentation-out"
 PX="$CARRY/xpuprof --plugin-dir $CARRY"
@@ -34,11 +41,11 @@ pr_record() {
   local d=$W/presentation-out/$name
   rm -rf "$d"
   local t0=$SECONDS
-  timeout 240 $PX --source ebpf,cupti --sink $PSINKS -o "$d" -- "$@" >"$PR/$name.out" 2>"$PR/$name.err"
+  timeout $pr_rec_s $PX --source ebpf,cupti --sink $PSINKS -o "$d" -- "$@" >"$PR/$name.out" 2>"$PR/$name.err"
   local rc=$?
   row "presentation $name recorded" "rc=$rc in $((SECONDS - t0)) s"
   [ -f "$d/summary.json" ] || { tail -5 "$PR/$name.err"; return; }
-  PYTHONPATH=$pr_readers/py PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python timeout 400 \
+  PYTHONPATH=$pr_readers/py PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python timeout $pr_check_s \
     python3 "$ROOT/scripts/gpu/check_figures.py" "$d" --python --list "$list" $pr_args >"$PR/$name.check" 2>&1
   echo "check rc=$?" >>"$PR/$name.check"
   while read -r status rest; do
@@ -58,6 +65,9 @@ pr_ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 RB=$ROOT/tests/workloads/torch/real_bench.py
 if [ ! -x "$CARRY/xpuprof" ]; then
   row "presentation" "skipped: no $CARRY/xpuprof"
+elif [ "$PR_QUICK" = 1 ]; then
+  CUDA_VISIBLE_DEVICES=0 pr_record resnet forward python3 "$RB" plain resnet 20
+  row "presentation quick" "ResNet-18 only (PRESENTATION_QUICK=1): qwen, ddp, jax not run"
 else
   CUDA_VISIBLE_DEVICES=0 pr_record resnet forward python3 "$RB" plain resnet 30
   CUDA_VISIBLE_DEVICES=0 pr_record qwen forward python3 "$RB" plain qwen 40
