@@ -208,8 +208,28 @@ impl<C: Conn> AgentDecoder<C> {
         kit: fn(&mut D) -> &mut Self,
         step: fn(&mut D, u64, Step<'_>, &mut Emitter),
     ) -> usize {
+        Self::feed_with(d, conn, buf, out, kit, step, |_, _, _| {})
+    }
+
+    /// [`feed`](Self::feed), calling `closing` when a closing window edge of `conn` arrives,
+    /// before the kit reads it: the window's records are all in, and what the backend still
+    /// holds of them (work waiting for a definition) goes to this window's outputs.
+    pub fn feed_with<D>(
+        d: &mut D,
+        conn: u64,
+        buf: &[u8],
+        out: &mut Emitter,
+        kit: fn(&mut D) -> &mut Self,
+        step: fn(&mut D, u64, Step<'_>, &mut Emitter),
+        closing: fn(&mut D, u64, &mut Emitter),
+    ) -> usize {
         let (msgs, used) = wire::split_messages(buf);
         for m in msgs {
+            if m.ty == wire::MSG_WINDOW
+                && wire::control::WindowEdge::decode(m.payload).is_some_and(|e| !e.open)
+            {
+                closing(d, conn, out);
+            }
             if let Some(s) = kit(d).take(conn, m, out) {
                 step(d, conn, s, out);
             }

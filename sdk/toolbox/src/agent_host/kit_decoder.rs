@@ -57,6 +57,11 @@ pub trait KitDecoder: Send + 'static {
     /// What the kit left of a message of connection `conn`.
     fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter);
 
+    /// A window of connection `conn` is closing (its closing edge arrived, after every record
+    /// of the window): emits what the backend still holds of the window, so the window's
+    /// outputs get it (nothing by default).
+    fn window_closing(&mut self, _conn: u64, _out: &mut Emitter) {}
+
     /// Connection `conn` ended: emits what it still held and removes it from the kit's
     /// connections.
     fn end_conn(&mut self, conn: u64, out: &mut Emitter);
@@ -72,7 +77,7 @@ impl<D: KitDecoder> StreamDecoder for D {
     type Stats = (AgentCounts, D::Own);
 
     fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
-        AgentDecoder::feed(self, conn, buf, out, D::kit, D::step)
+        AgentDecoder::feed_with(self, conn, buf, out, D::kit, D::step, D::window_closing)
     }
 
     fn end(&mut self, conn: u64, out: &mut Emitter) {
@@ -122,6 +127,10 @@ mod tests {
         fn end_session(&mut self, _out: &mut Emitter) {
             self.ended.push(0);
         }
+        /// A closing window is noted as the connection's id plus 100.
+        fn window_closing(&mut self, conn: u64, _out: &mut Emitter) {
+            self.ended.push(100 + conn);
+        }
         fn into_own(self) -> Vec<u64> {
             self.ended
         }
@@ -149,5 +158,19 @@ mod tests {
             (vec![1, 2, 3], 0),
             "2 ended once, 1 and 3 at the finish, then the session"
         );
+    }
+
+    #[test]
+    fn a_closing_window_edge_reaches_the_backend_before_the_kit_reads_it_and_an_opening_one_does_not() {
+        use wire::control::{WindowEdge, CAUSE_HOST};
+        let mut d = Ends { kit: AgentDecoder::new(Logger::stderr(), "lost"), ended: Vec::new() };
+        let mut out = Emitter::detached();
+        let mut bytes = Vec::new();
+        Hello::new(1, 0).encode(&mut bytes);
+        for open in [true, false, true] {
+            WindowEdge { open, cause: CAUSE_HOST, time: 10, marker: String::new() }.encode(&mut bytes);
+        }
+        d.feed(7, &bytes, &mut out);
+        assert_eq!(d.ended, vec![107], "one closing edge, one call");
     }
 }
