@@ -12,10 +12,14 @@
 # <= 1 s, first record <= 2 s). Knobs: DORMANT_ROUNDS (2), DORMANT_WORKLOADS (b2small resnet).
 # About 20 s a process: 12 processes, 4 minutes; then attach --every, attach --tree on a launcher
 # whose worker starts later, and NVTX after an attach (about 1 minute together).
-if [ -x "$CARRY/xpuprof" ]; then
-  D=$W/logs/dormant; mkdir -p "$D"
-  DW=$W/dormant; rm -rf "$DW"; mkdir -p "$DW"
-  ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# DORMANT_ONLY=LIST runs only the checks named (bench every tree nvtx other); DORMANT_ONLY=every
+# (`DORMANT_ONLY=every scripts/gpu/run-all.sh dormant`) runs only attach --every, in under 60 s
+# (torch's start-up, a 12 s loop): one PASS/FAIL row per kept window with its kernel count.
+D=$W/logs/dormant; mkdir -p "$D"
+DW=$W/dormant; rm -rf "$DW"; mkdir -p "$DW"
+ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+dormant_runs() { [ -z "${DORMANT_ONLY:-}" ] || [[ " $DORMANT_ONLY " == *" $1 "* ]]; }
+if [ -x "$CARRY/xpuprof" ] && dormant_runs bench; then
   DPIN=""; command -v taskset >/dev/null && DPIN="taskset -c 3-9"
   : >"$D/runs.txt"
   for wl in ${DORMANT_WORKLOADS:-b2small resnet}; do
@@ -32,15 +36,17 @@ if [ -x "$CARRY/xpuprof" ]; then
   python3 scripts/gpu/check_dormant.py summary "$D/runs.txt" 2>&1 | while IFS= read -r line; do
     row "${line%%:*}" "${line#*: }"
   done
-else
+elif [ ! -x "$CARRY/xpuprof" ]; then
   row "dormant" "skipped: no $CARRY/xpuprof"
 fi
 
 # attach --every on a running PyTorch training loop: windows of 0.5 s every 2 s until the loop
 # ends (12 s), the newest 2 kept; each kept window must hold every step inside it with all its kernels
 # (check_attach.py, kernels per step `auto`), nothing outside it (its kernels span at most the
-# window and a step), and the loop must run on to its own end.
-if [ -x "$CARRY/xpuprof" ]; then
+# window and a step), and the loop must run on to its own end. Each window's row also names the
+# devices its trace defines: the H200 as the driver names it (the agent's description), not an
+# ordinal-only `CUDA device 0` (work released at the window's end with no description).
+if [ -x "$CARRY/xpuprof" ] && dormant_runs every; then
   T=plugins/cupti/tests/workloads/attach_train.py
   E=$W/dormant/every; rm -rf "$E"; mkdir -p "$E"
   python3 "$T" --seconds 12 --step-log "$E/steps.log" >"$E/train.out" 2>"$E/train.err" &
@@ -54,7 +60,8 @@ if [ -x "$CARRY/xpuprof" ]; then
   for d in "$E"/out/*Z; do
     [ -d "$d" ] || continue
     n=$((n + 1))
-    row "attach --every window $n" "$(python3 scripts/gpu/check_attach.py "$d/trace.json" "$E/steps.log" auto 0.5 2>&1 | tail -1)"
+    gpus=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1])); e=t.get('traceEvents',t) if isinstance(t,dict) else t; print(';'.join(sorted({x['args']['name'] for x in e if x.get('ph')=='M' and x.get('name')=='process_name' and str(x.get('args',{}).get('name','')).startswith('GPU ')})) or 'none')" "$d/trace.json" 2>/dev/null)
+    row "attach --every window $n" "$(python3 scripts/gpu/check_attach.py "$d/trace.json" "$E/steps.log" auto 0.5 2>&1 | tail -1) devices=${gpus:-?}"
   done
   [ $n -eq 2 ] && [ -f "$E/out/windows.json" ] && v=PASS || v=FAIL
   row "attach --every 2s --duration 500ms --keep 2" "$v rc=$rc kept=$n loop rc=$trc $(tail -1 "$E/train.out") $(grep -c 'reused the agent\|loaded the agent' "$D/every.err") injections"
@@ -70,7 +77,7 @@ fi
 nvtx_ranges() {
   python3 -c "import json,sys; t=json.load(open(sys.argv[1])); e=t.get('traceEvents',t) if isinstance(t,dict) else t; print(sum(1 for x in e if x.get('ph')=='b' and x.get('name')=='train_step'))" "$1" 2>/dev/null
 }
-if [ -x "$CARRY/xpuprof" ]; then
+if [ -x "$CARRY/xpuprof" ] && dormant_runs tree; then
   T=plugins/cupti/tests/workloads/attach_train.py
   F=$W/dormant/follow; rm -rf "$F"; mkdir -p "$F"
   sh -c "while [ ! -e '$F/go' ]; do sleep 0.05; done; python3 '$T' --seconds 4 --nvtx --step-log '$F/steps.log' >'$F/train.out' 2>'$F/train.err'; exit 7" &
@@ -95,7 +102,7 @@ fi
 # copy of NVTX chose "no injection" at its first call): the attach records its kernels but no NVTX
 # range is expected. And whether any NVTX table could be found by symbol: the libraries of
 # PyTorch and CUDA that carry NVTX, and how many name nvtxGlobals in a symbol table.
-if [ -x "$CARRY/xpuprof" ]; then
+if [ -x "$CARRY/xpuprof" ] && dormant_runs nvtx; then
   T=plugins/cupti/tests/workloads/attach_train.py
   N=$W/dormant/nvtx; rm -rf "$N"; mkdir -p "$N"
   python3 "$T" --seconds 12 --nvtx --step-log "$N/steps.log" >"$N/train.out" 2>"$N/train.err" &
@@ -138,7 +145,7 @@ fi
 
 # Refused before anything is loaded: a loop started with another tool's CUDA injection
 # (run-all's libcupti_alone.so, a CUPTI client as Nsight Systems' is); the loop must run on.
-if [ -x "$CARRY/xpuprof" ] && [ -f "$W/bin/libcupti_alone.so" ]; then
+if [ -x "$CARRY/xpuprof" ] && [ -f "$W/bin/libcupti_alone.so" ] && dormant_runs other; then
   T=plugins/cupti/tests/workloads/attach_train.py
   R=$W/dormant/other; rm -rf "$R"; mkdir -p "$R"
   CUDA_INJECTION64_PATH=$W/bin/libcupti_alone.so python3 "$T" --seconds 6 >"$R/train.out" 2>"$R/train.err" &
