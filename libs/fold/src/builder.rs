@@ -220,7 +220,7 @@ impl FoldedBuilder {
         let ns = op.end.saturating_sub(op.start);
         *self.gpu.entry(key).or_default() += ns;
         if op.kind == DeviceOpKind::Kernel {
-            self.pc.kernel_time(op.pid, op.name, key, ns);
+            self.pc.kernel_time(op.pid, op.name, key, op.start, op.end);
         }
     }
 

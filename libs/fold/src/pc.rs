@@ -5,17 +5,20 @@
 //! share a file).
 //!
 //! A sample names its kernel, not its launch (a backend's continuous sampling aggregates all
-//! launches of a kernel): a kernel's samples are shared out among the launch stacks its device
-//! work ran under, in proportion to that work's device time in the process (exact when a kernel
-//! is launched from one place; the largest-remainder split keeps the total). Samples whose kernel
-//! ran no recorded device work go under `[unknown launch site]`.
+//! launches of a kernel), and the span it was taken in: a kernel's samples of one span are shared
+//! out among the launch stacks whose device work of that kernel overlapped the span, by that
+//! work's device time in it (`xpuprof_toolbox::shares::launches`); where none overlapped, by the
+//! kernel's device time in the whole process. Exact when a kernel is launched from one place, or
+//! from several at different times; the largest-remainder split keeps the total. Samples whose
+//! kernel ran no recorded device work go under `[unknown launch site]`. A very long run's spans
+//! are coarsened rather than kept without bound (`SpanCounts`).
 
-use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::*;
 
 use super::builder::{push_frame, GpuKey, Line, Renderer};
 use super::frames::FrameClass;
 use super::names::{basename, sanitize_frame};
+use xpuprof_toolbox::shares::launches::{LaunchSpans, SpanCounts};
 use xpuprof_toolbox::shares::split;
 
 /// Frame of samples whose instruction has no source line (the code carries no line table).
@@ -30,20 +33,23 @@ struct PcKey {
     device: DeviceId,
     file: StrId,
     line: u32,
+    call_file: StrId,
+    call_line: u32,
     stall: StrId,
 }
 
-/// The samples and, per (process, kernel), the launch keys of its device work with their time.
+/// The samples by key and span and, per (process, kernel), its device work under each launch
+/// key over time.
 #[derive(Debug, Default)]
 pub(crate) struct PcView {
-    samples: IdMap<PcKey, u64>,
-    launches: IdMap<(u32, StrId), IdMap<GpuKey, u64>>,
+    samples: SpanCounts<PcKey>,
+    launches: LaunchSpans<(u32, StrId), GpuKey>,
 }
 
 impl PcView {
-    /// A kernel's device work under `key` took `ns`.
-    pub(crate) fn kernel_time(&mut self, pid: u32, kernel: StrId, key: GpuKey, ns: u64) {
-        *self.launches.entry((pid, kernel)).or_default().entry(key).or_default() += ns;
+    /// A kernel's device work under `key` ran from `start` to `end`.
+    pub(crate) fn kernel_time(&mut self, pid: u32, kernel: StrId, key: GpuKey, start: u64, end: u64) {
+        self.launches.add((pid, kernel), &key, start, end);
     }
 
     pub(crate) fn add(&mut self, s: &DeviceSample) {
@@ -53,14 +59,16 @@ impl PcView {
             device: s.device,
             file: s.file,
             line: s.line,
+            call_file: s.call_file,
+            call_line: s.call_line,
             stall: s.stall,
         };
-        *self.samples.entry(key).or_default() += s.count;
+        self.samples.add(key, s.start, s.end, s.count);
     }
 
     /// The kernels sampled.
     pub(crate) fn kernels(&self) -> impl Iterator<Item = StrId> + '_ {
-        self.samples.keys().map(|k| k.kernel)
+        self.samples.iter().map(|(k, _, _)| k.kernel)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -70,14 +78,14 @@ impl PcView {
     /// The view's lines: (line, samples), unmerged.
     pub(crate) fn lines(&self, r: &mut Renderer<'_>, pid_key: impl Fn(u32) -> u32) -> Vec<(Line, u64)> {
         let mut out = Vec::new();
-        for (k, &count) in &self.samples {
-            let tail = tail(r, k);
-            let mut launches: Vec<(Line, u64)> = match self.launches.get(&(k.pid, k.kernel)) {
-                Some(keys) => keys.iter().map(|(g, ns)| (r.gpu_line(g), *ns)).collect(),
-                None => {
-                    let g = GpuKey::kernel(pid_key(k.pid), k.kernel, k.device);
-                    vec![(r.gpu_line(&g), 1)]
-                }
+        for (&k, (start, end), count) in self.samples.iter() {
+            let tail = tail(r, &k);
+            let (weights, _) = self.launches.weights((k.pid, k.kernel), start, end);
+            let mut launches: Vec<(Line, u64)> = if weights.is_empty() {
+                let g = GpuKey::kernel(pid_key(k.pid), k.kernel, k.device);
+                vec![(r.gpu_line(&g), 1)]
+            } else {
+                weights.iter().map(|(g, ns)| (r.gpu_line(g), *ns)).collect()
             };
             // Ties broken by text, so a replay splits the same way.
             launches.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| text(&a.0).cmp(&text(&b.0))));
@@ -97,13 +105,19 @@ fn text(l: &Line) -> (&str, &str, &str) {
     (&l.prefix, &l.stack, &l.suffix)
 }
 
-/// The frames below the kernel: `file:line;[stall]reason`.
+/// The frames below the kernel: `file:line;[stall]reason`, and before the line the outermost
+/// call site when the line is code inlined into the kernel (`kernel.py:41;standard.py:263`).
 fn tail(r: &mut Renderer<'_>, k: &PcKey) -> String {
-    let place = match r.str(k.file) {
+    let mut place = match r.str(k.file) {
         Some(f) if k.line != 0 && !f.is_empty() => format!("{}:{}", sanitize_frame(basename(f)), k.line),
         _ => NO_LINE.to_owned(),
     };
     r.note(&place, if place == NO_LINE { FrameClass::Marker } else { FrameClass::Gpu });
+    if let Some(f) = r.str(k.call_file).filter(|f| k.call_line != 0 && !f.is_empty()) {
+        let site = format!("{}:{}", sanitize_frame(basename(f)), k.call_line);
+        r.note(&site, FrameClass::Gpu);
+        place = format!("{site};{place}");
+    }
     let stall = format!("{STALL}{}", r.str(k.stall).map_or("unknown".into(), sanitize_frame));
     r.note(&stall, FrameClass::Marker);
     format!("{place};{stall}")
@@ -145,6 +159,45 @@ mod tests {
                 .end(ns)
                 .launch(Some(launch)),
         )
+    }
+
+    #[test]
+    fn a_kernel_launched_from_two_places_in_turn_has_each_span_under_its_own() {
+        const S: u64 = 1_000_000_000;
+        let mut b = builder();
+        for i in 0..10 {
+            let at = |base: u64| base + i * S / 20;
+            for (stack, base) in [(1, 0), (2, 2 * S)] {
+                let launch = LaunchRef::default().stack(StackId(stack)).api(StrId(8));
+                b.add(&Record::DeviceOp(
+                    DeviceOp::default()
+                        .pid(7)
+                        .kind(DeviceOpKind::Kernel)
+                        .name(StrId(3))
+                        .start(at(base))
+                        .end(at(base) + S / 40)
+                        .launch(Some(launch)),
+                ));
+            }
+        }
+        let spanned = |line: u32, start: u64, count: u64| {
+            let Record::DeviceSample(s) = sample(3, line, 6, count) else { unreachable!() };
+            Record::DeviceSample(s.start(start).end(start + S / 10))
+        };
+        b.add(&spanned(31, S / 4, 40));
+        b.add(&spanned(33, 2 * S + S / 4, 30));
+        // A span no work overlapped: by device time in the process (equal: half each).
+        b.add(&spanned(35, 9 * S, 4));
+        let lines: Vec<String> = b.fold_pc().lines.iter().map(|(s, w)| format!("{s} {w}")).collect();
+        assert_eq!(
+            lines,
+            [
+                "run_chain;cuLaunchKernel;[GPU_Kernel]chase;pc.cu:33;[stall]long_scoreboard 30",
+                "run_chain;cuLaunchKernel;[GPU_Kernel]chase;pc.cu:35;[stall]long_scoreboard 2",
+                "run_chase;cuLaunchKernel;[GPU_Kernel]chase;pc.cu:31;[stall]long_scoreboard 40",
+                "run_chase;cuLaunchKernel;[GPU_Kernel]chase;pc.cu:35;[stall]long_scoreboard 2",
+            ]
+        );
     }
 
     fn sample(kernel: u32, line: u32, stall: u32, count: u64) -> Record {

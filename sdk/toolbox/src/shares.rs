@@ -45,3 +45,5 @@ mod tests {
         );
     }
 }
+
+pub mod launches;
