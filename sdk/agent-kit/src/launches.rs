@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::annotations::Annotations;
 use crate::python::PythonFrames;
+use crate::reuse::{self, Buffers, ThreadCounts};
 use crate::stack::{self, Bounds, Registers};
 use crate::timestamps as stamp;
 use crate::wire;
@@ -74,14 +75,12 @@ struct Local {
     scratch: Vec<u8>,
     /// Where the outermost call's launch entry sits in `scratch`.
     outer_at: usize,
-    /// The stack walk's output, reused (not zeroed again at every launch).
-    frames: Box<[u64; MAX_FRAMES]>,
-    /// The stack pointer of each frame of `frames` (where Python frames go).
-    sps: Box<[u64; MAX_FRAMES]>,
-    /// The walk's output with Python frames merged in.
-    merged: Box<[u64; MAX_FRAMES]>,
+    /// The stack walk's buffers and the launch's stack, reused (not zeroed again).
+    bufs: Buffers,
     launches: u64,
     stacks: u64,
+    /// What reusing the previous launch's stack did on this thread ([`crate::reuse`]).
+    reuse: Arc<ThreadCounts>,
 }
 
 thread_local! {
@@ -180,11 +179,10 @@ impl Registry {
             outer_id: 0,
             scratch: Vec::with_capacity(1024),
             outer_at: 0,
-            frames: Box::new([0; MAX_FRAMES]),
-            sps: Box::new([0; MAX_FRAMES]),
-            merged: Box::new([0; MAX_FRAMES]),
+            bufs: Buffers::new(),
             launches: 0,
             stacks: 0,
+            reuse: ThreadCounts::register(),
         }
     }
 
@@ -225,14 +223,13 @@ impl Registry {
             let mut key = if nested { l.last_stack } else { 0 };
             let mut start = None;
             if !nested && sites.stacks {
-                let frames = &mut l.frames[..sites.max_depth.min(MAX_FRAMES)];
-                let sps = &mut l.sps[..frames.len()];
-                let (w, first) = stack::walk_with_sp(regs, l.bounds, sites.own_code, frames, sps);
+                let depth = sites.max_depth.min(MAX_FRAMES);
+                let mode = reuse::mode();
+                let (n, first) =
+                    l.bufs.capture(mode, regs, l.bounds, sites.own_code, &self.python, depth, &l.reuse);
                 start = first;
-                let merged = &mut l.merged[..sites.max_depth.min(MAX_FRAMES)];
-                let n = self.python.merge(&frames[..w.len], &sps[..w.len], merged);
-                let n = self.annotations.decorate(merged, n);
-                let frames = &l.merged[..n];
+                let n = self.annotations.decorate(&mut l.bufs.merged[..depth], n);
+                let frames = &l.bufs.merged[..n];
                 key = stack::hash(frames);
                 if l.seen.len() > 1 << 16 {
                     l.seen.clear();

@@ -24,6 +24,8 @@
 //! - [`annotations`]: frames the agent learns from the program's annotations (a compiled
 //!   operation's name, compile-time work), put between a launch's call site and its device work.
 //! - [`python`]: the launching thread's Python frames merged into its stack (`python = "auto"`).
+//! - [`reuse`]: a launch's stack built from the thread's previous one where it still holds
+//!   (checked word by word; `launch_reuse=off|check` for measurements).
 //! - [`modules`]: this process's executable mappings, re-sent when a stack leaves them.
 //! - [`control`]: the host's commands (capture on/off, detach) read from the agent's socket by an
 //!   agent thread.
@@ -77,6 +79,7 @@ pub mod launches;
 pub mod modules;
 pub mod opts;
 pub mod python;
+pub mod reuse;
 pub mod stack;
 pub mod timestamps;
 pub mod trampoline;

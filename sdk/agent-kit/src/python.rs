@@ -122,32 +122,41 @@ impl PythonFrames {
     /// marker ([`merge::merge_placed`]; the eval loop's symbol only where no marker is known).
     #[inline]
     pub fn merge(&self, native: &[u64], sp: &[u64], out: &mut [u64]) -> usize {
+        self.merge_reusing(native, sp, out, false).0
+    }
+
+    /// [`PythonFrames::merge`] that, with `reuse`, keeps the resolved frames of the thread's
+    /// previous capture where every field read of them is unchanged ([`crate::reuse`]); also
+    /// returns whether it kept any.
+    #[inline]
+    pub fn merge_reusing(&self, native: &[u64], sp: &[u64], out: &mut [u64], reuse: bool) -> (usize, bool) {
         let copy = |out: &mut [u64]| {
             let n = native.len().min(out.len());
             out[..n].copy_from_slice(&native[..n]);
             n
         };
-        let Some(py) = self.interpreter() else { return copy(out) };
+        let Some(py) = self.interpreter() else { return (copy(out), false) };
         // The frames are merged where the capture wrote them (the thread's reused buffer).
-        let merged = py.with_capture_raw(|frames, raw| {
+        let (merged, reused) = py.with_capture_reusing(reuse, |frames, raw| {
             (!frames.is_empty()).then(|| place_and_merge(py, native, sp, frames, raw, out))
         });
-        match merged {
+        let n = match merged {
             Some(n) => n,
-            None if on_engine_thread() => self.autograd(py, native, out),
+            None if on_engine_thread() => self.autograd(py, native, out, reuse),
             None => copy(out),
-        }
+        };
+        (n, reused)
     }
 
     /// A launch of an autograd engine thread: its native frames, then (outermost last) the
     /// marker [`AUTOGRAD_MARKER`] and the Python frames of the thread whose backward call it
     /// runs, when exactly one is known ([`xpuprof_python::autograd`]). Not cold: in a training
     /// step most launches are the engine's.
-    fn autograd(&self, py: &Interpreter, native: &[u64], out: &mut [u64]) -> usize {
+    fn autograd(&self, py: &Interpreter, native: &[u64], out: &mut [u64], reuse: bool) -> usize {
         let mut n = native.len().min(out.len());
         out[..n].copy_from_slice(&native[..n]);
         // The caller's frames are appended where they were resolved (the thread's reused buffer).
-        py.with_backward_caller(|caller, frames| {
+        py.with_backward_caller_reusing(reuse, |caller, frames| {
             if let Caller::Found(_) = caller {
                 let marker = *self.autograd_marker.get_or_init(|| py.marker(AUTOGRAD_MARKER));
                 for f in std::iter::once(marker).chain(frames.iter().map(|&(id, _)| id)) {

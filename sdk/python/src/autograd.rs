@@ -109,6 +109,18 @@ impl Interpreter {
     /// [`Caller::Found`]). `f` must not capture again.
     #[inline]
     pub fn with_backward_caller<R>(&self, f: impl FnOnce(Caller, &[(u64, bool)]) -> R) -> R {
+        self.with_backward_caller_reusing(false, f)
+    }
+
+    /// [`Interpreter::with_backward_caller`] that, with `reuse`, takes the frames of the
+    /// calling thread's previous capture of the caller's chain where every field it read still
+    /// holds (exact: `reuse.rs`).
+    #[inline]
+    pub fn with_backward_caller_reusing<R>(
+        &self,
+        reuse: bool,
+        f: impl FnOnce(Caller, &[(u64, bool)]) -> R,
+    ) -> R {
         let found = match self.heads() {
             Some((head, own)) => {
                 let gil = self.gil().map(|g| g.read());
@@ -116,7 +128,7 @@ impl Interpreter {
             }
             None => Ok(None),
         };
-        self.with_found(found, f)
+        self.with_found(found, reuse, f)
     }
 
     /// [`Interpreter::capture_backward_caller`] without what earlier launches found: scans
@@ -127,7 +139,7 @@ impl Interpreter {
             Some((head, own)) => crate::callers::find(self, head, own, None),
             None => Ok(None),
         };
-        self.with_found(found, |caller, frames| {
+        self.with_found(found, false, |caller, frames| {
             let k = frames.len().min(out.len());
             out[..k].copy_from_slice(&frames[..k]);
             caller
@@ -138,11 +150,12 @@ impl Interpreter {
     fn with_found<R>(
         &self,
         found: Result<Option<u64>, ()>,
+        reuse: bool,
         f: impl FnOnce(Caller, &[(u64, bool)]) -> R,
     ) -> R {
         let c = &self.counts;
         match found {
-            Ok(Some(tstate)) => self.with_frames_of(tstate, |frames| match frames {
+            Ok(Some(tstate)) => self.with_frames_of_reusing(tstate, reuse, |frames| match frames {
                 Some(frames) => {
                     c.autograd_attributed.fetch_add(1, Ordering::Relaxed);
                     f(Caller::Found(frames.len()), frames)

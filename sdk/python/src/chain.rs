@@ -5,10 +5,11 @@
 
 use crate::cpython_offsets::{self, Frames, Layout};
 use crate::memory::Memory;
+use crate::reuse::{NoReuse, Reuse};
 use crate::Error;
 
 /// Most links followed (a corrupt chain that loops ends here).
-const MAX_LINKS: usize = 4096;
+pub(crate) const MAX_LINKS: usize = 4096;
 
 /// One Python frame, unresolved.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -45,6 +46,19 @@ pub fn walk(
     code_type: Option<u64>,
     out: &mut [RawFrame],
 ) -> Result<(usize, bool), Error> {
+    walk_with(mem, layout, tstate, code_type, out, &mut NoReuse)
+}
+
+/// [`walk`] that records the links it follows in `re` and takes the frames of a previous walk
+/// from a link on where they still hold ([`crate::reuse`]).
+pub(crate) fn walk_with(
+    mem: &impl Memory,
+    layout: &Layout,
+    tstate: u64,
+    code_type: Option<u64>,
+    out: &mut [RawFrame],
+    re: &mut impl Reuse,
+) -> Result<(usize, bool), Error> {
     let mut frame = mem.u64(tstate + layout.tstate_frame)?;
     // 3.11: the _PyCFrame of the eval-loop call running `frame` (one per call, chained outward).
     let mut cframe = 0;
@@ -58,13 +72,17 @@ pub fn walk(
         frame = mem.u64(frame + current)?;
     }
     let mut n = 0;
-    for _ in 0..MAX_LINKS {
+    for links in 0..MAX_LINKS {
         if frame == 0 {
             return Ok((n, false));
         }
         if n == out.len() {
             return Ok((n, true));
         }
+        if let Some(total) = re.reuse(frame, cframe, n, links, out) {
+            return Ok((total, false));
+        }
+        re.link(frame, cframe, n);
         let next = match layout.frames {
             Frames::Objects { back, code, lasti, lasti_in_units } => {
                 let lasti = mem.u32(frame + lasti)? as i32;

@@ -12,7 +12,8 @@
 //!   frames that mark where each eval-loop call starts;
 //! - [`code`] and [`lines`]: a code object's function name, file and the line of an offset;
 //! - [`merge`]: Python frames into a native stack;
-//! - [`own`]: the interpreter of the calling process, for the agents (at API entry);
+//! - [`own`]: the interpreter of the calling process, for the agents (at API entry), which
+//!   takes a thread's previous capture where every field it read still holds (`reuse.rs`);
 //! - [`autograd`]: for launches of PyTorch's autograd engine threads, the Python stack of the
 //!   thread whose `backward()` they run (which threads are in such calls is kept from launch to
 //!   launch and looked at again where the GIL's hand-over record says it may have changed);
@@ -31,6 +32,7 @@ pub mod lines;
 pub mod memory;
 pub mod merge;
 pub mod own;
+mod reuse;
 mod signature;
 pub mod target;
 

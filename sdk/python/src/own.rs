@@ -12,6 +12,7 @@ use crate::chain::{self, RawFrame};
 use crate::code::Code;
 use crate::cpython_offsets::{Layout, Version};
 use crate::memory::{Memory, OwnMemory};
+use crate::reuse::{ChainMemo, Logged};
 use crate::{Error, PY_FRAME_TAG};
 
 type GetState = unsafe extern "C" fn() -> *mut c_void;
@@ -109,6 +110,26 @@ pub(crate) struct ThreadCache {
     pub(crate) raw: [RawFrame; MAX_FRAMES],
     pub(crate) ids: [(u64, bool); MAX_FRAMES],
     sets: Box<[[Resolved; 2]; SETS]>,
+    /// The previous capture of the thread's own chain, and of another thread's (the backward
+    /// caller of an autograd engine thread), for reuse.
+    own: ChainMemo,
+    other: ChainMemo,
+}
+
+/// Which of a thread's [`ChainMemo`]s a capture uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chain {
+    Own,
+    Other,
+}
+
+impl ThreadCache {
+    fn memo(&mut self, c: Chain) -> &mut ChainMemo {
+        match c {
+            Chain::Own => &mut self.own,
+            Chain::Other => &mut self.other,
+        }
+    }
 }
 
 impl ThreadCache {
@@ -117,6 +138,8 @@ impl ThreadCache {
             raw: [RawFrame::default(); MAX_FRAMES],
             ids: [(0, false); MAX_FRAMES],
             sets: Box::new([[Resolved::default(); 2]; SETS]),
+            own: ChainMemo::default(),
+            other: ChainMemo::default(),
         })
     }
 
@@ -252,16 +275,32 @@ impl Interpreter {
     /// stack ([`crate::merge::merge_placed`]).
     #[inline]
     pub fn with_capture_raw<R>(&self, f: impl FnOnce(&[(u64, bool)], &[RawFrame]) -> R) -> R {
+        self.with_capture_reusing(false, f).0
+    }
+
+    /// [`Interpreter::with_capture_raw`] that, with `reuse`, takes the frames of the thread's
+    /// previous capture from the first frame on which every field it read still holds (exact:
+    /// `reuse.rs`); also returns whether it took any.
+    #[inline]
+    pub fn with_capture_reusing<R>(
+        &self,
+        reuse: bool,
+        f: impl FnOnce(&[(u64, bool)], &[RawFrame]) -> R,
+    ) -> (R, bool) {
         with_thread(|t| {
             let Some(t) = t else {
                 self.counts.errors.fetch_add(1, Ordering::Relaxed);
-                return f(&[], &[]);
+                return (f(&[], &[]), false);
             };
-            let (n, mut failed) = match self.read_chain(&mut t.raw) {
-                Ok(n) => (n, false),
-                Err(_) => (0, true),
+            let memo = reuse.then_some(Chain::Own);
+            let (n, mut failed) = match self.this_thread_state() {
+                None => (0, false),
+                Some(tstate) => match self.read_chain(t, tstate, memo) {
+                    Ok(n) => (n, false),
+                    Err(_) => (0, true),
+                },
             };
-            let (written, resolved) = self.resolve_in(t, n);
+            let (written, resolved) = self.resolve_in(t, n, memo);
             failed |= !resolved;
             let c = &self.counts;
             let counter = match (failed, n) {
@@ -270,28 +309,43 @@ impl Interpreter {
                 _ => &c.with_frames,
             };
             counter.fetch_add(1, Ordering::Relaxed);
-            f(&t.ids[..written], &t.raw[..written])
+            let reused = reuse && t.own.reused();
+            (f(&t.ids[..written], &t.raw[..written]), reused)
         })
     }
 
     /// Resolves `t.raw[..n]` into `t.ids`; returns how many were written and whether all of
-    /// them could be resolved.
+    /// them could be resolved. With `memo`, frames taken from that chain's previous capture
+    /// keep their ids where their code objects hold the same name and line table.
     #[inline]
-    fn resolve_in(&self, t: &mut ThreadCache, n: usize) -> (usize, bool) {
+    fn resolve_in(&self, t: &mut ThreadCache, n: usize, memo: Option<Chain>) -> (usize, bool) {
         let name_at = self.layout.code_qualname.unwrap_or(self.layout.code_name);
         let table_at = self.layout.code_linetable;
         for i in 0..n {
             let f = t.raw[i];
             let id = match (OwnMemory.u64(f.code + name_at), OwnMemory.u64(f.code + table_at)) {
-                (Ok(name), Ok(table)) => match t.get(f.code, f.offset, name, table) {
-                    Some(id) => Ok(id),
-                    None => self.frame_id(t, &f, name, table),
-                },
+                (Ok(name), Ok(table)) => {
+                    let kept = memo.and_then(|m| t.memo(m).kept_id(i, name, table));
+                    match kept.or_else(|| t.get(f.code, f.offset, name, table)) {
+                        Some(id) => Ok((id, name, table)),
+                        None => self.frame_id(t, &f, name, table).map(|id| (id, name, table)),
+                    }
+                }
                 (Err(e), _) | (_, Err(e)) => Err(e),
             };
             match id {
-                Ok(id) => t.ids[i] = (id, f.entry),
-                Err(_) => return (i, false),
+                Ok((id, name, table)) => {
+                    t.ids[i] = (id, f.entry);
+                    if let Some(m) = memo {
+                        t.memo(m).resolved(i, name, table, id);
+                    }
+                }
+                Err(_) => {
+                    if let Some(m) = memo {
+                        t.memo(m).unresolved();
+                    }
+                    return (i, false);
+                }
             }
         }
         (n, true)
@@ -312,31 +366,59 @@ impl Interpreter {
     /// The frames of thread state `tstate`, read directly (the caller knows they stand still
     /// until it returns) into the calling thread's buffers and resolved there; `f` gets their
     /// ids, or `None` when the chain could not be read or resolved to its end, or is empty.
-    pub(crate) fn with_frames_of<R>(&self, tstate: u64, f: impl FnOnce(Option<&[(u64, bool)]>) -> R) -> R {
+    /// With `reuse`, takes the frames of the calling thread's previous capture of another
+    /// thread's chain where they still hold (`reuse.rs`).
+    pub(crate) fn with_frames_of_reusing<R>(
+        &self,
+        tstate: u64,
+        reuse: bool,
+        f: impl FnOnce(Option<&[(u64, bool)]>) -> R,
+    ) -> R {
         with_thread(|t| {
             let Some(t) = t else { return f(None) };
-            let Ok((n, _)) = chain::walk(&OwnMemory, self.layout, tstate, Some(self.code_type), &mut t.raw)
-            else {
+            let memo = reuse.then_some(Chain::Other);
+            let Ok(n) = self.read_chain(t, tstate, memo) else {
                 return f(None);
             };
-            let (written, ok) = self.resolve_in(t, n);
+            let (written, ok) = self.resolve_in(t, n, memo);
             f((ok && written > 0).then_some(&t.ids[..written]))
         })
     }
 
-    fn read_chain(&self, raw: &mut [RawFrame]) -> Result<usize, Error> {
+    /// The calling thread's thread state; `None` before the interpreter is initialised or on a
+    /// thread Python never ran on.
+    fn this_thread_state(&self) -> Option<u64> {
         // SAFETY: C API functions without preconditions once the interpreter is initialised
         // (checked first: before that the thread-state key may not exist).
         let tstate = unsafe {
             if (self.is_initialized)() == 0 {
-                return Ok(0);
+                return None;
             }
             (self.this_thread_state)()
         };
-        if tstate.is_null() {
-            return Ok(0);
-        }
-        chain::walk(&OwnMemory, self.layout, tstate as u64, Some(self.code_type), raw).map(|(n, _)| n)
+        (!tstate.is_null()).then_some(tstate as u64)
+    }
+
+    /// Reads the frames of `tstate` into `t.raw`; with `memo`, through that chain's previous
+    /// capture (`reuse.rs`), which this one replaces.
+    fn read_chain(&self, t: &mut ThreadCache, tstate: u64, memo: Option<Chain>) -> Result<usize, Error> {
+        let Some(m) = memo else {
+            return chain::walk(&OwnMemory, self.layout, tstate, Some(self.code_type), &mut t.raw)
+                .map(|(n, _)| n);
+        };
+        let cm = match m {
+            Chain::Own => &mut t.own,
+            Chain::Other => &mut t.other,
+        };
+        let (mut tracer, log) = cm.begin(tstate, &OwnMemory);
+        let logged = Logged { mem: &OwnMemory, log };
+        let r = chain::walk_with(&logged, self.layout, tstate, Some(self.code_type), &mut t.raw, &mut tracer);
+        let complete = match r {
+            Ok((n, false)) => Some(&t.raw[..n]),
+            _ => None,
+        };
+        cm.end(complete);
+        r.map(|(n, _)| n)
     }
 
     /// Resolves a frame the thread's cache does not hold (the first time a code object runs

@@ -34,6 +34,7 @@ pub mod stats;
 pub mod walk;
 
 mod image;
+mod memo;
 mod rules;
 
 pub use regs::Registers;

@@ -20,8 +20,9 @@ use std::sync::{Arc, RwLock};
 use framehop::x86_64::UnwinderX86_64;
 use framehop::Unwinder;
 
+use crate::memo::{Logged, Memo, Tracer};
 use crate::regs::Registers;
-use crate::walk::{self, follows_call, Caches, Code, Cut, End, Stack, Walk};
+use crate::walk::{self, follows_call, Caches, Code, Cut, End, Reuse, Stack, Walk};
 
 mod phdr;
 
@@ -57,6 +58,8 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 struct Thread {
     modules: Option<Arc<Modules>>,
     caches: Caches,
+    /// The previous walk of [`walk_reusing`].
+    memo: Memo,
 }
 
 thread_local! {
@@ -115,18 +118,75 @@ pub fn walk_skipping_with_sp(
     sp_out: &mut [u64],
     skip: impl Fn(u64) -> bool + Copy,
 ) -> (Walk, Option<Registers>) {
+    let (w, first, _) = walk_twice(regs, lo, hi, (out, sp_out), skip, false);
+    (w, first)
+}
+
+/// [`walk_skipping_with_sp`] that keeps this walk for the calling thread's next one and takes
+/// the frames of its previous one where they still hold ([`crate::memo`]: every stack word
+/// those frames' steps read is read again and compared, so the frames are the ones a walk
+/// would find). Also returns how many frames were taken from the previous walk.
+pub fn walk_reusing(
+    regs: Registers,
+    lo: u64,
+    hi: u64,
+    out: &mut [u64],
+    sp_out: &mut [u64],
+    skip: impl Fn(u64) -> bool + Copy,
+) -> (Walk, Option<Registers>, usize) {
+    walk_twice(regs, lo, hi, (out, sp_out), skip, true)
+}
+
+/// Walks; walks again when the walk met an address outside every module and the module list
+/// changed since it was read.
+fn walk_twice(
+    regs: Registers,
+    lo: u64,
+    hi: u64,
+    (out, sp_out): (&mut [u64], &mut [u64]),
+    skip: impl Fn(u64) -> bool + Copy,
+    reuse: bool,
+) -> (Walk, Option<Registers>, usize) {
     let lo = lo.max(regs.sp);
     let start = walk::Start { regs, ip_is_return: false, cache_first: true, skip };
-    let (r, used) = walk_once(start, lo, hi, out, sp_out);
+    let (r, used) = walk_once(start, lo, hi, out, sp_out, reuse);
     // An address outside every module: a library loaded since the list was built? (Another
     // thread may have rebuilt the list since this walk read it: walk again then too.)
-    let r = if r.saw_unknown && (refresh() || generation() != used) {
-        walk_once(start, lo, hi, out, sp_out).0
+    let r = if r.0.saw_unknown && (refresh() || generation() != used) {
+        walk_once(start, lo, hi, out, sp_out, reuse).0
     } else {
         r
     };
+    let (r, reused) = r;
     crate::stats().walk(r.walk.len, r.fast_steps, r.walk.end);
-    (r.walk, r.first)
+    (r.walk, r.first, reused)
+}
+
+/// A walk's [`Reuse`] of the thread's [`Memo`], checking recorded words in `stack`.
+struct WithMemo<'a, S: Stack> {
+    tracer: Tracer<'a>,
+    stack: &'a S,
+}
+
+impl<S: Stack> Reuse for WithMemo<'_, S> {
+    const ON: bool = true;
+    #[inline(always)]
+    fn probe(&self) -> u64 {
+        self.tracer.probe()
+    }
+    #[inline(always)]
+    fn frame(&mut self, ip: u64, sp: u64, bp: u64) {
+        self.tracer.frame(ip, sp, bp);
+    }
+    fn reuse(
+        &mut self,
+        n: usize,
+        r: Registers,
+        out: &mut [u64],
+        sp_out: &mut [u64],
+    ) -> Option<(usize, End, u64)> {
+        self.tracer.reuse(self.stack, n, r, out, sp_out)
+    }
 }
 
 /// The in-process module list as the walk sees it.
@@ -149,14 +209,16 @@ impl Code for InProcess<'_> {
     }
 }
 
-/// Walks once with the module list as it is now; returns the run and the list's generation.
+/// Walks once with the module list as it is now (reusing the thread's previous walk with
+/// `reuse`); returns the run, the frames reused, and the list's generation.
 fn walk_once(
     start: walk::Start<impl Fn(u64) -> bool>,
     lo: u64,
     hi: u64,
     out: &mut [u64],
     sp_out: &mut [u64],
-) -> (walk::Run, u64) {
+    reuse: bool,
+) -> ((walk::Run, usize), u64) {
     let cut = |c| {
         let run = walk::Run {
             walk: Walk { len: 0, end: End::Cut(c), stack_bytes: 0 },
@@ -164,7 +226,7 @@ fn walk_once(
             saw_unknown: false,
             fast_steps: 0,
         };
-        (run, 0)
+        ((run, 0), 0)
     };
     let mut generation = GENERATION.load(Ordering::Acquire);
     if generation == 0 {
@@ -179,13 +241,28 @@ fn walk_once(
     THREAD
         .try_with(|t| {
             let Ok(mut t) = t.try_borrow_mut() else { return cut(Cut::Error) };
-            let Thread { modules, caches } = &mut **t.get_or_insert_with(Box::default);
+            let Thread { modules, caches, memo } = &mut **t.get_or_insert_with(Box::default);
             if modules.as_ref().is_none_or(|m| m.generation != generation) {
                 *modules = MODULES.read().ok().and_then(|g| g.clone());
             }
             let Some(m) = modules.as_deref() else { return cut(Cut::Error) };
             caches.classes.sync(m.generation);
-            (walk::run(&m.unwinder, caches, start, &stack, &InProcess(m), out, sp_out), m.generation)
+            let code = InProcess(m);
+            if !reuse {
+                return (
+                    (walk::run(&m.unwinder, caches, start, &stack, &code, out, sp_out), 0),
+                    m.generation,
+                );
+            }
+            let base = start.regs.sp;
+            let (tracer, log) = memo.begin(m.generation);
+            let logged = Logged { stack: &stack, log };
+            let mut re = WithMemo { tracer, stack: &stack };
+            let r = walk::run_with(&m.unwinder, caches, start, &logged, &code, (out, sp_out), &mut re);
+            let reused = re.tracer.reused;
+            let kept = re.tracer.end(r.walk.end, base + r.walk.stack_bytes, !r.saw_unknown);
+            memo.finish(kept);
+            ((r, reused), m.generation)
         })
         .unwrap_or_else(|_| cut(Cut::Error))
 }

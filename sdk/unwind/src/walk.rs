@@ -142,6 +142,56 @@ pub(crate) fn run<D: Deref<Target = [u8]>>(
     out: &mut [u64],
     sp_out: &mut [u64],
 ) -> Run {
+    run_with(unwinder, caches, start, stack, code, (out, sp_out), &mut NoReuse)
+}
+
+/// What a walk asks of a previous walk it may reuse ([`crate::memo`]): [`NoReuse`] compiles
+/// to nothing.
+pub(crate) trait Reuse {
+    /// Whether there is anything to ask.
+    const ON: bool;
+    /// The `sp` at or above which [`Reuse::reuse`] is asked before a frame is written.
+    fn probe(&self) -> u64;
+    /// A frame written (its registers, before its step).
+    fn frame(&mut self, ip: u64, sp: u64, bp: u64);
+    /// The frames from registers `r` on, when the previous walk's still hold: (frames written
+    /// in all, end, one past the highest word read).
+    fn reuse(
+        &mut self,
+        n: usize,
+        r: Registers,
+        out: &mut [u64],
+        sp_out: &mut [u64],
+    ) -> Option<(usize, End, u64)>;
+}
+
+/// A walk that reuses nothing.
+pub(crate) struct NoReuse;
+
+impl Reuse for NoReuse {
+    const ON: bool = false;
+    #[inline(always)]
+    fn probe(&self) -> u64 {
+        u64::MAX
+    }
+    #[inline(always)]
+    fn frame(&mut self, _: u64, _: u64, _: u64) {}
+    #[inline(always)]
+    fn reuse(&mut self, _: usize, _: Registers, _: &mut [u64], _: &mut [u64]) -> Option<(usize, End, u64)> {
+        None
+    }
+}
+
+/// [`run`] that records its frames in `re` and takes the previous walk's where they still hold.
+pub(crate) fn run_with<D: Deref<Target = [u8]>, R: Reuse>(
+    unwinder: &UnwinderX86_64<D>,
+    caches: &mut Caches,
+    start: Start<impl Fn(u64) -> bool>,
+    stack: &impl Stack,
+    code: &impl Code,
+    (out, sp_out): (&mut [u64], &mut [u64]),
+    re: &mut R,
+) -> Run {
     let mut run = Run {
         walk: Walk { len: 0, end: End::MaxDepth, stack_bytes: 0 },
         first: None,
@@ -151,14 +201,14 @@ pub(crate) fn run<D: Deref<Target = [u8]>>(
     // One past the highest stack word read, for the walk's `stack_bytes`.
     let base = start.regs.sp;
     let mut top = base;
-    let (len, end) = steps(unwinder, caches, start, stack, code, (out, sp_out), &mut run, &mut top);
+    let (len, end) = steps(unwinder, caches, start, stack, code, (out, sp_out), &mut run, &mut top, re);
     run.walk = Walk { len, end, stack_bytes: top - base };
     run
 }
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn steps<D: Deref<Target = [u8]>>(
+fn steps<D: Deref<Target = [u8]>, R: Reuse>(
     unwinder: &UnwinderX86_64<D>,
     caches: &mut Caches,
     start: Start<impl Fn(u64) -> bool>,
@@ -167,6 +217,7 @@ fn steps<D: Deref<Target = [u8]>>(
     (out, sp_out): (&mut [u64], &mut [u64]),
     run: &mut Run,
     top: &mut u64,
+    re: &mut R,
 ) -> (usize, End) {
     let Registers { mut ip, mut sp, mut bp } = start.regs;
     if out.is_empty() {
@@ -184,9 +235,9 @@ fn steps<D: Deref<Target = [u8]>>(
             // The frames whose rule is cached, in a loop of their own.
             let mut at = Frame { n, ip, sp, bp, top: *top, fast_steps: run.fast_steps };
             let end = if sp_out.is_empty() {
-                cached_run::<false>(&caches.classes, stack, out, &mut [], &mut at)
+                cached_run::<false, R>(&caches.classes, stack, out, &mut [], &mut at, re)
             } else {
-                cached_run::<true>(&caches.classes, stack, out, sp_out, &mut at)
+                cached_run::<true, R>(&caches.classes, stack, out, sp_out, &mut at, re)
             };
             (n, ip, sp, bp, *top, run.fast_steps) = (at.n, at.ip, at.sp, at.bp, at.top, at.fast_steps);
             if let Some(end) = end {
@@ -198,10 +249,18 @@ fn steps<D: Deref<Target = [u8]>>(
             run.first = Some(Registers { ip, sp, bp });
         }
         if !skipping {
+            if R::ON && sp >= re.probe() {
+                if let Some((len, end, reached)) = re.reuse(n, Registers { ip, sp, bp }, out, sp_out) {
+                    run.fast_steps += (len - n) as u64;
+                    *top = (*top).max(reached);
+                    return (len, end);
+                }
+            }
             out[n] = ip;
             if let Some(s) = sp_out.get_mut(n) {
                 *s = sp;
             }
+            re.frame(ip, sp, bp);
             n += 1;
             if n == out.len() {
                 return (n, End::MaxDepth);
@@ -270,16 +329,21 @@ struct Frame {
 /// writes it and takes the step itself). With `SP`, each frame's stack pointer goes to `sp_out`
 /// (as far as it goes).
 #[inline(never)]
-fn cached_run<const SP: bool>(
+fn cached_run<const SP: bool, R: Reuse>(
     classes: &Classes,
     stack: &impl Stack,
     out: &mut [u64],
     sp_out: &mut [u64],
     at: &mut Frame,
+    re: &mut R,
 ) -> Option<End> {
     let Frame { mut n, mut ip, mut sp, mut bp, mut top, fast_steps } = *at;
     let first = n;
     let end = loop {
+        // A frame the previous walk may have had: the caller asks it.
+        if R::ON && sp >= re.probe() {
+            break None;
+        }
         let Some(rule) = classes.get(ip) else { break None };
         if rule == Rule::of(crate::rules::Class::Cfi) {
             break None;
@@ -291,6 +355,7 @@ fn cached_run<const SP: bool>(
                 *s = sp;
             }
         }
+        re.frame(ip, sp, bp);
         n += 1;
         if n == out.len() {
             break Some(End::MaxDepth);

@@ -6,7 +6,9 @@ mod common;
 
 use std::cell::RefCell;
 
+use std::hint::black_box;
 use xpuprof_unwind::remote::{Mapping, Remote};
+
 use xpuprof_unwind::{local, Cut, End, Registers, Walk};
 
 type DeepEntry = unsafe extern "C" fn(extern "C" fn(u64) -> u64) -> u64;
@@ -165,4 +167,64 @@ fn the_fast_path_finds_the_frames_framehop_finds_with_and_without_frame_pointers
         assert_eq!(runs[1].walk.unwrap().end, End::Root);
     }
     let _ = std::fs::remove_dir_all(tempfile_dir("fast"));
+}
+
+// ---- [`local::walk_reusing`] against the plain walk on stacks that change between walks the ways
+// a program's launches do: the same call again, another depth, and the case that rules out
+// trusting the innermost frames alone: a function called from two lines of its caller, at the
+// same depth (every frame inside it identical, only the caller's return address differs).
+
+/// Walks found, walks that reused frames, and walks whose frames differed from the plain walk.
+#[derive(Debug, Default)]
+struct Tally {
+    walks: usize,
+    reused: usize,
+    differed: usize,
+}
+
+/// Walks the stack here both ways and compares.
+#[inline(never)]
+fn leaf(t: &mut Tally) {
+    let regs = Registers::here();
+    let (lo, hi) = common::thread_stack();
+    let (mut a, mut a_sp) = ([0u64; 256], [0u64; 256]);
+    let (mut b, mut b_sp) = ([0u64; 256], [0u64; 256]);
+    let (wa, first_a, reused) = local::walk_reusing(regs, lo, hi, &mut a, &mut a_sp, |_| false);
+    let (wb, first_b) = local::walk_skipping_with_sp(regs, lo, hi, &mut b, &mut b_sp, |_| false);
+    t.walks += 1;
+    t.reused += usize::from(reused > 0);
+    let same = (wa.len, wa.end, first_a.map(|r| r.ip)) == (wb.len, wb.end, first_b.map(|r| r.ip))
+        && a[..wa.len] == b[..wb.len]
+        && a_sp[..wa.len] == b_sp[..wb.len];
+    t.differed += usize::from(!same);
+}
+
+#[inline(never)]
+fn down(k: u64, t: &mut Tally) -> u64 {
+    if k == 0 {
+        leaf(t);
+        return black_box(1);
+    }
+    black_box(down(black_box(k - 1), t)) + 1
+}
+
+/// Calls `down(k)` from two lines: the frames inside are the same at both calls.
+#[inline(never)]
+fn two_lines(k: u64, t: &mut Tally) -> u64 {
+    let x = down(black_box(k), t);
+    black_box(x);
+    down(black_box(k), t) + x
+}
+
+#[test]
+fn reused_walks_equal_the_plain_walk() {
+    let mut t = Tally::default();
+    for i in 0..200u64 {
+        black_box(two_lines(i % 7, &mut t));
+        black_box(down(i % 3, &mut t));
+        black_box(down(i % 3, &mut t));
+    }
+    assert_eq!(t.differed, 0, "walks reusing the previous one found other frames: {t:?}");
+    assert_eq!(t.walks, 800);
+    assert!(t.reused > t.walks / 4, "the same call again reuses the previous walk: {t:?}");
 }

@@ -51,6 +51,21 @@ pub fn walk_with_sp(
     xpuprof_unwind::local::walk_skipping_with_sp(regs, bounds.lo as u64, bounds.hi as u64, out, sp_out, skip)
 }
 
+/// [`walk_with_sp`] that reuses the calling thread's previous walk of this function where its
+/// frames still hold (every stack word their steps read is read again and compared:
+/// [`xpuprof_unwind::local::walk_reusing`]); also returns how many frames it reused.
+#[inline]
+pub fn walk_reusing(
+    regs: Registers,
+    bounds: Bounds,
+    own_code: &[(u64, u64)],
+    out: &mut [u64],
+    sp_out: &mut [u64],
+) -> (Walk, Option<Registers>, usize) {
+    let skip = |a: u64| own_code.iter().any(|&(s, e)| a >= s && a < e);
+    xpuprof_unwind::local::walk_reusing(regs, bounds.lo as u64, bounds.hi as u64, out, sp_out, skip)
+}
+
 /// The stack bounds of the calling thread.
 pub fn thread_bounds() -> Bounds {
     // SAFETY: `attr` is initialised by pthread_getattr_np before use and destroyed after; the
