@@ -46,11 +46,11 @@ impl AgentBackend for LevelZero {
     }
 
     fn create(ctx: &CreateContext) -> PluginResult<Self> {
-        Ok(Self { config: Config::from_plugin(&ctx.config)? })
+        Ok(Self { config: ctx.config.typed()? })
     }
 
     fn agent_setting(&self) -> Option<&str> {
-        self.config.opts.agent.as_deref()
+        self.config.agent.as_deref()
     }
 
     // No `launch_stacks` setting, so the trait's `launch_stacks` stays `None` and nothing warns
@@ -65,7 +65,7 @@ impl AgentBackend for LevelZero {
         preload(env, agent);
         env.set("ZE_ENABLE_TRACING_LAYER", "1");
         env.set("XPUPROF_LEVELZERO_SOCKET", socket.display().to_string());
-        env.set("XPUPROF_LEVELZERO_OPTS", self.config.agent_opts());
+        env.set("XPUPROF_LEVELZERO_OPTS", self.config.to_opts());
     }
 
     fn decoder(&self, log: Logger) -> Decoder {

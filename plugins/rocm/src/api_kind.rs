@@ -20,7 +20,7 @@ const KINDS: [(&str, ApiKind); 11] = [
 
 /// The kind of HIP runtime API `name`.
 pub fn classify(name: &str) -> ApiKind {
-    KINDS.iter().find(|(frag, _)| name.contains(frag)).map(|&(_, k)| k).unwrap_or(ApiKind::Other)
+    xpuprof_toolbox::api_kind::classify(name, &KINDS)
 }
 
 #[cfg(test)]

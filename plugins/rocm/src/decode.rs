@@ -134,15 +134,7 @@ impl Decoder {
         if let Some(q) = self.kit.conns.get(&conn).and_then(|c| c.queues.get(&queue)) {
             return *q;
         }
-        let id = StreamId(self.next_stream);
-        self.next_stream += 1;
-        let def = StreamDef::default()
-            .id(id)
-            .device(device)
-            .pid(self.pid(conn))
-            .native_id(queue)
-            .kind(QueueKind::HsaQueue);
-        out.emit(&Record::Stream(def));
+        let id = self.define_stream(conn, device, queue, QueueKind::HsaQueue, None, out);
         self.kit.conns.entry(conn).or_default().queues.insert(queue, id);
         id
     }
@@ -160,18 +152,31 @@ impl Decoder {
         if let Some(s) = self.kit.conns.get(&conn).and_then(|c| c.hip_streams.get(&hip)) {
             return Some(*s);
         }
-        let id = StreamId(self.next_stream);
-        self.next_stream += 1;
-        let def = StreamDef::default()
-            .id(id)
-            .device(device)
-            .pid(self.pid(conn))
-            .native_id(hip)
-            .kind(QueueKind::HipStream)
-            .parent(parent);
-        out.emit(&Record::Stream(def));
+        let id = self.define_stream(conn, device, hip, QueueKind::HipStream, Some(parent), out);
         self.kit.conns.entry(conn).or_default().hip_streams.insert(hip, id);
         Some(id)
+    }
+
+    /// A new stream of `device`: its id, defined (`native` is the runtime's handle; `parent`,
+    /// the queue a HIP stream submits to).
+    fn define_stream(
+        &mut self,
+        conn: u64,
+        device: DeviceId,
+        native: u64,
+        kind: QueueKind,
+        parent: Option<StreamId>,
+        out: &mut Emitter,
+    ) -> StreamId {
+        let id = StreamId(self.next_stream);
+        self.next_stream += 1;
+        let mut def =
+            StreamDef::default().id(id).device(device).pid(self.pid(conn)).native_id(native).kind(kind);
+        if let Some(p) = parent {
+            def = def.parent(p);
+        }
+        out.emit(&Record::Stream(def));
+        id
     }
 
     /// The stream of work of call `corr` on HSA queue `queue`: its HIP stream when the agent

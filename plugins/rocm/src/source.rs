@@ -47,15 +47,15 @@ impl AgentBackend for Rocm {
     }
 
     fn create(ctx: &CreateContext) -> PluginResult<Self> {
-        Ok(Self { config: Config::from_plugin(&ctx.config)? })
+        Ok(Self { config: ctx.config.typed()? })
     }
 
     fn agent_setting(&self) -> Option<&str> {
-        self.config.opts.agent.as_deref()
+        self.config.agent.as_deref()
     }
 
     fn launch_stacks(&self) -> Option<StackMode> {
-        Some(self.config.opts.launch_stacks)
+        Some(self.config.launch_stacks)
     }
 
     fn inject(&self, agent: &Path, socket: &Path, env: &mut TargetEnv, log: &Logger) {
@@ -74,7 +74,7 @@ impl AgentBackend for Rocm {
         env.set("ROCP_TOOL_LIBRARIES", agent.clone());
         env.set("HSA_TOOLS_LIB", agent);
         env.set("XPUPROF_ROCM_SOCKET", socket.display().to_string());
-        env.set("XPUPROF_ROCM_OPTS", self.config.agent_opts());
+        env.set("XPUPROF_ROCM_OPTS", crate::config::agent_opts(&self.config));
     }
 
     fn decoder(&self, log: Logger) -> Decoder {

@@ -8,6 +8,7 @@
 //! - [`defs`]: the definitions resolver for sinks: what the ids in events refer to.
 //! - [`demangle`]: kernel and function names for people (Rust and Itanium C++), one implementation.
 //! - [`printable`]: the one escaping of the target's strings (names) for terminals and tables.
+//! - [`api_kind`]: what an API call does, from its name and a backend's table of name fragments.
 //! - [`agent_host`]: the host side of an in-target agent (private socket, one reader per
 //!   process, the decoder thread, finding and preloading the agent), for GPU sources.
 //! - [`kernel_name`]: short kernel names for tables and frames, and the stable id that finds the
@@ -28,6 +29,7 @@
 //! which only the plugins that normalise addresses or show names need.
 
 pub mod agent_host;
+pub mod api_kind;
 pub mod collectives;
 pub mod defs;
 pub mod demangle;

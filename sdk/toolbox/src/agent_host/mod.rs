@@ -53,7 +53,7 @@ pub use compile::{CompileFrames, COMPILE_MARKER};
 pub use decoder::{parent_of, AgentConn, AgentCounts, AgentDecoder, Conn, Step};
 pub use kit_decoder::KitDecoder;
 pub use locate::{loadable, own_dir, preload, AgentLocator};
-pub use source::{AgentBackend, AgentDescriptor, AgentSource};
+pub use source::{agent_opts, AgentBackend, AgentDescriptor, AgentSource};
 pub use stacks::AgentStacks;
 use threads::Event;
 

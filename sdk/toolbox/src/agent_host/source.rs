@@ -62,7 +62,7 @@ use xpuprof_sdk::{
 };
 
 use super::{AgentHost, AgentLocator, StreamDecoder};
-use xpuprof_wire::opts::StackMode;
+use xpuprof_wire::opts::{AgentOptions, CommonOpts, StackMode};
 
 /// What a backend is: the fixed part of its plugin declaration, its agent library, and what the
 /// processes its agents run in are called.
@@ -200,6 +200,15 @@ impl<B: AgentBackend> AgentSource<B> {
     pub fn backend(&self) -> &B {
         &self.backend
     }
+}
+
+/// The options string (`XPUPROF_<B>_OPTS`) of an agent that takes the options every agent
+/// takes: where launch stacks come from (`stacks`), the most frames per stack (`depth`) and the
+/// record buffer's size (`buffer_kib`), as the host's settings give them, then the backend's
+/// own (`own`, its `backend_options!` struct).
+pub fn agent_opts(stacks: StackMode, depth: usize, buffer_kib: usize, own: &impl AgentOptions) -> String {
+    let common = CommonOpts { stacks, depth, buffer_kib, verbose: false };
+    format!("{},{}", common.to_opts(), own.to_opts())
 }
 
 /// Warns when `launch_stacks` of source `name` wants launch stacks from the eBPF source and the
