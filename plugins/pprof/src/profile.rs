@@ -16,9 +16,12 @@
 //! 10. `profiler_overhead/nanoseconds`: time the profiling machinery took on a thread (tracing
 //!     buffer flushes, ...), under an `[Overhead]<name>` frame;
 //! 11. `gpu_pc_samples/count`: device PC samples, under the kernel's frame and launch stack as
-//!     `gpu_time` has them, then a `file.cu:212` (or `[no source line]`) frame and a
-//!     `[stall]<reason>` leaf; a kernel launched from several stacks has its samples shared out
-//!     by its device time under each (the toolbox's `shares`).
+//!     `gpu_time` has them, then the outermost call site where the line is inlined code
+//!     (`kernel.py:41`), a `file.cu:212` (or `[no source line]`) frame and a `[stall]<reason>`
+//!     leaf, labelled with the instruction (`pc`: its offset in the kernel, `instruction`: its
+//!     SASS text where it was disassembled while recording); a kernel launched from several
+//!     stacks has each fetch span's samples shared out among the launches whose work of that
+//!     kernel overlapped the span (the toolbox's `shares::launches`, as the folded views do).
 //!
 //! The default sample type is the first one listed. Frames, functions and mappings are built
 //! by [`crate::builder`].
@@ -33,6 +36,8 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use xpuprof_sdk::hash::IdHasher;
 use xpuprof_sdk::model::*;
+
+use xpuprof_toolbox::shares::launches::{LaunchSpans, SpanCounts};
 
 use crate::builder::Builder;
 use crate::defs::Defs;
@@ -79,7 +84,11 @@ struct PcKey {
     kernel: StrId,
     file: StrId,
     line: u32,
+    call_file: StrId,
+    call_line: u32,
     stall: StrId,
+    pc_offset: u64,
+    instruction: StrId,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -95,7 +104,9 @@ pub struct Aggregate {
     gpu: FxMap<GpuKey, [i64; 2]>,
     cpu: FxMap<CpuKey, i64>,
     overhead: FxMap<OverheadKey, i64>,
-    pc: FxMap<PcKey, u64>,
+    pc: SpanCounts<PcKey>,
+    /// Kernels' device work over time under each launch, to share their PC samples out.
+    launches: LaunchSpans<(u32, StrId), GpuKey>,
     first: Option<u64>,
     last: u64,
     period: u64,
@@ -128,6 +139,9 @@ impl Aggregate {
             _ => op.end.saturating_sub(op.start) as i64,
         };
         v[1] += 1;
+        if op.kind == DeviceOpKind::Kernel {
+            self.launches.add((op.pid, op.name), &key, op.start, op.end);
+        }
         self.seen(op.start, op.end);
     }
 
@@ -140,8 +154,18 @@ impl Aggregate {
 
     /// Adds device PC samples `s`.
     pub fn pc_sample(&mut self, s: &DeviceSample) {
-        let key = PcKey { pid: s.pid, kernel: s.kernel, file: s.file, line: s.line, stall: s.stall };
-        *self.pc.entry(key).or_default() += s.count;
+        let key = PcKey {
+            pid: s.pid,
+            kernel: s.kernel,
+            file: s.file,
+            line: s.line,
+            call_file: s.call_file,
+            call_line: s.call_line,
+            stall: s.stall,
+            pc_offset: s.pc_offset,
+            instruction: s.instruction,
+        };
+        self.pc.add(key, s.start, s.end, s.count);
         self.seen(s.start, s.end);
     }
 
@@ -285,11 +309,15 @@ impl Samples<'_> {
             None => "[no source line]".to_owned(),
         };
         let stall = defs.text(k.stall).unwrap_or("unknown");
-        let mut location_id = vec![
-            self.b.synthetic(&format!("[stall]{stall}")),
-            self.b.synthetic(&place),
-            self.b.kernel(k.kernel),
-        ];
+        let mut location_id = vec![self.b.synthetic(&format!("[stall]{stall}")), self.b.synthetic(&place)];
+        if let Some(f) = defs.text(k.call_file).filter(|f| k.call_line != 0 && !f.is_empty()) {
+            location_id.push(self.b.synthetic(&format!(
+                "{}:{}",
+                f.rsplit('/').next().unwrap_or(f),
+                k.call_line
+            )));
+        }
+        location_id.push(self.b.kernel(k.kernel));
         let (pid, tid) = g.map_or((k.pid, 0), |g| (g.pid, g.tid));
         if let Some(g) = g {
             if let Some(api) = defs.text(g.api) {
@@ -302,6 +330,10 @@ impl Samples<'_> {
         label.push(self.str_label("kind", "pc_sample"));
         label.push(self.str_label("kernel", defs.text(k.kernel).unwrap_or("kernel")));
         label.push(self.str_label("stall", stall));
+        label.push(self.str_label("pc", &format!("{:#06x}", k.pc_offset)));
+        if let Some(text) = defs.text(k.instruction) {
+            label.push(self.str_label("instruction", text));
+        }
         let mut values = Values::default();
         values[PC] = n as i64;
         self.push(location_id, values, label);
@@ -360,19 +392,14 @@ pub fn build(agg: &Aggregate, defs: &Defs, time_nanos: i64, comments: &[String])
         s.overhead(k, *v);
     }
     let mut pc: Vec<_> = agg.pc.iter().collect();
-    pc.sort();
-    let kernels = gpu_sorted(agg);
-    for (k, &n) in pc {
-        let launches: Vec<(&GpuKey, &[i64; 2])> = kernels
-            .iter()
-            .copied()
-            .filter(|(g, _)| g.kind == DeviceOpKind::Kernel && g.name == k.kernel && g.pid == k.pid)
-            .collect();
+    pc.sort_by_key(|(k, span, _)| (**k, *span));
+    for (k, (start, end), n) in pc {
+        let (launches, _) = agg.launches.weights((k.pid, k.kernel), start, end);
         if launches.is_empty() {
             s.pc(k, None, n);
             continue;
         }
-        let weights: Vec<u64> = launches.iter().map(|(_, v)| v[0].max(0) as u64).collect();
+        let weights: Vec<u64> = launches.iter().map(|(_, w)| *w).collect();
         for ((g, _), share) in launches.iter().zip(xpuprof_toolbox::shares::split(n, &weights)) {
             if share > 0 {
                 s.pc(k, Some(g), share);

@@ -70,3 +70,44 @@ fn samples_under_their_kernel_with_line_and_stall() {
         ]
     );
 }
+
+#[test]
+fn samples_carry_their_instruction_and_inlined_call_site() {
+    let mut r = records();
+    for (id, t) in [(5, "LDG.E R2, desc[UR4][R2.64]"), (6, "/src/model.py")] {
+        r.push(Record::Str(StrDef::default().id(StrId(id)).text(t.into())));
+    }
+    r.push(Record::DeviceSample(
+        DeviceSample::default()
+            .pid(7)
+            .kernel(StrId(1))
+            .stall(StrId(3))
+            .file(StrId(2))
+            .line(14)
+            .call_file(StrId(6))
+            .call_line(41)
+            .pc_offset(0x1b0)
+            .instruction(StrId(5))
+            .start(5)
+            .end(200)
+            .count(9),
+    ));
+    let dir = run(&r);
+    let p = decode(&dir.path().join(xpuprof_plugin_pprof::FILE_NAME));
+    let s = |i: i64| p.string_table[i as usize].as_str();
+    let name = |loc: u64| {
+        let l = p.location.iter().find(|l| l.id == loc).unwrap();
+        let f = p.function.iter().find(|f| f.id == l.line[0].function_id).unwrap();
+        s(f.name).to_owned()
+    };
+    let sample = p
+        .sample
+        .iter()
+        .find(|x| x.label.iter().any(|l| s(l.key) == "instruction"))
+        .expect("a sample labelled with its instruction");
+    let label = |k: &str| sample.label.iter().find(|l| s(l.key) == k).map(|l| s(l.str).to_owned());
+    assert_eq!(label("instruction").as_deref(), Some("LDG.E R2, desc[UR4][R2.64]"));
+    assert_eq!(label("pc").as_deref(), Some("0x01b0"));
+    let frames: Vec<String> = sample.location_id.iter().take(4).map(|&l| name(l)).collect();
+    assert_eq!(frames, ["[stall]long_scoreboard", "k.cu:14", "model.py:41", "[GPU_Kernel]gemm"]);
+}
