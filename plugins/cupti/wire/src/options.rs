@@ -229,6 +229,15 @@ xpuprof_sdk::backend_options! {
         /// path of libxpuprof_cupti_agent.so (unset: XPUPROF_CUPTI_AGENT, else next to this plugin); as root
         /// it must be owned by root or the invoking user and not writable by others
         pub agent: Option<String> = None;
+        #[host]
+        /// with pc_sampling: the sampled instructions' SASS text, from nvdisasm run by the host on each
+        /// sampled cubin it holds (those with a line table) while recording, shown by the summary and
+        /// pprof and kept by the archive; off, or nvdisasm not found: no instruction text (said once)
+        pub pc_sampling_sass: bool = true;
+        #[host]
+        /// path of nvdisasm for pc_sampling_sass (unset: $CUDA_HOME/bin, $CUDA_PATH/bin,
+        /// /usr/local/cuda/bin, then PATH)
+        pub nvdisasm: Option<String> = None;
     }
 }
 
