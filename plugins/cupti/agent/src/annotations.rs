@@ -11,8 +11,8 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::CStr;
-use std::os::raw::{c_char, c_void};
+use std::os::raw::c_void;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use xpuprof_agent_kit::annotations::{pop_frame, push_frame};
@@ -22,6 +22,10 @@ use crate::sys::ffi::{self, CUpti_nvtx_api_trace_cbid as N};
 use crate::sys::{CuptiError, Lib};
 use crate::xla::{self, Kind};
 use crate::Agent;
+
+mod nvtx;
+
+use nvtx::{Message, Skip};
 
 /// The NVTX calls read.
 const CALLS: [u32; 6] = [
@@ -33,25 +37,37 @@ const CALLS: [u32; 6] = [
     N::CUPTI_CBID_NVTX_nvtxDomainRegisterStringA,
 ];
 
-/// `nvtxEventAttributes_t` (v2): `payloadType` at 16, `reserved0` (payload count) at 20,
-/// `payload` at 24, `messageType` at 32, `message` at 40.
-const ATTR_SIZE: usize = 2;
-const ATTR_PAYLOAD_TYPE: usize = 16;
-const ATTR_PAYLOAD_COUNT: usize = 20;
-const ATTR_PAYLOAD: usize = 24;
-const ATTR_MESSAGE_TYPE: usize = 32;
-const ATTR_MESSAGE: usize = 40;
-const MESSAGE_ASCII: i32 = 1;
-const MESSAGE_REGISTERED: i32 = 3;
-/// `NVTX_PAYLOAD_TYPE_EXT`: `payload` points to `nvtxPayloadData_t { schemaId, size, payload }`.
-const PAYLOAD_EXT: i32 = 0xDFBD_0009_u32 as i32;
-
 /// Turns on the NVTX callbacks this module reads.
 pub fn enable(c: &mut Capture, lib: &Lib) -> Result<(), CuptiError> {
     for cbid in CALLS {
         c.enable_marker(lib, crate::markers::DOMAIN_NVTX, cbid)?;
     }
     Ok(())
+}
+
+/// NVTX calls not read, per [`Skip`] reason (reported at exit by [`report`]).
+static SKIPPED: [AtomicU64; Skip::ALL.len()] = [const { AtomicU64::new(0) }; Skip::ALL.len()];
+
+fn skip(why: Skip) {
+    SKIPPED[why as usize].fetch_add(1, Ordering::Relaxed);
+}
+
+/// The line said at exit when NVTX calls were not read: how many, and why.
+pub fn report() -> Option<String> {
+    let counts: Vec<(Skip, u64)> = Skip::ALL
+        .iter()
+        .map(|&s| (s, SKIPPED[s as usize].load(Ordering::Relaxed)))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    if counts.is_empty() {
+        return None;
+    }
+    let total: u64 = counts.iter().map(|&(_, n)| n).sum();
+    let parts: Vec<String> = counts.iter().map(|&(s, n)| format!("{}: {n}", s.describe())).collect();
+    Some(format!(
+        "annotations: {total} NVTX calls not read ({}); their ranges give no annotation frame",
+        parts.join(", ")
+    ))
 }
 
 /// What a registered string reads as (cached per handle).
@@ -87,12 +103,12 @@ static NAMES: Mutex<Option<Names>> = Mutex::new(None);
 /// With `verbose`, the first this many registrations and pushes are said on stderr (what the
 /// program's annotations look like, for whoever reads a new framework's).
 const SAID: u32 = 3000;
-static SAID_SO_FAR: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+static SAID_SO_FAR: AtomicU32 = AtomicU32::new(0);
 /// Compiler-phase pushes said (a compilation pushes hundreds).
-static COMPILE_SAID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+static COMPILE_SAID: AtomicU32 = AtomicU32::new(0);
 
 fn tell(a: &Agent, what: impl FnOnce() -> String) {
-    if a.config.common.verbose && SAID_SO_FAR.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < SAID {
+    if a.config.common.verbose && SAID_SO_FAR.fetch_add(1, Ordering::Relaxed) < SAID {
         crate::say(&what());
     }
 }
@@ -106,86 +122,25 @@ enum Open {
     Other,
 }
 
-thread_local! {
-    /// This thread's open ranges: (domain handle, what it did), outermost first.
-    static OPEN: RefCell<Vec<(u64, Open)>> = const { RefCell::new(Vec::new()) };
+/// This thread's open ranges.
+#[derive(Debug, Default)]
+struct Thread {
+    /// (domain handle, what it did), outermost first.
+    open: Vec<(u64, Open)>,
+    /// Pushes past [`MAX_OPEN`] not kept: the next pops close them first.
+    overflow: u32,
 }
 
-/// Most ranges a thread keeps open (deeper pushes are not read; their pops match nothing).
+thread_local! {
+    static OPEN: RefCell<Thread> = RefCell::new(Thread::default());
+}
+
+/// Most ranges a thread keeps open (deeper pushes are counted, and their pops match them).
 const MAX_OPEN: usize = 256;
 
-/// # Safety
-/// `p` points to `n + 1` readable pointer-sized values.
-unsafe fn word(p: *const c_void, n: usize) -> u64 {
-    // SAFETY: the caller's contract.
-    unsafe { std::ptr::read_unaligned((p as *const u64).add(n)) }
-}
-
-/// # Safety
-/// `p` is null or a NUL-terminated string alive for the call.
-unsafe fn text<'a>(p: *const c_char) -> Option<&'a str> {
-    // SAFETY: the caller's contract.
-    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_str().ok()).flatten()
-}
-
-/// The message and the extended payload of an event-attributes struct: `(registered handle or
-/// 0, ASCII text, address of the `nvtxPayloadData_t` array or 0)`.
-///
-/// # Safety
-/// `attr` is null or points to an `nvtxEventAttributes_t` of at least its `size` bytes, whose
-/// ASCII message and extended payload are alive for the call.
-unsafe fn attributes<'a>(attr: *const u8) -> (u64, Option<&'a str>, u64) {
-    if attr.is_null() {
-        return (0, None, 0);
-    }
-    let at = |o: usize| attr.wrapping_add(o);
-    // SAFETY: the header exists in every version; `size` bounds the rest.
-    let size = unsafe { std::ptr::read_unaligned(at(ATTR_SIZE) as *const u16) } as usize;
-    if size < ATTR_MESSAGE + 8 {
-        return (0, None, 0);
-    }
-    // SAFETY: within `size`.
-    let (kind, msg, ptype, pcount, payload) = unsafe {
-        (
-            std::ptr::read_unaligned(at(ATTR_MESSAGE_TYPE) as *const i32),
-            std::ptr::read_unaligned(at(ATTR_MESSAGE) as *const u64),
-            std::ptr::read_unaligned(at(ATTR_PAYLOAD_TYPE) as *const i32),
-            std::ptr::read_unaligned(at(ATTR_PAYLOAD_COUNT) as *const i32),
-            std::ptr::read_unaligned(at(ATTR_PAYLOAD) as *const u64),
-        )
-    };
-    let first = if ptype == PAYLOAD_EXT && pcount >= 1 { payload } else { 0 };
-    match kind {
-        MESSAGE_REGISTERED => (msg, None, first),
-        // SAFETY: an ASCII message is a NUL-terminated string alive for the call.
-        MESSAGE_ASCII => (0, unsafe { text(msg as *const c_char) }, first),
-        _ => (0, None, first),
-    }
-}
-
-/// The first word of the first payload of an extended payload `data` (the registered string of
-/// an XLA operation's source locations), or 0.
-///
-/// # Safety
-/// `data` is 0 or points to an `nvtxPayloadData_t { u64 schemaId; size_t size; const void
-/// *payload }` alive for the call, whose `payload` has `size` readable bytes.
-unsafe fn first_payload_word(data: u64) -> u64 {
-    if data == 0 {
-        return 0;
-    }
-    let d = data as *const u64;
-    // SAFETY: the caller's contract.
-    unsafe {
-        let (len, payload) = (std::ptr::read_unaligned(d.add(1)), std::ptr::read_unaligned(d.add(2)));
-        if len >= 8 && payload != 0 {
-            std::ptr::read_unaligned(payload as *const u64)
-        } else {
-            0
-        }
-    }
-}
-
-/// An NVTX callback: names, pushes and pops.
+/// An NVTX callback: names, pushes and pops. Only the parameter struct and the return value,
+/// which CUPTI makes for the call, are read directly; what they point to in the program goes
+/// through [`nvtx`]'s checked reads.
 ///
 /// # Safety
 /// `data` is the `CUpti_NvtxData` CUPTI passes for NVTX callback `cbid`.
@@ -193,17 +148,28 @@ pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void) {
     // SAFETY: the caller's contract.
     let d = unsafe { &*(data as *const ffi::CUpti_NvtxData) };
     let (params, ret) = (d.functionParams, d.functionReturnValue as *const u64);
+    let pop_call = matches!(cbid, N::CUPTI_CBID_NVTX_nvtxRangePop);
+    if params.is_null() && !pop_call {
+        skip(Skip::Parameters);
+        return;
+    }
     match cbid {
         N::CUPTI_CBID_NVTX_nvtxDomainRegisterStringA => {
-            // SAFETY: `domain, string`; the return value is the new handle.
-            let (s, handle) = unsafe {
-                if params.is_null() || ret.is_null() {
-                    return;
-                }
-                (text(word(params, 1) as *const c_char), *ret)
+            if ret.is_null() {
+                skip(Skip::Parameters);
+                return;
+            }
+            // SAFETY: `domain, string` (nvtxDomainRegisterStringA_params); the return value,
+            // CUPTI's, is the new handle.
+            let (s, handle) = unsafe { (nvtx::text(nvtx::param(params, 1)), std::ptr::read_unaligned(ret)) };
+            tell(a, || {
+                format!("nvtx string {handle:#x} = {:?}", s.as_deref().map(|s| &s[..s.len().min(200)]))
+            });
+            let Some(s) = s else {
+                skip(Skip::Message);
+                return;
             };
-            tell(a, || format!("nvtx string {handle:#x} = {:?}", s.map(|s| &s[..s.len().min(200)])));
-            if let (Some(s), Ok(mut g)) = (s, NAMES.lock()) {
+            if let Ok(mut g) = NAMES.lock() {
                 let n = g.get_or_insert_with(Names::default);
                 n.strings.insert(handle, s.into());
                 n.readings.remove(&handle);
@@ -211,62 +177,90 @@ pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void) {
         }
         N::CUPTI_CBID_NVTX_nvtxRangePop => pop(a, 0),
         // SAFETY: `domain` is the first parameter.
-        N::CUPTI_CBID_NVTX_nvtxDomainRangePop if !params.is_null() => pop(a, unsafe { word(params, 0) }),
-        N::CUPTI_CBID_NVTX_nvtxRangePushA if !params.is_null() => {
+        N::CUPTI_CBID_NVTX_nvtxDomainRangePop => pop(a, unsafe { nvtx::param(params, 0) }),
+        N::CUPTI_CBID_NVTX_nvtxRangePushA => {
             // SAFETY: `message` is the first parameter.
-            let t = unsafe { text(word(params, 0) as *const c_char) };
-            push(a, 0, (0, t, 0));
+            let t = nvtx::text(unsafe { nvtx::param(params, 0) });
+            let e = t.map(|t| nvtx::Event {
+                message: Message::Ascii(t),
+                payload: Vec::new(),
+                payload_lost: false,
+            });
+            push(a, 0, e.ok_or(Skip::Message));
         }
-        N::CUPTI_CBID_NVTX_nvtxRangePushEx if !params.is_null() => {
+        N::CUPTI_CBID_NVTX_nvtxRangePushEx => {
             // SAFETY: `eventAttrib` is the first parameter.
-            let m = unsafe { attributes(word(params, 0) as *const u8) };
-            push(a, 0, m);
+            push(a, 0, nvtx::event(unsafe { nvtx::param(params, 0) }));
         }
-        N::CUPTI_CBID_NVTX_nvtxDomainRangePushEx if !params.is_null() => {
-            // SAFETY: `domain, core.eventAttrib`.
-            let (dom, m) = unsafe { (word(params, 0), attributes(word(params, 1) as *const u8)) };
-            push(a, dom, m);
+        N::CUPTI_CBID_NVTX_nvtxDomainRangePushEx => {
+            // SAFETY: `domain, core.eventAttrib` (nvtxDomainRangePushEx_params).
+            let (dom, attr) = unsafe { (nvtx::param(params, 0), nvtx::param(params, 1)) };
+            push(a, dom, nvtx::event(attr));
         }
         _ => {}
     }
 }
 
 /// What the range `(handle, ascii)` reads as.
-fn reading(n: &mut Names, handle: u64, ascii: Option<&str>) -> Reading {
-    if handle != 0 {
-        if let Some(r) = n.readings.get(&handle) {
-            return r.clone();
+fn reading(n: &mut Names, message: &Message) -> Reading {
+    match message {
+        Message::Registered(handle) => {
+            if let Some(r) = n.readings.get(handle) {
+                return r.clone();
+            }
+            let Some(s) = n.strings.get(handle) else {
+                // Registered before the agent was told of it, or not a handle at all.
+                skip(Skip::UnknownHandle);
+                return Reading::Other;
+            };
+            let r: Reading = xla::classify(s).into();
+            n.readings.insert(*handle, r.clone());
+            r
         }
-        let r: Reading = n.strings.get(&handle).map_or(Kind::Other, |s| xla::classify(s)).into();
-        n.readings.insert(handle, r.clone());
-        return r;
+        Message::Ascii(t) => xla::classify(t).into(),
     }
-    ascii.map_or(Kind::Other, xla::classify).into()
 }
 
-fn push(a: &Agent, dom: u64, (handle, ascii, source): (u64, Option<&str>, u64)) {
-    let depth = OPEN.with(|o| o.borrow().len());
-    if depth >= MAX_OPEN {
+/// A push: what its range reads as becomes what the thread has open in `dom` (a push whose
+/// arguments could not be read is kept open as nothing, so its pop closes it and no other).
+fn push(a: &Agent, dom: u64, event: Result<nvtx::Event, Skip>) {
+    let full = OPEN.with(|o| {
+        let mut o = o.borrow_mut();
+        let full = o.open.len() >= MAX_OPEN;
+        if full {
+            o.overflow += 1;
+        }
+        full
+    });
+    if full {
+        skip(Skip::TooDeep);
         return;
     }
-    let r = match NAMES.lock() {
-        Ok(mut g) => reading(g.get_or_insert_with(Names::default), handle, ascii),
-        Err(_) => return,
+    let event = match event {
+        Ok(e) => e,
+        Err(why) => {
+            skip(why);
+            OPEN.with(|o| o.borrow_mut().open.push((dom, Open::Other)));
+            return;
+        }
     };
-    let quiet = matches!(r, Reading::Compile)
-        && COMPILE_SAID.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 20;
+    if event.payload_lost {
+        skip(Skip::Payload);
+    }
+    let r = match NAMES.lock() {
+        Ok(mut g) => reading(g.get_or_insert_with(Names::default), &event.message),
+        Err(_) => Reading::Other,
+    };
+    let quiet = matches!(r, Reading::Compile) && COMPILE_SAID.fetch_add(1, Ordering::Relaxed) >= 20;
     if !quiet {
         tell(a, || {
-            format!("nvtx push domain {dom:#x} handle {handle:#x} text {ascii:?} payload {source:#x}: {r:?}")
+            format!("nvtx push domain {dom:#x} {:?} payload {:x?}: {r:?}", event.message, event.payload)
         });
     }
     let open = match r {
         Reading::Module(p) => Open::Module(p),
         Reading::Op(name) => {
-            // SAFETY: `source` is the extended payload of the push being called (its caller's
-            // `nvtxPayloadData_t` array, alive for the call), or 0.
-            let first = unsafe { first_payload_word(source) };
-            push_frame(op_label(a, handle, ascii, first, &name));
+            push_frame(op_label(a, &event, &name));
             Open::Frame
         }
         Reading::Compile => {
@@ -277,26 +271,39 @@ fn push(a: &Agent, dom: u64, (handle, ascii, source): (u64, Option<&str>, u64)) 
         }
         Reading::Other => Open::Other,
     };
-    OPEN.with(|o| o.borrow_mut().push((dom, open)));
+    OPEN.with(|o| o.borrow_mut().open.push((dom, open)));
+}
+
+/// The registered string among `payload`'s words that names source locations (XLA's operation
+/// payload holds its HLO text, its source locations and its called computations, in an order
+/// that changed between versions), or 0.
+fn source_handle(n: &Names, payload: &[u64]) -> u64 {
+    payload
+        .iter()
+        .copied()
+        .find(|w| n.strings.get(w).is_some_and(|s| xla::first_location(s).is_some()))
+        .unwrap_or(0)
 }
 
 /// The label id of operation `name` under this thread's innermost module.
-fn op_label(a: &Agent, handle: u64, ascii: Option<&str>, source: u64, name: &str) -> u64 {
+fn op_label(a: &Agent, event: &nvtx::Event, name: &str) -> u64 {
     let prefix = OPEN
         .with(|o| {
-            o.borrow().iter().rev().find_map(|(_, e)| match e {
+            o.borrow().open.iter().rev().find_map(|(_, e)| match e {
                 Open::Module(p) => Some(p.clone()),
                 _ => None,
             })
         })
         .flatten();
     let pkey = prefix.as_ref().map_or(0, |p| Arc::as_ptr(p) as *const u8 as usize);
-    let key = match ascii {
-        Some(t) if handle == 0 => (xpuprof_agent_kit::stack::hash(&[t.len() as u64, fnv(t)]), source, pkey),
-        _ => (handle, source, pkey),
-    };
     let Ok(mut g) = NAMES.lock() else { return 0 };
     let n = g.get_or_insert_with(Names::default);
+    let source = source_handle(n, &event.payload);
+    let title = match &event.message {
+        Message::Registered(h) => *h,
+        Message::Ascii(t) => xpuprof_agent_kit::stack::hash(&[t.len() as u64, fnv(t)]),
+    };
+    let key = (title, source, pkey);
     if let Some(&id) = n.labels.get(&key) {
         return id;
     }
@@ -313,12 +320,25 @@ fn fnv(t: &str) -> u64 {
     t.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
+/// A pop closes this thread's innermost range of domain `dom` (after the pushes too deep to
+/// keep); one with none open is counted.
 fn pop(a: &Agent, dom: u64) {
     let open = OPEN.with(|o| {
         let mut o = o.borrow_mut();
-        let at = o.iter().rposition(|(d, _)| *d == dom)?;
-        Some(o.remove(at).1)
+        if o.overflow > 0 {
+            o.overflow -= 1;
+            return Ok(None);
+        }
+        match o.open.iter().rposition(|(d, _)| *d == dom) {
+            Some(at) => Ok(Some(o.open.remove(at).1)),
+            None => Err(()),
+        }
     });
+    let Ok(open) = open else {
+        skip(Skip::PopWithoutPush);
+        tell(a, || format!("nvtx pop domain {dom:#x} without a push on this thread"));
+        return;
+    };
     if !matches!(open, Some(Open::Compile)) {
         tell(a, || format!("nvtx pop domain {dom:#x}: {open:?}"));
     }

@@ -34,6 +34,9 @@ pub fn finish(a: &Agent) {
         if let Some(line) = a.capture.lock().ok().and_then(|c| c.report()) {
             crate::say(&line);
         }
+        if let Some(line) = crate::annotations::report() {
+            crate::say(&line);
+        }
         crate::session::goodbye(a);
     }));
 }

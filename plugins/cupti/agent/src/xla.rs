@@ -9,8 +9,9 @@
 //! - `Thunk:#name=layer1/dot_general,hlo_op=fusion.2,unique_hlo_op_id=7#` around each
 //!   operation's launches, and around the recording of its command-buffer (CUDA graph) nodes;
 //!   `name` is the operation's JAX name after the module's prefix, `hlo_op` the HLO instruction.
-//!   Its payload (an NVTX extended payload) begins with the registered string of the
-//!   operation's source locations (`- /path/train.py:30 dot_general`, one line per location);
+//!   Its payload (an NVTX extended payload) holds registered-string handles, one of them the
+//!   operation's source locations (`- /path/train.py:30 dot_general`, one line per location;
+//!   JAX 0.11.2's payload is `{hlo_dump, src_locations, called_hlo_dump}`);
 //! - `XlaCompile:#module=…#`, `XlaPass:#name=…#`, `XlaCompileBackend:#…#`,
 //!   `XlaAutotunerMeasurement:#…#` and other compiler phases around compilation: compile-time
 //!   work, whatever it launches.

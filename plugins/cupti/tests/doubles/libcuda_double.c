@@ -231,6 +231,19 @@ void xpuprof_double_nvtx(const char *message) {
     }
 }
 
+/* Any NVTX call reaching CUPTI's NVTX callbacks, as CUPTI passes it (CUpti_NvtxData): `params`
+ * is the call's parameter struct of generated_nvtx_meta.h, `ret` its return value (a
+ * registered string's handle, for nvtxDomainRegisterStringA), each passed on as given. */
+void xpuprof_double_nvtx_call(uint32_t cbid, const char *name, const void *params, const void *ret) {
+    CUpti_NvtxData d;
+    d.functionName = name;
+    d.functionParams = params;
+    d.functionReturnValue = ret;
+    if (traced(CUPTI_CB_DOMAIN_NVTX, cbid)) {
+        subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_NVTX, cbid, &d);
+    }
+}
+
 /* The double's cuLaunchKernel: the calling thread runs the subscriber's callbacks, as CUPTI's
  * do, and the kernel "runs" at once. */
 int xpuprof_double_launch(const char *kernel) {
