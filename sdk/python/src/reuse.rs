@@ -39,7 +39,7 @@ pub(crate) struct Link {
 type Read = (u64, u8, u64);
 
 /// One capture: its links and reads, the frames it wrote with what resolved them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Capture {
     /// The thread state read (0: none kept).
     tstate: u64,
@@ -48,9 +48,42 @@ struct Capture {
     frames: Vec<RawFrame>,
     /// Per frame: the code object's name and line-table objects, and its resolved id.
     resolved: Vec<(u64, u64, u64)>,
+    /// Links by frame address ([`slot`]): the link's index + 1, 0 for none (a later link of
+    /// the same slot replaces an earlier one: that one is then not found, and not reused).
+    index: [u32; SLOTS],
+}
+
+impl Default for Capture {
+    fn default() -> Self {
+        Capture {
+            tstate: 0,
+            links: Vec::new(),
+            reads: Vec::new(),
+            frames: Vec::new(),
+            resolved: Vec::new(),
+            index: [0; SLOTS],
+        }
+    }
+}
+
+/// Slots of a capture's link index (a power of two).
+const SLOTS: usize = 128;
+
+/// The index slot of a frame address.
+#[inline(always)]
+fn slot(frame: u64) -> usize {
+    ((frame >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize & (SLOTS - 1)
 }
 
 impl Capture {
+    /// Indexes the links by frame address.
+    fn index_links(&mut self) {
+        self.index = [0; SLOTS];
+        for (i, l) in self.links.iter().enumerate() {
+            self.index[slot(l.frame)] = i as u32 + 1;
+        }
+    }
+
     fn clear(&mut self) {
         self.tstate = 0;
         self.links.clear();
@@ -133,8 +166,7 @@ pub(crate) struct Tracer<'a, M: Memory> {
     from_prev: &'a mut Option<(usize, usize)>,
     /// The memory compared (read without logging).
     mem: &'a M,
-    /// The previous capture's link the walk may still meet (their frames are in walk order).
-    next: usize,
+    /// A previous link was compared (once per capture).
     tried: bool,
 }
 
@@ -154,7 +186,7 @@ impl ChainMemo {
         self.log.get_mut().clear();
         self.from_prev = None;
         let ChainMemo { prev, cur, log, from_prev } = self;
-        (Tracer { prev, cur, log, from_prev, mem, next: 0, tried: false }, log)
+        (Tracer { prev, cur, log, from_prev, mem, tried: false }, log)
     }
 
     /// The capture ended with `frames` written, the chain read to its end: it becomes the
@@ -165,6 +197,7 @@ impl ChainMemo {
                 self.cur.frames.clear();
                 self.cur.frames.extend_from_slice(f);
                 std::mem::swap(&mut self.cur.reads, self.log.get_mut());
+                self.cur.index_links();
                 std::mem::swap(&mut self.prev, &mut self.cur);
                 // `cur` now holds the capture before, whose ids the resolution may keep.
             }
@@ -225,10 +258,11 @@ impl<M: Memory> Reuse for Tracer<'_, M> {
             return None;
         }
         let p = self.prev;
-        // The previous capture's links are met in its order: look ahead from the last match.
-        let j = (self.next..p.links.len()).find(|&j| p.links[j].frame == frame)?;
-        self.next = j + 1;
+        let j = (p.index[slot(frame)] as usize).checked_sub(1)?;
         let l = p.links[j];
+        if l.frame != frame {
+            return None;
+        }
         let end_n = p.links.get(j + 1).map_or(p.frames.len(), |x| x.n as usize);
         // Only at a link that wrote a frame (a link of a C-stack entry marks the frame before
         // it, which this walk wrote), with room for every frame left, within the walk's bound.
