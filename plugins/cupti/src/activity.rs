@@ -199,6 +199,9 @@ fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         .get(&conn)
         .and_then(|c| c.agent.strings.get(&u64_at(rec, l.name)))
         .map_or(CollectiveOp::None, |n| crate::collective::of(n));
+    if let Some(c) = d.kit.conns.get_mut(&conn) {
+        c.collectives.apply(&mut op);
+    }
     let dims = |at: usize| [u32_at(rec, at), u32_at(rec, at + 4), u32_at(rec, at + 8)];
     op.kernel = Some(
         KernelInfo::default()

@@ -53,6 +53,8 @@ pub struct Conn {
     pub(crate) open_ranges: IdMap<u32, (u64, StrId, StrId, u32)>,
     /// CUDA graph nodes: which call built each one.
     pub(crate) graphs: crate::graphs::GraphNodes,
+    /// Collective arguments of launches, waiting for their kernels.
+    pub(crate) collectives: crate::collective::PendingArgs,
 }
 
 xpuprof_toolbox::kit_conn!(Conn);

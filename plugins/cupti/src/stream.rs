@@ -117,6 +117,9 @@ impl KitDecoder for Decoder {
                         .session_time(session),
                 ));
             }
+            xpuprof_cupti_wire::MSG_COLLECTIVE_ARGS => {
+                self.kit.conns.entry(conn).or_default().collectives.message(m.payload)
+            }
             xpuprof_cupti_wire::MSG_GRAPH_NODE => {
                 self.kit.conns.entry(conn).or_default().graphs.message(m.payload)
             }
@@ -131,6 +134,9 @@ impl KitDecoder for Decoder {
         self.kit.end_window(conn, xpuprof_sdk::clock::now_ns(), out);
         let Some(c) = self.kit.conns.remove(&conn) else { return };
         let pid = c.agent.pid;
+        if let Some(line) = c.collectives.losses(pid) {
+            self.kit.log.warn(&line);
+        }
         if c.graphs.forgotten > 0 || c.graphs.malformed > 0 {
             self.kit.log.warn(&format!(
                 "process {}: {} CUDA graph nodes forgotten at the bound of {} (their replays show the replay stack only), {} malformed graph-node messages",

@@ -8,7 +8,7 @@ use xpuprof_agent_kit::buffers::{Buffer, Pool};
 use xpuprof_agent_kit::{stack, trampoline};
 
 use crate::sys::ffi::{self, DOMAIN_DRIVER, DOMAIN_RUNTIME};
-use crate::{activity, agent, annotations, graphs, markers, pc_sampling, window};
+use crate::{activity, agent, annotations, graphs, markers, nccl, pc_sampling, window};
 
 pub(crate) unsafe extern "C" fn monotonic_ns() -> u64 {
     xpuprof_sdk::clock::now_ns()
@@ -106,6 +106,8 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
             // SAFETY: as above.
             unsafe { annotations::on_nvtx(a, cbid, data) };
         }
+        // SAFETY: as above.
+        unsafe { nccl::on_nvtx(cbid, data) };
         return;
     }
     if a.config.opts.range.is_some() && api && markers::is_profiler_call(domain, cbid) {
@@ -127,6 +129,7 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
     if d.callbackSite == ffi::CUpti_ApiCallbackSite::CUPTI_API_ENTER {
         pc_sampling::launch_context(a, d.context);
         graphs::enter(d.correlationId, d.symbolName);
+        nccl::launch(a, graphs::current());
         let outer = a.core.launches.enter(&a.sites(), domain as u8, cbid, d.correlationId, regs);
         if let Some(start) = outer.filter(|_| a.config.common.stacks.trampoline()) {
             trampoline::call(&start, xpuprof_sdk::model::backend::CUDA, d.correlationId as u64);

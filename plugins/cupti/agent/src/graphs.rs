@@ -83,7 +83,7 @@ fn current_symbol() -> Option<&'static [u8]> {
 }
 
 /// The correlation id of the launch-class call active on this thread, or 0.
-fn current() -> u32 {
+pub(crate) fn current() -> u32 {
     CURRENT.with(|c| c.get().1)
 }
 

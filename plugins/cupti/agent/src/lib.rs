@@ -15,7 +15,10 @@
 //!   and which node each copy came from, so replayed kernels show their capture site too;
 //! - the NVTX callbacks ([`annotations`]): the ranges a framework pushes around its operations
 //!   (XLA's, [`xla`]) become frames between each launch's call site and its kernel, and its
-//!   compiler phases mark their launches as compile-time work.
+//!   compiler phases mark their launches as compile-time work;
+//! - NCCL's NVTX ranges ([`nccl`]): the message size and communicator of each collective, from
+//!   the ranges' extended payloads, whose schemas NCCL registers through NVTX's payload
+//!   extension ([`nvtx_ext`], [`payload_schemas`]), sent with the launch made inside the range.
 //!
 //! Collection can be paused and resumed while the program runs ([`capture`]); capture windows
 //! ([`window`]) are opened and closed by the host or by the program's markers ([`markers`]),
@@ -40,6 +43,9 @@ pub mod follow;
 pub mod graphs;
 pub mod loader;
 pub mod markers;
+mod nccl;
+mod nvtx_ext;
+mod payload_schemas;
 mod pc_sampling;
 pub mod session;
 mod start;

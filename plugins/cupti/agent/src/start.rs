@@ -244,6 +244,9 @@ fn enable(a: &Agent, sub: ffi::CUpti_SubscriberHandle) -> Result<(), sys::CuptiE
     if a.annotations {
         crate::annotations::enable(&mut capture, lib)?;
     }
+    if c.nvtx && (common.stacks != StackMode::Off || c.api == Api::Launches) {
+        crate::nccl::enable(&mut capture, lib)?;
+    }
     if let Ok(mut m) = a.api_names.lock() {
         names.put_api_names(&mut m);
     }
