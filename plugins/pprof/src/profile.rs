@@ -19,7 +19,7 @@
 //!     `gpu_time` has them, then the outermost call site where the line is inlined code
 //!     (`kernel.py:41`), a `file.cu:212` (or `[no source line]`) frame and a `[stall]<reason>`
 //!     leaf, labelled with the instruction (`pc`: its offset in the kernel, `instruction`: its
-//!     SASS text where it was disassembled while recording); a kernel launched from several
+//!     disassembly, where the backend disassembled it while recording); a kernel launched from several
 //!     stacks has each fetch span's samples shared out among the launches whose work of that
 //!     kernel overlapped the span (the toolbox's `shares::launches`, as the folded views do).
 //!
