@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # ---- xla quick: one small JAX training loop with annotation frames on (issue 33) -------------
-# Runs in under 60 s (about 15 s when it passes, 30 s when it fails). Sourced by parts/xla.sh
+# Runs in under 60 s (about 15 s when it passes, 35 s when it crashes; the time limits add up
+# to 59 s). Sourced by parts/xla.sh
 # when XLA_QUICK=1:
 #
 #   XLA_QUICK=1 scripts/gpu/run-all.sh xla
@@ -10,7 +11,8 @@
 # frames (`[xla] ...`). A crash reporter (scripts/gpu/segv_report.c, LD_PRELOAD into the
 # program) writes the native frame that faulted to $XL/segv.txt. On a failure, the same program
 # under the agent alone with annotations on and callback_noop=1 (CUPTI delivers the NVTX
-# callbacks, the agent returns at once) says whether the crash needs the agent's work at all.
+# callbacks, the agent returns at once) says whether the crash needs the agent's work at all,
+# and the agent alone with its NVTX trace (verbose=1) shows the last ranges before the end.
 # Variables from parts/xla.sh: XL (logs), XJ (the workload).
 QO=$W/out/xla-quick
 rm -rf "$QO"
@@ -20,7 +22,7 @@ if cc -shared -fPIC -O1 -o "$W/bin/segv_report.so" "$ROOT/scripts/gpu/segv_repor
 fi
 : >"$XL/segv.txt"
 s=$(date +%s.%N)
-timeout 45 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --set source.cupti.annotations=true \
+timeout 35 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --set source.cupti.annotations=true \
   --sink folded,summary -o "$QO" -- env $PRE XPUPROF_SEGV_LOG="$XL/segv.txt" \
   python3 "$XJ" --steps 20 --batch 64 --width 256 >"$XL/quick.out" 2>"$XL/quick.err"
 rc=$?
@@ -44,8 +46,17 @@ else
     mkdir -p "$XL/noop"
     CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$XL/noop \
       XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,annotations=1,callback_noop=1" \
-      timeout 25 python3 "$XJ" --steps 3 --batch 64 --width 256 >"$XL/noop.out" 2>"$XL/noop.err"
+      timeout 12 python3 "$XJ" --steps 3 --batch 64 --width 256 >"$XL/noop.out" 2>"$XL/noop.err"
     row "xla quick NVTX callbacks, agent idle" "rc=$? (0: the crash needs the agent's annotation work; 139: CUPTI's own NVTX path)"
+    rm -rf "$XL/noop"
+    # The agent alone with its NVTX trace (verbose): the last ranges before the end.
+    mkdir -p "$XL/noop"
+    CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$XL/noop \
+      XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,annotations=1,verbose=1" XPUPROF_SEGV_LOG="$XL/segv-alone.txt" \
+      timeout 12 env $PRE python3 "$XJ" --steps 3 --batch 64 --width 256 >"$XL/alone.out" 2>"$XL/alone.err"
+    row "xla quick agent alone, verbose" "rc=$? last: $(grep 'nvtx push\|nvtx pop' "$XL/alone.err" | tail -1 | cut -c1-120)"
+    grep -m3 '^#' "$XL/segv-alone.txt" 2>/dev/null | while read -r f; do row "xla quick alone fault frame" "$(echo "$f" | sed 's|/[^ ]*/||' | cut -c1-110)"; done
+    tail -60 "$XL/alone.err" | cut -c1-300 >"$XL/alone.tail"; gzip -f "$XL/alone.err"
     rm -rf "$XL/noop"
   fi
 fi
