@@ -37,6 +37,10 @@ example=$(grep -o '\[xla\] [^;]*' "$XL/quick.gpu.folded" 2>/dev/null | sort | un
 skipped=$(grep -o 'annotations: .* not read.*' "$XL/quick.err" 2>/dev/null | head -1 | cut -c1-140)
 if [ "$rc" -eq 0 ] && [ "${labelled:-0}" -gt 0 ]; then
   row "xla quick annotations" "PASS rc=0 ${dt}s, ${labelled} GPU stacks with [xla] ops (${with_line:-0} with their train.py line), ${compiled:-0} [compile]; top: ${example}"
+  # Issue 33's shares on this run (steady state under the CALL line and its operations,
+  # compile-time work marked): information, its own PASS needs more than this part checks.
+  python3 scripts/gpu/check_xla.py "$QO" "" "$XJ" >"$XL/quick.check.txt" 2>&1
+  row "xla quick issue-33 shares" "$(tail -1 "$XL/quick.check.txt" | cut -c1-150)"
 else
   row "xla quick annotations" "FAIL rc=$rc ${dt}s, ${labelled:-0} GPU stacks with [xla] ops; $(grep -m1 SEGV-REPORT "$XL/segv.txt" | cut -c1-100)"
   # The faulting frames (library+offset symbol), for `addr2line -f -e .device-carry/LIB OFFSET`.
