@@ -3,28 +3,28 @@
 
 use xpuprof_sdk::model::ApiKind;
 
+/// Name fragments of CUDA calls, checked in order: adding a graph node (even a memcpy node) runs
+/// nothing (the work runs at graph launch); a synchronising call is a sync.
+const KINDS: [(&str, ApiKind); 14] = [
+    ("GraphAdd", ApiKind::Other),
+    ("Synchronize", ApiKind::Sync),
+    ("StreamWaitEvent", ApiKind::Sync),
+    ("StreamQuery", ApiKind::Sync),
+    ("EventQuery", ApiKind::Sync),
+    ("Launch", ApiKind::Launch),
+    ("Memcpy", ApiKind::Copy),
+    ("MemPrefetch", ApiKind::Copy),
+    ("Memset", ApiKind::Memset),
+    ("Free", ApiKind::Free),
+    ("Malloc", ApiKind::Alloc),
+    ("MemAlloc", ApiKind::Alloc),
+    ("HostAlloc", ApiKind::Alloc),
+    ("MemCreate", ApiKind::Alloc),
+];
+
 /// The kind of CUDA runtime (`cuda*`) or driver (`cu*`) API `name`.
 pub fn classify(name: &str) -> ApiKind {
-    let base = name.strip_suffix("_ptsz").or_else(|| name.strip_suffix("_ptds")).unwrap_or(name);
-    let has = |s: &str| base.contains(s);
-    if has("GraphAdd") {
-        // Adding a graph node (even a memcpy node) runs nothing: the work runs at graph launch.
-        ApiKind::Other
-    } else if has("Synchronize") || has("StreamWaitEvent") || has("StreamQuery") || has("EventQuery") {
-        ApiKind::Sync
-    } else if has("Launch") {
-        ApiKind::Launch
-    } else if has("Memcpy") || has("MemPrefetch") {
-        ApiKind::Copy
-    } else if has("Memset") {
-        ApiKind::Memset
-    } else if has("Free") {
-        ApiKind::Free
-    } else if has("Malloc") || has("MemAlloc") || has("HostAlloc") || has("MemCreate") {
-        ApiKind::Alloc
-    } else {
-        ApiKind::Other
-    }
+    xpuprof_toolbox::api_kind::classify(name, &KINDS)
 }
 
 #[cfg(test)]

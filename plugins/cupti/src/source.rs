@@ -43,7 +43,7 @@ fn check_machine(log: &Logger) {
 impl Cupti {
     /// The agent's options: the `[source.cupti]` settings and the session's windows.
     fn agent_opts(&self) -> String {
-        self.config.agent_opts(&self.windows)
+        crate::config::agent_opts(&self.config, &self.windows)
     }
 }
 
@@ -84,25 +84,25 @@ impl AgentBackend for Cupti {
 
     fn create(ctx: &CreateContext) -> PluginResult<Self> {
         Ok(Self {
-            config: Config::from_plugin(&ctx.config)?,
+            config: crate::config::read(&ctx.config)?,
             windows: Windows::of(&ctx.session)?,
             follower: Mutex::new(None),
         })
     }
 
     fn agent_setting(&self) -> Option<&str> {
-        self.config.opts.agent.as_deref()
+        self.config.agent.as_deref()
     }
 
     fn launch_stacks(&self) -> Option<StackMode> {
-        Some(self.config.opts.launch_stacks)
+        Some(self.config.launch_stacks)
     }
 
     fn inject(&self, agent: &Path, socket: &Path, env: &mut TargetEnv, log: &Logger) {
         check_machine(log);
         let agent = agent.display().to_string();
         env.set("CUDA_INJECTION64_PATH", agent.clone());
-        if self.config.opts.nvtx || self.windows.nvtx_range() {
+        if self.config.nvtx || self.windows.nvtx_range() {
             env.set("NVTX_INJECTION64_PATH", agent);
         }
         env.set("XPUPROF_CUPTI_SOCKET", socket.display().to_string());
@@ -144,7 +144,7 @@ impl AgentBackend for Cupti {
     fn decoder(&self, log: Logger) -> Decoder {
         let mut d = Decoder::new(log);
         // Read once already, when the config was (an error stopped the session there).
-        d.kit.stacks.compile = self.config.compile_frames().unwrap_or_default();
+        d.kit.stacks.compile = crate::config::compile_frames(&self.config).unwrap_or_default();
         d
     }
 

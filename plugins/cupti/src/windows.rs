@@ -55,7 +55,6 @@ mod tests {
     use xpuprof_sdk::prelude::PluginConfig;
 
     use super::*;
-    use crate::config::Config;
 
     fn session(paused: bool, range: &str, end: &str) -> SessionInfo {
         SessionInfo {
@@ -68,8 +67,8 @@ mod tests {
 
     /// The window options of the agent's option string for `session`.
     fn opts(session: &SessionInfo) -> PluginResult<String> {
-        let c = Config::from_plugin(&PluginConfig::default()).unwrap();
-        let all = c.agent_opts(&Windows::of(session)?);
+        let c = crate::config::read(&PluginConfig::default()).unwrap();
+        let all = crate::config::agent_opts(&c, &Windows::of(session)?);
         let keep = ["paused=", "range=", "range_end="];
         Ok(all.split(',').filter(|o| keep.iter().any(|k| o.starts_with(k))).collect::<Vec<_>>().join(","))
     }
