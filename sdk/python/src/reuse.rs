@@ -166,8 +166,9 @@ pub(crate) struct Tracer<'a, M: Memory> {
     from_prev: &'a mut Option<(usize, usize)>,
     /// The memory compared (read without logging).
     mem: &'a M,
-    /// A previous link was compared (once per capture).
-    tried: bool,
+    /// The previous capture's link at which a comparison found a difference: a comparison
+    /// from a link before it would find it again.
+    failed_at: Option<usize>,
 }
 
 impl ChainMemo {
@@ -186,7 +187,7 @@ impl ChainMemo {
         self.log.get_mut().clear();
         self.from_prev = None;
         let ChainMemo { prev, cur, log, from_prev } = self;
-        (Tracer { prev, cur, log, from_prev, mem, tried: false }, log)
+        (Tracer { prev, cur, log, from_prev, mem, failed_at: None }, log)
     }
 
     /// The capture ended with `frames` written, the chain read to its end: it becomes the
@@ -254,13 +255,10 @@ impl<M: Memory> Reuse for Tracer<'_, M> {
         links: usize,
         out: &mut [RawFrame],
     ) -> Option<usize> {
-        if self.tried {
-            return None;
-        }
         let p = self.prev;
         let j = (p.index[slot(frame)] as usize).checked_sub(1)?;
         let l = p.links[j];
-        if l.frame != frame {
+        if l.frame != frame || self.failed_at.is_some_and(|f| j <= f) {
             return None;
         }
         let end_n = p.links.get(j + 1).map_or(p.frames.len(), |x| x.n as usize);
@@ -273,17 +271,19 @@ impl<M: Memory> Reuse for Tracer<'_, M> {
         if links + (p.links.len() - j) > crate::chain::MAX_LINKS {
             return None;
         }
-        self.tried = true;
         let from = l.at as usize;
         // In the order read, stopping at the first difference: every address read is one the
         // values already found equal lead to.
-        for &(addr, size, was) in &p.reads[from..] {
+        for (d, &(addr, size, was)) in p.reads[from..].iter().enumerate() {
             let now = match size {
                 8 => self.mem.u64(addr),
                 4 => self.mem.u32(addr).map(u64::from),
                 _ => self.mem.u8(addr).map(u64::from),
             };
             if now.ok() != Some(was) {
+                // The link that made this read (a frame of the same address further out can
+                // still match: a caller that moved on from a frame whose callers did not).
+                self.failed_at = Some(p.links.partition_point(|x| x.at as usize <= from + d) - 1);
                 return None;
             }
         }

@@ -71,7 +71,7 @@ pub(crate) struct Tracer<'a> {
     log: &'a RefCell<Vec<(u64, u64)>>,
     /// The next recorded frame whose `sp` the walk has not passed.
     next: usize,
-    /// `prev.sp[next]`, or `u64::MAX` when no more reuse is tried in this walk.
+    /// `prev.sp[next]`, or `u64::MAX` when no more reuse is asked in this walk.
     probe: u64,
     /// Frames taken from the previous walk.
     pub reused: usize,
@@ -153,22 +153,27 @@ impl Tracer<'_> {
             self.probe = p.sp.get(above).copied().unwrap_or(u64::MAX);
             return None;
         }
-        // One try per walk: when a word read from here on changed, the frames further out
-        // usually share the change (a caller that moved on), not worth reading them all again.
-        self.probe = u64::MAX;
         let end = p.end?;
         let frames = p.ip.len() - j;
         let room = out.len().saturating_sub(n);
-        if frames < room && end == End::MaxDepth {
-            return None; // The previous walk stopped at its depth limit; this one goes further.
+        if frames == 0 || (frames < room && end == End::MaxDepth) {
+            // (The previous walk stopped at its depth limit; this one goes further.)
+            self.probe = u64::MAX;
+            return None;
         }
         let from = p.at[j] as usize;
         // Every word the previous steps read from frame j on, at addresses known in advance:
-        // the reads do not wait for each other.
-        let same = p.reads[from..].iter().fold(true, |ok, &(a, v)| ok & (stack.word(a) == Some(v)));
-        if !same || frames == 0 {
+        // the reads do not wait for each other (a difference is the unlikely branch).
+        if let Some(d) = p.reads[from..].iter().position(|&(a, v)| stack.word(a) != Some(v)) {
+            // The frames up to the one whose step read it would fail here again: ask again at
+            // the frame after it (a caller that called from another line: its callers are the
+            // same again).
+            let k = p.at.partition_point(|&a| a as usize <= from + d).max(j + 1);
+            self.next = k;
+            self.probe = p.sp.get(k).copied().unwrap_or(u64::MAX);
             return None;
         }
+        self.probe = u64::MAX;
         let k = frames.min(room);
         out[n..n + k].copy_from_slice(&p.ip[j..j + k]);
         let s = sp_out.len().saturating_sub(n).min(k);

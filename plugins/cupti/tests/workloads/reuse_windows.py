@@ -168,8 +168,10 @@ def main():
     engine = ctypes.CDLL(sys.argv[3])
     engine.engine_start.argtypes, engine.engine_start.restype = [ctypes.c_char_p], ctypes.c_int
     engine.engine_run.argtypes, engine.engine_run.restype = [ctypes.c_int], None
-    if cuda.xpuprof_double_init() != 0 or engine.engine_start(sys.argv[2].encode()) != 0:
-        sys.exit("reuse_windows: the double or the engine thread did not start")
+    if cuda.xpuprof_double_init() < 0:  # InitializeInjection's result (1) or 0 when done before
+        sys.exit("reuse_windows: the agent did not start on the CUDA test double")
+    if engine.engine_start(sys.argv[2].encode()) != 0:
+        sys.exit("reuse_windows: the engine thread did not start")
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 30
     per = int(sys.argv[5]) if len(sys.argv) > 5 else 40
     lib = agent()
