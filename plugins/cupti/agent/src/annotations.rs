@@ -23,7 +23,7 @@ use crate::sys::{CuptiError, Lib};
 use crate::xla::{self, Kind};
 use crate::Agent;
 
-mod nvtx;
+pub(crate) mod nvtx;
 
 use nvtx::{Message, Skip};
 

@@ -15,12 +15,12 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::CStr;
-use std::os::raw::{c_char, c_void};
+use std::os::raw::c_void;
 use std::sync::Mutex;
 
 use xpuprof_agent_kit::wire::control::{CAUSE_NVTX, CAUSE_PROFILER_API};
 
+use crate::annotations::nvtx;
 use crate::capture::Capture;
 use crate::config::Range;
 use crate::sys::ffi::{self, CUpti_nvtx_api_trace_cbid as N};
@@ -100,13 +100,6 @@ pub fn on_profiler_call(a: &Agent, domain: u32, cbid: u32, exit: bool) {
 
 // ---- NVTX -------------------------------------------------------------------------------------
 
-/// `nvtxEventAttributes_t` (NVTX v2): `size` at 2, `messageType` at 32, `message` at 40.
-const ATTR_SIZE: usize = 2;
-const ATTR_MESSAGE_TYPE: usize = 32;
-const ATTR_MESSAGE: usize = 40;
-const MESSAGE_ASCII: i32 = 1;
-const MESSAGE_REGISTERED: i32 = 3;
-
 /// NVTX names seen so far: domains and registered strings by handle; the range id that opened
 /// the window (start/end ranges).
 #[derive(Debug, Default)]
@@ -124,45 +117,12 @@ thread_local! {
     static DEPTHS: RefCell<Vec<(u64, u32, Option<u32>)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// # Safety
-/// `p` is null or a NUL-terminated string alive for the call.
-unsafe fn text(p: *const c_char) -> Option<String> {
-    // SAFETY: the caller's contract.
-    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-}
-
-/// # Safety
-/// `p` points to `n` readable pointer-sized values (an NVTX call's parameter struct).
-unsafe fn word(p: *const c_void, n: usize) -> u64 {
-    // SAFETY: the caller's contract; parameter structs hold pointers and 64-bit handles.
-    unsafe { *(p as *const u64).add(n) }
-}
-
-/// The message of an event-attributes struct, when it is ASCII or a registered string.
-///
-/// # Safety
-/// `attr` is null or points to an `nvtxEventAttributes_t` of at least its `size` bytes.
-unsafe fn attr_message(attr: *const u8, names: &Names) -> Option<String> {
-    if attr.is_null() {
-        return None;
-    }
-    // SAFETY: the header fields exist in every version of the struct.
-    let size = unsafe { std::ptr::read_unaligned(attr.add(ATTR_SIZE) as *const u16) } as usize;
-    if size < ATTR_MESSAGE + 8 {
-        return None;
-    }
-    // SAFETY: `size` covers both fields.
-    let (kind, msg) = unsafe {
-        (
-            std::ptr::read_unaligned(attr.add(ATTR_MESSAGE_TYPE) as *const i32),
-            std::ptr::read_unaligned(attr.add(ATTR_MESSAGE) as *const u64),
-        )
-    };
-    match kind {
-        // SAFETY: an ASCII message is a NUL-terminated string alive for the call.
-        MESSAGE_ASCII => unsafe { text(msg as *const c_char) },
-        MESSAGE_REGISTERED => names.strings.get(&msg).cloned(),
-        _ => None,
+/// The message of the event attributes at `attr` (read as [`nvtx::event`] reads them, never
+/// followed blindly), when it is ASCII or a registered string seen.
+fn attr_message(attr: u64, names: &Names) -> Option<String> {
+    match nvtx::event(attr).ok()?.message {
+        nvtx::Message::Ascii(t) => Some(t),
+        nvtx::Message::Registered(h) => names.strings.get(&h).cloned(),
     }
 }
 
@@ -183,44 +143,37 @@ pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void) {
     // (domain handle, message) of a push/start; the domain handle of a pop; the id of an end.
     let (dom, msg) = match cbid {
         N::CUPTI_CBID_NVTX_nvtxDomainCreateA | N::CUPTI_CBID_NVTX_nvtxDomainRegisterStringA => {
+            let create = cbid == N::CUPTI_CBID_NVTX_nvtxDomainCreateA;
             // SAFETY: the parameter structs of these calls (generated_nvtx_meta.h): `name`, or
-            // `domain, string`; the return value is the new handle.
-            unsafe {
-                let s = if cbid == N::CUPTI_CBID_NVTX_nvtxDomainCreateA {
-                    word(params, 0)
-                } else {
-                    word(params, 1)
-                };
-                if let (false, Some(t)) = (ret.is_null(), text(s as *const c_char)) {
-                    let map = if cbid == N::CUPTI_CBID_NVTX_nvtxDomainCreateA {
-                        &mut names.domains
-                    } else {
-                        &mut names.strings
-                    };
-                    map.insert(*ret, t);
-                }
+            // `domain, string`.
+            let s = nvtx::text(unsafe { nvtx::param(params, usize::from(!create)) });
+            if let (false, Some(t)) = (ret.is_null(), s) {
+                let map = if create { &mut names.domains } else { &mut names.strings };
+                // SAFETY: the return value CUPTI passes is the new handle.
+                map.insert(unsafe { std::ptr::read_unaligned(ret) }, t);
             }
             return;
         }
         N::CUPTI_CBID_NVTX_nvtxRangePushA | N::CUPTI_CBID_NVTX_nvtxRangeStartA => {
             // SAFETY: `message` is the first parameter.
-            (0, unsafe { text(word(params, 0) as *const c_char) })
+            (0, nvtx::text(unsafe { nvtx::param(params, 0) }))
         }
         N::CUPTI_CBID_NVTX_nvtxRangePushEx | N::CUPTI_CBID_NVTX_nvtxRangeStartEx => {
             // SAFETY: `eventAttrib` is the first parameter.
-            (0, unsafe { attr_message(word(params, 0) as *const u8, names) })
+            (0, attr_message(unsafe { nvtx::param(params, 0) }, names))
         }
         N::CUPTI_CBID_NVTX_nvtxDomainRangePushEx | N::CUPTI_CBID_NVTX_nvtxDomainRangeStartEx => {
             // SAFETY: `domain, core.eventAttrib`.
-            unsafe { (word(params, 0), attr_message(word(params, 1) as *const u8, names)) }
+            let (dom, attr) = unsafe { (nvtx::param(params, 0), nvtx::param(params, 1)) };
+            (dom, attr_message(attr, names))
         }
         // SAFETY: `domain` first for the domain pop; nothing for the plain pop.
-        N::CUPTI_CBID_NVTX_nvtxDomainRangePop => (unsafe { word(params, 0) }, None),
+        N::CUPTI_CBID_NVTX_nvtxDomainRangePop => (unsafe { nvtx::param(params, 0) }, None),
         N::CUPTI_CBID_NVTX_nvtxRangePop => (0, None),
         N::CUPTI_CBID_NVTX_nvtxRangeEnd | N::CUPTI_CBID_NVTX_nvtxDomainRangeEnd => {
             let at = usize::from(cbid == N::CUPTI_CBID_NVTX_nvtxDomainRangeEnd);
             // SAFETY: `id` (after `domain` for the domain call).
-            let id = unsafe { word(params, at) };
+            let id = unsafe { nvtx::param(params, at) };
             if names.opener.is_some_and(|o| o == id) {
                 names.opener = None;
                 drop(guard);
@@ -244,7 +197,7 @@ pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void) {
     if is_start {
         if matches && !ret.is_null() && names.opener.is_none() {
             // SAFETY: the range id the start call returns.
-            names.opener = Some(unsafe { *ret });
+            names.opener = Some(unsafe { std::ptr::read_unaligned(ret) });
             drop(guard);
             window::from_marker(a, true, CAUSE_NVTX, message.clone());
         }
