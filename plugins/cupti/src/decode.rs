@@ -93,6 +93,19 @@ impl Decoder {
         }
     }
 
+    /// PC sampling's instruction text: `Some(nvdisasm)` disassembles each sampled cubin with
+    /// that tool, so the samples carry their SASS; `None`: none was found (the end-of-run line
+    /// says so). Without this call samples carry no SASS text.
+    pub fn disassemble_with(&mut self, nvdisasm: Option<std::path::PathBuf>) {
+        use crate::pc_sampling::{Disassembler, SassSetting};
+        self.pc.sass = nvdisasm.map_or(SassSetting::NotFound, |p| SassSetting::With(Disassembler::at(p)));
+    }
+
+    /// PC sampling's end-of-run line so far (`None` when nothing was sampled).
+    pub fn pc_report(&self) -> Option<String> {
+        self.pc.report()
+    }
+
     /// The interned name of API `cbid` of `domain` and what the call does, or none (and
     /// [`ApiKind::Unknown`]) if the agent never named it.
     pub(crate) fn api_name(

@@ -145,6 +145,9 @@ impl AgentBackend for Cupti {
         let mut d = Decoder::new(log);
         // Read once already, when the config was (an error stopped the session there).
         d.kit.stacks.compile = crate::config::compile_frames(&self.config).unwrap_or_default();
+        if self.config.pc_sampling && self.config.pc_sampling_sass {
+            d.disassemble_with(crate::pc_sampling::nvdisasm(self.config.nvdisasm.as_deref()));
+        }
         d
     }
 

@@ -10,8 +10,14 @@
 //! `selected`). What could not be attributed is counted and reported as losses: samples the
 //! hardware dropped, samples in kernels whose cubin was never seen, fetches cut short by a full
 //! hardware buffer, calls CUPTI refused.
+//!
+//! Where the CUDA toolkit's disassembler is found, each sampled cubin the host holds is
+//! disassembled once ([`sass`]) and every sample carries its instruction's SASS text, and the
+//! outermost call site where its line is inlined code; both go into the records, so the
+//! archive keeps them.
 
 mod lines;
+mod sass;
 
 use std::collections::HashMap;
 
@@ -21,6 +27,7 @@ use xpuprof_sdk::Emitter;
 use xpuprof_toolbox::intern::Interner;
 
 pub use lines::{LineError, LineTable};
+pub use sass::{Disassembler, Instruction, Listing};
 
 /// CUPTI's prefix of stall-reason names.
 const REASON_PREFIX: &str = "smsp__pcsamp_warps_issue_stalled_";
@@ -36,12 +43,32 @@ pub const LOSS_HW_FULL: &str = "cupti pc sampling hardware buffer full";
 /// Loss: PC sampling calls CUPTI refused (a context without samples).
 pub const LOSS_REFUSED: &str = "cupti pc sampling calls refused";
 
-/// What one cubin gives: its line table, or why it has none.
+/// What one cubin gives: its line table and instructions, or why it has none.
 #[derive(Debug)]
 enum Code {
-    Lines(LineTable),
+    Lines(LineTable, Sass),
     NoLines,
     Unreadable,
+}
+
+/// A cubin's SASS: not disassembled yet (its image kept until its first sample), read, or none.
+#[derive(Debug)]
+enum Sass {
+    Pending(Vec<u8>),
+    Read(Listing),
+    None,
+}
+
+/// Whether samples get their SASS text.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub enum SassSetting {
+    /// Not asked for (`pc_sampling_sass = false`), or a decoder without a session.
+    #[default]
+    Off,
+    /// Asked for, but no nvdisasm was found (said once, at the end).
+    NotFound,
+    /// With this disassembler.
+    With(Disassembler),
 }
 
 /// Counters, reported at the end of the session.
@@ -67,6 +94,12 @@ pub struct PcStats {
     pub unreadable: u64,
     /// Malformed messages.
     pub malformed: u64,
+    /// Of the samples, with their instruction's SASS text.
+    pub with_sass: u64,
+    /// Cubins disassembled.
+    pub disassembled: u64,
+    /// Cubins the disassembler failed on.
+    pub disassembly_failed: u64,
 }
 
 /// A context's stall reasons: index → (interned short name, counted: not a not-issued subset).
@@ -86,6 +119,17 @@ pub struct PcSamples {
     said: std::collections::HashSet<String>,
     /// Counters.
     pub stats: PcStats,
+    /// Whether and how instructions are disassembled.
+    pub sass: SassSetting,
+}
+
+/// The nvdisasm to disassemble sampled cubins with: `configured` (`[source.cupti] nvdisasm`),
+/// else the first found in the CUDA toolkit's usual places ([`Disassembler::find`]).
+pub fn nvdisasm(configured: Option<&str>) -> Option<std::path::PathBuf> {
+    match configured {
+        Some(p) => Some(p.into()),
+        None => Disassembler::find().map(|d| d.path().to_owned()),
+    }
 }
 
 /// The reason's name without CUPTI's prefix.
@@ -118,7 +162,7 @@ impl PcSamples {
                 None => self.stats.malformed += 1,
             },
             msg::MSG_PC_SAMPLES => match msg::read_samples(payload) {
-                Ok((h, pcs)) => self.samples(conn, pid, &h, &pcs, strs, device(h.device), out),
+                Ok((h, pcs)) => self.samples(conn, pid, (&h, &pcs), strs, device(h.device), warn, out),
                 Err(e) => {
                     self.stats.malformed += 1;
                     warn(format!("process {pid}: {e}"));
@@ -157,7 +201,13 @@ impl PcSamples {
         let code = match c.image {
             None => Code::NoLines,
             Some(image) => match LineTable::read(image) {
-                Ok(t) => Code::Lines(t),
+                Ok(t) => {
+                    let sass = match self.sass {
+                        SassSetting::With(_) => Sass::Pending(image.to_vec()),
+                        _ => Sass::None,
+                    };
+                    Code::Lines(t, sass)
+                }
                 Err(LineError::NoTable) => Code::NoLines,
                 Err(e) => {
                     self.stats.unreadable += 1;
@@ -174,10 +224,10 @@ impl PcSamples {
         &mut self,
         conn: u64,
         pid: u32,
-        h: &msg::FetchHeader,
-        pcs: &[msg::SampledPc<'_>],
+        (h, pcs): (&msg::FetchHeader, &[msg::SampledPc<'_>]),
         strs: &mut Interner,
         device: DeviceId,
+        warn: &mut dyn FnMut(String),
         out: &mut Emitter,
     ) {
         let start = self.last.insert((conn, h.context), h.time).unwrap_or(h.time).min(h.time);
@@ -187,8 +237,19 @@ impl PcSamples {
         for pc in pcs {
             let kernel_text = String::from_utf8_lossy(pc.function);
             let kernel = strs.string(out, &kernel_text);
+            let (instruction, call_file, call_line) =
+                match self.instruction(pc.crc, &kernel_text, pc.pc_offset, warn) {
+                    Some(i) => {
+                        let text = strs.string(out, &i.text);
+                        match &i.call_site {
+                            Some((f, l)) => (text, strs.string(out, f), *l),
+                            None => (text, StrId::NONE, 0),
+                        }
+                    }
+                    None => (StrId::NONE, StrId::NONE, 0),
+                };
             let (file, line, seen, has_table) = match self.code.get(&pc.crc) {
-                Some(Code::Lines(t)) => match t.lookup(&kernel_text, pc.pc_offset) {
+                Some(Code::Lines(t, _)) => match t.lookup(&kernel_text, pc.pc_offset) {
                     Some((f, l)) => (Some(f.to_owned()), l, true, true),
                     None => (None, 0, true, true),
                 },
@@ -214,6 +275,7 @@ impl PcSamples {
                 self.stats.with_line += if line != 0 { count } else { 0 };
                 self.stats.no_cubin += if seen { 0 } else { count };
                 self.stats.without_line_table += if seen && !has_table { count } else { 0 };
+                self.stats.with_sass += if instruction != StrId::NONE { count } else { 0 };
                 out.emit(&Record::DeviceSample(
                     DeviceSample::default()
                         .pid(pid)
@@ -232,9 +294,44 @@ impl PcSamples {
                         .stall(stall)
                         .count(count)
                         .file(file)
-                        .line(line),
+                        .line(line)
+                        .instruction(instruction)
+                        .call_file(call_file)
+                        .call_line(call_line),
                 ));
             }
+        }
+    }
+
+    /// The instruction of `kernel` at `offset` in cubin `crc`, the cubin disassembled at its
+    /// first sample (a failure is said once per cubin, and its samples go without text).
+    fn instruction(
+        &mut self,
+        crc: u64,
+        kernel: &str,
+        offset: u64,
+        warn: &mut dyn FnMut(String),
+    ) -> Option<Instruction> {
+        let SassSetting::With(tool) = &self.sass else { return None };
+        let Some(Code::Lines(_, sass)) = self.code.get_mut(&crc) else { return None };
+        if let Sass::Pending(image) = sass {
+            *sass = match tool.disassemble(image) {
+                Ok(listing) => {
+                    self.stats.disassembled += 1;
+                    Sass::Read(listing)
+                }
+                Err(e) => {
+                    self.stats.disassembly_failed += 1;
+                    warn(format!(
+                        "failed to disassemble cubin {crc:#018x}: {e}; its samples have no SASS text"
+                    ));
+                    Sass::None
+                }
+            };
+        }
+        match sass {
+            Sass::Read(listing) => listing.get(kernel, offset).cloned(),
+            _ => None,
         }
     }
 
@@ -254,9 +351,31 @@ impl PcSamples {
                 out.emit(&Record::Loss(Loss::default().time(time).cause(cause).count(count)));
             }
         }
+        self.report()
+    }
+
+    /// The end-of-run line: samples, how many have a line and SASS text, and what was lost
+    /// (`None` when nothing was sampled).
+    pub fn report(&self) -> Option<String> {
+        let s = &self.stats;
+        let sass = match &self.sass {
+            SassSetting::Off => "SASS text off".to_owned(),
+            SassSetting::NotFound => {
+                "no SASS text: nvdisasm was not found in $CUDA_HOME/bin, $CUDA_PATH/bin, \
+                /usr/local/cuda/bin or PATH (install the CUDA toolkit there, or set [source.cupti] nvdisasm)"
+                    .to_owned()
+            }
+            SassSetting::With(t) => format!(
+                "{} with their SASS text ({} cubin(s) disassembled by {}, {} failed)",
+                s.with_sass,
+                s.disassembled,
+                t.path().display(),
+                s.disassembly_failed
+            ),
+        };
         (s.samples > 0 || s.refused > 0).then(|| {
             format!(
-                "PC samples: {} ({} with a source line, {} of kernels without a line table, {} of kernels whose cubin was not seen); {} dropped by the GPU, {} in CUDA's own kernels, hardware buffer full {} time(s)",
+                "PC samples: {} ({} with a source line, {} of kernels without a line table, {} of kernels whose cubin was not seen; {sass}); {} dropped by the GPU, {} in CUDA's own kernels, hardware buffer full {} time(s)",
                 s.samples, s.with_line, s.without_line_table, s.no_cubin, s.dropped, s.non_user, s.hardware_full
             )
         })

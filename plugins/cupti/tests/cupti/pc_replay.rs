@@ -23,7 +23,15 @@ fn fixture(name: &str) -> PathBuf {
 
 /// The records of a stream, fed in uneven pieces as a socket delivers them.
 pub(crate) fn decode(stream: &[u8]) -> Vec<Record> {
+    decode_with(stream, None)
+}
+
+/// [`decode`], the sampled cubins disassembled by `nvdisasm`.
+fn decode_with(stream: &[u8], nvdisasm: Option<PathBuf>) -> Vec<Record> {
     let mut dec = Decoder::new(Logger::stderr());
+    if nvdisasm.is_some() {
+        dec.disassemble_with(nvdisasm);
+    }
     let mut out = Emitter::detached();
     let mut pending = Vec::new();
     for chunk in stream.chunks(777) {
@@ -170,4 +178,96 @@ fn captured_samples_resolve_to_nvdisasm_lines_and_the_designed_stalls() {
     }
     let dir = tempfile::tempdir().unwrap();
     assert_eq!(pc_lines(&through_archive(dir.path(), &records)), lines, "replayed identically");
+}
+
+/// nvdisasm's listing of the fixture's cubin, read here on its own: (kernel, offset) → text.
+fn listing() -> HashMap<(String, u64), String> {
+    let t = std::fs::read_to_string(fixture("fixtures/pc_sampling/pc_stalls.sass.txt")).expect("listing");
+    let mut kernel = String::new();
+    let mut out = HashMap::new();
+    for l in t.lines() {
+        if let Some(k) = l.trim().strip_prefix(".section\t.text.") {
+            kernel = k.split(',').next().unwrap_or("").to_owned();
+        } else if let Some((hex, rest)) = l.trim().strip_prefix("/*").and_then(|r| r.split_once("*/")) {
+            let Ok(offset) = u64::from_str_radix(hex, 16) else { continue };
+            let text = rest.trim().trim_end_matches(';').split_whitespace().collect::<Vec<_>>().join(" ");
+            out.insert((kernel.clone(), offset), text);
+        }
+    }
+    out
+}
+
+#[test]
+fn sampled_instructions_carry_their_sass_and_the_archive_keeps_it() {
+    // The double: nvdisasm's listing of the cubin the stream carries, captured on the H200.
+    let stream = std::fs::read(fixture("fixtures/pc_sampling/stream.bin")).expect("fixture stream");
+    let records = decode_with(&stream, Some(fixture("doubles/nvdisasm")));
+    let strs = text(&records);
+    let listing = listing();
+    assert!(listing.len() > 100, "the fixture's listing has {} instructions", listing.len());
+    let mut hottest: HashMap<&str, (u64, String, u64)> = HashMap::new();
+    let mut by_pc: HashMap<(String, u64), u64> = HashMap::new();
+    for r in &records {
+        let Record::DeviceSample(d) = r else { continue };
+        let kernel = strs[&d.kernel].clone();
+        let want = &listing[&(kernel.clone(), d.pc_offset)];
+        assert_eq!(&strs[&d.instruction], want, "{kernel}+{:#x}", d.pc_offset);
+        assert_eq!((d.call_file, d.call_line), (StrId::NONE, 0), "no inlined code in pc_stalls");
+        *by_pc.entry((kernel, d.pc_offset)).or_default() += d.count;
+    }
+    for ((kernel, offset), n) in &by_pc {
+        let short = if kernel.contains("chase") { "chase" } else { "chain" };
+        let e = hottest.entry(short).or_default();
+        if *n > e.0 {
+            *e = (*n, kernel.clone(), *offset);
+        }
+    }
+    // The chase's warps wait at the instruction that uses the value its global load (the
+    // instruction before) brings; the chain's at its dependent multiply-add.
+    let at = |k: &str, o: u64| listing[&(k.to_owned(), o)].clone();
+    let (_, k, o) = &hottest["chase"];
+    assert!(
+        at(k, o - 0x10).starts_with("LDG") && at(k, *o).starts_with("IMAD"),
+        "chase's hottest instruction {:#x} {:?}, after {:?}",
+        o,
+        at(k, *o),
+        at(k, o - 0x10)
+    );
+    let (_, k, o) = &hottest["chain"];
+    assert!(at(k, *o).starts_with("FFMA"), "chain's hottest instruction: {:?}", at(k, *o));
+    // Replayed elsewhere from the archive alone (no cubin, no disassembler): the same lines and
+    // instruction texts.
+    let dir = tempfile::tempdir().unwrap();
+    let replayed = through_archive(dir.path(), &records);
+    let samples = |rs: &[Record]| -> Vec<(String, u64, String, u32, String, u64)> {
+        let strs = text(rs);
+        let name = |id: StrId| strs.get(&id).cloned().unwrap_or_default();
+        rs.iter()
+            .filter_map(|r| match r {
+                Record::DeviceSample(d) => {
+                    Some((name(d.kernel), d.pc_offset, name(d.file), d.line, name(d.instruction), d.count))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let (before, after) = (samples(&records), samples(&replayed));
+    assert!(before.iter().all(|s| s.3 != 0 && !s.4.is_empty()), "every sample has its line and SASS");
+    assert_eq!(after, before);
+}
+
+#[test]
+fn without_a_disassembler_the_samples_have_no_sass_and_the_run_says_why() {
+    let stream = std::fs::read(fixture("fixtures/pc_sampling/stream.bin")).expect("fixture stream");
+    let mut dec = Decoder::new(Logger::stderr());
+    dec.disassemble_with(None);
+    let mut out = Emitter::detached();
+    let used = dec.feed(1, &stream, &mut out);
+    assert_eq!(used, stream.len());
+    let line = dec.pc_report().expect("an end-of-run line");
+    assert!(line.contains("nvdisasm was not found"), "{line}");
+    dec.finish(&mut out);
+    let records = codec::decode_all(&out.take_buffer()).expect("records");
+    assert!(records.iter().any(|r| matches!(r, Record::DeviceSample(_))));
+    assert!(records.iter().all(|r| !matches!(r, Record::DeviceSample(d) if d.instruction != StrId::NONE)));
 }
