@@ -35,6 +35,11 @@ impl OpArgs {
         if op.bytes != 0 {
             l.s(sep).s(r#""bytes":"#).n(op.bytes);
             sep = ",";
+            // A collective's bandwidth: its bytes over its time on the device, in 10^6 bytes
+            // per second.
+            if op.collective != CollectiveOp::None && op.end > op.start {
+                l.s(r#","bandwidth_mb_per_s":"#).n(op.bytes.saturating_mul(1000) / (op.end - op.start));
+            }
         }
         if let Some(k) = &op.kernel {
             l.s(sep);
@@ -109,5 +114,17 @@ mod tests {
         );
         let op = op.launch(Some(LaunchRef::default()));
         assert_eq!(text(&mut a, &op, true), r#""bytes":64"#);
+    }
+
+    #[test]
+    fn a_collective_with_bytes_has_its_bandwidth() {
+        let mut a = OpArgs::default();
+        let op = DeviceOp::default()
+            .bytes(16 << 20)
+            .start(1_000)
+            .end(1_001_000)
+            .collective(CollectiveOp::AllReduce)
+            .launch(Some(LaunchRef::default()));
+        assert_eq!(text(&mut a, &op, true), r#""bytes":16777216,"bandwidth_mb_per_s":16777"#);
     }
 }

@@ -114,8 +114,9 @@ pub struct TraceWriter<W: Write> {
     last_reset: u64,
     losses: BTreeMap<String, u64>,
     stats: TraceStats,
-    /// Annotation name iids of the arguments: correlation, bytes, result, grid, block.
-    arg_names: [u64; 5],
+    /// Annotation name iids of the arguments: correlation, bytes, result, grid, block,
+    /// bandwidth.
+    arg_names: [u64; 6],
 }
 
 const CORRELATION: usize = 0;
@@ -123,12 +124,15 @@ const BYTES: usize = 1;
 const RESULT: usize = 2;
 const GRID: usize = 3;
 const BLOCK: usize = 4;
+/// A collective's bytes over its time on the device, in 10^6 bytes per second.
+const BANDWIDTH: usize = 5;
 
 impl<W: Write> TraceWriter<W> {
     /// Starts a trace on `out`.
     pub fn new(out: W, opts: TraceOptions) -> Self {
         let mut names = Interner::default();
-        let arg_names = ["correlation", "bytes", "result", "grid", "block"].map(|n| names.annotation_name(n));
+        let arg_names = ["correlation", "bytes", "result", "grid", "block", "bandwidth_mb_per_s"]
+            .map(|n| names.annotation_name(n));
         Self {
             out: Output::new(out, opts.output),
             names,
@@ -508,6 +512,9 @@ impl<W: Write> TimelineSink for TraceWriter<W> {
             }
             if op.bytes != 0 {
                 self.arg(BYTES, Value::Uint(op.bytes));
+                if op.collective != CollectiveOp::None && op.end > op.start {
+                    self.arg(BANDWIDTH, Value::Uint(op.bytes.saturating_mul(1000) / (op.end - op.start)));
+                }
             }
             if let Some(k) = &op.kernel {
                 let (grid, block) = (self.names.dims(k.grid), self.names.dims(k.block));

@@ -1,6 +1,7 @@
 //! The "Collectives" section: each collective of a job matched across its ranks (by
 //! communicator and sequence number, [`xpuprof_toolbox::collectives`]), per kind its count,
-//! bytes, time and wait (from the first rank's arrival to the last's: a rank arrives when its
+//! bytes, time, bandwidth (bytes over the time of the collectives that stated their bytes) and
+//! wait (from the first rank's arrival to the last's: a rank arrives when its
 //! collective starts on its device), the rank that was last most often and the one that made
 //! the others wait longest, with the CPU stack it was in just before arriving; the collectives
 //! with the longest waits; and each rank's step time where steps are known (a range every rank
@@ -190,6 +191,9 @@ pub struct KindRow {
     pub matched: u64,
     /// Bytes, as the backend states them per collective (0: not stated).
     pub bytes: u64,
+    /// `bytes` over the time of the collectives that stated them, in 10^9 bytes per second
+    /// (the algorithm bandwidth; 0 when none stated bytes).
+    pub gb_per_s: f64,
     /// From the last rank's arrival to the last end, summed.
     pub time_ns: u64,
     /// From the first rank's arrival to the last's, summed (matched collectives).
@@ -241,6 +245,8 @@ struct KindAgg {
     matched: u64,
     bytes: u64,
     time: u64,
+    /// Time of the collectives that stated their bytes.
+    bytes_time: u64,
     wait: u64,
     last: IdMap<u32, u64>,
     wait_on: IdMap<u32, u64>,
@@ -278,12 +284,17 @@ pub fn report(agg: &CollectivesAgg, defs: &Defs) -> Option<CollectivesReport> {
     for (k, i) in &agg.instances {
         let e = kinds.entry(i.op).or_default();
         e.count += 1;
-        e.bytes += i.arrivals.iter().map(|a| a.bytes).max().unwrap_or(0);
+        let bytes = i.arrivals.iter().map(|a| a.bytes).max().unwrap_or(0);
+        e.bytes += bytes;
         let last = i.arrivals.iter().max_by_key(|a| (a.start, a.pid)).copied();
         let first = i.arrivals.iter().map(|a| a.start).min().unwrap_or(0);
         let end = i.arrivals.iter().map(|a| a.end).max().unwrap_or(0);
         let Some(last) = last else { continue };
-        e.time += end.saturating_sub(last.start);
+        let time = end.saturating_sub(last.start);
+        e.time += time;
+        if bytes > 0 {
+            e.bytes_time += time;
+        }
         let mut pids: Vec<u32> = i.arrivals.iter().map(|a| a.pid).collect();
         pids.sort_unstable();
         pids.dedup();
@@ -348,6 +359,11 @@ fn kind_row(op: CollectiveOp, e: KindAgg, defs: &Defs, rank: &dyn Fn(u32) -> Str
         count: e.count,
         matched: e.matched,
         bytes: e.bytes,
+        gb_per_s: if e.bytes_time == 0 {
+            0.0
+        } else {
+            (e.bytes as f64 / e.bytes_time as f64 * 1000.0).round() / 1000.0
+        },
         time_ns: e.time,
         wait_ns: e.wait,
         last_most_often: last.map_or(String::new(), |(p, _)| rank(p)),
@@ -429,6 +445,7 @@ pub fn render(r: &Option<CollectivesReport>, rows: usize, out: &mut String) {
         "Matched",
         "Bytes",
         "Time",
+        "GB/s",
         "Wait",
         "<Last most often",
         "<Most wait on",
@@ -442,6 +459,7 @@ pub fn render(r: &Option<CollectivesReport>, rows: usize, out: &mut String) {
             k.matched.to_string(),
             if k.bytes == 0 { "-".to_owned() } else { bytes(k.bytes) },
             ns(k.time_ns),
+            if k.gb_per_s == 0.0 { "-".to_owned() } else { format!("{:.2}", k.gb_per_s) },
             ns(k.wait_ns),
             if k.last_count == 0 {
                 "-".to_owned()
@@ -532,8 +550,29 @@ mod tests {
         assert_eq!(k.most_wait_on, "rank 1 (h, 20)");
         assert_eq!((k.python_line.as_str(), k.stack_from.as_str()), ("gather (model.py:7)", "launch stack"));
         assert_eq!((r.step_range.as_str(), r.steps.len(), r.steps[0].steps), ("capture windows", 2, 2));
+        assert_eq!(k.gb_per_s, 0.0, "no bytes stated");
         let mut text = String::new();
         render(&Some(r), 10, &mut text);
         assert!(text.contains("Collectives (3 of 3 matched across 2 ranks"), "{text}");
+    }
+
+    #[test]
+    fn bandwidth_is_the_bytes_over_the_time_of_the_collectives_that_stated_them() {
+        let mut agg = CollectivesAgg::default();
+        let with = |start: u64, bytes: u64| match op(10, start, start + 1_000_000) {
+            Record::DeviceOp(o) => Record::DeviceOp(o.bytes(bytes)),
+            r => r,
+        };
+        // Two all-gathers of 16 MiB in 1 ms each, one without bytes (not counted in the rate).
+        agg.add(&with(0, 16 << 20));
+        agg.add(&with(2_000_000, 16 << 20));
+        agg.add(&with(4_000_000, 0));
+        let r = report(&agg, &Defs::default()).unwrap();
+        let k = &r.kinds[0];
+        assert_eq!((k.count, k.bytes, k.time_ns), (3, 32 << 20, 3_000_000));
+        assert_eq!(k.gb_per_s, 16.777);
+        let mut text = String::new();
+        render(&Some(r), 10, &mut text);
+        assert!(text.contains("16.78"), "{text}");
     }
 }
