@@ -138,6 +138,12 @@ thread_local! {
 /// Most ranges a thread keeps open (deeper pushes are counted, and their pops match them).
 const MAX_OPEN: usize = 256;
 
+/// `f` on this thread's open ranges; `None` while the thread's storage is being torn down (an
+/// NVTX call from another thread-local's destructor) or already in use further up the stack.
+fn with_open<R>(f: impl FnOnce(&mut Thread) -> R) -> Option<R> {
+    OPEN.try_with(|o| o.try_borrow_mut().ok().map(|mut t| f(&mut t))).ok().flatten()
+}
+
 /// An NVTX callback: names, pushes and pops. Only the parameter struct and the return value,
 /// which CUPTI makes for the call, are read directly; what they point to in the program goes
 /// through [`nvtx`]'s checked reads.
@@ -224,23 +230,23 @@ fn reading(n: &mut Names, message: &Message) -> Reading {
 /// A push: what its range reads as becomes what the thread has open in `dom` (a push whose
 /// arguments could not be read is kept open as nothing, so its pop closes it and no other).
 fn push(a: &Agent, dom: u64, event: Result<nvtx::Event, Skip>) {
-    let full = OPEN.with(|o| {
-        let mut o = o.borrow_mut();
+    let full = with_open(|o| {
         let full = o.open.len() >= MAX_OPEN;
         if full {
             o.overflow += 1;
         }
         full
     });
-    if full {
-        skip(Skip::TooDeep);
-        return;
+    match full {
+        Some(false) => {}
+        Some(true) => return skip(Skip::TooDeep),
+        None => return,
     }
     let event = match event {
         Ok(e) => e,
         Err(why) => {
             skip(why);
-            OPEN.with(|o| o.borrow_mut().open.push((dom, Open::Other)));
+            with_open(|o| o.open.push((dom, Open::Other)));
             return;
         }
     };
@@ -271,7 +277,7 @@ fn push(a: &Agent, dom: u64, event: Result<nvtx::Event, Skip>) {
         }
         Reading::Other => Open::Other,
     };
-    OPEN.with(|o| o.borrow_mut().open.push((dom, open)));
+    with_open(|o| o.open.push((dom, open)));
 }
 
 /// The registered string among `payload`'s words that names source locations (XLA's operation
@@ -288,12 +294,16 @@ fn source_handle(n: &Names, payload: &[u64]) -> u64 {
 /// The label id of operation `name` under this thread's innermost module.
 fn op_label(a: &Agent, event: &nvtx::Event, name: &str) -> u64 {
     let prefix = OPEN
-        .with(|o| {
-            o.borrow().open.iter().rev().find_map(|(_, e)| match e {
-                Open::Module(p) => Some(p.clone()),
-                _ => None,
+        .try_with(|o| {
+            o.try_borrow().ok().and_then(|o| {
+                o.open.iter().rev().find_map(|(_, e)| match e {
+                    Open::Module(p) => Some(p.clone()),
+                    _ => None,
+                })
             })
         })
+        .ok()
+        .flatten()
         .flatten();
     let pkey = prefix.as_ref().map_or(0, |p| Arc::as_ptr(p) as *const u8 as usize);
     let Ok(mut g) = NAMES.lock() else { return 0 };
@@ -323,8 +333,7 @@ fn fnv(t: &str) -> u64 {
 /// A pop closes this thread's innermost range of domain `dom` (after the pushes too deep to
 /// keep); one with none open is counted.
 fn pop(a: &Agent, dom: u64) {
-    let open = OPEN.with(|o| {
-        let mut o = o.borrow_mut();
+    let open = with_open(|o| {
         if o.overflow > 0 {
             o.overflow -= 1;
             return Ok(None);
@@ -333,7 +342,8 @@ fn pop(a: &Agent, dom: u64) {
             Some(at) => Ok(Some(o.open.remove(at).1)),
             None => Err(()),
         }
-    });
+    })
+    .unwrap_or(Ok(None));
     let Ok(open) = open else {
         skip(Skip::PopWithoutPush);
         tell(a, || format!("nvtx pop domain {dom:#x} without a push on this thread"));
