@@ -5,12 +5,13 @@
 # operations), under the cupti agent alone writing its wire stream (the fixture the CI decoding
 # tests replay), and under `xpuprof --source ebpf,cupti` with every output; then with XLA's
 # command buffers off, and torch.compile's max-autotune. What comes back: $W/logs/xla/.
-# XLA_QUICK=1: only parts/xla_quick.sh (one small JAX loop with annotation frames, under 60 s).
+# XLA_QUICK=1 (the default): only parts/xla_quick.sh (one small JAX loop with annotation frames,
+# under 60 s); XLA_QUICK=0: everything above (about 70 s, more when runs crash).
 XL=$W/logs/xla
 rm -rf "$XL"; mkdir -p "$XL"
 XJ=tests/workloads/jax/train.py
 ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-if [ "${XLA_QUICK:-0}" = 1 ]; then
+if [ "${XLA_QUICK:-1}" = 1 ]; then
   # shellcheck source=/dev/null
   . "$ROOT/scripts/gpu/parts/xla_quick.sh"
   return 0 2>/dev/null || true
