@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # ---- xla quick: one small JAX training loop with annotation frames on (issue 33) -------------
-# Runs in under 60 s (about 15 s when it passes, 35 s when it crashes; the time limits add up
-# to 59 s). Sourced by parts/xla.sh
+# Runs in under 60 s (about 25 s when it passes, 35 s when it crashes; the time limits add up
+# to 59 s on either path). On a clean run the agent alone also writes its stream of a 3-step run,
+# the CI fixture of the annotations ($XL/fixture/). Sourced by parts/xla.sh
 # when XLA_QUICK=1:
 #
 #   XLA_QUICK=1 scripts/gpu/run-all.sh xla
@@ -41,6 +42,12 @@ if [ "$rc" -eq 0 ] && [ "${labelled:-0}" -gt 0 ]; then
   # compile-time work marked): information, its own PASS needs more than this part checks.
   python3 scripts/gpu/check_xla.py "$QO" "" "$XJ" >"$XL/quick.check.txt" 2>&1
   row "xla quick issue-33 shares" "$(tail -1 "$XL/quick.check.txt" | cut -c1-150)"
+  # The CI fixture: the agent's own stream of a short run (plugins/cupti/tests/fixtures/jax_steps).
+  mkdir -p "$XL/fixture"
+  CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$XL/fixture \
+    XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,annotations=1" \
+    timeout 12 python3 "$XJ" --steps 3 --batch 64 --width 256 --ops "$XL/fixture/ops.txt" >"$XL/fixture/stdout.txt" 2>"$XL/fixture/stderr.txt"
+  row "xla quick fixture capture" "rc=$? $(ls -l "$XL"/fixture/cupti-*.bin 2>/dev/null | awk '{print $5}' | head -1) bytes"
 else
   row "xla quick annotations" "FAIL rc=$rc ${dt}s, ${labelled:-0} GPU stacks with [xla] ops; $(grep -m1 SEGV-REPORT "$XL/segv.txt" | cut -c1-100)"
   # The faulting frames (library+offset symbol), for `addr2line -f -e .device-carry/LIB OFFSET`.
