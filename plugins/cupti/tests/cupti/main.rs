@@ -9,6 +9,7 @@
 mod annotations;
 mod attach;
 mod host;
+mod nccl;
 mod pc_replay;
 mod pc_sampling;
 mod replay;
