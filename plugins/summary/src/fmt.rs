@@ -138,14 +138,54 @@ impl Table {
     }
 }
 
-/// `cell` cut to `width` characters, ending in `...` when cut.
+/// `cell` cut to `width` characters, ending in `...` when cut. A cell that starts with a frame
+/// holding a location (`step (/home/u/proj/train.py:52) < main (…)`) loses the start of that
+/// path first (`step (…/proj/train.py:52) < ...`): which line it names is what the reader needs.
 fn cut(cell: &str, width: usize) -> std::borrow::Cow<'_, str> {
     if cell.chars().count() <= width {
         return std::borrow::Cow::Borrowed(cell);
     }
+    // The first frame needs its whole width, and a stack `" < ..."` after it.
+    let first_end = cell.find(" < ").unwrap_or(cell.len());
+    let need = cell[..first_end].chars().count() + if first_end < cell.len() { 6 } else { 0 };
+    let cell = match need.checked_sub(width).filter(|&n| n > 0) {
+        Some(excess) => located_first_frame_cut(cell, excess).unwrap_or_else(|| cell.to_owned()),
+        None => cell.to_owned(),
+    };
+    if cell.chars().count() <= width {
+        return std::borrow::Cow::Owned(cell);
+    }
     let mut s: String = cell.chars().take(width.saturating_sub(3)).collect();
     s.push_str("...");
     std::borrow::Cow::Owned(s)
+}
+
+/// `cell` with up to `excess` characters taken from the start of its first frame's path (its
+/// `(path:line)` location), replaced by `…`; the file name and line always stay. `None` when the
+/// first frame has no location.
+fn located_first_frame_cut(cell: &str, excess: usize) -> Option<String> {
+    let first_end = cell.find(" < ").unwrap_or(cell.len());
+    let first = &cell[..first_end];
+    let open = first.rfind(" (")? + 2;
+    let location = first.strip_suffix(')')?.get(open..)?;
+    let (path, line) = location.rsplit_once(':')?;
+    if line.is_empty() || !line.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let file_start = path.rfind('/').map_or(0, |i| i + 1);
+    let droppable = path[..file_start].chars().count();
+    if droppable <= 1 {
+        return None;
+    }
+    // One character more to make room for the `…`.
+    let drop = (excess + 1).min(droppable);
+    // Cut at a directory: the kept part starts at a `/` (or is the file name).
+    let mut kept: String = path.chars().skip(drop).collect();
+    if !kept.starts_with('/') && drop < droppable {
+        let to_slash = kept.find('/').unwrap_or(0);
+        kept.drain(..to_slash);
+    }
+    Some(format!("{}…{kept}:{line}){}", &first[..open], &cell[first_end..]))
 }
 
 #[cfg(test)]
@@ -192,6 +232,23 @@ mod tests {
             assert!(line.chars().count() <= MAX_WIDTH, "{} columns: {line}", line.chars().count());
         }
         assert!(s.contains("kkk...") && s.contains("sss...") && s.contains("  short "), "{s}");
+    }
+
+    #[test]
+    fn a_cut_frame_keeps_its_file_and_line() {
+        let cell =
+            "train_step.<locals>.step (/work/main/tests/workloads/torch/real_bench.py:52) < main (/w/x.py:9)";
+        assert_eq!(
+            cut(cell, 90),
+            "train_step.<locals>.step (/work/main/tests/workloads/torch/real_bench.py:52) < main (/w..."
+        );
+        assert_eq!(cut(cell, 60), "train_step.<locals>.step (…/torch/real_bench.py:52) < mai...");
+        assert_eq!(cut(cell, 50), "train_step.<locals>.step (…real_bench.py:52) < ...");
+        assert_eq!(cut(cell, 30), "train_step.<locals>.step (…...", "the file name is not cut");
+        let line = "train_step.<locals>.step (/work/main/tests/workloads/torch/real_bench.py:52)";
+        assert_eq!(cut(line, 63), "train_step.<locals>.step (…/workloads/torch/real_bench.py:52)");
+        assert_eq!(cut("a_kernel_name_that_is_long", 10), "a_kerne...");
+        assert_eq!(cut("f (x.py:3) < g (y.py:1)", 12), "f (x.py:3...", "no directory to drop");
     }
 
     #[test]
