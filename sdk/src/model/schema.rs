@@ -489,7 +489,9 @@ model_schema! {
             pid: u32 = [] [1] cold,
             /// Device sampled.
             device: DeviceId = [] [2] cold,
-            /// Start of the span the samples were taken in (the previous fetch).
+            /// Start of the span the samples were taken in (the backend's bound: around the
+            /// previous fetch); the outputs share a kernel's samples among the launches that ran
+            /// in the span.
             start: Nanos = [] [3] time,
             /// End of that span (when the samples were fetched).
             end: Nanos = [] [4] dur(start),

@@ -123,6 +123,21 @@ pub struct PcSamples {
     pub sass: SassSetting,
 }
 
+/// How often CUPTI's worker decodes the hardware buffer (its default) and the agent fetches.
+const DECODE_NS: u64 = 100_000_000;
+/// The oldest a fetch's samples can be: decoded at most [`DECODE_NS`] after they were taken,
+/// fetched at most one fetch period (the same) after that, with as much again of slack.
+const TAKEN_WITHIN_NS: u64 = 3 * DECODE_NS;
+
+/// The span a fetch's samples were taken in: since the previous fetch that sent samples (less
+/// one decoding period: samples decoded just after it come with this one), and never more than
+/// [`TAKEN_WITHIN_NS`] before the fetch (the agent sends no fetch without samples, so the
+/// previous one may be long before). This is the span the outputs share a kernel's samples out
+/// by among its launches.
+fn taken_since(previous: u64, time: u64) -> u64 {
+    previous.saturating_sub(DECODE_NS).max(time.saturating_sub(TAKEN_WITHIN_NS)).min(time)
+}
+
 /// The nvdisasm to disassemble sampled cubins with: `configured` (`[source.cupti] nvdisasm`),
 /// else the first found in the CUDA toolkit's usual places ([`Disassembler::find`]).
 pub fn nvdisasm(configured: Option<&str>) -> Option<std::path::PathBuf> {
@@ -230,7 +245,8 @@ impl PcSamples {
         warn: &mut dyn FnMut(String),
         out: &mut Emitter,
     ) {
-        let start = self.last.insert((conn, h.context), h.time).unwrap_or(h.time).min(h.time);
+        let previous = self.last.insert((conn, h.context), h.time).unwrap_or(0).min(h.time);
+        let start = taken_since(previous, h.time);
         self.stats.dropped += h.dropped;
         self.stats.non_user += h.non_user;
         self.stats.hardware_full += u64::from(h.flags & msg::SAMPLES_HW_FULL != 0);
@@ -379,5 +395,21 @@ impl PcSamples {
                 s.samples, s.with_line, s.without_line_table, s.no_cubin, s.dropped, s.non_user, s.hardware_full
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fetch_span_starts_a_decoding_period_before_the_previous_fetch_and_at_most_300_ms_back() {
+        const MS: u64 = 1_000_000;
+        assert_eq!(taken_since(1000 * MS, 1100 * MS), 900 * MS);
+        // The previous fetch with samples long before (fetches without samples are not sent).
+        assert_eq!(taken_since(1000 * MS, 5000 * MS), 4700 * MS);
+        // The first fetch.
+        assert_eq!(taken_since(0, 5000 * MS), 4700 * MS);
+        assert_eq!(taken_since(0, 10 * MS), 0);
     }
 }

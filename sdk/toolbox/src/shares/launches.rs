@@ -18,9 +18,6 @@ use std::hash::Hash;
 
 /// Consecutive executions of a kernel under one launch key, at most this far apart, are one run.
 pub const JOIN_NS: u64 = 20_000_000;
-/// How long before a span's start its samples may have been taken: the sampler decodes its
-/// hardware buffer on its own period (CUPTI: 100 ms) before a fetch takes them.
-pub const LAG_NS: u64 = 200_000_000;
 
 #[derive(Debug, Clone, Copy)]
 struct Run {
@@ -97,12 +94,12 @@ impl<G: Copy + Eq + Hash, K: Clone + Eq + Hash> LaunchSpans<G, K> {
         }
     }
 
-    /// The launch keys among which `kernel`'s samples of the span `start..end` are shared, with
-    /// their weights (in a fixed order), and on what basis. `start == end` (a sampler's first
-    /// fetch) means since the beginning.
+    /// The launch keys among which `kernel`'s samples of the span `start..=end` (the backend's
+    /// bound on when they were taken) are shared, with their weights (in a fixed order), and on
+    /// what basis.
     pub fn weights(&self, kernel: G, start: u64, end: u64) -> (Vec<(&K, u64)>, Basis) {
         let Some(k) = self.kernels.get(&kernel) else { return (Vec::new(), Basis::Unknown) };
-        let lo = if start < end { start.saturating_sub(LAG_NS) } else { 0 };
+        let lo = start.min(end);
         let mut w: HashMap<usize, u64> = HashMap::new();
         if k.totals.len() > 1 {
             let first = k.runs.partition_point(|r| r.start < lo.saturating_sub(k.longest));
@@ -223,7 +220,7 @@ mod tests {
         l.add(1, &1, 2 * MS, 3 * MS);
         assert_eq!(l.kernels[&1].runs.len(), 2, "the two close executions under 1 are one run");
         assert!(l.kernels[&1].runs[0].start < l.kernels[&1].runs[1].start, "in start order");
-        let (w, basis) = l.weights(1, 6000 * MS, 6000 * MS);
+        let (w, basis) = l.weights(1, 0, 6000 * MS);
         assert_eq!(basis, Basis::Span);
         assert_eq!(w, [(&2, MS), (&1, 2 * MS)]);
     }
