@@ -26,10 +26,13 @@ ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LI
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >"$PC/gpu.txt" 2>&1
 
 # Build with line tables; the program's cubin and nvdisasm's SASS with line info (the reference).
+# pc_split builds alongside.
+"$CUDA_HOME/bin/nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -Xcompiler -fno-omit-frame-pointer -I"$INC" \
+  -o "$W/bin/pc_split" plugins/cupti/tests/workloads/pc_split.cu >"$PC/build-split.log" 2>&1 &
+PC_SPLIT_BUILD=$!
 "$CUDA_HOME/bin/nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -g -Xcompiler -fno-omit-frame-pointer -I"$INC" \
   -o "$W/bin/pc_stalls" "$PC_SRC" >"$PC/build.log" 2>&1 && row "pcsampling build" ok || { row "pcsampling build" FAILED; cat "$PC/build.log"; }
-"$CUDA_HOME/bin/nvcc" -O2 -lineinfo -std=c++17 -arch=sm_90 -Xcompiler -fno-omit-frame-pointer -I"$INC" \
-  -o "$W/bin/pc_split" plugins/cupti/tests/workloads/pc_split.cu >"$PC/build-split.log" 2>&1 || { row "pcsampling build pc_split" FAILED; cat "$PC/build-split.log"; }
+wait "$PC_SPLIT_BUILD" || { row "pcsampling build pc_split" FAILED; cat "$PC/build-split.log"; }
 (cd "$PC" && "$CUDA_HOME/bin/cuobjdump" -xelf all "$W/bin/pc_stalls" >/dev/null 2>&1)
 PC_CUBIN=$(ls "$PC"/*.cubin 2>/dev/null | head -1)
 if [ -n "$PC_CUBIN" ]; then
@@ -161,7 +164,7 @@ if [ "$PC_QUICK" = 1 ]; then
   for c in pc nopc; do
     AB_PAIRS=8 timeout 50 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/$c.toml" --sink summary \
       -o "$W/out/pccost-$c" -- python3 tests/workloads/torch/real_bench.py ab resnet 320 >"$PC/cost-ab-$c.txt" 2>&1
-    row "pcsampling cost ab resnet $c" "rc=$? $(grep -o 'off_ms_median=[0-9.]* ratio_median=[0-9.]*' "$PC/cost-ab-$c.txt" | head -1)"
+    row "pcsampling cost ab resnet $c" "rc=$? $(grep -o 'agent=[01] off_ms_median=[0-9.]* ratio_median=[0-9.]*' "$PC/cost-ab-$c.txt" | head -1)"
   done
 fi
 # 4 (full). Cost: wall time, interleaved rounds (PC_COST_ROUNDS, 2; pc_stalls 40 rounds, and ResNet-18
