@@ -18,9 +18,10 @@ use xpuprof_sdk::codec;
 use xpuprof_sdk::hash::IdMap;
 use xpuprof_sdk::model::{backend, ApiCall, Correlation, Record};
 use xpuprof_sdk::{Emitter, Logger};
-use xpuprof_toolbox::agent_host::{AgentConn, AgentCounts, AgentDecoder, KitDecoder, Step, StreamDecoder};
+use xpuprof_toolbox::agent_host::{AgentConn, AgentCounts, AgentDecoder, KitDecoder, StreamDecoder};
 use xpuprof_toolbox::json_lines;
-use xpuprof_wire::{self as wire, Reader};
+use xpuprof_wire::launches::Launch;
+use xpuprof_wire::{self as wire, Hello, Message, Reader};
 
 /// What went wrong reading or writing a dump.
 #[derive(Debug, thiserror::Error)]
@@ -62,40 +63,6 @@ struct DumpDecoder {
     parts: Vec<Part>,
 }
 
-impl DumpDecoder {
-    fn launches(
-        &mut self,
-        conn: u64,
-        pid: u32,
-        tid: u32,
-        launches: &[wire::launches::Launch],
-        out: &mut Emitter,
-    ) {
-        for l in launches {
-            let text = self
-                .api_names
-                .get(&(u32::from(l.domain), l.api_id))
-                .cloned()
-                .unwrap_or_else(|| format!("api {} of domain {}", l.api_id, l.domain));
-            let api = self.kit.strs.string(out, &text);
-            let correlation =
-                Correlation { backend: backend::FIRST_THIRD_PARTY, id: u64::from(l.correlation) };
-            let call = ApiCall::default()
-                .pid(pid)
-                .tid(tid)
-                .start(l.time)
-                .end(l.end.max(l.time))
-                .name(api)
-                .correlation(Some(correlation))
-                .result(i64::from(l.result as i32));
-            out.emit(&Record::ApiCall(call));
-            if let Some(site) = self.kit.launch_site(conn, tid, l, correlation, api) {
-                out.emit(&Record::LaunchSite(site));
-            }
-        }
-    }
-}
-
 impl KitDecoder for DumpDecoder {
     type Conn = AgentConn;
     type Own = Vec<Part>;
@@ -104,20 +71,40 @@ impl KitDecoder for DumpDecoder {
         &mut self.kit
     }
 
-    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter) {
-        match step {
-            Step::Hello(_) => self.kit.counts.processes += 1,
-            Step::Launches { pid, tid, launches } => self.launches(conn, pid, tid, &launches, out),
-            Step::Message(m) => {
-                if m.ty == wire::MSG_API_NAMES {
-                    for (domain, id, name) in wire::names::parse_api_names(m.payload) {
-                        self.api_names.insert((domain, id), name);
-                    }
-                }
-                self.parts.push(Part::Records(out.take_buffer()));
-                self.parts.push(Part::Message(message_line(m.ty, m.payload)));
+    fn hello(&mut self, _conn: u64, _hello: &Hello) {
+        self.kit.counts.processes += 1;
+    }
+
+    fn launch(&mut self, conn: u64, pid: u32, tid: u32, l: &Launch, out: &mut Emitter) {
+        let text = self
+            .api_names
+            .get(&(u32::from(l.domain), l.api_id))
+            .cloned()
+            .unwrap_or_else(|| format!("api {} of domain {}", l.api_id, l.domain));
+        let api = self.kit.strs.string(out, &text);
+        let correlation = Correlation { backend: backend::FIRST_THIRD_PARTY, id: u64::from(l.correlation) };
+        let call = ApiCall::default()
+            .pid(pid)
+            .tid(tid)
+            .start(l.time)
+            .end(l.end.max(l.time))
+            .name(api)
+            .correlation(Some(correlation))
+            .result(i64::from(l.result as i32));
+        out.emit(&Record::ApiCall(call));
+        if let Some(site) = self.kit.launch_site(conn, tid, l, correlation, api) {
+            out.emit(&Record::LaunchSite(site));
+        }
+    }
+
+    fn message(&mut self, _conn: u64, m: Message<'_>, out: &mut Emitter) {
+        if m.ty == wire::MSG_API_NAMES {
+            for (domain, id, name) in wire::names::parse_api_names(m.payload) {
+                self.api_names.insert((domain, id), name);
             }
         }
+        self.parts.push(Part::Records(out.take_buffer()));
+        self.parts.push(Part::Message(message_line(m.ty, m.payload)));
     }
 
     fn end_conn(&mut self, conn: u64, _out: &mut Emitter) {

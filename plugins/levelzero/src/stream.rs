@@ -7,8 +7,9 @@
 use xpuprof_levelzero_wire::{self as wire, api_kind, launch_domain, op_kind, Msg};
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::Emitter;
-use xpuprof_toolbox::agent_host::{AgentDecoder, KitDecoder, Step};
+use xpuprof_toolbox::agent_host::{AgentDecoder, KitDecoder};
 use xpuprof_wire::launches::Launch;
+use xpuprof_wire::{Hello, Message};
 
 use crate::decode::{loss_cause, Conn, Decoder, Stats};
 use crate::devices::{Described, Device};
@@ -21,21 +22,29 @@ impl KitDecoder for Decoder {
         &mut self.kit
     }
 
-    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter) {
-        let refused = self.kit.conns.get(&conn).is_none_or(|c| c.refused);
-        match step {
-            Step::Hello(_) => self.kit.counts.processes += 1,
-            Step::Launches { tid, launches, .. } if !refused => {
-                for l in launches {
-                    self.launch(conn, tid, &l, out);
-                }
-            }
-            Step::Message(m) if !refused => match wire::decode(m.ty, m.payload) {
-                Some(Msg::Version(v)) if v != wire::VERSION => self.refuse(conn, v),
-                Some(m) => self.ze_message(conn, m, out),
-                None => {}
-            },
-            _ => {}
+    fn hello(&mut self, _conn: u64, _hello: &Hello) {
+        self.kit.counts.processes += 1;
+    }
+
+    /// The site of a launch-class call (an append or an execute) with the agent's stack.
+    fn launch(&mut self, conn: u64, _pid: u32, tid: u32, l: &Launch, out: &mut Emitter) {
+        let Some(c) = self.kit.conns.get(&conn).filter(|c| !c.refused) else { return };
+        let api = c.names.get(&l.api_id).copied().unwrap_or(StrId::NONE);
+        let correlation = Correlation { backend: backend::LEVEL_ZERO, id: u64::from(l.correlation) };
+        if let Some(site) = self.kit.launch_site(conn, tid, l, correlation, api) {
+            out.emit(&Record::LaunchSite(site.recording(l.domain == launch_domain::RECORDING)));
+        }
+    }
+
+    /// The Level Zero messages of an agent whose version this plugin reads.
+    fn message(&mut self, conn: u64, m: Message<'_>, out: &mut Emitter) {
+        if self.kit.conns.get(&conn).is_none_or(|c| c.refused) {
+            return;
+        }
+        match wire::decode(m.ty, m.payload) {
+            Some(Msg::Version(v)) if v != wire::VERSION => self.refuse(conn, v),
+            Some(m) => self.ze_message(conn, m, out),
+            None => {}
         }
     }
 
@@ -68,16 +77,6 @@ impl Decoder {
              version {}: its stream is ignored; use the agent built with this xpuprof",
             wire::VERSION
         ));
-    }
-
-    /// The site of a launch-class call (an append or an execute) with the agent's stack.
-    fn launch(&mut self, conn: u64, tid: u32, l: &Launch, out: &mut Emitter) {
-        let Some(c) = self.kit.conns.get(&conn) else { return };
-        let api = c.names.get(&l.api_id).copied().unwrap_or(StrId::NONE);
-        let correlation = Correlation { backend: backend::LEVEL_ZERO, id: u64::from(l.correlation) };
-        if let Some(site) = self.kit.launch_site(conn, tid, l, correlation, api) {
-            out.emit(&Record::LaunchSite(site.recording(l.domain == launch_domain::RECORDING)));
-        }
     }
 
     fn ze_message(&mut self, conn: u64, m: Msg, out: &mut Emitter) {

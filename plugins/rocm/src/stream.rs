@@ -7,21 +7,14 @@
 use xpuprof_rocm_wire::{self as rocm_wire, marker_op, Api};
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::Emitter;
-use xpuprof_toolbox::agent_host::{AgentDecoder, KitDecoder, Step};
-use xpuprof_wire::launches;
+use xpuprof_toolbox::agent_host::{AgentDecoder, KitDecoder};
+use xpuprof_wire::launches::Launch;
 use xpuprof_wire::names;
-use xpuprof_wire::{self as wire, Hello, Reader};
+use xpuprof_wire::{self as wire, Hello, Message, Reader};
 
 use crate::decode::{Conn, Decoder, KernelSym, Stats, LOSS_DROPPED, ROCTRACER_CLOCK, SDK_CLOCK};
 
 impl Decoder {
-    /// An accepted hello: a process that found a tracing library counts as traced.
-    fn hello(&mut self, h: &Hello) {
-        if h.runtime_version != 0 {
-            self.kit.counts.processes += 1;
-        }
-    }
-
     fn define_clock(&mut self, api: Api, out: &mut Emitter) {
         let (i, domain, name) = match api {
             Api::RocprofilerSdk => (0, SDK_CLOCK, "rocprofiler-sdk CLOCK_BOOTTIME"),
@@ -73,31 +66,6 @@ impl Decoder {
             out.emit(&Record::Device(def));
             let _ = pid;
             self.kit.conns.entry(conn).or_default().agents.insert(a.handle, id);
-        }
-    }
-
-    fn launch(&mut self, conn: u64, pid: u32, tid: u32, l: launches::Launch, out: &mut Emitter) {
-        let name =
-            self.kit.conns.get(&conn).and_then(|c| c.names.get(&(u32::from(l.domain), l.api_id)).cloned());
-        let (api, kind) = match name {
-            Some(n) => (self.kit.strs.string(out, &n), crate::api_kind::classify(&n)),
-            None => (StrId::NONE, ApiKind::Unknown),
-        };
-        let correlation = Correlation { backend: backend::ROCM, id: u64::from(l.correlation) };
-        let end = l.end.max(l.time);
-        out.emit(&Record::ApiCall(
-            ApiCall::default()
-                .pid(pid)
-                .tid(tid)
-                .start(l.time)
-                .end(end)
-                .name(api)
-                .kind(kind)
-                .correlation(Some(correlation))
-                .result(i64::from(l.result as i32)),
-        ));
-        if let Some(site) = self.kit.launch_site(conn, tid, &l, correlation, api) {
-            out.emit(&Record::LaunchSite(site));
         }
     }
 
@@ -156,17 +124,39 @@ impl KitDecoder for Decoder {
         &mut self.kit
     }
 
-    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter) {
-        let m = match step {
-            Step::Hello(h) => return self.hello(&h),
-            Step::Launches { pid, tid, launches } => {
-                for l in launches {
-                    self.launch(conn, pid, tid, l, out);
-                }
-                return;
-            }
-            Step::Message(m) => m,
+    /// An accepted hello: a process that found a tracing library counts as traced.
+    fn hello(&mut self, _conn: u64, h: &Hello) {
+        if h.runtime_version != 0 {
+            self.kit.counts.processes += 1;
+        }
+    }
+
+    fn launch(&mut self, conn: u64, pid: u32, tid: u32, l: &Launch, out: &mut Emitter) {
+        let name =
+            self.kit.conns.get(&conn).and_then(|c| c.names.get(&(u32::from(l.domain), l.api_id)).cloned());
+        let (api, kind) = match name {
+            Some(n) => (self.kit.strs.string(out, &n), crate::api_kind::classify(&n)),
+            None => (StrId::NONE, ApiKind::Unknown),
         };
+        let correlation = Correlation { backend: backend::ROCM, id: u64::from(l.correlation) };
+        let end = l.end.max(l.time);
+        out.emit(&Record::ApiCall(
+            ApiCall::default()
+                .pid(pid)
+                .tid(tid)
+                .start(l.time)
+                .end(end)
+                .name(api)
+                .kind(kind)
+                .correlation(Some(correlation))
+                .result(i64::from(l.result as i32)),
+        ));
+        if let Some(site) = self.kit.launch_site(conn, tid, l, correlation, api) {
+            out.emit(&Record::LaunchSite(site));
+        }
+    }
+
+    fn message(&mut self, conn: u64, m: Message<'_>, out: &mut Emitter) {
         let mut r = Reader::new(m.payload);
         match m.ty {
             wire::MSG_RECORDS => self.records(conn, m.payload, out),

@@ -1,11 +1,13 @@
 //! A backend decoder built on the kit's [`AgentDecoder`] is a [`StreamDecoder`] through this
-//! trait: it says where its kit part is, what it does with each [`Step`], how a connection ends
+//! trait: it says where its kit part is, what it does with a hello, each launch and each of its
+//! own messages (the kit's [`Step`]s, taken apart), how a connection ends
 //! and what is left at the session's end; feeding, ending every connection still open and
 //! returning the counters ([`AgentCounts`] beside its own) are the same for every backend.
 //!
 //! ```no_run
 //! # use xpuprof_sdk::Emitter;
-//! # use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn, KitDecoder, Step};
+//! # use xpuprof_toolbox::agent_host::{AgentConn, AgentDecoder, Conn, KitDecoder};
+//! # use xpuprof_wire::Message;
 //! # #[derive(Default)]
 //! # struct MyConn { agent: AgentConn }
 //! # impl Conn for MyConn {
@@ -24,10 +26,8 @@
 //!     fn kit(&mut self) -> &mut AgentDecoder<MyConn> {
 //!         &mut self.kit
 //!     }
-//!     fn step(&mut self, _conn: u64, step: Step<'_>, _out: &mut Emitter) {
-//!         if let Step::Message(_) = step {
-//!             self.records += 1;
-//!         }
+//!     fn message(&mut self, _conn: u64, _m: Message<'_>, _out: &mut Emitter) {
+//!         self.records += 1;
 //!     }
 //!     fn end_conn(&mut self, conn: u64, _out: &mut Emitter) {
 //!         self.kit.conns.remove(&conn);
@@ -40,6 +40,9 @@
 //! ```
 
 use xpuprof_sdk::Emitter;
+
+use xpuprof_wire::launches::Launch;
+use xpuprof_wire::{Hello, Message};
 
 use super::{AgentCounts, AgentDecoder, Conn, Step, StreamDecoder};
 
@@ -54,8 +57,33 @@ pub trait KitDecoder: Send + 'static {
     /// The kit's part.
     fn kit(&mut self) -> &mut AgentDecoder<Self::Conn>;
 
-    /// What the kit left of a message of connection `conn`.
-    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter);
+    /// What the kit left of a message of connection `conn`: by default, each kind to its own
+    /// method ([`KitDecoder::hello`], [`KitDecoder::launch`] for each launch in order,
+    /// [`KitDecoder::message`]).
+    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter) {
+        match step {
+            Step::Hello(h) => self.hello(conn, &h),
+            Step::Launches { pid, tid, launches } => {
+                for l in &launches {
+                    self.launch(conn, pid, tid, l, out);
+                }
+            }
+            Step::Message(m) => self.message(conn, m, out),
+        }
+    }
+
+    /// Connection `conn`'s hello was accepted (its [`AgentConn`](super::AgentConn) is filled
+    /// in, its process defined): nothing by default.
+    fn hello(&mut self, _conn: u64, _hello: &Hello) {}
+
+    /// One launch of thread `tid` of `pid`, in the order of its launch message (the thread and
+    /// every new stack already defined: [`AgentDecoder::launch_site`] gives its site): nothing
+    /// by default.
+    fn launch(&mut self, _conn: u64, _pid: u32, _tid: u32, _launch: &Launch, _out: &mut Emitter) {}
+
+    /// A message of connection `conn` that the kit does not read: the backend's own (nothing
+    /// by default).
+    fn message(&mut self, _conn: u64, _m: Message<'_>, _out: &mut Emitter) {}
 
     /// A window of connection `conn` is closing (its closing edge arrived, after every record
     /// of the window): emits what the backend still holds of the window, so the window's
@@ -115,10 +143,8 @@ mod tests {
         fn kit(&mut self) -> &mut AgentDecoder<AgentConn> {
             &mut self.kit
         }
-        fn step(&mut self, _conn: u64, step: Step<'_>, _out: &mut Emitter) {
-            if let Step::Hello(_) = step {
-                self.kit.counts.processes += 1;
-            }
+        fn hello(&mut self, _conn: u64, _hello: &Hello) {
+            self.kit.counts.processes += 1;
         }
         fn end_conn(&mut self, conn: u64, _out: &mut Emitter) {
             self.kit.conns.remove(&conn);
