@@ -82,60 +82,78 @@ pub(crate) fn walk_with(
         if let Some(total) = re.reuse(frame, cframe, n, links, out) {
             return Ok((total, false));
         }
-        re.link(frame, cframe, n);
-        let next = match layout.frames {
-            Frames::Objects { back, code, lasti, lasti_in_units } => {
-                let lasti = mem.u32(frame + lasti)? as i32;
-                let offset = match lasti {
-                    i32::MIN..=-1 => u64::MAX,
-                    l if lasti_in_units => l as u64 * 2,
-                    l => l as u64,
-                };
-                out[n] = RawFrame { code: mem.u64(frame + code)?, offset, entry: true, marker: 0 };
-                n += 1;
-                mem.u64(frame + back)?
-            }
-            Frames::Interpreter { code, previous, instr, owner, is_entry } => {
-                let own = mem.u8(frame + owner)?;
-                let next = mem.u64(frame + previous)?;
-                if layout.owner_cstack == Some(own) {
-                    if n > 0 {
-                        out[n - 1].entry = true;
-                        out[n - 1].marker = frame;
-                    }
-                } else {
-                    let c = mem.u64(frame + code)?;
-                    let start = c + layout.code_instructions.unwrap_or(0);
-                    let ip = mem.u64(frame + instr)?;
-                    let offset = if ip >= start { ip - start } else { u64::MAX };
-                    let entry = match is_entry {
-                        Some(at) => mem.u8(frame + at)? != 0,
-                        None => false,
-                    };
-                    let mut marker = 0;
-                    if entry && cframe != 0 {
-                        // The next call out is the _PyCFrame's previous one, whose current frame
-                        // is the next frame of the chain (else the chains do not pair up, e.g.
-                        // frames run by a PEP 523 evaluator: no more markers).
-                        marker = cframe;
-                        cframe = mem.u64(cframe + layout.cframe_previous.unwrap_or(0))?;
-                        if cframe != 0 && mem.u64(cframe + layout.cframe_current_frame.unwrap_or(0))? != next
-                        {
-                            cframe = 0;
-                        }
-                    }
-                    out[n] = RawFrame { code: c, offset, entry, marker };
-                    n += 1;
-                }
-                next
-            }
-        };
-        if let Some(ty) = code_type {
-            if n > 0 && mem.u64(out[n - 1].code + cpython_offsets::OBJECT_TYPE)? != ty {
-                return Err(Error::Object { addr: out[n - 1].code, what: "a code object" });
-            }
-        }
-        frame = next;
+        let at = (frame, cframe);
+        let (next, next_cframe, wrote) = follow(mem, layout, code_type, at, out, n)?;
+        re.link(at, n, wrote.then(|| out[n]));
+        n += usize::from(wrote);
+        (frame, cframe) = (next, next_cframe);
     }
     Err(Error::Object { addr: frame, what: "the end of a frame chain" })
+}
+
+/// Follows the link at frame `at.0` (3.11's `_PyCFrame` then: `at.1`), `n` frames written to
+/// `out` before it (`n < out.len()`): writes its frame to `out[n]` (returns true), or, for a
+/// C-stack entry frame, marks `out[n - 1]` as its eval call's entry frame. Returns the next
+/// frame, the next `_PyCFrame`, and whether a frame was written.
+#[inline(always)]
+pub(crate) fn follow(
+    mem: &impl Memory,
+    layout: &Layout,
+    code_type: Option<u64>,
+    (frame, mut cframe): (u64, u64),
+    out: &mut [RawFrame],
+    n: usize,
+) -> Result<(u64, u64, bool), Error> {
+    let (next, wrote) = match layout.frames {
+        Frames::Objects { back, code, lasti, lasti_in_units } => {
+            let lasti = mem.u32(frame + lasti)? as i32;
+            let offset = match lasti {
+                i32::MIN..=-1 => u64::MAX,
+                l if lasti_in_units => l as u64 * 2,
+                l => l as u64,
+            };
+            out[n] = RawFrame { code: mem.u64(frame + code)?, offset, entry: true, marker: 0 };
+            (mem.u64(frame + back)?, true)
+        }
+        Frames::Interpreter { code, previous, instr, owner, is_entry } => {
+            let own = mem.u8(frame + owner)?;
+            let next = mem.u64(frame + previous)?;
+            if layout.owner_cstack == Some(own) {
+                if n > 0 {
+                    out[n - 1].entry = true;
+                    out[n - 1].marker = frame;
+                }
+                (next, false)
+            } else {
+                let c = mem.u64(frame + code)?;
+                let start = c + layout.code_instructions.unwrap_or(0);
+                let ip = mem.u64(frame + instr)?;
+                let offset = if ip >= start { ip - start } else { u64::MAX };
+                let entry = match is_entry {
+                    Some(at) => mem.u8(frame + at)? != 0,
+                    None => false,
+                };
+                let mut marker = 0;
+                if entry && cframe != 0 {
+                    // The next call out is the _PyCFrame's previous one, whose current frame
+                    // is the next frame of the chain (else the chains do not pair up, e.g.
+                    // frames run by a PEP 523 evaluator: no more markers).
+                    marker = cframe;
+                    cframe = mem.u64(cframe + layout.cframe_previous.unwrap_or(0))?;
+                    if cframe != 0 && mem.u64(cframe + layout.cframe_current_frame.unwrap_or(0))? != next {
+                        cframe = 0;
+                    }
+                }
+                out[n] = RawFrame { code: c, offset, entry, marker };
+                (next, true)
+            }
+        }
+    };
+    let last = n + usize::from(wrote);
+    if let Some(ty) = code_type {
+        if last > 0 && mem.u64(out[last - 1].code + cpython_offsets::OBJECT_TYPE)? != ty {
+            return Err(Error::Object { addr: out[last - 1].code, what: "a code object" });
+        }
+    }
+    Ok((next, cframe, wrote))
 }

@@ -12,7 +12,7 @@ use crate::chain::{self, RawFrame};
 use crate::code::Code;
 use crate::cpython_offsets::{Layout, Version};
 use crate::memory::{Memory, OwnMemory};
-use crate::reuse::{ChainMemo, Logged};
+use crate::reuse::ChainMemo;
 use crate::{Error, PY_FRAME_TAG};
 
 type GetState = unsafe extern "C" fn() -> *mut c_void;
@@ -410,9 +410,9 @@ impl Interpreter {
             Chain::Own => &mut t.own,
             Chain::Other => &mut t.other,
         };
-        let (mut tracer, log) = cm.begin(tstate, &OwnMemory);
-        let logged = Logged { mem: &OwnMemory, log };
-        let r = chain::walk_with(&logged, self.layout, tstate, Some(self.code_type), &mut t.raw, &mut tracer);
+        let mut tracer = cm.begin(tstate, &OwnMemory, self.layout, Some(self.code_type));
+        let r =
+            chain::walk_with(&OwnMemory, self.layout, tstate, Some(self.code_type), &mut t.raw, &mut tracer);
         let complete = match r {
             Ok((n, false)) => Some(&t.raw[..n]),
             _ => None,

@@ -19,32 +19,26 @@
 //! lines of its caller runs at the same frame address with the same instruction; only its
 //! caller's instruction differs.
 
-use std::cell::RefCell;
-
-use crate::chain::RawFrame;
+use crate::chain::{self, RawFrame};
+use crate::cpython_offsets::Layout;
 use crate::memory::Memory;
-use crate::Error;
 
 /// One link the walk followed: the frame, 3.11's `_PyCFrame` then, the frames written before
-/// it, and the index in the read log of its first read.
+/// it, and the frame it wrote (`None`: a C-stack entry frame, which marks the frame before).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Link {
     frame: u64,
     cframe: u64,
     n: u32,
-    at: u32,
+    wrote: Option<RawFrame>,
 }
 
-/// A read the walk made: address, size (1, 4 or 8 bytes), value.
-type Read = (u64, u8, u64);
-
-/// One capture: its links and reads, the frames it wrote with what resolved them.
+/// One capture: its links, the frames it wrote with what resolved them.
 #[derive(Debug)]
 struct Capture {
     /// The thread state read (0: none kept).
     tstate: u64,
     links: Vec<Link>,
-    reads: Vec<Read>,
     frames: Vec<RawFrame>,
     /// Per frame: the code object's name and line-table objects, and its resolved id.
     resolved: Vec<(u64, u64, u64)>,
@@ -55,14 +49,7 @@ struct Capture {
 
 impl Default for Capture {
     fn default() -> Self {
-        Capture {
-            tstate: 0,
-            links: Vec::new(),
-            reads: Vec::new(),
-            frames: Vec::new(),
-            resolved: Vec::new(),
-            index: [0; SLOTS],
-        }
+        Capture { tstate: 0, links: Vec::new(), frames: Vec::new(), resolved: Vec::new(), index: [0; SLOTS] }
     }
 }
 
@@ -87,7 +74,6 @@ impl Capture {
     fn clear(&mut self) {
         self.tstate = 0;
         self.links.clear();
-        self.reads.clear();
         self.frames.clear();
         self.resolved.clear();
     }
@@ -98,41 +84,16 @@ impl Capture {
 pub(crate) struct ChainMemo {
     prev: Capture,
     cur: Capture,
-    /// The reads of the capture being made, shared with [`Logged`].
-    log: RefCell<Vec<Read>>,
     /// Where the frames of `cur` from index `from_prev.0` on came from in `prev` (index
     /// `from_prev.1`): their ids may be kept.
     from_prev: Option<(usize, usize)>,
 }
 
-/// Memory whose reads go to a log.
-pub(crate) struct Logged<'a, M: Memory> {
-    pub mem: &'a M,
-    pub log: &'a RefCell<Vec<Read>>,
-}
-
-impl<M: Memory> Memory for Logged<'_, M> {
-    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Error> {
-        self.mem.read(addr, buf)?;
-        if buf.len() <= 8 {
-            let mut w = [0u8; 8];
-            w[..buf.len()].copy_from_slice(buf);
-            self.log.borrow_mut().push((addr, buf.len() as u8, u64::from_le_bytes(w)));
-        }
-        Ok(())
-    }
-
-    fn u64(&self, addr: u64) -> Result<u64, Error> {
-        let v = self.mem.u64(addr)?;
-        self.log.borrow_mut().push((addr, 8, v));
-        Ok(v)
-    }
-}
-
 /// What the chain walk asks of a previous capture it may reuse: [`NoReuse`] compiles to nothing.
 pub(crate) trait Reuse {
-    /// A link about to be followed (`n` frames written before it, `links` followed).
-    fn link(&mut self, frame: u64, cframe: u64, n: usize);
+    /// A link followed: its frame and `_PyCFrame`, the frames written before it, the frame it
+    /// wrote.
+    fn link(&mut self, at: (u64, u64), n: usize, wrote: Option<RawFrame>);
     /// At link `frame` (`cframe`), `n` frames written and `links` followed: the frames the
     /// previous capture wrote from there, written into `out`; returns the frames written in
     /// all, or `None`: walk on.
@@ -151,7 +112,7 @@ pub(crate) struct NoReuse;
 
 impl Reuse for NoReuse {
     #[inline(always)]
-    fn link(&mut self, _: u64, _: u64, _: usize) {}
+    fn link(&mut self, _: (u64, u64), _: usize, _: Option<RawFrame>) {}
     #[inline(always)]
     fn reuse(&mut self, _: u64, _: u64, _: usize, _: usize, _: &mut [RawFrame]) -> Option<usize> {
         None
@@ -162,10 +123,11 @@ impl Reuse for NoReuse {
 pub(crate) struct Tracer<'a, M: Memory> {
     prev: &'a Capture,
     cur: &'a mut Capture,
-    log: &'a RefCell<Vec<Read>>,
     from_prev: &'a mut Option<(usize, usize)>,
-    /// The memory compared (read without logging).
+    /// The memory and layout the links are followed again with.
     mem: &'a M,
+    layout: &'a Layout,
+    code_type: Option<u64>,
     /// The previous capture's link at which a comparison found a difference: a comparison
     /// from a link before it would find it again.
     failed_at: Option<usize>,
@@ -173,36 +135,36 @@ pub(crate) struct Tracer<'a, M: Memory> {
 
 impl ChainMemo {
     /// Starts a capture of the chain of `tstate` (the previous one is offered when it was of
-    /// the same thread state); returns the tracer and the log the walk's reads go to.
+    /// the same thread state), whose links are followed with `mem`, `layout`, `code_type`.
     pub fn begin<'a, M: Memory>(
         &'a mut self,
         tstate: u64,
         mem: &'a M,
-    ) -> (Tracer<'a, M>, &'a RefCell<Vec<Read>>) {
+        layout: &'a Layout,
+        code_type: Option<u64>,
+    ) -> Tracer<'a, M> {
         if self.prev.tstate != tstate {
             self.prev.clear();
         }
         self.cur.clear();
         self.cur.tstate = tstate;
-        self.log.get_mut().clear();
         self.from_prev = None;
-        let ChainMemo { prev, cur, log, from_prev } = self;
-        (Tracer { prev, cur, log, from_prev, mem, failed_at: None }, log)
+        let ChainMemo { prev, cur, from_prev } = self;
+        Tracer { prev, cur, from_prev, mem, layout, code_type, failed_at: None }
     }
 
     /// The capture ended with `frames` written, the chain read to its end: it becomes the
     /// previous one (its ids are added by [`ChainMemo::resolved`]). Any other end forgets it.
     pub fn end(&mut self, frames: Option<&[RawFrame]>) {
         match frames {
-            Some(f) if self.log.borrow().len() < u32::MAX as usize => {
+            Some(f) => {
                 self.cur.frames.clear();
                 self.cur.frames.extend_from_slice(f);
-                std::mem::swap(&mut self.cur.reads, self.log.get_mut());
                 self.cur.index_links();
                 std::mem::swap(&mut self.prev, &mut self.cur);
                 // `cur` now holds the capture before, whose ids the resolution may keep.
             }
-            _ => {
+            None => {
                 self.prev.clear();
                 self.cur.clear();
                 self.from_prev = None;
@@ -241,9 +203,8 @@ impl ChainMemo {
 
 impl<M: Memory> Reuse for Tracer<'_, M> {
     #[inline(always)]
-    fn link(&mut self, frame: u64, cframe: u64, n: usize) {
-        let at = self.log.borrow().len() as u32;
-        self.cur.links.push(Link { frame, cframe, n: n as u32, at });
+    fn link(&mut self, (frame, cframe): (u64, u64), n: usize, wrote: Option<RawFrame>) {
+        self.cur.links.push(Link { frame, cframe, n: n as u32, wrote });
     }
 
     #[inline]
@@ -261,44 +222,49 @@ impl<M: Memory> Reuse for Tracer<'_, M> {
         if l.frame != frame || self.failed_at.is_some_and(|f| j <= f) {
             return None;
         }
-        let end_n = p.links.get(j + 1).map_or(p.frames.len(), |x| x.n as usize);
         // Only at a link that wrote a frame (a link of a C-stack entry marks the frame before
         // it, which this walk wrote), with room for every frame left, within the walk's bound.
         let left = p.frames.len() - l.n as usize;
-        if l.cframe != cframe || end_n == l.n as usize || n + left >= out.len() {
+        if l.cframe != cframe || l.wrote.is_none() || n + left >= out.len() {
             return None;
         }
-        if links + (p.links.len() - j) > crate::chain::MAX_LINKS {
+        if links + (p.links.len() - j) > chain::MAX_LINKS {
             return None;
         }
-        let from = l.at as usize;
-        // In the order read, stopping at the first difference: every address read is one the
-        // values already found equal lead to.
-        for (d, &(addr, size, was)) in p.reads[from..].iter().enumerate() {
-            let now = match size {
-                8 => self.mem.u64(addr),
-                4 => self.mem.u32(addr).map(u64::from),
-                _ => self.mem.u8(addr).map(u64::from),
-            };
-            if now.ok() != Some(was) {
-                // The link that made this read (a frame of the same address further out can
-                // still match: a caller that moved on from a frame whose callers did not).
-                self.failed_at = Some(p.links.partition_point(|x| x.at as usize <= from + d) - 1);
+        // Each link followed again from its recorded frame, in order, stopping at the first
+        // difference: every link followed is one the links already found equal lead to.
+        for k in j..p.links.len() {
+            let x = p.links[k];
+            // The frame before it as this capture's walk would hold it (a C-stack entry link
+            // marks it; its final value is the one to compare).
+            let mut two = [x.n.checked_sub(1).map_or(RawFrame::default(), |i| p.frames[i as usize]); 2];
+            let at = usize::from(x.n > 0);
+            let (next, next_cframe) = p.links.get(k + 1).map_or((0, None), |y| (y.frame, Some(y.cframe)));
+            let same =
+                match chain::follow(self.mem, self.layout, self.code_type, (x.frame, x.cframe), &mut two, at)
+                {
+                    Ok((nx, nc, wrote)) => {
+                        nx == next
+                            && next_cframe.is_none_or(|c| c == nc)
+                            && (if wrote {
+                                x.wrote == Some(two[at])
+                            } else {
+                                x.wrote.is_none() && two[0] == two[1]
+                            })
+                    }
+                    Err(_) => false,
+                };
+            if !same {
+                self.failed_at = Some(k);
                 return None;
             }
         }
         out[n..n + left].copy_from_slice(&p.frames[l.n as usize..]);
-        // This capture's record: its own links and reads, then the previous capture's.
-        let mut log = self.log.borrow_mut();
-        let base = log.len() as u32;
+        // This capture's record: its own links, then the previous capture's.
         let shift_n = n as i64 - i64::from(l.n);
-        let c = &mut *self.cur;
-        c.links.extend(p.links[j..].iter().map(|x| Link {
-            n: (i64::from(x.n) + shift_n) as u32,
-            at: x.at - l.at + base,
-            ..*x
-        }));
-        log.extend_from_slice(&p.reads[from..]);
+        self.cur
+            .links
+            .extend(p.links[j..].iter().map(|x| Link { n: (i64::from(x.n) + shift_n) as u32, ..*x }));
         *self.from_prev = Some((n, l.n as usize));
         Some(n + left)
     }

@@ -20,7 +20,7 @@ use std::sync::{Arc, RwLock};
 use framehop::x86_64::UnwinderX86_64;
 use framehop::Unwinder;
 
-use crate::memo::{Logged, Memo, Tracer};
+use crate::memo::{Memo, Tracer, NOT_REUSED};
 use crate::regs::Registers;
 use crate::walk::{self, follows_call, Caches, Code, Cut, End, Reuse, Stack, Walk};
 
@@ -175,8 +175,8 @@ impl<S: Stack> Reuse for WithMemo<'_, S> {
         self.tracer.probe()
     }
     #[inline(always)]
-    fn frame(&mut self, ip: u64, sp: u64, bp: u64) {
-        self.tracer.frame(ip, sp, bp);
+    fn frame(&mut self, ip: u64, sp: u64, bp: u64, rule: Option<crate::rules::Rule>) {
+        self.tracer.frame(ip, sp, bp, rule.unwrap_or(NOT_REUSED));
     }
     fn reuse(
         &mut self,
@@ -255,10 +255,8 @@ fn walk_once(
                 );
             }
             let base = start.regs.sp;
-            let (tracer, log) = memo.begin(m.generation);
-            let logged = Logged { stack: &stack, log };
-            let mut re = WithMemo { tracer, stack: &stack };
-            let r = walk::run_with(&m.unwinder, caches, start, &logged, &code, (out, sp_out), &mut re);
+            let mut re = WithMemo { tracer: memo.begin(m.generation), stack: &stack };
+            let r = walk::run_with(&m.unwinder, caches, start, &stack, &code, (out, sp_out), &mut re);
             let reused = re.tracer.reused;
             let kept = re.tracer.end(r.walk.end, base + r.walk.stack_bytes, !r.saw_unknown);
             memo.finish(kept);

@@ -1,39 +1,43 @@
 //! Reuse of a thread's previous walk: a launch made right after another one from the same thread
 //! usually shares the outer part of its stack (the interpreter, the framework's dispatcher, the
 //! program's loop). The walk records, for every frame it writes, the frame's registers and the
-//! stack words its step read; the next walk of the same thread, on reaching a frame whose
-//! registers (`ip`, `sp`, `bp`) are those of a recorded frame, reads every word the recorded
-//! steps from there on read, at the addresses they read them, and when each holds the value it
-//! held, writes the recorded frames instead of stepping them.
+//! rule its step took (from the per-address cache); the next walk of the same thread, on
+//! reaching a frame whose registers (`ip`, `sp`, `bp`) are those of a recorded frame, steps
+//! every recorded frame from there again from its recorded registers with its recorded rule,
+//! and when each step leads to the next recorded frame, writes the recorded frames instead of
+//! walking on.
 //!
 //! Exact, not a guess: a step is a function of the frame's registers, its address's unwind rule
-//! (fixed while the module list is: [`Memo`] belongs to one list's generation) and the words it
-//! reads, so equal registers and equal words give the steps the walk would have taken. What
-//! it saves is the walk's dependency chain: a step's rule lookup waits for the return address
-//! the step before read, and the next read waits for the rule; the recorded addresses are known
-//! in advance, so their reads go out together. Matching only the innermost frames and keeping
-//! the rest would not be exact (a function called twice from two lines of its caller, at the
-//! same depth, runs at the same `sp` with the same `ip`: only its caller's return address
-//! differs), hence every recorded word is checked.
+//! (fixed while the module list is: [`Memo`] belongs to one list's generation) and the stack
+//! words it reads, so a step that leads where it led is the step the walk would take. What it
+//! saves is the walk's dependency chain: a step's rule lookup waits for the return address
+//! the step before read, and the next read waits for the rule; the recorded registers are known
+//! in advance, so the steps' reads go out together. Matching only the innermost frames and
+//! keeping the rest would not be exact (a function called twice from two lines of its caller,
+//! at the same depth, runs at the same `sp` with the same `ip`: only its caller's return
+//! address differs), hence every recorded step is taken again.
 //!
 //! A walk that went through code outside every module or was cut is not recorded (its end
-//! depends on more than the stack words).
-
-use std::cell::RefCell;
+//! depends on more than the stack words), and frames stepped by framehop (rules of other
+//! shapes) are not reused past.
 
 use crate::regs::Registers;
+use crate::rules::{step, Rule};
 use crate::walk::{End, Stack};
 
-/// One recorded walk: its written frames from the first one, and the words their steps read.
+/// One recorded frame: its registers and the rule its step took.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    ip: u64,
+    sp: u64,
+    bp: u64,
+    rule: Rule,
+}
+
+/// One recorded walk: its written frames from the first one.
 #[derive(Debug, Default)]
 struct Recorded {
-    ip: Vec<u64>,
-    sp: Vec<u64>,
-    bp: Vec<u64>,
-    /// Index in `reads` of the first word each frame's step read.
-    at: Vec<u32>,
-    /// (address, value) of every word read, in order.
-    reads: Vec<(u64, u64)>,
+    frames: Vec<Frame>,
     /// How the walk ended after its last frame.
     end: Option<End>,
     /// One past the highest stack word the walk read.
@@ -42,11 +46,7 @@ struct Recorded {
 
 impl Recorded {
     fn clear(&mut self) {
-        self.ip.clear();
-        self.sp.clear();
-        self.bp.clear();
-        self.at.clear();
-        self.reads.clear();
+        self.frames.clear();
         self.end = None;
         self.top = 0;
     }
@@ -57,59 +57,53 @@ impl Recorded {
 pub(crate) struct Memo {
     prev: Recorded,
     cur: Recorded,
-    /// The words the walk being made read (`cur`'s), shared with [`Logged`].
-    log: RefCell<Vec<(u64, u64)>>,
     /// The module list `prev` was walked with.
     generation: u64,
 }
 
-/// A walk in progress with a [`Memo`]: records the frames written and the words read, and
-/// offers the previous walk's frames where their registers come up.
+/// A walk in progress with a [`Memo`]: records the frames written, and offers the previous
+/// walk's frames where their registers come up.
 pub(crate) struct Tracer<'a> {
     prev: &'a Recorded,
     cur: &'a mut Recorded,
-    log: &'a RefCell<Vec<(u64, u64)>>,
     /// The next recorded frame whose `sp` the walk has not passed.
     next: usize,
-    /// `prev.sp[next]`, or `u64::MAX` when no more reuse is asked in this walk.
+    /// `prev.frames[next].sp`, or `u64::MAX` when no more reuse is asked in this walk.
     probe: u64,
     /// Frames taken from the previous walk.
     pub reused: usize,
 }
 
-/// The stack as the walk reads it, each word read logged.
-pub(crate) struct Logged<'a, S: Stack> {
-    pub stack: &'a S,
-    pub log: &'a RefCell<Vec<(u64, u64)>>,
-}
-
-impl<S: Stack> Stack for Logged<'_, S> {
-    #[inline(always)]
-    fn word(&self, addr: u64) -> Option<u64> {
-        let w = self.stack.word(addr)?;
-        self.log.borrow_mut().push((addr, w));
-        Some(w)
-    }
-}
-
 impl Memo {
     /// Starts a walk with the module list of `generation` (the previous walk is offered only if
-    /// it was made with the same list); returns the tracer and the log its stack reads go to.
-    pub fn begin(&mut self, generation: u64) -> (Tracer<'_>, &RefCell<Vec<(u64, u64)>>) {
+    /// it was made with the same list).
+    pub fn begin(&mut self, generation: u64) -> Tracer<'_> {
         if self.generation != generation {
             self.prev.clear();
             self.generation = generation;
         }
         self.cur.clear();
-        self.log.get_mut().clear();
         let probe = match self.prev.end {
-            Some(_) => self.prev.sp.first().copied().unwrap_or(u64::MAX),
+            Some(_) => self.prev.frames.first().map_or(u64::MAX, |f| f.sp),
             None => u64::MAX,
         };
-        let Memo { prev, cur, log, .. } = self;
-        (Tracer { prev, cur, log, next: 0, probe, reused: 0 }, log)
+        let Memo { prev, cur, .. } = self;
+        Tracer { prev, cur, next: 0, probe, reused: 0 }
+    }
+
+    /// After [`Tracer::end`]: the walk just made becomes the previous one (or none, when it
+    /// cannot be reused).
+    pub fn finish(&mut self, kept: bool) {
+        if kept {
+            std::mem::swap(&mut self.prev, &mut self.cur);
+        } else {
+            self.prev.clear();
+        }
     }
 }
+
+/// The rule recorded for a frame not stepped by a cached rule (framehop's: [`Rule::CFI`]).
+pub(crate) const NOT_REUSED: Rule = Rule { cfa: 0, bp: Rule::CFI };
 
 impl Tracer<'_> {
     /// The `sp` at or above which the walk asks [`Tracer::reuse`] before writing a frame.
@@ -118,14 +112,10 @@ impl Tracer<'_> {
         self.probe
     }
 
-    /// A frame written: its registers, before its step reads anything.
+    /// A frame written, with the rule of its step ([`NOT_REUSED`] when not a cached one).
     #[inline(always)]
-    pub fn frame(&mut self, ip: u64, sp: u64, bp: u64) {
-        let c = &mut *self.cur;
-        c.ip.push(ip);
-        c.sp.push(sp);
-        c.bp.push(bp);
-        c.at.push(self.log.borrow().len() as u32);
+    pub fn frame(&mut self, ip: u64, sp: u64, bp: u64, rule: Rule) {
+        self.cur.frames.push(Frame { ip, sp, bp, rule });
     }
 
     /// At a frame of registers `r` (not written yet, `n` frames written before it): when the
@@ -142,53 +132,49 @@ impl Tracer<'_> {
         out: &mut [u64],
         sp_out: &mut [u64],
     ) -> Option<(usize, End, u64)> {
-        let p = self.prev;
-        while self.next < p.sp.len() && p.sp[self.next] < r.sp {
+        let p = &self.prev.frames;
+        while self.next < p.len() && p[self.next].sp < r.sp {
             self.next += 1;
         }
         let j = self.next;
-        if j >= p.sp.len() || p.sp[j] != r.sp || p.ip[j] != r.ip || p.bp[j] != r.bp {
+        let same_regs = |f: &Frame| (f.ip, f.sp, f.bp) == (r.ip, r.sp, r.bp);
+        if !p.get(j).is_some_and(same_regs) {
             // Not a recorded frame: ask again at the next recorded `sp` above this one.
-            let above = if p.sp.get(j) == Some(&r.sp) { j + 1 } else { j };
-            self.probe = p.sp.get(above).copied().unwrap_or(u64::MAX);
+            let above = if p.get(j).is_some_and(|f| f.sp == r.sp) { j + 1 } else { j };
+            self.probe = p.get(above).map_or(u64::MAX, |f| f.sp);
             return None;
         }
-        let end = p.end?;
-        let frames = p.ip.len() - j;
+        let end = self.prev.end?;
+        let frames = p.len() - j;
         let room = out.len().saturating_sub(n);
         if frames == 0 || (frames < room && end == End::MaxDepth) {
             // (The previous walk stopped at its depth limit; this one goes further.)
             self.probe = u64::MAX;
             return None;
         }
-        let from = p.at[j] as usize;
-        // Every word the previous steps read from frame j on, at addresses known in advance:
-        // the reads do not wait for each other (a difference is the unlikely branch).
-        if let Some(d) = p.reads[from..].iter().position(|&(a, v)| stack.word(a) != Some(v)) {
-            // The frames up to the one whose step read it would fail here again: ask again at
-            // the frame after it (a caller that called from another line: its callers are the
-            // same again).
-            let k = p.at.partition_point(|&a| a as usize <= from + d).max(j + 1);
-            self.next = k;
-            self.probe = p.sp.get(k).copied().unwrap_or(u64::MAX);
+        let k = frames.min(room);
+        // Each frame stepped again from its recorded registers: the steps' reads do not wait
+        // for each other (a difference is the unlikely branch). The last frame's step is
+        // checked when the walk would take it (to its root).
+        let last = if k == frames && end == End::Root { j + k } else { j + k - 1 };
+        if let Some(d) = (j..last).position(|i| !steps_to(&p[i], p.get(i + 1), stack)) {
+            // The frames up to this one would fail here again: ask again at the frame after it
+            // (a caller that called from another line: its callers are the same again).
+            self.next = j + d + 1;
+            self.probe = p.get(self.next).map_or(u64::MAX, |f| f.sp);
             return None;
         }
         self.probe = u64::MAX;
-        let k = frames.min(room);
-        out[n..n + k].copy_from_slice(&p.ip[j..j + k]);
-        let s = sp_out.len().saturating_sub(n).min(k);
-        sp_out[n..n + s].copy_from_slice(&p.sp[j..j + s]);
+        for (i, f) in p[j..j + k].iter().enumerate() {
+            out[n + i] = f.ip;
+            if let Some(s) = sp_out.get_mut(n + i) {
+                *s = f.sp;
+            }
+        }
         // This walk's record: its own frames, then the previous walk's from j.
-        let mut log = self.log.borrow_mut();
-        let base = log.len() as u32;
-        let c = &mut *self.cur;
-        c.ip.extend_from_slice(&p.ip[j..j + k]);
-        c.sp.extend_from_slice(&p.sp[j..j + k]);
-        c.bp.extend_from_slice(&p.bp[j..j + k]);
-        c.at.extend(p.at[j..j + k].iter().map(|&a| a - from as u32 + base));
-        log.extend_from_slice(&p.reads[from..]);
+        self.cur.frames.extend_from_slice(&p[j..j + k]);
         self.reused = k;
-        let (end, top) = if k < frames { (End::MaxDepth, p.sp[j + k - 1]) } else { (end, p.top) };
+        let (end, top) = if k < frames { (End::MaxDepth, p[j + k - 1].sp) } else { (end, self.prev.top) };
         Some((n + k, end, top))
     }
 
@@ -198,21 +184,20 @@ impl Tracer<'_> {
         let keep = reusable && matches!(end, End::Root | End::MaxDepth);
         self.cur.end = keep.then_some(end);
         self.cur.top = top;
-        std::mem::swap(&mut self.cur.reads, &mut *self.log.borrow_mut());
         keep
     }
 }
 
-impl Memo {
-    /// After [`Tracer::end`]: the walk just made becomes the previous one (or none, when it
-    /// cannot be reused).
-    pub fn finish(&mut self, kept: bool) {
-        if kept {
-            std::mem::swap(&mut self.prev, &mut self.cur);
-        } else {
-            self.prev.clear();
-        }
-        // The read log takes the buffer of the record now unused (no allocation per walk).
-        std::mem::swap(self.log.get_mut(), &mut self.cur.reads);
+/// True when frame `f`'s recorded step, taken again, leads to `next` (the thread's root when
+/// `None`), as the walk's step would.
+#[inline(always)]
+fn steps_to(f: &Frame, next: Option<&Frame>, stack: &impl Stack) -> bool {
+    if f.rule == NOT_REUSED {
+        return false;
+    }
+    match (step(f.rule, f.sp, f.bp, stack), next) {
+        (Ok(Some((ra, sp, bp))), Some(n)) => ra >= 0x1000 && (ra, sp, bp) == (n.ip, n.sp, n.bp),
+        (Ok(None) | Ok(Some((0, _, _))), None) => true,
+        _ => false,
     }
 }

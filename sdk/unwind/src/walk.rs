@@ -152,8 +152,8 @@ pub(crate) trait Reuse {
     const ON: bool;
     /// The `sp` at or above which [`Reuse::reuse`] is asked before a frame is written.
     fn probe(&self) -> u64;
-    /// A frame written (its registers, before its step).
-    fn frame(&mut self, ip: u64, sp: u64, bp: u64);
+    /// A frame written: its registers and the rule of its step (`None`: not a cached rule).
+    fn frame(&mut self, ip: u64, sp: u64, bp: u64, rule: Option<Rule>);
     /// The frames from registers `r` on, when the previous walk's still hold: (frames written
     /// in all, end, one past the highest word read).
     fn reuse(
@@ -175,7 +175,7 @@ impl Reuse for NoReuse {
         u64::MAX
     }
     #[inline(always)]
-    fn frame(&mut self, _: u64, _: u64, _: u64) {}
+    fn frame(&mut self, _: u64, _: u64, _: u64, _: Option<Rule>) {}
     #[inline(always)]
     fn reuse(&mut self, _: usize, _: Registers, _: &mut [u64], _: &mut [u64]) -> Option<(usize, End, u64)> {
         None
@@ -260,9 +260,9 @@ fn steps<D: Deref<Target = [u8]>, R: Reuse>(
             if let Some(s) = sp_out.get_mut(n) {
                 *s = sp;
             }
-            re.frame(ip, sp, bp);
             n += 1;
             if n == out.len() {
+                re.frame(ip, sp, bp, None);
                 return (n, End::MaxDepth);
             }
         }
@@ -278,6 +278,10 @@ fn steps<D: Deref<Target = [u8]>, R: Reuse>(
                 None => lookup(unwinder, caches, ip, is_return, code),
             }
         };
+        if R::ON && !skipping {
+            let cached = rule.filter(|&r| r != Rule::of(crate::rules::Class::Cfi));
+            re.frame(ip, sp, bp, cached);
+        }
         let stepped = match rule {
             Some(r) if r != Rule::of(crate::rules::Class::Cfi) => {
                 run.fast_steps += 1;
@@ -355,7 +359,7 @@ fn cached_run<const SP: bool, R: Reuse>(
                 *s = sp;
             }
         }
-        re.frame(ip, sp, bp);
+        re.frame(ip, sp, bp, Some(rule));
         n += 1;
         if n == out.len() {
             break Some(End::MaxDepth);
