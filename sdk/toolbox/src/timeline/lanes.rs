@@ -39,6 +39,8 @@ struct Lane {
     kept: VecDeque<(u64, u64)>,
     /// The end of the latest slice dropped from `kept`: a gap before it cannot be checked.
     floor: u64,
+    /// Work was put here over other work (no lane left): its gaps are not checked any more.
+    shared: bool,
 }
 
 impl Lane {
@@ -48,7 +50,7 @@ impl Lane {
         if start >= self.end {
             return Some(self.kept.len());
         }
-        if start < self.floor {
+        if start < self.floor || self.shared {
             return None;
         }
         let at = self.kept.partition_point(|&(s, _)| s < end);
@@ -96,6 +98,7 @@ impl Lanes {
             }
             None => {
                 let last = self.lanes.len() - 1;
+                self.lanes[last].shared = true;
                 let k = self.lanes[last].kept.partition_point(|&(s, _)| s < start);
                 (Placement { lane: last, opened: false, shared: true }, k)
             }
@@ -170,10 +173,12 @@ mod tests {
     #[test]
     fn beyond_the_last_lane_work_shares_it() {
         let mut l = Lanes::default();
-        let p: Vec<Placement> = (0..3).map(|_| l.place(0, 10, 2)).collect();
+        let p: Vec<Placement> =
+            [(0, 100), (0, 100), (10, 20), (50, 60)].map(|(s, e)| l.place(s, e, 2)).into();
+        // [50, 60) overlaps [0, 100) on the shared lane: its gap after [10, 20) is not taken.
         assert_eq!(
             p.iter().map(|p| (p.lane, p.opened, p.shared)).collect::<Vec<_>>(),
-            [(0, true, false), (1, true, false), (1, false, true)]
+            [(0, true, false), (1, true, false), (1, false, true), (1, false, true)]
         );
     }
 }
