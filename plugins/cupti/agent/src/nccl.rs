@@ -14,8 +14,10 @@
 //!
 //! Collectives inside `ncclGroupStart`/`ncclGroupEnd` launch at the group's end, after their
 //! ranges closed: each closed range's arguments wait on the thread, summed, and go with the
-//! group's first launch (one kernel runs a group's collectives); a range of a schema the agent
-//! does not know is skipped.
+//! group's first launch (one kernel runs a group's collectives); a launch outside NCCL's ranges
+//! (the program's own work) drops what waits, as those collectives launched nothing. A range of
+//! a schema the agent does not know is skipped. The callbacks run inside the program's C calls:
+//! the thread's state is reached with `try_with`/`try_borrow_mut`, never panicking.
 
 use std::cell::RefCell;
 use std::os::raw::c_void;
@@ -254,7 +256,7 @@ pub unsafe fn on_nvtx(cbid: u32, data: *const c_void) {
             // SAFETY: `domain, core.eventAttrib`: the attributes are alive for the call.
             let args = unsafe { args_of(domain, std::ptr::read_unaligned(params.add(1)) as *const u8) };
             let _ = THREAD.try_with(|t| {
-                let mut t = t.borrow_mut();
+                let Ok(mut t) = t.try_borrow_mut() else { return };
                 if t.open.len() < MAX_OPEN {
                     t.open.push((domain, args));
                 }
@@ -262,7 +264,7 @@ pub unsafe fn on_nvtx(cbid: u32, data: *const c_void) {
         }
         N::CUPTI_CBID_NVTX_nvtxDomainRangePop => {
             let _ = THREAD.try_with(|t| {
-                let mut t = t.borrow_mut();
+                let Ok(mut t) = t.try_borrow_mut() else { return };
                 let Some(at) = t.open.iter().rposition(|(d, _)| *d == domain) else { return };
                 let (_, args) = t.open.remove(at);
                 // A collective's range that closes before any launch: it waits for the group's.
@@ -282,8 +284,14 @@ pub unsafe fn on_nvtx(cbid: u32, data: *const c_void) {
 pub fn launch(a: &Agent, correlation: u32) {
     let args = THREAD
         .try_with(|t| {
-            let mut t = t.borrow_mut();
-            if t.open.is_empty() || t.sent == correlation {
+            let mut t = t.try_borrow_mut().ok()?;
+            if t.open.is_empty() {
+                // The program's own work: collectives still waiting launched nothing (a
+                // one-rank in-place reduction), and are no group's.
+                t.waiting = None;
+                return None;
+            }
+            if t.sent == correlation {
                 return None;
             }
             let innermost = t.open.iter().rev().find_map(|(_, a)| *a);

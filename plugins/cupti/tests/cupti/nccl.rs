@@ -73,7 +73,7 @@ fn each_collective_carries_the_bytes_its_nccl_nvtx_payload_states() {
         .expect("run xpuprof record");
     let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "xpuprof record failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("launches=9"), "the program ran to its end:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("launches=10"), "the program ran to its end:\n{stdout}\n{stderr}");
     assert!(
         stderr.contains("ignored an NVTX payload schema registration (no entries)"),
         "the malformed registration is refused and said:\n{stderr}"

@@ -20,7 +20,9 @@
  *   all-gathers of 4096 and 8192 bytes grouped (ncclGroupStart/End ranges without payload; the
  *   kernel is launched inside ncclGroupEnd's); one all-reduce of 64 bytes on one rank, whose
  *   kernel is not named for NCCL (oneRankReduce); one all-reduce whose payload names a schema
- *   never registered (its kernel has no bytes).
+ *   never registered (its kernel has no bytes). Before the group, an all-gather that launches
+ *   nothing (as NCCL's one-rank path may) followed by a kernel of the program's own: its bytes
+ *   must go nowhere.
  *
  * The NVTX structs are declared here from the NVTX v3 headers' public layout (pinned by the
  * static assertions below), as the NVTX headers are not installed. Prints `launches=N`.
@@ -258,6 +260,9 @@ int main(void) {
     for (i = 0; i < 3; i++) {
         all_reduce(16 << 20, 5, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
     }
+    /* A one-rank in-place all-reduce launches nothing; the program's next kernel is its own. */
+    all_gather(1 << 30);
+    launch("vector_add");
     push("ncclGroupStart", NULL);
     pop();
     all_gather(4096);
