@@ -2,29 +2,23 @@
 //! plugin, and sinks read [`ApiKind`] instead of matching names.
 
 use xpuprof_sdk::model::ApiKind;
+use xpuprof_toolbox::api_kind::Fragments;
 
 /// Name fragments of CUDA calls, checked in order: adding a graph node (even a memcpy node) runs
 /// nothing (the work runs at graph launch); a synchronising call is a sync.
-const KINDS: [(&str, ApiKind); 14] = [
-    ("GraphAdd", ApiKind::Other),
-    ("Synchronize", ApiKind::Sync),
-    ("StreamWaitEvent", ApiKind::Sync),
-    ("StreamQuery", ApiKind::Sync),
-    ("EventQuery", ApiKind::Sync),
-    ("Launch", ApiKind::Launch),
-    ("Memcpy", ApiKind::Copy),
-    ("MemPrefetch", ApiKind::Copy),
-    ("Memset", ApiKind::Memset),
-    ("Free", ApiKind::Free),
-    ("Malloc", ApiKind::Alloc),
-    ("MemAlloc", ApiKind::Alloc),
-    ("HostAlloc", ApiKind::Alloc),
-    ("MemCreate", ApiKind::Alloc),
+const KINDS: &Fragments = &[
+    (ApiKind::Other, &["GraphAdd"]),
+    (ApiKind::Sync, &["Synchronize", "StreamWaitEvent", "StreamQuery", "EventQuery"]),
+    (ApiKind::Launch, &["Launch"]),
+    (ApiKind::Copy, &["Memcpy", "MemPrefetch"]),
+    (ApiKind::Memset, &["Memset"]),
+    (ApiKind::Free, &["Free"]),
+    (ApiKind::Alloc, &["Malloc", "MemAlloc", "HostAlloc", "MemCreate"]),
 ];
 
 /// The kind of CUDA runtime (`cuda*`) or driver (`cu*`) API `name`.
 pub fn classify(name: &str) -> ApiKind {
-    xpuprof_toolbox::api_kind::classify(name, &KINDS)
+    xpuprof_toolbox::api_kind::classify(name, KINDS)
 }
 
 #[cfg(test)]
@@ -33,24 +27,20 @@ mod tests {
 
     #[test]
     fn runtime_and_driver_names_are_classified() {
-        for (name, kind) in [
-            ("cudaLaunchKernel", ApiKind::Launch),
-            ("cudaLaunchKernel_ptsz", ApiKind::Launch),
-            ("cuLaunchKernelEx", ApiKind::Launch),
-            ("cudaGraphLaunch", ApiKind::Launch),
-            ("cudaDeviceSynchronize", ApiKind::Sync),
-            ("cuStreamSynchronize", ApiKind::Sync),
-            ("cudaStreamWaitEvent", ApiKind::Sync),
-            ("cudaMemcpyAsync", ApiKind::Copy),
-            ("cuMemcpyHtoD_v2", ApiKind::Copy),
-            ("cudaMemsetAsync", ApiKind::Memset),
-            ("cudaMalloc", ApiKind::Alloc),
-            ("cuMemAlloc_v2", ApiKind::Alloc),
-            ("cudaFreeAsync", ApiKind::Free),
-            ("cudaGetDevice", ApiKind::Other),
-            ("cudaGraphAddMemcpyNode", ApiKind::Other),
-        ] {
-            assert_eq!(classify(name), kind, "{name}");
-        }
+        xpuprof_toolbox::api_kind::check(
+            KINDS,
+            &[
+                (
+                    ApiKind::Launch,
+                    &["cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cuLaunchKernelEx", "cudaGraphLaunch"],
+                ),
+                (ApiKind::Sync, &["cudaDeviceSynchronize", "cuStreamSynchronize", "cudaStreamWaitEvent"]),
+                (ApiKind::Copy, &["cudaMemcpyAsync", "cuMemcpyHtoD_v2"]),
+                (ApiKind::Memset, &["cudaMemsetAsync"]),
+                (ApiKind::Alloc, &["cudaMalloc", "cuMemAlloc_v2"]),
+                (ApiKind::Free, &["cudaFreeAsync"]),
+                (ApiKind::Other, &["cudaGetDevice", "cudaGraphAddMemcpyNode"]),
+            ],
+        );
     }
 }

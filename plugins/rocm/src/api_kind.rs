@@ -2,25 +2,21 @@
 //! keeps; sinks read [`ApiKind`]).
 
 use xpuprof_sdk::model::ApiKind;
+use xpuprof_toolbox::api_kind::Fragments;
 
 /// Name fragments of HIP calls, checked in order (a synchronising copy is a copy).
-const KINDS: [(&str, ApiKind); 11] = [
-    ("Synchronize", ApiKind::Sync),
-    ("StreamWaitEvent", ApiKind::Sync),
-    ("Launch", ApiKind::Launch),
-    ("Memcpy", ApiKind::Copy),
-    ("MemPrefetch", ApiKind::Copy),
-    ("Memset", ApiKind::Memset),
-    ("Free", ApiKind::Free),
-    ("Malloc", ApiKind::Alloc),
-    ("MemAlloc", ApiKind::Alloc),
-    ("MemCreate", ApiKind::Alloc),
-    ("HostRegister", ApiKind::Alloc),
+const KINDS: &Fragments = &[
+    (ApiKind::Sync, &["Synchronize", "StreamWaitEvent"]),
+    (ApiKind::Launch, &["Launch"]),
+    (ApiKind::Copy, &["Memcpy", "MemPrefetch"]),
+    (ApiKind::Memset, &["Memset"]),
+    (ApiKind::Free, &["Free"]),
+    (ApiKind::Alloc, &["Malloc", "MemAlloc", "MemCreate", "HostRegister"]),
 ];
 
 /// The kind of HIP runtime API `name`.
 pub fn classify(name: &str) -> ApiKind {
-    xpuprof_toolbox::api_kind::classify(name, &KINDS)
+    xpuprof_toolbox::api_kind::classify(name, KINDS)
 }
 
 #[cfg(test)]
@@ -29,19 +25,20 @@ mod tests {
 
     #[test]
     fn hip_names_are_classified() {
-        for (name, kind) in [
-            ("hipLaunchKernel", ApiKind::Launch),
-            ("hipModuleLaunchKernel", ApiKind::Launch),
-            ("hipExtLaunchKernelGGL", ApiKind::Launch),
-            ("hipGraphLaunch", ApiKind::Launch),
-            ("hipMemcpyAsync", ApiKind::Copy),
-            ("hipMemsetD32", ApiKind::Memset),
-            ("hipMalloc", ApiKind::Alloc),
-            ("hipHostFree", ApiKind::Free),
-            ("hipStreamSynchronize", ApiKind::Sync),
-            ("hipGetDevice", ApiKind::Other),
-        ] {
-            assert_eq!(classify(name), kind, "{name}");
-        }
+        xpuprof_toolbox::api_kind::check(
+            KINDS,
+            &[
+                (
+                    ApiKind::Launch,
+                    &["hipLaunchKernel", "hipModuleLaunchKernel", "hipExtLaunchKernelGGL", "hipGraphLaunch"],
+                ),
+                (ApiKind::Copy, &["hipMemcpyAsync"]),
+                (ApiKind::Memset, &["hipMemsetD32"]),
+                (ApiKind::Alloc, &["hipMalloc"]),
+                (ApiKind::Free, &["hipHostFree"]),
+                (ApiKind::Sync, &["hipStreamSynchronize"]),
+                (ApiKind::Other, &["hipGetDevice"]),
+            ],
+        );
     }
 }
