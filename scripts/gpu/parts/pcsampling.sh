@@ -84,6 +84,7 @@ rc=$?
 ls -la "$o" >"$PC/xpuprof.files.txt" 2>&1
 for f in profile.pc.folded profile.gpu.folded summary.txt summary.json flamegraph.pc.svg; do cp "$o/$f" "$PC/" 2>/dev/null; done
 row "pcsampling xpuprof" "rc=$rc $(grep -i -h 'pc sampl\|loss' "$PC/xpuprof.err" | head -2 | tr '\n' ' ' | cut -c1-160)"
+grep -h 'PC samples:' "$PC/xpuprof.err" | head -1 | sed 's/^/  /' | tee -a "$SUMMARY"
 python3 - "$o/profile.pb.gz" <<'PY' 2>&1 | tee -a "$SUMMARY"
 import gzip, sys
 data = gzip.open(sys.argv[1]).read()
