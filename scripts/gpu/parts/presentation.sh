@@ -56,7 +56,7 @@ pr_record() {
   grep '^INFO' "$PR/$name.check" | head -12
   # Device work the sinks got later than their reorder window (placed in the gaps it fits).
   local late
-  late=$(grep -o '[0-9]* device operations arrived after later work' "$PR/$name.err" | head -1 | cut -d' ' -f1)
+  late=$(grep -o '[0-9]* device operations arrived after later work' "$PR/$name.err" 2>/dev/null | head -1 | cut -d' ' -f1)
   row "pres $name late device work" "${late:-0} operations arrived later than the timeline sinks' reorder window"
   grep -v '^\(PASS\|FAIL\|INFO\)' "$PR/$name.check" | tail -5
   cp "$d/summary.txt" "$PR/$name-summary.txt" 2>/dev/null
