@@ -31,10 +31,10 @@ fn u8_at(b: &[u8], at: usize) -> u8 {
 fn u16_at(b: &[u8], at: usize) -> u16 {
     b.get(at..at + 2).and_then(|s| s.try_into().ok()).map(u16::from_le_bytes).unwrap_or(0)
 }
-fn u32_at(b: &[u8], at: usize) -> u32 {
+pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
     b.get(at..at + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes).unwrap_or(0)
 }
-fn u64_at(b: &[u8], at: usize) -> u64 {
+pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     b.get(at..at + 8).and_then(|s| s.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0)
 }
 
@@ -61,7 +61,7 @@ pub fn record(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         KIND_SYNCHRONIZATION => sync(d, conn, rec, out),
         KIND_MEMORY2 => memory(d, conn, rec, out),
         KIND_MARKER => marker(d, conn, rec, out),
-        KIND_DEVICE => device(d, conn, rec, out),
+        KIND_DEVICE => crate::devices::record(d, conn, rec, out),
         KIND_CONTEXT => context(d, conn, rec),
         KIND_OVERHEAD => overhead(d, conn, rec, out),
         KIND_RUNTIME | KIND_DRIVER => api(d, conn, rec, out),
@@ -114,9 +114,9 @@ fn stream(
     id
 }
 
-/// Emits a device op, or parks it until its device's definition arrives. `ends` are a peer
-/// copy's source and destination device ordinals.
-fn emit_op(
+/// Emits a device op, or parks it until its device's definition arrives ([`crate::devices`]).
+/// `ends` are a peer copy's source and destination device ordinals.
+pub(crate) fn emit_op(
     d: &mut Decoder,
     conn: u64,
     ordinal: u32,
@@ -336,76 +336,6 @@ fn marker(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
             Annotation::default().pid(pid).tid(tid).start(t).end(t).name(name).domain(domain).clock(clk),
         ));
     }
-}
-
-fn device(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
-    if rec.len() < offsets::DEVICE_MIN {
-        d.stats.unknown_versions += 1;
-        return;
-    }
-    let [mem, sms, id, uuid, name, cc_major, cc_minor] = offsets::DEVICE;
-    let ordinal = u32_at(rec, id);
-    let mut u = [0u8; 16];
-    u.copy_from_slice(rec.get(uuid..uuid + 16).unwrap_or(&[0; 16]));
-    let existing = d.devices_by_uuid.get(&u).copied().filter(|_| u != [0; 16]);
-    let dev = match existing {
-        Some(dev) => dev,
-        None => {
-            let dev = DeviceId(d.next_device);
-            d.next_device += 1;
-            let name = text(d, conn, u64_at(rec, name), out);
-            let arch =
-                d.kit.strs.string(out, &format!("sm_{}{}", u32_at(rec, cc_major), u32_at(rec, cc_minor)));
-            let vendor_name = d.kit.strs.string(out, "NVIDIA");
-            out.emit(&Record::Device(
-                DeviceDef::default()
-                    .id(dev)
-                    .vendor(Vendor::Nvidia)
-                    .index(ordinal)
-                    .name(name)
-                    .uuid(u)
-                    .compute_units(u32_at(rec, sms))
-                    .memory_bytes(u64_at(rec, mem))
-                    .kind(DeviceKind::Gpu)
-                    .arch(arch)
-                    .vendor_name(vendor_name),
-            ));
-            d.devices_by_uuid.insert(u, dev);
-            dev
-        }
-    };
-    d.kit.conns.entry(conn).or_default().devices.insert(ordinal, dev);
-    release_pending(d, conn, Some(ordinal), out);
-}
-
-fn release_pending(d: &mut Decoder, conn: u64, ordinal: Option<u32>, out: &mut Emitter) {
-    let Some(c) = d.kit.conns.get_mut(&conn) else { return };
-    let (ready, keep): (Vec<_>, Vec<_>) =
-        std::mem::take(&mut c.pending).into_iter().partition(|(o, _, _, _)| ordinal.is_none_or(|x| x == *o));
-    c.pending = keep;
-    for (o, s, ends, op) in ready {
-        emit_op(d, conn, o, s, ends, op, out);
-    }
-}
-
-/// At the end of a connection: device work whose device was never described gets a minimal
-/// device definition (ordinal only) instead of being dropped.
-pub fn flush_pending(d: &mut Decoder, conn: u64, out: &mut Emitter) {
-    let ordinals: Vec<u32> =
-        d.kit.conns.get(&conn).map(|c| c.pending.iter().map(|(o, _, _, _)| *o).collect()).unwrap_or_default();
-    for o in ordinals {
-        if d.kit.conns.get(&conn).is_some_and(|c| c.devices.contains_key(&o)) {
-            continue;
-        }
-        let dev = DeviceId(d.next_device);
-        d.next_device += 1;
-        let name = d.kit.strs.string(out, &format!("CUDA device {o}"));
-        out.emit(&Record::Device(
-            DeviceDef::default().id(dev).vendor(Vendor::Nvidia).index(o).name(name).uuid([0; 16]),
-        ));
-        d.kit.conns.entry(conn).or_default().devices.insert(o, dev);
-    }
-    release_pending(d, conn, None, out);
 }
 
 fn context(d: &mut Decoder, conn: u64, rec: &[u8]) {

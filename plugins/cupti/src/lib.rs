@@ -26,6 +26,7 @@ mod attach;
 mod collective;
 mod config;
 mod decode;
+mod devices;
 mod follow;
 mod graphs;
 mod machine;

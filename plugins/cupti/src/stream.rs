@@ -117,6 +117,7 @@ impl KitDecoder for Decoder {
                         .session_time(session),
                 ));
             }
+            xpuprof_cupti_wire::MSG_DEVICE => crate::devices::message(self, conn, m.payload, out),
             xpuprof_cupti_wire::MSG_COLLECTIVE_ARGS => {
                 self.kit.conns.entry(conn).or_default().collectives.message(m.payload)
             }
@@ -127,10 +128,22 @@ impl KitDecoder for Decoder {
         }
     }
 
+    /// A window of `conn` closed: its device work still waiting for a device description goes
+    /// to this window's outputs now ([`crate::devices`]).
+    fn window_closing(&mut self, conn: u64, out: &mut Emitter) {
+        let waited = crate::devices::flush_pending(self, conn, out);
+        if waited > 0 {
+            self.kit.log.debug(&format!(
+                "process {}: {waited} device operations of the closing window had no device description; emitted under the devices known",
+                self.kit.pid(conn)
+            ));
+        }
+    }
+
     /// Flushes device work still waiting for its device, reports an agent that did not
     /// finish cleanly and closes its open ranges.
     fn end_conn(&mut self, conn: u64, out: &mut Emitter) {
-        crate::activity::flush_pending(self, conn, out);
+        crate::devices::flush_pending(self, conn, out);
         self.kit.end_window(conn, xpuprof_sdk::clock::now_ns(), out);
         let Some(c) = self.kit.conns.remove(&conn) else { return };
         let pid = c.agent.pid;

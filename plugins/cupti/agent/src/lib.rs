@@ -38,6 +38,7 @@ pub mod annotations;
 mod callbacks;
 pub mod capture;
 pub mod config;
+mod devices;
 mod finish;
 pub mod follow;
 pub mod graphs;

@@ -92,7 +92,7 @@ fn refuse(socket: &str, msg: &str) {
 }
 
 /// Starts session number `count + 1` on `outputs`: hello, module map, API names (and a clock
-/// pair), the sender and the control thread.
+/// pair), the devices' descriptions ([`crate::devices`]), the sender and the control thread.
 pub(crate) fn begin(a: &'static Agent, outputs: Outputs) -> Result<(), String> {
     let mut s = a.session.lock().map_err(|_| "poisoned")?;
     if s.connected {
@@ -112,6 +112,12 @@ pub(crate) fn begin(a: &'static Agent, outputs: Outputs) -> Result<(), String> {
     if let Ok(names) = a.api_names.lock() {
         first.extend_from_slice(&names);
     }
+    // The devices, described from the driver (CUPTI's own description may come only at the
+    // end): at once where CUDA is up, else from the window thread after `cuInit`.
+    let describe_later = a.config.opts.devices && !a.late && s.count == 0;
+    if a.config.opts.devices && !describe_later {
+        crate::devices::put_all(a, &mut first);
+    }
     a.core.hello(&wire::Hello::new(a.version, a.hello_flags), &first);
     let control = outputs.control();
     a.core.start_sender("xpuprof-cupti", outputs, || {
@@ -129,6 +135,10 @@ pub(crate) fn begin(a: &'static Agent, outputs: Outputs) -> Result<(), String> {
     s.control = control;
     s.connected = true;
     s.count += 1;
+    drop(s);
+    if describe_later {
+        window::post(window::Job::Describe(number));
+    }
     Ok(())
 }
 

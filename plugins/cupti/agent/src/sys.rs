@@ -339,3 +339,116 @@ pub fn cuda_initialised() -> Option<bool> {
     }
     answer
 }
+
+/// The loaded CUDA driver's `CUresult` as a `Result`, naming the call.
+fn cu(call: &str, code: u32) -> Result<(), String> {
+    match code {
+        0 => Ok(()),
+        code => Err(format!("{call} failed: CUDA error {code}")),
+    }
+}
+
+/// The first of `names` the loaded driver (`scope`) exports.
+fn driver_symbol(
+    scope: *mut std::os::raw::c_void,
+    names: &[&CStr],
+) -> Result<*mut std::os::raw::c_void, String> {
+    names
+        .iter()
+        // SAFETY: dlsym on a valid handle (or the global scope) with a NUL-terminated name.
+        .map(|n| unsafe { libc::dlsym(scope, n.as_ptr()) })
+        .find(|f| !f.is_null())
+        .ok_or_else(|| format!("the CUDA driver has no {}", names[0].to_string_lossy()))
+}
+
+/// The devices of this process as the loaded CUDA driver (`libcuda.so.1`) describes them:
+/// `cuDeviceGetCount`, `cuDeviceGet`, `cuDeviceGetName`, `cuDeviceGetUuid`, `cuDeviceTotalMem`
+/// and `cuDeviceGetAttribute` (multiprocessors, compute capability). Call it once CUDA is
+/// initialised ([`cuda_initialised`]), not from inside `cuInit`.
+pub fn driver_devices() -> Result<Vec<xpuprof_cupti_wire::DeviceDesc>, String> {
+    use std::os::raw::{c_char, c_int};
+    // cuda.h's CU_DEVICE_ATTRIBUTE_* numbers (stable across CUDA versions).
+    const MULTIPROCESSOR_COUNT: c_int = 16;
+    const CC_MAJOR: c_int = 75;
+    const CC_MINOR: c_int = 76;
+    // SAFETY: RTLD_NOLOAD only returns a handle to a library already loaded; nothing runs.
+    let h = unsafe { libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_NOW) };
+    let scope = if h.is_null() { libc::RTLD_DEFAULT } else { h };
+    let found = (|| {
+        let f = |names: &[&CStr]| driver_symbol(scope, names);
+        Ok::<_, String>((
+            f(&[c"cuDeviceGetCount"])?,
+            f(&[c"cuDeviceGet"])?,
+            f(&[c"cuDeviceGetName"])?,
+            f(&[c"cuDeviceGetUuid_v2", c"cuDeviceGetUuid"])?,
+            f(&[c"cuDeviceTotalMem_v2", c"cuDeviceTotalMem"])?,
+            f(&[c"cuDeviceGetAttribute"])?,
+        ))
+    })();
+    if !h.is_null() {
+        // SAFETY: `h` came from dlopen above; the process keeps the driver loaded (it holds it
+        // itself), so the functions found stay valid.
+        unsafe { libc::dlclose(h) };
+    }
+    let (count, get, name, uuid, memory, attribute) = found?;
+    // SAFETY: each symbol is the cuda.h function of that name, with these signatures (CUdevice
+    // is an int, CUuuid 16 bytes, CUdevice_attribute an int enum).
+    let (count, get, name, uuid, memory, attribute) = unsafe {
+        (
+            std::mem::transmute::<*mut std::os::raw::c_void, unsafe extern "C" fn(*mut c_int) -> u32>(count),
+            std::mem::transmute::<*mut std::os::raw::c_void, unsafe extern "C" fn(*mut c_int, c_int) -> u32>(
+                get,
+            ),
+            std::mem::transmute::<
+                *mut std::os::raw::c_void,
+                unsafe extern "C" fn(*mut c_char, c_int, c_int) -> u32,
+            >(name),
+            std::mem::transmute::<*mut std::os::raw::c_void, unsafe extern "C" fn(*mut [u8; 16], c_int) -> u32>(
+                uuid,
+            ),
+            std::mem::transmute::<*mut std::os::raw::c_void, unsafe extern "C" fn(*mut usize, c_int) -> u32>(
+                memory,
+            ),
+            std::mem::transmute::<
+                *mut std::os::raw::c_void,
+                unsafe extern "C" fn(*mut c_int, c_int, c_int) -> u32,
+            >(attribute),
+        )
+    };
+    let mut n = 0;
+    // SAFETY: `n` is a valid out-pointer.
+    cu("cuDeviceGetCount", unsafe { count(&mut n) })?;
+    let mut out = Vec::new();
+    for ordinal in 0..n {
+        let mut dev = 0;
+        // SAFETY: `dev` is a valid out-pointer; `ordinal` is below the count.
+        cu("cuDeviceGet", unsafe { get(&mut dev, ordinal) })?;
+        let mut text = [0 as c_char; 256];
+        // SAFETY: the driver writes at most `len` bytes, NUL-terminated, into `text`; the last
+        // byte is left out of `len`, so it stays 0.
+        cu("cuDeviceGetName", unsafe { name(text.as_mut_ptr(), text.len() as c_int - 1, dev) })?;
+        // SAFETY: `text` is NUL-terminated (its last byte is 0).
+        let text = unsafe { CStr::from_ptr(text.as_ptr()) }.to_string_lossy().into_owned();
+        let mut id = [0u8; 16];
+        // SAFETY: `id` has the 16 bytes of a CUuuid.
+        cu("cuDeviceGetUuid", unsafe { uuid(&mut id, dev) })?;
+        let mut bytes = 0usize;
+        // SAFETY: `bytes` is a valid out-pointer.
+        cu("cuDeviceTotalMem", unsafe { memory(&mut bytes, dev) })?;
+        let attr = |which| {
+            let mut v = 0;
+            // SAFETY: `v` is a valid out-pointer.
+            cu("cuDeviceGetAttribute", unsafe { attribute(&mut v, which, dev) }).map(|_| v.max(0) as u32)
+        };
+        out.push(xpuprof_cupti_wire::DeviceDesc {
+            ordinal: ordinal as u32,
+            multiprocessors: attr(MULTIPROCESSOR_COUNT)?,
+            cc_major: attr(CC_MAJOR)?,
+            cc_minor: attr(CC_MINOR)?,
+            memory: bytes as u64,
+            uuid: id,
+            name: text,
+        });
+    }
+    Ok(out)
+}

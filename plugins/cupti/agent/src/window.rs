@@ -45,6 +45,9 @@ pub(crate) enum Job {
     Host(Command, u32),
     /// Detach CUPTI (a session that started paused).
     Detach,
+    /// Describe the devices to session `.0` once CUDA is initialised (a session begun inside
+    /// `cuInit`, [`crate::devices`]).
+    Describe(u32),
 }
 
 static WORKER: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
@@ -87,6 +90,7 @@ fn run(a: &Agent, job: Job) {
             }
         }
         Job::Detach => detach_cupti(a),
+        Job::Describe(session) => crate::devices::describe_when_initialised(a, session),
     }
 }
 

@@ -346,8 +346,39 @@ fn attach_tree_attaches_late_to_a_child_that_initialised_cuda_before_it_was_seen
     assert!(lines > 0 && under_step == lines, "kernels under train_step:\n{folded}");
 }
 
-#[test]
-fn attach_every_records_windows_with_cupti_detached_between_them() {
+/// The newest two windows' directories of `--every 1500ms --duration 500ms --keep 2` in `out`
+/// (`err`: xpuprof's stderr): each holds its own kernels, each with its launch stack, on the
+/// device named `device` in its trace, and no second device 0.
+fn every_windows(out: &Path, err: &str, device: &str) {
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir(out).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 2, "the newest two windows: {dirs:?}\n{err}");
+    assert!(out.join("windows.json").is_file());
+    for d in &dirs {
+        let folded = std::fs::read_to_string(d.join("profile.folded")).unwrap_or_default();
+        let (lines, under_step) = kernel_lines(&folded);
+        assert!(lines > 0 && under_step == lines, "{}: kernels under train_step:\n{folded}", d.display());
+        // Every launch call the window recorded has its kernel in the same window's outputs (the
+        // window's records reach them before its sinks finish, not only at the connection's
+        // end); a launch at each edge may fall between its call's record and its kernel's.
+        let trace = std::fs::read_to_string(d.join("trace.json")).unwrap();
+        let calls = trace.matches(r#""cat":"api","name":"cuLaunchKernel""#).count();
+        let kernels = trace.matches(r#""cat":"kernel""#).count();
+        assert!(
+            calls > 50 && kernels.abs_diff(calls) <= 2,
+            "{}: {kernels} kernels for {calls} launch calls\n{err}",
+            d.display()
+        );
+        assert!(trace.contains(device), "{}: the kernels' device is {device}\n{err}", d.display());
+        assert_eq!(trace.matches("\"GPU 0 (").count(), 1, "{}: one device 0\n{err}", d.display());
+    }
+}
+
+/// `xpuprof attach --every 1500ms --duration 500ms --keep 2` (and `extra`) on a program on the
+/// double that launches for 7 s: [`every_windows`]; CUPTI is subscribed for each window and
+/// finalized after each.
+fn attach_every(extra: &[&str], device: &str) {
     let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
     let dir = tempfile::tempdir().unwrap();
     let app = build(dir.path());
@@ -360,33 +391,14 @@ fn attach_every_records_windows_with_cupti_detached_between_them() {
         .arg("--plugin-dir")
         .arg(host::target_dir())
         .args(["--every", "1500ms", "--duration", "500ms", "--keep", "2", "--source", "cupti"])
+        .args(extra)
         .args(["--sink", "folded,chrome", "-v", "-o"])
         .arg(&out)
         .output()
         .expect("run xpuprof attach --every");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
-    let mut dirs: Vec<PathBuf> =
-        std::fs::read_dir(&out).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
-    dirs.sort();
-    assert_eq!(dirs.len(), 2, "the newest two windows: {dirs:?}\n{err}");
-    assert!(out.join("windows.json").is_file());
-    for d in &dirs {
-        let folded = std::fs::read_to_string(d.join("profile.folded")).unwrap_or_default();
-        let (lines, under_step) = kernel_lines(&folded);
-        assert_eq!(under_step, lines, "{}: kernels under train_step:\n{folded}", d.display());
-        // Every launch call the window recorded has its kernel in the same window's outputs (the
-        // window's records reach them before its sinks finish); a launch at each edge may fall
-        // between its call's record and its kernel's.
-        let trace = std::fs::read_to_string(d.join("trace.json")).unwrap();
-        let calls = trace.matches(r#""cat":"api","name":"cuLaunchKernel""#).count();
-        let kernels = trace.matches(r#""cat":"kernel""#).count();
-        assert!(
-            calls > 50 && kernels.abs_diff(calls) <= 2,
-            "{}: {kernels} kernels for {calls} launch calls\n{err}",
-            d.display()
-        );
-    }
+    every_windows(&out, &err, device);
     let o = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(3), "the program exits with its own code: {stdout}");
@@ -399,4 +411,45 @@ fn attach_every_records_windows_with_cupti_detached_between_them() {
         counts[0] >= 3 && counts[0] == counts[1],
         "CUPTI attached per window, detached after each: {stdout}"
     );
+}
+
+/// The double hands CUPTI's device record over only at the program's end, as CUPTI did on the
+/// H200: the agent describes the device from the driver when the session begins.
+#[test]
+fn attach_every_records_windows_with_cupti_detached_between_them() {
+    attach_every(&[], "GPU 0 (CUDA double)");
+}
+
+/// Without device records (`devices = false`) no description of the device comes at all: each
+/// window's kernels still reach its own outputs, released at the window's end under an
+/// ordinal-only device.
+#[test]
+fn attach_every_without_device_records_releases_each_windows_kernels_at_its_end() {
+    attach_every(&["--set", "source.cupti.devices=false"], "GPU 0 (CUDA device 0)");
+}
+
+/// `xpuprof record --every` on the double: the driver starts the agent inside `cuInit`, where it
+/// cannot ask the driver; its window thread describes the device once `cuInit` returned.
+#[test]
+fn record_every_records_each_windows_kernels_on_the_device_the_driver_describes() {
+    let Some(xpuprof) = host::xpuprof(&["cupti", "folded"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let out = dir.path().join("every");
+    let o = Command::new(&xpuprof)
+        .arg("record")
+        .arg("--plugin-dir")
+        .arg(host::target_dir())
+        .args(["--every", "1500ms", "--duration", "500ms", "--keep", "2", "--source", "cupti"])
+        .args(["--sink", "folded,chrome", "-v", "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(dir.path().join("app"))
+        .arg("7")
+        .env("XPUPROF_CUPTI_LIB", dir.path().join("libcuda.so.1"))
+        .output()
+        .expect("run xpuprof record --every");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "xpuprof exits with the program's code: {err}");
+    every_windows(&out, &err, "GPU 0 (CUDA double)");
 }

@@ -11,7 +11,8 @@
  * Each mode runs cuInit first (and its injection under xpuprof record; `app SECONDS noinit` does
  * not: the process maps the driver without having initialised CUDA; `app SECONDS late` does after
  * a second, as a framework's import delays it), then prints how many launches it made and how
- * often CUPTI was subscribed and finalized, and exits 3.
+ * often CUPTI was subscribed and finalized, and exits 3 (after the driver's teardown,
+ * xpuprof_double_exit, where the double's CUPTI hands over the device record it held).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -26,6 +27,7 @@ void xpuprof_double_profiler(int start);
 void xpuprof_double_nvtx(const char *message);
 unsigned xpuprof_double_finalized(void);
 unsigned xpuprof_double_subscribed(void);
+void xpuprof_double_exit(void);
 
 static double now(void) {
     struct timespec t;
@@ -91,6 +93,7 @@ int main(int argc, char **argv) {
             usleep(2000);
         }
     }
+    xpuprof_double_exit();
     printf("launches %lu subscribed %u finalized %u\n", launches, xpuprof_double_subscribed(),
            xpuprof_double_finalized());
     return 3;

@@ -4,8 +4,8 @@
  * the program "launches kernels" with xpuprof_double_launch(name), which behaves as
  * cuLaunchKernel does under CUPTI (driver API enter/exit callbacks to the subscriber for the
  * callbacks it enabled, and a CUpti_ActivityKernel13 record in the activity buffer when kernel
- * records are on; turning device records on the first time writes device 0's CUpti_ActivityDevice5,
- * once per process as CUPTI does); the agent loads the same file as its libcupti (XPUPROF_CUPTI_LIB) and calls
+ * records are on; device 0's CUpti_ActivityDevice5 as CUPTI delivered it on the H200, see
+ * put_device); the agent loads the same file as its libcupti (XPUPROF_CUPTI_LIB) and calls
  * the CUPTI functions below, which keep the state a real CUPTI keeps: one subscriber, enabled
  * callbacks, domains and record kinds, the buffer callbacks, the timestamp callback, and
  * cuptiFinalize forgetting all of it. Record layouts come from the real CUPTI headers.
@@ -13,7 +13,9 @@
  * InitializeInjection, as the driver does), xpuprof_double_profiler(1|0) is cuProfilerStart/Stop
  * and xpuprof_double_nvtx(message|NULL) an NVTX push/pop reaching CUPTI's NVTX callbacks.
  * xpuprof_double_finalized() and xpuprof_double_subscribed() let the program report what the
- * agent did.
+ * agent did; xpuprof_double_exit() is the driver's teardown at the program's end. The driver's
+ * device queries (cuDeviceGetCount, cuDeviceGet, cuDeviceGetName, cuDeviceGetUuid,
+ * cuDeviceTotalMem, cuDeviceGetAttribute) describe device 0 as its CUPTI record does.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -104,30 +106,56 @@ static int room(size_t size) {
     return 1;
 }
 
-/* The device record CUPTI writes when device records are first turned on: device 0 of the
- * double. As CUPTI did on the H200, a device is described once per process: not again after
- * cuptiFinalize and a new subscription, and lost when no buffer was given for it. */
-static int device_described;
+/* Device 0 of the double, as the driver and CUPTI describe it. */
+#define DEVICE_NAME "CUDA double"
+#define DEVICE_UUID "xpuprof-double-0"
+#define DEVICE_MEMORY (1ull << 30)
+#define DEVICE_SMS 4
+
+/* The device record CUPTI writes when device records are first turned on, copying what CUPTI
+ * 13.0 did on an H200 (driver 580, `xpuprof attach --every` on a PyTorch loop, release carry of
+ * e37d6d4, 2026-11-28): a device is described once per process (not again after cuptiFinalize
+ * and a new subscription), and its description did not come back with the activity buffers
+ * while the process ran, not even at forced flushes (cuptiActivityFlushAll with
+ * CUPTI_ACTIVITY_FLAG_FLUSH_FORCED at every window edge): the host got it, or none, only at the
+ * connection's end, so every kernel waiting for its device reached the outputs then. The double
+ * holds the description apart from the buffers and hands it over only at the driver's teardown
+ * (xpuprof_double_exit), to a subscriber that registered buffers; cuptiFinalize forgets it. */
+static int device_described, device_held;
 
 static void put_device(void) {
-    CUpti_ActivityDevice5 d;
     if (device_described) {
         return;
     }
     device_described = 1;
-    if (!room(sizeof d)) {
+    device_held = 1;
+}
+
+/* Writes the held device record into the buffer and hands the buffer back (lock held). */
+static void deliver_device(void) {
+    CUpti_ActivityDevice5 d;
+    if (!device_held || !room(sizeof d)) {
         return;
     }
+    device_held = 0;
     memset(&d, 0, sizeof d);
     d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
-    d.globalMemorySize = 1ull << 30;
-    d.numMultiprocessors = 4;
+    d.globalMemorySize = DEVICE_MEMORY;
+    d.numMultiprocessors = DEVICE_SMS;
     d.computeCapabilityMajor = 9;
     d.id = 0;
-    memcpy(d.uuid.bytes, "xpuprof-double-0", 16);
-    d.name = "CUDA double";
+    memcpy(d.uuid.bytes, DEVICE_UUID, 16);
+    d.name = DEVICE_NAME;
     memcpy(buffer + buffer_used, &d, sizeof d);
     buffer_used += sizeof d;
+    complete();
+}
+
+/* The driver's teardown at the program's end: the last moment CUPTI hands over what it held. */
+void xpuprof_double_exit(void) {
+    pthread_mutex_lock(&lock);
+    deliver_device();
+    pthread_mutex_unlock(&lock);
 }
 
 static void put_kernel(const char *name, uint32_t correlation, uint64_t start) {
@@ -179,6 +207,61 @@ static int cuda_initialised;
 CUresult cuDeviceGetCount(int *count) {
     *count = cuda_initialised ? 1 : 0;
     return cuda_initialised ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+    if (!cuda_initialised) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (ordinal != 0) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    *device = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+    if (dev != 0 || len <= 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    strncpy(name, DEVICE_NAME, (size_t)len - 1);
+    name[len - 1] = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
+    if (dev != 0) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    memcpy(uuid->bytes, DEVICE_UUID, 16);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
+    if (dev != 0) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    *bytes = DEVICE_MEMORY;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice dev) {
+    if (dev != 0) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+        *value = DEVICE_SMS;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+        *value = 9;
+        return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+        *value = 0;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
 }
 
 int xpuprof_double_init(void) {
@@ -425,6 +508,7 @@ CUptiResult cuptiFinalize(void) {
     pthread_mutex_lock(&lock);
     buffer = NULL;
     buffer_used = 0;
+    device_held = 0;
     subscribed = 0;
     n_callbacks = 0;
     driver_domain = 0;

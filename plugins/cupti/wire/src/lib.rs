@@ -11,6 +11,7 @@
 //! reads them back. One crate for both ends, so they agree on every byte, key and word.
 
 mod collective_args;
+mod device;
 mod graph_node;
 mod options;
 pub mod pc_sampling;
@@ -18,6 +19,7 @@ pub mod pc_sampling;
 pub use collective_args::{
     CollectiveArgs, ARGS_BYTES, ARGS_COMMUNICATOR, ARGS_OP, COLLECTIVE_ARGS_BYTES, MSG_COLLECTIVE_ARGS,
 };
+pub use device::{DeviceDesc, DEVICE_BYTES, MSG_DEVICE};
 pub use graph_node::{
     put_graph_clone, put_graph_kernel_node, put_graph_node, GRAPH_NODE_BYTES, MSG_GRAPH_NODE, NODE_CLONED,
     NODE_CREATED, NODE_CREATED_KERNEL,
