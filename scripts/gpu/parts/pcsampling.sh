@@ -157,17 +157,16 @@ for c in $(find "$HOME/.triton/cache" /tmp/torchinductor_* -name '*.cubin' -size
 done
 row "pcsampling triton cubins" "$n captured; inlined-at lines: $(cat "$PC"/triton/*.nvdisasm-gi.txt 2>/dev/null | grep -c 'inlined at')"
 
-# 4. Cost. Quick: ResNet-18 training in one process, xpuprof's windows collecting and paused
+# 4. Cost: ResNet-18 training in one process, xpuprof's windows collecting and paused
 #    alternately (real_bench.py ab, 8 pairs of 20-step windows; paused: PC sampling disabled and
-#    CUPTI detached), with PC sampling at CUPTI's default period and without it.
-if [ "$PC_QUICK" = 1 ]; then
-  printf '[source.cupti]\npc_sampling = false\n' >"$PC/nopc.toml"
-  for c in pc nopc; do
-    AB_PAIRS=8 timeout 50 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/$c.toml" --sink summary \
-      -o "$W/out/pccost-$c" -- python3 tests/workloads/torch/real_bench.py ab resnet 320 >"$PC/cost-ab-$c.txt" 2>&1
-    row "pcsampling cost ab resnet $c" "rc=$? $(grep -o 'agent=[01] off_ms_median=[0-9.]* ratio_median=[0-9.]*' "$PC/cost-ab-$c.txt" | head -1)"
-  done
-fi
+#    CUPTI detached), with PC sampling at CUPTI's default period (and, full mode, without it).
+printf '[source.cupti]\npc_sampling = false\n' >"$PC/nopc.toml"
+PC_AB="pc nopc"; [ "$PC_QUICK" = 1 ] && PC_AB=pc
+for c in $PC_AB; do
+  AB_PAIRS=8 timeout 50 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/$c.toml" --sink summary \
+    -o "$W/out/pccost-$c" -- python3 tests/workloads/torch/real_bench.py ab resnet 320 >"$PC/cost-ab-$c.txt" 2>&1
+  row "pcsampling cost ab resnet $c" "rc=$? $(grep -o 'agent=[01] off_ms_median=[0-9.]* ratio_median=[0-9.]*' "$PC/cost-ab-$c.txt" | head -1)"
+done
 # 4 (full). Cost: wall time, interleaved rounds (PC_COST_ROUNDS, 2; pc_stalls 40 rounds, and ResNet-18
 #    training's ms per step over PC_COST_STEPS steps, 100, after real_bench's warm-up): unprofiled,
 #    the cupti source without and with PC sampling (CUPTI's default period, and 2^18 cycles).
