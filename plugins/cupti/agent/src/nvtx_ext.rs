@@ -11,14 +11,13 @@
 //! Every copy of NVTX compiled into the process (NCCL's, PyTorch's) has its own slots and calls
 //! this once.
 //!
-//! CUPTI has its own `InitializeInjectionNvtxExtension`: the module is handed to it first, as
-//! without xpuprof, and the agent then takes the two registration slots of the payload module,
-//! keeping CUPTI's functions there to call after its own (their result, CUPTI's schema id, is
-//! the one returned). Other modules are CUPTI's alone.
+//! CUPTI has its own `InitializeInjectionNvtxExtension`, which NVTX never reached before the
+//! agent had one (NVTX loads the agent, not CUPTI): it is not called, so CUPTI sees what it saw
+//! before. The agent answers for the payload module alone, with its two registration slots; the
+//! other slots, and the other modules, stay empty (no-ops), as they were.
 
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::Ordering;
 
 use crate::payload_schemas::{self as schemas, EnumAttr, Registry, SchemaAttr};
 
@@ -63,17 +62,8 @@ const PAYLOAD_COMPAT_MAJOR: u16 = 0x01;
 /// `NVTX3EXT_CBID_nvtxPayloadSchemaRegister` and `..EnumRegister`: slot indexes.
 const SLOT_SCHEMA: usize = 0;
 const SLOT_ENUM: usize = 1;
-/// `NVTX_EXTENSION_FRESH` and `NVTX_EXTENSION_DISABLED`: a slot without a function.
-const FRESH: isize = 0;
-const DISABLED: isize = 1;
-
-type InitExtension = unsafe extern "C" fn(*mut ModuleInfo) -> c_int;
 type SchemaRegister = unsafe extern "C" fn(*const c_void, *const SchemaAttr) -> u64;
 type EnumRegister = unsafe extern "C" fn(*const c_void, *const EnumAttr) -> u64;
-
-/// CUPTI's registration functions, called after the agent's (0: none).
-static CUPTI_SCHEMA: AtomicUsize = AtomicUsize::new(0);
-static CUPTI_ENUM: AtomicUsize = AtomicUsize::new(0);
 
 /// Called by NVTX when it loads an extension module (see the module's documentation).
 ///
@@ -85,19 +75,6 @@ pub unsafe extern "C" fn InitializeInjectionNvtxExtension(info: *mut ModuleInfo)
     std::panic::catch_unwind(|| unsafe { initialize(info) }).unwrap_or(0)
 }
 
-/// CUPTI's `InitializeInjectionNvtxExtension`, when it has one (looked up once).
-fn cupti_init(path: &str) -> Option<InitExtension> {
-    static LIB: OnceLock<Option<(libloading::Library, Option<InitExtension>)>> = OnceLock::new();
-    let entry = LIB.get_or_init(|| {
-        // SAFETY: the agent loaded this CUPTI already; loading it again takes a reference.
-        let lib = unsafe { libloading::Library::new(path) }.ok()?;
-        // SAFETY: CUPTI exports it with NVTX's `NvtxExtInitializeInjectionFunc_t` signature.
-        let f = unsafe { lib.get::<InitExtension>(b"InitializeInjectionNvtxExtension\0") }.ok().map(|s| *s);
-        Some((lib, f))
-    });
-    entry.as_ref().and_then(|(_, f)| *f)
-}
-
 /// # Safety
 /// As [`InitializeInjectionNvtxExtension`].
 unsafe fn initialize(info: *mut ModuleInfo) -> c_int {
@@ -106,33 +83,21 @@ unsafe fn initialize(info: *mut ModuleInfo) -> c_int {
     if !a.config.opts.nvtx || info.is_null() {
         return 0;
     }
-    // SAFETY: NVTX's module description, forwarded unchanged as CUPTI expects.
-    let status = cupti_init(&a.lib.path).map_or(0, |f| unsafe { f(info) });
     // SAFETY: the caller's contract: a valid module description.
     let m = unsafe { &*info };
     if m.module_id != PAYLOAD_MODULE || m.compat_id >> 8 != PAYLOAD_COMPAT_MAJOR {
-        return status;
+        return 0;
     }
     if m.segments_count < 1 || m.segments.is_null() {
-        return status;
+        return 0;
     }
-    // SAFETY: `segments_count` segments at `segments`.
-    let segments = unsafe { std::slice::from_raw_parts(m.segments, m.segments_count) };
-    let Some(first) = segments.first().filter(|s| s.slot_count > SLOT_ENUM && !s.slots.is_null()) else {
-        return status;
-    };
-    // SAFETY: each segment's `slot_count` slots are writable for the call.
-    let all = |s: &ModuleSegment| unsafe { std::slice::from_raw_parts_mut(s.slots, s.slot_count) };
-    if status == 0 {
-        // CUPTI declined the module: none of what it may have written stays.
-        for s in segments.iter().filter(|s| !s.slots.is_null()) {
-            all(s).iter_mut().for_each(|slot| *slot = FRESH);
-        }
+    // SAFETY: the first of `segments_count` segments.
+    let first = unsafe { &*m.segments };
+    if first.slot_count <= SLOT_ENUM || first.slots.is_null() {
+        return 0;
     }
-    let slots = all(first);
-    let theirs = |v: isize| if v == FRESH || v == DISABLED { 0 } else { v as usize };
-    CUPTI_SCHEMA.store(theirs(slots[SLOT_SCHEMA]), Ordering::Relaxed);
-    CUPTI_ENUM.store(theirs(slots[SLOT_ENUM]), Ordering::Relaxed);
+    // SAFETY: the segment's `slot_count` slots are writable for the call.
+    let slots = unsafe { std::slice::from_raw_parts_mut(first.slots, first.slot_count) };
     slots[SLOT_SCHEMA] = schema_register as SchemaRegister as usize as isize;
     slots[SLOT_ENUM] = enum_register as EnumRegister as usize as isize;
     1
@@ -144,17 +109,14 @@ fn with_registry<T>(f: impl FnOnce(&mut Registry) -> T) -> Option<T> {
     Some(f(g.get_or_insert_with(Registry::default)))
 }
 
-/// `nvtxPayloadSchemaRegister` as the agent's slot: keeps the schema, then hands it to CUPTI.
+/// What NVTX returns for a registration no tool took (`NVTX_EXT_FN_RETURN_INVALID`).
+const INVALID: u64 = u64::MAX;
+
+/// `nvtxPayloadSchemaRegister` as the agent's slot: keeps the schema, returns its id.
 ///
 /// # Safety
 /// Called by NVTX with the program's arguments: `attr` null or a valid schema description.
 unsafe extern "C" fn schema_register(domain: *const c_void, attr: *const SchemaAttr) -> u64 {
-    let theirs = match CUPTI_SCHEMA.load(Ordering::Relaxed) {
-        0 => None,
-        // SAFETY: a function CUPTI wrote into this slot, with this signature.
-        f => Some(unsafe { std::mem::transmute::<usize, SchemaRegister>(f)(domain, attr) }),
-    };
-    let theirs = theirs.filter(|id| *id != 0 && *id != u64::MAX);
     let kept = std::panic::catch_unwind(|| {
         if attr.is_null() {
             return Err(schemas::Refused::Malformed("null attributes"));
@@ -162,8 +124,7 @@ unsafe extern "C" fn schema_register(domain: *const c_void, attr: *const SchemaA
         // SAFETY: the caller's contract: a valid schema description.
         let attr = unsafe { &*attr };
         // SAFETY: as above: its entries and names are valid.
-        with_registry(|r| unsafe { r.schema(domain as u64, attr, theirs) })
-            .unwrap_or(Err(schemas::Refused::Full))
+        with_registry(|r| unsafe { r.schema(domain as u64, attr) }).unwrap_or(Err(schemas::Refused::Full))
     });
     match kept {
         Ok(Ok(id)) => {
@@ -172,37 +133,30 @@ unsafe extern "C" fn schema_register(domain: *const c_void, attr: *const SchemaA
         }
         Ok(Err(why)) => {
             schemas::count(why);
-            theirs.unwrap_or(u64::MAX)
+            INVALID
         }
-        Err(_) => theirs.unwrap_or(u64::MAX),
+        Err(_) => INVALID,
     }
 }
 
-/// `nvtxPayloadEnumRegister` as the agent's slot: keeps the enumeration's size, then hands it
-/// to CUPTI.
+/// `nvtxPayloadEnumRegister` as the agent's slot: keeps the enumeration's size, returns its id.
 ///
 /// # Safety
 /// Called by NVTX with the program's arguments: `attr` null or a valid enumeration description.
 unsafe extern "C" fn enum_register(domain: *const c_void, attr: *const EnumAttr) -> u64 {
-    let theirs = match CUPTI_ENUM.load(Ordering::Relaxed) {
-        0 => None,
-        // SAFETY: a function CUPTI wrote into this slot, with this signature.
-        f => Some(unsafe { std::mem::transmute::<usize, EnumRegister>(f)(domain, attr) }),
-    };
-    let theirs = theirs.filter(|id| *id != 0 && *id != u64::MAX);
     if attr.is_null() {
         schemas::count(schemas::Refused::Malformed("null enumeration attributes"));
-        return theirs.unwrap_or(u64::MAX);
+        return INVALID;
     }
     // SAFETY: the caller's contract.
     let attr = unsafe { &*attr };
-    match with_registry(|r| r.enumeration(domain as u64, attr, theirs)) {
+    match with_registry(|r| r.enumeration(domain as u64, attr)) {
         Some(Ok(id)) => id,
         Some(Err(why)) => {
             schemas::count(why);
-            theirs.unwrap_or(u64::MAX)
+            INVALID
         }
-        None => theirs.unwrap_or(u64::MAX),
+        None => INVALID,
     }
 }
 

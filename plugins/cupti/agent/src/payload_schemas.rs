@@ -202,13 +202,12 @@ unsafe fn name_of(p: *const c_char) -> Box<str> {
 
 impl Registry {
     /// Keeps the schema `attr` registers in `domain`; returns its id (the program's, or one
-    /// given out from [`SCHEMA_ID_DYNAMIC_START`] when it has none, or `id` when the caller
-    /// already has one from another tool).
+    /// given out from [`SCHEMA_ID_DYNAMIC_START`] when it has none).
     ///
     /// # Safety
     /// `attr` points to a `nvtxPayloadSchemaAttr_t` whose set fields are valid: `entries`
     /// points to `num_entries` entries whose names are NUL-terminated strings or null.
-    pub unsafe fn schema(&mut self, domain: u64, attr: &SchemaAttr, id: Option<u64>) -> Result<u64, Refused> {
+    pub unsafe fn schema(&mut self, domain: u64, attr: &SchemaAttr) -> Result<u64, Refused> {
         let mask = attr.field_mask;
         if mask & ATTR_ENTRIES == 0 || mask & ATTR_NUM_ENTRIES == 0 || attr.entries.is_null() {
             return Err(Refused::Malformed("no entries"));
@@ -219,10 +218,9 @@ impl Registry {
         if self.schemas.len() >= MAX_SCHEMAS {
             return Err(Refused::Full);
         }
-        let id = match id {
-            Some(id) => id,
-            None if mask & ATTR_SCHEMA_ID != 0 => attr.schema_id,
-            None => {
+        let id = match mask & ATTR_SCHEMA_ID != 0 {
+            true => attr.schema_id,
+            false => {
                 self.next_dynamic += 1;
                 SCHEMA_ID_DYNAMIC_START + self.next_dynamic
             }
@@ -260,7 +258,7 @@ impl Registry {
     }
 
     /// Keeps the size of the enumeration `attr` registers in `domain`; returns its id.
-    pub fn enumeration(&mut self, domain: u64, attr: &EnumAttr, id: Option<u64>) -> Result<u64, Refused> {
+    pub fn enumeration(&mut self, domain: u64, attr: &EnumAttr) -> Result<u64, Refused> {
         let mask = attr.field_mask;
         if mask & ENUM_ATTR_SIZE == 0 || attr.size_of_enum == 0 || attr.size_of_enum > 8 {
             return Err(Refused::Malformed("enumeration size missing or out of range"));
@@ -268,10 +266,9 @@ impl Registry {
         if self.enums.len() >= MAX_ENUMS {
             return Err(Refused::Full);
         }
-        let id = match id {
-            Some(id) => id,
-            None if mask & ENUM_ATTR_SCHEMA_ID != 0 => attr.schema_id,
-            None => {
+        let id = match mask & ENUM_ATTR_SCHEMA_ID != 0 {
+            true => attr.schema_id,
+            false => {
                 self.next_dynamic += 1;
                 SCHEMA_ID_DYNAMIC_START + self.next_dynamic
             }
@@ -388,7 +385,7 @@ mod tests {
             schema_id: redop,
             extension: std::ptr::null(),
         };
-        assert_eq!(r.enumeration(1, &e, None), Ok(redop));
+        assert_eq!(r.enumeration(1, &e), Ok(redop));
         // NCCL's all-reduce schema of 2.25 and later: explicit offsets.
         let given = [
             entry(18, c"NCCL communicator ID", 0),
@@ -397,7 +394,7 @@ mod tests {
         ];
         let id = SCHEMA_ID_STATIC_START + 5;
         // SAFETY: `given` and its names live through the call.
-        assert_eq!(unsafe { r.schema(1, &attr(&given, id), None) }, Ok(id));
+        assert_eq!(unsafe { r.schema(1, &attr(&given, id)) }, Ok(id));
         let s = r.get(1, id).unwrap();
         let payload: Vec<u8> =
             [0xabcu64.to_le_bytes(), (1u64 << 20).to_le_bytes(), 2u64.to_le_bytes()].concat();
@@ -409,7 +406,7 @@ mod tests {
         // Offsets left 0 (NCCL 2.17's): placed after the one before, aligned.
         let aligned = [entry(5, c"Root", 0), entry(22, c"Message size [bytes]", 0)];
         // SAFETY: as above.
-        unsafe { r.schema(1, &attr(&aligned, id + 1), None) }.unwrap();
+        unsafe { r.schema(1, &attr(&aligned, id + 1)) }.unwrap();
         assert_eq!(r.get(1, id + 1).unwrap().entries[1].offset, Some(8));
         assert!(r.get(2, id).is_none(), "schemas belong to their domain");
     }
@@ -420,24 +417,24 @@ mod tests {
         let mut a = attr(&[], 1);
         a.entries = std::ptr::null();
         // SAFETY: refused before the entries are read.
-        assert!(matches!(unsafe { r.schema(1, &a, None) }, Err(Refused::Malformed(_))));
+        assert!(matches!(unsafe { r.schema(1, &a) }, Err(Refused::Malformed(_))));
         let one = [entry(22, c"bytes", 0)];
         let mut many = attr(&one, 1);
         many.num_entries = MAX_ENTRIES + 1;
         // SAFETY: refused before the entries are read.
-        assert!(matches!(unsafe { r.schema(1, &many, None) }, Err(Refused::Malformed(_))));
+        assert!(matches!(unsafe { r.schema(1, &many) }, Err(Refused::Malformed(_))));
         for i in 0..MAX_SCHEMAS as u64 {
             // SAFETY: `one` lives through the call.
-            unsafe { r.schema(1, &attr(&one, SCHEMA_ID_STATIC_START + i), None) }.unwrap();
+            unsafe { r.schema(1, &attr(&one, SCHEMA_ID_STATIC_START + i)) }.unwrap();
         }
         // SAFETY: as above.
-        assert_eq!(unsafe { r.schema(1, &attr(&one, 7), None) }, Err(Refused::Full));
+        assert_eq!(unsafe { r.schema(1, &attr(&one, 7)) }, Err(Refused::Full));
         let entries = [entry(SCHEMA_ID_STATIC_START + 99_999, c"nested", 0), entry(22, c"after", 0)];
         let mut unknown = attr(&entries, 9);
         unknown.field_mask &= !ATTR_SCHEMA_ID;
         let mut fresh = Registry::default();
         // SAFETY: `entries` lives through the call.
-        let id = unsafe { fresh.schema(1, &unknown, None) }.unwrap();
+        let id = unsafe { fresh.schema(1, &unknown) }.unwrap();
         assert!(id > SCHEMA_ID_DYNAMIC_START, "an id is given out when the program has none");
         let s = fresh.get(1, id).unwrap();
         assert_eq!(
