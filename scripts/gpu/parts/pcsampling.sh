@@ -50,7 +50,7 @@ if [ -n "$PC_CUBIN" ]; then
 fi
 
 # 1. The agent alone, wire stream kept: a small run (the CI fixture) and a larger one (checked).
-PC_WIRE_RUNS="3 40"; [ "$PC_QUICK" = 1 ] && PC_WIRE_RUNS=3
+PC_WIRE_RUNS="3 40"; [ "$PC_QUICK" = 1 ] && PC_WIRE_RUNS=
 for n in $PC_WIRE_RUNS; do
   d=$PC/wire-$n; mkdir -p "$d"
   s=$(date +%s.%N)
@@ -113,6 +113,37 @@ python3 "$PC_CHECK" split "$o" plugins/cupti/tests/workloads/pc_split.cu >"$PC/s
 sed 's/^/  /' "$PC/split-check.txt" | tail -3
 row "pcsampling per-launch split" "rc=$rc $(tail -1 "$PC/split-check.txt" | cut -c1-180)"
 
+# 2c. Inlined lines: a Triton kernel whose hot loop is a helper inlined into it (pc_triton.py),
+#     under the agent alone (its wire stream with the cubin: a CI fixture) and under xpuprof,
+#     whose PC view should put the CALL line above the HOT line; the cubin and nvdisasm -c -gi
+#     of it come back too.
+PT=tests/workloads/torch/pc_triton.py
+PT_HOT=$(grep -n '# HOT' "$PT" | cut -d: -f1); PT_CALL=$(grep -n '# CALL' "$PT" | cut -d: -f1)
+d=$PC/triton-wire; mkdir -p "$d" "$PC/triton"
+CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$d XPUPROF_CUPTI_OPTS=$PC_OPTS \
+  timeout 60 python3 "$PT" 10 >"$d/stdout.txt" 2>"$d/stderr.txt"
+rc=$?
+python3 "$PC_CHECK" kernels "$d" >"$d/kernels.txt" 2>&1
+row "pcsampling triton agent" "rc=$rc $(ls -la "$d"/cupti-*.bin 2>/dev/null | awk '{print $5}' | tr '\n' ' ')bytes; $(tail -1 "$d/kernels.txt" | cut -c1-120)"
+PT_CUBIN=$(ls -t $(find "$HOME/.triton/cache" -name 'kernel.cubin' 2>/dev/null) 2>/dev/null | head -1)
+if [ -n "$PT_CUBIN" ]; then
+  cp "$PT_CUBIN" "$PC/triton/pc_triton.cubin"
+  "$CUDA_HOME/bin/nvdisasm" -c -gi "$PT_CUBIN" >"$PC/triton/pc_triton.nvdisasm-gi.txt" 2>&1
+  "$CUDA_HOME/bin/nvdisasm" -c -g "$PT_CUBIN" >"$PC/triton/pc_triton.nvdisasm-g.txt" 2>&1
+  readelf -SW "$PT_CUBIN" >"$PC/triton/pc_triton.sections.txt" 2>&1
+  readelf --debug-dump=rawline "$PT_CUBIN" 2>&1 | head -600 >"$PC/triton/pc_triton.rawline.txt"
+  row "pcsampling triton cubin" "$(stat -c %s "$PT_CUBIN") bytes; nvdisasm -gi: $(grep -c 'inlined at' "$PC/triton/pc_triton.nvdisasm-gi.txt") inlined-at lines; $(grep -m1 'inlined at' "$PC/triton/pc_triton.nvdisasm-gi.txt" | cut -c1-150)"
+fi
+o=$W/out/pcsampling-triton; rm -rf "$o"
+timeout 60 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink folded,summary,pprof -o "$o" -- \
+  python3 "$PT" 10 >"$PC/triton-xpuprof.out" 2>"$PC/triton-xpuprof.err"
+rc=$?
+for f in profile.pc.folded summary.txt; do cp "$o/$f" "$PC/triton-$f" 2>/dev/null; done
+grep -h 'PC samples:' "$PC/triton-xpuprof.err" | head -1 | sed 's/^/  /' | tee -a "$SUMMARY"
+n_all=$(grep '\[GPU_Kernel\]kernel' "$o/profile.pc.folded" 2>/dev/null | awk '{s+=$NF} END {print s+0}')
+n_inl=$(grep "pc_triton.py:$PT_CALL;pc_triton.py:$PT_HOT;" "$o/profile.pc.folded" 2>/dev/null | awk '{s+=$NF} END {print s+0}')
+row "pcsampling triton inlined" "rc=$rc $n_inl of $n_all samples of kernel under pc_triton.py:$PT_CALL;pc_triton.py:$PT_HOT $([ "$n_all" -gt 0 ] && [ $((n_inl * 2)) -gt "$n_all" ] && echo PASS || echo FAIL)"
+
 # 2b. A window opened 1 s in (`record --delay`): CUPTI is detached until then (the context is
 #     created before it, taken up at the first launch inside the window); checked the same way.
 o=$W/out/pcsampling-delay; rm -rf "$o"
@@ -146,14 +177,14 @@ fi
 #     inlining chains of their lines) and their sections, as fixtures for the host's inlined lines.
 mkdir -p "$PC/triton"
 n=0
-for c in $(find "$HOME/.triton/cache" /tmp/torchinductor_* -name '*.cubin' -size -400k 2>/dev/null | head -40); do
+for c in $(find "$HOME/.triton/cache" /tmp/torchinductor_* -name '*.cubin' ! -name kernel.cubin -size -400k 2>/dev/null | head -40); do
   grep -q 'debug_line' <(readelf -SW "$c" 2>/dev/null) || continue
   n=$((n + 1)); b=$PC/triton/k$n
   cp "$c" "$b.cubin"
   "$CUDA_HOME/bin/nvdisasm" -c -gi "$c" >"$b.nvdisasm-gi.txt" 2>&1
   readelf -SW "$c" >"$b.sections.txt" 2>&1
   readelf --debug-dump=rawline "$c" 2>&1 | head -400 >"$b.rawline.txt"
-  [ $n -ge 3 ] && break
+  [ $n -ge 2 ] && break
 done
 row "pcsampling triton cubins" "$n captured; inlined-at lines: $(cat "$PC"/triton/*.nvdisasm-gi.txt 2>/dev/null | grep -c 'inlined at')"
 
@@ -215,5 +246,6 @@ mkdir -p "$PC/fixture"
 cp "$PC"/wire-3/cupti-*.bin "$PC/fixture/" 2>/dev/null
 python3 "$PC_CHECK" linemap "$PC/pc_stalls.sass.txt" >"$PC/fixture/pc_stalls.lines" 2>&1
 cp "$PC/pc_stalls.nvdisasm-gi.txt" "$PC/fixture/" 2>/dev/null
+cp "$PC"/triton-wire/cupti-*.bin "$PC/triton/" 2>/dev/null
 row "pcsampling fixture" "$(du -sh "$PC/fixture" | cut -f1) $(ls "$PC/fixture" | tr '\n' ' ')"
 rm -f "$PC"/wire-40/cupti-*.bin "$PC"/wire-period*/cupti-*.bin
