@@ -33,27 +33,27 @@
 //! registry and stack walk, TSC timestamps, the trampoline, exit flush, library discovery) comes
 //! from `xpuprof-agent-kit`; this crate is the CUPTI glue.
 
-pub mod activity;
-pub mod annotations;
+mod activity;
+mod annotations;
 mod callbacks;
-pub mod capture;
-pub mod config;
+mod capture;
+mod config;
 mod devices;
 mod finish;
-pub mod follow;
-pub mod graphs;
-pub mod loader;
-pub mod markers;
+mod follow;
+mod graphs;
+mod loader;
+mod markers;
 mod nccl;
 mod nvtx_ext;
 mod payload_schemas;
 mod pc_sampling;
-pub mod session;
+mod session;
 mod start;
-pub mod state;
-pub mod sys;
+mod state;
+mod sys;
 mod window;
-pub mod xla;
+mod xla;
 
 use std::os::raw::{c_int, c_void};
 use std::sync::OnceLock;
