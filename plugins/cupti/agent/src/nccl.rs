@@ -240,6 +240,9 @@ const MAX_OPEN: usize = 64;
 /// # Safety
 /// `data` is the `CUpti_NvtxData` CUPTI passes for NVTX callback `cbid`.
 pub unsafe fn on_nvtx(cbid: u32, data: *const c_void) {
+    if !CALLS.contains(&cbid) || !schemas::ANY.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     // SAFETY: the caller's contract.
     let d = unsafe { &*(data as *const ffi::CUpti_NvtxData) };
     let params = d.functionParams as *const u64;
