@@ -37,7 +37,7 @@ PY
 if [ ! -x "$CARRY/xpuprof" ]; then
   row "nccl_bytes" "FAIL no $CARRY/xpuprof"
 else
-  NCCL_DEBUG=WARN timeout 120 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink summary,chrome \
+  NCCL_DEBUG=WARN timeout 90 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti --sink summary,chrome \
     -o "$NB/out" -- python3 "$NB/allreduce.py" >"$NB/run.out" 2>"$NB/run.err"
   row "nccl_bytes record" "rc=$? $(grep -m1 '^nccl ' "$NB/run.out") $(grep -c '^allreduce' "$NB/run.out") sizes done"
   python3 - "$NB/out" >"$NB/check.txt" 2>&1 <<'PY'
@@ -80,6 +80,13 @@ for e in events:
     a = e.get("args") or {}
     if e.get("ph") == "X" and "bandwidth_mb_per_s" in a:
         seen[a.get("bytes")] = seen.get(a.get("bytes"), 0) + 1
+names = {}
+for e in events:
+    n = str(e.get("name", ""))
+    if e.get("ph") == "X" and ("nccl" in n.lower() or "onerank" in n.lower()):
+        k = (n[:60], (e.get("args") or {}).get("bytes"))
+        names[k] = names.get(k, 0) + 1
+print("NCCL device work (name, bytes): count:", names)
 ok = all(seen.get(n, 0) == c for n, c in want.items())
 print(f"CHECK trace {'PASS' if ok else 'FAIL'} collective slices with bytes and bandwidth, by bytes: {seen} (want {want})")
 PY
