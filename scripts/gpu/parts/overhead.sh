@@ -3,9 +3,10 @@
 #   OV_MODES      "profile range" (default); `reuse` (quick, under 60 s: `OV_MODES=reuse
 #                 scripts/gpu/run-all.sh overhead`) runs tests/workloads/torch/reuse_resnet.py:
 #                 ResNet-18 training in ONE process under the cupti agent, adjacent windows paused
-#                 / collecting with full captures / collecting with launch-stack reuse, then a
-#                 check window (launches whose reused stack differs from the full capture: must
-#                 be 0), rows `overhead reuse ...` (OV_REUSE_ROUNDS 8, OV_REUSE_STEPS 12);
+#                 / collecting with full captures (the default) / with the native walk reused /
+#                 with native and Python reused, then a check window (launches whose reused
+#                 stack differs from the full capture: must be 0), rows `overhead reuse ...`
+#                 (OV_REUSE_ROUNDS 8, OV_REUSE_STEPS 12);
 #                 `profile` records ResNet-18 training under `--source ebpf,cupti` with 999 Hz sampling and every frame kept, and prints the
 #                 share of the steps' CPU in CUPTI and in the agent, by part (profile_share.py); `range` runs
 #                 real_bench.py's `range` mode (the whole profiler dormant vs collecting in adjacent
@@ -23,7 +24,7 @@ printf '[source.cupti]\npython = "off"\n' >"$W/ov-nopython.toml"
 printf '[source.ebpf]\nsample_hz = 999\n[sink.folded]\nframes = "all"\n' >"$W/ov-profile.toml"
 
 if [[ " ${OV_MODES:-profile range} " == *" reuse "* ]]; then
-  # Quick (under 60 s on the H200: ~15 s of imports and warm-up, 3 x 8 windows of 12 steps at
+  # Quick (under 60 s on the H200: ~15 s of imports and warm-up, 4 x 8 windows of 12 steps at
   # ~8-10 ms, 10 check steps). The agent alone (no host): its stream goes to a dump directory.
   rm -rf "$W/ov-reuse" && mkdir -p "$W/ov-reuse"
   start=$(date +%s)
@@ -35,8 +36,8 @@ if [[ " ${OV_MODES:-profile range} " == *" reuse "* ]]; then
   line=$(grep -h '^REUSE ' "$OVL/reuse.out")
   f() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
   row "overhead reuse resnet collecting/paused, full capture" "$(f off_vs_paused) (paused $(f paused_ms) ms/step, $(f rounds) rounds)"
-  row "overhead reuse resnet collecting/paused, reuse" "$(f on_vs_paused)"
-  row "overhead reuse resnet reuse/full capture" "$(f on_vs_off)"
+  row "overhead reuse resnet collecting/paused, native reuse / all reuse" "$(f native_vs_paused) / $(f on_vs_paused)"
+  row "overhead reuse resnet vs full capture: native reuse / all reuse" "$(f native_vs_off) / $(f on_vs_off)"
   chk=$(grep -h '^REUSE_CHECK ' "$OVL/reuse.out")
   d=$(echo "$chk" | tr ' ' '\n' | sed -n 's/^differed=//p')
   [ -n "$d" ] && [ "$d" = 0 ] && v=PASS || v=FAIL

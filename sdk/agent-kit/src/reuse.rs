@@ -5,16 +5,23 @@
 //! unchanged ([`xpuprof_python::own`]). Both are exact: what is reused is what the full
 //! capture would have found; what they save is the waiting of each read for the one before.
 //!
+//! Off by default: on the development machine (`scripts/bench-launch-reuse.sh`, the CUDA test
+//! double under a 50-frame Python loop) the native reuse costs about what it saves (1.02x the
+//! full capture) and the Python one more (1.27x): the comparison must read every word the walk
+//! reads (see `xpuprof_unwind`'s and `xpuprof_python`'s `reuse` modules for why nothing less is
+//! exact), and with the stack in L1 the walk's dependent reads are cheap. Where the stack is
+//! colder (a framework's work between launches) the independent reads may pay: the GPU part
+//! measures it on a real program (`docs/benchmarks.md`, #29).
+//!
 //! [`ReuseMode::Check`] captures every launch both ways, records the full capture, and counts
 //! the launches whose two stacks differ (none, if reuse is exact): the mode a GPU run uses to
-//! show it on real programs. [`ReuseMode::Off`] is the capture before reuse, for side-by-side
-//! measurements.
+//! show it on real programs.
 //!
-//! The mode is the process's: `XPUPROF_LAUNCH_REUSE=on|off|check` in the target's environment
-//! (read at the first launch; `on` when unset), or set while the program runs with the
-//! exported `int xpuprof_launch_reuse(int mode)` (0 off, 1 on, 2 check, -1 only asks; returns
-//! the mode before), whose counts `int xpuprof_launch_reuse_counts(uint64_t *out, int n)`
-//! writes: launches whose native walk reused frames, whose Python frames did, launches
+//! The mode is the process's: `XPUPROF_LAUNCH_REUSE=off|native|on|check` in the target's
+//! environment (read at the first launch; `off` when unset), or set while the program runs with
+//! the exported `int xpuprof_launch_reuse(int mode)` (0 off, 1 on, 2 check, 3 native, -1 only
+//! asks; returns the mode before), whose counts `int xpuprof_launch_reuse_counts(uint64_t *out,
+//! int n)` writes: launches whose native walk reused frames, whose Python frames did, launches
 //! checked, and of those the ones whose two stacks differed.
 
 use std::os::raw::c_int;
@@ -31,13 +38,16 @@ const MAX_FRAMES: usize = wire::MAX_STACK_FRAMES;
 /// How a launch's stack is captured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReuseMode {
-    /// Reuse the thread's previous native frames and resolved Python frames where every word
-    /// read of them is unchanged.
-    #[default]
-    On,
     /// Capture every launch in full.
+    #[default]
     Off,
-    /// Both; the full capture is recorded, the launches whose two stacks differ are counted.
+    /// Reuse the thread's previous native frames where every stack word read of them is
+    /// unchanged; Python frames in full.
+    Native,
+    /// Reuse the previous native frames and the previous Python frames.
+    On,
+    /// Both ways; the full capture is recorded, the launches whose two stacks differ (the
+    /// reuse of [`ReuseMode::On`]) are counted.
     Check,
 }
 
@@ -45,10 +55,11 @@ impl std::str::FromStr for ReuseMode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
-            "on" => Ok(ReuseMode::On),
             "off" => Ok(ReuseMode::Off),
+            "native" => Ok(ReuseMode::Native),
+            "on" => Ok(ReuseMode::On),
             "check" => Ok(ReuseMode::Check),
-            other => Err(format!("XPUPROF_LAUNCH_REUSE={other:?}: expected on, off or check")),
+            other => Err(format!("XPUPROF_LAUNCH_REUSE={other:?}: expected off, native, on or check")),
         }
     }
 }
@@ -58,17 +69,19 @@ static MODE: AtomicU8 = AtomicU8::new(0);
 
 fn encode(m: ReuseMode) -> u8 {
     match m {
-        ReuseMode::On => 1,
-        ReuseMode::Off => 2,
-        ReuseMode::Check => 3,
+        ReuseMode::Off => 1,
+        ReuseMode::Native => 2,
+        ReuseMode::On => 3,
+        ReuseMode::Check => 4,
     }
 }
 
 fn decode(v: u8) -> ReuseMode {
     match v {
-        2 => ReuseMode::Off,
-        3 => ReuseMode::Check,
-        _ => ReuseMode::On,
+        2 => ReuseMode::Native,
+        3 => ReuseMode::On,
+        4 => ReuseMode::Check,
+        _ => ReuseMode::Off,
     }
 }
 
@@ -88,7 +101,7 @@ fn from_env() -> ReuseMode {
             crate::say("agent", &format!("{e}; launch stacks reuse nothing"));
             ReuseMode::Off
         }),
-        _ => ReuseMode::On,
+        _ => ReuseMode::Off,
     };
     let _ = MODE.compare_exchange(0, encode(m), Ordering::Relaxed, Ordering::Relaxed);
     decode(MODE.load(Ordering::Relaxed))
@@ -101,20 +114,22 @@ pub fn set_mode(m: ReuseMode) -> ReuseMode {
     before
 }
 
-/// Sets (`mode` 0 off, 1 on, 2 check) or only reads (-1) the process's reuse mode; returns the
-/// mode before (same numbers), -1 for a number it does not know.
+/// Sets (`mode` 0 off, 1 on, 2 check, 3 native) or only reads (-1) the process's reuse mode;
+/// returns the mode before (same numbers), -1 for a number it does not know.
 #[no_mangle]
 pub extern "C" fn xpuprof_launch_reuse(mode: c_int) -> c_int {
     let number = |m| match m {
         ReuseMode::Off => 0,
         ReuseMode::On => 1,
         ReuseMode::Check => 2,
+        ReuseMode::Native => 3,
     };
     let m = match mode {
         -1 => return number(self::mode()),
         0 => ReuseMode::Off,
         1 => ReuseMode::On,
         2 => ReuseMode::Check,
+        3 => ReuseMode::Native,
         _ => return -1,
     };
     number(set_mode(m))
@@ -225,16 +240,17 @@ impl Buffers {
         counts: &ThreadCounts,
     ) -> (usize, Option<Registers>) {
         let depth = depth.min(MAX_FRAMES);
-        let reuse = mode != ReuseMode::Off;
+        let native = mode != ReuseMode::Off;
+        let reuse_python = matches!(mode, ReuseMode::On | ReuseMode::Check);
         let (frames, sps) = (&mut self.frames[..depth], &mut self.sps[..depth]);
-        let (w, first, reused) = if reuse {
+        let (w, first, reused) = if native {
             stack::walk_reusing(regs, bounds, own_code, frames, sps)
         } else {
             let (w, first) = stack::walk_with_sp(regs, bounds, own_code, frames, sps);
             (w, first, 0)
         };
         let merged = &mut self.merged[..depth];
-        let (n, py_reused) = python.merge_reusing(&frames[..w.len], &sps[..w.len], merged, reuse);
+        let (n, py_reused) = python.merge_reusing(&frames[..w.len], &sps[..w.len], merged, reuse_python);
         counts.bump(0, reused > 0);
         counts.bump(1, py_reused);
         if mode != ReuseMode::Check {
@@ -261,12 +277,15 @@ mod tests {
     #[test]
     fn modes_parse_and_round_trip_through_the_exported_switch() {
         assert_eq!("check".parse(), Ok(ReuseMode::Check));
-        assert!("yes".parse::<ReuseMode>().unwrap_err().contains("on, off or check"));
+        assert!("yes".parse::<ReuseMode>().unwrap_err().contains("off, native, on or check"));
+        assert_eq!(ReuseMode::default(), ReuseMode::Off);
         let before = xpuprof_launch_reuse(-1);
         assert_eq!(xpuprof_launch_reuse(2), before);
         assert_eq!(mode(), ReuseMode::Check);
         assert_eq!(xpuprof_launch_reuse(0), 2);
         assert_eq!(mode(), ReuseMode::Off);
+        assert_eq!(xpuprof_launch_reuse(3), 0);
+        assert_eq!(mode(), ReuseMode::Native);
         assert_eq!(xpuprof_launch_reuse(7), -1, "an unknown mode is refused");
         xpuprof_launch_reuse(before);
     }

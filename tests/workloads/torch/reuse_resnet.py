@@ -1,8 +1,8 @@
 """Launch-stack reuse on a GPU (issue #29): torchvision ResNet-18 training (forward, backward,
 SGD; batch 32) in ONE process under the cupti agent, in adjacent windows paused / collecting with
-every launch captured in full / collecting with reuse (the order rotating), then a check window
-(every launch captured both ways, launches whose stacks differ counted). The windows are
-plugins/cupti/tests/workloads/reuse_windows.py's.
+every launch captured in full / with the native walk reused / with native and Python reused (the
+order rotating), then a check window (every launch captured both ways, launches whose stacks
+differ counted). The windows are plugins/cupti/tests/workloads/reuse_windows.py's.
 
 usage: reuse_resnet.py [ROUNDS] [STEPS_PER_WINDOW] [CHECK_STEPS]
 Run with the cupti agent in CUDA_INJECTION64_PATH (directly or under `xpuprof record`).

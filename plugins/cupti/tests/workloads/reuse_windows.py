@@ -1,8 +1,9 @@
 """Launch-stack reuse measured in one process (issue #29): adjacent windows of the same steps with
 the cupti agent paused, collecting with every launch captured in full (`xpuprof_launch_reuse(0)`,
-the capture before reuse), and collecting with reuse (`xpuprof_launch_reuse(1)`), the order of
-the three rotating from round to round; then a `check` window (every launch captured both ways,
-the launches whose two stacks differ counted: 0 if reuse is exact).
+the default), collecting with the native walk reused (`xpuprof_launch_reuse(3)`), and with the
+native walk and the Python frames reused (`xpuprof_launch_reuse(1)`), the order of the four
+rotating from round to round; then a `check` window (every launch captured both ways, the
+launches whose two stacks differ counted: 0 if reuse is exact).
 
 Run with the cupti agent in CUDA_INJECTION64_PATH (directly or under `xpuprof record`).
 
@@ -12,11 +13,14 @@ usage: reuse_windows.py double LIBCUDA ENGINE_LIB [ROUNDS] [STEPS_PER_WINDOW]
   pass of modules calling the same layer functions from several lines, then a backward-like
   pass whose launches come from a native thread named pt_autograd_0
   (workloads/engine_thread.c, ENGINE_LIB) while the Python thread waits in
-  `_engine_run_backward`, called from two lines. `tests/workloads/torch/reuse_resnet.py` runs
+  `_engine_run_backward`, called from two lines. REUSE_SWEEP_KIB=N has each launch touch N KiB
+  first (the framework's work between launches: without it every frame stays in L1).
+  `tests/workloads/torch/reuse_resnet.py` runs
   the same windows on ResNet-18 training on a GPU.
 
-Prints `REUSE workload=... rounds=... off_vs_paused=... on_vs_paused=... on_vs_off=...` (medians
-of the per-round ratios, then each round's) and `REUSE_CHECK ... checked=N differed=M`.
+Prints `REUSE workload=... rounds=... off_vs_paused=... native_vs_paused=... on_vs_paused=...
+native_vs_off=... on_vs_off=...` (medians of the per-round ratios) and `REUSE_CHECK ... checked=N
+differed=M`.
 """
 import ctypes
 import os
@@ -53,26 +57,28 @@ def timed(step, sync, n):
     return (time.perf_counter() - t) * 1e3 / n
 
 
-STATES = ("paused", "off", "on")
+STATES = ("paused", "off", "native", "on")
+MODES = {"off": 0, "on": 1, "native": 3}
+RATIOS = (("off", "paused"), ("native", "paused"), ("on", "paused"), ("native", "off"), ("on", "off"))
 
 
 def windows(lib, step, sync, rounds, per):
     """Per round, one window of `per` steps in each state, the order rotating; returns the
-    per-round ratios (off/paused, on/paused, on/off) and the paused ms per step."""
+    per-round ratios (RATIOS) and the paused ms per step of each round."""
     ratios, base = [], []
     for r in range(rounds):
         ms = {}
-        for k in range(3):
-            state = STATES[(r + k) % 3]
+        for k in range(len(STATES)):
+            state = STATES[(r + k) % len(STATES)]
             if lib.xpuprof_cupti_capture(0 if state == "paused" else 1) < 0:
                 sys.exit("reuse_windows: xpuprof_cupti_capture failed")
             if state != "paused":
-                lib.xpuprof_launch_reuse(1 if state == "on" else 0)
+                lib.xpuprof_launch_reuse(MODES[state])
             ms[state] = timed(step, sync, per)
-        ratios.append((ms["off"] / ms["paused"], ms["on"] / ms["paused"], ms["on"] / ms["off"]))
+        ratios.append(tuple(ms[a] / ms[b] for a, b in RATIOS))
         base.append(ms["paused"])
     lib.xpuprof_cupti_capture(1)
-    lib.xpuprof_launch_reuse(1)
+    lib.xpuprof_launch_reuse(0)
     return ratios, base
 
 
@@ -81,7 +87,7 @@ def check(lib, step, sync, steps):
     before = counts(lib)
     lib.xpuprof_launch_reuse(2)
     timed(step, sync, steps)
-    lib.xpuprof_launch_reuse(1)
+    lib.xpuprof_launch_reuse(0)
     after = counts(lib)
     return after[2] - before[2], after[3] - before[3]
 
@@ -94,10 +100,9 @@ def median(v):
 def report(workload, lib, step, sync, rounds, per, check_steps):
     ratios, base = windows(lib, step, sync, rounds, per)
     cols = list(zip(*ratios))
-    each = " ".join(f"{a:.3f}/{b:.3f}/{c:.3f}" for a, b, c in ratios)
+    fields = " ".join(f"{a}_vs_{b}={median(c):.4f}" for (a, b), c in zip(RATIOS, cols))
     print(f"REUSE workload={workload} rounds={rounds} steps_per_window={per} paused_ms={median(base):.4f} "
-          f"off_vs_paused={median(cols[0]):.4f} on_vs_paused={median(cols[1]):.4f} "
-          f"on_vs_off={median(cols[2]):.4f} rounds_off/on/on_vs_off={each}", flush=True)
+          f"{fields}", flush=True)
     checked, differed = check(lib, step, sync, check_steps)
     native, python, _, _ = counts(lib)
     print(f"REUSE_CHECK workload={workload} checked={checked} differed={differed} "
@@ -106,9 +111,17 @@ def report(workload, lib, step, sync, rounds, per, check_steps):
 
 # ---- the CUDA test double workload -------------------------------------------------------------
 
-def double_step(cuda, engine):
-    launch = cuda.xpuprof_double_launch
-    launch.argtypes, launch.restype = [ctypes.c_char_p], ctypes.c_int
+def double_step(cuda, engine, sweep_kib):
+    raw = cuda.xpuprof_double_launch
+    raw.argtypes, raw.restype = [ctypes.c_char_p], ctypes.c_int
+    if sweep_kib > 0:
+        # The framework's own work between launches (a dispatcher, allocators, tensors): memory
+        # touched between two launches, so the stack and frames are no longer all in L1/L2.
+        def launch(name):
+            bytearray(sweep_kib << 10)
+            raw(name)
+    else:
+        launch = raw
 
     def conv():
         launch(b"conv_kernel")
@@ -175,10 +188,10 @@ def main():
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 30
     per = int(sys.argv[5]) if len(sys.argv) > 5 else 40
     lib = agent()
-    step = double_step(cuda, engine)
+    step = double_step(cuda, engine, int(os.environ.get("REUSE_SWEEP_KIB", "0")))
     for _ in range(20):
         step()
-    report("double", lib, step, lambda: None, rounds, per, per)
+    report(f"double_sweep{os.environ.get('REUSE_SWEEP_KIB', '0')}k", lib, step, lambda: None, rounds, per, per)
 
 
 if __name__ == "__main__":
