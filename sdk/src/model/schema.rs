@@ -285,7 +285,8 @@ model_schema! {
             clock: ClockDomain = [var] [] cold,
             /// Kernel name (mangled or not, as the runtime reports it) or operation name.
             name: StrId = [var] [] hot,
-            /// Bytes copied/set/allocated, 0 when not relevant.
+            /// Bytes copied/set/allocated; for a collective, its message size per rank as the
+            /// communication library states it; 0 when not relevant or not stated.
             bytes: u64 = [var] [] cold,
             /// Copy direction for [`DeviceOpKind::Memcpy`].
             copy: CopyKind = [byte] [] cold,
