@@ -178,22 +178,36 @@ impl Disassembler {
         &self.tool
     }
 
-    /// The listing of `cubin` (`nvdisasm -c -gi`).
+    /// The listing of `cubin` (`nvdisasm -c -gi`; `-c -g`, without inlining chains, where
+    /// that nvdisasm refuses `-gi`).
     pub fn disassemble(&self, cubin: &[u8]) -> Result<Listing, SassError> {
         let tool = self.tool.display().to_string();
         let io = |cause| SassError::Io { tool: tool.clone(), cause };
         let dir = std::env::temp_dir();
-        let stem = format!("xpuprof-sass-{}-{:x}", std::process::id(), fastish_id(cubin));
-        let (input, output) = (dir.join(format!("{stem}.cubin")), dir.join(format!("{stem}.txt")));
-        let _cleanup = Cleanup(vec![input.clone(), output.clone()]);
-        std::fs::write(&input, cubin).map_err(io)?;
-        let out = std::fs::File::create(&output).map_err(io)?;
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let stem = format!("xpuprof-sass-{}-{n}-{:x}", std::process::id(), fastish_id(cubin));
+        let files = ["cubin", "txt", "err"].map(|ext| dir.join(format!("{stem}.{ext}")));
+        let _cleanup = Cleanup(files.to_vec());
+        std::fs::write(&files[0], cubin).map_err(io)?;
+        match self.run("-gi", &files) {
+            Err(SassError::Failed { .. }) => self.run("-g", &files)?,
+            other => other?,
+        }
+        let text = std::fs::read_to_string(&files[1]).map_err(io)?;
+        Ok(Listing::parse(&text))
+    }
+
+    /// Runs `nvdisasm -c <lines> input > output 2> errors` (`files`), within [`TIMEOUT`].
+    fn run(&self, lines: &str, [input, output, errors]: &[PathBuf; 3]) -> Result<(), SassError> {
+        let tool = self.tool.display().to_string();
+        let io = |cause| SassError::Io { tool: tool.clone(), cause };
         let mut child = Command::new(&self.tool)
-            .args(["-c", "-gi"])
-            .arg(&input)
+            .args(["-c", lines])
+            .arg(input)
             .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(Stdio::piped())
+            .stdout(std::fs::File::create(output).map_err(io)?)
+            .stderr(std::fs::File::create(errors).map_err(io)?)
             .spawn()
             .map_err(io)?;
         let started = Instant::now();
@@ -208,17 +222,12 @@ impl Disassembler {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
-        if !status.success() {
-            let mut stderr = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                use std::io::Read;
-                let _ = e.read_to_string(&mut stderr);
-            }
-            let stderr: String = stderr.trim().chars().take(300).collect();
-            return Err(SassError::Failed { tool, status: status.to_string(), stderr });
+        if status.success() {
+            return Ok(());
         }
-        let text = std::fs::read_to_string(&output).map_err(io)?;
-        Ok(Listing::parse(&text))
+        let stderr = std::fs::read_to_string(errors).unwrap_or_default();
+        let stderr: String = stderr.trim().chars().take(300).collect();
+        Err(SassError::Failed { tool, status: status.to_string(), stderr })
     }
 }
 
@@ -280,5 +289,13 @@ _Z5chainPfi:
         assert!(e.to_string().contains("/nonexistent/nvdisasm"), "{e}");
         let e = Disassembler::at("/bin/false").disassemble(b"\x7fELF").unwrap_err();
         assert!(matches!(e, SassError::Failed { .. }), "{e}");
+    }
+
+    #[test]
+    fn an_nvdisasm_refusing_gi_is_asked_for_g() {
+        // A test double (no CUDA toolkit in CI) that knows only -g.
+        let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/doubles/nvdisasm-without-gi");
+        let l = Disassembler::at(tool).disassemble(b"\x7fELF").unwrap();
+        assert_eq!(l.get("k", 0x10).map(|i| i.text.as_str()), Some("EXIT"));
     }
 }
