@@ -5,13 +5,44 @@
 
 use xpuprof_sdk::model::*;
 use xpuprof_sdk::Emitter;
-use xpuprof_toolbox::agent_host::{AgentDecoder, KitDecoder, Step};
+use xpuprof_toolbox::agent_host::{AgentDecoder, KitDecoder};
 
 use crate::decode::{api_display_name, ApiName, Conn, Decoder, Stats, LOSS_DROPPED, LOSS_UNKNOWN_VERSION};
 use crate::wire::launches::Launch;
-use crate::wire::{self, Hello, Reader};
+use crate::wire::{self, Hello, Message, Reader};
 
 impl Decoder {
+    fn api_names_msg(&mut self, conn: u64, payload: &[u8]) {
+        let c = self.kit.conns.entry(conn).or_default();
+        for (domain, cbid, name) in wire::names::parse_api_names(payload) {
+            let name = api_display_name(&name).to_owned();
+            c.api_names.insert((domain as u8, cbid), ApiName::Text(name));
+        }
+    }
+
+    fn pc_message(&mut self, conn: u64, ty: u8, payload: &[u8], out: &mut Emitter) {
+        let pid = self.kit.pid(conn);
+        let AgentDecoder { strs, conns, log, .. } = &mut self.kit;
+        let devices = conns.get(&conn).map(|c| &c.devices);
+        let device = |d: u32| devices.and_then(|m| m.get(&d)).copied().unwrap_or(DeviceId::NONE);
+        self.pc.message(conn, pid, ty, payload, strs, device, &mut |w| log.warn(&w), out);
+    }
+
+    fn activity(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
+        for rec in wire::records::split(payload) {
+            crate::activity::record(self, conn, rec, out);
+        }
+    }
+}
+
+impl KitDecoder for Decoder {
+    type Conn = Conn;
+    type Own = Stats;
+
+    fn kit(&mut self) -> &mut AgentDecoder<Conn> {
+        &mut self.kit
+    }
+
     fn hello(&mut self, conn: u64, h: &Hello) {
         let c = self.kit.conns.entry(conn).or_default();
         c.monotonic = c.agent.has(wire::FLAG_MONOTONIC_TIMESTAMPS);
@@ -25,15 +56,7 @@ impl Decoder {
         }
     }
 
-    fn api_names_msg(&mut self, conn: u64, payload: &[u8]) {
-        let c = self.kit.conns.entry(conn).or_default();
-        for (domain, cbid, name) in wire::names::parse_api_names(payload) {
-            let name = api_display_name(&name).to_owned();
-            c.api_names.insert((domain as u8, cbid), ApiName::Text(name));
-        }
-    }
-
-    fn launch_entry(&mut self, conn: u64, pid: u32, tid: u32, l: &Launch, out: &mut Emitter) {
+    fn launch(&mut self, conn: u64, pid: u32, tid: u32, l: &Launch, out: &mut Emitter) {
         let Launch { domain, api_id: cbid, correlation: corr, result, time, end, .. } = *l;
         let (api, kind) = self.api_name(conn, domain, cbid, out);
         let correlation = Correlation { backend: backend::CUDA, id: corr as u64 };
@@ -63,40 +86,7 @@ impl Decoder {
         }
     }
 
-    fn pc_message(&mut self, conn: u64, ty: u8, payload: &[u8], out: &mut Emitter) {
-        let pid = self.kit.pid(conn);
-        let AgentDecoder { strs, conns, log, .. } = &mut self.kit;
-        let devices = conns.get(&conn).map(|c| &c.devices);
-        let device = |d: u32| devices.and_then(|m| m.get(&d)).copied().unwrap_or(DeviceId::NONE);
-        self.pc.message(conn, pid, ty, payload, strs, device, &mut |w| log.warn(&w), out);
-    }
-
-    fn activity(&mut self, conn: u64, payload: &[u8], out: &mut Emitter) {
-        for rec in wire::records::split(payload) {
-            crate::activity::record(self, conn, rec, out);
-        }
-    }
-}
-
-impl KitDecoder for Decoder {
-    type Conn = Conn;
-    type Own = Stats;
-
-    fn kit(&mut self) -> &mut AgentDecoder<Conn> {
-        &mut self.kit
-    }
-
-    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter) {
-        let m = match step {
-            Step::Hello(h) => return self.hello(conn, &h),
-            Step::Launches { pid, tid, launches } => {
-                for l in &launches {
-                    self.launch_entry(conn, pid, tid, l, out);
-                }
-                return;
-            }
-            Step::Message(m) => m,
-        };
+    fn message(&mut self, conn: u64, m: Message<'_>, out: &mut Emitter) {
         let mut r = Reader::new(m.payload);
         match m.ty {
             wire::MSG_RECORDS => self.activity(conn, m.payload, out),

@@ -57,21 +57,6 @@ pub trait KitDecoder: Send + 'static {
     /// The kit's part.
     fn kit(&mut self) -> &mut AgentDecoder<Self::Conn>;
 
-    /// What the kit left of a message of connection `conn`: by default, each kind to its own
-    /// method ([`KitDecoder::hello`], [`KitDecoder::launch`] for each launch in order,
-    /// [`KitDecoder::message`]).
-    fn step(&mut self, conn: u64, step: Step<'_>, out: &mut Emitter) {
-        match step {
-            Step::Hello(h) => self.hello(conn, &h),
-            Step::Launches { pid, tid, launches } => {
-                for l in &launches {
-                    self.launch(conn, pid, tid, l, out);
-                }
-            }
-            Step::Message(m) => self.message(conn, m, out),
-        }
-    }
-
     /// Connection `conn`'s hello was accepted (its [`AgentConn`](super::AgentConn) is filled
     /// in, its process defined): nothing by default.
     fn hello(&mut self, _conn: u64, _hello: &Hello) {}
@@ -81,9 +66,8 @@ pub trait KitDecoder: Send + 'static {
     /// by default.
     fn launch(&mut self, _conn: u64, _pid: u32, _tid: u32, _launch: &Launch, _out: &mut Emitter) {}
 
-    /// A message of connection `conn` that the kit does not read: the backend's own (nothing
-    /// by default).
-    fn message(&mut self, _conn: u64, _m: Message<'_>, _out: &mut Emitter) {}
+    /// A message of connection `conn` that the kit does not read: the backend's own.
+    fn message(&mut self, conn: u64, m: Message<'_>, out: &mut Emitter);
 
     /// A window of connection `conn` is closing (its closing edge arrived, after every record
     /// of the window): emits what the backend still holds of the window, so the window's
@@ -101,11 +85,25 @@ pub trait KitDecoder: Send + 'static {
     fn into_own(self) -> Self::Own;
 }
 
+/// What the kit left of a message of connection `conn`, each kind to its method of `d`: the
+/// hello, each launch in order, the backend's own message.
+fn step<D: KitDecoder>(d: &mut D, conn: u64, step: Step<'_>, out: &mut Emitter) {
+    match step {
+        Step::Hello(h) => d.hello(conn, &h),
+        Step::Launches { pid, tid, launches } => {
+            for l in &launches {
+                d.launch(conn, pid, tid, l, out);
+            }
+        }
+        Step::Message(m) => d.message(conn, m, out),
+    }
+}
+
 impl<D: KitDecoder> StreamDecoder for D {
     type Stats = (AgentCounts, D::Own);
 
     fn feed(&mut self, conn: u64, buf: &[u8], out: &mut Emitter) -> usize {
-        AgentDecoder::feed_with(self, conn, buf, out, D::kit, D::step, D::window_closing)
+        AgentDecoder::feed_with(self, conn, buf, out, D::kit, step::<D>, D::window_closing)
     }
 
     fn end(&mut self, conn: u64, out: &mut Emitter) {
@@ -146,6 +144,7 @@ mod tests {
         fn hello(&mut self, _conn: u64, _hello: &Hello) {
             self.kit.counts.processes += 1;
         }
+        fn message(&mut self, _conn: u64, _m: Message<'_>, _out: &mut Emitter) {}
         fn end_conn(&mut self, conn: u64, _out: &mut Emitter) {
             self.kit.conns.remove(&conn);
             self.ended.push(conn);
