@@ -61,7 +61,16 @@ if [ -x "$CARRY/xpuprof" ] && dormant_runs every; then
     [ -d "$d" ] || continue
     n=$((n + 1))
     gpus=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1])); e=t.get('traceEvents',t) if isinstance(t,dict) else t; print(';'.join(sorted({x['args']['name'] for x in e if x.get('ph')=='M' and x.get('name')=='process_name' and str(x.get('args',{}).get('name','')).startswith('GPU ')})) or 'none')" "$d/trace.json" 2>/dev/null)
-    row "attach --every window $n" "$(python3 scripts/gpu/check_attach.py "$d/trace.json" "$E/steps.log" auto 0.5 2>&1 | tail -1) devices=${gpus:-?}"
+    # The window's length: 0.5 s, or less when the loop ended inside it (windows.json's start and
+    # the steps' CLOCK_MONOTONIC ends are one clock).
+    wlen=$(python3 - "$E/out/windows.json" "$(basename "$d")" "$E/steps.log" 2>/dev/null <<'PY'
+import json, sys
+w = [x for x in json.load(open(sys.argv[1])) if x.get("dir") == sys.argv[2]]
+ends = [int(l.split()[3]) for l in open(sys.argv[3]) if l.startswith("step ") and len(l.split()) == 4]
+print(f"{max(0.05, min(0.5, (max(ends) - w[0]['start_ns']) / 1e9)):.3f}" if w and ends else "0.5")
+PY
+)
+    row "attach --every window $n" "$(python3 scripts/gpu/check_attach.py "$d/trace.json" "$E/steps.log" auto "${wlen:-0.5}" 2>&1 | tail -1) window=${wlen:-0.5}s devices=${gpus:-?}"
   done
   [ $n -eq 2 ] && [ -f "$E/out/windows.json" ] && v=PASS || v=FAIL
   row "attach --every 2s --duration 500ms --keep 2" "$v rc=$rc kept=$n loop rc=$trc $(tail -1 "$E/train.out") $(grep -c 'reused the agent\|loaded the agent' "$D/every.err") injections"
