@@ -12,9 +12,10 @@
 # <= 1 s, first record <= 2 s). Knobs: DORMANT_ROUNDS (2), DORMANT_WORKLOADS (b2small resnet).
 # About 20 s a process: 12 processes, 4 minutes; then attach --every, attach --tree on a launcher
 # whose worker starts later, and NVTX after an attach (about 1 minute together).
-# DORMANT_ONLY=LIST runs only the checks named (bench every tree nvtx other); DORMANT_ONLY=every
-# (`DORMANT_ONLY=every scripts/gpu/run-all.sh dormant`) runs only attach --every, in under 60 s
-# (torch's start-up, a 12 s loop): one PASS/FAIL row per kept window with its kernel count.
+# DORMANT_ONLY=LIST runs only the checks named (bench every record_every tree nvtx other);
+# DORMANT_ONLY=every (`DORMANT_ONLY=every scripts/gpu/run-all.sh dormant`) runs only attach
+# --every, in under 60 s (torch's start-up, a 12 s loop): one PASS/FAIL row per kept window with
+# its kernel count; DORMANT_ONLY="every record_every" adds record --every (about 25 s more).
 D=$W/logs/dormant; mkdir -p "$D"
 DW=$W/dormant; rm -rf "$DW"; mkdir -p "$DW"
 ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -40,6 +41,32 @@ elif [ ! -x "$CARRY/xpuprof" ]; then
   row "dormant" "skipped: no $CARRY/xpuprof"
 fi
 
+# One row per kept window of a continuous run in $1 (out/ and steps.log), labelled $2:
+# check_attach.py's PASS/FAIL with the window's kernel count, its length, the devices its trace names.
+every_rows() {
+  n=0
+  for d in "$1"/out/*Z; do
+    [ -d "$d" ] || continue
+    n=$((n + 1))
+    gpus=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1])); e=t.get('traceEvents',t) if isinstance(t,dict) else t; print(';'.join(sorted({x['args']['name'] for x in e if x.get('ph')=='M' and x.get('name')=='process_name' and str(x.get('args',{}).get('name','')).startswith('GPU ')})) or 'none')" "$d/trace.json" 2>/dev/null)
+    # The window's length: 0.5 s, or less when the loop ended inside it (windows.json's start and
+    # the steps' CLOCK_MONOTONIC ends are one clock); none when it opened after the last step.
+    wlen=$(python3 - "$1/out/windows.json" "$(basename "$d")" "$1/steps.log" 2>/dev/null <<'PY'
+import json, sys
+w = [x for x in json.load(open(sys.argv[1])) if x.get("dir") == sys.argv[2]]
+ends = [int(l.split()[3]) for l in open(sys.argv[3]) if l.startswith("step ") and len(l.split()) == 4]
+left = (max(ends) - w[0]["start_ns"]) / 1e9 if w and ends else 0.5
+print(f"{min(0.5, left):.3f}" if left > 0.05 else "after")
+PY
+)
+    if [ "$wlen" = after ]; then
+      row "$2 window $n" "n/a: opened after the loop's last step (the process was exiting) devices=${gpus:-?}"
+      continue
+    fi
+    row "$2 window $n" "$(python3 scripts/gpu/check_attach.py "$d/trace.json" "$1/steps.log" auto "${wlen:-0.5}" 2>&1 | tail -1) window=${wlen:-0.5}s devices=${gpus:-?}"
+  done
+}
+
 # attach --every on a running PyTorch training loop: windows of 0.5 s every 2 s until the loop
 # ends (12 s), the newest 2 kept; each kept window must hold every step inside it with all its kernels
 # (check_attach.py, kernels per step `auto`), nothing outside it (its kernels span at most the
@@ -56,25 +83,25 @@ if [ -x "$CARRY/xpuprof" ] && dormant_runs every; then
     --source cupti --sink chrome,summary -v -o "$E/out" >"$D/every.out" 2>"$D/every.err"
   rc=$?
   wait "$TP"; trc=$?
-  n=0
-  for d in "$E"/out/*Z; do
-    [ -d "$d" ] || continue
-    n=$((n + 1))
-    gpus=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1])); e=t.get('traceEvents',t) if isinstance(t,dict) else t; print(';'.join(sorted({x['args']['name'] for x in e if x.get('ph')=='M' and x.get('name')=='process_name' and str(x.get('args',{}).get('name','')).startswith('GPU ')})) or 'none')" "$d/trace.json" 2>/dev/null)
-    # The window's length: 0.5 s, or less when the loop ended inside it (windows.json's start and
-    # the steps' CLOCK_MONOTONIC ends are one clock).
-    wlen=$(python3 - "$E/out/windows.json" "$(basename "$d")" "$E/steps.log" 2>/dev/null <<'PY'
-import json, sys
-w = [x for x in json.load(open(sys.argv[1])) if x.get("dir") == sys.argv[2]]
-ends = [int(l.split()[3]) for l in open(sys.argv[3]) if l.startswith("step ") and len(l.split()) == 4]
-print(f"{max(0.05, min(0.5, (max(ends) - w[0]['start_ns']) / 1e9)):.3f}" if w and ends else "0.5")
-PY
-)
-    row "attach --every window $n" "$(python3 scripts/gpu/check_attach.py "$d/trace.json" "$E/steps.log" auto "${wlen:-0.5}" 2>&1 | tail -1) window=${wlen:-0.5}s devices=${gpus:-?}"
-  done
+  every_rows "$E" "attach --every"
   [ $n -eq 2 ] && [ -f "$E/out/windows.json" ] && v=PASS || v=FAIL
   row "attach --every 2s --duration 500ms --keep 2" "$v rc=$rc kept=$n loop rc=$trc $(tail -1 "$E/train.out") $(grep -c 'reused the agent\|loaded the agent' "$D/every.err") injections"
   cp "$E/out/windows.json" "$D/every-windows.json" 2>/dev/null
+fi
+
+# record --every with the cupti source (DORMANT_ONLY=record_every, about 25 s more): the same loop
+# started under xpuprof (the driver starts the agent at its cuInit), windows of 0.5 s every 2 s,
+# the newest 2 kept, each checked as above.
+if [ -x "$CARRY/xpuprof" ] && dormant_runs record_every; then
+  T=plugins/cupti/tests/workloads/attach_train.py
+  R=$W/dormant/record-every; rm -rf "$R"; mkdir -p "$R"
+  timeout 60 "$CARRY/xpuprof" --plugin-dir "$CARRY" record --every 2s --duration 500ms --keep 2 \
+    --source cupti --sink chrome,summary -v -o "$R/out" -- python3 "$T" --seconds 10 --step-log "$R/steps.log" \
+    >"$R/train.out" 2>"$D/record-every.err"
+  rc=$?
+  every_rows "$R" "record --every"
+  [ $n -eq 2 ] && [ $rc -eq 0 ] && v=PASS || v=FAIL
+  row "record --every 2s --duration 500ms --keep 2" "$v rc=$rc kept=$n $(tail -1 "$R/train.out")"
 fi
 
 # attach --tree on a launcher that starts its PyTorch worker only after the attach: the worker is
