@@ -83,14 +83,7 @@ fn text(d: &mut Decoder, conn: u64, ptr: u64, out: &mut Emitter) -> StrId {
     if ptr == 0 {
         return StrId::NONE;
     }
-    let s = d
-        .kit
-        .conns
-        .get(&conn)
-        .and_then(|c| c.agent.strings.get(&ptr))
-        .cloned()
-        .unwrap_or_else(|| "[unnamed]".to_owned());
-    d.kit.strs.string(out, &s)
+    d.kit.agent_text(conn, ptr, "[unnamed]", out)
 }
 
 fn stream(
@@ -193,12 +186,8 @@ fn kernel(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
         u32_at(rec, l.correlation),
     );
     op.name = text(d, conn, u64_at(rec, l.name), out);
-    op.collective = d
-        .kit
-        .conns
-        .get(&conn)
-        .and_then(|c| c.agent.strings.get(&u64_at(rec, l.name)))
-        .map_or(CollectiveOp::None, |n| crate::collective::of(n));
+    op.collective =
+        d.kit.agent_string(conn, u64_at(rec, l.name)).map_or(CollectiveOp::None, crate::collective::of);
     if let Some(c) = d.kit.conns.get_mut(&conn) {
         c.collectives.apply(&mut op);
     }

@@ -26,13 +26,7 @@ pub(crate) fn record(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) 
     let [mem, sms, id, uuid, name, cc_major, cc_minor] = offsets::DEVICE;
     let mut u = [0u8; 16];
     u.copy_from_slice(rec.get(uuid..uuid + 16).unwrap_or(&[0; 16]));
-    let name = d
-        .kit
-        .conns
-        .get(&conn)
-        .and_then(|c| c.agent.strings.get(&u64_at(rec, name)))
-        .cloned()
-        .unwrap_or_else(|| "[unnamed]".to_owned());
+    let name = d.kit.agent_string(conn, u64_at(rec, name)).unwrap_or("[unnamed]").to_owned();
     let desc = DeviceDesc {
         ordinal: u32_at(rec, id),
         multiprocessors: u32_at(rec, sms),

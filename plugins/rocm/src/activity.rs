@@ -39,14 +39,7 @@ pub fn record(d: &mut Decoder, conn: u64, rec: &[u8], out: &mut Emitter) {
     if r.op == HIP_OP_ID_DISPATCH {
         // SAFETY: dispatch records carry the kernel name pointer.
         let p = unsafe { r.__bindgen_anon_3.kernel_name } as u64;
-        let text = d
-            .kit
-            .conns
-            .get(&conn)
-            .and_then(|c| c.agent.strings.get(&p))
-            .cloned()
-            .unwrap_or_else(|| "[unnamed kernel]".into());
-        let name = d.kit.strs.string(out, &text);
+        let name = d.kit.agent_text(conn, p, "[unnamed kernel]", out);
         op = op.kind(DeviceOpKind::Kernel).name(name);
         d.kit.counts.kernels += 1;
     } else {

@@ -376,6 +376,19 @@ impl<C: Conn> AgentDecoder<C> {
         self.conns.get(&conn).map_or(0, |c| c.agent().pid)
     }
 
+    /// The text connection `conn`'s agent defined for `ptr` (its strings message: a name the
+    /// vendor's records point to), if it did.
+    pub fn agent_string(&self, conn: u64, ptr: u64) -> Option<&str> {
+        self.conns.get(&conn).and_then(|c| c.agent().strings.get(&ptr)).map(String::as_str)
+    }
+
+    /// [`agent_string`](Self::agent_string) interned, or `placeholder` where the agent defined
+    /// no text for `ptr`.
+    pub fn agent_text(&mut self, conn: u64, ptr: u64, placeholder: &str, out: &mut Emitter) -> StrId {
+        let text = self.conns.get(&conn).and_then(|c| c.agent().strings.get(&ptr));
+        self.strs.string(out, text.map_or(placeholder, String::as_str))
+    }
+
     /// The connections still open, to end at the session's end.
     pub fn open(&self) -> Vec<u64> {
         self.conns.keys().copied().collect()
