@@ -30,17 +30,11 @@ mod tests {
     #[test]
     fn parses_options() {
         let mut c = Config::new(DEFAULT_DEPTH);
-        c.parse_opts("api=all,stacks=both,nvtx=0,depth=300,buffer_kib=1024").unwrap();
-        assert_eq!(c.opts.api, Api::All);
-        assert_eq!(c.common.stacks, StackMode::Both);
-        assert!(!c.opts.nvtx);
-        assert_eq!(
-            (c.common.max_depth, c.common.buffer_bytes),
-            (300, 1 << 20),
-            "the kit's options beside CUPTI's (their bounds are the kit's tests)"
-        );
+        // The kit's options beside CUPTI's (theirs, their bounds and an unknown key are the
+        // kit's tests).
+        c.parse_opts("api=all,stacks=both,nvtx=0").unwrap();
+        assert_eq!((c.opts.api, c.common.stacks, c.opts.nvtx), (Api::All, StackMode::Both, false));
         assert!(c.parse_opts("api=some").unwrap_err().contains("api"));
-        assert!(c.parse_opts("bogus=1").unwrap_err().contains("unknown option"));
         c.parse_opts("paused=1,range=nvtx:step%2C 5@train,range_end=repeat,dormant=pause,python=off")
             .unwrap();
         assert!(c.opts.paused);
