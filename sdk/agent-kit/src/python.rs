@@ -48,9 +48,7 @@ fn place_and_merge(
     let sp = &sp[..sp.len().min(native.len())];
     // Run k ends at the k-th entry frame (a chain read only in part ends with a run without one:
     // no marker, placed by symbol).
-    for (p, f) in places.iter_mut().zip(raw.iter().filter(|f| f.entry)) {
-        *p = merge::frame_holding(sp, f.marker);
-    }
+    merge::frames_holding(sp, raw.iter().filter(|f| f.entry).map(|f| f.marker), &mut places);
     let merged = merge::merge_placed(native, |ra| py.is_eval(ra), frames, &mut places[..runs], out);
     by_symbol(merged.by_symbol);
     merged.len

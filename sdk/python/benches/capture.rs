@@ -6,6 +6,9 @@
 //! script recurses 15 deep and calls back into this benchmark through ctypes, so the timed
 //! captures read live interpreter frames exactly as the agent does at API entry.
 //!
+//! Also the placing of a 3.12 PyTorch stack's runs (12 eval-loop calls, 80 native frames) by
+//! a search per run and in one pass ([`merge::frames_holding`]).
+//!
 //! `cargo bench -p xpuprof-python --bench capture`
 
 use std::sync::OnceLock;
@@ -54,6 +57,25 @@ extern "C" fn measure() {
                 debug_assert_eq!(m.by_symbol, 0);
                 m.len
             })
+        })
+    });
+    // Placing the runs of a 3.12 PyTorch stack: about one eval-loop call per nn.Module level
+    // (12 markers) in an 80-frame native stack, by a search per marker and in one pass.
+    let sps: Vec<u64> = (0..80u64).map(|i| 0x7ff0_0000 + 96 * i).collect();
+    let markers: Vec<u64> = (0..12u64).map(|k| 0x7ff0_0000 + 96 * (8 + 6 * k) + 40).collect();
+    let mut places = [None; 32];
+    c.bench_function("place 12 eval calls in 80 native frames: a search each", |b| {
+        b.iter(|| {
+            for (p, &m) in places.iter_mut().zip(std::hint::black_box(&markers)) {
+                *p = merge::frame_holding(&sps, m);
+            }
+            places[11]
+        })
+    });
+    c.bench_function("place 12 eval calls in 80 native frames: one pass", |b| {
+        b.iter(|| {
+            merge::frames_holding(&sps, std::hint::black_box(&markers).iter().copied(), &mut places);
+            places[11]
         })
     });
     c.final_summary();

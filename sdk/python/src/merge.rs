@@ -36,6 +36,25 @@ pub fn frame_holding(sp: &[u64], addr: u64) -> Option<usize> {
     (addr != 0 && above > 0 && above < sp.len()).then(|| above - 1)
 }
 
+/// [`frame_holding`] of each of `markers` into `places` (as far as both go), in one pass over
+/// `sp` while the markers go outward (increasing, as the eval-loop calls of one thread's C
+/// stack do), by binary search for a marker that does not: the same places, without a search
+/// per run (12 calls in 80 frames: 63 ns against 79 ns, `benches/capture.rs`).
+pub fn frames_holding(sp: &[u64], markers: impl Iterator<Item = u64>, places: &mut [Option<usize>]) {
+    let (mut cursor, mut last) = (0, 0);
+    for (p, m) in places.iter_mut().zip(markers) {
+        if m < last {
+            *p = frame_holding(sp, m);
+            continue;
+        }
+        while cursor < sp.len() && sp[cursor] <= m {
+            cursor += 1;
+        }
+        last = m;
+        *p = (m != 0 && cursor > 0 && cursor < sp.len()).then(|| cursor - 1);
+    }
+}
+
 /// Writes `native` (innermost first) into `out`, each run of `python` put where `places` says:
 /// `places[k] = Some(i)` replaces `native[i]` by run `k` (innermost first, see [`runs`]), the
 /// native frame that owns its eval-loop call's marker on the C stack. A run without a place goes
@@ -190,6 +209,16 @@ mod tests {
         assert_eq!(frame_holding(&sp, 0x1200), None, "the last frame's top is not known");
         assert_eq!(frame_holding(&sp, 0xff8), None, "below the leaf");
         assert_eq!(frame_holding(&sp, 0), None, "not read");
+    }
+
+    #[test]
+    fn one_pass_places_equal_a_search_per_marker() {
+        let sp = [0x1000, 0x1040, 0x1040, 0x1100, 0x1200, 0x1380];
+        let markers = [0, 0x1008, 0x1040, 0x1050, 0x1050, 0x1010, 0x11f8, 0x1300, 0x1380, 0x2000, 0xff8];
+        let mut places = [None; 11];
+        frames_holding(&sp, markers.iter().copied(), &mut places);
+        let want: Vec<Option<usize>> = markers.iter().map(|&m| frame_holding(&sp, m)).collect();
+        assert_eq!(places.to_vec(), want);
     }
 
     #[test]
