@@ -300,7 +300,10 @@ impl Interpreter {
                     Err(_) => (0, true),
                 },
             };
-            let (written, resolved) = self.resolve_in(t, n, memo);
+            let (written, resolved) = match memo {
+                Some(m) => self.resolve_in::<true>(t, n, m),
+                None => self.resolve_in::<false>(t, n, Chain::Own),
+            };
             failed |= !resolved;
             let c = &self.counts;
             let counter = match (failed, n) {
@@ -315,17 +318,18 @@ impl Interpreter {
     }
 
     /// Resolves `t.raw[..n]` into `t.ids`; returns how many were written and whether all of
-    /// them could be resolved. With `memo`, frames taken from that chain's previous capture
-    /// keep their ids where their code objects hold the same name and line table.
+    /// them could be resolved. With `MEMO`, frames taken from `chain`'s previous capture keep
+    /// their ids where their code objects hold the same name and line table (a constant: the
+    /// capture without reuse does no more than before it).
     #[inline]
-    fn resolve_in(&self, t: &mut ThreadCache, n: usize, memo: Option<Chain>) -> (usize, bool) {
+    fn resolve_in<const MEMO: bool>(&self, t: &mut ThreadCache, n: usize, chain: Chain) -> (usize, bool) {
         let name_at = self.layout.code_qualname.unwrap_or(self.layout.code_name);
         let table_at = self.layout.code_linetable;
         for i in 0..n {
             let f = t.raw[i];
             let id = match (OwnMemory.u64(f.code + name_at), OwnMemory.u64(f.code + table_at)) {
                 (Ok(name), Ok(table)) => {
-                    let kept = memo.and_then(|m| t.memo(m).kept_id(i, name, table));
+                    let kept = if MEMO { t.memo(chain).kept_id(i, name, table) } else { None };
                     match kept.or_else(|| t.get(f.code, f.offset, name, table)) {
                         Some(id) => Ok((id, name, table)),
                         None => self.frame_id(t, &f, name, table).map(|id| (id, name, table)),
@@ -336,13 +340,13 @@ impl Interpreter {
             match id {
                 Ok((id, name, table)) => {
                     t.ids[i] = (id, f.entry);
-                    if let Some(m) = memo {
-                        t.memo(m).resolved(i, name, table, id);
+                    if MEMO {
+                        t.memo(chain).resolved(i, name, table, id);
                     }
                 }
                 Err(_) => {
-                    if let Some(m) = memo {
-                        t.memo(m).unresolved();
+                    if MEMO {
+                        t.memo(chain).unresolved();
                     }
                     return (i, false);
                 }
@@ -380,7 +384,10 @@ impl Interpreter {
             let Ok(n) = self.read_chain(t, tstate, memo) else {
                 return f(None);
             };
-            let (written, ok) = self.resolve_in(t, n, memo);
+            let (written, ok) = match memo {
+                Some(m) => self.resolve_in::<true>(t, n, m),
+                None => self.resolve_in::<false>(t, n, Chain::Other),
+            };
             f((ok && written > 0).then_some(&t.ids[..written]))
         })
     }
