@@ -22,6 +22,14 @@ impl Blocked {
         let mut line = String::new();
         BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
         assert_eq!(line, "ready\n");
+        // "ready" comes a line before the read it blocks in: wait until the main thread is in
+        // that read(2) (syscall 0 on x86-64), or a loaded machine can catch it on line 8.
+        let syscall = format!("/proc/{}/syscall", child.id());
+        let start = std::time::Instant::now();
+        while !std::fs::read_to_string(&syscall).is_ok_and(|s| s.starts_with("0 ")) {
+            assert!(start.elapsed().as_secs() < 30, "the script never blocked in its read");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
         Blocked(child)
     }
 }
