@@ -407,8 +407,10 @@ fn attach_every(extra: &[&str], device: &str) {
         .iter()
         .map(|k| stdout.split(k).nth(1).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0))
         .collect();
+    // The program prints its counts as it exits; a window open then (a loaded machine can
+    // start the last one late) has subscribed without its detach yet.
     assert!(
-        counts[0] >= 3 && counts[0] == counts[1],
+        counts[0] >= 3 && (counts[0] == counts[1] || counts[0] == counts[1] + 1),
         "CUPTI attached per window, detached after each: {stdout}"
     );
 }
