@@ -5,12 +5,12 @@
 //! share a file).
 //!
 //! A sample names its kernel, not its launch (a backend's continuous sampling aggregates all
-//! launches of a kernel), and the span it was taken in: a kernel's samples of one span are shared
-//! out among the launch stacks whose device work of that kernel overlapped the span, by that
-//! work's device time in it (`xpuprof_toolbox::shares::launches`); where none overlapped, by the
-//! kernel's device time in the whole process. Exact when a kernel is launched from one place, or
-//! from several at different times; the largest-remainder split keeps the total. Samples whose
-//! kernel ran no recorded device work go under `[unknown launch site]`. A very long run's spans
+//! launches of a kernel), and the fetch it came in: a kernel's samples, in fetch order, are laid
+//! over its device work in start order by device time, so each fetch's samples go to the launch
+//! stacks that ran that part of the kernel's work (`xpuprof_toolbox::shares::launches`). Exact
+//! when a kernel is launched from one place, or from several in turn; the largest-remainder
+//! split keeps the total. Samples whose kernel ran no recorded device work go under
+//! `[unknown launch site]`. A very long run's spans
 //! are coarsened rather than kept without bound (`SpanCounts`).
 
 use xpuprof_sdk::model::*;
@@ -18,7 +18,7 @@ use xpuprof_sdk::model::*;
 use super::builder::{push_frame, GpuKey, Line, Renderer};
 use super::frames::FrameClass;
 use super::names::{basename, sanitize_frame};
-use xpuprof_toolbox::shares::launches::{LaunchSpans, SpanCounts};
+use xpuprof_toolbox::shares::launches::{LaunchSpans, SampleOrder, SpanCounts};
 use xpuprof_toolbox::shares::split;
 
 /// Frame of samples whose instruction has no source line (the code carries no line table).
@@ -78,9 +78,11 @@ impl PcView {
     /// The view's lines: (line, samples), unmerged.
     pub(crate) fn lines(&self, r: &mut Renderer<'_>, pid_key: impl Fn(u32) -> u32) -> Vec<(Line, u64)> {
         let mut out = Vec::new();
-        for (&k, (start, end), count) in self.samples.iter() {
+        let order = SampleOrder::of(&self.samples, |k| (k.pid, k.kernel));
+        for (&k, span, count) in self.samples.iter() {
             let tail = tail(r, &k);
-            let (weights, _) = self.launches.weights((k.pid, k.kernel), start, end);
+            let (from, to, total) = order.place((k.pid, k.kernel), span);
+            let (weights, _) = self.launches.weights((k.pid, k.kernel), from, to, total);
             let mut launches: Vec<(Line, u64)> = if weights.is_empty() {
                 let g = GpuKey::kernel(pid_key(k.pid), k.kernel, k.device);
                 vec![(r.gpu_line(&g), 1)]
@@ -162,7 +164,7 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_launched_from_two_places_in_turn_has_each_span_under_its_own() {
+    fn a_kernel_launched_from_two_places_in_turn_has_each_part_under_its_own() {
         const S: u64 = 1_000_000_000;
         let mut b = builder();
         for i in 0..10 {
@@ -184,18 +186,18 @@ mod tests {
             let Record::DeviceSample(s) = sample(3, line, 6, count) else { unreachable!() };
             Record::DeviceSample(s.start(start).end(start + S / 10))
         };
+        // Fetched in order: 40 samples of the first launches' work, then 30 and, handed over
+        // late (fetched long after both), 10 more of the second's: all under their own.
         b.add(&spanned(31, S / 4, 40));
         b.add(&spanned(33, 2 * S + S / 4, 30));
-        // A span no work overlapped: by device time in the process (equal: half each).
-        b.add(&spanned(35, 9 * S, 4));
+        b.add(&spanned(35, 9 * S, 10));
         let lines: Vec<String> = b.fold_pc().lines.iter().map(|(s, w)| format!("{s} {w}")).collect();
         assert_eq!(
             lines,
             [
                 "run_chain;cuLaunchKernel;[GPU_Kernel]chase;pc.cu:33;[stall]long_scoreboard 30",
-                "run_chain;cuLaunchKernel;[GPU_Kernel]chase;pc.cu:35;[stall]long_scoreboard 2",
+                "run_chain;cuLaunchKernel;[GPU_Kernel]chase;pc.cu:35;[stall]long_scoreboard 10",
                 "run_chase;cuLaunchKernel;[GPU_Kernel]chase;pc.cu:31;[stall]long_scoreboard 40",
-                "run_chase;cuLaunchKernel;[GPU_Kernel]chase;pc.cu:35;[stall]long_scoreboard 2",
             ]
         );
     }

@@ -19,9 +19,9 @@
 //!     `gpu_time` has them, then the outermost call site where the line is inlined code
 //!     (`kernel.py:41`), a `file.cu:212` (or `[no source line]`) frame and a `[stall]<reason>`
 //!     leaf, labelled with the instruction (`pc`: its offset in the kernel, `instruction`: its
-//!     disassembly, where the backend disassembled it while recording); a kernel launched from several
-//!     stacks has each fetch span's samples shared out among the launches whose work of that
-//!     kernel overlapped the span (the toolbox's `shares::launches`, as the folded views do).
+//!     disassembly, where the backend disassembled it while recording); a kernel launched from
+//!     several stacks has its samples, in fetch order, laid over its launches' work in start
+//!     order (the toolbox's `shares::launches`, as the folded views do).
 //!
 //! The default sample type is the first one listed. Frames, functions and mappings are built
 //! by [`crate::builder`].
@@ -37,7 +37,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use xpuprof_sdk::hash::IdHasher;
 use xpuprof_sdk::model::*;
 
-use xpuprof_toolbox::shares::launches::{LaunchSpans, SpanCounts};
+use xpuprof_toolbox::shares::launches::{LaunchSpans, SampleOrder, SpanCounts};
 
 use crate::builder::Builder;
 use crate::defs::Defs;
@@ -393,8 +393,10 @@ pub fn build(agg: &Aggregate, defs: &Defs, time_nanos: i64, comments: &[String])
     }
     let mut pc: Vec<_> = agg.pc.iter().collect();
     pc.sort_by_key(|(k, span, _)| (**k, *span));
-    for (k, (start, end), n) in pc {
-        let (launches, _) = agg.launches.weights((k.pid, k.kernel), start, end);
+    let order = SampleOrder::of(&agg.pc, |k| (k.pid, k.kernel));
+    for (k, span, n) in pc {
+        let (from, to, total) = order.place((k.pid, k.kernel), span);
+        let (launches, _) = agg.launches.weights((k.pid, k.kernel), from, to, total);
         if launches.is_empty() {
             s.pc(k, None, n);
             continue;

@@ -1,13 +1,15 @@
 //! Which launches a kernel's PC samples came from, when the samples name only their kernel.
 //!
 //! A backend's continuous PC sampling aggregates a kernel's samples over all its launches: a
-//! sample names its kernel and the span it was taken in (between two fetches of the sampler),
-//! not its launch. The span is the finest range the data allows: a kernel's samples of one span
-//! are shared among the launches whose device work overlapped that span, by the device time of
-//! each in it. A kernel launched from two places at different times thus gets each place's
-//! samples under it. Samples whose span no recorded work of their kernel overlaps (work not
-//! recorded, or samples handed over late) are shared by the kernel's device time in the whole
-//! process instead, as is every span when the kernel ran under one launch only.
+//! sample names its kernel and the fetch it came in, not its launch. What the data does keep is
+//! order: the sampler hands samples over in the order it took them (however late: on a busy GPU
+//! samples were seen delivered more than 600 ms after they were taken, so the fetch's time says
+//! little). A kernel's samples, in fetch order, are laid over its device work in start order, by
+//! device time ([`SampleOrder`], [`LaunchSpans::weights`]): each fetch's share of the samples
+//! goes to the launches that ran that part of the kernel's work. A kernel launched from two
+//! places in turn thus gets each place's samples under it. Where a kernel's samples cannot be
+//! placed (none counted), they are shared by its device time in the whole process, as is every
+//! share when the kernel ran under one launch only.
 //!
 //! Memory is bounded: a kernel's consecutive executions under the same launch with gaps under
 //! [`JOIN_NS`] are one run (its busy time and extent), and all of them while the kernel has run
@@ -32,8 +34,6 @@ struct Kernel {
     runs: Vec<Run>,
     /// Device time per launch key in the whole process.
     totals: HashMap<usize, u64>,
-    /// The longest run (how far before a span a run overlapping it may start).
-    longest: u64,
 }
 
 /// How a span's samples were shared.
@@ -85,34 +85,38 @@ impl<G: Copy + Eq + Hash, K: Clone + Eq + Hash> LaunchSpans<G, K> {
             Some(r) if r.key == key && (alone || start <= r.end.saturating_add(JOIN_NS)) => {
                 r.end = r.end.max(end);
                 r.busy += busy;
-                k.longest = k.longest.max(r.end - r.start);
             }
             _ => {
                 k.runs.insert(at, Run { start, end, busy, key });
-                k.longest = k.longest.max(end - start);
             }
         }
     }
 
-    /// The launch keys among which `kernel`'s samples of the span `start..=end` (the backend's
-    /// bound on when they were taken) are shared, with their weights (in a fixed order), and on
-    /// what basis.
-    pub fn weights(&self, kernel: G, start: u64, end: u64) -> (Vec<(&K, u64)>, Basis) {
+    /// The launch keys among which a share of `kernel`'s samples is split, with their weights
+    /// (in a fixed order), and on what basis. The share is the samples `from..to` of the
+    /// kernel's `total`, counted in the order they were fetched ([`SampleOrder`]); it is laid
+    /// over the kernel's device work in start order, by device time, so the launches that ran
+    /// that part of the kernel's work get it. The sampler hands samples over in the order it took
+    /// them, however late: this holds where the time a fetch was made does not (a busy GPU's
+    /// samples were seen delivered more than 600 ms after they were taken).
+    pub fn weights(&self, kernel: G, from: u64, to: u64, total: u64) -> (Vec<(&K, u64)>, Basis) {
         let Some(k) = self.kernels.get(&kernel) else { return (Vec::new(), Basis::Unknown) };
-        let lo = start.min(end);
         let mut w: HashMap<usize, u64> = HashMap::new();
-        if k.totals.len() > 1 {
-            let first = k.runs.partition_point(|r| r.start < lo.saturating_sub(k.longest));
-            for r in k.runs[first..].iter().take_while(|r| r.start <= end) {
-                let overlap = r.end.min(end).saturating_sub(r.start.max(lo));
-                let len = r.end - r.start;
-                let part = if len == 0 {
-                    u64::from(r.start >= lo && r.start <= end) * r.busy
-                } else {
-                    (u128::from(r.busy) * u128::from(overlap) / u128::from(len)) as u64
-                };
-                if part > 0 || (len == 0 && r.start >= lo && r.start <= end) {
-                    *w.entry(r.key).or_default() += part.max(1);
+        let busy: u64 = k.totals.values().sum();
+        if k.totals.len() > 1 && total > 0 && busy > 0 {
+            // The share as device time: [lo, hi) of the kernel's cumulative busy time.
+            let scale = |n: u64| (u128::from(n) * u128::from(busy) / u128::from(total)) as u64;
+            let (lo, hi) = (scale(from.min(to)), scale(to).max(scale(from) + 1));
+            let mut at = 0u64;
+            for r in &k.runs {
+                let (s, e) = (at, at + r.busy);
+                at = e;
+                let part = e.min(hi).saturating_sub(s.max(lo));
+                if part > 0 {
+                    *w.entry(r.key).or_default() += part;
+                }
+                if at >= hi {
+                    break;
                 }
             }
         }
@@ -122,6 +126,42 @@ impl<G: Copy + Eq + Hash, K: Clone + Eq + Hash> LaunchSpans<G, K> {
         // A fixed order (by key index: first seen first), so a replay splits the same way.
         out.sort_by_key(|(key, _)| self.index[*key]);
         (out, basis)
+    }
+}
+
+/// Where each fetch's samples of a kernel fall among all the kernel's samples, in fetch order
+/// (by the span's end, then start): `(from, to, total)` for [`LaunchSpans::weights`].
+#[derive(Debug)]
+pub struct SampleOrder<G> {
+    places: HashMap<(G, (u64, u64)), (u64, u64)>,
+    totals: HashMap<G, u64>,
+}
+
+impl<G: Copy + Eq + Hash> SampleOrder<G> {
+    /// The order of `counts`, each key's kernel given by `group`.
+    pub fn of<K: Copy + Eq + Hash>(counts: &SpanCounts<K>, group: impl Fn(&K) -> G) -> Self {
+        let mut per: HashMap<G, HashMap<(u64, u64), u64>> = HashMap::new();
+        for (k, span, n) in counts.iter() {
+            *per.entry(group(k)).or_default().entry(span).or_default() += n;
+        }
+        let (mut places, mut totals) = (HashMap::new(), HashMap::new());
+        for (g, spans) in per {
+            let mut v: Vec<((u64, u64), u64)> = spans.into_iter().collect();
+            v.sort_by_key(|&((start, end), _)| (end, start));
+            let mut at = 0;
+            for (span, n) in v {
+                places.insert((g, span), (at, at + n));
+                at += n;
+            }
+            totals.insert(g, at);
+        }
+        Self { places, totals }
+    }
+
+    /// `(from, to, total)` of kernel `g`'s samples of `span`.
+    pub fn place(&self, g: G, span: (u64, u64)) -> (u64, u64, u64) {
+        let (from, to) = self.places.get(&(g, span)).copied().unwrap_or((0, 0));
+        (from, to, self.totals.get(&g).copied().unwrap_or(0))
     }
 }
 
@@ -191,25 +231,44 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     #[test]
-    fn samples_go_to_the_launches_that_ran_in_their_span() {
+    fn samples_go_to_the_launches_that_ran_their_part_of_the_work() {
         let mut l: LaunchSpans<u32, &str> = LaunchSpans::default();
-        // Kernel 7: from "a" in 0..1 s, from "b" in 2..3 s (10 ms launches, 5 ms apart).
+        // Kernel 7: 60 launches from "a" in 0..1 s, then 20 from "b" in 2..3 s (10 ms each).
         for i in 0..60 {
             l.add(7, &"a", i * 15 * MS, i * 15 * MS + 10 * MS);
+        }
+        for i in 0..20 {
             l.add(7, &"b", 2000 * MS + i * 15 * MS, 2000 * MS + i * 15 * MS + 10 * MS);
         }
         l.add(8, &"c", 0, 5 * MS);
-        let (w, basis) = l.weights(7, 500 * MS, 600 * MS);
-        assert_eq!((w.iter().map(|(k, _)| **k).collect::<Vec<_>>(), basis), (vec!["a"], Basis::Span));
-        let (w, _) = l.weights(7, 2500 * MS, 2600 * MS);
-        assert_eq!(w.iter().map(|(k, _)| **k).collect::<Vec<_>>(), ["b"]);
-        // A span no work overlapped: the whole process's device time.
-        let (w, basis) = l.weights(7, 9000 * MS, 9100 * MS);
-        assert_eq!((w.len(), basis), (2, Basis::Process));
-        assert_eq!(w[0].1, w[1].1);
-        // One launch key only: all of it, whatever the span.
-        assert_eq!(l.weights(8, 9000 * MS, 9100 * MS).0, [(&"c", 5 * MS)]);
-        assert_eq!(l.weights(9, 0, 1).1, Basis::Unknown);
+        // 800 samples in all: the first 600 are a's work, the last 200 b's, whenever fetched.
+        fn names(w: Vec<(&&'static str, u64)>) -> Vec<&'static str> {
+            w.iter().map(|(k, _)| **k).collect()
+        }
+        let (w, basis) = l.weights(7, 100, 500, 800);
+        assert_eq!((names(w), basis), (vec!["a"], Basis::Span));
+        assert_eq!(names(l.weights(7, 650, 800, 800).0), ["b"]);
+        let (w, _) = l.weights(7, 500, 700, 800);
+        assert_eq!(w, [(&"a", 100 * MS), (&"b", 100 * MS)]);
+        // No samples counted: the whole process's device time.
+        let (w, basis) = l.weights(7, 0, 0, 0);
+        assert_eq!((w, basis), (vec![(&"a", 600 * MS), (&"b", 200 * MS)], Basis::Process));
+        // One launch key only: all of it.
+        assert_eq!(l.weights(8, 0, 10, 10).0, [(&"c", 5 * MS)]);
+        assert_eq!(l.weights(9, 0, 1, 1).1, Basis::Unknown);
+    }
+
+    #[test]
+    fn sample_order_follows_the_fetches() {
+        let mut c: SpanCounts<(u32, u8)> = SpanCounts::default();
+        c.add((7, 1), 200, 300, 5);
+        c.add((7, 2), 200, 300, 5);
+        c.add((7, 1), 0, 100, 30);
+        c.add((8, 1), 0, 100, 4);
+        let o = SampleOrder::of(&c, |k| k.0);
+        assert_eq!(o.place(7, (0, 100)), (0, 30, 40));
+        assert_eq!(o.place(7, (200, 300)), (30, 40, 40));
+        assert_eq!(o.place(8, (0, 100)), (0, 4, 4));
     }
 
     #[test]
@@ -220,9 +279,9 @@ mod tests {
         l.add(1, &1, 2 * MS, 3 * MS);
         assert_eq!(l.kernels[&1].runs.len(), 2, "the two close executions under 1 are one run");
         assert!(l.kernels[&1].runs[0].start < l.kernels[&1].runs[1].start, "in start order");
-        let (w, basis) = l.weights(1, 0, 6000 * MS);
-        assert_eq!(basis, Basis::Span);
-        assert_eq!(w, [(&2, MS), (&1, 2 * MS)]);
+        // Work in start order: 1's 2 ms, then 2's 1 ms; the last third of the samples is 2's.
+        let (w, basis) = l.weights(1, 20, 30, 30);
+        assert_eq!((w, basis), (vec![(&2, MS)], Basis::Span));
     }
 
     #[test]
