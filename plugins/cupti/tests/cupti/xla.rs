@@ -25,8 +25,22 @@ struct Run {
 }
 
 fn load(patterns: &[&str]) -> Run {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jax_init/stream.bin");
-    let bytes = std::fs::read(path).expect("fixture stream");
+    load_from("jax_init", patterns)
+}
+
+/// The decoded stream of fixture `name` (`tests/fixtures/<name>/stream.bin`).
+fn load_from(name: &str, patterns: &[&str]) -> Run {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{name}"));
+    let bytes = match std::fs::read(dir.join("stream.bin")) {
+        Ok(b) => b,
+        Err(_) => {
+            // A large capture is kept gzipped.
+            let gz = std::fs::File::open(dir.join("stream.bin.gz")).expect("fixture stream");
+            let mut b = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gz), &mut b).expect("gunzip");
+            b
+        }
+    };
     let mut dec = Decoder::new(Logger::stderr());
     dec.kit.stacks.compile = CompileFrames::parse(patterns).unwrap();
     let mut out = Emitter::detached();
@@ -103,4 +117,37 @@ fn launches_made_while_compiling_are_compile_time_work_under_the_compiling_call(
     let again = load(&["jax/_src/compiler.py:*"]);
     assert_eq!(again.host_marked, 0, "the agent marked them already");
     assert_eq!(again.sites, r.sites);
+}
+
+/// `tests/fixtures/jax_steps/`: the agent's stream of the whole `train.py --steps 3` run with
+/// annotations, captured on the H200 by `scripts/gpu/parts/xla_quick.sh` once the agent read
+/// NVTX payloads through checked reads and took the source line from the payload's
+/// source-locations handle: the operations' labels name the script's own `# OP` lines.
+#[test]
+fn the_whole_jax_run_labels_operations_with_their_source_lines() {
+    let r = load_from("jax_steps", &[]);
+    let op_lines: Vec<u32> = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jax_steps/ops.txt"),
+    )
+    .expect("ops.txt")
+    .lines()
+    .filter_map(|l| {
+        let mut f = l.split_whitespace();
+        let (n, kind) = (f.next()?.parse().ok()?, f.next()?);
+        (kind == "OP").then_some(n)
+    })
+    .collect();
+    let at_op = |l: &str| op_lines.iter().any(|n| l.ends_with(&format!("train.py:{n})")));
+    let named: Vec<&String> = r.labels.iter().filter(|l| at_op(l)).collect();
+    assert!(named.len() >= 3, "operations at the script's OP lines {op_lines:?}: {:?}", r.labels);
+    // The launch sites of those operations: the label innermost, the script's frames above.
+    let sites: Vec<&Vec<Option<String>>> =
+        r.sites.iter().filter(|s| s.iter().flatten().any(|n| n.starts_with("[xla] ") && at_op(n))).collect();
+    assert!(!sites.is_empty(), "launches inside the operations' ranges");
+    for s in &sites {
+        assert!(s[0].as_deref().is_some_and(|n| n.starts_with("[xla] ")), "innermost: {s:?}");
+        let script =
+            s.iter().flatten().filter(|n| n.contains("train.py:") && !n.starts_with("[xla] ")).count();
+        assert!(script > 0, "under the script's own frames: {s:?}");
+    }
 }
