@@ -80,7 +80,8 @@ impl Listing {
         let mut call_site: Option<(String, u32)> = None;
         for line in text.lines() {
             let t = line.trim();
-            if let Some(rest) = t.strip_prefix(".section") {
+            // `.section NAME,...` (not `.sectionflags`, `.sectioninfo`).
+            if let Some(rest) = t.strip_prefix(".section").filter(|r| r.starts_with([' ', '\t'])) {
                 let name = rest.trim().split(',').next().unwrap_or("");
                 kernel = name.strip_prefix(".text.").map(str::to_owned);
                 call_site = None;
@@ -258,6 +259,8 @@ mod tests {
 
     const LISTING: &str = r#"
 	.section	.text._Z5chainPfi,"ax",@progbits
+	.sectionflags	@"SHF_BARRIERS=1"
+	.sectioninfo	@"SHI_REGISTERS=24"
 _Z5chainPfi:
 	//## File "/src/pc_stalls.cu", line 33
         /*0000*/                   LDC R1, c[0x0][0x28] ;

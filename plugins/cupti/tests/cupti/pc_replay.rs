@@ -271,3 +271,27 @@ fn without_a_disassembler_the_samples_have_no_sass_and_the_run_says_why() {
     assert!(records.iter().any(|r| matches!(r, Record::DeviceSample(_))));
     assert!(records.iter().all(|r| !matches!(r, Record::DeviceSample(d) if d.instruction != StrId::NONE)));
 }
+
+#[test]
+fn a_triton_kernels_samples_carry_their_sass_and_lines() {
+    // pc_triton.py's Triton kernel under the agent on the H200 (its stream carries the cubin
+    // Triton built), disassembled by the double printing nvdisasm's listing of that cubin.
+    let stream = std::fs::read(fixture("fixtures/pc_sampling/triton_stream.bin")).expect("fixture stream");
+    let records = decode_with(&stream, Some(fixture("doubles/nvdisasm")));
+    let strs = text(&records);
+    let (mut all, mut with_text, mut hot) = (0, 0, 0);
+    let src =
+        std::fs::read_to_string(fixture("../../../tests/workloads/torch/pc_triton.py")).expect("workload");
+    let hot_line = src.lines().position(|l| l.trim_end().ends_with("# HOT")).expect("HOT line") as u32 + 1;
+    for r in &records {
+        let Record::DeviceSample(d) = r else { continue };
+        all += d.count;
+        with_text += if d.instruction != StrId::NONE { d.count } else { 0 };
+        if d.line == hot_line && strs[&d.file].ends_with("/pc_triton.py") {
+            hot += d.count;
+        }
+    }
+    assert!(all > 1_000_000, "{all} samples");
+    assert_eq!(with_text, all, "every sample has its instruction's text");
+    assert!(hot * 2 > all, "{hot} of {all} samples on the helper's hot line {hot_line}");
+}
