@@ -491,8 +491,8 @@ model_schema! {
             /// Device sampled.
             device: DeviceId = [] [2] cold,
             /// Start of the span the samples were taken in (the backend's bound: around the
-            /// previous fetch); the outputs share a kernel's samples among the launches that ran
-            /// in the span.
+            /// previous fetch). Spans order a kernel's samples, which the outputs lay over its
+            /// launches' work in start order.
             start: Nanos = [] [3] time,
             /// End of that span (when the samples were fetched).
             end: Nanos = [] [4] dur(start),
