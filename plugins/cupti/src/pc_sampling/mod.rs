@@ -132,8 +132,8 @@ const TAKEN_WITHIN_NS: u64 = 3 * DECODE_NS;
 /// The span a fetch's samples were taken in: since the previous fetch that sent samples (less
 /// one decoding period: samples decoded just after it come with this one), and never more than
 /// [`TAKEN_WITHIN_NS`] before the fetch (the agent sends no fetch without samples, so the
-/// previous one may be long before). This is the span the outputs share a kernel's samples out
-/// by among its launches.
+/// previous one may be long before). The spans order the fetches; the outputs lay a kernel's
+/// samples over its launches in that order.
 fn taken_since(previous: u64, time: u64) -> u64 {
     previous.saturating_sub(DECODE_NS).max(time.saturating_sub(TAKEN_WITHIN_NS)).min(time)
 }
