@@ -105,13 +105,13 @@ fi
 
 # 2-cost. Cost, before the rest so the part's time limit never cuts it: ResNet-18 training in one
 #    process, xpuprof's windows collecting and paused
-#    alternately (real_bench.py ab, 8 pairs of 20-step windows; paused: PC sampling disabled and
+#    alternately (real_bench.py ab, 6 pairs of 20-step windows; paused: PC sampling disabled and
 #    CUPTI detached), with PC sampling at CUPTI's default period (and, full mode, without it).
 printf '[source.cupti]\npc_sampling = false\n' >"$PC/nopc.toml"
 PC_AB="pc nopc"; [ "$PC_QUICK" = 1 ] && PC_AB=pc
 for c in $PC_AB; do
-  AB_PAIRS=8 timeout 50 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/$c.toml" --sink summary \
-    -o "$W/out/pccost-$c" -- python3 tests/workloads/torch/real_bench.py ab resnet 320 >"$PC/cost-ab-$c.txt" 2>&1
+  AB_PAIRS=6 timeout 40 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/$c.toml" --sink summary \
+    -o "$W/out/pccost-$c" -- python3 tests/workloads/torch/real_bench.py ab resnet 240 >"$PC/cost-ab-$c.txt" 2>&1
   row "pcsampling cost ab resnet $c" "rc=$? $(grep -o 'agent=[01] off_ms_median=[0-9.]* ratio_median=[0-9.]*' "$PC/cost-ab-$c.txt" | head -1)"
 done
 
