@@ -26,6 +26,7 @@ use xpuprof_agent_kit::channel::Chunk;
 use xpuprof_cupti_wire::{CollectiveArgs, ARGS_BYTES, ARGS_COMMUNICATOR, ARGS_OP};
 use xpuprof_sdk::model::CollectiveOp;
 
+use crate::annotations::nvtx;
 use crate::capture::Capture;
 use crate::payload_schemas::{self as schemas, Schema};
 use crate::sys::ffi::{self, CUpti_nvtx_api_trace_cbid as N};
@@ -170,39 +171,32 @@ const PAYLOAD_EXT: i32 = 0xDFBD_0009_u32 as i32;
 /// Payload bytes read at most (NCCL's are 16 to 32).
 const MAX_PAYLOAD: usize = 4096;
 
-/// The arguments the extended payload of event attributes `attr` of `domain` states.
-///
-/// # Safety
-/// `attr` is null or an `nvtxEventAttributes_t` of at least its `size` bytes, whose extended
-/// payload (`nvtxPayloadData_t`, and its `size` bytes of payload) is alive for the call.
-unsafe fn args_of(domain: u64, attr: *const u8) -> Option<Args> {
-    if attr.is_null() {
+/// The arguments the extended payload of event attributes `attr` of `domain` states. Nothing
+/// behind the program's pointers is loaded directly: the attributes, the `nvtxPayloadData_t`
+/// and the payload are copied with the annotations' checked reads (an unreadable one is no
+/// arguments, never a fault).
+fn args_of(domain: u64, attr: u64) -> Option<Args> {
+    let mut a = [0u8; ATTR_PAYLOAD + 8];
+    if !nvtx::read(attr, &mut a) {
         return None;
     }
-    let read = |o: usize| attr.wrapping_add(o);
-    // SAFETY: the header exists in every version; `size` bounds the rest.
-    let size = unsafe { std::ptr::read_unaligned(read(ATTR_SIZE) as *const u16) } as usize;
+    let size = usize::from(u16::from_le_bytes([a[ATTR_SIZE], a[ATTR_SIZE + 1]]));
     if size < ATTR_PAYLOAD + 8 {
         return None;
     }
-    // SAFETY: within `size`.
-    let (ptype, count, data) = unsafe {
-        (
-            std::ptr::read_unaligned(read(ATTR_PAYLOAD_TYPE) as *const i32),
-            std::ptr::read_unaligned(read(ATTR_PAYLOAD_COUNT) as *const i32),
-            std::ptr::read_unaligned(read(ATTR_PAYLOAD) as *const u64),
-        )
-    };
-    if ptype != PAYLOAD_EXT || count < 1 || data == 0 {
+    let i32_at = |o: usize| i32::from_le_bytes(a[o..o + 4].try_into().expect("4 bytes"));
+    let data = u64::from_le_bytes(a[ATTR_PAYLOAD..ATTR_PAYLOAD + 8].try_into().expect("8 bytes"));
+    if i32_at(ATTR_PAYLOAD_TYPE) != PAYLOAD_EXT || i32_at(ATTR_PAYLOAD_COUNT) < 1 {
         return None;
     }
-    let d = data as *const u64;
-    // SAFETY: `nvtxPayloadData_t { u64 schemaId; size_t size; const void* payload }`, alive
-    // for the call (the caller's contract).
-    let (schema, len, payload) = unsafe {
-        (std::ptr::read_unaligned(d), std::ptr::read_unaligned(d.add(1)), std::ptr::read_unaligned(d.add(2)))
-    };
-    if payload == 0 || len == 0 {
+    // `nvtxPayloadData_t { u64 schemaId; size_t size; const void* payload }`.
+    let mut d = [0u8; 24];
+    if !nvtx::read(data, &mut d) {
+        return None;
+    }
+    let word = |i: usize| u64::from_le_bytes(d[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    let (schema, len, payload) = (word(0), word(1), word(2));
+    if len == 0 {
         return None;
     }
     let s = schemas::lookup(domain, schema)?;
@@ -210,10 +204,8 @@ unsafe fn args_of(domain: u64, attr: *const u8) -> Option<Args> {
     if !fields.any() {
         return None;
     }
-    let len = (len as usize).min(MAX_PAYLOAD);
-    // SAFETY: the payload has `size` readable bytes (the caller's contract); at most that many.
-    let bytes = unsafe { std::slice::from_raw_parts(payload as *const u8, len) };
-    Some(fields.read(&s, bytes))
+    let mut bytes = vec![0u8; (len as usize).min(MAX_PAYLOAD)];
+    nvtx::read(payload, &mut bytes).then(|| fields.read(&s, &bytes))
 }
 
 /// This thread's NCCL state.
@@ -256,8 +248,8 @@ pub unsafe fn on_nvtx(cbid: u32, data: *const c_void) {
     }
     match cbid {
         N::CUPTI_CBID_NVTX_nvtxDomainRangePushEx => {
-            // SAFETY: `domain, core.eventAttrib`: the attributes are alive for the call.
-            let args = unsafe { args_of(domain, std::ptr::read_unaligned(params.add(1)) as *const u8) };
+            // SAFETY: `domain, core.eventAttrib`: CUPTI's parameter block holds both.
+            let args = args_of(domain, unsafe { std::ptr::read_unaligned(params.add(1)) });
             let _ = THREAD.try_with(|t| {
                 let Ok(mut t) = t.try_borrow_mut() else { return };
                 if t.open.len() < MAX_OPEN {
