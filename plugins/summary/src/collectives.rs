@@ -380,13 +380,17 @@ fn kind_row(op: CollectiveOp, e: KindAgg, defs: &Defs, rank: &dyn Fn(u32) -> Str
     }
 }
 
-/// The range name taken for steps: of the names every rank in `pids` has at least twice, the
-/// one with the most time (a training loop's step range holds the rest), else the capture
-/// windows when every rank has two or more; and each rank's steps.
+/// The range name taken for steps: of the names every rank in `pids` has at least twice and
+/// whose ranges cover at least half the time from their first start to their last end (steps
+/// tile a loop; a library's range around each of its calls, a communication library's around
+/// each collective, covers a sliver), the one with the most time (a training loop's step range
+/// holds the rest), else the capture windows when every rank has two or more; and each rank's
+/// steps.
 fn steps(agg: &CollectivesAgg, pids: &[u32], rank: &dyn Fn(u32) -> String) -> (Option<StrId>, Vec<StepRow>) {
     let mut totals: IdMap<StrId, (usize, u64)> = IdMap::default();
     for ((pid, name), r) in &agg.ranges {
-        if r.count >= 2 && pids.contains(pid) {
+        let span = r.last_end.saturating_sub(r.first_start);
+        if r.count >= 2 && pids.contains(pid) && r.total.saturating_mul(2) >= span {
             let e = totals.entry(*name).or_default();
             (e.0, e.1) = (e.0 + 1, e.1 + r.total);
         }
@@ -554,6 +558,40 @@ mod tests {
         let mut text = String::new();
         render(&Some(r), 10, &mut text);
         assert!(text.contains("Collectives (3 of 3 matched across 2 ranks"), "{text}");
+    }
+
+    #[test]
+    fn a_range_around_each_collective_is_not_taken_for_steps() {
+        let mut defs = Defs::default();
+        let mut agg = CollectivesAgg::default();
+        for r in [
+            Record::Str(StrDef::new(StrId(3), "ncclAllReduce")),
+            Record::Str(StrDef::new(StrId(4), "train step")),
+            Record::Process(ProcessDef::default().pid(10).rank(Some(0))),
+            Record::Process(ProcessDef::default().pid(20).rank(Some(1))),
+        ] {
+            defs.add(&r);
+        }
+        // Each rank: a 100 µs library range around each of three collectives 1 ms apart.
+        for k in 0..3u64 {
+            let t = k * 1_000_000;
+            for pid in [10, 20] {
+                agg.add(&op(pid, t, t + 100_000));
+                let call = Annotation::default().pid(pid).start(t).end(t + 100_000).name(StrId(3));
+                agg.add(&Record::Range(call));
+            }
+        }
+        let r = report(&agg, &defs).unwrap();
+        assert_eq!((r.step_range.as_str(), r.steps.len()), ("", 0), "{r:?}");
+        // A step range that tiles the loop is taken.
+        for pid in [10, 20] {
+            for k in 0..3u64 {
+                let step = Annotation::default().pid(pid).start(k * 1_000_000).end(k * 1_000_000 + 990_000);
+                agg.add(&Record::Range(step.name(StrId(4))));
+            }
+        }
+        let r = report(&agg, &defs).unwrap();
+        assert_eq!((r.step_range.as_str(), r.steps.len(), r.steps[0].steps), ("train step", 2, 3), "{r:?}");
     }
 
     #[test]
