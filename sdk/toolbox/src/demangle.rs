@@ -58,7 +58,14 @@ fn without_param_decls(core: &str) -> Option<String> {
     let (mut out, mut i, mut changed) = (String::with_capacity(b.len()), 2, false);
     out.push_str("_Z");
     while i < b.len() {
-        if b[i].is_ascii_digit() {
+        if b[i].is_ascii_digit() && !name_length_at(b, i) {
+            // A number that is no source name's length: copied as it is.
+            let seq_id = matches!(b[i - 1], b'S' | b'T');
+            while i < b.len() && (b[i].is_ascii_digit() || (seq_id && b[i].is_ascii_uppercase())) {
+                out.push(b[i] as char);
+                i += 1;
+            }
+        } else if b[i].is_ascii_digit() {
             let start = i;
             while i < b.len() && b[i].is_ascii_digit() {
                 i += 1;
@@ -76,6 +83,22 @@ fn without_param_decls(core: &str) -> Option<String> {
         }
     }
     changed.then_some(out)
+}
+
+/// False where the digits at `i` (outside any source name) are not a source name's length: a
+/// sequence id (`S7_`, `T1_`, `S1A_`: after `S` or `T`), a number starting with `0` (no name is
+/// empty: a literal's value `LPv0E`, a discriminator `_0`), a literal's value after its
+/// builtin type (`Li5E`, `Lin5E`), an array's or vector's size (`A12_`, `Dv4_`), a function
+/// parameter's or unnamed type's number (`fp1_`, `Ut1_`). Read as a length, `S7_TnPN…` would
+/// skip the `Tn` marker.
+fn name_length_at(b: &[u8], i: usize) -> bool {
+    let before = |k: usize| i.checked_sub(k).map(|j| b[j]);
+    let lower = |c: Option<u8>| c.is_some_and(|c| c.is_ascii_lowercase());
+    let literal = (lower(before(1)) && before(2) == Some(b'L'))
+        || (before(1) == Some(b'n') && lower(before(2)) && before(3) == Some(b'L'));
+    let after = |a: u8, c: u8| before(2) == Some(a) && before(1) == Some(c);
+    let counted = before(1) == Some(b'A') || after(b'D', b'v') || after(b'f', b'p') || after(b'U', b't');
+    !(matches!(before(1), Some(b'S' | b'T')) || b[i] == b'0' || literal || counted)
 }
 
 /// Recursion allowed when demangling a deep name again ([`deep`]).
@@ -206,6 +229,41 @@ mod tests {
         // A source name holding the letters is not touched.
         assert_eq!(without_param_decls("_Z3Tnxv"), None);
         assert_eq!(without_param_decls("_ZTV3foo"), None, "special names start with T");
+    }
+
+    /// The two absl/tsl lambdas left mangled in JAX's outputs on the H200 (jax-cuda13-pjrt
+    /// 0.11.2's `xla_cuda_plugin.so`, on the autotuner's launch stacks): a template parameter
+    /// declaration (`Tn`) right after a substitution (`S7_`, `S9_`) was read as part of a source
+    /// name of that length, so it stayed in the name and `cpp_demangle` rejected it.
+    #[test]
+    fn declarations_after_a_substitution_are_removed_too() {
+        let invoker = "_ZN4absl12lts_2026052622internal_any_invocable13RemoteInvokerILb0EvOZN3tsl12MakeFutureOnIN3xla19CodegenOrchestrator24MaybeExecutableCandidateETpTnRiJEZNKS6_10CompileAllERKNS5_14HloInstructionESt6vectorINS6_6ConfigESaISD_EEPNS3_6thread10ThreadPoolEE3$_0S7_TnPNSt9enable_ifIXsr3stdE18is_constructible_vINS3_6FutureIT_E10value_typeET2_EEvE4typeELPv0EEESN_RNS3_8ExecutorEOT1_EUlvE_JEEET0_PNS1_15TypeErasedStateEDpNS1_18ForwardedParameterIT2_E4typeE";
+        let waiter = "_ZZN3tsl10AsyncValue13EnqueueWaiterIZNOS_8internal10FutureBaseIN4absl12lts_202605268StatusOrIN3xla19CodegenOrchestrator24MaybeExecutableCandidateEEELb1EE7AndThenIZNS_11JoinFuturesIS9_TnPNSt9enable_ifIXntsr3stdE9is_void_vIT_EEvE4typeELPv0EEENS_6FutureISt6vectorISF_SaISF_EEEENS5_4SpanINSK_ISF_EEEEEUlSA_E_EEDaOSF_EUlvE_EEvST_NS0_15WaitersAndStateEEN4Node28RunWaiterAndDeleteWaiterNodeEv";
+        for name in [invoker, waiter] {
+            assert!(cpp_demangle::Symbol::new(name).is_err(), "{name}");
+        }
+        let d = demangle(invoker).expect("RemoteInvoker demangled");
+        assert!(
+            d.starts_with("void absl::lts_20260526::internal_any_invocable::RemoteInvoker<false, void, tsl::Future<xla::CodegenOrchestrator::MaybeExecutableCandidate> tsl::MakeFutureOn<xla::CodegenOrchestrator::MaybeExecutableCandidate, "),
+            "{d}"
+        );
+        assert!(d.contains("xla::CodegenOrchestrator::CompileAll(xla::HloInstruction const&"), "{d}");
+        let d = demangle(waiter).expect("EnqueueWaiter demangled");
+        assert!(
+            d.starts_with("void tsl::AsyncValue::EnqueueWaiter<auto tsl::internal::FutureBase<absl::lts_20260526::StatusOr<xla::CodegenOrchestrator::MaybeExecutableCandidate>, true>::AndThen<"),
+            "{d}"
+        );
+        assert!(d.ends_with("::Node::RunWaiterAndDeleteWaiterNode()"), "{d}");
+        // Numbers that are no name's length: sequence ids, zeros, a literal's value.
+        assert_eq!(
+            without_param_decls("_Z1fIJ3FooS0_TnPvLPv0ETnlLl5ETnlLln5EEvv").as_deref(),
+            Some("_Z1fIJ3FooS0_PvLPv0ElLl5ElLln5EEvv")
+        );
+        assert!(demangle("_Z1fIJ3FooS0_TnPvLPv0ETnlLl5EEEvv").is_some());
+        // nlohmann's `concat_into<std::string, char const (&) [12], 0>`: an array's size.
+        let concat = "_ZN8nlohmann16json_abi_v3_11_36detail11concat_intoINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEES8_JRA12_KcETnNSt9enable_ifIXsr24detect_string_can_appendIT_T0_EE5valueEiE4typeELi0EEEvRSD_OSE_DpOT1_";
+        assert!(demangle(concat)
+            .is_some_and(|d| d.starts_with("void nlohmann::json_abi_v3_11_3::detail::concat_into<")));
     }
 
     #[test]
