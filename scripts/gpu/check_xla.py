@@ -9,10 +9,21 @@ OPS_FILE is train.py's --ops output (`LINE OP name`, `LINE CALL`, `LINE COMPILE`
 marked lines are read from SCRIPT.py. Prints what the run holds (NVTX ranges by domain and
 prefix, threads, recordings, device ops), then one last line:
 
-PASS/FAIL steady=S us compile=C% (of all GPU time) call=X% op=Y% unknown_rec=N mangled=M
+PASS/FAIL steady=S us compile=C% (of all GPU time; the folded views weigh device work in
+microseconds) call=X% op=Y% unknown_rec=N mangled=M
 
 - compile: GPU time under a `[compile]` frame (compile-time work);
-- call: of the steady-state GPU time (the rest), the share under the script's CALL line;
+- steady state: the device work after the first full step, not under `[compile]`. With
+  records.jsonl (the dump sink) it is the device operations that start after the last one
+  launched under the script's COMPILE line ends (that call compiles the step and runs it once;
+  a script without a COMPILE line: from the first operation launched under its CALL line), so
+  the initialisation's modules (random keys, the weights' scaling, each executed once) and the
+  first step are left out by time, and work of the loop launched from elsewhere (a copy with a
+  partial stack) still counts against the shares. Without records.jsonl only the folded GPU
+  view is there, which has no time: the stacks under one of the script's own lines but not
+  under CALL (the initialisation, the COMPILE call) are left out, and stacks under no line of
+  the script (partial stacks) stay in;
+- call: of the steady-state GPU time, the share under the script's CALL line;
 - op: of the steady-state GPU time, the share under the CALL line with an `[xla] ` operation
   frame below it whose source line is one of the script's OP lines (JAX only);
 - unknown_rec: stacks under `[recorded at unknown site]` (device ops whose recording call the
@@ -85,6 +96,56 @@ def records(out):
                 pass
 
 
+def device_ops(out):
+    """The kernels, copies and sets of records.jsonl as (start, end, stack): stack is the folded
+    view's frames, outermost first (the launch stack, then `[recorded at]` and the recording's
+    stack for work replayed from a recording, then the operation). None without records."""
+    strs, frames, stacks, ops = {}, {}, {}, []
+    for r in records(out):
+        k = r.get("record")
+        if k == "Str":
+            strs[r.get("id")] = r.get("display") or r.get("text", "")
+        elif k == "Frame":
+            frames[r.get("id")] = r.get("name", 0)
+        elif k == "Stack":
+            stacks[r.get("id")] = r.get("frames", [])
+        elif k == "DeviceOp" and r.get("kind") in ("Kernel", "Memcpy", "Memset"):
+            ops.append(r)
+    if not ops:
+        return None
+
+    def names(ref):
+        if not isinstance(ref, dict) or not ref.get("stack"):
+            return ["[unknown launch site]"]
+        return [strs.get(frames.get(f), "") or "?" for f in reversed(stacks.get(ref["stack"], []))]
+
+    out_ops = []
+    for r in ops:
+        st = names(r.get("launch"))
+        if isinstance(r.get("recorded"), dict):
+            st += ["[recorded at]"] + names(r["recorded"])
+        st.append(f"[GPU_{r.get('kind')}]{strs.get(r.get('name'), '')}")
+        out_ops.append((r.get("start", 0), r.get("end", 0), st))
+    return out_ops
+
+
+def under_line(st, base, lines):
+    """True when a frame of `st`'s launch stack (not the recording's below `[recorded at]`) is
+    at one of `lines` of script `base` (not an operation label)."""
+    launch = st[:st.index("[recorded at]")] if "[recorded at]" in st else st
+    return any(not f.startswith("[xla] ") and any(f.endswith(f"{base}:{n})") for n in lines) for f in launch)
+
+
+def script_lines(st, base):
+    """The lines of script `base` that frames of `st` are at (operation labels aside)."""
+    out = set()
+    for f in st:
+        m = re.search(r"\(([^():]+):(\d+)\)\s*$", f)
+        if m and not f.startswith("[xla] ") and os.path.basename(m.group(1)) == base:
+            out.add(int(m.group(2)))
+    return out
+
+
 def describe(out):
     strs, ranges, marks, threads = {}, collections.Counter(), collections.Counter(), {}
     rtids, samples, kinds = collections.defaultdict(set), {}, collections.Counter()
@@ -147,6 +208,7 @@ def main():
         print("records:", e)
     lines = marked(ops_file, script)
     call = [n for n, k, _ in lines if k == "CALL"]
+    compile_lines = [n for n, k, _ in lines if k == "COMPILE"]
     oplines = {n for n, k, _ in lines if k == "OP"}
     fp = os.path.join(out, "profile.gpu.folded")
     if not os.path.exists(fp):
@@ -159,16 +221,36 @@ def main():
     mangled = set()
     nocall = collections.Counter()
     opshare = collections.Counter()
+    is_compile = lambda st: any(f.startswith("[compile]") for f in st)
+    dev_ops = device_ops(out)
+    steady_stacks = []
+    if dev_ops:
+        first = [e for s, e, st in dev_ops if not is_compile(st) and under_line(st, base, compile_lines)]
+        t0 = max(first) if first else min(
+            (s for s, e, st in dev_ops if not is_compile(st) and under_line(st, base, call)), default=0)
+        before = [e - s for s, e, st in dev_ops if s < t0 and not is_compile(st)]
+        # In the folded views' unit, microseconds.
+        steady_stacks = [(st, (e - s) / 1e3) for s, e, st in dev_ops if s >= t0 and not is_compile(st)]
+        print(f"steady state from records.jsonl: {len(steady_stacks)} device ops after the first full step "
+              f"(ends at {t0} ns); {len(before)} ops, {sum(before) / 1e3:.1f} us of GPU time before it left out")
     for st, v in folded(fp):
         total += v
         mangled.update(f for f in st if f.startswith("_Z"))
         if any(f == "[recorded at unknown site]" for f in st):
             unknown += 1
-        if "[compile]" in st or any(f.startswith("[compile]") for f in st):
+        if is_compile(st):
             comp += v
             continue
         if any(AUTOTUNE.search(f) for f in st):
             unmarked_autotune += v
+        if not dev_ops and not under_line(st, base, call) and script_lines(st, base):
+            continue
+        if not dev_ops:
+            steady_stacks.append((st, v))
+    if not dev_ops:
+        print("steady state from the folded view (no records.jsonl): stacks under the script's lines "
+              "but not under CALL left out")
+    for st, v in steady_stacks:
         steady += v
         at = [i for i, f in enumerate(st) if any(f.endswith(f"({base}:{c})") or f"{base}:{c})" in f for c in call)]
         if at:
@@ -183,7 +265,7 @@ def main():
         else:
             nocall[";".join(st[:3] + ["..."] + st[-3:])[:300]] += v
     pct = lambda a, b: 100.0 * a / b if b else 0.0
-    print(f"total GPU time {total / 1e3:.1f} us; compile {comp / 1e3:.1f} us; steady {steady / 1e3:.1f} us")
+    print(f"total GPU time {total / 1e3:.1f} ms; compile {comp / 1e3:.1f} ms; steady {steady / 1e3:.3f} ms")
     for s, v in nocall.most_common(12):
         print(f"steady not under CALL {pct(v, steady):5.1f}% {s}")
     for s, v in opshare.most_common(15):
@@ -218,7 +300,7 @@ def main():
     jax = bool(oplines)
     ok = (pct(under_call, steady) >= 95 and (not jax or pct(with_op, steady) >= 95)
           and unmarked_autotune == 0 and unknown == 0 and not mangled)
-    print(f"{'PASS' if ok else 'FAIL'} steady={steady / 1e3:.0f}us compile={pct(comp, total):.1f}% "
+    print(f"{'PASS' if ok else 'FAIL'} steady={steady:.0f}us compile={pct(comp, total):.1f}% "
           f"call={pct(under_call, steady):.1f}% op={pct(with_op, steady):.1f}% "
           f"unmarked_autotune={pct(unmarked_autotune, total):.1f}% unknown_rec={unknown} mangled={len(mangled)}")
 
