@@ -91,36 +91,87 @@ fn exited(pid: u32) -> bool {
     }
 }
 
-/// The lock that keeps two xpuprof sessions from attaching to one process; released on drop.
-fn lock_target(pid: u32) -> Result<File, SessionError> {
-    let path = std::env::temp_dir().join(format!("xpuprof-attach-{pid}.lock"));
-    let file =
-        std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).map_err(
-            |e| SessionError::Internal(format!("failed to create the attach lock {}: {e}", path.display())),
-        )?;
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let holder = std::fs::read_to_string(&path).unwrap_or_default();
-        return Err(refuse(format!(
-            "process {pid} is already being profiled by another xpuprof session (pid {}); wait for it to \
-             end or stop it",
-            holder.trim()
-        )));
+/// The lock that keeps two xpuprof sessions from attaching to one process: an exclusive
+/// `flock` on `xpuprof-attach-PID-START.lock` in the temporary directory (START: the process's
+/// start time, so a reused pid is another lock), removed again when the lock is dropped.
+///
+/// The name is predictable and the directory shared, so the file is opened without following
+/// a link, written only through its descriptor, and a file another user created (a root
+/// session's) is locked read-only rather than refused.
+#[derive(Debug)]
+pub struct TargetLock {
+    /// Held open: the lock lasts as long as the descriptor.
+    _file: File,
+    path: PathBuf,
+}
+
+impl Drop for TargetLock {
+    fn drop(&mut self) {
+        // Removed while still locked: a session that opens the name afterwards creates a new
+        // file; one that opened this one before sees it unlinked after its lock and retries.
+        let _ = std::fs::remove_file(&self.path);
     }
-    let _ = file.set_len(0);
-    let _ = std::fs::write(&path, std::process::id().to_string());
-    Ok(file)
+}
+
+/// The start time of `pid` (clock ticks since boot, field 22 of its stat), 0 when unreadable.
+fn start_time(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    // Fields from the state (3rd) on; the start time is the 22nd.
+    rest.split_whitespace().nth(19).and_then(|t| t.parse().ok()).unwrap_or(0)
+}
+
+fn lock_target(pid: u32) -> Result<TargetLock, SessionError> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let path = std::env::temp_dir().join(format!("xpuprof-attach-{pid}-{}.lock", start_time(pid)));
+    let failed = |e: std::io::Error| {
+        SessionError::Internal(format!("failed to create the attach lock {}: {e}", path.display()))
+    };
+    for _ in 0..8 {
+        let mut open = std::fs::OpenOptions::new();
+        open.read(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        let (file, writable) = match open.clone().write(true).create(true).mode(0o644).open(&path) {
+            Ok(f) => (f, true),
+            // Another user's lock file (a root session's): lockable read-only.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                (open.open(&path).map_err(failed)?, false)
+            }
+            Err(e) => return Err(failed(e)),
+        };
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            return Err(refuse(format!(
+                "process {pid} is already being profiled by another xpuprof session (pid {}); wait for \
+                 it to end or stop it",
+                holder.trim()
+            )));
+        }
+        // The holder that dropped its lock removed the name: this file is no lock any more.
+        let same =
+            |m: std::fs::Metadata| file.metadata().is_ok_and(|f| (f.dev(), f.ino()) == (m.dev(), m.ino()));
+        if !std::fs::symlink_metadata(&path).is_ok_and(same) {
+            continue;
+        }
+        if writable {
+            use std::os::unix::fs::FileExt;
+            let _ = file.set_len(0);
+            let _ = file.write_all_at(std::process::id().to_string().as_bytes(), 0);
+        }
+        return Ok(TargetLock { _file: file, path });
+    }
+    Err(failed(std::io::Error::other("its file kept being replaced")))
 }
 
 /// Marks `pid`, a target this session started, as profiled, so `xpuprof attach` refuses it
 /// while the session runs; `None` when that cannot be done (nothing depends on it).
-pub fn hold_target(pid: u32) -> Option<File> {
+pub fn hold_target(pid: u32) -> Option<TargetLock> {
     lock_target(pid).ok()
 }
 
 /// Checks that `pid` can be attached to (it runs, it is not xpuprof itself, no other session
 /// holds it) and takes the lock that keeps other sessions off it while the returned file lives.
-pub fn check_target(pid: u32) -> Result<File, SessionError> {
+pub fn check_target(pid: u32) -> Result<TargetLock, SessionError> {
     if pid == 0 || exited(pid) {
         return Err(refuse(format!("failed to attach to process {pid}: no such process")));
     }
@@ -225,4 +276,32 @@ fn wait_while_attached(
         std::thread::sleep(Duration::from_millis(20));
     }
     session::own_cpu_time()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_lock_refuses_a_second_session_follows_no_link_and_is_removed_after() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().expect("failed to start sleep");
+        let pid = child.id();
+        let path = std::env::temp_dir().join(format!("xpuprof-attach-{pid}-{}.lock", start_time(pid)));
+        let first = lock_target(pid).expect("the first lock");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), std::process::id().to_string());
+        let second = lock_target(pid).expect_err("a second lock on the same process");
+        assert!(second.to_string().contains("already being profiled"), "{second}");
+        drop(first);
+        assert!(!path.exists(), "the lock file stays after the session");
+        // A link planted at the name is not followed (nothing written through it).
+        let victim = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(victim.path(), "keep").unwrap();
+        std::os::unix::fs::symlink(victim.path(), &path).unwrap();
+        let e = lock_target(pid).expect_err("a lock through a link");
+        assert!(e.to_string().contains("failed to create the attach lock"), "{e}");
+        assert_eq!(std::fs::read_to_string(victim.path()).unwrap(), "keep");
+        let _ = std::fs::remove_file(&path);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }

@@ -273,9 +273,19 @@ fn attach_refuses_a_missing_process_and_a_process_already_attached() {
         .spawn()
         .unwrap();
     // The first session holds the target from its start; give it time to get there.
-    let lock = std::env::temp_dir().join(format!("xpuprof-attach-{pid}.lock"));
+    // Its lock file: xpuprof-attach-PID-START.lock (START: the target's start time).
+    let lock = || {
+        let prefix = format!("xpuprof-attach-{pid}-");
+        std::fs::read_dir(std::env::temp_dir()).ok()?.flatten().map(|e| e.path()).find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".lock"))
+        })
+    };
     let t = Instant::now();
-    while std::fs::read_to_string(&lock).unwrap_or_default().trim() != first.id().to_string() {
+    while lock().and_then(|l| std::fs::read_to_string(l).ok()).unwrap_or_default().trim()
+        != first.id().to_string()
+    {
         assert!(t.elapsed() < Duration::from_secs(20), "the first attach never took its lock");
         std::thread::sleep(Duration::from_millis(50));
     }
