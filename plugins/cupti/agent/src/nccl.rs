@@ -26,7 +26,7 @@ use xpuprof_agent_kit::channel::Chunk;
 use xpuprof_cupti_wire::{CollectiveArgs, ARGS_BYTES, ARGS_COMMUNICATOR, ARGS_OP};
 use xpuprof_sdk::model::CollectiveOp;
 
-use crate::annotations::nvtx;
+use crate::annotations::nvtx::{self, ATTR_PAYLOAD, ATTR_PAYLOAD_COUNT, ATTR_PAYLOAD_TYPE, PAYLOAD_EXT};
 use crate::capture::Capture;
 use crate::payload_schemas::{self as schemas, Schema};
 use crate::sys::ffi::{self, CUpti_nvtx_api_trace_cbid as N};
@@ -160,14 +160,8 @@ impl Fields {
     }
 }
 
-/// `nvtxEventAttributes_t` (v2): `size` at 2, `payloadType` at 16, payload count at 20,
-/// `payload` at 24.
-const ATTR_SIZE: usize = 2;
-const ATTR_PAYLOAD_TYPE: usize = 16;
-const ATTR_PAYLOAD_COUNT: usize = 20;
-const ATTR_PAYLOAD: usize = 24;
-/// `NVTX_PAYLOAD_TYPE_EXT`.
-const PAYLOAD_EXT: i32 = 0xDFBD_0009_u32 as i32;
+/// Where `nvtxEventAttributes_t` keeps its `size` (the payload fields are the annotations').
+const ATTR_SIZE_FIELD: usize = 2;
 /// Payload bytes read at most (NCCL's are 16 to 32).
 const MAX_PAYLOAD: usize = 4096;
 
@@ -180,7 +174,7 @@ fn args_of(domain: u64, attr: u64) -> Option<Args> {
     if !nvtx::read(attr, &mut a) {
         return None;
     }
-    let size = usize::from(u16::from_le_bytes([a[ATTR_SIZE], a[ATTR_SIZE + 1]]));
+    let size = usize::from(u16::from_le_bytes([a[ATTR_SIZE_FIELD], a[ATTR_SIZE_FIELD + 1]]));
     if size < ATTR_PAYLOAD + 8 {
         return None;
     }

@@ -16,16 +16,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// `color`, `payloadType` at 16, `reserved0` at 20 (the payload count of an extended payload),
 /// `payload` at 24, `messageType` at 32, `message` at 40): 48 bytes.
 pub const ATTR_SIZE: usize = 48;
-const ATTR_PAYLOAD_TYPE: usize = 16;
-const ATTR_PAYLOAD_COUNT: usize = 20;
-const ATTR_PAYLOAD: usize = 24;
+pub(crate) const ATTR_PAYLOAD_TYPE: usize = 16;
+pub(crate) const ATTR_PAYLOAD_COUNT: usize = 20;
+pub(crate) const ATTR_PAYLOAD: usize = 24;
 const ATTR_MESSAGE_TYPE: usize = 32;
 const ATTR_MESSAGE: usize = 40;
 const MESSAGE_ASCII: i32 = 1;
 const MESSAGE_REGISTERED: i32 = 3;
 /// `NVTX_PAYLOAD_TYPE_EXT` (`NVTX_PAYLOAD_TYPE_BINARY` in newer headers): `payload` points to
 /// `reserved0` entries `nvtxPayloadData_t { u64 schemaId; size_t size; const void *payload }`.
-const PAYLOAD_EXT: i32 = 0xDFBD_0009_u32 as i32;
+pub(crate) const PAYLOAD_EXT: i32 = 0xDFBD_0009_u32 as i32;
 /// Most entries of an extended payload believed (XLA passes one).
 const MAX_PAYLOADS: i32 = 64;
 /// Largest payload believed (XLA's are a few handles).
