@@ -24,8 +24,9 @@
  *   nothing (as NCCL's one-rank path may) followed by a kernel of the program's own: its bytes
  *   must go nowhere.
  *
- * The NVTX structs are declared here from the NVTX v3 headers' public layout (pinned by the
- * static assertions below), as the NVTX headers are not installed. Prints `launches=N`.
+ * The NVTX structs are declared from the NVTX v3 headers' public layout (pinned by static
+ * assertions; those shared with xla_nvtx.c in nvtx_program.h), as the NVTX headers are not
+ * installed. Prints `launches=N`.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -37,34 +38,10 @@
 
 #include <cupti_nvtx_cbid.h>
 
-int xpuprof_double_init(void);
-int xpuprof_double_launch(const char *kernel);
-void xpuprof_double_nvtx_call(uint32_t cbid, const char *name, const void *params, const void *ret);
-void xpuprof_double_exit(void) __attribute__((weak));
+#include "nvtx_program.h"
 
-/* nvtxEventAttributes_v2 (nvToolsExt.h). */
-typedef struct {
-    uint16_t version;
-    uint16_t size;
-    uint32_t category;
-    int32_t colorType;
-    uint32_t color;
-    int32_t payloadType;
-    int32_t reserved0; /* with an extended payload: how many nvtxPayloadData_t */
-    uint64_t payload;
-    int32_t messageType;
-    uint64_t message;
-} attr_t;
-_Static_assert(sizeof(attr_t) == 48, "NVTX_EVENT_ATTRIB_STRUCT_SIZE");
-_Static_assert(offsetof(attr_t, payloadType) == 16 && offsetof(attr_t, payload) == 24, "payload");
-
-/* nvtxPayloadData_t, nvtxPayloadSchemaEntry_t, nvtxPayloadSchemaAttr_t, nvtxPayloadEnumAttr_t
- * (nvToolsExtPayload.h), nvtxExtModuleSegment_t and nvtxExtModuleInfo_t (nvtxExtTypes.h). */
-typedef struct {
-    uint64_t schemaId;
-    size_t size;
-    const void *payload;
-} payload_data_t;
+/* nvtxPayloadSchemaEntry_t, nvtxPayloadSchemaAttr_t, nvtxPayloadEnumAttr_t (nvToolsExtPayload.h),
+ * nvtxExtModuleSegment_t and nvtxExtModuleInfo_t (nvtxExtTypes.h). */
 typedef struct {
     uint64_t flags, type;
     const char *name, *description;
