@@ -19,29 +19,11 @@ use std::process::{Command, Output};
 
 use xpuprof_testkit::host;
 
-fn cc(args: &[&str], out: &Path) {
-    let o = Command::new("cc").args(args).arg("-o").arg(out).output().expect("run cc");
-    assert!(o.status.success(), "cc {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-}
+use super::double::build_program;
 
-/// Builds the double (`libcuda.so.1`) and `xla_nvtx` on it in `dir`; returns the program.
+/// Builds the double and `xla_nvtx` on it in `dir`; returns the program.
 fn build(dir: &Path) -> PathBuf {
-    let doubles = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/doubles");
-    let lib = dir.join("libcuda.so.1");
-    let include = format!("-I{}", cupti_sys::INCLUDE_DIR.trim());
-    let src = doubles.join("libcuda_double.c");
-    let soname = "-Wl,-soname,libcuda.so.1";
-    cc(
-        &["-Wall", "-O1", "-shared", "-fPIC", soname, &include, src.to_str().unwrap(), "-lpthread", "-ldl"],
-        &lib,
-    );
-    let app = dir.join("xla_nvtx");
-    let rpath = format!("-Wl,-rpath,{}", dir.display());
-    let src = doubles.join("xla_nvtx.c");
-    let args =
-        ["-Wall", "-O1", "-fno-omit-frame-pointer", &include, src.to_str().unwrap(), lib.to_str().unwrap()];
-    cc(&[&args[..], &[&rpath, "-lpthread"]].concat(), &app);
-    app
+    build_program(dir, "xla_nvtx.c", "xla_nvtx", &["-Wall", "-O1", "-fno-omit-frame-pointer"], &["-lpthread"])
 }
 
 /// Runs `xla_nvtx MODE` under xpuprof with annotations on; returns its output and the GPU

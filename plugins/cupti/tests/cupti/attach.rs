@@ -17,30 +17,11 @@ use std::process::{Child, Command, Stdio};
 #[allow(dead_code)]
 use xpuprof_testkit::host;
 
-fn doubles() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/doubles")
-}
+use super::double::build_program;
 
-fn cc(args: &[&str], out: &Path) {
-    let o = Command::new("cc").args(args).arg("-o").arg(out).output().expect("run cc");
-    assert!(o.status.success(), "cc {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-}
-
-/// Builds the double (`libcuda.so.1`) and the program on it in `dir`; returns the program.
+/// Builds the double and the program on it in `dir`; returns the program.
 fn build(dir: &Path) -> PathBuf {
-    let lib = dir.join("libcuda.so.1");
-    let include = format!("-I{}", cupti_sys::INCLUDE_DIR.trim());
-    let src = doubles().join("libcuda_double.c");
-    let soname = "-Wl,-soname,libcuda.so.1";
-    cc(
-        &["-Wall", "-O1", "-shared", "-fPIC", soname, &include, src.to_str().unwrap(), "-lpthread", "-ldl"],
-        &lib,
-    );
-    let app = dir.join("app");
-    let rpath = format!("-Wl,-rpath,{}", dir.display());
-    let src = doubles().join("app.c");
-    cc(&["-O1", "-fno-omit-frame-pointer", src.to_str().unwrap(), lib.to_str().unwrap(), &rpath], &app);
-    app
+    build_program(dir, "app.c", "app", &["-O1", "-fno-omit-frame-pointer"], &[])
 }
 
 /// Runs `xpuprof attach PID --source cupti --sink folded --duration 1s -o OUT`; returns

@@ -8,6 +8,7 @@
 
 mod annotations;
 mod attach;
+mod double;
 mod host;
 mod nccl;
 mod pc_replay;

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use xpuprof_testkit::host;
+
+use super::double::build_program;
 use xpuprof_testkit::outputs::Outputs;
 
 /// Builds the summary sink, which the testkit's host build leaves out (a no-op when fresh).
@@ -26,27 +28,9 @@ fn build_summary() {
     );
 }
 
-fn cc(args: &[&str], out: &Path) {
-    let o = Command::new("cc").args(args).arg("-o").arg(out).output().expect("run cc");
-    assert!(o.status.success(), "cc {args:?}: {}", String::from_utf8_lossy(&o.stderr));
-}
-
-/// Builds the double (`libcuda.so.1`) and the NCCL program on it in `dir`; returns the program.
+/// Builds the double and the NCCL program on it in `dir`; returns the program.
 fn build(dir: &Path) -> PathBuf {
-    let doubles = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/doubles");
-    let lib = dir.join("libcuda.so.1");
-    let include = format!("-I{}", cupti_sys::INCLUDE_DIR.trim());
-    let src = doubles.join("libcuda_double.c");
-    let soname = "-Wl,-soname,libcuda.so.1";
-    cc(
-        &["-Wall", "-O1", "-shared", "-fPIC", soname, &include, src.to_str().unwrap(), "-lpthread", "-ldl"],
-        &lib,
-    );
-    let app = dir.join("nccl_nvtx");
-    let rpath = format!("-Wl,-rpath,{}", dir.display());
-    let src = doubles.join("nccl_nvtx.c");
-    cc(&["-Wall", "-O1", &include, src.to_str().unwrap(), lib.to_str().unwrap(), &rpath, "-ldl"], &app);
-    app
+    build_program(dir, "nccl_nvtx.c", "nccl_nvtx", &["-Wall", "-O1"], &["-ldl"])
 }
 
 #[test]

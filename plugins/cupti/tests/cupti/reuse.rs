@@ -12,13 +12,10 @@ use std::process::Command;
 
 use xpuprof_testkit::host;
 
+use super::double::{build_double, cc};
+
 fn here() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
-}
-
-fn cc(args: &[&str], out: &Path) {
-    let o = Command::new("cc").args(args).arg("-o").arg(out).output().expect("run cc");
-    assert!(o.status.success(), "cc {args:?}: {}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// A `key=value` field of a line.
@@ -42,11 +39,7 @@ fn reused_launch_stacks_equal_full_captures_in_the_agent() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let lib = dir.path().join("libcuda.so.1");
-    let include = format!("-I{}", cupti_sys::INCLUDE_DIR.trim());
-    let double = here().join("doubles/libcuda_double.c");
-    let soname = "-Wl,-soname,libcuda.so.1";
-    cc(&["-O1", "-shared", "-fPIC", soname, &include, double.to_str().unwrap(), "-lpthread", "-ldl"], &lib);
+    let lib = build_double(dir.path());
     let engine = dir.path().join("libengine.so");
     let src = here().join("workloads/engine_thread.c");
     cc(&["-O1", "-shared", "-fPIC", src.to_str().unwrap(), "-lpthread", "-ldl"], &engine);
