@@ -19,6 +19,7 @@
 //! A call CUPTI refuses is said once on stderr and sent to the host ([`msg::MSG_PC_STATUS`]);
 //! the program runs on without samples for that context.
 
+mod control;
 mod sys;
 
 use std::collections::HashSet;
@@ -228,9 +229,13 @@ fn context_created(a: &Agent, ctx: ffi::CUcontext) {
     FETCHER.call_once(start_fetcher);
 }
 
-/// Enables and configures sampling on `c`; the first time, reads the device's stall reasons,
-/// sends them and sizes the buffers. A refusal is said and sent; `c` stays disabled.
+/// Enables and configures sampling on `c` (unless the program chose no sampling for this window:
+/// [`control`]); the first time, reads the device's stall reasons, sends them and sizes the
+/// buffers. A refusal is said and sent; `c` stays disabled.
 fn start(a: &Agent, c: &mut Context) {
+    let control::Wanted::Period(period) = control::wanted(a.config.opts.pc_sampling_period) else {
+        return;
+    };
     let (lib, ctx) = (&a.lib, c.handle.0);
     if let Err(e) = sys::enable(lib, ctx) {
         refused(a, c.id, "cuptiPCSamplingEnable", &e);
@@ -252,7 +257,7 @@ fn start(a: &Agent, c: &mut Context) {
         msg::put_stall_reasons(&mut m, c.id, c.device, &c.reasons);
         a.core.channel.push(Chunk::Bytes(m));
     }
-    if let Err(e) = configure(a, c) {
+    if let Err(e) = configure(a, c, period) {
         refused(a, c.id, "cuptiPCSamplingSetConfigurationAttribute", &e);
         let _ = sys::disable(lib, ctx);
         return;
@@ -263,8 +268,8 @@ fn start(a: &Agent, c: &mut Context) {
     }
 }
 
-fn configure(a: &Agent, c: &mut Context) -> Result<(), CuptiError> {
-    let period = Some(a.config.opts.pc_sampling_period).filter(|&p| p != 0);
+/// Configures `c` at 2^`period` cycles (`None`: CUPTI's default).
+fn configure(a: &Agent, c: &mut Context, period: Option<u32>) -> Result<(), CuptiError> {
     let settings = sys::Settings { period, reasons: &mut c.indices, scratch_bytes: None };
     sys::configure(&a.lib, c.handle.0, settings, &mut c.config)
 }
@@ -444,6 +449,11 @@ fn send(a: &Agent, context: u32, device: u32, buf: &mut PcBuffer) {
     s.counts.hardware_full += u64::from(n.hardware_full);
     drop(s);
     buf.clear();
+}
+
+/// The samples sent so far (CUPTI's totals of every fetch).
+fn samples_sent() -> u64 {
+    counts().counts.samples
 }
 
 /// Disables sampling on `c` and sends what CUPTI flushed at the disable.
