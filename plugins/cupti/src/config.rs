@@ -60,7 +60,7 @@ mod tests {
             agent_opts(&c, &Windows::default()),
             "stacks=agent,depth=255,buffer_kib=8192,verbose=0,\
              kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,python=auto,\
-             runtime_callbacks=0,monotonic=1,tsc=1,callback_noop=0,paused=0,range=,range_end=stop,dormant=finalize,pc_sampling=0,pc_sampling_period=0,annotations=0"
+             runtime_callbacks=0,monotonic=1,tsc=1,callback_noop=0,paused=0,range=,range_end=stop,dormant=finalize,pc_sampling=0,pc_sampling_period=0,annotations=1"
         );
         let c = read(&PluginConfig::parse("nvtx = false\napi = \"all\"\nlaunch_stacks = \"both\"").unwrap())
             .unwrap();
@@ -83,7 +83,7 @@ mod tests {
         assert!(e.0.contains("between 64 and 1048576"), "{e}");
         let c = read(&PluginConfig::parse("pc_sampling = true\npc_sampling_period = 18").unwrap()).unwrap();
         let o = agent_opts(&c, &Windows::default());
-        assert!(o.ends_with(",pc_sampling=1,pc_sampling_period=18,annotations=0"), "{o}");
+        assert!(o.ends_with(",pc_sampling=1,pc_sampling_period=18,annotations=1"), "{o}");
         let e = read(&PluginConfig::parse("pc_sampling_period = 4").unwrap()).unwrap_err();
         assert!(e.0.contains("5 to 31"), "{e}");
         let e = read(&PluginConfig::parse("pc_sampling_period = 32").unwrap()).unwrap_err();

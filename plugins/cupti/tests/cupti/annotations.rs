@@ -2,8 +2,9 @@
 //! (`tests/doubles/xla_nvtx.c`) makes the NVTX calls JAX's XLA made on the H200 (registered
 //! strings in the `TSL` domain, operation ranges pushed with a registered title and an extended
 //! payload of string handles, compiler ranges on the main thread and on a compiler thread)
-//! around kernel launches, under `xpuprof record --source cupti --set
-//! source.cupti.annotations=true` with the real agent, host and folded sink.
+//! around kernel launches, under `xpuprof record --source cupti` with the real agent, host and
+//! folded sink, with the defaults (annotations are on by default: what a JAX user running
+//! `xpuprof --source cupti -- python train.py` gets).
 //!
 //! - The operations' launches sit under `[xla] jit(train_step)/<op> (<file>:<line>)`, the line
 //!   from the payload's source-locations string (the second of XLA's three handles; the agent
@@ -26,15 +27,16 @@ fn build(dir: &Path) -> PathBuf {
     build_program(dir, "xla_nvtx.c", "xla_nvtx", &["-Wall", "-O1", "-fno-omit-frame-pointer"], &["-lpthread"])
 }
 
-/// Runs `xla_nvtx MODE` under xpuprof with annotations on; returns its output and the GPU
-/// profile.
-fn record(xpuprof: &Path, dir: &Path, mode: &str) -> (Output, String) {
-    let out = dir.join(format!("out-{mode}"));
+/// Runs `xla_nvtx MODE` under xpuprof with the default settings and `sets` (`KEY=VALUE`);
+/// returns its output and the GPU profile.
+fn record(xpuprof: &Path, dir: &Path, mode: &str, sets: &[&str]) -> (Output, String) {
+    let out = dir.join(format!("out-{mode}-{}", sets.len()));
     let o = Command::new(xpuprof)
         .arg("record")
         .arg("--plugin-dir")
         .arg(host::target_dir())
-        .args(["--source", "cupti", "--set", "source.cupti.annotations=true", "--sink", "folded", "-o"])
+        .args(sets.iter().flat_map(|s| ["--set", s]))
+        .args(["--source", "cupti", "--sink", "folded", "-o"])
         .arg(&out)
         .arg("--")
         .arg(dir.join("xla_nvtx"))
@@ -52,7 +54,7 @@ fn lines<'a>(folded: &'a str, kernel: &str) -> Vec<&'a str> {
     folded.lines().filter(|l| l.contains(&k)).collect()
 }
 
-fn setup(mode: &str) -> Option<(Output, String, String)> {
+fn setup(mode: &str, sets: &[&str]) -> Option<(Output, String, String)> {
     let xpuprof = host::xpuprof(&["cupti", "folded"])?;
     if !host::target_dir().join("libxpuprof_cupti_agent.so").exists() {
         xpuprof_testkit::skip::missing("libxpuprof_cupti_agent.so not built");
@@ -60,14 +62,14 @@ fn setup(mode: &str) -> Option<(Output, String, String)> {
     }
     let dir = tempfile::tempdir().unwrap();
     build(dir.path());
-    let (o, folded) = record(&xpuprof, dir.path(), mode);
+    let (o, folded) = record(&xpuprof, dir.path(), mode, sets);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     Some((o, folded, err))
 }
 
 #[test]
 fn xla_operations_and_compile_time_work_become_frames_with_the_operations_lines() {
-    let Some((o, folded, err)) = setup("xla") else { return };
+    let Some((o, folded, err)) = setup("xla", &[]) else { return };
     assert!(o.status.success(), "{}\n{err}", o.status);
     assert!(err.contains("target exited with code 0"), "{err}");
     for (kernel, label) in [
@@ -96,7 +98,7 @@ fn xla_operations_and_compile_time_work_become_frames_with_the_operations_lines(
 
 #[test]
 fn malformed_nvtx_calls_are_counted_and_never_crash_the_program() {
-    let Some((o, folded, err)) = setup("hostile") else { return };
+    let Some((o, folded, err)) = setup("hostile", &[]) else { return };
     assert!(
         err.contains("target exited with code 0"),
         "the program survives every malformed call (the agent used to follow an unmapped payload \
@@ -130,4 +132,12 @@ fn malformed_nvtx_calls_are_counted_and_never_crash_the_program() {
     for l in lines(&folded, "after_bad_push_kernel") {
         assert!(!l.contains("[xla]") || l.contains(";[xla] layer1/dot_general;"), "{l}");
     }
+}
+
+#[test]
+fn annotations_off_leave_operations_and_compiler_ranges_as_records_only() {
+    let Some((o, folded, err)) = setup("xla", &["source.cupti.annotations=false"]) else { return };
+    assert!(err.contains("target exited with code 0"), "{}\n{err}", o.status);
+    assert!(!lines(&folded, "dot_kernel").is_empty(), "the kernels are still recorded:\n{folded}");
+    assert!(!folded.contains("[xla]") && !folded.contains("[compile]"), "switched off:\n{folded}");
 }

@@ -207,8 +207,8 @@ xpuprof_sdk::backend_options! {
         /// the program's NVTX annotations as frames between each launch's call site and its kernel: XLA's
         /// operation ranges as [xla] <module>/<operation> (<its source line>), and what its compiler
         /// phases launch (autotuning) under [compile] and the Python line that triggered the compilation;
-        /// needs nvtx and agent launch stacks
-        pub annotations: bool = false;
+        /// needs nvtx and agent launch stacks; only XLA's texts make frames, other ranges cost a read each
+        pub annotations: bool = true;
         #[host]
         /// Python functions of compile-time work, FILE_SUFFIX:FUNCTION (a final * matches any rest): a
         /// launch stack holding one gets the [compile] frame (torch.compile's autotuning, JAX's compiler)
