@@ -29,7 +29,9 @@ microseconds) call=X% op=Y% unknown_rec=N mangled=M
 - unknown_rec: stacks under `[recorded at unknown site]` (device ops whose recording call the
   source did not know), in folded lines; mangled: distinct frames still mangled (`_Z...`).
 PASS needs call >= 95, op >= 95 (JAX), every compile-time launch marked (no kernel frame of a
-known autotuning routine outside `[compile]`), unknown_rec = 0 and mangled = 0.
+known autotuning routine outside `[compile]`, and some compile-time work under it), unknown_rec = 0
+and mangled = 0 (GPU and CPU views). Before the last line, one `check NAME FIGURE (bar BAR)
+PASS|FAIL` line per check of issue 33.
 """
 import collections
 import gzip
@@ -40,7 +42,11 @@ import sys
 
 # Native frames of compile-time work (XLA's autotuners, its redzone checks): found outside a
 # `[compile]` frame they mean compile-time work went unmarked.
-AUTOTUNE = re.compile(r"Autotun|RedzoneAllocator|GemmAlgorithmPicker|AlgorithmPicker|autotune_select|benchmark_")
+# Kernels of matrix multiplies (cuBLAS, cuBLASLt's nvjet, CUTLASS, XLA's Triton gemm fusions).
+GEMM = re.compile(r"gemm|nvjet|cutlass|xmma|matmul|_dot", re.I)
+# torch.compile's: its benchmarking functions and modules (Python frames).
+AUTOTUNE = re.compile(r"Autotun|RedzoneAllocator|GemmAlgorithmPicker|AlgorithmPicker|fp_comparison|autotune_select|"
+                      r"benchmark_|do_bench|benchmarking\.py|autotune_process\.py")
 
 
 def runtime_demangle(name):
@@ -217,6 +223,11 @@ def main():
         print(f"FAIL no {fp}")
         return
     total = comp = steady = under_call = with_op = unknown = 0
+    # The right operation: of the steady state's matrix-multiply kernels (by kernel name), the
+    # GPU time whose operation frame points at a `dot_general` line; of its other kernels, at
+    # another OP line.
+    dot_lines = {n for n, k, name in lines if k == "OP" and name == "dot_general"}
+    gemm_time = gemm_right = other_time = other_right = 0
     unmarked_autotune = 0
     mangled = set()
     nocall = collections.Counter()
@@ -262,6 +273,14 @@ def main():
                 m = re.search(r"\(([^():]+):(\d+)\)\s*$", ops[-1])
                 if m and os.path.basename(m.group(1)) == base and int(m.group(2)) in oplines:
                     with_op += v
+                kernel = st[-1] if st and st[-1].startswith("[GPU_Kernel]") else None
+                at_line = int(m.group(2)) if m and os.path.basename(m.group(1)) == base else None
+                if kernel and GEMM.search(kernel):
+                    gemm_time += v
+                    gemm_right += v if at_line in dot_lines else 0
+                elif kernel:
+                    other_time += v
+                    other_right += v if at_line in oplines - dot_lines else 0
         else:
             nocall[";".join(st[:3] + ["..."] + st[-3:])[:300]] += v
     pct = lambda a, b: 100.0 * a / b if b else 0.0
@@ -298,8 +317,29 @@ def main():
         except (OSError, ValueError) as e:
             print("summary.json:", e)
     jax = bool(oplines)
-    ok = (pct(under_call, steady) >= 95 and (not jax or pct(with_op, steady) >= 95)
-          and unmarked_autotune == 0 and unknown == 0 and not mangled)
+    # Issue 33's Checks, one line each: `check NAME FIGURE (BAR) PASS|FAIL`.
+    checks = [
+        ("steady-under-call", f"{pct(under_call, steady):.1f}%", ">= 95%", pct(under_call, steady) >= 95 and steady > 0),
+        ("compile-time-marked", f"{100 - pct(unmarked_autotune, comp + unmarked_autotune):.1f}% "
+         f"({unmarked_autotune / 1e3:.2f} ms of autotuning frames outside [compile]; {comp / 1e3:.1f} ms marked)",
+         "100%", unmarked_autotune == 0 and comp > 0),
+        ("unknown-recording-site", f"{unknown} stacks", "0", unknown == 0),
+        ("mangled-names", f"{len(mangled | cpu_mangled)} (gpu {len(mangled)}, cpu {len(cpu_mangled)})", "0",
+         not (mangled | cpu_mangled)),
+    ]
+    if jax:
+        checks.insert(1, ("steady-under-call-and-op", f"{pct(with_op, steady):.1f}%", ">= 95%", pct(with_op, steady) >= 95))
+        # Kernel time under the right operation: gemm kernels at a dot_general line, the others
+        # at one of the other OP lines (elementwise and reduction fusions).
+        right = gemm_right + other_right
+        checks.insert(2, ("steady-right-operation",
+                          f"{pct(right, gemm_time + other_time):.1f}% of kernel time (gemms at dot_general "
+                          f"{pct(gemm_right, gemm_time):.1f}% of {gemm_time / 1e3:.3f} ms, others at another OP line "
+                          f"{pct(other_right, other_time):.1f}% of {other_time / 1e3:.3f} ms)",
+                          ">= 95%", pct(right, gemm_time + other_time) >= 95))
+    for name, fig, bar, good in checks:
+        print(f"check {name} {fig} (bar {bar}) {'PASS' if good else 'FAIL'}")
+    ok = all(c[3] for c in checks)
     print(f"{'PASS' if ok else 'FAIL'} steady={steady:.0f}us compile={pct(comp, total):.1f}% "
           f"call={pct(under_call, steady):.1f}% op={pct(with_op, steady):.1f}% "
           f"unmarked_autotune={pct(unmarked_autotune, total):.1f}% unknown_rec={unknown} mangled={len(mangled)}")

@@ -7,11 +7,14 @@ usage: train.py [--steps N] [--batch B] [--width W] [--hlo FILE] [--ops FILE]
 Lines marked `# OP name` are where the checker expects the operation `name` of the compiled
 step to point; the line marked `# CALL` calls the jitted step, `# COMPILE` triggers its
 compilation (the first call). --hlo writes the optimized HLO of the step; --ops writes one
-`LINE NAME` per marked line. Prints `JAX pid=... steps=... loss=... ok` when done.
+`LINE NAME` per marked line. Prints `JAX pid=... steps=... loss=... loop_ms=... step_ms=... ok`
+when done (loop_ms: the wall time of the steps after the compiling call, which the profiler's
+cost is measured by).
 """
 import argparse
 import os
 import re
+import time
 
 import jax
 import jax.numpy as jnp
@@ -86,12 +89,16 @@ def main():
         with open(a.ops, "w") as f:
             f.write("\n".join(marked_lines()) + "\n")
     params, loss = train_step(params, x, y)  # COMPILE
+    jax.block_until_ready(loss)
+    t0 = time.perf_counter()
     params, loss = run(params, x, y, a.steps)
     loss = float(jax.block_until_ready(loss))
+    loop_ms = (time.perf_counter() - t0) * 1e3
     if a.hlo:  # after the run: the compiled step comes from the cache, compiled no second time
         with open(a.hlo, "w") as f:
             f.write(train_step.lower(params, x, y).compile().as_text())
-    print(f"JAX pid={os.getpid()} steps={a.steps} loss={loss:.6f} devices={jax.devices()} ok", flush=True)
+    print(f"JAX pid={os.getpid()} steps={a.steps} loss={loss:.6f} loop_ms={loop_ms:.1f} "
+          f"step_ms={loop_ms / max(a.steps, 1):.3f} jax={jax.__version__} devices={jax.devices()} ok", flush=True)
 
 
 if __name__ == "__main__":
