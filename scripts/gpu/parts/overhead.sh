@@ -1,6 +1,18 @@
 # Part `overhead` (issue 29): real-workload overhead with every source switched, and where the
 # agent's time goes. Sourced by run-all.sh (ROOT, W, CARRY, row, pairs_summary).
-#   OV_MODES      "profile range" (default); `reuse` (quick, under 60 s: `OV_MODES=reuse
+# Time budget: 150 s for the default `levels` mode (OV_BUDGET_S; each process runs under a
+# timeout and is skipped when the budget left is shorter); the other modes run only when named.
+#   OV_MODES      "levels" (default): tests/workloads/torch/real_bench.py `levels` in ONE process per
+#                 workload under `xpuprof --source cupti`: adjacent windows with the agent paused /
+#                 collecting launch entries only (the path of launch_stacks = "off") / native
+#                 frames only (python = "off") / in full (the default) / one window per
+#                 OV_LEVEL_EXTRA item (name=EXPORT:VALUE, an agent switch toggled for that window),
+#                 the order rotating; rows `overhead levels WL ...` (medians of OV_LEVEL_ROUNDS
+#                 rounds of OV_LEVEL_STEPS steps per window); then the paused state's residual
+#                 (CUPTI attached and idle vs detached, real_bench.py `residual`) and the same
+#                 windows under `--source ebpf,cupti` (OV_LEVEL_EBPF, resnet: the eBPF source's
+#                 share, from the paused windows of the two processes). QUICK=1: 6 rounds.
+#                 `reuse` (quick, under 60 s: `OV_MODES=reuse
 #                 scripts/gpu/run-all.sh overhead`) runs tests/workloads/torch/reuse_resnet.py:
 #                 ResNet-18 training in ONE process under the cupti agent, adjacent windows paused
 #                 / collecting with full captures (the default) / with the native walk reused /
@@ -23,7 +35,46 @@ printf '[source.cupti]\nlaunch_stacks = "off"\n' >"$W/ov-nostacks.toml"
 printf '[source.cupti]\npython = "off"\n' >"$W/ov-nopython.toml"
 printf '[source.ebpf]\nsample_hz = 999\n[sink.folded]\nframes = "all"\n' >"$W/ov-profile.toml"
 
-if [[ " ${OV_MODES:-profile range} " == *" reuse "* ]]; then
+if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
+  ov_t0=$(date +%s)
+  ov_left() { echo $(( ${OV_BUDGET_S:-150} - ($(date +%s) - ov_t0) )); }
+  ov_fields() {  # a LEVELS line's fields, NAME=VALUE per argument
+    local line=$1; shift
+    for f in "$@"; do printf '%s ' "$(echo "$line" | tr ' ' '\n' | grep "^$f=" | head -1)"; done
+  }
+  ov_levels() {  # source, workload, timeout s
+    local src=$1 wl=$2 t=$3 o=$W/ov-levels-$2-${1/,/_} log=$OVL/levels-$2-${1/,/_} start rc line
+    if [ "$(ov_left)" -lt "$t" ]; then row "overhead levels $wl $src" "SKIPPED: $(ov_left) s of the budget left"; return; fi
+    rm -rf "$o"; start=$(date +%s)
+    LEVEL_ROUNDS=${OV_LEVEL_ROUNDS:-$([ -n "${QUICK:-}" ] && echo 6 || echo 10)} LEVEL_EXTRA=${OV_LEVEL_EXTRA:-} \
+      timeout "$t" $OVX --source "$src" --sink summary -o "$o" -- python3 "$OVR" levels "$wl" "${OV_LEVEL_STEPS:-12}" \
+      >"$log.out" 2>"$log.err"
+    rc=$?
+    line=$(grep -h '^REAL ' "$log.out" | tail -1)
+    row "overhead levels $wl $src" "rc=$rc $(( $(date +%s) - start )) s $(ov_fields "$line" rounds paused_ms)"
+    [ -n "$line" ] || return
+    row "overhead levels $wl $src vs paused" "$(ov_fields "$line" entries_vs_paused native_vs_paused full_vs_paused)"
+    row "overhead levels $wl $src stacks add" "$(ov_fields "$line" stacks_add python_add) $(echo "$line" | tr ' ' '\n' | grep '_vs_full=' | tr '\n' ' ')"
+    cp "$o/summary.txt" "$log-summary.txt" 2>/dev/null
+    rm -rf "$o"
+  }
+  ov_residual() {  # workload, timeout s
+    local wl=$1 t=$2 start rc
+    if [ "$(ov_left)" -lt "$t" ]; then row "overhead residual $wl" "SKIPPED: $(ov_left) s of the budget left"; return; fi
+    start=$(date +%s)
+    AB_PAIRS=8 timeout "$t" python3 "$OVR" residual "$wl" 192 >"$OVL/residual-$wl.out" 2>"$OVL/residual-$wl.err"
+    rc=$?
+    row "overhead residual $wl" "rc=$rc $(( $(date +%s) - start )) s $(ov_fields "$(grep -h '^REAL ' "$OVL/residual-$wl.out")" ratio_median)"
+  }
+  # Most telling first: a part cut by the budget loses its last rows.
+  ov_levels cupti resnet 40
+  ov_levels cupti qwen 50
+  ov_residual resnet 30
+  for wl in ${OV_LEVEL_EBPF:-resnet}; do ov_levels ebpf,cupti "$wl" 40; done
+  ov_residual qwen 30
+fi
+
+if [[ " ${OV_MODES:-levels} " == *" reuse "* ]]; then
   # Quick (under 60 s on the H200: ~15 s of imports and warm-up, 4 x 8 windows of 12 steps at
   # ~8-10 ms, 10 check steps). The agent alone (no host): its stream goes to a dump directory.
   rm -rf "$W/ov-reuse" && mkdir -p "$W/ov-reuse"
@@ -45,7 +96,7 @@ if [[ " ${OV_MODES:-profile range} " == *" reuse "* ]]; then
   rm -rf "$W/ov-reuse"
 fi
 
-if [[ " ${OV_MODES:-profile range} " == *" profile "* ]]; then
+if [[ " ${OV_MODES:-levels} " == *" profile "* ]]; then
   rm -rf "$W/ov-profile"
   start=$(date +%s)
   $OVX --source ebpf,cupti -c "$W/ov-profile.toml" --sink folded,summary -o "$W/ov-profile" -- \
@@ -56,7 +107,7 @@ if [[ " ${OV_MODES:-profile range} " == *" profile "* ]]; then
   python3 "$ROOT/scripts/gpu/profile_share.py" "$W/ov-profile/profile.cpu.folded" 15 | tee "$OVL/profile-agent.txt"
 fi
 
-if [[ " ${OV_MODES:-profile range} " == *" range "* ]]; then
+if [[ " ${OV_MODES:-levels} " == *" range "* ]]; then
   ov_cfg() {  # config, workload
     local c=$1 wl=$2 prog r=(--capture-range cuda-profiler-api --capture-range-end repeat --sink summary -o "$W/ov-out/$c")
     if [ "$wl" = ddp ]; then prog="torchrun --standalone --nproc_per_node=2 $OVR range ddp ${OV_STEPS:-640}"

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::annotations::Annotations;
+use crate::detail;
 use crate::python::PythonFrames;
 use crate::reuse::{self, Buffers, ThreadCounts};
 use crate::stack::{self, Bounds, Registers};
@@ -222,11 +223,13 @@ impl Registry {
             }
             let mut key = if nested { l.last_stack } else { 0 };
             let mut start = None;
-            if !nested && sites.stacks {
+            let level = detail::level();
+            if !nested && sites.stacks && level > detail::ENTRIES {
                 let depth = sites.max_depth.min(MAX_FRAMES);
                 let mode = reuse::mode();
+                let python = (level == detail::FULL).then_some(&self.python);
                 let (n, first) =
-                    l.bufs.capture(mode, regs, l.bounds, sites.own_code, &self.python, depth, &l.reuse);
+                    l.bufs.capture(mode, regs, l.bounds, sites.own_code, python, depth, &l.reuse);
                 start = first;
                 let n = self.annotations.decorate(&mut l.bufs.merged[..depth], n);
                 let frames = &l.bufs.merged[..n];

@@ -73,6 +73,7 @@ pub mod annotations;
 pub mod buffers;
 pub mod channel;
 pub mod control;
+pub mod detail;
 pub mod discovery;
 pub mod exit;
 pub mod launches;

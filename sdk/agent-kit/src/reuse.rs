@@ -225,8 +225,8 @@ impl Buffers {
         }
     }
 
-    /// Walks the stack from `regs` and merges the thread's Python frames into
-    /// `merged[..depth]`, reusing per `mode`; returns the frames of the stack and the registers
+    /// Walks the stack from `regs` and merges the thread's Python frames (none where `python`
+    /// is `None`) into `merged[..depth]`, reusing per `mode`; returns the frames of the stack and the registers
     /// of its first frame outside `own_code` (for the trampoline).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn capture(
@@ -235,10 +235,16 @@ impl Buffers {
         regs: Registers,
         bounds: Bounds,
         own_code: &[(u64, u64)],
-        python: &PythonFrames,
+        python: Option<&PythonFrames>,
         depth: usize,
         counts: &ThreadCounts,
     ) -> (usize, Option<Registers>) {
+        let Some(python) = python else {
+            // Native frames only ([`crate::detail::NATIVE`]).
+            let depth = depth.min(MAX_FRAMES);
+            let (w, first) = stack::walk(regs, bounds, own_code, &mut self.merged[..depth]);
+            return (w.len, first);
+        };
         let depth = depth.min(MAX_FRAMES);
         let native = mode != ReuseMode::Off;
         let reuse_python = matches!(mode, ReuseMode::On | ReuseMode::Check);

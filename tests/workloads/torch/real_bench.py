@@ -11,6 +11,14 @@ usage: real_bench.py MODE WORKLOAD [STEPS]
                   every source (eBPF sampling too, which `ab`'s pause leaves on in both windows) is
                   off outside a window; RANGE_SETTLE_S (0.3) of untimed steps after each switch let
                   the host's window follow; without xpuprof: the method's own spread
+        levels    the cupti agent's launch path switched while the process runs, in adjacent windows
+                  of STEPS steps, the order rotating per round (LEVEL_ROUNDS, 8): paused, collecting
+                  with launch entries only (the path of launch_stacks = "off",
+                  xpuprof_launch_detail(0)), native frames only (python = "off", detail 1), in full
+                  (the default, detail 2), plus one window per LEVEL_EXTRA item `name=EXPORT:VALUE`
+                  (the agent's int EXPORT(int) called with VALUE before the window and given its
+                  answer back after: full capture with that switch); prints each state against
+                  paused and `stacks_add` (full - entries) / paused, medians of the rounds
         plain | profiler | profiler_stack   STEPS timed steps after a warm-up, unprofiled or inside
                   torch.profiler (CPU+CUDA activities, with_stack for profiler_stack): the
                   cross-process comparison
@@ -22,6 +30,7 @@ usage: real_bench.py MODE WORKLOAD [STEPS]
 
 Prints `REAL mode=... workload=... ...` lines whose fields run-all.sh's `real` part summarises.
 """
+import ctypes
 import os
 import sys
 import time
@@ -30,6 +39,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "plugins", "cupti", "tests", "workloads"))
 from transformer_bench import agent_capture, alternate, find_cupti  # noqa: E402
+import level_windows  # noqa: E402
 
 
 def resnet(device):
@@ -155,7 +165,6 @@ def ranged(step, sync, steps, pairs):
 
 
 def residual(step, sync, steps, pairs):
-    import ctypes
     lib = ctypes.CDLL(find_cupti())
     cb_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p)
     callback = cb_type(lambda *a: None)  # never called: nothing is enabled
@@ -193,6 +202,9 @@ def main():
             r, o = sorted(ratios), sorted(off)
             line = (f"{head} pairs={pairs} agent={int(agent)} off_ms_median={o[len(o) // 2]:.4f}"
                     f" ratio_median={r[len(r) // 2]:.4f} ratios={fmt(ratios)}")
+        elif mode == "levels":
+            names, ms = level_windows.levels(step, sync, steps, int(os.environ.get("LEVEL_ROUNDS", "8")))
+            line = level_windows.line(head, names, ms)
         elif mode == "range":
             ratios, off = ranged(step, sync, steps, pairs)
             r, o = sorted(ratios), sorted(off)

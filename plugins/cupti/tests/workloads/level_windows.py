@@ -1,0 +1,129 @@
+"""The cupti agent's launch path measured in one process (issue #29): adjacent windows of the same
+steps with the agent paused, collecting launch entries without stacks (the path of
+`launch_stacks = "off"`: `xpuprof_launch_detail(0)`), native frames only (`python = "off"`:
+detail 1), and in full (native + Python frames, the default: detail 2), plus one window per
+LEVEL_EXTRA item `name=EXPORT:VALUE` (the agent's `int EXPORT(int)` called with VALUE before the
+window and given its answer back after: the full capture with that switch), the order rotating
+from round to round. Medians of the per-round ratios: each state against paused, `stacks_add`
+= (full - entries) / paused (what launch stacks add, the #29 budget's term), `python_add` =
+(full - native) / paused, each extra state against full.
+
+Run with the cupti agent in CUDA_INJECTION64_PATH (directly or under `xpuprof record`).
+`tests/workloads/torch/real_bench.py levels` runs these windows on ResNet-18 training and
+Qwen-shaped decoding on a GPU; here:
+
+usage: level_windows.py double LIBCUDA ENGINE_LIB [ROUNDS] [STEPS_PER_WINDOW]
+  the CUDA test double driven by reuse_windows.py's training-shaped Python loop (about 50 frames,
+  a native pt_autograd_0 engine thread); REUSE_SWEEP_KIB=N touches N KiB before each launch.
+
+Prints `LEVELS workload=... rounds=... paused_ms=... entries_vs_paused=... native_vs_paused=...
+full_vs_paused=... stacks_add=... python_add=... [NAME_vs_full=...] full_ratios=...`.
+"""
+import ctypes
+import os
+import sys
+import time
+
+
+def timed(step, sync, n):
+    sync()
+    t = time.perf_counter()
+    for _ in range(n):
+        step()
+    sync()
+    return (time.perf_counter() - t) * 1e3 / n
+
+
+def agent_lib():
+    """The cupti agent loaded in this process (CUDA_INJECTION64_PATH), its switches typed."""
+    path = os.environ.get("CUDA_INJECTION64_PATH")
+    if not path:
+        sys.exit("level_windows: run under xpuprof --source cupti (or with the agent in CUDA_INJECTION64_PATH)")
+    lib = ctypes.CDLL(path)
+    for name in ("xpuprof_cupti_capture", "xpuprof_launch_detail"):
+        f = getattr(lib, name)
+        f.argtypes, f.restype = [ctypes.c_int], ctypes.c_int
+    return lib
+
+
+def level_states(lib):
+    """(name, capture, detail, extra switch or None) per window kind."""
+    states = [("paused", 0, 2, None), ("entries", 1, 0, None), ("native", 1, 1, None), ("full", 1, 2, None)]
+    for item in os.environ.get("LEVEL_EXTRA", "").split():
+        name, _, rest = item.partition("=")
+        export, _, value = rest.partition(":")
+        f = getattr(lib, export, None)
+        if not name or f is None or not value.lstrip("-").isdigit():
+            sys.exit(f"level_windows: LEVEL_EXTRA item {item!r}: expected name=EXPORT:VALUE with an export of the agent")
+        f.argtypes, f.restype = [ctypes.c_int], ctypes.c_int
+        states.append((name, 1, 2, (f, int(value))))
+    return states
+
+
+def levels(step, sync, per, rounds):
+    """Per round one window of `per` steps per state, the order rotating; returns the states'
+    names, per-round ms per step of each, and the agent's switches put back."""
+    lib = agent_lib()
+    states = level_states(lib)
+    ms = {name: [] for name, *_ in states}
+    for r in range(rounds):
+        for k in range(len(states)):
+            name, capture, detail, extra = states[(r + k) % len(states)]
+            if lib.xpuprof_cupti_capture(capture) < 0 or lib.xpuprof_launch_detail(detail) < 0:
+                sys.exit("level_windows: the agent refused a switch")
+            before = extra[0](extra[1]) if extra else None
+            ms[name].append(timed(step, sync, per))
+            if extra:
+                extra[0](before)
+    lib.xpuprof_cupti_capture(1)
+    lib.xpuprof_launch_detail(2)
+    return [name for name, *_ in states], ms
+
+
+def fmt(values):
+    return ",".join(f"{v:.3f}" for v in values)
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2]
+
+
+def line(head, names, ms):
+    base = ms["paused"]
+    fields = [f"paused_ms={median(base):.4f}"]
+    for name in names[1:]:
+        fields.append(f"{name}_vs_paused={median([a / b for a, b in zip(ms[name], base)]):.4f}")
+    add = [(f - e) / p for f, e, p in zip(ms["full"], ms["entries"], base)]
+    fields.append(f"stacks_add={median(add):.4f}")
+    fields.append(f"python_add={median([(f - n) / p for f, n, p in zip(ms['full'], ms['native'], base)]):.4f}")
+    for name in names[4:]:
+        fields.append(f"{name}_vs_full={median([a / b for a, b in zip(ms[name], ms['full'])]):.4f}")
+    fields.append("full_ratios=" + fmt([f / p for f, p in zip(ms["full"], base)]))
+    return f"{head} rounds={len(base)} " + " ".join(fields)
+
+
+def main():
+    if len(sys.argv) < 4 or sys.argv[1] != "double":
+        sys.exit(__doc__)
+    import reuse_windows
+    cuda = ctypes.CDLL(sys.argv[2])
+    engine = ctypes.CDLL(sys.argv[3])
+    engine.engine_start.argtypes, engine.engine_start.restype = [ctypes.c_char_p], ctypes.c_int
+    engine.engine_run.argtypes, engine.engine_run.restype = [ctypes.c_int], None
+    if cuda.xpuprof_double_init() < 0:
+        sys.exit("level_windows: the agent did not start on the CUDA test double")
+    if engine.engine_start(sys.argv[2].encode()) != 0:
+        sys.exit("level_windows: the engine thread did not start")
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 30
+    per = int(sys.argv[5]) if len(sys.argv) > 5 else 40
+    sweep = os.environ.get("REUSE_SWEEP_KIB", "0")
+    step = reuse_windows.double_step(cuda, engine, int(sweep))
+    for _ in range(20):
+        step()
+    names, ms = levels(step, lambda: None, per, rounds)
+    print(line(f"LEVELS workload=double_sweep{sweep}k steps={per}", names, ms), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The cupti agent's launch path (issue #29), side by side in one process, on the development
+# machine: the release agent on the CUDA test double (plugins/cupti/tests/doubles/libcuda_double.c)
+# under reuse_windows.py's training-shaped Python loop (about 50 frames, a native pt_autograd_0
+# engine thread), in adjacent windows paused / launch entries only / native frames only / full
+# (plugins/cupti/tests/workloads/level_windows.py), plus LEVEL_EXTRA windows; the order rotates;
+# medians of the per-round ratios.
+#
+# usage: scripts/bench-launch-levels.sh [ROUNDS] [STEPS_PER_WINDOW] [PROCESSES]
+#   REUSE_SWEEP_KIB=N touches N KiB before each launch (a framework's work between launches).
+#   PERF="stat -e ..." runs each process under `perf PERF --` (perf stat / perf record).
+# Builds the agent (cargo build --release -p xpuprof-cupti-agent) unless XPUPROF_AGENT names one.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+ROUNDS=${1:-30} PER=${2:-40} PROCS=${3:-3}
+AGENT=${XPUPROF_AGENT:-}
+if [ -z "$AGENT" ]; then
+  cargo build --release -q -p xpuprof-cupti-agent
+  AGENT=$ROOT/target/release/libxpuprof_cupti_agent.so
+fi
+INC=${CUPTI_INCLUDE_DIR:-$(cat "$(find target -path '*cupti-sys-*/out/include_dir.txt' | head -1)")}
+D=$(mktemp -d /tmp/xpuprof-levels-bench.XXXXXX)
+trap 'rm -rf "$D"' EXIT
+cc -Wall -O1 -shared -fPIC -Wl,-soname,libcuda.so.1 -I"$INC" plugins/cupti/tests/doubles/libcuda_double.c \
+  -o "$D/libcuda.so.1" -lpthread -ldl
+cc -Wall -O1 -shared -fPIC plugins/cupti/tests/workloads/engine_thread.c -o "$D/libengine.so" -lpthread -ldl
+mkdir -p "$D/dump"
+for p in $(seq 1 "$PROCS"); do
+  # shellcheck disable=SC2086
+  CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_LIB=$D/libcuda.so.1 XPUPROF_CUPTI_DUMP=$D/dump \
+    ${PERF:+perf $PERF --} python3 plugins/cupti/tests/workloads/level_windows.py double \
+    "$D/libcuda.so.1" "$D/libengine.so" "$ROUNDS" "$PER"
+  rm -f "$D"/dump/*
+done
