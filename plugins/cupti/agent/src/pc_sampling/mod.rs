@@ -74,6 +74,10 @@ struct Context {
     config: PcBuffer,
     fetch: PcBuffer,
     enabled: bool,
+    /// CUPTI's default period on this context, read back after a configuration that set none:
+    /// set explicitly from then on, so a window at the default after one at another period
+    /// does not keep CUPTI's last setting.
+    default_period: Option<u32>,
 }
 
 /// What the agent counted, for the verbose line at exit.
@@ -207,6 +211,7 @@ fn context_created(a: &Agent, ctx: ffi::CUcontext) {
         config: PcBuffer::new(0, 0),
         fetch: PcBuffer::new(0, 0),
         enabled: false,
+        default_period: None,
     };
     // Known once: its creation and a first launch may race to report it.
     let shared = {
@@ -236,6 +241,7 @@ fn start(a: &Agent, c: &mut Context) {
     let control::Wanted::Period(period) = control::wanted(a.config.opts.pc_sampling_period) else {
         return;
     };
+    let period = period.or(c.default_period);
     let (lib, ctx) = (&a.lib, c.handle.0);
     if let Err(e) = sys::enable(lib, ctx) {
         refused(a, c.id, "cuptiPCSamplingEnable", &e);
@@ -263,8 +269,11 @@ fn start(a: &Agent, c: &mut Context) {
         return;
     }
     c.enabled = true;
-    if let Ok(period) = sys::sampling_period(lib, ctx) {
-        counts().counts.period = period;
+    if let Ok(set) = sys::sampling_period(lib, ctx) {
+        counts().counts.period = set;
+        if period.is_none() {
+            c.default_period = Some(set);
+        }
     }
 }
 
