@@ -117,6 +117,12 @@ cp "$o/profile.pc.folded" "$PC/split-profile.pc.folded" 2>/dev/null
 python3 "$PC_CHECK" split "$o" plugins/cupti/tests/workloads/pc_split.cu >"$PC/split-check.txt" 2>&1
 sed 's/^/  /' "$PC/split-check.txt" | tail -3
 pc_row "pcsampling per-launch split" "rc=$rc $(tail -1 "$PC/split-check.txt" | cut -c1-180)"
+# Its wire stream under the agent alone (kernel records, launch stacks, samples, the cubin): the
+# CI fixture of the split by order.
+d=$PC/split-wire; mkdir -p "$d"
+CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$d XPUPROF_CUPTI_OPTS=$PC_OPTS \
+  timeout 30 "$W/bin/pc_split" 10 >"$d/stdout.txt" 2>"$d/stderr.txt"
+pc_row "pcsampling split stream" "rc=$? $(ls -la "$d"/cupti-*.bin 2>/dev/null | awk '{print $5}' | tr '\n' ' ')bytes $(grep -h 'PC sampling:' "$d/stderr.txt" | head -1 | cut -c1-140)"
 
 # 2-cost. The cost budget (issue 32: <= 1.3x unprofiled at the default period, on ResNet-18
 #    training): one process (tests/workloads/torch/pc_cost.py), windows paused and collecting in
