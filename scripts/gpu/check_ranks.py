@@ -9,9 +9,15 @@ usage: check_ranks.py dump RECORDS.jsonl     the dump sink's records: processes 
                                               both ranks named, every collective matched, rank 1 found
                                               late at the collectives of the steps it slept in, at the
                                               workload's STRAGGLER LINE. Prints `CHECK name PASS|FAIL ...`
+       check_ranks.py align MERGE.err            `report --merge`'s clock lines for recordings of one
+                                              machine (one clock, true offset 0): kept within 1 µs of
+                                              the reference by the wall-clock pairs, and the ends of the
+                                              collectives put within the bound the merge states.
+                                              Prints `CHECK align PASS|FAIL ...` per recording
 """
 import collections
 import json
+import re
 import sys
 
 
@@ -149,10 +155,33 @@ def check(out, workload, dumps):
         f"{len(ids)} flows over {len(flows)} slices in trace.json")
 
 
+def align(path):
+    """Each recording that is not the reference must carry the same-host line."""
+    said = open(path).read()
+    shifted = [l.strip() for l in said.splitlines() if "shifted by" in l]
+    if not shifted:
+        # What xpuprof said, without /usr/bin/time's report after it.
+        own = said.split("\tCommand being timed")[0].strip().splitlines()
+        print("CHECK align FAIL no recording shifted (only the reference merged?): "
+              + " | ".join(l.strip()[:160] for l in own[-3:]))
+    for l in shifted:
+        m = re.search(r"\(([^)]*)\): shifted by (\d+) ns by the wall-clock pairs.*?one clock; the ends of the (\d+) "
+                      r"collectives they share put it ([-+]?\d+) ns off \(within ±(\d+) ns\)", l)
+        if not m:
+            print(f"CHECK align FAIL not lined up as one clock: {l[:200]}")
+            continue
+        host, shift, n, off, bound = m[1], int(m[2]), int(m[3]), int(m[4]), int(m[5])
+        ok = shift < 1000 and abs(off) <= bound and n > 0
+        print(f"CHECK align {'PASS' if ok else 'FAIL'} {host}: kept {shift} ns apart (true 0: one clock); the ends "
+              f"of {n} collectives put it {off:+} ns off, within the stated ±{bound} ns")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "dump":
         dump(sys.argv[2])
     elif len(sys.argv) >= 5 and sys.argv[1] == "check":
         check(sys.argv[2], sys.argv[3], sys.argv[4:])
+    elif len(sys.argv) == 3 and sys.argv[1] == "align":
+        align(sys.argv[2])
     else:
         sys.exit(__doc__)
