@@ -26,8 +26,17 @@ xpuprof's next tick after the trigger).
   start-paused dormant vs unprofiled = median(paused before_loops) / median(control before_loops)
   (two processes each, steps in calibration-loop units); start-paused after a window =
   median(paused ratio) / median(control ratio). Budget: <= 1.01 each.
+Then the same figures counted, not timed (dormant_bench.py's perf counters; what one process
+measures): user-mode instructions per step after/before in each process (`iu_ratio`), the attach
+and start-paused processes' over the control processes' (whose own iu_ratio is the method's drift:
+the figure decides 1% only when the controls stay within DECIDE = 0.5%); start-paused before any
+window against the control processes' before phase (across processes); kernel instructions,
+CPU time and context switches per step; the agent threads' CPU time in the dormant phase. And for
+time, a 95% bootstrap interval of the ratio of medians across processes (RESAMPLES, seeded), so
+its width says what the rounds can decide.
 GAP (3 s) and WINDOW (1 s) come from the environment: DORMANT_GAP, DORMANT_WINDOW.
 """
+import random
 import json
 import os
 import statistics
@@ -40,6 +49,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BENCH = os.path.join(ROOT, "tests", "workloads", "torch", "dormant_bench.py")
 GAP = float(os.environ.get("DORMANT_GAP", "3"))
 WINDOW = float(os.environ.get("DORMANT_WINDOW", "1"))
+DECIDE = 0.005
+RESAMPLES = 2000
 
 
 def stamped(proc, sink, log):
@@ -94,7 +105,10 @@ def run(mode, workload, out, xpuprof, plugin_dir, pin):
     else:
         cmd = bench
     log = open(os.path.join(out, f"bench-{mode}-{workload}.log"), "w")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # The same string hashes in every process: dict and set layouts, and so the instructions per
+    # step, do not differ between processes by hash seed.
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines = []
     reader = threading.Thread(target=stamped, args=(proc, lines, log), daemon=True)
     reader.start()
@@ -198,9 +212,71 @@ def summary(path):
         if vals:
             print(f"dormant {wl} trigger window end to CUPTI detached (start-paused): max {max(vals):.3f} s "
                   f"(runs {' '.join(f'{v:.3f}' for v in vals)}; from the trigger + --duration, an upper bound)")
+        counted(wl, by)
     bad = [l.strip() for l in open(path) if l.startswith("DORMANTRUN") and "error=" in l]
     for b in bad:
         print(f"dormant run failed: {b}")
+
+
+def interval(xs, ys):
+    """95% bootstrap interval of median(xs) / median(ys), resampling processes; None below 3 each."""
+    if len(xs) < 3 or len(ys) < 3:
+        return None
+    rng = random.Random(25)
+    r = sorted(med(rng.choices(xs, k=len(xs))) / med(rng.choices(ys, k=len(ys))) for _ in range(RESAMPLES))
+    return r[int(0.025 * RESAMPLES)], r[int(0.975 * RESAMPLES) - 1]
+
+
+def counted(wl, by):
+    """The counted figures of one workload (rows `counted ...`) and the time intervals."""
+    num = lambda rs, k: [float(r[k]) for r in rs if k in r]
+    show = lambda xs, f=".4f": " ".join(f"{v:{f}}" for v in xs)
+    c = num(by["control"], "iu_ratio")
+    if not c:
+        pmu = ",".join(sorted({r.get("pmu", "?") for v in by.values() for r in v})) or "?"
+        print(f"counted {wl} instructions: no figure (hardware counters: pmu={pmu}; missing "
+              f"{','.join(sorted({r.get('counters_missing', '?') for v in by.values() for r in v}))})")
+    else:
+        drift = max(abs(x - 1) for x in c)
+        for m, label in (("attach", "after attach+detach"), ("paused", "start-paused, after a window")):
+            xs = num(by[m], "iu_ratio")
+            if not xs:
+                continue
+            v = med(xs) / med(c)
+            verdict = "undecided" if drift > DECIDE else ("PASS" if v <= 1.01 else "FAIL")
+            print(f"counted {wl} {label}: {verdict} {v:.4f}x unprofiled user instructions per step "
+                  f"(after/before {m} {show(xs)}; control {show(c)}, drift max {drift:.4f}; window spread "
+                  f"max {max(num(by[m], 'iu_spread') + num(by['control'], 'iu_spread')):.4f})")
+        pb, cb = num(by["paused"], "before_iu"), num(by["control"], "before_iu")
+        if pb and cb:
+            v = med(pb) / med(cb)
+            spread = (max(cb) - min(cb)) / med(cb)
+            verdict = "undecided" if spread > DECIDE else ("PASS" if v <= 1.01 else "FAIL")
+            print(f"counted {wl} start-paused, before any window: {verdict} {v:.4f}x unprofiled user "
+                  f"instructions per step, across processes ({show(pb, '.0f')} vs {show(cb, '.0f')}; "
+                  f"control spread {spread:.4f})")
+    for m in ("control", "attach", "paused"):
+        rs = by[m]
+        if not rs:
+            continue
+        parts = []
+        for k, f in (("iu", ".0f"), ("ik", ".0f"), ("task", ".1f"), ("ctx", ".3f")):
+            b, a = num(rs, f"before_{k}"), num(rs, f"after_{k}")
+            if b and a:
+                parts.append(f"{k} {med(b):{f}}->{med(a):{f}}")
+        agent = num(rs, "agent_cpu_ms")
+        names = ",".join(sorted({r.get("agent_threads", "?") for r in rs}))
+        sync = ",".join(sorted({r.get("sync", "?") for r in rs}))
+        print(f"counted {wl} {m} per step before->after (medians of {len(rs)}): {' '.join(parts) or 'none'}; "
+              f"agent threads' CPU in the after phase {show(agent, '.3f')} ms ({names}); sync={sync}")
+    c = [float(r["ratio"]) for r in by["control"]]
+    for m in ("attach", "paused"):
+        xs = [float(r["ratio"]) for r in by[m]]
+        ci = interval(xs, c)
+        if xs and c:
+            span = f"95% interval {ci[0]:.3f}-{ci[1]:.3f}" if ci else "too few processes for an interval (3 each)"
+            print(f"timed {wl} {m} after/before loops per step over control's: {med(xs) / med(c):.4f}x, {span} "
+                  f"({len(xs)} and {len(c)} processes)")
 
 
 def main():

@@ -1,7 +1,7 @@
 """What a dormant xpuprof agent costs (issue 25): the same process's steps before and after a
 capture window, for `scripts/gpu/check_dormant.py`.
 
-usage: dormant_bench.py WORKLOAD --go FILE [--windows N] [--steps K]
+usage: dormant_bench.py WORKLOAD --go FILE [--windows N] [--steps K] [--spin]
   WORKLOAD: b2small  transformer_bench.py's B2 small (6-layer encoder, batch 8 x seq 128, fp16,
                      inference: launch-bound)
             resnet   real_bench.py's ResNet-18 training step (forward, backward, SGD), batch 32
@@ -17,7 +17,22 @@ not move. The last line is
   DORMANT workload=... before_ms=... after_ms=... before_loops=... after_loops=...
           ratio=after_loops/before_loops state_before=S state_after=S detached_ns=T
 
-(medians over the windows). `state_*` is the agent's state at the start of each phase as
+(medians over the windows), then the work counted per step (step_counters.py: perf counters on
+every thread of the process, read at each window's start and end, so the calibration loops are
+not in them), medians over each phase's windows:
+
+  before_iu/after_iu   user-mode instructions per step (absent without hardware counters: pmu=no)
+  before_ik/after_ik   kernel-mode instructions per step
+  iu_ratio             after_iu / before_iu; iu_spread: (max - min) / median of the windows'
+                       user instructions per step, the larger of the two phases
+  before_task/after_task  CPU time of all threads per step (µs, task-clock)
+  before_ctx/after_ctx    context switches per step
+  agent_cpu_ms         CPU time of the agent's threads (named xpuprof-*) during the after phase
+  agent_threads        their names; threads: threads counted in all
+
+The process waits for the GPU with blocking synchronisation (CU_CTX_SCHED_BLOCKING_SYNC, set
+before torch creates its context: a spinning wait would count instructions that depend on GPU
+time); --spin keeps CUDA's default. `state_*` is the agent's state at the start of each phase as
 `xpuprof_cupti_state()` reports it: `none` (no agent in the process), `detached` (CUPTI detached,
 dormant), `paused` or `collecting`; `detached_ns` is `xpuprof_cupti_detached_ns()` read once the
 go file appeared (waiting up to 3 s for the detach), 0 when CUPTI was never detached.
@@ -37,6 +52,7 @@ for d in (HERE, os.path.join(HERE, "..", "..", "..", "plugins", "cupti", "tests"
     sys.path.insert(0, d)
 from transformer_bench import build as build_transformer, calibration_ms  # noqa: E402
 from real_bench import resnet, train_step  # noqa: E402
+import step_counters  # noqa: E402
 
 STATES = {-1: "not-running", 0: "detached", 1: "paused", 2: "collecting"}
 
@@ -76,22 +92,44 @@ def state():
         return "unknown"  # an agent older than xpuprof_cupti_state
 
 
-def phase(step, windows, steps):
-    """Median ms per step and median loops per step of `windows` windows of `steps` steps."""
-    ms, loops = [], []
+def phase(step, windows, steps, counters):
+    """Median ms per step and median loops per step of `windows` windows of `steps` steps, and
+    each window's counters per step ({event: [per window]})."""
+    ms, loops, counted = [], [], {}
     before = calibration_ms()
     for _ in range(windows):
+        counters.refresh()
         torch.cuda.synchronize()
+        c0 = counters.read()
         t = time.perf_counter()
         for _ in range(steps):
             step()
         torch.cuda.synchronize()
         took = (time.perf_counter() - t) * 1e3 / steps
+        c1 = counters.read()
+        for e, v in c1.items():
+            counted.setdefault(e, []).append((v - c0.get(e, 0)) / steps)
         after = calibration_ms()
         ms.append(took)
         loops.append(took / ((before + after) / 2))
         before = after
-    return statistics.median(ms), statistics.median(loops)
+    return statistics.median(ms), statistics.median(loops), counted
+
+
+def counted_fields(b, a):
+    """The DORMANT line's counter fields of the before (`b`) and after (`a`) phases."""
+    med = statistics.median
+    out = []
+    for e, key, scale, fmt in (("instr_u", "iu", 1, ".0f"), ("instr_k", "ik", 1, ".0f"),
+                               ("task_ns", "task", 1e-3, ".2f"), ("ctx", "ctx", 1, ".3f")):
+        if b.get(e) and a.get(e):
+            out.append(f"before_{key}={med(b[e]) * scale:{fmt}} after_{key}={med(a[e]) * scale:{fmt}}")
+    if b.get("instr_u") and a.get("instr_u"):
+        spread = max((max(x) - min(x)) / med(x) for x in (b["instr_u"], a["instr_u"]))
+        out.append(f"iu_ratio={med(a['instr_u']) / med(b['instr_u']):.5f} iu_spread={spread:.5f} pmu=yes")
+    else:
+        out.append("pmu=no")
+    return " ".join(out)
 
 
 def wait_for(go, step):
@@ -124,8 +162,10 @@ def main():
     p.add_argument("--go", required=True)
     p.add_argument("--windows", type=int, default=15)
     p.add_argument("--steps", type=int, default=0, help="steps per window (default: b2small 150, resnet 20)")
+    p.add_argument("--spin", action="store_true", help="keep CUDA's default (spinning) wait")
     a = p.parse_args()
     steps = a.steps or (150 if a.workload == "b2small" else 20)
+    sync = "spin" if a.spin else (step_counters.blocking_sync() or "blocking")
     step, context = workload(a.workload)
     with context:
         for _ in range(20):
@@ -134,17 +174,25 @@ def main():
         cpu = os.environ.get("BENCH_CPU")
         if cpu:
             os.sched_setaffinity(0, {int(cpu)})
+        counters = step_counters.Counters()
         print(f"ready pid={os.getpid()}", flush=True)
         s0 = state()
-        b_ms, b_loops = phase(step, a.windows, steps)
+        b_ms, b_loops, b_counted = phase(step, a.windows, steps, counters)
         print("pause", flush=True)
         wait_for(a.go, step)
         det = detached_ns(step)
         s1 = state()
-        a_ms, a_loops = phase(step, a.windows, steps)
+        counters.refresh()
+        cpu0, task0 = step_counters.thread_cpu(), counters.per_thread("task_ns")
+        a_ms, a_loops, a_counted = phase(step, a.windows, steps, counters)
+        agent_s, agent_names = step_counters.agent_cpu(cpu0, step_counters.thread_cpu(), task0,
+                                                       counters.per_thread("task_ns"))
+    missing = ",".join(sorted(counters.missing)) or "none"
     print(f"DORMANT workload={a.workload} before_ms={b_ms:.4f} after_ms={a_ms:.4f} before_loops={b_loops:.5f}"
           f" after_loops={a_loops:.5f} ratio={a_loops / b_loops:.4f} state_before={s0} state_after={s1}"
-          f" detached_ns={det}", flush=True)
+          f" detached_ns={det} {counted_fields(b_counted, a_counted)} agent_cpu_ms={agent_s * 1e3:.3f}"
+          f" agent_threads={','.join(agent_names) or 'none'} threads={len(counters.threads)}"
+          f" counters_missing={missing} sync={sync.replace(' ', '_')}", flush=True)
 
 
 if __name__ == "__main__":

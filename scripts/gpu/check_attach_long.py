@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Issue 25's "Done when" run: a training loop that ran for minutes without xpuprof, attached
+twice (scripts/gpu/parts/attach_long.sh). Three checks, one line each (PASS/FAIL first):
+
+  check_attach_long.py outputs DIR
+      the window's outputs exist and parse: flamegraph.svg (XML, the GPU view), summary.txt,
+      summary.json (JSON, with its windows), trace.perfetto-trace (protobuf: a Trace of
+      TracePackets, read to its last byte), trace.json (the Chrome trace), profile.folded;
+  check_attach_long.py same CAL_TRACE CAL_LOG TRACE STEP_LOG
+      the same profile as `xpuprof record` for those steps: each interior step of the attach
+      window (TRACE, the loop's STEP_LOG) launched the same kernels, by name and count, as every
+      step of a `record --capture-range cuda-profiler-api` calibration run of the same loop
+      (CAL_TRACE, CAL_LOG);
+  check_attach_long.py phases STEP_LOG TIMES QUIET
+      what the process did per step (attach_train.py --counters lines) before the first attach
+      (the QUIET seconds before it), in each window and in each dormant phase after a detach (from
+      1 s after `xpuprof attach` returned to the next attach or the loop's end). TIMES has one
+      `attach K T0 T1` line per attach (CLOCK_MONOTONIC ns of starting and of xpuprof having
+      exited). Prints per phase the median user instructions per step (and the phase's spread
+      over blocks), kernel instructions, CPU µs and context switches per step, the agent threads'
+      CPU per step, the step time; then the dormant phases' ratios to the unprofiled one, and the
+      method's own drift: the unprofiled blocks before the quiet part against the quiet part
+      (the other parts' processes shared the GPU then, which moves time, not instructions).
+      Budget: dormant <= 1.01x unprofiled; decided when the drift is within 0.5%.
+"""
+import collections
+import json
+import os
+import statistics
+import sys
+import xml.etree.ElementTree as ET
+
+DECIDE = 0.005
+
+
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << s
+        s += 7
+        if c < 0x80:
+            return v, i
+
+
+def perfetto_packets(path):
+    """Number of TracePackets (field 1, length-delimited) of a Trace; raises on a bad framing."""
+    b = open(path, "rb").read()
+    i = n = 0
+    while i < len(b):
+        key, i = varint(b, i)
+        if key != (1 << 3 | 2):
+            raise ValueError(f"field key {key} at byte {i}: not a Trace of TracePackets")
+        size, i = varint(b, i)
+        if i + size > len(b):
+            raise ValueError(f"packet at byte {i} runs past the end ({size} bytes)")
+        i += size
+        n += 1
+    return n
+
+
+def outputs(d):
+    problems, facts = [], []
+    for f in ("flamegraph.svg", "summary.txt", "summary.json", "trace.perfetto-trace", "trace.json",
+              "profile.folded"):
+        p = os.path.join(d, f)
+        if not os.path.isfile(p) or os.path.getsize(p) == 0:
+            problems.append(f"no {f}")
+    if problems:
+        return problems, facts
+    checks = (
+        ("flamegraph.svg", lambda p: f"svg {len(ET.parse(p).getroot())} elements"),
+        ("summary.json", lambda p: f"summary windows={len(json.load(open(p)).get('session', {}).get('windows', []))}"),
+        ("trace.perfetto-trace", lambda p: f"perfetto packets={perfetto_packets(p)}"),
+        ("trace.json", lambda p: f"chrome events={len(chrome_events(p))}"),
+        ("profile.folded", lambda p: f"folded stacks={sum(1 for _ in open(p))}"),
+    )
+    for f, check in checks:
+        try:
+            facts.append(check(os.path.join(d, f)))
+        except Exception as e:  # any parse error is the finding
+            problems.append(f"{f} does not parse: {e}")
+    return problems, facts
+
+
+def chrome_events(path):
+    t = json.load(open(path))
+    return t.get("traceEvents", t) if isinstance(t, dict) else t
+
+
+def steps_of(log):
+    out = []
+    for line in open(log):
+        p = line.split()
+        if len(p) == 4 and p[0] == "step":
+            out.append((int(p[2]), int(p[3])))
+    return sorted(out)
+
+
+def names_per_step(trace, log):
+    import bisect
+    steps = steps_of(log)
+    starts = [s for s, _ in steps]
+    per = collections.defaultdict(collections.Counter)
+    for e in chrome_events(trace):
+        if e.get("cat") != "kernel" or "ts" not in e:
+            continue
+        t = int(float(e["ts"]) * 1000)
+        i = bisect.bisect_right(starts, t) - 1
+        if i >= 0 and t <= steps[i][1]:
+            per[i][e.get("name")] += 1
+    return per
+
+
+def same(cal_trace, cal_log, trace, log):
+    cal = names_per_step(cal_trace, cal_log)
+    if not cal:
+        return ["no kernel in the calibration run"], []
+    ref = collections.Counter(frozenset(c.items()) for c in cal.values()).most_common(1)[0][0]
+    agree = sum(1 for c in cal.values() if frozenset(c.items()) == ref)
+    per = names_per_step(trace, log)
+    if not per:
+        return ["no kernel of a step in the window"], []
+    interior = range(min(per) + 1, max(per))
+    bad = [i for i in interior if frozenset(per.get(i, {}).items()) != ref]
+    facts = [f"reference {sum(n for _, n in ref)} kernels/step of {len(set(k for k, _ in ref))} names "
+             f"({agree}/{len(cal)} calibration steps alike)", f"interior steps alike {len(interior) - len(bad)}/{len(interior)}"]
+    problems = [f"{len(bad)} interior steps differ from record's, e.g. step {bad[0]}"] if bad else []
+    return problems, facts
+
+
+def phases(log, times, quiet):
+    attaches = []
+    for line in open(times):
+        p = line.split()
+        if len(p) == 4 and p[0] == "attach":
+            attaches.append((int(p[2]), int(p[3])))
+    blocks = []
+    for line in open(log):
+        p = line.split()
+        if len(p) == 9 and p[0] == "counters":
+            i0, i1, t, iu, ik, task, ctx, agent = map(int, p[1:])
+            blocks.append((t, i1 - i0, iu, ik, task, ctx, agent))
+    steps = steps_of(log)
+    if not blocks or not attaches:
+        return [f"no counter lines ({len(blocks)}) or attaches ({len(attaches)})"], []
+    q = int(quiet * 1e9)
+    a0 = attaches[0][0]
+    named = [("early", lambda t0, t1: t1 < a0 - q), ("unprofiled", lambda t0, t1: a0 - q <= t0 and t1 < a0)]
+    for k, (s, e) in enumerate(attaches):
+        nxt = attaches[k + 1][0] if k + 1 < len(attaches) else float("inf")
+        named.append((f"window{k + 1}", lambda t0, t1, s=s, e=e: s <= t0 and t1 <= e))
+        named.append((f"dormant{k + 1}", lambda t0, t1, e=e, nxt=nxt: e + 1e9 <= t0 and t1 < nxt))
+    # a block's start: the previous block's end (the first block starts at the first step)
+    starts = [steps[0][0] if steps else 0] + [b[0] for b in blocks[:-1]]
+    med = statistics.median
+    stats, facts = {}, []
+    for name, sel in named:
+        bs = [b for t0, b in zip(starts, blocks) if sel(t0, b[0])]
+        if not bs:
+            facts.append(f"{name}: no block")
+            continue
+        iu = [b[2] / b[1] for b in bs]
+        st = [(e - s) / 1e6 for s, e in steps if sel(s, e)]
+        stats[name] = med(iu) if bs[0][2] >= 0 else None
+        hw = f"iu={med(iu):.0f} spread={(max(iu) - min(iu)) / med(iu):.4f} ik={med([b[3] / b[1] for b in bs]):.0f} " \
+            if bs[0][2] >= 0 else "iu=n/a (no hardware counters) "
+        facts.append(f"{name}: blocks={len(bs)} {hw}cpu_us={med([b[4] / b[1] for b in bs]) / 1e3:.1f} "
+                     f"ctx={med([b[5] / b[1] for b in bs]):.2f} agent_cpu_us={sum(b[6] for b in bs) / sum(b[1] for b in bs) / 1e3:.3f} "
+                     f"step_ms={med(st) if st else float('nan'):.3f}")
+    problems = []
+    base = stats.get("unprofiled")
+    if base is None:
+        return ["no unprofiled figure (no hardware counters or no quiet block)"], facts
+    drift = stats["early"] / base - 1 if stats.get("early") else float("nan")
+    for name, v in stats.items():
+        if name.startswith("dormant") and v is not None:
+            r = v / base
+            verdict = "undecided" if not abs(drift) <= DECIDE else ("ok" if r <= 1.01 else "over")
+            facts.append(f"{name}/unprofiled={r:.4f} ({verdict})")
+            if verdict != "ok":
+                problems.append(f"{name} {r:.4f}x unprofiled ({verdict}, drift {drift:+.4f})")
+    facts.append(f"drift early/unprofiled={drift + 1:.4f}")
+    return problems, facts
+
+
+def main():
+    cmd = sys.argv[1] if len(sys.argv) > 1 else ""
+    if cmd == "outputs" and len(sys.argv) == 3:
+        problems, facts = outputs(sys.argv[2])
+    elif cmd == "same" and len(sys.argv) == 6:
+        problems, facts = same(*sys.argv[2:6])
+    elif cmd == "phases" and len(sys.argv) == 5:
+        problems, facts = phases(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    else:
+        sys.exit(__doc__)
+    print(("PASS" if not problems else "FAIL " + "; ".join(problems)) + " | " + " | ".join(facts))
+    return 0 if not problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+# Part `attach_long` of scripts/gpu/run-all.sh: issue 25's "Done when" run and its dormancy
+# budget counted, sourced with ROOT, W, CARRY, row. Time budget: <= 240 s in all (LONG_QUICK=1:
+# about 110 s).
+#
+# 1. A PyTorch training loop (plugins/cupti/tests/workloads/attach_train.py: MLP forward, backward,
+#    AdamW) is started WITHOUT xpuprof and runs LONG_WAIT s (120); then, as a user would,
+#      xpuprof attach PID --duration LONG_DUR(10s) --sink flamegraph,summary,perfetto,folded,chrome
+#    (default sources), LONG_GAP s (10) later a second attach (the agent reused). Checked:
+#    check_attach.py (every step inside the window with all its kernels, kernels per step from a
+#    `record --capture-range cuda-profiler-api` calibration run of the same loop; the first record
+#    within 2 s; step time before/during/after from the loop's own log), check_attach_long.py same
+#    (every interior step launched the kernels record saw, by name), outputs (each file exists and
+#    parses), check_python_stacks.py (>= 99% of the GPU time under the loop's Python lines), the
+#    loop's own exit code.
+# 2. The loop counts its own work per 50 steps (--counters: user/kernel instructions, CPU time,
+#    context switches of all its threads, the agent threads' CPU; blocking GPU waits):
+#    check_attach_long.py phases compares instructions per step unprofiled (the LONG_QUIET s before
+#    the first attach) with each dormant phase after a detach, in one process.
+# 3. Meanwhile (until LONG_QUIET s before the first attach, so the loop's "before" is alone on the
+#    GPU) three lanes of side jobs share the GPU: the calibration run, `record --every` (part
+#    dormant's record_every), and dormant_bench.py processes (check_dormant.py run: control,
+#    attach, start-paused; B2 small and ResNet-18 training) counted the same way, summed up by
+#    check_dormant.py summary. They share the GPU with each other and the loop: their time figures
+#    are not clean, their instruction counts are (blocking waits).
+# Knobs: LONG_WAIT LONG_DUR LONG_GAP LONG_TAIL LONG_QUIET LONG_SIDE (1: run step 3) LONG_QUICK.
+L_D=$W/logs/attach_long; mkdir -p "$L_D"
+L_W=$W/attach_long; rm -rf "$L_W"; mkdir -p "$L_W"
+ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if [ "${LONG_QUICK:-0}" = 1 ]; then LW=${LONG_WAIT:-45}; LDUR=${LONG_DUR:-5}; else LW=${LONG_WAIT:-120}; LDUR=${LONG_DUR:-10}; fi
+LGAP=${LONG_GAP:-10}; LTAIL=${LONG_TAIL:-10}; LQ=${LONG_QUIET:-20}
+mono() { python3 -c 'import time; print(time.monotonic_ns())'; }
+pin() { [ "$(nproc)" -ge 16 ] && command -v taskset >/dev/null && echo "taskset -c $1"; }
+
+if [ ! -x "$CARRY/xpuprof" ]; then
+  row "attach_long" "skipped: no $CARRY/xpuprof"
+else
+  T=plugins/cupti/tests/workloads/attach_train.py
+  # The loop: alone on cores 12-15 when there are 16.
+  $(pin 12-15) python3 "$T" --seconds $((LW + 2 * LDUR + LGAP + LTAIL + 8)) --counters 50 --blocking-sync \
+    --step-log "$L_W/steps.log" >"$L_W/train.out" 2>"$L_W/train.err" &
+  TP=$!
+  for _ in $(seq 1 120); do grep -q '^ready' "$L_W/train.out" && break; kill -0 "$TP" 2>/dev/null || break; sleep 1; done
+  t_ready=$(date +%s)
+  deadline=$((t_ready + LW - LQ))
+  # One lane of dormant_bench.py processes: modes cycled from offset $3, until the deadline.
+  lane() {  # workload, cores, first mode index, BENCH_CPU
+    local modes=(control attach paused) k=$3 n=0
+    while [ $(( $(date +%s) + 25 )) -le $deadline ]; do
+      m=${modes[$((k % 3))]}; k=$((k + 1)); n=$((n + 1))
+      BENCH_CPU=$4 timeout $((deadline - $(date +%s) + 10)) python3 scripts/gpu/check_dormant.py run $m "$1" \
+        "$L_W/bench-$1-$m-$n" "$CARRY/xpuprof" "$CARRY" $(pin "$2") >>"$L_W/runs-$1-$3.txt" 2>>"$L_D/runs.err" \
+        || echo "DORMANTRUN mode=$m workload=$1 error=exit-$? n=$n" >>"$L_W/runs-$1-$3.txt"
+      rm -rf "$L_W/bench-$1-$m-$n/attach" "$L_W/bench-$1-$m-$n/rec"
+    done
+  }
+  if [ "${LONG_SIDE:-1}" = 1 ]; then
+    (
+      "$CARRY/xpuprof" --plugin-dir "$CARRY" record --capture-range cuda-profiler-api --source cupti --sink chrome -o "$L_W/calib" -- \
+        python3 "$T" --calibrate 50 --blocking-sync --step-log "$L_W/calib-steps.log" >"$L_W/calib.out" 2>"$L_D/calib.err"
+      DORMANT_ONLY=record_every
+      # shellcheck source=/dev/null
+      . "$ROOT/scripts/gpu/parts/dormant.sh"
+      lane b2small 2-4 0 2
+    ) &
+    S1=$!
+    lane b2small 5-7 1 5 &
+    S2=$!
+    lane resnet 8-10 2 8 &
+    S3=$!
+    wait $S1 $S2 $S3
+  fi
+  now=$(date +%s); [ $((t_ready + LW)) -gt "$now" ] && sleep $((t_ready + LW - now))
+  : >"$L_W/times.txt"
+  for k in 1 2; do
+    o=$L_W/attach$k; t0=$(mono)
+    "$CARRY/xpuprof" --plugin-dir "$CARRY" attach "$TP" --duration ${LDUR}s --sink flamegraph,summary,perfetto,folded,chrome \
+      -v -o "$o" >"$L_D/attach$k.out" 2>"$L_D/attach$k.err"
+    rc=$?
+    echo "attach $k $t0 $(mono) $rc" >>"$L_W/times.txt"
+    [ $k = 1 ] && sleep "$LGAP"
+  done
+  wait "$TP"; trc=$?
+  # Kernels per step: the calibration's (record of 50 steps), else the windows' most common count.
+  n=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1])); e=t.get('traceEvents',t) if isinstance(t,dict) else t; print(sum(1 for x in e if x.get('cat')=='kernel'))" "$L_W/calib/trace.json" 2>/dev/null)
+  if [ -n "$n" ] && [ $((n % 50)) = 0 ] && [ "$n" -gt 0 ]; then KPS=$((n / 50)); else KPS=auto; fi
+  row "attach_long calibration (record)" "kernels=${n:-none} of 50 steps: $KPS per step"
+  row "attach_long loop" "exit $trc (own code), $(tail -1 "$L_W/train.out"), $(grep -m1 '^sync' "$L_W/train.out"), $(grep -m1 '^counters' "$L_W/train.out"), ran $(python3 -c "import sys; s=[l.split() for l in open(sys.argv[1]) if l.startswith('step ')]; print(f'{(int(s[-1][3])-int(s[0][2]))/1e9:.0f}')" "$L_W/steps.log" 2>/dev/null) s; first attach after ${LW} s"
+  while read -r _ k t0 t1 arc; do
+    o=$L_W/attach$k
+    how=$(grep -o 'loaded the agent into\|reused the agent already loaded in' "$L_D/attach$k.err" | head -1)
+    row "attach_long $k ($how)" "rc=$arc took $(( (t1 - t0) / 1000000 )) ms $(python3 scripts/gpu/check_attach.py "$o/trace.json" "$L_W/steps.log" "$KPS" "$LDUR" "$t0" 2>&1 | tail -1)"
+    row "attach_long $k same as record" "$(python3 scripts/gpu/check_attach_long.py same "$L_W/calib/trace.json" "$L_W/calib-steps.log" "$o/trace.json" "$L_W/steps.log" 2>&1 | tail -1)"
+    row "attach_long $k outputs" "$(python3 scripts/gpu/check_attach_long.py outputs "$o" 2>&1 | tail -1)"
+    mkdir -p "$o/gpu"; [ -f "$o/profile.gpu.folded" ] && ln -sf ../profile.gpu.folded "$o/gpu/profile.folded" || ln -sf ../profile.folded "$o/gpu/profile.folded"
+    row "attach_long $k python lines" "$(python3 scripts/gpu/check_python_stacks.py "$o/gpu" "$T" --min 99 2>&1 | tail -1)"
+    cp "$o/summary.txt" "$L_D/attach$k-summary.txt" 2>/dev/null
+    grep -m3 'sources\|source ' "$L_D/attach$k.err" | sed "s/^/attach$k: /" >>"$L_D/sources.txt"
+  done <"$L_W/times.txt"
+  row "attach_long counted, one process" "$(python3 scripts/gpu/check_attach_long.py phases "$L_W/steps.log" "$L_W/times.txt" "$LQ" 2>&1 | tail -1)"
+  grep '^counters' "$L_W/steps.log" >"$L_D/counters.txt"
+  gzip -c "$L_W/steps.log" >"$L_D/steps.log.gz"
+  cp "$L_W/times.txt" "$L_W/train.out" "$L_D/" 2>/dev/null
+  if [ "${LONG_SIDE:-1}" = 1 ]; then
+    cat "$L_W"/runs-*.txt >"$L_D/runs.txt" 2>/dev/null
+    python3 scripts/gpu/check_dormant.py summary "$L_D/runs.txt" 2>&1 | while IFS= read -r line; do
+      row "${line%%:*}" "${line#*: }"
+    done
+  fi
+fi
