@@ -122,7 +122,9 @@ pc_row "pcsampling per-launch split" "rc=$rc $(tail -1 "$PC/split-check.txt" | c
 d=$PC/split-wire; mkdir -p "$d"
 CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$d XPUPROF_CUPTI_OPTS=$PC_OPTS \
   timeout 30 "$W/bin/pc_split" 10 >"$d/stdout.txt" 2>"$d/stderr.txt"
-pc_row "pcsampling split stream" "rc=$? $(ls -la "$d"/cupti-*.bin 2>/dev/null | awk '{print $5}' | tr '\n' ' ')bytes $(grep -h 'PC sampling:' "$d/stderr.txt" | head -1 | cut -c1-140)"
+rc=$?
+nm -C -S --defined-only "$W/bin/pc_split" >"$d/pc_split.syms" 2>&1
+pc_row "pcsampling split stream" "rc=$rc $(ls -la "$d"/cupti-*.bin 2>/dev/null | awk '{print $5}' | tr '\n' ' ')bytes $(grep -h 'PC sampling:' "$d/stderr.txt" | head -1 | cut -c1-140)"
 
 # 2-cost. The cost budget (issue 32: <= 1.3x unprofiled at the default period, on ResNet-18
 #    training): one process (tests/workloads/torch/pc_cost.py), windows paused and collecting in
