@@ -1,4 +1,7 @@
 # Part `dormant` of scripts/gpu/run-all.sh (issue 25's budgets), sourced with ROOT, W, CARRY, row.
+# All of it takes about 5 minutes; part `attach_long` (scripts/gpu/parts/attach_long.sh, <= 240 s)
+# runs its record_every section and the dormant_bench.py processes, counted, beside the long
+# attach run: name `attach_long` alone for issue 25's device round.
 # For each workload (B2 small inference and a ResNet-18 training step with backward), rounds of
 # three processes of tests/workloads/torch/dormant_bench.py, which times windows of steps before
 # and after a pause in one process (steps in calibration-loop units, see the script):
