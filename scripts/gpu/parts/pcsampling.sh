@@ -3,8 +3,8 @@
 # Sourced by run-all.sh (`run-all.sh pcsampling`). Time budget: 120 s of device time (PC_QUICK=1,
 # the default): the builds, xpuprof with every output on pc_stalls (SASS, replay), the per-launch
 # split on pc_split, the cost (tests/workloads/torch/pc_cost.py, ResNet-18 training in one process:
-# PC sampling at CUPTI's default period, 2^13 and 2^16 cycles and none, each next to paused windows,
-# about 40 s; PC_COST_ROUNDS=8 for a shorter run) and pc_triton under xpuprof. PC_QUICK=0 adds the
+# PC sampling at CUPTI's default period, 2^13, 2^16, 2^20 cycles and none, each next to paused windows,
+# about 45 s; PC_COST_ROUNDS=8 for a shorter run) and pc_triton under xpuprof. PC_QUICK=0 adds the
 # agent-alone runs, the periods on pc_stalls, `--delay`, PyTorch eager + torch.compile and
 # cross-process cost rounds (about 5 minutes). Rows carry [+Ns], the seconds since the part began.
 #
@@ -129,36 +129,40 @@ pc_row "pcsampling split stream" "rc=$rc $(ls -la "$d"/cupti-*.bin 2>/dev/null |
 # 2-cost. The cost budget (issue 32: <= 1.3x unprofiled at the default period, on ResNet-18
 #    training): one process (tests/workloads/torch/pc_cost.py), windows paused and collecting in
 #    adjacent pairs, the order rotating per round; each collecting window's PC sampling chosen
-#    through the agent (xpuprof_cupti_pc_sampling): CUPTI's default period, 2^13 and 2^16 cycles,
+#    through the agent (xpuprof_cupti_pc_sampling): CUPTI's default period, 2^13, 2^16, 2^20 cycles,
 #    and none (the cupti source without PC sampling). Per setting: the median of the pairs'
 #    collecting/paused ratios and the samples per second; then whether two kernels on two
-#    streams still overlap while sampling. About 40 s (PC_COST_ROUNDS, 14 rounds of 20 steps).
-PC_COST_SETTINGS=${PC_COST_SETTINGS:-default 13 16 nopc}
+#    streams still overlap while sampling. About 45 s (PC_COST_ROUNDS, 12 rounds of 20 steps).
+PC_COST_SETTINGS=${PC_COST_SETTINGS:-default 13 16 20 nopc}
 timeout 90 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink summary -o "$W/out/pccost" -- \
-  python3 tests/workloads/torch/pc_cost.py "${PC_COST_ROUNDS:-14}" "${PC_COST_STEPS:-20}" $PC_COST_SETTINGS \
+  python3 tests/workloads/torch/pc_cost.py "${PC_COST_ROUNDS:-12}" "${PC_COST_STEPS:-20}" $PC_COST_SETTINGS \
   >"$PC/cost.out" 2>"$PC/cost.err"
 rc=$?
 grep -h 'PC samples:\|PC sampling:' "$PC/cost.err" | head -2 | cut -c1-220 | sed 's/^/  /' | tee -a "$SUMMARY"
-pc_field() { echo "$pc_l" | grep -o " $1=[^ ]*" | cut -d= -f2; }
-for s in $PC_COST_SETTINGS; do
-  pc_l=$(grep "^PCCOST setting=$s " "$PC/cost.out")
-  pc_row "pcsampling cost $s" "rc=$rc $(pc_field ratio_median)x paused (median of $(pc_field rounds) pairs; $(pc_field on_ms_median) vs $(pc_field off_ms_median) ms/step), $(pc_field samples_per_s) samples/s"
-done
-python3 - "$PC/cost.out" <<'PY' 2>&1 | tee -a "$SUMMARY"
-import sys
-got = {}
+python3 - "$PC/cost.out" "$(( $(date +%s) - PC_T0 ))" "$rc" <<'PY' 2>&1 | tee -a "$SUMMARY"
+import collections, statistics, sys
+pairs = collections.defaultdict(list)
 for ln in open(sys.argv[1]):
-    if ln.startswith("PCCOST "):
-        kv = dict(x.split("=", 1) for x in ln.split()[1:])
-        got[kv["setting"]] = float(kv["ratio_median"])
-    if ln.startswith("PCCONC "):
-        kv = dict(x.split("=", 1) for x in ln.split()[1:])
+    f = ln.split()
+    kv = dict(x.split("=", 1) for x in f[1:] if "=" in x)
+    if f and f[0] == "PCPAIR":
+        pairs[kv["setting"]].append(kv)
+    if f and f[0] == "PCCONC":
         r = float(kv["two_streams_over_one"])
         print(f"{'pcsampling concurrency ' + kv['state']:<34} two spin kernels on two streams took {r:.2f}x one"
               f" ({'overlapped' if r < 1.5 else 'SERIALIZED'})")
+got = {}
+for s, ps in pairs.items():
+    ratio = statistics.median(float(p["on_ms"]) / float(p["off_ms"]) for p in ps)
+    secs = sum(float(p["seconds"]) for p in ps)
+    rate = sum(int(p["samples"]) for p in ps) / secs if secs else 0
+    got[s] = ratio
+    print(f"{'pcsampling cost ' + s:<34} {ratio:.3f}x paused (median of {len(ps)} pairs;"
+          f" {statistics.median(float(p['on_ms']) for p in ps):.3f} vs {statistics.median(float(p['off_ms']) for p in ps):.3f}"
+          f" ms/step), {rate / 1e6:.2f} M samples/s [+{sys.argv[2]}s rc={sys.argv[3]}]")
 budget = 1.3
 if "default" not in got:
-    print(f"{'pcsampling cost budget':<34} FAIL no result at the default period")
+    print(f"{'pcsampling cost budget':<34} FAIL no result at the default period (rc={sys.argv[3]})")
 else:
     ok = [s for s, r in got.items() if s != "nopc" and r <= budget]
     verdict = "PASS" if got["default"] <= budget else "FAIL"

@@ -17,8 +17,8 @@ usage: pc_cost.py ROUNDS STEPS SETTING...
   other.
 
 Run under `xpuprof --source cupti -c pc.toml` with `pc_sampling = true` (the agent must sample
-for the settings to differ). Prints one `PCCOST setting=...` line per setting and one `PCCONC`
-line per state.
+for the settings to differ). Prints a `PCPAIR` line per pair of windows as it goes (a run cut
+short still tells), one `PCCOST setting=...` line per setting and one `PCCONC` line per state.
 """
 import ctypes
 import os
@@ -98,6 +98,8 @@ def rounds(agent, step, settings, n, steps, settle):
             else:
                 on = window(agent, step, steps, settle, True)
                 off = window(agent, step, steps, settle, False)
+            print(f"PCPAIR round={r} setting={s} on_ms={on[0]:.4f} off_ms={off[0]:.4f} samples={on[1]}"
+                  f" seconds={on[2]:.4f}", flush=True)
             g = got[s]
             g["ratios"].append(on[0] / off[0])
             g["on"].append(on[0])
