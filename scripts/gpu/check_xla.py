@@ -45,8 +45,10 @@ import sys
 # Kernels of matrix multiplies (cuBLAS, cuBLASLt's nvjet, CUTLASS, XLA's Triton gemm fusions).
 GEMM = re.compile(r"gemm|nvjet|cutlass|xmma|matmul|_dot", re.I)
 # torch.compile's: its benchmarking functions and modules (Python frames).
-AUTOTUNE = re.compile(r"Autotun|RedzoneAllocator|GemmAlgorithmPicker|AlgorithmPicker|fp_comparison|autotune_select|"
-                      r"benchmark_|do_bench|benchmarking\.py|autotune_process\.py")
+# (Inductor's CachingAutotuner.run is the steady state's launch path, not autotuning.)
+AUTOTUNE = re.compile(r"xla::.*Autotun|Autotuner::|AutotunerUtil|RedzoneAllocator|AlgorithmPicker|fp_comparison|"
+                      r"autotune_select|benchmark_|do_bench|benchmarking\.py|autotune_process\.py|"
+                      r"CachingAutotuner\.(bench|autotune|coordinate)|speedup_by_fusion")
 
 
 def runtime_demangle(name):

@@ -68,6 +68,15 @@ mod tests {
         let o = agent_opts(&c, &Windows::default());
         assert!(o.starts_with("stacks=both,") && o.contains(",nvtx=0,") && o.contains(",api=all,"), "{o}");
         assert!(compile_frames(&c).unwrap().matches("do_bench (/x/triton/testing.py:3)"));
+        // Inductor's fusion benchmarking under max-autotune (seen unmarked on the H200).
+        let sched = "Scheduler.speedup_by_fusion.<locals>.benchmark_when_ready (/x/torch/_inductor/scheduler.py:4225)";
+        assert!(compile_frames(&c).unwrap().matches(sched));
+        assert!(compile_frames(&c)
+            .unwrap()
+            .matches("Scheduler.benchmark_fused_nodes (/x/torch/_inductor/scheduler.py:3759)"));
+        assert!(!compile_frames(&c)
+            .unwrap()
+            .matches("CachingAutotuner.run (/x/torch/_inductor/runtime/triton_heuristics.py:1495)"));
         let e = read(&PluginConfig::parse("compile_frames = [\"x.py\"]").unwrap()).unwrap_err();
         assert!(e.0.contains("compile_frames") && e.0.contains("FILE_SUFFIX:FUNCTION"), "{e}");
         let e = read(&PluginConfig::parse("api = \"some\"").unwrap()).unwrap_err();

@@ -219,6 +219,8 @@ xpuprof_sdk::backend_options! {
             "torch/_inductor/runtime/triton_heuristics.py:CachingAutotuner.bench*",
             "torch/_inductor/runtime/triton_heuristics.py:CachingAutotuner.autotune*",
             "torch/_inductor/runtime/triton_heuristics.py:CachingAutotuner.coordinate_descent*",
+            "torch/_inductor/scheduler.py:Scheduler.benchmark*",
+            "torch/_inductor/scheduler.py:Scheduler.speedup_by_fusion*",
             "triton/testing.py:do_bench*",
             "jax/_src/compiler.py:*"
         ];
