@@ -1,13 +1,15 @@
 # shellcheck shell=bash
 # ---- xla: JAX/XLA under xpuprof (issue 33) ----------------------------------------------------
-# Device-time budget: 150 s (R1); the time limits below add up to 140 s (35+25+25+55), the checks
-# a few seconds more.
+# Device-time budget: 150 s (R1); the time limits below add up to 130 s (30+20+20+20+40), the
+# checks a few seconds more.
 # Sourced by run-all.sh (`run-all.sh xla`). The full part (the default; XLA_QUICK=1 runs only
 # parts/xla_quick.sh, under 60 s) runs tests/workloads/jax/train.py (a jitted MLP step of known
-# operations in named scopes, 100 steps, batch 128, width 1024) as a JAX user would, with the
+# operations in named scopes, 100 steps, its default batch 256 and width 2048: XLA's command
+# buffers then hold cuBLAS gemms as child graphs) as a JAX user would, with the
 # defaults and every output (`xpuprof --source cupti -- python3 train.py`: annotations are on by
 # default); the same with `annotations = false` (what they add and what they cost: the loop's
-# wall time per step, on against off); with XLA's command buffers off; and torch.compile's
+# wall time per step, on against off); with XLA's command buffers off; the agent's own stream of
+# 3 such steps (a CI fixture: the child graphs' nodes as the agent reports them); and torch.compile's
 # max-autotune (issue 33 item 4). scripts/gpu/check_xla.py checks each run against the issue's
 # Checks, one `check NAME FIGURE (bar BAR) PASS|FAIL` line each, all of them rows here.
 # What comes back: $W/logs/xla/.
@@ -20,7 +22,7 @@ if [ "${XLA_QUICK:-0}" = 1 ]; then
   . "$ROOT/scripts/gpu/parts/xla_quick.sh"
   return 0 2>/dev/null || true
 fi
-XSIZE=(--batch 128 --width 1024)
+XSIZE=(--batch 256 --width 2048)
 
 # One run of xpuprof: name, time limit, sinks, program and arguments (after --), extra xpuprof
 # arguments before it (--set ...). Env: XENV (assignments for the program).
@@ -38,8 +40,9 @@ xla_run() {
   cp "$o/profile.gpu.folded" "$XL/$n.gpu.folded" 2>/dev/null
   for f in "$o"/summary.txt "$o"/summary.json; do [ -f "$f" ] && cp "$f" "$XL/$n.$(basename "$f")"; done
   [ -f "$o/records.jsonl" ] && gzip -c "$o/records.jsonl" >"$XL/$n.records.jsonl.gz"
-  [ -f "$o/trace.json" ] && gzip -c "$o/trace.json" >"$XL/$n.trace.json.gz"
   row "xla $n" "rc=$rc ${dt}s $(grep -o 'step_ms=[0-9.]*\|AUTOTUNE .* ok' "$XL/$n.out" | head -1) $(grep -o 'annotations: .* not read[^;]*' "$XL/$n.err" | head -1 | cut -c1-90)"
+  local g; g=$(grep -o '[0-9]* replayed kernels of child graphs.*' "$XL/$n.err" | sed 's/ (nodes[^)]*)//; s/: CUPTI does not.*//' | sort -u | tr '\n' ';' | cut -c1-220)
+  [ -n "$g" ] && row "xla $n child graphs" "$g"
   XRUN_OUT=$o
 }
 # The checks of one run: every `check` line of check_xla.py as a row, then its last line.
@@ -50,24 +53,33 @@ xla_check() {  # name, script
 }
 
 # 1. What a JAX user gets with the defaults, every output (dump: records.jsonl for the steady state by time).
-XENV= xla_run default 35 folded,chrome,summary,dump -- "$XJ" --steps 100 "${XSIZE[@]}"
+XENV= xla_run default 30 folded,chrome,summary,dump -- "$XJ" --steps 100 "${XSIZE[@]}"
 xla_check default "$XJ"
 grep -o '\[xla\] [^;]*' "$XL/default.gpu.folded" 2>/dev/null | sort | uniq -c | sort -rn | head -30 >"$XL/default.ops.txt"
 row "xla default top operation" "$(head -1 "$XL/default.ops.txt" | cut -c1-150)"
 
 # 2. Annotations off: what they add (the compile-time share left unmarked) and cost (step_ms, on vs off).
-XENV= xla_run off 25 folded,summary --set source.cupti.annotations=false -- "$XJ" --steps 100 "${XSIZE[@]}"
+XENV= xla_run off 20 folded,summary --set source.cupti.annotations=false -- "$XJ" --steps 100 "${XSIZE[@]}"
 xla_check off "$XJ"
 on=$(grep -o 'step_ms=[0-9.]*' "$XL/default.out" | cut -d= -f2)
 off=$(grep -o 'step_ms=[0-9.]*' "$XL/off.out" | cut -d= -f2)
 row "xla annotations cost" "step_ms on=${on:-?} off=${off:-?} ratio=$(python3 -c "print(f'{float(\"${on:-0}\")/float(\"${off:-0}\"):.3f}')" 2>/dev/null || echo '?') (100 steps each, one run each: noisy)"
 
 # 3. XLA's command buffers off: every operation launched from the executable's own thread.
-XENV=XLA_FLAGS=--xla_gpu_enable_command_buffer= xla_run nocmdbuf 25 folded,summary,dump -- "$XJ" --steps 50 "${XSIZE[@]}"
+XENV=XLA_FLAGS=--xla_gpu_enable_command_buffer= xla_run nocmdbuf 20 folded,summary,dump -- "$XJ" --steps 50 "${XSIZE[@]}"
 xla_check nocmdbuf "$XJ"
 
-# 4. torch.compile max-autotune: its benchmarking launches (issue 33 item 4).
-XENV= xla_run torch-autotune 55 folded,summary,dump -- tests/workloads/torch/autotune.py --steps 20
+# 4. The agent alone writing its stream of 3 steps (plugins/cupti/tests/fixtures/jax_cmdbuf once
+# committed): what the host's join of child-graph nodes to their recording call is checked against.
+mkdir -p "$XL/fixture"
+CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$XL/fixture \
+  XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS" timeout -k 3 20 python3 "$XJ" --steps 3 "${XSIZE[@]}" \
+  --ops "$XL/fixture/ops.txt" >"$XL/fixture/stdout.txt" 2>"$XL/fixture/stderr.txt"
+row "xla fixture capture" "rc=$? $(ls -l "$XL"/fixture/cupti-*.bin 2>/dev/null | awk '{print $5}' | head -1) bytes"
+gzip -f "$XL"/fixture/cupti-*.bin 2>/dev/null
+
+# 5. torch.compile max-autotune: its benchmarking launches (issue 33 item 4).
+XENV= xla_run torch-autotune 40 folded,summary,dump -- tests/workloads/torch/autotune.py --steps 20
 xla_check torch-autotune tests/workloads/torch/autotune.py
-# Keep what comes back small: records of the two dump runs stay (gzipped), the rest is folded text.
+# What comes back: the dump runs' records (gzipped, for replaying the checks), folded views, the fixture.
 du -sh "$XL" | tee -a "$SUMMARY"

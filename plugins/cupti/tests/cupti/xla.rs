@@ -22,6 +22,10 @@ struct Run {
     sites: Vec<Vec<Option<String>>>,
     labels: Vec<String>,
     host_marked: u64,
+    /// Device operations replayed from a recording (a graph), and those without a known
+    /// recording call.
+    replayed: usize,
+    replayed_unknown: usize,
 }
 
 fn load(patterns: &[&str]) -> Run {
@@ -56,6 +60,7 @@ fn load_from(name: &str, patterns: &[&str]) -> Run {
     let records = codec::decode_all(&out.take_buffer()).expect("decodable records");
     let (mut strs, mut frames, mut stacks) = (HashMap::new(), HashMap::new(), HashMap::new());
     let mut sites = Vec::new();
+    let (mut replayed, mut replayed_unknown) = (0, 0);
     for r in &records {
         match r {
             Record::Str(s) => {
@@ -68,6 +73,12 @@ fn load_from(name: &str, patterns: &[&str]) -> Run {
                 stacks.insert(s.id, s.frames.clone());
             }
             Record::LaunchSite(s) => sites.push(s.stack),
+            Record::DeviceOp(op) => {
+                if let Some(sub) = op.submission.as_ref() {
+                    replayed += 1;
+                    replayed_unknown += usize::from(sub.record.is_none());
+                }
+            }
             _ => {}
         }
     }
@@ -78,7 +89,7 @@ fn load_from(name: &str, patterns: &[&str]) -> Run {
     let sites = sites.iter().map(|s| stacks[s].iter().map(named).collect()).collect();
     let mut labels: Vec<String> = strs.values().filter(|t| t.starts_with("[xla] ")).cloned().collect();
     labels.sort();
-    Run { sites, labels, host_marked }
+    Run { sites, labels, host_marked, replayed, replayed_unknown }
 }
 
 #[test]
@@ -126,6 +137,9 @@ fn launches_made_while_compiling_are_compile_time_work_under_the_compiling_call(
 #[test]
 fn the_whole_jax_run_labels_operations_with_their_source_lines() {
     let r = load_from("jax_steps", &[]);
+    // XLA's command buffers: every replayed operation under the call that recorded it.
+    assert!(r.replayed >= 50, "the steps replay their command buffer: {}", r.replayed);
+    assert_eq!(r.replayed_unknown, 0, "replayed operations without their recording call");
     let op_lines: Vec<u32> = std::fs::read_to_string(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jax_steps/ops.txt"),
     )
