@@ -6,11 +6,20 @@
 //! The exported `int xpuprof_launch_detail(int level)` sets the level: 0 records launch entries
 //! without a stack (the launch path of `launch_stacks = "off"`), 1 native frames only (that of
 //! `python = "off"`), 2 native and Python frames (the agent's configuration, the default); -1
-//! only asks. It returns the level before, or -1 for a number it does not know. A level never
+//! only asks; 4 added to a level times each outermost launch's entry (the agent's own work at
+//! the launch: walk, Python frames, hash, entry). It returns the level before, or -1 for a
+//! number it does not know. A level never
 //! adds what the configuration left out: with `launch_stacks = "off"` no level walks a stack.
+//!
+//! `int xpuprof_launch_counts(uint64_t *out, int n)` writes what the process's native walks
+//! did so far, for a benchmark's windows to tell apart: walks, frames, frames stepped by a
+//! cached rule, return addresses whose rule was looked up in the CFI (not cached, or evicted),
+//! module-list refreshes (each empties the rule caches); then the timed entries, their clock
+//! ticks, and the clock now.
 
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Launch entries without a stack.
 pub const ENTRIES: u8 = 0;
@@ -18,24 +27,87 @@ pub const ENTRIES: u8 = 0;
 pub const NATIVE: u8 = 1;
 /// Native and Python frames, as configured.
 pub const FULL: u8 = 2;
+/// Added to a level: each outermost launch's entry is timed ([`xpuprof_launch_counts`]).
+pub const TIMED: u8 = 4;
 
 static LEVEL: AtomicU8 = AtomicU8::new(FULL);
 
-/// The level now (one relaxed load per launch).
+/// The level now with the [`TIMED`] bit (one relaxed load per launch).
 #[inline]
 pub fn level() -> u8 {
     LEVEL.load(Ordering::Relaxed)
 }
 
-/// Sets (`level` 0, 1 or 2) or only reads (-1) the process's launch detail; returns the level
-/// before, -1 for a level it does not know.
+/// Sets (`level` 0, 1 or 2, plus 4 to time each launch's entry) or only reads (-1) the
+/// process's launch detail; returns the level before, -1 for a level it does not know.
 #[no_mangle]
 pub extern "C" fn xpuprof_launch_detail(level: c_int) -> c_int {
     match level {
         -1 => c_int::from(self::level()),
-        0..=2 => c_int::from(LEVEL.swap(level as u8, Ordering::Relaxed)),
+        0..=2 | 4..=6 => c_int::from(LEVEL.swap(level as u8, Ordering::Relaxed)),
         _ => -1,
     }
+}
+
+/// A thread's timed entries and their clock ticks ([`crate::timestamps::raw`] units), written
+/// by that thread only.
+#[derive(Debug, Default)]
+pub(crate) struct Timing([AtomicU64; 2]);
+
+static TIMINGS: Mutex<Vec<Arc<Timing>>> = Mutex::new(Vec::new());
+
+impl Timing {
+    /// A new thread's timing, summed by [`xpuprof_launch_counts`] from now on.
+    pub(crate) fn register() -> Arc<Timing> {
+        let t = Arc::new(Timing::default());
+        if let Ok(mut all) = TIMINGS.lock() {
+            all.push(t.clone());
+        }
+        t
+    }
+
+    /// One entry that took `ticks`.
+    #[inline]
+    pub(crate) fn add(&self, ticks: u64) {
+        let [n, sum] = &self.0;
+        n.store(n.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        sum.store(sum.load(Ordering::Relaxed) + ticks, Ordering::Relaxed);
+    }
+}
+
+fn timings() -> [u64; 2] {
+    let mut s = [0; 2];
+    if let Ok(all) = TIMINGS.lock() {
+        for t in all.iter() {
+            s[0] += t.0[0].load(Ordering::Relaxed);
+            s[1] += t.0[1].load(Ordering::Relaxed);
+        }
+    }
+    s
+}
+
+/// Counts written by [`xpuprof_launch_counts`].
+pub const COUNTS: usize = 8;
+
+/// Writes the first `n` (at most [`COUNTS`]) of the process's launch counts to `out`: walks,
+/// frames, fast steps, rule lookups, module-list refreshes, timed entries, their clock ticks,
+/// and the clock now (ticks: TSC or nanoseconds, whichever launch entries are stamped with);
+/// returns how many it wrote.
+///
+/// # Safety
+/// `out` points to `n` writable `uint64_t`s.
+#[no_mangle]
+pub unsafe extern "C" fn xpuprof_launch_counts(out: *mut u64, n: c_int) -> c_int {
+    let s = xpuprof_unwind::stats().snapshot();
+    let [timed, ticks] = timings();
+    let v = [s.walks, s.frames, s.fast_steps, s.lookups, s.refreshes, timed, ticks, crate::timestamps::raw()];
+    let k = (n.max(0) as usize).min(v.len());
+    if out.is_null() {
+        return 0;
+    }
+    // SAFETY: the caller gives `n` writable words at `out`; `k <= n`.
+    unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), out, k) };
+    k as c_int
 }
 
 #[cfg(test)]
@@ -50,7 +122,20 @@ mod tests {
         assert_eq!(xpuprof_launch_detail(1), 0);
         assert_eq!(level(), NATIVE);
         assert_eq!(xpuprof_launch_detail(3), -1, "an unknown level is refused");
+        assert_eq!(xpuprof_launch_detail(7), -1, "an unknown level is refused");
         assert_eq!(level(), NATIVE, "and leaves the level as it was");
         xpuprof_launch_detail(before);
+    }
+
+    #[test]
+    fn counts_are_written_up_to_the_room_given() {
+        let mut out = [u64::MAX; COUNTS + 1];
+        // SAFETY: COUNTS + 1 writable words.
+        assert_eq!(unsafe { xpuprof_launch_counts(out.as_mut_ptr(), COUNTS as c_int + 1) }, COUNTS as c_int);
+        assert_eq!(out[COUNTS], u64::MAX, "nothing past the counts");
+        assert!(out[COUNTS - 1] > 0, "the clock");
+        assert!(out[2] <= out[1], "fast steps are frames");
+        // SAFETY: 2 writable words.
+        assert_eq!(unsafe { xpuprof_launch_counts(out.as_mut_ptr(), 2) }, 2);
     }
 }

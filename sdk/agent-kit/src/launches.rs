@@ -82,6 +82,8 @@ struct Local {
     stacks: u64,
     /// What reusing the previous launch's stack did on this thread ([`crate::reuse`]).
     reuse: Arc<ThreadCounts>,
+    /// Timed entries ([`detail::TIMED`]).
+    timing: Arc<detail::Timing>,
 }
 
 thread_local! {
@@ -184,6 +186,7 @@ impl Registry {
             launches: 0,
             stacks: 0,
             reuse: ThreadCounts::register(),
+            timing: detail::Timing::register(),
         }
     }
 
@@ -223,7 +226,8 @@ impl Registry {
             }
             let mut key = if nested { l.last_stack } else { 0 };
             let mut start = None;
-            let level = detail::level();
+            let flags = detail::level();
+            let level = flags & !detail::TIMED;
             if !nested && sites.stacks && level > detail::ENTRIES {
                 let depth = sites.max_depth.min(MAX_FRAMES);
                 let mode = reuse::mode();
@@ -253,6 +257,9 @@ impl Registry {
             l.launches += 1;
             if nested {
                 return None;
+            }
+            if flags & detail::TIMED != 0 {
+                l.timing.add(stamp::raw().wrapping_sub(time));
             }
             Some(start.unwrap_or_else(|| caller_side(regs, l.bounds, sites.own_code)))
         })

@@ -158,7 +158,7 @@ fn walk_twice(
         r
     };
     let (r, reused) = r;
-    crate::stats().walk(r.walk.len, r.fast_steps, r.walk.end);
+    crate::stats().walk(r.walk.len, r.fast_steps, r.lookups, r.walk.end);
     (r.walk, r.first, reused)
 }
 
@@ -225,6 +225,7 @@ fn walk_once(
             first: None,
             saw_unknown: false,
             fast_steps: 0,
+            lookups: 0,
         };
         ((run, 0), 0)
     };

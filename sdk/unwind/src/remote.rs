@@ -117,14 +117,14 @@ impl Remote {
     ) -> Walk {
         let Some(p) = self.procs.get_mut(&pid) else {
             let w = Walk { len: 0, end: End::Cut(Cut::OutsideModules), stack_bytes: 0 };
-            crate::stats().walk(0, 0, w.end);
+            crate::stats().walk(0, 0, 0, w.end);
             return w;
         };
         let caches = p.caches.get_or_insert_with(Box::default);
         let start = walk::Start { regs, ip_is_return: caller, cache_first: false, skip: |_| false };
         let copy = Copy { base: regs.sp, bytes: stack };
         let r = walk::run(&p.unwinder, caches, start, &copy, &Copied(&p.code), out, sp_out);
-        crate::stats().walk(r.walk.len, r.fast_steps, r.walk.end);
+        crate::stats().walk(r.walk.len, r.fast_steps, r.lookups, r.walk.end);
         r.walk
     }
 

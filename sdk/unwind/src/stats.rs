@@ -29,6 +29,9 @@ pub struct StatsSnapshot {
     /// Steps taken by the fast path (a return address's cached frame-pointer or stack-pointer
     /// rule); the other steps went through framehop.
     pub fast_steps: u64,
+    /// Return addresses whose rule was missing from the walking thread's per-address cache
+    /// (looked up in the module's CFI through framehop, then cached): a cold or evicted entry.
+    pub lookups: u64,
     /// Walks that reached the thread's root (`_start`, `clone`, a zero return address).
     pub root: u64,
     /// Walks stopped by the caller's depth limit.
@@ -46,17 +49,18 @@ impl StatsSnapshot {
     }
 }
 
-/// One thread's counters (or the ended threads' sum): walks, frames, fast steps, then one per
-/// way a walk ends (root, depth limit, each cut).
+/// One thread's counters (or the ended threads' sum): walks, frames, fast steps, rule lookups,
+/// then one per way a walk ends (root, depth limit, each cut).
 #[derive(Debug, Default)]
-struct Counters([AtomicU64; 5 + Cut::COUNT]);
+struct Counters([AtomicU64; 6 + Cut::COUNT]);
 
 const WALKS: usize = 0;
 const FRAMES: usize = 1;
 const FAST_STEPS: usize = 2;
-const ROOT: usize = 3;
-const MAX_DEPTH: usize = 4;
-const CUT: usize = 5;
+const LOOKUPS: usize = 3;
+const ROOT: usize = 4;
+const MAX_DEPTH: usize = 5;
+const CUT: usize = 6;
 
 impl Counters {
     fn ends_at(end: End) -> usize {
@@ -69,11 +73,12 @@ impl Counters {
 
     /// Adds a walk to counters only the calling thread writes.
     #[inline]
-    fn add_own(&self, frames: usize, fast_steps: u64, end: End) {
+    fn add_own(&self, frames: usize, fast_steps: u64, lookups: u64, end: End) {
         let bump = |i: usize, v: u64| self.0[i].store(self.0[i].load(Relaxed) + v, Relaxed);
         bump(WALKS, 1);
         bump(FRAMES, frames as u64);
         bump(FAST_STEPS, fast_steps);
+        bump(LOOKUPS, lookups);
         bump(Self::ends_at(end), 1);
     }
 
@@ -107,7 +112,7 @@ thread_local! {
 }
 
 static STATS: Stats = Stats {
-    retired: Counters([const { AtomicU64::new(0) }; 5 + Cut::COUNT]),
+    retired: Counters([const { AtomicU64::new(0) }; 6 + Cut::COUNT]),
     live: Mutex::new(Vec::new()),
     refreshes: AtomicU64::new(0),
 };
@@ -120,11 +125,11 @@ pub fn stats() -> &'static Stats {
 impl Stats {
     /// Counts one walk (in the calling thread's counters).
     #[inline]
-    pub(crate) fn walk(&self, frames: usize, fast_steps: u64, end: End) {
-        if MINE.try_with(|m| m.0.add_own(frames, fast_steps, end)).is_err() {
+    pub(crate) fn walk(&self, frames: usize, fast_steps: u64, lookups: u64, end: End) {
+        if MINE.try_with(|m| m.0.add_own(frames, fast_steps, lookups, end)).is_err() {
             // The thread is ending: straight into the shared sum.
             let one = Counters::default();
-            one.add_own(frames, fast_steps, end);
+            one.add_own(frames, fast_steps, lookups, end);
             let _live = self.live.lock().unwrap_or_else(|e| e.into_inner());
             self.retired.add_shared(&one);
         }
@@ -154,6 +159,7 @@ impl Stats {
             walks: v(WALKS),
             frames: v(FRAMES),
             fast_steps: v(FAST_STEPS),
+            lookups: v(LOOKUPS),
             root: v(ROOT),
             max_depth: v(MAX_DEPTH),
             cut,
@@ -169,16 +175,17 @@ mod tests {
     #[test]
     fn walks_of_live_and_ended_threads_are_all_counted() {
         let before = stats().snapshot();
-        stats().walk(3, 2, End::Root);
+        stats().walk(3, 2, 1, End::Root);
         std::thread::spawn(|| {
-            stats().walk(5, 0, End::Cut(Cut::Unreadable));
-            stats().walk(1, 1, End::MaxDepth);
+            stats().walk(5, 0, 0, End::Cut(Cut::Unreadable));
+            stats().walk(1, 1, 0, End::MaxDepth);
         })
         .join()
         .unwrap();
         let after = stats().snapshot();
         assert!(after.walks - before.walks >= 3);
         assert!(after.frames - before.frames >= 9);
+        assert!(after.lookups > before.lookups);
         assert!(after.cut[Cut::Unreadable as usize] > before.cut[Cut::Unreadable as usize]);
         assert!(after.max_depth > before.max_depth && after.root > before.root);
     }

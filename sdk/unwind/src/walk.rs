@@ -113,6 +113,9 @@ pub(crate) struct Run {
     pub saw_unknown: bool,
     /// Steps taken by the fast path (a cached rule), not by framehop.
     pub fast_steps: u64,
+    /// Return addresses whose rule was not in the per-address cache (found through framehop's
+    /// CFI lookup and cached).
+    pub lookups: u64,
 }
 
 static FAST_PATH: AtomicBool = AtomicBool::new(true);
@@ -197,6 +200,7 @@ pub(crate) fn run_with<D: Deref<Target = [u8]>, R: Reuse>(
         first: None,
         saw_unknown: false,
         fast_steps: 0,
+        lookups: 0,
     };
     // One past the highest stack word read, for the walk's `stack_bytes`.
     let base = start.regs.sp;
@@ -275,7 +279,10 @@ fn steps<D: Deref<Target = [u8]>, R: Reuse>(
         } else {
             match caches.classes.get(k) {
                 Some(r) => Some(r),
-                None => lookup(unwinder, caches, ip, is_return, code),
+                None => {
+                    run.lookups += 1;
+                    lookup(unwinder, caches, ip, is_return, code)
+                }
             }
         };
         if R::ON && !skipping {

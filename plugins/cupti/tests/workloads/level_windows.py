@@ -17,7 +17,9 @@ usage: level_windows.py double LIBCUDA ENGINE_LIB [ROUNDS] [STEPS_PER_WINDOW]
   a native pt_autograd_0 engine thread); REUSE_SWEEP_KIB=N touches N KiB before each launch.
 
 Prints `LEVELS workload=... rounds=... paused_ms=... entries_vs_paused=... native_vs_paused=...
-full_vs_paused=... stacks_add=... python_add=... [NAME_vs_full=...] full_ratios=...`.
+full_vs_paused=... stacks_add=... python_add=... [NAME_vs_full=...] frames_per_walk=...
+fast_per_walk=... lookups_per_walk=... refreshes=... walks=... full_ratios=...` (the walk
+counts of the full windows, from xpuprof_launch_counts).
 """
 import ctypes
 import os
@@ -65,19 +67,43 @@ def levels(step, sync, per, rounds):
     names, per-round ms per step of each, and the agent's switches put back."""
     lib = agent_lib()
     states = level_states(lib)
+    # Each outermost launch's entry timed in every collecting window (one clock read more).
+    timing = 4 if os.environ.get("LEVEL_TIMED", "1") == "1" else 0
     ms = {name: [] for name, *_ in states}
+    walked = {name: [0] * (len(WALK_COUNTS) + 1) for name, *_ in states}
     for r in range(rounds):
         for k in range(len(states)):
             name, capture, detail, extra = states[(r + k) % len(states)]
-            if lib.xpuprof_cupti_capture(capture) < 0 or lib.xpuprof_launch_detail(detail) < 0:
+            if lib.xpuprof_cupti_capture(capture) < 0 or lib.xpuprof_launch_detail(detail | timing) < 0:
                 sys.exit("level_windows: the agent refused a switch")
             before = extra[0](extra[1]) if extra else None
+            c0, t0 = walk_counts(lib), time.perf_counter_ns()
             ms[name].append(timed(step, sync, per))
+            c1, t1 = walk_counts(lib), time.perf_counter_ns()
+            # The clock's ticks (last count) stand against the window's nanoseconds.
+            c0.append(t0)
+            c1.append(t1)
+            walked[name] = [w + b - a for w, a, b in zip(walked[name], c0, c1)]
             if extra:
                 extra[0](before)
     lib.xpuprof_cupti_capture(1)
     lib.xpuprof_launch_detail(2)
+    ms["walks"] = walked
     return [name for name, *_ in states], ms
+
+
+WALK_COUNTS = ("walks", "frames", "fast", "lookups", "refreshes", "timed", "ticks", "clock")
+
+
+def walk_counts(lib):
+    """The agent's native-walk counts so far (xpuprof_launch_counts; zeros where the agent
+    has no such export)."""
+    out = (ctypes.c_uint64 * len(WALK_COUNTS))()
+    f = getattr(lib, "xpuprof_launch_counts", None)
+    if f is not None:
+        f.argtypes, f.restype = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int], ctypes.c_int
+        f(out, len(WALK_COUNTS))
+    return list(out)
 
 
 def fmt(values):
@@ -99,6 +125,20 @@ def line(head, names, ms):
     fields.append(f"python_add={median([(f - n) / p for f, n, p in zip(ms['full'], ms['native'], base)]):.4f}")
     for name in names[4:]:
         fields.append(f"{name}_vs_full={median([a / b for a, b in zip(ms[name], ms['full'])]):.4f}")
+    for name in names[1:]:
+        # The agent's own time per launch entry (walk, Python frames, hash, entry), by state.
+        c = ms["walks"][name]
+        timed_n, ticks, clock_ticks, wall_ns = c[5], c[6], c[7], c[8]
+        if timed_n and clock_ticks:
+            ns = ticks / timed_n * (wall_ns / clock_ticks)
+            fields.append(f"{name}_enter_ns={ns:.0f}")
+    walks, frames, fast, lookups, refreshes = ms["walks"]["full"][:5]
+    if walks:
+        # The full windows' walks: frames written per walk, steps by a cached rule per walk
+        # (the agent's own leading frames included), rule-cache misses (CFI lookups) per walk,
+        # module-list refreshes.
+        fields.append(f"frames_per_walk={frames / walks:.1f} fast_per_walk={fast / walks:.1f}"
+                      f" lookups_per_walk={lookups / walks:.3f} refreshes={refreshes} walks={walks}")
     fields.append("full_ratios=" + fmt([f / p for f, p in zip(ms["full"], base)]))
     return f"{head} rounds={len(base)} " + " ".join(fields)
 
