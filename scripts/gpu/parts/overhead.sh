@@ -8,7 +8,8 @@
 #                 frames only (python = "off") / in full (the default) / one window per
 #                 OV_LEVEL_EXTRA item (name=EXPORT:VALUE, an agent switch toggled for that window),
 #                 the order rotating; rows `overhead levels WL ...` (medians of OV_LEVEL_ROUNDS
-#                 rounds of OV_LEVEL_STEPS steps per window); then the paused state's residual
+#                 rounds of OV_LEVEL_STEPS steps per window; the agent's own time per launch
+#                 entry in each state, timed in the process; the full windows' walk counts); then the paused state's residual
 #                 (CUPTI attached and idle vs detached, real_bench.py `residual`) and the same
 #                 windows under `--source ebpf,cupti` (OV_LEVEL_EBPF, resnet: the eBPF source's
 #                 share, from the paused windows of the two processes). QUICK=1: 6 rounds.
@@ -55,6 +56,8 @@ if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
     [ -n "$line" ] || return
     row "overhead levels $wl $src vs paused" "$(ov_fields "$line" entries_vs_paused native_vs_paused full_vs_paused)"
     row "overhead levels $wl $src stacks add" "$(ov_fields "$line" stacks_add python_add) $(echo "$line" | tr ' ' '\n' | grep '_vs_full=' | tr '\n' ' ')"
+    row "overhead levels $wl $src agent ns/launch" "$(echo "$line" | tr ' ' '\n' | grep '_enter_ns=' | tr '\n' ' ')"
+    row "overhead levels $wl $src walks" "$(ov_fields "$line" frames_per_walk fast_per_walk lookups_per_walk refreshes walks)"
     cp "$o/summary.txt" "$log-summary.txt" 2>/dev/null
     rm -rf "$o"
   }
