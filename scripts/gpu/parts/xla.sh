@@ -45,11 +45,13 @@ xla_run() {
   [ -n "$g" ] && row "xla $n child graphs" "$g"
   XRUN_OUT=$o
 }
-# The checks of one run: every `check` line of check_xla.py as a row, then its last line.
-xla_check() {  # name, script
+# The checks of one run: every `check` line of check_xla.py as a row, then its last line; a
+# third argument is what the rows are labelled by instead of `check` (a control run's figures).
+xla_check() {  # name, script[, label]
+  local label=${3:-check}
   python3 scripts/gpu/check_xla.py "$XRUN_OUT" "" "$2" >"$XL/$1.check.txt" 2>&1
-  grep '^check ' "$XL/$1.check.txt" | cut -c7-230 | while read -r l; do row "xla $1 check" "$l"; done
-  row "xla $1 checks" "$(tail -1 "$XL/$1.check.txt" | cut -c1-200)"
+  grep '^check ' "$XL/$1.check.txt" | cut -c7-230 | while read -r l; do row "xla $1 $label" "$l"; done
+  row "xla $1 $label total" "$(tail -1 "$XL/$1.check.txt" | cut -c1-200)"
 }
 
 # 1. What a JAX user gets with the defaults, every output (dump: records.jsonl for the steady state by time).
@@ -60,7 +62,7 @@ row "xla default top operation" "$(head -1 "$XL/default.ops.txt" | cut -c1-150)"
 
 # 2. Annotations off: what they add (the compile-time share left unmarked) and cost (step_ms, on vs off).
 XENV= xla_run off 20 folded,summary --set source.cupti.annotations=false -- "$XJ" --steps 100 "${XSIZE[@]}"
-xla_check off "$XJ"
+xla_check off "$XJ" control
 on=$(grep -o 'step_ms=[0-9.]*' "$XL/default.out" | cut -d= -f2)
 off=$(grep -o 'step_ms=[0-9.]*' "$XL/off.out" | cut -d= -f2)
 row "xla annotations cost" "step_ms on=${on:-?} off=${off:-?} ratio=$(python3 -c "print(f'{float(\"${on:-0}\")/float(\"${off:-0}\"):.3f}')" 2>/dev/null || echo '?') (100 steps each, one run each: noisy)"
