@@ -115,6 +115,7 @@ pub mod memory;
 pub mod own_code;
 pub mod own_record;
 pub mod pc_stalls;
+pub mod piece_log;
 pub mod python;
 pub mod quantile;
 pub mod ranks;

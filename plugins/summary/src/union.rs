@@ -10,25 +10,28 @@
 //!   where a new interval merges with what it overlaps (`O(log n)`);
 //! - **done**: when the map is over `cap`, its earliest pieces move to a delta-encoded log
 //!   (two varints each: the hole before the piece and its length, 2 to 6 bytes for kernels a
-//!   few microseconds apart), sorted and disjoint;
+//!   few microseconds apart), sorted and disjoint, which goes to a temporary file past 1 MiB
+//!   ([`PieceLog`]);
 //! - **late**: an interval starting before the end of the log (more than about `cap` pieces
 //!   late) goes to a plain list (16 bytes each, counted) and is merged at [`IntervalUnion::finish`].
 //!
-//! Memory is bounded by the distinct disjoint pieces of the union, not by the number of
-//! intervals (a stream of back-to-back kernels is one piece): at most `cap` map entries (about
-//! 30 bytes each), 2 to 6 bytes per piece in the log, and 16 bytes per late interval.
+//! Memory is bounded whatever the number of intervals or pieces: at most `cap` map entries
+//! (about 30 bytes each), the log's buffer (1 MiB at most; past that the log's 2 to 6 bytes per
+//! piece go to the temporary file), and 16 bytes per late interval.
 
 use std::collections::BTreeMap;
+
+use crate::piece_log::PieceLog;
 
 /// Pieces kept mergeable per device by default (about 2 MiB of map at most).
 pub const DEFAULT_CAP: usize = 65_536;
 
 /// The union of the intervals inserted so far.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct IntervalUnion {
     open: BTreeMap<u64, u64>,
     cap: usize,
-    done: DeltaLog,
+    done: PieceLog,
     late: Vec<(u64, u64)>,
 }
 
@@ -41,7 +44,12 @@ impl Default for IntervalUnion {
 impl IntervalUnion {
     /// A union that keeps at most `cap` pieces mergeable (at least 1).
     pub fn new(cap: usize) -> Self {
-        Self { open: BTreeMap::new(), cap: cap.max(1), done: DeltaLog::default(), late: Vec::new() }
+        Self::with_spill(cap, 0)
+    }
+
+    /// As [`IntervalUnion::new`], the log going to a file past `spill_at` bytes (0: 1 MiB).
+    pub fn with_spill(cap: usize, spill_at: usize) -> Self {
+        Self { open: BTreeMap::new(), cap: cap.max(1), done: PieceLog::new(spill_at), late: Vec::new() }
     }
 
     /// Adds `[start, end)` (an `end` before `start` is read as `start`: a zero-length interval
@@ -107,9 +115,15 @@ impl IntervalUnion {
         self.done.pieces + self.open.len() as u64
     }
 
-    /// Bytes held (an estimate of the map's nodes; exact for the log and the late list).
+    /// Bytes held in memory (an estimate of the map's nodes; exact for the log and the late
+    /// list).
     pub fn bytes(&self) -> usize {
-        self.open.len() * 32 + self.done.bytes.capacity() + self.late.capacity() * 16
+        self.open.len() * 32 + self.done.bytes() + self.late.capacity() * 16
+    }
+
+    /// Bytes of the log in its temporary file.
+    pub fn spilled(&self) -> u64 {
+        self.done.spilled()
     }
 
     /// The union's pieces, in order: disjoint, separated by holes of at least 1 ns.
@@ -160,74 +174,6 @@ impl<I: Iterator<Item = (u64, u64)>> Iterator for Coalesce<I> {
             }
         }
     }
-}
-
-/// Sorted disjoint pieces as varint pairs (hole before, length).
-#[derive(Debug, Clone, Default)]
-struct DeltaLog {
-    bytes: Vec<u8>,
-    pieces: u64,
-    /// End of the last piece.
-    end: u64,
-}
-
-impl DeltaLog {
-    fn push(&mut self, start: u64, end: u64) {
-        put_varint(&mut self.bytes, start - self.end);
-        put_varint(&mut self.bytes, end - start);
-        self.end = end;
-        self.pieces += 1;
-    }
-}
-
-impl IntoIterator for DeltaLog {
-    type Item = (u64, u64);
-    type IntoIter = DeltaIter;
-
-    fn into_iter(self) -> DeltaIter {
-        DeltaIter { bytes: self.bytes, at: 0, end: 0 }
-    }
-}
-
-/// The pieces of a [`DeltaLog`], in order.
-struct DeltaIter {
-    bytes: Vec<u8>,
-    at: usize,
-    end: u64,
-}
-
-impl Iterator for DeltaIter {
-    type Item = (u64, u64);
-
-    fn next(&mut self) -> Option<(u64, u64)> {
-        if self.at >= self.bytes.len() {
-            return None;
-        }
-        let start = self.end + get_varint(&self.bytes, &mut self.at);
-        self.end = start + get_varint(&self.bytes, &mut self.at);
-        Some((start, self.end))
-    }
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn get_varint(bytes: &[u8], at: &mut usize) -> u64 {
-    let (mut v, mut shift) = (0u64, 0);
-    while let Some(&b) = bytes.get(*at) {
-        *at += 1;
-        v |= u64::from(b & 0x7f) << shift;
-        if b < 0x80 {
-            break;
-        }
-        shift += 7;
-    }
-    v
 }
 
 #[cfg(test)]
@@ -294,6 +240,30 @@ mod tests {
             u.insert(s, e);
         }
         assert_eq!(u.finish().collect::<Vec<_>>(), [(0, 6), (10, 30), (40, 45), (50, 50)]);
+    }
+
+    #[test]
+    fn the_union_is_exact_when_its_log_goes_to_a_file() {
+        let input = scrambled(50_000, 19);
+        let mut u = IntervalUnion::with_spill(16, 64);
+        for &(s, e) in &input {
+            u.insert(s, e);
+        }
+        assert!(u.spilled() > 0 && u.late() > 0, "the test should write the file and have late intervals");
+        assert_eq!(u.finish().collect::<Vec<_>>(), reference(&input));
+    }
+
+    #[test]
+    fn a_long_run_holds_a_bounded_buffer() {
+        let mut u = IntervalUnion::new(1024);
+        for i in 0..2_000_000u64 {
+            u.insert(i * 10_000, i * 10_000 + 3_000);
+        }
+        assert_eq!(u.pieces(), 2_000_000);
+        // 2 + 2 bytes a piece: 8 MB of log, all but the last chunk in the file.
+        assert!(u.spilled() > 7_000_000, "{} bytes in the file", u.spilled());
+        assert!(u.bytes() < 2 * crate::piece_log::CHUNK + 1024 * 32, "{} bytes in memory", u.bytes());
+        assert_eq!(u.finish().map(|(s, e)| e - s).sum::<u64>(), 6_000_000_000);
     }
 
     #[test]
