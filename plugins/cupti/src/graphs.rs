@@ -16,10 +16,21 @@
 //! call built the flattened node (it is the only node that kernel can have come from). When
 //! several calls did, the link stays unknown and is counted.
 //!
+//! Before that, a never-reported node is looked for by its place: instantiation puts the nodes a
+//! child-graph node embeds after the executable graph's own nodes, in the child-graph nodes'
+//! order. What a child-graph node embeds is known from the copies made inside the call that
+//! added it, where CUPTI reports them, else from the graph the program built just before it:
+//! XLA's command buffers capture each cuBLAS gemm into a graph of its own (a launch on a
+//! capturing stream) and add that graph as a child-graph node with the very next call, which
+//! CUPTI reports without any copy (seen on the H200: the capture, then
+//! `cuGraphAddChildGraphNode`, for each gemm of the step). The embedded nodes are then those of
+//! the graph the latest node-creating call before the child-graph node's captured into, when
+//! that call was a capture (a launch that created a kernel node) in another graph.
+//!
 //! Memory is bounded: at most [`MAX_NODES`] nodes per process are remembered (the oldest are
 //! forgotten first and counted); a forgotten node's kernels still show their replay stack.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::{backend, Correlation, Submission};
@@ -51,6 +62,11 @@ pub struct GraphNodes {
     by_graph: IdMap<u32, BTreeSet<u32>>,
     /// Nodes copied inside a traced call (a child-graph node's embedded copies), by that call.
     copied_in: IdMap<u32, Vec<u64>>,
+    /// Child-graph nodes (`cuGraphAddChildGraphNode`).
+    child_nodes: IdSet<u64>,
+    /// Calls that created nodes, in correlation order: the graph of their (last) node, and
+    /// whether they were a capture (a launch that created a kernel node).
+    creations: BTreeMap<u32, (u32, bool)>,
     /// Executed nodes never reported whose creating call was found by their place among the
     /// child-graph nodes of their executable graph.
     pub joined_by_place: u64,
@@ -83,9 +99,15 @@ impl GraphNodes {
             cuda_wire::NODE_CREATED_KERNEL => {
                 let name = String::from_utf8_lossy(&payload[cuda_wire::GRAPH_NODE_BYTES..]);
                 self.kernel_created(&name, origin as u32);
-                self.message_created(node, origin as u32);
+                self.message_created(node, origin as u32, true);
             }
-            cuda_wire::NODE_CREATED => self.message_created(node, origin as u32),
+            cuda_wire::NODE_CREATED => self.message_created(node, origin as u32, false),
+            cuda_wire::NODE_CREATED_CHILD => {
+                if self.child_nodes.len() < MAX_NODES {
+                    self.child_nodes.insert(node);
+                }
+                self.message_created(node, origin as u32, false);
+            }
             cuda_wire::NODE_CLONED => {
                 // Agents since the child-graph mapping add the traced call the copy was made in.
                 let tail = payload.get(cuda_wire::GRAPH_NODE_BYTES..cuda_wire::GRAPH_NODE_BYTES + 8);
@@ -117,8 +139,12 @@ impl GraphNodes {
         }
     }
 
-    fn message_created(&mut self, node: u64, call: u32) {
+    fn message_created(&mut self, node: u64, call: u32, capture: bool) {
         if call != 0 {
+            self.creations.insert(call, ((node >> 32) as u32, capture));
+            if self.creations.len() > MAX_NODES {
+                self.creations.pop_first();
+            }
             self.recording_calls.insert(call);
             if self.recording_calls.len() > MAX_NODES {
                 // Launch entries never came (stacks off): forget the oldest guesses.
@@ -164,14 +190,35 @@ impl GraphNodes {
         for &i in own {
             let top = u64::from(graph) << 32 | u64::from(i);
             let Some(Origin::Cloned(original)) = self.origin.get(&top) else { continue };
-            let Some(Origin::Created(call)) = self.origin.get(original) else { continue };
-            let Some(embedded) = self.copied_in.get(call).filter(|_| *call != 0) else { continue };
-            if f < embedded.len() {
-                return Some(*call);
+            let Some(&Origin::Created(call)) = self.origin.get(original) else { continue };
+            if call == 0 {
+                continue;
             }
-            f -= embedded.len();
+            if let Some(embedded) = self.copied_in.get(&call) {
+                if f < embedded.len() {
+                    return Some(call);
+                }
+                f -= embedded.len();
+            } else if self.child_nodes.contains(original) {
+                // Without copies: the graph captured just before; unknown, nothing further counts.
+                let (captured, nodes) = self.captured_before(call, (original >> 32) as u32)?;
+                if let Some(&at) = nodes.iter().nth(f) {
+                    return self.creating_call(u64::from(captured) << 32 | u64::from(at)).or(Some(call));
+                }
+                f -= nodes.len();
+            }
         }
         None
+    }
+
+    /// The graph that the latest node-creating call before `call` captured into, and its
+    /// nodes' indices, when that call was a capture in a graph other than `parent`.
+    fn captured_before(&self, call: u32, parent: u32) -> Option<(u32, &BTreeSet<u32>)> {
+        let (_, &(graph, capture)) = self.creations.range(..call).next_back()?;
+        if !capture || graph == parent {
+            return None;
+        }
+        Some((graph, self.by_graph.get(&graph)?))
     }
 
     /// True (once) when the call with correlation id `call` created a graph node: its launch
@@ -320,6 +367,78 @@ mod tests {
         assert_eq!(g.submission(12, exec(5), 900, Some("gemm")).record, None, "past the embedded nodes");
         assert_eq!(g.joined_by_place, 2);
         assert_eq!(g.ambiguous_kernel, 1, "only the node past them fell back to the name");
+    }
+
+    fn node_msg(kind: u8, graph: u64, index: u64, call: u64) -> Vec<u8> {
+        let mut m = Vec::new();
+        cuda_wire::put_graph_node(&mut m, kind, graph as u32, graph << 32 | index, call);
+        m[crate::wire::HEADER_BYTES..].to_vec()
+    }
+
+    fn capture_msg(graph: u64, index: u64, call: u64, name: &str) -> Vec<u8> {
+        let mut m = Vec::new();
+        cuda_wire::put_graph_kernel_node(&mut m, graph as u32, graph << 32 | index, call, name.as_bytes());
+        m[crate::wire::HEADER_BYTES..].to_vec()
+    }
+
+    /// XLA's command buffer as the H200 showed it at batch 256, width 2048 (correlation ids and
+    /// node indices of that run): each cuBLAS gemm captured alone into a graph of its own (a
+    /// launch on a capturing stream), then added to the command buffer's graph as a child-graph
+    /// node by the next call, with no copy reported; the same gemm kernel captured by several
+    /// calls (and again every step), so its name joins nothing. The executable graph (12) holds
+    /// copies of the parent's 24 nodes at 0..24 and the five embedded gemms at 24..29.
+    #[test]
+    fn flattened_nodes_of_captured_child_graphs_are_found_by_their_place() {
+        let mut g = GraphNodes::default();
+        let parent = 7u64;
+        let mut child_calls = Vec::new();
+        let mut capture_calls = Vec::new();
+        let mut call = 5104u64;
+        for i in 0..24u64 {
+            if [0, 2, 8, 12, 16].contains(&i) {
+                let captured = 100 + i;
+                let kernel = if i < 12 { "sm90_xmma_gemm_nn" } else { "cutlass_gemm" };
+                g.message(&capture_msg(captured, 0, call, kernel));
+                g.message(&node_msg(cuda_wire::NODE_CREATED_CHILD, parent, i, call + 1));
+                capture_calls.push(call as u32);
+                child_calls.push(call as u32 + 1);
+                call += 2;
+            } else {
+                g.message(&node_msg(cuda_wire::NODE_CREATED, parent, i, call));
+                call += 1;
+            }
+        }
+        // Instantiation: created (outside any call) and copied from the parent's nodes.
+        for i in 0..24u64 {
+            g.message(&node_msg(cuda_wire::NODE_CREATED, 12, i, 0));
+            let mut m = Vec::new();
+            cuda_wire::put_graph_clone(&mut m, 12, 12 << 32 | i, parent << 32 | i, 0);
+            g.message(&m[crate::wire::HEADER_BYTES..]);
+        }
+        // A later step captures the gemms again (XLA updates its command buffer).
+        g.message(&capture_msg(200, 0, 5135, "sm90_xmma_gemm_nn"));
+        let exec = |i: u64| 12u64 << 32 | i;
+        assert_eq!(g.submission(12, exec(1), 5133, Some("op")).record.map(|c| c.id), Some(5106));
+        for (f, want) in capture_calls.iter().enumerate() {
+            let kernel = if f < 3 { "sm90_xmma_gemm_nn" } else { "cutlass_gemm" };
+            let s = g.submission(12, exec(24 + f as u64), 5133, Some(kernel));
+            assert_eq!(s.record.map(|c| c.id), Some(u64::from(*want)), "flattened node {f}: its capture");
+        }
+        assert_eq!(g.joined_by_place, 5);
+        assert_eq!(g.submission(12, exec(29), 5133, Some("sm90_xmma_gemm_nn")).record, None, "past them");
+        assert_eq!(g.ambiguous_kernel, 1);
+        // A child-graph node whose graph was not captured just before it: nothing is guessed.
+        let mut h = GraphNodes::default();
+        h.message(&capture_msg(100, 0, 10, "k"));
+        h.message(&node_msg(cuda_wire::NODE_CREATED, parent, 0, 11));
+        h.message(&node_msg(cuda_wire::NODE_CREATED_CHILD, parent, 1, 12));
+        for i in 0..2u64 {
+            let mut m = Vec::new();
+            cuda_wire::put_graph_clone(&mut m, 12, 12 << 32 | i, parent << 32 | i, 0);
+            h.message(&m[crate::wire::HEADER_BYTES..]);
+        }
+        assert_eq!(h.submission(12, exec(2), 900, None).record, None);
+        assert_eq!(h.joined_by_place, 0);
     }
 
     #[test]
