@@ -34,7 +34,8 @@ window against the control processes' before phase (across processes); kernel in
 CPU time and context switches per step; the agent threads' CPU time in the dormant phase. And for
 time, a 95% bootstrap interval of the ratio of medians across processes (RESAMPLES, seeded), so
 its width says what the rounds can decide.
-GAP (3 s) and WINDOW (1 s) come from the environment: DORMANT_GAP, DORMANT_WINDOW.
+GAP (3 s), WINDOW (1 s) and the timed windows per phase (15) come from the environment:
+DORMANT_GAP, DORMANT_WINDOW, DORMANT_WINDOWS.
 """
 import random
 import json
@@ -49,6 +50,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BENCH = os.path.join(ROOT, "tests", "workloads", "torch", "dormant_bench.py")
 GAP = float(os.environ.get("DORMANT_GAP", "3"))
 WINDOW = float(os.environ.get("DORMANT_WINDOW", "1"))
+WINDOWS = int(os.environ.get("DORMANT_WINDOWS", "15"))
 DECIDE = 0.005
 RESAMPLES = 2000
 
@@ -97,7 +99,7 @@ def run(mode, workload, out, xpuprof, plugin_dir, pin):
     go = os.path.join(out, "go")
     if os.path.exists(go):
         os.remove(go)
-    bench = pin + [sys.executable, BENCH, workload, "--go", go]
+    bench = pin + [sys.executable, BENCH, workload, "--go", go, "--windows", str(WINDOWS)]
     x = [xpuprof, "--plugin-dir", plugin_dir]
     if mode == "paused":
         cmd = x + ["-v", "record", "--start-paused", "--source", "cupti", "--sink", "chrome", "-o",
@@ -231,30 +233,38 @@ def counted(wl, by):
     """The counted figures of one workload (rows `counted ...`) and the time intervals."""
     num = lambda rs, k: [float(r[k]) for r in rs if k in r]
     show = lambda xs, f=".4f": " ".join(f"{v:{f}}" for v in xs)
-    c = num(by["control"], "iu_ratio")
-    if not c:
-        pmu = ",".join(sorted({r.get("pmu", "?") for v in by.values() for r in v})) or "?"
-        print(f"counted {wl} instructions: no figure (hardware counters: pmu={pmu}; missing "
-              f"{','.join(sorted({r.get('counters_missing', '?') for v in by.values() for r in v}))})")
-    else:
+    pmu = all(r.get("pmu") == "yes" for v in by.values() for r in v)
+    if pmu:
+        metric, before_key = "user instructions", "before_iu"
+        ratio = lambda rs: num(rs, "iu_ratio")
+    else:  # without hardware counters: CPU time per step, in-process (a time, so weaker)
+        metric, before_key = "CPU time", "before_task"
+        ratio = lambda rs: [float(r["after_task"]) / float(r["before_task"]) for r in rs
+                            if float(r.get("before_task", 0)) > 0 and "after_task" in r]
+        print(f"counted {wl}: no hardware counters in every process (pmu="
+              f"{','.join(sorted({r.get('pmu', '?') for v in by.values() for r in v}))}; missing "
+              f"{','.join(sorted({r.get('counters_missing', '?') for v in by.values() for r in v}))}): "
+              f"figures by CPU time per step")
+    c = ratio(by["control"])
+    if c:
         drift = max(abs(x - 1) for x in c)
         for m, label in (("attach", "after attach+detach"), ("paused", "start-paused, after a window")):
-            xs = num(by[m], "iu_ratio")
+            xs = ratio(by[m])
             if not xs:
                 continue
             v = med(xs) / med(c)
             verdict = "undecided" if drift > DECIDE else ("PASS" if v <= 1.01 else "FAIL")
-            print(f"counted {wl} {label}: {verdict} {v:.4f}x unprofiled user instructions per step "
-                  f"(after/before {m} {show(xs)}; control {show(c)}, drift max {drift:.4f}; window spread "
-                  f"max {max(num(by[m], 'iu_spread') + num(by['control'], 'iu_spread')):.4f})")
-        pb, cb = num(by["paused"], "before_iu"), num(by["control"], "before_iu")
+            spread = num(by[m], "iu_spread") + num(by["control"], "iu_spread")
+            print(f"counted {wl} {label}: {verdict} {v:.4f}x unprofiled {metric} per step "
+                  f"(after/before {m} {show(xs)}; control {show(c)}, drift max {drift:.4f}"
+                  + (f"; window spread max {max(spread):.4f})" if spread else ")"))
+        pb, cb = num(by["paused"], before_key), num(by["control"], before_key)
         if pb and cb:
             v = med(pb) / med(cb)
             spread = (max(cb) - min(cb)) / med(cb)
             verdict = "undecided" if spread > DECIDE else ("PASS" if v <= 1.01 else "FAIL")
-            print(f"counted {wl} start-paused, before any window: {verdict} {v:.4f}x unprofiled user "
-                  f"instructions per step, across processes ({show(pb, '.0f')} vs {show(cb, '.0f')}; "
-                  f"control spread {spread:.4f})")
+            print(f"counted {wl} start-paused, before any window: {verdict} {v:.4f}x unprofiled {metric} "
+                  f"per step, across processes ({show(pb, '.1f')} vs {show(cb, '.1f')}; control spread {spread:.4f})")
     for m in ("control", "attach", "paused"):
         rs = by[m]
         if not rs:

@@ -22,7 +22,8 @@
 #    attach, start-paused; B2 small and ResNet-18 training) counted the same way, summed up by
 #    check_dormant.py summary. They share the GPU with each other and the loop: their time figures
 #    are not clean, their instruction counts are (blocking waits).
-# Knobs: LONG_WAIT LONG_DUR LONG_GAP LONG_TAIL LONG_QUIET LONG_SIDE (1: run step 3) LONG_QUICK.
+# Knobs: LONG_WAIT LONG_DUR LONG_GAP LONG_TAIL LONG_QUIET LONG_SIDE (1: run step 3) LONG_QUICK,
+# LONG_WINDOWS (10: timed windows per phase of each dormant_bench.py process).
 L_D=$W/logs/attach_long; mkdir -p "$L_D"
 L_W=$W/attach_long; rm -rf "$L_W"; mkdir -p "$L_W"
 ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -43,13 +44,20 @@ else
   t_ready=$(date +%s)
   deadline=$((t_ready + LW - LQ))
   # One lane of dormant_bench.py processes: modes cycled from offset $3, until the deadline.
+  # A lane stops after two failed processes in a row.
   lane() {  # workload, cores, first mode index, BENCH_CPU
-    local modes=(control attach paused) k=$3 n=0
-    while [ $(( $(date +%s) + 25 )) -le $deadline ]; do
+    local modes=(control attach paused) k=$3 n=0 failed=0 p
+    p=$(pin "$2")
+    while [ $(( $(date +%s) + 30 )) -le $deadline ] && [ $failed -lt 2 ]; do
       m=${modes[$((k % 3))]}; k=$((k + 1)); n=$((n + 1))
-      BENCH_CPU=$4 timeout $((deadline - $(date +%s) + 10)) python3 scripts/gpu/check_dormant.py run $m "$1" \
-        "$L_W/bench-$1-$m-$n" "$CARRY/xpuprof" "$CARRY" $(pin "$2") >>"$L_W/runs-$1-$3.txt" 2>>"$L_D/runs.err" \
-        || echo "DORMANTRUN mode=$m workload=$1 error=exit-$? n=$n" >>"$L_W/runs-$1-$3.txt"
+      if DORMANT_WINDOWS=${LONG_WINDOWS:-10} BENCH_CPU=${p:+$4} timeout $((deadline - $(date +%s) + 15)) python3 scripts/gpu/check_dormant.py run $m "$1" \
+        "$L_W/bench-$1-$m-$n" "$CARRY/xpuprof" "$CARRY" $p >>"$L_W/runs-$1-$3.txt" 2>>"$L_D/runs.err"; then
+        failed=0
+      else
+        echo "DORMANTRUN mode=$m workload=$1 error=exit-$? n=$n" >>"$L_W/runs-$1-$3.txt"
+        failed=$((failed + 1))
+        tail -3 "$L_W/bench-$1-$m-$n"/*.log >>"$L_D/runs.err" 2>/dev/null
+      fi
       rm -rf "$L_W/bench-$1-$m-$n/attach" "$L_W/bench-$1-$m-$n/rec"
     done
   }
@@ -91,8 +99,14 @@ else
     row "attach_long $k ($how)" "rc=$arc took $(( (t1 - t0) / 1000000 )) ms $(python3 scripts/gpu/check_attach.py "$o/trace.json" "$L_W/steps.log" "$KPS" "$LDUR" "$t0" 2>&1 | tail -1)"
     row "attach_long $k same as record" "$(python3 scripts/gpu/check_attach_long.py same "$L_W/calib/trace.json" "$L_W/calib-steps.log" "$o/trace.json" "$L_W/steps.log" 2>&1 | tail -1)"
     row "attach_long $k outputs" "$(python3 scripts/gpu/check_attach_long.py outputs "$o" 2>&1 | tail -1)"
+    # The GPU view (profile.gpu.folded beside the CPU samples of the default sources) is what
+    # check_python_stacks.py reads as profile.folded.
     mkdir -p "$o/gpu"; [ -f "$o/profile.gpu.folded" ] && ln -sf ../profile.gpu.folded "$o/gpu/profile.folded" || ln -sf ../profile.folded "$o/gpu/profile.folded"
-    row "attach_long $k python lines" "$(python3 scripts/gpu/check_python_stacks.py "$o/gpu" "$T" --min 99 2>&1 | tail -1)"
+    if [ -s "$o/gpu/profile.folded" ]; then
+      row "attach_long $k python lines" "$(python3 scripts/gpu/check_python_stacks.py "$o/gpu" "$T" --min 99 2>&1 | tail -1)"
+    else
+      row "attach_long $k python lines" "FAIL no folded GPU view in $o"
+    fi
     cp "$o/summary.txt" "$L_D/attach$k-summary.txt" 2>/dev/null
     grep -m3 'sources\|source ' "$L_D/attach$k.err" | sed "s/^/attach$k: /" >>"$L_D/sources.txt"
   done <"$L_W/times.txt"

@@ -172,7 +172,7 @@ def main():
             step()
         torch.cuda.synchronize()
         cpu = os.environ.get("BENCH_CPU")
-        if cpu:
+        if cpu and int(cpu) in os.sched_getaffinity(0):
             os.sched_setaffinity(0, {int(cpu)})
         counters = step_counters.Counters()
         print(f"ready pid={os.getpid()}", flush=True)
