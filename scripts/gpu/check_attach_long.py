@@ -5,7 +5,8 @@ twice (scripts/gpu/parts/attach_long.sh). Three checks, one line each (PASS/FAIL
   check_attach_long.py outputs DIR
       the window's outputs exist and parse: flamegraph.svg (XML, the GPU view), summary.txt,
       summary.json (JSON, with its windows), trace.perfetto-trace (protobuf: a Trace of
-      TracePackets, read to its last byte), trace.json (the Chrome trace), profile.folded;
+      TracePackets, read to its last byte), trace.json (the Chrome trace: parsed by the other
+      checks, here only found), profile.folded;
   check_attach_long.py same CAL_TRACE CAL_LOG TRACE STEP_LOG
       the same profile as `xpuprof record` for those steps: each interior step of the attach
       window (TRACE, the loop's STEP_LOG) launched the same kernels, by name and count, as every
@@ -74,7 +75,6 @@ def outputs(d):
         ("flamegraph.svg", lambda p: f"svg {len(ET.parse(p).getroot())} elements"),
         ("summary.json", lambda p: f"summary windows={len(json.load(open(p)).get('session', {}).get('windows', []))}"),
         ("trace.perfetto-trace", lambda p: f"perfetto packets={perfetto_packets(p)}"),
-        ("trace.json", lambda p: f"chrome events={len(chrome_events(p))}"),
         ("profile.folded", lambda p: f"folded stacks={sum(1 for _ in open(p))}"),
     )
     for f, check in checks:
