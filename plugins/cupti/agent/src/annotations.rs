@@ -64,10 +64,13 @@ pub fn report() -> Option<String> {
     }
     let total: u64 = counts.iter().map(|&(_, n)| n).sum();
     let parts: Vec<String> = counts.iter().map(|&(s, n)| format!("{}: {n}", s.describe())).collect();
-    Some(format!(
-        "annotations: {total} NVTX calls not read ({}); their ranges give no annotation frame",
-        parts.join(", ")
-    ))
+    // A range whose payload alone was unreadable still gives its operation, without its line.
+    let what = if counts.iter().all(|&(s, _)| s == Skip::Payload) {
+        "their operations' frames have no source line from those calls"
+    } else {
+        "their ranges give no annotation frame (an unreadable payload: no source line)"
+    };
+    Some(format!("annotations: {total} NVTX calls not read ({}); {what}", parts.join(", ")))
 }
 
 /// What a registered string reads as (cached per handle).
