@@ -33,6 +33,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 DECIDE = 0.005
+STATES = {-3: "unknown", -2: "none", -1: "not-running", 0: "detached", 1: "paused", 2: "collecting"}
 
 
 def varint(b, i):
@@ -140,9 +141,9 @@ def phases(log, times, quiet):
     blocks = []
     for line in open(log):
         p = line.split()
-        if len(p) == 9 and p[0] == "counters":
-            i0, i1, t, iu, ik, task, ctx, agent = map(int, p[1:])
-            blocks.append((t, i1 - i0, iu, ik, task, ctx, agent))
+        if len(p) in (9, 10) and p[0] == "counters":
+            i0, i1, t, iu, ik, task, ctx, agent = map(int, p[1:9])
+            blocks.append((t, i1 - i0, iu, ik, task, ctx, agent, int(p[9]) if len(p) == 10 else -3))
     steps = steps_of(log)
     if not blocks or not attaches:
         return [f"no counter lines ({len(blocks)}) or attaches ({len(attaches)})"], []
@@ -171,7 +172,10 @@ def phases(log, times, quiet):
             if bs[0][2] >= 0 else "iu=n/a (no hardware counters) "
         facts.append(f"{name}: blocks={len(bs)} {hw}cpu_us={cpu[name]:.1f} "
                      f"ctx={med([b[5] / b[1] for b in bs]):.2f} agent_cpu_us={sum(b[6] for b in bs) / sum(b[1] for b in bs) / 1e3:.3f} "
-                     f"step_ms={med(st) if st else float('nan'):.3f}")
+                     f"step_ms={med(st) if st else float('nan'):.3f} "
+                     f"agent_states={','.join(STATES.get(x, '?') for x in sorted({b[7] for b in bs}))}")
+        if name.startswith("dormant") and {b[7] for b in bs} != {0}:
+            facts.append(f"{name}: CUPTI not detached in every block")
     # User instructions decide; without hardware counters, CPU time per step (time: weaker).
     metric, vals = ("user instructions", stats) if "unprofiled" in stats else ("CPU time", cpu)
     base = vals.get("unprofiled")

@@ -21,10 +21,12 @@ makes no NVTX call), for checking what NVTX an attach can see.
 
 With --counters K it counts its own work (tests/workloads/torch/step_counters.py: perf counters on
 every thread of the process, threads started later included) and appends, after every K logged
-steps, `counters I0 I1 T IU IK TASK CTX AGENT` to FILE: steps I0..I1-1 (ending at T,
+steps, `counters I0 I1 T IU IK TASK CTX AGENT STATE` to FILE: steps I0..I1-1 (ending at T,
 CLOCK_MONOTONIC ns) took IU user-mode and IK kernel-mode instructions (-1 without hardware
 counters), TASK ns of CPU time and CTX context switches in all threads, AGENT ns of it in threads
-named xpuprof-* (an attached agent's). scripts/gpu/check_attach_long.py compares them before an
+named xpuprof-* (an attached agent's); STATE is the agent's `xpuprof_cupti_state()` at the
+block's end (0 CUPTI detached, 1 paused, 2 collecting; -2 no agent in the process: looked up in
+/proc/self/maps once its threads appear, not before, so the unprofiled blocks do no extra work). scripts/gpu/check_attach_long.py compares them before an
 attach, during it and after the detach. --blocking-sync makes waits for the GPU sleep
 (CU_CTX_SCHED_BLOCKING_SYNC) so the instructions do not depend on GPU time.
 """
@@ -56,6 +58,20 @@ def train_step(model, opt, x, y):
     return loss
 
 
+AGENT = []
+
+
+def agent_state(present):
+    """The attached agent's xpuprof_cupti_state(), -2 while it is not in the process."""
+    if not AGENT and present:
+        import ctypes
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "libxpuprof_cupti_agent" in line}
+        for path in paths:
+            AGENT.append(ctypes.CDLL(path).xpuprof_cupti_state)
+    return AGENT[0]() if AGENT else -2
+
+
 def count_block(log, counters, block, steps, t1):
     """Writes the `counters` line of steps block[0]..steps-1 and starts the next block."""
     i0, c0, task0 = block
@@ -68,8 +84,9 @@ def count_block(log, counters, block, steps, t1):
         except OSError:
             pass
     agent = sum(v - task0.get(t, 0) for t, v in task1.items() if names.get(t, "").startswith("xpuprof"))
+    state = agent_state(any(n.startswith("xpuprof") for n in names.values()))
     d = {e: c1.get(e, -1) - c0.get(e, 0) if e in c1 else -1 for e in ("instr_u", "instr_k", "task_ns", "ctx")}
-    log.write(f"counters {i0} {steps} {t1} {d['instr_u']} {d['instr_k']} {d['task_ns']} {d['ctx']} {agent}\n")
+    log.write(f"counters {i0} {steps} {t1} {d['instr_u']} {d['instr_k']} {d['task_ns']} {d['ctx']} {agent} {state}\n")
     counters.refresh()  # threads started meanwhile (an attached agent's) count from the next block
     return steps, counters.read(), counters.per_thread("task_ns")
 
