@@ -73,12 +73,15 @@ xla_check nocmdbuf "$XJ"
 
 # 4. The agent alone writing its stream of 3 steps (plugins/cupti/tests/fixtures/jax_cmdbuf once
 # committed): what the host's join of child-graph nodes to their recording call is checked against.
+# verbose=1: the agent also says what XLA passes in the extended payloads it cannot read.
 mkdir -p "$XL/fixture"
 CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$XL/fixture \
-  XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS" timeout -k 3 20 python3 "$XJ" --steps 3 "${XSIZE[@]}" \
+  XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,verbose=1" timeout -k 3 20 python3 "$XJ" --steps 3 "${XSIZE[@]}" \
   --ops "$XL/fixture/ops.txt" >"$XL/fixture/stdout.txt" 2>"$XL/fixture/stderr.txt"
 row "xla fixture capture" "rc=$? $(ls -l "$XL"/fixture/cupti-*.bin 2>/dev/null | awk '{print $5}' | head -1) bytes"
-gzip -f "$XL"/fixture/cupti-*.bin 2>/dev/null
+row "xla unreadable payload" "$(grep -m1 'payload not read' "$XL/fixture/stderr.txt" | cut -c1-200)"
+grep 'payload not read\|NVTX calls not read' "$XL/fixture/stderr.txt" >"$XL/fixture/payloads.txt"
+gzip -f "$XL"/fixture/cupti-*.bin "$XL/fixture/stderr.txt" 2>/dev/null
 
 # 5. torch.compile max-autotune: its benchmarking launches (issue 33 item 4).
 XENV= xla_run torch-autotune 40 folded,summary,dump -- tests/workloads/torch/autotune.py --steps 20

@@ -109,6 +109,8 @@ const SAID: u32 = 3000;
 static SAID_SO_FAR: AtomicU32 = AtomicU32::new(0);
 /// Compiler-phase pushes said (a compilation pushes hundreds).
 static COMPILE_SAID: AtomicU32 = AtomicU32::new(0);
+/// Pushes with an unreadable payload said.
+static LOST_SAID: AtomicU32 = AtomicU32::new(0);
 
 fn tell(a: &Agent, what: impl FnOnce() -> String) {
     if a.config.common.verbose && SAID_SO_FAR.fetch_add(1, Ordering::Relaxed) < SAID {
@@ -194,6 +196,7 @@ pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void) {
                 message: Message::Ascii(t),
                 payload: Vec::new(),
                 payload_lost: false,
+                lost_why: None,
             });
             push(a, 0, e.ok_or(Skip::Message));
         }
@@ -255,6 +258,15 @@ fn push(a: &Agent, dom: u64, event: Result<nvtx::Event, Skip>) {
     };
     if event.payload_lost {
         skip(Skip::Payload);
+        // The first few always (they come after the registrations and compiler phases that
+        // use up the verbose budget): what the program passed instead of a readable payload.
+        if a.config.common.verbose && LOST_SAID.fetch_add(1, Ordering::Relaxed) < 20 {
+            crate::say(&format!(
+                "nvtx push domain {dom:#x} {:?}: payload not read: {}",
+                event.message,
+                event.lost_why.as_deref().unwrap_or("?")
+            ));
+        }
     }
     let r = match NAMES.lock() {
         Ok(mut g) => reading(g.get_or_insert_with(Names::default), &event.message),

@@ -99,6 +99,8 @@ pub struct Event {
     pub payload: Vec<u64>,
     /// The payload was there but could not be read (counted; the event itself is good).
     pub payload_lost: bool,
+    /// Why, when it was lost (said with `verbose`: what the program passed).
+    pub lost_why: Option<String>,
 }
 
 static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
@@ -179,34 +181,36 @@ pub fn event(attr: u64) -> Result<Event, Skip> {
         // UNICODE (wide strings, which XLA does not use) and unknown types.
         _ => return Err(Skip::Message),
     };
-    let (payload, payload_lost) = if i32_at(ATTR_PAYLOAD_TYPE) == PAYLOAD_EXT {
+    let (payload, lost_why) = if i32_at(ATTR_PAYLOAD_TYPE) == PAYLOAD_EXT {
         match first_payload(u64_at(ATTR_PAYLOAD), i32_at(ATTR_PAYLOAD_COUNT)) {
-            Some(words) => (words, false),
-            None => (Vec::new(), true),
+            Ok(words) => (words, None),
+            Err(why) => (Vec::new(), Some(why)),
         }
     } else {
-        (Vec::new(), false)
+        (Vec::new(), None)
     };
-    Ok(Event { message, payload, payload_lost })
+    Ok(Event { message, payload, payload_lost: lost_why.is_some(), lost_why })
 }
 
-/// The leading words of the first of `count` `nvtxPayloadData_t` at `data`; `None` when any
-/// of it is unreadable or out of bounds.
-fn first_payload(data: u64, count: i32) -> Option<Vec<u64>> {
+/// The leading words of the first of `count` `nvtxPayloadData_t` at `data`; what was wrong
+/// when any of it is unreadable or out of bounds.
+fn first_payload(data: u64, count: i32) -> Result<Vec<u64>, String> {
     if !(1..=MAX_PAYLOADS).contains(&count) {
-        return None;
+        return Err(format!("{count} entries at {data:#x}"));
     }
-    let size = read_u64(data.checked_add(8)?)?;
-    let payload = read_u64(data.checked_add(16)?)?;
+    let word = |at: u64| data.checked_add(at).and_then(read_u64);
+    let (Some(schema), Some(size), Some(payload)) = (word(0), word(8), word(16)) else {
+        return Err(format!("nvtxPayloadData_t at {data:#x} ({count} entries) unreadable"));
+    };
     if size > MAX_PAYLOAD_BYTES || payload == 0 {
-        return None;
+        return Err(format!("schema {schema:#x}, {size} bytes at {payload:#x}"));
     }
     let n = (size as usize / 8).min(PAYLOAD_WORDS);
     let mut bytes = [0u8; PAYLOAD_WORDS * 8];
     if !read(payload, &mut bytes[..n * 8]) {
-        return None;
+        return Err(format!("schema {schema:#x}, {size} bytes at {payload:#x} unreadable"));
     }
-    Some(bytes[..n * 8].chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes"))).collect())
+    Ok(bytes[..n * 8].chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes"))).collect())
 }
 
 /// Word `n` of an NVTX call's parameter struct `params` (handed by CUPTI for the call).
