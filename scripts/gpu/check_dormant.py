@@ -35,7 +35,8 @@ CPU time and context switches per step; the agent threads' CPU time in the dorma
 time, a 95% bootstrap interval of the ratio of medians across processes (RESAMPLES, seeded), so
 its width says what the rounds can decide.
 GAP (3 s), WINDOW (1 s) and the timed windows per phase (15) come from the environment:
-DORMANT_GAP, DORMANT_WINDOW, DORMANT_WINDOWS.
+DORMANT_GAP, DORMANT_WINDOW, DORMANT_WINDOWS; DORMANT_SYNC_STEPS=1 passes --sync-steps (a
+synchronize after every step: counted runs on a shared GPU).
 """
 import random
 import json
@@ -51,6 +52,7 @@ BENCH = os.path.join(ROOT, "tests", "workloads", "torch", "dormant_bench.py")
 GAP = float(os.environ.get("DORMANT_GAP", "3"))
 WINDOW = float(os.environ.get("DORMANT_WINDOW", "1"))
 WINDOWS = int(os.environ.get("DORMANT_WINDOWS", "15"))
+SYNC_STEPS = os.environ.get("DORMANT_SYNC_STEPS") == "1"
 DECIDE = 0.005
 RESAMPLES = 2000
 
@@ -100,6 +102,8 @@ def run(mode, workload, out, xpuprof, plugin_dir, pin):
     if os.path.exists(go):
         os.remove(go)
     bench = pin + [sys.executable, BENCH, workload, "--go", go, "--windows", str(WINDOWS)]
+    if SYNC_STEPS:
+        bench.append("--sync-steps")
     x = [xpuprof, "--plugin-dir", plugin_dir]
     if mode == "paused":
         cmd = x + ["-v", "record", "--start-paused", "--source", "cupti", "--sink", "chrome", "-o",

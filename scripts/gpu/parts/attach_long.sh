@@ -22,7 +22,8 @@
 #    dormant's record_every), and dormant_bench.py processes (check_dormant.py run: control,
 #    attach, start-paused; B2 small and ResNet-18 training) counted the same way, summed up by
 #    check_dormant.py summary. They share the GPU with each other and the loop: their time figures
-#    are not clean, their instruction counts are (blocking waits).
+#    are not clean, their instruction counts are (blocking waits, a synchronize after every step
+#    so no launch waits for room in a full queue).
 # Knobs: LONG_WAIT LONG_DUR LONG_GAP LONG_TAIL LONG_QUIET LONG_SIDE (1: run step 3) LONG_QUICK,
 # LONG_WINDOWS (10: timed windows per phase of each dormant_bench.py process).
 L_D=$W/logs/attach_long; mkdir -p "$L_D"
@@ -52,7 +53,7 @@ else
     p=$(pin "$2")
     while [ $(( $(date +%s) + 30 )) -le $deadline ] && [ $failed -lt 2 ]; do
       m=${modes[$((k % 3))]}; k=$((k + 1)); n=$((n + 1))
-      if DORMANT_WINDOWS=${LONG_WINDOWS:-10} BENCH_CPU=${p:+$4} timeout $((deadline - $(date +%s) + 15)) python3 scripts/gpu/check_dormant.py run $m "$1" \
+      if DORMANT_SYNC_STEPS=1 DORMANT_WINDOWS=${LONG_WINDOWS:-10} BENCH_CPU=${p:+$4} timeout $((deadline - $(date +%s) + 15)) python3 scripts/gpu/check_dormant.py run $m "$1" \
         "$L_W/bench-$1-$m-$n" "$CARRY/xpuprof" "$CARRY" $p >>"$L_W/runs-$1-$3.txt" 2>>"$L_D/runs.err"; then
         failed=0
       else

@@ -1,7 +1,7 @@
 """What a dormant xpuprof agent costs (issue 25): the same process's steps before and after a
 capture window, for `scripts/gpu/check_dormant.py`.
 
-usage: dormant_bench.py WORKLOAD --go FILE [--windows N] [--steps K] [--spin]
+usage: dormant_bench.py WORKLOAD --go FILE [--windows N] [--steps K] [--spin] [--sync-steps]
   WORKLOAD: b2small  transformer_bench.py's B2 small (6-layer encoder, batch 8 x seq 128, fp16,
                      inference: launch-bound)
             resnet   real_bench.py's ResNet-18 training step (forward, backward, SGD), batch 32
@@ -32,7 +32,10 @@ not in them), medians over each phase's windows:
 
 The process waits for the GPU with blocking synchronisation (CU_CTX_SCHED_BLOCKING_SYNC, set
 before torch creates its context: a spinning wait would count instructions that depend on GPU
-time); --spin keeps CUDA's default. `state_*` is the agent's state at the start of each phase as
+time); --spin keeps CUDA's default. --sync-steps ends every step with a synchronize: without it a
+GPU slower than the launches (ResNet's steps, or any step on a GPU shared with other processes)
+fills the launch queue and the launching thread waits inside the driver for room, work that
+depends on GPU time again. `state_*` is the agent's state at the start of each phase as
 `xpuprof_cupti_state()` reports it: `none` (no agent in the process), `detached` (CUPTI detached,
 dormant), `paused` or `collecting`; `detached_ns` is `xpuprof_cupti_detached_ns()` read once the
 go file appeared (waiting up to 3 s for the detach), 0 when CUPTI was never detached.
@@ -163,10 +166,17 @@ def main():
     p.add_argument("--windows", type=int, default=15)
     p.add_argument("--steps", type=int, default=0, help="steps per window (default: b2small 150, resnet 20)")
     p.add_argument("--spin", action="store_true", help="keep CUDA's default (spinning) wait")
+    p.add_argument("--sync-steps", action="store_true", help="synchronize after every step")
     a = p.parse_args()
     steps = a.steps or (150 if a.workload == "b2small" else 20)
     sync = "spin" if a.spin else (step_counters.blocking_sync() or "blocking")
     step, context = workload(a.workload)
+    if a.sync_steps:
+        bare = step
+
+        def step():
+            bare()
+            torch.cuda.synchronize()
     with context:
         for _ in range(20):
             step()
@@ -192,7 +202,7 @@ def main():
           f" after_loops={a_loops:.5f} ratio={a_loops / b_loops:.4f} state_before={s0} state_after={s1}"
           f" detached_ns={det} {counted_fields(b_counted, a_counted)} agent_cpu_ms={agent_s * 1e3:.3f}"
           f" agent_threads={','.join(agent_names) or 'none'} threads={len(counters.threads)}"
-          f" counters_missing={missing} sync={sync.replace(' ', '_')}", flush=True)
+          f" counters_missing={missing} sync={sync.replace(' ', '_')} sync_steps={int(a.sync_steps)}", flush=True)
 
 
 if __name__ == "__main__":
