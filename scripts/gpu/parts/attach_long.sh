@@ -30,7 +30,7 @@ L_D=$W/logs/attach_long; mkdir -p "$L_D"
 L_W=$W/attach_long; rm -rf "$L_W"; mkdir -p "$L_W"
 ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 if [ "${LONG_QUICK:-0}" = 1 ]; then LW=${LONG_WAIT:-45}; LDUR=${LONG_DUR:-5}; else LW=${LONG_WAIT:-110}; LDUR=${LONG_DUR:-10}; fi
-LGAP=${LONG_GAP:-10}; LTAIL=${LONG_TAIL:-10}; LQ=${LONG_QUIET:-20}
+LGAP=${LONG_GAP:-10}; LTAIL=${LONG_TAIL:-15}; LQ=${LONG_QUIET:-20}
 mono() { python3 -c 'import time; print(time.monotonic_ns())'; }
 pin() { [ "$(nproc)" -ge 16 ] && command -v taskset >/dev/null && echo "taskset -c $1"; }
 
