@@ -12,6 +12,11 @@ twice (scripts/gpu/parts/attach_long.sh). Three checks, one line each (PASS/FAIL
       window (TRACE, the loop's STEP_LOG) launched the same kernels, by name and count, as every
       step of a `record --capture-range cuda-profiler-api` calibration run of the same loop
       (CAL_TRACE, CAL_LOG);
+  check_attach_long.py stacks RECORD_DIR ATTACH_DIR
+      the same stacks as `xpuprof record`: the share of the attach window's GPU time
+      (profile.gpu.folded) whose whole stack, Python lines and native frames down to the kernel,
+      is one the calibration run under `xpuprof record` also had (PASS at 99% or more), and the
+      share of the record's stacks (by time) the window has;
   check_attach_long.py phases STEP_LOG TIMES QUIET
       what the process did per step (attach_train.py --counters lines) before the first attach
       (the QUIET seconds before it), in each window and in each dormant phase after a detach (from
@@ -132,6 +137,33 @@ def same(cal_trace, cal_log, trace, log):
     return problems, facts
 
 
+def folded(d):
+    path = os.path.join(d, "profile.gpu.folded")
+    if not os.path.exists(path):
+        path = os.path.join(d, "profile.folded")
+    out = collections.Counter()
+    for line in open(path, errors="replace"):
+        stack, _, w = line.rstrip("\n").rpartition(" ")
+        if stack and w.isdigit():
+            out[stack] += int(w)
+    return out
+
+
+def stacks(record_dir, attach_dir):
+    rec, att = folded(record_dir), folded(attach_dir)
+    if not rec or not att:
+        return [f"no GPU stacks (record {len(rec)}, attach {len(att)})"], []
+    inside = sum(w for s, w in att.items() if s in rec)
+    share = 100.0 * inside / sum(att.values())
+    back = 100.0 * sum(w for s, w in rec.items() if s in att) / sum(rec.values())
+    missing = sorted(((w, s) for s, w in att.items() if s not in rec), reverse=True)[:1]
+    facts = [f"attach GPU time under record's stacks {share:.2f}% ({len(att)} stacks, record {len(rec)})",
+             f"record's GPU time under the window's stacks {back:.2f}%"]
+    if missing:
+        facts.append(f"largest stack record lacks: {missing[0][1][-300:]}")
+    return ([] if share >= 99.0 else [f"only {share:.2f}% of the window's GPU time under record's stacks"]), facts
+
+
 def phases(log, times, quiet):
     attaches = []
     for line in open(times):
@@ -200,6 +232,8 @@ def main():
         problems, facts = outputs(sys.argv[2])
     elif cmd == "same" and len(sys.argv) == 6:
         problems, facts = same(*sys.argv[2:6])
+    elif cmd == "stacks" and len(sys.argv) == 4:
+        problems, facts = stacks(sys.argv[2], sys.argv[3])
     elif cmd == "phases" and len(sys.argv) == 5:
         problems, facts = phases(sys.argv[2], sys.argv[3], float(sys.argv[4]))
     else:

@@ -10,7 +10,8 @@
 #    check_attach.py (every step inside the window with all its kernels, kernels per step from a
 #    `record --capture-range cuda-profiler-api` calibration run of the same loop; the first record
 #    within 2 s; step time before/during/after from the loop's own log), check_attach_long.py same
-#    (every interior step launched the kernels record saw, by name), outputs (each file exists and
+#    (every interior step launched the kernels record saw, by name), stacks (>= 99% of the GPU time
+#    under stacks record had, Python lines and native frames), outputs (each file exists and
 #    parses), check_python_stacks.py (>= 99% of the GPU time under the loop's Python lines), the
 #    loop's own exit code.
 # 2. The loop counts its own work per 50 steps (--counters: user/kernel instructions, CPU time,
@@ -66,7 +67,7 @@ else
   }
   if [ "${LONG_SIDE:-1}" = 1 ]; then
     (
-      "$CARRY/xpuprof" --plugin-dir "$CARRY" record --capture-range cuda-profiler-api --source cupti --sink chrome -o "$L_W/calib" -- \
+      "$CARRY/xpuprof" --plugin-dir "$CARRY" record --capture-range cuda-profiler-api --source cupti --sink chrome,folded -o "$L_W/calib" -- \
         python3 "$T" --calibrate 50 --blocking-sync --step-log "$L_W/calib-steps.log" >"$L_W/calib.out" 2>"$L_D/calib.err"
       DORMANT_ONLY=record_every
       # shellcheck source=/dev/null
@@ -102,6 +103,7 @@ else
     how=$(grep -o 'loaded the agent into\|reused the agent already loaded in' "$L_D/attach$k.err" | head -1)
     row "attach_long $k ($how)" "rc=$arc took $(( (t1 - t0) / 1000000 )) ms $(python3 scripts/gpu/check_attach.py "$o/trace.json" "$L_W/steps.log" "$KPS" "$LDUR" "$t0" 2>&1 | tail -1)"
     row "attach_long $k same as record" "$(python3 scripts/gpu/check_attach_long.py same "$L_W/calib/trace.json" "$L_W/calib-steps.log" "$o/trace.json" "$L_W/steps.log" 2>&1 | tail -1)"
+    row "attach_long $k stacks as record" "$(python3 scripts/gpu/check_attach_long.py stacks "$L_W/calib" "$o" 2>&1 | tail -1)"
     row "attach_long $k outputs" "$(python3 scripts/gpu/check_attach_long.py outputs "$o" 2>&1 | tail -1)"
     # The GPU view (profile.gpu.folded beside the CPU samples of the default sources) is what
     # check_python_stacks.py reads as profile.folded.
