@@ -6,6 +6,7 @@ mod e2e;
 mod go;
 mod pc_samples;
 mod python;
+mod ranks;
 mod sink;
 
 use xpuprof_testkit::{golden, host};
