@@ -121,3 +121,20 @@ fn every_label_starts_its_tooltip_so_the_search_finds_what_labels_say() {
         }
     }
 }
+
+#[test]
+fn rank_roots_draw_each_rank_of_a_job_as_its_own_tower() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = graphs(GraphView::Split, None, None, 1200);
+    let opts = FoldedOptions { rank_roots: true, ..FoldedOptions::default() };
+    let mut sink = FlamegraphSink::new(opts, g, dir.path().to_owned(), Logger::stderr());
+    sink.consume(&sample::ranked_job()).unwrap();
+    let files = sink.finish().unwrap();
+    let gpu = std::fs::read_to_string(&files[0]).unwrap();
+    // Rank 1's kernels take twice as long as rank 0's (the job's definition in the sample module).
+    for title in ["[rank 0] (40 µs, 33.33%)", "[rank 1] (80 µs, 66.67%)"] {
+        assert!(gpu.contains(&format!("<title>{title}")), "no root frame {title}");
+    }
+    let plain = run_view(&sample::ranked_job(), GraphView::Gpu);
+    assert!(!plain[0].1.contains("[rank "), "no rank roots by default");
+}
