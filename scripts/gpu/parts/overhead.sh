@@ -56,7 +56,7 @@ if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
     [ -n "$line" ] || return
     row "overhead levels $wl $src vs paused" "$(ov_fields "$line" entries_vs_paused native_vs_paused full_vs_paused)"
     row "overhead levels $wl $src stacks add" "$(ov_fields "$line" stacks_add python_add) $(echo "$line" | tr ' ' '\n' | grep '_vs_full=' | tr '\n' ' ')"
-    row "overhead levels $wl $src agent ns/launch" "$(echo "$line" | tr ' ' '\n' | grep '_enter_ns=' | tr '\n' ' ')"
+    row "overhead levels $wl $src agent ns/launch" "$(echo "$line" | tr ' ' '\n' | grep '_ns=' | tr '\n' ' ')"
     row "overhead levels $wl $src walks" "$(ov_fields "$line" frames_per_walk fast_per_walk lookups_per_walk refreshes walks)"
     cp "$o/summary.txt" "$log-summary.txt" 2>/dev/null
     rm -rf "$o"

@@ -15,7 +15,7 @@
 //! did so far, for a benchmark's windows to tell apart: walks, frames, frames stepped by a
 //! cached rule, return addresses whose rule was looked up in the CFI (not cached, or evicted),
 //! module-list refreshes (each empties the rule caches); then the timed entries, their clock
-//! ticks, and the clock now.
+//! ticks in all, in the native walk and in the Python frames, and the clock now.
 
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -49,10 +49,10 @@ pub extern "C" fn xpuprof_launch_detail(level: c_int) -> c_int {
     }
 }
 
-/// A thread's timed entries and their clock ticks ([`crate::timestamps::raw`] units), written
-/// by that thread only.
+/// A thread's timed entries and their clock ticks ([`crate::timestamps::raw`] units): in all,
+/// in the native walk, in the Python frames' capture and merge; written by that thread only.
 #[derive(Debug, Default)]
-pub(crate) struct Timing([AtomicU64; 2]);
+pub(crate) struct Timing([AtomicU64; 4]);
 
 static TIMINGS: Mutex<Vec<Arc<Timing>>> = Mutex::new(Vec::new());
 
@@ -66,41 +66,44 @@ impl Timing {
         t
     }
 
-    /// One entry that took `ticks`.
+    /// One entry that took `ticks`, of which `walk` in the native walk and `python` in the
+    /// Python frames.
     #[inline]
-    pub(crate) fn add(&self, ticks: u64) {
-        let [n, sum] = &self.0;
-        n.store(n.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        sum.store(sum.load(Ordering::Relaxed) + ticks, Ordering::Relaxed);
+    pub(crate) fn add(&self, ticks: u64, walk: u64, python: u64) {
+        for (a, v) in self.0.iter().zip([1, ticks, walk, python]) {
+            a.store(a.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
+        }
     }
 }
 
-fn timings() -> [u64; 2] {
-    let mut s = [0; 2];
+fn timings() -> [u64; 4] {
+    let mut s = [0u64; 4];
     if let Ok(all) = TIMINGS.lock() {
         for t in all.iter() {
-            s[0] += t.0[0].load(Ordering::Relaxed);
-            s[1] += t.0[1].load(Ordering::Relaxed);
+            for (s, a) in s.iter_mut().zip(&t.0) {
+                *s = s.wrapping_add(a.load(Ordering::Relaxed));
+            }
         }
     }
     s
 }
 
 /// Counts written by [`xpuprof_launch_counts`].
-pub const COUNTS: usize = 8;
+pub const COUNTS: usize = 10;
 
 /// Writes the first `n` (at most [`COUNTS`]) of the process's launch counts to `out`: walks,
-/// frames, fast steps, rule lookups, module-list refreshes, timed entries, their clock ticks,
-/// and the clock now (ticks: TSC or nanoseconds, whichever launch entries are stamped with);
-/// returns how many it wrote.
+/// frames, fast steps, rule lookups, module-list refreshes, timed entries, their clock ticks in
+/// all, in the native walk, in the Python frames, and the clock now (ticks: TSC or
+/// nanoseconds, whichever launch entries are stamped with); returns how many it wrote.
 ///
 /// # Safety
 /// `out` points to `n` writable `uint64_t`s.
 #[no_mangle]
 pub unsafe extern "C" fn xpuprof_launch_counts(out: *mut u64, n: c_int) -> c_int {
     let s = xpuprof_unwind::stats().snapshot();
-    let [timed, ticks] = timings();
-    let v = [s.walks, s.frames, s.fast_steps, s.lookups, s.refreshes, timed, ticks, crate::timestamps::raw()];
+    let [timed, ticks, walk, python] = timings();
+    let now = crate::timestamps::raw();
+    let v = [s.walks, s.frames, s.fast_steps, s.lookups, s.refreshes, timed, ticks, walk, python, now];
     let k = (n.max(0) as usize).min(v.len());
     if out.is_null() {
         return 0;

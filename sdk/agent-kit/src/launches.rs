@@ -228,12 +228,14 @@ impl Registry {
             let mut start = None;
             let flags = detail::level();
             let level = flags & !detail::TIMED;
-            if !nested && sites.stacks && level > detail::ENTRIES {
+            let stacked = !nested && sites.stacks && level > detail::ENTRIES;
+            if stacked {
                 let depth = sites.max_depth.min(MAX_FRAMES);
                 let mode = reuse::mode();
                 let python = (level == detail::FULL).then_some(&self.python);
+                let timed = flags & detail::TIMED != 0;
                 let (n, first) =
-                    l.bufs.capture(mode, regs, l.bounds, sites.own_code, python, depth, &l.reuse);
+                    l.bufs.capture(mode, regs, l.bounds, sites.own_code, python, depth, &l.reuse, timed);
                 start = first;
                 let n = self.annotations.decorate(&mut l.bufs.merged[..depth], n);
                 let frames = &l.bufs.merged[..n];
@@ -259,7 +261,9 @@ impl Registry {
                 return None;
             }
             if flags & detail::TIMED != 0 {
-                l.timing.add(stamp::raw().wrapping_sub(time));
+                let walked = if stacked { l.bufs.walked.wrapping_sub(time) } else { 0 };
+                let merged = if stacked { l.bufs.merged_at.wrapping_sub(l.bufs.walked) } else { 0 };
+                l.timing.add(stamp::raw().wrapping_sub(time), walked, merged);
             }
             Some(start.unwrap_or_else(|| caller_side(regs, l.bounds, sites.own_code)))
         })

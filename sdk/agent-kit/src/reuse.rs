@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::python::PythonFrames;
 use crate::stack::{self, Bounds, Registers};
+use crate::timestamps as stamp;
 use crate::wire;
 
 /// The most frames a stack keeps.
@@ -213,6 +214,10 @@ pub(crate) struct Buffers {
     pub merged: Box<[u64; MAX_FRAMES]>,
     /// The full capture of [`ReuseMode::Check`], made on first use.
     check: Option<Box<[[u64; MAX_FRAMES]; 3]>>,
+    /// With a timed capture ([`crate::detail::TIMED`]): the clock when the native walk ended and
+    /// when the Python frames were merged in.
+    pub walked: u64,
+    pub merged_at: u64,
 }
 
 impl Buffers {
@@ -222,12 +227,15 @@ impl Buffers {
             sps: Box::new([0; MAX_FRAMES]),
             merged: Box::new([0; MAX_FRAMES]),
             check: None,
+            walked: 0,
+            merged_at: 0,
         }
     }
 
     /// Walks the stack from `regs` and merges the thread's Python frames (none where `python`
     /// is `None`) into `merged[..depth]`, reusing per `mode`; returns the frames of the stack and the registers
-    /// of its first frame outside `own_code` (for the trampoline).
+    /// of its first frame outside `own_code` (for the trampoline). With `timed`, notes when each
+    /// part ended ([`Buffers::walked`], [`Buffers::merged_at`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn capture(
         &mut self,
@@ -238,11 +246,16 @@ impl Buffers {
         python: Option<&PythonFrames>,
         depth: usize,
         counts: &ThreadCounts,
+        timed: bool,
     ) -> (usize, Option<Registers>) {
         let Some(python) = python else {
-            // Native frames only ([`crate::detail::NATIVE`]).
+            // Native frames only ([`crate::detail::NATIVE`]), as `python = "off"` has them.
             let depth = depth.min(MAX_FRAMES);
-            let (w, first) = stack::walk(regs, bounds, own_code, &mut self.merged[..depth]);
+            let (frames, sps) = (&mut self.frames[..depth], &mut self.sps[..depth]);
+            let (w, first) = stack::walk_with_sp(regs, bounds, own_code, frames, sps);
+            self.walked = timed.then(stamp::raw).unwrap_or(0);
+            self.merged[..w.len].copy_from_slice(&frames[..w.len]);
+            self.merged_at = self.walked;
             return (w.len, first);
         };
         let depth = depth.min(MAX_FRAMES);
@@ -255,8 +268,10 @@ impl Buffers {
             let (w, first) = stack::walk_with_sp(regs, bounds, own_code, frames, sps);
             (w, first, 0)
         };
+        self.walked = timed.then(stamp::raw).unwrap_or(0);
         let merged = &mut self.merged[..depth];
         let (n, py_reused) = python.merge_reusing(&frames[..w.len], &sps[..w.len], merged, reuse_python);
+        self.merged_at = timed.then(stamp::raw).unwrap_or(0);
         counts.bump(0, reused > 0);
         counts.bump(1, py_reused);
         if mode != ReuseMode::Check {

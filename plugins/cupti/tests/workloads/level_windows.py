@@ -92,7 +92,8 @@ def levels(step, sync, per, rounds):
     return [name for name, *_ in states], ms
 
 
-WALK_COUNTS = ("walks", "frames", "fast", "lookups", "refreshes", "timed", "ticks", "clock")
+WALK_COUNTS = ("walks", "frames", "fast", "lookups", "refreshes", "timed", "ticks", "walk_ticks", "python_ticks",
+               "clock")
 
 
 def walk_counts(lib):
@@ -128,10 +129,12 @@ def line(head, names, ms):
     for name in names[1:]:
         # The agent's own time per launch entry (walk, Python frames, hash, entry), by state.
         c = ms["walks"][name]
-        timed_n, ticks, clock_ticks, wall_ns = c[5], c[6], c[7], c[8]
+        timed_n, ticks, walk, python, clock_ticks, wall_ns = c[5:11]
         if timed_n and clock_ticks:
-            ns = ticks / timed_n * (wall_ns / clock_ticks)
-            fields.append(f"{name}_enter_ns={ns:.0f}")
+            per = wall_ns / clock_ticks / timed_n
+            fields.append(f"{name}_enter_ns={ticks * per:.0f}")
+            if name == "full":
+                fields.append(f"full_walk_ns={walk * per:.0f} full_python_ns={python * per:.0f}")
     walks, frames, fast, lookups, refreshes = ms["walks"]["full"][:5]
     if walks:
         # The full windows' walks: frames written per walk, steps by a cached rule per walk

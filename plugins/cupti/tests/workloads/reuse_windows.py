@@ -14,7 +14,8 @@ usage: reuse_windows.py double LIBCUDA ENGINE_LIB [ROUNDS] [STEPS_PER_WINDOW]
   pass whose launches come from a native thread named pt_autograd_0
   (workloads/engine_thread.c, ENGINE_LIB) while the Python thread waits in
   `_engine_run_backward`, called from two lines. REUSE_SWEEP_KIB=N has each launch touch N KiB
-  first (the framework's work between launches: without it every frame stays in L1).
+  first (the framework's work between launches: without it every frame stays in L1), written
+  (a new buffer each time) or, with REUSE_SWEEP_READ=1, read (a scan of one buffer).
   `tests/workloads/torch/reuse_resnet.py` runs
   the same windows on ResNet-18 training on a GPU.
 
@@ -114,7 +115,14 @@ def report(workload, lib, step, sync, rounds, per, check_steps):
 def double_step(cuda, engine, sweep_kib):
     raw = cuda.xpuprof_double_launch
     raw.argtypes, raw.restype = [ctypes.c_char_p], ctypes.c_int
-    if sweep_kib > 0:
+    if sweep_kib > 0 and os.environ.get("REUSE_SWEEP_READ") == "1":
+        # The same, read only: a scan of one buffer (no dirty lines to write back first).
+        buf = bytes(sweep_kib << 10)
+
+        def launch(name):
+            buf.find(b"\x01")
+            raw(name)
+    elif sweep_kib > 0:
         # The framework's own work between launches (a dispatcher, allocators, tensors): memory
         # touched between two launches, so the stack and frames are no longer all in L1/L2.
         def launch(name):
