@@ -4,7 +4,9 @@
 //! that every rank runs), merged by the real `xpuprof` binary into the perfetto and summary
 //! sinks. For each length it prints the records merged, the merge's CPU time (user + system,
 //! all its threads) and wall time, records per CPU second and per wall second, and the merge's
-//! peak resident memory, so a cost or memory that grows with the length of the recording shows.
+//! peak resident memory, so a cost or memory that grows with the length of the recording shows;
+//! and the machine's load average (1 min) before and after the merge: on a shared machine the
+//! wall time counts other work, the CPU time does not.
 //!
 //! usage: cargo bench -p xpuprof-core --bench merge_scale -- [RANKS RATE SECONDS...]
 //!   (default 8 100000 1 3; the plugins must be built in the profile's folder, or set
@@ -43,14 +45,16 @@ fn main() {
         }
         let wrote = t.elapsed().as_secs_f64();
         let merged = dir.path().join(format!("s{secs}-merged"));
+        let load_before = load_average();
         let m = merge(&bin, &archives, &merged);
+        let load_after = load_average();
         let cpu = m.user_s + m.sys_s;
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(
             stdout,
             "merge_scale ranks={ranks} rate={rate}/s seconds={secs} records={records} cpu_s={cpu:.2} (user {:.2} sys {:.2}) \
              wall_s={:.2} records_per_cpu_s={:.0} records_per_wall_s={:.0} peak_rss_mib={:.1} output_mib={:.1} \
-             (archives written in {wrote:.1} s) rc={}",
+             load={load_before}->{load_after} (archives written in {wrote:.1} s) rc={}",
             m.user_s,
             m.sys_s,
             m.wall_s,
@@ -208,6 +212,12 @@ fn merge(bin: &Path, archives: &[PathBuf], out: &Path) -> Measured {
         max_rss_kib: usage.ru_maxrss,
         rc: if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 },
     }
+}
+
+/// The machine's 1-minute load average, as /proc/loadavg says it (`?` where it cannot be read).
+fn load_average() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace().next().unwrap_or("?").to_owned()
 }
 
 fn dir_mib(dir: &Path) -> f64 {
