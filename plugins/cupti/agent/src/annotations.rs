@@ -8,6 +8,12 @@
 //! own stack of open ranges (per domain: a pop closes the innermost range of its domain); the
 //! names of domains and registered strings are shared. A range's reading is kept per
 //! registered string, so a framework's per-operation ranges cost a lookup each after the first.
+//!
+//! Only XLA's domain ([`xla::DOMAIN`]) is read: a range of the default domain, or of a domain
+//! seen created under another name (a program's own ranges, NCCL's), is kept open as nothing
+//! without reading its arguments (each read is a system call: about 1 µs a range on the CUDA
+//! test double, `scripts/bench-annotations.sh`). A domain created before the agent was there
+//! (never seen created) is read, as it may be XLA's.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -28,7 +34,8 @@ pub(crate) mod nvtx;
 use nvtx::{Message, Skip};
 
 /// The NVTX calls read.
-const CALLS: [u32; 6] = [
+const CALLS: [u32; 7] = [
+    N::CUPTI_CBID_NVTX_nvtxDomainCreateA,
     N::CUPTI_CBID_NVTX_nvtxRangePushA,
     N::CUPTI_CBID_NVTX_nvtxRangePushEx,
     N::CUPTI_CBID_NVTX_nvtxRangePop,
@@ -95,10 +102,16 @@ impl From<Kind> for Reading {
 
 #[derive(Debug, Default)]
 struct Names {
+    /// Domains seen created, and whether each is XLA's.
+    domains: HashMap<u64, bool>,
     strings: HashMap<u64, Arc<str>>,
     readings: HashMap<u64, Reading>,
     /// Operation label ids by (title handle or text hash, source handle, module prefix).
     labels: HashMap<(u64, u64, usize), u64>,
+    /// Label ids with a source line by (registered title, module prefix): a later push of the
+    /// same operation reuses it without reading its payload (XLA's later executions pass
+    /// payloads that cannot be read, and each read is a system call).
+    sourced: HashMap<(u64, usize), u64>,
 }
 
 static NAMES: Mutex<Option<Names>> = Mutex::new(None);
@@ -165,6 +178,19 @@ pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void) {
         return;
     }
     match cbid {
+        N::CUPTI_CBID_NVTX_nvtxDomainCreateA => {
+            if ret.is_null() {
+                return;
+            }
+            // SAFETY: `name` (nvtxDomainCreateA_params); the return value is the new handle.
+            let (name, handle) =
+                unsafe { (nvtx::text(nvtx::param(params, 0)), std::ptr::read_unaligned(ret)) };
+            tell(a, || format!("nvtx domain {handle:#x} = {name:?}"));
+            if let Ok(mut g) = NAMES.lock() {
+                let xla = name.as_deref() == Some(xla::DOMAIN);
+                g.get_or_insert_with(Names::default).domains.insert(handle, xla);
+            }
+        }
         N::CUPTI_CBID_NVTX_nvtxDomainRegisterStringA => {
             if ret.is_null() {
                 skip(Skip::Parameters);
@@ -189,25 +215,16 @@ pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void) {
         N::CUPTI_CBID_NVTX_nvtxRangePop => pop(a, 0),
         // SAFETY: `domain` is the first parameter.
         N::CUPTI_CBID_NVTX_nvtxDomainRangePop => pop(a, unsafe { nvtx::param(params, 0) }),
-        N::CUPTI_CBID_NVTX_nvtxRangePushA => {
-            // SAFETY: `message` is the first parameter.
-            let t = nvtx::text(unsafe { nvtx::param(params, 0) });
-            let e = t.map(|t| nvtx::Event {
-                message: Message::Ascii(t),
-                payload: Vec::new(),
-                payload_lost: false,
-                lost_why: None,
-            });
-            push(a, 0, e.ok_or(Skip::Message));
-        }
-        N::CUPTI_CBID_NVTX_nvtxRangePushEx => {
-            // SAFETY: `eventAttrib` is the first parameter.
-            push(a, 0, nvtx::event(unsafe { nvtx::param(params, 0) }));
-        }
+        // The default domain's ranges are never XLA's.
+        N::CUPTI_CBID_NVTX_nvtxRangePushA | N::CUPTI_CBID_NVTX_nvtxRangePushEx => push_other(0),
         N::CUPTI_CBID_NVTX_nvtxDomainRangePushEx => {
             // SAFETY: `domain, core.eventAttrib` (nvtxDomainRangePushEx_params).
             let (dom, attr) = unsafe { (nvtx::param(params, 0), nvtx::param(params, 1)) };
-            push(a, dom, nvtx::event(attr));
+            if foreign(dom) {
+                push_other(dom);
+            } else {
+                push(a, dom, nvtx::event(attr));
+            }
         }
         _ => {}
     }
@@ -233,6 +250,22 @@ fn reading(n: &mut Names, message: &Message) -> Reading {
     }
 }
 
+/// True when `dom` was seen created under another name than XLA's domain.
+fn foreign(dom: u64) -> bool {
+    NAMES.lock().is_ok_and(|g| g.as_ref().and_then(|n| n.domains.get(&dom)) == Some(&false))
+}
+
+/// A push of a range that is not XLA's: kept open as nothing, its arguments not read.
+fn push_other(dom: u64) {
+    with_open(|o| {
+        if o.open.len() >= MAX_OPEN {
+            o.overflow += 1;
+        } else {
+            o.open.push((dom, Open::Other));
+        }
+    });
+}
+
 /// A push: what its range reads as becomes what the thread has open in `dom` (a push whose
 /// arguments could not be read is kept open as nothing, so its pop closes it and no other).
 fn push(a: &Agent, dom: u64, event: Result<nvtx::Event, Skip>) {
@@ -256,18 +289,6 @@ fn push(a: &Agent, dom: u64, event: Result<nvtx::Event, Skip>) {
             return;
         }
     };
-    if event.payload_lost {
-        skip(Skip::Payload);
-        // The first few always (they come after the registrations and compiler phases that
-        // use up the verbose budget): what the program passed instead of a readable payload.
-        if a.config.common.verbose && LOST_SAID.fetch_add(1, Ordering::Relaxed) < 20 {
-            crate::say(&format!(
-                "nvtx push domain {dom:#x} {:?}: payload not read: {}",
-                event.message,
-                event.lost_why.as_deref().unwrap_or("?")
-            ));
-        }
-    }
     let r = match NAMES.lock() {
         Ok(mut g) => reading(g.get_or_insert_with(Names::default), &event.message),
         Err(_) => Reading::Other,
@@ -275,13 +296,13 @@ fn push(a: &Agent, dom: u64, event: Result<nvtx::Event, Skip>) {
     let quiet = matches!(r, Reading::Compile) && COMPILE_SAID.fetch_add(1, Ordering::Relaxed) >= 20;
     if !quiet {
         tell(a, || {
-            format!("nvtx push domain {dom:#x} {:?} payload {:x?}: {r:?}", event.message, event.payload)
+            format!("nvtx push domain {dom:#x} {:?} payload at {:x?}: {r:?}", event.message, event.payload_at)
         });
     }
     let open = match r {
         Reading::Module(p) => Open::Module(p),
         Reading::Op(name) => {
-            push_frame(op_label(a, &event, &name));
+            push_frame(op_label(a, dom, &event, &name));
             Open::Frame
         }
         Reading::Compile => {
@@ -306,8 +327,20 @@ fn source_handle(n: &Names, payload: &[u64]) -> u64 {
         .unwrap_or(0)
 }
 
+/// The words of `event`'s payload; none when it cannot be read (counted, and with `verbose` the
+/// first few said: what the program passed instead).
+fn payload_words(a: &Agent, dom: u64, event: &nvtx::Event) -> Vec<u64> {
+    event.payload().unwrap_or_else(|why| {
+        skip(Skip::Payload);
+        if a.config.common.verbose && LOST_SAID.fetch_add(1, Ordering::Relaxed) < 20 {
+            crate::say(&format!("nvtx push domain {dom:#x} {:?}: payload not read: {why}", event.message));
+        }
+        Vec::new()
+    })
+}
+
 /// The label id of operation `name` under this thread's innermost module.
-fn op_label(a: &Agent, event: &nvtx::Event, name: &str) -> u64 {
+fn op_label(a: &Agent, dom: u64, event: &nvtx::Event, name: &str) -> u64 {
     let prefix = OPEN
         .try_with(|o| {
             o.try_borrow().ok().and_then(|o| {
@@ -321,9 +354,18 @@ fn op_label(a: &Agent, event: &nvtx::Event, name: &str) -> u64 {
         .flatten()
         .flatten();
     let pkey = prefix.as_ref().map_or(0, |p| Arc::as_ptr(p) as *const u8 as usize);
+    let registered = match event.message {
+        Message::Registered(h) => Some((h, pkey)),
+        Message::Ascii(_) => None,
+    };
+    if let Some(id) = registered.and_then(|k| NAMES.lock().ok()?.as_ref()?.sourced.get(&k).copied()) {
+        return id;
+    }
+    // Read outside the lock: a system call.
+    let words = payload_words(a, dom, event);
     let Ok(mut g) = NAMES.lock() else { return 0 };
     let n = g.get_or_insert_with(Names::default);
-    let source = source_handle(n, &event.payload);
+    let source = source_handle(n, &words);
     let title = match &event.message {
         Message::Registered(h) => *h,
         Message::Ascii(t) => xpuprof_agent_kit::stack::hash(&[t.len() as u64, fnv(t)]),
@@ -337,6 +379,9 @@ fn op_label(a: &Agent, event: &nvtx::Event, name: &str) -> u64 {
     let id = a.core.launches.annotations.label(&text);
     if n.labels.len() < 1 << 20 {
         n.labels.insert(key, id);
+        if let (Some(k), Some(_)) = (registered, &place) {
+            n.sourced.insert(k, id);
+        }
     }
     id
 }

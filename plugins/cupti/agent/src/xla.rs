@@ -16,6 +16,9 @@
 //!   `XlaAutotunerMeasurement:#…#` and other compiler phases around compilation: compile-time
 //!   work, whatever it launches.
 
+/// XLA's NVTX domain (TSL's `nvtxDomainCreateA` name); no other domain's ranges are read.
+pub const DOMAIN: &str = "TSL";
+
 /// What a range's text says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {

@@ -5,13 +5,14 @@
  * structs of generated_nvtx_meta.h), around kernel launches of the double.
  *
  * `xla_nvtx xla`: what JAX 0.11.2 did on the H200 (docs/xla.md): strings registered in the
- *   domain `TSL` (nvtxDomainRegisterStringA: a module's `XlaModule:#...#` title, per operation a
+ *   domain `TSL` (created by nvtxDomainCreateA; nvtxDomainRegisterStringA: a module's `XlaModule:#...#` title, per operation a
  *   `Thunk:#name=...#` title, its HLO text, its source locations and its called computations);
  *   a compilation range (`XlaCompile:#...#`, ASCII) on the main thread while a compiler thread
  *   times candidates in its own `XlaAutotunerMeasurement:#...#` range; then steps, each a module
  *   range with one range per operation, pushed with nvtxDomainRangePushEx (registered title and
  *   an extended payload: an nvtxPayloadData_t whose payload is XLA's
- *   {hlo_dump, src_locations, called_hlo_dump} of string handles), one launch inside each.
+ *   {hlo_dump, src_locations, called_hlo_dump} of string handles), one launch inside each;
+ *   then a range of the program's own domain (`app`) around a launch.
  * `xla_nvtx hostile`: one good step, then calls a profiler must survive, each followed by a
  *   launch inside the range it opened: null attributes, attributes smaller than NVTX v2's,
  *   a UNICODE message, an unknown message type, a registered handle never registered,
@@ -19,6 +20,10 @@
  *   whose count is bad, a null ASCII message, a registration without a string or return value,
  *   pops without a push, and a range pushed on one thread and popped on another. Then one more
  *   good step.
+ * `xla_nvtx bench N`: what the agent's annotations cost (scripts/bench-annotations.sh): N
+ *   ranges of another domain pushed and popped with an ASCII title (a program's own NVTX
+ *   ranges, which give no frame), then N steps as above; prints the nanoseconds per range and
+ *   per step.
  *
  * nvtxEventAttributes_t and nvtxPayloadData_t are declared in nvtx_program.h (shared with
  * nccl_nvtx.c) from the NVTX v3 headers' public layout, as the NVTX headers are not installed.
@@ -29,7 +34,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <wchar.h>
 
 #include <cupti_nvtx_cbid.h>
@@ -63,6 +70,15 @@ static uint64_t reg(const char *text) {
     uint64_t h = (uint64_t)(uintptr_t)&handles[next_handle++ % sizeof handles];
     xpuprof_double_nvtx_call(CUPTI_CBID_NVTX_nvtxDomainRegisterStringA, "nvtxDomainRegisterStringA", &p, &h);
     return h;
+}
+
+/* nvtxDomainCreateA as CUPTI hands it over: the name, and the new handle as the return value. */
+static void create_domain(const char *name, void *handle) {
+    struct {
+        const char *name;
+    } p = {name};
+    uint64_t h = (uint64_t)(uintptr_t)handle;
+    xpuprof_double_nvtx_call(CUPTI_CBID_NVTX_nvtxDomainCreateA, "nvtxDomainCreateA", &p, &h);
 }
 
 static void push_attr(void *domain, const attr_t *a) {
@@ -288,15 +304,51 @@ static void hostile(void) {
     }
 }
 
+/* ---- bench ---------------------------------------------------------------------------------- */
+
+static double now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* N ranges of the program's own (a domain other than XLA's), then N XLA steps, timed. */
+static void bench(long n) {
+    static int app_domain_object;
+    long i;
+    double t0, t1, t2;
+    create_domain("app", &app_domain_object);
+    t0 = now_ns();
+    for (i = 0; i < n; i++) {
+        push_ascii(&app_domain_object, "forward: layer 3 attention");
+        pop(&app_domain_object);
+    }
+    t1 = now_ns();
+    for (i = 0; i < n; i++) {
+        train_step();
+    }
+    t2 = now_ns();
+    printf("bench ranges=%ld ns_per_range=%.1f ns_per_step=%.1f\n", n, (t1 - t0) / n, (t2 - t1) / n);
+}
+
 int main(int argc, char **argv) {
     int i, steps = 3;
     int hostile_mode = argc > 1 && strcmp(argv[1], "hostile") == 0;
-    if (argc < 2 || (!hostile_mode && strcmp(argv[1], "xla") != 0)) {
-        fprintf(stderr, "usage: xla_nvtx xla|hostile\n");
+    int bench_mode = argc > 2 && strcmp(argv[1], "bench") == 0;
+    if (argc < 2 || (!hostile_mode && !bench_mode && strcmp(argv[1], "xla") != 0)) {
+        fprintf(stderr, "usage: xla_nvtx xla|hostile|bench N\n");
         return 2;
     }
     xpuprof_double_init();
+    create_domain("TSL", TSL);
     prepare();
+    if (bench_mode) {
+        bench(atol(argv[2]) > 0 ? atol(argv[2]) : 1);
+        if (xpuprof_double_exit != NULL) {
+            xpuprof_double_exit();
+        }
+        return 0;
+    }
     compile_step();
     train_step();
     if (hostile_mode) {
@@ -305,6 +357,15 @@ int main(int argc, char **argv) {
     }
     for (i = 0; i < steps; i++) {
         train_step();
+    }
+    if (!hostile_mode) {
+        /* The program's own range in a domain of its own: never read (null attributes here,
+         * which would be counted if they were). */
+        static int app_domain_object;
+        create_domain("app", &app_domain_object);
+        push_attr(&app_domain_object, NULL);
+        launch("app_kernel");
+        pop(&app_domain_object);
     }
     printf("launches=%lu\n", launches);
     fflush(stdout);

@@ -89,18 +89,25 @@ pub enum Message {
     Ascii(String),
 }
 
-/// What a push's event attributes say: its message and the leading words of its first
-/// extended payload (empty without one).
+/// What a push's event attributes say: its message and where its extended payload is (read
+/// only when wanted, [`Event::payload`]: each read is a system call).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     /// The message.
     pub message: Message,
-    /// The first payload's leading words.
-    pub payload: Vec<u64>,
-    /// The payload was there but could not be read (counted; the event itself is good).
-    pub payload_lost: bool,
-    /// Why, when it was lost (said with `verbose`: what the program passed).
-    pub lost_why: Option<String>,
+    /// The extended payload's `nvtxPayloadData_t` array and its count, when there is one.
+    pub payload_at: Option<(u64, i32)>,
+}
+
+impl Event {
+    /// The leading words of the first extended payload (empty without one); what was wrong
+    /// when it is there but cannot be read (what the program passed, said with `verbose`).
+    pub fn payload(&self) -> Result<Vec<u64>, String> {
+        match self.payload_at {
+            Some((data, count)) => first_payload(data, count),
+            None => Ok(Vec::new()),
+        }
+    }
 }
 
 static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
@@ -128,11 +135,6 @@ pub fn read(addr: u64, out: &mut [u8]) -> bool {
         return false;
     }
     n as usize == out.len()
-}
-
-fn read_u64(addr: u64) -> Option<u64> {
-    let mut b = [0u8; 8];
-    read(addr, &mut b).then(|| u64::from_le_bytes(b))
 }
 
 /// The NUL-terminated string at `addr`, when readable and UTF-8; one longer than [`MAX_TEXT`]
@@ -181,15 +183,9 @@ pub fn event(attr: u64) -> Result<Event, Skip> {
         // UNICODE (wide strings, which XLA does not use) and unknown types.
         _ => return Err(Skip::Message),
     };
-    let (payload, lost_why) = if i32_at(ATTR_PAYLOAD_TYPE) == PAYLOAD_EXT {
-        match first_payload(u64_at(ATTR_PAYLOAD), i32_at(ATTR_PAYLOAD_COUNT)) {
-            Ok(words) => (words, None),
-            Err(why) => (Vec::new(), Some(why)),
-        }
-    } else {
-        (Vec::new(), None)
-    };
-    Ok(Event { message, payload, payload_lost: lost_why.is_some(), lost_why })
+    let payload_at = (i32_at(ATTR_PAYLOAD_TYPE) == PAYLOAD_EXT)
+        .then(|| (u64_at(ATTR_PAYLOAD), i32_at(ATTR_PAYLOAD_COUNT)));
+    Ok(Event { message, payload_at })
 }
 
 /// The leading words of the first of `count` `nvtxPayloadData_t` at `data`; what was wrong
@@ -198,10 +194,13 @@ fn first_payload(data: u64, count: i32) -> Result<Vec<u64>, String> {
     if !(1..=MAX_PAYLOADS).contains(&count) {
         return Err(format!("{count} entries at {data:#x}"));
     }
-    let word = |at: u64| data.checked_add(at).and_then(read_u64);
-    let (Some(schema), Some(size), Some(payload)) = (word(0), word(8), word(16)) else {
+    // `nvtxPayloadData_t { u64 schemaId; size_t size; const void *payload }`, in one read.
+    let mut d = [0u8; 24];
+    if !read(data, &mut d) {
         return Err(format!("nvtxPayloadData_t at {data:#x} ({count} entries) unreadable"));
-    };
+    }
+    let word = |o: usize| u64::from_le_bytes(d[o..o + 8].try_into().expect("8 bytes"));
+    let (schema, size, payload) = (word(0), word(8), word(16));
     if size > MAX_PAYLOAD_BYTES || payload == 0 {
         return Err(format!("schema {schema:#x}, {size} bytes at {payload:#x}"));
     }
@@ -261,7 +260,7 @@ mod tests {
         let a = attr(MESSAGE_REGISTERED, 0x77, PAYLOAD_EXT, 1, data.as_ptr() as u64);
         let e = event(a.as_ptr() as u64).unwrap();
         assert_eq!(e.message, Message::Registered(0x77));
-        assert_eq!(e.payload, vec![11, 22, 33]);
+        assert_eq!(e.payload(), Ok(vec![11, 22, 33]));
         let msg = c"XlaCompile:#module=m#";
         let a = attr(MESSAGE_ASCII, msg.as_ptr() as u64, 0, 0, 0);
         assert_eq!(event(a.as_ptr() as u64).unwrap().message, Message::Ascii("XlaCompile:#module=m#".into()));
@@ -289,12 +288,12 @@ mod tests {
             (vec![0x1000, 24, words.as_ptr() as u64], 100_000),
         ] {
             let e = at(&attr(MESSAGE_REGISTERED, 0x77, PAYLOAD_EXT, count, data.as_ptr() as u64)).unwrap();
-            assert!(e.payload_lost && e.payload.is_empty(), "{data:?} {count}");
+            assert!(e.payload().is_err(), "{data:?} {count}");
         }
         let e = at(&attr(MESSAGE_REGISTERED, 0x77, PAYLOAD_EXT, 1, 0x10)).unwrap();
-        assert!(e.payload_lost, "unmapped nvtxPayloadData_t");
+        assert!(e.payload().is_err(), "unmapped nvtxPayloadData_t");
         let small = [0x1000u64, 4, words.as_ptr() as u64];
         let e = at(&attr(MESSAGE_REGISTERED, 0x77, PAYLOAD_EXT, 1, small.as_ptr() as u64)).unwrap();
-        assert!(!e.payload_lost && e.payload.is_empty(), "a payload of 4 bytes has no word");
+        assert_eq!(e.payload(), Ok(vec![]), "a payload of 4 bytes has no word");
     }
 }
