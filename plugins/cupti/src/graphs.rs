@@ -24,8 +24,8 @@
 //! capturing stream) and add that graph as a child-graph node with the very next call, which
 //! CUPTI reports without any copy (seen on the H200: the capture, then
 //! `cuGraphAddChildGraphNode`, for each gemm of the step). The embedded nodes are then those of
-//! the graph the latest node-creating call before the child-graph node's captured into, when
-//! that call was a capture (a launch that created a kernel node) in another graph.
+//! the graph the latest node-creating call before the child-graph node's created a node in,
+//! when that graph is another one, built by stream capture (a launch created a kernel node in it).
 //!
 //! Memory is bounded: at most [`MAX_NODES`] nodes per process are remembered (the oldest are
 //! forgotten first and counted); a forgotten node's kernels still show their replay stack.
@@ -64,9 +64,10 @@ pub struct GraphNodes {
     copied_in: IdMap<u32, Vec<u64>>,
     /// Child-graph nodes (`cuGraphAddChildGraphNode`).
     child_nodes: IdSet<u64>,
-    /// Calls that created nodes, in correlation order: the graph of their (last) node, and
-    /// whether they were a capture (a launch that created a kernel node).
-    creations: BTreeMap<u32, (u32, bool)>,
+    /// Calls that created nodes, in correlation order, and the graph of their (last) node.
+    creations: BTreeMap<u32, u32>,
+    /// Graphs with a kernel node created by a launch (stream capture).
+    captured: IdSet<u32>,
     /// Executed nodes never reported whose creating call was found by their place among the
     /// child-graph nodes of their executable graph.
     pub joined_by_place: u64,
@@ -141,9 +142,13 @@ impl GraphNodes {
 
     fn message_created(&mut self, node: u64, call: u32, capture: bool) {
         if call != 0 {
-            self.creations.insert(call, ((node >> 32) as u32, capture));
+            let graph = (node >> 32) as u32;
+            self.creations.insert(call, graph);
             if self.creations.len() > MAX_NODES {
                 self.creations.pop_first();
+            }
+            if capture && self.captured.len() < MAX_NODES {
+                self.captured.insert(graph);
             }
             self.recording_calls.insert(call);
             if self.recording_calls.len() > MAX_NODES {
@@ -211,11 +216,11 @@ impl GraphNodes {
         None
     }
 
-    /// The graph that the latest node-creating call before `call` captured into, and its
-    /// nodes' indices, when that call was a capture in a graph other than `parent`.
+    /// The graph that the latest node-creating call before `call` created a node in, and its
+    /// nodes' indices, when that graph is not `parent` and was built by stream capture.
     fn captured_before(&self, call: u32, parent: u32) -> Option<(u32, &BTreeSet<u32>)> {
-        let (_, &(graph, capture)) = self.creations.range(..call).next_back()?;
-        if !capture || graph == parent {
+        let (_, &graph) = self.creations.range(..call).next_back()?;
+        if graph == parent || !self.captured.contains(&graph) {
             return None;
         }
         Some((graph, self.by_graph.get(&graph)?))
@@ -439,6 +444,22 @@ mod tests {
         }
         assert_eq!(h.submission(12, exec(2), 900, None).record, None);
         assert_eq!(h.joined_by_place, 0);
+        // A captured graph of two nodes (a kernel, then a memset captured after it): both
+        // flattened, in their order, after the executable graph's own nodes.
+        let mut m = GraphNodes::default();
+        m.message(&capture_msg(300, 0, 20, "k"));
+        m.message(&node_msg(cuda_wire::NODE_CREATED, 300, 1, 21));
+        m.message(&node_msg(cuda_wire::NODE_CREATED_CHILD, parent, 0, 22));
+        m.message(&node_msg(cuda_wire::NODE_CREATED, parent, 1, 23));
+        for i in 0..2u64 {
+            let mut c = Vec::new();
+            cuda_wire::put_graph_clone(&mut c, 13, 13 << 32 | i, parent << 32 | i, 0);
+            m.message(&c[crate::wire::HEADER_BYTES..]);
+        }
+        let at = |i: u64| 13u64 << 32 | i;
+        assert_eq!(m.submission(13, at(2), 900, Some("k")).record.map(|c| c.id), Some(20));
+        assert_eq!(m.submission(13, at(3), 900, None).record.map(|c| c.id), Some(21));
+        assert_eq!(m.submission(13, at(4), 900, None).record, None);
     }
 
     #[test]
