@@ -266,6 +266,43 @@ mod tests {
             .is_some_and(|d| d.starts_with("void nlohmann::json_abi_v3_11_3::detail::concat_into<")));
     }
 
+    /// The other names with template parameter declarations that the H200 runs of 2026-11-28
+    /// (JAX 0.11.2's XLA, torch.compile's Triton) left mangled: XLA's kernel compilers' futures,
+    /// `std::pair` and `std::optional` constructors with `enable_if` declarations.
+    #[test]
+    fn the_h200_runs_names_with_declarations_are_demangled() {
+        for (name, start) in [
+            (
+                "_ZN4absl12lts_2026052622internal_any_invocable13RemoteInvokerILb0EvOZN3tsl12MakeFutureOnISt6vectorIhSaIhEETpTnRiJEZN3xla3gpu25CubinCustomKernelCompiler21CompileToTargetBinaryENS9_16LlvmKernelSourceEE3$_0NS0_8StatusOrIS7_EETnPNSt9enable_ifIXsr3stdE18is_constructible_vINS3_6FutureIT_E10value_typeET2_EEvE4typeELPv0EEESJ_RNS3_8ExecutorEOT1_EUlvE_JEEET0_PNS1_15TypeErasedStateEDpNS1_18ForwardedParameterIT2_E4typeE",
+                "void absl::lts_20260526::internal_any_invocable::RemoteInvoker<false, void, tsl::Future<std::vector<unsigned char",
+            ),
+            (
+                "_ZN4absl12lts_2026052622internal_any_invocable13RemoteInvokerILb0EvOZN3tsl12MakeFutureOnIN3xla16LlvmKernelSourceETpTnRiJEZNS5_3gpu25CubinCustomKernelCompiler17CompileMlirToLlvmERKN15stream_executor17DeviceDescriptionERKNS5_9HloModuleERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEiNS5_16MlirKernelSourceESt10unique_ptrISQ_IN4mlir11MLIRContextESt14default_deleteISS_EENS5_10ObjectPoolISV_JEE12ReturnToPoolEEE3$_0NS0_8StatusOrIS6_EETnPNSt9enable_ifIXsr3stdE18is_constructible_vINS3_6FutureIT_E10value_typeET2_EEvE4typeELPv0EEES16_RNS3_8ExecutorEOT1_EUlvE_JEEET0_PNS1_15TypeErasedStateEDpNS1_18ForwardedParameterIT2_E4typeE",
+                "void absl::lts_20260526::internal_any_invocable::RemoteInvoker<false, void, tsl::Future<xla::LlvmKernelSource>",
+            ),
+            (
+                "_ZNSt4pairINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEES5_EC2IRA18_KcRA3_S8_TnNSt9enable_ifIXaaclsr5_PCCPE22_MoveConstructiblePairIT_T0_EEclsr5_PCCPE30_ImplicitlyMoveConvertiblePairISE_SF_EEEbE4typeELb1EEEOSE_OSF_",
+                "std::pair<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >, std::__cxx11::basic_string<",
+            ),
+            (
+                "_ZNSt4pairIPN4llvm13slpvectorizer7BoUpSLP9TreeEntryESt5tupleIJNS0_15InstructionCostES6_NS0_11SmallVectorIjLj12EEEEEEC2IS4_RS9_TnNSt9enable_ifIXaaclsr5_PCCPE22_MoveConstructiblePairIT_T0_EEclsr5_PCCPE30_ImplicitlyMoveConvertiblePairISE_SF_EEEbE4typeELb1EEEOSE_OSF_",
+                "std::pair<llvm::slpvectorizer::BoUpSLP::TreeEntry*, std::tuple<llvm::InstructionCost, ",
+            ),
+            (
+                "_ZN4absl12lts_2026052622internal_any_invocable13RemoteInvokerILb0EvOZN3tsl12MakeFutureOnIN3xla3gpu19TritonWrapperResultETpTnRiJEZNS6_25CubinCustomKernelCompiler19CompileTritonToLlvmESt17basic_string_viewIcSt11char_traitsIcEERKNS5_9HloModuleERKN15stream_executor17DeviceDescriptionERKNS5_5xtile20BlockLevelParametersERKN4llvm6TripleERKNSt7__cxx1112basic_stringIcSC_SaIcEEENS6_18TritonKernelSourceESt10unique_ptrIS10_IN4mlir11MLIRContextESt14default_deleteIS12_EENS5_10ObjectPoolIS15_JEE12ReturnToPoolEEbE3$_0NS0_8StatusOrIS7_EETnPNSt9enable_ifIXsr3stdE18is_constructible_vINS3_6FutureIT_E10value_typeET2_EEvE4typeELPv0EEES1G_RNS3_8ExecutorEOT1_EUlvE_JEEET0_PNS1_15TypeErasedStateEDpNS1_18ForwardedParameterIT2_E4typeE",
+                "void absl::lts_20260526::internal_any_invocable::RemoteInvoker<false, void, tsl::Future<xla::gpu::TritonWrapperResult>",
+            ),
+            (
+                "_ZNSt8optionalIN4mlir6triton12LinearLayoutEEC2IRS2_TnNSt9enable_ifIX7__and_vISt6__not_ISt7is_sameIS3_NSt9remove_cvINSt16remove_referenceIT_E4typeEE4typeEEES7_IS8_ISt10in_place_tSF_EESt16is_constructibleIS2_JSB_EESt14is_convertibleISB_S2_EEEbE4typeELb1EEEOSB_",
+                "std::optional<mlir::triton::LinearLayout>::optional<mlir::triton::LinearLayout&, ",
+            ),
+        ] {
+            assert!(cpp_demangle::Symbol::new(name).is_err(), "{name}");
+            let d = demangle(name).unwrap_or_else(|| panic!("{name}"));
+            assert!(d.starts_with(start) && !d.contains("_Z"), "{d}");
+        }
+    }
+
     #[test]
     fn deeply_nested_template_names_are_demangled() {
         // 60 nested template arguments: past cpp_demangle's default recursion limits.
