@@ -18,6 +18,7 @@ use crate::capture::{Control, Window};
 use crate::config::{Config, Python};
 use crate::handler::Handler;
 use crate::procmaps::ProcMaps;
+use crate::runtime::RunTime;
 use crate::uprobes::{ProbeSet, Programs};
 
 /// Delays after an exec at which the new image's maps are scanned again, so that libraries the
@@ -87,6 +88,7 @@ pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
         return fail(&ready, e, job.emitter);
     }
     let Job { cfg, pid, adopted, command, emitter, log, stop, control, .. } = job;
+    let run_time = RunTime::start(&log);
     let progs = Programs { launch: &skel.progs.on_launch, trampoline: &skel.progs.on_trampoline };
     pre_attach(&mut probes, progs, &command, &log);
     let mut handler =
@@ -121,6 +123,21 @@ pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
     let mut handler = handler.into_inner();
     handler.flush_parked();
     finish(&skel, &mut handler, &probes, cfg.ustack_copy_bytes);
+    if run_time.counting() {
+        let p = &skel.progs;
+        let progs = [
+            ("on-CPU sampling", &p.on_sample),
+            ("off-CPU sched_switch", &p.on_switch),
+            ("launch uprobes", &p.on_launch),
+            ("trampoline uprobe", &p.on_trampoline),
+            ("fork", &p.on_fork),
+            ("exec", &p.on_exec),
+            ("exit", &p.on_exit),
+        ];
+        if let Some(line) = crate::runtime::report(&progs) {
+            handler.log.info(&line);
+        }
+    }
     Some(handler.emitter)
 }
 

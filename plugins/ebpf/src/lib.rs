@@ -27,6 +27,7 @@ mod machine;
 mod procmaps;
 mod proctree;
 mod python;
+mod runtime;
 mod source;
 mod stacks;
 mod sys;

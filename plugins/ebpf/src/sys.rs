@@ -1,7 +1,8 @@
-//! Raw system interfaces: `perf_event_open` for the sampling clock, CPU lists, privileges.
+//! Raw system interfaces: `perf_event_open` for the sampling clock, CPU lists, privileges, the
+//! BPF programs' run-time statistics.
 
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
@@ -70,6 +71,35 @@ fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
         }
     }
     Some(out)
+}
+
+/// Turns on the kernel's run-time statistics of every BPF program (`BPF_ENABLE_STATS` with
+/// `BPF_STATS_RUN_TIME`) for as long as the returned descriptor is open.
+pub fn enable_run_time_stats() -> io::Result<OwnedFd> {
+    // SAFETY: bpf_enable_stats takes a plain enum value and returns a new descriptor or a
+    // negative errno.
+    let fd = unsafe { libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME) };
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(-fd));
+    }
+    // SAFETY: the kernel returned a new file descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A loaded program's runs and the nanoseconds they took, as the kernel counted them while its
+/// run-time statistics were on ([`enable_run_time_stats`]).
+pub fn program_run_time(prog: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
+    // SAFETY: bpf_prog_info is plain data; all zero asks for no arrays.
+    let mut info: libbpf_rs::libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of_val(&info) as u32;
+    // SAFETY: `info` is writable for `len` bytes and outlives the call; `prog` is a live
+    // program descriptor.
+    let ret =
+        unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(prog.as_raw_fd(), &mut info, &mut len) };
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error(-ret));
+    }
+    Ok((info.run_cnt, info.run_time_ns))
 }
 
 /// Capabilities from `/proc/self/status` (`CapEff`), bit numbers per `capability.h`.

@@ -12,7 +12,8 @@
 #                 entry in each state, timed in the process; the full windows' walk counts); then the paused state's residual
 #                 (CUPTI attached and idle vs detached, real_bench.py `residual`) and the same
 #                 windows under `--source ebpf,cupti` (OV_LEVEL_EBPF, resnet: the eBPF source's
-#                 share, from the paused windows of the two processes). QUICK=1: 6 rounds.
+#                 share, from the paused windows of the two processes and from the kernel's
+#                 run-time count of its BPF programs, row `... bpf time`). QUICK=1: 6 rounds.
 #                 `reuse` (quick, under 60 s: `OV_MODES=reuse
 #                 scripts/gpu/run-all.sh overhead`) runs tests/workloads/torch/reuse_resnet.py:
 #                 ResNet-18 training in ONE process under the cupti agent, adjacent windows paused
@@ -48,7 +49,7 @@ if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
     if [ "$(ov_left)" -lt "$t" ]; then row "overhead levels $wl $src" "SKIPPED: $(ov_left) s of the budget left"; return; fi
     rm -rf "$o"; start=$(date +%s)
     LEVEL_ROUNDS=${OV_LEVEL_ROUNDS:-$([ -n "${QUICK:-}" ] && echo 6 || echo 10)} LEVEL_EXTRA=${OV_LEVEL_EXTRA:-} \
-      timeout "$t" $OVX --source "$src" --sink summary -o "$o" -- python3 "$OVR" levels "$wl" "${OV_LEVEL_STEPS:-12}" \
+      timeout "$t" $OVX -v --source "$src" --sink summary -o "$o" -- python3 "$OVR" levels "$wl" "${OV_LEVEL_STEPS:-12}" \
       >"$log.out" 2>"$log.err"
     rc=$?
     line=$(grep -h '^REAL ' "$log.out" | tail -1)
@@ -58,6 +59,8 @@ if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
     row "overhead levels $wl $src stacks add" "$(ov_fields "$line" stacks_add python_add) $(echo "$line" | tr ' ' '\n' | grep '_vs_full=' | tr '\n' ' ')"
     row "overhead levels $wl $src agent ns/launch" "$(echo "$line" | tr ' ' '\n' | grep '_ns=' | tr '\n' ' ')"
     row "overhead levels $wl $src walks" "$(ov_fields "$line" frames_per_walk fast_per_walk lookups_per_walk refreshes walks)"
+    # The eBPF programs' own time, counted by the kernel (the eBPF source's share of the CPU).
+    [[ $src == *ebpf* ]] && row "overhead levels $wl $src bpf time" "$(grep -h -o 'BPF programs.*' "$log.err" | cut -c1-200)"
     cp "$o/summary.txt" "$log-summary.txt" 2>/dev/null
     rm -rf "$o"
   }
