@@ -203,7 +203,11 @@ def main():
             line = (f"{head} pairs={pairs} agent={int(agent)} off_ms_median={o[len(o) // 2]:.4f}"
                     f" ratio_median={r[len(r) // 2]:.4f} ratios={fmt(ratios)}")
         elif mode == "levels":
-            names, ms = level_windows.levels(step, sync, steps, int(os.environ.get("LEVEL_ROUNDS", "8")))
+            def synced():
+                sync()
+                torch.cuda.synchronize()
+
+            names, ms = level_windows.levels(step, synced, steps, int(os.environ.get("LEVEL_ROUNDS", "8")))
             line = level_windows.line(head, names, ms)
         elif mode == "range":
             ratios, off = ranged(step, sync, steps, pairs)
