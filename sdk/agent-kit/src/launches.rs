@@ -226,6 +226,7 @@ impl Registry {
             }
             let mut key = if nested { l.last_stack } else { 0 };
             let mut start = None;
+            let mut frames_n = 0;
             let flags = detail::level();
             let level = flags & !detail::TIMED;
             let stacked = !nested && sites.stacks && level > detail::ENTRIES;
@@ -239,6 +240,7 @@ impl Registry {
                 start = first;
                 let n = self.annotations.decorate(&mut l.bufs.merged[..depth], n);
                 let frames = &l.bufs.merged[..n];
+                frames_n = n;
                 key = stack::hash(frames);
                 if l.seen.len() > 1 << 16 {
                     l.seen.clear();
@@ -263,7 +265,7 @@ impl Registry {
             if flags & detail::TIMED != 0 {
                 let walked = if stacked { l.bufs.walked.wrapping_sub(time) } else { 0 };
                 let merged = if stacked { l.bufs.merged_at.wrapping_sub(l.bufs.walked) } else { 0 };
-                l.timing.add(stamp::raw().wrapping_sub(time), walked, merged);
+                l.timing.add(stamp::raw().wrapping_sub(time), walked, merged, frames_n as u64);
             }
             Some(start.unwrap_or_else(|| caller_side(regs, l.bounds, sites.own_code)))
         })

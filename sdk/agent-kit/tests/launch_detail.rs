@@ -66,4 +66,5 @@ fn levels_switch_stacks_and_timing_in_the_running_process() {
     let (all, walk) = (c1[6] - c0[6], c1[7] - c0[7]);
     assert!(all > 0 && walk <= all, "ticks in all {all}, in the walk {walk}");
     assert!(c1[9] >= c0[9], "the clock goes forward");
+    assert!(c1[10] - c0[10] >= 10, "each timed stack has frames: {c0:?} -> {c1:?}");
 }

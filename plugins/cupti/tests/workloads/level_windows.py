@@ -93,7 +93,7 @@ def levels(step, sync, per, rounds):
 
 
 WALK_COUNTS = ("walks", "frames", "fast", "lookups", "refreshes", "timed", "ticks", "walk_ticks", "python_ticks",
-               "clock")
+               "clock", "stack_frames")
 
 
 def walk_counts(lib):
@@ -129,12 +129,13 @@ def line(head, names, ms):
     for name in names[1:]:
         # The agent's own time per launch entry (walk, Python frames, hash, entry), by state.
         c = ms["walks"][name]
-        timed_n, ticks, walk, python, clock_ticks, wall_ns = c[5:11]
+        timed_n, ticks, walk, python, clock_ticks, stack_frames, wall_ns = c[5:12]
         if timed_n and clock_ticks:
             per = wall_ns / clock_ticks / timed_n
             fields.append(f"{name}_enter_ns={ticks * per:.0f}")
             if name == "full":
-                fields.append(f"full_walk_ns={walk * per:.0f} full_python_ns={python * per:.0f}")
+                fields.append(f"full_walk_ns={walk * per:.0f} full_python_ns={python * per:.0f}"
+                              f" frames_per_stack={stack_frames / timed_n:.1f}")
     walks, frames, fast, lookups, refreshes = ms["walks"]["full"][:5]
     if walks:
         # The full windows' walks: frames written per walk, steps by a cached rule per walk
