@@ -11,6 +11,9 @@
 //! number it does not know. A level never
 //! adds what the configuration left out: with `launch_stacks = "off"` no level walks a stack.
 //!
+//! `int xpuprof_launch_rule_cache(int log2)` sizes each launching thread's native rule cache
+//! (2^log2 sets of two return addresses; 2^10 by default), for windows that compare sizes.
+//!
 //! `int xpuprof_launch_counts(uint64_t *out, int n)` writes what the process's native walks
 //! did so far, for a benchmark's windows to tell apart: walks, frames, frames stepped by a
 //! cached rule, return addresses whose rule was looked up in the CFI (not cached, or evicted),
@@ -90,6 +93,21 @@ fn timings() -> [u64; 5] {
     s
 }
 
+/// Sets (`log2` 8 to 20: 2^log2 sets of two return addresses) or only reads (-1) the size of
+/// each launching thread's native rule cache ([`xpuprof_unwind::set_rule_cache_sets`]; default
+/// 2^10); returns the log2 before, -1 for a size it does not know. Each thread keeps its cache
+/// of the size before as it was, so adjacent windows switching back and forth compare warm
+/// caches.
+#[no_mangle]
+pub extern "C" fn xpuprof_launch_rule_cache(log2: c_int) -> c_int {
+    let before = match log2 {
+        -1 => xpuprof_unwind::rule_cache_sets(),
+        8..=20 => xpuprof_unwind::set_rule_cache_sets(1 << log2),
+        _ => return -1,
+    };
+    before.trailing_zeros() as c_int
+}
+
 /// Counts written by [`xpuprof_launch_counts`].
 pub const COUNTS: usize = 11;
 
@@ -132,6 +150,16 @@ mod tests {
         assert_eq!(xpuprof_launch_detail(7), -1, "an unknown level is refused");
         assert_eq!(level(), NATIVE, "and leaves the level as it was");
         xpuprof_launch_detail(before);
+    }
+
+    #[test]
+    fn rule_cache_sizes_round_trip() {
+        let before = xpuprof_launch_rule_cache(-1);
+        assert_eq!(before, 10, "1024 sets by default");
+        assert_eq!(xpuprof_launch_rule_cache(14), 10);
+        assert_eq!(xpuprof_launch_rule_cache(-1), 14);
+        assert_eq!(xpuprof_launch_rule_cache(21), -1, "too large");
+        assert_eq!(xpuprof_launch_rule_cache(before), 14);
     }
 
     #[test]

@@ -38,5 +38,6 @@ mod memo;
 mod rules;
 
 pub use regs::Registers;
+pub use rules::{rule_cache_sets, set_rule_cache_sets};
 pub use stats::{stats, Stats, StatsSnapshot};
 pub use walk::{set_fast_path, Cut, End, Walk};

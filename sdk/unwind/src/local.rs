@@ -247,6 +247,7 @@ fn walk_once(
                 *modules = MODULES.read().ok().and_then(|g| g.clone());
             }
             let Some(m) = modules.as_deref() else { return cut(Cut::Error) };
+            caches.fit(crate::rules::rule_cache_sets());
             caches.classes.sync(m.generation);
             let code = InProcess(m);
             if !reuse {

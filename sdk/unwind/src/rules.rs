@@ -30,15 +30,35 @@
 //! tied to one module list: [`Classes::sync`] empties it when the list changes.
 
 use std::ops::Deref;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{Error, FrameAddress, Unwinder};
 
 use crate::walk::{Cut, Stack};
 
-/// Sets in a [`Classes`] cache (a power of two), two entries each: 2048 return addresses cover
-/// the call sites of a program's hot launch paths; 16 bytes an entry (32 KiB per cache).
+/// Sets in a [`Classes`] cache by default (a power of two), two entries each: 2048 return
+/// addresses cover the call sites of a program's hot launch paths; 16 bytes an entry (32 KiB
+/// per cache). In-process walks take the size [`set_rule_cache_sets`] asks.
 const SETS: usize = 1024;
+
+/// The sets the calling threads' in-process rule caches have ([`set_rule_cache_sets`]).
+static LOCAL_SETS: AtomicUsize = AtomicUsize::new(SETS);
+
+/// Sets the number of sets of each thread's in-process rule cache (two return addresses a set,
+/// 32 bytes; a power of two from 256 to 1,048,576, rounded up and clamped), for benchmarks of a
+/// program whose launch paths meet more return addresses than the default's 2048; returns the
+/// number before. A thread keeps its cache of the size before too, so switching back finds it
+/// as it was.
+pub fn set_rule_cache_sets(sets: usize) -> usize {
+    LOCAL_SETS.swap(sets.clamp(256, 1 << 20).next_power_of_two(), Relaxed)
+}
+
+/// The sets of the in-process rule caches now.
+#[inline]
+pub fn rule_cache_sets() -> usize {
+    LOCAL_SETS.load(Relaxed)
+}
 
 /// How the frame of a return address is stepped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,16 +156,28 @@ const EMPTY: Entry = Entry { key: 0, rule: Rule { cfa: 0, bp: Rule::CFI } };
 pub(crate) struct Classes {
     /// The module list the entries belong to.
     generation: u64,
-    sets: Box<[[Entry; 2]; SETS]>,
+    sets: Box<[[Entry; 2]]>,
+    /// `sets.len() - 1`.
+    mask: usize,
 }
 
 impl Default for Classes {
     fn default() -> Self {
-        Self { generation: 0, sets: Box::new([[EMPTY; 2]; SETS]) }
+        Self::with_sets(SETS)
     }
 }
 
 impl Classes {
+    /// An empty cache of `sets` sets (a power of two).
+    pub fn with_sets(sets: usize) -> Self {
+        Self { generation: 0, sets: vec![[EMPTY; 2]; sets].into_boxed_slice(), mask: sets - 1 }
+    }
+
+    /// Its number of sets.
+    pub fn sets(&self) -> usize {
+        self.sets.len()
+    }
+
     /// Empties the cache when the module list is not the one its entries were made for.
     #[inline]
     pub fn sync(&mut self, generation: u64) {
@@ -158,14 +190,14 @@ impl Classes {
     /// The set of `key`: its low bits as they are (return addresses are spread over them; no
     /// multiplication on the walk's dependency chain, two ways for the pairs that meet).
     #[inline(always)]
-    fn set(key: u64) -> usize {
-        key as usize & (SETS - 1)
+    fn set(&self, key: u64) -> usize {
+        key as usize & self.mask
     }
 
     /// The rule cached for `key` ([`key`]).
     #[inline(always)]
     pub fn get(&self, key: u64) -> Option<Rule> {
-        let set = &self.sets[Self::set(key)];
+        let set = &self.sets[self.set(key)];
         // A branch, not a select: the walk's next load does not wait for the compare.
         if set[0].key == key {
             return Some(set[0].rule);
@@ -182,7 +214,8 @@ impl Classes {
     /// Caches the rule of `key` (an address in a known module).
     #[inline]
     pub fn put(&mut self, key: u64, class: Class) {
-        let set = &mut self.sets[Self::set(key)];
+        let i = self.set(key);
+        let set = &mut self.sets[i];
         set[1] = set[0];
         set[0] = Entry { key, rule: Rule::of(class) };
     }
@@ -346,8 +379,7 @@ mod tests {
     #[test]
     fn two_keys_of_one_set_are_both_kept_a_third_evicts_the_older() {
         let mut c = Classes::default();
-        let same: Vec<u64> =
-            (0x1000..).filter(|&k| Classes::set(k) == Classes::set(0x1000)).take(3).collect();
+        let same: Vec<u64> = (0x1000..).filter(|&k| c.set(k) == c.set(0x1000)).take(3).collect();
         c.put(same[0], Class::FramePointer);
         c.put(same[1], Class::Root);
         assert_eq!(c.get(same[0]).map(Rule::class), Some(Class::FramePointer));

@@ -126,11 +126,33 @@ pub fn set_fast_path(on: bool) {
     FAST_PATH.store(on, Relaxed);
 }
 
-/// The caches a walk uses: framehop's rule cache and the fast path's per-address classes.
+/// The caches a walk uses: framehop's rule cache and the fast path's per-address classes (and
+/// the classes of another size, kept while [`crate::rules::set_rule_cache_sets`] asks this one).
 #[derive(Default)]
 pub(crate) struct Caches {
     pub framehop: CacheX86_64,
     pub classes: Classes,
+    pub other: Option<Classes>,
+}
+
+impl Caches {
+    /// Makes `classes` the cache of `sets` sets: the one kept aside when it has that size (as
+    /// it was), else a new one; the one in use is kept aside.
+    #[inline]
+    pub fn fit(&mut self, sets: usize) {
+        if self.classes.sets() != sets {
+            self.swap_to(sets);
+        }
+    }
+
+    #[cold]
+    fn swap_to(&mut self, sets: usize) {
+        let next = match self.other.take() {
+            Some(c) if c.sets() == sets => c,
+            _ => Classes::with_sets(sets),
+        };
+        self.other = Some(std::mem::replace(&mut self.classes, next));
+    }
 }
 
 /// Runs a walk over `stack`; `sp_out[i]`, where it exists, receives the stack pointer of the
