@@ -59,7 +59,7 @@ if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
     row "overhead levels $wl $src vs paused" "$(ov_fields "$line" entries_vs_paused native_vs_paused full_vs_paused)"
     row "overhead levels $wl $src stacks add" "$(ov_fields "$line" stacks_add python_add) $(echo "$line" | tr ' ' '\n' | grep '_vs_full=' | tr '\n' ' ')"
     row "overhead levels $wl $src agent ns/launch" "$(echo "$line" | tr ' ' '\n' | grep '_ns=' | tr '\n' ' ')"
-    row "overhead levels $wl $src walks" "$(ov_fields "$line" frames_per_walk fast_per_walk lookups_per_walk refreshes walks)"
+    row "overhead levels $wl $src walks" "$(ov_fields "$line" frames_per_walk fast_per_walk lookups_per_walk refreshes walks frames_per_stack) $(echo "$line" | tr ' ' '\n' | grep '_lookups_per_walk=' | tr '\n' ' ')"
     # The eBPF programs' own time, counted by the kernel (the eBPF source's share of the CPU).
     [[ $src == *ebpf* ]] && row "overhead levels $wl $src bpf time" "$(grep -h -o 'BPF programs.*' "$log.err" | cut -c1-200)"
     cp "$o/summary.txt" "$log-summary.txt" 2>/dev/null

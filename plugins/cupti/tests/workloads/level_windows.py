@@ -133,6 +133,8 @@ def line(head, names, ms):
         if timed_n and clock_ticks:
             per = wall_ns / clock_ticks / timed_n
             fields.append(f"{name}_enter_ns={ticks * per:.0f}")
+            if c[0] and name not in ("entries", "native", "full"):
+                fields.append(f"{name}_lookups_per_walk={c[3] / c[0]:.3f}")
             if name == "full":
                 fields.append(f"full_walk_ns={walk * per:.0f} full_python_ns={python * per:.0f}"
                               f" frames_per_stack={stack_frames / timed_n:.1f}")
