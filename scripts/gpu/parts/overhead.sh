@@ -9,7 +9,7 @@
 #                 OV_LEVEL_EXTRA item (name=EXPORT:VALUE, an agent switch toggled for that window;
 #                 default rc14=xpuprof_launch_rule_cache:14, a 16x larger native rule cache),
 #                 the order rotating; rows `overhead levels WL ...` (medians of OV_LEVEL_ROUNDS
-#                 rounds of OV_LEVEL_STEPS steps per window; the agent's own time per launch
+#                 rounds of OV_LEVEL_STEPS (12; Qwen: OV_LEVEL_QWEN_STEPS, 6) steps per window; the agent's own time per launch
 #                 entry in each state, timed in the process; the full windows' walk counts); then the paused state's residual
 #                 (CUPTI attached and idle vs detached, real_bench.py `residual`) and the same
 #                 windows under `--source ebpf,cupti` (OV_LEVEL_EBPF, resnet: the eBPF source's
@@ -45,12 +45,12 @@ if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
     local line=$1; shift
     for f in "$@"; do printf '%s ' "$(echo "$line" | tr ' ' '\n' | grep "^$f=" | head -1)"; done
   }
-  ov_levels() {  # source, workload, timeout s
-    local src=$1 wl=$2 t=$3 o=$W/ov-levels-$2-${1/,/_} log=$OVL/levels-$2-${1/,/_} start rc line
+  ov_levels() {  # source, workload, timeout s, steps per window
+    local src=$1 wl=$2 t=$3 per=$4 o=$W/ov-levels-$2-${1/,/_} log=$OVL/levels-$2-${1/,/_} start rc line
     if [ "$(ov_left)" -lt "$t" ]; then row "overhead levels $wl $src" "SKIPPED: $(ov_left) s of the budget left"; return; fi
     rm -rf "$o"; start=$(date +%s)
     LEVEL_ROUNDS=${OV_LEVEL_ROUNDS:-$([ -n "${QUICK:-}" ] && echo 6 || echo 10)} LEVEL_EXTRA=${OV_LEVEL_EXTRA-rc14=xpuprof_launch_rule_cache:14} \
-      timeout "$t" $OVX -v --source "$src" --sink summary -o "$o" -- python3 "$OVR" levels "$wl" "${OV_LEVEL_STEPS:-12}" \
+      timeout "$t" $OVX -v --source "$src" --sink summary -o "$o" -- python3 "$OVR" levels "$wl" "$per" \
       >"$log.out" 2>"$log.err"
     rc=$?
     line=$(grep -h '^REAL ' "$log.out" | tail -1)
@@ -65,20 +65,21 @@ if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
     cp "$o/summary.txt" "$log-summary.txt" 2>/dev/null
     rm -rf "$o"
   }
-  ov_residual() {  # workload, timeout s
-    local wl=$1 t=$2 start rc
+  ov_residual() {  # workload, timeout s, steps (16 windows)
+    local wl=$1 t=$2 n=$3 start rc
     if [ "$(ov_left)" -lt "$t" ]; then row "overhead residual $wl" "SKIPPED: $(ov_left) s of the budget left"; return; fi
     start=$(date +%s)
-    AB_PAIRS=8 timeout "$t" python3 "$OVR" residual "$wl" 192 >"$OVL/residual-$wl.out" 2>"$OVL/residual-$wl.err"
+    AB_PAIRS=8 timeout "$t" python3 "$OVR" residual "$wl" "$n" >"$OVL/residual-$wl.out" 2>"$OVL/residual-$wl.err"
     rc=$?
     row "overhead residual $wl" "rc=$rc $(( $(date +%s) - start )) s $(ov_fields "$(grep -h '^REAL ' "$OVL/residual-$wl.out")" ratio_median)"
   }
   # Most telling first: a part cut by the budget loses its last rows.
-  ov_levels cupti resnet 40
-  ov_levels cupti qwen 50
-  ov_residual resnet 30
-  for wl in ${OV_LEVEL_EBPF:-resnet}; do ov_levels ebpf,cupti "$wl" 40; done
-  ov_residual qwen 30
+  # ResNet-18 steps take 9-12 ms, Qwen tokens 36-41 ms (H200): windows of 12 and 6 steps.
+  ov_levels cupti resnet 40 "${OV_LEVEL_STEPS:-12}"
+  ov_levels cupti qwen 55 "${OV_LEVEL_QWEN_STEPS:-6}"
+  ov_residual resnet 30 192
+  for wl in ${OV_LEVEL_EBPF:-resnet}; do ov_levels ebpf,cupti "$wl" 40 "${OV_LEVEL_STEPS:-12}"; done
+  ov_residual qwen 35 96
 fi
 
 if [[ " ${OV_MODES:-levels} " == *" reuse "* ]]; then
