@@ -7,7 +7,9 @@
 #                 collecting launch entries only (the path of launch_stacks = "off") / native
 #                 frames only (python = "off") / in full (the default) / one window per
 #                 OV_LEVEL_EXTRA item (name=EXPORT:VALUE, an agent switch toggled for that window;
-#                 default rc14=xpuprof_launch_rule_cache:14, a 16x larger native rule cache),
+#                 default nospill=xpuprof_launch_rule_spill:0, the full capture without the rule
+#                 cache's second level: the launch path before it; rc14=xpuprof_launch_rule_cache:14
+#                 compares a 16x larger first level),
 #                 the order rotating; rows `overhead levels WL ...` (medians of OV_LEVEL_ROUNDS
 #                 rounds of OV_LEVEL_STEPS (12; Qwen: OV_LEVEL_QWEN_STEPS, 6) steps per window; the agent's own time per launch
 #                 entry in each state, timed in the process; the full windows' walk counts); then the paused state's residual
@@ -49,7 +51,7 @@ if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
     local src=$1 wl=$2 t=$3 per=$4 o=$W/ov-levels-$2-${1/,/_} log=$OVL/levels-$2-${1/,/_} start rc line
     if [ "$(ov_left)" -lt "$t" ]; then row "overhead levels $wl $src" "SKIPPED: $(ov_left) s of the budget left"; return; fi
     rm -rf "$o"; start=$(date +%s)
-    LEVEL_ROUNDS=${OV_LEVEL_ROUNDS:-$([ -n "${QUICK:-}" ] && echo 6 || echo 10)} LEVEL_EXTRA=${OV_LEVEL_EXTRA-rc14=xpuprof_launch_rule_cache:14} \
+    LEVEL_ROUNDS=${OV_LEVEL_ROUNDS:-$([ -n "${QUICK:-}" ] && echo 6 || echo 10)} LEVEL_EXTRA=${OV_LEVEL_EXTRA-nospill=xpuprof_launch_rule_spill:0} \
       timeout "$t" $OVX -v --source "$src" --sink summary -o "$o" -- python3 "$OVR" levels "$wl" "$per" \
       >"$log.out" 2>"$log.err"
     rc=$?

@@ -14,6 +14,9 @@
 //! `int xpuprof_launch_rule_cache(int log2)` sizes each launching thread's native rule cache
 //! (2^log2 sets of two return addresses; 2^10 by default), for windows that compare sizes.
 //!
+//! `int xpuprof_launch_rule_spill(int on)` switches the second level behind that cache (on by
+//! default: a rule evicted from the first level is found in a hash probe, not in the CFI).
+//!
 //! `int xpuprof_launch_counts(uint64_t *out, int n)` writes what the process's native walks
 //! did so far, for a benchmark's windows to tell apart: walks, frames, frames stepped by a
 //! cached rule, return addresses whose rule was looked up in the CFI (not cached, or evicted),
@@ -108,6 +111,19 @@ pub extern "C" fn xpuprof_launch_rule_cache(log2: c_int) -> c_int {
     before.trailing_zeros() as c_int
 }
 
+/// Turns on (1, the default) or off (0), or only reads (-1), the spill of the native rule cache
+/// ([`xpuprof_unwind::set_rule_spill`]: a rule evicted from a thread's rule cache is found
+/// again in a hash probe, not looked up in the CFI again); returns whether it was on, -1 for a
+/// number it does not know. The stacks are the same either way.
+#[no_mangle]
+pub extern "C" fn xpuprof_launch_rule_spill(on: c_int) -> c_int {
+    match on {
+        -1 => c_int::from(xpuprof_unwind::rule_spill_on()),
+        0 | 1 => c_int::from(xpuprof_unwind::set_rule_spill(on == 1)),
+        _ => -1,
+    }
+}
+
 /// Counts written by [`xpuprof_launch_counts`].
 pub const COUNTS: usize = 11;
 
@@ -160,6 +176,16 @@ mod tests {
         assert_eq!(xpuprof_launch_rule_cache(-1), 14);
         assert_eq!(xpuprof_launch_rule_cache(21), -1, "too large");
         assert_eq!(xpuprof_launch_rule_cache(before), 14);
+    }
+
+    #[test]
+    fn rule_spill_switch_round_trips() {
+        let before = xpuprof_launch_rule_spill(-1);
+        assert_eq!(before, 1, "on by default");
+        assert_eq!(xpuprof_launch_rule_spill(0), 1);
+        assert_eq!(xpuprof_launch_rule_spill(-1), 0);
+        assert_eq!(xpuprof_launch_rule_spill(2), -1, "an unknown value is refused");
+        assert_eq!(xpuprof_launch_rule_spill(before), 0);
     }
 
     #[test]

@@ -248,7 +248,7 @@ fn walk_once(
             }
             let Some(m) = modules.as_deref() else { return cut(Cut::Error) };
             caches.fit(crate::rules::rule_cache_sets());
-            caches.classes.sync(m.generation);
+            caches.sync(m.generation);
             let code = InProcess(m);
             if !reuse {
                 return (

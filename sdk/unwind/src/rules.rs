@@ -29,8 +29,10 @@
 //! The cache is two-way set-associative (one probe of one cache line, one or two compares) and
 //! tied to one module list: [`Classes::sync`] empties it when the list changes.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Deref;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{Error, FrameAddress, Unwinder};
@@ -187,11 +189,14 @@ impl Classes {
         }
     }
 
-    /// The set of `key`: its low bits as they are (return addresses are spread over them; no
-    /// multiplication on the walk's dependency chain, two ways for the pairs that meet).
+    /// The set of `key`: its low bits folded with the bits above them (no multiplication on the
+    /// walk's dependency chain: a shift and an xor). The low bits alone put the return addresses
+    /// of code laid out in a regular stride (functions of one shape, one after the other: a
+    /// library of generated or templated code) into a fraction of the sets, where they evict
+    /// each other at every walk.
     #[inline(always)]
     fn set(&self, key: u64) -> usize {
-        key as usize & self.mask
+        (key ^ (key >> 11)) as usize & self.mask
     }
 
     /// The rule cached for `key` ([`key`]).
@@ -214,10 +219,88 @@ impl Classes {
     /// Caches the rule of `key` (an address in a known module).
     #[inline]
     pub fn put(&mut self, key: u64, class: Class) {
+        self.put_rule(key, Rule::of(class));
+    }
+
+    /// Caches `rule` for `key`.
+    #[inline]
+    pub fn put_rule(&mut self, key: u64, rule: Rule) {
         let i = self.set(key);
         let set = &mut self.sets[i];
         set[1] = set[0];
-        set[0] = Entry { key, rule: Rule::of(class) };
+        set[0] = Entry { key, rule };
+    }
+}
+
+/// Whether a rule-cache miss looks in the thread's [`Spill`] before the CFI ([`set_rule_spill`]).
+static SPILL: AtomicBool = AtomicBool::new(true);
+
+/// Turns the rule spill on (the default) or off, process-wide; returns whether it was on. Off,
+/// every rule-cache miss looks the rule up in the CFI again (the walk before the spill).
+pub fn set_rule_spill(on: bool) -> bool {
+    SPILL.swap(on, Relaxed)
+}
+
+/// Whether rule-cache misses look in the spill first.
+#[inline]
+pub fn rule_spill_on() -> bool {
+    SPILL.load(Relaxed)
+}
+
+/// Hashes an address key for [`Spill`]: one multiplication (keys are distinct addresses).
+#[derive(Default)]
+pub(crate) struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Every rule a thread classified, for one module list: the second level behind [`Classes`],
+/// which holds 2048 return addresses in a fixed place each, so that a program whose launch paths
+/// meet more of them than that (libtorch's dispatcher, operators and cuDNN's internals meet
+/// thousands) finds a rule evicted from the first level in a hash probe instead of running
+/// framehop over the CFI again (a binary search of the module's `.eh_frame_hdr` and the FDE's
+/// CFA program, twice, at each miss). Bounded: emptied past [`Spill::MAX`] rules.
+#[derive(Default)]
+pub(crate) struct Spill {
+    generation: u64,
+    rules: HashMap<u64, Rule, BuildHasherDefault<AddrHasher>>,
+}
+
+impl Spill {
+    const MAX: usize = 1 << 20;
+
+    /// Empties the spill when the module list is not the one its rules were made for.
+    #[inline]
+    pub fn sync(&mut self, generation: u64) {
+        if self.generation != generation {
+            self.rules.clear();
+            self.generation = generation;
+        }
+    }
+
+    /// The rule of `key`, when classified before.
+    #[inline]
+    pub fn get(&self, key: u64) -> Option<Rule> {
+        self.rules.get(&key).copied()
+    }
+
+    /// Keeps the rule of `key`.
+    pub fn put(&mut self, key: u64, rule: Rule) {
+        if self.rules.len() >= Self::MAX {
+            self.rules.clear();
+        }
+        self.rules.insert(key, rule);
     }
 }
 
@@ -374,6 +457,32 @@ mod tests {
         assert_eq!(c.get(0x40_1234).map(Rule::class), Some(Class::FramePointer), "same list: kept");
         c.sync(8);
         assert_eq!(c.get(0x40_1234), None, "another list: emptied");
+    }
+
+    #[test]
+    fn the_spill_keeps_every_rule_until_the_module_list_changes() {
+        let mut s = Spill::default();
+        s.sync(3);
+        let rules: Vec<(u64, Rule)> = (0..5000u64)
+            .map(|i| {
+                (
+                    0x40_0000 + i * 32 + 12,
+                    Rule::of(Class::StackPointer { cfa: 8 * (i as u32 % 64 + 1), bp: Class::BP_KEPT }),
+                )
+            })
+            .collect();
+        for &(k, r) in &rules {
+            s.put(k, r);
+        }
+        assert!(
+            rules.iter().all(|&(k, r)| s.get(k) == Some(r)),
+            "more rules than the first level holds, all kept"
+        );
+        assert_eq!(s.get(0x40_0000), None);
+        s.sync(3);
+        assert_eq!(s.get(rules[0].0), Some(rules[0].1), "same list: kept");
+        s.sync(4);
+        assert_eq!(s.get(rules[0].0), None, "another list: emptied");
     }
 
     #[test]

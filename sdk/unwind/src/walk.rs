@@ -12,7 +12,7 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{Error, FrameAddress, Unwinder};
 
 use crate::regs::Registers;
-use crate::rules::{classify, key, step, Classes, Rule, Stepped};
+use crate::rules::{classify, key, rule_spill_on, step, Classes, Rule, Spill, Stepped};
 
 /// Why a walk was cut before the thread's root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,9 +133,17 @@ pub(crate) struct Caches {
     pub framehop: CacheX86_64,
     pub classes: Classes,
     pub other: Option<Classes>,
+    pub spill: Spill,
 }
 
 impl Caches {
+    /// Empties what was made for another module list.
+    #[inline]
+    pub fn sync(&mut self, generation: u64) {
+        self.classes.sync(generation);
+        self.spill.sync(generation);
+    }
+
     /// Makes `classes` the cache of `sets` sets: the one kept aside when it has that size (as
     /// it was), else a new one; the one in use is kept aside.
     #[inline]
@@ -301,10 +309,7 @@ fn steps<D: Deref<Target = [u8]>, R: Reuse>(
         } else {
             match caches.classes.get(k) {
                 Some(r) => Some(r),
-                None => {
-                    run.lookups += 1;
-                    lookup(unwinder, caches, ip, is_return, code)
-                }
+                None => lookup(unwinder, caches, ip, is_return, code, &mut run.lookups),
             }
         };
         if R::ON && !skipping {
@@ -422,12 +427,23 @@ fn lookup<D: Deref<Target = [u8]>>(
     ip: u64,
     is_return: bool,
     code: &impl Code,
+    lookups: &mut u64,
 ) -> Option<Rule> {
     if !code.known(ip) {
         return None;
     }
+    let k = key(ip, is_return);
+    let spill = rule_spill_on();
+    if let Some(rule) = caches.spill.get(k).filter(|_| spill) {
+        caches.classes.put_rule(k, rule);
+        return Some(rule);
+    }
+    *lookups += 1;
     let class = classify(unwinder, &mut caches.framehop, ip, is_return);
-    caches.classes.put(key(ip, is_return), class);
+    caches.classes.put(k, class);
+    if spill {
+        caches.spill.put(k, Rule::of(class));
+    }
     Some(Rule::of(class))
 }
 

@@ -15,6 +15,9 @@ Qwen-shaped decoding on a GPU; here:
 usage: level_windows.py double LIBCUDA ENGINE_LIB [ROUNDS] [STEPS_PER_WINDOW]
   the CUDA test double driven by reuse_windows.py's training-shaped Python loop (about 50 frames,
   a native pt_autograd_0 engine thread); REUSE_SWEEP_KIB=N touches N KiB before each launch.
+       level_windows.py deep LIBCUDA DEEP_LIB [ROUNDS] [STEPS_PER_WINDOW]
+  a step is one launch from each of DEEP_SITES (200) chains of a library written by deep_lib.py
+  (deep native stacks through many distinct functions); REUSE_SWEEP_KIB=N reads N KiB first.
 
 Prints `LEVELS workload=... rounds=... paused_ms=... entries_vs_paused=... native_vs_paused=...
 full_vs_paused=... stacks_add=... python_add=... [NAME_vs_full=...] frames_per_walk=...
@@ -149,26 +152,47 @@ def line(head, names, ms):
     return f"{head} rounds={len(base)} " + " ".join(fields)
 
 
+def deep_step(deep, sites, sweep_kib):
+    """One step: one launch from each of the deep library's `sites` chains, in turn."""
+    launch = deep.deep_launch
+    launch.argtypes, launch.restype = [ctypes.c_int], ctypes.c_int
+    buf = bytes(sweep_kib << 10)
+
+    def step():
+        for s in range(sites):
+            if sweep_kib:
+                buf.find(b"\x01")
+            launch(s)
+
+    return step
+
+
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] != "double":
+    if len(sys.argv) < 4 or sys.argv[1] not in ("double", "deep"):
         sys.exit(__doc__)
     import reuse_windows
     cuda = ctypes.CDLL(sys.argv[2])
-    engine = ctypes.CDLL(sys.argv[3])
-    engine.engine_start.argtypes, engine.engine_start.restype = [ctypes.c_char_p], ctypes.c_int
-    engine.engine_run.argtypes, engine.engine_run.restype = [ctypes.c_int], None
     if cuda.xpuprof_double_init() < 0:
         sys.exit("level_windows: the agent did not start on the CUDA test double")
-    if engine.engine_start(sys.argv[2].encode()) != 0:
-        sys.exit("level_windows: the engine thread did not start")
+    sweep = os.environ.get("REUSE_SWEEP_KIB", "0")
+    if sys.argv[1] == "deep":
+        sites = int(os.environ.get("DEEP_SITES", "200"))
+        step = deep_step(ctypes.CDLL(sys.argv[3]), sites, int(sweep))
+        workload = f"deep{sites}_sweep{sweep}k"
+    else:
+        engine = ctypes.CDLL(sys.argv[3])
+        engine.engine_start.argtypes, engine.engine_start.restype = [ctypes.c_char_p], ctypes.c_int
+        engine.engine_run.argtypes, engine.engine_run.restype = [ctypes.c_int], None
+        if engine.engine_start(sys.argv[2].encode()) != 0:
+            sys.exit("level_windows: the engine thread did not start")
+        step = reuse_windows.double_step(cuda, engine, int(sweep))
+        workload = f"double_sweep{sweep}k"
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 30
     per = int(sys.argv[5]) if len(sys.argv) > 5 else 40
-    sweep = os.environ.get("REUSE_SWEEP_KIB", "0")
-    step = reuse_windows.double_step(cuda, engine, int(sweep))
     for _ in range(20):
         step()
     names, ms = levels(step, lambda: None, per, rounds)
-    print(line(f"LEVELS workload=double_sweep{sweep}k steps={per}", names, ms), flush=True)
+    print(line(f"LEVELS workload={workload} steps={per}", names, ms), flush=True)
 
 
 if __name__ == "__main__":
