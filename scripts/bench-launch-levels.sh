@@ -9,6 +9,9 @@
 # usage: scripts/bench-launch-levels.sh [ROUNDS] [STEPS_PER_WINDOW] [PROCESSES]
 #   REUSE_SWEEP_KIB=N touches N KiB before each launch (a framework's work between launches).
 #   PERF="stat -e ..." runs each process under `perf PERF --` (perf stat / perf record).
+#   DEEP=SITESxDEPTH (e.g. 200x40) launches from a generated library of SITES native chains
+#   DEPTH functions deep instead (plugins/cupti/tests/workloads/deep_lib.py: more return
+#   addresses than the rule cache's first level holds, as libtorch's launch paths have).
 # Builds the agent (cargo build --release -p xpuprof-cupti-agent) unless XPUPROF_AGENT names one.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,10 +29,16 @@ cc -Wall -O1 -shared -fPIC -Wl,-soname,libcuda.so.1 -I"$INC" plugins/cupti/tests
   -o "$D/libcuda.so.1" -lpthread -ldl
 cc -Wall -O1 -shared -fPIC plugins/cupti/tests/workloads/engine_thread.c -o "$D/libengine.so" -lpthread -ldl
 mkdir -p "$D/dump"
+MODE=(double "$D/libcuda.so.1" "$D/libengine.so")
+if [ -n "${DEEP:-}" ]; then
+  python3 plugins/cupti/tests/workloads/deep_lib.py "${DEEP%x*}" "${DEEP#*x}" >"$D/deep_lib.c"
+  cc -O2 -fomit-frame-pointer -shared -fPIC "$D/deep_lib.c" -o "$D/libdeep.so" -L"$D" -l:libcuda.so.1
+  export DEEP_SITES=${DEEP%x*}
+  MODE=(deep "$D/libcuda.so.1" "$D/libdeep.so")
+fi
 for p in $(seq 1 "$PROCS"); do
   # shellcheck disable=SC2086
   CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_LIB=$D/libcuda.so.1 XPUPROF_CUPTI_DUMP=$D/dump \
-    ${PERF:+perf $PERF --} python3 plugins/cupti/tests/workloads/level_windows.py double \
-    "$D/libcuda.so.1" "$D/libengine.so" "$ROUNDS" "$PER"
+    ${PERF:+perf $PERF --} python3 plugins/cupti/tests/workloads/level_windows.py "${MODE[@]}" "$ROUNDS" "$PER"
   rm -f "$D"/dump/*
 done
