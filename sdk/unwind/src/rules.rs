@@ -27,7 +27,10 @@
 //! time, and cache it; walks of samples (which start anywhere) step it with framehop.
 //!
 //! The cache is two-way set-associative (one probe of one cache line, one or two compares) and
-//! tied to one module list: [`Classes::sync`] empties it when the list changes.
+//! tied to one module list: [`Classes::sync`] empties it when the list changes. Behind it, a
+//! [`Spill`] keeps every rule the thread classified (a hash map), so a program whose launch
+//! paths meet more return addresses than the first level holds finds an evicted rule in a hash
+//! probe instead of classifying it through framehop again.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
