@@ -281,7 +281,7 @@ pub(crate) struct Spill {
 }
 
 impl Spill {
-    const MAX: usize = 1 << 20;
+    const MAX: usize = 1 << 18;
 
     /// Empties the spill when the module list is not the one its rules were made for.
     #[inline]
