@@ -260,3 +260,19 @@ fn nested_ranges_share_one_track() {
     assert_eq!(s["slices_per_track"]["ranges (overlap 1)"], 1, "{s}");
     assert_eq!(s["lanes_without_overlap"], 0, "{s}");
 }
+
+#[test]
+fn each_rank_of_a_job_is_a_process_track_named_by_its_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sink =
+        PerfettoSink::new(config::defaults(), &session_info(dir.path()), Logger::stderr()).unwrap();
+    sink.consume(&sample::ranked_job()).unwrap();
+    sink.finish().unwrap();
+    let packets = check::dump(&dir.path().join(FILE_NAME));
+    for name in ["rank 0 (node-a, 5000)", "rank 1 (node-b, 5001)"] {
+        assert!(
+            packets.contains(&format!("process_name: \"{name}\"")),
+            "no process track {name}:\n{packets}"
+        );
+    }
+}
