@@ -121,14 +121,17 @@ else
   # 2. The whole job under one xpuprof, DDP and FSDP.
   for mode in ddp fsdp; do
     [ -n "${RANKS_FROM:-}" ] && break
-    rk_fits "one recording $mode" 75 || continue
+    # R1: 15-17 s each, then its dump and checks; cut at 60 s or where the budget ends.
+    rk_fits "one recording $mode" 45 || continue
+    rk_cut=$(( $(rk_left) - 15 ))
+    [ "$rk_cut" -gt 60 ] && rk_cut=60
     flag=""
     [ "$mode" = fsdp ] && flag=--fsdp
-    timeout 60 $RX --set source.ebpf.offcpu=true --source ebpf,cupti --sink archive,summary,perfetto,chrome -o "$RK/one-$mode" -- \
+    timeout "$rk_cut" $RX --set source.ebpf.offcpu=true --source ebpf,cupti --sink archive,summary,perfetto,chrome -o "$RK/one-$mode" -- \
       torchrun --standalone --nproc_per_node $rk_n "$RWL" $flag >"$RK/one-$mode.out" 2>"$RK/one-$mode.err"
     rk_rc=$?
     rk_done=$(grep -c '^done rank' "$RK/one-$mode.out")
-    row "ranks one recording $mode" "$(rk_verdict $(( rk_rc == 0 && rk_done == rk_n )) "rc=$rk_rc, $rk_done of $rk_n ranks done (rc 124: cut at 60 s)")"
+    row "ranks one recording $mode" "$(rk_verdict $(( rk_rc == 0 && rk_done == rk_n )) "rc=$rk_rc, $rk_done of $rk_n ranks done (rc 124: cut at $rk_cut s)")"
     rk_dump "one-$mode" "$RK/one-$mode"
     rk_check "one-$mode" "$RK/one-$mode" "$RK/dumpone-$mode/records.jsonl"
   done
