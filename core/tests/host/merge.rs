@@ -269,3 +269,46 @@ fn a_real_nccl_job_of_two_hosts_merges_its_collectives_matched_the_straggler_fou
     let linked = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "collective").count();
     assert_eq!(linked, 2 * 302, "every collective of both ranks carries its arrow");
 }
+
+/// The GPU machine's checker (`scripts/gpu/check_ranks.py`, run by `scripts/gpu/parts/ranks.sh`)
+/// on these recordings merged as that part merges them: every row passes, so the part's checks
+/// still read what the merge, the summary and the Chrome trace write now.
+#[test]
+fn the_gpu_part_s_checker_passes_the_merged_real_nccl_job() {
+    require_plugin("dump");
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = real_hosts(dir.path());
+    let out = dir.path().join("merged");
+    let o = merge(&[&a, &b], &out);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let said = dir.path().join("merge.err");
+    std::fs::write(&said, &o.stderr).unwrap();
+    let mut dumps = Vec::new();
+    for host in [&a, &b] {
+        let to = host.with_extension("dump");
+        let o = Command::new(xpuprof())
+            .args(["report"])
+            .arg(host)
+            .args(["--sink", "dump", "-o"])
+            .arg(&to)
+            .output()
+            .expect("failed to run xpuprof report");
+        assert!(o.status.success(), "{}", stderr(&o));
+        dumps.push(to.join("records.jsonl"));
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let checker = root.join("scripts/gpu/check_ranks.py");
+    let workload = root.join("tests/workloads/torch/ddp_straggler.py");
+    let check =
+        Command::new("python3").arg(&checker).arg("check").arg(&out).arg(&workload).args(&dumps).output();
+    let align = Command::new("python3").arg(&checker).arg("align").arg(&said).output();
+    let mut rows = String::new();
+    for o in [check, align] {
+        let o = o.expect("failed to run python3 (scripts/install-deps.sh installs it)");
+        rows += &String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{rows}{}", stderr(&o));
+    }
+    let checks: Vec<&str> = rows.lines().filter(|l| l.starts_with("CHECK ")).collect();
+    assert_eq!(checks.len(), 7, "six rows of `check` and one of `align`:\n{rows}");
+    assert!(checks.iter().all(|l| l.split_whitespace().nth(2) == Some("PASS")), "{rows}");
+}
