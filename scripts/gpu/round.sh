@@ -4,9 +4,11 @@
 # every part (what a cut call leaves under $OUT still comes back), with each part's summary table
 # kept as logs/summary-PART.txt. Run from the repository root on the GPU machine:
 #
-#   scripts/gpu/round.sh SECONDS:PART[:VAR=VALUE,VAR=VALUE] ...
-#   e.g. scripts/gpu/round.sh 60:nccl_bytes 150:xla:XLA_QUICK=0 240:dormant:DORMANT_ONLY=every
+#   scripts/gpu/round.sh SECONDS:PART[+PART...][:VAR=VALUE,VAR=VALUE] ...
+#   e.g. scripts/gpu/round.sh 60:nccl_bytes 150:xla:XLA_QUICK=0 200:capture+test+graphs+agree
 #
+# Parts joined by '+' run in one run-all.sh call (its built-in steps need that: `capture` builds
+# what `test` runs).
 # Values may not contain ',' or ':'. A part's time limit covers run-all.sh's own start (the machine
 # table). The last line printed is each part's status and seconds.
 set -u
@@ -20,7 +22,8 @@ for spec in "$@"; do
   if [ -n "${vars:-}" ]; then IFS=, read -r -a envs <<<"$vars"; fi
   echo "================ part $part (limit ${limit}s) ${envs[*]:-}"
   t0=$(date +%s)
-  env "${envs[@]}" OUT="$OUT" timeout -k 5 "$limit" bash scripts/gpu/run-all.sh "$part"
+  # shellcheck disable=SC2046
+  env "${envs[@]}" OUT="$OUT" timeout -k 5 "$limit" bash scripts/gpu/run-all.sh $(tr + ' ' <<<"$part")
   rc=$?
   took=$(( $(date +%s) - t0 ))
   [ -f "$W/summary.txt" ] && cp "$W/summary.txt" "$W/logs/summary-$part.txt"
