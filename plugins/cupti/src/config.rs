@@ -60,7 +60,7 @@ mod tests {
             agent_opts(&c, &Windows::default()),
             "stacks=agent,depth=255,buffer_kib=8192,verbose=0,\
              kernels=1,memcpy=1,memset=1,sync=0,memory=1,nvtx=1,devices=1,overhead=1,api=launches,python=auto,\
-             runtime_callbacks=0,monotonic=1,tsc=1,callback_noop=0,paused=0,range=,range_end=stop,dormant=finalize,pc_sampling=0,pc_sampling_period=0,annotations=1"
+             runtime_callbacks=0,monotonic=1,tsc=1,callback_noop=0,paused=0,range=,range_end=stop,dormant=finalize,pc_sampling=0,pc_sampling_period=16,annotations=1"
         );
         let c = read(&PluginConfig::parse("nvtx = false\napi = \"all\"\nlaunch_stacks = \"both\"").unwrap())
             .unwrap();

@@ -1,10 +1,10 @@
 # shellcheck shell=bash
 # ---- pcsampling: PC sampling with stall reasons (issue 32) ------------------------------------
-# Sourced by run-all.sh (`run-all.sh pcsampling`). Time budget: 120 s of device time (PC_QUICK=1,
-# the default): the builds, xpuprof with every output on pc_stalls (SASS, replay), the per-launch
+# Sourced by run-all.sh (`run-all.sh pcsampling`). Time budget: 90 s of device time (PC_QUICK=1,
+# the default; 112 s in the first round of 2026-11-29, whose cost run took 90 s): the builds, xpuprof with every output on pc_stalls (SASS, replay), the per-launch
 # split on pc_split, the cost (tests/workloads/torch/pc_cost.py, ResNet-18 training in one process:
-# PC sampling at CUPTI's default period, 2^13, 2^16, 2^20 cycles and none, each next to paused windows,
-# about 45 s; PC_COST_ROUNDS=8 for a shorter run) and pc_triton under xpuprof. PC_QUICK=0 adds the
+# PC sampling at xpuprof's default period 2^16, CUPTI's 2^11 and none, each next to paused windows,
+# about 55 s; PC_COST_SECONDS=20 for a shorter run) and pc_triton under xpuprof. PC_QUICK=0 adds the
 # agent-alone runs, the periods on pc_stalls, `--delay`, PyTorch eager + torch.compile and
 # cross-process cost rounds (about 5 minutes). Rows carry [+Ns], the seconds since the part began.
 #
@@ -123,23 +123,26 @@ d=$PC/split-wire; mkdir -p "$d"
 CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$d XPUPROF_CUPTI_OPTS=$PC_OPTS \
   timeout 30 "$W/bin/pc_split" 10 >"$d/stdout.txt" 2>"$d/stderr.txt"
 rc=$?
-nm -C -S --defined-only "$W/bin/pc_split" >"$d/pc_split.syms" 2>&1
+nm -C -S --defined-only "$W/bin/pc_split" 2>&1 | grep -E 'memory_phase|math_phase|mixed| main$' >"$d/pc_split.syms"
 pc_row "pcsampling split stream" "rc=$rc $(ls -la "$d"/cupti-*.bin 2>/dev/null | awk '{print $5}' | tr '\n' ' ')bytes $(grep -h 'PC sampling:' "$d/stderr.txt" | head -1 | cut -c1-140)"
 
 # 2-cost. The cost budget (issue 32: <= 1.3x unprofiled at the default period, on ResNet-18
 #    training): one process (tests/workloads/torch/pc_cost.py), windows paused and collecting in
 #    adjacent pairs, the order rotating per round; each collecting window's PC sampling chosen
-#    through the agent (xpuprof_cupti_pc_sampling): CUPTI's default period, 2^13, 2^16, 2^20 cycles,
-#    and none (the cupti source without PC sampling). Per setting: the median of the pairs'
-#    collecting/paused ratios and the samples per second; then whether two kernels on two
-#    streams still overlap while sampling. About 45 s (PC_COST_ROUNDS, 12 rounds of 20 steps).
-PC_COST_SETTINGS=${PC_COST_SETTINGS:-default 13 16 20 nopc}
-timeout 90 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink summary -o "$W/out/pccost" -- \
-  python3 tests/workloads/torch/pc_cost.py "${PC_COST_ROUNDS:-12}" "${PC_COST_STEPS:-20}" $PC_COST_SETTINGS \
+#    through the agent (xpuprof_cupti_pc_sampling): PC_COST_SETTINGS, by default xpuprof's default
+#    period (2^16 cycles), CUPTI's default on the H200 (2^11) and none (the cupti source without
+#    PC sampling); the first round of 2026-11-29 also ran 2^13 and 2^20. First whether two
+#    kernels on two streams still overlap; then per setting the median of the pairs'
+#    collecting/paused ratios and the samples per second. Rounds stop after PC_COST_SECONDS (38 s;
+#    about 1.5 s a pair with sampling, 0.8 s without: CUPTI's setup at each window's first launch),
+#    the whole run about 55 s.
+PC_COST_SETTINGS=${PC_COST_SETTINGS:-16 11 nopc}
+PC_COST_SECONDS=${PC_COST_SECONDS:-38} timeout 70 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink summary -o "$W/out/pccost" -- \
+  python3 tests/workloads/torch/pc_cost.py "${PC_COST_ROUNDS:-40}" "${PC_COST_STEPS:-20}" $PC_COST_SETTINGS \
   >"$PC/cost.out" 2>"$PC/cost.err"
 rc=$?
 grep -h 'PC samples:\|PC sampling:' "$PC/cost.err" | head -2 | cut -c1-220 | sed 's/^/  /' | tee -a "$SUMMARY"
-python3 - "$PC/cost.out" "$(( $(date +%s) - PC_T0 ))" "$rc" <<'PY' 2>&1 | tee -a "$SUMMARY"
+python3 - "$PC/cost.out" "$(( $(date +%s) - PC_T0 ))" "$rc" "${PC_COST_DEFAULT:-16}" <<'PY' 2>&1 | tee -a "$SUMMARY"
 import collections, statistics, sys
 pairs = collections.defaultdict(list)
 for ln in open(sys.argv[1]):
@@ -160,14 +163,17 @@ for s, ps in pairs.items():
     print(f"{'pcsampling cost ' + s:<34} {ratio:.3f}x paused (median of {len(ps)} pairs;"
           f" {statistics.median(float(p['on_ms']) for p in ps):.3f} vs {statistics.median(float(p['off_ms']) for p in ps):.3f}"
           f" ms/step), {rate / 1e6:.2f} M samples/s [+{sys.argv[2]}s rc={sys.argv[3]}]")
-budget = 1.3
-if "default" not in got:
-    print(f"{'pcsampling cost budget':<34} FAIL no result at the default period (rc={sys.argv[3]})")
+# The paused state's own cost on ResNet-18 (real_bench.py residual, the overhead part of the same
+# day): 1.026x unprofiled; the verdict is on the product.
+budget, residual, default = 1.3, 1.026, sys.argv[4]
+if default not in got:
+    print(f"{'pcsampling cost budget':<34} FAIL no result at the default period 2^{default} (rc={sys.argv[3]})")
 else:
-    ok = [s for s, r in got.items() if s != "nopc" and r <= budget]
-    verdict = "PASS" if got["default"] <= budget else "FAIL"
-    print(f"{'pcsampling cost budget':<34} {verdict} default period {got['default']:.3f}x paused (budget {budget}x);"
-          f" settings within it: {' '.join(ok) or 'none'}")
+    ok = [s for s, r in got.items() if s != "nopc" and r * residual <= budget]
+    total = got[default] * residual
+    verdict = "PASS" if total <= budget else "FAIL"
+    print(f"{'pcsampling cost budget':<34} {verdict} default period 2^{default}: {got[default]:.3f}x paused,"
+          f" {total:.3f}x unprofiled with the paused state's {residual}x (budget {budget}x); within it: {' '.join(ok) or 'none'}")
 PY
 cp "$W/out/pccost/summary.txt" "$PC/cost-summary.txt" 2>/dev/null
 

@@ -3,15 +3,17 @@ torchvision ResNet-18, batch 32, forward, backward, SGD) in adjacent windows, pa
 each collecting window's PC sampling chosen through the cupti agent (`xpuprof_cupti_pc_sampling`).
 
 usage: pc_cost.py ROUNDS STEPS SETTING...
-  SETTING  nopc: collecting without PC sampling; default: CUPTI's default period; N: every 2^N
-           cycles (5 to 31)
+  SETTING  nopc: collecting without PC sampling; N: every 2^N cycles (5 to 31); default:
+           CUPTI's default period (once the agent has read it back: give N where the agent's
+           own pc_sampling_period is not 0)
   Every round runs, for each setting in an order rotated per round, one paused and one
-  collecting window of STEPS timed steps, the two in alternating order; each window first runs
+  collecting window of STEPS timed steps, the two in alternating order (rounds stop early once
+  PC_COST_SECONDS have passed, so a time limit never cuts the results); each window first runs
   SETTLE steps (PC_COST_SETTLE, 3) untimed, so the switch itself (CUPTI enabling sampling on the
   context) is not timed, as in a run that leaves sampling on. A setting's cost is the median of
   its rounds' collecting/paused ratios; its samples per second are the samples the agent sent
-  for its windows over their time.
-  Then the concurrency probe: two one-thread spin kernels (torch.cuda._sleep) on two streams
+  for its windows over their steps' time (at the timed steps' pace).
+  First the concurrency probe: two one-thread spin kernels (torch.cuda._sleep) on two streams
   against one, collecting with PC sampling at the first sampling setting, collecting without
   it, and paused: about 1.0 when the two kernels overlap, about 2.0 when they run one after the
   other.
@@ -86,7 +88,7 @@ def window(agent, step, steps, settle, on):
     return ms, agent.samples() - before, took
 
 
-def rounds(agent, step, settings, n, steps, settle):
+def rounds(agent, step, settings, n, steps, settle, deadline):
     got = {s: {"ratios": [], "on": [], "off": [], "samples": 0, "seconds": 0.0} for s in settings}
     for r in range(n):
         order = settings[r % len(settings):] + settings[:r % len(settings)]
@@ -98,20 +100,28 @@ def rounds(agent, step, settings, n, steps, settle):
             else:
                 on = window(agent, step, steps, settle, True)
                 off = window(agent, step, steps, settle, False)
+            # The samples' time: the window's steps at the timed steps' pace (the first steps after
+            # sampling is enabled take longer on CUPTI's setup, not on sampling).
+            busy = (settle + steps) * on[0] / 1e3
             print(f"PCPAIR round={r} setting={s} on_ms={on[0]:.4f} off_ms={off[0]:.4f} samples={on[1]}"
-                  f" seconds={on[2]:.4f}", flush=True)
+                  f" seconds={busy:.4f}", flush=True)
             g = got[s]
             g["ratios"].append(on[0] / off[0])
             g["on"].append(on[0])
             g["off"].append(off[0])
             g["samples"] += on[1]
-            g["seconds"] += on[2]
+            g["seconds"] += busy
+        if time.monotonic() > deadline:
+            print(f"PCSTOP after {r + 1} rounds: PC_COST_SECONDS passed", flush=True)
+            break
     return got
 
 
 def spin_overlap(cycles, reps=3):
     """Two one-thread spin kernels on two streams against one: their wall-time ratio (median)."""
     a, b = torch.cuda.Stream(), torch.cuda.Stream()
+    torch.cuda._sleep(1000)  # the window's first launch (CUPTI sets sampling up there), untimed
+    torch.cuda.synchronize()
     out = []
     for _ in range(reps):
         torch.cuda.synchronize()
@@ -143,14 +153,6 @@ def main():
     for _ in range(10):  # warm-up (paused): cuDNN/cuBLAS heuristics, allocator
         step()
     torch.cuda.synchronize()
-    got = rounds(agent, step, settings, n, steps, settle)
-    for s in settings:
-        g = got[s]
-        rate = g["samples"] / g["seconds"] if g["seconds"] else 0.0
-        print(f"PCCOST setting={s} rounds={n} steps={steps} ratio_median={statistics.median(g['ratios']):.4f}"
-              f" on_ms_median={statistics.median(g['on']):.4f} off_ms_median={statistics.median(g['off']):.4f}"
-              f" samples={g['samples']} samples_per_s={rate:.0f}"
-              f" ratios={','.join(f'{x:.3f}' for x in g['ratios'])}", flush=True)
     sampled = next((s for s in settings if s != "nopc"), None)
     cycles = int(os.environ.get("PC_COST_SPIN_CYCLES", "40000000"))
     for state in ([sampled] if sampled else []) + ["nopc", "paused"]:
@@ -160,6 +162,15 @@ def main():
         ratio = spin_overlap(cycles)
         agent.switch(False)
         print(f"PCCONC state={state} two_streams_over_one={ratio:.3f}", flush=True)
+    deadline = time.monotonic() + float(os.environ.get("PC_COST_SECONDS", "1e9"))
+    got = rounds(agent, step, settings, n, steps, settle, deadline)
+    for s in settings:
+        g = got[s]
+        rate = g["samples"] / g["seconds"] if g["seconds"] else 0.0
+        print(f"PCCOST setting={s} rounds={len(g['ratios'])} steps={steps} ratio_median={statistics.median(g['ratios']):.4f}"
+              f" on_ms_median={statistics.median(g['on']):.4f} off_ms_median={statistics.median(g['off']):.4f}"
+              f" samples={g['samples']} samples_per_s={rate:.0f}"
+              f" ratios={','.join(f'{x:.3f}' for x in g['ratios'])}", flush=True)
     agent.switch(True)
 
 

@@ -200,9 +200,10 @@ xpuprof_sdk::backend_options! {
         /// summary's stall table, pprof's gpu_pc_samples); off by default
         pub pc_sampling: bool = false;
         #[both]
-        /// PC sampling period as N in 2^N GPU cycles between samples on each SM (5 to 31); 0: CUPTI's
-        /// default for the device
-        pub pc_sampling_period: u32 = 0, max(31);
+        /// PC sampling period as N in 2^N GPU cycles between samples on each SM (5 to 31; 16 keeps
+        /// ResNet-18 training within 1.3x on the H200, docs/pc-sampling.md); 0: CUPTI's default
+        /// for the device (2^11 on the H200: 1.37x)
+        pub pc_sampling_period: u32 = 16, max(31);
         #[both]
         /// the program's NVTX annotations as frames between each launch's call site and its kernel: XLA's
         /// operation ranges as [xla] <module>/<operation> (<its source line>), and what its compiler
