@@ -1,10 +1,11 @@
 # shellcheck shell=bash
 # ---- pcsampling: PC sampling with stall reasons (issue 32) ------------------------------------
 # Sourced by run-all.sh (`run-all.sh pcsampling`). Time budget: 90 s of device time (PC_QUICK=1,
-# the default; 112 s in the first round of 2026-11-29, whose cost run took 90 s): the builds, xpuprof with every output on pc_stalls (SASS, replay), the per-launch
-# split on pc_split, the cost (tests/workloads/torch/pc_cost.py, ResNet-18 training in one process:
-# PC sampling at xpuprof's default period 2^16, CUPTI's 2^11 and none, each next to paused windows,
-# about 55 s; PC_COST_SECONDS=20 for a shorter run) and pc_triton under xpuprof. PC_QUICK=0 adds the
+# the default; 112 s in the first round of 2026-11-29, whose cost run took 90 s): the builds,
+# xpuprof with every output on pc_stalls (SASS, replay), the per-launch split on pc_split, the
+# cost (tests/workloads/torch/pc_cost.py, ResNet-18 training in one process: PC sampling at
+# xpuprof's default period 2^16 and none, each next to paused windows, about 55 s;
+# PC_COST_SECONDS=20 for a shorter run) and pc_triton under xpuprof. PC_QUICK=0 adds the
 # agent-alone runs, the periods on pc_stalls, `--delay`, PyTorch eager + torch.compile and
 # cross-process cost rounds (about 5 minutes). Rows carry [+Ns], the seconds since the part began.
 #
@@ -130,13 +131,13 @@ pc_row "pcsampling split stream" "rc=$rc $(ls -la "$d"/cupti-*.bin 2>/dev/null |
 #    training): one process (tests/workloads/torch/pc_cost.py), windows paused and collecting in
 #    adjacent pairs, the order rotating per round; each collecting window's PC sampling chosen
 #    through the agent (xpuprof_cupti_pc_sampling): PC_COST_SETTINGS, by default xpuprof's default
-#    period (2^16 cycles), CUPTI's default on the H200 (2^11) and none (the cupti source without
-#    PC sampling); the first round of 2026-11-29 also ran 2^13 and 2^20. First whether two
+#    period (2^16 cycles) and none (the cupti source without PC sampling); the first round of
+#    2026-11-29 ran CUPTI's default (2^11), 2^13, 2^16, 2^20 and none. First whether two
 #    kernels on two streams still overlap; then per setting the median of the pairs'
 #    collecting/paused ratios and the samples per second. Rounds stop after PC_COST_SECONDS (38 s;
 #    about 1.5 s a pair with sampling, 0.8 s without: CUPTI's setup at each window's first launch),
 #    the whole run about 55 s.
-PC_COST_SETTINGS=${PC_COST_SETTINGS:-16 11 nopc}
+PC_COST_SETTINGS=${PC_COST_SETTINGS:-16 nopc}
 PC_COST_SECONDS=${PC_COST_SECONDS:-38} timeout 70 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink summary -o "$W/out/pccost" -- \
   python3 tests/workloads/torch/pc_cost.py "${PC_COST_ROUNDS:-40}" "${PC_COST_STEPS:-20}" $PC_COST_SETTINGS \
   >"$PC/cost.out" 2>"$PC/cost.err"
