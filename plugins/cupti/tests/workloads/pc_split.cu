@@ -8,7 +8,7 @@
 // in, the MEMORY line belongs under memory_phase and the MATH line under math_phase (split by
 // the kernel's device time alone, each line would go half under each). Built with -lineinfo.
 //
-//   pc_split [rounds]   (default 10 launches per phase)
+//   pc_split [rounds] [pause_ms]   (default 10 launches per phase, 600 ms between the phases)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +53,7 @@ __attribute__((noinline)) void math_phase(const unsigned* next, float* out, unsi
 
 int main(int argc, char** argv) {
   int rounds = argc > 1 ? std::atoi(argv[1]) : 10;
+  int pause_ms = argc > 2 ? std::atoi(argv[2]) : 600;
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const unsigned n = 1u << 26;  // 256 MiB of indices: far beyond L2
@@ -64,11 +65,11 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&out, size_t(sms) * 4 * 256 * sizeof(float)));
   CHECK(cudaMemcpy(next, host.data(), size_t(n) * sizeof(unsigned), cudaMemcpyHostToDevice));
   memory_phase(next, out, n - 1, sms * 4, rounds);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
   math_phase(next, out, n - 1, sms * 4, rounds);
   float check = 0;
   CHECK(cudaMemcpy(&check, out, sizeof(check), cudaMemcpyDeviceToHost));
-  std::printf("pc_split: %d launches per phase on %d SMs, check %g\n", rounds, sms, check);
+  std::printf("pc_split: %d launches per phase on %d SMs, %d ms apart, check %g\n", rounds, sms, pause_ms, check);
   CHECK(cudaFree(next));
   CHECK(cudaFree(out));
   return 0;
