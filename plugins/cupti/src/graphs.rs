@@ -18,19 +18,16 @@
 //!
 //! Before that, a never-reported node is looked for by its place: instantiation puts the nodes a
 //! child-graph node embeds after the executable graph's own nodes, in the child-graph nodes'
-//! order. What a child-graph node embeds is known from the copies made inside the call that
-//! added it, where CUPTI reports them, else from the graph the program built just before it:
-//! XLA's command buffers capture each cuBLAS gemm into a graph of its own (a launch on a
-//! capturing stream) and add that graph as a child-graph node with the very next call, which
-//! CUPTI reports without any copy (seen on the H200: the capture, then
-//! `cuGraphAddChildGraphNode`, for each gemm of the step). The embedded nodes are then those of
-//! the graph the latest node-creating call before the child-graph node's created a node in,
-//! when that graph is another one, built by stream capture (a launch created a kernel node in it).
+//! order, and CUPTI reports the copies `cuGraphAddChildGraphNode` makes of the child graph's
+//! nodes inside that call. XLA's command buffers capture each cuBLAS gemm into a graph of its
+//! own and add it with the next call (seen on the H200), so a flattened node leads back to the
+//! capture of its gemm. The executable graph's own nodes are the copies instantiation made of
+//! the graph's nodes: nodes created in it afterwards (XLA's command-buffer updates) are not.
 //!
 //! Memory is bounded: at most [`MAX_NODES`] nodes per process are remembered (the oldest are
 //! forgotten first and counted); a forgotten node's kernels still show their replay stack.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use xpuprof_sdk::hash::{IdMap, IdSet};
 use xpuprof_sdk::model::{backend, Correlation, Submission};
@@ -62,12 +59,6 @@ pub struct GraphNodes {
     by_graph: IdMap<u32, BTreeSet<u32>>,
     /// Nodes copied inside a traced call (a child-graph node's embedded copies), by that call.
     copied_in: IdMap<u32, Vec<u64>>,
-    /// Child-graph nodes (`cuGraphAddChildGraphNode`).
-    child_nodes: IdSet<u64>,
-    /// Calls that created nodes, in correlation order, and the graph of their (last) node.
-    creations: BTreeMap<u32, u32>,
-    /// Graphs with a kernel node created by a launch (stream capture).
-    captured: IdSet<u32>,
     /// Executed nodes never reported whose creating call was found by their place among the
     /// child-graph nodes of their executable graph.
     pub joined_by_place: u64,
@@ -100,15 +91,9 @@ impl GraphNodes {
             cuda_wire::NODE_CREATED_KERNEL => {
                 let name = String::from_utf8_lossy(&payload[cuda_wire::GRAPH_NODE_BYTES..]);
                 self.kernel_created(&name, origin as u32);
-                self.message_created(node, origin as u32, true);
+                self.message_created(node, origin as u32);
             }
-            cuda_wire::NODE_CREATED => self.message_created(node, origin as u32, false),
-            cuda_wire::NODE_CREATED_CHILD => {
-                if self.child_nodes.len() < MAX_NODES {
-                    self.child_nodes.insert(node);
-                }
-                self.message_created(node, origin as u32, false);
-            }
+            cuda_wire::NODE_CREATED => self.message_created(node, origin as u32),
             cuda_wire::NODE_CLONED => {
                 // Agents since the child-graph mapping add the traced call the copy was made in.
                 let tail = payload.get(cuda_wire::GRAPH_NODE_BYTES..cuda_wire::GRAPH_NODE_BYTES + 8);
@@ -140,16 +125,8 @@ impl GraphNodes {
         }
     }
 
-    fn message_created(&mut self, node: u64, call: u32, capture: bool) {
+    fn message_created(&mut self, node: u64, call: u32) {
         if call != 0 {
-            let graph = (node >> 32) as u32;
-            self.creations.insert(call, graph);
-            if self.creations.len() > MAX_NODES {
-                self.creations.pop_first();
-            }
-            if capture && self.captured.len() < MAX_NODES {
-                self.captured.insert(graph);
-            }
             self.recording_calls.insert(call);
             if self.recording_calls.len() > MAX_NODES {
                 // Launch entries never came (stacks off): forget the oldest guesses.
@@ -175,55 +152,39 @@ impl GraphNodes {
         }
     }
 
-    /// The call that created the child-graph node whose embedded copy executable node `node`
-    /// was flattened from. CUDA flattens a child graph's nodes into the executable graph
-    /// without a callback; their ids hold the graph's id in the high 32 bits and, in the low
-    /// ones, indices after those of the graph's own (reported) nodes, in the order of the
-    /// child-graph nodes and of their embedded nodes (seen with XLA's command buffers on the
-    /// H200). So the flattened node at index `n + f` (the graph's own nodes being `0..n`) is the
+    /// The call that built the node a never-reported executable node `node` was flattened
+    /// from. CUDA flattens a child graph's nodes into the executable graph without a callback;
+    /// their ids hold the graph's id in the high 32 bits and, in the low ones, indices after
+    /// those of the graph's own nodes, in the order of the child-graph nodes and of their
+    /// embedded nodes (seen with XLA's command buffers on the H200). So the flattened node at
+    /// index `n + f` (the graph's own nodes, the copies instantiation made, being `0..n`) is the
     /// `f`-th embedded node, counting the copies each child-graph node's creating call made, in
-    /// the order of the child-graph nodes. `None` when the graph's own nodes are not `0..n` or
-    /// the count runs past the embedded copies.
+    /// the order of the child-graph nodes; its call is the one that created what that copy was
+    /// copied from (the capture of XLA's gemm), else the child-graph node's. `None` when the
+    /// graph's copies are not `0..n` or the count runs past the embedded copies.
     fn flattened(&self, node: u64) -> Option<u32> {
         let (graph, index) = ((node >> 32) as u32, node as u32);
         let own = self.by_graph.get(&graph)?;
-        let n = own.len() as u32;
-        if index < n || own.iter().next_back() != Some(&(n - 1)) {
+        let copy_of = |i: u32| match self.origin.get(&(u64::from(graph) << 32 | u64::from(i))) {
+            Some(Origin::Cloned(original)) => Some(*original),
+            _ => None,
+        };
+        // Nodes created in the executable graph after instantiation are not among its own.
+        let (n, last) =
+            own.iter().filter(|&&i| copy_of(i).is_some()).fold((0u32, None), |(n, _), &i| (n + 1, Some(i)));
+        if index < n || last != n.checked_sub(1) {
             return None;
         }
         let mut f = (index - n) as usize;
-        for &i in own {
-            let top = u64::from(graph) << 32 | u64::from(i);
-            let Some(Origin::Cloned(original)) = self.origin.get(&top) else { continue };
-            let Some(&Origin::Created(call)) = self.origin.get(original) else { continue };
-            if call == 0 {
-                continue;
+        for original in own.iter().filter_map(|&i| copy_of(i)) {
+            let Some(&Origin::Created(call)) = self.origin.get(&original) else { continue };
+            let Some(embedded) = self.copied_in.get(&call).filter(|_| call != 0) else { continue };
+            if let Some(&copy) = embedded.get(f) {
+                return self.creating_call(copy).or(Some(call));
             }
-            if let Some(embedded) = self.copied_in.get(&call) {
-                if f < embedded.len() {
-                    return Some(call);
-                }
-                f -= embedded.len();
-            } else if self.child_nodes.contains(original) {
-                // Without copies: the graph captured just before; unknown, nothing further counts.
-                let (captured, nodes) = self.captured_before(call, (original >> 32) as u32)?;
-                if let Some(&at) = nodes.iter().nth(f) {
-                    return self.creating_call(u64::from(captured) << 32 | u64::from(at)).or(Some(call));
-                }
-                f -= nodes.len();
-            }
+            f -= embedded.len();
         }
         None
-    }
-
-    /// The graph that the latest node-creating call before `call` created a node in, and its
-    /// nodes' indices, when that graph is not `parent` and was built by stream capture.
-    fn captured_before(&self, call: u32, parent: u32) -> Option<(u32, &BTreeSet<u32>)> {
-        let (_, &graph) = self.creations.range(..call).next_back()?;
-        if graph == parent || !self.captured.contains(&graph) {
-            return None;
-        }
-        Some((graph, self.by_graph.get(&graph)?))
     }
 
     /// True (once) when the call with correlation id `call` created a graph node: its launch
@@ -363,10 +324,15 @@ mod tests {
             g.message(&clone_in(exec(i as u64), n, 0));
         }
         assert_eq!(g.submission(12, exec(1), 900, Some("op")).record.map(|c| c.id), Some(6));
-        assert_eq!(g.submission(12, exec(3), 900, Some("gemm")).record.map(|c| c.id), Some(5), "first child");
+        // The calls that captured what the embedded copies were copied from.
+        assert_eq!(
+            g.submission(12, exec(3), 900, Some("gemm")).record.map(|c| c.id),
+            Some(50),
+            "first child"
+        );
         assert_eq!(
             g.submission(12, exec(4), 900, Some("gemm")).record.map(|c| c.id),
-            Some(7),
+            Some(60),
             "second child"
         );
         assert_eq!(g.submission(12, exec(5), 900, Some("gemm")).record, None, "past the embedded nodes");
@@ -374,92 +340,82 @@ mod tests {
         assert_eq!(g.ambiguous_kernel, 1, "only the node past them fell back to the name");
     }
 
-    fn node_msg(kind: u8, graph: u64, index: u64, call: u64) -> Vec<u8> {
+    fn node_msg(graph: u64, index: u64, call: u64) -> Vec<u8> {
         let mut m = Vec::new();
-        cuda_wire::put_graph_node(&mut m, kind, graph as u32, graph << 32 | index, call);
+        cuda_wire::put_graph_node(&mut m, cuda_wire::NODE_CREATED, graph as u32, graph << 32 | index, call);
         m[crate::wire::HEADER_BYTES..].to_vec()
     }
 
-    fn capture_msg(graph: u64, index: u64, call: u64, name: &str) -> Vec<u8> {
+    fn capture_msg(graph: u64, call: u64, name: &str) -> Vec<u8> {
         let mut m = Vec::new();
-        cuda_wire::put_graph_kernel_node(&mut m, graph as u32, graph << 32 | index, call, name.as_bytes());
+        cuda_wire::put_graph_kernel_node(&mut m, graph as u32, graph << 32, call, name.as_bytes());
         m[crate::wire::HEADER_BYTES..].to_vec()
     }
 
-    /// XLA's command buffer as the H200 showed it at batch 256, width 2048 (correlation ids and
-    /// node indices of that run): each cuBLAS gemm captured alone into a graph of its own (a
-    /// launch on a capturing stream), then added to the command buffer's graph as a child-graph
-    /// node by the next call, with no copy reported; the same gemm kernel captured by several
-    /// calls (and again every step), so its name joins nothing. The executable graph (12) holds
-    /// copies of the parent's 24 nodes at 0..24 and the five embedded gemms at 24..29.
+    fn copy_msg(graph: u64, index: u64, original: u64, call: u64) -> Vec<u8> {
+        let mut m = Vec::new();
+        cuda_wire::put_graph_clone(&mut m, graph as u32, graph << 32 | index, original, call);
+        m[crate::wire::HEADER_BYTES..].to_vec()
+    }
+
+    /// XLA's command buffer as the agent reported it on the H200 (JAX 0.11.2, batch 256, width
+    /// 2048; the messages of `tests/fixtures/jax_cmdbuf`, same ids): each cuBLAS gemm captured
+    /// alone into a graph of its own (2, 4, ...), copied into a new graph (3, 5, ...) by
+    /// `cuGraphAddChildGraphNode`, which then creates the child-graph node in the command
+    /// buffer's graph 1; 24 nodes there. Instantiation into graph 12 copies them to 12:0..24 and
+    /// each child's graph once more (13, 14, ...); the five gemms run as 12:24..29, never
+    /// reported. Then XLA's first update creates nodes 12:29..33 in the executable graph, which
+    /// are none of its own; the same gemms are captured again by later calls (so their names
+    /// join nothing).
     #[test]
-    fn flattened_nodes_of_captured_child_graphs_are_found_by_their_place() {
+    fn flattened_gemms_of_xla_command_buffers_lead_back_to_their_capture() {
         let mut g = GraphNodes::default();
-        let parent = 7u64;
-        let mut child_calls = Vec::new();
-        let mut capture_calls = Vec::new();
+        let children = [0u64, 2, 8, 12, 16];
+        let kernels = ["gemm_nn", "gemm_nn", "gemm_tn", "cutlass_nt", "cutlass_nt"];
         let mut call = 5104u64;
+        let mut captures = Vec::new();
         for i in 0..24u64 {
-            if [0, 2, 8, 12, 16].contains(&i) {
-                let captured = 100 + i;
-                let kernel = if i < 12 { "sm90_xmma_gemm_nn" } else { "cutlass_gemm" };
-                g.message(&capture_msg(captured, 0, call, kernel));
-                g.message(&node_msg(cuda_wire::NODE_CREATED_CHILD, parent, i, call + 1));
-                capture_calls.push(call as u32);
-                child_calls.push(call as u32 + 1);
-                call += 2;
-            } else {
-                g.message(&node_msg(cuda_wire::NODE_CREATED, parent, i, call));
-                call += 1;
+            match children.iter().position(|&c| c == i) {
+                Some(k) => {
+                    let (captured, embedded) = (2 + 2 * k as u64, 3 + 2 * k as u64);
+                    g.message(&capture_msg(captured, call, kernels[k]));
+                    g.message(&node_msg(embedded, 0, call + 1));
+                    g.message(&copy_msg(embedded, 0, captured << 32, call + 1));
+                    g.message(&node_msg(1, i, call + 1));
+                    captures.push(call);
+                    call += 2;
+                }
+                None => {
+                    g.message(&node_msg(1, i, call));
+                    call += 1;
+                }
             }
         }
-        // Instantiation: created (outside any call) and copied from the parent's nodes.
         for i in 0..24u64 {
-            g.message(&node_msg(cuda_wire::NODE_CREATED, 12, i, 0));
-            let mut m = Vec::new();
-            cuda_wire::put_graph_clone(&mut m, 12, 12 << 32 | i, parent << 32 | i, 0);
-            g.message(&m[crate::wire::HEADER_BYTES..]);
+            if let Some(k) = children.iter().position(|&c| c == i) {
+                g.message(&node_msg(13 + k as u64, 0, 0));
+                g.message(&copy_msg(13 + k as u64, 0, (3 + 2 * k as u64) << 32, 0));
+            }
+            g.message(&node_msg(12, i, 0));
+            g.message(&copy_msg(12, i, 1 << 32 | i, 0));
         }
-        // A later step captures the gemms again (XLA updates its command buffer).
-        g.message(&capture_msg(200, 0, 5135, "sm90_xmma_gemm_nn"));
+        for i in children {
+            g.message(&node_msg(18, i, 0));
+        }
+        for i in 29..33u64 {
+            g.message(&node_msg(12, i, 0));
+        }
+        for (k, kernel) in kernels.iter().enumerate() {
+            g.message(&capture_msg(24 + k as u64, 5135 + k as u64, kernel));
+        }
         let exec = |i: u64| 12u64 << 32 | i;
         assert_eq!(g.submission(12, exec(1), 5133, Some("op")).record.map(|c| c.id), Some(5106));
-        for (f, want) in capture_calls.iter().enumerate() {
-            let kernel = if f < 3 { "sm90_xmma_gemm_nn" } else { "cutlass_gemm" };
-            let s = g.submission(12, exec(24 + f as u64), 5133, Some(kernel));
-            assert_eq!(s.record.map(|c| c.id), Some(u64::from(*want)), "flattened node {f}: its capture");
+        for (f, capture) in captures.iter().enumerate() {
+            let s = g.submission(12, exec(24 + f as u64), 5133, Some(kernels[f]));
+            assert_eq!(s.record.map(|c| c.id), Some(*capture), "gemm {f}: its capture");
         }
-        assert_eq!(g.joined_by_place, 5);
-        assert_eq!(g.submission(12, exec(29), 5133, Some("sm90_xmma_gemm_nn")).record, None, "past them");
-        assert_eq!(g.ambiguous_kernel, 1);
-        // A child-graph node whose graph was not captured just before it: nothing is guessed.
-        let mut h = GraphNodes::default();
-        h.message(&capture_msg(100, 0, 10, "k"));
-        h.message(&node_msg(cuda_wire::NODE_CREATED, parent, 0, 11));
-        h.message(&node_msg(cuda_wire::NODE_CREATED_CHILD, parent, 1, 12));
-        for i in 0..2u64 {
-            let mut m = Vec::new();
-            cuda_wire::put_graph_clone(&mut m, 12, 12 << 32 | i, parent << 32 | i, 0);
-            h.message(&m[crate::wire::HEADER_BYTES..]);
-        }
-        assert_eq!(h.submission(12, exec(2), 900, None).record, None);
-        assert_eq!(h.joined_by_place, 0);
-        // A captured graph of two nodes (a kernel, then a memset captured after it): both
-        // flattened, in their order, after the executable graph's own nodes.
-        let mut m = GraphNodes::default();
-        m.message(&capture_msg(300, 0, 20, "k"));
-        m.message(&node_msg(cuda_wire::NODE_CREATED, 300, 1, 21));
-        m.message(&node_msg(cuda_wire::NODE_CREATED_CHILD, parent, 0, 22));
-        m.message(&node_msg(cuda_wire::NODE_CREATED, parent, 1, 23));
-        for i in 0..2u64 {
-            let mut c = Vec::new();
-            cuda_wire::put_graph_clone(&mut c, 13, 13 << 32 | i, parent << 32 | i, 0);
-            m.message(&c[crate::wire::HEADER_BYTES..]);
-        }
-        let at = |i: u64| 13u64 << 32 | i;
-        assert_eq!(m.submission(13, at(2), 900, Some("k")).record.map(|c| c.id), Some(20));
-        assert_eq!(m.submission(13, at(3), 900, None).record.map(|c| c.id), Some(21));
-        assert_eq!(m.submission(13, at(4), 900, None).record, None);
+        assert_eq!((g.joined_by_place, g.ambiguous_kernel), (5, 0));
+        assert_eq!(g.submission(12, exec(34), 5133, None).record, None, "past the embedded copies");
     }
 
     #[test]

@@ -18,8 +18,7 @@
 //! (`CUpti_CallbackData::symbolName` of the launch): instantiation flattens a child graph's
 //! nodes into the executable graph, and CUPTI reports no callback for those flattened nodes, so
 //! the host can only find their creating call by the kernel they run
-//! ([`cuda_wire::NODE_CREATED_KERNEL`]) or by their place after the executable graph's own nodes,
-//! which needs the child-graph nodes told apart ([`cuda_wire::NODE_CREATED_CHILD`]).
+//! ([`cuda_wire::NODE_CREATED_KERNEL`]).
 //!
 //! Graph building is not a hot path (a node is built once, replayed many times): each node is
 //! one small message pushed to the channel during the call.
@@ -112,12 +111,8 @@ pub unsafe fn on_resource(a: &Agent, cbid: u32, data: *const c_void) {
         let kernel = (g.nodeType == ffi::CUgraphNodeType_enum::CU_GRAPH_NODE_TYPE_KERNEL && call != 0)
             .then(current_symbol)
             .flatten();
-        let child = g.nodeType == ffi::CUgraphNodeType_enum::CU_GRAPH_NODE_TYPE_GRAPH;
         match kernel {
             Some(name) => cuda_wire::put_graph_kernel_node(&mut m, graph, node, call, name),
-            None if child => {
-                cuda_wire::put_graph_node(&mut m, cuda_wire::NODE_CREATED_CHILD, graph, node, call)
-            }
             None => cuda_wire::put_graph_node(&mut m, cuda_wire::NODE_CREATED, graph, node, call),
         }
     } else {

@@ -26,6 +26,8 @@ struct Run {
     /// recording call.
     replayed: usize,
     replayed_unknown: usize,
+    /// The recording call's stack (as `sites`) of each replayed matrix-multiply kernel.
+    replayed_gemms: Vec<Vec<Option<String>>>,
 }
 
 fn load(patterns: &[&str]) -> Run {
@@ -61,6 +63,7 @@ fn load_from(name: &str, patterns: &[&str]) -> Run {
     let (mut strs, mut frames, mut stacks) = (HashMap::new(), HashMap::new(), HashMap::new());
     let mut sites = Vec::new();
     let (mut replayed, mut replayed_unknown) = (0, 0);
+    let (mut site_of, mut gemm_calls) = (HashMap::new(), Vec::new());
     for r in &records {
         match r {
             Record::Str(s) => {
@@ -72,11 +75,15 @@ fn load_from(name: &str, patterns: &[&str]) -> Run {
             Record::Stack(s) => {
                 stacks.insert(s.id, s.frames.clone());
             }
-            Record::LaunchSite(s) => sites.push(s.stack),
+            Record::LaunchSite(s) => {
+                sites.push(s.stack);
+                site_of.insert(s.correlation.id, s.stack);
+            }
             Record::DeviceOp(op) => {
                 if let Some(sub) = op.submission.as_ref() {
                     replayed += 1;
                     replayed_unknown += usize::from(sub.record.is_none());
+                    gemm_calls.extend(sub.record.map(|c| (op.name, c.id)));
                 }
             }
             _ => {}
@@ -87,9 +94,16 @@ fn load_from(name: &str, patterns: &[&str]) -> Run {
         (f.kind == FrameKind::Synthetic).then(|| strs[&f.name].clone())
     };
     let sites = sites.iter().map(|s| stacks[s].iter().map(named).collect()).collect();
+    let is_gemm = |n: &StrId| strs.get(n).is_some_and(|k| k.contains("gemm"));
+    let replayed_gemms = gemm_calls
+        .iter()
+        .filter(|(n, _)| is_gemm(n))
+        .filter_map(|(_, c)| site_of.get(c))
+        .map(|s| stacks[s].iter().map(named).collect())
+        .collect();
     let mut labels: Vec<String> = strs.values().filter(|t| t.starts_with("[xla] ")).cloned().collect();
     labels.sort();
-    Run { sites, labels, host_marked, replayed, replayed_unknown }
+    Run { sites, labels, host_marked, replayed, replayed_unknown, replayed_gemms }
 }
 
 #[test]
@@ -163,5 +177,35 @@ fn the_whole_jax_run_labels_operations_with_their_source_lines() {
         let script =
             s.iter().flatten().filter(|n| n.contains("train.py:") && !n.starts_with("[xla] ")).count();
         assert!(script > 0, "under the script's own frames: {s:?}");
+    }
+}
+
+/// `tests/fixtures/jax_cmdbuf/`: the agent's stream of `train.py --steps 3` at the script's own
+/// sizes (batch 256, width 2048), captured on the H200 by `scripts/gpu/parts/xla.sh`: XLA's
+/// command buffer holds the step's cuBLAS gemms as child graphs, whose nodes instantiation
+/// flattens into the executable graph without telling CUPTI (on the H200, 505 of 2,424 replayed
+/// operations of 100 steps had no recording call before the host counted the executable
+/// graph's own nodes as the copies instantiation made). Every replayed operation sits under
+/// the call that recorded it, the gemms under their capture with their operation's label.
+#[test]
+fn command_buffer_gemms_in_child_graphs_sit_under_their_capture() {
+    let r = load_from("jax_cmdbuf", &[]);
+    assert!(r.replayed >= 60, "three steps replay their command buffer: {}", r.replayed);
+    assert_eq!(r.replayed_unknown, 0, "replayed operations without their recording call");
+    let dot_lines: Vec<String> = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jax_cmdbuf/ops.txt"),
+    )
+    .expect("ops.txt")
+    .lines()
+    .filter(|l| l.ends_with(" OP dot_general"))
+    .map(|l| format!("train.py:{})", l.split(' ').next().unwrap_or("")))
+    .collect();
+    assert!(r.replayed_gemms.len() >= 15, "five gemms a step: {}", r.replayed_gemms.len());
+    for s in &r.replayed_gemms {
+        let label = s[0].as_deref().unwrap_or("");
+        assert!(
+            label.starts_with("[xla] ") && dot_lines.iter().any(|l| label.ends_with(l.as_str())),
+            "a gemm's recording call inside its dot_general operation: {s:?}"
+        );
     }
 }

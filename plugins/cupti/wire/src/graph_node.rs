@@ -1,7 +1,6 @@
 //! [`MSG_GRAPH_NODE`]: a node of a recorded CUDA graph and the call that made it.
 //!
-//! Payload: `kind u8` ([`NODE_CREATED`], [`NODE_CLONED`], [`NODE_CREATED_KERNEL`] or
-//! [`NODE_CREATED_CHILD`]),
+//! Payload: `kind u8` ([`NODE_CREATED`], [`NODE_CLONED`] or [`NODE_CREATED_KERNEL`]),
 //! `pad u8 × 3`, `graph u32, node u64, origin u64`: the node was created by the API call whose
 //! correlation id is `origin` (0: outside any traced call), or cloned from node `origin` (graph
 //! instantiation, cloning, child graphs); a kernel node created by a launch (stream capture) also
@@ -28,10 +27,6 @@ pub const NODE_CLONED: u8 = 2;
 /// `origin` (stream capture); the kernel's name (as CUPTI's kernel records name it) follows the
 /// fixed payload.
 pub const NODE_CREATED_KERNEL: u8 = 3;
-/// [`MSG_GRAPH_NODE`] kind: a child-graph node (`cuGraphAddChildGraphNode`) created by the call
-/// whose correlation id is `origin`. Instantiation flattens the graph it embeds into the
-/// executable graph without telling CUPTI, so the host finds those nodes by their place.
-pub const NODE_CREATED_CHILD: u8 = 4;
 /// Size of a [`MSG_GRAPH_NODE`] payload's fixed part.
 pub const GRAPH_NODE_BYTES: usize = 24;
 

@@ -22,6 +22,6 @@ pub use collective_args::{
 pub use device::{DeviceDesc, DEVICE_BYTES, MSG_DEVICE};
 pub use graph_node::{
     put_graph_clone, put_graph_kernel_node, put_graph_node, GRAPH_NODE_BYTES, MSG_GRAPH_NODE, NODE_CLONED,
-    NODE_CREATED, NODE_CREATED_CHILD, NODE_CREATED_KERNEL,
+    NODE_CREATED, NODE_CREATED_KERNEL,
 };
 pub use options::{Api, CuptiOpts, Dormancy, Range, RangeEnd};
