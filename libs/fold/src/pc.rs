@@ -7,7 +7,9 @@
 //! A sample names its kernel, not its launch (a backend's continuous sampling aggregates all
 //! launches of a kernel), and the fetch it came in: a kernel's samples, in fetch order, are laid
 //! over its device work in start order by device time, so each fetch's samples go to the launch
-//! stacks that ran that part of the kernel's work (`xpuprof_toolbox::shares::launches`). Exact
+//! stacks that ran that part of the kernel's work (`xpuprof_toolbox::shares::launches`); within a
+//! fetch laid over several, an instruction seen under one of them alone goes to it first
+//! (`xpuprof_toolbox::shares::affinity`). Exact
 //! when a kernel is launched from one place, or from several in turn; the largest-remainder
 //! split keeps the total. Samples whose kernel ran no recorded device work go under
 //! `[unknown launch site]`. A very long run's spans
@@ -18,15 +20,15 @@ use xpuprof_sdk::model::*;
 use super::builder::{push_frame, GpuKey, Line, Renderer};
 use super::frames::FrameClass;
 use super::names::{basename, sanitize_frame};
-use xpuprof_toolbox::shares::launches::{LaunchSpans, SampleOrder, SpanCounts};
-use xpuprof_toolbox::shares::split;
+use xpuprof_toolbox::shares::affinity::assign;
+use xpuprof_toolbox::shares::launches::{LaunchSpans, SpanCounts};
 
 /// Frame of samples whose instruction has no source line (the code carries no line table).
 pub const NO_LINE: &str = "[no source line]";
 /// Prefix of a stall-reason frame.
 pub const STALL: &str = "[stall]";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct PcKey {
     pid: u32,
     kernel: StrId,
@@ -78,21 +80,19 @@ impl PcView {
     /// The view's lines: (line, samples), unmerged.
     pub(crate) fn lines(&self, r: &mut Renderer<'_>, pid_key: impl Fn(u32) -> u32) -> Vec<(Line, u64)> {
         let mut out = Vec::new();
-        let order = SampleOrder::of(&self.samples, |k| (k.pid, k.kernel));
+        let placed = assign(&self.samples, &self.launches, |k| (k.pid, k.kernel));
         for (&k, span, count) in self.samples.iter() {
             let tail = tail(r, &k);
-            let (from, to, total) = order.place((k.pid, k.kernel), span);
-            let (weights, _) = self.launches.weights((k.pid, k.kernel), from, to, total);
-            let mut launches: Vec<(Line, u64)> = if weights.is_empty() {
+            let shares = placed.get(&(k, span)).map_or(&[][..], Vec::as_slice);
+            let mut launches: Vec<(Line, u64)> = if shares.is_empty() {
                 let g = GpuKey::kernel(pid_key(k.pid), k.kernel, k.device);
-                vec![(r.gpu_line(&g), 1)]
+                vec![(r.gpu_line(&g), count)]
             } else {
-                weights.iter().map(|(g, ns)| (r.gpu_line(g), *ns)).collect()
+                shares.iter().map(|(g, n)| (r.gpu_line(g), *n)).collect()
             };
-            // Ties broken by text, so a replay splits the same way.
+            // A fixed order (by samples, ties by text), so a replay writes the same lines.
             launches.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| text(&a.0).cmp(&text(&b.0))));
-            let weights: Vec<u64> = launches.iter().map(|(_, w)| *w).collect();
-            for ((mut line, _), n) in launches.into_iter().zip(split(count, &weights)) {
+            for (mut line, n) in launches {
                 if n > 0 {
                     push_frame(&mut line.suffix, &tail);
                     out.push((line, n));

@@ -37,7 +37,8 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use xpuprof_sdk::hash::IdHasher;
 use xpuprof_sdk::model::*;
 
-use xpuprof_toolbox::shares::launches::{LaunchSpans, SampleOrder, SpanCounts};
+use xpuprof_toolbox::shares::affinity::assign;
+use xpuprof_toolbox::shares::launches::{LaunchSpans, SpanCounts};
 
 use crate::builder::Builder;
 use crate::defs::Defs;
@@ -393,16 +394,14 @@ pub fn build(agg: &Aggregate, defs: &Defs, time_nanos: i64, comments: &[String])
     }
     let mut pc: Vec<_> = agg.pc.iter().collect();
     pc.sort_by_key(|(k, span, _)| (**k, *span));
-    let order = SampleOrder::of(&agg.pc, |k| (k.pid, k.kernel));
+    let placed = assign(&agg.pc, &agg.launches, |k| (k.pid, k.kernel));
     for (k, span, n) in pc {
-        let (from, to, total) = order.place((k.pid, k.kernel), span);
-        let (launches, _) = agg.launches.weights((k.pid, k.kernel), from, to, total);
-        if launches.is_empty() {
+        let shares = placed.get(&(*k, span)).map_or(&[][..], Vec::as_slice);
+        if shares.is_empty() {
             s.pc(k, None, n);
             continue;
         }
-        let weights: Vec<u64> = launches.iter().map(|(_, w)| *w).collect();
-        for ((g, _), share) in launches.iter().zip(xpuprof_toolbox::shares::split(n, &weights)) {
+        for &(g, share) in shares {
             if share > 0 {
                 s.pc(k, Some(g), share);
             }

@@ -47,3 +47,4 @@ mod tests {
 }
 
 pub mod launches;
+pub mod affinity;

@@ -13,6 +13,7 @@ mod host;
 mod nccl;
 mod pc_replay;
 mod pc_sampling;
+mod pc_split;
 mod replay;
 mod reuse;
 mod xla;
