@@ -1,16 +1,15 @@
 # shellcheck shell=bash
 # ---- xla: JAX/XLA under xpuprof (issue 33) ----------------------------------------------------
-# Device-time budget: 150 s (R1); the time limits below add up to 130 s (30+20+20+20+40), the
-# checks a few seconds more.
+# Device-time budget: 120 s (R2); the time limits below add up to 115 s (25+4x18+18; about 70 s
+# run), the checks a few seconds more; XLA_FIXTURE=1 adds 20 s, XLA_TORCH=1 40 s (both ran in R1).
 # Sourced by run-all.sh (`run-all.sh xla`). The full part (the default; XLA_QUICK=1 runs only
 # parts/xla_quick.sh, under 60 s) runs tests/workloads/jax/train.py (a jitted MLP step of known
 # operations in named scopes, 100 steps, its default batch 256 and width 2048: XLA's command
 # buffers then hold cuBLAS gemms as child graphs) as a JAX user would, with the
 # defaults and every output (`xpuprof --source cupti -- python3 train.py`: annotations are on by
-# default); the same with `annotations = false` (what they add and what they cost: the loop's
-# wall time per step, on against off); with XLA's command buffers off; the agent's own stream of
-# 3 such steps (a CI fixture: the child graphs' nodes as the agent reports them); and torch.compile's
-# max-autotune (issue 33 item 4). scripts/gpu/check_xla.py checks each run against the issue's
+# default); runs with annotations off and on in turn (what they add and what they cost: the
+# loop's wall time per step); with XLA's command buffers off; optionally the agent's own stream
+# of 3 such steps (a CI fixture) and torch.compile's max-autotune (issue 33 item 4). scripts/gpu/check_xla.py checks each run against the issue's
 # Checks, one `check NAME FIGURE (bar BAR) PASS|FAIL` line each, all of them rows here.
 # What comes back: $W/logs/xla/.
 XL=$W/logs/xla
@@ -55,25 +54,34 @@ xla_check() {  # name, script[, label]
 }
 
 # 1. What a JAX user gets with the defaults, every output (dump: records.jsonl for the steady state by time).
-XENV= xla_run default 30 folded,chrome,summary,dump -- "$XJ" --steps 100 "${XSIZE[@]}"
+XENV= xla_run default 25 folded,chrome,summary,dump -- "$XJ" --steps 100 "${XSIZE[@]}"
 xla_check default "$XJ"
 grep -o '\[xla\] [^;]*' "$XL/default.gpu.folded" 2>/dev/null | sort | uniq -c | sort -rn | head -30 >"$XL/default.ops.txt"
 row "xla default top operation" "$(head -1 "$XL/default.ops.txt" | cut -c1-150)"
 
-# 2. Annotations off: what they add (the compile-time share left unmarked) and cost (step_ms, on vs off).
-XENV= xla_run off 20 folded,summary --set source.cupti.annotations=false -- "$XJ" --steps 100 "${XSIZE[@]}"
-xla_check off "$XJ" control
-on=$(grep -o 'step_ms=[0-9.]*' "$XL/default.out" | cut -d= -f2)
-off=$(grep -o 'step_ms=[0-9.]*' "$XL/off.out" | cut -d= -f2)
-row "xla annotations cost" "step_ms on=${on:-?} off=${off:-?} ratio=$(python3 -c "print(f'{float(\"${on:-0}\")/float(\"${off:-0}\"):.3f}')" 2>/dev/null || echo '?') (100 steps each, one run each: noisy)"
+# 2. What the annotations cost: adjacent runs off, on, off, on (the same sinks, records for where
+# the step's time goes: scripts/gpu/xla_cost.py); the first off run's figures also say what the
+# annotations add (the compile-time share left unmarked without them).
+cost_args=()
+for c in off on off2 on2; do
+  set_=(--set source.cupti.annotations=true)
+  case $c in off*) set_=(--set source.cupti.annotations=false) ;; esac
+  XENV= xla_run "$c" 18 folded,summary,dump "${set_[@]}" -- "$XJ" --steps 100 "${XSIZE[@]}"
+  [ "$c" = off ] && xla_check off "$XJ" control
+  cost_args+=("${c%2}=$XRUN_OUT:$XL/$c.out")
+done
+python3 scripts/gpu/xla_cost.py "${cost_args[@]}" >"$XL/cost.txt" 2>&1
+while read -r l; do row "xla annotations cost" "$(echo "$l" | cut -c1-200)"; done <"$XL/cost.txt"
+rm -f "$XL"/off*.records.jsonl.gz "$XL"/on*.records.jsonl.gz
 
 # 3. XLA's command buffers off: every operation launched from the executable's own thread.
-XENV=XLA_FLAGS=--xla_gpu_enable_command_buffer= xla_run nocmdbuf 20 folded,summary,dump -- "$XJ" --steps 50 "${XSIZE[@]}"
+XENV=XLA_FLAGS=--xla_gpu_enable_command_buffer= xla_run nocmdbuf 18 folded,summary,dump -- "$XJ" --steps 50 "${XSIZE[@]}"
 xla_check nocmdbuf "$XJ"
 
-# 4. The agent alone writing its stream of 3 steps (plugins/cupti/tests/fixtures/jax_cmdbuf once
-# committed): what the host's join of child-graph nodes to their recording call is checked against.
-# verbose=1: the agent also says what XLA passes in the extended payloads it cannot read.
+# 4. With XLA_FIXTURE=1: the agent alone writing its stream of 3 steps (the CI fixture
+# plugins/cupti/tests/fixtures/jax_cmdbuf); verbose=1: the agent also says what XLA passes in the
+# extended payloads it cannot read.
+if [ "${XLA_FIXTURE:-0}" = 1 ]; then
 mkdir -p "$XL/fixture"
 CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$XL/fixture \
   XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,verbose=1" timeout -k 3 20 python3 "$XJ" --steps 3 "${XSIZE[@]}" \
@@ -82,9 +90,12 @@ row "xla fixture capture" "rc=$? $(ls -l "$XL"/fixture/cupti-*.bin 2>/dev/null |
 row "xla unreadable payload" "$(grep -m1 'payload not read' "$XL/fixture/stderr.txt" | cut -c1-200)"
 grep 'payload not read\|NVTX calls not read' "$XL/fixture/stderr.txt" >"$XL/fixture/payloads.txt"
 gzip -f "$XL"/fixture/cupti-*.bin "$XL/fixture/stderr.txt" 2>/dev/null
+fi
 
-# 5. torch.compile max-autotune: its benchmarking launches (issue 33 item 4).
-XENV= xla_run torch-autotune 40 folded,summary,dump -- tests/workloads/torch/autotune.py --steps 20
-xla_check torch-autotune tests/workloads/torch/autotune.py
+# 5. With XLA_TORCH=1: torch.compile max-autotune, its benchmarking launches (issue 33 item 4).
+if [ "${XLA_TORCH:-0}" = 1 ]; then
+  XENV= xla_run torch-autotune 40 folded,summary,dump -- tests/workloads/torch/autotune.py --steps 20
+  xla_check torch-autotune tests/workloads/torch/autotune.py
+fi
 # What comes back: the dump runs' records (gzipped, for replaying the checks), folded views, the fixture.
 du -sh "$XL" | tee -a "$SUMMARY"
