@@ -4,7 +4,7 @@
 # the default; 112 s in the first round of 2026-11-29, whose cost run took 90 s): the builds,
 # xpuprof with every output on pc_stalls (SASS, replay), the per-launch split on pc_split, the
 # cost (tests/workloads/torch/pc_cost.py, ResNet-18 training in one process: PC sampling at
-# xpuprof's default period 2^16 and none, each next to paused windows, about 50 s;
+# xpuprof's default period 2^16 and none, each next to paused windows, about 45 s;
 # PC_COST_SECONDS=20 for a shorter run) and pc_triton under xpuprof. PC_QUICK=0 adds the
 # agent-alone runs, the periods on pc_stalls, `--delay`, PyTorch eager + torch.compile and
 # cross-process cost rounds (about 5 minutes). Rows carry [+Ns], the seconds since the part began.
@@ -142,11 +142,11 @@ pc_row "pcsampling split stream" "rc=$rc $(ls -la "$d"/cupti-*.bin 2>/dev/null |
 #    period (2^16 cycles) and none (the cupti source without PC sampling); the first round of
 #    2026-11-29 ran CUPTI's default (2^11), 2^13, 2^16, 2^20 and none. First whether two
 #    kernels on two streams still overlap; then per setting the median of the pairs'
-#    collecting/paused ratios and the samples per second. Rounds stop after PC_COST_SECONDS (34 s;
+#    collecting/paused ratios and the samples per second. Rounds stop after PC_COST_SECONDS (30 s;
 #    about 1.5 s a pair with sampling, 0.8 s without: CUPTI's setup at each window's first launch),
-#    the whole run about 50 s.
+#    the whole run about 45 s.
 PC_COST_SETTINGS=${PC_COST_SETTINGS:-16 nopc}
-PC_COST_SECONDS=${PC_COST_SECONDS:-34} timeout 66 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink summary -o "$W/out/pccost" -- \
+PC_COST_SECONDS=${PC_COST_SECONDS:-30} timeout 60 "$CARRY/xpuprof" --plugin-dir "$CARRY" --source cupti -c "$PC/pc.toml" --sink summary -o "$W/out/pccost" -- \
   python3 tests/workloads/torch/pc_cost.py "${PC_COST_ROUNDS:-40}" "${PC_COST_STEPS:-20}" $PC_COST_SETTINGS \
   >"$PC/cost.out" 2>"$PC/cost.err"
 rc=$?
