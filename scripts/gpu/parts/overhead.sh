@@ -1,6 +1,6 @@
 # Part `overhead` (issue 29): real-workload overhead with every source switched, and where the
 # agent's time goes. Sourced by run-all.sh (ROOT, W, CARRY, row, pairs_summary).
-# Time budget: 150 s for the default `levels` mode (OV_BUDGET_S; each process runs under a
+# Time budget: 120 s for the default `levels` mode (R2; 150 s in R1) (OV_BUDGET_S; each process runs under a
 # timeout and is skipped when the budget left is shorter); the other modes run only when named.
 #   OV_MODES      "levels" (default): tests/workloads/torch/real_bench.py `levels` in ONE process per
 #                 workload under `xpuprof --source cupti`: adjacent windows with the agent paused /
@@ -11,8 +11,8 @@
 #                 cache's second level: the launch path before it; rc14=xpuprof_launch_rule_cache:14
 #                 compares a 16x larger first level),
 #                 the order rotating; rows `overhead levels WL ...` (medians of OV_LEVEL_ROUNDS
-#                 rounds of OV_LEVEL_STEPS (12; Qwen: OV_LEVEL_QWEN_STEPS, 6) steps per window; the agent's own time per launch
-#                 entry in each state, timed in the process; the full windows' walk counts); then the paused state's residual
+#                 rounds (Qwen: OV_LEVEL_QWEN_ROUNDS, 8) of OV_LEVEL_STEPS (12; Qwen: OV_LEVEL_QWEN_STEPS, 6) steps per window; the agent's own time per launch
+#                 entry in each state, timed in the process, and apart on autograd engine threads; the full windows' walk counts); then the paused state's residual
 #                 (CUPTI attached and idle vs detached, real_bench.py `residual`) and the same
 #                 windows under `--source ebpf,cupti` (OV_LEVEL_EBPF, resnet: the eBPF source's
 #                 share, from the paused windows of the two processes and from the kernel's
@@ -42,16 +42,16 @@ printf '[source.ebpf]\nsample_hz = 999\n[sink.folded]\nframes = "all"\n' >"$W/ov
 
 if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
   ov_t0=$(date +%s)
-  ov_left() { echo $(( ${OV_BUDGET_S:-150} - ($(date +%s) - ov_t0) )); }
+  ov_left() { echo $(( ${OV_BUDGET_S:-120} - ($(date +%s) - ov_t0) )); }
   ov_fields() {  # a LEVELS line's fields, NAME=VALUE per argument
     local line=$1; shift
     for f in "$@"; do printf '%s ' "$(echo "$line" | tr ' ' '\n' | grep "^$f=" | head -1)"; done
   }
-  ov_levels() {  # source, workload, timeout s, steps per window
-    local src=$1 wl=$2 t=$3 per=$4 o=$W/ov-levels-$2-${1/,/_} log=$OVL/levels-$2-${1/,/_} start rc line
+  ov_levels() {  # source, workload, timeout s, steps per window, rounds
+    local src=$1 wl=$2 t=$3 per=$4 rounds=$5 o=$W/ov-levels-$2-${1/,/_} log=$OVL/levels-$2-${1/,/_} start rc line
     if [ "$(ov_left)" -lt "$t" ]; then row "overhead levels $wl $src" "SKIPPED: $(ov_left) s of the budget left"; return; fi
     rm -rf "$o"; start=$(date +%s)
-    LEVEL_ROUNDS=${OV_LEVEL_ROUNDS:-$([ -n "${QUICK:-}" ] && echo 6 || echo 10)} LEVEL_EXTRA=${OV_LEVEL_EXTRA-nospill=xpuprof_launch_rule_spill:0} \
+    LEVEL_ROUNDS=$rounds LEVEL_EXTRA=${OV_LEVEL_EXTRA-nospill=xpuprof_launch_rule_spill:0} \
       timeout "$t" $OVX -v --source "$src" --sink summary -o "$o" -- python3 "$OVR" levels "$wl" "$per" \
       >"$log.out" 2>"$log.err"
     rc=$?
@@ -60,7 +60,7 @@ if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
     [ -n "$line" ] || return
     row "overhead levels $wl $src vs paused" "$(ov_fields "$line" entries_vs_paused native_vs_paused full_vs_paused)"
     row "overhead levels $wl $src stacks add" "$(ov_fields "$line" stacks_add python_add) $(echo "$line" | tr ' ' '\n' | grep '_vs_full=' | tr '\n' ' ')"
-    row "overhead levels $wl $src agent ns/launch" "$(echo "$line" | tr ' ' '\n' | grep '_ns=' | tr '\n' ' ')"
+    row "overhead levels $wl $src agent ns/launch" "$(echo "$line" | tr ' ' '\n' | grep -E '_ns=|engine_share=' | tr '\n' ' ')"
     row "overhead levels $wl $src walks" "$(ov_fields "$line" frames_per_walk fast_per_walk lookups_per_walk refreshes walks frames_per_stack) $(echo "$line" | tr ' ' '\n' | grep '_lookups_per_walk=' | tr '\n' ' ')"
     # The eBPF programs' own time, counted by the kernel (the eBPF source's share of the CPU).
     [[ $src == *ebpf* ]] && row "overhead levels $wl $src bpf time" "$(grep -h -o 'BPF programs.*' "$log.err" | cut -c1-200)"
@@ -76,11 +76,13 @@ if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
     row "overhead residual $wl" "rc=$rc $(( $(date +%s) - start )) s $(ov_fields "$(grep -h '^REAL ' "$OVL/residual-$wl.out")" ratio_median)"
   }
   # Most telling first: a part cut by the budget loses its last rows.
-  # ResNet-18 steps take 9-12 ms, Qwen tokens 36-41 ms (H200): windows of 12 and 6 steps.
-  ov_levels cupti resnet 40 "${OV_LEVEL_STEPS:-12}"
-  ov_levels cupti qwen 55 "${OV_LEVEL_QWEN_STEPS:-6}"
+  # ResNet-18 steps take 10-11 ms, Qwen tokens 85 ms (H200, R1): windows of 12 and 6 steps; the
+  # R1 Qwen process took 53 s with 10 rounds.
+  rounds=${OV_LEVEL_ROUNDS:-$([ -n "${QUICK:-}" ] && echo 6 || echo 10)}
+  ov_levels cupti resnet 40 "${OV_LEVEL_STEPS:-12}" "$rounds"
+  ov_levels cupti qwen 60 "${OV_LEVEL_QWEN_STEPS:-6}" "${OV_LEVEL_QWEN_ROUNDS:-8}"
+  for wl in ${OV_LEVEL_EBPF:-resnet}; do ov_levels ebpf,cupti "$wl" 40 "${OV_LEVEL_STEPS:-12}" "$rounds"; done
   ov_residual resnet 30 192
-  for wl in ${OV_LEVEL_EBPF:-resnet}; do ov_levels ebpf,cupti "$wl" 40 "${OV_LEVEL_STEPS:-12}"; done
   ov_residual qwen 35 96
 fi
 

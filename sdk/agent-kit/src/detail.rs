@@ -60,7 +60,7 @@ pub extern "C" fn xpuprof_launch_detail(level: c_int) -> c_int {
 /// in the native walk, in the Python frames' capture and merge; and the frames of their
 /// stacks; written by that thread only.
 #[derive(Debug, Default)]
-pub(crate) struct Timing([AtomicU64; 5]);
+pub(crate) struct Timing([AtomicU64; 8]);
 
 static TIMINGS: Mutex<Vec<Arc<Timing>>> = Mutex::new(Vec::new());
 
@@ -75,17 +75,19 @@ impl Timing {
     }
 
     /// One entry that took `ticks`, of which `walk` in the native walk and `python` in the
-    /// Python frames, for a stack of `frames` frames.
+    /// Python frames, for a stack of `frames` frames; on an autograd engine thread (`engine`:
+    /// counted apart too).
     #[inline]
-    pub(crate) fn add(&self, ticks: u64, walk: u64, python: u64, frames: u64) {
-        for (a, v) in self.0.iter().zip([1, ticks, walk, python, frames]) {
+    pub(crate) fn add(&self, ticks: u64, walk: u64, python: u64, frames: u64, engine: bool) {
+        let e = u64::from(engine);
+        for (a, v) in self.0.iter().zip([1, ticks, walk, python, frames, e, e * ticks, e * python]) {
             a.store(a.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
         }
     }
 }
 
-fn timings() -> [u64; 5] {
-    let mut s = [0u64; 5];
+fn timings() -> [u64; 8] {
+    let mut s = [0u64; 8];
     if let Ok(all) = TIMINGS.lock() {
         for t in all.iter() {
             for (s, a) in s.iter_mut().zip(&t.0) {
@@ -125,23 +127,38 @@ pub extern "C" fn xpuprof_launch_rule_spill(on: c_int) -> c_int {
 }
 
 /// Counts written by [`xpuprof_launch_counts`].
-pub const COUNTS: usize = 11;
+pub const COUNTS: usize = 14;
 
 /// Writes the first `n` (at most [`COUNTS`]) of the process's launch counts to `out`: walks,
 /// frames, fast steps, rule lookups, module-list refreshes, timed entries, their clock ticks in
 /// all, in the native walk, in the Python frames, the clock now (ticks: TSC or nanoseconds,
-/// whichever launch entries are stamped with), and the frames of the timed entries' stacks;
-/// returns how many it wrote.
+/// whichever launch entries are stamped with), the frames of the timed entries' stacks, and of
+/// the timed entries those of autograd engine threads, their ticks and their Python frames'
+/// ticks; returns how many it wrote.
 ///
 /// # Safety
 /// `out` points to `n` writable `uint64_t`s.
 #[no_mangle]
 pub unsafe extern "C" fn xpuprof_launch_counts(out: *mut u64, n: c_int) -> c_int {
     let s = xpuprof_unwind::stats().snapshot();
-    let [timed, ticks, walk, python, frames] = timings();
+    let [timed, ticks, walk, python, frames, engine, engine_ticks, engine_python] = timings();
     let now = crate::timestamps::raw();
-    let v =
-        [s.walks, s.frames, s.fast_steps, s.lookups, s.refreshes, timed, ticks, walk, python, now, frames];
+    let v = [
+        s.walks,
+        s.frames,
+        s.fast_steps,
+        s.lookups,
+        s.refreshes,
+        timed,
+        ticks,
+        walk,
+        python,
+        now,
+        frames,
+        engine,
+        engine_ticks,
+        engine_python,
+    ];
     let k = (n.max(0) as usize).min(v.len());
     if out.is_null() {
         return 0;

@@ -265,7 +265,8 @@ impl Registry {
             if flags & detail::TIMED != 0 {
                 let walked = if stacked { l.bufs.walked.wrapping_sub(time) } else { 0 };
                 let merged = if stacked { l.bufs.merged_at.wrapping_sub(l.bufs.walked) } else { 0 };
-                l.timing.add(stamp::raw().wrapping_sub(time), walked, merged, frames_n as u64);
+                let engine = stacked && crate::python::on_engine_thread();
+                l.timing.add(stamp::raw().wrapping_sub(time), walked, merged, frames_n as u64, engine);
             }
             Some(start.unwrap_or_else(|| caller_side(regs, l.bounds, sites.own_code)))
         })

@@ -60,7 +60,7 @@ thread_local! {
 }
 
 /// True on PyTorch's autograd engine threads (`pt_autograd_N`).
-fn on_engine_thread() -> bool {
+pub(crate) fn on_engine_thread() -> bool {
     ENGINE_THREAD.with(|c| {
         if let Some(v) = c.get() {
             return v;

@@ -96,7 +96,7 @@ def levels(step, sync, per, rounds):
 
 
 WALK_COUNTS = ("walks", "frames", "fast", "lookups", "refreshes", "timed", "ticks", "walk_ticks", "python_ticks",
-               "clock", "stack_frames")
+               "clock", "stack_frames", "engine", "engine_ticks", "engine_python_ticks")
 
 
 def walk_counts(lib):
@@ -132,7 +132,7 @@ def line(head, names, ms):
     for name in names[1:]:
         # The agent's own time per launch entry (walk, Python frames, hash, entry), by state.
         c = ms["walks"][name]
-        timed_n, ticks, walk, python, clock_ticks, stack_frames, wall_ns = c[5:12]
+        timed_n, ticks, walk, python, clock_ticks, stack_frames, engine, e_ticks, e_python, wall_ns = c[5:15]
         if timed_n and clock_ticks:
             per = wall_ns / clock_ticks / timed_n
             fields.append(f"{name}_enter_ns={ticks * per:.0f}")
@@ -141,6 +141,14 @@ def line(head, names, ms):
             if name == "full":
                 fields.append(f"full_walk_ns={walk * per:.0f} full_python_ns={python * per:.0f}"
                               f" frames_per_stack={stack_frames / timed_n:.1f}")
+                if engine and engine < timed_n:
+                    # Autograd engine threads apart from the others (per entry of each).
+                    unit = wall_ns / clock_ticks
+                    fields.append(f"engine_share={engine / timed_n:.3f}"
+                                  f" engine_enter_ns={e_ticks * unit / engine:.0f}"
+                                  f" engine_python_ns={e_python * unit / engine:.0f}"
+                                  f" other_enter_ns={(ticks - e_ticks) * unit / (timed_n - engine):.0f}"
+                                  f" other_python_ns={(python - e_python) * unit / (timed_n - engine):.0f}")
     walks, frames, fast, lookups, refreshes = ms["walks"]["full"][:5]
     if walks:
         # The full windows' walks: frames written per walk, steps by a cached rule per walk
