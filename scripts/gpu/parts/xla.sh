@@ -1,15 +1,17 @@
 # shellcheck shell=bash
 # ---- xla: JAX/XLA under xpuprof (issue 33) ----------------------------------------------------
 # Device-time budget: 120 s (R2); the time limits below add up to 115 s (25+4x18+18; about 70 s
-# run), the checks a few seconds more; XLA_FIXTURE=1 adds 20 s, XLA_TORCH=1 40 s (both ran in R1).
+# run), the checks a few seconds more; XLA_NOCMDBUF=1 adds 18 s, XLA_FIXTURE=1 20 s, XLA_TORCH=1
+# 40 s (all three ran in R1).
 # Sourced by run-all.sh (`run-all.sh xla`). The full part (the default; XLA_QUICK=1 runs only
 # parts/xla_quick.sh, under 60 s) runs tests/workloads/jax/train.py (a jitted MLP step of known
 # operations in named scopes, 100 steps, its default batch 256 and width 2048: XLA's command
 # buffers then hold cuBLAS gemms as child graphs) as a JAX user would, with the
 # defaults and every output (`xpuprof --source cupti -- python3 train.py`: annotations are on by
 # default); runs with annotations off and on in turn (what they add and what they cost: the
-# loop's wall time per step); with XLA's command buffers off; optionally the agent's own stream
-# of 3 such steps (a CI fixture) and torch.compile's max-autotune (issue 33 item 4). scripts/gpu/check_xla.py checks each run against the issue's
+# loop's wall time per step), and the agent alone saying the time its annotations took;
+# optionally with XLA's command buffers off, the agent's own stream of 3 such steps (a CI
+# fixture) and torch.compile's max-autotune (issue 33 item 4). scripts/gpu/check_xla.py checks each run against the issue's
 # Checks, one `check NAME FIGURE (bar BAR) PASS|FAIL` line each, all of them rows here.
 # What comes back: $W/logs/xla/.
 XL=$W/logs/xla
@@ -73,10 +75,21 @@ done
 python3 scripts/gpu/xla_cost.py "${cost_args[@]}" >"$XL/cost.txt" 2>&1
 while read -r l; do row "xla annotations cost" "$(echo "$l" | cut -c1-200)"; done <"$XL/cost.txt"
 rm -f "$XL"/off*.records.jsonl.gz "$XL"/on*.records.jsonl.gz
+# The agent alone with verbose=1 says the time its annotations took on the program's threads.
+mkdir -p "$W/out/xla-alone"
+CUDA_INJECTION64_PATH=$AGENT NVTX_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_DUMP=$W/out/xla-alone \
+  XPUPROF_CUPTI_OPTS="$AGENT_DEFAULT_OPTS,annotations=1,verbose=1" timeout -k 3 18 python3 "$XJ" --steps 100 "${XSIZE[@]}" \
+  >"$XL/alone.out" 2>"$W/out/xla-alone.err"
+row "xla agent alone, annotations" "rc=$? $(grep -o 'step_ms=[0-9.]*' "$XL/alone.out") $(grep -o 'annotations: [0-9]* NVTX calls taken.*' "$W/out/xla-alone.err" | cut -c1-120)"
+grep -v 'nvtx string\|nvtx push\|nvtx pop\|nvtx domain' "$W/out/xla-alone.err" | tail -20 >"$XL/alone.err"
+rm -rf "$W/out/xla-alone"
 
-# 3. XLA's command buffers off: every operation launched from the executable's own thread.
-XENV=XLA_FLAGS=--xla_gpu_enable_command_buffer= xla_run nocmdbuf 18 folded,summary,dump -- "$XJ" --steps 50 "${XSIZE[@]}"
-xla_check nocmdbuf "$XJ"
+# 3. With XLA_NOCMDBUF=1 (every check PASS in R1): XLA's command buffers off, every operation
+# launched from the executable's own thread.
+if [ "${XLA_NOCMDBUF:-0}" = 1 ]; then
+  XENV=XLA_FLAGS=--xla_gpu_enable_command_buffer= xla_run nocmdbuf 18 folded,summary,dump -- "$XJ" --steps 50 "${XSIZE[@]}"
+  xla_check nocmdbuf "$XJ"
+fi
 
 # 4. With XLA_FIXTURE=1: the agent alone writing its stream of 3 steps (the CI fixture
 # plugins/cupti/tests/fixtures/jax_cmdbuf); verbose=1: the agent also says what XLA passes in the

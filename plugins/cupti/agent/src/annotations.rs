@@ -169,6 +169,38 @@ fn with_open<R>(f: impl FnOnce(&mut Thread) -> R) -> Option<R> {
 /// # Safety
 /// `data` is the `CUpti_NvtxData` CUPTI passes for NVTX callback `cbid`.
 pub unsafe fn on_nvtx(a: &Agent, cbid: u32, data: *const c_void) {
+    // With `verbose`, the time the agent spends here is added up (said at exit, [`cost`]).
+    let start = a.config.common.verbose.then(std::time::Instant::now);
+    // SAFETY: the caller's contract.
+    unsafe { take(a, cbid, data) };
+    if let Some(t) = start {
+        TAKEN.fetch_add(1, Ordering::Relaxed);
+        SPENT_NS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+/// NVTX calls taken and the nanoseconds spent on them, counted with `verbose`.
+static TAKEN: AtomicU64 = AtomicU64::new(0);
+static SPENT_NS: AtomicU64 = AtomicU64::new(0);
+
+/// With `verbose`, the line said at exit: how many NVTX calls the annotations took and the
+/// time spent on them (what they cost the program's threads).
+pub fn cost() -> Option<String> {
+    let (n, ns) = (TAKEN.load(Ordering::Relaxed), SPENT_NS.load(Ordering::Relaxed));
+    (n > 0).then(|| {
+        format!(
+            "annotations: {n} NVTX calls taken, {:.3} ms in the agent ({:.0} ns each)",
+            ns as f64 / 1e6,
+            ns as f64 / n as f64
+        )
+    })
+}
+
+/// [`on_nvtx`]'s work.
+///
+/// # Safety
+/// As [`on_nvtx`].
+unsafe fn take(a: &Agent, cbid: u32, data: *const c_void) {
     // SAFETY: the caller's contract.
     let d = unsafe { &*(data as *const ffi::CUpti_NvtxData) };
     let (params, ret) = (d.functionParams, d.functionReturnValue as *const u64);

@@ -37,6 +37,9 @@ pub fn finish(a: &Agent) {
         if let Some(line) = crate::annotations::report() {
             crate::say(&line);
         }
+        if let Some(line) = crate::annotations::cost().filter(|_| a.config.common.verbose) {
+            crate::say(&line);
+        }
         crate::session::goodbye(a);
     }));
 }
