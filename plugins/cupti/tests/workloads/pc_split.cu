@@ -2,13 +2,11 @@
 // for the per-launch split of PC samples (issue 32): `mixed` chases pointers through an array far
 // larger than L2 when `math` is 0 (its warps wait on memory: long_scoreboard, the MEMORY line)
 // and runs a dependent multiply-add chain when it is 1 (fixed-latency waits, the MATH line).
-// `memory_phase` launches it with 0 for `rounds` launches, then the program sleeps (`pause_ms`),
-// then `math_phase` launches it with 1. The samples of one kernel name no launch in CUPTI's
-// continuous collection and come late, in batches; laid over the kernel's launches in order,
-// with each instruction seen under one launcher alone kept there (docs/pc-sampling.md), the
-// MEMORY line belongs under memory_phase and the MATH line under math_phase (by the kernel's
-// device time in the whole run alone, each line would go about 3:1 under each). Built with
-// -lineinfo.
+// `memory_phase` launches it with 0 for `rounds` launches, the program sleeps (`pause_ms`), then
+// `math_phase` launches it with 1. Samples name no launch in continuous collection and come late,
+// in batches: laid over the launches in order, each instruction seen under one launcher alone
+// kept there (docs/pc-sampling.md), the MEMORY line belongs under memory_phase and the MATH line
+// under math_phase (by device time alone, each would go 3:1 under each). Built with -lineinfo.
 //
 //   pc_split [rounds] [pause_ms]   (default 10 launches per phase, 600 ms between the phases)
 #include <chrono>
