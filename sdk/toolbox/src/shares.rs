@@ -46,5 +46,5 @@ mod tests {
     }
 }
 
-pub mod launches;
 pub mod affinity;
+pub mod launches;
