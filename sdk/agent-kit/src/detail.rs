@@ -8,8 +8,8 @@
 //! `python = "off"`), 2 native and Python frames (the agent's configuration, the default); -1
 //! only asks; 4 added to a level times each outermost launch's entry (the agent's own work at
 //! the launch: walk, Python frames, hash, entry). It returns the level before, or -1 for a
-//! number it does not know. A level never
-//! adds what the configuration left out: with `launch_stacks = "off"` no level walks a stack.
+//! number it does not know. A level never adds what the configuration left out: with
+//! `launch_stacks = "off"` no level walks a stack.
 //!
 //! `int xpuprof_launch_rule_cache(int log2)` sizes each launching thread's native rule cache
 //! (2^log2 sets of two return addresses; 2^10 by default), for windows that compare sizes.
@@ -21,8 +21,8 @@
 //! did so far, for a benchmark's windows to tell apart: walks, frames, frames stepped by a
 //! cached rule, return addresses whose rule was looked up in the CFI (not cached, or evicted),
 //! module-list refreshes (each empties the rule caches); then the timed entries, their clock
-//! ticks in all, in the native walk and in the Python frames, the clock now, and the frames of
-//! the timed entries' stacks.
+//! ticks in all, in the native walk and in the Python frames, the clock now, the frames of the
+//! timed entries' stacks, and the autograd engine threads' timed entries apart.
 
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
