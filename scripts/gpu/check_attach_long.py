@@ -17,6 +17,16 @@ twice (scripts/gpu/parts/attach_long.sh). Three checks, one line each (PASS/FAIL
       (profile.gpu.folded) whose whole stack, Python lines and native frames down to the kernel,
       is one the calibration run under `xpuprof record` also had (PASS at 99% or more), and the
       share of the record's stacks (by time) the window has;
+  check_attach_long.py modules UNPROFILED_DIR DORMANT_DIR [WINDOW_DIR]
+      where the process's CPU time goes, by module, from `xpuprof attach --source ebpf` CPU
+      profiles (profile.pb.gz, pprof) taken while the process was unprofiled and while the cupti
+      agent was dormant (the eBPF source puts nothing into the process): shares of CPU samples,
+      which the VM's clock phases do not move as they move times. PASS when the dormant profile
+      has no sample with a frame in CUPTI or in xpuprof's agent (`[xpuprof]`), and says the 95%
+      upper bound of that share (3 / samples); per module, the share of samples whose innermost
+      frame is in it, unprofiled against dormant (the driver's, libcuda, would grow if the
+      dormant state left work in it). WINDOW_DIR (a cupti window's profile with ebpf samples)
+      shows the same shares while collecting, where CUPTI and the agent must appear;
   check_attach_long.py phases STEP_LOG TIMES QUIET
       what the process did per step (attach_train.py --counters lines) before the first attach
       (the QUIET seconds before it), in each window and in each dormant phase after a detach (from
@@ -24,7 +34,8 @@ twice (scripts/gpu/parts/attach_long.sh). Three checks, one line each (PASS/FAIL
       `attach K T0 T1` line per attach (CLOCK_MONOTONIC ns of starting and of xpuprof having
       exited). Prints per phase the median user instructions per step (and the phase's spread
       over blocks), kernel instructions, CPU µs and context switches per step, the agent threads'
-      CPU per step, the step time; then the dormant phases' ratios to the unprofiled one, and the
+      CPU per step, the step time (blocks that overlap an `ebpf NAME T0 T1` line's eBPF-only
+      window are left out); then the dormant phases' ratios to the unprofiled one, and the
       method's own drift: the unprofiled blocks before the quiet part against the quiet part
       (the other parts' processes shared the GPU then, which moves time, not instructions).
       Budget: dormant <= 1.01x unprofiled; decided when the drift is within 0.5%. Without
@@ -150,7 +161,10 @@ def folded(d):
 
 
 def stacks(record_dir, attach_dir):
-    rec, att = folded(record_dir), folded(attach_dir)
+    try:
+        rec, att = folded(record_dir), folded(attach_dir)
+    except OSError as e:
+        return [f"cannot read a folded view: {e}"], []
     if not rec or not att:
         return [f"no GPU stacks (record {len(rec)}, attach {len(att)})"], []
     inside = sum(w for s, w in att.items() if s in rec)
@@ -164,12 +178,122 @@ def stacks(record_dir, attach_dir):
     return ([] if share >= 99.0 else [f"only {share:.2f}% of the window's GPU time under record's stacks"]), facts
 
 
+def fields(b):
+    """A protobuf message's fields: {number: [int or bytes]} (packed repeated varints stay bytes)."""
+    out, i = collections.defaultdict(list), 0
+    while i < len(b):
+        key, i = varint(b, i)
+        f, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = varint(b, i)
+        elif wt == 2:
+            n, i = varint(b, i)
+            v, i = b[i:i + n], i + n
+        elif wt == 1:
+            v, i = int.from_bytes(b[i:i + 8], "little"), i + 8
+        elif wt == 5:
+            v, i = int.from_bytes(b[i:i + 4], "little"), i + 4
+        else:
+            raise ValueError(f"wire type {wt} at byte {i}")
+        out[f].append(v)
+    return out
+
+
+def ints(vals):
+    """Repeated varints, packed (bytes) or not."""
+    out = []
+    for v in vals:
+        if isinstance(v, bytes):
+            i = 0
+            while i < len(v):
+                x, i = varint(v, i)
+                out.append(x)
+        else:
+            out.append(v)
+    return out
+
+
+def cpu_samples(d):
+    """[(innermost module, set of modules and names on the stack, weight)] of the CPU samples of
+    d/profile.pb.gz."""
+    import gzip
+    p = fields(gzip.open(os.path.join(d, "profile.pb.gz")).read())
+    strings = [b.decode("utf-8", "replace") for b in p[6]]
+    types = [strings[fields(t)[1][0]] if fields(t)[1] else "" for t in p[1]]
+    if "cpu_time" not in types:
+        return [], 0
+    slot = types.index("cpu_time")
+    mapping = {}
+    for m in p[3]:
+        f = fields(m)
+        mapping[f[1][0]] = os.path.basename(strings[f[5][0]]) if f.get(5) else "?"
+    func = {}
+    for fn in p[5]:
+        f = fields(fn)
+        func[f[1][0]] = strings[f[2][0]] if f.get(2) else ""
+    loc = {}
+    for l in p[4]:
+        f = fields(l)
+        names = {func.get(fields(line)[1][0], "") for line in f.get(4, []) if fields(line).get(1)}
+        loc[f[1][0]] = (mapping.get(f[2][0], "?") if f.get(2) else "?", names)
+    out = []
+    for smp in p[2]:
+        f = fields(smp)
+        vals = [v - (1 << 64) if v >= 1 << 63 else v for v in ints(f.get(2, []))]
+        w = vals[slot] if slot < len(vals) else 0
+        if w <= 0:
+            continue
+        ids = ints(f.get(1, []))
+        frames = [loc.get(i, ("?", set())) for i in ids]
+        mods = {m for m, _ in frames} | {n for _, ns in frames for n in ns}
+        out.append((frames[0][0] if frames else "?", mods, w))
+    return out, (p[12][0] if p.get(12) else 0)
+
+
+PROFILER = ("libcupti", "libxpuprof", "[xpuprof]")
+
+
+def modules(dirs):
+    names = ["unprofiled", "dormant", "window"]
+    shares, facts, problems = {}, [], []
+    for name, d in zip(names, dirs):
+        try:
+            smp, period = cpu_samples(d)
+        except (OSError, ValueError, IndexError, KeyError) as e:
+            problems.append(f"{name}: cannot read {d}/profile.pb.gz: {e}")
+            continue
+        total = sum(w for _, _, w in smp)
+        if not total:
+            problems.append(f"{name}: no CPU samples")
+            continue
+        n = round(total / period) if period else len(smp)
+        prof = sum(w for _, mods, w in smp if any(any(p in m for p in PROFILER) for m in mods))
+        leaf = collections.Counter()
+        for m, _, w in smp:
+            leaf[m] += w
+        shares[name] = {m: 100.0 * w / total for m, w in leaf.items()}
+        top = ", ".join(f"{m} {100.0 * w / total:.2f}%" for m, w in leaf.most_common(6))
+        facts.append(f"{name}: {n} samples, CUPTI+agent on the stack {100.0 * prof / total:.3f}% of CPU; innermost: {top}")
+        if name == "dormant":
+            if prof:
+                problems.append(f"dormant: {100.0 * prof / total:.3f}% of CPU samples with CUPTI or agent frames")
+            else:
+                facts.append(f"dormant: no sample in CUPTI or the agent of {n}: share < {300.0 / n:.3f}% (95%)")
+    if "unprofiled" in shares and "dormant" in shares:
+        u, dm = shares["unprofiled"], shares["dormant"]
+        diff = sorted(((dm.get(m, 0) - u.get(m, 0), m) for m in set(u) | set(dm)), key=lambda x: -abs(x[0]))[:5]
+        facts.append("dormant - unprofiled, innermost share: " + ", ".join(f"{m} {d:+.2f} pts" for d, m in diff))
+    return problems, facts
+
+
 def phases(log, times, quiet):
-    attaches = []
+    attaches, sampled = [], []
     for line in open(times):
         p = line.split()
         if len(p) >= 4 and p[0] == "attach":
             attaches.append((int(p[2]), int(p[3])))
+        elif len(p) >= 4 and p[0] == "ebpf":  # eBPF-only windows: their blocks are left out
+            sampled.append((int(p[2]), int(p[3])))
     blocks = []
     for line in open(log):
         p = line.split()
@@ -190,13 +314,14 @@ def phases(log, times, quiet):
     starts = [steps[0][0] if steps else 0] + [b[0] for b in blocks[:-1]]
     med = statistics.median
     stats, cpu, facts = {}, {}, []
+    outside = lambda t0, t1: not any(t0 <= e and s <= t1 for s, e in sampled)
     for name, sel in named:
-        bs = [b for t0, b in zip(starts, blocks) if sel(t0, b[0])]
+        bs = [b for t0, b in zip(starts, blocks) if sel(t0, b[0]) and outside(t0, b[0])]
         if not bs:
             facts.append(f"{name}: no block")
             continue
         iu = [b[2] / b[1] for b in bs]
-        st = [(e - s) / 1e6 for s, e in steps if sel(s, e)]
+        st = [(e - s) / 1e6 for s, e in steps if sel(s, e) and outside(s, e)]
         if bs[0][2] >= 0:
             stats[name] = med(iu)
         cpu[name] = med([b[4] / b[1] for b in bs]) / 1e3
@@ -232,6 +357,8 @@ def main():
         problems, facts = outputs(sys.argv[2])
     elif cmd == "same" and len(sys.argv) == 6:
         problems, facts = same(*sys.argv[2:6])
+    elif cmd == "modules" and len(sys.argv) in (4, 5):
+        problems, facts = modules(sys.argv[2:])
     elif cmd == "stacks" and len(sys.argv) == 4:
         problems, facts = stacks(sys.argv[2], sys.argv[3])
     elif cmd == "phases" and len(sys.argv) == 5:
