@@ -8,8 +8,7 @@
 #                 frames only (python = "off") / in full (the default) / one window per
 #                 OV_LEVEL_EXTRA item (name=EXPORT:VALUE, an agent switch toggled for that window;
 #                 default nospill=xpuprof_launch_rule_spill:0, the full capture without the rule
-#                 cache's second level: the launch path before it; rc14=xpuprof_launch_rule_cache:14
-#                 compares a 16x larger first level),
+#                 cache's second level: the launch path before it),
 #                 the order rotating; rows `overhead levels WL ...` (medians of OV_LEVEL_ROUNDS
 #                 rounds (Qwen: OV_LEVEL_QWEN_ROUNDS, 8) of OV_LEVEL_STEPS (12; Qwen: OV_LEVEL_QWEN_STEPS, 6) steps per window; the agent's own time per launch
 #                 entry in each state, timed in the process, and apart on autograd engine threads; the full windows' walk counts); then the paused state's residual

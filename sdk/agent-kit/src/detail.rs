@@ -11,10 +11,8 @@
 //! number it does not know. A level never adds what the configuration left out: with
 //! `launch_stacks = "off"` no level walks a stack.
 //!
-//! `int xpuprof_launch_rule_cache(int log2)` sizes each launching thread's native rule cache
-//! (2^log2 sets of two return addresses; 2^10 by default), for windows that compare sizes.
-//!
-//! `int xpuprof_launch_rule_spill(int on)` switches the second level behind that cache (on by
+//! `int xpuprof_launch_rule_spill(int on)` switches the second level behind each launching
+//! thread's native rule cache (on by
 //! default: a rule evicted from the first level is found in a hash probe, not in the CFI).
 //!
 //! `int xpuprof_launch_counts(uint64_t *out, int n)` writes what the process's native walks
@@ -98,21 +96,6 @@ fn timings() -> [u64; 8] {
     s
 }
 
-/// Sets (`log2` 8 to 20: 2^log2 sets of two return addresses) or only reads (-1) the size of
-/// each launching thread's native rule cache ([`xpuprof_unwind::set_rule_cache_sets`]; default
-/// 2^10); returns the log2 before, -1 for a size it does not know. Each thread keeps its cache
-/// of the size before as it was, so adjacent windows switching back and forth compare warm
-/// caches.
-#[no_mangle]
-pub extern "C" fn xpuprof_launch_rule_cache(log2: c_int) -> c_int {
-    let before = match log2 {
-        -1 => xpuprof_unwind::rule_cache_sets(),
-        8..=20 => xpuprof_unwind::set_rule_cache_sets(1 << log2),
-        _ => return -1,
-    };
-    before.trailing_zeros() as c_int
-}
-
 /// Turns on (1, the default) or off (0), or only reads (-1), the spill of the native rule cache
 /// ([`xpuprof_unwind::set_rule_spill`]: a rule evicted from a thread's rule cache is found
 /// again in a hash probe, not looked up in the CFI again); returns whether it was on, -1 for a
@@ -183,16 +166,6 @@ mod tests {
         assert_eq!(xpuprof_launch_detail(7), -1, "an unknown level is refused");
         assert_eq!(level(), NATIVE, "and leaves the level as it was");
         xpuprof_launch_detail(before);
-    }
-
-    #[test]
-    fn rule_cache_sizes_round_trip() {
-        let before = xpuprof_launch_rule_cache(-1);
-        assert_eq!(before, 10, "1024 sets by default");
-        assert_eq!(xpuprof_launch_rule_cache(14), 10);
-        assert_eq!(xpuprof_launch_rule_cache(-1), 14);
-        assert_eq!(xpuprof_launch_rule_cache(21), -1, "too large");
-        assert_eq!(xpuprof_launch_rule_cache(before), 14);
     }
 
     #[test]

@@ -38,6 +38,6 @@ mod memo;
 mod rules;
 
 pub use regs::Registers;
-pub use rules::{rule_cache_sets, rule_spill_on, set_rule_cache_sets, set_rule_spill};
+pub use rules::{rule_spill_on, set_rule_spill};
 pub use stats::{stats, Stats, StatsSnapshot};
 pub use walk::{set_fast_path, Cut, End, Walk};

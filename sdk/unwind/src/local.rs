@@ -247,7 +247,6 @@ fn walk_once(
                 *modules = MODULES.read().ok().and_then(|g| g.clone());
             }
             let Some(m) = modules.as_deref() else { return cut(Cut::Error) };
-            caches.fit(crate::rules::rule_cache_sets());
             caches.sync(m.generation);
             let code = InProcess(m);
             if !reuse {

@@ -35,35 +35,20 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{Error, FrameAddress, Unwinder};
 
 use crate::walk::{Cut, Stack};
 
-/// Sets in a [`Classes`] cache by default (a power of two), two entries each: 2048 return
-/// addresses cover the call sites of a program's hot launch paths; 16 bytes an entry (32 KiB
-/// per cache). In-process walks take the size [`set_rule_cache_sets`] asks.
+/// Sets in a [`Classes`] cache (a power of two), two entries each: 2048 return addresses cover
+/// the call sites of a program's hot launch paths; 16 bytes an entry (32 KiB per cache). A
+/// program whose launch paths meet more finds the evicted ones in the [`Spill`]; on ResNet-18
+/// training and Qwen decoding (H200) a first level 16 times larger was not needed (0.05 and 0.5
+/// CFI lookups per walk without the spill) and a size read at run time cost the criterion
+/// budget case about 10 ns.
 const SETS: usize = 1024;
-
-/// The sets the calling threads' in-process rule caches have ([`set_rule_cache_sets`]).
-static LOCAL_SETS: AtomicUsize = AtomicUsize::new(SETS);
-
-/// Sets the number of sets of each thread's in-process rule cache (two return addresses a set,
-/// 32 bytes; a power of two from 256 to 1,048,576, rounded up and clamped), for benchmarks of a
-/// program whose launch paths meet more return addresses than the default's 2048; returns the
-/// number before. A thread keeps its cache of the size before too, so switching back finds it
-/// as it was.
-pub fn set_rule_cache_sets(sets: usize) -> usize {
-    LOCAL_SETS.swap(sets.clamp(256, 1 << 20).next_power_of_two(), Relaxed)
-}
-
-/// The sets of the in-process rule caches now.
-#[inline]
-pub fn rule_cache_sets() -> usize {
-    LOCAL_SETS.load(Relaxed)
-}
 
 /// How the frame of a return address is stepped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,28 +146,16 @@ const EMPTY: Entry = Entry { key: 0, rule: Rule { cfa: 0, bp: Rule::CFI } };
 pub(crate) struct Classes {
     /// The module list the entries belong to.
     generation: u64,
-    sets: Box<[[Entry; 2]]>,
-    /// `sets.len() - 1`.
-    mask: usize,
+    sets: Box<[[Entry; 2]; SETS]>,
 }
 
 impl Default for Classes {
     fn default() -> Self {
-        Self::with_sets(SETS)
+        Self { generation: 0, sets: Box::new([[EMPTY; 2]; SETS]) }
     }
 }
 
 impl Classes {
-    /// An empty cache of `sets` sets (a power of two).
-    pub fn with_sets(sets: usize) -> Self {
-        Self { generation: 0, sets: vec![[EMPTY; 2]; sets].into_boxed_slice(), mask: sets - 1 }
-    }
-
-    /// Its number of sets.
-    pub fn sets(&self) -> usize {
-        self.sets.len()
-    }
-
     /// Empties the cache when the module list is not the one its entries were made for.
     #[inline]
     pub fn sync(&mut self, generation: u64) {
@@ -199,7 +172,7 @@ impl Classes {
     /// bits in (a shift and an xor) cost the criterion budget case 3-6% (490 -> 508-522 ns).
     #[inline(always)]
     fn set(&self, key: u64) -> usize {
-        key as usize & self.mask
+        key as usize & (SETS - 1)
     }
 
     /// The rule cached for `key` ([`key`]).

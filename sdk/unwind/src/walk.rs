@@ -126,13 +126,12 @@ pub fn set_fast_path(on: bool) {
     FAST_PATH.store(on, Relaxed);
 }
 
-/// The caches a walk uses: framehop's rule cache and the fast path's per-address classes (and
-/// the classes of another size, kept while [`crate::rules::set_rule_cache_sets`] asks this one).
+/// The caches a walk uses: framehop's rule cache, the fast path's per-address classes and the
+/// spill behind them.
 #[derive(Default)]
 pub(crate) struct Caches {
     pub framehop: CacheX86_64,
     pub classes: Classes,
-    pub other: Option<Classes>,
     pub spill: Spill,
 }
 
@@ -142,24 +141,6 @@ impl Caches {
     pub fn sync(&mut self, generation: u64) {
         self.classes.sync(generation);
         self.spill.sync(generation);
-    }
-
-    /// Makes `classes` the cache of `sets` sets: the one kept aside when it has that size (as
-    /// it was), else a new one; the one in use is kept aside.
-    #[inline]
-    pub fn fit(&mut self, sets: usize) {
-        if self.classes.sets() != sets {
-            self.swap_to(sets);
-        }
-    }
-
-    #[cold]
-    fn swap_to(&mut self, sets: usize) {
-        let next = match self.other.take() {
-            Some(c) if c.sets() == sets => c,
-            _ => Classes::with_sets(sets),
-        };
-        self.other = Some(std::mem::replace(&mut self.classes, next));
     }
 }
 
@@ -309,7 +290,11 @@ fn steps<D: Deref<Target = [u8]>, R: Reuse>(
         } else {
             match caches.classes.get(k) {
                 Some(r) => Some(r),
-                None => lookup(unwinder, caches, ip, is_return, code, &mut run.lookups),
+                None => {
+                    let (rule, looked_up) = lookup(unwinder, caches, ip, is_return, code);
+                    run.lookups += u64::from(looked_up);
+                    rule
+                }
             }
         };
         if R::ON && !skipping {
@@ -418,8 +403,11 @@ fn cached_run<const SP: bool, R: Reuse>(
     end
 }
 
-/// The rule of a frame the cache does not hold: found (from the CFI, through framehop) and
-/// cached; `None` outside every known module.
+/// The rule of a frame the cache does not hold: from the spill, or found in the CFI (through
+/// framehop) and kept in both; `None` outside every known module. Also whether the CFI was
+/// looked up (counted by the caller: a counter passed in by reference here kept the walk's
+/// state in memory and cost the criterion budget case 50 ns).
+#[cold]
 #[inline(never)]
 fn lookup<D: Deref<Target = [u8]>>(
     unwinder: &UnwinderX86_64<D>,
@@ -427,24 +415,22 @@ fn lookup<D: Deref<Target = [u8]>>(
     ip: u64,
     is_return: bool,
     code: &impl Code,
-    lookups: &mut u64,
-) -> Option<Rule> {
+) -> (Option<Rule>, bool) {
     if !code.known(ip) {
-        return None;
+        return (None, false);
     }
     let k = key(ip, is_return);
     let spill = rule_spill_on();
     if let Some(rule) = caches.spill.get(k).filter(|_| spill) {
         caches.classes.put_rule(k, rule);
-        return Some(rule);
+        return (Some(rule), false);
     }
-    *lookups += 1;
     let class = classify(unwinder, &mut caches.framehop, ip, is_return);
     caches.classes.put(k, class);
     if spill {
         caches.spill.put(k, Rule::of(class));
     }
-    Some(Rule::of(class))
+    (Some(Rule::of(class)), true)
 }
 
 /// One step by framehop (a rule of another shape, code outside every module, the fast path off).
