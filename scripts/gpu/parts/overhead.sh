@@ -76,8 +76,8 @@ if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
   }
   # Most telling first: a part cut by the budget loses its last rows.
   # ResNet-18 steps take 10-11 ms, Qwen tokens 85 ms (H200, R1): windows of 12 and 6 steps; the
-  # R1 Qwen process took 53 s with 10 rounds.
-  rounds=${OV_LEVEL_ROUNDS:-$([ -n "${QUICK:-}" ] && echo 6 || echo 10)}
+  # R1 Qwen process took 53 s with 10 rounds, the ResNet ones 18-19 s with 10 (R2: 14).
+  rounds=${OV_LEVEL_ROUNDS:-$([ -n "${QUICK:-}" ] && echo 6 || echo 14)}
   ov_levels cupti resnet 40 "${OV_LEVEL_STEPS:-12}" "$rounds"
   ov_levels cupti qwen 60 "${OV_LEVEL_QWEN_STEPS:-6}" "${OV_LEVEL_QWEN_ROUNDS:-8}"
   for wl in ${OV_LEVEL_EBPF:-resnet}; do ov_levels ebpf,cupti "$wl" 40 "${OV_LEVEL_STEPS:-12}" "$rounds"; done
