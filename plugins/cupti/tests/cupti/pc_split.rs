@@ -21,13 +21,14 @@ use xpuprof_toolbox::shares::launches::{LaunchSpans, SpanCounts};
 
 use crate::pc_replay::decode;
 
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pc_split").join(name)
+/// A file of capture `capture` (a folder under `tests/fixtures/pc_split`, "" the first).
+fn fixture(capture: &str, name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pc_split").join(capture).join(name)
 }
 
 /// `(address, size, name)` of the program's functions (`nm -C -S --defined-only`).
-fn symbols() -> Vec<(u64, u64, String)> {
-    let text = std::fs::read_to_string(fixture("pc_split.syms")).expect("symbols");
+fn symbols(capture: &str) -> Vec<(u64, u64, String)> {
+    let text = std::fs::read_to_string(fixture(capture, "pc_split.syms")).expect("symbols");
     text.lines()
         .filter_map(|l| {
             let mut it = l.splitn(4, ' ');
@@ -79,9 +80,20 @@ fn phase(records: &[Record], syms: &[(u64, u64, String)]) -> HashMap<StackId, &'
 
 #[test]
 fn captured_samples_go_under_the_phase_that_ran_them() {
-    let stream = std::fs::read(fixture("stream.bin")).expect("fixture stream");
+    // CUPTI's default period (2^11 cycles): two batches, the second mixing both phases.
+    check("");
+}
+
+#[test]
+fn captured_samples_at_the_default_period_go_under_the_phase_that_ran_them() {
+    // xpuprof's default period (2^16 cycles), second round: 596 k samples in three fetches.
+    check("period16");
+}
+
+fn check(capture: &str) {
+    let stream = std::fs::read(fixture(capture, "stream.bin")).expect("fixture stream");
     let records = decode(&stream);
-    let phases = phase(&records, &symbols());
+    let phases = phase(&records, &symbols(capture));
     let sites: HashMap<u64, StackId> = records
         .iter()
         .filter_map(|r| if let Record::LaunchSite(s) = r { Some((s.correlation.id, s.stack)) } else { None })
@@ -119,7 +131,10 @@ fn captured_samples_go_under_the_phase_that_ran_them() {
     for (&line, &want) in &lines {
         let all: u64 = got.iter().filter(|((l, _), _)| *l == line).map(|(_, n)| n).sum();
         let under = got.get(&(line, want)).copied().unwrap_or(0);
-        assert!(all > 1000, "pc_split.cu:{line}: only {all} samples");
-        assert!(under * 10 >= all * 9, "pc_split.cu:{line}: {under} of {all} samples under {want}: {got:?}");
+        assert!(all > 1000, "{capture}: pc_split.cu:{line}: only {all} samples");
+        assert!(
+            under * 10 >= all * 9,
+            "{capture}: pc_split.cu:{line}: {under} of {all} under {want}: {got:?}"
+        );
     }
 }
