@@ -17,7 +17,7 @@ twice (scripts/gpu/parts/attach_long.sh). Three checks, one line each (PASS/FAIL
       (profile.gpu.folded) whose whole stack, Python lines and native frames down to the kernel,
       is one the calibration run under `xpuprof record` also had (PASS at 99% or more), and the
       share of the record's stacks (by time) the window has;
-  check_attach_long.py modules UNPROFILED_DIR DORMANT_DIR [WINDOW_DIR]
+  check_attach_long.py modules UNPROFILED_DIR DORMANT_DIR [WINDOW_DIR [DORMANT2_DIR]]
       where the process's CPU time goes, by module, from `xpuprof attach --source ebpf` CPU
       profiles (profile.pb.gz, pprof) taken while the process was unprofiled and while the cupti
       agent was dormant (the eBPF source puts nothing into the process): shares of CPU samples,
@@ -26,7 +26,8 @@ twice (scripts/gpu/parts/attach_long.sh). Three checks, one line each (PASS/FAIL
       upper bound of that share (3 / samples); per module, the share of samples whose innermost
       frame is in it, unprofiled against dormant (the driver's, libcuda, would grow if the
       dormant state left work in it). WINDOW_DIR (a cupti window's profile with ebpf samples)
-      shows the same shares while collecting, where CUPTI and the agent must appear;
+      shows the same shares while collecting, where CUPTI and the agent must appear; DORMANT2_DIR
+      is checked as DORMANT_DIR (dormant again after a second window);
   check_attach_long.py phases STEP_LOG TIMES QUIET
       what the process did per step (attach_train.py --counters lines) before the first attach
       (the QUIET seconds before it), in each window and in each dormant phase after a detach (from
@@ -254,7 +255,7 @@ PROFILER = ("libcupti", "libxpuprof", "[xpuprof]")
 
 
 def modules(dirs):
-    names = ["unprofiled", "dormant", "window"]
+    names = ["unprofiled", "dormant", "window", "dormant2"]
     shares, facts, problems = {}, [], []
     for name, d in zip(names, dirs):
         try:
@@ -274,15 +275,16 @@ def modules(dirs):
         shares[name] = {m: 100.0 * w / total for m, w in leaf.items()}
         top = ", ".join(f"{m} {100.0 * w / total:.2f}%" for m, w in leaf.most_common(6))
         facts.append(f"{name}: {n} samples, CUPTI+agent on the stack {100.0 * prof / total:.3f}% of CPU; innermost: {top}")
-        if name == "dormant":
+        if name.startswith("dormant"):
             if prof:
-                problems.append(f"dormant: {100.0 * prof / total:.3f}% of CPU samples with CUPTI or agent frames")
+                problems.append(f"{name}: {100.0 * prof / total:.3f}% of CPU samples with CUPTI or agent frames")
             else:
-                facts.append(f"dormant: no sample in CUPTI or the agent of {n}: share < {300.0 / n:.3f}% (95%)")
-    if "unprofiled" in shares and "dormant" in shares:
-        u, dm = shares["unprofiled"], shares["dormant"]
-        diff = sorted(((dm.get(m, 0) - u.get(m, 0), m) for m in set(u) | set(dm)), key=lambda x: -abs(x[0]))[:5]
-        facts.append("dormant - unprofiled, innermost share: " + ", ".join(f"{m} {d:+.2f} pts" for d, m in diff))
+                facts.append(f"{name}: no sample in CUPTI or the agent of {n}: share < {300.0 / n:.3f}% (95%)")
+    for name in ("dormant", "dormant2"):
+        if "unprofiled" in shares and name in shares:
+            u, dm = shares["unprofiled"], shares[name]
+            diff = sorted(((dm.get(m, 0) - u.get(m, 0), m) for m in set(u) | set(dm)), key=lambda x: -abs(x[0]))[:5]
+            facts.append(f"{name} - unprofiled, innermost share: " + ", ".join(f"{m} {d:+.2f} pts" for d, m in diff))
     return problems, facts
 
 
@@ -357,7 +359,7 @@ def main():
         problems, facts = outputs(sys.argv[2])
     elif cmd == "same" and len(sys.argv) == 6:
         problems, facts = same(*sys.argv[2:6])
-    elif cmd == "modules" and len(sys.argv) in (4, 5):
+    elif cmd == "modules" and len(sys.argv) in (4, 5, 6):
         problems, facts = modules(sys.argv[2:])
     elif cmd == "stacks" and len(sys.argv) == 4:
         problems, facts = stacks(sys.argv[2], sys.argv[3])

@@ -32,7 +32,8 @@
 #    ResNet-18 training, a synchronize after every step), summed up by check_dormant.py summary.
 #    LONG_SIDE=calib (default) runs only the calibration run beside the loop.
 # Knobs: LONG_WAIT LONG_DUR LONG_GAP LONG_TAIL LONG_QUIET LONG_EBPF LONG_SIDE LONG_QUICK,
-# LONG_WINDOWS (10: timed windows per phase of each dormant_bench.py process).
+# LONG_WINDOWS (10: timed windows per phase of each dormant_bench.py process). A third eBPF
+# window follows the second detach (its loop time: the 10 s tail and 6 s of slack).
 L_D=$W/logs/attach_long; mkdir -p "$L_D"
 L_W=$W/attach_long; rm -rf "$L_W"; mkdir -p "$L_W"
 ldconfig -p | grep -q 'libelf.so.1 ' || export LD_LIBRARY_PATH=$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -120,6 +121,8 @@ else
       t_gap=$(date +%s)
       if [ "$LEB" -gt 0 ]; then sleep 1; ebpf_window ebpf-dormant; fi
       now=$(date +%s); [ $((t_gap + LGAP)) -gt "$now" ] && sleep $((t_gap + LGAP - now))
+    elif [ "$LEB" -gt 0 ]; then
+      sleep 1; ebpf_window ebpf-dormant2  # dormant again, after the second window
     fi
   done
   wait "$TP"; trc=$?
@@ -147,7 +150,7 @@ else
     grep -m3 'sources\|source ' "$L_D/attach$k.err" | sed "s/^/attach$k: /" >>"$L_D/sources.txt"
   done < <(grep '^attach ' "$L_W/times.txt")
   if [ "$LEB" -gt 0 ]; then
-    row "attach_long CPU by module (eBPF)" "$(python3 scripts/gpu/check_attach_long.py modules "$L_W/ebpf-unprofiled" "$L_W/ebpf-dormant" "$L_W/attach1" 2>&1 | tail -1)"
+    row "attach_long CPU by module (eBPF)" "$(python3 scripts/gpu/check_attach_long.py modules "$L_W/ebpf-unprofiled" "$L_W/ebpf-dormant" "$L_W/attach1" "$L_W/ebpf-dormant2" 2>&1 | tail -1)"
   fi
   row "attach_long counted, one process" "$(python3 scripts/gpu/check_attach_long.py phases "$L_W/steps.log" "$L_W/times.txt" "$LQ" 2>&1 | tail -1)"
   grep '^counters' "$L_W/steps.log" >"$L_D/counters.txt"
