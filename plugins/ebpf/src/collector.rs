@@ -88,7 +88,7 @@ pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
         return fail(&ready, e, job.emitter);
     }
     let Job { cfg, pid, adopted, command, emitter, log, stop, control, .. } = job;
-    let run_time = RunTime::start(&log);
+    let run_time = cfg.bpf_run_time.then(|| RunTime::start(&log));
     let progs = Programs { launch: &skel.progs.on_launch, trampoline: &skel.progs.on_trampoline };
     pre_attach(&mut probes, progs, &command, &log);
     let mut handler =
@@ -123,7 +123,7 @@ pub fn run(job: Job, ready: SyncSender<Result<(), String>>) -> Option<Emitter> {
     let mut handler = handler.into_inner();
     handler.flush_parked();
     finish(&skel, &mut handler, &probes, cfg.ustack_copy_bytes);
-    if run_time.counting() {
+    if run_time.as_ref().is_some_and(RunTime::counting) {
         let p = &skel.progs;
         let progs = [
             ("on-CPU sampling", &p.on_sample),

@@ -40,6 +40,10 @@ xpuprof_sdk::plugin_config! {
         pub python: Python = Python::Auto;
         /// size of the kernel-to-host ring buffer (MiB, power of two)
         pub ring_buffer_mib: u32 = 16, one_of([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]);
+        /// say at the end what the source's BPF programs cost, as the kernel counts it (runs and time of each);
+        /// turns the kernel's BPF run-time statistics on for the whole machine while the session runs, which
+        /// adds two clock reads to every BPF program of every user, so off unless asked
+        pub bpf_run_time: bool = false;
     }
 }
 
@@ -86,6 +90,8 @@ pub struct Config {
     pub ustack_copy_bytes: u32,
     /// Python frames.
     pub python: Python,
+    /// Count the BPF programs' run time with the kernel's statistics.
+    pub bpf_run_time: bool,
 }
 
 impl Default for Config {
@@ -121,6 +127,7 @@ impl Config {
             ring_buffer_bytes: k.ring_buffer_mib << 20,
             ustack_copy_bytes: k.ustack_copy_bytes,
             python: k.python,
+            bpf_run_time: k.bpf_run_time,
         })
     }
 }

@@ -50,8 +50,10 @@ if [[ " ${OV_MODES:-levels} " == *" levels "* ]]; then
     local src=$1 wl=$2 t=$3 per=$4 rounds=$5 o=$W/ov-levels-$2-${1/,/_} log=$OVL/levels-$2-${1/,/_} start rc line
     if [ "$(ov_left)" -lt "$t" ]; then row "overhead levels $wl $src" "SKIPPED: $(ov_left) s of the budget left"; return; fi
     rm -rf "$o"; start=$(date +%s)
+    local bpf_time=()  # the BPF programs' own time (kernel statistics), asked for where eBPF runs
+    [[ $src == *ebpf* ]] && bpf_time=(--set source.ebpf.bpf_run_time=true)
     LEVEL_ROUNDS=$rounds LEVEL_EXTRA=${OV_LEVEL_EXTRA-nospill=xpuprof_launch_rule_spill:0} \
-      timeout "$t" $OVX -v --source "$src" --sink summary -o "$o" -- python3 "$OVR" levels "$wl" "$per" \
+      timeout "$t" $OVX -v --source "$src" ${bpf_time[@]+"${bpf_time[@]}"} --sink summary -o "$o" -- python3 "$OVR" levels "$wl" "$per" \
       >"$log.out" 2>"$log.err"
     rc=$?
     line=$(grep -h '^REAL ' "$log.out" | tail -1)
