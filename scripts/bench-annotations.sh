@@ -16,18 +16,11 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 ROUNDS=${1:-9} N=${2:-200000}
-AGENT=${XPUPROF_AGENT:-}
-if [ -z "$AGENT" ]; then
-  cargo build --release -q -p xpuprof-cupti-agent
-  AGENT=$ROOT/target/release/libxpuprof_cupti_agent.so
-fi
-INC=${CUPTI_INCLUDE_DIR:-$(cat "$(find target -path '*cupti-sys-*/out/include_dir.txt' | head -1)")}
-D=$(mktemp -d /tmp/xpuprof-annotations-bench.XXXXXX)
-trap 'rm -rf "$D"' EXIT
+# shellcheck source=scripts/lib/cuda-double.sh
+. "$ROOT/scripts/lib/cuda-double.sh"
+cuda_double annotations
 DB=plugins/cupti/tests/doubles
-cc -Wall -O1 -shared -fPIC -Wl,-soname,libcuda.so.1 -I"$INC" $DB/libcuda_double.c -o "$D/libcuda.so.1" -lpthread -ldl
 cc -Wall -O1 -I"$INC" $DB/xla_nvtx.c "$D/libcuda.so.1" -Wl,-rpath,"$D" -o "$D/xla_nvtx" -lpthread
-mkdir -p "$D/dump"
 for r in $(seq 1 "$ROUNDS"); do
   for on in 1 0; do
     CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_LIB=$D/libcuda.so.1 XPUPROF_CUPTI_DUMP=$D/dump \

@@ -17,18 +17,10 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 ROUNDS=${1:-30} PER=${2:-40} PROCS=${3:-3}
-AGENT=${XPUPROF_AGENT:-}
-if [ -z "$AGENT" ]; then
-  cargo build --release -q -p xpuprof-cupti-agent
-  AGENT=$ROOT/target/release/libxpuprof_cupti_agent.so
-fi
-INC=${CUPTI_INCLUDE_DIR:-$(cat "$(find target -path '*cupti-sys-*/out/include_dir.txt' | head -1)")}
-D=$(mktemp -d /tmp/xpuprof-levels-bench.XXXXXX)
-trap 'rm -rf "$D"' EXIT
-cc -Wall -O1 -shared -fPIC -Wl,-soname,libcuda.so.1 -I"$INC" plugins/cupti/tests/doubles/libcuda_double.c \
-  -o "$D/libcuda.so.1" -lpthread -ldl
+# shellcheck source=scripts/lib/cuda-double.sh
+. "$ROOT/scripts/lib/cuda-double.sh"
+cuda_double levels
 cc -Wall -O1 -shared -fPIC plugins/cupti/tests/workloads/engine_thread.c -o "$D/libengine.so" -lpthread -ldl
-mkdir -p "$D/dump"
 MODE=(double "$D/libcuda.so.1" "$D/libengine.so")
 if [ -n "${DEEP:-}" ]; then
   python3 plugins/cupti/tests/workloads/deep_lib.py "${DEEP%x*}" "${DEEP#*x}" >"$D/deep_lib.c"

@@ -13,18 +13,10 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 ROUNDS=${1:-30} PER=${2:-40} PROCS=${3:-3}
-AGENT=${XPUPROF_AGENT:-}
-if [ -z "$AGENT" ]; then
-  cargo build --release -q -p xpuprof-cupti-agent
-  AGENT=$ROOT/target/release/libxpuprof_cupti_agent.so
-fi
-INC=${CUPTI_INCLUDE_DIR:-$(cat "$(find target -path '*cupti-sys-*/out/include_dir.txt' | head -1)")}
-D=$(mktemp -d /tmp/xpuprof-reuse-bench.XXXXXX)
-trap 'rm -rf "$D"' EXIT
-cc -Wall -O1 -shared -fPIC -Wl,-soname,libcuda.so.1 -I"$INC" plugins/cupti/tests/doubles/libcuda_double.c \
-  -o "$D/libcuda.so.1" -lpthread -ldl
+# shellcheck source=scripts/lib/cuda-double.sh
+. "$ROOT/scripts/lib/cuda-double.sh"
+cuda_double reuse
 cc -Wall -O1 -shared -fPIC plugins/cupti/tests/workloads/engine_thread.c -o "$D/libengine.so" -lpthread -ldl
-mkdir -p "$D/dump"
 for p in $(seq 1 "$PROCS"); do
   CUDA_INJECTION64_PATH=$AGENT XPUPROF_CUPTI_LIB=$D/libcuda.so.1 XPUPROF_CUPTI_DUMP=$D/dump \
     python3 plugins/cupti/tests/workloads/reuse_windows.py double "$D/libcuda.so.1" "$D/libengine.so" "$ROUNDS" "$PER"
