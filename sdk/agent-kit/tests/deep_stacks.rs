@@ -2,9 +2,11 @@
 //! and the stack entry it writes carries them all (wire protocol 1 wrote the frame count as
 //! one byte: a 256-frame stack went out as 0 frames and the host misread what followed it).
 
+mod common;
+
 use xpuprof_agent_kit::launches::{Registry, Sites};
-use xpuprof_agent_kit::wire::launches::{parse, Entry};
-use xpuprof_agent_kit::{modules, stack, timestamps, wire};
+use xpuprof_agent_kit::wire::launches::Entry;
+use xpuprof_agent_kit::{modules, stack};
 
 /// Recurses `n` levels, then records one launch (correlation 7) with stacks of `max_depth`.
 #[inline(never)]
@@ -32,13 +34,7 @@ fn entries(max_depth: usize) -> Vec<Entry> {
             .join()
             .unwrap()
     });
-    let mut out = Vec::new();
-    r.drain(&mut out, &timestamps::Clock::new(false));
-    let (msgs, _) = wire::split_messages(&out);
-    msgs.iter()
-        .filter(|m| m.ty == wire::MSG_LAUNCHES)
-        .flat_map(|m| parse(m.payload, wire::PROTOCOL).1)
-        .collect()
+    common::drained_entries(&r)
 }
 
 #[test]

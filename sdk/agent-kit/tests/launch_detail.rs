@@ -2,24 +2,11 @@
 //! entries without a stack at level 0, stacks at levels 1 and 2, and timed entries counted by
 //! `xpuprof_launch_counts` with their ticks split into the walk and the Python frames.
 
+mod common;
+
 use xpuprof_agent_kit::detail::{xpuprof_launch_counts, xpuprof_launch_detail, COUNTS, TIMED};
 use xpuprof_agent_kit::launches::{Registry, Sites};
-use xpuprof_agent_kit::wire::launches::{parse, Entry, Launch};
-use xpuprof_agent_kit::{modules, stack, timestamps, wire};
-
-fn drained(r: &Registry) -> Vec<Launch> {
-    let mut out = Vec::new();
-    r.drain(&mut out, &timestamps::Clock::new(false));
-    let (msgs, _) = wire::split_messages(&out);
-    msgs.iter()
-        .filter(|m| m.ty == wire::MSG_LAUNCHES)
-        .flat_map(|m| parse(m.payload, wire::PROTOCOL).1)
-        .filter_map(|e| match e {
-            Entry::Launch(l) => Some(l),
-            Entry::Stack { .. } => None,
-        })
-        .collect()
-}
+use xpuprof_agent_kit::{modules, stack};
 
 fn counts() -> [u64; COUNTS] {
     let mut c = [0; COUNTS];
@@ -55,7 +42,7 @@ fn levels_switch_stacks_and_timing_in_the_running_process() {
     let c1 = counts();
     xpuprof_launch_detail(before);
 
-    let got = drained(&r);
+    let got = common::drained_launches(&r);
     assert_eq!(got.iter().map(|l| l.correlation).collect::<Vec<_>>(), (1..13).collect::<Vec<_>>());
     assert_eq!(got[0].stack, 0, "level 0 records the entry without a stack: {:?}", got[0]);
     assert!(got[1..].iter().all(|l| l.stack != 0), "levels 1 and 2 walk: {got:?}");

@@ -3,6 +3,8 @@
 //! calls keep their own launch entries and stacks instead of reading as nested in it. And across
 //! sessions (an agent attached again to a new host): every stack is defined again.
 
+mod common;
+
 use xpuprof_agent_kit::launches::{Registry, Sites};
 use xpuprof_agent_kit::wire::launches::{parse, Entry, Launch};
 use xpuprof_agent_kit::{modules, stack, timestamps, wire};
@@ -14,17 +16,7 @@ fn launches(calls: impl FnOnce(&Registry, &Sites<'_>)) -> Vec<Launch> {
     let sites = Sites { record_entries: true, stacks: true, max_depth: 64, own_code: &[], known: &known };
     let r = Registry::default();
     calls(&r, &sites);
-    let mut out = Vec::new();
-    r.drain(&mut out, &timestamps::Clock::new(false));
-    let (msgs, _) = wire::split_messages(&out);
-    msgs.iter()
-        .filter(|m| m.ty == wire::MSG_LAUNCHES)
-        .flat_map(|m| parse(m.payload, wire::PROTOCOL).1)
-        .filter_map(|e| match e {
-            Entry::Launch(l) => Some(l),
-            Entry::Stack { .. } => None,
-        })
-        .collect()
+    common::drained_launches(&r)
 }
 
 #[test]
