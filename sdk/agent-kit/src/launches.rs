@@ -314,6 +314,36 @@ impl Registry {
         });
     }
 
+    /// API exit of a call whose entry this thread did not see: the callbacks were turned on
+    /// while the call was inside the driver (a window opening, an attach), yet the call's
+    /// device work is recorded. Records the call now, from the exit callback's registers (the
+    /// call has not returned, so the application's frames are those of its entry), its entry
+    /// time being when the exit callback came, and returns true; false when an entry is open (or the
+    /// call is the runtime call around a driver call already recorded under the same
+    /// correlation id): then the ordinary [`Registry::exit`] applies.
+    pub fn exit_unentered(
+        &self,
+        sites: &Sites<'_>,
+        domain: u8,
+        cbid: u32,
+        correlation: u32,
+        regs: Registers,
+        result: u32,
+    ) -> bool {
+        if !sites.record_entries {
+            return false;
+        }
+        let unentered = LOCAL.with(|cell| match cell.borrow().as_ref() {
+            Some(l) => l.depth == 0 && l.outer_id != correlation,
+            None => true,
+        });
+        if unentered {
+            self.enter(sites, domain, cbid, correlation, regs);
+            self.exit(result);
+        }
+        unentered
+    }
+
     /// Starts a new epoch: called when the agent turns its callbacks off, after which an API
     /// call that entered before may never see its exit callback. A thread whose outermost call
     /// entered in an earlier epoch and is still open at its next entry publishes that call

@@ -51,6 +51,27 @@ fn without_a_pause_an_inner_call_stays_nested() {
     assert_eq!(got[1].flags & wire::LAUNCH_NESTED, wire::LAUNCH_NESTED);
 }
 
+#[test]
+fn a_call_whose_entry_came_before_the_callbacks_is_recorded_at_its_exit() {
+    let got = launches(|r, sites| {
+        // Call 300 entered before a window opened; only its exit callback comes.
+        assert!(r.exit_unentered(sites, 1, 7, 300, stack::registers(), 0), "call 300 not recorded");
+        // An ordinary call after it, and a runtime call whose nested driver call (same
+        // correlation id) had an entry: its exit is not a second call.
+        assert!(r.enter(sites, 1, 7, 301, stack::registers()).is_some());
+        assert!(!r.exit_unentered(sites, 1, 7, 301, stack::registers(), 0), "301 has an open entry");
+        r.exit(0);
+        assert!(!r.exit_unentered(sites, 0, 7, 301, stack::registers(), 0), "301 recorded twice");
+    });
+    assert_eq!(got.iter().map(|l| l.correlation).collect::<Vec<_>>(), [300, 301]);
+    for l in &got {
+        assert_eq!(l.flags & wire::LAUNCH_NESTED, 0, "{l:?}");
+        assert_ne!(l.stack, 0, "{l:?} has no stack");
+    }
+    // Call 300's entry was not seen: its entry time is when its exit callback came.
+    assert!(got[0].end >= got[0].time && got[0].time > 0, "{:?}", got[0]);
+}
+
 /// One launch from the same call site: its stack is defined with the first launch of each session.
 #[inline(never)]
 fn launch_here(r: &Registry, sites: &Sites<'_>, correlation: u32) {

@@ -143,6 +143,8 @@ pub(crate) unsafe extern "C" fn on_api(_user: *mut c_void, domain: u32, cbid: u3
             // (cudaError_t / CUresult, both 32-bit enums).
             unsafe { *(d.functionReturnValue as *const u32) }
         };
-        a.core.launches.exit(result);
+        if !a.core.launches.exit_unentered(&a.sites(), domain as u8, cbid, d.correlationId, regs, result) {
+            a.core.launches.exit(result);
+        }
     }
 }
