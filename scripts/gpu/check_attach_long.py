@@ -49,19 +49,10 @@ import statistics
 import sys
 import xml.etree.ElementTree as ET
 
+from check_figures import varint  # the protobuf varint reader of the pprof checks beside it
+
 DECIDE = 0.005
 STATES = {-3: "unknown", -2: "none", -1: "not-running", 0: "detached", 1: "paused", 2: "collecting"}
-
-
-def varint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << s
-        s += 7
-        if c < 0x80:
-            return v, i
 
 
 def perfetto_packets(path):
