@@ -29,14 +29,7 @@ import os
 import sys
 import time
 
-
-def timed(step, sync, n):
-    sync()
-    t = time.perf_counter()
-    for _ in range(n):
-        step()
-    sync()
-    return (time.perf_counter() - t) * 1e3 / n
+from reuse_windows import timed  # milliseconds a step of n steps between two syncs
 
 
 def agent_lib():
